@@ -1,0 +1,119 @@
+// Keras layers: Input and Dense (keras.layers).
+#pragma once
+
+#include <concepts>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "osprey/ops.h"
+#include "osprey/tensor.h"
+#include "osprey/variable.h"
+
+namespace osprey::keras {
+
+/// Base class of every layer. A layer owns its variables and creates them in build(), on the current device.
+class Layer {
+ public:
+  explicit Layer(const std::string& name, const std::string& default_prefix);
+  virtual ~Layer() = default;
+
+  /// The layer's name: given, or auto-generated from the class ("dense", "dense_1", ...).
+  const std::string& name() const { return name_; }
+  /// Keras's class name ("Dense").
+  virtual std::string class_name() const = 0;
+  /// Creates the variables for inputs of `input_shape` (batch dimension excluded); returns the output shape.
+  /// Throws ValueError when the input is incompatible.
+  virtual Shape build(const Shape& input_shape) = 0;
+  /// Applies the layer to a batch.
+  virtual Tensor call(const Tensor& inputs, bool training) = 0;
+  bool built() const { return built_; }
+  /// Output shape without the batch dimension (after build).
+  const Shape& output_shape() const { return output_shape_; }
+
+  std::vector<Variable*> variables();
+  std::vector<Variable*> trainable_variables();
+  int64_t count_params() const;
+
+ protected:
+  /// Adds a variable whose path is "<layer name>/<name>".
+  Variable& add_weight(const std::string& name, const Tensor& initial_value, bool trainable = true);
+
+  std::string name_;
+  bool built_ = false;
+  Shape output_shape_;
+  std::deque<Variable> weights_;  // deque: pointers stay valid as weights are added
+};
+
+/// A layer passed by value or by pointer: `Sequential({layers::Input({20}), layers::Dense(64, "relu")})`.
+class LayerRef {
+ public:
+  template <typename L>
+    requires std::derived_from<std::decay_t<L>, Layer>
+  LayerRef(L&& layer) : ptr_(std::make_shared<std::decay_t<L>>(std::forward<L>(layer))) {}
+  template <typename L>
+    requires std::derived_from<L, Layer>
+  LayerRef(std::shared_ptr<L> layer) : ptr_(std::move(layer)) {}
+  const std::shared_ptr<Layer>& get() const { return ptr_; }
+
+ private:
+  std::shared_ptr<Layer> ptr_;
+};
+
+/// Resets the auto-naming counters (keras.backend.clear_session()).
+void clear_session();
+
+namespace layers {
+
+/// The model's input: its shape without the batch dimension (keras.Input / InputLayer).
+class Input : public Layer {
+ public:
+  explicit Input(Shape shape, std::string name = "");
+  std::string class_name() const override { return "InputLayer"; }
+  Shape build(const Shape& input_shape) override;
+  Tensor call(const Tensor& inputs, bool) override { return inputs; }
+  const Shape& shape() const { return shape_; }
+
+ private:
+  Shape shape_;
+};
+using InputLayer = Input;
+
+/// Options of Dense besides units and activation (Keras's keyword arguments).
+struct DenseOptions {
+  bool use_bias = true;
+  std::string kernel_initializer = "glorot_uniform";
+  std::string bias_initializer = "zeros";
+  std::string name{};
+};
+
+/// activation(inputs @ kernel + bias) as one fused op. Kernel (in, units) with glorot_uniform, bias zeros.
+class Dense : public Layer {
+ public:
+  /// `units` must be > 0; `activation` is a Keras name ("relu", "sigmoid", ...; "" is linear).
+  explicit Dense(int units, const std::string& activation = "", DenseOptions options = {});
+  std::string class_name() const override { return "Dense"; }
+  Shape build(const Shape& input_shape) override;
+  Tensor call(const Tensor& inputs, bool training) override;
+  int units() const { return units_; }
+  ops::Activation activation() const { return activation_; }
+  Variable* kernel() { return kernel_; }
+  Variable* bias() { return bias_; }
+
+ private:
+  int units_;
+  ops::Activation activation_;
+  DenseOptions options_;
+  Variable* kernel_ = nullptr;
+  Variable* bias_ = nullptr;
+};
+
+}  // namespace layers
+
+/// Initial values by Keras initializer name: glorot_uniform, glorot_normal, he_uniform, he_normal,
+/// lecun_uniform, lecun_normal, zeros, ones, random_normal, random_uniform, truncated_normal.
+Tensor initialize(const std::string& initializer, const Shape& shape);
+
+}  // namespace osprey::keras

@@ -1,0 +1,98 @@
+// Keras losses (keras.losses) with the "sum_over_batch_size" reduction.
+#pragma once
+
+#include <concepts>
+#include <memory>
+#include <string>
+
+#include "osprey/tensor.h"
+
+namespace osprey::keras::losses {
+
+/// A loss: per-sample values, reduced by their mean (Keras's "sum_over_batch_size").
+class Loss {
+ public:
+  explicit Loss(std::string name) : name_(std::move(name)) {}
+  virtual ~Loss() = default;
+  /// Per-sample losses, shape (N,).
+  virtual Tensor per_sample(const Tensor& y_true, const Tensor& y_pred) const = 0;
+  /// The reduced (scalar) loss.
+  Tensor operator()(const Tensor& y_true, const Tensor& y_pred) const;
+  const std::string& name() const { return name_; }
+  /// Keras's class name ("BinaryCrossentropy").
+  virtual std::string class_name() const = 0;
+
+ private:
+  std::string name_;
+};
+
+struct CrossentropyOptions {
+  double label_smoothing = 0.0;
+};
+/// −mean(y·log(p) + (1−y)·log(1−p)) with p clipped to [1e-7, 1−1e-7].
+class BinaryCrossentropy : public Loss {
+ public:
+  explicit BinaryCrossentropy(CrossentropyOptions o = {});
+  Tensor per_sample(const Tensor& y_true, const Tensor& y_pred) const override;
+  std::string class_name() const override { return "BinaryCrossentropy"; }
+
+ private:
+  CrossentropyOptions opt_;
+};
+/// −Σ y·log(p/Σp), p clipped to [1e-7, 1−1e-7]; one-hot labels.
+class CategoricalCrossentropy : public Loss {
+ public:
+  explicit CategoricalCrossentropy(CrossentropyOptions o = {});
+  Tensor per_sample(const Tensor& y_true, const Tensor& y_pred) const override;
+  std::string class_name() const override { return "CategoricalCrossentropy"; }
+
+ private:
+  CrossentropyOptions opt_;
+};
+/// Categorical crossentropy with integer labels (shape (N,) or (N, 1)).
+class SparseCategoricalCrossentropy : public Loss {
+ public:
+  SparseCategoricalCrossentropy();
+  Tensor per_sample(const Tensor& y_true, const Tensor& y_pred) const override;
+  std::string class_name() const override { return "SparseCategoricalCrossentropy"; }
+};
+/// mean((y − p)²) over the last axis.
+class MeanSquaredError : public Loss {
+ public:
+  MeanSquaredError();
+  Tensor per_sample(const Tensor& y_true, const Tensor& y_pred) const override;
+  std::string class_name() const override { return "MeanSquaredError"; }
+};
+/// mean(|y − p|) over the last axis.
+class MeanAbsoluteError : public Loss {
+ public:
+  MeanAbsoluteError();
+  Tensor per_sample(const Tensor& y_true, const Tensor& y_pred) const override;
+  std::string class_name() const override { return "MeanAbsoluteError"; }
+};
+
+/// A loss by Keras name: binary_crossentropy/bce, categorical_crossentropy, sparse_categorical_crossentropy,
+/// mean_squared_error/mse, mean_absolute_error/mae, or a class name. Throws ValueError otherwise.
+std::shared_ptr<Loss> get(const std::string& name);
+
+}  // namespace osprey::keras::losses
+
+namespace osprey::keras {
+/// A loss given by name or as an object.
+class LossRef {
+ public:
+  LossRef() = default;
+  LossRef(const char* name) : ptr_(losses::get(name)), spelled_(name) {}
+  LossRef(const std::string& name) : ptr_(losses::get(name)), spelled_(name) {}
+  template <typename L>
+    requires std::derived_from<std::decay_t<L>, losses::Loss>
+  LossRef(L&& l) : ptr_(std::make_shared<std::decay_t<L>>(std::forward<L>(l))) {}
+  const std::shared_ptr<losses::Loss>& get() const { return ptr_; }
+  /// The string the user passed, if any (Keras's compile_config keeps it).
+  const std::string& spelled() const { return spelled_; }
+
+ private:
+  std::shared_ptr<losses::Loss> ptr_;
+  std::string spelled_;
+};
+}  // namespace osprey::keras

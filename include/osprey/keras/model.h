@@ -1,0 +1,107 @@
+// keras.Sequential: a stack of layers with compile / fit / evaluate / predict / summary.
+#pragma once
+
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "osprey/keras/callbacks.h"
+#include "osprey/keras/layers.h"
+#include "osprey/keras/losses.h"
+#include "osprey/keras/metrics.h"
+#include "osprey/keras/optimizers.h"
+#include "osprey/tensor.h"
+
+namespace osprey::keras {
+
+/// model.compile(optimizer=..., loss=..., metrics=[...]); the optimizer defaults to "rmsprop" as in Keras.
+struct CompileOptions {
+  OptimizerRef optimizer = "rmsprop";
+  LossRef loss{};
+  std::vector<MetricRef> metrics{};
+};
+
+/// model.fit's keyword arguments (epochs first so that `{.epochs = 3, .batch_size = 64}` reads as in Keras).
+struct FitOptions {
+  int epochs = 1;
+  std::optional<int> batch_size{};  ///< default 32
+  int verbose = 1;                  ///< 0 silent, 1 progress bar ("auto"), 2 one line per epoch
+  std::vector<CallbackRef> callbacks{};
+  double validation_split = 0.0;  ///< the last fraction of the data, taken before shuffling
+  std::optional<std::pair<Tensor, Tensor>> validation_data{};
+  bool shuffle = true;
+  int initial_epoch = 0;
+  std::optional<int> steps_per_epoch{};
+};
+
+struct EvaluateOptions {
+  std::optional<int> batch_size{};  ///< default 32
+  int verbose = 1;
+  std::vector<CallbackRef> callbacks{};
+};
+
+struct PredictOptions {
+  std::optional<int> batch_size{};  ///< default 32
+  int verbose = 1;
+};
+
+/// What fit() returns: per-epoch values by key, the epochs run and the parameters.
+struct FitHistory {
+  std::map<std::string, std::vector<double>> history;
+  std::vector<int> epoch;
+  TrainingParams params;
+};
+
+class Sequential {
+ public:
+  Sequential() = default;
+  /// Layers in order; with an Input first, the model is built at once (variables on the current device).
+  explicit Sequential(std::vector<LayerRef> layers, std::string name = "");
+  Sequential(Sequential&&) noexcept;
+  Sequential& operator=(Sequential&&) noexcept;
+  ~Sequential();
+
+  /// Appends a layer (keras.Sequential.add).
+  void add(LayerRef layer);
+  /// Builds every layer for inputs of `input_shape` (batch excluded).
+  void build(const Shape& input_shape);
+  bool built() const;
+
+  void compile(CompileOptions options);
+  /// Trains on (x, y); x is (N, features), y is (N, ...) with N rows. Returns the History.
+  FitHistory fit(const Tensor& x, const Tensor& y, FitOptions options = {});
+  /// [loss, metrics in compile order].
+  std::vector<double> evaluate(const Tensor& x, const Tensor& y, EvaluateOptions options = {});
+  /// The same as a dict with sorted keys (return_dict=True).
+  std::map<std::string, double> evaluate_dict(const Tensor& x, const Tensor& y, EvaluateOptions options = {});
+  /// Outputs for x, batch by batch, concatenated on CPU:0.
+  Tensor predict(const Tensor& x, PredictOptions options = {});
+  /// One training step on one batch; returns [loss, metrics] (metrics reset first, as Keras does).
+  std::vector<double> train_on_batch(const Tensor& x, const Tensor& y);
+  /// Forward pass (model(x)); training selects training behaviour of layers such as Dropout.
+  Tensor operator()(const Tensor& x, bool training = false);
+
+  /// Prints Keras 3's summary table (width 76 when not a terminal).
+  void summary(std::ostream& out = std::cout) const;
+
+  const std::string& name() const;
+  std::vector<std::shared_ptr<Layer>> layers() const;
+  std::vector<Variable*> trainable_variables() const;
+  std::vector<Variable*> variables() const;
+  int64_t count_params() const;
+  /// Names of the logged metrics: "loss", then compiled metrics in order.
+  std::vector<std::string> metrics_names() const;
+  /// Set by a callback to end fit() after the current epoch.
+  bool stop_training = false;
+  std::shared_ptr<optimizers::Optimizer> optimizer() const;
+
+  struct State;
+
+ private:
+  std::unique_ptr<State> s_;
+};
+
+}  // namespace osprey::keras

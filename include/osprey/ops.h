@@ -1,0 +1,84 @@
+// Tensor operations. Every op runs through one dispatch point (placement, cross-device copies, placement log)
+// and is differentiable under a GradientTape where that makes sense.
+#pragma once
+
+#include <string>
+
+#include "osprey/tensor.h"
+
+namespace osprey::ops {
+
+/// Keras's activations. Names as Keras spells them ("relu", "gelu", "swish" is an alias of "silu").
+enum class Activation { linear, relu, sigmoid, tanh, softmax, gelu, elu, selu, softplus, softsign, silu, leaky_relu,
+                        exponential };
+/// Resolves a Keras activation name (case-sensitive; "" and "linear" are linear). Throws ValueError otherwise.
+Activation activation_from_name(const std::string& name);
+/// The name Keras serialises ("silu" for swish).
+std::string activation_name(Activation activation);
+
+Tensor cast(const Tensor& x, DType dtype);
+/// Matrix product of 2-D tensors, optionally transposing either side.
+Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false, bool transpose_b = false);
+/// activation(x @ kernel + bias) as one fused op (and one tape node). `bias` may be undefined.
+Tensor dense(const Tensor& x, const Tensor& kernel, const Tensor& bias, Activation activation);
+/// An activation applied element-wise (softmax over the last axis).
+Tensor activation(const Tensor& x, Activation activation);
+inline Tensor relu(const Tensor& x) { return activation(x, Activation::relu); }
+inline Tensor sigmoid(const Tensor& x) { return activation(x, Activation::sigmoid); }
+inline Tensor tanh(const Tensor& x) { return activation(x, Activation::tanh); }
+inline Tensor softmax(const Tensor& x) { return activation(x, Activation::softmax); }
+
+/// Element-wise arithmetic. `b` may have a's shape, be a scalar, or be a row vector matching a's last axis.
+Tensor add(const Tensor& a, const Tensor& b);
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);
+Tensor maximum(const Tensor& a, const Tensor& b);
+Tensor neg(const Tensor& x);
+Tensor exp(const Tensor& x);
+Tensor log(const Tensor& x);
+Tensor sqrt(const Tensor& x);
+Tensor square(const Tensor& x);
+Tensor abs(const Tensor& x);
+
+/// Sum / mean of all elements (a scalar).
+Tensor reduce_sum(const Tensor& x);
+Tensor reduce_mean(const Tensor& x);
+/// Sum / mean over one axis of a 2-D tensor (0 or 1; -1 is the last).
+Tensor reduce_sum(const Tensor& x, int axis);
+Tensor reduce_mean(const Tensor& x, int axis);
+
+/// Rows of x at the given int64 indices.
+Tensor gather_rows(const Tensor& x, const Tensor& indices);
+
+/// Per-sample losses (shape (N,)), as Keras's loss functions before reduction.
+Tensor binary_crossentropy(const Tensor& y_true, const Tensor& y_pred, double label_smoothing = 0.0);
+Tensor categorical_crossentropy(const Tensor& y_true, const Tensor& y_pred, double label_smoothing = 0.0);
+Tensor sparse_categorical_crossentropy(const Tensor& y_true, const Tensor& y_pred);
+Tensor mean_squared_error(const Tensor& y_true, const Tensor& y_pred);
+Tensor mean_absolute_error(const Tensor& y_true, const Tensor& y_pred);
+
+/// How predictions are compared with labels when counting correct ones.
+enum class AccuracyKind { binary, categorical, sparse_categorical };
+/// Number of correctly predicted samples (a float32 scalar).
+Tensor accuracy_count(const Tensor& y_true, const Tensor& y_pred, AccuracyKind kind, double threshold = 0.5);
+
+/// In-place optimizer updates (not recorded on tapes). Formulas are Keras 3's (spec/keras_api.md §3).
+void apply_sgd(Tensor& var, const Tensor& grad, Tensor* momentum_buffer, double learning_rate, double momentum,
+               bool nesterov);
+/// `alpha` is lr·√(1-β2^t)/(1-β1^t); `vhat` is used when non-null (amsgrad).
+void apply_adam(Tensor& var, Tensor& m, Tensor& v, const Tensor& grad, Tensor* vhat, double alpha, double beta_1,
+                double beta_2, double epsilon);
+/// `mom` is used when momentum > 0, `mean_grad` when centered.
+void apply_rmsprop(Tensor& var, Tensor& v, const Tensor& grad, Tensor* mom, Tensor* mean_grad, double learning_rate,
+                   double rho, double momentum, double epsilon);
+
+}  // namespace osprey::ops
+
+namespace osprey {
+inline Tensor operator+(const Tensor& a, const Tensor& b) { return ops::add(a, b); }
+inline Tensor operator-(const Tensor& a, const Tensor& b) { return ops::sub(a, b); }
+inline Tensor operator*(const Tensor& a, const Tensor& b) { return ops::mul(a, b); }
+inline Tensor operator/(const Tensor& a, const Tensor& b) { return ops::div(a, b); }
+inline Tensor operator-(const Tensor& a) { return ops::neg(a); }
+}  // namespace osprey

@@ -1,0 +1,12 @@
+#include "backends/cpu/kernels.h"
+
+namespace osprey::cpu {
+
+void register_cpu_kernels() {
+  register_math_kernels();
+  register_nn_kernels();
+  register_loss_kernels();
+  register_optimizer_kernels();
+}
+
+}  // namespace osprey::cpu

@@ -1,0 +1,164 @@
+// CPU kernels for per-sample losses, their gradients, and accuracy counts (formulas: spec/keras_api.md §2).
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "backends/cpu/kernels.h"
+#include "osprey/errors.h"
+
+namespace osprey::cpu {
+
+using ops::KernelContext;
+using ops::LossKind;
+using runtime::DeviceType;
+
+static constexpr float kEps = 1e-7f;  // keras.config.epsilon()
+
+// Label i of a tensor of any dtype, as a float.
+static float label_at(const Tensor& t, int64_t i) {
+  switch (t.dtype()) {
+    case DType::float32: return t.data<float>()[i];
+    case DType::float64: return static_cast<float>(t.data<double>()[i]);
+    case DType::int32: return static_cast<float>(t.data<int32_t>()[i]);
+    case DType::int64: return static_cast<float>(t.data<int64_t>()[i]);
+  }
+  return 0.f;
+}
+
+static int64_t sparse_label(const Tensor& t, int64_t i, int64_t classes) {
+  const float v = label_at(t, i);
+  const auto label = static_cast<int64_t>(v);
+  if (label < 0 || label >= classes || static_cast<float>(label) != v) {
+    throw InvalidArgumentError(fmt::format("Received a label value of {} which is outside the valid range of [0, {}). "
+                                           "Sparse labels must be integers in [0, number of classes).",
+                                           v, classes));
+  }
+  return label;
+}
+
+static inline bool in_clip(float p) { return p >= kEps && p <= 1.f - kEps; }
+static inline float clip(float p) { return std::min(std::max(p, kEps), 1.f - kEps); }
+
+// Per-sample loss and, when `upstream` is given, the gradient with respect to y_pred.
+static void loss_impl(const ops::LossAttrs& at, const Tensor& yt, const Tensor& yp, float* out, const float* upstream,
+                      float* dp) {
+  const int64_t n = yp.shape()[0];
+  const int64_t d = n ? yp.num_elements() / n : 0;
+  const float* p = yp.data<float>();
+  const float ls = static_cast<float>(at.label_smoothing);
+  for (int64_t i = 0; i < n; ++i) {
+    const float* pr = p + i * d;
+    float* gr = dp ? dp + i * d : nullptr;
+    const float up = upstream ? upstream[i] : 0.f;
+    double acc = 0.0;
+    switch (at.kind) {
+      case LossKind::binary_crossentropy:
+        for (int64_t j = 0; j < d; ++j) {
+          const float y = label_at(yt, i * d + j) * (1.f - ls) + 0.5f * ls;
+          const float c = clip(pr[j]);
+          acc += -(y * std::log(c) + (1.f - y) * std::log(1.f - c));
+          if (gr) gr[j] = in_clip(pr[j]) ? up * (-(y / c) + (1.f - y) / (1.f - c)) / static_cast<float>(d) : 0.f;
+        }
+        acc /= static_cast<double>(d);
+        break;
+      case LossKind::categorical_crossentropy:
+      case LossKind::sparse_categorical_crossentropy: {
+        const bool sparse = at.kind == LossKind::sparse_categorical_crossentropy;
+        const int64_t label = sparse ? sparse_label(yt, i, d) : -1;
+        float s = 0.f;
+        for (int64_t j = 0; j < d; ++j) s += pr[j];
+        float weighted = 0.f;  // Σ_j dL/dq_j · q_j, for the normalisation's gradient
+        for (int64_t j = 0; j < d; ++j) {
+          const float y = sparse ? (j == label ? 1.f : 0.f) : label_at(yt, i * d + j) * (1.f - ls) + ls / d;
+          const float q = pr[j] / s;
+          if (y != 0.f) acc += -y * std::log(clip(q));
+          const float dq = (y != 0.f && in_clip(q)) ? -y / q : 0.f;
+          if (gr) gr[j] = dq;
+          weighted += dq * q;
+        }
+        if (gr) {
+          for (int64_t j = 0; j < d; ++j) gr[j] = up * (gr[j] - weighted) / s;
+        }
+        break;
+      }
+      case LossKind::mean_squared_error:
+        for (int64_t j = 0; j < d; ++j) {
+          const float e = pr[j] - label_at(yt, i * d + j);
+          acc += static_cast<double>(e) * e;
+          if (gr) gr[j] = up * 2.f * e / static_cast<float>(d);
+        }
+        acc /= static_cast<double>(d);
+        break;
+      case LossKind::mean_absolute_error:
+        for (int64_t j = 0; j < d; ++j) {
+          const float e = pr[j] - label_at(yt, i * d + j);
+          acc += std::abs(e);
+          if (gr) gr[j] = up * static_cast<float>((e > 0.f) - (e < 0.f)) / static_cast<float>(d);
+        }
+        acc /= static_cast<double>(d);
+        break;
+    }
+    if (out) out[i] = static_cast<float>(acc);
+  }
+}
+
+static void loss_kernel(const KernelContext& ctx) {
+  loss_impl(ctx.attr<ops::LossAttrs>(), ctx.inputs[0], ctx.inputs[1], ctx.outputs[0].data<float>(), nullptr, nullptr);
+}
+
+static void loss_grad_kernel(const KernelContext& ctx) {
+  loss_impl(ctx.attr<ops::LossAttrs>(), ctx.inputs[0], ctx.inputs[1], nullptr, ctx.inputs[2].data<float>(),
+            ctx.outputs[0].data<float>());
+}
+
+static int64_t argmax(const float* p, int64_t d) {
+  int64_t best = 0;
+  for (int64_t j = 1; j < d; ++j) {
+    if (p[j] > p[best]) best = j;
+  }
+  return best;
+}
+
+static void accuracy_count_kernel(const KernelContext& ctx) {
+  const auto& at = ctx.attr<ops::AccuracyAttrs>();
+  const auto& yt = ctx.inputs[0];
+  const auto& yp = ctx.inputs[1];
+  const int64_t n = yp.shape()[0];
+  const int64_t d = n ? yp.num_elements() / n : 0;
+  const float* p = yp.data<float>();
+  double correct = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    switch (at.kind) {
+      case ops::AccuracyKind::binary: {
+        double row = 0.0;
+        for (int64_t j = 0; j < d; ++j) {
+          const float pred = p[i * d + j] > static_cast<float>(at.threshold) ? 1.f : 0.f;  // strict >
+          row += label_at(yt, i * d + j) == pred ? 1.0 : 0.0;
+        }
+        correct += d ? row / static_cast<double>(d) : 0.0;
+        break;
+      }
+      case ops::AccuracyKind::categorical: {
+        const int64_t td = yt.num_elements() / n;
+        int64_t best_t = 0;
+        for (int64_t j = 1; j < td; ++j) {
+          if (label_at(yt, i * td + j) > label_at(yt, i * td + best_t)) best_t = j;
+        }
+        correct += best_t == argmax(p + i * d, d) ? 1.0 : 0.0;
+        break;
+      }
+      case ops::AccuracyKind::sparse_categorical:
+        correct += label_at(yt, i) == static_cast<float>(argmax(p + i * d, d)) ? 1.0 : 0.0;
+        break;
+    }
+  }
+  ctx.outputs[0].data<float>()[0] = static_cast<float>(correct);
+}
+
+void register_loss_kernels() {
+  ops::register_kernel(ops::OpId::Loss, DeviceType::CPU, loss_kernel);
+  ops::register_kernel(ops::OpId::LossGrad, DeviceType::CPU, loss_grad_kernel);
+  ops::register_kernel(ops::OpId::AccuracyCount, DeviceType::CPU, accuracy_count_kernel);
+}
+
+}  // namespace osprey::cpu

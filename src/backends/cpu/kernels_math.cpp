@@ -1,0 +1,198 @@
+// CPU kernels for casts, element-wise arithmetic, reductions and gathers.
+#include <cmath>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "backends/cpu/kernels.h"
+#include "osprey/errors.h"
+
+namespace osprey::cpu {
+
+using ops::KernelContext;
+using runtime::DeviceType;
+
+template <typename From, typename To>
+static void convert(const void* src, void* dst, int64_t n) {
+  const From* s = static_cast<const From*>(src);
+  To* d = static_cast<To*>(dst);
+  for (int64_t i = 0; i < n; ++i) d[i] = static_cast<To>(s[i]);
+}
+
+template <typename From>
+static void convert_from(DType to, const void* src, void* dst, int64_t n) {
+  switch (to) {
+    case DType::float32: return convert<From, float>(src, dst, n);
+    case DType::float64: return convert<From, double>(src, dst, n);
+    case DType::int32: return convert<From, int32_t>(src, dst, n);
+    case DType::int64: return convert<From, int64_t>(src, dst, n);
+  }
+}
+
+static void cast_kernel(const KernelContext& ctx) {
+  const Tensor& x = ctx.inputs[0];
+  const DType to = ctx.attr<ops::CastAttrs>().to;
+  const int64_t n = x.num_elements();
+  void* dst = ctx.outputs[0].raw_data();
+  switch (x.dtype()) {
+    case DType::float32: return convert_from<float>(to, x.raw_data(), dst, n);
+    case DType::float64: return convert_from<double>(to, x.raw_data(), dst, n);
+    case DType::int32: return convert_from<int32_t>(to, x.raw_data(), dst, n);
+    case DType::int64: return convert_from<int64_t>(to, x.raw_data(), dst, n);
+  }
+}
+
+static void matmul_kernel(const KernelContext& ctx) {
+  const auto& a = ctx.inputs[0];
+  const auto& b = ctx.inputs[1];
+  const auto& attrs = ctx.attr<ops::MatMulAttrs>();
+  const int64_t m = ctx.outputs[0].shape()[0], n = ctx.outputs[0].shape()[1];
+  const int64_t k = attrs.transpose_a ? a.shape()[0] : a.shape()[1];
+  gemm(attrs.transpose_a, attrs.transpose_b, m, n, k, a.data<float>(), b.data<float>(), ctx.outputs[0].data<float>());
+}
+
+template <typename T>
+static void unary_typed(ops::UnaryKind kind, const T* x, T* y, int64_t n) {
+  switch (kind) {
+    case ops::UnaryKind::neg: for (int64_t i = 0; i < n; ++i) y[i] = -x[i]; break;
+    case ops::UnaryKind::exp: for (int64_t i = 0; i < n; ++i) y[i] = std::exp(x[i]); break;
+    case ops::UnaryKind::log: for (int64_t i = 0; i < n; ++i) y[i] = std::log(x[i]); break;
+    case ops::UnaryKind::sqrt: for (int64_t i = 0; i < n; ++i) y[i] = std::sqrt(x[i]); break;
+    case ops::UnaryKind::square: for (int64_t i = 0; i < n; ++i) y[i] = x[i] * x[i]; break;
+    case ops::UnaryKind::abs: for (int64_t i = 0; i < n; ++i) y[i] = std::abs(x[i]); break;
+  }
+}
+
+static void unary_kernel(const KernelContext& ctx) {
+  const auto& x = ctx.inputs[0];
+  const auto kind = ctx.attr<ops::UnaryAttrs>().kind;
+  if (x.dtype() == DType::float64) {
+    return unary_typed(kind, x.data<double>(), ctx.outputs[0].data<double>(), x.num_elements());
+  }
+  unary_typed(kind, x.data<float>(), ctx.outputs[0].data<float>(), x.num_elements());
+}
+
+template <typename T>
+static inline T binary_op(ops::BinaryKind k, T a, T b) {
+  switch (k) {
+    case ops::BinaryKind::add: return a + b;
+    case ops::BinaryKind::sub: return a - b;
+    case ops::BinaryKind::mul: return a * b;
+    case ops::BinaryKind::div: return a / b;
+    case ops::BinaryKind::maximum: return a > b ? a : b;
+    case ops::BinaryKind::greater_equal: return a >= b ? T(1) : T(0);
+  }
+  return T(0);
+}
+
+template <typename T, ops::BinaryKind K>
+static void binary_loop(ops::Broadcast bc, const T* a, const T* b, T* y, int64_t n, int64_t cols) {
+  switch (bc) {
+    case ops::Broadcast::same: for (int64_t i = 0; i < n; ++i) y[i] = binary_op(K, a[i], b[i]); break;
+    case ops::Broadcast::scalar_b: {
+      const T s = b[0];
+      for (int64_t i = 0; i < n; ++i) y[i] = binary_op(K, a[i], s);
+      break;
+    }
+    case ops::Broadcast::scalar_a: {
+      const T s = a[0];
+      for (int64_t i = 0; i < n; ++i) y[i] = binary_op(K, s, b[i]);
+      break;
+    }
+    case ops::Broadcast::row_b:
+      for (int64_t r = 0; r < n / cols; ++r) {
+        for (int64_t c = 0; c < cols; ++c) y[r * cols + c] = binary_op(K, a[r * cols + c], b[c]);
+      }
+      break;
+  }
+}
+
+template <typename T>
+static void binary_typed(const ops::BinaryAttrs& at, const T* a, const T* b, T* y, int64_t n, int64_t cols) {
+  switch (at.kind) {
+    case ops::BinaryKind::add: return binary_loop<T, ops::BinaryKind::add>(at.broadcast, a, b, y, n, cols);
+    case ops::BinaryKind::sub: return binary_loop<T, ops::BinaryKind::sub>(at.broadcast, a, b, y, n, cols);
+    case ops::BinaryKind::mul: return binary_loop<T, ops::BinaryKind::mul>(at.broadcast, a, b, y, n, cols);
+    case ops::BinaryKind::div: return binary_loop<T, ops::BinaryKind::div>(at.broadcast, a, b, y, n, cols);
+    case ops::BinaryKind::maximum: return binary_loop<T, ops::BinaryKind::maximum>(at.broadcast, a, b, y, n, cols);
+    case ops::BinaryKind::greater_equal:
+      return binary_loop<T, ops::BinaryKind::greater_equal>(at.broadcast, a, b, y, n, cols);
+  }
+}
+
+static void binary_kernel(const KernelContext& ctx) {
+  const auto& at = ctx.attr<ops::BinaryAttrs>();
+  const auto& a = ctx.inputs[0];
+  const auto& b = ctx.inputs[1];
+  auto& y = ctx.outputs[0];
+  const int64_t n = y.num_elements();
+  const int64_t cols = y.shape().rank() ? y.shape()[-1] : 1;
+  switch (y.dtype()) {
+    case DType::float32: return binary_typed(at, a.data<float>(), b.data<float>(), y.data<float>(), n, cols);
+    case DType::float64: return binary_typed(at, a.data<double>(), b.data<double>(), y.data<double>(), n, cols);
+    case DType::int32: return binary_typed(at, a.data<int32_t>(), b.data<int32_t>(), y.data<int32_t>(), n, cols);
+    case DType::int64: return binary_typed(at, a.data<int64_t>(), b.data<int64_t>(), y.data<int64_t>(), n, cols);
+  }
+}
+
+static void reduce_kernel(const KernelContext& ctx) {
+  const auto& x = ctx.inputs[0];
+  Tensor xf = x.dtype() == DType::float32 ? x : x.cast(DType::float32);
+  const float* p = xf.data<float>();
+  float* y = ctx.outputs[0].data<float>();
+  const int64_t n = x.num_elements();
+  switch (ctx.attr<ops::ReduceAttrs>().kind) {
+    case ops::ReduceKind::sum_all:
+    case ops::ReduceKind::mean_all: {
+      double s = 0;  // accumulate in double: epoch-long sums stay exact to float precision
+      for (int64_t i = 0; i < n; ++i) s += p[i];
+      if (ctx.attr<ops::ReduceAttrs>().kind == ops::ReduceKind::mean_all && n > 0) s /= static_cast<double>(n);
+      y[0] = static_cast<float>(s);
+      break;
+    }
+    case ops::ReduceKind::sum_axis0: {
+      const int64_t rows = x.shape()[0], cols = x.shape()[1];
+      std::memset(y, 0, sizeof(float) * cols);
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t c = 0; c < cols; ++c) y[c] += p[r * cols + c];
+      }
+      break;
+    }
+    case ops::ReduceKind::sum_axis1: {
+      const int64_t rows = x.shape()[0], cols = x.shape()[1];
+      for (int64_t r = 0; r < rows; ++r) {
+        float s = 0;
+        for (int64_t c = 0; c < cols; ++c) s += p[r * cols + c];
+        y[r] = s;
+      }
+      break;
+    }
+  }
+}
+
+static void gather_rows_kernel(const KernelContext& ctx) {
+  const auto& x = ctx.inputs[0];
+  const auto& idx = ctx.inputs[1];
+  const int64_t rows = x.shape()[0];
+  const std::size_t row_bytes = static_cast<std::size_t>(rows ? x.nbytes() / rows : 0);
+  const int64_t* ip = idx.data<int64_t>();
+  const char* src = static_cast<const char*>(x.raw_data());
+  char* dst = static_cast<char*>(ctx.outputs[0].raw_data());
+  for (int64_t i = 0; i < idx.num_elements(); ++i) {
+    if (ip[i] < 0 || ip[i] >= rows) {
+      throw InvalidArgumentError(fmt::format("indices[{}] = {} is not in [0, {})", i, ip[i], rows));
+    }
+    std::memcpy(dst + i * row_bytes, src + ip[i] * row_bytes, row_bytes);
+  }
+}
+
+void register_math_kernels() {
+  ops::register_kernel(ops::OpId::Cast, DeviceType::CPU, cast_kernel);
+  ops::register_kernel(ops::OpId::MatMul, DeviceType::CPU, matmul_kernel);
+  ops::register_kernel(ops::OpId::Unary, DeviceType::CPU, unary_kernel);
+  ops::register_kernel(ops::OpId::Binary, DeviceType::CPU, binary_kernel);
+  ops::register_kernel(ops::OpId::Reduce, DeviceType::CPU, reduce_kernel);
+  ops::register_kernel(ops::OpId::GatherRows, DeviceType::CPU, gather_rows_kernel);
+}
+
+}  // namespace osprey::cpu

@@ -1,0 +1,229 @@
+// CPU kernels for the fused Dense op (oneDNN matmul + bias + eltwise post-op, primitives cached per shape),
+// activations and their gradients.
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <tuple>
+
+#include <dnnl.hpp>
+#include <fmt/format.h>
+
+#include "backends/cpu/kernels.h"
+#include "osprey/errors.h"
+
+namespace osprey::cpu {
+
+using ops::Activation;
+using ops::KernelContext;
+using runtime::DeviceType;
+
+static dnnl::engine& engine() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c, float beta) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    if (beta == 0.0f) std::memset(c, 0, sizeof(float) * m * n);
+    return;
+  }
+  const int64_t lda = ta ? m : k, ldb = tb ? k : n;
+  auto status = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, a, lda, b, ldb, beta, c, n);
+  if (status != dnnl_success) throw InternalError(fmt::format("oneDNN sgemm failed with status {}", int(status)));
+}
+
+static constexpr float kSeluAlpha = 1.6732632423543772848f, kSeluScale = 1.0507009873554804934f;
+
+void apply_activation(Activation act, const float* z, float* y, int64_t n, int64_t cols) {
+  switch (act) {
+    case Activation::linear: if (y != z) std::memcpy(y, z, sizeof(float) * n); break;
+    case Activation::relu: for (int64_t i = 0; i < n; ++i) y[i] = z[i] > 0.f ? z[i] : 0.f; break;
+    case Activation::sigmoid: for (int64_t i = 0; i < n; ++i) y[i] = 1.f / (1.f + std::exp(-z[i])); break;
+    case Activation::tanh: for (int64_t i = 0; i < n; ++i) y[i] = std::tanh(z[i]); break;
+    case Activation::gelu:
+      for (int64_t i = 0; i < n; ++i) y[i] = 0.5f * z[i] * (1.f + std::erf(z[i] * 0.70710678118654752f));
+      break;
+    case Activation::elu: for (int64_t i = 0; i < n; ++i) y[i] = z[i] >= 0.f ? z[i] : std::expm1(z[i]); break;
+    case Activation::selu:
+      for (int64_t i = 0; i < n; ++i) y[i] = kSeluScale * (z[i] >= 0.f ? z[i] : kSeluAlpha * std::expm1(z[i]));
+      break;
+    case Activation::softplus:
+      for (int64_t i = 0; i < n; ++i) y[i] = std::max(z[i], 0.f) + std::log1p(std::exp(-std::abs(z[i])));
+      break;
+    case Activation::softsign: for (int64_t i = 0; i < n; ++i) y[i] = z[i] / (1.f + std::abs(z[i])); break;
+    case Activation::silu: for (int64_t i = 0; i < n; ++i) y[i] = z[i] / (1.f + std::exp(-z[i])); break;
+    case Activation::leaky_relu: for (int64_t i = 0; i < n; ++i) y[i] = z[i] > 0.f ? z[i] : 0.2f * z[i]; break;
+    case Activation::exponential: for (int64_t i = 0; i < n; ++i) y[i] = std::exp(z[i]); break;
+    case Activation::softmax:
+      for (int64_t r = 0; r < n / cols; ++r) {
+        const float* zr = z + r * cols;
+        float* yr = y + r * cols;
+        float mx = zr[0];
+        for (int64_t c = 1; c < cols; ++c) mx = std::max(mx, zr[c]);
+        float s = 0.f;
+        for (int64_t c = 0; c < cols; ++c) s += (yr[c] = std::exp(zr[c] - mx));
+        const float inv = 1.f / s;
+        for (int64_t c = 0; c < cols; ++c) yr[c] *= inv;
+      }
+      break;
+  }
+}
+
+// The oneDNN post-op for activations it implements exactly as Keras defines them; others run after the matmul.
+static bool post_op_for(Activation act, dnnl::algorithm& alg, float& alpha) {
+  alpha = 0.f;
+  switch (act) {
+    case Activation::relu: alg = dnnl::algorithm::eltwise_relu; return true;
+    case Activation::sigmoid: alg = dnnl::algorithm::eltwise_logistic; return true;
+    case Activation::tanh: alg = dnnl::algorithm::eltwise_tanh; return true;
+    case Activation::elu: alg = dnnl::algorithm::eltwise_elu; alpha = 1.f; return true;
+    case Activation::exponential: alg = dnnl::algorithm::eltwise_exp; return true;
+    default: return false;
+  }
+}
+
+// One cached matmul primitive per (shape, bias, post-op), per thread (memory objects are re-pointed per call).
+struct DensePrimitive {
+  dnnl::matmul prim;
+  dnnl::memory src, wei, bias, dst;
+};
+
+static DensePrimitive& dense_primitive(int64_t m, int64_t k, int64_t n, bool has_bias, bool fused, dnnl::algorithm alg,
+                                       float alpha) {
+  using Key = std::tuple<int64_t, int64_t, int64_t, bool, bool, int, float>;
+  thread_local std::map<Key, DensePrimitive> cache;
+  Key key{m, k, n, has_bias, fused, fused ? static_cast<int>(alg) : 0, alpha};
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  using dt = dnnl::memory::data_type;
+  using tag = dnnl::memory::format_tag;
+  dnnl::memory::desc src_md({m, k}, dt::f32, tag::ab), wei_md({k, n}, dt::f32, tag::ab),
+      bias_md({1, n}, dt::f32, tag::ab), dst_md({m, n}, dt::f32, tag::ab);
+  dnnl::primitive_attr attr;
+  if (fused) {
+    dnnl::post_ops po;
+    po.append_eltwise(1.f, alg, alpha, 0.f);
+    attr.set_post_ops(po);
+  }
+  auto desc = has_bias ? dnnl::matmul::desc(src_md, wei_md, bias_md, dst_md) : dnnl::matmul::desc(src_md, wei_md, dst_md);
+  dnnl::matmul::primitive_desc pd(desc, attr, engine());
+  DensePrimitive p{dnnl::matmul(pd), dnnl::memory(src_md, engine(), nullptr), dnnl::memory(wei_md, engine(), nullptr),
+                   dnnl::memory(bias_md, engine(), nullptr), dnnl::memory(dst_md, engine(), nullptr)};
+  return cache.emplace(key, std::move(p)).first->second;
+}
+
+static void fused_matmul_kernel(const KernelContext& ctx) {
+  const auto& at = ctx.attr<ops::DenseAttrs>();
+  const auto& x = ctx.inputs[0];
+  const auto& w = ctx.inputs[1];
+  auto& y = ctx.outputs[0];
+  const int64_t m = x.shape()[0], k = x.shape()[1], n = w.shape()[1];
+  if (m == 0 || n == 0) return;
+  dnnl::algorithm alg{};
+  float alpha = 0.f;
+  const bool fused = !at.keep_preactivation && post_op_for(at.activation, alg, alpha);
+  // With a kept pre-activation, the matmul writes z and the activation reads it.
+  float* z = at.keep_preactivation ? ctx.outputs[1].data<float>() : y.data<float>();
+  if (k == 0) {
+    // oneDNN rejects empty reductions: the product is zero, plus the bias.
+    for (int64_t r = 0; r < m; ++r) {
+      for (int64_t c = 0; c < n; ++c) z[r * n + c] = at.has_bias ? ctx.inputs[2].data<float>()[c] : 0.f;
+    }
+  } else {
+    auto& p = dense_primitive(m, k, n, at.has_bias, fused, alg, alpha);
+    p.src.set_data_handle(x.raw_data());
+    p.wei.set_data_handle(w.raw_data());
+    p.dst.set_data_handle(z);
+    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, p.src}, {DNNL_ARG_WEIGHTS, p.wei}, {DNNL_ARG_DST, p.dst}};
+    if (at.has_bias) {
+      p.bias.set_data_handle(ctx.inputs[2].raw_data());
+      args.emplace(DNNL_ARG_BIAS, p.bias);
+    }
+    thread_local dnnl::stream stream(engine());
+    p.prim.execute(stream, args);
+    stream.wait();
+  }
+  if (!fused && at.activation != Activation::linear) apply_activation(at.activation, z, y.data<float>(), m * n, n);
+  if (k == 0 && fused) apply_activation(at.activation, z, z, m * n, n);
+}
+
+static void activation_kernel(const KernelContext& ctx) {
+  const auto& x = ctx.inputs[0];
+  const Tensor xf = x.dtype() == DType::float32 ? x : x.cast(DType::float32);
+  const int64_t cols = x.shape().rank() ? x.shape()[-1] : 1;
+  apply_activation(ctx.attr<ops::ActivationAttrs>().activation, xf.data<float>(), ctx.outputs[0].data<float>(),
+                   x.num_elements(), std::max<int64_t>(cols, 1));
+}
+
+static void activation_grad_kernel(const KernelContext& ctx) {
+  const Activation act = ctx.attr<ops::ActivationAttrs>().activation;
+  const float* dy = ctx.inputs[0].data<float>();
+  const float* y = ctx.inputs[1].data<float>();
+  const float* z = ctx.inputs[2].defined() ? ctx.inputs[2].data<float>() : nullptr;
+  float* dz = ctx.outputs[0].data<float>();
+  const int64_t n = ctx.outputs[0].num_elements();
+  switch (act) {
+    case Activation::linear: std::memcpy(dz, dy, sizeof(float) * n); break;
+    case Activation::relu: for (int64_t i = 0; i < n; ++i) dz[i] = y[i] > 0.f ? dy[i] : 0.f; break;
+    case Activation::sigmoid: for (int64_t i = 0; i < n; ++i) dz[i] = dy[i] * y[i] * (1.f - y[i]); break;
+    case Activation::tanh: for (int64_t i = 0; i < n; ++i) dz[i] = dy[i] * (1.f - y[i] * y[i]); break;
+    case Activation::elu: for (int64_t i = 0; i < n; ++i) dz[i] = y[i] > 0.f ? dy[i] : dy[i] * (y[i] + 1.f); break;
+    case Activation::selu:
+      for (int64_t i = 0; i < n; ++i) dz[i] = dy[i] * (y[i] > 0.f ? kSeluScale : y[i] + kSeluScale * kSeluAlpha);
+      break;
+    case Activation::leaky_relu: for (int64_t i = 0; i < n; ++i) dz[i] = y[i] > 0.f ? dy[i] : 0.2f * dy[i]; break;
+    case Activation::exponential: for (int64_t i = 0; i < n; ++i) dz[i] = dy[i] * y[i]; break;
+    case Activation::gelu:
+      for (int64_t i = 0; i < n; ++i) {
+        const float cdf = 0.5f * (1.f + std::erf(z[i] * 0.70710678118654752f));
+        const float pdf = 0.39894228040143268f * std::exp(-0.5f * z[i] * z[i]);
+        dz[i] = dy[i] * (cdf + z[i] * pdf);
+      }
+      break;
+    case Activation::softplus: for (int64_t i = 0; i < n; ++i) dz[i] = dy[i] / (1.f + std::exp(-z[i])); break;
+    case Activation::softsign:
+      for (int64_t i = 0; i < n; ++i) {
+        const float d = 1.f + std::abs(z[i]);
+        dz[i] = dy[i] / (d * d);
+      }
+      break;
+    case Activation::silu:
+      for (int64_t i = 0; i < n; ++i) {
+        const float s = 1.f / (1.f + std::exp(-z[i]));
+        dz[i] = dy[i] * s * (1.f + z[i] * (1.f - s));
+      }
+      break;
+    case Activation::softmax: {
+      const int64_t cols = ctx.outputs[0].shape()[-1];
+      for (int64_t r = 0; r < n / cols; ++r) {
+        const float* yr = y + r * cols;
+        const float* gr = dy + r * cols;
+        float dot = 0.f;
+        for (int64_t c = 0; c < cols; ++c) dot += gr[c] * yr[c];
+        for (int64_t c = 0; c < cols; ++c) dz[r * cols + c] = yr[c] * (gr[c] - dot);
+      }
+      break;
+    }
+  }
+}
+
+static void bias_add_grad_kernel(const KernelContext& ctx) {
+  const auto& dz = ctx.inputs[0];
+  const int64_t rows = dz.shape()[0], cols = dz.shape()[1];
+  const float* p = dz.data<float>();
+  float* db = ctx.outputs[0].data<float>();
+  std::memset(db, 0, sizeof(float) * cols);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) db[c] += p[r * cols + c];
+  }
+}
+
+void register_nn_kernels() {
+  ops::register_kernel(ops::OpId::FusedMatMul, DeviceType::CPU, fused_matmul_kernel);
+  ops::register_kernel(ops::OpId::Activation, DeviceType::CPU, activation_kernel);
+  ops::register_kernel(ops::OpId::ActivationGrad, DeviceType::CPU, activation_grad_kernel);
+  ops::register_kernel(ops::OpId::BiasAddGrad, DeviceType::CPU, bias_add_grad_kernel);
+}
+
+}  // namespace osprey::cpu

@@ -1,0 +1,154 @@
+#include "osprey/keras/optimizers.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "osprey/errors.h"
+#include "osprey/ops.h"
+#include "tensor/tensor_impl.h"
+
+namespace osprey::keras::optimizers {
+
+Optimizer::Optimizer(std::string name, double learning_rate, BaseOptions base)
+    : name_(std::move(name)), learning_rate_(static_cast<float>(learning_rate)), base_(base) {
+  const int clips = base.clipnorm.has_value() + base.clipvalue.has_value() + base.global_clipnorm.has_value();
+  if (clips > 1) {
+    throw ValueError("Only one of `clipnorm`, `clipvalue` and `global_clipnorm` can be set. Received: clipnorm=" +
+                     (base.clipnorm ? fmt::format("{}", *base.clipnorm) : std::string("None")) +
+                     ", clipvalue=" + (base.clipvalue ? fmt::format("{}", *base.clipvalue) : std::string("None")) +
+                     ", global_clipnorm=" +
+                     (base.global_clipnorm ? fmt::format("{}", *base.global_clipnorm) : std::string("None")));
+  }
+  if (!(learning_rate > 0.0) || !std::isfinite(learning_rate)) {
+    throw ValueError(fmt::format("learning_rate must be a positive finite number, got {}", learning_rate));
+  }
+}
+
+void Optimizer::set_learning_rate(double lr) { learning_rate_ = static_cast<float>(lr); }
+
+int64_t Optimizer::count_params() const { return built_ ? 2 + slot_elements_ : 0; }
+
+Tensor Optimizer::make_slot(const Variable& var) const {
+  return Tensor::zeros(var.shape()).to(var.value().device_ref());
+}
+
+static double l2_norm(const Tensor& g) { return std::sqrt(ops::reduce_sum(ops::square(g)).item()); }
+
+void Optimizer::apply_gradients(const std::vector<Tensor>& gradients, const std::vector<Variable*>& variables) {
+  if (gradients.size() != variables.size()) {
+    throw InvalidArgumentError(fmt::format("apply_gradients: {} gradients for {} variables", gradients.size(),
+                                           variables.size()));
+  }
+  if (!built_) {
+    build(variables);
+    built_ = true;
+  }
+  std::vector<Tensor> grads = gradients;
+  if (base_.clipnorm) {
+    for (auto& g : grads) {
+      if (!g.defined()) continue;
+      const double n = l2_norm(g);
+      if (n > *base_.clipnorm) g = ops::mul(g, Tensor::scalar(*base_.clipnorm / n));
+    }
+  } else if (base_.clipvalue) {
+    const Tensor lo = Tensor::scalar(-*base_.clipvalue), hi = Tensor::scalar(*base_.clipvalue);
+    for (auto& g : grads) {
+      if (g.defined()) g = ops::neg(ops::maximum(ops::neg(ops::maximum(g, lo)), ops::neg(hi)));  // min(max(g,lo),hi)
+    }
+  } else if (base_.global_clipnorm) {
+    double sq = 0;
+    for (auto& g : grads) {
+      if (g.defined()) sq += ops::reduce_sum(ops::square(g)).item();
+    }
+    const double norm = std::sqrt(sq);
+    if (norm > *base_.global_clipnorm) {
+      for (auto& g : grads) {
+        if (g.defined()) g = ops::mul(g, Tensor::scalar(*base_.global_clipnorm / norm));
+      }
+    }
+  }
+  for (std::size_t i = 0; i < variables.size(); ++i) {
+    if (grads[i].defined()) update_step(grads[i], *variables[i], i);
+  }
+  ++iterations_;
+}
+
+SGD::SGD(SGDOptions o) : Optimizer("SGD", o.learning_rate, o.base), opt_(o) {
+  if (o.momentum < 0.0 || o.momentum > 1.0) {
+    throw ValueError(fmt::format("`momentum` must be a float between [0, 1]. Received: momentum={}", o.momentum));
+  }
+}
+
+void SGD::build(const std::vector<Variable*>& vars) {
+  if (opt_.momentum == 0.0) return;
+  for (auto* v : vars) {
+    momentums_.push_back(make_slot(*v));
+    slot_elements_ += v->num_elements();
+  }
+}
+
+void SGD::update_step(const Tensor& g, Variable& v, std::size_t i) {
+  Tensor* m = momentums_.empty() ? nullptr : &momentums_[i];
+  ops::apply_sgd(v.value(), g, m, learning_rate_, opt_.momentum, opt_.nesterov);
+}
+
+Adam::Adam(AdamOptions o) : Optimizer("adam", o.learning_rate, o.base), opt_(o) {}
+
+void Adam::build(const std::vector<Variable*>& vars) {
+  for (auto* v : vars) {
+    m_.push_back(make_slot(*v));
+    v_.push_back(make_slot(*v));
+    slot_elements_ += 2 * v->num_elements();
+    if (opt_.amsgrad) {
+      vhat_.push_back(make_slot(*v));
+      slot_elements_ += v->num_elements();
+    }
+  }
+}
+
+void Adam::update_step(const Tensor& g, Variable& v, std::size_t i) {
+  // float32 arithmetic, as Keras computes α in the variable's dtype.
+  const float t = static_cast<float>(iterations_ + 1);
+  const float b1p = std::pow(static_cast<float>(opt_.beta_1), t), b2p = std::pow(static_cast<float>(opt_.beta_2), t);
+  const float alpha = learning_rate_ * std::sqrt(1.f - b2p) / (1.f - b1p);
+  ops::apply_adam(v.value(), m_[i], v_[i], g, opt_.amsgrad ? &vhat_[i] : nullptr, alpha, opt_.beta_1, opt_.beta_2,
+                  opt_.epsilon);
+}
+
+RMSprop::RMSprop(RMSpropOptions o) : Optimizer("rmsprop", o.learning_rate, o.base), opt_(o) {}
+
+void RMSprop::build(const std::vector<Variable*>& vars) {
+  for (auto* v : vars) {
+    v_.push_back(make_slot(*v));
+    slot_elements_ += v->num_elements();
+    if (opt_.momentum > 0) {
+      mom_.push_back(make_slot(*v));
+      slot_elements_ += v->num_elements();
+    }
+    if (opt_.centered) {
+      mg_.push_back(make_slot(*v));
+      slot_elements_ += v->num_elements();
+    }
+  }
+}
+
+void RMSprop::update_step(const Tensor& g, Variable& v, std::size_t i) {
+  ops::apply_rmsprop(v.value(), v_[i], g, mom_.empty() ? nullptr : &mom_[i], mg_.empty() ? nullptr : &mg_[i],
+                     learning_rate_, opt_.rho, opt_.momentum, opt_.epsilon);
+}
+
+std::shared_ptr<Optimizer> get(const std::string& name) {
+  std::string n = name;
+  std::transform(n.begin(), n.end(), n.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (n == "adam") return std::make_shared<Adam>();
+  if (n == "sgd") return std::make_shared<SGD>();
+  if (n == "rmsprop") return std::make_shared<RMSprop>();
+  throw ValueError("Could not interpret optimizer identifier: '" + name +
+                   "'. Known optimizers: 'adam', 'sgd', 'rmsprop' (case-insensitive), or an optimizer object such as "
+                   "optimizers::Adam({.learning_rate = 1e-3}).");
+}
+
+}  // namespace osprey::keras::optimizers

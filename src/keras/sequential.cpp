@@ -1,0 +1,420 @@
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "osprey/autodiff.h"
+#include "osprey/errors.h"
+#include "osprey/keras/model.h"
+#include "osprey/ops.h"
+#include "osprey/random.h"
+#include "tensor/tensor_impl.h"
+
+namespace osprey::keras {
+
+struct Sequential::State {
+  std::string name;
+  std::vector<std::shared_ptr<Layer>> layers;  // without the Input
+  std::shared_ptr<layers::Input> input;
+  std::optional<Shape> input_shape;
+  bool compiled = false;
+  std::shared_ptr<optimizers::Optimizer> optimizer;
+  std::shared_ptr<losses::Loss> loss;
+  std::vector<std::shared_ptr<metrics::Metric>> metrics;
+};
+
+static std::string model_name(const std::string& given) {
+  // Sequential models share Keras's auto-naming: "sequential", "sequential_1", ...
+  struct Namer : Layer {
+    explicit Namer(const std::string& n) : Layer(n, "sequential") {}
+    std::string class_name() const override { return "Sequential"; }
+    Shape build(const Shape& s) override { return s; }
+    Tensor call(const Tensor& x, bool) override { return x; }
+  };
+  return Namer(given).name();
+}
+
+Sequential::Sequential(std::vector<LayerRef> layers, std::string name) : s_(std::make_unique<State>()) {
+  s_->name = model_name(name);
+  for (auto& l : layers) add(std::move(l));
+}
+Sequential::Sequential(Sequential&&) noexcept = default;
+Sequential& Sequential::operator=(Sequential&&) noexcept = default;
+Sequential::~Sequential() = default;
+
+static Sequential::State& state(const std::unique_ptr<Sequential::State>& s) {
+  if (!s) throw FailedPreconditionError("This Sequential model is empty (default-constructed); assign a model first.");
+  return *s;
+}
+
+void Sequential::add(LayerRef ref) {
+  if (!s_) {
+    s_ = std::make_unique<State>();
+    s_->name = model_name("");
+  }
+  auto layer = ref.get();
+  if (auto in = std::dynamic_pointer_cast<layers::Input>(layer)) {
+    if (s_->input || !s_->layers.empty()) {
+      throw ValueError("An Input can only be the first layer of a Sequential model; '" + in->name() +
+                       "' was added after other layers.");
+    }
+    s_->input = in;
+    s_->input_shape = in->shape();
+    return;
+  }
+  for (const auto& l : s_->layers) {
+    if (l->name() == layer->name()) {
+      throw ValueError("All layers added to a Sequential model should have unique names. Name '" + layer->name() +
+                       "' is already the name of a layer in this model.");
+    }
+  }
+  s_->layers.push_back(layer);
+  if (s_->input_shape) build(*s_->input_shape);
+}
+
+void Sequential::build(const Shape& input_shape) {
+  auto& s = state(s_);
+  Shape shape = input_shape;
+  for (auto& l : s.layers) shape = l->build(shape);
+  s.input_shape = input_shape;
+  for (auto& l : s.layers) {
+    for (auto* v : l->variables()) v->set_path(s.name + "/" + l->name() + "/" + v->name());
+  }
+}
+
+bool Sequential::built() const {
+  if (!s_ || !s_->input_shape) return false;
+  return std::all_of(s_->layers.begin(), s_->layers.end(), [](auto& l) { return l->built(); });
+}
+
+const std::string& Sequential::name() const { return state(s_).name; }
+std::vector<std::shared_ptr<Layer>> Sequential::layers() const { return state(s_).layers; }
+std::shared_ptr<optimizers::Optimizer> Sequential::optimizer() const { return state(s_).optimizer; }
+
+std::vector<Variable*> Sequential::variables() const {
+  std::vector<Variable*> out;
+  for (auto& l : state(s_).layers) {
+    for (auto* v : l->variables()) out.push_back(v);
+  }
+  return out;
+}
+
+std::vector<Variable*> Sequential::trainable_variables() const {
+  std::vector<Variable*> out;
+  for (auto& l : state(s_).layers) {
+    for (auto* v : l->trainable_variables()) out.push_back(v);
+  }
+  return out;
+}
+
+int64_t Sequential::count_params() const {
+  int64_t n = 0;
+  for (auto& l : state(s_).layers) n += l->count_params();
+  return n;
+}
+
+void Sequential::compile(CompileOptions options) {
+  auto& s = state(s_);
+  if (!options.loss.get()) {
+    throw ValueError("compile() needs a loss, e.g. .loss = \"binary_crossentropy\" or \"mse\".");
+  }
+  s.optimizer = options.optimizer.get();
+  s.loss = options.loss.get();
+  s.metrics.clear();
+  for (auto& m : options.metrics) s.metrics.push_back(m.get());
+  s.compiled = true;
+}
+
+std::vector<std::string> Sequential::metrics_names() const {
+  std::vector<std::string> names{"loss"};
+  for (auto& m : state(s_).metrics) names.push_back(m->name());
+  return names;
+}
+
+// The model's device: where its first variable lives (data is copied there for each batch).
+static runtime::Device* model_device(const Sequential& m) {
+  auto vars = m.variables();
+  return vars.empty() ? nullptr : &vars.front()->value().device_ref();
+}
+
+Tensor Sequential::operator()(const Tensor& x, bool training) {
+  auto& s = state(s_);
+  if (x.shape().rank() < 2) {
+    throw ValueError(fmt::format("Model '{}' expects a batch of inputs with shape (batch, features), got shape {}",
+                                 s.name, x.shape().to_string()));
+  }
+  if (!built()) build(Shape{x.shape()[-1]});
+  if (s.input_shape && x.shape()[-1] != (*s.input_shape)[-1]) {
+    const std::string first = s.layers.empty() ? s.name : s.layers.front()->name();
+    throw ValueError(fmt::format("Input 0 of layer \"{}\" is incompatible with the layer: expected axis -1 of input "
+                                 "shape to have value {}, but received input with shape {}",
+                                 first, (*s.input_shape)[-1], x.shape().to_keras_string()));
+  }
+  Tensor h = x;
+  if (auto* d = model_device(*this); d && &h.device_ref() != d) h = h.to(*d);
+  if (h.dtype() != DType::float32) h = h.cast(DType::float32);
+  for (auto& l : s.layers) h = l->call(h, training);
+  return h;
+}
+
+namespace {
+
+void check_data(const Tensor& x, const Tensor& y, const char* fn) {
+  if (!x.defined() || !y.defined()) throw ValueError(fmt::format("{}: x and y must both be given", fn));
+  if (x.shape().rank() < 2) {
+    throw ValueError(fmt::format("{}: x must have shape (samples, features), got {}", fn, x.shape().to_string()));
+  }
+  if (y.shape().rank() < 1 || y.shape()[0] != x.shape()[0]) {
+    throw ValueError(fmt::format("{}: Data cardinality is ambiguous. Make sure all arrays contain the same number of "
+                                 "samples. 'x' sizes: {}, 'y' sizes: {}",
+                                 fn, x.shape()[0], y.shape().rank() ? y.shape()[0] : 0));
+  }
+  if (x.shape()[0] == 0) throw ValueError(fmt::format("{}: x and y are empty (0 samples); there is nothing to do", fn));
+}
+
+int resolve_batch_size(const std::optional<int>& b, const char* fn) {
+  const int v = b.value_or(32);
+  if (v <= 0) throw ValueError(fmt::format("{}: batch_size must be a positive integer, got {}", fn, v));
+  return v;
+}
+
+struct CallbackList {
+  std::vector<std::shared_ptr<Callback>> all;
+  void each(const std::function<void(Callback&)>& f) {
+    for (auto& c : all) f(*c);
+  }
+};
+
+}  // namespace
+
+// Runs `y_pred = model(x)`, the loss and its gradient, and one optimizer update; returns the batch loss.
+static double train_step(Sequential& model, Sequential::State& s, const Tensor& x, const Tensor& y) {
+  const auto vars = model.trainable_variables();
+  Tensor y_pred, loss;
+  std::vector<Tensor> grads;
+  {
+    GradientTape tape;
+    y_pred = model(x, true);
+    loss = (*s.loss)(y, y_pred);
+    grads = tape.gradient(loss, vars);
+  }
+  s.optimizer->apply_gradients(grads, vars);
+  for (auto& m : s.metrics) m->update_state(y, y_pred);
+  return loss.item();
+}
+
+// Evaluates batches of (x, y) into `logs` (loss + metrics), calling test hooks.
+static void run_evaluation(Sequential& model, Sequential::State& s, const Tensor& x, const Tensor& y, int batch_size,
+                           CallbackList& cbs, Logs& logs) {
+  const int64_t n = x.shape()[0];
+  const int steps = static_cast<int>((n + batch_size - 1) / batch_size);
+  for (auto& m : s.metrics) m->reset_state();
+  double loss_sum = 0.0, seen = 0.0;
+  Logs empty;
+  cbs.each([&](Callback& c) { c.on_test_begin(empty); });
+  for (int step = 0; step < steps; ++step) {
+    const int64_t b = step * static_cast<int64_t>(batch_size), e = std::min<int64_t>(n, b + batch_size);
+    cbs.each([&](Callback& c) { c.on_test_batch_begin(step, empty); });
+    Tensor xb = x.slice_rows(b, e), yb = y.slice_rows(b, e);
+    Tensor y_pred = model(xb, false);
+    if (auto* d = &y_pred.device_ref(); &yb.device_ref() != d) yb = yb.to(*d);
+    loss_sum += (*s.loss)(yb, y_pred).item() * static_cast<double>(e - b);
+    seen += static_cast<double>(e - b);
+    for (auto& m : s.metrics) m->update_state(yb, y_pred);
+    logs.clear();
+    logs["loss"] = loss_sum / seen;
+    for (auto& m : s.metrics) logs[m->name()] = m->result();
+    cbs.each([&](Callback& c) { c.on_test_batch_end(step, logs); });
+  }
+  cbs.each([&](Callback& c) { c.on_test_end(logs); });
+}
+
+FitHistory Sequential::fit(const Tensor& x_all, const Tensor& y_all, FitOptions o) {
+  auto& s = state(s_);
+  if (!s.compiled) {
+    throw FailedPreconditionError("You must call compile() before using the model (fit() on model '" + s.name +
+                                  "').");
+  }
+  check_data(x_all, y_all, "fit");
+  const int batch_size = resolve_batch_size(o.batch_size, "fit");
+  if (o.epochs < 0) throw ValueError(fmt::format("fit: epochs must be >= 0, got {}", o.epochs));
+  if (o.verbose < 0 || o.verbose > 2) throw ValueError(fmt::format("fit: verbose must be 0, 1 or 2, got {}", o.verbose));
+  if (o.validation_split < 0.0 || o.validation_split >= 1.0) {
+    throw ValueError(fmt::format("fit: validation_split must be in [0, 1), got {}", o.validation_split));
+  }
+  Tensor x = x_all, y = y_all;
+  std::optional<std::pair<Tensor, Tensor>> val = o.validation_data;
+  if (val) {
+    check_data(val->first, val->second, "fit (validation_data)");
+  } else if (o.validation_split > 0.0) {
+    // The tail, before any shuffling (keras array_slicing.train_validation_split).
+    const int64_t n = x_all.shape()[0];
+    const auto split_at = static_cast<int64_t>(std::floor(static_cast<double>(n) * (1.0 - o.validation_split)));
+    if (split_at == 0 || split_at == n) {
+      throw ValueError(fmt::format("Training data contains {} samples, which is not sufficient to split it into a "
+                                   "validation and training set as specified by `validation_split={}`. Either provide "
+                                   "more data, or a different value for the `validation_split` argument.",
+                                   n, o.validation_split));
+    }
+    x = x_all.slice_rows(0, split_at);
+    y = y_all.slice_rows(0, split_at);
+    val = std::make_pair(x_all.slice_rows(split_at, n), y_all.slice_rows(split_at, n));
+  }
+  if (!built()) build(Shape{x.shape()[-1]});
+  (void)(*this)(x.slice_rows(0, std::min<int64_t>(1, x.shape()[0])), false);  // shape check before any output
+
+  const int64_t n = x.shape()[0];
+  const int full_steps = static_cast<int>((n + batch_size - 1) / batch_size);
+  const int steps = o.steps_per_epoch ? *o.steps_per_epoch : full_steps;
+  if (steps <= 0) throw ValueError(fmt::format("fit: steps_per_epoch must be positive, got {}", steps));
+
+  auto history = std::make_shared<History>();
+  CallbackList cbs;
+  for (auto& c : o.callbacks) cbs.all.push_back(c.get());
+  cbs.all.push_back(history);
+  cbs.all.push_back(std::make_shared<ProgbarLogger>(std::cout));
+  TrainingParams params{o.verbose, o.epochs, steps};
+  cbs.each([&](Callback& c) {
+    c.set_model(this);
+    c.set_params(params);
+  });
+
+  // Host copies of the data, so batches can be gathered in any order.
+  runtime::Device& host = runtime::DeviceManager::get().host_device();
+  Tensor xh = &x.device_ref() == &host ? x : x.to(host);
+  Tensor yh = &y.device_ref() == &host ? y : y.to(host);
+  stop_training = false;
+  Logs logs;
+  cbs.each([&](Callback& c) { c.on_train_begin(logs); });
+  int64_t cursor = 0;  // steps_per_epoch continues through the data across epochs
+  Tensor order;
+  for (int epoch = o.initial_epoch; epoch < o.epochs && !stop_training; ++epoch) {
+    logs.clear();
+    cbs.each([&](Callback& c) { c.on_epoch_begin(epoch, logs); });
+    for (auto& m : s.metrics) m->reset_state();
+    double loss_sum = 0.0, seen = 0.0;
+    for (int step = 0; step < steps; ++step) {
+      if (cursor >= n || !order.defined()) {
+        cursor = 0;
+        order = o.shuffle ? random::permutation(n).to(host) : Tensor();
+      }
+      const int64_t b = cursor, e = std::min<int64_t>(n, cursor + batch_size);
+      cursor = e;
+      Tensor xb, yb;
+      if (order.defined()) {
+        Tensor idx = order.slice_rows(b, e);
+        xb = ops::gather_rows(xh, idx);
+        yb = ops::gather_rows(yh, idx);
+      } else {
+        xb = xh.slice_rows(b, e);
+        yb = yh.slice_rows(b, e);
+      }
+      if (auto* d = model_device(*this); d && d != &host) {
+        xb = xb.to(*d);
+        yb = yb.to(*d);
+      }
+      Logs batch_logs;
+      cbs.each([&](Callback& c) { c.on_train_batch_begin(step, batch_logs); });
+      const double batch_loss = train_step(*this, s, xb, yb);
+      loss_sum += batch_loss * static_cast<double>(e - b);
+      seen += static_cast<double>(e - b);
+      logs.clear();
+      logs["loss"] = loss_sum / seen;
+      for (auto& m : s.metrics) logs[m->name()] = m->result();
+      cbs.each([&](Callback& c) { c.on_train_batch_end(step, logs); });
+      if (cursor >= n && o.steps_per_epoch) order = Tensor();
+      if (!o.steps_per_epoch && cursor >= n) order = Tensor();
+      if (stop_training) break;
+    }
+    Logs epoch_logs = logs;
+    if (val) {
+      Logs val_logs;
+      const int vb = batch_size;
+      run_evaluation(*this, s, val->first, val->second, vb, cbs, val_logs);
+      for (const auto& [k, v] : val_logs) epoch_logs["val_" + k] = v;
+    }
+    cbs.each([&](Callback& c) { c.on_epoch_end(epoch, epoch_logs); });
+  }
+  Logs end_logs;
+  cbs.each([&](Callback& c) { c.on_train_end(end_logs); });
+  return FitHistory{history->history, history->epoch, params};
+}
+
+std::map<std::string, double> Sequential::evaluate_dict(const Tensor& x, const Tensor& y, EvaluateOptions o) {
+  auto& s = state(s_);
+  if (!s.compiled) throw FailedPreconditionError("You must call compile() before evaluate() on model '" + s.name + "'.");
+  check_data(x, y, "evaluate");
+  const int batch_size = resolve_batch_size(o.batch_size, "evaluate");
+  (void)(*this)(x.slice_rows(0, 1), false);
+  CallbackList cbs;
+  for (auto& c : o.callbacks) cbs.all.push_back(c.get());
+  cbs.all.push_back(std::make_shared<ProgbarLogger>(std::cout));
+  const int steps = static_cast<int>((x.shape()[0] + batch_size - 1) / batch_size);
+  cbs.each([&](Callback& c) {
+    c.set_model(this);
+    c.set_params({o.verbose, 1, steps});
+  });
+  Logs logs;
+  run_evaluation(*this, s, x, y, batch_size, cbs, logs);
+  return {logs.begin(), logs.end()};
+}
+
+std::vector<double> Sequential::evaluate(const Tensor& x, const Tensor& y, EvaluateOptions o) {
+  auto logs = evaluate_dict(x, y, std::move(o));
+  std::vector<double> out;
+  for (const auto& name : metrics_names()) out.push_back(logs.at(name));
+  return out;
+}
+
+Tensor Sequential::predict(const Tensor& x, PredictOptions o) {
+  auto& s = state(s_);
+  if (!x.defined() || x.shape().rank() < 2) {
+    throw ValueError("predict: x must have shape (samples, features), got " +
+                     (x.defined() ? x.shape().to_string() : std::string("an undefined tensor")));
+  }
+  if (x.shape()[0] == 0) throw ValueError("predict: x is empty (0 samples)");
+  const int batch_size = resolve_batch_size(o.batch_size, "predict");
+  const int64_t n = x.shape()[0];
+  const int steps = static_cast<int>((n + batch_size - 1) / batch_size);
+  ProgbarLogger bar(std::cout);
+  bar.set_params({o.verbose, 1, steps});
+  Logs logs;
+  bar.on_predict_begin(logs);
+  runtime::Device& host = runtime::DeviceManager::get().host_device();
+  Tensor out;
+  std::vector<float> values;
+  Shape out_row;
+  for (int step = 0; step < steps; ++step) {
+    const int64_t b = step * static_cast<int64_t>(batch_size), e = std::min<int64_t>(n, b + batch_size);
+    Tensor yb = (*this)(x.slice_rows(b, e), false);
+    auto v = yb.to_vector<float>();
+    values.insert(values.end(), v.begin(), v.end());
+    out_row = yb.shape();
+    bar.on_predict_batch_end(step, logs);
+  }
+  bar.on_predict_end(logs);
+  std::vector<int64_t> dims = out_row.dims();
+  dims[0] = n;
+  (void)s;
+  return Tensor::from_host(values.data(), Shape(dims)).to(host);
+}
+
+std::vector<double> Sequential::train_on_batch(const Tensor& x, const Tensor& y) {
+  auto& s = state(s_);
+  if (!s.compiled) throw FailedPreconditionError("You must call compile() before train_on_batch().");
+  check_data(x, y, "train_on_batch");
+  for (auto& m : s.metrics) m->reset_state();
+  Tensor xb = x, yb = y;
+  if (!built()) build(Shape{x.shape()[-1]});
+  if (auto* d = model_device(*this); d) {
+    if (&xb.device_ref() != d) xb = xb.to(*d);
+    if (&yb.device_ref() != d) yb = yb.to(*d);
+  }
+  std::vector<double> out{train_step(*this, s, xb, yb)};
+  for (auto& m : s.metrics) out.push_back(m->result());
+  return out;
+}
+
+}  // namespace osprey::keras

@@ -1,0 +1,40 @@
+// Attribute structs passed from op wrappers to kernels.
+#pragma once
+
+#include "osprey/ops.h"
+
+namespace osprey::ops {
+
+struct CastAttrs { DType to; };
+struct MatMulAttrs { bool transpose_a, transpose_b; };
+struct DenseAttrs { Activation activation; bool has_bias; bool keep_preactivation; };
+struct ActivationAttrs { Activation activation; };
+enum class UnaryKind { neg, exp, log, sqrt, square, abs };
+struct UnaryAttrs { UnaryKind kind; };
+enum class BinaryKind { add, sub, mul, div, maximum, greater_equal /* 1.0 where a >= b, else 0.0 */ };
+enum class Broadcast { same, scalar_b, row_b, scalar_a };
+struct BinaryAttrs { BinaryKind kind; Broadcast broadcast; };
+enum class ReduceKind { sum_all, mean_all, sum_axis0, sum_axis1 };
+struct ReduceAttrs { ReduceKind kind; };
+enum class LossKind { binary_crossentropy, categorical_crossentropy, sparse_categorical_crossentropy,
+                      mean_squared_error, mean_absolute_error };
+struct LossAttrs { LossKind kind; double label_smoothing; };
+struct AccuracyAttrs { AccuracyKind kind; double threshold; };
+struct SgdAttrs { float learning_rate, momentum; bool nesterov; };
+struct AdamAttrs { float alpha, beta_1, beta_2, epsilon; };
+struct RmspropAttrs { float learning_rate, rho, momentum, epsilon; bool centered; };
+
+/// True when the activation's gradient needs the pre-activation value (it cannot be derived from the output).
+inline bool grad_needs_preactivation(Activation a) {
+  switch (a) {
+    case Activation::gelu:
+    case Activation::softplus:
+    case Activation::softsign:
+    case Activation::silu:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace osprey::ops

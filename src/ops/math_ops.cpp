@@ -1,0 +1,200 @@
+// Element-wise arithmetic, matmul, reductions, casts and gathers: forward through dispatch, backward as ops.
+#include <fmt/format.h>
+
+#include "ops/attrs.h"
+#include "ops/gradient_recorder.h"
+#include "ops/kernel.h"
+#include "osprey/errors.h"
+#include "osprey/ops.h"
+
+namespace osprey::ops {
+
+Tensor cast(const Tensor& x, DType dtype) {
+  Tensor in[1] = {x};
+  auto& dev = place(OpId::Cast, "Cast", in);
+  Tensor out = Tensor::empty(x.shape(), dtype, &dev);
+  CastAttrs a{dtype};
+  run(OpId::Cast, dev, in, {&out, 1}, &a);
+  if (dtype == DType::float32 || dtype == DType::float64) {
+    const DType from = x.dtype();
+    maybe_record("Cast", in, {&out, 1}, [from] {
+      return BackwardFn([from](const std::vector<Tensor>& g) { return std::vector<Tensor>{cast(g[0], from)}; });
+    });
+  }
+  return out;
+}
+
+Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
+  if (a.shape().rank() != 2 || b.shape().rank() != 2) {
+    throw InvalidArgumentError(fmt::format("matmul expects 2-D tensors, got shapes {} and {}", a.shape().to_string(),
+                                           b.shape().to_string()));
+  }
+  const int64_t m = ta ? a.shape()[1] : a.shape()[0], k = ta ? a.shape()[0] : a.shape()[1];
+  const int64_t kb = tb ? b.shape()[1] : b.shape()[0], n = tb ? b.shape()[0] : b.shape()[1];
+  if (k != kb) {
+    throw InvalidArgumentError(fmt::format("Matrix size-incompatible: In[0]: {}, In[1]: {} (transpose_a={}, "
+                                           "transpose_b={})",
+                                           a.shape().to_string(), b.shape().to_string(), ta, tb));
+  }
+  Tensor in[2] = {a, b};
+  auto& dev = place(OpId::MatMul, "MatMul", in);
+  Tensor out = Tensor::empty({m, n}, DType::float32, &dev);
+  MatMulAttrs attrs{ta, tb};
+  run(OpId::MatMul, dev, in, {&out, 1}, &attrs);
+  maybe_record("MatMul", in, {&out, 1}, [&] {
+    return BackwardFn([a = in[0], b = in[1], ta, tb](const std::vector<Tensor>& g) {
+      Tensor da = ta ? matmul(b, g[0], tb, true) : matmul(g[0], b, false, !tb);
+      Tensor db = tb ? matmul(g[0], a, true, ta) : matmul(a, g[0], !ta, false);
+      return std::vector<Tensor>{da, db};
+    });
+  });
+  return out;
+}
+
+static Tensor unary(const Tensor& x, UnaryKind kind, const char* name) {
+  Tensor in[1] = {x};
+  auto& dev = place(OpId::Unary, name, in);
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), &dev);
+  UnaryAttrs attrs{kind};
+  run(OpId::Unary, dev, in, {&out, 1}, &attrs);
+  maybe_record(name, in, {&out, 1}, [&] {
+    return BackwardFn([x = in[0], y = out, kind](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+      switch (kind) {
+        case UnaryKind::neg: return {neg(g[0])};
+        case UnaryKind::exp: return {mul(g[0], y)};
+        case UnaryKind::log: return {div(g[0], x)};
+        case UnaryKind::sqrt: return {div(g[0], mul(y, Tensor::scalar(2.0)))};
+        case UnaryKind::square: return {mul(g[0], mul(x, Tensor::scalar(2.0)))};
+        case UnaryKind::abs: return {mul(g[0], div(x, maximum(abs(x), Tensor::scalar(1e-30))))};
+      }
+      return {Tensor()};
+    });
+  });
+  return out;
+}
+
+Tensor neg(const Tensor& x) { return unary(x, UnaryKind::neg, "Neg"); }
+Tensor exp(const Tensor& x) { return unary(x, UnaryKind::exp, "Exp"); }
+Tensor log(const Tensor& x) { return unary(x, UnaryKind::log, "Log"); }
+Tensor sqrt(const Tensor& x) { return unary(x, UnaryKind::sqrt, "Sqrt"); }
+Tensor square(const Tensor& x) { return unary(x, UnaryKind::square, "Square"); }
+Tensor abs(const Tensor& x) { return unary(x, UnaryKind::abs, "Abs"); }
+
+static Broadcast broadcast_of(const Tensor& a, const Tensor& b) {
+  if (a.shape() == b.shape()) return Broadcast::same;
+  if (b.num_elements() == 1 && b.shape().rank() <= a.shape().rank()) return Broadcast::scalar_b;
+  if (a.num_elements() == 1 && a.shape().rank() <= b.shape().rank()) return Broadcast::scalar_a;
+  if (b.shape().rank() == 1 && a.shape().rank() >= 1 && b.shape()[0] == a.shape()[-1]) return Broadcast::row_b;
+  throw InvalidArgumentError(fmt::format("Incompatible shapes: {} vs. {} (supported: equal shapes, a scalar, or a "
+                                         "vector matching the last axis)",
+                                         a.shape().to_string(), b.shape().to_string()));
+}
+
+// The gradient of a broadcast operand: summed back down to its own shape.
+static Tensor unbroadcast(const Tensor& g, const Tensor& like) {
+  if (g.shape() == like.shape()) return g;
+  if (like.num_elements() == 1) return reduce_sum(g).reshape(like.shape());
+  return reduce_sum(g.reshape({g.num_elements() / like.num_elements(), like.num_elements()}), 0);
+}
+
+static Tensor binary(const Tensor& a, const Tensor& b, BinaryKind kind, const char* name) {
+  if (a.dtype() != b.dtype()) {
+    throw InvalidArgumentError(fmt::format("{}: dtypes differ ({} vs {}); cast one side first", name,
+                                           dtype_name(a.dtype()), dtype_name(b.dtype())));
+  }
+  BinaryAttrs attrs{kind, broadcast_of(a, b)};
+  Tensor in[2] = {a, b};
+  auto& dev = place(OpId::Binary, name, in);
+  Tensor out = Tensor::empty(attrs.broadcast == Broadcast::scalar_a ? b.shape() : a.shape(), a.dtype(), &dev);
+  run(OpId::Binary, dev, in, {&out, 1}, &attrs);
+  maybe_record(name, in, {&out, 1}, [&] {
+    return BackwardFn([a = in[0], b = in[1], kind](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+      const Tensor& go = g[0];
+      switch (kind) {
+        case BinaryKind::add: return {unbroadcast(go, a), unbroadcast(go, b)};
+        case BinaryKind::sub: return {unbroadcast(go, a), unbroadcast(neg(go), b)};
+        case BinaryKind::mul: return {unbroadcast(mul(go, b), a), unbroadcast(mul(go, a), b)};
+        case BinaryKind::div:
+          return {unbroadcast(div(go, b), a), unbroadcast(neg(div(mul(go, div(a, b)), b)), b)};
+        case BinaryKind::maximum: {
+          Tensor ga = mul(go, binary(a, b, BinaryKind::greater_equal, "GreaterEqual"));  // ties go to a
+          return {unbroadcast(ga, a), unbroadcast(sub(go, ga), b)};
+        }
+        case BinaryKind::greater_equal: return {Tensor(), Tensor()};
+      }
+      return {Tensor(), Tensor()};
+    });
+  });
+  return out;
+}
+
+Tensor add(const Tensor& a, const Tensor& b) { return binary(a, b, BinaryKind::add, "AddV2"); }
+Tensor sub(const Tensor& a, const Tensor& b) { return binary(a, b, BinaryKind::sub, "Sub"); }
+Tensor mul(const Tensor& a, const Tensor& b) { return binary(a, b, BinaryKind::mul, "Mul"); }
+Tensor div(const Tensor& a, const Tensor& b) { return binary(a, b, BinaryKind::div, "RealDiv"); }
+Tensor maximum(const Tensor& a, const Tensor& b) { return binary(a, b, BinaryKind::maximum, "Maximum"); }
+
+static Tensor reduce(const Tensor& x, ReduceKind kind, const char* name) {
+  Shape out_shape;
+  if (kind == ReduceKind::sum_axis0 || kind == ReduceKind::sum_axis1) {
+    if (x.shape().rank() != 2) {
+      throw InvalidArgumentError(fmt::format("{} over an axis needs a 2-D tensor, got shape {}", name,
+                                             x.shape().to_string()));
+    }
+    out_shape = Shape{kind == ReduceKind::sum_axis0 ? x.shape()[1] : x.shape()[0]};
+  }
+  Tensor in[1] = {x};
+  auto& dev = place(OpId::Reduce, name, in);
+  Tensor out = Tensor::empty(out_shape, DType::float32, &dev);
+  ReduceAttrs attrs{kind};
+  run(OpId::Reduce, dev, in, {&out, 1}, &attrs);
+  maybe_record(name, in, {&out, 1}, [&] {
+    return BackwardFn([shape = x.shape(), kind](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+      Tensor ones = Tensor::ones(shape);
+      switch (kind) {
+        case ReduceKind::sum_all: return {mul(ones, g[0])};
+        case ReduceKind::mean_all:
+          return {mul(ones, div(g[0], Tensor::scalar(static_cast<double>(std::max<int64_t>(shape.num_elements(), 1)))))};
+        case ReduceKind::sum_axis0: return {mul(ones, g[0])};
+        case ReduceKind::sum_axis1:
+          return {matmul(g[0].reshape({shape[0], 1}), Tensor::ones({1, shape[1]}))};
+      }
+      return {Tensor()};
+    });
+  });
+  return out;
+}
+
+Tensor reduce_sum(const Tensor& x) { return reduce(x, ReduceKind::sum_all, "Sum"); }
+Tensor reduce_mean(const Tensor& x) { return reduce(x, ReduceKind::mean_all, "Mean"); }
+Tensor reduce_sum(const Tensor& x, int axis) {
+  const int r = x.shape().rank();
+  const int ax = axis < 0 ? axis + r : axis;
+  if (r != 2 || (ax != 0 && ax != 1)) {
+    throw InvalidArgumentError(fmt::format("reduce_sum: axis {} is not supported for shape {}; use 0 or 1 on 2-D tensors",
+                                           axis, x.shape().to_string()));
+  }
+  return reduce(x, ax == 0 ? ReduceKind::sum_axis0 : ReduceKind::sum_axis1, "Sum");
+}
+Tensor reduce_mean(const Tensor& x, int axis) {
+  Tensor s = reduce_sum(x, axis);
+  const int ax = axis < 0 ? axis + x.shape().rank() : axis;
+  return div(s, Tensor::scalar(static_cast<double>(x.shape()[ax])));
+}
+
+Tensor gather_rows(const Tensor& x, const Tensor& indices) {
+  if (indices.dtype() != DType::int64 || indices.shape().rank() != 1 || x.shape().rank() < 1) {
+    throw InvalidArgumentError(fmt::format("gather_rows needs 1-D int64 indices and x of rank >= 1, got {} {} and x {}",
+                                           dtype_name(indices.dtype()), indices.shape().to_string(),
+                                           x.shape().to_string()));
+  }
+  std::vector<int64_t> dims = x.shape().dims();
+  dims[0] = indices.shape()[0];
+  Tensor in[2] = {x, indices};
+  auto& dev = place(OpId::GatherRows, "GatherV2", in);
+  Tensor out = Tensor::empty(Shape(dims), x.dtype(), &dev);
+  run(OpId::GatherRows, dev, in, {&out, 1}, nullptr);
+  return out;
+}
+
+}  // namespace osprey::ops

@@ -1,0 +1,225 @@
+// Activations, the fused Dense op, losses, accuracy counts and optimizer updates.
+#include <fmt/format.h>
+
+#include "ops/attrs.h"
+#include "ops/gradient_recorder.h"
+#include "ops/kernel.h"
+#include "osprey/errors.h"
+#include "osprey/ops.h"
+
+namespace osprey::ops {
+
+Activation activation_from_name(const std::string& name) {
+  static const std::pair<const char*, Activation> table[] = {
+      {"", Activation::linear},           {"linear", Activation::linear},       {"relu", Activation::relu},
+      {"sigmoid", Activation::sigmoid},   {"tanh", Activation::tanh},           {"softmax", Activation::softmax},
+      {"gelu", Activation::gelu},         {"elu", Activation::elu},             {"selu", Activation::selu},
+      {"softplus", Activation::softplus}, {"softsign", Activation::softsign},   {"silu", Activation::silu},
+      {"swish", Activation::silu},        {"leaky_relu", Activation::leaky_relu}, {"exponential", Activation::exponential}};
+  for (const auto& [n, a] : table) {
+    if (name == n) return a;
+  }
+  throw ValueError("Could not interpret activation function identifier: '" + name +
+                   "'. Known activations: linear, relu, sigmoid, tanh, softmax, gelu, elu, selu, softplus, softsign, "
+                   "silu (swish), leaky_relu, exponential (names are case-sensitive).");
+}
+
+std::string activation_name(Activation a) {
+  switch (a) {
+    case Activation::linear: return "linear";
+    case Activation::relu: return "relu";
+    case Activation::sigmoid: return "sigmoid";
+    case Activation::tanh: return "tanh";
+    case Activation::softmax: return "softmax";
+    case Activation::gelu: return "gelu";
+    case Activation::elu: return "elu";
+    case Activation::selu: return "selu";
+    case Activation::softplus: return "softplus";
+    case Activation::softsign: return "softsign";
+    case Activation::silu: return "silu";
+    case Activation::leaky_relu: return "leaky_relu";
+    case Activation::exponential: return "exponential";
+  }
+  return "linear";
+}
+
+static const char* activation_op_name(Activation a) {
+  switch (a) {
+    case Activation::relu: return "Relu";
+    case Activation::sigmoid: return "Sigmoid";
+    case Activation::tanh: return "Tanh";
+    case Activation::softmax: return "Softmax";
+    case Activation::gelu: return "Gelu";
+    case Activation::elu: return "Elu";
+    case Activation::selu: return "Selu";
+    case Activation::softplus: return "Softplus";
+    case Activation::softsign: return "Softsign";
+    case Activation::silu: return "Silu";
+    case Activation::leaky_relu: return "LeakyRelu";
+    case Activation::exponential: return "Exp";
+    case Activation::linear: return "Identity";
+  }
+  return "Identity";
+}
+
+// dz from dy for an activation, given its output y and (when needed) its input z.
+static Tensor activation_grad(const Tensor& dy, const Tensor& y, const Tensor& z, Activation act) {
+  if (act == Activation::linear) return dy;
+  Tensor in[3] = {dy, y, z};
+  auto& dev = place(OpId::ActivationGrad, "ActivationGrad", in);
+  Tensor out = Tensor::empty(dy.shape(), DType::float32, &dev);
+  ActivationAttrs attrs{act};
+  run(OpId::ActivationGrad, dev, in, {&out, 1}, &attrs);
+  return out;
+}
+
+Tensor activation(const Tensor& x, Activation act) {
+  if (act == Activation::linear) return x;
+  if (act == Activation::softmax && x.shape().rank() < 1) {
+    throw InvalidArgumentError("softmax needs a tensor of rank >= 1, got a scalar");
+  }
+  const char* name = activation_op_name(act);
+  Tensor in[1] = {x};
+  auto& dev = place(OpId::Activation, name, in);
+  Tensor out = Tensor::empty(x.shape(), DType::float32, &dev);
+  ActivationAttrs attrs{act};
+  run(OpId::Activation, dev, in, {&out, 1}, &attrs);
+  maybe_record(name, in, {&out, 1}, [&] {
+    return BackwardFn([x = in[0], y = out, act](const std::vector<Tensor>& g) {
+      return std::vector<Tensor>{activation_grad(g[0], y, grad_needs_preactivation(act) ? x : Tensor(), act)};
+    });
+  });
+  return out;
+}
+
+Tensor dense(const Tensor& x, const Tensor& kernel, const Tensor& bias, Activation act) {
+  const auto& xs = x.shape();
+  const auto& ks = kernel.shape();
+  if (xs.rank() != 2 || ks.rank() != 2 || xs[1] != ks[0]) {
+    throw InvalidArgumentError(fmt::format("dense: input of shape {} does not match kernel of shape {}",
+                                           xs.to_string(), ks.to_string()));
+  }
+  if (bias.defined() && (bias.shape().rank() != 1 || bias.shape()[0] != ks[1])) {
+    throw InvalidArgumentError(fmt::format("dense: bias of shape {} does not match kernel of shape {}",
+                                           bias.shape().to_string(), ks.to_string()));
+  }
+  DenseAttrs attrs{act, bias.defined(), grad_needs_preactivation(act)};
+  Tensor in[3] = {x, kernel, bias};
+  auto& dev = place(OpId::FusedMatMul, "_FusedMatMul", in);
+  Tensor outs[2] = {Tensor::empty({xs[0], ks[1]}, DType::float32, &dev),
+                    attrs.keep_preactivation ? Tensor::empty({xs[0], ks[1]}, DType::float32, &dev) : Tensor()};
+  run(OpId::FusedMatMul, dev, in, outs, &attrs);
+  maybe_record("_FusedMatMul", std::span<const Tensor>(in, bias.defined() ? 3 : 2), {outs, 1}, [&] {
+    return BackwardFn([x = in[0], w = in[1], has_bias = bias.defined(), y = outs[0], z = outs[1],
+                       act](const std::vector<Tensor>& g) {
+      Tensor dz = activation_grad(g[0], y, z, act);
+      std::vector<Tensor> grads{matmul(dz, w, false, true), matmul(x, dz, true, false)};
+      if (has_bias) {
+        Tensor in1[1] = {dz};
+        auto& d = place(OpId::BiasAddGrad, "BiasAddGrad", in1);
+        Tensor db = Tensor::empty({dz.shape()[1]}, DType::float32, &d);
+        run(OpId::BiasAddGrad, d, in1, {&db, 1}, nullptr);
+        grads.push_back(db);
+      }
+      return grads;
+    });
+  });
+  return outs[0];
+}
+
+static Tensor loss(const Tensor& y_true, const Tensor& y_pred, LossKind kind, double smoothing, const char* name) {
+  const auto& ps = y_pred.shape();
+  const auto& ts = y_true.shape();
+  if (ps.rank() < 1) throw InvalidArgumentError(fmt::format("{}: y_pred must have rank >= 1, got a scalar", name));
+  const bool sparse = kind == LossKind::sparse_categorical_crossentropy;
+  const bool ok = sparse ? (ts.num_elements() == ps[0] && (ts.rank() == 1 || (ts.rank() == 2 && ts[1] == 1)))
+                         : ts.num_elements() == ps.num_elements() && ts[0] == ps[0];
+  if (!ok) {
+    throw InvalidArgumentError(fmt::format(
+        "{}: y_true of shape {} is incompatible with y_pred of shape {}{}", name, ts.to_string(), ps.to_string(),
+        sparse ? " (sparse labels need shape (N,) or (N, 1))" : " (shapes must match)"));
+  }
+  LossAttrs attrs{kind, smoothing};
+  Tensor in[2] = {y_true, y_pred};
+  auto& dev = place(OpId::Loss, name, in);
+  Tensor out = Tensor::empty({ps[0]}, DType::float32, &dev);
+  run(OpId::Loss, dev, in, {&out, 1}, &attrs);
+  maybe_record(name, std::span<const Tensor>(in + 1, 1), {&out, 1}, [&] {
+    return BackwardFn([yt = in[0], yp = in[1], attrs, name](const std::vector<Tensor>& g) {
+      Tensor gin[3] = {yt, yp, g[0]};
+      auto& d = place(OpId::LossGrad, name, gin);
+      Tensor dp = Tensor::empty(yp.shape(), DType::float32, &d);
+      run(OpId::LossGrad, d, gin, {&dp, 1}, &attrs);
+      return std::vector<Tensor>{dp};
+    });
+  });
+  return out;
+}
+
+// The tape records losses against y_pred only (labels get no gradient), so the backward returns one gradient;
+// the recorder is given just y_pred as the op's input.
+Tensor binary_crossentropy(const Tensor& y_true, const Tensor& y_pred, double label_smoothing) {
+  return loss(y_true, y_pred, LossKind::binary_crossentropy, label_smoothing, "BinaryCrossentropy");
+}
+Tensor categorical_crossentropy(const Tensor& y_true, const Tensor& y_pred, double label_smoothing) {
+  return loss(y_true, y_pred, LossKind::categorical_crossentropy, label_smoothing, "CategoricalCrossentropy");
+}
+Tensor sparse_categorical_crossentropy(const Tensor& y_true, const Tensor& y_pred) {
+  return loss(y_true, y_pred, LossKind::sparse_categorical_crossentropy, 0.0, "SparseCategoricalCrossentropy");
+}
+Tensor mean_squared_error(const Tensor& y_true, const Tensor& y_pred) {
+  return loss(y_true, y_pred, LossKind::mean_squared_error, 0.0, "MeanSquaredError");
+}
+Tensor mean_absolute_error(const Tensor& y_true, const Tensor& y_pred) {
+  return loss(y_true, y_pred, LossKind::mean_absolute_error, 0.0, "MeanAbsoluteError");
+}
+
+Tensor accuracy_count(const Tensor& y_true, const Tensor& y_pred, AccuracyKind kind, double threshold) {
+  if (y_pred.shape().rank() < 1 || y_true.shape().rank() < 1 || y_true.shape()[0] != y_pred.shape()[0]) {
+    throw InvalidArgumentError(fmt::format("accuracy: y_true of shape {} does not match y_pred of shape {}",
+                                           y_true.shape().to_string(), y_pred.shape().to_string()));
+  }
+  AccuracyAttrs attrs{kind, threshold};
+  Tensor in[2] = {y_true, y_pred};
+  auto& dev = place(OpId::AccuracyCount, "AccuracyCount", in);
+  Tensor out = Tensor::empty({}, DType::float32, &dev);
+  run(OpId::AccuracyCount, dev, in, {&out, 1}, &attrs);
+  return out;
+}
+
+static void check_same(const Tensor& a, const Tensor& b, const char* what) {
+  if (a.shape() != b.shape()) {
+    throw InvalidArgumentError(fmt::format("{}: shapes differ: {} vs {}", what, a.shape().to_string(),
+                                           b.shape().to_string()));
+  }
+}
+
+// Optimizer updates run on the variable's device; the gradient follows it there.
+void apply_sgd(Tensor& var, const Tensor& grad, Tensor* momentum, double lr, double mu, bool nesterov) {
+  check_same(var, grad, "apply_sgd");
+  Tensor in[3] = {var, grad, momentum ? *momentum : Tensor()};
+  auto& dev = place(OpId::ApplySgd, "ResourceApplyKerasMomentum", in, /*pinned=*/true);
+  SgdAttrs attrs{static_cast<float>(lr), static_cast<float>(mu), nesterov};
+  run(OpId::ApplySgd, dev, in, {}, &attrs);
+}
+
+void apply_adam(Tensor& var, Tensor& m, Tensor& v, const Tensor& grad, Tensor* vhat, double alpha, double b1,
+                double b2, double eps) {
+  check_same(var, grad, "apply_adam");
+  Tensor in[5] = {var, m, v, grad, vhat ? *vhat : Tensor()};
+  auto& dev = place(OpId::ApplyAdam, "ResourceApplyAdam", in, /*pinned=*/true);
+  AdamAttrs attrs{static_cast<float>(alpha), static_cast<float>(b1), static_cast<float>(b2), static_cast<float>(eps)};
+  run(OpId::ApplyAdam, dev, in, {}, &attrs);
+}
+
+void apply_rmsprop(Tensor& var, Tensor& v, const Tensor& grad, Tensor* mom, Tensor* mg, double lr, double rho,
+                   double momentum, double eps) {
+  check_same(var, grad, "apply_rmsprop");
+  Tensor in[5] = {var, v, grad, mom ? *mom : Tensor(), mg ? *mg : Tensor()};
+  auto& dev = place(OpId::ApplyRmsprop, "ResourceApplyRMSProp", in, /*pinned=*/true);
+  RmspropAttrs attrs{static_cast<float>(lr), static_cast<float>(rho), static_cast<float>(momentum),
+                     static_cast<float>(eps), mg != nullptr};
+  run(OpId::ApplyRmsprop, dev, in, {}, &attrs);
+}
+
+}  // namespace osprey::ops

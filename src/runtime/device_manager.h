@@ -1,0 +1,120 @@
+// The DeviceManager turns the platforms' physical devices into logical devices according to the configuration
+// (visibility, memory growth, logical splits), and freezes that configuration when the runtime initialises.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "osprey/device.h"
+#include "runtime/allocator.h"
+#include "runtime/platform.h"
+
+namespace osprey::runtime {
+
+/// A logical device: what tensors live on and ops run on. Lives as long as the process.
+class Device {
+ public:
+  Device(DeviceType type, int index, const PhysicalDeviceInfo& physical, std::unique_ptr<Allocator> allocator);
+
+  DeviceType type() const { return type_; }
+  int index() const { return index_; }
+  /// "/device:GPU:0"
+  const std::string& name() const { return name_; }
+  /// "/job:localhost/replica:0/task:0/device:GPU:0"
+  const std::string& full_name() const { return full_name_; }
+  const PhysicalDeviceInfo& physical() const { return physical_; }
+  Platform& platform() const { return *physical_.platform; }
+  Allocator& allocator() const { return *allocator_; }
+  /// True when tensors on this device live in ordinary host memory that CPU code may read.
+  bool host_memory() const { return type_ == DeviceType::CPU; }
+
+ private:
+  DeviceType type_;
+  int index_;
+  PhysicalDeviceInfo physical_;
+  std::unique_ptr<Allocator> allocator_;
+  std::string name_, full_name_;
+};
+
+/// Why no GPU is visible, recorded during discovery for `osprey doctor`.
+struct GpuAvailability {
+  std::string reason;  ///< empty when at least one GPU was found
+  std::string fix;     ///< what the user can do
+};
+
+class DeviceManager {
+ public:
+  static DeviceManager& get();
+
+  /// Physical devices of every platform, CPU first. Discovers on first call; never initialises.
+  const std::vector<PhysicalDeviceInfo>& physical_devices();
+  /// Index into physical_devices() of a user's PhysicalDevice; throws ValueError("Unrecognized device: ...").
+  int physical_index(const PhysicalDevice& device);
+  PhysicalDevice to_public(const PhysicalDeviceInfo& info) const;
+
+  // Configuration (stored until initialisation).
+  std::vector<bool> visible();
+  void set_visible(const std::vector<bool>& visible);
+  std::optional<bool> memory_growth(int physical_index);
+  void set_memory_growth(int physical_index, bool enable);
+  std::optional<std::vector<LogicalDeviceConfiguration>> logical_configuration(int physical_index);
+  void set_logical_configuration(int physical_index, const std::vector<LogicalDeviceConfiguration>& configs);
+  int intra_op_threads() const { return intra_op_threads_; }
+  void set_intra_op_threads(int n);
+  int inter_op_threads() const { return inter_op_threads_; }
+  void set_inter_op_threads(int n);
+
+  std::atomic<bool> soft_placement{true};
+  std::atomic<bool> log_placement{false};
+
+  /// Creates the logical devices; afterwards the configuration is frozen. Idempotent and thread-safe.
+  void ensure_initialized();
+  bool initialized() const { return initialized_.load(std::memory_order_acquire); }
+  /// Logical devices in runtime order (CPU first). Initialises.
+  const std::vector<Device*>& devices();
+  /// The default device for ops: the first logical GPU, else CPU:0. Initialises.
+  Device& default_device();
+  /// CPU:0, where host data lives. Initialises.
+  Device& host_device();
+  /// The first device matching the spec's type and index, or nullptr. Initialises.
+  Device* find(const std::string& device_type, std::optional<int> index);
+
+  GpuAvailability gpu_availability();
+
+  /// Registers an extra platform before discovery (tests, plug-ins).
+  void add_platform(std::unique_ptr<Platform> platform);
+  /// Test-only: forget all configuration and devices, as a fresh process would (old devices stay allocated so
+  /// that stray tensors never dangle).
+  void reset_for_testing();
+
+ private:
+  DeviceManager();
+  void discover_locked();
+  void check_mutable_locked(bool changed, const char* what);
+
+  std::recursive_mutex mu_;
+  std::vector<std::unique_ptr<Platform>> platforms_;
+  bool discovered_ = false;
+  std::vector<PhysicalDeviceInfo> physical_;
+  std::vector<bool> visible_;
+  std::map<int, bool> growth_;
+  std::map<int, std::vector<LogicalDeviceConfiguration>> logical_configs_;
+  int intra_op_threads_ = 0, inter_op_threads_ = 0;
+  std::atomic<bool> initialized_{false};
+  std::vector<std::unique_ptr<Device>> owned_;
+  std::vector<std::unique_ptr<Device>> retired_;
+  std::vector<Device*> devices_;
+  Device* default_device_ = nullptr;
+  Device* host_device_ = nullptr;
+  GpuAvailability gpu_availability_;
+};
+
+/// Registers the built-in platforms (CPU always) with a manager. Called by the DeviceManager itself.
+void register_builtin_platforms(DeviceManager& manager);
+
+}  // namespace osprey::runtime

@@ -1,0 +1,55 @@
+// A platform reports the physical devices of one kind (CPU, CUDA, the test platform) and makes their allocators.
+// Platforms are registered explicitly by the DeviceManager, never through static initialisers.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/allocator.h"
+#include "runtime/device_type.h"
+
+namespace osprey::runtime {
+
+class Platform;
+
+/// What a platform knows of one physical device.
+struct PhysicalDeviceInfo {
+  DeviceType type = DeviceType::CPU;
+  int platform_id = 0;            ///< id after CUDA_VISIBLE_DEVICES; the N in /physical_device:GPU:N
+  std::string model_name;         ///< "NVIDIA H200", or the CPU model
+  int64_t total_memory = 0;       ///< bytes
+  int64_t free_memory = 0;        ///< bytes, at discovery
+  std::string pci_bus_id;         ///< "0000:61:00.0"
+  std::string uuid;               ///< "GPU-8932f937-..."
+  int cc_major = 0, cc_minor = 0; ///< compute capability
+  Platform* platform = nullptr;
+};
+
+/// How a logical device's allocator should behave.
+struct AllocatorOptions {
+  bool allow_growth = false;            ///< grow on demand instead of reserving up front
+  std::optional<int64_t> memory_limit;  ///< bytes; empty: the platform's default
+  int logical_index = 0;                ///< the N of /device:GPU:N, for names
+};
+
+class Platform {
+ public:
+  virtual ~Platform() = default;
+  virtual DeviceType type() const = 0;
+  /// Short name for messages: "CPU", "CUDA", "TestGPU".
+  virtual std::string name() const = 0;
+  /// The physical devices, numbered by platform id. Called once per runtime.
+  virtual std::vector<PhysicalDeviceInfo> discover() = 0;
+  /// An allocator for one logical device carved out of `device`.
+  virtual std::unique_ptr<Allocator> create_allocator(const PhysicalDeviceInfo& device,
+                                                      const AllocatorOptions& options) = 0;
+  /// Copies bytes between host memory and this platform's device memory (either side may be host).
+  virtual void copy(void* dst, bool dst_on_device, const void* src, bool src_on_device, std::size_t bytes) = 0;
+  /// Puts this platform's kernels into the global kernel table. Called once, at registration.
+  virtual void register_kernels() = 0;
+};
+
+}  // namespace osprey::runtime

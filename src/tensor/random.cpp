@@ -1,0 +1,157 @@
+#include "osprey/random.h"
+
+#include <atomic>
+#include <cmath>
+#include <mutex>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "osprey/errors.h"
+
+namespace osprey::random {
+
+void Philox::next4(uint32_t out[4]) {
+  uint32_t c[4] = {static_cast<uint32_t>(counter_), static_cast<uint32_t>(counter_ >> 32),
+                   static_cast<uint32_t>(stream_), static_cast<uint32_t>(stream_ >> 32)};
+  uint32_t k0 = key_[0], k1 = key_[1];
+  for (int round = 0; round < 10; ++round) {
+    const uint64_t p0 = uint64_t{0xD2511F53} * c[0];
+    const uint64_t p1 = uint64_t{0xCD9E8D57} * c[2];
+    const uint32_t hi0 = static_cast<uint32_t>(p0 >> 32), lo0 = static_cast<uint32_t>(p0);
+    const uint32_t hi1 = static_cast<uint32_t>(p1 >> 32), lo1 = static_cast<uint32_t>(p1);
+    c[0] = hi1 ^ c[1] ^ k0;
+    c[1] = lo1;
+    c[2] = hi0 ^ c[3] ^ k1;
+    c[3] = lo0;
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+  ++counter_;
+  for (int i = 0; i < 4; ++i) out[i] = c[i];
+}
+
+uint32_t Philox::next_u32() {
+  if (used_ == 4) {
+    next4(buffer_);
+    used_ = 0;
+  }
+  return buffer_[used_++];
+}
+
+float Philox::next_float() { return static_cast<float>(next_u32() >> 8) * (1.0f / 16777216.0f); }
+
+double Philox::next_double() {
+  const uint64_t hi = next_u32() >> 5, lo = next_u32() >> 6;
+  return (static_cast<double>(hi) * 67108864.0 + static_cast<double>(lo)) * (1.0 / 9007199254740992.0);
+}
+
+namespace {
+struct GlobalState {
+  std::mutex mu;
+  bool seeded = false;
+  uint64_t seed = 0;
+  uint64_t next_stream = 0;
+};
+GlobalState& state() {
+  static GlobalState s;
+  return s;
+}
+}  // namespace
+
+void set_seed(uint64_t seed) {
+  auto& s = state();
+  std::lock_guard lock(s.mu);
+  s.seed = seed;
+  s.seeded = true;
+  s.next_stream = 0;
+}
+
+Philox next_generator() {
+  auto& s = state();
+  std::lock_guard lock(s.mu);
+  if (!s.seeded) {
+    std::random_device rd;
+    s.seed = (uint64_t{rd()} << 32) ^ rd();
+    s.seeded = true;
+  }
+  return Philox(s.seed, s.next_stream++);
+}
+
+template <typename F>
+static Tensor generate(const Shape& shape, DType dtype, F&& draw) {
+  const auto n = static_cast<std::size_t>(shape.num_elements());
+  if (dtype == DType::float64) {
+    std::vector<double> v(n);
+    for (auto& x : v) x = draw();
+    return Tensor::from_host(v.data(), shape);
+  }
+  if (dtype != DType::float32) {
+    throw InvalidArgumentError("random values need a float dtype, got " + dtype_name(dtype));
+  }
+  std::vector<float> v(n);
+  for (auto& x : v) x = static_cast<float>(draw());
+  return Tensor::from_host(v.data(), shape);
+}
+
+Tensor uniform(const Shape& shape, double minval, double maxval, DType dtype) {
+  if (!(maxval > minval)) {
+    throw InvalidArgumentError(fmt::format("uniform: need minval < maxval, got [{}, {})", minval, maxval));
+  }
+  Philox g = next_generator();
+  return generate(shape, dtype, [&] {
+    const double u = dtype == DType::float64 ? g.next_double() : g.next_float();
+    return minval + (maxval - minval) * u;
+  });
+}
+
+static double standard_normal(Philox& g) {
+  // Box-Muller on (0, 1] so that log() never sees zero.
+  const double u1 = 1.0 - g.next_double(), u2 = g.next_double();
+  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
+}
+
+Tensor normal(const Shape& shape, double mean, double stddev, DType dtype) {
+  Philox g = next_generator();
+  return generate(shape, dtype, [&] { return mean + stddev * standard_normal(g); });
+}
+
+Tensor truncated_normal(const Shape& shape, double mean, double stddev, DType dtype) {
+  Philox g = next_generator();
+  return generate(shape, dtype, [&] {
+    double z;
+    do {
+      z = standard_normal(g);
+    } while (std::abs(z) > 2.0);
+    return mean + stddev * z;
+  });
+}
+
+Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype) {
+  if (high <= low) throw InvalidArgumentError(fmt::format("randint: need low < high, got [{}, {})", low, high));
+  Philox g = next_generator();
+  const auto range = static_cast<uint64_t>(high - low);
+  std::vector<int64_t> v(static_cast<std::size_t>(shape.num_elements()));
+  for (auto& x : v) {
+    const uint64_t r = (uint64_t{g.next_u32()} << 32) | g.next_u32();
+    x = low + static_cast<int64_t>(r % range);
+  }
+  Tensor t = Tensor::from_host(v.data(), shape);
+  return dtype == DType::int64 ? t : t.cast(dtype);
+}
+
+Tensor permutation(int64_t n) {
+  if (n < 0) throw InvalidArgumentError(fmt::format("permutation: n must be >= 0, got {}", n));
+  std::vector<int64_t> v(static_cast<std::size_t>(n));
+  std::iota(v.begin(), v.end(), 0);
+  Philox g = next_generator();
+  for (int64_t i = n - 1; i > 0; --i) {  // Fisher-Yates
+    const uint64_t r = (uint64_t{g.next_u32()} << 32) | g.next_u32();
+    std::swap(v[i], v[r % static_cast<uint64_t>(i + 1)]);
+  }
+  return Tensor::from_host(v.data(), {n});
+}
+
+}  // namespace osprey::random

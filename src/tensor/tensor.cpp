@@ -1,0 +1,261 @@
+#include "osprey/tensor.h"
+
+#include <cstring>
+#include <functional>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "osprey/errors.h"
+#include "osprey/ops.h"
+#include "runtime/device_scope_state.h"
+#include "runtime/placement.h"
+#include "tensor/tensor_impl.h"
+
+namespace osprey {
+
+namespace runtime {
+Device& current_device() {
+  static const auto all = [](DeviceType) { return true; };
+  return select_device(current_device_spec(), nullptr, all, "_Alloc");
+}
+}  // namespace runtime
+
+static std::string tf_type_name(DType t) {
+  switch (t) {
+    case DType::float32: return "float";
+    case DType::float64: return "double";
+    case DType::int32: return "int32";
+    case DType::int64: return "int64";
+  }
+  return "?";
+}
+
+static std::string tf_shape(const Shape& s) {
+  std::string out = "shape[";
+  for (int i = 0; i < s.rank(); ++i) out += (i ? "," : "") + std::to_string(s.dims()[i]);
+  return out + "]";
+}
+
+Tensor Tensor::empty(const Shape& shape, DType dtype, runtime::Device* device) {
+  runtime::Device& d = device ? *device : runtime::current_device();
+  auto impl = std::make_shared<TensorImpl>();
+  const std::size_t bytes = static_cast<std::size_t>(shape.num_elements()) * dtype_size(dtype);
+  try {
+    impl->storage = std::make_shared<Storage>(d, bytes);
+  } catch (const ResourceExhaustedError& e) {
+    throw ResourceExhaustedError(fmt::format(
+        "OOM when allocating tensor with {} and type {} on {} by allocator {}. {}. Hint: enable memory growth "
+        "(config::experimental::set_memory_growth), raise the device's memory_limit, or use a smaller batch size.",
+        tf_shape(shape), tf_type_name(dtype), d.full_name(), d.allocator().name(), e.what()));
+  }
+  impl->shape = shape;
+  impl->dtype = dtype;
+  return Tensor(std::move(impl));
+}
+
+// Writes host values into a fresh tensor on the current device.
+static Tensor upload(const void* host, const Shape& shape, DType dtype) {
+  Tensor t = Tensor::empty(shape, dtype);
+  auto& d = t.device_ref();
+  if (t.nbytes() == 0) return t;
+  if (d.host_memory()) {
+    std::memcpy(t.raw_data(), host, t.nbytes());
+  } else {
+    d.platform().copy(t.impl()->data(), true, host, false, t.nbytes());
+  }
+  return t;
+}
+
+template <typename T>
+static std::vector<T> filled(const Shape& shape, double value) {
+  return std::vector<T>(static_cast<std::size_t>(shape.num_elements()), static_cast<T>(value));
+}
+
+Tensor Tensor::full(const Shape& shape, double value, DType dtype) {
+  switch (dtype) {
+    case DType::float32: return upload(filled<float>(shape, value).data(), shape, dtype);
+    case DType::float64: return upload(filled<double>(shape, value).data(), shape, dtype);
+    case DType::int32: return upload(filled<int32_t>(shape, value).data(), shape, dtype);
+    case DType::int64: return upload(filled<int64_t>(shape, value).data(), shape, dtype);
+  }
+  throw InternalError("full: unknown dtype");
+}
+Tensor Tensor::zeros(const Shape& shape, DType dtype) { return full(shape, 0.0, dtype); }
+Tensor Tensor::ones(const Shape& shape, DType dtype) { return full(shape, 1.0, dtype); }
+Tensor Tensor::scalar(double value, DType dtype) { return full(Shape{}, value, dtype); }
+
+Tensor Tensor::from_host(const float* data, const Shape& shape) { return upload(data, shape, DType::float32); }
+Tensor Tensor::from_host(const double* data, const Shape& shape) { return upload(data, shape, DType::float64); }
+Tensor Tensor::from_host(const int32_t* data, const Shape& shape) { return upload(data, shape, DType::int32); }
+Tensor Tensor::from_host(const int64_t* data, const Shape& shape) { return upload(data, shape, DType::int64); }
+
+template <typename T>
+Tensor Tensor::from_vector(const std::vector<T>& data, const Shape& shape) {
+  if (static_cast<int64_t>(data.size()) != shape.num_elements()) {
+    throw InvalidArgumentError(fmt::format("from_vector: {} values cannot fill shape {} ({} elements)", data.size(),
+                                           shape.to_string(), shape.num_elements()));
+  }
+  return from_host(data.data(), shape);
+}
+template Tensor Tensor::from_vector(const std::vector<float>&, const Shape&);
+template Tensor Tensor::from_vector(const std::vector<double>&, const Shape&);
+template Tensor Tensor::from_vector(const std::vector<int32_t>&, const Shape&);
+template Tensor Tensor::from_vector(const std::vector<int64_t>&, const Shape&);
+
+static const TensorImpl& checked(const std::shared_ptr<TensorImpl>& impl) {
+  if (!impl) throw FailedPreconditionError("Use of an undefined Tensor (default-constructed); assign a value first.");
+  return *impl;
+}
+
+const Shape& Tensor::shape() const { return checked(impl_).shape; }
+DType Tensor::dtype() const { return checked(impl_).dtype; }
+int64_t Tensor::nbytes() const { return num_elements() * static_cast<int64_t>(dtype_size(dtype())); }
+runtime::Device& Tensor::device_ref() const { return checked(impl_).device(); }
+LogicalDevice Tensor::device() const {
+  auto& d = device_ref();
+  return {d.name(), runtime::device_type_name(d.type())};
+}
+void* Tensor::raw_data() const {
+  const auto& impl = checked(impl_);
+  if (!impl.device().host_memory()) {
+    throw FailedPreconditionError("Tensor on " + impl.device().name() +
+                                  " is not in host memory; copy it with .to(\"CPU:0\") or .to_vector() first.");
+  }
+  return impl.data();
+}
+
+template <typename T>
+T* Tensor::data() const {
+  if (dtype() != dtype_of<T>()) {
+    throw InvalidArgumentError("Tensor has dtype " + dtype_name(dtype()) + ", not " + dtype_name(dtype_of<T>()));
+  }
+  return static_cast<T*>(raw_data());
+}
+template float* Tensor::data<float>() const;
+template double* Tensor::data<double>() const;
+template int32_t* Tensor::data<int32_t>() const;
+template int64_t* Tensor::data<int64_t>() const;
+
+// Copies raw bytes between any two devices (staging through the host when neither side is host memory).
+static void copy_bytes(const TensorImpl& src, TensorImpl& dst, std::size_t bytes) {
+  if (bytes == 0) return;
+  auto& sd = src.device();
+  auto& dd = dst.device();
+  if (sd.host_memory() && dd.host_memory()) {
+    std::memcpy(dst.data(), src.data(), bytes);
+  } else if (sd.host_memory()) {
+    dd.platform().copy(dst.data(), true, src.data(), false, bytes);
+  } else if (dd.host_memory()) {
+    sd.platform().copy(dst.data(), false, src.data(), true, bytes);
+  } else if (&sd.platform() == &dd.platform()) {
+    sd.platform().copy(dst.data(), true, src.data(), true, bytes);
+  } else {
+    std::vector<char> staging(bytes);
+    sd.platform().copy(staging.data(), false, src.data(), true, bytes);
+    dd.platform().copy(dst.data(), true, staging.data(), false, bytes);
+  }
+}
+
+Tensor Tensor::to(runtime::Device& device) const {
+  Tensor out = empty(shape(), dtype(), &device);
+  copy_bytes(*impl_, *out.impl_, static_cast<std::size_t>(nbytes()));
+  return out;
+}
+
+Tensor Tensor::to(const std::string& device) const {
+  DeviceSpec spec = DeviceSpec::from_string(device);
+  static const auto all = [](runtime::DeviceType) { return true; };
+  return to(runtime::select_device(spec, nullptr, all, "_Copy"));
+}
+
+Tensor Tensor::clone() const { return to(device_ref()); }
+
+Tensor Tensor::cast(DType dtype) const { return ops::cast(*this, dtype); }
+
+Tensor Tensor::slice_rows(int64_t begin, int64_t end) const {
+  const auto& s = shape();
+  if (s.rank() == 0 || begin < 0 || end < begin || end > s[0]) {
+    throw InvalidArgumentError(fmt::format("slice_rows({}, {}) out of range for shape {}", begin, end, s.to_string()));
+  }
+  auto impl = std::make_shared<TensorImpl>(*impl_);
+  impl->trainable_variable = false;
+  std::vector<int64_t> dims = s.dims();
+  const int64_t row = s.num_elements() / std::max<int64_t>(s[0], 1) * static_cast<int64_t>(dtype_size(dtype()));
+  impl->offset += static_cast<std::size_t>(begin * row);
+  dims[0] = end - begin;
+  impl->shape = Shape(dims);
+  return Tensor(std::move(impl));
+}
+
+Tensor Tensor::reshape(const Shape& new_shape) const {
+  if (new_shape.num_elements() != num_elements()) {
+    throw InvalidArgumentError(fmt::format("Cannot reshape a tensor with {} elements to shape {} ({} elements)",
+                                           num_elements(), new_shape.to_string(), new_shape.num_elements()));
+  }
+  auto impl = std::make_shared<TensorImpl>(*impl_);
+  impl->trainable_variable = false;
+  impl->shape = new_shape;
+  return Tensor(std::move(impl));
+}
+
+template <typename T>
+std::vector<T> Tensor::to_vector() const {
+  Tensor src = dtype() == dtype_of<T>() ? *this : cast(dtype_of<T>());
+  std::vector<T> out(static_cast<std::size_t>(src.num_elements()));
+  if (out.empty()) return out;
+  const auto& impl = *src.impl_;
+  if (impl.device().host_memory()) {
+    std::memcpy(out.data(), impl.data(), out.size() * sizeof(T));
+  } else {
+    impl.device().platform().copy(out.data(), false, impl.data(), true, out.size() * sizeof(T));
+  }
+  return out;
+}
+template std::vector<float> Tensor::to_vector() const;
+template std::vector<double> Tensor::to_vector() const;
+template std::vector<int32_t> Tensor::to_vector() const;
+template std::vector<int64_t> Tensor::to_vector() const;
+
+double Tensor::item() const {
+  if (num_elements() != 1) {
+    throw InvalidArgumentError("item() needs a tensor with one element, got shape " + shape().to_string());
+  }
+  return to_vector<double>()[0];
+}
+
+std::string Tensor::to_string() const {
+  if (!defined()) return "Tensor(undefined)";
+  std::ostringstream os;
+  auto v = to_vector<double>();
+  os << "Tensor(";
+  const auto& dims = shape().dims();
+  // Nested brackets, numpy style, eliding the middle of long axes.
+  std::function<void(int, std::size_t)> rec = [&](int axis, std::size_t base) {
+    if (axis == static_cast<int>(dims.size())) {
+      os << v[base];
+      return;
+    }
+    std::size_t stride = 1;
+    for (std::size_t k = axis + 1; k < dims.size(); ++k) stride *= dims[k];
+    os << "[";
+    for (int64_t i = 0; i < dims[axis]; ++i) {
+      if (dims[axis] > 6 && i == 3) {
+        os << "...";
+        i = dims[axis] - 3;
+        os << ", ";
+      }
+      if (i && !(dims[axis] > 6 && i == dims[axis] - 3)) os << ", ";
+      rec(axis + 1, base + static_cast<std::size_t>(i) * stride);
+    }
+    os << "]";
+  };
+  rec(0, 0);
+  os << ", shape=" << shape().to_string() << ", dtype=" << dtype_name(dtype()) << ", device=" << device().name
+     << ")";
+  return os.str();
+}
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.to_string(); }
+
+}  // namespace osprey
