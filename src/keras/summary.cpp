@@ -35,7 +35,7 @@ static std::string repeat(const char* s, int n) {
 static std::string cell(const std::string& text, int width, bool right) {
   const int inner = width - 2;
   const int pad = std::max(0, inner - static_cast<int>(text.size()));
-  return " " + (right ? std::string(pad, ' ') + text : text + std::string(pad, ' ')) + " ";
+  return right ? fmt::format(" {}{} ", std::string(pad, ' '), text) : fmt::format(" {}{} ", text, std::string(pad, ' '));
 }
 
 void Sequential::summary(std::ostream& out) const {

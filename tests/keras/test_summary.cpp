@@ -1,0 +1,45 @@
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "osprey/keras.h"
+
+using namespace osprey;
+namespace layers = osprey::keras::layers;
+
+TEST(Summary, SeedModelTableAndFooter) {
+  keras::clear_session();
+  keras::Sequential model({layers::Input({20}), layers::Dense(64, "relu"), layers::Dense(32, "relu"),
+                           layers::Dense(1, "sigmoid")});
+  std::ostringstream os;
+  model.summary(os);
+  const std::string expected =
+      "Model: \"sequential\"\n"
+      "┏━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━┓\n"
+      "┃ Layer (type)                    ┃ Output Shape           ┃       Param # ┃\n"
+      "┡━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━┩\n"
+      "│ dense (Dense)                   │ (None, 64)             │         1,344 │\n"
+      "├─────────────────────────────────┼────────────────────────┼───────────────┤\n"
+      "│ dense_1 (Dense)                 │ (None, 32)             │         2,080 │\n"
+      "├─────────────────────────────────┼────────────────────────┼───────────────┤\n"
+      "│ dense_2 (Dense)                 │ (None, 1)              │            33 │\n"
+      "└─────────────────────────────────┴────────────────────────┴───────────────┘\n"
+      " Total params: 3,457 (13.50 KB)\n"
+      " Trainable params: 3,457 (13.50 KB)\n"
+      " Non-trainable params: 0 (0.00 B)\n";
+  EXPECT_EQ(os.str(), expected);
+  EXPECT_EQ(model.variables()[0]->path(), "sequential/dense/kernel");
+  EXPECT_EQ(model.variables()[0]->shape(), Shape({20, 64}));
+  EXPECT_EQ(model.variables()[1]->shape(), Shape({64}));
+}
+
+TEST(Summary, OptimizerParamsAfterAdamIsBuilt) {
+  keras::clear_session();
+  keras::Sequential model({layers::Input({2}), layers::Dense(3)});
+  model.compile({.optimizer = "adam", .loss = "mse"});
+  model.train_on_batch(Tensor::ones({4, 2}), Tensor::ones({4, 3}));
+  std::ostringstream os;
+  model.summary(os);
+  EXPECT_NE(os.str().find(" Total params: 29 (116.00 B)\n"), std::string::npos) << os.str();
+  EXPECT_NE(os.str().find(" Optimizer params: 20 (80.00 B)\n"), std::string::npos) << os.str();
+}

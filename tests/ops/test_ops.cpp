@@ -1,0 +1,285 @@
+// Every op: forward against a float64 reference computed here, backward against central finite differences.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+
+#include "osprey/autodiff.h"
+#include "osprey/errors.h"
+#include "osprey/ops.h"
+#include "osprey/random.h"
+
+using namespace osprey;
+using ops::Activation;
+
+namespace {
+
+std::vector<double> host(const Tensor& t) { return t.to_vector<double>(); }
+
+void expect_close(const std::vector<double>& got, const std::vector<double>& want, double tol) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_NEAR(got[i], want[i], tol * (1.0 + std::abs(want[i]))) << "at " << i;
+  }
+}
+
+// Checks d(Σ r ⊙ f(inputs)) / d input_k against central differences, for random r.
+void check_gradients(const std::function<Tensor(const std::vector<Tensor>&)>& f, std::vector<Tensor> inputs,
+                     double tol = 2e-2, double eps = 1e-3) {
+  Tensor out = f(inputs);
+  Tensor r = random::uniform(out.shape(), 0.5, 1.5);
+  std::vector<Tensor> analytic;
+  {
+    GradientTape tape;
+    for (auto& x : inputs) tape.watch(x);
+    Tensor y = ops::reduce_sum(ops::mul(f(inputs), r));
+    analytic = tape.gradient(y, inputs);
+  }
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    auto base = inputs[k].to_vector<float>();
+    ASSERT_TRUE(analytic[k].defined()) << "input " << k << " got no gradient";
+    auto a = host(analytic[k]);
+    for (size_t i = 0; i < base.size(); ++i) {
+      auto eval = [&](float delta) {
+        auto v = base;
+        v[i] += delta;
+        auto in = inputs;
+        in[k] = Tensor::from_vector(v, inputs[k].shape());
+        return ops::reduce_sum(ops::mul(f(in), r)).item();
+      };
+      const double numeric = (eval(static_cast<float>(eps)) - eval(static_cast<float>(-eps))) / (2 * eps);
+      EXPECT_NEAR(a[i], numeric, tol * (1.0 + std::abs(numeric))) << "input " << k << " element " << i;
+    }
+  }
+}
+
+double act_ref(Activation a, double z) {
+  switch (a) {
+    case Activation::linear: return z;
+    case Activation::relu: return z > 0 ? z : 0;
+    case Activation::sigmoid: return 1 / (1 + std::exp(-z));
+    case Activation::tanh: return std::tanh(z);
+    case Activation::gelu: return 0.5 * z * (1 + std::erf(z / std::sqrt(2.0)));
+    case Activation::elu: return z >= 0 ? z : std::expm1(z);
+    case Activation::selu: return 1.0507009873554804934 * (z >= 0 ? z : 1.6732632423543772848 * std::expm1(z));
+    case Activation::softplus: return std::log1p(std::exp(z));
+    case Activation::softsign: return z / (1 + std::abs(z));
+    case Activation::silu: return z / (1 + std::exp(-z));
+    case Activation::leaky_relu: return z > 0 ? z : 0.2 * z;
+    case Activation::exponential: return std::exp(z);
+    case Activation::softmax: return 0;  // row-wise, handled separately
+  }
+  return 0;
+}
+
+}  // namespace
+
+// Fixed seed: every run checks the same points, away from the kinks of relu/abs/maximum.
+class Ops : public ::testing::Test {
+ protected:
+  void SetUp() override { random::set_seed(42); }
+};
+
+TEST_F(Ops, MatMulForwardAllTransposes) {
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      Tensor a = random::uniform(ta ? Shape{4, 3} : Shape{3, 4}, -1, 1);
+      Tensor b = random::uniform(tb ? Shape{5, 4} : Shape{4, 5}, -1, 1);
+      auto av = host(a), bv = host(b);
+      std::vector<double> want(15, 0.0);
+      for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 5; ++j)
+          for (int k = 0; k < 4; ++k)
+            want[i * 5 + j] += av[ta ? k * 3 + i : i * 4 + k] * bv[tb ? j * 4 + k : k * 5 + j];
+      expect_close(host(ops::matmul(a, b, ta, tb)), want, 1e-5);
+      check_gradients([&](auto& in) { return ops::matmul(in[0], in[1], ta, tb); }, {a, b});
+    }
+  }
+  EXPECT_THROW(ops::matmul(Tensor::ones({2, 3}), Tensor::ones({4, 5})), InvalidArgumentError);
+}
+
+TEST_F(Ops, DenseEveryActivationForwardAndBackward) {
+  for (Activation act : {Activation::linear, Activation::relu, Activation::sigmoid, Activation::tanh,
+                         Activation::softmax, Activation::gelu, Activation::elu, Activation::selu,
+                         Activation::softplus, Activation::softsign, Activation::silu, Activation::leaky_relu,
+                         Activation::exponential}) {
+    SCOPED_TRACE(ops::activation_name(act));
+    Tensor x = random::uniform({4, 3}, -1, 1), w = random::uniform({3, 5}, -1, 1), b = random::uniform({5}, -1, 1);
+    auto xv = host(x), wv = host(w), bv = host(b);
+    std::vector<double> want(20);
+    for (int i = 0; i < 4; ++i) {
+      double mx = -1e300;
+      for (int j = 0; j < 5; ++j) {
+        double z = bv[j];
+        for (int k = 0; k < 3; ++k) z += xv[i * 3 + k] * wv[k * 5 + j];
+        want[i * 5 + j] = act == Activation::softmax ? z : act_ref(act, z);
+        mx = std::max(mx, z);
+      }
+      if (act == Activation::softmax) {
+        double s = 0;
+        for (int j = 0; j < 5; ++j) s += (want[i * 5 + j] = std::exp(want[i * 5 + j] - mx));
+        for (int j = 0; j < 5; ++j) want[i * 5 + j] /= s;
+      }
+    }
+    expect_close(host(ops::dense(x, w, b, act)), want, 1e-5);
+    check_gradients([&](auto& in) { return ops::dense(in[0], in[1], in[2], act); }, {x, w, b});
+    // The same activation as a separate op.
+    check_gradients([&](auto& in) { return ops::activation(in[0], act); }, {x});
+  }
+}
+
+TEST_F(Ops, DenseWithoutBias) {
+  Tensor x = random::uniform({2, 3}), w = random::uniform({3, 2});
+  expect_close(host(ops::dense(x, w, Tensor(), Activation::linear)), host(ops::matmul(x, w)), 1e-6);
+}
+
+TEST_F(Ops, ElementwiseWithBroadcasting) {
+  Tensor a = random::uniform({3, 4}, 0.5, 2), b = random::uniform({3, 4}, 0.5, 2);
+  Tensor row = random::uniform({4}, 0.5, 2), s = Tensor::scalar(1.5);
+  auto av = host(a), bv = host(b), rv = host(row);
+  std::vector<double> want(12);
+  for (int i = 0; i < 12; ++i) want[i] = av[i] / bv[i];
+  expect_close(host(ops::div(a, b)), want, 1e-6);
+  for (int i = 0; i < 12; ++i) want[i] = av[i] + rv[i % 4];
+  expect_close(host(ops::add(a, row)), want, 1e-6);
+  for (int i = 0; i < 12; ++i) want[i] = 1.5 - av[i];
+  expect_close(host(ops::sub(s, a)), want, 1e-6);
+  Tensor apart = ops::add(a, Tensor::from_vector(std::vector<float>{0.3f, -0.3f, 0.4f, -0.4f}, {4}));
+  check_gradients([&](auto& in) { return ops::maximum(in[0], in[1]); }, {a, apart});
+  for (auto f : {ops::add, ops::sub, ops::mul, ops::div}) {
+    check_gradients([&](auto& in) { return f(in[0], in[1]); }, {a, b});
+    check_gradients([&](auto& in) { return f(in[0], in[1]); }, {a, row});
+    check_gradients([&](auto& in) { return f(in[0], in[1]); }, {a, s});
+  }
+  EXPECT_THROW(ops::add(Tensor::ones({2, 3}), Tensor::ones({3, 2})), InvalidArgumentError);
+}
+
+TEST_F(Ops, UnaryOps) {
+  Tensor x = random::uniform({2, 5}, 0.5, 2);
+  auto xv = host(x);
+  const std::vector<std::pair<std::function<Tensor(const Tensor&)>, std::function<double(double)>>> cases = {
+      {ops::neg, [](double v) { return -v; }},           {ops::exp, [](double v) { return std::exp(v); }},
+      {ops::log, [](double v) { return std::log(v); }},  {ops::sqrt, [](double v) { return std::sqrt(v); }},
+      {ops::square, [](double v) { return v * v; }},     {ops::abs, [](double v) { return std::abs(v); }}};
+  for (const auto& [op, ref] : cases) {
+    std::vector<double> want;
+    for (double v : xv) want.push_back(ref(v));
+    expect_close(host(op(x)), want, 1e-6);
+    check_gradients([&](auto& in) { return op(in[0]); }, {x});
+  }
+}
+
+TEST_F(Ops, Reductions) {
+  Tensor x = random::uniform({3, 4}, -1, 1);
+  auto xv = host(x);
+  double total = 0;
+  std::vector<double> cols(4, 0), rows(3, 0);
+  for (int i = 0; i < 12; ++i) {
+    total += xv[i];
+    cols[i % 4] += xv[i];
+    rows[i / 4] += xv[i];
+  }
+  EXPECT_NEAR(ops::reduce_sum(x).item(), total, 1e-5);
+  EXPECT_NEAR(ops::reduce_mean(x).item(), total / 12, 1e-6);
+  expect_close(host(ops::reduce_sum(x, 0)), cols, 1e-6);
+  expect_close(host(ops::reduce_sum(x, -1)), rows, 1e-6);
+  check_gradients([](auto& in) { return ops::reduce_mean(in[0]); }, {x});
+  check_gradients([](auto& in) { return ops::reduce_sum(in[0], 0); }, {x});
+  check_gradients([](auto& in) { return ops::reduce_mean(in[0], 1); }, {x});
+}
+
+TEST_F(Ops, CastAndGather) {
+  Tensor x = Tensor::from_vector(std::vector<float>{1.7f, -2.2f, 3.0f}, {3});
+  EXPECT_EQ(x.cast(int32).to_vector<int32_t>(), (std::vector<int32_t>{1, -2, 3}));
+  Tensor m = Tensor::from_vector(std::vector<float>{0, 1, 2, 3, 4, 5}, {3, 2});
+  Tensor idx = Tensor::from_vector(std::vector<int64_t>{2, 0}, {2});
+  EXPECT_EQ(ops::gather_rows(m, idx).to_vector<float>(), (std::vector<float>{4, 5, 0, 1}));
+  EXPECT_THROW(ops::gather_rows(m, Tensor::from_vector(std::vector<int64_t>{3}, {1})), InvalidArgumentError);
+}
+
+TEST_F(Ops, LossesAgainstKerasFormulas) {
+  const double eps = 1e-7;
+  Tensor y = Tensor::from_vector(std::vector<float>{1, 0, 1, 0}, {4, 1});
+  Tensor p = Tensor::from_vector(std::vector<float>{0.9f, 0.2f, 0.0f, 1.0f}, {4, 1});  // includes p exactly 0 and 1
+  auto pv = host(p), yv = host(y);
+  std::vector<double> want;
+  for (int i = 0; i < 4; ++i) {
+    // Clipped in float32, as Keras does: 1 - 1e-7 rounds to 0.99999988f.
+    double c = std::min(std::max(pv[i], eps), static_cast<double>(1.0f - 1e-7f));
+    want.push_back(-(yv[i] * std::log(c) + (1 - yv[i]) * std::log(1 - c)));
+  }
+  expect_close(host(ops::binary_crossentropy(y, p)), want, 1e-4);
+
+  Tensor pr = random::uniform({3, 4}, 0.1, 1.0), yr = random::uniform({3, 4}, 0.0, 1.0);
+  Tensor labels = Tensor::from_vector(std::vector<int64_t>{0, 3, 2}, {3});
+  auto prv = host(pr), yrv = host(yr);
+  std::vector<double> cce, scce, mse, mae;
+  const int64_t lab[3] = {0, 3, 2};
+  for (int i = 0; i < 3; ++i) {
+    double s = 0, c = 0, se = 0, ae = 0;
+    for (int j = 0; j < 4; ++j) s += prv[i * 4 + j];
+    for (int j = 0; j < 4; ++j) {
+      c -= yrv[i * 4 + j] * std::log(prv[i * 4 + j] / s);
+      se += std::pow(prv[i * 4 + j] - yrv[i * 4 + j], 2);
+      ae += std::abs(prv[i * 4 + j] - yrv[i * 4 + j]);
+    }
+    cce.push_back(c);
+    scce.push_back(-std::log(prv[i * 4 + lab[i]] / s));
+    mse.push_back(se / 4);
+    mae.push_back(ae / 4);
+  }
+  expect_close(host(ops::categorical_crossentropy(yr, pr)), cce, 1e-5);
+  expect_close(host(ops::sparse_categorical_crossentropy(labels, pr)), scce, 1e-5);
+  expect_close(host(ops::mean_squared_error(yr, pr)), mse, 1e-6);
+  expect_close(host(ops::mean_absolute_error(yr, pr)), mae, 1e-6);
+
+  Tensor pin = random::uniform({3, 4}, 0.2, 0.8);
+  Tensor ybin = random::randint(0, 2, {3, 4}).cast(float32);
+  check_gradients([&](auto& in) { return ops::binary_crossentropy(ybin, in[0]); }, {pin}, 2e-2, 1e-3);
+  check_gradients([&](auto& in) { return ops::categorical_crossentropy(yr, in[0]); }, {pin}, 2e-2, 1e-3);
+  check_gradients([&](auto& in) { return ops::sparse_categorical_crossentropy(labels, in[0]); }, {pin}, 2e-2, 1e-3);
+  check_gradients([&](auto& in) { return ops::mean_squared_error(yr, in[0]); }, {pin});
+  check_gradients([&](auto& in) { return ops::mean_absolute_error(yr, in[0]); }, {pin}, 2e-2, 1e-4);
+}
+
+TEST_F(Ops, SparseLabelOutOfRange) {
+  Tensor p = Tensor::full({2, 3}, 1.0 / 3);
+  try {
+    ops::sparse_categorical_crossentropy(Tensor::from_vector(std::vector<int64_t>{0, 3}, {2}), p);
+    FAIL();
+  } catch (const InvalidArgumentError& e) {
+    EXPECT_NE(std::string(e.what()).find("Received a label value of 3 which is outside the valid range of [0, 3)"),
+              std::string::npos);
+  }
+}
+
+TEST_F(Ops, AccuracyCounts) {
+  Tensor y = Tensor::from_vector(std::vector<float>{1, 0, 1, 0}, {4, 1});
+  Tensor p = Tensor::from_vector(std::vector<float>{0.7f, 0.5f, 0.5f, 0.1f}, {4, 1});  // 0.5 predicts class 0
+  EXPECT_EQ(ops::accuracy_count(y, p, ops::AccuracyKind::binary).item(), 3.0);
+  Tensor probs = Tensor::from_vector(std::vector<float>{0.1f, 0.8f, 0.1f, 0.6f, 0.3f, 0.1f}, {2, 3});
+  Tensor labels = Tensor::from_vector(std::vector<int64_t>{1, 2}, {2});
+  EXPECT_EQ(ops::accuracy_count(labels, probs, ops::AccuracyKind::sparse_categorical).item(), 1.0);
+  Tensor onehot = Tensor::from_vector(std::vector<float>{0, 1, 0, 1, 0, 0}, {2, 3});
+  EXPECT_EQ(ops::accuracy_count(onehot, probs, ops::AccuracyKind::categorical).item(), 2.0);
+}
+
+TEST(Random, SameSeedSameNumbersAndRanges) {
+  random::set_seed(7);
+  auto a = random::uniform({1000}).to_vector<float>();
+  auto r = random::randint(3, 6, {1000}).to_vector<int64_t>();
+  random::set_seed(7);
+  EXPECT_EQ(random::uniform({1000}).to_vector<float>(), a);
+  EXPECT_EQ(random::randint(3, 6, {1000}).to_vector<int64_t>(), r);
+  double mean = 0;
+  for (float v : a) {
+    EXPECT_GE(v, 0.0f);
+    EXPECT_LT(v, 1.0f);
+    mean += v / 1000.0;
+  }
+  EXPECT_NEAR(mean, 0.5, 0.05);
+  for (auto v : r) EXPECT_TRUE(v >= 3 && v < 6);
+  auto perm = random::permutation(50).to_vector<int64_t>();
+  std::sort(perm.begin(), perm.end());
+  for (int i = 0; i < 50; ++i) EXPECT_EQ(perm[i], i);
+}
