@@ -288,15 +288,16 @@ FitHistory Sequential::fit(const Tensor& x_all, const Tensor& y_all, FitOptions 
   stop_training = false;
   Logs logs;
   cbs.each([&](Callback& c) { c.on_train_begin(logs); });
-  int64_t cursor = 0;  // steps_per_epoch continues through the data across epochs
-  Tensor order;
+  int64_t cursor = n;  // position in the data; steps_per_epoch continues from it across epochs
+  Tensor order;        // this pass's permutation (undefined without shuffling)
   for (int epoch = o.initial_epoch; epoch < o.epochs && !stop_training; ++epoch) {
+    if (!o.steps_per_epoch) cursor = n;  // without steps_per_epoch every epoch is one full pass
     logs.clear();
     cbs.each([&](Callback& c) { c.on_epoch_begin(epoch, logs); });
     for (auto& m : s.metrics) m->reset_state();
     double loss_sum = 0.0, seen = 0.0;
     for (int step = 0; step < steps; ++step) {
-      if (cursor >= n || !order.defined()) {
+      if (cursor >= n) {  // start a new pass over the data
         cursor = 0;
         order = o.shuffle ? random::permutation(n).to(host) : Tensor();
       }
@@ -324,8 +325,6 @@ FitHistory Sequential::fit(const Tensor& x_all, const Tensor& y_all, FitOptions 
       logs["loss"] = loss_sum / seen;
       for (auto& m : s.metrics) logs[m->name()] = m->result();
       cbs.each([&](Callback& c) { c.on_train_batch_end(step, logs); });
-      if (cursor >= n && o.steps_per_epoch) order = Tensor();
-      if (!o.steps_per_epoch && cursor >= n) order = Tensor();
       if (stop_training) break;
     }
     Logs epoch_logs = logs;
