@@ -6,10 +6,6 @@
 
 namespace osprey::keras {
 
-void History::on_train_begin(Logs&) {
-  // Keras keeps appending when fit() is called again on the same History; a fresh fit makes a fresh one.
-}
-
 void History::on_epoch_end(int e, Logs& logs) {
   epoch.push_back(e);
   for (const auto& [k, v] : logs) history[k].push_back(v);

@@ -8,6 +8,7 @@
 
 #include "osprey/errors.h"
 #include "osprey/random.h"
+#include "keras/naming.h"
 
 namespace osprey::keras {
 
@@ -20,7 +21,7 @@ std::map<std::string, int>& name_counts() {
 }  // namespace
 
 // Keras's auto_name: "dense", then "dense_1", "dense_2", ...
-static std::string unique_name(const std::string& prefix) {
+std::string auto_name(const std::string& prefix) {
   std::lock_guard lock(g_names_mu);
   int n = name_counts()[prefix]++;
   return n == 0 ? prefix : fmt::format("{}_{}", prefix, n);
@@ -32,7 +33,7 @@ void clear_session() {
 }
 
 Layer::Layer(const std::string& name, const std::string& default_prefix)
-    : name_(name.empty() ? unique_name(default_prefix) : name) {}
+    : name_(name.empty() ? auto_name(default_prefix) : name) {}
 
 Variable& Layer::add_weight(const std::string& name, const Tensor& initial_value, bool trainable) {
   weights_.emplace_back(initial_value, name, trainable);

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "keras/naming.h"
 #include "osprey/autodiff.h"
 #include "osprey/errors.h"
 #include "osprey/keras/model.h"
@@ -19,25 +20,15 @@ struct Sequential::State {
   std::vector<std::shared_ptr<Layer>> layers;  // without the Input
   std::shared_ptr<layers::Input> input;
   std::optional<Shape> input_shape;
+  runtime::Device* device = nullptr;  // where the variables live (set by build); batches are copied there
   bool compiled = false;
   std::shared_ptr<optimizers::Optimizer> optimizer;
   std::shared_ptr<losses::Loss> loss;
   std::vector<std::shared_ptr<metrics::Metric>> metrics;
 };
 
-static std::string model_name(const std::string& given) {
-  // Sequential models share Keras's auto-naming: "sequential", "sequential_1", ...
-  struct Namer : Layer {
-    explicit Namer(const std::string& n) : Layer(n, "sequential") {}
-    std::string class_name() const override { return "Sequential"; }
-    Shape build(const Shape& s) override { return s; }
-    Tensor call(const Tensor& x, bool) override { return x; }
-  };
-  return Namer(given).name();
-}
-
 Sequential::Sequential(std::vector<LayerRef> layers, std::string name) : s_(std::make_unique<State>()) {
-  s_->name = model_name(name);
+  s_->name = name.empty() ? auto_name("sequential") : name;
   for (auto& l : layers) add(std::move(l));
 }
 Sequential::Sequential(Sequential&&) noexcept = default;
@@ -52,7 +43,7 @@ static Sequential::State& state(const std::unique_ptr<Sequential::State>& s) {
 void Sequential::add(LayerRef ref) {
   if (!s_) {
     s_ = std::make_unique<State>();
-    s_->name = model_name("");
+    s_->name = auto_name("sequential");
   }
   auto layer = ref.get();
   if (auto in = std::dynamic_pointer_cast<layers::Input>(layer)) {
@@ -80,7 +71,10 @@ void Sequential::build(const Shape& input_shape) {
   for (auto& l : s.layers) shape = l->build(shape);
   s.input_shape = input_shape;
   for (auto& l : s.layers) {
-    for (auto* v : l->variables()) v->set_path(s.name + "/" + l->name() + "/" + v->name());
+    for (auto* v : l->variables()) {
+      v->set_path(s.name + "/" + l->name() + "/" + v->name());
+      if (!s.device) s.device = &v->value().device_ref();
+    }
   }
 }
 
@@ -133,27 +127,26 @@ std::vector<std::string> Sequential::metrics_names() const {
   return names;
 }
 
-// The model's device: where its first variable lives (data is copied there for each batch).
-static runtime::Device* model_device(const Sequential& m) {
-  auto vars = m.variables();
-  return vars.empty() ? nullptr : &vars.front()->value().device_ref();
-}
-
-Tensor Sequential::operator()(const Tensor& x, bool training) {
-  auto& s = state(s_);
-  if (x.shape().rank() < 2) {
-    throw ValueError(fmt::format("Model '{}' expects a batch of inputs with shape (batch, features), got shape {}",
-                                 s.name, x.shape().to_string()));
+// Checks (and on first use builds for) a batch of inputs, before any computation or output.
+static void check_input(Sequential& model, Sequential::State& s, const Tensor& x) {
+  if (!x.defined() || x.shape().rank() < 2) {
+    throw ValueError(fmt::format("Model '{}' expects a batch of inputs with shape (batch, features), got {}", s.name,
+                                 x.defined() ? "shape " + x.shape().to_string() : std::string("an undefined tensor")));
   }
-  if (!built()) build(Shape{x.shape()[-1]});
-  if (s.input_shape && x.shape()[-1] != (*s.input_shape)[-1]) {
+  if (!model.built()) model.build(Shape{x.shape()[-1]});
+  if (x.shape()[-1] != (*s.input_shape)[-1]) {
     const std::string first = s.layers.empty() ? s.name : s.layers.front()->name();
     throw ValueError(fmt::format("Input 0 of layer \"{}\" is incompatible with the layer: expected axis -1 of input "
                                  "shape to have value {}, but received input with shape {}",
                                  first, (*s.input_shape)[-1], x.shape().to_keras_string()));
   }
+}
+
+Tensor Sequential::operator()(const Tensor& x, bool training) {
+  auto& s = state(s_);
+  check_input(*this, s, x);
   Tensor h = x;
-  if (auto* d = model_device(*this); d && &h.device_ref() != d) h = h.to(*d);
+  if (s.device && &h.device_ref() != s.device) h = h.to(*s.device);
   if (h.dtype() != DType::float32) h = h.cast(DType::float32);
   for (auto& l : s.layers) h = l->call(h, training);
   return h;
@@ -262,8 +255,7 @@ FitHistory Sequential::fit(const Tensor& x_all, const Tensor& y_all, FitOptions 
     y = y_all.slice_rows(0, split_at);
     val = std::make_pair(x_all.slice_rows(split_at, n), y_all.slice_rows(split_at, n));
   }
-  if (!built()) build(Shape{x.shape()[-1]});
-  (void)(*this)(x.slice_rows(0, std::min<int64_t>(1, x.shape()[0])), false);  // shape check before any output
+  check_input(*this, s, x);
 
   const int64_t n = x.shape()[0];
   const int full_steps = static_cast<int>((n + batch_size - 1) / batch_size);
@@ -312,9 +304,9 @@ FitHistory Sequential::fit(const Tensor& x_all, const Tensor& y_all, FitOptions 
         xb = xh.slice_rows(b, e);
         yb = yh.slice_rows(b, e);
       }
-      if (auto* d = model_device(*this); d && d != &host) {
-        xb = xb.to(*d);
-        yb = yb.to(*d);
+      if (s.device && s.device != &host) {
+        xb = xb.to(*s.device);
+        yb = yb.to(*s.device);
       }
       Logs batch_logs;
       cbs.each([&](Callback& c) { c.on_train_batch_begin(step, batch_logs); });
@@ -346,7 +338,7 @@ std::map<std::string, double> Sequential::evaluate_dict(const Tensor& x, const T
   if (!s.compiled) throw FailedPreconditionError("You must call compile() before evaluate() on model '" + s.name + "'.");
   check_data(x, y, "evaluate");
   const int batch_size = resolve_batch_size(o.batch_size, "evaluate");
-  (void)(*this)(x.slice_rows(0, 1), false);
+  check_input(*this, s, x);
   CallbackList cbs;
   for (auto& c : o.callbacks) cbs.all.push_back(c.get());
   cbs.all.push_back(std::make_shared<ProgbarLogger>(std::cout));
@@ -368,11 +360,7 @@ std::vector<double> Sequential::evaluate(const Tensor& x, const Tensor& y, Evalu
 }
 
 Tensor Sequential::predict(const Tensor& x, PredictOptions o) {
-  auto& s = state(s_);
-  if (!x.defined() || x.shape().rank() < 2) {
-    throw ValueError("predict: x must have shape (samples, features), got " +
-                     (x.defined() ? x.shape().to_string() : std::string("an undefined tensor")));
-  }
+  check_input(*this, state(s_), x);
   if (x.shape()[0] == 0) throw ValueError("predict: x is empty (0 samples)");
   const int batch_size = resolve_batch_size(o.batch_size, "predict");
   const int64_t n = x.shape()[0];
@@ -396,7 +384,6 @@ Tensor Sequential::predict(const Tensor& x, PredictOptions o) {
   bar.on_predict_end(logs);
   std::vector<int64_t> dims = out_row.dims();
   dims[0] = n;
-  (void)s;
   return Tensor::from_host(values.data(), Shape(dims)).to(host);
 }
 
@@ -405,12 +392,10 @@ std::vector<double> Sequential::train_on_batch(const Tensor& x, const Tensor& y)
   if (!s.compiled) throw FailedPreconditionError("You must call compile() before train_on_batch().");
   check_data(x, y, "train_on_batch");
   for (auto& m : s.metrics) m->reset_state();
+  check_input(*this, s, x);
   Tensor xb = x, yb = y;
-  if (!built()) build(Shape{x.shape()[-1]});
-  if (auto* d = model_device(*this); d) {
-    if (&xb.device_ref() != d) xb = xb.to(*d);
-    if (&yb.device_ref() != d) yb = yb.to(*d);
-  }
+  if (s.device && &xb.device_ref() != s.device) xb = xb.to(*s.device);
+  if (s.device && &yb.device_ref() != s.device) yb = yb.to(*s.device);
   std::vector<double> out{train_step(*this, s, xb, yb)};
   for (auto& m : s.metrics) out.push_back(m->result());
   return out;

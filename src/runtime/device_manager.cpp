@@ -86,8 +86,8 @@ int DeviceManager::physical_index(const PhysicalDevice& device) {
   throw ValueError("Unrecognized device: " + repr(device));
 }
 
-void DeviceManager::check_mutable_locked(bool changed, const char* what) {
-  if (changed && initialized()) throw RuntimeError(what);
+void DeviceManager::check_mutable_locked(const char* what) {
+  if (initialized()) throw RuntimeError(what);
 }
 
 std::vector<bool> DeviceManager::visible() {
@@ -100,7 +100,7 @@ void DeviceManager::set_visible(const std::vector<bool>& visible) {
   std::lock_guard lock(mu_);
   discover_locked();
   if (visible == visible_) return;
-  check_mutable_locked(true, "Visible devices cannot be modified after being initialized");
+  check_mutable_locked("Visible devices cannot be modified after being initialized");
   visible_ = visible;
 }
 
@@ -122,7 +122,7 @@ void DeviceManager::set_memory_growth(int index, bool enable) {
   }
   auto it = growth_.find(index);
   if (it != growth_.end() && it->second == enable) return;
-  check_mutable_locked(true, "Physical devices cannot be modified after being initialized");
+  check_mutable_locked("Physical devices cannot be modified after being initialized");
   growth_[index] = enable;
 }
 
@@ -148,14 +148,14 @@ void DeviceManager::set_logical_configuration(int index, const std::vector<Logic
   }
   auto it = logical_configs_.find(index);
   if (it != logical_configs_.end() && it->second == configs) return;
-  check_mutable_locked(true, "Virtual devices cannot be modified after being initialized");
+  check_mutable_locked("Virtual devices cannot be modified after being initialized");
   logical_configs_[index] = configs;
 }
 
 void DeviceManager::set_intra_op_threads(int n) {
   std::lock_guard lock(mu_);
   if (n == intra_op_threads_) return;
-  check_mutable_locked(true, "Intra op parallelism cannot be modified after initialization.");
+  check_mutable_locked("Intra op parallelism cannot be modified after initialization.");
   if (n < 0) throw ValueError(fmt::format("num_threads must be >= 0, got {}", n));
   intra_op_threads_ = n;
 }
@@ -163,7 +163,7 @@ void DeviceManager::set_intra_op_threads(int n) {
 void DeviceManager::set_inter_op_threads(int n) {
   std::lock_guard lock(mu_);
   if (n == inter_op_threads_) return;
-  check_mutable_locked(true, "Inter op parallelism cannot be modified after initialization.");
+  check_mutable_locked("Inter op parallelism cannot be modified after initialization.");
   if (n < 0) throw ValueError(fmt::format("num_threads must be >= 0, got {}", n));
   inter_op_threads_ = n;
 }

@@ -95,7 +95,8 @@ class DeviceManager {
  private:
   DeviceManager();
   void discover_locked();
-  void check_mutable_locked(bool changed, const char* what);
+  /// Throws RuntimeError(what) once initialised; callers return early when the value is unchanged.
+  void check_mutable_locked(const char* what);
 
   std::recursive_mutex mu_;
   std::vector<std::unique_ptr<Platform>> platforms_;

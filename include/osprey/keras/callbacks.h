@@ -55,7 +55,6 @@ class Callback {
 /// Records each epoch's logs; fit() returns it.
 class History : public Callback {
  public:
-  void on_train_begin(Logs&) override;
   void on_epoch_end(int epoch, Logs& logs) override;
   /// Per-key lists of epoch values (keys sorted: "accuracy", "loss", "val_accuracy", "val_loss").
   std::map<std::string, std::vector<double>> history;
