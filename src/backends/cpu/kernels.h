@@ -22,4 +22,19 @@ void apply_activation(ops::Activation act, const float* z, float* y, int64_t n, 
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c,
           float beta = 0.0f);
 
+/// While alive, GEMMs run on the calling thread alone when m·n·k is below `kSmallGemmWork`: OpenMP's fork/join
+/// costs more than such a product (the seed model's step: 45.7 µs on one thread, 52–100 µs on two, depending on
+/// the machine). Wrap both primitive creation and execution: oneDNN fixes a matmul's thread split at creation.
+class GemmThreadLimit {
+ public:
+  static constexpr int64_t kSmallGemmWork = int64_t{1} << 20;
+  GemmThreadLimit(int64_t m, int64_t n, int64_t k);
+  ~GemmThreadLimit();
+  GemmThreadLimit(const GemmThreadLimit&) = delete;
+  GemmThreadLimit& operator=(const GemmThreadLimit&) = delete;
+
+ private:
+  int saved_ = 0;  // the thread count to restore; 0 when nothing was changed
+};
+
 }  // namespace osprey::cpu

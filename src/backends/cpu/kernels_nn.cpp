@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include <dnnl.hpp>
+#include <omp.h>
 #include <fmt/format.h>
 
 #include "backends/cpu/kernels.h"
@@ -22,6 +23,16 @@ static dnnl::engine& engine() {
   return e;
 }
 
+GemmThreadLimit::GemmThreadLimit(int64_t m, int64_t n, int64_t k) {
+  if (m * n * k < kSmallGemmWork && omp_get_max_threads() > 1) {
+    saved_ = omp_get_max_threads();
+    omp_set_num_threads(1);
+  }
+}
+GemmThreadLimit::~GemmThreadLimit() {
+  if (saved_ > 0) omp_set_num_threads(saved_);
+}
+
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c, float beta) {
   if (m == 0 || n == 0) return;
   if (k == 0) {
@@ -29,6 +40,7 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, con
     return;
   }
   const int64_t lda = ta ? m : k, ldb = tb ? k : n;
+  GemmThreadLimit limit(m, n, k);
   auto status = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, a, lda, b, ldb, beta, c, n);
   if (status != dnnl_success) throw InternalError(fmt::format("oneDNN sgemm failed with status {}", int(status)));
 }
@@ -38,7 +50,7 @@ static constexpr float kSeluAlpha = 1.6732632423543772848f, kSeluScale = 1.05070
 void apply_activation(Activation act, const float* z, float* y, int64_t n, int64_t cols) {
   switch (act) {
     case Activation::linear: if (y != z) std::memcpy(y, z, sizeof(float) * n); break;
-    case Activation::relu: for (int64_t i = 0; i < n; ++i) y[i] = z[i] > 0.f ? z[i] : 0.f; break;
+    case Activation::relu: for (int64_t i = 0; i < n; ++i) y[i] = std::max(z[i], 0.f); break;
     case Activation::sigmoid: for (int64_t i = 0; i < n; ++i) y[i] = 1.f / (1.f + std::exp(-z[i])); break;
     case Activation::tanh: for (int64_t i = 0; i < n; ++i) y[i] = std::tanh(z[i]); break;
     case Activation::gelu:
@@ -131,6 +143,7 @@ static void fused_matmul_kernel(const KernelContext& ctx) {
       for (int64_t c = 0; c < n; ++c) z[r * n + c] = at.has_bias ? ctx.inputs[2].data<float>()[c] : 0.f;
     }
   } else {
+    GemmThreadLimit limit(m, n, k);
     auto& p = dense_primitive(m, k, n, at.has_bias, fused, alg, alpha);
     p.src.set_data_handle(x.raw_data());
     p.wei.set_data_handle(w.raw_data());
@@ -158,21 +171,38 @@ static void activation_kernel(const KernelContext& ctx) {
 
 static void activation_grad_kernel(const KernelContext& ctx) {
   const Activation act = ctx.attr<ops::ActivationAttrs>().activation;
-  const float* dy = ctx.inputs[0].data<float>();
-  const float* y = ctx.inputs[1].data<float>();
-  const float* z = ctx.inputs[2].defined() ? ctx.inputs[2].data<float>() : nullptr;
-  float* dz = ctx.outputs[0].data<float>();
+  // Loads first, then a select: GCC vectorises that form (a conditional load, or a multiply by a bool, stays
+  // a branch per element, which mispredicts on random signs: it was a fifth of the seed model's step).
+  const float* __restrict dy = ctx.inputs[0].data<float>();
+  const float* __restrict y = ctx.inputs[1].data<float>();
+  const float* __restrict z = ctx.inputs[2].defined() ? ctx.inputs[2].data<float>() : nullptr;
+  float* __restrict dz = ctx.outputs[0].data<float>();
   const int64_t n = ctx.outputs[0].num_elements();
   switch (act) {
     case Activation::linear: std::memcpy(dz, dy, sizeof(float) * n); break;
-    case Activation::relu: for (int64_t i = 0; i < n; ++i) dz[i] = y[i] > 0.f ? dy[i] : 0.f; break;
+    case Activation::relu:
+      for (int64_t i = 0; i < n; ++i) {
+        const float g = dy[i];
+        dz[i] = y[i] > 0.f ? g : 0.f;
+      }
+      break;
     case Activation::sigmoid: for (int64_t i = 0; i < n; ++i) dz[i] = dy[i] * y[i] * (1.f - y[i]); break;
     case Activation::tanh: for (int64_t i = 0; i < n; ++i) dz[i] = dy[i] * (1.f - y[i] * y[i]); break;
-    case Activation::elu: for (int64_t i = 0; i < n; ++i) dz[i] = y[i] > 0.f ? dy[i] : dy[i] * (y[i] + 1.f); break;
+    case Activation::elu:
+      for (int64_t i = 0; i < n; ++i) {
+        const float g = dy[i], v = y[i];
+        dz[i] = v > 0.f ? g : g * (v + 1.f);
+      }
+      break;
     case Activation::selu:
       for (int64_t i = 0; i < n; ++i) dz[i] = dy[i] * (y[i] > 0.f ? kSeluScale : y[i] + kSeluScale * kSeluAlpha);
       break;
-    case Activation::leaky_relu: for (int64_t i = 0; i < n; ++i) dz[i] = y[i] > 0.f ? dy[i] : 0.2f * dy[i]; break;
+    case Activation::leaky_relu:
+      for (int64_t i = 0; i < n; ++i) {
+        const float g = dy[i];
+        dz[i] = y[i] > 0.f ? g : 0.2f * g;
+      }
+      break;
     case Activation::exponential: for (int64_t i = 0; i < n; ++i) dz[i] = dy[i] * y[i]; break;
     case Activation::gelu:
       for (int64_t i = 0; i < n; ++i) {
@@ -211,8 +241,8 @@ static void activation_grad_kernel(const KernelContext& ctx) {
 static void bias_add_grad_kernel(const KernelContext& ctx) {
   const auto& dz = ctx.inputs[0];
   const int64_t rows = dz.shape()[0], cols = dz.shape()[1];
-  const float* p = dz.data<float>();
-  float* db = ctx.outputs[0].data<float>();
+  const float* __restrict p = dz.data<float>();
+  float* __restrict db = ctx.outputs[0].data<float>();
   std::memset(db, 0, sizeof(float) * cols);
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t c = 0; c < cols; ++c) db[c] += p[r * cols + c];
