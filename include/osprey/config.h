@@ -24,6 +24,10 @@ std::vector<PhysicalDevice> get_visible_devices(const std::string& device_type =
 /// Restricts the runtime to `devices`. With a type, other types keep their visibility; without, the list is exact.
 void set_visible_devices(const std::vector<PhysicalDevice>& devices, const std::string& device_type = "");
 void set_visible_devices(const PhysicalDevice& device, const std::string& device_type = "");
+/// TensorFlow's GPUOptions.visible_device_list (the C++ session option): comma-separated platform GPU ids in the
+/// order they get TF ids, e.g. "2,0" makes GPU:0 the platform's GPU 2 and GPU:1 its GPU 0; "" restores all.
+/// Throws InvalidArgumentError with TensorFlow's texts for bad entries, ids out of range and duplicates.
+void set_visible_device_list(const std::string& list);
 
 /// Splits a physical device into logical devices (memory_limit in MiB required for GPUs, forbidden for CPUs).
 void set_logical_device_configuration(const PhysicalDevice& device,
@@ -53,10 +57,13 @@ struct MemoryInfo {
   int64_t current = 0;
   int64_t peak = 0;
 };
-/// Memory statistics of a device given as "GPU:0", "/device:CPU:0", ... Initialises the runtime.
+/// Memory statistics of a device given as "GPU:0", "/device:CPU:0", ... Initialises the runtime. Unlike older
+/// TensorFlow versions, CPU devices report their allocator's statistics too instead of raising.
 MemoryInfo get_memory_info(const std::string& device);
 /// Resets the peak of a device's statistics to its current use.
 void reset_memory_stats(const std::string& device);
+/// Deprecated (as in TensorFlow): get_memory_info(device).current; logs a deprecation warning once.
+int64_t get_memory_usage(const std::string& device);
 
 /// Details of a physical device: {"device_name": ..., "compute_capability": "9.0"} for GPUs, empty for CPUs.
 std::map<std::string, std::string> get_device_details(const PhysicalDevice& device);

@@ -1,9 +1,11 @@
 #include <fmt/format.h>
 
+#include "core/env.h"
 #include "core/logging.h"
 #include "ops/kernel.h"
 #include "osprey/errors.h"
 #include "runtime/device_scope_state.h"
+#include "runtime/executing_device.h"
 #include "runtime/kernel_table.h"
 #include "runtime/placement.h"
 #include "tensor/tensor_impl.h"
@@ -16,6 +18,24 @@ void register_kernel(OpId op, runtime::DeviceType type, KernelFn kernel) {
 
 static KernelFn lookup(OpId op, runtime::DeviceType type) {
   return reinterpret_cast<KernelFn>(runtime::get_kernel(static_cast<int>(op), type));
+}
+
+// TensorFlow's small-op pinning: an op whose inputs are all small (< 64 elements) int32/int64 tensors on the CPU
+// stays on the CPU instead of being sent to the GPU. OSPREY_/TF_EAGER_ENABLE_SMALL_TENSOR_CPU_PINNING=0|false
+// turns it off (read once).
+static bool small_int_inputs_on_cpu(std::span<Tensor> inputs) {
+  static const bool enabled = [] {
+    auto v = env::get_first({"OSPREY_EAGER_ENABLE_SMALL_TENSOR_CPU_PINNING", "TF_EAGER_ENABLE_SMALL_TENSOR_CPU_PINNING"});
+    return !(v && (*v == "0" || *v == "false"));
+  }();
+  if (!enabled || inputs.empty()) return false;
+  for (const auto& t : inputs) {
+    if (!t.defined()) continue;
+    if (t.device_ref().type() != runtime::DeviceType::CPU) return false;
+    if (t.dtype() != DType::int32 && t.dtype() != DType::int64) return false;
+    if (t.num_elements() >= 64) return false;
+  }
+  return true;
 }
 
 runtime::Device& place(OpId op, const char* op_name, std::span<Tensor> inputs, bool pinned) {
@@ -38,6 +58,9 @@ runtime::Device& place(OpId op, const char* op_name, std::span<Tensor> inputs, b
     device = preferred;
   } else if (!spec && preferred && lookup(op, preferred->type())) {
     device = preferred;  // fast path: stay where the data is
+  } else if ((!spec || !spec->device_type) && preferred && lookup(op, runtime::DeviceType::CPU) &&
+             small_int_inputs_on_cpu(inputs)) {
+    device = preferred;
   } else {
     auto supported = [op](runtime::DeviceType t) { return lookup(op, t) != nullptr; };
     device = &runtime::select_device(spec, preferred, supported, op_name);
@@ -55,6 +78,7 @@ void run(OpId op, runtime::Device& device, std::span<const Tensor> inputs, std::
          const void* attrs) {
   KernelFn fn = lookup(op, device.type());
   if (!fn) throw InternalError("run(): no kernel for the device place() chose");
+  runtime::ExecutingDevice on(&device);
   fn(KernelContext{inputs, outputs, attrs, &device});
 }
 

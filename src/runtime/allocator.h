@@ -13,6 +13,9 @@ struct MemoryStats {
   int64_t current = 0;  ///< bytes handed out and not yet freed
   int64_t peak = 0;     ///< highest `current` since creation or the last reset
   std::optional<int64_t> limit;  ///< bytes this allocator may hand out, when capped
+  int64_t reserved = 0;  ///< bytes taken from the device (regions of a GPU pool; equals current for the CPU)
+  int64_t num_allocs = 0;       ///< allocations since creation or the last reset
+  int64_t largest_alloc = 0;    ///< largest single request since creation or the last reset
 };
 
 /// One per logical device. Subclasses provide raw memory; this class keeps the statistics and the limit.
@@ -31,7 +34,7 @@ class Allocator {
   void deallocate(void* ptr, std::size_t bytes);
 
   MemoryStats stats() const;
-  /// Sets peak to the current use (tf.config.experimental.reset_memory_stats).
+  /// Sets peak to the current use and clears num_allocs/largest_alloc (tf.config.experimental.reset_memory_stats).
   void reset_peak();
   const std::string& name() const { return name_; }
   std::optional<int64_t> limit() const { return limit_; }
@@ -39,12 +42,21 @@ class Allocator {
  protected:
   virtual void* raw_allocate(std::size_t bytes) = 0;  ///< nullptr when out of memory
   virtual void raw_deallocate(void* ptr, std::size_t bytes) = 0;
+  /// Bytes held from the device; pools that reserve regions override this.
+  virtual int64_t reserved_bytes() const { return current_.load(); }
+  /// Logs TensorFlow's "ran out of memory" warning with the statistics, before the error is thrown.
+  void log_out_of_memory(std::size_t bytes, int64_t in_use) const;
 
  private:
   std::string name_;
   std::optional<int64_t> limit_;
   std::atomic<int64_t> current_{0};
   std::atomic<int64_t> peak_{0};
+  std::atomic<int64_t> num_allocs_{0};
+  std::atomic<int64_t> largest_alloc_{0};
 };
+
+/// "1.50GiB", "512.0KiB", "12B": TensorFlow's human-readable byte counts.
+std::string human_bytes(int64_t bytes);
 
 }  // namespace osprey::runtime

@@ -1,7 +1,10 @@
 #include "osprey/config.h"
 
+#include <mutex>
+
 #include <fmt/format.h>
 
+#include "core/logging.h"
 #include "osprey/errors.h"
 #include "runtime/device_manager.h"
 
@@ -57,6 +60,8 @@ void set_visible_devices(const std::vector<PhysicalDevice>& devices, const std::
   dm.set_visible(vis);
 }
 
+void set_visible_device_list(const std::string& list) { DeviceManager::get().set_visible_device_list(list); }
+
 void set_visible_devices(const PhysicalDevice& device, const std::string& device_type) {
   set_visible_devices(std::vector<PhysicalDevice>{device}, device_type);
 }
@@ -110,6 +115,15 @@ MemoryInfo get_memory_info(const std::string& device) {
 }
 
 void reset_memory_stats(const std::string& device) { device_for_stats(device).allocator().reset_peak(); }
+
+int64_t get_memory_usage(const std::string& device) {
+  static std::once_flag warned;
+  std::call_once(warned, [] {
+    log::warning("get_memory_usage (from osprey::config::experimental) is deprecated. Instructions for updating: Use "
+                 "osprey::config::experimental::get_memory_info(device).current instead.");
+  });
+  return get_memory_info(device).current;
+}
 
 std::map<std::string, std::string> get_device_details(const PhysicalDevice& device) {
   auto& dm = DeviceManager::get();

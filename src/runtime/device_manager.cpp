@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
@@ -11,6 +12,8 @@
 #include "core/logging.h"
 #include "osprey/errors.h"
 #include "runtime/kernel_table.h"
+#include "runtime/memory_policy.h"
+#include "runtime/visible_devices.h"
 
 namespace osprey::runtime {
 
@@ -46,24 +49,39 @@ void DeviceManager::add_platform(std::unique_ptr<Platform> platform) {
 
 void DeviceManager::discover_locked() {
   if (discovered_) return;
+  if (load_plugins_ && !plugin_status_.tried) {
+    if (auto cuda = load_cuda_plugin(plugin_status_)) {
+      cuda->register_kernels();
+      platforms_.push_back(std::move(cuda));
+    }
+  }
   // CPU platforms first: "CPU first. A CPU device is required."
   std::stable_sort(platforms_.begin(), platforms_.end(),
                    [](const auto& a, const auto& b) { return a->type() < b->type(); });
   for (auto& p : platforms_) {
+    const auto [min_major, min_minor] = p->min_compute_capability();
     for (auto& info : p->discover()) {
       info.platform = p.get();
+      if (info.type == DeviceType::GPU && std::pair(info.cc_major, info.cc_minor) < std::pair(min_major, min_minor)) {
+        // Dropped like TensorFlow does; its platform id stays unused, so names can have gaps.
+        std::string msg = fmt::format("Ignoring visible gpu device (device: {}, name: {}, pci bus id: {}, compute "
+                                      "capability: {}.{}) with Cuda compute capability {}.{}. The minimum required "
+                                      "Cuda capability is {}.{}.",
+                                      info.platform_id, info.model_name, info.pci_bus_id, info.cc_major, info.cc_minor,
+                                      info.cc_major, info.cc_minor, min_major, min_minor);
+        log::info(msg);
+        ignored_gpus_.push_back(msg);
+        continue;
+      }
       physical_.push_back(info);
     }
   }
   visible_.assign(physical_.size(), true);
-  discovered_ = true;
-  bool any_gpu = std::any_of(physical_.begin(), physical_.end(), [](auto& d) { return d.type == DeviceType::GPU; });
-  if (any_gpu) {
-    gpu_availability_ = {};
-  } else if (gpu_availability_.reason.empty()) {
-    gpu_availability_ = {"Osprey found no GPU platform: the CUDA plug-in (libosprey_cuda.so) is not part of this build.",
-                         "Build Osprey on a machine with the CUDA toolkit (nvcc on PATH) so that the plug-in is built."};
+  gpu_order_.clear();
+  for (size_t i = 0; i < physical_.size(); ++i) {
+    if (physical_[i].type == DeviceType::GPU) gpu_order_.push_back(static_cast<int>(i));
   }
+  discovered_ = true;
 }
 
 const std::vector<PhysicalDeviceInfo>& DeviceManager::physical_devices() {
@@ -99,9 +117,35 @@ std::vector<bool> DeviceManager::visible() {
 void DeviceManager::set_visible(const std::vector<bool>& visible) {
   std::lock_guard lock(mu_);
   discover_locked();
-  if (visible == visible_) return;
+  std::vector<int> order;
+  for (size_t i = 0; i < physical_.size(); ++i) {
+    if (physical_[i].type == DeviceType::GPU) order.push_back(static_cast<int>(i));
+  }
+  if (visible == visible_ && order == gpu_order_) return;
   check_mutable_locked("Visible devices cannot be modified after being initialized");
   visible_ = visible;
+  gpu_order_ = order;
+}
+
+void DeviceManager::set_visible_device_list(const std::string& list) {
+  std::lock_guard lock(mu_);
+  discover_locked();
+  std::vector<int> gpus;  // physical indices of the GPUs, by platform order
+  for (size_t i = 0; i < physical_.size(); ++i) {
+    if (physical_[i].type == DeviceType::GPU) gpus.push_back(static_cast<int>(i));
+  }
+  std::vector<int> order;
+  for (int id : parse_visible_device_list(list, static_cast<int>(gpus.size()))) order.push_back(gpus[id]);
+  std::vector<bool> visible = visible_;
+  for (int g : gpus) visible[g] = std::find(order.begin(), order.end(), g) != order.end();
+  if (visible == visible_ && order == gpu_order_) return;
+  check_mutable_locked("Visible devices cannot be modified after being initialized");
+  visible_ = visible;
+  // Listed GPUs first, in list order; the hidden ones after them (never used while hidden).
+  for (int g : gpus) {
+    if (std::find(order.begin(), order.end(), g) == order.end()) order.push_back(g);
+  }
+  gpu_order_ = order;
 }
 
 std::optional<bool> DeviceManager::memory_growth(int index) {
@@ -168,15 +212,26 @@ void DeviceManager::set_inter_op_threads(int n) {
   inter_op_threads_ = n;
 }
 
-static std::optional<bool> forced_allow_growth() {
-  auto v = env::get_first({"OSPREY_FORCE_GPU_ALLOW_GROWTH", "TF_FORCE_GPU_ALLOW_GROWTH"});
-  if (!v) return std::nullopt;
-  if (*v == "true") return true;
-  if (*v == "false") return false;
-  log::error(fmt::format("The environment variable TF_FORCE_GPU_ALLOW_GROWTH could not be parsed: \"{}\". Valid values "
-                         "are \"true\" or \"false\". Using original config value.",
-                         *v));
-  return std::nullopt;
+// TF_FORCE_GPU_ALLOW_GROWTH, read when each GPU allocator is built: "true"/"false" exactly override the configured
+// value (with a warning); anything else is an error that keeps it.
+static bool apply_forced_allow_growth(bool configured) {
+  const char* name = "OSPREY_FORCE_GPU_ALLOW_GROWTH";
+  auto v = env::get(name);
+  if (!v) {
+    name = "TF_FORCE_GPU_ALLOW_GROWTH";
+    v = env::get(name);
+  }
+  if (!v) return configured;
+  if (*v == "true" || *v == "false") {
+    log::warning(fmt::format("Overriding orig_value setting because the {} environment variable is set. Original "
+                             "config value was {}.",
+                             name, configured ? 1 : 0));
+    return *v == "true";
+  }
+  log::error(fmt::format("The {} environment variable is set but could not be parsed: \"{}\". Valid values are "
+                         "\"true\" or \"false\". Using original config value of {}.",
+                         name, *v, configured ? 1 : 0));
+  return configured;
 }
 
 void DeviceManager::ensure_initialized() {
@@ -185,31 +240,39 @@ void DeviceManager::ensure_initialized() {
   if (initialized()) return;
   discover_locked();
 
-  // Memory growth must agree between visible GPUs that have no virtual devices.
+  // TensorFlow's _compute_gpu_options: once a GPU has logical devices, growth is dropped silently; otherwise every
+  // visible GPU must have the same growth value, "not set" counting as a value of its own.
+  bool gpu_virtual_devices = false;
+  for (const auto& [index, configs] : logical_configs_) {
+    gpu_virtual_devices |= physical_[index].type == DeviceType::GPU && !configs.empty();
+  }
   bool allow_growth = false;
-  bool first_gpu = true;
+  if (!gpu_virtual_devices) {
+    std::set<std::optional<bool>> growths;
+    for (size_t i = 0; i < physical_.size(); ++i) {
+      if (!visible_[i] || physical_[i].type != DeviceType::GPU) continue;
+      auto it = growth_.find(static_cast<int>(i));
+      growths.insert(it == growth_.end() ? std::nullopt : std::optional<bool>(it->second));
+    }
+    if (growths.size() > 1) throw ValueError("Memory growth cannot differ between GPU devices");
+    allow_growth = !growths.empty() && growths.begin()->value_or(false);
+  }
+
+  // Creation order: CPUs in physical order, then GPUs in TF id order (visible_device_list), each GPU's logical
+  // devices sorted by experimental_device_ordinal (stable: declaration order within an ordinal).
+  std::vector<int> order;
   for (size_t i = 0; i < physical_.size(); ++i) {
-    if (!visible_[i] || physical_[i].type != DeviceType::GPU || logical_configs_.count(i)) continue;
-    auto it = growth_.find(static_cast<int>(i));
-    const bool g = it != growth_.end() && it->second;
-    if (!first_gpu && g != allow_growth) throw ValueError("Memory growth cannot differ between GPU devices");
-    allow_growth = g;
-    first_gpu = false;
+    if (physical_[i].type != DeviceType::GPU) order.push_back(static_cast<int>(i));
   }
-  if (auto forced = forced_allow_growth(); forced && !first_gpu) {
-    log::warning(fmt::format("Overriding orig_value setting because the TF_FORCE_GPU_ALLOW_GROWTH environment variable "
-                             "is set. Original config value was {}.",
-                             allow_growth ? 1 : 0));
-    allow_growth = *forced;
-  }
+  order.insert(order.end(), gpu_order_.begin(), gpu_order_.end());
 
   std::vector<std::unique_ptr<Device>> created;
   int next_index[kNumDeviceTypes] = {0, 0};
-  for (size_t i = 0; i < physical_.size(); ++i) {
+  for (int i : order) {
     if (!visible_[i]) continue;
     const auto& info = physical_[i];
     std::vector<LogicalDeviceConfiguration> configs{LogicalDeviceConfiguration{}};
-    if (auto it = logical_configs_.find(static_cast<int>(i)); it != logical_configs_.end() && !it->second.empty()) {
+    if (auto it = logical_configs_.find(i); it != logical_configs_.end() && !it->second.empty()) {
       configs = it->second;
       std::stable_sort(configs.begin(), configs.end(), [](auto& a, auto& b) {
         return a.experimental_device_ordinal < b.experimental_device_ordinal;
@@ -217,8 +280,8 @@ void DeviceManager::ensure_initialized() {
     }
     for (const auto& c : configs) {
       AllocatorOptions opts;
-      opts.allow_growth = logical_configs_.count(i) ? false : allow_growth;
-      if (c.memory_limit) opts.memory_limit = *c.memory_limit * (int64_t{1} << 20);
+      opts.allow_growth = info.type == DeviceType::GPU ? apply_forced_allow_growth(allow_growth) : false;
+      if (c.memory_limit) opts.memory_limit = *c.memory_limit * kMiB;
       int& idx = next_index[static_cast<int>(info.type)];
       opts.logical_index = idx;
       auto device = std::make_unique<Device>(info.type, idx, info, info.platform->create_allocator(info, opts));
@@ -277,18 +340,61 @@ Device* DeviceManager::find(const std::string& device_type, std::optional<int> i
 GpuAvailability DeviceManager::gpu_availability() {
   std::lock_guard lock(mu_);
   discover_locked();
-  bool any_visible_gpu = false;
+  bool any_gpu = false, any_visible_gpu = false;
   for (size_t i = 0; i < physical_.size(); ++i) {
+    any_gpu |= physical_[i].type == DeviceType::GPU;
     any_visible_gpu |= physical_[i].type == DeviceType::GPU && visible_[i];
   }
-  bool any_gpu = std::any_of(physical_.begin(), physical_.end(), [](auto& d) { return d.type == DeviceType::GPU; });
-  if (any_gpu && !any_visible_gpu) {
-    return {"Every GPU was hidden with set_visible_devices().", "Pass the GPU to osprey::config::set_visible_devices()."};
+  if (any_visible_gpu) return {};
+  if (any_gpu) {
+    return {"Every GPU was hidden with set_visible_devices().",
+            "Pass the GPU to osprey::config::set_visible_devices(), or do not call it."};
   }
-  return gpu_availability_;
+  if (!ignored_gpus_.empty()) {
+    return {ignored_gpus_.front(), "Use a GPU with a supported compute capability, or build Osprey's CUDA plug-in "
+                                   "for it (CMAKE_CUDA_ARCHITECTURES)."};
+  }
+  for (const auto& p : platforms_) {
+    if (p->type() != DeviceType::GPU) continue;
+    auto st = p->status();
+    if (!st.reason.empty()) return {st.reason, st.fix};
+    return {p->name() + " found no GPU.", "Check that the GPU is installed and that nvidia-smi lists it."};
+  }
+  if (!plugin_status_.built) {
+    return {"This build of Osprey has no GPU support: the CUDA plug-in (libosprey_cuda.so) was not built.",
+            "Rebuild Osprey on a machine with the CUDA toolkit (nvcc on PATH or at /usr/local/cuda) so that the "
+            "plug-in is built."};
+  }
+  if (!plugin_status_.loaded) {
+    return {"The CUDA plug-in could not be loaded: " + plugin_status_.error,
+            "Install libosprey_cuda.so next to libosprey.so (cmake --install does), or point OSPREY_CUDA_PLUGIN at "
+            "it; a missing CUDA library in the message means the CUDA toolkit's libraries are not on the loader's "
+            "path."};
+  }
+  return {"No GPU platform is registered.", "Load the CUDA plug-in (see osprey doctor)."};
 }
 
-void DeviceManager::reset_for_testing() {
+PluginStatus DeviceManager::plugin_status() {
+  std::lock_guard lock(mu_);
+  discover_locked();
+  return plugin_status_;
+}
+
+std::vector<std::pair<std::string, PlatformStatus>> DeviceManager::platform_statuses() {
+  std::lock_guard lock(mu_);
+  discover_locked();
+  std::vector<std::pair<std::string, PlatformStatus>> out;
+  for (const auto& p : platforms_) out.emplace_back(p->name(), p->status());
+  return out;
+}
+
+std::vector<std::string> DeviceManager::ignored_gpus() {
+  std::lock_guard lock(mu_);
+  discover_locked();
+  return ignored_gpus_;
+}
+
+void DeviceManager::reset_for_testing(bool load_plugins) {
   std::lock_guard lock(mu_);
   for (auto& d : owned_) retired_.push_back(std::move(d));
   owned_.clear();
@@ -301,8 +407,11 @@ void DeviceManager::reset_for_testing() {
   growth_.clear();
   logical_configs_.clear();
   intra_op_threads_ = inter_op_threads_ = 0;
+  gpu_order_.clear();
   discovered_ = false;
-  gpu_availability_ = {};
+  load_plugins_ = load_plugins;
+  plugin_status_ = {};
+  ignored_gpus_.clear();
   soft_placement = true;
   log_placement = false;
   initialized_.store(false);

@@ -43,8 +43,17 @@ class Device {
 
 /// Why no GPU is visible, recorded during discovery for `osprey doctor`.
 struct GpuAvailability {
-  std::string reason;  ///< empty when at least one GPU was found
+  std::string reason;  ///< empty when at least one GPU is visible
   std::string fix;     ///< what the user can do
+};
+
+/// What happened to the CUDA plug-in (libosprey_cuda.so) when the runtime looked for it.
+struct PluginStatus {
+  bool built = false;   ///< this build of Osprey includes the plug-in
+  bool tried = false;   ///< the runtime looked for it (it does so at the first device discovery)
+  std::string path;     ///< the file it loaded, or tried to
+  bool loaded = false;
+  std::string error;    ///< why it is not loaded: not found (with the places looked in), the loader's message, ...
 };
 
 class DeviceManager {
@@ -59,7 +68,10 @@ class DeviceManager {
 
   // Configuration (stored until initialisation).
   std::vector<bool> visible();
+  /// Sets which physical devices are used; GPUs get TF ids in platform order.
   void set_visible(const std::vector<bool>& visible);
+  /// TensorFlow's GPUOptions.visible_device_list: platform GPU ids in TF id order ("2,0": GPU:0 is platform GPU 2).
+  void set_visible_device_list(const std::string& list);
   std::optional<bool> memory_growth(int physical_index);
   void set_memory_growth(int physical_index, bool enable);
   std::optional<std::vector<LogicalDeviceConfiguration>> logical_configuration(int physical_index);
@@ -85,12 +97,18 @@ class DeviceManager {
   Device* find(const std::string& device_type, std::optional<int> index);
 
   GpuAvailability gpu_availability();
+  PluginStatus plugin_status();
+  /// Each registered platform's name and status (after discovery).
+  std::vector<std::pair<std::string, PlatformStatus>> platform_statuses();
+  /// GPUs a platform reported but the runtime ignored (compute capability below the minimum), with why.
+  std::vector<std::string> ignored_gpus();
 
   /// Registers an extra platform before discovery (tests, plug-ins).
   void add_platform(std::unique_ptr<Platform> platform);
   /// Test-only: forget all configuration and devices, as a fresh process would (old devices stay allocated so
-  /// that stray tensors never dangle).
-  void reset_for_testing();
+  /// that stray tensors never dangle). Without `load_plugins` the CUDA plug-in is not looked for (tests that
+  /// install the test platform).
+  void reset_for_testing(bool load_plugins = true);
 
  private:
   DeviceManager();
@@ -103,6 +121,7 @@ class DeviceManager {
   bool discovered_ = false;
   std::vector<PhysicalDeviceInfo> physical_;
   std::vector<bool> visible_;
+  std::vector<int> gpu_order_;  ///< physical indices of GPUs in TF id order (visible ones are used)
   std::map<int, bool> growth_;
   std::map<int, std::vector<LogicalDeviceConfiguration>> logical_configs_;
   int intra_op_threads_ = 0, inter_op_threads_ = 0;
@@ -112,8 +131,14 @@ class DeviceManager {
   std::vector<Device*> devices_;
   Device* default_device_ = nullptr;
   Device* host_device_ = nullptr;
-  GpuAvailability gpu_availability_;
+  bool load_plugins_ = true;
+  PluginStatus plugin_status_;
+  std::vector<std::string> ignored_gpus_;
 };
+
+/// Looks for the CUDA plug-in (OSPREY_CUDA_PLUGIN, else next to libosprey.so, else the install's plug-in
+/// directory) and creates its platform. Never throws: failures are in the status.
+std::unique_ptr<Platform> load_cuda_plugin(PluginStatus& status);
 
 /// Registers the built-in platforms (CPU always) with a manager. Called by the DeviceManager itself.
 void register_builtin_platforms(DeviceManager& manager);

@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "runtime/allocator.h"
@@ -35,6 +36,17 @@ struct AllocatorOptions {
   int logical_index = 0;                ///< the N of /device:GPU:N, for names
 };
 
+/// What a platform found when it looked for devices: a description for `osprey doctor` and, when it found none,
+/// why and what to do (the runtime's "why no GPU" record).
+struct PlatformStatus {
+  std::string description;  ///< "driver 580.65.06 (CUDA 13.0), runtime 13.0"; "" if nothing to say
+  std::string reason;       ///< empty when devices were found
+  std::string fix;
+};
+
+/// Bumped whenever Platform's layout changes; a plug-in built against another version is refused.
+inline constexpr int kPluginAbiVersion = 1;
+
 class Platform {
  public:
   virtual ~Platform() = default;
@@ -50,6 +62,11 @@ class Platform {
   virtual void copy(void* dst, bool dst_on_device, const void* src, bool src_on_device, std::size_t bytes) = 0;
   /// Puts this platform's kernels into the global kernel table. Called once, at registration.
   virtual void register_kernels() = 0;
+  /// After discover(): what was found, or why nothing was.
+  virtual PlatformStatus status() const { return {}; }
+  /// GPUs below this compute capability are ignored at discovery, as TensorFlow does ({0, 0}: no minimum).
+  virtual std::pair<int, int> min_compute_capability() const { return {0, 0}; }
+
 };
 
 }  // namespace osprey::runtime

@@ -10,6 +10,7 @@
 #include "osprey/ops.h"
 #include "runtime/device_scope_state.h"
 #include "runtime/placement.h"
+#include "runtime/executing_device.h"
 #include "tensor/tensor_impl.h"
 
 namespace osprey {
@@ -118,7 +119,7 @@ LogicalDevice Tensor::device() const {
 }
 void* Tensor::raw_data() const {
   const auto& impl = checked(impl_);
-  if (!impl.device().host_memory()) {
+  if (!impl.device().host_memory() && &impl.device() != runtime::executing_device()) {
     throw FailedPreconditionError("Tensor on " + impl.device().name() +
                                   " is not in host memory; copy it with .to(\"CPU:0\") or .to_vector() first.");
   }
