@@ -1,0 +1,94 @@
+// `osprey doctor`'s checks and verdicts, on the test platform's simulated GPUs and on this machine.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "osprey/config.h"
+#include "osprey/doctor.h"
+#include "runtime/device_manager.h"
+#include "support/test_gpu_platform.h"
+#include "test_util.h"
+
+using namespace osprey;
+using ::testing::HasSubstr;
+
+namespace {
+const doctor::Check& check_named(const doctor::Report& r, const std::string& name) {
+  for (const auto& c : r.checks) {
+    if (c.name == name) return c;
+  }
+  throw std::runtime_error("no check named " + name);
+}
+
+class DoctorTest : public ::testing::Test {
+ protected:
+  void SetUp() override { unsetenv("CUDA_VISIBLE_DEVICES"); }
+  void TearDown() override {
+    unsetenv("CUDA_VISIBLE_DEVICES");
+    osprey::testing::reset_runtime();
+  }
+};
+}  // namespace
+
+TEST_F(DoctorTest, AUsableGpuPassesEveryCheckAndTheTestKernel) {
+  osprey::testing::install_test_gpus(2);
+  auto report = doctor::run();
+  EXPECT_TRUE(report.gpu_usable);
+  EXPECT_EQ(check_named(report, "TestGPU platform").state, doctor::CheckState::pass);
+  EXPECT_THAT(check_named(report, "GPUs found").detail, HasSubstr("2: /physical_device:GPU:0 Osprey Test GPU"));
+  const auto& kernel = check_named(report, "Test kernel");
+  EXPECT_EQ(kernel.state, doctor::CheckState::pass);
+  EXPECT_THAT(kernel.detail, HasSubstr("ran on /device:GPU:0 and matches the CPU"));
+  const std::string text = doctor::format(report);
+  EXPECT_THAT(text, HasSubstr("  ✓ Test kernel: "));
+  EXPECT_THAT(text, HasSubstr("Result: a GPU is usable"));
+  EXPECT_THAT(doctor::devices_table(), ::testing::ContainsRegex("/device:GPU:1 +/physical_device:GPU:1 +Osprey Test GPU"));
+}
+
+TEST_F(DoctorTest, CudaVisibleDevicesHidingEveryGpuIsTheCauseWithTheFix) {
+  setenv("CUDA_VISIBLE_DEVICES", "-1", 1);
+  osprey::testing::install_test_gpus(2);
+  auto report = doctor::run();
+  EXPECT_FALSE(report.gpu_usable);
+  const auto& platform = check_named(report, "TestGPU platform");
+  EXPECT_EQ(platform.state, doctor::CheckState::fail);
+  EXPECT_THAT(platform.detail, HasSubstr("CUDA_VISIBLE_DEVICES=\"-1\" hides every GPU (2 on this machine)"));
+  EXPECT_THAT(platform.fix, HasSubstr("Unset CUDA_VISIBLE_DEVICES"));
+  EXPECT_EQ(check_named(report, "Test kernel").state, doctor::CheckState::skipped);
+  EXPECT_THAT(doctor::format(report), HasSubstr("  ✗ TestGPU platform: "));
+}
+
+TEST_F(DoctorTest, AMissingDriverIsNamed) {
+  osprey::testing::install_test_platform({.gpus = osprey::testing::default_test_gpus(1), .no_driver = true});
+  auto report = doctor::run();
+  EXPECT_FALSE(report.gpu_usable);
+  EXPECT_THAT(check_named(report, "TestGPU platform").detail, HasSubstr("No NVIDIA driver found: libcuda.so.1"));
+}
+
+TEST_F(DoctorTest, GpusHiddenInCodeAreNamed) {
+  osprey::testing::install_test_gpus(1);
+  osprey::config::set_visible_devices(std::vector<PhysicalDevice>{}, "GPU");
+  auto report = doctor::run();
+  EXPECT_FALSE(report.gpu_usable);
+  EXPECT_THAT(check_named(report, "Logical GPUs").detail, HasSubstr("hidden with set_visible_devices()"));
+}
+
+TEST_F(DoctorTest, ThisMachineGetsAnExactReason) {
+  osprey::testing::reset_runtime();
+  auto report = doctor::run();
+  auto why = runtime::DeviceManager::get().gpu_availability();
+  if (report.gpu_usable) GTEST_SKIP() << "a GPU is usable here";
+  EXPECT_FALSE(why.reason.empty());
+  EXPECT_FALSE(why.fix.empty());
+  const auto plugin = runtime::DeviceManager::get().plugin_status();
+  if (!plugin.built) {
+    EXPECT_EQ(report.checks.front().state, doctor::CheckState::fail);
+    EXPECT_THAT(report.checks.front().detail, HasSubstr("built without the CUDA plug-in"));
+  } else if (!plugin.loaded) {
+    EXPECT_EQ(check_named(report, "CUDA plug-in").state, doctor::CheckState::fail);
+  } else {
+    EXPECT_EQ(check_named(report, "CUDA platform").state, doctor::CheckState::fail);
+  }
+  EXPECT_THAT(doctor::format(report), HasSubstr("Result: no GPU is usable"));
+}
