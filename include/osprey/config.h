@@ -67,6 +67,10 @@ int64_t get_memory_usage(const std::string& device);
 
 /// Details of a physical device: {"device_name": ..., "compute_capability": "9.0"} for GPUs, empty for CPUs.
 std::map<std::string, std::string> get_device_details(const PhysicalDevice& device);
+/// TensorFloat-32 for float32 matmuls on GPUs that have it (inputs rounded to a 10-bit mantissa, float32
+/// accumulation). On by default, as in TensorFlow; can be switched at any time. No effect on the CPU.
+void enable_tensor_float_32_execution(bool enabled);
+bool tensor_float_32_execution_enabled();
 }  // namespace experimental
 
 }  // namespace osprey::config

@@ -139,6 +139,9 @@ std::map<std::string, std::string> get_device_details(const PhysicalDevice& devi
   return {{"device_name", info.model_name}, {"compute_capability", fmt::format("{}.{}", info.cc_major, info.cc_minor)}};
 }
 
+void enable_tensor_float_32_execution(bool enabled) { DeviceManager::get().tensor_float_32 = enabled; }
+bool tensor_float_32_execution_enabled() { return DeviceManager::get().tensor_float_32; }
+
 }  // namespace experimental
 }  // namespace osprey::config
 

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <vector>
 
+#include "core/logging.h"
 #include "osprey/errors.h"
 #include "runtime/device_manager.h"
 #include "runtime/device_scope_state.h"
@@ -134,10 +135,14 @@ DeviceScope::DeviceScope(std::nullptr_t) {
 }
 
 DeviceScope::~DeviceScope() {
-  // RAII guarantees LIFO order on one thread; a scope destroyed on another thread leaves that thread untouched.
+  // RAII gives LIFO order on one thread. Scopes held in optionals or on the heap can be ended out of order: that
+  // is TensorFlow's RuntimeError, but a destructor cannot throw, so it is logged and the device is left as is.
+  // A scope destroyed on another thread leaves that thread untouched.
   if (runtime::t_scope_depth == depth_) {
     runtime::t_current_spec = previous_;
     --runtime::t_scope_depth;
+  } else if (runtime::t_scope_depth > depth_) {
+    log::error("Exiting device scope without proper scope nesting");
   }
 }
 

@@ -414,6 +414,7 @@ void DeviceManager::reset_for_testing(bool load_plugins) {
   ignored_gpus_.clear();
   soft_placement = true;
   log_placement = false;
+  tensor_float_32 = true;
   initialized_.store(false);
   register_builtin_platforms(*this);
 }

@@ -83,6 +83,7 @@ class DeviceManager {
 
   std::atomic<bool> soft_placement{true};
   std::atomic<bool> log_placement{false};
+  std::atomic<bool> tensor_float_32{true};
 
   /// Creates the logical devices; afterwards the configuration is frozen. Idempotent and thread-safe.
   void ensure_initialized();

@@ -527,3 +527,20 @@ TEST_F(GpuRuntimeTest, SequentialTrainsOnTheGpuWithVariablesThere) {
   EXPECT_EQ(p.shape(), Shape({256, 1}));
   for (auto* v : model.variables()) EXPECT_EQ(v->value().device().name, "/device:GPU:0") << v->path();
 }
+
+TEST_F(GpuRuntimeTest, ScopesEndedOutOfOrderAreReported) {
+  auto outer = std::make_unique<DeviceScope>("/GPU:1");
+  auto inner = std::make_unique<DeviceScope>("/CPU:0");
+  ::testing::internal::CaptureStderr();
+  outer.reset();  // out of order
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_THAT(err, HasSubstr("] Exiting device scope without proper scope nesting"));
+  inner.reset();
+}
+
+TEST_F(GpuRuntimeTest, TensorFloat32IsOnByDefaultAndSwitchable) {
+  EXPECT_TRUE(cfg::experimental::tensor_float_32_execution_enabled());
+  (void)cfg::list_logical_devices();
+  cfg::experimental::enable_tensor_float_32_execution(false);  // any time
+  EXPECT_FALSE(cfg::experimental::tensor_float_32_execution_enabled());
+}
