@@ -27,7 +27,7 @@ void Variable::assign(const Tensor& value) {
   if (d.host_memory()) {
     std::memcpy(value_.raw_data(), src.raw_data(), static_cast<std::size_t>(value_.nbytes()));
   } else {
-    d.platform().copy(value_.impl()->data(), true, src.impl()->data(), true, static_cast<std::size_t>(value_.nbytes()));
+    d.platform().copy(d, value_.impl()->data(), true, src.impl()->data(), true, static_cast<std::size_t>(value_.nbytes()));
   }
 }
 

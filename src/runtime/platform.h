@@ -15,6 +15,7 @@
 namespace osprey::runtime {
 
 class Platform;
+class Device;
 
 /// What a platform knows of one physical device.
 struct PhysicalDeviceInfo {
@@ -58,10 +59,15 @@ class Platform {
   /// An allocator for one logical device carved out of `device`.
   virtual std::unique_ptr<Allocator> create_allocator(const PhysicalDeviceInfo& device,
                                                       const AllocatorOptions& options) = 0;
-  /// Copies bytes between host memory and this platform's device memory (either side may be host).
-  virtual void copy(void* dst, bool dst_on_device, const void* src, bool src_on_device, std::size_t bytes) = 0;
+  /// Copies bytes between host memory and the memory of `device`, one of this platform's logical devices (either
+  /// side may be host; both on the device is a copy within it, or from another device of this platform). Returns
+  /// when the data can be used: host memory written, or the copy ordered before the device's later work.
+  virtual void copy(Device& device, void* dst, bool dst_on_device, const void* src, bool src_on_device,
+                    std::size_t bytes) = 0;
   /// Puts this platform's kernels into the global kernel table. Called once, at registration.
   virtual void register_kernels() = 0;
+  /// Waits until the work queued on `device` has finished (before another device reads its memory).
+  virtual void synchronize(Device& /*device*/) {}
   /// After discover(): what was found, or why nothing was.
   virtual PlatformStatus status() const { return {}; }
   /// GPUs below this compute capability are ignored at discovery, as TensorFlow does ({0, 0}: no minimum).

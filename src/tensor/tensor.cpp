@@ -63,7 +63,7 @@ static Tensor upload(const void* host, const Shape& shape, DType dtype) {
   if (d.host_memory()) {
     std::memcpy(t.raw_data(), host, t.nbytes());
   } else {
-    d.platform().copy(t.impl()->data(), true, host, false, t.nbytes());
+    d.platform().copy(d, t.impl()->data(), true, host, false, t.nbytes());
   }
   return t;
 }
@@ -146,15 +146,16 @@ static void copy_bytes(const TensorImpl& src, TensorImpl& dst, std::size_t bytes
   if (sd.host_memory() && dd.host_memory()) {
     std::memcpy(dst.data(), src.data(), bytes);
   } else if (sd.host_memory()) {
-    dd.platform().copy(dst.data(), true, src.data(), false, bytes);
+    dd.platform().copy(dd, dst.data(), true, src.data(), false, bytes);
   } else if (dd.host_memory()) {
-    sd.platform().copy(dst.data(), false, src.data(), true, bytes);
+    sd.platform().copy(sd, dst.data(), false, src.data(), true, bytes);
   } else if (&sd.platform() == &dd.platform()) {
-    sd.platform().copy(dst.data(), true, src.data(), true, bytes);
+    if (&sd != &dd) sd.platform().synchronize(sd);  // the source was written on its own device's queue
+    dd.platform().copy(dd, dst.data(), true, src.data(), true, bytes);
   } else {
     std::vector<char> staging(bytes);
-    sd.platform().copy(staging.data(), false, src.data(), true, bytes);
-    dd.platform().copy(dst.data(), true, staging.data(), false, bytes);
+    sd.platform().copy(sd, staging.data(), false, src.data(), true, bytes);
+    dd.platform().copy(dd, dst.data(), true, staging.data(), false, bytes);
   }
 }
 
@@ -209,7 +210,7 @@ std::vector<T> Tensor::to_vector() const {
   if (impl.device().host_memory()) {
     std::memcpy(out.data(), impl.data(), out.size() * sizeof(T));
   } else {
-    impl.device().platform().copy(out.data(), false, impl.data(), true, out.size() * sizeof(T));
+    impl.device().platform().copy(impl.device(), out.data(), false, impl.data(), true, out.size() * sizeof(T));
   }
   return out;
 }

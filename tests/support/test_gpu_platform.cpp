@@ -116,7 +116,7 @@ class TestGpuPlatform : public runtime::Platform {
                                               opts.allow_growth);
   }
 
-  void copy(void* dst, bool, const void* src, bool, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void copy(runtime::Device&, void* dst, bool, const void* src, bool, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
 
   void register_kernels() override {
     for (int op = 0; op < static_cast<int>(ops::OpId::kCount); ++op) {

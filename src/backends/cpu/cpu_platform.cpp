@@ -40,7 +40,7 @@ std::unique_ptr<runtime::Allocator> CpuPlatform::create_allocator(const runtime:
   return std::make_unique<CpuAllocator>(options.logical_index == 0 ? "cpu" : fmt::format("cpu_{}", options.logical_index));
 }
 
-void CpuPlatform::copy(void* dst, bool, const void* src, bool, std::size_t bytes) { std::memcpy(dst, src, bytes); }
+void CpuPlatform::copy(runtime::Device&, void* dst, bool, const void* src, bool, std::size_t bytes) { std::memcpy(dst, src, bytes); }
 
 void CpuPlatform::register_kernels() { register_cpu_kernels(); }
 

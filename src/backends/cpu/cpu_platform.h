@@ -13,7 +13,7 @@ class CpuPlatform : public runtime::Platform {
   std::vector<runtime::PhysicalDeviceInfo> discover() override;
   std::unique_ptr<runtime::Allocator> create_allocator(const runtime::PhysicalDeviceInfo& device,
                                                        const runtime::AllocatorOptions& options) override;
-  void copy(void* dst, bool dst_on_device, const void* src, bool src_on_device, std::size_t bytes) override;
+  void copy(runtime::Device& device, void* dst, bool dst_on_device, const void* src, bool src_on_device, std::size_t bytes) override;
   void register_kernels() override;
 };
 
