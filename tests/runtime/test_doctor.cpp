@@ -92,3 +92,30 @@ TEST_F(DoctorTest, ThisMachineGetsAnExactReason) {
   }
   EXPECT_THAT(doctor::format(report), HasSubstr("Result: no GPU is usable"));
 }
+
+TEST_F(DoctorTest, PluginLoaderFailuresAreRecordedWithTheirCause) {
+  setenv("OSPREY_CUDA_PLUGIN", "/nonexistent/libosprey_cuda.so", 1);
+  osprey::testing::reset_runtime();
+  auto st = runtime::DeviceManager::get().plugin_status();
+  EXPECT_FALSE(st.loaded);
+  EXPECT_EQ(st.error, "libosprey_cuda.so not found (looked in: /nonexistent/libosprey_cuda.so)");
+  if (st.built) {
+    EXPECT_THAT(runtime::DeviceManager::get().gpu_availability().reason, HasSubstr("could not be loaded"));
+  }
+
+  // A shared library that is not an Osprey plug-in (libc): refused, saying why.
+  setenv("OSPREY_CUDA_PLUGIN", "/lib/x86_64-linux-gnu/libc.so.6", 1);
+  osprey::testing::reset_runtime();
+  st = runtime::DeviceManager::get().plugin_status();
+  EXPECT_FALSE(st.loaded);
+  EXPECT_THAT(st.error, HasSubstr("has no entry point osprey_create_cuda_platform: not an Osprey plug-in"));
+
+  // A file the loader rejects: the loader's own message.
+  setenv("OSPREY_CUDA_PLUGIN", "/etc/hostname", 1);
+  osprey::testing::reset_runtime();
+  st = runtime::DeviceManager::get().plugin_status();
+  EXPECT_FALSE(st.loaded);
+  EXPECT_THAT(st.error, HasSubstr("/etc/hostname"));
+  unsetenv("OSPREY_CUDA_PLUGIN");
+  EXPECT_EQ(osprey::config::list_physical_devices("CPU").size(), 1u);  // the CPU always works
+}

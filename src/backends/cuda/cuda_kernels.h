@@ -1,0 +1,62 @@
+// Launchers of the CUDA plug-in's device kernels. This header is shared by nvcc (kernels.cu) and the host compiler
+// (cuda_ops.cpp), so it uses plain types only; the enums mirror Osprey's and are mapped in cuda_ops.cpp.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda_runtime.h>
+
+namespace osprey::cuda {
+
+enum class Act : int { linear, relu, sigmoid, tanh, softmax, gelu, elu, selu, softplus, softsign, silu, leaky_relu,
+                       exponential };
+enum class Dt : int { f32, f64, i32, i64 };
+enum class UnaryOp : int { neg, exp, log, sqrt, square, abs };
+enum class BinaryOp : int { add, sub, mul, div, maximum, greater_equal };
+enum class Bcast : int { same, scalar_b, row_b, scalar_a };
+enum class LossOp : int { bce, cce, scce, mse, mae };
+enum class AccOp : int { binary, categorical, sparse_categorical };
+
+/// Device scratch a launcher may use: `partials` holds kMaxBlocks doubles, `error` 4 long longs
+/// ([0] set to 1 by the first failing thread, [1] and [2] what failed).
+struct Scratch {
+  double* partials;
+  long long* error;
+};
+inline constexpr int kMaxBlocks = 256;
+
+void launch_cast(Dt from, Dt to, const void* x, void* y, int64_t n, cudaStream_t s);
+void launch_unary(UnaryOp op, Dt dt, const void* x, void* y, int64_t n, cudaStream_t s);
+void launch_binary(BinaryOp op, Bcast bc, Dt dt, const void* a, const void* b, void* y, int64_t n, int64_t cols,
+                   cudaStream_t s);
+void launch_activation(Act act, const float* z, float* y, int64_t n, int64_t cols, cudaStream_t s);
+void launch_activation_grad(Act act, const float* dy, const float* y, const float* z, float* dz, int64_t n,
+                            int64_t cols, cudaStream_t s);
+/// y[c] = Σ_r x[r, c] (also the bias gradient).
+void launch_sum_axis0(const float* x, float* y, int64_t rows, int64_t cols, cudaStream_t s);
+/// y[r] = Σ_c x[r, c].
+void launch_sum_axis1(const float* x, float* y, int64_t rows, int64_t cols, cudaStream_t s);
+/// y[0] = Σ x (or the mean), accumulated in double in a fixed order (deterministic).
+void launch_sum_all(const float* x, float* y, int64_t n, bool mean, Scratch scratch, cudaStream_t s);
+/// Copies rows idx[i] of src into dst; out-of-range indices set the error ([1] = i, [2] = idx[i]).
+void launch_gather_rows(const char* src, const int64_t* idx, char* dst, int64_t count, int64_t rows,
+                        int64_t row_bytes, Scratch scratch, cudaStream_t s);
+/// Per-sample loss into `out` (when not null) and/or d loss/d y_pred into `dp` scaled by `upstream` (when not
+/// null). Sparse labels out of range set the error ([1] = sample, [2] = the label's float bits).
+void launch_loss(LossOp op, Dt label_dt, const void* y_true, const float* y_pred, int64_t n, int64_t d,
+                 float label_smoothing, float* out, const float* upstream, float* dp, Scratch scratch,
+                 cudaStream_t s);
+/// out[0] = number of correct samples (fractional per sample for multi-output binary accuracy).
+void launch_accuracy(AccOp op, Dt label_dt, const void* y_true, const float* y_pred, int64_t n, int64_t d,
+                     int64_t true_d, float threshold, float* out, Scratch scratch, cudaStream_t s);
+
+void launch_sgd(float* var, const float* g, float* m, int64_t n, float lr, float momentum, bool nesterov,
+                cudaStream_t s);
+void launch_adam(float* var, float* m, float* v, const float* g, float* vhat, int64_t n, float alpha, float beta_1,
+                 float beta_2, float epsilon, cudaStream_t s);
+void launch_rmsprop(float* var, float* v, const float* g, float* mom, float* mg, int64_t n, float lr, float rho,
+                    float momentum, float epsilon, cudaStream_t s);
+/// z[r, c] = bias[c] (or 0): the product of an empty reduction, for k == 0 matmuls.
+void launch_fill_rows(float* z, const float* bias, int64_t rows, int64_t cols, cudaStream_t s);
+
+}  // namespace osprey::cuda

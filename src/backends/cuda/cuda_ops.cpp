@@ -1,0 +1,351 @@
+// The CUDA plug-in's kernels in Osprey's op table: argument unpacking, cuBLASLt matmuls (bias and ReLU fused as
+// epilogues, TF32 when enabled, plans cached per shape and alignment), launches of kernels.cu, and device-side
+// input errors turned into the same exceptions as on the CPU.
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "backends/cuda/cuda_platform.h"
+#include "ops/attrs.h"
+#include "ops/kernel.h"
+#include "osprey/errors.h"
+#include "runtime/device_manager.h"
+
+namespace osprey::cuda {
+
+using ops::KernelContext;
+using runtime::DeviceType;
+
+namespace {
+
+Dt dt_of(DType t) {
+  switch (t) {
+    case DType::float32: return Dt::f32;
+    case DType::float64: return Dt::f64;
+    case DType::int32: return Dt::i32;
+    case DType::int64: return Dt::i64;
+  }
+  return Dt::f32;
+}
+
+Act act_of(ops::Activation a) { return static_cast<Act>(static_cast<int>(a)); }
+static_assert(static_cast<int>(ops::Activation::exponential) == static_cast<int>(Act::exponential));
+static_assert(static_cast<int>(ops::UnaryKind::abs) == static_cast<int>(UnaryOp::abs));
+static_assert(static_cast<int>(ops::BinaryKind::greater_equal) == static_cast<int>(BinaryOp::greater_equal));
+static_assert(static_cast<int>(ops::Broadcast::scalar_a) == static_cast<int>(Bcast::scalar_a));
+static_assert(static_cast<int>(ops::LossKind::mean_absolute_error) == static_cast<int>(LossOp::mae));
+static_assert(static_cast<int>(ops::AccuracyKind::sparse_categorical) == static_cast<int>(AccOp::sparse_categorical));
+
+// The device of the running kernel, made current, with launch errors checked after the launches.
+struct Launch {
+  CudaDevice& dev;
+  explicit Launch(const KernelContext& ctx) : dev(cuda_device(*ctx.device)) { dev.activate(); }
+  cudaStream_t s() const { return dev.stream(); }
+  void done(const char* what) const { check(cudaGetLastError(), what); }
+};
+
+// ---- matmul through cuBLASLt ----
+
+enum class Epilogue { none, bias, relu, relu_bias };
+
+struct MatmulPlan {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+};
+
+int alignment_of(const void* p) {
+  const auto v = reinterpret_cast<std::uintptr_t>(p);
+  return v % 16 == 0 ? 16 : v % 8 == 0 ? 8 : 4;
+}
+
+// Row-major C[m,n] = op(A)·op(B) (+bias[n], ReLU) as the column-major product C^T = op(B)^T·op(A)^T.
+void lt_matmul(CudaDevice& dev, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* A, const float* B,
+               float* C, const float* bias, Epilogue epi) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    launch_fill_rows(C, bias, m, n, dev.stream());
+    if (epi == Epilogue::relu || epi == Epilogue::relu_bias) launch_activation(Act::relu, C, C, m * n, n, dev.stream());
+    check(cudaGetLastError(), "fill (k == 0)");
+    return;
+  }
+  const bool tf32 = runtime::DeviceManager::get().tensor_float_32.load(std::memory_order_relaxed);
+  const int align = std::min({alignment_of(A), alignment_of(B), alignment_of(C), bias ? alignment_of(bias) : 16});
+  using Key = std::tuple<int, int64_t, int64_t, int64_t, bool, bool, int, bool, int>;
+  thread_local std::map<Key, MatmulPlan> plans;
+  const Key key{dev.ordinal(), m, n, k, ta, tb, static_cast<int>(epi), tf32, align};
+  auto it = plans.find(key);
+  if (it == plans.end()) {
+    MatmulPlan p;
+    check(cublasLtMatmulDescCreate(&p.desc, tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F),
+          "cublasLtMatmulDescCreate");
+    // cuBLAS's first operand is B viewed column-major, the second A.
+    cublasOperation_t op_b = tb ? CUBLAS_OP_T : CUBLAS_OP_N, op_a = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+    check(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_b, sizeof(op_b)), "set TRANSA");
+    check(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_a, sizeof(op_a)), "set TRANSB");
+    cublasLtEpilogue_t e = epi == Epilogue::bias        ? CUBLASLT_EPILOGUE_BIAS
+                           : epi == Epilogue::relu      ? CUBLASLT_EPILOGUE_RELU
+                           : epi == Epilogue::relu_bias ? CUBLASLT_EPILOGUE_RELU_BIAS
+                                                        : CUBLASLT_EPILOGUE_DEFAULT;
+    check(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof(e)), "set EPILOGUE");
+    // B row-major (k×n) is column-major (n×k), ld n; transposed it is stored (n×k) row-major: (k×n), ld k.
+    check(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_32F, tb ? k : n, tb ? n : k, tb ? k : n), "layout B");
+    check(cublasLtMatrixLayoutCreate(&p.b, CUDA_R_32F, ta ? m : k, ta ? k : m, ta ? m : k), "layout A");
+    check(cublasLtMatrixLayoutCreate(&p.c, CUDA_R_32F, n, m, n), "layout C");
+    cublasLtMatmulPreference_t pref = nullptr;
+    check(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
+    std::size_t ws = CudaDevice::kWorkspaceBytes;
+    check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)),
+          "set workspace");
+    uint32_t al = static_cast<uint32_t>(align);
+    for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES}) {
+      check(cublasLtMatmulPreferenceSetAttribute(pref, attr, &al, sizeof(al)), "set alignment");
+    }
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    const auto st = cublasLtMatmulAlgoGetHeuristic(dev.lt(), p.desc, p.a, p.b, p.c, p.c, pref, 1, &result, &found);
+    cublasLtMatmulPreferenceDestroy(pref);
+    check(st, "cublasLtMatmulAlgoGetHeuristic");
+    if (found == 0) {
+      throw InternalError(fmt::format("cuBLASLt has no algorithm for a {}x{}x{} matmul (alignment {} bytes)", m, n, k,
+                                      align));
+    }
+    p.algo = result.algo;
+    it = plans.emplace(key, p).first;
+  }
+  MatmulPlan& p = it->second;
+  if (bias) {
+    check(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)),
+          "set BIAS_POINTER");
+  }
+  const float alpha = 1.f, beta = 0.f;
+  check(cublasLtMatmul(dev.lt(), p.desc, &alpha, B, p.a, A, p.b, &beta, C, p.c, C, p.c, &p.algo, dev.workspace(),
+                       CudaDevice::kWorkspaceBytes, dev.stream()),
+        "cublasLtMatmul");
+}
+
+// ---- kernels ----
+
+void cast_kernel(const KernelContext& ctx) {
+  Launch l(ctx);
+  launch_cast(dt_of(ctx.inputs[0].dtype()), dt_of(ctx.attr<ops::CastAttrs>().to), ctx.inputs[0].raw_data(),
+              ctx.outputs[0].raw_data(), ctx.inputs[0].num_elements(), l.s());
+  l.done("Cast");
+}
+
+void matmul_kernel(const KernelContext& ctx) {
+  Launch l(ctx);
+  const auto& a = ctx.inputs[0];
+  const auto& at = ctx.attr<ops::MatMulAttrs>();
+  const int64_t m = ctx.outputs[0].shape()[0], n = ctx.outputs[0].shape()[1];
+  const int64_t k = at.transpose_a ? a.shape()[0] : a.shape()[1];
+  lt_matmul(l.dev, at.transpose_a, at.transpose_b, m, n, k, a.data<float>(), ctx.inputs[1].data<float>(),
+            ctx.outputs[0].data<float>(), nullptr, Epilogue::none);
+  l.done("MatMul");
+}
+
+void fused_matmul_kernel(const KernelContext& ctx) {
+  Launch l(ctx);
+  const auto& at = ctx.attr<ops::DenseAttrs>();
+  const auto& x = ctx.inputs[0];
+  const auto& w = ctx.inputs[1];
+  auto& y = ctx.outputs[0];
+  const int64_t m = x.shape()[0], k = x.shape()[1], n = w.shape()[1];
+  const float* bias = at.has_bias ? ctx.inputs[2].data<float>() : nullptr;
+  if (at.keep_preactivation) {  // z = xW + b for the backward pass, then y = act(z)
+    float* z = ctx.outputs[1].data<float>();
+    lt_matmul(l.dev, false, false, m, n, k, x.data<float>(), w.data<float>(), z, bias,
+              bias ? Epilogue::bias : Epilogue::none);
+    launch_activation(act_of(at.activation), z, y.data<float>(), m * n, n, l.s());
+  } else if (at.activation == ops::Activation::relu) {
+    lt_matmul(l.dev, false, false, m, n, k, x.data<float>(), w.data<float>(), y.data<float>(), bias,
+              bias ? Epilogue::relu_bias : Epilogue::relu);
+  } else {
+    lt_matmul(l.dev, false, false, m, n, k, x.data<float>(), w.data<float>(), y.data<float>(), bias,
+              bias ? Epilogue::bias : Epilogue::none);
+    if (at.activation != ops::Activation::linear) {
+      launch_activation(act_of(at.activation), y.data<float>(), y.data<float>(), m * n, n, l.s());
+    }
+  }
+  l.done("_FusedMatMul");
+}
+
+void bias_add_grad_kernel(const KernelContext& ctx) {
+  Launch l(ctx);
+  const auto& dz = ctx.inputs[0];
+  launch_sum_axis0(dz.data<float>(), ctx.outputs[0].data<float>(), dz.shape()[0], dz.shape()[1], l.s());
+  l.done("BiasAddGrad");
+}
+
+void activation_kernel(const KernelContext& ctx) {
+  Launch l(ctx);
+  const auto& x = ctx.inputs[0];
+  const Tensor xf = x.dtype() == DType::float32 ? x : x.cast(DType::float32);
+  const int64_t cols = x.shape().rank() ? x.shape()[-1] : 1;
+  launch_activation(act_of(ctx.attr<ops::ActivationAttrs>().activation), xf.data<float>(),
+                    ctx.outputs[0].data<float>(), x.num_elements(), std::max<int64_t>(cols, 1), l.s());
+  l.done("Activation");
+}
+
+void activation_grad_kernel(const KernelContext& ctx) {
+  Launch l(ctx);
+  auto& dz = ctx.outputs[0];
+  const int64_t cols = dz.shape().rank() ? dz.shape()[-1] : 1;
+  launch_activation_grad(act_of(ctx.attr<ops::ActivationAttrs>().activation), ctx.inputs[0].data<float>(),
+                         ctx.inputs[1].data<float>(), ctx.inputs[2].defined() ? ctx.inputs[2].data<float>() : nullptr,
+                         dz.data<float>(), dz.num_elements(), std::max<int64_t>(cols, 1), l.s());
+  l.done("ActivationGrad");
+}
+
+void unary_kernel(const KernelContext& ctx) {
+  Launch l(ctx);
+  const auto& x = ctx.inputs[0];
+  launch_unary(static_cast<UnaryOp>(ctx.attr<ops::UnaryAttrs>().kind), x.dtype() == DType::float64 ? Dt::f64 : Dt::f32,
+               x.raw_data(), ctx.outputs[0].raw_data(), x.num_elements(), l.s());
+  l.done("Unary");
+}
+
+void binary_kernel(const KernelContext& ctx) {
+  Launch l(ctx);
+  const auto& at = ctx.attr<ops::BinaryAttrs>();
+  auto& y = ctx.outputs[0];
+  const int64_t cols = y.shape().rank() ? y.shape()[-1] : 1;
+  launch_binary(static_cast<BinaryOp>(at.kind), static_cast<Bcast>(at.broadcast), dt_of(y.dtype()),
+                ctx.inputs[0].raw_data(), ctx.inputs[1].raw_data(), y.raw_data(), y.num_elements(),
+                std::max<int64_t>(cols, 1), l.s());
+  l.done("Binary");
+}
+
+void reduce_kernel(const KernelContext& ctx) {
+  Launch l(ctx);
+  const auto& x = ctx.inputs[0];
+  const Tensor xf = x.dtype() == DType::float32 ? x : x.cast(DType::float32);
+  float* y = ctx.outputs[0].data<float>();
+  switch (ctx.attr<ops::ReduceAttrs>().kind) {
+    case ops::ReduceKind::sum_all:
+      launch_sum_all(xf.data<float>(), y, x.num_elements(), false, l.dev.scratch(), l.s());
+      break;
+    case ops::ReduceKind::mean_all:
+      launch_sum_all(xf.data<float>(), y, x.num_elements(), true, l.dev.scratch(), l.s());
+      break;
+    case ops::ReduceKind::sum_axis0: launch_sum_axis0(xf.data<float>(), y, x.shape()[0], x.shape()[1], l.s()); break;
+    case ops::ReduceKind::sum_axis1: launch_sum_axis1(xf.data<float>(), y, x.shape()[0], x.shape()[1], l.s()); break;
+  }
+  l.done("Reduce");
+}
+
+void gather_rows_kernel(const KernelContext& ctx) {
+  Launch l(ctx);
+  const auto& x = ctx.inputs[0];
+  const auto& idx = ctx.inputs[1];
+  const int64_t rows = x.shape()[0];
+  const int64_t row_bytes = rows ? x.nbytes() / rows : 0;
+  l.dev.clear_error();
+  launch_gather_rows(static_cast<const char*>(x.raw_data()), idx.data<int64_t>(),
+                     static_cast<char*>(ctx.outputs[0].raw_data()), idx.num_elements(), rows, row_bytes,
+                     l.dev.scratch(), l.s());
+  l.done("GatherV2");
+  long long err[4];
+  l.dev.read_error(err);
+  if (err[0]) throw InvalidArgumentError(fmt::format("indices[{}] = {} is not in [0, {})", err[1], err[2], rows));
+}
+
+void run_loss(const KernelContext& ctx, float* out, const float* upstream, float* dp) {
+  Launch l(ctx);
+  const auto& at = ctx.attr<ops::LossAttrs>();
+  const auto& yt = ctx.inputs[0];
+  const auto& yp = ctx.inputs[1];
+  const int64_t n = yp.shape()[0];
+  const int64_t d = n ? yp.num_elements() / n : 0;
+  const bool sparse = at.kind == ops::LossKind::sparse_categorical_crossentropy;
+  if (sparse) l.dev.clear_error();
+  launch_loss(static_cast<LossOp>(at.kind), dt_of(yt.dtype()), yt.raw_data(), yp.data<float>(), n, d,
+              static_cast<float>(at.label_smoothing), out, upstream, dp, l.dev.scratch(), l.s());
+  l.done("Loss");
+  if (sparse) {
+    long long err[4];
+    l.dev.read_error(err);
+    if (err[0]) {
+      const auto bits = static_cast<int32_t>(err[2]);
+      float v;
+      std::memcpy(&v, &bits, sizeof v);
+      throw InvalidArgumentError(fmt::format("Received a label value of {} which is outside the valid range of [0, "
+                                             "{}). Sparse labels must be integers in [0, number of classes).",
+                                             v, d));
+    }
+  }
+}
+
+void loss_kernel(const KernelContext& ctx) { run_loss(ctx, ctx.outputs[0].data<float>(), nullptr, nullptr); }
+void loss_grad_kernel(const KernelContext& ctx) {
+  run_loss(ctx, nullptr, ctx.inputs[2].data<float>(), ctx.outputs[0].data<float>());
+}
+
+void accuracy_count_kernel(const KernelContext& ctx) {
+  Launch l(ctx);
+  const auto& at = ctx.attr<ops::AccuracyAttrs>();
+  const auto& yt = ctx.inputs[0];
+  const auto& yp = ctx.inputs[1];
+  const int64_t n = yp.shape()[0];
+  const int64_t d = n ? yp.num_elements() / n : 0;
+  const int64_t td = n ? yt.num_elements() / n : 0;
+  launch_accuracy(static_cast<AccOp>(at.kind), dt_of(yt.dtype()), yt.raw_data(), yp.data<float>(), n, d, td,
+                  static_cast<float>(at.threshold), ctx.outputs[0].data<float>(), l.dev.scratch(), l.s());
+  l.done("AccuracyCount");
+}
+
+float* optional_data(const Tensor& t) { return t.defined() ? t.data<float>() : nullptr; }
+
+void sgd_kernel(const KernelContext& ctx) {
+  Launch l(ctx);
+  const auto& at = ctx.attr<ops::SgdAttrs>();
+  launch_sgd(ctx.inputs[0].data<float>(), ctx.inputs[1].data<float>(), optional_data(ctx.inputs[2]),
+             ctx.inputs[0].num_elements(), at.learning_rate, at.momentum, at.nesterov, l.s());
+  l.done("ResourceApplyGradientDescent");
+}
+
+void adam_kernel(const KernelContext& ctx) {
+  Launch l(ctx);
+  const auto& at = ctx.attr<ops::AdamAttrs>();
+  launch_adam(ctx.inputs[0].data<float>(), ctx.inputs[1].data<float>(), ctx.inputs[2].data<float>(),
+              ctx.inputs[3].data<float>(), optional_data(ctx.inputs[4]), ctx.inputs[0].num_elements(), at.alpha,
+              at.beta_1, at.beta_2, at.epsilon, l.s());
+  l.done("ResourceApplyAdam");
+}
+
+void rmsprop_kernel(const KernelContext& ctx) {
+  Launch l(ctx);
+  const auto& at = ctx.attr<ops::RmspropAttrs>();
+  launch_rmsprop(ctx.inputs[0].data<float>(), ctx.inputs[1].data<float>(), ctx.inputs[2].data<float>(),
+                 optional_data(ctx.inputs[3]), optional_data(ctx.inputs[4]), ctx.inputs[0].num_elements(),
+                 at.learning_rate, at.rho, at.momentum, at.epsilon, l.s());
+  l.done("ResourceApplyRMSProp");
+}
+
+}  // namespace
+
+void register_cuda_kernels() {
+  using ops::OpId;
+  ops::register_kernel(OpId::Cast, DeviceType::GPU, cast_kernel);
+  ops::register_kernel(OpId::MatMul, DeviceType::GPU, matmul_kernel);
+  ops::register_kernel(OpId::FusedMatMul, DeviceType::GPU, fused_matmul_kernel);
+  ops::register_kernel(OpId::BiasAddGrad, DeviceType::GPU, bias_add_grad_kernel);
+  ops::register_kernel(OpId::Activation, DeviceType::GPU, activation_kernel);
+  ops::register_kernel(OpId::ActivationGrad, DeviceType::GPU, activation_grad_kernel);
+  ops::register_kernel(OpId::Unary, DeviceType::GPU, unary_kernel);
+  ops::register_kernel(OpId::Binary, DeviceType::GPU, binary_kernel);
+  ops::register_kernel(OpId::Reduce, DeviceType::GPU, reduce_kernel);
+  ops::register_kernel(OpId::GatherRows, DeviceType::GPU, gather_rows_kernel);
+  ops::register_kernel(OpId::Loss, DeviceType::GPU, loss_kernel);
+  ops::register_kernel(OpId::LossGrad, DeviceType::GPU, loss_grad_kernel);
+  ops::register_kernel(OpId::AccuracyCount, DeviceType::GPU, accuracy_count_kernel);
+  ops::register_kernel(OpId::ApplySgd, DeviceType::GPU, sgd_kernel);
+  ops::register_kernel(OpId::ApplyAdam, DeviceType::GPU, adam_kernel);
+  ops::register_kernel(OpId::ApplyRmsprop, DeviceType::GPU, rmsprop_kernel);
+}
+
+}  // namespace osprey::cuda

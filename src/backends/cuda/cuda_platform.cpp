@@ -1,0 +1,299 @@
+#include "backends/cuda/cuda_platform.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "core/env.h"
+#include "core/logging.h"
+#include "osprey/errors.h"
+#include "runtime/device_manager.h"
+
+#ifndef OSPREY_CUDA_MIN_CC_MAJOR
+#define OSPREY_CUDA_MIN_CC_MAJOR 9
+#define OSPREY_CUDA_MIN_CC_MINOR 0
+#endif
+
+namespace osprey::cuda {
+
+void check(cudaError_t err, const char* what) {
+  if (err != cudaSuccess) {
+    throw InternalError(fmt::format("{} failed: {} ({})", what, cudaGetErrorString(err), cudaGetErrorName(err)));
+  }
+}
+
+void check(cublasStatus_t status, const char* what) {
+  if (status != CUBLAS_STATUS_SUCCESS) {
+    throw InternalError(fmt::format("{} failed with cuBLAS status {}", what, static_cast<int>(status)));
+  }
+}
+
+// ---- CudaDevice ----
+
+CudaDevice::CudaDevice(std::string name, int ordinal, int platform_id, int64_t limit, bool growth)
+    : Allocator(std::move(name), limit), ordinal_(ordinal), policy_(growth, limit) {
+  activate();
+  check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+  cudaMemPoolProps props{};
+  props.allocType = cudaMemAllocationTypePinned;
+  props.handleTypes = cudaMemHandleTypeNone;
+  props.location.type = cudaMemLocationTypeDevice;
+  props.location.id = ordinal;
+  check(cudaMemPoolCreate(&pool_, &props), "cudaMemPoolCreate");
+  // The pool keeps what it reserved (TensorFlow never gives memory back either): the release threshold follows
+  // the reserved regions.
+  uint64_t threshold = static_cast<uint64_t>(policy_.reserved());
+  check(cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &threshold), "cudaMemPoolSetAttribute");
+  if (!growth && limit > 0) {  // reserve the whole limit up front, as TensorFlow's BFC allocator does
+    void* p = nullptr;
+    if (cudaMallocFromPoolAsync(&p, static_cast<std::size_t>(limit), pool_, stream_) == cudaSuccess) {
+      check(cudaFreeAsync(p, stream_), "cudaFreeAsync");
+    } else {
+      (void)cudaGetLastError();
+      log::warning(fmt::format("Could not reserve {} MB up front on GPU {}; memory will be taken on demand",
+                               limit >> 20, platform_id));
+    }
+  }
+  log::info(fmt::format("Using CUDA malloc Async allocator for GPU: {}", platform_id));
+  check(cublasLtCreate(&lt_), "cublasLtCreate");
+  check(cudaMalloc(&workspace_, kWorkspaceBytes), "cudaMalloc (cuBLASLt workspace)");
+  check(cudaMalloc(reinterpret_cast<void**>(&partials_), sizeof(double) * kMaxBlocks), "cudaMalloc (scratch)");
+  check(cudaMalloc(reinterpret_cast<void**>(&error_), sizeof(long long) * 4), "cudaMalloc (error slots)");
+  check(cudaHostAlloc(reinterpret_cast<void**>(&error_host_), sizeof(long long) * 4, cudaHostAllocDefault),
+        "cudaHostAlloc");
+  check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+}
+
+// Logical devices live as long as the process (the runtime never destroys them while tensors may exist); this
+// runs only at exit paths that destroy them explicitly, and must not throw.
+CudaDevice::~CudaDevice() {
+  cudaSetDevice(ordinal_);
+  if (stream_) cudaStreamSynchronize(stream_);
+  if (staging_) cudaFreeHost(staging_);
+  if (error_host_) cudaFreeHost(error_host_);
+  cudaFree(error_);
+  cudaFree(partials_);
+  cudaFree(workspace_);
+  if (lt_) cublasLtDestroy(lt_);
+  if (pool_) cudaMemPoolDestroy(pool_);
+  if (stream_) cudaStreamDestroy(stream_);
+}
+
+void CudaDevice::activate() const { check(cudaSetDevice(ordinal_), "cudaSetDevice"); }
+
+void* CudaDevice::raw_allocate(std::size_t bytes) {
+  std::lock_guard lock(mu_);
+  const auto added = policy_.reserve_for(in_use_ + static_cast<int64_t>(bytes));
+  if (!added) return nullptr;
+  if (!added->empty()) {
+    uint64_t threshold = static_cast<uint64_t>(policy_.reserved());
+    check(cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &threshold), "cudaMemPoolSetAttribute");
+  }
+  activate();
+  void* p = nullptr;
+  const cudaError_t err = cudaMallocFromPoolAsync(&p, std::max<std::size_t>(bytes, 1), pool_, stream_);
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();  // out of device memory: the Allocator turns nullptr into ResourceExhaustedError
+    return nullptr;
+  }
+  in_use_ += static_cast<int64_t>(bytes);
+  return p;
+}
+
+void CudaDevice::raw_deallocate(void* ptr, std::size_t bytes) {
+  std::lock_guard lock(mu_);
+  cudaSetDevice(ordinal_);
+  cudaFreeAsync(ptr, stream_);  // stream-ordered: after every kernel queued before it
+  in_use_ -= static_cast<int64_t>(bytes);
+}
+
+int64_t CudaDevice::reserved_bytes() const {
+  std::lock_guard lock(mu_);
+  return policy_.reserved();
+}
+
+void CudaDevice::clear_error() { check(cudaMemsetAsync(error_, 0, sizeof(long long) * 4, stream_), "cudaMemsetAsync"); }
+
+void CudaDevice::read_error(long long out[4]) {
+  check(cudaMemcpyAsync(error_host_, error_, sizeof(long long) * 4, cudaMemcpyDeviceToHost, stream_), "cudaMemcpyAsync");
+  check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+  std::memcpy(out, error_host_, sizeof(long long) * 4);
+}
+
+void* CudaDevice::staging(std::size_t bytes) {
+  if (bytes > staging_bytes_) {
+    if (staging_) check(cudaFreeHost(staging_), "cudaFreeHost");
+    staging_ = nullptr;
+    staging_bytes_ = 0;
+    check(cudaHostAlloc(&staging_, bytes, cudaHostAllocDefault), "cudaHostAlloc (staging)");
+    staging_bytes_ = bytes;
+  }
+  return staging_;
+}
+
+static constexpr std::size_t kStagingChunk = std::size_t{64} << 20;
+
+void CudaDevice::copy_to_device(void* dst, const void* src, std::size_t bytes) {
+  std::lock_guard lock(staging_mu_);
+  activate();
+  void* buf = staging(std::min(bytes, kStagingChunk));
+  for (std::size_t off = 0; off < bytes; off += kStagingChunk) {
+    const std::size_t n = std::min(kStagingChunk, bytes - off);
+    std::memcpy(buf, static_cast<const char*>(src) + off, n);
+    check(cudaMemcpyAsync(static_cast<char*>(dst) + off, buf, n, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync");
+    check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");  // before the staging buffer is reused
+  }
+}
+
+void CudaDevice::copy_to_host(void* dst, const void* src, std::size_t bytes) {
+  std::lock_guard lock(staging_mu_);
+  activate();
+  void* buf = staging(std::min(bytes, kStagingChunk));
+  for (std::size_t off = 0; off < bytes; off += kStagingChunk) {
+    const std::size_t n = std::min(kStagingChunk, bytes - off);
+    check(cudaMemcpyAsync(buf, static_cast<const char*>(src) + off, n, cudaMemcpyDeviceToHost, stream_),
+          "cudaMemcpyAsync");
+    check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+    std::memcpy(static_cast<char*>(dst) + off, buf, n);
+  }
+}
+
+void CudaDevice::copy_on_device(void* dst, const void* src, std::size_t bytes) {
+  activate();
+  // With unified addressing the source may be on another GPU (its queue was synchronised by the caller).
+  check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_), "cudaMemcpyAsync");
+}
+
+void CudaDevice::synchronize() {
+  activate();
+  check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+}
+
+CudaDevice& cuda_device(runtime::Device& device) { return static_cast<CudaDevice&>(device.allocator()); }
+
+// ---- The platform ----
+
+namespace {
+
+std::string format_uuid(const cudaUUID_t& u) {
+  const auto* b = reinterpret_cast<const unsigned char*>(u.bytes);
+  return fmt::format("GPU-{:02x}{:02x}{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}{:02x}{:02x}{:02x}{:02x}",
+                     b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
+                     b[15]);
+}
+
+std::string version_string(int v) { return fmt::format("{}.{}", v / 1000, (v % 1000) / 10); }
+
+class CudaPlatform : public runtime::Platform {
+ public:
+  runtime::DeviceType type() const override { return runtime::DeviceType::GPU; }
+  std::string name() const override { return "CUDA"; }
+
+  std::vector<runtime::PhysicalDeviceInfo> discover() override {
+    std::vector<runtime::PhysicalDeviceInfo> out;
+    int runtime_version = 0;
+    cudaRuntimeGetVersion(&runtime_version);
+    // The driver library first: its absence is the most common reason, and the loader's message says it exactly.
+    void* libcuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+    if (!libcuda) {
+      const char* err = dlerror();
+      status_ = {fmt::format("CUDA runtime {}, no driver", version_string(runtime_version)),
+                 fmt::format("No NVIDIA driver found: {}", err ? err : "libcuda.so.1 could not be loaded"),
+                 "Install the NVIDIA driver (nvidia-smi must work); inside a container, run it with the GPU "
+                 "exposed (e.g. docker run --gpus all)."};
+      return out;
+    }
+    int driver_version = 0;
+    cudaDriverGetVersion(&driver_version);
+    status_.description = fmt::format("driver supports CUDA {}, runtime {}", version_string(driver_version),
+                                      version_string(runtime_version));
+    int count = 0;
+    const cudaError_t err = cudaGetDeviceCount(&count);
+    if (err == cudaErrorInsufficientDriver || (driver_version > 0 && driver_version < runtime_version)) {
+      status_.reason = fmt::format("The NVIDIA driver is older than the CUDA runtime: the driver supports CUDA {}, "
+                                   "Osprey's plug-in needs {}.",
+                                   version_string(driver_version), version_string(runtime_version));
+      status_.fix = "Update the NVIDIA driver, or rebuild Osprey with a CUDA toolkit the driver supports.";
+      return out;
+    }
+    if (err == cudaErrorNoDevice || (err == cudaSuccess && count == 0)) {
+      log::error("failed call to cuInit: CUDA_ERROR_NO_DEVICE: no CUDA-capable device is detected");
+      if (auto cvd = env::get("CUDA_VISIBLE_DEVICES")) {
+        status_.reason = fmt::format("CUDA_VISIBLE_DEVICES=\"{}\" hides every GPU (the driver reports none).", *cvd);
+        status_.fix = "Unset CUDA_VISIBLE_DEVICES, or list the GPUs to use (e.g. CUDA_VISIBLE_DEVICES=0).";
+      } else {
+        status_.reason = "The driver reports no CUDA-capable device.";
+        status_.fix = "Check that the GPU is installed and that nvidia-smi lists it.";
+      }
+      return out;
+    }
+    if (err != cudaSuccess) {
+      status_.reason = fmt::format("cudaGetDeviceCount failed: {} ({})", cudaGetErrorString(err), cudaGetErrorName(err));
+      status_.fix = "Check the driver with nvidia-smi; the error names what failed.";
+      return out;
+    }
+    for (int i = 0; i < count; ++i) {
+      cudaDeviceProp p{};
+      if (cudaGetDeviceProperties(&p, i) != cudaSuccess) continue;
+      runtime::PhysicalDeviceInfo info;
+      info.type = runtime::DeviceType::GPU;
+      info.platform_id = i;
+      info.model_name = p.name;
+      info.total_memory = static_cast<int64_t>(p.totalGlobalMem);
+      info.free_memory = info.total_memory;
+      std::size_t free_b = 0, total_b = 0;
+      if (cudaSetDevice(i) == cudaSuccess && cudaMemGetInfo(&free_b, &total_b) == cudaSuccess) {
+        info.free_memory = static_cast<int64_t>(free_b);
+      }
+      info.pci_bus_id = fmt::format("{:04x}:{:02x}:{:02x}.0", p.pciDomainID, p.pciBusID, p.pciDeviceID);
+      info.uuid = format_uuid(p.uuid);
+      info.cc_major = p.major;
+      info.cc_minor = p.minor;
+      out.push_back(info);
+    }
+    return out;
+  }
+
+  std::unique_ptr<runtime::Allocator> create_allocator(const runtime::PhysicalDeviceInfo& d,
+                                                       const runtime::AllocatorOptions& opts) override {
+    const int64_t limit = opts.memory_limit.value_or(runtime::default_gpu_memory_limit(d.free_memory, d.cc_major));
+    return std::make_unique<CudaDevice>(fmt::format("GPU_{}_bfc", opts.logical_index), d.platform_id, d.platform_id,
+                                        limit, opts.allow_growth);
+  }
+
+  void copy(runtime::Device& device, void* dst, bool dst_on_device, const void* src, bool src_on_device,
+            std::size_t bytes) override {
+    auto& c = cuda_device(device);
+    if (dst_on_device && src_on_device) {
+      c.copy_on_device(dst, src, bytes);
+    } else if (dst_on_device) {
+      c.copy_to_device(dst, src, bytes);
+    } else {
+      c.copy_to_host(dst, src, bytes);
+    }
+  }
+
+  void synchronize(runtime::Device& device) override { cuda_device(device).synchronize(); }
+  void register_kernels() override { register_cuda_kernels(); }
+  runtime::PlatformStatus status() const override { return status_; }
+  std::pair<int, int> min_compute_capability() const override {
+    return {OSPREY_CUDA_MIN_CC_MAJOR, OSPREY_CUDA_MIN_CC_MINOR};
+  }
+
+ private:
+  runtime::PlatformStatus status_;
+};
+
+}  // namespace
+
+}  // namespace osprey::cuda
+
+/// The plug-in's entry point, looked up with dlsym by the runtime (runtime/plugin_loader.cpp).
+extern "C" __attribute__((visibility("default"))) osprey::runtime::Platform* osprey_create_cuda_platform(
+    int abi_version) {
+  if (abi_version != osprey::runtime::kPluginAbiVersion) return nullptr;
+  return new osprey::cuda::CudaPlatform();
+}

@@ -1,0 +1,79 @@
+// The CUDA platform (libosprey_cuda.so): discovery through the CUDA runtime, a stream-ordered memory pool and a
+// stream per logical device, host<->device copies through pinned staging buffers, and the kernels (cuda_ops.cpp).
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include "backends/cuda/cuda_kernels.h"
+#include "runtime/memory_policy.h"
+#include "runtime/platform.h"
+
+namespace osprey::cuda {
+
+/// Throws InternalError naming the call and CUDA's message when `err` is not cudaSuccess.
+void check(cudaError_t err, const char* what);
+/// Same for cuBLAS(Lt) status codes.
+void check(cublasStatus_t status, const char* what);
+
+/// What one logical GPU owns: its stream, memory pool, cuBLASLt handle and workspace, device scratch and pinned
+/// staging memory. It is the logical device's allocator, so kernels reach it through the device.
+class CudaDevice : public runtime::Allocator {
+ public:
+  CudaDevice(std::string name, int ordinal, int platform_id, int64_t limit, bool growth);
+  ~CudaDevice() override;
+
+  int ordinal() const { return ordinal_; }
+  cudaStream_t stream() const { return stream_; }
+  cublasLtHandle_t lt() const { return lt_; }
+  void* workspace() const { return workspace_; }
+  static constexpr std::size_t kWorkspaceBytes = std::size_t{32} << 20;
+  Scratch scratch() const { return {partials_, error_}; }
+
+  /// Makes this GPU current for the calling thread.
+  void activate() const;
+  /// Clears the error slots before a kernel that may report one.
+  void clear_error();
+  /// Waits for the stream and returns the error slots ([0] is non-zero when a kernel reported an error).
+  void read_error(long long out[4]);
+  /// Host <-> device copy on this device's stream, staged through pinned memory; returns when done.
+  void copy_to_device(void* dst, const void* src, std::size_t bytes);
+  void copy_to_host(void* dst, const void* src, std::size_t bytes);
+  void copy_on_device(void* dst, const void* src, std::size_t bytes);
+  void synchronize();
+
+ protected:
+  void* raw_allocate(std::size_t bytes) override;
+  void raw_deallocate(void* ptr, std::size_t bytes) override;
+  int64_t reserved_bytes() const override;
+
+ private:
+  void* staging(std::size_t bytes);
+
+  int ordinal_;
+  cudaStream_t stream_ = nullptr;
+  cudaMemPool_t pool_ = nullptr;
+  cublasLtHandle_t lt_ = nullptr;
+  void* workspace_ = nullptr;
+  double* partials_ = nullptr;
+  long long* error_ = nullptr;
+  long long* error_host_ = nullptr;
+  mutable std::mutex mu_;
+  runtime::RegionPolicy policy_;
+  int64_t in_use_ = 0;
+  std::mutex staging_mu_;
+  void* staging_ = nullptr;
+  std::size_t staging_bytes_ = 0;
+};
+
+/// The device context of a kernel's logical device.
+CudaDevice& cuda_device(runtime::Device& device);
+
+/// Registers the CUDA kernels for DeviceType::GPU (cuda_ops.cpp).
+void register_cuda_kernels();
+
+}  // namespace osprey::cuda

@@ -1,0 +1,539 @@
+// The CUDA plug-in's device kernels: the same formulas as the CPU kernels (src/backends/cpu), one thread per
+// element (or per row/sample where the CPU loops over a row), grid-stride loops, deterministic reductions.
+#include <cstdint>
+
+#include "backends/cuda/cuda_kernels.h"
+
+namespace osprey::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr float kEps = 1e-7f;  // keras.config.epsilon()
+constexpr float kSeluAlpha = 1.6732632423543772848f, kSeluScale = 1.0507009873554804934f;
+
+inline int blocks_for(int64_t n) {
+  const int64_t b = (n + kThreads - 1) / kThreads;
+  return static_cast<int>(b < 1 ? 1 : (b > 4096 ? 4096 : b));
+}
+
+#define GRID_STRIDE(i, n) \
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (n); i += static_cast<int64_t>(blockDim.x) * gridDim.x)
+
+// ---- casts, unary, binary ----
+
+template <typename F, typename T>
+__global__ void cast_k(const F* x, T* y, int64_t n) {
+  GRID_STRIDE(i, n) y[i] = static_cast<T>(x[i]);
+}
+
+template <typename F>
+void cast_from(Dt to, const F* x, void* y, int64_t n, cudaStream_t s) {
+  switch (to) {
+    case Dt::f32: cast_k<<<blocks_for(n), kThreads, 0, s>>>(x, static_cast<float*>(y), n); break;
+    case Dt::f64: cast_k<<<blocks_for(n), kThreads, 0, s>>>(x, static_cast<double*>(y), n); break;
+    case Dt::i32: cast_k<<<blocks_for(n), kThreads, 0, s>>>(x, static_cast<int32_t*>(y), n); break;
+    case Dt::i64: cast_k<<<blocks_for(n), kThreads, 0, s>>>(x, static_cast<int64_t*>(y), n); break;
+  }
+}
+
+template <typename T>
+__global__ void unary_k(UnaryOp op, const T* x, T* y, int64_t n) {
+  GRID_STRIDE(i, n) {
+    const T v = x[i];
+    switch (op) {
+      case UnaryOp::neg: y[i] = -v; break;
+      case UnaryOp::exp: y[i] = exp(v); break;
+      case UnaryOp::log: y[i] = log(v); break;
+      case UnaryOp::sqrt: y[i] = sqrt(v); break;
+      case UnaryOp::square: y[i] = v * v; break;
+      case UnaryOp::abs: y[i] = v < T(0) ? -v : v; break;
+    }
+  }
+}
+
+template <typename T>
+__device__ inline T binary_op(BinaryOp op, T a, T b) {
+  switch (op) {
+    case BinaryOp::add: return a + b;
+    case BinaryOp::sub: return a - b;
+    case BinaryOp::mul: return a * b;
+    case BinaryOp::div: return a / b;
+    case BinaryOp::maximum: return a > b ? a : b;
+    case BinaryOp::greater_equal: return a >= b ? T(1) : T(0);
+  }
+  return T(0);
+}
+
+template <typename T>
+__global__ void binary_k(BinaryOp op, Bcast bc, const T* a, const T* b, T* y, int64_t n, int64_t cols) {
+  GRID_STRIDE(i, n) {
+    switch (bc) {
+      case Bcast::same: y[i] = binary_op(op, a[i], b[i]); break;
+      case Bcast::scalar_b: y[i] = binary_op(op, a[i], b[0]); break;
+      case Bcast::scalar_a: y[i] = binary_op(op, a[0], b[i]); break;
+      case Bcast::row_b: y[i] = binary_op(op, a[i], b[i % cols]); break;
+    }
+  }
+}
+
+// ---- activations ----
+
+__device__ inline float act_one(Act act, float z) {
+  switch (act) {
+    case Act::linear: return z;
+    case Act::relu: return z > 0.f ? z : 0.f;
+    case Act::sigmoid: return 1.f / (1.f + expf(-z));
+    case Act::tanh: return tanhf(z);
+    case Act::gelu: return 0.5f * z * (1.f + erff(z * 0.70710678118654752f));
+    case Act::elu: return z >= 0.f ? z : expm1f(z);
+    case Act::selu: return kSeluScale * (z >= 0.f ? z : kSeluAlpha * expm1f(z));
+    case Act::softplus: return fmaxf(z, 0.f) + log1pf(expf(-fabsf(z)));
+    case Act::softsign: return z / (1.f + fabsf(z));
+    case Act::silu: return z / (1.f + expf(-z));
+    case Act::leaky_relu: return z > 0.f ? z : 0.2f * z;
+    case Act::exponential: return expf(z);
+    case Act::softmax: return z;  // row-wise, in softmax_k
+  }
+  return z;
+}
+
+__global__ void act_k(Act act, const float* z, float* y, int64_t n) {
+  GRID_STRIDE(i, n) y[i] = act_one(act, z[i]);
+}
+
+// One thread per row; z and y may alias (each element is read before it is written in the last pass).
+__global__ void softmax_k(const float* z, float* y, int64_t rows, int64_t cols) {
+  GRID_STRIDE(r, rows) {
+    const float* zr = z + r * cols;
+    float* yr = y + r * cols;
+    float mx = zr[0];
+    for (int64_t c = 1; c < cols; ++c) mx = fmaxf(mx, zr[c]);
+    float sum = 0.f;
+    for (int64_t c = 0; c < cols; ++c) sum += expf(zr[c] - mx);
+    const float inv = 1.f / sum;
+    for (int64_t c = 0; c < cols; ++c) yr[c] = expf(zr[c] - mx) * inv;
+  }
+}
+
+__global__ void act_grad_k(Act act, const float* dy, const float* y, const float* z, float* dz, int64_t n) {
+  GRID_STRIDE(i, n) {
+    const float g = dy[i];
+    switch (act) {
+      case Act::linear: dz[i] = g; break;
+      case Act::relu: dz[i] = y[i] > 0.f ? g : 0.f; break;
+      case Act::sigmoid: dz[i] = g * y[i] * (1.f - y[i]); break;
+      case Act::tanh: dz[i] = g * (1.f - y[i] * y[i]); break;
+      case Act::elu: dz[i] = y[i] > 0.f ? g : g * (y[i] + 1.f); break;
+      case Act::selu: dz[i] = g * (y[i] > 0.f ? kSeluScale : y[i] + kSeluScale * kSeluAlpha); break;
+      case Act::leaky_relu: dz[i] = y[i] > 0.f ? g : 0.2f * g; break;
+      case Act::exponential: dz[i] = g * y[i]; break;
+      case Act::gelu: {
+        const float cdf = 0.5f * (1.f + erff(z[i] * 0.70710678118654752f));
+        const float pdf = 0.39894228040143268f * expf(-0.5f * z[i] * z[i]);
+        dz[i] = g * (cdf + z[i] * pdf);
+        break;
+      }
+      case Act::softplus: dz[i] = g / (1.f + expf(-z[i])); break;
+      case Act::softsign: {
+        const float d = 1.f + fabsf(z[i]);
+        dz[i] = g / (d * d);
+        break;
+      }
+      case Act::silu: {
+        const float sg = 1.f / (1.f + expf(-z[i]));
+        dz[i] = g * sg * (1.f + z[i] * (1.f - sg));
+        break;
+      }
+      case Act::softmax: break;  // row-wise, in softmax_grad_k
+    }
+  }
+}
+
+__global__ void softmax_grad_k(const float* dy, const float* y, float* dz, int64_t rows, int64_t cols) {
+  GRID_STRIDE(r, rows) {
+    const float* yr = y + r * cols;
+    const float* gr = dy + r * cols;
+    float dot = 0.f;
+    for (int64_t c = 0; c < cols; ++c) dot += gr[c] * yr[c];
+    for (int64_t c = 0; c < cols; ++c) dz[r * cols + c] = yr[c] * (gr[c] - dot);
+  }
+}
+
+// ---- reductions ----
+
+__global__ void sum_axis0_k(const float* x, float* y, int64_t rows, int64_t cols) {
+  GRID_STRIDE(c, cols) {
+    float s = 0.f;
+    for (int64_t r = 0; r < rows; ++r) s += x[r * cols + c];
+    y[c] = s;
+  }
+}
+
+__global__ void sum_axis1_k(const float* x, float* y, int64_t rows, int64_t cols) {
+  GRID_STRIDE(r, rows) {
+    float s = 0.f;
+    for (int64_t c = 0; c < cols; ++c) s += x[r * cols + c];
+    y[r] = s;
+  }
+}
+
+// Block-wide sum of one double per thread, in a fixed order; thread 0 gets the result.
+__device__ double block_sum(double v) {
+  __shared__ double buf[kThreads];
+  buf[threadIdx.x] = v;
+  __syncthreads();
+  for (int stride = blockDim.x / 2; stride > 0; stride >>= 1) {
+    if (threadIdx.x < stride) buf[threadIdx.x] += buf[threadIdx.x + stride];
+    __syncthreads();
+  }
+  return buf[0];
+}
+
+__global__ void sum_partials_k(const float* x, int64_t n, double* partials) {
+  double acc = 0.0;
+  GRID_STRIDE(i, n) acc += x[i];
+  const double total = block_sum(acc);
+  if (threadIdx.x == 0) partials[blockIdx.x] = total;
+}
+
+__global__ void finish_sum_k(const double* partials, int blocks, float* y, double divisor) {
+  if (threadIdx.x == 0 && blockIdx.x == 0) {
+    double s = 0.0;
+    for (int b = 0; b < blocks; ++b) s += partials[b];
+    y[0] = static_cast<float>(s / divisor);
+  }
+}
+
+// ---- gathers, losses, accuracy ----
+
+__device__ void set_error(long long* error, long long a, long long b) {
+  if (atomicCAS(reinterpret_cast<unsigned long long*>(error), 0ull, 1ull) == 0ull) {
+    error[1] = a;
+    error[2] = b;
+  }
+}
+
+__global__ void gather_rows_k(const char* src, const int64_t* idx, char* dst, int64_t count, int64_t rows,
+                              int64_t row_bytes, long long* error) {
+  const int64_t total = count * row_bytes;
+  GRID_STRIDE(t, total) {
+    const int64_t i = t / row_bytes, byte = t % row_bytes;
+    const int64_t r = idx[i];
+    if (r < 0 || r >= rows) {
+      if (byte == 0) set_error(error, i, r);
+      continue;
+    }
+    dst[t] = src[r * row_bytes + byte];
+  }
+}
+
+__device__ inline float label_at(Dt dt, const void* p, int64_t i) {
+  switch (dt) {
+    case Dt::f32: return static_cast<const float*>(p)[i];
+    case Dt::f64: return static_cast<float>(static_cast<const double*>(p)[i]);
+    case Dt::i32: return static_cast<float>(static_cast<const int32_t*>(p)[i]);
+    case Dt::i64: return static_cast<float>(static_cast<const int64_t*>(p)[i]);
+  }
+  return 0.f;
+}
+
+__device__ inline bool in_clip(float p) { return p >= kEps && p <= 1.f - kEps; }
+__device__ inline float clip(float p) { return fminf(fmaxf(p, kEps), 1.f - kEps); }
+
+// One thread per sample, the CPU's formulas line for line (spec/keras_api.md §2).
+__global__ void loss_k(LossOp op, Dt ldt, const void* yt, const float* yp, int64_t n, int64_t d, float ls, float* out,
+                       const float* upstream, float* dp, long long* error) {
+  GRID_STRIDE(i, n) {
+    const float* pr = yp + i * d;
+    float* gr = dp ? dp + i * d : nullptr;
+    const float up = upstream ? upstream[i] : 0.f;
+    double acc = 0.0;
+    switch (op) {
+      case LossOp::bce:
+        for (int64_t j = 0; j < d; ++j) {
+          const float y = label_at(ldt, yt, i * d + j) * (1.f - ls) + 0.5f * ls;
+          const float c = clip(pr[j]);
+          acc += -(y * logf(c) + (1.f - y) * logf(1.f - c));
+          if (gr) gr[j] = in_clip(pr[j]) ? up * (-(y / c) + (1.f - y) / (1.f - c)) / static_cast<float>(d) : 0.f;
+        }
+        acc /= static_cast<double>(d);
+        break;
+      case LossOp::cce:
+      case LossOp::scce: {
+        const bool sparse = op == LossOp::scce;
+        int64_t label = -1;
+        if (sparse) {
+          const float v = label_at(ldt, yt, i);
+          label = static_cast<int64_t>(v);
+          if (label < 0 || label >= d || static_cast<float>(label) != v) {
+            set_error(error, i, __float_as_int(v));
+            if (out) out[i] = nanf("");
+            if (gr) {
+              for (int64_t j = 0; j < d; ++j) gr[j] = 0.f;
+            }
+            continue;
+          }
+        }
+        float s = 0.f;
+        for (int64_t j = 0; j < d; ++j) s += pr[j];
+        float weighted = 0.f;
+        for (int64_t j = 0; j < d; ++j) {
+          const float y = sparse ? (j == label ? 1.f : 0.f) : label_at(ldt, yt, i * d + j) * (1.f - ls) + ls / d;
+          const float q = pr[j] / s;
+          if (y != 0.f) acc += -y * logf(clip(q));
+          const float dq = (y != 0.f && in_clip(q)) ? -y / q : 0.f;
+          if (gr) gr[j] = dq;
+          weighted += dq * q;
+        }
+        if (gr) {
+          for (int64_t j = 0; j < d; ++j) gr[j] = up * (gr[j] - weighted) / s;
+        }
+        break;
+      }
+      case LossOp::mse:
+        for (int64_t j = 0; j < d; ++j) {
+          const float e = pr[j] - label_at(ldt, yt, i * d + j);
+          acc += static_cast<double>(e) * e;
+          if (gr) gr[j] = up * 2.f * e / static_cast<float>(d);
+        }
+        acc /= static_cast<double>(d);
+        break;
+      case LossOp::mae:
+        for (int64_t j = 0; j < d; ++j) {
+          const float e = pr[j] - label_at(ldt, yt, i * d + j);
+          acc += fabsf(e);
+          if (gr) gr[j] = up * static_cast<float>((e > 0.f) - (e < 0.f)) / static_cast<float>(d);
+        }
+        acc /= static_cast<double>(d);
+        break;
+    }
+    if (out) out[i] = static_cast<float>(acc);
+  }
+}
+
+__device__ int64_t argmax_row(const float* p, int64_t d) {
+  int64_t best = 0;
+  for (int64_t j = 1; j < d; ++j) {
+    if (p[j] > p[best]) best = j;
+  }
+  return best;
+}
+
+__global__ void accuracy_partials_k(AccOp op, Dt ldt, const void* yt, const float* yp, int64_t n, int64_t d,
+                                    int64_t td, float threshold, double* partials) {
+  double correct = 0.0;
+  GRID_STRIDE(i, n) {
+    switch (op) {
+      case AccOp::binary: {
+        double row = 0.0;
+        for (int64_t j = 0; j < d; ++j) {
+          const float pred = yp[i * d + j] > threshold ? 1.f : 0.f;
+          row += label_at(ldt, yt, i * d + j) == pred ? 1.0 : 0.0;
+        }
+        correct += d ? row / static_cast<double>(d) : 0.0;
+        break;
+      }
+      case AccOp::categorical: {
+        int64_t best_t = 0;
+        for (int64_t j = 1; j < td; ++j) {
+          if (label_at(ldt, yt, i * td + j) > label_at(ldt, yt, i * td + best_t)) best_t = j;
+        }
+        correct += best_t == argmax_row(yp + i * d, d) ? 1.0 : 0.0;
+        break;
+      }
+      case AccOp::sparse_categorical:
+        correct += label_at(ldt, yt, i) == static_cast<float>(argmax_row(yp + i * d, d)) ? 1.0 : 0.0;
+        break;
+    }
+  }
+  const double total = block_sum(correct);
+  if (threadIdx.x == 0) partials[blockIdx.x] = total;
+}
+
+// ---- optimizers (spec/keras_api.md §3) ----
+
+__global__ void sgd_k(float* var, const float* g, float* m, int64_t n, float lr, float momentum, bool nesterov) {
+  GRID_STRIDE(i, n) {
+    if (!m || momentum == 0.f) {
+      var[i] -= lr * g[i];
+    } else {
+      m[i] = momentum * m[i] - lr * g[i];
+      var[i] += nesterov ? momentum * m[i] - lr * g[i] : m[i];
+    }
+  }
+}
+
+__global__ void adam_k(float* var, float* m, float* v, const float* g, float* vhat, int64_t n, float alpha,
+                       float beta_1, float beta_2, float epsilon) {
+  const float c1 = 1.f - beta_1, c2 = 1.f - beta_2;
+  GRID_STRIDE(i, n) {
+    const float gi = g[i];
+    const float mi = m[i] + (gi - m[i]) * c1;
+    const float vi = v[i] + (gi * gi - v[i]) * c2;
+    m[i] = mi;
+    v[i] = vi;
+    float denom_v = vi;
+    if (vhat) denom_v = vhat[i] = fmaxf(vhat[i], vi);
+    var[i] -= (mi * alpha) / (sqrtf(denom_v) + epsilon);
+  }
+}
+
+__global__ void rmsprop_k(float* var, float* v, const float* g, float* mom, float* mg, int64_t n, float lr, float rho,
+                          float momentum, float epsilon) {
+  GRID_STRIDE(i, n) {
+    const float gi = g[i];
+    v[i] = rho * v[i] + (1.f - rho) * gi * gi;
+    float denom = v[i];
+    if (mg) {
+      mg[i] = rho * mg[i] + (1.f - rho) * gi;
+      denom -= mg[i] * mg[i];
+    }
+    const float inc = lr * gi / sqrtf(denom + epsilon);
+    if (mom && momentum > 0.f) {
+      mom[i] = momentum * mom[i] + inc;
+      var[i] -= mom[i];
+    } else {
+      var[i] -= inc;
+    }
+  }
+}
+
+__global__ void fill_rows_k(float* z, const float* bias, int64_t rows, int64_t cols) {
+  GRID_STRIDE(i, rows * cols) z[i] = bias ? bias[i % cols] : 0.f;
+}
+
+int partial_blocks(int64_t n) {
+  const int64_t b = (n + kThreads - 1) / kThreads;
+  return static_cast<int>(b < 1 ? 1 : (b > kMaxBlocks ? kMaxBlocks : b));
+}
+
+}  // namespace
+
+void launch_cast(Dt from, Dt to, const void* x, void* y, int64_t n, cudaStream_t s) {
+  if (n == 0) return;
+  switch (from) {
+    case Dt::f32: return cast_from(to, static_cast<const float*>(x), y, n, s);
+    case Dt::f64: return cast_from(to, static_cast<const double*>(x), y, n, s);
+    case Dt::i32: return cast_from(to, static_cast<const int32_t*>(x), y, n, s);
+    case Dt::i64: return cast_from(to, static_cast<const int64_t*>(x), y, n, s);
+  }
+}
+
+void launch_unary(UnaryOp op, Dt dt, const void* x, void* y, int64_t n, cudaStream_t s) {
+  if (n == 0) return;
+  if (dt == Dt::f64) {
+    unary_k<<<blocks_for(n), kThreads, 0, s>>>(op, static_cast<const double*>(x), static_cast<double*>(y), n);
+  } else {
+    unary_k<<<blocks_for(n), kThreads, 0, s>>>(op, static_cast<const float*>(x), static_cast<float*>(y), n);
+  }
+}
+
+void launch_binary(BinaryOp op, Bcast bc, Dt dt, const void* a, const void* b, void* y, int64_t n, int64_t cols,
+                   cudaStream_t s) {
+  if (n == 0) return;
+  const int g = blocks_for(n);
+  switch (dt) {
+    case Dt::f32:
+      binary_k<<<g, kThreads, 0, s>>>(op, bc, static_cast<const float*>(a), static_cast<const float*>(b),
+                                      static_cast<float*>(y), n, cols);
+      break;
+    case Dt::f64:
+      binary_k<<<g, kThreads, 0, s>>>(op, bc, static_cast<const double*>(a), static_cast<const double*>(b),
+                                      static_cast<double*>(y), n, cols);
+      break;
+    case Dt::i32:
+      binary_k<<<g, kThreads, 0, s>>>(op, bc, static_cast<const int32_t*>(a), static_cast<const int32_t*>(b),
+                                      static_cast<int32_t*>(y), n, cols);
+      break;
+    case Dt::i64:
+      binary_k<<<g, kThreads, 0, s>>>(op, bc, static_cast<const int64_t*>(a), static_cast<const int64_t*>(b),
+                                      static_cast<int64_t*>(y), n, cols);
+      break;
+  }
+}
+
+void launch_activation(Act act, const float* z, float* y, int64_t n, int64_t cols, cudaStream_t s) {
+  if (n == 0) return;
+  if (act == Act::softmax) {
+    const int64_t rows = n / cols;
+    softmax_k<<<blocks_for(rows), kThreads, 0, s>>>(z, y, rows, cols);
+  } else {
+    act_k<<<blocks_for(n), kThreads, 0, s>>>(act, z, y, n);
+  }
+}
+
+void launch_activation_grad(Act act, const float* dy, const float* y, const float* z, float* dz, int64_t n,
+                            int64_t cols, cudaStream_t s) {
+  if (n == 0) return;
+  if (act == Act::softmax) {
+    const int64_t rows = n / cols;
+    softmax_grad_k<<<blocks_for(rows), kThreads, 0, s>>>(dy, y, dz, rows, cols);
+  } else {
+    act_grad_k<<<blocks_for(n), kThreads, 0, s>>>(act, dy, y, z, dz, n);
+  }
+}
+
+void launch_sum_axis0(const float* x, float* y, int64_t rows, int64_t cols, cudaStream_t s) {
+  if (cols == 0) return;
+  sum_axis0_k<<<blocks_for(cols), kThreads, 0, s>>>(x, y, rows, cols);
+}
+
+void launch_sum_axis1(const float* x, float* y, int64_t rows, int64_t cols, cudaStream_t s) {
+  if (rows == 0) return;
+  sum_axis1_k<<<blocks_for(rows), kThreads, 0, s>>>(x, y, rows, cols);
+}
+
+void launch_sum_all(const float* x, float* y, int64_t n, bool mean, Scratch scratch, cudaStream_t s) {
+  const int blocks = partial_blocks(n);
+  sum_partials_k<<<blocks, kThreads, 0, s>>>(x, n, scratch.partials);
+  finish_sum_k<<<1, 1, 0, s>>>(scratch.partials, blocks, y, mean && n > 0 ? static_cast<double>(n) : 1.0);
+}
+
+void launch_gather_rows(const char* src, const int64_t* idx, char* dst, int64_t count, int64_t rows,
+                        int64_t row_bytes, Scratch scratch, cudaStream_t s) {
+  if (count == 0 || row_bytes == 0) return;
+  gather_rows_k<<<blocks_for(count * row_bytes), kThreads, 0, s>>>(src, idx, dst, count, rows, row_bytes,
+                                                                   scratch.error);
+}
+
+void launch_loss(LossOp op, Dt label_dt, const void* y_true, const float* y_pred, int64_t n, int64_t d,
+                 float label_smoothing, float* out, const float* upstream, float* dp, Scratch scratch,
+                 cudaStream_t s) {
+  if (n == 0) return;
+  loss_k<<<blocks_for(n), kThreads, 0, s>>>(op, label_dt, y_true, y_pred, n, d, label_smoothing, out, upstream, dp,
+                                            scratch.error);
+}
+
+void launch_accuracy(AccOp op, Dt label_dt, const void* y_true, const float* y_pred, int64_t n, int64_t d,
+                     int64_t true_d, float threshold, float* out, Scratch scratch, cudaStream_t s) {
+  const int blocks = partial_blocks(n);
+  accuracy_partials_k<<<blocks, kThreads, 0, s>>>(op, label_dt, y_true, y_pred, n, d, true_d, threshold,
+                                                  scratch.partials);
+  finish_sum_k<<<1, 1, 0, s>>>(scratch.partials, blocks, out, 1.0);
+}
+
+void launch_sgd(float* var, const float* g, float* m, int64_t n, float lr, float momentum, bool nesterov,
+                cudaStream_t s) {
+  if (n == 0) return;
+  sgd_k<<<blocks_for(n), kThreads, 0, s>>>(var, g, m, n, lr, momentum, nesterov);
+}
+
+void launch_adam(float* var, float* m, float* v, const float* g, float* vhat, int64_t n, float alpha, float beta_1,
+                 float beta_2, float epsilon, cudaStream_t s) {
+  if (n == 0) return;
+  adam_k<<<blocks_for(n), kThreads, 0, s>>>(var, m, v, g, vhat, n, alpha, beta_1, beta_2, epsilon);
+}
+
+void launch_rmsprop(float* var, float* v, const float* g, float* mom, float* mg, int64_t n, float lr, float rho,
+                    float momentum, float epsilon, cudaStream_t s) {
+  if (n == 0) return;
+  rmsprop_k<<<blocks_for(n), kThreads, 0, s>>>(var, v, g, mom, mg, n, lr, rho, momentum, epsilon);
+}
+
+void launch_fill_rows(float* z, const float* bias, int64_t rows, int64_t cols, cudaStream_t s) {
+  if (rows * cols == 0) return;
+  fill_rows_k<<<blocks_for(rows * cols), kThreads, 0, s>>>(z, bias, rows, cols);
+}
+
+}  // namespace osprey::cuda
