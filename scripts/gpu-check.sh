@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# One run on a GPU machine (H200, 16 cores, CUDA 13, no network): configure, build with all cores, run every test
+# (tests/cuda included), show `osprey doctor`, train the first seed's model on GPU:0 with placement logging (a
+# sample of the log), time the seed model and the wide MLP on CPU and GPU, and print a short table last.
+# Designed to finish in well under 6 minutes. On a machine without a GPU it runs as far as it can (a dry run).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+t0=$(date +%s)
+section() { printf '\n=== %s (%ss)\n' "$*" "$(($(date +%s) - t0))"; }
+results=()
+
+section "machine"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo "nvidia-smi: not available"
+nproc
+
+section "configure and build (all cores)"
+for tool in cmake ninja; do command -v "$tool" >/dev/null || { echo "missing: $tool (run scripts/bootstrap.sh)"; exit 1; }; done
+if ! cmake --preset release -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHS:-90}" >/tmp/osprey-configure.log 2>&1; then
+  tail -30 /tmp/osprey-configure.log
+  echo "configure failed (missing packages? see scripts/bootstrap.sh)"
+  exit 1
+fi
+grep -E "Osprey:" /tmp/osprey-configure.log
+if cmake --build build/release -j "$(nproc)" >/tmp/osprey-build.log 2>&1; then
+  results+=("| build | ok |")
+else
+  tail -30 /tmp/osprey-build.log
+  echo "build failed"
+  exit 1
+fi
+
+section "osprey doctor"
+build/release/tools/osprey/osprey doctor
+doctor_rc=$?
+build/release/tools/osprey/osprey devices
+results+=("| osprey doctor | $([ $doctor_rc -eq 0 ] && echo 'GPU usable' || echo "no GPU (exit $doctor_rc)") |")
+
+section "tests (ctest, all)"
+ctest --preset release -j 8 >/tmp/osprey-ctest.log 2>&1
+ctest_rc=$?
+tail -8 /tmp/osprey-ctest.log
+results+=("| ctest | $(grep -E 'tests passed' /tmp/osprey-ctest.log | head -1) |")
+
+section "tests/cuda (every op on the GPU against the CPU)"
+build/release/tests/cuda_tests >/tmp/osprey-cuda-tests.log 2>&1
+cuda_rc=$?
+grep -E '^\[ +(OK|FAILED|SKIPPED) +\]|no GPU|Failure' /tmp/osprey-cuda-tests.log | head -20
+results+=("| tests/cuda | $(grep -cE '^\[ +OK +\] .*\(' /tmp/osprey-cuda-tests.log) ok, $(grep -cE '^\[ +SKIPPED +\] .*\(' /tmp/osprey-cuda-tests.log) skipped, rc $cuda_rc |")
+
+section "first seed's model on GPU:0 with placement logging (sample)"
+build/release/examples/gpu_select >/tmp/osprey-gpu-select.log 2>&1
+grep -m 12 "Executing op" /tmp/osprey-gpu-select.log
+grep -E "Physical GPUs|lives on|memory on" /tmp/osprey-gpu-select.log
+on_gpu=$(grep -c "Executing op .*device:GPU:0" /tmp/osprey-gpu-select.log)
+on_cpu=$(grep -c "Executing op .*device:CPU:0" /tmp/osprey-gpu-select.log)
+results+=("| seed on GPU:0, placement log | $on_gpu ops on GPU:0, $on_cpu on CPU:0 |")
+
+section "step times (train_on_batch, µs/step)"
+timings=()
+for spec in "seed 64 200" "wide 128 100" "wide 4096 20"; do
+  set -- $spec
+  for dev in /CPU:0 /GPU:0; do
+    steps=$3
+    [ "$dev" = /GPU:0 ] && steps=200
+    timings+=("$(timeout 120 build/release/bench/device_step "$1" "$2" "$dev" "$steps" 2>/dev/null || echo "| $1 | $2 | $dev | failed |")")
+  done
+done
+printf '%s\n' "${timings[@]}"
+
+section "summary"
+echo "| check | result |"
+echo "|---|---|"
+printf '%s\n' "${results[@]}"
+echo
+echo "| model | batch | device | µs/step |"
+echo "|---|---|---|---|"
+printf '%s\n' "${timings[@]}"
+echo "total: $(($(date +%s) - t0)) s"
+[ $ctest_rc -eq 0 ] && [ $cuda_rc -eq 0 ]

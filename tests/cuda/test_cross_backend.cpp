@@ -1,0 +1,232 @@
+// Every op, forward and backward, on every GPU backend present, against the CPU (float32 relative bounds).
+// On a machine without a GPU the real-GPU case skips with the runtime's reason; the same checks run on the test
+// platform's simulated GPU so that the harness itself is always exercised.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+
+#include <fmt/format.h>
+
+#include "osprey/autodiff.h"
+#include "osprey/config.h"
+#include "osprey/device.h"
+#include "osprey/errors.h"
+#include "osprey/ops.h"
+#include "osprey/random.h"
+#include "osprey/tensor.h"
+#include "runtime/device_manager.h"
+#include "support/test_gpu_platform.h"
+#include "test_util.h"
+
+using namespace osprey;
+
+namespace {
+
+using Outputs = std::vector<Tensor>;
+using Vars = std::vector<Variable*>;
+
+// Runs `f` with every op placed on `device` (soft placement off: nothing may silently fall back) and returns
+// the outputs' host values, checking that they were computed there.
+std::vector<std::vector<double>> run_on(const std::string& device, const std::function<Outputs()>& f) {
+  config::set_soft_device_placement(false);
+  DeviceScope on(device);
+  std::vector<std::vector<double>> out;
+  for (const auto& t : f()) {
+    EXPECT_EQ(t.device().name, DeviceSpec::from_string(device).device_type == "GPU" ? "/device:GPU:0" : "/device:CPU:0");
+    const Tensor h = t.to("CPU:0").cast(DType::float64);
+    out.push_back(h.to_vector<double>());
+  }
+  config::set_soft_device_placement(true);
+  return out;
+}
+
+void expect_same(const std::string& what, const std::function<Outputs()>& f, double rtol = 2e-4) {
+  const auto cpu = run_on("/CPU:0", f);
+  const auto gpu = run_on("/GPU:0", f);
+  ASSERT_EQ(cpu.size(), gpu.size()) << what;
+  for (size_t o = 0; o < cpu.size(); ++o) {
+    ASSERT_EQ(cpu[o].size(), gpu[o].size()) << what << " output " << o;
+    for (size_t i = 0; i < cpu[o].size(); ++i) {
+      const double a = cpu[o][i], b = gpu[o][i];
+      if (std::isnan(a)) {
+        EXPECT_TRUE(std::isnan(b)) << what << " output " << o << "[" << i << "]";
+        continue;
+      }
+      EXPECT_LE(std::abs(a - b), rtol * std::max(1.0, std::abs(a)))
+          << what << " output " << o << "[" << i << "]: CPU " << a << ", GPU " << b;
+    }
+  }
+}
+
+// Host-built inputs (on the CPU), so both runs see identical values.
+Tensor host_uniform(const Shape& shape, double lo, double hi, uint64_t seed) {
+  random::set_seed(seed);
+  DeviceScope cpu("/CPU:0");
+  return random::uniform(shape, lo, hi);
+}
+
+Tensor host_labels(int64_t n, int classes, uint64_t seed, DType dtype) {
+  random::set_seed(seed);
+  DeviceScope cpu("/CPU:0");
+  return random::randint(0, classes, {n}).cast(dtype);
+}
+
+void check_every_op() {
+  const Tensor a = host_uniform({33, 17}, -2, 2, 1), b = host_uniform({17, 9}, -2, 2, 2);
+  const Tensor sq = host_uniform({33, 17}, -2, 2, 3), row = host_uniform({17}, -1, 1, 4);
+  const Tensor pos = host_uniform({33, 17}, 0.1, 3, 5);
+
+  // Casts between every pair of dtypes.
+  for (DType from : {DType::float32, DType::float64, DType::int32, DType::int64}) {
+    for (DType to : {DType::float32, DType::float64, DType::int32, DType::int64}) {
+      expect_same(fmt::format("cast {}->{}", int(from), int(to)), [&] {
+        return Outputs{ops::cast(ops::cast(ops::mul(a, Tensor::scalar(10.0)), from), to)};
+      });
+    }
+  }
+  // Matmul with every transpose combination, forward and backward.
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      const Tensor x = ta ? host_uniform({17, 33}, -1, 1, 6) : a;
+      const Tensor y = tb ? host_uniform({9, 17}, -1, 1, 7) : b;
+      expect_same(fmt::format("matmul ta={} tb={}", ta, tb), [&] {
+        Variable vx(x, "x"), vy(y, "y");
+        GradientTape tape;
+        Tensor c = ops::matmul(vx.value(), vy.value(), ta, tb);
+        auto g = tape.gradient(ops::reduce_sum(ops::square(c)), Vars{&vx, &vy});
+        return Outputs{c, g[0], g[1]};
+      });
+    }
+  }
+  // Dense with every activation, with and without bias, forward and backward.
+  for (int act = 0; act <= static_cast<int>(ops::Activation::exponential); ++act) {
+    for (bool with_bias : {true, false}) {
+      const auto activation = static_cast<ops::Activation>(act);
+      expect_same("dense " + ops::activation_name(activation) + (with_bias ? " +bias" : ""), [&] {
+        Variable w(ops::mul(b, Tensor::scalar(0.3)), "w"), bias(row.slice_rows(0, 9), "b");
+        GradientTape tape;
+        Tensor y = ops::dense(a, w.value(), with_bias ? bias.value() : Tensor(), activation);
+        auto g = tape.gradient(ops::reduce_mean(ops::mul(y, y)), Vars{&w, &bias});
+        return with_bias ? Outputs{y, g[0], g[1]} : Outputs{y, g[0]};
+      });
+      expect_same("activation " + ops::activation_name(activation), [&] {
+        Variable v(ops::mul(sq, Tensor::scalar(0.5)), "v");
+        GradientTape tape;
+        Tensor y = ops::activation(v.value(), activation);
+        auto g = tape.gradient(ops::reduce_sum(ops::mul(y, y)), Vars{&v});
+        return Outputs{y, g[0]};
+      });
+    }
+  }
+  // Unary and binary ops (every broadcast form), with gradients.
+  expect_same("unary", [&] {
+    Variable v(pos, "v");
+    GradientTape tape;
+    Outputs ys{ops::neg(v.value()), ops::exp(v.value()), ops::log(v.value()), ops::sqrt(v.value()),
+               ops::square(v.value()), ops::abs(ops::sub(v.value(), Tensor::scalar(1.0)))};
+    Tensor total = ops::reduce_sum(ys[0]);
+    for (size_t i = 1; i < ys.size(); ++i) total = ops::add(total, ops::reduce_sum(ys[i]));
+    auto g = tape.gradient(total, Vars{&v});
+    ys.push_back(g[0]);
+    return ys;
+  });
+  expect_same("binary", [&] {
+    Variable x(sq, "x"), y(pos, "y"), r(row, "r");
+    GradientTape tape;
+    Outputs ys{ops::add(x.value(), y.value()), ops::sub(x.value(), r.value()), ops::mul(x.value(), Tensor::scalar(3.0)),
+               ops::div(x.value(), y.value()), ops::maximum(x.value(), y.value()),
+               ops::div(Tensor::scalar(2.0), y.value())};
+    Tensor total = ops::reduce_sum(ys[0]);
+    for (size_t i = 1; i < ys.size(); ++i) total = ops::add(total, ops::reduce_mean(ys[i]));
+    auto g = tape.gradient(total, Vars{&x, &y, &r});
+    ys.insert(ys.end(), g.begin(), g.end());
+    return ys;
+  });
+  expect_same("integer binary", [&] {
+    Tensor i = ops::cast(ops::mul(sq, Tensor::scalar(10.0)), DType::int64);
+    return Outputs{ops::add(i, i), ops::mul(i, i), ops::maximum(i, ops::sub(i, ops::mul(i, i))), ops::sub(i, i)};
+  });
+  // Reductions.
+  expect_same("reductions", [&] {
+    return Outputs{ops::reduce_sum(a), ops::reduce_mean(a), ops::reduce_sum(a, 0), ops::reduce_sum(a, 1),
+                   ops::reduce_mean(a, 0)};
+  });
+  // Gathers.
+  expect_same("gather", [&] {
+    return Outputs{ops::gather_rows(a, Tensor::from_vector<int64_t>({32, 0, 5, 5, 17}, {5})),
+                   ops::gather_rows(ops::cast(a, DType::int32), Tensor::from_vector<int64_t>({1, 2}, {2}))};
+  });
+  // Losses and their gradients (labels in several dtypes), accuracy counts.
+  const Tensor probs = ops::softmax(host_uniform({33, 5}, -2, 2, 8));
+  const Tensor p1 = ops::sigmoid(host_uniform({33, 1}, -3, 3, 9));
+  for (DType ldt : {DType::float32, DType::int64}) {
+    const Tensor sparse = host_labels(33, 5, 10, ldt);
+    const Tensor binary = ops::cast(host_labels(33, 2, 11, DType::float32), ldt);
+    expect_same("losses", [&] {
+      Variable vp(probs, "p"), vb(p1, "b");
+      GradientTape tape;
+      Tensor onehot_src = ops::cast(ops::maximum(ops::sub(probs, Tensor::scalar(0.3)), Tensor::scalar(0.0)), DType::float32);
+      Outputs ys{ops::binary_crossentropy(binary.cast(DType::float32).reshape({33, 1}), vb.value(), 0.1),
+                 ops::categorical_crossentropy(onehot_src, vp.value(), 0.05),
+                 ops::sparse_categorical_crossentropy(sparse, vp.value()),
+                 ops::mean_squared_error(onehot_src, vp.value()), ops::mean_absolute_error(onehot_src, vp.value())};
+      Tensor total = ops::reduce_mean(ys[0]);
+      for (size_t i = 1; i < ys.size(); ++i) total = ops::add(total, ops::reduce_mean(ys[i]));
+      auto g = tape.gradient(total, Vars{&vp, &vb});
+      ys.insert(ys.end(), g.begin(), g.end());
+      return ys;
+    });
+    expect_same("accuracy", [&] {
+      return Outputs{ops::accuracy_count(binary.reshape({33, 1}), p1, ops::AccuracyKind::binary),
+                     ops::accuracy_count(sparse, probs, ops::AccuracyKind::sparse_categorical),
+                     ops::accuracy_count(probs, probs, ops::AccuracyKind::categorical)};
+    });
+  }
+  // Optimizer updates.
+  expect_same("optimizers", [&] {
+    Tensor g = ops::mul(sq, Tensor::scalar(0.1));
+    Tensor w1 = ops::add(a, Tensor::scalar(0.0)), w2 = ops::add(a, Tensor::scalar(0.0)),
+           w3 = ops::add(a, Tensor::scalar(0.0)), w4 = ops::add(a, Tensor::scalar(0.0));
+    Tensor mom = ops::mul(a, Tensor::scalar(0.0)), m = ops::mul(a, Tensor::scalar(0.0)),
+           v = ops::mul(a, Tensor::scalar(0.0)), vhat = ops::mul(a, Tensor::scalar(0.0)),
+           rv = ops::mul(a, Tensor::scalar(0.0)), rmom = ops::mul(a, Tensor::scalar(0.0)),
+           mg = ops::mul(a, Tensor::scalar(0.0));
+    for (int step = 0; step < 3; ++step) {
+      ops::apply_sgd(w1, g, &mom, 0.1, 0.9, true);
+      ops::apply_sgd(w2, g, nullptr, 0.1, 0.0, false);
+      ops::apply_adam(w3, m, v, g, &vhat, 0.01, 0.9, 0.999, 1e-7);
+      ops::apply_rmsprop(w4, rv, g, &rmom, &mg, 0.01, 0.9, 0.5, 1e-7);
+    }
+    return Outputs{w1, w2, w3, w4, mom, m, v, vhat, rv, rmom, mg};
+  });
+}
+
+}  // namespace
+
+TEST(CrossBackend, EveryOpOnTheRealGpuMatchesTheCpu) {
+  osprey::testing::reset_runtime();
+  if (config::list_logical_devices("GPU").empty()) {
+    GTEST_SKIP() << "no GPU: " << runtime::DeviceManager::get().gpu_availability().reason;
+  }
+  check_every_op();
+}
+
+TEST(CrossBackend, HarnessOnTheTestPlatform) {
+  osprey::testing::install_test_platform({.gpus = osprey::testing::default_test_gpus(1), .missing_kernels = {}});
+  check_every_op();
+  osprey::testing::reset_runtime();
+}
+
+TEST(CrossBackend, BadInputsRaiseTheCpuErrorsOnTheGpu) {
+  osprey::testing::reset_runtime();
+  if (config::list_logical_devices("GPU").empty()) {
+    GTEST_SKIP() << "no GPU: " << runtime::DeviceManager::get().gpu_availability().reason;
+  }
+  DeviceScope gpu("/GPU:0");
+  Tensor probs = ops::softmax(random::uniform({4, 3}));
+  Tensor labels = Tensor::from_vector<int64_t>({0, 1, 7, 2}, {4});
+  EXPECT_THROW((void)ops::sparse_categorical_crossentropy(labels, probs), InvalidArgumentError);
+  Tensor idx = Tensor::from_vector<int64_t>({0, 9}, {2});
+  EXPECT_THROW((void)ops::gather_rows(probs, idx), InvalidArgumentError);
+}
