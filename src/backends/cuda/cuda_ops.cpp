@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -62,6 +63,51 @@ int alignment_of(const void* p) {
   return v % 16 == 0 ? 16 : v % 8 == 0 ? 8 : 4;
 }
 
+// A cuBLASLt plan (descriptors and the heuristic's best algorithm), or nothing when cuBLASLt has none.
+std::optional<MatmulPlan> make_plan(CudaDevice& dev, bool ta, bool tb, int64_t m, int64_t n, int64_t k, Epilogue epi,
+                                    bool tf32, int align) {
+  MatmulPlan p;
+  check(cublasLtMatmulDescCreate(&p.desc, tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F),
+        "cublasLtMatmulDescCreate");
+  // cuBLAS's first operand is B viewed column-major, the second A.
+  cublasOperation_t op_b = tb ? CUBLAS_OP_T : CUBLAS_OP_N, op_a = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+  check(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_b, sizeof(op_b)), "set TRANSA");
+  check(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_a, sizeof(op_a)), "set TRANSB");
+  cublasLtEpilogue_t e = epi == Epilogue::bias        ? CUBLASLT_EPILOGUE_BIAS
+                         : epi == Epilogue::relu      ? CUBLASLT_EPILOGUE_RELU
+                         : epi == Epilogue::relu_bias ? CUBLASLT_EPILOGUE_RELU_BIAS
+                                                      : CUBLASLT_EPILOGUE_DEFAULT;
+  check(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof(e)), "set EPILOGUE");
+  // B row-major (k×n) is column-major (n×k), ld n; transposed it is stored (n×k) row-major: (k×n), ld k.
+  check(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_32F, tb ? k : n, tb ? n : k, tb ? k : n), "layout B");
+  check(cublasLtMatrixLayoutCreate(&p.b, CUDA_R_32F, ta ? m : k, ta ? k : m, ta ? m : k), "layout A");
+  check(cublasLtMatrixLayoutCreate(&p.c, CUDA_R_32F, n, m, n), "layout C");
+  cublasLtMatmulPreference_t pref = nullptr;
+  check(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
+  std::size_t ws = CudaDevice::kWorkspaceBytes;
+  check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)),
+        "set workspace");
+  uint32_t al = static_cast<uint32_t>(align);
+  for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES}) {
+    check(cublasLtMatmulPreferenceSetAttribute(pref, attr, &al, sizeof(al)), "set alignment");
+  }
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  const auto st = cublasLtMatmulAlgoGetHeuristic(dev.lt(), p.desc, p.a, p.b, p.c, p.c, pref, 1, &result, &found);
+  cublasLtMatmulPreferenceDestroy(pref);
+  check(st, "cublasLtMatmulAlgoGetHeuristic");
+  if (found == 0) {
+    cublasLtMatrixLayoutDestroy(p.a);
+    cublasLtMatrixLayoutDestroy(p.b);
+    cublasLtMatrixLayoutDestroy(p.c);
+    cublasLtMatmulDescDestroy(p.desc);
+    return std::nullopt;
+  }
+  p.algo = result.algo;
+  return p;
+}
+
 // Row-major C[m,n] = op(A)·op(B) (+bias[n], ReLU) as the column-major product C^T = op(B)^T·op(A)^T.
 void lt_matmul(CudaDevice& dev, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* A, const float* B,
                float* C, const float* bias, Epilogue epi) {
@@ -79,43 +125,14 @@ void lt_matmul(CudaDevice& dev, bool ta, bool tb, int64_t m, int64_t n, int64_t 
   const Key key{dev.ordinal(), m, n, k, ta, tb, static_cast<int>(epi), tf32, align};
   auto it = plans.find(key);
   if (it == plans.end()) {
-    MatmulPlan p;
-    check(cublasLtMatmulDescCreate(&p.desc, tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F),
-          "cublasLtMatmulDescCreate");
-    // cuBLAS's first operand is B viewed column-major, the second A.
-    cublasOperation_t op_b = tb ? CUBLAS_OP_T : CUBLAS_OP_N, op_a = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
-    check(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_b, sizeof(op_b)), "set TRANSA");
-    check(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_a, sizeof(op_a)), "set TRANSB");
-    cublasLtEpilogue_t e = epi == Epilogue::bias        ? CUBLASLT_EPILOGUE_BIAS
-                           : epi == Epilogue::relu      ? CUBLASLT_EPILOGUE_RELU
-                           : epi == Epilogue::relu_bias ? CUBLASLT_EPILOGUE_RELU_BIAS
-                                                        : CUBLASLT_EPILOGUE_DEFAULT;
-    check(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof(e)), "set EPILOGUE");
-    // B row-major (k×n) is column-major (n×k), ld n; transposed it is stored (n×k) row-major: (k×n), ld k.
-    check(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_32F, tb ? k : n, tb ? n : k, tb ? k : n), "layout B");
-    check(cublasLtMatrixLayoutCreate(&p.b, CUDA_R_32F, ta ? m : k, ta ? k : m, ta ? m : k), "layout A");
-    check(cublasLtMatrixLayoutCreate(&p.c, CUDA_R_32F, n, m, n), "layout C");
-    cublasLtMatmulPreference_t pref = nullptr;
-    check(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
-    std::size_t ws = CudaDevice::kWorkspaceBytes;
-    check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)),
-          "set workspace");
-    uint32_t al = static_cast<uint32_t>(align);
-    for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-                      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES}) {
-      check(cublasLtMatmulPreferenceSetAttribute(pref, attr, &al, sizeof(al)), "set alignment");
-    }
-    cublasLtMatmulHeuristicResult_t result{};
-    int found = 0;
-    const auto st = cublasLtMatmulAlgoGetHeuristic(dev.lt(), p.desc, p.a, p.b, p.c, p.c, pref, 1, &result, &found);
-    cublasLtMatmulPreferenceDestroy(pref);
-    check(st, "cublasLtMatmulAlgoGetHeuristic");
-    if (found == 0) {
+    // TF32 first when enabled; if cuBLASLt has no TF32 algorithm for this shape and alignment, plain FP32.
+    std::optional<MatmulPlan> plan = make_plan(dev, ta, tb, m, n, k, epi, tf32, align);
+    if (!plan && tf32) plan = make_plan(dev, ta, tb, m, n, k, epi, false, align);
+    if (!plan) {
       throw InternalError(fmt::format("cuBLASLt has no algorithm for a {}x{}x{} matmul (alignment {} bytes)", m, n, k,
                                       align));
     }
-    p.algo = result.algo;
-    it = plans.emplace(key, p).first;
+    it = plans.emplace(key, *plan).first;
   }
   MatmulPlan& p = it->second;
   if (bias) {
