@@ -31,8 +31,27 @@ void Optimizer::set_learning_rate(double lr) { learning_rate_ = static_cast<floa
 
 int64_t Optimizer::count_params() const { return built_ ? 2 + slot_elements_ : 0; }
 
-Tensor Optimizer::make_slot(const Variable& var) const {
-  return Tensor::zeros(var.shape()).to(var.value().device_ref());
+Variable Optimizer::make_slot(const Variable& var) const {
+  const Tensor& v0 = var.component(0);
+  Variable slot(Tensor::zeros(var.shape()).to(v0.device_ref()), var.name() + "_slot", false, v0.device_ref());
+  if (var.num_components() > 1) {
+    std::vector<runtime::Device*> devices;
+    for (int c = 0; c < var.num_components(); ++c) devices.push_back(&var.component(c).device_ref());
+    slot.mirror(devices);
+  }
+  return slot;
+}
+
+void Optimizer::build_slots(const std::vector<Variable*>& variables) {
+  if (!built_) {
+    build(variables);
+    built_ = true;
+  }
+}
+
+void Optimizer::apply_replica_gradients(const std::vector<Tensor>& gradients, const std::vector<Variable*>& variables) {
+  if (!built_) throw FailedPreconditionError("apply_replica_gradients: call build_slots() first (cross-replica)");
+  update_all(gradients, variables);
 }
 
 static double l2_norm(const Tensor& g) { return std::sqrt(ops::reduce_sum(ops::square(g)).item()); }
@@ -42,9 +61,15 @@ void Optimizer::apply_gradients(const std::vector<Tensor>& gradients, const std:
     throw InvalidArgumentError(fmt::format("apply_gradients: {} gradients for {} variables", gradients.size(),
                                            variables.size()));
   }
-  if (!built_) {
-    build(variables);
-    built_ = true;
+  build_slots(variables);
+  update_all(gradients, variables);
+  ++iterations_;
+}
+
+void Optimizer::update_all(const std::vector<Tensor>& gradients, const std::vector<Variable*>& variables) {
+  if (gradients.size() != variables.size()) {
+    throw InvalidArgumentError(fmt::format("apply_gradients: {} gradients for {} variables", gradients.size(),
+                                           variables.size()));
   }
   std::vector<Tensor> grads = gradients;
   if (base_.clipnorm) {
@@ -73,7 +98,6 @@ void Optimizer::apply_gradients(const std::vector<Tensor>& gradients, const std:
   for (std::size_t i = 0; i < variables.size(); ++i) {
     if (grads[i].defined()) update_step(grads[i], *variables[i], i);
   }
-  ++iterations_;
 }
 
 SGD::SGD(SGDOptions o) : Optimizer("SGD", o.learning_rate, o.base), opt_(o) {
@@ -91,7 +115,7 @@ void SGD::build(const std::vector<Variable*>& vars) {
 }
 
 void SGD::update_step(const Tensor& g, Variable& v, std::size_t i) {
-  Tensor* m = momentums_.empty() ? nullptr : &momentums_[i];
+  Tensor* m = momentums_.empty() ? nullptr : &momentums_[i].value();
   ops::apply_sgd(v.value(), g, m, learning_rate_, opt_.momentum, opt_.nesterov);
 }
 
@@ -114,7 +138,7 @@ void Adam::update_step(const Tensor& g, Variable& v, std::size_t i) {
   const float t = static_cast<float>(iterations_ + 1);
   const float b1p = std::pow(static_cast<float>(opt_.beta_1), t), b2p = std::pow(static_cast<float>(opt_.beta_2), t);
   const float alpha = learning_rate_ * std::sqrt(1.f - b2p) / (1.f - b1p);
-  ops::apply_adam(v.value(), m_[i], v_[i], g, opt_.amsgrad ? &vhat_[i] : nullptr, alpha, opt_.beta_1, opt_.beta_2,
+  ops::apply_adam(v.value(), m_[i].value(), v_[i].value(), g, opt_.amsgrad ? &vhat_[i].value() : nullptr, alpha, opt_.beta_1, opt_.beta_2,
                   opt_.epsilon);
 }
 
@@ -136,7 +160,8 @@ void RMSprop::build(const std::vector<Variable*>& vars) {
 }
 
 void RMSprop::update_step(const Tensor& g, Variable& v, std::size_t i) {
-  ops::apply_rmsprop(v.value(), v_[i], g, mom_.empty() ? nullptr : &mom_[i], mg_.empty() ? nullptr : &mg_[i],
+  ops::apply_rmsprop(v.value(), v_[i].value(), g, mom_.empty() ? nullptr : &mom_[i].value(),
+                     mg_.empty() ? nullptr : &mg_[i].value(),
                      learning_rate_, opt_.rho, opt_.momentum, opt_.epsilon);
 }
 

@@ -26,6 +26,14 @@ class Optimizer {
   /// One update of `variables` with `gradients` (same order; undefined gradients are skipped), then
   /// iterations += 1. Clipping happens first.
   void apply_gradients(const std::vector<Tensor>& gradients, const std::vector<Variable*>& variables);
+  /// Creates the slot variables for `variables` if not yet done (mirrored like the variables they belong to).
+  /// Distribution strategies call it before their replicas apply gradients concurrently.
+  void build_slots(const std::vector<Variable*>& variables);
+  /// The update of one replica under a distribution strategy (replica context: each variable's and slot's
+  /// component of this thread's replica), without advancing iterations; call finish_replica_step() once after
+  /// every replica has applied.
+  void apply_replica_gradients(const std::vector<Tensor>& gradients, const std::vector<Variable*>& variables);
+  void finish_replica_step() { ++iterations_; }
   /// Keras's class name ("Adam").
   virtual std::string class_name() const = 0;
   const std::string& name() const { return name_; }
@@ -42,8 +50,10 @@ class Optimizer {
   virtual void build(const std::vector<Variable*>& vars) = 0;
   /// Updates variable `index` with its gradient.
   virtual void update_step(const Tensor& gradient, Variable& variable, std::size_t index) = 0;
-  /// A zero slot shaped like `var`, on its device.
-  Tensor make_slot(const Variable& var) const;
+  /// A zero slot shaped like `var`, on its device (mirrored like it).
+  Variable make_slot(const Variable& var) const;
+  /// Clipping then update_step() for every defined gradient.
+  void update_all(const std::vector<Tensor>& gradients, const std::vector<Variable*>& variables);
 
   std::string name_;
   float learning_rate_;
@@ -71,7 +81,7 @@ class SGD : public Optimizer {
 
  private:
   SGDOptions opt_;
-  std::vector<Tensor> momentums_;
+  std::vector<Variable> momentums_;
 };
 
 struct AdamOptions {
@@ -94,7 +104,7 @@ class Adam : public Optimizer {
 
  private:
   AdamOptions opt_;
-  std::vector<Tensor> m_, v_, vhat_;
+  std::vector<Variable> m_, v_, vhat_;
 };
 
 struct RMSpropOptions {
@@ -117,7 +127,7 @@ class RMSprop : public Optimizer {
 
  private:
   RMSpropOptions opt_;
-  std::vector<Tensor> v_, mom_, mg_;
+  std::vector<Variable> v_, mom_, mg_;
 };
 
 /// An optimizer by Keras name ("adam", "sgd", "rmsprop"; case-insensitive) with default options.
