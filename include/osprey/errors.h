@@ -37,6 +37,12 @@ class UnavailableError : public Error {
  public:
   using Error::Error;
 };
+/// An operation was aborted because another part of it failed, e.g. a replica waiting for one that threw
+/// (TensorFlow's AbortedError).
+class AbortedError : public Error {
+ public:
+  using Error::Error;
+};
 /// An invariant of Osprey itself broke: a bug, please report it (TensorFlow's InternalError).
 class InternalError : public Error {
  public:

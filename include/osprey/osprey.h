@@ -6,6 +6,7 @@
 #include "osprey/autodiff.h"
 #include "osprey/config.h"
 #include "osprey/device.h"
+#include "osprey/distribute.h"
 #include "osprey/dtype.h"
 #include "osprey/errors.h"
 #include "osprey/keras.h"

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "distribute/strategy_impl.h"
 #include "keras/naming.h"
 #include "osprey/autodiff.h"
 #include "osprey/errors.h"
@@ -25,14 +26,20 @@ struct Sequential::State {
   std::shared_ptr<optimizers::Optimizer> optimizer;
   std::shared_ptr<losses::Loss> loss;
   std::vector<std::shared_ptr<metrics::Metric>> metrics;
+  std::shared_ptr<distribute::StrategyImpl> strategy;  // the scope() the model was created or compiled in
 };
+
+// True when steps run on several replicas (a strategy with more than one device).
+static bool distributed(const Sequential::State& s) { return s.strategy && s.strategy->num_replicas() > 1; }
 
 Sequential::Sequential(std::vector<LayerRef> layers, std::string name) : s_(std::make_unique<State>()) {
   s_->name = name.empty() ? auto_name("sequential") : name;
+  s_->strategy = distribute::current_strategy();
   for (auto& l : layers) add(std::move(l));
 }
 Sequential::Sequential(Sequential&&) noexcept = default;
 Sequential& Sequential::operator=(Sequential&&) noexcept = default;
+Sequential::Sequential() = default;
 Sequential::~Sequential() = default;
 
 static Sequential::State& state(const std::unique_ptr<Sequential::State>& s) {
@@ -44,6 +51,7 @@ void Sequential::add(LayerRef ref) {
   if (!s_) {
     s_ = std::make_unique<State>();
     s_->name = auto_name("sequential");
+    s_->strategy = distribute::current_strategy();
   }
   auto layer = ref.get();
   if (auto in = std::dynamic_pointer_cast<layers::Input>(layer)) {
@@ -114,6 +122,7 @@ void Sequential::compile(CompileOptions options) {
   if (!options.loss.get()) {
     throw ValueError("compile() needs a loss, e.g. .loss = \"binary_crossentropy\" or \"mse\".");
   }
+  if (!s.strategy) s.strategy = distribute::current_strategy();
   s.optimizer = options.optimizer.get();
   s.loss = options.loss.get();
   s.metrics.clear();
@@ -146,7 +155,9 @@ Tensor Sequential::operator()(const Tensor& x, bool training) {
   auto& s = state(s_);
   check_input(*this, s, x);
   Tensor h = x;
-  if (s.device && &h.device_ref() != s.device) h = h.to(*s.device);
+  runtime::Device* device = s.device;
+  if (s.strategy && current_replica_id() >= 0) device = s.strategy->devices()[current_replica_id()];
+  if (device && &h.device_ref() != device) h = h.to(*device);
   if (h.dtype() != DType::float32) h = h.cast(DType::float32);
   for (auto& l : s.layers) h = l->call(h, training);
   return h;
@@ -182,8 +193,11 @@ struct CallbackList {
 
 }  // namespace
 
+static double distributed_train_step(Sequential& model, Sequential::State& s, const Tensor& x, const Tensor& y);
+
 // Runs `y_pred = model(x)`, the loss and its gradient, and one optimizer update; returns the batch loss.
 static double train_step(Sequential& model, Sequential::State& s, const Tensor& x, const Tensor& y) {
+  if (distributed(s)) return distributed_train_step(model, s, x, y);
   const auto vars = model.trainable_variables();
   Tensor y_pred, loss;
   std::vector<Tensor> grads;
@@ -196,6 +210,78 @@ static double train_step(Sequential& model, Sequential::State& s, const Tensor& 
   s.optimizer->apply_gradients(grads, vars);
   for (auto& m : s.metrics) m->update_state(y, y_pred);
   return loss.item();
+}
+
+// Makes every variable of the model one component per replica (created in scope() they already are).
+static void prepare_replicas(Sequential& model, Sequential::State& s) {
+  if (distributed(s)) s.strategy->mirror(model.variables());
+}
+
+// The rows of a global batch of B that replica r gets: ceil(B/N) each, the last ones short or empty
+// (tf.distribute's rebatching: 4 rows on 3 replicas are 2|2|0).
+static std::pair<int64_t, int64_t> replica_rows(int64_t batch, int replicas, int r) {
+  const int64_t per = (batch + replicas - 1) / replicas;
+  const int64_t b = std::min(batch, per * r);
+  return {b, std::min(batch, b + per)};
+}
+
+// One training step under a strategy: each replica computes the loss of its shard scaled by the global batch
+// (sum of per-sample losses / B), its gradients, the SUM all-reduce, and the same optimizer update on its
+// components. Metrics see every shard, in replica order. Returns the global batch's mean loss.
+static double distributed_train_step(Sequential& model, Sequential::State& s, const Tensor& x, const Tensor& y) {
+  auto& st = *s.strategy;
+  const int n = st.num_replicas();
+  const int64_t batch = x.shape()[0];
+  const auto vars = model.trainable_variables();
+  s.optimizer->build_slots(vars);  // cross-replica: slots mirrored like the variables
+  std::vector<Tensor> xs(n), ys(n), preds(n);
+  std::vector<std::vector<Tensor>> grads(n);
+  std::vector<double> losses(n, 0.0);
+  st.run_replicas([&](int r) {
+    const auto [b, e] = replica_rows(batch, n, r);
+    auto& device = *st.devices()[r];
+    grads[r].resize(vars.size());
+    if (e > b) {
+      xs[r] = x.slice_rows(b, e).to(device);
+      ys[r] = y.slice_rows(b, e).to(device);
+      GradientTape tape;
+      preds[r] = model(xs[r], true);
+      Tensor loss = ops::mul((*s.loss)(ys[r], preds[r]), Tensor::scalar(static_cast<double>(e - b) / batch));
+      grads[r] = tape.gradient(loss, vars);
+      losses[r] = loss.item();
+    }
+    for (size_t j = 0; j < vars.size(); ++j) {  // an empty shard (or an unused variable) contributes zeros
+      if (!grads[r][j].defined()) grads[r][j] = Tensor::zeros(vars[j]->shape());
+    }
+    st.all_reduce_sum(grads, r);
+    s.optimizer->apply_replica_gradients(grads[r], vars);
+  });
+  s.optimizer->finish_replica_step();
+  double total = 0.0;
+  for (int r = 0; r < n; ++r) {
+    total += losses[r];
+    if (!preds[r].defined()) continue;
+    for (auto& m : s.metrics) m->update_state(ys[r], preds[r]);
+  }
+  return total;
+}
+
+// The forward pass of a global batch under a strategy: each replica runs its shard. Returns the shards'
+// (labels, predictions) in replica order; empty shards are left undefined.
+static void distributed_forward(Sequential& model, Sequential::State& s, const Tensor& x, const Tensor* y,
+                                std::vector<Tensor>& ys, std::vector<Tensor>& preds) {
+  auto& st = *s.strategy;
+  const int n = st.num_replicas();
+  const int64_t batch = x.shape()[0];
+  ys.assign(n, Tensor());
+  preds.assign(n, Tensor());
+  st.run_replicas([&](int r) {
+    const auto [b, e] = replica_rows(batch, n, r);
+    if (e == b) return;
+    auto& device = *st.devices()[r];
+    preds[r] = model(x.slice_rows(b, e).to(device), false);
+    if (y) ys[r] = y->slice_rows(b, e).to(device);
+  });
 }
 
 // Evaluates batches of (x, y) into `logs` (loss + metrics), calling test hooks.
@@ -211,11 +297,21 @@ static void run_evaluation(Sequential& model, Sequential::State& s, const Tensor
     const int64_t b = step * static_cast<int64_t>(batch_size), e = std::min<int64_t>(n, b + batch_size);
     cbs.each([&](Callback& c) { c.on_test_batch_begin(step, empty); });
     Tensor xb = x.slice_rows(b, e), yb = y.slice_rows(b, e);
-    Tensor y_pred = model(xb, false);
-    if (auto* d = &y_pred.device_ref(); &yb.device_ref() != d) yb = yb.to(*d);
-    loss_sum += (*s.loss)(yb, y_pred).item() * static_cast<double>(e - b);
+    if (distributed(s)) {
+      std::vector<Tensor> ys, preds;
+      distributed_forward(model, s, xb, &yb, ys, preds);
+      for (size_t r = 0; r < preds.size(); ++r) {
+        if (!preds[r].defined()) continue;
+        loss_sum += (*s.loss)(ys[r], preds[r]).item() * static_cast<double>(preds[r].shape()[0]);
+        for (auto& m : s.metrics) m->update_state(ys[r], preds[r]);
+      }
+    } else {
+      Tensor y_pred = model(xb, false);
+      if (auto* d = &y_pred.device_ref(); &yb.device_ref() != d) yb = yb.to(*d);
+      loss_sum += (*s.loss)(yb, y_pred).item() * static_cast<double>(e - b);
+      for (auto& m : s.metrics) m->update_state(yb, y_pred);
+    }
     seen += static_cast<double>(e - b);
-    for (auto& m : s.metrics) m->update_state(yb, y_pred);
     logs.clear();
     logs["loss"] = loss_sum / seen;
     for (auto& m : s.metrics) logs[m->name()] = m->result();
@@ -256,6 +352,7 @@ FitHistory Sequential::fit(const Tensor& x_all, const Tensor& y_all, FitOptions 
     val = std::make_pair(x_all.slice_rows(split_at, n), y_all.slice_rows(split_at, n));
   }
   check_input(*this, s, x);
+  prepare_replicas(*this, s);
 
   const int64_t n = x.shape()[0];
   const int full_steps = static_cast<int>((n + batch_size - 1) / batch_size);
@@ -304,7 +401,7 @@ FitHistory Sequential::fit(const Tensor& x_all, const Tensor& y_all, FitOptions 
         xb = xh.slice_rows(b, e);
         yb = yh.slice_rows(b, e);
       }
-      if (s.device && s.device != &host) {
+      if (s.device && s.device != &host && !distributed(s)) {
         xb = xb.to(*s.device);
         yb = yb.to(*s.device);
       }
@@ -339,6 +436,7 @@ std::map<std::string, double> Sequential::evaluate_dict(const Tensor& x, const T
   check_data(x, y, "evaluate");
   const int batch_size = resolve_batch_size(o.batch_size, "evaluate");
   check_input(*this, s, x);
+  prepare_replicas(*this, s);
   CallbackList cbs;
   for (auto& c : o.callbacks) cbs.all.push_back(c.get());
   cbs.all.push_back(std::make_shared<ProgbarLogger>(std::cout));
@@ -360,7 +458,9 @@ std::vector<double> Sequential::evaluate(const Tensor& x, const Tensor& y, Evalu
 }
 
 Tensor Sequential::predict(const Tensor& x, PredictOptions o) {
-  check_input(*this, state(s_), x);
+  auto& s = state(s_);
+  check_input(*this, s, x);
+  prepare_replicas(*this, s);
   if (x.shape()[0] == 0) throw ValueError("predict: x is empty (0 samples)");
   const int batch_size = resolve_batch_size(o.batch_size, "predict");
   const int64_t n = x.shape()[0];
@@ -375,10 +475,19 @@ Tensor Sequential::predict(const Tensor& x, PredictOptions o) {
   Shape out_row;
   for (int step = 0; step < steps; ++step) {
     const int64_t b = step * static_cast<int64_t>(batch_size), e = std::min<int64_t>(n, b + batch_size);
-    Tensor yb = (*this)(x.slice_rows(b, e), false);
-    auto v = yb.to_vector<float>();
-    values.insert(values.end(), v.begin(), v.end());
-    out_row = yb.shape();
+    std::vector<Tensor> parts;
+    if (distributed(s)) {
+      std::vector<Tensor> unused;
+      distributed_forward(*this, s, x.slice_rows(b, e), nullptr, unused, parts);
+    } else {
+      parts.push_back((*this)(x.slice_rows(b, e), false));
+    }
+    for (const auto& yb : parts) {  // replica order is row order
+      if (!yb.defined()) continue;
+      auto v = yb.to_vector<float>();
+      values.insert(values.end(), v.begin(), v.end());
+      out_row = yb.shape();
+    }
     bar.on_predict_batch_end(step, logs);
   }
   bar.on_predict_end(logs);
@@ -393,9 +502,10 @@ std::vector<double> Sequential::train_on_batch(const Tensor& x, const Tensor& y)
   check_data(x, y, "train_on_batch");
   for (auto& m : s.metrics) m->reset_state();
   check_input(*this, s, x);
+  prepare_replicas(*this, s);
   Tensor xb = x, yb = y;
-  if (s.device && &xb.device_ref() != s.device) xb = xb.to(*s.device);
-  if (s.device && &yb.device_ref() != s.device) yb = yb.to(*s.device);
+  if (s.device && &xb.device_ref() != s.device && !distributed(s)) xb = xb.to(*s.device);
+  if (s.device && &yb.device_ref() != s.device && !distributed(s)) yb = yb.to(*s.device);
   std::vector<double> out{train_step(*this, s, xb, yb)};
   for (auto& m : s.metrics) out.push_back(m->result());
   return out;

@@ -68,6 +68,12 @@ class Platform {
   virtual void register_kernels() = 0;
   /// Waits until the work queued on `device` has finished (before another device reads its memory).
   virtual void synchronize(Device& /*device*/) {}
+  /// True when the platform has a collective all-reduce across its devices (NCCL for CUDA).
+  virtual bool has_collective_all_reduce() const { return false; }
+  /// SUM all-reduce of `count` float32 values in `buffers[i]` on `devices[i]` (each device of this platform, one
+  /// call for all of them); on return every buffer holds the sum. Only when has_collective_all_reduce().
+  virtual void all_reduce_sum(const std::vector<Device*>& /*devices*/, const std::vector<float*>& /*buffers*/,
+                              std::size_t /*count*/) {}
   /// After discover(): what was found, or why nothing was.
   virtual PlatformStatus status() const { return {}; }
   /// GPUs below this compute capability are ignored at discovery, as TensorFlow does ({0, 0}: no minimum).

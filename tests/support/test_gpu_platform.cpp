@@ -126,6 +126,16 @@ class TestGpuPlatform : public runtime::Platform {
   }
 
   runtime::PlatformStatus status() const override { return status_; }
+  bool has_collective_all_reduce() const override { return o_.nccl; }
+  void all_reduce_sum(const std::vector<runtime::Device*>&, const std::vector<float*>& buffers,
+                      std::size_t count) override {
+    ++collective_calls;
+    for (std::size_t k = 0; k < count; ++k) {
+      float s = buffers[0][k];
+      for (std::size_t q = 1; q < buffers.size(); ++q) s += buffers[q][k];
+      for (auto* b : buffers) b[k] = s;
+    }
+  }
   std::pair<int, int> min_compute_capability() const override { return o_.min_compute_capability; }
 
  private:
@@ -134,6 +144,8 @@ class TestGpuPlatform : public runtime::Platform {
 };
 
 }  // namespace
+
+int collective_calls = 0;
 
 void install_test_platform(TestPlatformOptions options) {
   auto& dm = runtime::DeviceManager::get();

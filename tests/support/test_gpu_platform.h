@@ -29,10 +29,14 @@ struct TestPlatformOptions {
   std::pair<int, int> min_compute_capability{0, 0};          ///< GPUs below are ignored by the runtime
   std::set<ops::OpId> missing_kernels{ops::OpId::GatherRows};  ///< ops with no GPU kernel
   bool no_driver = false;                                    ///< simulate a machine without the NVIDIA driver
+  bool nccl = false;  ///< offer a collective all-reduce (as the CUDA platform with NCCL would)
 };
 
 /// `n` GPUs named "Osprey Test GPU", 16 GiB each (15 GiB free), UUIDs GPU-<n>0000000-..., PCI bus 0000:0n:00.0.
 std::vector<TestGpu> default_test_gpus(int n);
+
+/// How many collective all-reduces the test platform has run (to tell the NCCL path from the fallback).
+extern int collective_calls;
 
 /// A fresh runtime (as a new process would see it) with the CPU and the test platform; the CUDA plug-in is not
 /// loaded.

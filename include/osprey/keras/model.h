@@ -57,7 +57,7 @@ struct FitHistory {
 
 class Sequential {
  public:
-  Sequential() = default;
+  Sequential();
   /// Layers in order; with an Input first, the model is built at once (variables on the current device).
   explicit Sequential(std::vector<LayerRef> layers, std::string name = "");
   Sequential(Sequential&&) noexcept;

@@ -1,0 +1,91 @@
+// tf.distribute for one machine: MirroredStrategy (data parallelism over local devices, one thread per replica,
+// gradients all-reduced with SUM, identical updates everywhere). spec/distribute.md §1.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "osprey/tensor.h"
+
+namespace osprey::distribute {
+
+enum class ReduceOp { SUM, MEAN };
+
+/// Copy every value to one device, add them there, copy the result back (tf.distribute.ReductionToOneDevice).
+/// Works for any devices. `reduce_to_device` empty: the strategy's first device.
+struct ReductionToOneDevice {
+  std::string reduce_to_device{};
+  int num_packs = 1;  ///< gradients are concatenated into this many buffers before reducing
+};
+/// NCCL all-reduce between physical GPUs (tf.distribute.NcclAllReduce). Needs a GPU platform with NCCL.
+struct NcclAllReduce {
+  int num_packs = 1;
+};
+using CrossDeviceOps = std::variant<ReductionToOneDevice, NcclAllReduce>;
+
+/// Values of one tensor per replica (tf.distribute's PerReplica).
+struct PerReplica {
+  std::vector<Tensor> values;
+};
+
+/// What a replica function receives.
+struct ReplicaContext {
+  int replica_id_in_sync_group = 0;
+  int num_replicas_in_sync = 1;
+  std::string device;  ///< full name of the replica's device
+};
+
+class StrategyImpl;
+
+/// Keeps a strategy current on this thread: variables created meanwhile are mirrored, and Keras models created
+/// or compiled meanwhile train with the strategy. Returned by MirroredStrategy::scope().
+class StrategyScope {
+ public:
+  explicit StrategyScope(std::shared_ptr<StrategyImpl> impl);
+  ~StrategyScope();
+  StrategyScope(StrategyScope&&) noexcept;
+  StrategyScope(const StrategyScope&) = delete;
+  StrategyScope& operator=(const StrategyScope&) = delete;
+
+ private:
+  std::shared_ptr<StrategyImpl> impl_, previous_;
+  bool active_ = false;
+};
+
+class MirroredStrategy {
+ public:
+  /// All logical GPUs, or else all logical CPUs (one unless the CPU was split with
+  /// set_logical_device_configuration). Logs "Using MirroredStrategy with devices (...)". Initialises the runtime.
+  MirroredStrategy();
+  /// Explicit devices ("/gpu:0", "/cpu:1", ...). Throws ValueError for an empty list, duplicates or devices that
+  /// do not exist. `cross_device_ops` overrides the automatic choice.
+  explicit MirroredStrategy(const std::vector<std::string>& devices,
+                            std::optional<CrossDeviceOps> cross_device_ops = std::nullopt);
+
+  int num_replicas_in_sync() const;
+  /// Canonical full names, e.g. "/job:localhost/replica:0/task:0/device:CPU:1".
+  std::vector<std::string> devices() const;
+  /// "NcclAllReduce" or "ReductionToOneDevice": what gradients are reduced with.
+  std::string cross_device_ops_name() const;
+
+  /// `with strategy.scope():` — create the model, optimizer and metrics inside it.
+  StrategyScope scope() const;
+
+  /// Runs `fn` once per replica, concurrently (one thread per device, each inside a DeviceScope of its device);
+  /// the first exception is re-thrown after every replica finished.
+  PerReplica run(const std::function<Tensor(const ReplicaContext&)>& fn) const;
+  /// SUM or MEAN over the replicas' values, on the first device. With `axis` (0) the values are reduced over
+  /// that axis too, as TensorFlow's strategy.reduce(..., axis=0).
+  Tensor reduce(ReduceOp op, const PerReplica& values, std::optional<int> axis = std::nullopt) const;
+
+  const std::shared_ptr<StrategyImpl>& impl() const { return impl_; }
+
+ private:
+  std::shared_ptr<StrategyImpl> impl_;
+};
+
+}  // namespace osprey::distribute

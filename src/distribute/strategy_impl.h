@@ -1,0 +1,85 @@
+// MirroredStrategy's machinery: the replica devices, one worker thread per replica, an abortable barrier, and
+// the gradient all-reduce (SUM) that every replica calls collectively. Used by Keras's fit/evaluate/predict.
+#pragma once
+
+#include <condition_variable>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "osprey/distribute.h"
+#include "osprey/variable.h"
+#include "runtime/device_manager.h"
+
+namespace osprey::distribute {
+
+/// A barrier for the replica threads that can be broken: when one replica fails, the others stop waiting and
+/// throw instead of hanging.
+class ReplicaBarrier {
+ public:
+  explicit ReplicaBarrier(int count) : count_(count) {}
+  /// Waits until every replica arrived; throws AbortedError when the barrier was broken.
+  void arrive_and_wait();
+  void break_barrier();
+  void reset();
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int count_, arrived_ = 0;
+  long generation_ = 0;
+  bool broken_ = false;
+};
+
+class StrategyImpl {
+ public:
+  StrategyImpl(std::vector<runtime::Device*> devices, std::optional<CrossDeviceOps> cross_device_ops);
+  ~StrategyImpl();
+
+  const std::vector<runtime::Device*>& devices() const { return devices_; }
+  int num_replicas() const { return static_cast<int>(devices_.size()); }
+  bool use_collective() const { return use_collective_; }
+  int num_packs() const { return num_packs_; }
+
+  /// Runs job(r) for every replica r at once, each on its own thread with its replica id and a DeviceScope of its
+  /// device; returns when all finished and re-throws the first exception (the others are released).
+  void run_replicas(const std::function<void(int)>& job);
+  /// Collective, called by every replica inside run_replicas with its float32 gradients (all defined, on its
+  /// device, same shapes on every replica): on return every replica's grads hold the SUM over replicas, bit for
+  /// bit the same everywhere. The order of summation is fixed (replica 0, 1, ...), so runs are reproducible.
+  void all_reduce_sum(std::vector<std::vector<Tensor>>& grads, int replica);
+  /// Mirrors variables that are not yet mirrored onto the replica devices (they must live on the first one).
+  void mirror(const std::vector<Variable*>& vars) const;
+
+ private:
+  void worker(int replica);
+  void reduce_on_host(std::vector<std::vector<Tensor>>& grads, int replica);
+  void reduce_to_one_device(std::vector<std::vector<Tensor>>& grads);
+  void reduce_collective(std::vector<std::vector<Tensor>>& grads);
+
+  std::vector<runtime::Device*> devices_;
+  runtime::Device* reduce_device_ = nullptr;
+  bool use_collective_ = false;
+  bool host_memory_ = true;
+  int num_packs_ = 1;
+  int threads_per_replica_ = 1;
+
+  std::vector<std::thread> threads_;
+  std::mutex mu_;
+  std::condition_variable cv_, done_cv_;
+  long generation_ = 0;
+  int remaining_ = 0;
+  bool stop_ = false;
+  const std::function<void(int)>* job_ = nullptr;
+  std::exception_ptr error_;
+  ReplicaBarrier barrier_;
+};
+
+/// The strategy whose scope() is active on this thread, or null.
+std::shared_ptr<StrategyImpl> current_strategy();
+
+}  // namespace osprey::distribute

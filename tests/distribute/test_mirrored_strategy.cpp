@@ -1,0 +1,368 @@
+// MirroredStrategy on logical CPUs and on the test platform's GPU-like devices (spec/distribute.md §1, §2).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "osprey/osprey.h"
+#include "runtime/device_manager.h"
+#include "support/test_gpu_platform.h"
+#include "test_util.h"
+
+using namespace osprey;
+namespace cfg = osprey::config;
+namespace keras = osprey::keras;
+namespace layers = osprey::keras::layers;
+using distribute::MirroredStrategy;
+using ::testing::HasSubstr;
+
+namespace {
+
+void split_cpu(int n) {
+  osprey::testing::reset_runtime();
+  std::vector<LogicalDeviceConfiguration> configs(n);
+  cfg::set_logical_device_configuration(cfg::list_physical_devices("CPU")[0], configs);
+}
+
+template <typename E, typename F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  }
+  return "<no exception>";
+}
+
+keras::Sequential small_model() {
+  return keras::Sequential({layers::Input({6}), layers::Dense(8, "relu"), layers::Dense(3, "softmax")});
+}
+
+struct Data {
+  Tensor x, y;
+};
+Data make_data(int64_t n) {
+  random::set_seed(11);
+  DeviceScope cpu("/CPU:0");
+  return {random::uniform({n, 6}, -1, 1), random::randint(0, 3, {n}).cast(DType::float32)};
+}
+
+std::vector<std::vector<float>> weights(keras::Sequential& m, int component = 0) {
+  std::vector<std::vector<float>> out;
+  for (auto* v : m.variables()) out.push_back(v->component(component).to_vector<float>());
+  return out;
+}
+
+void expect_replicas_identical(keras::Sequential& m) {
+  for (auto* v : m.variables()) {
+    const auto first = v->component(0).to_vector<float>();
+    for (int c = 1; c < v->num_components(); ++c) {
+      EXPECT_EQ(v->component(c).to_vector<float>(), first) << v->path() << " component " << c;  // bit-identical
+    }
+  }
+}
+
+void expect_close(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b, double tol) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_EQ(a[i].size(), b[i].size());
+    for (size_t k = 0; k < a[i].size(); ++k) EXPECT_NEAR(a[i][k], b[i][k], tol) << "variable " << i << "[" << k << "]";
+  }
+}
+
+class MirroredStrategyTest : public ::testing::Test {
+ protected:
+  void TearDown() override { osprey::testing::reset_runtime(); }
+};
+
+}  // namespace
+
+TEST_F(MirroredStrategyTest, DefaultIsOneCpuReplicaOrEveryLogicalCpu) {
+  osprey::testing::reset_runtime();
+  {
+    MirroredStrategy one;
+    EXPECT_EQ(one.num_replicas_in_sync(), 1);
+    EXPECT_EQ(one.devices(), std::vector<std::string>{"/job:localhost/replica:0/task:0/device:CPU:0"});
+  }
+  split_cpu(3);
+  MirroredStrategy three;
+  EXPECT_EQ(three.num_replicas_in_sync(), 3);
+  EXPECT_EQ(three.devices()[2], "/job:localhost/replica:0/task:0/device:CPU:2");
+  EXPECT_EQ(three.cross_device_ops_name(), "ReductionToOneDevice");
+  // The runtime is initialised now: splitting again is TensorFlow's RuntimeError.
+  EXPECT_EQ(error_of<RuntimeError>([] {
+              cfg::set_logical_device_configuration(cfg::list_physical_devices("CPU")[0], {{}, {}});
+            }),
+            "Virtual devices cannot be modified after being initialized");
+}
+
+TEST_F(MirroredStrategyTest, LogLineAndCpuWarningAsTensorFlowPrintsThem) {
+  split_cpu(2);
+  ::testing::internal::CaptureStderr();
+  MirroredStrategy both({"/cpu:0", "/cpu:1"});
+  MirroredStrategy one({"/cpu:1"});
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_THAT(err, HasSubstr("] Using MirroredStrategy with devices ('/job:localhost/replica:0/task:0/device:CPU:0', "
+                             "'/job:localhost/replica:0/task:0/device:CPU:1')\n"));
+  EXPECT_THAT(err, HasSubstr("] Using MirroredStrategy with devices ('/job:localhost/replica:0/task:0/device:CPU:1',)\n"));
+  EXPECT_THAT(err, HasSubstr("] There are non-GPU devices in `tf.distribute.Strategy`, not using nccl allreduce."));
+}
+
+TEST_F(MirroredStrategyTest, BadDeviceListsFailAtConstruction) {
+  split_cpu(2);
+  EXPECT_EQ(error_of<ValueError>([] { MirroredStrategy s(std::vector<std::string>{}); }),
+            "Got an empty `devices` list. Please make sure the `devices` you pass in is not empty.");
+  EXPECT_EQ(error_of<ValueError>([] { MirroredStrategy s({"/cpu:0", "/CPU:0"}); }),
+            "No duplicates allowed in `devices` argument: ['/cpu:0', '/CPU:0']");
+  EXPECT_THAT(error_of<ValueError>([] { MirroredStrategy s({"/cpu:0", "/gpu:0"}); }),
+              HasSubstr("Device '/gpu:0' is not a logical device of this process; available devices: "
+                        "[/device:CPU:0, /device:CPU:1]"));
+  EXPECT_THAT(error_of<ValueError>([] {
+                MirroredStrategy s({"/cpu:0"}, distribute::NcclAllReduce{});
+              }),
+              HasSubstr("NcclAllReduce needs every device to be a GPU"));
+}
+
+TEST_F(MirroredStrategyTest, VariablesCreatedInScopeAreMirroredFromReplicaZero) {
+  split_cpu(3);
+  MirroredStrategy strategy;
+  random::set_seed(5);
+  keras::Sequential model;
+  {
+    auto scope = strategy.scope();
+    model = small_model();
+  }
+  for (auto* v : model.variables()) {
+    ASSERT_EQ(v->num_components(), 3) << v->path();
+    for (int c = 0; c < 3; ++c) {
+      EXPECT_EQ(v->component(c).device().name, fmt::format("/device:CPU:{}", c));
+      EXPECT_EQ(v->component(c).to_vector<float>(), v->component(0).to_vector<float>());
+    }
+  }
+  Variable outside(Tensor::ones({2}), "plain");
+  EXPECT_EQ(outside.num_components(), 1);
+}
+
+// The core property: N replicas on the same global batches train exactly like one device (to float rounding), and
+// after every step the replicas' weights are bit-identical.
+class ReplicasMatchOneDevice : public MirroredStrategyTest, public ::testing::WithParamInterface<int> {};
+
+TEST_P(ReplicasMatchOneDevice, SameWeightsLossAndMetricsAsSingleDevice) {
+  const int replicas = GetParam();
+  split_cpu(replicas);
+  const Data d = make_data(50);  // batch 16: 16, 16, 16, 2 — the last global batch is short (2 rows)
+
+  random::set_seed(21);
+  keras::Sequential single = small_model();
+  single.compile({.optimizer = "adam", .loss = "sparse_categorical_crossentropy", .metrics = {"accuracy"}});
+
+  MirroredStrategy strategy;
+  random::set_seed(21);
+  keras::Sequential mirrored;
+  {
+    auto scope = strategy.scope();
+    mirrored = small_model();
+    mirrored.compile({.optimizer = "adam", .loss = "sparse_categorical_crossentropy", .metrics = {"accuracy"}});
+  }
+  expect_close(weights(single), weights(mirrored), 0.0);  // same seed, same initial values
+
+  for (int step = 0; step < 3; ++step) {
+    Tensor xb = d.x.slice_rows(step * 16, step * 16 + 16), yb = d.y.slice_rows(step * 16, step * 16 + 16);
+    auto a = single.train_on_batch(xb, yb);
+    auto b = mirrored.train_on_batch(xb, yb);
+    EXPECT_NEAR(a[0], b[0], 1e-6) << "loss, step " << step;
+    EXPECT_NEAR(a[1], b[1], 1e-9) << "accuracy, step " << step;
+    expect_replicas_identical(mirrored);
+  }
+  auto ha = single.fit(d.x, d.y, {.epochs = 2, .batch_size = 16, .verbose = 0, .shuffle = false});
+  auto hb = mirrored.fit(d.x, d.y, {.epochs = 2, .batch_size = 16, .verbose = 0, .shuffle = false});
+  for (size_t e = 0; e < 2; ++e) {
+    EXPECT_NEAR(ha.history["loss"][e], hb.history["loss"][e], 1e-5);
+    EXPECT_NEAR(ha.history["accuracy"][e], hb.history["accuracy"][e], 1e-9);
+  }
+  expect_close(weights(single), weights(mirrored), 2e-5);
+  expect_replicas_identical(mirrored);
+  EXPECT_EQ(mirrored.optimizer()->iterations(), single.optimizer()->iterations());
+
+  auto ea = single.evaluate(d.x, d.y, {.batch_size = 7, .verbose = 0});
+  auto eb = mirrored.evaluate(d.x, d.y, {.batch_size = 7, .verbose = 0});
+  EXPECT_NEAR(ea[0], eb[0], 1e-5);
+  EXPECT_NEAR(ea[1], eb[1], 1e-9);
+  auto pa = single.predict(d.x, {.batch_size = 5, .verbose = 0}).to_vector<float>();
+  auto pb = mirrored.predict(d.x, {.batch_size = 5, .verbose = 0}).to_vector<float>();
+  ASSERT_EQ(pa.size(), pb.size());
+  for (size_t i = 0; i < pa.size(); ++i) EXPECT_NEAR(pa[i], pb[i], 1e-5);
+}
+
+INSTANTIATE_TEST_SUITE_P(TwoAndThree, ReplicasMatchOneDevice, ::testing::Values(2, 3));
+
+TEST_F(MirroredStrategyTest, AReplicaWithAnEmptyShardContributesNothingAndNoNaN) {
+  split_cpu(3);
+  const Data d = make_data(4);
+  random::set_seed(2);
+  keras::Sequential single = small_model();
+  single.compile({.optimizer = "sgd", .loss = "sparse_categorical_crossentropy"});
+  MirroredStrategy strategy;
+  random::set_seed(2);
+  keras::Sequential mirrored;
+  {
+    auto scope = strategy.scope();
+    mirrored = small_model();
+    mirrored.compile({.optimizer = "sgd", .loss = "sparse_categorical_crossentropy"});
+  }
+  // 4 rows on 3 replicas: 2 | 2 | 0.
+  auto a = single.train_on_batch(d.x, d.y);
+  auto b = mirrored.train_on_batch(d.x, d.y);
+  EXPECT_FALSE(std::isnan(b[0]));
+  EXPECT_NEAR(a[0], b[0], 1e-6);
+  expect_close(weights(single), weights(mirrored), 1e-6);
+  expect_replicas_identical(mirrored);
+  // 2 rows: 1 | 1 | 0.
+  b = mirrored.train_on_batch(d.x.slice_rows(0, 2), d.y.slice_rows(0, 2));
+  EXPECT_FALSE(std::isnan(b[0]));
+}
+
+TEST_F(MirroredStrategyTest, RunAndReduce) {
+  split_cpu(3);
+  MirroredStrategy strategy;
+  auto per_replica = strategy.run([](const distribute::ReplicaContext& ctx) {
+    EXPECT_EQ(current_device_name(), ctx.device);
+    return Tensor::full({2}, ctx.replica_id_in_sync_group + 1.0);  // 1, 2, 3
+  });
+  ASSERT_EQ(per_replica.values.size(), 3u);
+  EXPECT_EQ(per_replica.values[1].device().name, "/device:CPU:1");
+  EXPECT_EQ(strategy.reduce(distribute::ReduceOp::SUM, per_replica).to_vector<float>(), (std::vector<float>{6, 6}));
+  EXPECT_EQ(strategy.reduce(distribute::ReduceOp::MEAN, per_replica).to_vector<float>(), (std::vector<float>{2, 2}));
+  EXPECT_EQ(strategy.reduce(distribute::ReduceOp::SUM, per_replica, 0).item(), 12.0);
+  EXPECT_EQ(strategy.reduce(distribute::ReduceOp::MEAN, per_replica, 0).item(), 2.0);
+}
+
+TEST_F(MirroredStrategyTest, TheFirstReplicaErrorIsRethrownAndNothingHangs) {
+  split_cpu(2);
+  MirroredStrategy strategy;
+  EXPECT_THROW(strategy.run([](const distribute::ReplicaContext& ctx) -> Tensor {
+    if (ctx.replica_id_in_sync_group == 1) throw ValueError("replica 1 failed");
+    return Tensor::ones({1});
+  }),
+               ValueError);
+  // A failure inside fit's all-reduce (replica 1 throws, replica 0 waits at the barrier) does not hang either.
+  keras::Sequential model;
+  {
+    auto scope = strategy.scope();
+    model = small_model();
+    model.compile({.optimizer = "adam", .loss = "sparse_categorical_crossentropy"});
+  }
+  Tensor x = make_data(4).x;
+  Tensor bad = Tensor::from_vector<float>({0, 1, 2, 7}, {4});  // label 7 of 3 classes, on replica 1
+  EXPECT_THROW(model.train_on_batch(x, bad), InvalidArgumentError);
+  auto ok = strategy.run([](const distribute::ReplicaContext&) { return Tensor::ones({1}); });
+  EXPECT_EQ(ok.values.size(), 2u);
+}
+
+TEST_F(MirroredStrategyTest, AModelBuiltOutsideTheScopeOnAnotherDeviceIsRejectedClearly) {
+  split_cpu(3);
+  MirroredStrategy strategy({"/cpu:1", "/cpu:2"});
+  keras::Sequential model = small_model();  // on CPU:0
+  {
+    auto scope = strategy.scope();
+    model.compile({.optimizer = "adam", .loss = "sparse_categorical_crossentropy"});
+  }
+  const Data d = make_data(8);
+  EXPECT_THAT(error_of<ValueError>([&] { model.train_on_batch(d.x, d.y); }),
+              HasSubstr("create the model (and its optimizer) inside strategy.scope()"));
+}
+
+// ---- The cross-device reduction on GPU-like devices (the test platform) ----
+
+TEST_F(MirroredStrategyTest, SelectionRulesOnGpus) {
+  osprey::testing::install_test_platform({.gpus = osprey::testing::default_test_gpus(2), .nccl = true});
+  {
+    MirroredStrategy strategy;  // all logical GPUs, all physical, a collective: NCCL
+    EXPECT_EQ(strategy.num_replicas_in_sync(), 2);
+    EXPECT_EQ(strategy.cross_device_ops_name(), "NcclAllReduce");
+    MirroredStrategy forced({"/gpu:0", "/gpu:1"}, distribute::ReductionToOneDevice{});  // an explicit choice wins
+    EXPECT_EQ(forced.cross_device_ops_name(), "ReductionToOneDevice");
+    ::testing::internal::CaptureStderr();
+    MirroredStrategy mixed({"/gpu:0", "/cpu:0"});
+    EXPECT_THAT(::testing::internal::GetCapturedStderr(), HasSubstr("There are non-GPU devices"));
+    EXPECT_EQ(mixed.cross_device_ops_name(), "ReductionToOneDevice");
+  }
+  osprey::testing::install_test_platform({.gpus = osprey::testing::default_test_gpus(2), .nccl = false});
+  ::testing::internal::CaptureStderr();
+  MirroredStrategy no_nccl;
+  EXPECT_THAT(::testing::internal::GetCapturedStderr(), HasSubstr("] Nccl kernel is not found, not using nccl allreduce."));
+  EXPECT_EQ(no_nccl.cross_device_ops_name(), "ReductionToOneDevice");
+
+  osprey::testing::install_test_platform({.gpus = osprey::testing::default_test_gpus(1), .nccl = true});
+  cfg::set_logical_device_configuration(cfg::list_physical_devices("GPU")[0], {{.memory_limit = 64}, {.memory_limit = 64}});
+  ::testing::internal::CaptureStderr();
+  MirroredStrategy virtual_gpus;
+  EXPECT_THAT(::testing::internal::GetCapturedStderr(),
+              HasSubstr("] NCCL is not supported when using virtual GPUs, falling back to reduction to one device"));
+  EXPECT_EQ(virtual_gpus.num_replicas_in_sync(), 2);
+  EXPECT_EQ(virtual_gpus.cross_device_ops_name(), "ReductionToOneDevice");
+}
+
+// Both reduction paths over device memory (packing, copies, the collective) give single-device training.
+class GpuReductionPaths : public MirroredStrategyTest, public ::testing::WithParamInterface<std::tuple<bool, int>> {};
+
+TEST_P(GpuReductionPaths, MatchSingleDevice) {
+  const auto [nccl, packs] = GetParam();
+  osprey::testing::install_test_platform({.gpus = osprey::testing::default_test_gpus(2), .nccl = nccl});
+  const Data d = make_data(24);
+  random::set_seed(8);
+  keras::Sequential single;
+  {
+    DeviceScope on("/GPU:0");
+    single = small_model();
+    single.compile({.optimizer = "rmsprop", .loss = "sparse_categorical_crossentropy"});
+  }
+  std::optional<distribute::CrossDeviceOps> cdo;
+  if (nccl) {
+    cdo = distribute::NcclAllReduce{packs};
+  } else {
+    cdo = distribute::ReductionToOneDevice{"", packs};
+  }
+  MirroredStrategy strategy({"/gpu:0", "/gpu:1"}, cdo);
+  random::set_seed(8);
+  keras::Sequential mirrored;
+  {
+    auto scope = strategy.scope();
+    mirrored = small_model();
+    mirrored.compile({.optimizer = "rmsprop", .loss = "sparse_categorical_crossentropy"});
+  }
+  osprey::testing::collective_calls = 0;
+  single.fit(d.x, d.y, {.epochs = 2, .batch_size = 8, .verbose = 0, .shuffle = false});
+  mirrored.fit(d.x, d.y, {.epochs = 2, .batch_size = 8, .verbose = 0, .shuffle = false});
+  EXPECT_EQ(osprey::testing::collective_calls > 0, nccl);
+  expect_close(weights(single), weights(mirrored), 2e-5);
+  expect_replicas_identical(mirrored);
+}
+
+INSTANTIATE_TEST_SUITE_P(NcclAndFallback, GpuReductionPaths,
+                         ::testing::Values(std::make_tuple(true, 1), std::make_tuple(true, 3),
+                                           std::make_tuple(false, 1), std::make_tuple(false, 2)));
+
+TEST_F(MirroredStrategyTest, TwoRunsAreBitIdentical) {
+  split_cpu(2);
+  std::vector<std::vector<float>> first;
+  for (int run = 0; run < 2; ++run) {
+    MirroredStrategy strategy;
+    random::set_seed(4);
+    keras::Sequential m;
+    {
+      auto scope = strategy.scope();
+      m = small_model();
+      m.compile({.optimizer = "adam", .loss = "sparse_categorical_crossentropy"});
+    }
+    const Data d = make_data(40);
+    m.fit(d.x, d.y, {.epochs = 2, .batch_size = 8, .verbose = 0, .shuffle = false});
+    if (run == 0) {
+      first = weights(m);
+    } else {
+      EXPECT_EQ(weights(m), first);
+    }
+  }
+}
