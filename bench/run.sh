@@ -11,3 +11,9 @@ if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
 else
   echo '{"framework": "pytorch-eager-cpu", "skipped": "python3-torch is not installed (apt-get install python3-torch)"}'
 fi
+# MirroredStrategy on one CPU: the wide MLP (batch 256) on 2 logical CPUs (threads shared out) vs 1 device with
+# every thread; three alternating runs (config is per process).
+for i in 1 2 3; do
+  "$build/bench/mirrored_step" single 2 30 2>/dev/null
+  "$build/bench/mirrored_step" mirrored 2 30 2>/dev/null
+done
