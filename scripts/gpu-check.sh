@@ -55,6 +55,12 @@ on_gpu=$(grep -c "Executing op .*device:GPU:0" /tmp/osprey-gpu-select.log)
 on_cpu=$(grep -c "Executing op .*device:CPU:0" /tmp/osprey-gpu-select.log)
 results+=("| seed on GPU:0, placement log | $on_gpu ops on GPU:0, $on_cpu on CPU:0 |")
 
+section "MirroredStrategy example (every logical GPU a replica)"
+build/release/examples/mirrored_strategy >/tmp/osprey-mirrored.log 2>&1
+mirrored_rc=$?
+grep -E "Using MirroredStrategy|nccl|NCCL|Number of devices|replicas, on" /tmp/osprey-mirrored.log | head -6
+results+=("| MirroredStrategy example | rc $mirrored_rc, $(grep -m1 'Number of devices' /tmp/osprey-mirrored.log) |")
+
 section "step times (train_on_batch, µs/step)"
 timings=()
 for spec in "seed 64 200" "wide 128 100" "wide 4096 20"; do

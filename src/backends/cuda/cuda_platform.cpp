@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -11,6 +12,8 @@
 #include "core/logging.h"
 #include "osprey/errors.h"
 #include "runtime/device_manager.h"
+
+#include <nccl.h>
 
 #ifndef OSPREY_CUDA_MIN_CC_MAJOR
 #define OSPREY_CUDA_MIN_CC_MAJOR 9
@@ -187,6 +190,34 @@ std::string format_uuid(const cudaUUID_t& u) {
 
 std::string version_string(int v) { return fmt::format("{}.{}", v / 1000, (v % 1000) / 10); }
 
+// NCCL, loaded with dlopen so that the plug-in works without it (MirroredStrategy then reduces through one
+// device, with TensorFlow's "Nccl kernel is not found" warning).
+struct Nccl {
+  decltype(&ncclGetVersion) get_version = nullptr;
+  decltype(&ncclCommInitAll) comm_init_all = nullptr;
+  decltype(&ncclAllReduce) all_reduce = nullptr;
+  decltype(&ncclGroupStart) group_start = nullptr;
+  decltype(&ncclGroupEnd) group_end = nullptr;
+  decltype(&ncclGetErrorString) error_string = nullptr;
+  int version = 0;
+
+  bool load() {
+    void* h = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
+    if (!h) return false;
+    get_version = reinterpret_cast<decltype(get_version)>(dlsym(h, "ncclGetVersion"));
+    comm_init_all = reinterpret_cast<decltype(comm_init_all)>(dlsym(h, "ncclCommInitAll"));
+    all_reduce = reinterpret_cast<decltype(all_reduce)>(dlsym(h, "ncclAllReduce"));
+    group_start = reinterpret_cast<decltype(group_start)>(dlsym(h, "ncclGroupStart"));
+    group_end = reinterpret_cast<decltype(group_end)>(dlsym(h, "ncclGroupEnd"));
+    error_string = reinterpret_cast<decltype(error_string)>(dlsym(h, "ncclGetErrorString"));
+    if (!get_version || !comm_init_all || !all_reduce || !group_start || !group_end || !error_string) return false;
+    return get_version(&version) == ncclSuccess;
+  }
+  void check(ncclResult_t r, const char* what) const {
+    if (r != ncclSuccess) throw InternalError(fmt::format("{} failed: {}", what, error_string(r)));
+  }
+};
+
 class CudaPlatform : public runtime::Platform {
  public:
   runtime::DeviceType type() const override { return runtime::DeviceType::GPU; }
@@ -235,6 +266,7 @@ class CudaPlatform : public runtime::Platform {
       status_.fix = "Check the driver with nvidia-smi; the error names what failed.";
       return out;
     }
+    if (nccl_.load()) status_.description += fmt::format(", NCCL {}", nccl_.version);
     for (int i = 0; i < count; ++i) {
       cudaDeviceProp p{};
       if (cudaGetDeviceProperties(&p, i) != cudaSuccess) continue;
@@ -277,6 +309,32 @@ class CudaPlatform : public runtime::Platform {
   }
 
   void synchronize(runtime::Device& device) override { cuda_device(device).synchronize(); }
+
+  bool has_collective_all_reduce() const override { return nccl_.all_reduce != nullptr; }
+
+  // One NCCL communicator clique per set of GPUs (created once), then a grouped all-reduce, each on its device's
+  // stream: ordered after the gradients were written and before the replicas read the sums.
+  void all_reduce_sum(const std::vector<runtime::Device*>& devices, const std::vector<float*>& buffers,
+                      std::size_t count) override {
+    std::vector<int> ordinals;
+    for (auto* d : devices) ordinals.push_back(cuda_device(*d).ordinal());
+    std::lock_guard lock(nccl_mu_);
+    auto it = comms_.find(ordinals);
+    if (it == comms_.end()) {
+      std::vector<ncclComm_t> comms(ordinals.size());
+      nccl_.check(nccl_.comm_init_all(comms.data(), static_cast<int>(ordinals.size()), ordinals.data()),
+                  "ncclCommInitAll");
+      it = comms_.emplace(ordinals, std::move(comms)).first;
+    }
+    nccl_.check(nccl_.group_start(), "ncclGroupStart");
+    for (size_t i = 0; i < devices.size(); ++i) {
+      auto& dev = cuda_device(*devices[i]);
+      dev.activate();
+      nccl_.check(nccl_.all_reduce(buffers[i], buffers[i], count, ncclFloat32, ncclSum, it->second[i], dev.stream()),
+                  "ncclAllReduce");
+    }
+    nccl_.check(nccl_.group_end(), "ncclGroupEnd");
+  }
   void register_kernels() override { register_cuda_kernels(); }
   runtime::PlatformStatus status() const override { return status_; }
   std::pair<int, int> min_compute_capability() const override {
@@ -285,6 +343,9 @@ class CudaPlatform : public runtime::Platform {
 
  private:
   runtime::PlatformStatus status_;
+  Nccl nccl_;
+  std::mutex nccl_mu_;
+  std::map<std::vector<int>, std::vector<ncclComm_t>> comms_;
 };
 
 }  // namespace
