@@ -88,4 +88,10 @@ class MirroredStrategy {
   std::shared_ptr<StrategyImpl> impl_;
 };
 
+/// tf.nn.compute_average_loss: Σ per_example_loss / global batch. The global batch defaults to the number of
+/// examples times the replicas in sync (inside strategy.run: the strategy's). An empty replica gives 0, not NaN.
+Tensor compute_average_loss(const Tensor& per_example_loss, std::optional<int64_t> global_batch_size = std::nullopt);
+/// tf.nn.scale_regularization_loss: the loss divided by the replicas in sync.
+Tensor scale_regularization_loss(const Tensor& regularization_loss);
+
 }  // namespace osprey::distribute

@@ -53,7 +53,14 @@ void ReplicaBarrier::reset() {
 static thread_local std::shared_ptr<StrategyImpl> t_current;
 static thread_local std::vector<Device*> t_mirror_devices;
 
+static thread_local StrategyImpl* t_replica_strategy = nullptr;
+
 std::shared_ptr<StrategyImpl> current_strategy() { return t_current; }
+
+int replicas_in_sync() {
+  if (t_replica_strategy) return t_replica_strategy->num_replicas();
+  return t_current ? t_current->num_replicas() : 1;
+}
 
 StrategyScope::StrategyScope(std::shared_ptr<StrategyImpl> impl) : impl_(std::move(impl)), previous_(t_current) {
   t_current = impl_;
@@ -87,7 +94,7 @@ static std::string tuple_repr(const std::vector<Device*>& devices) {
 }
 
 StrategyImpl::StrategyImpl(std::vector<Device*> devices, std::optional<CrossDeviceOps> cdo)
-    : devices_(std::move(devices)), barrier_(static_cast<int>(devices_.size())) {
+    : devices_(std::move(devices)), barrier_(static_cast<int>(devices_.size())), merge_slots_(devices_.size()) {
   log::info("Using MirroredStrategy with devices " + tuple_repr(devices_));
   for (auto* d : devices_) host_memory_ &= d->host_memory();
 
@@ -153,6 +160,11 @@ StrategyImpl::~StrategyImpl() {
 void StrategyImpl::worker(int r) {
   omp_set_num_threads(threads_per_replica_);
   osprey::detail::ReplicaIdScope replica(r);
+  t_replica_strategy = this;
+  const osprey::detail::ReplicaMerge merge_fn = [this, r](const Tensor& v, VariableAggregation a) {
+    return merge(r, v, a);
+  };
+  osprey::detail::set_replica_merge(&merge_fn);
   const std::string device = devices_[r]->name();
   long seen = 0;
   while (true) {
@@ -327,6 +339,35 @@ void StrategyImpl::all_reduce_sum(std::vector<std::vector<Tensor>>& grads, int r
     }
   }
   barrier_.arrive_and_wait();  // every replica's gradients hold the sum
+}
+
+Tensor StrategyImpl::merge(int r, const Tensor& value, VariableAggregation aggregation) {
+  merge_slots_[r] = value;
+  barrier_.arrive_and_wait();  // every replica's value is there
+  Device& device = *devices_[r];
+  Tensor out = merge_slots_[0].to(device);
+  if (aggregation != VariableAggregation::ONLY_FIRST_REPLICA) {
+    for (int q = 1; q < num_replicas(); ++q) out = ops::add(out, merge_slots_[q].to(device));  // fixed order
+    if (aggregation == VariableAggregation::MEAN) {
+      out = ops::div(out, Tensor::scalar(static_cast<double>(num_replicas()), out.dtype()));
+    }
+  }
+  barrier_.arrive_and_wait();  // every replica has read the slots
+  return out;
+}
+
+Tensor compute_average_loss(const Tensor& per_example_loss, std::optional<int64_t> global_batch_size) {
+  const int64_t local = per_example_loss.shape().rank() ? per_example_loss.shape()[0] : 1;
+  const int64_t global = global_batch_size.value_or(local * replicas_in_sync());
+  if (global <= 0) {
+    if (global_batch_size) throw ValueError(fmt::format("global_batch_size must be positive, got {}", global));
+    return Tensor::scalar(0.0);  // an empty replica: nothing, never NaN
+  }
+  return ops::div(ops::reduce_sum(per_example_loss), Tensor::scalar(static_cast<double>(global)));
+}
+
+Tensor scale_regularization_loss(const Tensor& regularization_loss) {
+  return ops::div(regularization_loss, Tensor::scalar(static_cast<double>(replicas_in_sync())));
 }
 
 // ---- MirroredStrategy ----

@@ -52,6 +52,9 @@ class StrategyImpl {
   /// device, same shapes on every replica): on return every replica's grads hold the SUM over replicas, bit for
   /// bit the same everywhere. The order of summation is fixed (replica 0, 1, ...), so runs are reproducible.
   void all_reduce_sum(std::vector<std::vector<Tensor>>& grads, int replica);
+  /// Collective merge of one value per replica (a variable assigned in replica context): every replica gets the
+  /// same combination (SUM, MEAN or replica 0's value) on its own device.
+  Tensor merge(int replica, const Tensor& value, VariableAggregation aggregation);
   /// Mirrors variables that are not yet mirrored onto the replica devices (they must live on the first one).
   void mirror(const std::vector<Variable*>& vars) const;
 
@@ -77,9 +80,13 @@ class StrategyImpl {
   const std::function<void(int)>* job_ = nullptr;
   std::exception_ptr error_;
   ReplicaBarrier barrier_;
+  std::vector<Tensor> merge_slots_;
 };
 
 /// The strategy whose scope() is active on this thread, or null.
 std::shared_ptr<StrategyImpl> current_strategy();
+/// The number of replicas of the strategy this thread works for: in a replica thread its strategy's, else the
+/// one of the active scope(), else 1.
+int replicas_in_sync();
 
 }  // namespace osprey::distribute

@@ -366,3 +366,126 @@ TEST_F(MirroredStrategyTest, TwoRunsAreBitIdentical) {
     }
   }
 }
+
+// ---- Variable synchronization and aggregation (tf.VariableSynchronization / tf.VariableAggregation) ----
+
+TEST_F(MirroredStrategyTest, SynchronizationModesInScope) {
+  split_cpu(2);
+  MirroredStrategy strategy;
+  auto scope = strategy.scope();
+  Variable automatic(Tensor::zeros({2}), "auto", VariableOptions{});
+  EXPECT_EQ(automatic.synchronization(), VariableSynchronization::ON_WRITE);
+  EXPECT_EQ(automatic.num_components(), 2);
+  EXPECT_THAT(error_of<ValueError>([] {
+                Variable v(Tensor::zeros({2}), "none", {.synchronization = VariableSynchronization::NONE});
+              }),
+              HasSubstr("`NONE` variable synchronization mode is not supported with tf.distribute strategy"));
+  EXPECT_THAT(error_of<ValueError>([] {
+                Variable v(Tensor::zeros({2}), "r", {.trainable = true, .synchronization = VariableSynchronization::ON_READ});
+              }),
+              HasSubstr("ON_READ only for non-trainable variables"));
+}
+
+TEST_F(MirroredStrategyTest, ReplicaContextAssignNeedsAnAggregationAndThenAgreesEverywhere) {
+  split_cpu(3);
+  MirroredStrategy strategy;
+  std::unique_ptr<Variable> none, sum, mean, first;
+  {
+    auto scope = strategy.scope();
+    none = std::make_unique<Variable>(Tensor::zeros({1}), "none", VariableOptions{});
+    sum = std::make_unique<Variable>(Tensor::zeros({1}), "sum", VariableOptions{.aggregation = VariableAggregation::SUM});
+    mean = std::make_unique<Variable>(Tensor::zeros({1}), "mean", VariableOptions{.aggregation = VariableAggregation::MEAN});
+    first = std::make_unique<Variable>(Tensor::zeros({1}), "first",
+                                       VariableOptions{.aggregation = VariableAggregation::ONLY_FIRST_REPLICA});
+  }
+  EXPECT_THAT(error_of<ValueError>([&] {
+                strategy.run([&](const distribute::ReplicaContext&) {
+                  none->assign(Tensor::ones({1}));
+                  return Tensor();
+                });
+              }),
+              HasSubstr("You must specify an aggregation method to update a MirroredVariable in Replica Context"));
+  strategy.run([&](const distribute::ReplicaContext& ctx) {
+    const Tensor v = Tensor::full({1}, ctx.replica_id_in_sync_group + 1.0);  // 1, 2, 3
+    sum->assign(v);
+    mean->assign(v);
+    first->assign(v);
+    sum->assign_add(Tensor::ones({1}));  // += 3
+    return Tensor();
+  });
+  for (int c = 0; c < 3; ++c) {
+    EXPECT_EQ(sum->component(c).item(), 9.0) << c;
+    EXPECT_EQ(mean->component(c).item(), 2.0) << c;
+    EXPECT_EQ(first->component(c).item(), 1.0) << c;
+  }
+}
+
+TEST_F(MirroredStrategyTest, OnReadSumVariablesAggregateWhenRead) {
+  split_cpu(2);
+  MirroredStrategy strategy;
+  std::unique_ptr<Variable> total;
+  {
+    auto scope = strategy.scope();
+    total = std::make_unique<Variable>(Tensor::zeros({1}), "total",
+                                       VariableOptions{.trainable = false,
+                                                       .synchronization = VariableSynchronization::ON_READ,
+                                                       .aggregation = VariableAggregation::SUM});
+  }
+  strategy.run([&](const distribute::ReplicaContext& ctx) {
+    total->assign_add(Tensor::full({1}, 10.0 * (ctx.replica_id_in_sync_group + 1)));  // replica-local: 10, 20
+    EXPECT_EQ(total->read_value().item(), 10.0 * (ctx.replica_id_in_sync_group + 1));
+    return Tensor();
+  });
+  EXPECT_EQ(total->read_value().item(), 30.0);  // cross-replica read: the sum
+  total->assign(Tensor::full({1}, 8.0));       // stores 8/N in each replica
+  EXPECT_EQ(total->component(0).item(), 4.0);
+  EXPECT_EQ(total->read_value().item(), 8.0);
+  EXPECT_THAT(error_of<ValueError>([&] { total->assign_add(Tensor::ones({1})); }),
+              HasSubstr("SyncOnReadVariable does not support `assign_add` in cross-replica context"));
+}
+
+TEST_F(MirroredStrategyTest, AverageLossAndRegularizationScaling) {
+  split_cpu(2);
+  MirroredStrategy strategy;
+  auto losses = strategy.run([](const distribute::ReplicaContext& ctx) {
+    Tensor per_example = Tensor::full({4}, ctx.replica_id_in_sync_group + 1.0);  // sums 4 and 8
+    return distribute::compute_average_loss(per_example);                       // / (4 × 2)
+  });
+  EXPECT_EQ(losses.values[0].item(), 0.5);
+  EXPECT_EQ(losses.values[1].item(), 1.0);
+  EXPECT_EQ(strategy.reduce(distribute::ReduceOp::SUM, losses).item(), 1.5);  // the global mean: 12 / 8
+  auto fixed = strategy.run([](const distribute::ReplicaContext&) {
+    return distribute::compute_average_loss(Tensor::full({4}, 1.0), 16);
+  });
+  EXPECT_EQ(fixed.values[1].item(), 0.25);
+  auto empty = strategy.run([](const distribute::ReplicaContext&) {
+    return distribute::compute_average_loss(Tensor::zeros({0}));
+  });
+  EXPECT_EQ(empty.values[0].item(), 0.0);
+  auto reg = strategy.run([](const distribute::ReplicaContext&) {
+    return distribute::scale_regularization_loss(Tensor::scalar(3.0));
+  });
+  EXPECT_EQ(reg.values[0].item(), 1.5);
+  EXPECT_EQ(distribute::compute_average_loss(Tensor::full({4}, 2.0)).item(), 2.0);  // no strategy: the mean
+}
+
+TEST_F(MirroredStrategyTest, OneReplicaIsTheIdentity) {
+  split_cpu(2);
+  const Data d = make_data(20);
+  random::set_seed(6);
+  keras::Sequential plain = small_model();
+  plain.compile({.optimizer = "adam", .loss = "sparse_categorical_crossentropy"});
+  MirroredStrategy one({"/cpu:0"});
+  random::set_seed(6);
+  keras::Sequential wrapped;
+  {
+    auto scope = one.scope();
+    wrapped = small_model();
+    wrapped.compile({.optimizer = "adam", .loss = "sparse_categorical_crossentropy"});
+  }
+  plain.fit(d.x, d.y, {.epochs = 2, .batch_size = 8, .verbose = 0, .shuffle = false});
+  wrapped.fit(d.x, d.y, {.epochs = 2, .batch_size = 8, .verbose = 0, .shuffle = false});
+  EXPECT_EQ(weights(plain), weights(wrapped));  // bit for bit
+  EXPECT_EQ(one.reduce(distribute::ReduceOp::SUM, {{Tensor::full({1}, 5.0)}}).item(), 5.0);
+  EXPECT_THROW(MirroredStrategy({"/cpu:0", "/cpu:1"}, distribute::ReductionToOneDevice{"", -1}), ValueError);
+}
