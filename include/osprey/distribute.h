@@ -20,10 +20,12 @@ enum class ReduceOp { SUM, MEAN };
 struct ReductionToOneDevice {
   std::string reduce_to_device{};
   int num_packs = 1;  ///< gradients are concatenated into this many buffers before reducing
+  int64_t bytes_per_pack = 0;  ///< when > 0: buckets of at most this many bytes instead (whole gradients each)
 };
 /// NCCL all-reduce between physical GPUs (tf.distribute.NcclAllReduce). Needs a GPU platform with NCCL.
 struct NcclAllReduce {
   int num_packs = 1;
+  int64_t bytes_per_pack = 0;  ///< when > 0: buckets of at most this many bytes instead (whole gradients each)
 };
 using CrossDeviceOps = std::variant<ReductionToOneDevice, NcclAllReduce>;
 

@@ -112,9 +112,11 @@ StrategyImpl::StrategyImpl(std::vector<Device*> devices, std::optional<CrossDevi
       }
       use_collective_ = true;
       num_packs_ = nccl->num_packs;
+      bytes_per_pack_ = nccl->bytes_per_pack;
     } else {
       const auto& r = std::get<ReductionToOneDevice>(*cdo);
       num_packs_ = r.num_packs;
+      bytes_per_pack_ = r.bytes_per_pack;
       if (!r.reduce_to_device.empty()) {
         const DeviceSpec spec = DeviceSpec::from_string(r.reduce_to_device);
         reduce_device_ = dm.find(spec.device_type.value_or("CPU"), spec.device_index.value_or(0));
@@ -136,6 +138,9 @@ StrategyImpl::StrategyImpl(std::vector<Device*> devices, std::optional<CrossDevi
     } else {
       use_collective_ = true;
     }
+  }
+  if (bytes_per_pack_ < 0) {
+    throw ValueError(fmt::format("bytes_per_pack must be non-negative, got {}", bytes_per_pack_));
   }
   if (num_packs_ < 0) throw ValueError(fmt::format("num_packs must be greater than or equal to zero, got {}", num_packs_));
   if (!reduce_device_) reduce_device_ = devices_.front();
@@ -261,16 +266,21 @@ void copy_within(Device& d, void* dst, const void* src, std::size_t bytes) {
   }
 }
 
-Packs pack(const std::vector<Tensor>& grads, int num_packs, Device& device) {
+Packs pack(const std::vector<Tensor>& grads, int num_packs, int64_t bytes_per_pack, Device& device) {
   Packs p;
   int64_t total = 0;
   for (const auto& g : grads) total += g.num_elements();
-  const int packs = std::max(1, std::min<int>(num_packs, static_cast<int>(grads.size())));
-  const int64_t per_pack = (total + packs - 1) / packs;
+  int packs = std::max(1, std::min<int>(num_packs, static_cast<int>(grads.size())));
+  int64_t per_pack = (total + packs - 1) / packs;
+  if (bytes_per_pack > 0) {  // buckets of a byte cap (a gradient larger than the cap is a bucket of its own)
+    per_pack = std::max<int64_t>(1, bytes_per_pack / static_cast<int64_t>(sizeof(float)));
+    packs = static_cast<int>(grads.size());
+  }
   std::vector<int64_t> sizes;
   int64_t used = 0;
-  for (const auto& g : grads) {  // whole gradients per pack, cut when a pack reaches its share
-    if (sizes.empty() || (used >= per_pack && static_cast<int>(sizes.size()) < packs)) {
+  for (const auto& g : grads) {  // whole gradients per pack, cut when the next one would pass the pack's share
+    const bool full = bytes_per_pack > 0 ? used > 0 && used + g.num_elements() > per_pack : used >= per_pack;
+    if (sizes.empty() || (full && static_cast<int>(sizes.size()) < packs)) {
       sizes.push_back(0);
       used = 0;
     }
@@ -302,7 +312,7 @@ void unpack(const Packs& p, std::vector<Tensor>& grads, Device& device) {
 void StrategyImpl::reduce_to_one_device(std::vector<std::vector<Tensor>>& grads) {
   const int n_rep = num_replicas();
   std::vector<Packs> packs;
-  for (int q = 0; q < n_rep; ++q) packs.push_back(pack(grads[q], num_packs_, *devices_[q]));
+  for (int q = 0; q < n_rep; ++q) packs.push_back(pack(grads[q], num_packs_, bytes_per_pack_, *devices_[q]));
   DeviceScope on(reduce_device_->name());
   for (size_t b = 0; b < packs[0].buffers.size(); ++b) {
     Tensor sum = packs[0].buffers[b].to(*reduce_device_);
@@ -316,7 +326,7 @@ void StrategyImpl::reduce_to_one_device(std::vector<std::vector<Tensor>>& grads)
 void StrategyImpl::reduce_collective(std::vector<std::vector<Tensor>>& grads) {
   const int n_rep = num_replicas();
   std::vector<Packs> packs;
-  for (int q = 0; q < n_rep; ++q) packs.push_back(pack(grads[q], num_packs_, *devices_[q]));
+  for (int q = 0; q < n_rep; ++q) packs.push_back(pack(grads[q], num_packs_, bytes_per_pack_, *devices_[q]));
   for (size_t b = 0; b < packs[0].buffers.size(); ++b) {
     std::vector<float*> buffers;
     for (int q = 0; q < n_rep; ++q) buffers.push_back(static_cast<float*>(packs[q].buffers[b].impl()->data()));

@@ -69,6 +69,7 @@ class StrategyImpl {
   bool use_collective_ = false;
   bool host_memory_ = true;
   int num_packs_ = 1;
+  int64_t bytes_per_pack_ = 0;
   int threads_per_replica_ = 1;
 
   std::vector<std::thread> threads_;

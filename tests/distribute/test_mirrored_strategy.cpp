@@ -306,10 +306,11 @@ TEST_F(MirroredStrategyTest, SelectionRulesOnGpus) {
 }
 
 // Both reduction paths over device memory (packing, copies, the collective) give single-device training.
-class GpuReductionPaths : public MirroredStrategyTest, public ::testing::WithParamInterface<std::tuple<bool, int>> {};
+class GpuReductionPaths
+    : public MirroredStrategyTest, public ::testing::WithParamInterface<std::tuple<bool, int, int64_t>> {};
 
 TEST_P(GpuReductionPaths, MatchSingleDevice) {
-  const auto [nccl, packs] = GetParam();
+  const auto [nccl, packs, bytes_per_pack] = GetParam();
   osprey::testing::install_test_platform({.gpus = osprey::testing::default_test_gpus(2), .nccl = nccl});
   const Data d = make_data(24);
   random::set_seed(8);
@@ -321,9 +322,9 @@ TEST_P(GpuReductionPaths, MatchSingleDevice) {
   }
   std::optional<distribute::CrossDeviceOps> cdo;
   if (nccl) {
-    cdo = distribute::NcclAllReduce{packs};
+    cdo = distribute::NcclAllReduce{packs, bytes_per_pack};
   } else {
-    cdo = distribute::ReductionToOneDevice{"", packs};
+    cdo = distribute::ReductionToOneDevice{"", packs, bytes_per_pack};
   }
   MirroredStrategy strategy({"/gpu:0", "/gpu:1"}, cdo);
   random::set_seed(8);
@@ -337,13 +338,19 @@ TEST_P(GpuReductionPaths, MatchSingleDevice) {
   single.fit(d.x, d.y, {.epochs = 2, .batch_size = 8, .verbose = 0, .shuffle = false});
   mirrored.fit(d.x, d.y, {.epochs = 2, .batch_size = 8, .verbose = 0, .shuffle = false});
   EXPECT_EQ(osprey::testing::collective_calls > 0, nccl);
+  if (nccl) {  // 4 gradients (2 kernels, 2 biases), 2 epochs of 3 steps: the buckets per step as configured
+    const int per_step = bytes_per_pack > 0 ? 4 : std::min(packs, 4);
+    EXPECT_EQ(osprey::testing::collective_calls, 6 * per_step);
+  }
   expect_close(weights(single), weights(mirrored), 2e-5);
   expect_replicas_identical(mirrored);
 }
 
 INSTANTIATE_TEST_SUITE_P(NcclAndFallback, GpuReductionPaths,
-                         ::testing::Values(std::make_tuple(true, 1), std::make_tuple(true, 3),
-                                           std::make_tuple(false, 1), std::make_tuple(false, 2)));
+                         ::testing::Values(std::make_tuple(true, 1, int64_t{0}), std::make_tuple(true, 3, int64_t{0}),
+                                           std::make_tuple(true, 1, int64_t{64}),
+                                           std::make_tuple(false, 1, int64_t{0}), std::make_tuple(false, 2, int64_t{0}),
+                                           std::make_tuple(false, 1, int64_t{100})));
 
 TEST_F(MirroredStrategyTest, TwoRunsAreBitIdentical) {
   split_cpu(2);
