@@ -43,6 +43,34 @@ struct ReplicaContext {
 
 class StrategyImpl;
 
+/// What an input function learns about the input pipelines (tf.distribute.InputContext). On one machine there is
+/// one pipeline feeding every replica.
+struct InputContext {
+  int num_input_pipelines = 1;
+  int input_pipeline_id = 0;
+  int num_replicas_in_sync = 1;
+  /// global / replicas; ValueError when it does not divide evenly.
+  int64_t get_per_replica_batch_size(int64_t global_batch_size) const;
+};
+
+/// A source of per-replica batches: each call returns the next batch (x, y, ...), or nothing at the end.
+using BatchGenerator = std::function<std::optional<std::vector<Tensor>>()>;
+
+/// Batches handed to the replicas as they come, not rebatched: each step gives replica r the next batch of the
+/// generator (replicas past the end of the data get undefined tensors). From distribute_datasets_from_function().
+class DistributedDataset {
+ public:
+  DistributedDataset(std::shared_ptr<StrategyImpl> strategy, BatchGenerator generator);
+  /// The next step's values, one PerReplica per tensor of a batch (each on its replica's device); nothing when
+  /// the generator is exhausted.
+  std::optional<std::vector<PerReplica>> next();
+
+ private:
+  std::shared_ptr<StrategyImpl> strategy_;
+  BatchGenerator generator_;
+  bool done_ = false;
+};
+
 /// Keeps a strategy current on this thread: variables created meanwhile are mirrored, and Keras models created
 /// or compiled meanwhile train with the strategy. Returned by MirroredStrategy::scope().
 class StrategyScope {
@@ -83,6 +111,10 @@ class MirroredStrategy {
   /// SUM or MEAN over the replicas' values, on the first device. With `axis` (0) the values are reduced over
   /// that axis too, as TensorFlow's strategy.reduce(..., axis=0).
   Tensor reduce(ReduceOp op, const PerReplica& values, std::optional<int> axis = std::nullopt) const;
+
+  /// tf.distribute's distribute_datasets_from_function: `fn` is called once per input pipeline (once here) with
+  /// its InputContext and must batch per replica itself; its batches are not rebatched.
+  DistributedDataset distribute_datasets_from_function(const std::function<BatchGenerator(const InputContext&)>& fn) const;
 
   const std::shared_ptr<StrategyImpl>& impl() const { return impl_; }
 

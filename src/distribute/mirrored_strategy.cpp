@@ -470,3 +470,46 @@ Tensor MirroredStrategy::reduce(ReduceOp op, const PerReplica& values, std::opti
 }
 
 }  // namespace osprey::distribute
+
+namespace osprey::distribute {
+
+int64_t InputContext::get_per_replica_batch_size(int64_t global_batch_size) const {
+  if (num_replicas_in_sync <= 0 || global_batch_size % num_replicas_in_sync != 0) {
+    throw ValueError(fmt::format("The `global_batch_size` {} is not divisible by `num_replicas_in_sync` {} ",
+                                 global_batch_size, num_replicas_in_sync));
+  }
+  return global_batch_size / num_replicas_in_sync;
+}
+
+DistributedDataset::DistributedDataset(std::shared_ptr<StrategyImpl> strategy, BatchGenerator generator)
+    : strategy_(std::move(strategy)), generator_(std::move(generator)) {}
+
+std::optional<std::vector<PerReplica>> DistributedDataset::next() {
+  if (done_) return std::nullopt;
+  const int n = strategy_->num_replicas();
+  std::vector<PerReplica> out;
+  for (int r = 0; r < n; ++r) {
+    std::optional<std::vector<Tensor>> batch = done_ ? std::nullopt : generator_();
+    if (!batch) {
+      done_ = true;
+      if (r == 0) return std::nullopt;
+      for (auto& pr : out) pr.values.emplace_back();  // past the end: an empty (undefined) value
+      continue;
+    }
+    if (out.empty()) out.resize(batch->size());
+    if (batch->size() != out.size()) {
+      throw ValueError(fmt::format("The input function's batches changed from {} to {} tensors", out.size(),
+                                   batch->size()));
+    }
+    for (size_t k = 0; k < batch->size(); ++k) out[k].values.push_back((*batch)[k].to(*strategy_->devices()[r]));
+  }
+  return out;
+}
+
+DistributedDataset MirroredStrategy::distribute_datasets_from_function(
+    const std::function<BatchGenerator(const InputContext&)>& fn) const {
+  InputContext ctx{1, 0, impl_->num_replicas()};
+  return DistributedDataset(impl_, fn(ctx));
+}
+
+}  // namespace osprey::distribute

@@ -496,3 +496,35 @@ TEST_F(MirroredStrategyTest, OneReplicaIsTheIdentity) {
   EXPECT_EQ(one.reduce(distribute::ReduceOp::SUM, {{Tensor::full({1}, 5.0)}}).item(), 5.0);
   EXPECT_THROW(MirroredStrategy({"/cpu:0", "/cpu:1"}, distribute::ReductionToOneDevice{"", -1}), ValueError);
 }
+
+TEST_F(MirroredStrategyTest, DatasetsFromAFunctionAreNotRebatched) {
+  split_cpu(2);
+  MirroredStrategy strategy;
+  distribute::InputContext seen;
+  int64_t next_row = 0;
+  auto dataset = strategy.distribute_datasets_from_function([&](const distribute::InputContext& ctx) {
+    seen = ctx;
+    const int64_t per_replica = ctx.get_per_replica_batch_size(8);  // 4
+    return distribute::BatchGenerator([&next_row, per_replica]() -> std::optional<std::vector<Tensor>> {
+      if (next_row >= 12) return std::nullopt;  // 12 rows: three batches of 4
+      std::vector<float> rows;
+      for (int64_t i = 0; i < per_replica; ++i) rows.push_back(static_cast<float>(next_row + i));
+      next_row += per_replica;
+      return std::vector<Tensor>{Tensor::from_vector(rows, {per_replica})};
+    });
+  });
+  EXPECT_EQ(seen.num_input_pipelines, 1);
+  EXPECT_EQ(seen.input_pipeline_id, 0);
+  EXPECT_EQ(seen.num_replicas_in_sync, 2);
+  EXPECT_THROW(seen.get_per_replica_batch_size(7), ValueError);
+  auto step1 = dataset.next();
+  ASSERT_TRUE(step1.has_value());
+  EXPECT_EQ((*step1)[0].values[0].to_vector<float>(), (std::vector<float>{0, 1, 2, 3}));
+  EXPECT_EQ((*step1)[0].values[1].to_vector<float>(), (std::vector<float>{4, 5, 6, 7}));
+  EXPECT_EQ((*step1)[0].values[1].device().name, "/device:CPU:1");
+  auto step2 = dataset.next();  // one batch left: replica 1 gets nothing
+  ASSERT_TRUE(step2.has_value());
+  EXPECT_EQ((*step2)[0].values[0].to_vector<float>(), (std::vector<float>{8, 9, 10, 11}));
+  EXPECT_FALSE((*step2)[0].values[1].defined());
+  EXPECT_FALSE(dataset.next().has_value());
+}
