@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <numeric>
 
@@ -12,6 +13,7 @@
 #include "osprey/keras/model.h"
 #include "osprey/ops.h"
 #include "osprey/random.h"
+#include "ops/kernel.h"
 #include "tensor/tensor_impl.h"
 
 namespace osprey::keras {
@@ -27,6 +29,16 @@ struct Sequential::State {
   std::shared_ptr<losses::Loss> loss;
   std::vector<std::shared_ptr<metrics::Metric>> metrics;
   std::shared_ptr<distribute::StrategyImpl> strategy;  // the scope() the model was created or compiled in
+  bool run_eagerly = false;
+  // Recorded training steps, one per batch shape (the full batches and a short last one).
+  struct StepPlan {
+    Shape x_shape, y_shape;
+    DType x_dtype, y_dtype;
+    Tensor x, y, y_pred, loss;
+    std::vector<Tensor> grads;
+    ops::StepRecording recording;
+  };
+  std::vector<std::unique_ptr<StepPlan>> plans;
 };
 
 // True when steps run on several replicas (a strategy with more than one device).
@@ -75,6 +87,7 @@ void Sequential::add(LayerRef ref) {
 
 void Sequential::build(const Shape& input_shape) {
   auto& s = state(s_);
+  s.plans.clear();
   Shape shape = input_shape;
   for (auto& l : s.layers) shape = l->build(shape);
   s.input_shape = input_shape;
@@ -123,6 +136,8 @@ void Sequential::compile(CompileOptions options) {
     throw ValueError("compile() needs a loss, e.g. .loss = \"binary_crossentropy\" or \"mse\".");
   }
   if (!s.strategy) s.strategy = distribute::current_strategy();
+  s.plans.clear();
+  s.run_eagerly = options.run_eagerly;
   s.optimizer = options.optimizer.get();
   s.loss = options.loss.get();
   s.metrics.clear();
@@ -195,9 +210,66 @@ struct CallbackList {
 
 static double distributed_train_step(Sequential& model, Sequential::State& s, const Tensor& x, const Tensor& y);
 
+// A step can be recorded and replayed when nothing in it depends on host-side decisions or randomness: Dense
+// layers only, on a host-memory device, without a strategy.
+static bool plannable(const Sequential::State& s) {
+  if (s.run_eagerly || distributed(s) || !s.device || !s.device->host_memory()) return false;
+  return std::all_of(s.layers.begin(), s.layers.end(),
+                     [](const auto& l) { return dynamic_cast<const layers::Dense*>(l.get()) != nullptr; });
+}
+
+// A private copy of `t` (the plan owns its input buffers and refills them every step).
+static Tensor owned_copy(const Tensor& t, runtime::Device& device) {
+  Tensor out = Tensor::empty(t.shape(), t.dtype(), &device);
+  std::memcpy(out.raw_data(), t.to(device).raw_data(), static_cast<std::size_t>(t.nbytes()));
+  return out;
+}
+
+// The step as a replay of the launches recorded at its first run for this batch shape: the batch is copied into
+// the plan's input buffers, the forward and backward kernels run again on their recorded buffers, then the
+// optimizer (its attributes change every step) and the metrics run eagerly on the recorded results.
+static double planned_train_step(Sequential& model, Sequential::State& s, const Tensor& x, const Tensor& y) {
+  const auto vars = model.trainable_variables();
+  Sequential::State::StepPlan* plan = nullptr;
+  for (auto& p : s.plans) {
+    if (p->x_shape == x.shape() && p->y_shape == y.shape() && p->x_dtype == x.dtype() && p->y_dtype == y.dtype()) {
+      plan = p.get();
+    }
+  }
+  if (plan) {
+    std::memcpy(plan->x.raw_data(), x.raw_data(), static_cast<std::size_t>(x.nbytes()));
+    std::memcpy(plan->y.raw_data(), y.raw_data(), static_cast<std::size_t>(y.nbytes()));
+    plan->recording.replay();
+  } else {
+    if (s.plans.size() >= 4) s.plans.erase(s.plans.begin());
+    auto p = std::make_unique<Sequential::State::StepPlan>();
+    p->x_shape = x.shape();
+    p->y_shape = y.shape();
+    p->x_dtype = x.dtype();
+    p->y_dtype = y.dtype();
+    p->x = owned_copy(x, *s.device);
+    p->y = owned_copy(y, *s.device);
+    {
+      ops::RecordingScope record(p->recording);
+      GradientTape tape;
+      p->y_pred = model(p->x, true);
+      p->loss = (*s.loss)(p->y, p->y_pred);
+      p->grads = tape.gradient(p->loss, vars);
+    }
+    plan = p.get();
+    s.plans.push_back(std::move(p));
+  }
+  s.optimizer->apply_gradients(plan->grads, vars);
+  for (auto& m : s.metrics) m->update_state(plan->y, plan->y_pred);
+  return plan->loss.item();
+}
+
 // Runs `y_pred = model(x)`, the loss and its gradient, and one optimizer update; returns the batch loss.
 static double train_step(Sequential& model, Sequential::State& s, const Tensor& x, const Tensor& y) {
   if (distributed(s)) return distributed_train_step(model, s, x, y);
+  if (plannable(s) && x.device_ref().host_memory() && y.device_ref().host_memory()) {
+    return planned_train_step(model, s, x, y);
+  }
   const auto vars = model.trainable_variables();
   Tensor y_pred, loss;
   std::vector<Tensor> grads;

@@ -74,12 +74,34 @@ runtime::Device& place(OpId op, const char* op_name, std::span<Tensor> inputs, b
   return *device;
 }
 
+static thread_local StepRecording* t_recording = nullptr;
+
 void run(OpId op, runtime::Device& device, std::span<const Tensor> inputs, std::span<Tensor> outputs,
-         const void* attrs) {
+         const void* attrs, std::size_t attrs_size) {
   KernelFn fn = lookup(op, device.type());
   if (!fn) throw InternalError("run(): no kernel for the device place() chose");
-  runtime::ExecutingDevice on(&device);
-  fn(KernelContext{inputs, outputs, attrs, &device});
+  const bool top_level = runtime::executing_device() == nullptr;
+  {
+    runtime::ExecutingDevice on(&device);
+    fn(KernelContext{inputs, outputs, attrs, &device});
+  }
+  if (t_recording && top_level) {
+    StepRecording::Launch l{fn, &device, {inputs.begin(), inputs.end()}, {outputs.begin(), outputs.end()}, {}};
+    if (attrs) l.attrs.assign(static_cast<const unsigned char*>(attrs), static_cast<const unsigned char*>(attrs) + attrs_size);
+    t_recording->add(std::move(l));
+  }
 }
+
+void StepRecording::replay() const {
+  for (const auto& l : launches_) {
+    runtime::ExecutingDevice on(l.device);
+    // The outputs are the recorded tensors: the kernels write into the same buffers again.
+    l.fn(KernelContext{l.inputs, std::span<Tensor>(const_cast<Tensor*>(l.outputs.data()), l.outputs.size()),
+                       l.attrs.empty() ? nullptr : l.attrs.data(), l.device});
+  }
+}
+
+RecordingScope::RecordingScope(StepRecording& recording) : previous_(t_recording) { t_recording = &recording; }
+RecordingScope::~RecordingScope() { t_recording = previous_; }
 
 }  // namespace osprey::ops

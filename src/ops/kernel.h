@@ -1,8 +1,10 @@
 // The op table's contract: op ids, the kernel signature, and the single dispatch point every op goes through.
 #pragma once
 
+#include <cstddef>
 #include <initializer_list>
 #include <span>
+#include <vector>
 
 #include "osprey/tensor.h"
 #include "runtime/device_manager.h"
@@ -53,8 +55,50 @@ void register_kernel(OpId op, runtime::DeviceType type, KernelFn kernel);
 /// With `pinned` the op runs where inputs[0] lives (ops that update a variable: variables stay where they were
 /// created, whatever the scope says).
 runtime::Device& place(OpId op, const char* op_name, std::span<Tensor> inputs, bool pinned = false);
-/// Runs the op's kernel on `device` (the one place() returned).
+/// Runs the op's kernel on `device` (the one place() returned). `attrs_size` lets a step recording keep a copy.
 void run(OpId op, runtime::Device& device, std::span<const Tensor> inputs, std::span<Tensor> outputs,
-         const void* attrs);
+         const void* attrs, std::size_t attrs_size);
+template <typename A>
+void run(OpId op, runtime::Device& device, std::span<const Tensor> inputs, std::span<Tensor> outputs,
+         const A* attrs) {
+  run(op, device, inputs, outputs, attrs, sizeof(A));
+}
+inline void run(OpId op, runtime::Device& device, std::span<const Tensor> inputs, std::span<Tensor> outputs,
+                std::nullptr_t) {
+  run(op, device, inputs, outputs, nullptr, 0);
+}
+
+/// The kernel launches of a piece of work (a training step's forward and backward pass), kept with their
+/// tensors and attributes so they can run again on the same buffers without dispatch, tape or allocation.
+/// Only top-level launches are kept (ops a kernel runs internally are run again by that kernel).
+class StepRecording {
+ public:
+  struct Launch {
+    KernelFn fn;
+    runtime::Device* device;
+    std::vector<Tensor> inputs, outputs;
+    std::vector<unsigned char> attrs;
+  };
+  /// Runs every recorded launch again, in order.
+  void replay() const;
+  std::size_t size() const { return launches_.size(); }
+  void clear() { launches_.clear(); }
+  void add(Launch launch) { launches_.push_back(std::move(launch)); }
+
+ private:
+  std::vector<Launch> launches_;
+};
+
+/// While alive, kernel launches on this thread are recorded into `recording` (they still run).
+class RecordingScope {
+ public:
+  explicit RecordingScope(StepRecording& recording);
+  ~RecordingScope();
+  RecordingScope(const RecordingScope&) = delete;
+  RecordingScope& operator=(const RecordingScope&) = delete;
+
+ private:
+  StepRecording* previous_;
+};
 
 }  // namespace osprey::ops

@@ -147,3 +147,33 @@ TEST(Training, UnshuffledEpochVisitsEveryBatchInOrder) {
   auto hf = frozen.fit(x, y, {.epochs = 1, .batch_size = 2, .verbose = 0, .shuffle = false});
   EXPECT_NEAR(hf.history["loss"][0], (0 + 1 + 4 + 9 + 16) / 5.0, 1e-4);  // Σ loss_b·n_b / N over all batches
 }
+
+// The recorded step plan (run_eagerly = false, the default) is the eager step bit for bit: every optimizer, the
+// softmax/sparse path and the sigmoid/BCE path, full and short batches, shuffled epochs, evaluate afterwards.
+TEST(Training, RecordedStepPlanIsBitIdenticalToTheEagerStep) {
+  for (const char* optimizer : {"adam", "sgd", "rmsprop"}) {
+    for (bool sparse : {true, false}) {
+      std::vector<std::vector<float>> result[2];
+      std::vector<double> losses[2];
+      for (int eager = 0; eager < 2; ++eager) {
+        random::set_seed(17);
+        Tensor x = random::uniform({101, 5}, -1, 1);  // 101 rows, batch 16: a short last batch of 5
+        Tensor y = sparse ? random::randint(0, 4, {101}).cast(DType::int64)
+                          : random::randint(0, 2, {101, 1}).cast(DType::float32);
+        Sequential m({layers::Input({5}), layers::Dense(12, "gelu"), layers::Dense(7, "tanh"),
+                      layers::Dense(sparse ? 4 : 1, sparse ? "softmax" : "sigmoid")});
+        m.compile({.optimizer = optimizer,
+                   .loss = sparse ? "sparse_categorical_crossentropy" : "binary_crossentropy",
+                   .metrics = {"accuracy"},
+                   .run_eagerly = eager == 1});
+        auto h = m.fit(x, y, {.epochs = 3, .batch_size = 16, .verbose = 0});
+        losses[eager] = h.history["loss"];
+        losses[eager].push_back(h.history["accuracy"].back());
+        losses[eager].push_back(m.evaluate(x, y, {.verbose = 0})[0]);
+        for (auto* v : m.variables()) result[eager].push_back(v->value().to_vector<float>());
+      }
+      EXPECT_EQ(result[0], result[1]) << optimizer << (sparse ? " sparse" : " binary");
+      EXPECT_EQ(losses[0], losses[1]) << optimizer << (sparse ? " sparse" : " binary");
+    }
+  }
+}

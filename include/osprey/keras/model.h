@@ -22,6 +22,10 @@ struct CompileOptions {
   OptimizerRef optimizer = "rmsprop";
   LossRef loss{};
   std::vector<MetricRef> metrics{};
+  /// Keras's run_eagerly. false (the default): after its first run for a batch shape, a training step of a
+  /// Dense-only model on the CPU replays the recorded kernel launches on preallocated buffers (no dispatch,
+  /// tape or allocation), bit-identical to the eager step. true: every step runs eagerly.
+  bool run_eagerly = false;
 };
 
 /// model.fit's keyword arguments (epochs first so that `{.epochs = 3, .batch_size = 64}` reads as in Keras).

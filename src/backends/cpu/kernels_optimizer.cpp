@@ -24,21 +24,37 @@ static void sgd_kernel(const KernelContext& ctx) {
   }
 }
 
-static void adam_kernel(const KernelContext& ctx) {
+__attribute__((target_clones("avx2", "default"))) static void adam_kernel(const KernelContext& ctx) {
   const auto& at = ctx.attr<ops::AdamAttrs>();
-  float* var = ctx.inputs[0].data<float>();
-  float* m = ctx.inputs[1].data<float>();
-  float* v = ctx.inputs[2].data<float>();
-  const float* g = ctx.inputs[3].data<float>();
-  float* vhat = ctx.inputs[4].defined() ? ctx.inputs[4].data<float>() : nullptr;
+  float* __restrict var = ctx.inputs[0].data<float>();
+  float* __restrict m = ctx.inputs[1].data<float>();
+  float* __restrict v = ctx.inputs[2].data<float>();
+  const float* __restrict g = ctx.inputs[3].data<float>();
+  float* __restrict vhat = ctx.inputs[4].defined() ? ctx.inputs[4].data<float>() : nullptr;
   const int64_t n = ctx.inputs[0].num_elements();
-  const float c1 = 1.f - at.beta_1, c2 = 1.f - at.beta_2;
+  const float c1 = 1.f - at.beta_1, c2 = 1.f - at.beta_2, alpha = at.alpha, eps = at.epsilon;
+  // Loads into locals first and two loops instead of a branch inside one: GCC vectorises both forms (the
+  // aliasing version checks cost a tenth of the seed model's step).
+  if (!vhat) {
+    for (int64_t i = 0; i < n; ++i) {
+      const float gi = g[i];
+      const float mi = m[i] + (gi - m[i]) * c1;
+      const float vi = v[i] + (gi * gi - v[i]) * c2;
+      m[i] = mi;
+      v[i] = vi;
+      var[i] -= (mi * alpha) / (std::sqrt(vi) + eps);
+    }
+    return;
+  }
   for (int64_t i = 0; i < n; ++i) {
-    m[i] += (g[i] - m[i]) * c1;
-    v[i] += (g[i] * g[i] - v[i]) * c2;
-    float denom_v = v[i];
-    if (vhat) denom_v = vhat[i] = std::max(vhat[i], v[i]);
-    var[i] -= (m[i] * at.alpha) / (std::sqrt(denom_v) + at.epsilon);
+    const float gi = g[i];
+    const float mi = m[i] + (gi - m[i]) * c1;
+    const float vi = v[i] + (gi * gi - v[i]) * c2;
+    const float vh = std::max(vhat[i], vi);
+    m[i] = mi;
+    v[i] = vi;
+    vhat[i] = vh;
+    var[i] -= (mi * alpha) / (std::sqrt(vh) + eps);
   }
 }
 
