@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "backends/cuda/cublaslt_api.h"
 #include "backends/cuda/cuda_platform.h"
 #include "ops/attrs.h"
 #include "ops/kernel.h"
@@ -67,41 +68,41 @@ int alignment_of(const void* p) {
 std::optional<MatmulPlan> make_plan(CudaDevice& dev, bool ta, bool tb, int64_t m, int64_t n, int64_t k, Epilogue epi,
                                     bool tf32, int align) {
   MatmulPlan p;
-  check(cublasLtMatmulDescCreate(&p.desc, tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F),
+  check(lt_api().desc_create(&p.desc, tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F),
         "cublasLtMatmulDescCreate");
   // cuBLAS's first operand is B viewed column-major, the second A.
   cublasOperation_t op_b = tb ? CUBLAS_OP_T : CUBLAS_OP_N, op_a = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
-  check(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_b, sizeof(op_b)), "set TRANSA");
-  check(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_a, sizeof(op_a)), "set TRANSB");
+  check(lt_api().desc_set(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_b, sizeof(op_b)), "set TRANSA");
+  check(lt_api().desc_set(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_a, sizeof(op_a)), "set TRANSB");
   cublasLtEpilogue_t e = epi == Epilogue::bias        ? CUBLASLT_EPILOGUE_BIAS
                          : epi == Epilogue::relu      ? CUBLASLT_EPILOGUE_RELU
                          : epi == Epilogue::relu_bias ? CUBLASLT_EPILOGUE_RELU_BIAS
                                                       : CUBLASLT_EPILOGUE_DEFAULT;
-  check(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof(e)), "set EPILOGUE");
+  check(lt_api().desc_set(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof(e)), "set EPILOGUE");
   // B row-major (k×n) is column-major (n×k), ld n; transposed it is stored (n×k) row-major: (k×n), ld k.
-  check(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_32F, tb ? k : n, tb ? n : k, tb ? k : n), "layout B");
-  check(cublasLtMatrixLayoutCreate(&p.b, CUDA_R_32F, ta ? m : k, ta ? k : m, ta ? m : k), "layout A");
-  check(cublasLtMatrixLayoutCreate(&p.c, CUDA_R_32F, n, m, n), "layout C");
+  check(lt_api().layout_create(&p.a, CUDA_R_32F, tb ? k : n, tb ? n : k, tb ? k : n), "layout B");
+  check(lt_api().layout_create(&p.b, CUDA_R_32F, ta ? m : k, ta ? k : m, ta ? m : k), "layout A");
+  check(lt_api().layout_create(&p.c, CUDA_R_32F, n, m, n), "layout C");
   cublasLtMatmulPreference_t pref = nullptr;
-  check(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
+  check(lt_api().pref_create(&pref), "cublasLtMatmulPreferenceCreate");
   std::size_t ws = CudaDevice::kWorkspaceBytes;
-  check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)),
+  check(lt_api().pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)),
         "set workspace");
   uint32_t al = static_cast<uint32_t>(align);
   for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
                     CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES}) {
-    check(cublasLtMatmulPreferenceSetAttribute(pref, attr, &al, sizeof(al)), "set alignment");
+    check(lt_api().pref_set(pref, attr, &al, sizeof(al)), "set alignment");
   }
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
-  const auto st = cublasLtMatmulAlgoGetHeuristic(dev.lt(), p.desc, p.a, p.b, p.c, p.c, pref, 1, &result, &found);
-  cublasLtMatmulPreferenceDestroy(pref);
+  const auto st = lt_api().heuristic(dev.lt(), p.desc, p.a, p.b, p.c, p.c, pref, 1, &result, &found);
+  lt_api().pref_destroy(pref);
   check(st, "cublasLtMatmulAlgoGetHeuristic");
   if (found == 0) {
-    cublasLtMatrixLayoutDestroy(p.a);
-    cublasLtMatrixLayoutDestroy(p.b);
-    cublasLtMatrixLayoutDestroy(p.c);
-    cublasLtMatmulDescDestroy(p.desc);
+    lt_api().layout_destroy(p.a);
+    lt_api().layout_destroy(p.b);
+    lt_api().layout_destroy(p.c);
+    lt_api().desc_destroy(p.desc);
     return std::nullopt;
   }
   p.algo = result.algo;
@@ -136,11 +137,11 @@ void lt_matmul(CudaDevice& dev, bool ta, bool tb, int64_t m, int64_t n, int64_t 
   }
   MatmulPlan& p = it->second;
   if (bias) {
-    check(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)),
+    check(lt_api().desc_set(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)),
           "set BIAS_POINTER");
   }
   const float alpha = 1.f, beta = 0.f;
-  check(cublasLtMatmul(dev.lt(), p.desc, &alpha, B, p.a, A, p.b, &beta, C, p.c, C, p.c, &p.algo, dev.workspace(),
+  check(lt_api().matmul(dev.lt(), p.desc, &alpha, B, p.a, A, p.b, &beta, C, p.c, C, p.c, &p.algo, dev.workspace(),
                        CudaDevice::kWorkspaceBytes, dev.stream()),
         "cublasLtMatmul");
 }

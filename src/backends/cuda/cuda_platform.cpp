@@ -1,10 +1,13 @@
 #include "backends/cuda/cuda_platform.h"
 
+#include "backends/cuda/cublaslt_api.h"
+
 #include <dlfcn.h>
 
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <type_traits>
 
 #include <fmt/format.h>
 
@@ -34,6 +37,43 @@ void check(cublasStatus_t status, const char* what) {
   }
 }
 
+// ---- cuBLASLt, loaded on first use ----
+
+const LtApi& lt_api() {
+  static const LtApi api = [] {
+    const std::string soname = fmt::format("libcublasLt.so.{}", CUBLAS_VER_MAJOR);
+    void* h = dlopen(soname.c_str(), RTLD_NOW | RTLD_LOCAL);  // searched on the plug-in's RUNPATH too
+#ifdef OSPREY_CUDA_LIBRARY_DIR
+    if (!h) h = dlopen((std::string(OSPREY_CUDA_LIBRARY_DIR) + "/" + soname).c_str(), RTLD_NOW | RTLD_LOCAL);
+#endif
+    if (!h) {
+      const char* err = dlerror();
+      throw InternalError(fmt::format("cuBLASLt could not be loaded: {}. Install the CUDA toolkit's cuBLAS (or put "
+                                      "its directory on LD_LIBRARY_PATH).",
+                                      err ? err : soname));
+    }
+    LtApi a;
+    auto sym = [&](auto& fn, const char* name) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(h, name));
+      if (!fn) throw InternalError(fmt::format("{} has no symbol {}", soname, name));
+    };
+    sym(a.create, "cublasLtCreate");
+    sym(a.destroy, "cublasLtDestroy");
+    sym(a.matmul, "cublasLtMatmul");
+    sym(a.heuristic, "cublasLtMatmulAlgoGetHeuristic");
+    sym(a.desc_create, "cublasLtMatmulDescCreate");
+    sym(a.desc_destroy, "cublasLtMatmulDescDestroy");
+    sym(a.desc_set, "cublasLtMatmulDescSetAttribute");
+    sym(a.pref_create, "cublasLtMatmulPreferenceCreate");
+    sym(a.pref_destroy, "cublasLtMatmulPreferenceDestroy");
+    sym(a.pref_set, "cublasLtMatmulPreferenceSetAttribute");
+    sym(a.layout_create, "cublasLtMatrixLayoutCreate");
+    sym(a.layout_destroy, "cublasLtMatrixLayoutDestroy");
+    return a;
+  }();
+  return api;
+}
+
 // ---- CudaDevice ----
 
 CudaDevice::CudaDevice(std::string name, int ordinal, int platform_id, int64_t limit, bool growth)
@@ -61,7 +101,7 @@ CudaDevice::CudaDevice(std::string name, int ordinal, int platform_id, int64_t l
     }
   }
   log::info(fmt::format("Using CUDA malloc Async allocator for GPU: {}", platform_id));
-  check(cublasLtCreate(&lt_), "cublasLtCreate");
+  check(lt_api().create(&lt_), "cublasLtCreate");
   check(cudaMalloc(&workspace_, kWorkspaceBytes), "cudaMalloc (cuBLASLt workspace)");
   check(cudaMalloc(reinterpret_cast<void**>(&partials_), sizeof(double) * kMaxBlocks), "cudaMalloc (scratch)");
   check(cudaMalloc(reinterpret_cast<void**>(&error_), sizeof(long long) * 4), "cudaMalloc (error slots)");
@@ -80,7 +120,7 @@ CudaDevice::~CudaDevice() {
   cudaFree(error_);
   cudaFree(partials_);
   cudaFree(workspace_);
-  if (lt_) cublasLtDestroy(lt_);
+  if (lt_) lt_api().destroy(lt_);
   if (pool_) cudaMemPoolDestroy(pool_);
   if (stream_) cudaStreamDestroy(stream_);
 }
