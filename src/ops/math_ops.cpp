@@ -42,9 +42,11 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
   MatMulAttrs attrs{ta, tb};
   run(OpId::MatMul, dev, in, {&out, 1}, &attrs);
   maybe_record("MatMul", in, {&out, 1}, [&] {
-    return BackwardFn([a = in[0], b = in[1], ta, tb](const std::vector<Tensor>& g) {
-      Tensor da = ta ? matmul(b, g[0], tb, true) : matmul(g[0], b, false, !tb);
-      Tensor db = tb ? matmul(g[0], a, true, ta) : matmul(a, g[0], !ta, false);
+    const bool need_a = active_recorder()->should_record(std::span<const Tensor>(in, 1));
+    const bool need_b = active_recorder()->should_record(std::span<const Tensor>(in + 1, 1));
+    return BackwardFn([a = in[0], b = in[1], ta, tb, need_a, need_b](const std::vector<Tensor>& g) {
+      Tensor da = !need_a ? Tensor() : ta ? matmul(b, g[0], tb, true) : matmul(g[0], b, false, !tb);
+      Tensor db = !need_b ? Tensor() : tb ? matmul(g[0], a, true, ta) : matmul(a, g[0], !ta, false);
       return std::vector<Tensor>{da, db};
     });
   });

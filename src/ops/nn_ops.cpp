@@ -110,10 +110,13 @@ Tensor dense(const Tensor& x, const Tensor& kernel, const Tensor& bias, Activati
                     attrs.keep_preactivation ? Tensor::empty({xs[0], ks[1]}, DType::float32, &dev) : Tensor()};
   run(OpId::FusedMatMul, dev, in, outs, &attrs);
   maybe_record("_FusedMatMul", std::span<const Tensor>(in, bias.defined() ? 3 : 2), {outs, 1}, [&] {
-    return BackwardFn([x = in[0], w = in[1], has_bias = bias.defined(), y = outs[0], z = outs[1],
-                       act](const std::vector<Tensor>& g) {
+    // The input's gradient only when something upstream needs it (not for the first layer's data batch: that
+    // product is as large as the kernel's gradient).
+    const bool need_dx = active_recorder()->should_record(std::span<const Tensor>(in, 1));
+    return BackwardFn([x = in[0], w = in[1], has_bias = bias.defined(), y = outs[0], z = outs[1], act,
+                       need_dx](const std::vector<Tensor>& g) {
       Tensor dz = activation_grad(g[0], y, z, act);
-      std::vector<Tensor> grads{matmul(dz, w, false, true), matmul(x, dz, true, false)};
+      std::vector<Tensor> grads{need_dx ? matmul(dz, w, false, true) : Tensor(), matmul(x, dz, true, false)};
       if (has_bias) {
         Tensor in1[1] = {dz};
         auto& d = place(OpId::BiasAddGrad, "BiasAddGrad", in1);

@@ -1,12 +1,34 @@
 // CPU kernels: registration and the helpers shared between kernel files.
 #pragma once
 
+#include <omp.h>
+
+#include <algorithm>
 #include <cstdint>
 
 #include "ops/attrs.h"
 #include "ops/kernel.h"
 
 namespace osprey::cpu {
+
+/// Runs f(begin, end) over [0, n) split between the intra-op (OpenMP) threads when n is large enough to pay for
+/// the fork/join, else once on the calling thread. For element-wise loops: every element is computed the same way
+/// whatever the split, so results do not depend on the thread count. Chunks start at multiples of 16 elements.
+template <typename F>
+void parallel_chunks(int64_t n, F&& f, int64_t grain = int64_t{1} << 14) {
+  const int threads = omp_get_max_threads();
+  if (threads <= 1 || n < 2 * grain) {
+    f(int64_t{0}, n);
+    return;
+  }
+  const int use = static_cast<int>(std::min<int64_t>(threads, n / grain));
+#pragma omp parallel num_threads(use)
+  {
+    const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+    const int64_t b = std::min(n, (n * t / nt) & ~int64_t{15}), e = t + 1 == nt ? n : std::min(n, (n * (t + 1) / nt) & ~int64_t{15});
+    if (e > b) f(b, e);
+  }
+}
 
 /// Puts every CPU kernel into the op table.
 void register_cpu_kernels();

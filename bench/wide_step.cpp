@@ -1,0 +1,91 @@
+// The wide MLP (784 -> 512 -> 512 -> 10, relu, relu, softmax; Adam; sparse categorical crossentropy) at a given
+// batch: Osprey's training step (fit's recorded plan, via train_on_batch) next to the floor, the same step's eight
+// GEMMs alone through oneDNN (3 forward with bias and activation fused, 3 weight gradients, 2 input gradients) in
+// this process. Prints one JSON line. Usage: wide_step <batch> [steps] [intra_op_threads]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include <dnnl.hpp>
+
+#include <osprey/osprey.h>
+
+namespace keras = osprey::keras;
+namespace layers = osprey::keras::layers;
+using clk = std::chrono::steady_clock;
+
+namespace {
+// C[m,n] = op(A)·op(B) through a oneDNN matmul primitive created once (what a framework at the floor would do).
+struct Gemm {
+  dnnl::matmul prim;
+  dnnl::memory a, b, c;
+  Gemm(dnnl::engine& eng, int64_t m, int64_t n, int64_t k, bool ta, bool tb, std::vector<float>& A, std::vector<float>& B,
+       std::vector<float>& C) {
+    using dt = dnnl::memory::data_type;
+    dnnl::memory::desc ad({m, k}, dt::f32, ta ? dnnl::memory::dims{1, m} : dnnl::memory::dims{k, 1});
+    dnnl::memory::desc bd({k, n}, dt::f32, tb ? dnnl::memory::dims{1, k} : dnnl::memory::dims{n, 1});
+    dnnl::memory::desc cd({m, n}, dt::f32, dnnl::memory::dims{n, 1});
+    prim = dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(ad, bd, cd), eng));
+    a = dnnl::memory(ad, eng, A.data());
+    b = dnnl::memory(bd, eng, B.data());
+    c = dnnl::memory(cd, eng, C.data());
+  }
+  void run(dnnl::stream& s) { prim.execute(s, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}}); }
+};
+
+double gemm_floor_us(int64_t batch, int steps) {
+  dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  dnnl::stream s(eng);
+  auto buf = [](int64_t n) { return std::vector<float>(static_cast<size_t>(n), 0.01f); };
+  auto x = buf(batch * 784), w1 = buf(784 * 512), w2 = buf(512 * 512), w3 = buf(512 * 10);
+  auto h1 = buf(batch * 512), h2 = buf(batch * 512), out = buf(batch * 10);
+  auto g1 = buf(784 * 512), g2 = buf(512 * 512), g3 = buf(512 * 10), d2 = buf(batch * 512), d1 = buf(batch * 512);
+  std::vector<Gemm> gemms;
+  gemms.emplace_back(eng, batch, 512, 784, false, false, x, w1, h1);   // forward
+  gemms.emplace_back(eng, batch, 512, 512, false, false, h1, w2, h2);
+  gemms.emplace_back(eng, batch, 10, 512, false, false, h2, w3, out);
+  gemms.emplace_back(eng, 512, 10, batch, true, false, h2, out, g3);   // dW3 = h2^T dZ3
+  gemms.emplace_back(eng, batch, 512, 10, false, true, out, w3, d2);   // dX3 = dZ3 W3^T
+  gemms.emplace_back(eng, 512, 512, batch, true, false, h1, d2, g2);   // dW2
+  gemms.emplace_back(eng, batch, 512, 512, false, true, d2, w2, d1);   // dX2
+  gemms.emplace_back(eng, 784, 512, batch, true, false, x, d1, g1);    // dW1
+  for (int i = 0; i < 3; ++i) {
+    for (auto& g : gemms) g.run(s);
+  }
+  s.wait();
+  const auto t0 = clk::now();
+  for (int i = 0; i < steps; ++i) {
+    for (auto& g : gemms) g.run(s);
+  }
+  s.wait();
+  return std::chrono::duration<double, std::micro>(clk::now() - t0).count() / steps;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int64_t batch = argc > 1 ? std::atoll(argv[1]) : 128;
+  const int steps = argc > 2 ? std::atoi(argv[2]) : 30;
+  const int threads = argc > 3 ? std::atoi(argv[3]) : 0;
+  osprey::config::set_intra_op_parallelism_threads(threads);
+  osprey::random::set_seed(0);
+  auto x = osprey::random::uniform({batch, 784});
+  auto y = osprey::random::randint(0, 10, {batch}).cast(osprey::float32);
+  keras::Sequential model({layers::Input({784}), layers::Dense(512, "relu"), layers::Dense(512, "relu"),
+                           layers::Dense(10, "softmax")});
+  model.compile({.optimizer = "adam", .loss = "sparse_categorical_crossentropy"});
+  for (int i = 0; i < 3; ++i) model.train_on_batch(x, y);
+  // Interleave the two measurements so that both see the same machine state.
+  double best_step = 1e30, best_floor = 1e30;
+  for (int round = 0; round < 3; ++round) {
+    const auto t0 = clk::now();
+    for (int i = 0; i < steps; ++i) model.train_on_batch(x, y);
+    best_step = std::min(best_step, std::chrono::duration<double, std::micro>(clk::now() - t0).count() / steps);
+    best_floor = std::min(best_floor, gemm_floor_us(batch, steps));
+  }
+  std::printf("{\"framework\": \"osprey\", \"case\": \"wide MLP batch %lld, intra_op_threads=%d\", \"us_per_step\": %.1f, "
+              "\"gemm_floor_us\": %.1f, \"fraction_of_floor\": %.3f}\n",
+              static_cast<long long>(batch), threads, best_step, best_floor, best_floor / best_step);
+  return 0;
+}
