@@ -1,18 +1,54 @@
 #!/usr/bin/env bash
-# Side-by-side benchmark of the seed model's training step: Osprey and PyTorch CPU eager, one run.
-# Usage: bench/run.sh [build-dir] [epochs]
-set -euo pipefail
+# Every benchmark side by side in one run (bench/RESULTS.md records the output): Osprey, PyTorch CPU eager (Debian
+# python3-torch), the libtorch C++ frontend (Debian libtorch-dev), TensorFlow 2 + Keras 3 (pip tensorflow-cpu) and
+# the oneDNN GEMM floor; the seed model, the wide MLP at batch 128 and 1024, start to first step, and
+# MirroredStrategy on 2 logical CPUs. References that are not installed are reported as skipped.
+# Debian's torch uses the reference BLAS unless an optimised one is installed: `apt-get install libopenblas0-openmp`.
+# Usage: bench/run.sh [build-dir] [seed-epochs]
+set -uo pipefail
 build=${1:-build/release}
 epochs=${2:-20}
+cd "$(dirname "$0")/.."
 echo "# $(date -u +%F) on $(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
-"$build/bench/seed_step" "$epochs"
-if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
-  for t in 1 2; do /usr/bin/python3 bench/torch_seed.py "$epochs" "$t"; done
-else
-  echo '{"framework": "pytorch-eager-cpu", "skipped": "python3-torch is not installed (apt-get install python3-torch)"}'
+skip() { printf '{"framework": "%s", "skipped": "%s"}\n' "$1" "$2"; }
+have_torch=0; /usr/bin/python3 -c 'import torch' 2>/dev/null && have_torch=1
+have_tf=0; python3 -c 'import tensorflow, keras' 2>/dev/null && have_tf=1
+libtorch=""
+if [ -f /usr/include/torch/csrc/api/include/torch/torch.h ]; then
+  libtorch=$build/bench/libtorch_step
+  if [ ! -x "$libtorch" ] || [ bench/libtorch_step.cpp -nt "$libtorch" ]; then
+    g++ -O2 -std=c++17 bench/libtorch_step.cpp -o "$libtorch" -I/usr/include/torch/csrc/api/include \
+      -ltorch -ltorch_cpu -lc10 || libtorch=""
+  fi
 fi
+
+echo "## seed model (2048x20 -> 64 -> 32 -> 1, Adam, BCE, batch 64)"
+"$build/bench/seed_step" "$epochs" 0
+"$build/bench/seed_step" "$epochs" 1
+if ((have_torch)); then
+  for t in 1 2; do /usr/bin/python3 bench/torch_seed.py "$epochs" "$t"; done
+else skip pytorch-eager-cpu "python3-torch is not installed (apt-get install python3-torch)"; fi
+if [ -n "$libtorch" ]; then for t in 1 2; do "$libtorch" seed 64 "$t" 300; done
+else skip libtorch-cpp "libtorch-dev is not installed (apt-get install libtorch-dev)"; fi
+if ((have_tf)); then python3 bench/keras_bench.py seed 64 0 2>/dev/null
+else skip tensorflow-keras "tensorflow is not installed (pip install tensorflow-cpu)"; fi
+
+echo "## wide MLP (784 -> 512 -> 512 -> 10, Adam, sparse CE)"
+for b in 128 1024; do
+  steps=$((b == 128 ? 30 : 8))
+  "$build/bench/wide_step" "$b" "$steps" 0 2>/dev/null
+  if ((have_torch)); then for t in 1 2; do /usr/bin/python3 bench/torch_wide.py "$b" "$t" "$steps"; done; fi
+  if [ -n "$libtorch" ]; then for t in 1 2; do "$libtorch" wide "$b" "$t" "$steps"; done; fi
+  if ((have_tf)); then python3 bench/keras_bench.py wide "$b" 0 2>/dev/null; fi
+done
+
+echo "## start to first training step"
+for i in 1 2 3; do "$build/bench/first_step" "$(date +%s%N)" 2>/dev/null; done
+if ((have_tf)); then python3 bench/keras_bench.py first_step 2>/dev/null; fi
+
 # MirroredStrategy on one CPU: the wide MLP (batch 256) on 2 logical CPUs (threads shared out) vs 1 device with
 # every thread; three alternating runs (config is per process).
+echo "## MirroredStrategy over 2 logical CPUs vs 1 device"
 for i in 1 2 3; do
   "$build/bench/mirrored_step" single 2 30 2>/dev/null
   "$build/bench/mirrored_step" mirrored 2 30 2>/dev/null

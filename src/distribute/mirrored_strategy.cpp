@@ -236,16 +236,19 @@ void StrategyImpl::mirror(const std::vector<Variable*>& vars) const {
 void StrategyImpl::reduce_on_host(std::vector<std::vector<Tensor>>& grads, int r) {
   const int n_rep = num_replicas();
   const size_t n_vars = grads[0].size();
-  std::vector<float*> ptrs(n_rep);
   for (size_t j = 0; j < n_vars; ++j) {
     const int64_t n = grads[0][j].num_elements();
-    const int64_t begin = n * r / n_rep, end = n * (r + 1) / n_rep;
-    if (begin == end) continue;
-    for (int q = 0; q < n_rep; ++q) ptrs[q] = grads[q][j].data<float>();
-    for (int64_t k = begin; k < end; ++k) {
-      float s = ptrs[0][k];
-      for (int q = 1; q < n_rep; ++q) s += ptrs[q][k];
-      for (int q = 0; q < n_rep; ++q) ptrs[q][k] = s;
+    const int64_t begin = (n * r / n_rep) & ~int64_t{15}, end = r + 1 == n_rep ? n : (n * (r + 1) / n_rep) & ~int64_t{15};
+    if (begin >= end) continue;
+    // Sum into replica 0's slice in replica order ((g0 + g1) + g2 ...: the same as any other split), then copy it
+    // to the other replicas. Plain loops over restrict pointers, so they vectorise.
+    float* __restrict acc = grads[0][j].data<float>() + begin;
+    for (int q = 1; q < n_rep; ++q) {
+      const float* __restrict g = grads[q][j].data<float>() + begin;
+      for (int64_t k = 0; k < end - begin; ++k) acc[k] += g[k];
+    }
+    for (int q = 1; q < n_rep; ++q) {
+      std::memcpy(grads[q][j].data<float>() + begin, acc, sizeof(float) * static_cast<std::size_t>(end - begin));
     }
   }
 }

@@ -1,0 +1,56 @@
+"""TensorFlow 2 + Keras 3 CPU reference (pip tensorflow-cpu): model.fit per-step time for the seed model (2048x20,
+batch 64, Adam, BCE, accuracy) and the wide MLP (784->512->512->10, sparse CE, one repeated batch), plus the time
+from interpreter start to the first completed training step. One JSON line per case.
+Usage: keras_bench.py <seed|wide|first_step> [batch] [threads]"""
+import json
+import os
+import sys
+import time
+
+t_start = time.perf_counter()
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+case = sys.argv[1] if len(sys.argv) > 1 else "seed"
+batch = int(sys.argv[2]) if len(sys.argv) > 2 else 64
+threads = int(sys.argv[3]) if len(sys.argv) > 3 else 0
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+import keras  # noqa: E402
+from keras import layers  # noqa: E402
+
+if threads:
+    tf.config.threading.set_intra_op_parallelism_threads(threads)
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+keras.utils.set_random_seed(0)
+
+if case in ("seed", "first_step"):
+    x = np.random.rand(2048, 20).astype("float32")
+    y = np.random.randint(0, 2, (2048, 1)).astype("float32")
+    model = keras.Sequential([layers.Input(shape=(20,)), layers.Dense(64, activation="relu"),
+                              layers.Dense(32, activation="relu"), layers.Dense(1, activation="sigmoid")])
+    model.compile(optimizer="adam", loss="binary_crossentropy", metrics=["accuracy"])
+    if case == "first_step":
+        model.fit(x[:64], y[:64], epochs=1, batch_size=64, verbose=0)
+        print(json.dumps({"framework": "tensorflow-keras", "case": f"start to first step, tf {tf.__version__}, "
+                          f"keras {keras.__version__}", "ms": round((time.perf_counter() - t_start) * 1e3, 1)}))
+        sys.exit(0)
+    model.fit(x, y, epochs=1, batch_size=batch, verbose=0)  # trace and warm up
+    epochs = 10
+    t0 = time.perf_counter()
+    model.fit(x, y, epochs=epochs, batch_size=batch, verbose=0)
+    us = (time.perf_counter() - t0) / (epochs * 2048 / batch) * 1e6
+    name = f"seed model fit batch {batch}"
+else:
+    x = np.random.rand(batch, 784).astype("float32")
+    y = np.random.randint(0, 10, (batch,)).astype("float32")
+    model = keras.Sequential([layers.Input(shape=(784,)), layers.Dense(512, activation="relu"),
+                              layers.Dense(512, activation="relu"), layers.Dense(10, activation="softmax")])
+    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+    xs, ys = np.tile(x, (20, 1)), np.tile(y, 20)  # 20 steps per epoch on the same batch
+    model.fit(xs, ys, epochs=1, batch_size=batch, verbose=0, shuffle=False)
+    t0 = time.perf_counter()
+    model.fit(xs, ys, epochs=3, batch_size=batch, verbose=0, shuffle=False)
+    us = (time.perf_counter() - t0) / 60 * 1e6
+    name = f"wide MLP fit batch {batch}"
+print(json.dumps({"framework": "tensorflow-keras", "case": f"{name}, threads={threads or 'default'}, "
+                  f"tf {tf.__version__}, keras {keras.__version__}", "us_per_step": round(us, 1)}))
