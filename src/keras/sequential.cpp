@@ -1,12 +1,18 @@
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstring>
+#include <map>
+#include <mutex>
+#include <thread>
 #include <functional>
 #include <numeric>
 
 #include <fmt/format.h>
 
 #include "distribute/strategy_impl.h"
+#include "core/logging.h"
 #include "keras/naming.h"
 #include "osprey/autodiff.h"
 #include "osprey/errors.h"
@@ -392,6 +398,264 @@ static void run_evaluation(Sequential& model, Sequential::State& s, const Tensor
   cbs.each([&](Callback& c) { c.on_test_end(logs); });
 }
 
+namespace {
+
+// Where fit's batches come from: a pass is one walk over the data; next() gives the pass's next batch.
+class BatchSource {
+ public:
+  virtual ~BatchSource() = default;
+  /// Batches in one pass.
+  virtual int64_t batches_per_pass() const = 0;
+  /// Starts a pass (a new order when shuffling).
+  virtual void begin_pass() = 0;
+  virtual std::pair<Tensor, Tensor> next() = 0;
+  virtual void end_epoch() {}
+};
+
+// Tensors held on the host, cut into batches (gathered in a shuffled order, or sliced in order).
+class ArraySource : public BatchSource {
+ public:
+  ArraySource(const Tensor& x, const Tensor& y, int batch_size, bool shuffle, runtime::Device* device)
+      : batch_(batch_size), shuffle_(shuffle), device_(device) {
+    runtime::Device& host = runtime::DeviceManager::get().host_device();
+    x_ = &x.device_ref() == &host ? x : x.to(host);
+    y_ = &y.device_ref() == &host ? y : y.to(host);
+    n_ = x.shape()[0];
+  }
+  int64_t batches_per_pass() const override { return (n_ + batch_ - 1) / batch_; }
+  void begin_pass() override {
+    cursor_ = 0;
+    order_ = shuffle_ ? random::permutation(n_).to(runtime::DeviceManager::get().host_device()) : Tensor();
+  }
+  std::pair<Tensor, Tensor> next() override {
+    const int64_t b = cursor_, e = std::min<int64_t>(n_, cursor_ + batch_);
+    cursor_ = e;
+    Tensor xb, yb;
+    if (order_.defined()) {
+      Tensor idx = order_.slice_rows(b, e);
+      xb = ops::gather_rows(x_, idx);
+      yb = ops::gather_rows(y_, idx);
+    } else {
+      xb = x_.slice_rows(b, e);
+      yb = y_.slice_rows(b, e);
+    }
+    if (device_) {
+      xb = xb.to(*device_);
+      yb = yb.to(*device_);
+    }
+    return {xb, yb};
+  }
+
+ private:
+  Tensor x_, y_, order_;
+  int64_t n_ = 0, cursor_ = 0;
+  int batch_;
+  bool shuffle_;
+  runtime::Device* device_;
+};
+
+// A PyDataset's batches in the pass's order; with workers > 1, worker threads prepare them ahead (at most
+// max_queue_size), delivered in order; an exception in get_batch() reaches fit when its batch is due.
+class DatasetSource : public BatchSource {
+ public:
+  DatasetSource(utils::PyDataset& d, bool shuffle) : d_(d), shuffle_(shuffle) {
+    const auto& o = d.options();
+    if (o.workers < 1) throw ValueError(fmt::format("PyDataset: workers must be >= 1, got {}", o.workers));
+    if (o.max_queue_size < 1) {
+      throw ValueError(fmt::format("PyDataset: max_queue_size must be >= 1, got {}", o.max_queue_size));
+    }
+    workers_ = o.workers;
+    window_ = o.max_queue_size;
+  }
+  ~DatasetSource() override { stop(); }
+  int64_t batches_per_pass() const override { return d_.num_batches(); }
+  void begin_pass() override {
+    stop();
+    const int64_t n = d_.num_batches();
+    order_.resize(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) order_[i] = i;
+    if (shuffle_ && n > 1) {
+      auto perm = random::permutation(n).to_vector<int64_t>();
+      for (int64_t i = 0; i < n; ++i) order_[i] = perm[i];
+    }
+    next_ = 0;
+    if (workers_ > 1) start();
+  }
+  std::pair<Tensor, Tensor> next() override {
+    if (workers_ <= 1) {
+      if (next_ >= static_cast<int64_t>(order_.size())) throw InternalError("PyDataset pass exhausted");
+      const int64_t k = next_++;
+      return checked(d_.get_batch(order_[k]), order_[k]);
+    }
+    std::unique_lock lock(mu_);
+    if (next_ >= static_cast<int64_t>(order_.size())) throw InternalError("PyDataset pass exhausted");
+    const int64_t k = next_++;
+    space_cv_.notify_all();  // the window moved
+    ready_cv_.wait(lock, [&] { return slots_.count(k) > 0; });
+    auto slot = std::move(slots_[k]);
+    slots_.erase(k);
+    space_cv_.notify_all();
+    lock.unlock();
+    if (slot.error) std::rethrow_exception(slot.error);
+    return checked(std::move(slot.batch), order_[k]);
+  }
+  void end_epoch() override { d_.on_epoch_end(); }
+
+ private:
+  struct Slot {
+    std::pair<Tensor, Tensor> batch;
+    std::exception_ptr error;
+  };
+  static std::pair<Tensor, Tensor> checked(std::pair<Tensor, Tensor> b, int64_t index) {
+    if (!b.first.defined() || !b.second.defined() || b.first.shape().rank() < 1 || b.second.shape().rank() < 1 ||
+        b.first.shape()[0] != b.second.shape()[0] || b.first.shape()[0] == 0) {
+      throw ValueError(fmt::format("PyDataset::get_batch({}) must return inputs and targets with the same, non-zero "
+                                   "number of rows; got {} and {}",
+                                   index, b.first.defined() ? b.first.shape().to_string() : "undefined",
+                                   b.second.defined() ? b.second.shape().to_string() : "undefined"));
+    }
+    return b;
+  }
+  void start() {
+    stopping_ = false;
+    claimed_ = 0;
+    for (int w = 0; w < workers_; ++w) {
+      threads_.emplace_back([this] {
+        while (true) {
+          int64_t k;
+          {
+            std::unique_lock lock(mu_);
+            space_cv_.wait(lock, [&] { return stopping_ || claimed_ < std::min<int64_t>(next_ + window_, order_.size()); });
+            if (stopping_ || claimed_ >= static_cast<int64_t>(order_.size())) return;
+            k = claimed_++;
+          }
+          Slot slot;
+          try {
+            slot.batch = d_.get_batch(order_[k]);
+          } catch (...) {
+            slot.error = std::current_exception();
+          }
+          std::lock_guard lock(mu_);
+          slots_[k] = std::move(slot);
+          ready_cv_.notify_all();
+        }
+      });
+    }
+  }
+  void stop() {
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+    }
+    space_cv_.notify_all();
+    for (auto& t : threads_) t.join();
+    threads_.clear();
+    slots_.clear();
+  }
+
+  utils::PyDataset& d_;
+  bool shuffle_;
+  int workers_ = 1;
+  int64_t window_ = 10;
+  std::vector<int64_t> order_;
+  int64_t next_ = 0, claimed_ = 0;
+  std::mutex mu_;
+  std::condition_variable ready_cv_, space_cv_;
+  std::map<int64_t, Slot> slots_;
+  std::vector<std::thread> threads_;
+  bool stopping_ = false;
+};
+
+void check_fit_options(const FitOptions& o) {
+  if (o.epochs < 0) throw ValueError(fmt::format("fit: epochs must be >= 0, got {}", o.epochs));
+  if (o.verbose < 0 || o.verbose > 2) throw ValueError(fmt::format("fit: verbose must be 0, 1 or 2, got {}", o.verbose));
+  if (o.validation_split < 0.0 || o.validation_split >= 1.0) {
+    throw ValueError(fmt::format("fit: validation_split must be in [0, 1), got {}", o.validation_split));
+  }
+}
+
+}  // namespace
+
+// The epoch loop shared by both fit()s: callbacks in Keras's order, batch-size-weighted epoch loss, validation,
+// and the time spent waiting for batches against the time spent training on them.
+static FitHistory fit_loop(Sequential& model, Sequential::State& s, BatchSource& source, const FitOptions& o,
+                           const std::optional<std::pair<Tensor, Tensor>>& val, int val_batch_size) {
+  const int64_t per_pass = source.batches_per_pass();
+  const int steps = o.steps_per_epoch ? *o.steps_per_epoch : static_cast<int>(per_pass);
+  if (steps <= 0) throw ValueError(fmt::format("fit: steps_per_epoch must be positive, got {}", steps));
+
+  auto history = std::make_shared<History>();
+  CallbackList cbs;
+  for (auto& c : o.callbacks) cbs.all.push_back(c.get());
+  cbs.all.push_back(history);
+  cbs.all.push_back(std::make_shared<ProgbarLogger>(std::cout));
+  TrainingParams params{o.verbose, o.epochs, steps};
+  cbs.each([&](Callback& c) {
+    c.set_model(&model);
+    c.set_params(params);
+  });
+  FitHistory out;
+  using clock = std::chrono::steady_clock;
+  model.stop_training = false;
+  Logs logs;
+  cbs.each([&](Callback& c) { c.on_train_begin(logs); });
+  int64_t left_in_pass = 0;  // steps_per_epoch continues a pass across epochs
+  for (int epoch = o.initial_epoch; epoch < o.epochs && !model.stop_training; ++epoch) {
+    if (!o.steps_per_epoch) left_in_pass = 0;  // without steps_per_epoch every epoch is one full pass
+    logs.clear();
+    cbs.each([&](Callback& c) { c.on_epoch_begin(epoch, logs); });
+    for (auto& m : s.metrics) m->reset_state();
+    double loss_sum = 0.0, seen = 0.0, input_s = 0.0, step_s = 0.0;
+    for (int step = 0; step < steps; ++step) {
+      const auto t0 = clock::now();
+      if (left_in_pass == 0) {
+        source.begin_pass();
+        left_in_pass = per_pass;
+      }
+      auto [xb, yb] = source.next();
+      --left_in_pass;
+      const auto t1 = clock::now();
+      Logs batch_logs;
+      cbs.each([&](Callback& c) { c.on_train_batch_begin(step, batch_logs); });
+      const auto t2 = clock::now();
+      const double rows = static_cast<double>(xb.shape()[0]);
+      const double batch_loss = train_step(model, s, xb, yb);
+      input_s += std::chrono::duration<double>(t1 - t0).count();
+      step_s += std::chrono::duration<double>(clock::now() - t2).count();
+      loss_sum += batch_loss * rows;
+      seen += rows;
+      logs.clear();
+      logs["loss"] = loss_sum / seen;
+      for (auto& m : s.metrics) logs[m->name()] = m->result();
+      cbs.each([&](Callback& c) { c.on_train_batch_end(step, logs); });
+      if (model.stop_training) break;
+    }
+    source.end_epoch();
+    out.input_seconds.push_back(input_s);
+    out.step_seconds.push_back(step_s);
+    if (input_s > step_s && input_s + step_s > 0.05) {  // the seeds' "the bottleneck may be in data loading"
+      log::warning(fmt::format("Epoch {}: {:.0f}% of the time went to waiting for input batches ({:.2f} s waiting, "
+                               "{:.2f} s training): the input pipeline is the bottleneck. Prepare batches ahead of "
+                               "the training step (PyDataset workers > 1), cache decoded data, or make "
+                               "get_batch() cheaper.",
+                               epoch + 1, 100.0 * input_s / (input_s + step_s), input_s, step_s));
+    }
+    Logs epoch_logs = logs;
+    if (val) {
+      Logs val_logs;
+      run_evaluation(model, s, val->first, val->second, val_batch_size, cbs, val_logs);
+      for (const auto& [k, v] : val_logs) epoch_logs["val_" + k] = v;
+    }
+    cbs.each([&](Callback& c) { c.on_epoch_end(epoch, epoch_logs); });
+  }
+  Logs end_logs;
+  cbs.each([&](Callback& c) { c.on_train_end(end_logs); });
+  out.history = history->history;
+  out.epoch = history->epoch;
+  out.params = params;
+  return out;
+}
+
 FitHistory Sequential::fit(const Tensor& x_all, const Tensor& y_all, FitOptions o) {
   auto& s = state(s_);
   if (!s.compiled) {
@@ -400,11 +664,7 @@ FitHistory Sequential::fit(const Tensor& x_all, const Tensor& y_all, FitOptions 
   }
   check_data(x_all, y_all, "fit");
   const int batch_size = resolve_batch_size(o.batch_size, "fit");
-  if (o.epochs < 0) throw ValueError(fmt::format("fit: epochs must be >= 0, got {}", o.epochs));
-  if (o.verbose < 0 || o.verbose > 2) throw ValueError(fmt::format("fit: verbose must be 0, 1 or 2, got {}", o.verbose));
-  if (o.validation_split < 0.0 || o.validation_split >= 1.0) {
-    throw ValueError(fmt::format("fit: validation_split must be in [0, 1), got {}", o.validation_split));
-  }
+  check_fit_options(o);
   Tensor x = x_all, y = y_all;
   std::optional<std::pair<Tensor, Tensor>> val = o.validation_data;
   if (val) {
@@ -425,81 +685,39 @@ FitHistory Sequential::fit(const Tensor& x_all, const Tensor& y_all, FitOptions 
   }
   check_input(*this, s, x);
   prepare_replicas(*this, s);
-
-  const int64_t n = x.shape()[0];
-  const int full_steps = static_cast<int>((n + batch_size - 1) / batch_size);
-  const int steps = o.steps_per_epoch ? *o.steps_per_epoch : full_steps;
-  if (steps <= 0) throw ValueError(fmt::format("fit: steps_per_epoch must be positive, got {}", steps));
-
-  auto history = std::make_shared<History>();
-  CallbackList cbs;
-  for (auto& c : o.callbacks) cbs.all.push_back(c.get());
-  cbs.all.push_back(history);
-  cbs.all.push_back(std::make_shared<ProgbarLogger>(std::cout));
-  TrainingParams params{o.verbose, o.epochs, steps};
-  cbs.each([&](Callback& c) {
-    c.set_model(this);
-    c.set_params(params);
-  });
-
-  // Host copies of the data, so batches can be gathered in any order.
   runtime::Device& host = runtime::DeviceManager::get().host_device();
-  Tensor xh = &x.device_ref() == &host ? x : x.to(host);
-  Tensor yh = &y.device_ref() == &host ? y : y.to(host);
-  stop_training = false;
-  Logs logs;
-  cbs.each([&](Callback& c) { c.on_train_begin(logs); });
-  int64_t cursor = n;  // position in the data; steps_per_epoch continues from it across epochs
-  Tensor order;        // this pass's permutation (undefined without shuffling)
-  for (int epoch = o.initial_epoch; epoch < o.epochs && !stop_training; ++epoch) {
-    if (!o.steps_per_epoch) cursor = n;  // without steps_per_epoch every epoch is one full pass
-    logs.clear();
-    cbs.each([&](Callback& c) { c.on_epoch_begin(epoch, logs); });
-    for (auto& m : s.metrics) m->reset_state();
-    double loss_sum = 0.0, seen = 0.0;
-    for (int step = 0; step < steps; ++step) {
-      if (cursor >= n) {  // start a new pass over the data
-        cursor = 0;
-        order = o.shuffle ? random::permutation(n).to(host) : Tensor();
-      }
-      const int64_t b = cursor, e = std::min<int64_t>(n, cursor + batch_size);
-      cursor = e;
-      Tensor xb, yb;
-      if (order.defined()) {
-        Tensor idx = order.slice_rows(b, e);
-        xb = ops::gather_rows(xh, idx);
-        yb = ops::gather_rows(yh, idx);
-      } else {
-        xb = xh.slice_rows(b, e);
-        yb = yh.slice_rows(b, e);
-      }
-      if (s.device && s.device != &host && !distributed(s)) {
-        xb = xb.to(*s.device);
-        yb = yb.to(*s.device);
-      }
-      Logs batch_logs;
-      cbs.each([&](Callback& c) { c.on_train_batch_begin(step, batch_logs); });
-      const double batch_loss = train_step(*this, s, xb, yb);
-      loss_sum += batch_loss * static_cast<double>(e - b);
-      seen += static_cast<double>(e - b);
-      logs.clear();
-      logs["loss"] = loss_sum / seen;
-      for (auto& m : s.metrics) logs[m->name()] = m->result();
-      cbs.each([&](Callback& c) { c.on_train_batch_end(step, logs); });
-      if (stop_training) break;
-    }
-    Logs epoch_logs = logs;
-    if (val) {
-      Logs val_logs;
-      const int vb = batch_size;
-      run_evaluation(*this, s, val->first, val->second, vb, cbs, val_logs);
-      for (const auto& [k, v] : val_logs) epoch_logs["val_" + k] = v;
-    }
-    cbs.each([&](Callback& c) { c.on_epoch_end(epoch, epoch_logs); });
+  runtime::Device* copy_to = s.device && s.device != &host && !distributed(s) ? s.device : nullptr;
+  ArraySource source(x, y, batch_size, o.shuffle, copy_to);
+  return fit_loop(*this, s, source, o, val, batch_size);
+}
+
+FitHistory Sequential::fit(utils::PyDataset& dataset, FitOptions o) {
+  auto& s = state(s_);
+  if (!s.compiled) {
+    throw FailedPreconditionError("You must call compile() before using the model (fit() on model '" + s.name +
+                                  "').");
   }
-  Logs end_logs;
-  cbs.each([&](Callback& c) { c.on_train_end(end_logs); });
-  return FitHistory{history->history, history->epoch, params};
+  check_fit_options(o);
+  if (o.batch_size) {
+    throw ValueError(fmt::format("fit: batch_size={} cannot be used with a PyDataset: its get_batch() makes the "
+                                 "batches. Remove batch_size.",
+                                 *o.batch_size));
+  }
+  if (o.validation_split > 0.0) {
+    throw ValueError("fit: `validation_split` is only supported for Tensors, not for a PyDataset; pass "
+                     "validation_data instead.");
+  }
+  if (dataset.num_batches() <= 0) {
+    throw ValueError(fmt::format("fit: the PyDataset has {} batches; it needs at least one", dataset.num_batches()));
+  }
+  if (o.validation_data) check_data(o.validation_data->first, o.validation_data->second, "fit (validation_data)");
+  if (!built()) {  // build from the first batch's shape
+    auto first = dataset.get_batch(0);
+    check_input(*this, s, first.first);
+  }
+  prepare_replicas(*this, s);
+  DatasetSource source(dataset, o.shuffle);
+  return fit_loop(*this, s, source, o, o.validation_data, 32);
 }
 
 std::map<std::string, double> Sequential::evaluate_dict(const Tensor& x, const Tensor& y, EvaluateOptions o) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "osprey/keras/callbacks.h"
+#include "osprey/keras/data.h"
 #include "osprey/keras/layers.h"
 #include "osprey/keras/losses.h"
 #include "osprey/keras/metrics.h"
@@ -57,6 +58,9 @@ struct FitHistory {
   std::map<std::string, std::vector<double>> history;
   std::vector<int> epoch;
   TrainingParams params;
+  /// Per epoch: seconds spent waiting for batches (gathering, get_batch(), copies to the device) and seconds in
+  /// training steps. When waiting is more than half of an epoch, fit also logs a warning saying so.
+  std::vector<double> input_seconds, step_seconds;
 };
 
 class Sequential {
@@ -77,6 +81,8 @@ class Sequential {
   void compile(CompileOptions options);
   /// Trains on (x, y); x is (N, features), y is (N, ...) with N rows. Returns the History.
   FitHistory fit(const Tensor& x, const Tensor& y, FitOptions options = {});
+  /// Trains on the batches of a PyDataset (batch_size and validation_split do not apply: ValueError).
+  FitHistory fit(utils::PyDataset& dataset, FitOptions options = {});
   /// [loss, metrics in compile order].
   std::vector<double> evaluate(const Tensor& x, const Tensor& y, EvaluateOptions options = {});
   /// The same as a dict with sorted keys (return_dict=True).

@@ -1,0 +1,144 @@
+// fit() from a PyDataset: the same training as from tensors, worker threads that prepare batches ahead, errors
+// from get_batch(), and the input-time measurement that says when input is the bottleneck.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "osprey/errors.h"
+#include "osprey/keras.h"
+#include "osprey/random.h"
+
+using namespace osprey;
+namespace layers = osprey::keras::layers;
+using keras::Sequential;
+
+namespace {
+
+// Batches of 10 rows sliced from fixed tensors, optionally slow, optionally failing at one index.
+class Slices : public keras::utils::PyDataset {
+ public:
+  Slices(Tensor x, Tensor y, Options o = {}, int sleep_ms = 0, int64_t fail_at = -1)
+      : PyDataset(o), x_(std::move(x)), y_(std::move(y)), sleep_ms_(sleep_ms), fail_at_(fail_at) {}
+  int64_t num_batches() const override { return (x_.shape()[0] + 9) / 10; }
+  std::pair<Tensor, Tensor> get_batch(int64_t i) override {
+    if (sleep_ms_) std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms_));
+    if (i == fail_at_) throw ValueError("cannot read batch " + std::to_string(i));
+    const int64_t e = std::min<int64_t>(x_.shape()[0], (i + 1) * 10);
+    return {x_.slice_rows(i * 10, e), y_.slice_rows(i * 10, e)};
+  }
+  void on_epoch_end() override { ++epochs_ended; }
+  int epochs_ended = 0;
+
+ private:
+  Tensor x_, y_;
+  int sleep_ms_;
+  int64_t fail_at_;
+};
+
+Sequential model() {
+  Sequential m({layers::Input({4}), layers::Dense(8, "relu"), layers::Dense(1, "sigmoid")});
+  m.compile({.optimizer = "adam", .loss = "binary_crossentropy", .metrics = {"accuracy"}});
+  return m;
+}
+
+}  // namespace
+
+TEST(PyDataset, TrainsExactlyLikeTheSameBatchesFromTensors) {
+  random::set_seed(1);
+  Tensor x = random::uniform({95, 4}), y = random::randint(0, 2, {95, 1}).cast(DType::float32);
+  for (int workers : {1, 3}) {
+    random::set_seed(2);
+    Sequential a = model();
+    auto ha = a.fit(x, y, {.epochs = 3, .batch_size = 10, .verbose = 0, .shuffle = false});
+    random::set_seed(2);
+    Sequential b = model();
+    Slices data(x, y, {.workers = workers, .max_queue_size = 2});
+    auto hb = b.fit(data, {.epochs = 3, .verbose = 0, .shuffle = false});
+    EXPECT_EQ(ha.history, hb.history) << workers << " workers";
+    for (size_t i = 0; i < a.variables().size(); ++i) {
+      EXPECT_EQ(a.variables()[i]->value().to_vector<float>(), b.variables()[i]->value().to_vector<float>());
+    }
+    EXPECT_EQ(data.epochs_ended, 3);
+    EXPECT_EQ(hb.params.steps, 10);
+  }
+}
+
+TEST(PyDataset, ShufflingVisitsEveryBatchOncePerEpoch) {
+  random::set_seed(3);
+  Tensor x = random::uniform({40, 4}), y = random::randint(0, 2, {40, 1}).cast(DType::float32);
+  class Counting : public Slices {
+   public:
+    using Slices::Slices;
+    std::pair<Tensor, Tensor> get_batch(int64_t i) override {
+      seen.push_back(i);
+      return Slices::get_batch(i);
+    }
+    std::vector<int64_t> seen;
+  } data(x, y);
+  Sequential m = model();
+  m.fit(data, {.epochs = 2, .verbose = 0});
+  ASSERT_EQ(data.seen.size(), 8u);
+  std::vector<int64_t> first(data.seen.begin(), data.seen.begin() + 4);
+  std::sort(first.begin(), first.end());
+  EXPECT_EQ(first, (std::vector<int64_t>{0, 1, 2, 3}));
+}
+
+TEST(PyDataset, BadUsesAndFailingBatchesGetErrors) {
+  random::set_seed(4);
+  Tensor x = random::uniform({30, 4}), y = random::randint(0, 2, {30, 1}).cast(DType::float32);
+  Sequential m = model();
+  Slices data(x, y);
+  EXPECT_THROW(m.fit(data, {.batch_size = 5, .verbose = 0}), ValueError);
+  EXPECT_THROW(m.fit(data, {.verbose = 0, .validation_split = 0.2}), ValueError);
+  for (int workers : {1, 2}) {
+    Slices failing(x, y, {.workers = workers}, 0, 2);
+    try {
+      m.fit(failing, {.verbose = 0, .shuffle = false});
+      FAIL() << "no exception";
+    } catch (const ValueError& e) {
+      EXPECT_STREQ(e.what(), "cannot read batch 2");
+    }
+  }
+  Slices bad_workers(x, y, {.workers = 0});
+  EXPECT_THROW(m.fit(bad_workers, {.verbose = 0}), ValueError);
+}
+
+TEST(PyDataset, SlowInputIsMeasuredAndReportedAndWorkersHideIt) {
+  random::set_seed(5);
+  Tensor x = random::uniform({80, 4}), y = random::randint(0, 2, {80, 1}).cast(DType::float32);
+  Sequential m = model();
+  Slices slow(x, y, {.workers = 1}, 10);  // 8 batches × 10 ms of "loading"
+  ::testing::internal::CaptureStderr();
+  auto h = m.fit(slow, {.epochs = 1, .verbose = 0});
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  ASSERT_EQ(h.input_seconds.size(), 1u);
+  EXPECT_GE(h.input_seconds[0], 0.07);
+  EXPECT_GT(h.input_seconds[0], h.step_seconds[0]);
+  EXPECT_THAT(err, ::testing::HasSubstr("of the time went to waiting for input batches"));
+  EXPECT_THAT(err, ::testing::HasSubstr("the input pipeline is the bottleneck"));
+
+  // With workers the batches are made on worker threads, not on the training thread (how much that saves is
+  // measured in bench/, not asserted here).
+  class ThreadRecording : public Slices {
+   public:
+    using Slices::Slices;
+    std::pair<Tensor, Tensor> get_batch(int64_t i) override {
+      {
+        std::lock_guard lock(mu);
+        threads.insert(std::this_thread::get_id());
+      }
+      return Slices::get_batch(i);
+    }
+    std::mutex mu;
+    std::set<std::thread::id> threads;
+  } prefetched(x, y, {.workers = 4, .max_queue_size = 8}, 1);
+  m.fit(prefetched, {.epochs = 1, .verbose = 0});
+  EXPECT_EQ(prefetched.threads.count(std::this_thread::get_id()), 0u);
+  EXPECT_GE(prefetched.threads.size(), 1u);
+  auto ha = m.fit(x, y, {.epochs = 1, .batch_size = 10, .verbose = 0});
+  EXPECT_EQ(ha.input_seconds.size(), 1u);  // tensors are measured too
+}
