@@ -1,7 +1,8 @@
 // Data parallelism on one CPU: the wide MLP (784 -> 512 -> 512 -> 10, Adam, sparse CE, batch 256) trained on
 //   single:   one logical CPU with every intra-op thread, or
 //   mirrored: MirroredStrategy over N logical CPUs, the threads shared out between the replicas.
-// Prints one JSON line: µs per step and samples/s. Usage: mirrored_step <single|mirrored> [replicas] [steps]
+// Prints one JSON line: µs per step (best of three rounds) and samples/s. Usage: mirrored_step <single|mirrored> [replicas] [steps]
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -41,9 +42,12 @@ int main(int argc, char** argv) {
     model = build();
   }
   for (int i = 0; i < 5; ++i) model.train_on_batch(x, y);
-  const auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < steps; ++i) model.train_on_batch(x, y);
-  const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / steps;
+  double us = 1e30;  // the best of three rounds: this machine is noisy
+  for (int round = 0; round < 3; ++round) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < steps; ++i) model.train_on_batch(x, y);
+    us = std::min(us, std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / steps);
+  }
   std::printf("{\"case\": \"wide MLP batch %d, %s%s\", \"threads\": %u, \"us_per_step\": %.1f, \"samples_per_s\": %.0f}\n",
               batch, mode.c_str(), mode == "mirrored" ? (" over " + std::to_string(replicas) + " logical CPUs").c_str() : " (1 device)",
               std::thread::hardware_concurrency(), us, batch / us * 1e6);

@@ -233,12 +233,14 @@ void StrategyImpl::mirror(const std::vector<Variable*>& vars) const {
 
 // Shared memory: replica r sums its slice of every gradient over all replicas (in replica order) and writes the
 // result into every replica's gradient. A reduce-scatter and all-gather in one pass, all replicas in parallel.
-void StrategyImpl::reduce_on_host(std::vector<std::vector<Tensor>>& grads, int r) {
+void StrategyImpl::reduce_on_host(std::vector<std::vector<Tensor>>& grads, int r, bool copy_back) {
   const int n_rep = num_replicas();
   const size_t n_vars = grads[0].size();
   for (size_t j = 0; j < n_vars; ++j) {
     const int64_t n = grads[0][j].num_elements();
-    const int64_t begin = (n * r / n_rep) & ~int64_t{15}, end = r + 1 == n_rep ? n : (n * (r + 1) / n_rep) & ~int64_t{15};
+    // The same split as keras::optimizers::shard_range (the sharded update relies on it).
+    const int64_t begin = std::min(n, (n * r / n_rep) & ~int64_t{15});
+    const int64_t end = r + 1 == n_rep ? n : std::min(n, (n * (r + 1) / n_rep) & ~int64_t{15});
     if (begin >= end) continue;
     // Sum into replica 0's slice in replica order ((g0 + g1) + g2 ...: the same as any other split), then copy it
     // to the other replicas. Plain loops over restrict pointers, so they vectorise.
@@ -247,6 +249,7 @@ void StrategyImpl::reduce_on_host(std::vector<std::vector<Tensor>>& grads, int r
       const float* __restrict g = grads[q][j].data<float>() + begin;
       for (int64_t k = 0; k < end - begin; ++k) acc[k] += g[k];
     }
+    if (!copy_back) continue;
     for (int q = 1; q < n_rep; ++q) {
       std::memcpy(grads[q][j].data<float>() + begin, acc, sizeof(float) * static_cast<std::size_t>(end - begin));
     }
@@ -339,11 +342,20 @@ void StrategyImpl::reduce_collective(std::vector<std::vector<Tensor>>& grads) {
   for (int q = 0; q < n_rep; ++q) unpack(packs[q], grads[q], *devices_[q]);
 }
 
+bool StrategyImpl::reduces_on_host() const {
+  return !use_collective_ && host_memory_ && reduce_device_ == devices_.front();
+}
+
+void StrategyImpl::reduce_own_slices(std::vector<std::vector<Tensor>>& grads, int r) {
+  barrier_.arrive_and_wait();  // every replica's gradients are ready
+  if (num_replicas() > 1) reduce_on_host(grads, r, false);
+}
+
 void StrategyImpl::all_reduce_sum(std::vector<std::vector<Tensor>>& grads, int r) {
   barrier_.arrive_and_wait();  // every replica's gradients are ready
   if (num_replicas() == 1) return;  // identity: nothing to communicate
-  if (!use_collective_ && host_memory_ && reduce_device_ == devices_.front()) {
-    reduce_on_host(grads, r);
+  if (reduces_on_host()) {
+    reduce_on_host(grads, r, true);
   } else if (r == 0) {
     if (use_collective_) {
       reduce_collective(grads);

@@ -52,6 +52,12 @@ class StrategyImpl {
   /// device, same shapes on every replica): on return every replica's grads hold the SUM over replicas, bit for
   /// bit the same everywhere. The order of summation is fixed (replica 0, 1, ...), so runs are reproducible.
   void all_reduce_sum(std::vector<std::vector<Tensor>>& grads, int replica);
+  /// True when the replicas share host memory and reduce by slices (logical CPUs, no collective).
+  bool reduces_on_host() const;
+  /// The host reduction without its copy-back: replica r sums slice r of every gradient (the split of
+  /// keras::optimizers::shard_range) into replica 0's gradients and returns; replica 0's gradients then hold the
+  /// sums of each slice once its replica returned. For the sharded optimizer update.
+  void reduce_own_slices(std::vector<std::vector<Tensor>>& grads, int replica);
   /// Collective merge of one value per replica (a variable assigned in replica context): every replica gets the
   /// same combination (SUM, MEAN or replica 0's value) on its own device.
   Tensor merge(int replica, const Tensor& value, VariableAggregation aggregation);
@@ -60,7 +66,7 @@ class StrategyImpl {
 
  private:
   void worker(int replica);
-  void reduce_on_host(std::vector<std::vector<Tensor>>& grads, int replica);
+  void reduce_on_host(std::vector<std::vector<Tensor>>& grads, int replica, bool copy_back);
   void reduce_to_one_device(std::vector<std::vector<Tensor>>& grads);
   void reduce_collective(std::vector<std::vector<Tensor>>& grads);
 

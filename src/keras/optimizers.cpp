@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstring>
 
 #include <fmt/format.h>
 
@@ -100,6 +101,51 @@ void Optimizer::update_all(const std::vector<Tensor>& gradients, const std::vect
   }
 }
 
+void Optimizer::update_step(const Tensor& g, Variable& v, std::size_t i) {
+  std::vector<Tensor*> slots;
+  for (Variable* slot : slots_of(i)) slots.push_back(slot ? &slot->value() : nullptr);
+  update_tensors(g, v.value(), slots);
+}
+
+std::pair<int64_t, int64_t> shard_range(int64_t n, int shard, int num_shards) {
+  const int64_t b = (n * shard / num_shards) & ~int64_t{15};
+  const int64_t e = shard + 1 == num_shards ? n : (n * (shard + 1) / num_shards) & ~int64_t{15};
+  return {std::min(b, n), std::min(e, n)};
+}
+
+void Optimizer::apply_sharded_gradients(const std::vector<Tensor>& summed, const std::vector<Variable*>& variables,
+                                        int shard, int num_shards) {
+  if (!built_) throw FailedPreconditionError("apply_sharded_gradients: call build_slots() first (cross-replica)");
+  if (clips()) throw FailedPreconditionError("apply_sharded_gradients: clipping needs whole gradients");
+  for (std::size_t j = 0; j < variables.size(); ++j) {
+    if (!summed[j].defined()) continue;
+    Variable& var = *variables[j];
+    const int64_t n = var.num_elements();
+    const auto [b, e] = shard_range(n, shard, num_shards);
+    if (b >= e) continue;
+    auto slice = [&](const Tensor& t) { return t.reshape(Shape({n})).slice_rows(b, e); };
+    std::vector<Variable*> slot_vars = slots_of(j);
+    std::vector<Tensor> slot_views;
+    for (Variable* sv : slot_vars) slot_views.push_back(sv ? slice(sv->component(shard)) : Tensor());
+    std::vector<Tensor*> slot_ptrs;
+    for (size_t k = 0; k < slot_vars.size(); ++k) slot_ptrs.push_back(slot_vars[k] ? &slot_views[k] : nullptr);
+    Tensor var_view = slice(var.component(shard));
+    update_tensors(slice(summed[j]), var_view, slot_ptrs);
+    // The other replicas' components get the same values (host memory: plain copies of the slice).
+    const std::size_t bytes = sizeof(float) * static_cast<std::size_t>(e - b);
+    auto copy_out = [&](const Variable& v) {
+      const float* src = v.component(shard).data<float>() + b;
+      for (int q = 0; q < v.num_components(); ++q) {
+        if (q != shard) std::memcpy(const_cast<float*>(v.component(q).data<float>()) + b, src, bytes);
+      }
+    };
+    copy_out(var);
+    for (Variable* sv : slot_vars) {
+      if (sv) copy_out(*sv);
+    }
+  }
+}
+
 SGD::SGD(SGDOptions o) : Optimizer("SGD", o.learning_rate, o.base), opt_(o) {
   if (o.momentum < 0.0 || o.momentum > 1.0) {
     throw ValueError(fmt::format("`momentum` must be a float between [0, 1]. Received: momentum={}", o.momentum));
@@ -114,9 +160,10 @@ void SGD::build(const std::vector<Variable*>& vars) {
   }
 }
 
-void SGD::update_step(const Tensor& g, Variable& v, std::size_t i) {
-  Tensor* m = momentums_.empty() ? nullptr : &momentums_[i].value();
-  ops::apply_sgd(v.value(), g, m, learning_rate_, opt_.momentum, opt_.nesterov);
+std::vector<Variable*> SGD::slots_of(std::size_t i) { return {momentums_.empty() ? nullptr : &momentums_[i]}; }
+
+void SGD::update_tensors(const Tensor& g, Tensor& var, const std::vector<Tensor*>& slots) {
+  ops::apply_sgd(var, g, slots[0], learning_rate_, opt_.momentum, opt_.nesterov);
 }
 
 Adam::Adam(AdamOptions o) : Optimizer("adam", o.learning_rate, o.base), opt_(o) {}
@@ -133,13 +180,16 @@ void Adam::build(const std::vector<Variable*>& vars) {
   }
 }
 
-void Adam::update_step(const Tensor& g, Variable& v, std::size_t i) {
+std::vector<Variable*> Adam::slots_of(std::size_t i) {
+  return {&m_[i], &v_[i], opt_.amsgrad ? &vhat_[i] : nullptr};
+}
+
+void Adam::update_tensors(const Tensor& g, Tensor& var, const std::vector<Tensor*>& slots) {
   // float32 arithmetic, as Keras computes α in the variable's dtype.
   const float t = static_cast<float>(iterations_ + 1);
   const float b1p = std::pow(static_cast<float>(opt_.beta_1), t), b2p = std::pow(static_cast<float>(opt_.beta_2), t);
   const float alpha = learning_rate_ * std::sqrt(1.f - b2p) / (1.f - b1p);
-  ops::apply_adam(v.value(), m_[i].value(), v_[i].value(), g, opt_.amsgrad ? &vhat_[i].value() : nullptr, alpha, opt_.beta_1, opt_.beta_2,
-                  opt_.epsilon);
+  ops::apply_adam(var, *slots[0], *slots[1], g, slots[2], alpha, opt_.beta_1, opt_.beta_2, opt_.epsilon);
 }
 
 RMSprop::RMSprop(RMSpropOptions o) : Optimizer("rmsprop", o.learning_rate, o.base), opt_(o) {}
@@ -159,10 +209,12 @@ void RMSprop::build(const std::vector<Variable*>& vars) {
   }
 }
 
-void RMSprop::update_step(const Tensor& g, Variable& v, std::size_t i) {
-  ops::apply_rmsprop(v.value(), v_[i].value(), g, mom_.empty() ? nullptr : &mom_[i].value(),
-                     mg_.empty() ? nullptr : &mg_[i].value(),
-                     learning_rate_, opt_.rho, opt_.momentum, opt_.epsilon);
+std::vector<Variable*> RMSprop::slots_of(std::size_t i) {
+  return {&v_[i], mom_.empty() ? nullptr : &mom_[i], mg_.empty() ? nullptr : &mg_[i]};
+}
+
+void RMSprop::update_tensors(const Tensor& g, Tensor& var, const std::vector<Tensor*>& slots) {
+  ops::apply_rmsprop(var, *slots[0], g, slots[1], slots[2], learning_rate_, opt_.rho, opt_.momentum, opt_.epsilon);
 }
 
 std::shared_ptr<Optimizer> get(const std::string& name) {

@@ -315,6 +315,7 @@ static double distributed_train_step(Sequential& model, Sequential::State& s, co
   std::vector<Tensor> xs(n), ys(n), preds(n);
   std::vector<std::vector<Tensor>> grads(n);
   std::vector<double> losses(n, 0.0);
+  const bool sharded = st.reduces_on_host() && !s.optimizer->clips();
   st.run_replicas([&](int r) {
     const auto [b, e] = replica_rows(batch, n, r);
     auto& device = *st.devices()[r];
@@ -331,8 +332,13 @@ static double distributed_train_step(Sequential& model, Sequential::State& s, co
     for (size_t j = 0; j < vars.size(); ++j) {  // an empty shard (or an unused variable) contributes zeros
       if (!grads[r][j].defined()) grads[r][j] = Tensor::zeros(vars[j]->shape());
     }
-    st.all_reduce_sum(grads, r);
-    s.optimizer->apply_replica_gradients(grads[r], vars);
+    if (sharded) {  // logical CPUs: each replica reduces and updates its slice of every variable, once
+      st.reduce_own_slices(grads, r);
+      s.optimizer->apply_sharded_gradients(grads[0], vars, r, n);
+    } else {
+      st.all_reduce_sum(grads, r);
+      s.optimizer->apply_replica_gradients(grads[r], vars);
+    }
   });
   s.optimizer->finish_replica_step();
   double total = 0.0;

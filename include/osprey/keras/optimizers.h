@@ -33,7 +33,15 @@ class Optimizer {
   /// component of this thread's replica), without advancing iterations; call finish_replica_step() once after
   /// every replica has applied.
   void apply_replica_gradients(const std::vector<Tensor>& gradients, const std::vector<Variable*>& variables);
+  /// Replicas that share host memory (logical CPUs) split the update instead: replica `shard` of `num_shards`
+  /// updates its slice of every variable (elements shard_range()) once, on its own component, and copies the
+  /// result into the other components. `summed` holds the all-reduced gradients (at least that slice). Needs no
+  /// clipping (clips() false: clipping needs whole gradients).
+  void apply_sharded_gradients(const std::vector<Tensor>& summed, const std::vector<Variable*>& variables, int shard,
+                               int num_shards);
   void finish_replica_step() { ++iterations_; }
+  /// True when clipnorm, clipvalue or global_clipnorm is set.
+  bool clips() const { return base_.clipnorm || base_.clipvalue || base_.global_clipnorm; }
   /// Keras's class name ("Adam").
   virtual std::string class_name() const = 0;
   const std::string& name() const { return name_; }
@@ -48,8 +56,12 @@ class Optimizer {
  protected:
   /// Creates the slot variables for `vars` (called once, at the first apply).
   virtual void build(const std::vector<Variable*>& vars) = 0;
-  /// Updates variable `index` with its gradient.
-  virtual void update_step(const Tensor& gradient, Variable& variable, std::size_t index) = 0;
+  /// Updates variable `index` with its gradient (its and its slots' components of the current replica).
+  void update_step(const Tensor& gradient, Variable& variable, std::size_t index);
+  /// The slot variables of variable `index`, in the order update_tensors() takes them (nullptr: not used).
+  virtual std::vector<Variable*> slots_of(std::size_t index) = 0;
+  /// The update itself on tensors (whole variables or element ranges of them): `var` and its `slots`.
+  virtual void update_tensors(const Tensor& gradient, Tensor& var, const std::vector<Tensor*>& slots) = 0;
   /// A zero slot shaped like `var`, on its device (mirrored like it).
   Variable make_slot(const Variable& var) const;
   /// Clipping then update_step() for every defined gradient.
@@ -77,7 +89,8 @@ class SGD : public Optimizer {
 
  protected:
   void build(const std::vector<Variable*>& vars) override;
-  void update_step(const Tensor& g, Variable& v, std::size_t i) override;
+  std::vector<Variable*> slots_of(std::size_t i) override;
+  void update_tensors(const Tensor& g, Tensor& var, const std::vector<Tensor*>& slots) override;
 
  private:
   SGDOptions opt_;
@@ -100,7 +113,8 @@ class Adam : public Optimizer {
 
  protected:
   void build(const std::vector<Variable*>& vars) override;
-  void update_step(const Tensor& g, Variable& v, std::size_t i) override;
+  std::vector<Variable*> slots_of(std::size_t i) override;
+  void update_tensors(const Tensor& g, Tensor& var, const std::vector<Tensor*>& slots) override;
 
  private:
   AdamOptions opt_;
@@ -123,12 +137,17 @@ class RMSprop : public Optimizer {
 
  protected:
   void build(const std::vector<Variable*>& vars) override;
-  void update_step(const Tensor& g, Variable& v, std::size_t i) override;
+  std::vector<Variable*> slots_of(std::size_t i) override;
+  void update_tensors(const Tensor& g, Tensor& var, const std::vector<Tensor*>& slots) override;
 
  private:
   RMSpropOptions opt_;
   std::vector<Variable> v_, mom_, mg_;
 };
+
+/// The slice of `n` elements that replica `shard` of `num_shards` handles (starts aligned to 16 elements): the
+/// same split for the gradient all-reduce and the sharded optimizer update.
+std::pair<int64_t, int64_t> shard_range(int64_t n, int shard, int num_shards);
 
 /// An optimizer by Keras name ("adam", "sgd", "rmsprop"; case-insensitive) with default options.
 /// Throws ValueError for unknown names.
