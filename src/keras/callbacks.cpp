@@ -49,6 +49,14 @@ static int code_points(const std::string& s) {
   return n;
 }
 
+// The model's values sorted by key, then the keys callbacks add to the logs ("learning_rate"), as Keras shows them.
+static std::vector<std::pair<std::string, double>> ordered(const Logs& values) {
+  std::vector<std::pair<std::string, double>> out, added;
+  for (const auto& [k, v] : values) (k == "learning_rate" ? added : out).emplace_back(k, v);
+  out.insert(out.end(), added.begin(), added.end());
+  return out;
+}
+
 void Progbar::update(int current, const Logs& values, bool finalize) {
   const double now = now_seconds();
   const double per_unit = estimate_step_duration(current, now);
@@ -84,7 +92,7 @@ void Progbar::update(int current, const Logs& values, bool finalize) {
     }
     special += 8;
     info += format_time(per_unit);
-    for (const auto& [k, v] : values) info += " - " + k + ": " + format_value(v, true);
+    for (const auto& [k, v] : ordered(values)) info += " - " + k + ": " + format_value(v, true);
     const int total_width = code_points(bar) + code_points(info) - special;
     if (prev_total_width_ > total_width) info += std::string(static_cast<std::size_t>(prev_total_width_ - total_width), ' ');
     if (finalize) info += "\n";
@@ -94,7 +102,7 @@ void Progbar::update(int current, const Logs& values, bool finalize) {
   } else if (verbose_ == 2 && finalize) {
     std::string info = fmt::format("{:>{}}/{} - {:.0f}s -{}", current, num_digits(target_), target_, now - start_,
                                    format_time(per_unit));
-    for (const auto& [k, v] : values) info += " - " + k + ": " + format_value(v, false);
+    for (const auto& [k, v] : ordered(values)) info += " - " + k + ": " + format_value(v, false);
     out_ << info << "\n" << std::flush;
   }
   last_update_ = now;

@@ -3,11 +3,15 @@
 
 #include <chrono>
 #include <concepts>
+#include <functional>
 #include <map>
+#include <optional>
 #include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
+
+#include "osprey/tensor.h"
 
 namespace osprey::keras {
 
@@ -103,6 +107,126 @@ class ProgbarLogger : public Callback {
   std::ostream& out_;
   std::unique_ptr<Progbar> bar_;
   bool in_fit_ = false;
+};
+
+/// Whether a monitored value should go down ("min") or up ("max"); "auto" decides from its name.
+enum class MonitorMode { auto_, min, max };
+
+struct EarlyStoppingOptions {
+  std::string monitor = "val_loss";
+  double min_delta = 0.0;
+  int patience = 0;
+  int verbose = 0;
+  MonitorMode mode = MonitorMode::auto_;
+  std::optional<double> baseline{};
+  bool restore_best_weights = false;
+  int start_from_epoch = 0;
+};
+/// keras.callbacks.EarlyStopping: stops when `monitor` has not improved by min_delta for `patience` epochs; with
+/// restore_best_weights the best epoch's weights are restored at the end of training (also without a stop).
+class EarlyStopping : public Callback {
+ public:
+  explicit EarlyStopping(EarlyStoppingOptions options = {});
+  void on_train_begin(Logs&) override;
+  void on_epoch_end(int epoch, Logs& logs) override;
+  void on_train_end(Logs&) override;
+  int stopped_epoch = 0;  ///< 0 when training was not stopped
+  int best_epoch = 0;
+  std::optional<double> best;
+
+ private:
+  bool improved(double current, double reference) const;
+  EarlyStoppingOptions o_;
+  bool minimize_ = true;
+  int wait_ = 0;
+  std::vector<Tensor> best_weights_;
+};
+
+struct ReduceLROnPlateauOptions {
+  std::string monitor = "val_loss";
+  double factor = 0.1;
+  int patience = 10;
+  int verbose = 0;
+  MonitorMode mode = MonitorMode::auto_;
+  double min_delta = 1e-4;
+  int cooldown = 0;
+  double min_lr = 0.0;
+};
+/// keras.callbacks.ReduceLROnPlateau: lr = max(lr·factor, min_lr) after `patience` epochs without improvement;
+/// adds "learning_rate" to every epoch's logs.
+class ReduceLROnPlateau : public Callback {
+ public:
+  explicit ReduceLROnPlateau(ReduceLROnPlateauOptions options = {});
+  void on_train_begin(Logs&) override;
+  void on_epoch_end(int epoch, Logs& logs) override;
+
+ private:
+  ReduceLROnPlateauOptions o_;
+  bool minimize_ = true;
+  double best_ = 0;
+  int wait_ = 0, cooldown_counter_ = 0;
+};
+
+/// keras.callbacks.LearningRateScheduler: lr = schedule(epoch, lr) at the start of every epoch.
+class LearningRateScheduler : public Callback {
+ public:
+  explicit LearningRateScheduler(std::function<double(int epoch, double lr)> schedule, int verbose = 0);
+  void on_epoch_begin(int epoch, Logs&) override;
+  void on_epoch_end(int epoch, Logs& logs) override;
+
+ private:
+  std::function<double(int, double)> schedule_;
+  int verbose_;
+};
+
+/// keras.callbacks.CSVLogger: one row per epoch, "epoch" (0-based) then the sorted log keys (val_ keys added when
+/// absent, "NA" where a value is missing); values written as Python's repr of a float.
+class CSVLogger : public Callback {
+ public:
+  explicit CSVLogger(std::string filename, std::string separator = ",", bool append = false);
+  void on_train_begin(Logs&) override;
+  void on_epoch_end(int epoch, Logs& logs) override;
+  void on_train_end(Logs&) override;
+
+ private:
+  std::string filename_, separator_;
+  bool append_;
+  std::shared_ptr<std::ostream> out_;
+  std::vector<std::string> keys_;
+};
+
+/// keras.callbacks.TerminateOnNaN: stops training at the first batch whose loss is NaN or infinite.
+class TerminateOnNaN : public Callback {
+ public:
+  void on_train_batch_end(int batch, Logs& logs) override;
+};
+
+struct ModelCheckpointOptions {
+  std::string monitor = "val_loss";
+  int verbose = 0;
+  bool save_best_only = false;
+  MonitorMode mode = MonitorMode::auto_;
+  /// 0: every epoch; n > 0: every n batches.
+  int save_freq = 0;
+  std::optional<double> initial_value_threshold{};
+};
+/// keras.callbacks.ModelCheckpoint for weights (Osprey's format for now: the path must end in ".weights.osp").
+/// The path may use {epoch} (1-based) and any log key with Python-style specs: "ckpt-{epoch:02d}-{loss:.2f}.weights.osp".
+/// Files are replaced atomically.
+class ModelCheckpoint : public Callback {
+ public:
+  explicit ModelCheckpoint(std::string filepath, ModelCheckpointOptions options = {});
+  void on_train_batch_end(int batch, Logs& logs) override;
+  void on_epoch_begin(int epoch, Logs&) override;
+  void on_epoch_end(int epoch, Logs& logs) override;
+  std::optional<double> best;
+
+ private:
+  void save(int epoch, const Logs& logs);
+  std::string filepath_;
+  ModelCheckpointOptions o_;
+  bool minimize_ = true;
+  int epoch_ = 0, batches_ = 0;
 };
 
 /// A callback passed by value or pointer in `.callbacks = {...}`.

@@ -108,6 +108,17 @@ class Sequential {
   bool stop_training = false;
   std::shared_ptr<optimizers::Optimizer> optimizer() const;
 
+  /// Copies of every variable's value, in variables() order (keras Model.get_weights), on CPU:0.
+  std::vector<Tensor> get_weights() const;
+  /// Sets every variable (same count, shapes and dtypes as get_weights(); ValueError otherwise).
+  void set_weights(const std::vector<Tensor>& weights);
+  /// Writes the weights to `path` in Osprey's checkpoint format (the file is replaced atomically: written to a
+  /// temporary file next to it, then renamed). The path must end in ".weights.osp".
+  void save_weights(const std::string& path) const;
+  /// Reads weights written by save_weights(), matched by position: shapes and dtypes must match (ValueError naming
+  /// the first mismatch otherwise; NotFoundError when the file does not exist).
+  void load_weights(const std::string& path);
+
   struct State;
 
  private:

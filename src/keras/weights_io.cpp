@@ -1,0 +1,138 @@
+// Model weights: get/set and Osprey's checkpoint file (until the Keras .weights.h5 format is written).
+//   "OSPREYW1" | u32 count | per variable: u32 path length, path, u8 dtype, u32 rank, i64 dims..., raw data
+// All integers little-endian as the host writes them (x86-64, aarch64).
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "osprey/errors.h"
+#include "osprey/keras/model.h"
+#include "runtime/device_manager.h"
+
+namespace osprey::keras {
+
+static constexpr char kMagic[8] = {'O', 'S', 'P', 'R', 'E', 'Y', 'W', '1'};
+static const std::string kExtension = ".weights.osp";
+
+std::vector<Tensor> Sequential::get_weights() const {
+  auto& host = runtime::DeviceManager::get().host_device();
+  std::vector<Tensor> out;
+  for (auto* v : variables()) {
+    const Tensor& c = v->component(0);
+    Tensor copy = Tensor::empty(c.shape(), c.dtype(), &host);
+    Tensor src = c.to(host);
+    std::memcpy(copy.raw_data(), src.raw_data(), static_cast<std::size_t>(c.nbytes()));
+    out.push_back(copy);
+  }
+  return out;
+}
+
+void Sequential::set_weights(const std::vector<Tensor>& weights) {
+  const auto vars = variables();
+  if (weights.size() != vars.size()) {
+    throw ValueError(fmt::format("set_weights: the model has {} variables, got {} weights", vars.size(), weights.size()));
+  }
+  for (size_t i = 0; i < vars.size(); ++i) {
+    if (weights[i].shape() != vars[i]->shape() || weights[i].dtype() != vars[i]->value().dtype()) {
+      throw ValueError(fmt::format("set_weights: weight {} has shape {} and dtype {}, but variable '{}' has shape {} and "
+                                   "dtype {}",
+                                   i, weights[i].shape().to_string(), dtype_name(weights[i].dtype()), vars[i]->path(),
+                                   vars[i]->shape().to_string(), dtype_name(vars[i]->value().dtype())));
+    }
+  }
+  for (size_t i = 0; i < vars.size(); ++i) vars[i]->assign(weights[i]);  // every replica's component
+}
+
+template <typename T>
+static void put(std::ostream& out, T v) {
+  out.write(reinterpret_cast<const char*>(&v), sizeof v);
+}
+template <typename T>
+static T get(std::istream& in, const std::string& path) {
+  T v{};
+  if (!in.read(reinterpret_cast<char*>(&v), sizeof v)) {
+    throw ValueError(fmt::format("load_weights: '{}' is truncated or not an Osprey weights file", path));
+  }
+  return v;
+}
+
+static void check_extension(const std::string& path, const char* fn) {
+  if (path.size() < kExtension.size() || path.compare(path.size() - kExtension.size(), kExtension.size(), kExtension)) {
+    throw ValueError(fmt::format("{}: the filepath must end in `{}` (Osprey's weights format). Received: "
+                                 "filepath={}",
+                                 fn, kExtension, path));
+  }
+}
+
+void Sequential::save_weights(const std::string& path) const {
+  check_extension(path, "save_weights");
+  const auto vars = variables();
+  const auto weights = get_weights();
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw NotFoundError(fmt::format("save_weights: cannot write '{}': {}", tmp, std::strerror(errno)));
+    out.write(kMagic, sizeof kMagic);
+    put<uint32_t>(out, static_cast<uint32_t>(vars.size()));
+    for (size_t i = 0; i < vars.size(); ++i) {
+      const std::string& p = vars[i]->path();
+      put<uint32_t>(out, static_cast<uint32_t>(p.size()));
+      out.write(p.data(), static_cast<std::streamsize>(p.size()));
+      put<uint8_t>(out, static_cast<uint8_t>(weights[i].dtype()));
+      put<uint32_t>(out, static_cast<uint32_t>(weights[i].shape().rank()));
+      for (int64_t d : weights[i].shape().dims()) put<int64_t>(out, d);
+      out.write(static_cast<const char*>(weights[i].raw_data()), weights[i].nbytes());
+    }
+    out.flush();
+    if (!out) throw InternalError(fmt::format("save_weights: writing '{}' failed: {}", tmp, std::strerror(errno)));
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);  // atomic on POSIX: readers see the old file or the new one
+  if (ec) throw InternalError(fmt::format("save_weights: renaming '{}' to '{}' failed: {}", tmp, path, ec.message()));
+}
+
+void Sequential::load_weights(const std::string& path) {
+  check_extension(path, "load_weights");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw NotFoundError(fmt::format("load_weights: cannot open '{}': {}", path, std::strerror(errno)));
+  char magic[8];
+  if (!in.read(magic, sizeof magic) || std::memcmp(magic, kMagic, sizeof magic) != 0) {
+    throw ValueError(fmt::format("load_weights: '{}' is not an Osprey weights file", path));
+  }
+  const auto vars = variables();
+  const auto count = get<uint32_t>(in, path);
+  if (count != vars.size()) {
+    throw ValueError(fmt::format("load_weights: '{}' holds {} variables, the model has {}", path, count, vars.size()));
+  }
+  auto& host = runtime::DeviceManager::get().host_device();
+  std::vector<Tensor> weights;
+  for (uint32_t i = 0; i < count; ++i) {
+    const auto len = get<uint32_t>(in, path);
+    if (len > 4096) throw ValueError(fmt::format("load_weights: '{}' is corrupt (variable name of {} bytes)", path, len));
+    std::string name(len, '\0');
+    if (!in.read(name.data(), len)) throw ValueError(fmt::format("load_weights: '{}' is truncated", path));
+    const auto dtype = static_cast<DType>(get<uint8_t>(in, path));
+    const auto rank = get<uint32_t>(in, path);
+    if (rank > 8) throw ValueError(fmt::format("load_weights: '{}' is corrupt (rank {})", path, rank));
+    std::vector<int64_t> dims;
+    for (uint32_t r = 0; r < rank; ++r) dims.push_back(get<int64_t>(in, path));
+    const Shape shape(dims);
+    // Matched by position, like Keras's weight files (auto-names differ between model instances).
+    if (shape != vars[i]->shape() || dtype != vars[i]->value().dtype()) {
+      throw ValueError(fmt::format("load_weights: variable {} in '{}' is '{}' {} {}, but the model's is '{}' {} {}", i,
+                                   path, name, shape.to_string(), dtype_name(dtype), vars[i]->path(),
+                                   vars[i]->shape().to_string(), dtype_name(vars[i]->value().dtype())));
+    }
+    Tensor t = Tensor::empty(shape, dtype, &host);
+    if (!in.read(static_cast<char*>(t.raw_data()), t.nbytes())) {
+      throw ValueError(fmt::format("load_weights: '{}' is truncated", path));
+    }
+    weights.push_back(t);
+  }
+  set_weights(weights);
+}
+
+}  // namespace osprey::keras
