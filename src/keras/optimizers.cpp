@@ -9,12 +9,69 @@
 
 #include "osprey/errors.h"
 #include "osprey/ops.h"
+#include "runtime/device_manager.h"
 #include "tensor/tensor_impl.h"
 
 namespace osprey::keras::optimizers {
 
-Optimizer::Optimizer(std::string name, double learning_rate, BaseOptions base)
-    : name_(std::move(name)), learning_rate_(static_cast<float>(learning_rate)), base_(base) {
+namespace schedules {
+
+ExponentialDecay::ExponentialDecay(Options o) : o_(o) {
+  if (o.decay_steps <= 0) throw ValueError(fmt::format("ExponentialDecay: decay_steps must be > 0, got {}", o.decay_steps));
+}
+double ExponentialDecay::operator()(int64_t step) const {
+  double p = static_cast<double>(step) / static_cast<double>(o_.decay_steps);
+  if (o_.staircase) p = std::floor(p);
+  return o_.initial_learning_rate * std::pow(o_.decay_rate, p);
+}
+
+PiecewiseConstantDecay::PiecewiseConstantDecay(std::vector<int64_t> boundaries, std::vector<double> values)
+    : boundaries_(std::move(boundaries)), values_(std::move(values)) {
+  if (values_.size() != boundaries_.size() + 1) {
+    throw ValueError(fmt::format("The length of boundaries should be 1 less than the length of values. Received: "
+                                 "boundaries={} values",
+                                 boundaries_.size(), values_.size()));
+  }
+}
+double PiecewiseConstantDecay::operator()(int64_t step) const {
+  for (size_t i = 0; i < boundaries_.size(); ++i) {
+    if (step <= boundaries_[i]) return values_[i];
+  }
+  return values_.back();
+}
+
+InverseTimeDecay::InverseTimeDecay(Options o) : o_(o) {
+  if (o.decay_steps <= 0) throw ValueError(fmt::format("InverseTimeDecay: decay_steps must be > 0, got {}", o.decay_steps));
+}
+double InverseTimeDecay::operator()(int64_t step) const {
+  double p = static_cast<double>(step) / static_cast<double>(o_.decay_steps);
+  if (o_.staircase) p = std::floor(p);
+  return o_.initial_learning_rate / (1.0 + o_.decay_rate * p);
+}
+
+CosineDecay::CosineDecay(Options o) : o_(o) {
+  if (o.decay_steps <= 0) throw ValueError(fmt::format("CosineDecay: decay_steps must be > 0, got {}", o.decay_steps));
+}
+double CosineDecay::operator()(int64_t step) const {
+  const double pi = 3.14159265358979323846;
+  double start = o_.initial_learning_rate;
+  int64_t s = step;
+  if (o_.warmup_target) {
+    if (step < o_.warmup_steps) {  // linear warm-up from the initial rate to the target
+      return start + (*o_.warmup_target - start) * static_cast<double>(step) / static_cast<double>(o_.warmup_steps);
+    }
+    start = *o_.warmup_target;
+    s = step - o_.warmup_steps;
+  }
+  const double t = static_cast<double>(std::min<int64_t>(s, o_.decay_steps)) / static_cast<double>(o_.decay_steps);
+  return start * ((1.0 - o_.alpha) * 0.5 * (1.0 + std::cos(pi * t)) + o_.alpha);
+}
+
+}  // namespace schedules
+
+Optimizer::Optimizer(std::string name, LearningRate lr, BaseOptions base)
+    : name_(std::move(name)), learning_rate_(static_cast<float>(lr.value())), schedule_(lr.schedule()), base_(base) {
+  const double learning_rate = lr.value();
   const int clips = base.clipnorm.has_value() + base.clipvalue.has_value() + base.global_clipnorm.has_value();
   if (clips > 1) {
     throw ValueError("Only one of `clipnorm`, `clipvalue` and `global_clipnorm` can be set. Received: clipnorm=" +
@@ -28,13 +85,35 @@ Optimizer::Optimizer(std::string name, double learning_rate, BaseOptions base)
   }
 }
 
-void Optimizer::set_learning_rate(double lr) { learning_rate_ = static_cast<float>(lr); }
+void Optimizer::set_learning_rate(double lr) {
+  if (schedule_) {
+    throw ValueError("This optimizer was created with a `LearningRateSchedule` object as its `learning_rate` "
+                     "constructor argument, hence its learning rate is not settable.");
+  }
+  learning_rate_ = static_cast<float>(lr);
+}
+
+void Optimizer::begin_step() {
+  if (schedule_) learning_rate_ = static_cast<float>((*schedule_)(iterations_));
+  advance_step_state();
+}
+
+void Optimizer::write_into(Tensor& dst, const Tensor& src) {
+  Tensor s = src.to(dst.device_ref());
+  if (s.dtype() != dst.dtype()) s = ops::cast(s, dst.dtype());
+  auto& d = dst.device_ref();
+  if (d.host_memory()) {
+    std::memcpy(dst.raw_data(), s.raw_data(), static_cast<std::size_t>(dst.nbytes()));
+  } else {
+    d.platform().copy(d, dst.impl()->data(), true, s.impl()->data(), true, static_cast<std::size_t>(dst.nbytes()));
+  }
+}
 
 int64_t Optimizer::count_params() const { return built_ ? 2 + slot_elements_ : 0; }
 
-Variable Optimizer::make_slot(const Variable& var) const {
+Variable Optimizer::make_slot(const Variable& var, double value) const {
   const Tensor& v0 = var.component(0);
-  Variable slot(Tensor::zeros(var.shape()).to(v0.device_ref()), var.name() + "_slot", false, v0.device_ref());
+  Variable slot(Tensor::full(var.shape(), value).to(v0.device_ref()), var.name() + "_slot", false, v0.device_ref());
   if (var.num_components() > 1) {
     std::vector<runtime::Device*> devices;
     for (int c = 0; c < var.num_components(); ++c) devices.push_back(&var.component(c).device_ref());
@@ -63,6 +142,7 @@ void Optimizer::apply_gradients(const std::vector<Tensor>& gradients, const std:
                                            variables.size()));
   }
   build_slots(variables);
+  begin_step();
   update_all(gradients, variables);
   ++iterations_;
 }
@@ -96,6 +176,14 @@ void Optimizer::update_all(const std::vector<Tensor>& gradients, const std::vect
       }
     }
   }
+  if (base_.weight_decay && *base_.weight_decay != 0.0) {  // decoupled: var −= var·wd·lr, before the update
+    const Tensor factor = Tensor::scalar(1.0 - *base_.weight_decay * static_cast<double>(learning_rate_));
+    for (std::size_t i = 0; i < variables.size(); ++i) {
+      if (!grads[i].defined()) continue;
+      Tensor& v = variables[i]->value();
+      write_into(v, ops::mul(v, factor));
+    }
+  }
   for (std::size_t i = 0; i < variables.size(); ++i) {
     if (grads[i].defined()) update_step(grads[i], *variables[i], i);
   }
@@ -116,7 +204,9 @@ std::pair<int64_t, int64_t> shard_range(int64_t n, int shard, int num_shards) {
 void Optimizer::apply_sharded_gradients(const std::vector<Tensor>& summed, const std::vector<Variable*>& variables,
                                         int shard, int num_shards) {
   if (!built_) throw FailedPreconditionError("apply_sharded_gradients: call build_slots() first (cross-replica)");
-  if (clips()) throw FailedPreconditionError("apply_sharded_gradients: clipping needs whole gradients");
+  if (!shardable()) {
+    throw FailedPreconditionError("apply_sharded_gradients: clipping and weight decay need whole variables");
+  }
   for (std::size_t j = 0; j < variables.size(); ++j) {
     if (!summed[j].defined()) continue;
     Variable& var = *variables[j];
@@ -167,6 +257,84 @@ void SGD::update_tensors(const Tensor& g, Tensor& var, const std::vector<Tensor*
 }
 
 Adam::Adam(AdamOptions o) : Optimizer("adam", o.learning_rate, o.base), opt_(o) {}
+Adam::Adam(std::string name, AdamOptions o) : Optimizer(std::move(name), o.learning_rate, o.base), opt_(o) {}
+
+static AdamOptions adam_options_of(const AdamWOptions& o) {
+  if (!(o.weight_decay >= 0.0)) throw ValueError(fmt::format("AdamW: weight_decay must be >= 0, got {}", o.weight_decay));
+  BaseOptions base = o.base;
+  base.weight_decay = o.weight_decay;
+  return AdamOptions{o.learning_rate, o.beta_1, o.beta_2, o.epsilon, o.amsgrad, base};
+}
+AdamW::AdamW(AdamWOptions o) : Adam("adamw", adam_options_of(o)) {}
+
+// ---- Adagrad, Adamax, Nadam: composite ops (every device), written back into the variables and slots ----
+
+Adagrad::Adagrad(AdagradOptions o) : Optimizer("adagrad", o.learning_rate, o.base), opt_(o) {}
+void Adagrad::build(const std::vector<Variable*>& vars) {
+  for (auto* v : vars) {
+    accumulators_.push_back(make_slot(*v, opt_.initial_accumulator_value));
+    slot_elements_ += v->num_elements();
+  }
+}
+std::vector<Variable*> Adagrad::slots_of(std::size_t i) { return {&accumulators_[i]}; }
+void Adagrad::update_tensors(const Tensor& g, Tensor& var, const std::vector<Tensor*>& slots) {
+  Tensor& acc = *slots[0];
+  write_into(acc, ops::add(acc, ops::square(g)));
+  const Tensor step = ops::div(ops::mul(g, Tensor::scalar(learning_rate_)),
+                               ops::sqrt(ops::add(acc, Tensor::scalar(opt_.epsilon))));
+  write_into(var, ops::sub(var, step));
+}
+
+Adamax::Adamax(AdamaxOptions o) : Optimizer("adamax", o.learning_rate, o.base), opt_(o) {}
+void Adamax::build(const std::vector<Variable*>& vars) {
+  for (auto* v : vars) {
+    m_.push_back(make_slot(*v));
+    u_.push_back(make_slot(*v));
+    slot_elements_ += 2 * v->num_elements();
+  }
+}
+std::vector<Variable*> Adamax::slots_of(std::size_t i) { return {&m_[i], &u_[i]}; }
+void Adamax::update_tensors(const Tensor& g, Tensor& var, const std::vector<Tensor*>& slots) {
+  Tensor& m = *slots[0];
+  Tensor& u = *slots[1];
+  const float t = static_cast<float>(iterations_ + 1);
+  const float b1p = std::pow(static_cast<float>(opt_.beta_1), t);
+  write_into(m, ops::add(m, ops::mul(ops::sub(g, m), Tensor::scalar(1.0 - opt_.beta_1))));
+  write_into(u, ops::maximum(ops::mul(u, Tensor::scalar(opt_.beta_2)), ops::abs(g)));
+  const Tensor denom = ops::mul(ops::add(u, Tensor::scalar(opt_.epsilon)), Tensor::scalar(1.0 - b1p));
+  write_into(var, ops::sub(var, ops::div(ops::mul(m, Tensor::scalar(learning_rate_)), denom)));
+}
+
+Nadam::Nadam(NadamOptions o) : Optimizer("nadam", o.learning_rate, o.base), opt_(o) {}
+void Nadam::build(const std::vector<Variable*>& vars) {
+  for (auto* v : vars) {
+    m_.push_back(make_slot(*v));
+    v_.push_back(make_slot(*v));
+    slot_elements_ += 2 * v->num_elements();
+  }
+}
+std::vector<Variable*> Nadam::slots_of(std::size_t i) { return {&m_[i], &v_[i]}; }
+void Nadam::advance_step_state() {
+  // Keras: u_product *= β1·(1 − 0.5·0.96^(t)), once per update, before the variables.
+  u_product_ *= opt_.beta_1 * (1.0 - 0.5 * std::pow(0.96, static_cast<double>(iterations_ + 1)));
+}
+void Nadam::update_tensors(const Tensor& g, Tensor& var, const std::vector<Tensor*>& slots) {
+  Tensor& m = *slots[0];
+  Tensor& v = *slots[1];
+  const double t = static_cast<double>(iterations_ + 1), b1 = opt_.beta_1, b2 = opt_.beta_2;
+  const double u_t = b1 * (1.0 - 0.5 * std::pow(0.96, t));
+  const double u_t1 = b1 * (1.0 - 0.5 * std::pow(0.96, t + 1.0));
+  const double u_product_t1 = u_product_ * u_t1;
+  const double b2p = std::pow(b2, t);
+  write_into(m, ops::add(m, ops::mul(ops::sub(g, m), Tensor::scalar(1.0 - b1))));
+  write_into(v, ops::add(v, ops::mul(ops::sub(ops::square(g), v), Tensor::scalar(1.0 - b2))));
+  const Tensor m_hat = ops::add(ops::mul(m, Tensor::scalar(u_t1 / (1.0 - u_product_t1))),
+                                ops::mul(g, Tensor::scalar((1.0 - u_t) / (1.0 - u_product_))));
+  const Tensor v_hat = ops::div(v, Tensor::scalar(1.0 - b2p));
+  const Tensor step = ops::div(ops::mul(m_hat, Tensor::scalar(learning_rate_)),
+                               ops::add(ops::sqrt(v_hat), Tensor::scalar(opt_.epsilon)));
+  write_into(var, ops::sub(var, step));
+}
 
 void Adam::build(const std::vector<Variable*>& vars) {
   for (auto* v : vars) {
@@ -223,8 +391,12 @@ std::shared_ptr<Optimizer> get(const std::string& name) {
   if (n == "adam") return std::make_shared<Adam>();
   if (n == "sgd") return std::make_shared<SGD>();
   if (n == "rmsprop") return std::make_shared<RMSprop>();
+  if (n == "adamw") return std::make_shared<AdamW>();
+  if (n == "adagrad") return std::make_shared<Adagrad>();
+  if (n == "adamax") return std::make_shared<Adamax>();
+  if (n == "nadam") return std::make_shared<Nadam>();
   throw ValueError("Could not interpret optimizer identifier: '" + name +
-                   "'. Known optimizers: 'adam', 'sgd', 'rmsprop' (case-insensitive), or an optimizer object such as "
+                   "'. Known optimizers: 'adam', 'sgd', 'rmsprop', 'adamw', 'adagrad', 'adamax', 'nadam' (case-insensitive), or an optimizer object such as "
                    "optimizers::Adam({.learning_rate = 1e-3}).");
 }
 

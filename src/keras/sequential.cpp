@@ -315,7 +315,8 @@ static double distributed_train_step(Sequential& model, Sequential::State& s, co
   std::vector<Tensor> xs(n), ys(n), preds(n);
   std::vector<std::vector<Tensor>> grads(n);
   std::vector<double> losses(n, 0.0);
-  const bool sharded = st.reduces_on_host() && !s.optimizer->clips();
+  const bool sharded = st.reduces_on_host() && s.optimizer->shardable();
+  s.optimizer->begin_step();  // once per step: the schedule's rate, per-step state
   st.run_replicas([&](int r) {
     const auto [b, e] = replica_rows(batch, n, r);
     auto& device = *st.devices()[r];

@@ -28,6 +28,8 @@ class Loss {
 
 struct CrossentropyOptions {
   double label_smoothing = 0.0;
+  /// y_pred holds logits (no sigmoid/softmax applied): computed from them without clipping.
+  bool from_logits = false;
 };
 /// −mean(y·log(p) + (1−y)·log(1−p)) with p clipped to [1e-7, 1−1e-7].
 class BinaryCrossentropy : public Loss {
@@ -52,9 +54,16 @@ class CategoricalCrossentropy : public Loss {
 /// Categorical crossentropy with integer labels (shape (N,) or (N, 1)).
 class SparseCategoricalCrossentropy : public Loss {
  public:
+  struct Options {
+    bool from_logits = false;
+  };
   SparseCategoricalCrossentropy();
+  explicit SparseCategoricalCrossentropy(Options o);
   Tensor per_sample(const Tensor& y_true, const Tensor& y_pred) const override;
   std::string class_name() const override { return "SparseCategoricalCrossentropy"; }
+
+ private:
+  Options opt_{};
 };
 /// mean((y − p)²) over the last axis.
 class MeanSquaredError : public Loss {
@@ -71,8 +80,48 @@ class MeanAbsoluteError : public Loss {
   std::string class_name() const override { return "MeanAbsoluteError"; }
 };
 
+/// 100·mean(|y − p| / max(|y|, 1e-7)) over the last axis.
+class MeanAbsolutePercentageError : public Loss {
+ public:
+  MeanAbsolutePercentageError();
+  Tensor per_sample(const Tensor& y_true, const Tensor& y_pred) const override;
+  std::string class_name() const override { return "MeanAbsolutePercentageError"; }
+};
+/// mean(0.5·e² where |e| ≤ δ, else δ·|e| − 0.5·δ²) over the last axis (δ = 1 by default).
+class Huber : public Loss {
+ public:
+  explicit Huber(double delta = 1.0);
+  Tensor per_sample(const Tensor& y_true, const Tensor& y_pred) const override;
+  std::string class_name() const override { return "Huber"; }
+
+ private:
+  double delta_;
+};
+/// mean(log(cosh(p − y))) over the last axis, computed as x + softplus(−2x) − log 2.
+class LogCosh : public Loss {
+ public:
+  LogCosh();
+  Tensor per_sample(const Tensor& y_true, const Tensor& y_pred) const override;
+  std::string class_name() const override { return "LogCosh"; }
+};
+/// mean(max(1 − y·p, 0)) over the last axis; labels 0/1 are converted to −1/1.
+class Hinge : public Loss {
+ public:
+  Hinge();
+  Tensor per_sample(const Tensor& y_true, const Tensor& y_pred) const override;
+  std::string class_name() const override { return "Hinge"; }
+};
+/// Σ y·log(y/p) over the last axis, y and p clipped to [1e-7, 1].
+class KLDivergence : public Loss {
+ public:
+  KLDivergence();
+  Tensor per_sample(const Tensor& y_true, const Tensor& y_pred) const override;
+  std::string class_name() const override { return "KLDivergence"; }
+};
+
 /// A loss by Keras name: binary_crossentropy/bce, categorical_crossentropy, sparse_categorical_crossentropy,
-/// mean_squared_error/mse, mean_absolute_error/mae, or a class name. Throws ValueError otherwise.
+/// mean_squared_error/mse, mean_absolute_error/mae, mean_absolute_percentage_error/mape, huber, log_cosh, hinge,
+/// kl_divergence/kld, or a class name. Throws ValueError otherwise.
 std::shared_ptr<Loss> get(const std::string& name);
 
 }  // namespace osprey::keras::losses

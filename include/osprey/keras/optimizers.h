@@ -12,15 +12,101 @@
 
 namespace osprey::keras::optimizers {
 
-/// Options every optimizer takes. At most one of the clipping options may be set.
+namespace schedules {
+/// keras.optimizers.schedules.LearningRateSchedule: the learning rate as a function of the step (the optimizer's
+/// iterations before the update: 0 at the first one).
+class LearningRateSchedule {
+ public:
+  virtual ~LearningRateSchedule() = default;
+  virtual double operator()(int64_t step) const = 0;
+};
+/// initial · rate^(step / decay_steps) (the exponent floored with staircase).
+class ExponentialDecay : public LearningRateSchedule {
+ public:
+  struct Options {
+    double initial_learning_rate = 0.001;
+    int64_t decay_steps = 1;
+    double decay_rate = 0.96;
+    bool staircase = false;
+  };
+  explicit ExponentialDecay(Options o);
+  double operator()(int64_t step) const override;
+
+ private:
+  Options o_;
+};
+/// values[i] while step ≤ boundaries[i]; values.back() after the last boundary.
+class PiecewiseConstantDecay : public LearningRateSchedule {
+ public:
+  PiecewiseConstantDecay(std::vector<int64_t> boundaries, std::vector<double> values);
+  double operator()(int64_t step) const override;
+
+ private:
+  std::vector<int64_t> boundaries_;
+  std::vector<double> values_;
+};
+/// initial / (1 + rate · step / decay_steps) (the ratio floored with staircase).
+class InverseTimeDecay : public LearningRateSchedule {
+ public:
+  struct Options {
+    double initial_learning_rate = 0.001;
+    int64_t decay_steps = 1;
+    double decay_rate = 0.5;
+    bool staircase = false;
+  };
+  explicit InverseTimeDecay(Options o);
+  double operator()(int64_t step) const override;
+
+ private:
+  Options o_;
+};
+/// Cosine decay from initial (or from warmup_target after a linear warm-up) to alpha·that over decay_steps.
+class CosineDecay : public LearningRateSchedule {
+ public:
+  struct Options {
+    double initial_learning_rate = 0.001;
+    int64_t decay_steps = 1;
+    double alpha = 0.0;
+    std::optional<double> warmup_target{};
+    int64_t warmup_steps = 0;
+  };
+  explicit CosineDecay(Options o);
+  double operator()(int64_t step) const override;
+
+ private:
+  Options o_;
+};
+}  // namespace schedules
+
+/// A learning rate: a number, or a schedule evaluated at every update (`.learning_rate = ExponentialDecay({...})`).
+class LearningRate {
+ public:
+  LearningRate(double value) : value_(value) {}
+  template <typename S>
+    requires std::derived_from<std::decay_t<S>, schedules::LearningRateSchedule>
+  LearningRate(S&& s) : schedule_(std::make_shared<std::decay_t<S>>(std::forward<S>(s))) {
+    value_ = (*schedule_)(0);
+  }
+  LearningRate(std::shared_ptr<schedules::LearningRateSchedule> s) : value_((*s)(0)), schedule_(std::move(s)) {}
+  double value() const { return value_; }
+  const std::shared_ptr<schedules::LearningRateSchedule>& schedule() const { return schedule_; }
+
+ private:
+  double value_ = 0.0;
+  std::shared_ptr<schedules::LearningRateSchedule> schedule_;
+};
+
+/// Options every optimizer takes. At most one of the clipping options may be set. weight_decay is decoupled
+/// (var −= var·wd·lr before the update), as Keras applies it for every optimizer.
 struct BaseOptions {
   std::optional<double> clipnorm{}, clipvalue{}, global_clipnorm{};
+  std::optional<double> weight_decay{};
 };
 
 /// Base class: applies gradients to variables. Slot variables live on each variable's device.
 class Optimizer {
  public:
-  Optimizer(std::string name, double learning_rate, BaseOptions base);
+  Optimizer(std::string name, LearningRate learning_rate, BaseOptions base);
   virtual ~Optimizer() = default;
 
   /// One update of `variables` with `gradients` (same order; undefined gradients are skipped), then
@@ -40,14 +126,21 @@ class Optimizer {
   void apply_sharded_gradients(const std::vector<Tensor>& summed, const std::vector<Variable*>& variables, int shard,
                                int num_shards);
   void finish_replica_step() { ++iterations_; }
+  /// Work done once per update before the variables are touched: the learning-rate schedule is evaluated at the
+  /// current iterations, and optimizers with per-step state advance it (Nadam). apply_gradients() calls it;
+  /// distribution strategies call it once before their replicas apply.
+  void begin_step();
   /// True when clipnorm, clipvalue or global_clipnorm is set.
   bool clips() const { return base_.clipnorm || base_.clipvalue || base_.global_clipnorm; }
+  /// True when apply_sharded_gradients() can be used: no clipping and no weight decay.
+  bool shardable() const { return !clips() && !(base_.weight_decay && *base_.weight_decay != 0.0); }
   /// Keras's class name ("Adam").
   virtual std::string class_name() const = 0;
   const std::string& name() const { return name_; }
   int64_t iterations() const { return iterations_; }
-  /// The learning rate, stored as float32 like Keras's variable.
+  /// The learning rate, stored as float32 like Keras's variable (a schedule's value at the last update).
   float learning_rate() const { return learning_rate_; }
+  /// Sets a constant learning rate. ValueError when the optimizer follows a schedule.
   void set_learning_rate(double lr);
   /// Number of optimizer variables once built (iteration + learning_rate + slots), for summary().
   int64_t count_params() const;
@@ -62,13 +155,18 @@ class Optimizer {
   virtual std::vector<Variable*> slots_of(std::size_t index) = 0;
   /// The update itself on tensors (whole variables or element ranges of them): `var` and its `slots`.
   virtual void update_tensors(const Tensor& gradient, Tensor& var, const std::vector<Tensor*>& slots) = 0;
-  /// A zero slot shaped like `var`, on its device (mirrored like it).
-  Variable make_slot(const Variable& var) const;
+  /// A slot shaped like `var` filled with `value`, on its device (mirrored like it).
+  Variable make_slot(const Variable& var, double value = 0.0) const;
+  /// Per-step state of an optimizer (Nadam's μ product), advanced once per update by begin_step().
+  virtual void advance_step_state() {}
+  /// Overwrites `dst` (a variable, slot or a view of one) with `src`'s values.
+  static void write_into(Tensor& dst, const Tensor& src);
   /// Clipping then update_step() for every defined gradient.
   void update_all(const std::vector<Tensor>& gradients, const std::vector<Variable*>& variables);
 
   std::string name_;
   float learning_rate_;
+  std::shared_ptr<schedules::LearningRateSchedule> schedule_;
   BaseOptions base_;
   int64_t iterations_ = 0;
   bool built_ = false;
@@ -76,7 +174,7 @@ class Optimizer {
 };
 
 struct SGDOptions {
-  double learning_rate = 0.01;
+  LearningRate learning_rate = 0.01;
   double momentum = 0.0;
   bool nesterov = false;
   BaseOptions base{};
@@ -98,7 +196,7 @@ class SGD : public Optimizer {
 };
 
 struct AdamOptions {
-  double learning_rate = 0.001;
+  LearningRate learning_rate = 0.001;
   double beta_1 = 0.9;
   double beta_2 = 0.999;
   double epsilon = 1e-7;
@@ -109,6 +207,8 @@ struct AdamOptions {
 class Adam : public Optimizer {
  public:
   explicit Adam(AdamOptions options = {});
+  /// For subclasses (AdamW): another name.
+  Adam(std::string name, AdamOptions options);
   std::string class_name() const override { return "Adam"; }
 
  protected:
@@ -122,7 +222,7 @@ class Adam : public Optimizer {
 };
 
 struct RMSpropOptions {
-  double learning_rate = 0.001;
+  LearningRate learning_rate = 0.001;
   double rho = 0.9;
   double momentum = 0.0;
   double epsilon = 1e-7;
@@ -149,7 +249,94 @@ class RMSprop : public Optimizer {
 /// same split for the gradient all-reduce and the sharded optimizer update.
 std::pair<int64_t, int64_t> shard_range(int64_t n, int shard, int num_shards);
 
-/// An optimizer by Keras name ("adam", "sgd", "rmsprop"; case-insensitive) with default options.
+/// Keras's AdamW: Adam with decoupled weight decay (weight_decay 0.004 by default) applied before each update.
+struct AdamWOptions {
+  LearningRate learning_rate = 0.001;
+  double weight_decay = 0.004;
+  double beta_1 = 0.9;
+  double beta_2 = 0.999;
+  double epsilon = 1e-7;
+  bool amsgrad = false;
+  BaseOptions base{};
+};
+class AdamW : public Adam {
+ public:
+  explicit AdamW(AdamWOptions options = {});
+  std::string class_name() const override { return "AdamW"; }
+};
+
+/// Keras's Adagrad: acc += g²; var −= lr·g/√(acc + ε), acc starting at initial_accumulator_value.
+struct AdagradOptions {
+  LearningRate learning_rate = 0.001;
+  double initial_accumulator_value = 0.1;
+  double epsilon = 1e-7;
+  BaseOptions base{};
+};
+class Adagrad : public Optimizer {
+ public:
+  explicit Adagrad(AdagradOptions options = {});
+  std::string class_name() const override { return "Adagrad"; }
+
+ protected:
+  void build(const std::vector<Variable*>& vars) override;
+  std::vector<Variable*> slots_of(std::size_t i) override;
+  void update_tensors(const Tensor& g, Tensor& var, const std::vector<Tensor*>& slots) override;
+
+ private:
+  AdagradOptions opt_;
+  std::vector<Variable> accumulators_;
+};
+
+/// Keras's Adamax: m += (g − m)(1−β1); u = max(β2·u, |g|); var −= lr·m / ((1−β1^t)(u + ε)).
+struct AdamaxOptions {
+  LearningRate learning_rate = 0.001;
+  double beta_1 = 0.9;
+  double beta_2 = 0.999;
+  double epsilon = 1e-7;
+  BaseOptions base{};
+};
+class Adamax : public Optimizer {
+ public:
+  explicit Adamax(AdamaxOptions options = {});
+  std::string class_name() const override { return "Adamax"; }
+
+ protected:
+  void build(const std::vector<Variable*>& vars) override;
+  std::vector<Variable*> slots_of(std::size_t i) override;
+  void update_tensors(const Tensor& g, Tensor& var, const std::vector<Tensor*>& slots) override;
+
+ private:
+  AdamaxOptions opt_;
+  std::vector<Variable> m_, u_;
+};
+
+/// Keras's Nadam (Adam with Nesterov momentum and the 0.96 momentum schedule).
+struct NadamOptions {
+  LearningRate learning_rate = 0.001;
+  double beta_1 = 0.9;
+  double beta_2 = 0.999;
+  double epsilon = 1e-7;
+  BaseOptions base{};
+};
+class Nadam : public Optimizer {
+ public:
+  explicit Nadam(NadamOptions options = {});
+  std::string class_name() const override { return "Nadam"; }
+
+ protected:
+  void build(const std::vector<Variable*>& vars) override;
+  std::vector<Variable*> slots_of(std::size_t i) override;
+  void update_tensors(const Tensor& g, Tensor& var, const std::vector<Tensor*>& slots) override;
+  void advance_step_state() override;
+
+ private:
+  NadamOptions opt_;
+  std::vector<Variable> m_, v_;
+  double u_product_ = 1.0;
+};
+
+/// An optimizer by Keras name ("adam", "sgd", "rmsprop", "adamw", "adagrad", "adamax", "nadam";
+/// case-insensitive) with default options.
 /// Throws ValueError for unknown names.
 std::shared_ptr<Optimizer> get(const std::string& name);
 

@@ -1,0 +1,28 @@
+# Prints the Keras 3 reference values used by tests/keras/test_keras_reference.cpp (pip tensorflow-cpu keras).
+# Run: python3 tests/keras/keras_reference.py
+import os
+os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+import numpy as np, keras
+from keras import optimizers as O, losses as L
+np.set_printoptions(precision=9)
+w0 = np.array([0.5, -1.0, 2.0, 0.0], dtype="float32")
+grads = [np.array([0.1, -0.2, 0.3, -0.4], "float32"), np.array([-0.5, 0.25, 0.0, 1.0], "float32"), np.array([0.3, 0.3, -0.3, 0.01], "float32")]
+for name, opt in [("adamw", O.AdamW(learning_rate=0.01)), ("adagrad", O.Adagrad(learning_rate=0.1)), ("adamax", O.Adamax(learning_rate=0.01)), ("nadam", O.Nadam(learning_rate=0.01)),
+                  ("sgd_sched", O.SGD(learning_rate=O.schedules.ExponentialDecay(0.1, 2, 0.5, staircase=True)))]:
+    v = keras.Variable(w0.copy())
+    for g in grads:
+        opt.apply_gradients([(keras.ops.convert_to_tensor(g), v)])
+    print(name, repr(np.array(v.numpy(), dtype="float64").tolist()))
+for name, s in [("exp", O.schedules.ExponentialDecay(0.1, 10, 0.5)), ("pw", O.schedules.PiecewiseConstantDecay([5, 10], [1.0, 0.5, 0.1])),
+                ("inv", O.schedules.InverseTimeDecay(0.1, 10, 0.5, staircase=True)), ("cos", O.schedules.CosineDecay(0.1, 100, alpha=0.1)),
+                ("cosw", O.schedules.CosineDecay(0.0, 100, warmup_target=0.2, warmup_steps=10))]:
+    print(name, [float(s(st)) for st in [0, 5, 10, 15, 50, 120]])
+yt = np.array([[0.0, 1.0], [1.0, 0.0], [2.0, -1.0]], "float32"); yp = np.array([[0.1, 0.8], [0.6, 0.3], [1.5, -3.0]], "float32")
+for name, l in [("mape", L.MeanAbsolutePercentageError(reduction=None)), ("huber", L.Huber(reduction=None)), ("logcosh", L.LogCosh(reduction=None)),
+                ("hinge", L.Hinge(reduction=None)), ("kld", L.KLDivergence(reduction=None))]:
+    print(name, np.array(l(yt, yp), dtype="float64").tolist())
+logits = np.array([[2.0, -1.0, 0.5], [-0.5, 0.0, 3.0]], "float32"); oh = np.array([[1, 0, 0], [0, 0, 1]], "float32")
+print("cce_logits", np.array(L.CategoricalCrossentropy(from_logits=True, reduction=None)(oh, logits), "float64").tolist())
+print("scce_logits", np.array(L.SparseCategoricalCrossentropy(from_logits=True, reduction=None)(np.array([0, 2]), logits), "float64").tolist())
+bl = np.array([[2.0], [-1.5], [0.3]], "float32"); by = np.array([[1.0], [0.0], [1.0]], "float32")
+print("bce_logits", np.array(L.BinaryCrossentropy(from_logits=True, reduction=None)(by, bl), "float64").tolist())
