@@ -34,6 +34,10 @@ Tensor sub(const Tensor& a, const Tensor& b);
 Tensor mul(const Tensor& a, const Tensor& b);
 Tensor div(const Tensor& a, const Tensor& b);
 Tensor maximum(const Tensor& a, const Tensor& b);
+/// 1 where a >= b, else 0 (same dtype; no gradient).
+Tensor greater_equal(const Tensor& a, const Tensor& b);
+/// The same values in another shape (a view), recorded on gradient tapes (Tensor::reshape is not).
+Tensor reshape(const Tensor& x, const Shape& shape);
 Tensor neg(const Tensor& x);
 Tensor exp(const Tensor& x);
 Tensor log(const Tensor& x);

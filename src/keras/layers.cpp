@@ -41,6 +41,12 @@ Variable& Layer::add_weight(const std::string& name, const Tensor& initial_value
   return weights_.back();
 }
 
+Variable& Layer::add_weight(const std::string& name, const Tensor& initial_value, VariableOptions options) {
+  weights_.emplace_back(initial_value, name, options);
+  weights_.back().set_path(name_ + "/" + name);
+  return weights_.back();
+}
+
 std::vector<Variable*> Layer::variables() {
   std::vector<Variable*> out;
   for (auto& w : weights_) out.push_back(&w);

@@ -134,6 +134,16 @@ Tensor add(const Tensor& a, const Tensor& b) { return binary(a, b, BinaryKind::a
 Tensor sub(const Tensor& a, const Tensor& b) { return binary(a, b, BinaryKind::sub, "Sub"); }
 Tensor mul(const Tensor& a, const Tensor& b) { return binary(a, b, BinaryKind::mul, "Mul"); }
 Tensor div(const Tensor& a, const Tensor& b) { return binary(a, b, BinaryKind::div, "RealDiv"); }
+Tensor greater_equal(const Tensor& a, const Tensor& b) { return binary(a, b, BinaryKind::greater_equal, "GreaterEqual"); }
+
+Tensor reshape(const Tensor& x, const Shape& shape) {
+  Tensor out = x.reshape(shape);  // a view: no kernel, but the tape must connect it to x
+  Tensor in[1] = {x};
+  maybe_record("Reshape", in, {&out, 1}, [&] {
+    return BackwardFn([from = x.shape()](const std::vector<Tensor>& g) { return std::vector<Tensor>{reshape(g[0], from)}; });
+  });
+  return out;
+}
 Tensor maximum(const Tensor& a, const Tensor& b) { return binary(a, b, BinaryKind::maximum, "Maximum"); }
 
 static Tensor reduce(const Tensor& x, ReduceKind kind, const char* name) {

@@ -40,6 +40,7 @@ class Layer {
  protected:
   /// Adds a variable whose path is "<layer name>/<name>".
   Variable& add_weight(const std::string& name, const Tensor& initial_value, bool trainable = true);
+  Variable& add_weight(const std::string& name, const Tensor& initial_value, VariableOptions options);
 
   std::string name_;
   bool built_ = false;
@@ -108,6 +109,96 @@ class Dense : public Layer {
   DenseOptions options_;
   Variable* kernel_ = nullptr;
   Variable* bias_ = nullptr;
+};
+
+/// Applies an activation function (keras.layers.Activation).
+class Activation : public Layer {
+ public:
+  explicit Activation(const std::string& activation, std::string name = "");
+  std::string class_name() const override { return "Activation"; }
+  Shape build(const Shape& input_shape) override;
+  Tensor call(const Tensor& inputs, bool training) override;
+
+ private:
+  ops::Activation activation_;
+};
+
+/// Sets inputs to 0 with probability `rate` during training and scales the rest by 1/(1 − rate); the identity in
+/// evaluate() and predict() (keras.layers.Dropout).
+class Dropout : public Layer {
+ public:
+  explicit Dropout(double rate, std::string name = "");
+  std::string class_name() const override { return "Dropout"; }
+  Shape build(const Shape& input_shape) override;
+  Tensor call(const Tensor& inputs, bool training) override;
+  double rate() const { return rate_; }
+
+ private:
+  double rate_;
+};
+
+/// (batch, d1, d2, ...) → (batch, d1·d2·...) (keras.layers.Flatten).
+class Flatten : public Layer {
+ public:
+  explicit Flatten(std::string name = "");
+  std::string class_name() const override { return "Flatten"; }
+  Shape build(const Shape& input_shape) override;
+  Tensor call(const Tensor& inputs, bool training) override;
+};
+
+/// (batch, ...) → (batch, target_shape...); one dimension may be −1 (keras.layers.Reshape).
+class Reshape : public Layer {
+ public:
+  explicit Reshape(std::vector<int64_t> target_shape, std::string name = "");
+  std::string class_name() const override { return "Reshape"; }
+  Shape build(const Shape& input_shape) override;
+  Tensor call(const Tensor& inputs, bool training) override;
+
+ private:
+  std::vector<int64_t> target_;
+};
+
+struct BatchNormalizationOptions {
+  double momentum = 0.99;
+  double epsilon = 1e-3;
+  bool center = true;  ///< a trainable offset beta (zeros)
+  bool scale = true;   ///< a trainable factor gamma (ones)
+  std::string name{};
+};
+/// Normalises each feature (the last axis) with the batch's mean and variance in training, updating moving
+/// averages (moving = moving·momentum + batch·(1 − momentum)); with the moving averages in evaluate/predict.
+/// Variables in Keras's order: gamma, beta, moving_mean, moving_variance (the last two not trainable).
+class BatchNormalization : public Layer {
+ public:
+  explicit BatchNormalization(BatchNormalizationOptions options = {});
+  std::string class_name() const override { return "BatchNormalization"; }
+  Shape build(const Shape& input_shape) override;
+  Tensor call(const Tensor& inputs, bool training) override;
+  Variable* moving_mean() { return moving_mean_; }
+  Variable* moving_variance() { return moving_variance_; }
+
+ private:
+  BatchNormalizationOptions o_;
+  Variable *gamma_ = nullptr, *beta_ = nullptr, *moving_mean_ = nullptr, *moving_variance_ = nullptr;
+};
+
+struct LayerNormalizationOptions {
+  double epsilon = 1e-3;
+  bool center = true;
+  bool scale = true;
+  std::string name{};
+};
+/// Normalises each sample over its last axis, then gamma·x + beta per feature (keras.layers.LayerNormalization).
+class LayerNormalization : public Layer {
+ public:
+  explicit LayerNormalization(LayerNormalizationOptions options = {});
+  std::string class_name() const override { return "LayerNormalization"; }
+  Shape build(const Shape& input_shape) override;
+  Tensor call(const Tensor& inputs, bool training) override;
+
+ private:
+  LayerNormalizationOptions o_;
+  Variable *gamma_ = nullptr, *beta_ = nullptr;
 };
 
 }  // namespace layers
