@@ -26,3 +26,16 @@ print("cce_logits", np.array(L.CategoricalCrossentropy(from_logits=True, reducti
 print("scce_logits", np.array(L.SparseCategoricalCrossentropy(from_logits=True, reduction=None)(np.array([0, 2]), logits), "float64").tolist())
 bl = np.array([[2.0], [-1.5], [0.3]], "float32"); by = np.array([[1.0], [0.0], [1.0]], "float32")
 print("bce_logits", np.array(L.BinaryCrossentropy(from_logits=True, reduction=None)(by, bl), "float64").tolist())
+import os
+os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+import numpy as np, keras
+M = keras.metrics
+yt1 = np.array([[1], [0], [1], [1], [0], [0]], "float32"); yp1 = np.array([[0.9], [0.4], [0.35], [0.8], [0.6], [0.1]], "float32")
+yt2 = np.array([[0], [1], [1], [0]], "float32"); yp2 = np.array([[0.7], [0.55], [0.2], [0.3]], "float32")
+for name, m in [("precision", M.Precision()), ("recall", M.Recall()), ("auc_roc", M.AUC()), ("auc_pr", M.AUC(curve="PR")), ("auc_roc_10", M.AUC(num_thresholds=10))]:
+    m.update_state(yt1, yp1); m.update_state(yt2, yp2); print(name, repr(float(m.result())))
+p = np.array([[0.1, 0.5, 0.4], [0.7, 0.2, 0.1], [0.3, 0.3, 0.4], [0.2, 0.2, 0.6]], "float32")
+oh = np.array([[0, 0, 1], [0, 1, 0], [1, 0, 0], [1, 0, 0]], "float32"); sp = np.array([2, 1, 0, 0])
+m = M.TopKCategoricalAccuracy(k=2); m.update_state(oh, p); print("topk", repr(float(m.result())))
+m = M.SparseTopKCategoricalAccuracy(k=2); m.update_state(sp, p); print("sparse_topk", repr(float(m.result())))
+m = M.RootMeanSquaredError(); m.update_state(yt1, yp1); m.update_state(yt2, yp2); print("rmse", repr(float(m.result())))

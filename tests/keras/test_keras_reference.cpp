@@ -112,3 +112,52 @@ TEST(KerasReference, NewLossesTrainThroughTheTape) {
     EXPECT_LT(h.history["loss"].back(), h.history["loss"].front()) << name;
   }
 }
+
+TEST(KerasReference, ConfusionTopKAndRmseMetricsMatchKeras) {
+  namespace M = osprey::keras::metrics;
+  const Tensor yt1 = Tensor::from_vector<float>({1, 0, 1, 1, 0, 0}, {6, 1});
+  const Tensor yp1 = Tensor::from_vector<float>({0.9f, 0.4f, 0.35f, 0.8f, 0.6f, 0.1f}, {6, 1});
+  const Tensor yt2 = Tensor::from_vector<float>({0, 1, 1, 0}, {4, 1});
+  const Tensor yp2 = Tensor::from_vector<float>({0.7f, 0.55f, 0.2f, 0.3f}, {4, 1});
+  auto two_batches = [&](M::Metric& m) {
+    m.update_state(yt1, yp1);
+    m.update_state(yt2, yp2);
+    return m.result();
+  };
+  M::Precision precision;
+  M::Recall recall;
+  M::AUC roc, pr(200, M::AUC::Curve::PR), roc10(10);
+  M::RootMeanSquaredError rmse;
+  EXPECT_NEAR(two_batches(precision), 0.6000000238418579, 1e-6);
+  EXPECT_NEAR(two_batches(recall), 0.6000000238418579, 1e-6);
+  EXPECT_NEAR(two_batches(roc), 0.6399999856948853, 1e-6);
+  EXPECT_NEAR(two_batches(pr), 0.7240257859230042, 1e-6);
+  EXPECT_NEAR(two_batches(roc10), 0.6600000262260437, 1e-6);
+  EXPECT_NEAR(two_batches(rmse), 0.49244290590286255, 1e-6);
+  precision.reset_state();
+  EXPECT_EQ(precision.result(), 0.0);
+
+  const Tensor p = Tensor::from_vector<float>({0.1f, 0.5f, 0.4f, 0.7f, 0.2f, 0.1f, 0.3f, 0.3f, 0.4f, 0.2f, 0.2f, 0.6f}, {4, 3});
+  const Tensor onehot = Tensor::from_vector<float>({0, 0, 1, 0, 1, 0, 1, 0, 0, 1, 0, 0}, {4, 3});
+  M::TopKCategoricalAccuracy top2(2), top1(1);
+  M::SparseTopKCategoricalAccuracy sparse2(2);
+  top2.update_state(onehot, p);
+  top1.update_state(onehot, p);
+  sparse2.update_state(Tensor::from_vector<int64_t>({2, 1, 0, 0}, {4}), p);
+  EXPECT_EQ(top2.result(), 1.0);  // Keras: 1.0
+  EXPECT_EQ(sparse2.result(), 1.0);
+  EXPECT_EQ(top1.result(), 0.0);
+  for (const char* name : {"precision", "recall", "auc", "AUC", "rmse", "top_k_categorical_accuracy"}) {
+    EXPECT_EQ(M::get(name)->name(), name);  // the log key is the string given
+  }
+}
+
+TEST(KerasReference, MetricsByNameInFit) {
+  osprey::random::set_seed(3);
+  Tensor x = osprey::random::uniform({60, 4});
+  Tensor y = osprey::random::randint(0, 2, {60, 1}).cast(DType::float32);
+  keras::Sequential m({keras::layers::Input({4}), keras::layers::Dense(1, "sigmoid")});
+  m.compile({.optimizer = "adam", .loss = "bce", .metrics = {"precision", "recall", "auc"}});
+  auto h = m.fit(x, y, {.epochs = 2, .batch_size = 16, .verbose = 0});
+  for (const char* key : {"auc", "precision", "recall", "loss"}) EXPECT_EQ(h.history.count(key), 1u) << key;
+}

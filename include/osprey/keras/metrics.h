@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "osprey/ops.h"
 #include "osprey/tensor.h"
@@ -17,8 +18,8 @@ class Metric {
   explicit Metric(std::string name) : name_(std::move(name)) {}
   virtual ~Metric() = default;
   virtual void update_state(const Tensor& y_true, const Tensor& y_pred) = 0;
-  double result() const { return count_ > 0 ? total_ / count_ : 0.0; }
-  void reset_state() { total_ = count_ = 0.0; }
+  virtual double result() const { return count_ > 0 ? total_ / count_ : 0.0; }
+  virtual void reset_state() { total_ = count_ = 0.0; }
   const std::string& name() const { return name_; }
   void set_name(std::string name) { name_ = std::move(name); }
 
@@ -81,6 +82,66 @@ class MeanSquaredError : public Metric {
  public:
   explicit MeanSquaredError(std::string name = "mean_squared_error") : Metric(std::move(name)) {}
   void update_state(const Tensor& y_true, const Tensor& y_pred) override;
+};
+
+/// sqrt(mean((y − p)²)) over every element seen (keras.metrics.RootMeanSquaredError).
+class RootMeanSquaredError : public Metric {
+ public:
+  explicit RootMeanSquaredError(std::string name = "root_mean_squared_error") : Metric(std::move(name)) {}
+  void update_state(const Tensor& y_true, const Tensor& y_pred) override;
+  double result() const override;
+};
+
+/// Whether the true class is among the k highest predictions; one-hot labels (TopKCategoricalAccuracy) or
+/// integer labels (SparseTopKCategoricalAccuracy).
+class TopKCategoricalAccuracy : public Metric {
+ public:
+  explicit TopKCategoricalAccuracy(int k = 5, std::string name = "top_k_categorical_accuracy", bool sparse = false);
+  void update_state(const Tensor& y_true, const Tensor& y_pred) override;
+
+ private:
+  int k_;
+  bool sparse_;
+};
+class SparseTopKCategoricalAccuracy : public TopKCategoricalAccuracy {
+ public:
+  explicit SparseTopKCategoricalAccuracy(int k = 5, std::string name = "sparse_top_k_categorical_accuracy")
+      : TopKCategoricalAccuracy(k, std::move(name), true) {}
+};
+
+/// Confusion counts at thresholds (predictions strictly greater than a threshold count as positive).
+class ConfusionMetric : public Metric {
+ public:
+  ConfusionMetric(std::string name, std::vector<double> thresholds);
+  void update_state(const Tensor& y_true, const Tensor& y_pred) override;
+  void reset_state() override;
+
+ protected:
+  std::vector<double> thresholds_, tp_, fp_, tn_, fn_;
+};
+/// tp / (tp + fp) at `threshold` (0.5).
+class Precision : public ConfusionMetric {
+ public:
+  explicit Precision(double threshold = 0.5, std::string name = "precision")
+      : ConfusionMetric(std::move(name), {threshold}) {}
+  double result() const override;
+};
+/// tp / (tp + fn) at `threshold` (0.5).
+class Recall : public ConfusionMetric {
+ public:
+  explicit Recall(double threshold = 0.5, std::string name = "recall") : ConfusionMetric(std::move(name), {threshold}) {}
+  double result() const override;
+};
+/// Area under the ROC or precision-recall curve from confusion counts at num_thresholds thresholds
+/// (0 − 1e-7, i/(n−1), 1 + 1e-7), summed as Keras's "interpolation" method.
+class AUC : public ConfusionMetric {
+ public:
+  enum class Curve { ROC, PR };
+  explicit AUC(int num_thresholds = 200, Curve curve = Curve::ROC, std::string name = "auc");
+  double result() const override;
+
+ private:
+  Curve curve_;
 };
 
 /// A metric by Keras name; its log key is exactly the string given ("accuracy"/"acc", "mae", "mse", class names
