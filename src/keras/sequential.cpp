@@ -197,6 +197,24 @@ void check_data(const Tensor& x, const Tensor& y, const char* fn) {
                                  fn, x.shape()[0], y.shape().rank() ? y.shape()[0] : 0));
   }
   if (x.shape()[0] == 0) throw ValueError(fmt::format("{}: x and y are empty (0 samples); there is nothing to do", fn));
+  // NaN or infinite values would silently turn the loss into NaN: say where they are instead.
+  for (const auto& [t, arg] : {std::pair<const Tensor*, const char*>{&x, "x"}, {&y, "y"}}) {
+    if (t->dtype() != DType::float32 && t->dtype() != DType::float64) continue;
+    const auto v = (t->dtype() == DType::float32 ? *t : t->cast(DType::float32)).to_vector<float>();
+    const int64_t cols = t->shape()[0] ? static_cast<int64_t>(v.size()) / t->shape()[0] : 1;
+    int64_t bad = 0, first = -1;
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (!std::isfinite(v[i])) {
+        if (first < 0) first = static_cast<int64_t>(i);
+        ++bad;
+      }
+    }
+    if (bad) {
+      throw ValueError(fmt::format("{}: `{}` contains {} NaN or infinite value(s), the first at sample {} (flat index "
+                                   "{} in the sample: {}); remove or impute them before training",
+                                   fn, arg, bad, first / cols, first % cols, v[first]));
+    }
+  }
 }
 
 int resolve_batch_size(const std::optional<int>& b, const char* fn) {
@@ -215,6 +233,28 @@ struct CallbackList {
 }  // namespace
 
 static double distributed_train_step(Sequential& model, Sequential::State& s, const Tensor& x, const Tensor& y);
+
+static bool has_penalties(Sequential::State& s) {
+  for (auto& l : s.layers) {
+    if (!l->regularization_losses().empty()) return true;
+  }
+  return false;
+}
+// Σ of every layer's weight penalties (a scalar 0 without any).
+static Tensor penalty_sum(Sequential::State& s) {
+  Tensor total;
+  for (auto& l : s.layers) {
+    for (auto& p : l->regularization_losses()) total = total.defined() ? ops::add(total, p) : p;
+  }
+  return total.defined() ? total : Tensor::scalar(0.0);
+}
+// The training loss Keras reports: the compiled loss plus the layers' regularization losses.
+static Tensor with_penalties(Sequential::State& s, const Tensor& loss) {
+  return has_penalties(s) ? ops::add(loss, penalty_sum(s)) : loss;
+}
+static void apply_constraints(Sequential::State& s) {
+  for (auto& l : s.layers) l->apply_constraints();
+}
 
 // A step can be recorded and replayed when nothing in it depends on host-side decisions or randomness: Dense
 // layers only, on a host-memory device, without a strategy.
@@ -259,13 +299,14 @@ static double planned_train_step(Sequential& model, Sequential::State& s, const 
       ops::RecordingScope record(p->recording);
       GradientTape tape;
       p->y_pred = model(p->x, true);
-      p->loss = (*s.loss)(p->y, p->y_pred);
+      p->loss = with_penalties(s, (*s.loss)(p->y, p->y_pred));
       p->grads = tape.gradient(p->loss, vars);
     }
     plan = p.get();
     s.plans.push_back(std::move(p));
   }
   s.optimizer->apply_gradients(plan->grads, vars);
+  apply_constraints(s);
   for (auto& m : s.metrics) m->update_state(plan->y, plan->y_pred);
   return plan->loss.item();
 }
@@ -282,10 +323,11 @@ static double train_step(Sequential& model, Sequential::State& s, const Tensor& 
   {
     GradientTape tape;
     y_pred = model(x, true);
-    loss = (*s.loss)(y, y_pred);
+    loss = with_penalties(s, (*s.loss)(y, y_pred));
     grads = tape.gradient(loss, vars);
   }
   s.optimizer->apply_gradients(grads, vars);
+  apply_constraints(s);
   for (auto& m : s.metrics) m->update_state(y, y_pred);
   return loss.item();
 }
@@ -326,7 +368,12 @@ static double distributed_train_step(Sequential& model, Sequential::State& s, co
       ys[r] = y.slice_rows(b, e).to(device);
       GradientTape tape;
       preds[r] = model(xs[r], true);
+      // The replica's share of the global batch's mean loss, plus 1/N of the penalties (so that the SUM of the
+      // replicas' gradients is the single-device one).
       Tensor loss = ops::mul((*s.loss)(ys[r], preds[r]), Tensor::scalar(static_cast<double>(e - b) / batch));
+      if (has_penalties(s)) {
+        loss = ops::add(loss, ops::mul(penalty_sum(s), Tensor::scalar(1.0 / n)));
+      }
       grads[r] = tape.gradient(loss, vars);
       losses[r] = loss.item();
     }
@@ -342,6 +389,7 @@ static double distributed_train_step(Sequential& model, Sequential::State& s, co
     }
   });
   s.optimizer->finish_replica_step();
+  apply_constraints(s);
   double total = 0.0;
   for (int r = 0; r < n; ++r) {
     total += losses[r];
@@ -382,6 +430,8 @@ static void run_evaluation(Sequential& model, Sequential::State& s, const Tensor
     const int64_t b = step * static_cast<int64_t>(batch_size), e = std::min<int64_t>(n, b + batch_size);
     cbs.each([&](Callback& c) { c.on_test_batch_begin(step, empty); });
     Tensor xb = x.slice_rows(b, e), yb = y.slice_rows(b, e);
+    const double penalty = has_penalties(s) ? penalty_sum(s).item() : 0.0;  // Keras's evaluate loss includes them
+    loss_sum += penalty * static_cast<double>(e - b);
     if (distributed(s)) {
       std::vector<Tensor> ys, preds;
       distributed_forward(model, s, xb, &yb, ys, preds);
@@ -752,6 +802,30 @@ std::vector<double> Sequential::evaluate(const Tensor& x, const Tensor& y, Evalu
   std::vector<double> out;
   for (const auto& name : metrics_names()) out.push_back(logs.at(name));
   return out;
+}
+
+Tensor Sequential::regularization_loss() { return penalty_sum(state(s_)); }
+
+std::vector<double> Sequential::test_on_batch(const Tensor& x, const Tensor& y) {
+  auto& s = state(s_);
+  if (!s.compiled) throw FailedPreconditionError("You must call compile() before test_on_batch().");
+  check_data(x, y, "test_on_batch");
+  check_input(*this, s, x);
+  for (auto& m : s.metrics) m->reset_state();
+  Tensor yb = y;
+  Tensor y_pred = (*this)(x, false);
+  if (&yb.device_ref() != &y_pred.device_ref()) yb = yb.to(y_pred.device_ref());
+  std::vector<double> out{with_penalties(s, (*s.loss)(yb, y_pred)).item()};
+  for (auto& m : s.metrics) {
+    m->update_state(yb, y_pred);
+    out.push_back(m->result());
+  }
+  return out;
+}
+
+Tensor Sequential::predict_on_batch(const Tensor& x) {
+  check_input(*this, state(s_), x);
+  return (*this)(x, false);
 }
 
 Tensor Sequential::predict(const Tensor& x, PredictOptions o) {

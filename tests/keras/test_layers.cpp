@@ -124,3 +124,38 @@ TEST(Layers, DigitsReachNinetyFivePercentWithDropoutAndBatchNorm) {
   EXPECT_GE(val_acc, 0.95);
   EXPECT_LT(h.history.at("val_loss").back(), h.history.at("val_loss").front());
 }
+
+TEST(Layers, RegularizersAddToTheLossAndConstraintsProjectTheWeights) {
+  random::set_seed(4);
+  Tensor x = random::uniform({32, 3}), y = random::uniform({32, 1});
+  Sequential m({layers::Input({3}),
+                layers::Dense(5, "relu", {.kernel_regularizer = layers::L2(0.1), .kernel_constraint = layers::NonNeg()}),
+                layers::Dense(1, "", {.kernel_regularizer = layers::L1L2(0.01, 0.0),
+                                      .kernel_constraint = layers::MaxNorm(0.5)})});
+  m.compile({.optimizer = "sgd", .loss = "mse"});
+  const auto w1 = m.variables()[0]->value().to_vector<float>();
+  const auto w2 = m.variables()[2]->value().to_vector<float>();
+  double penalty = 0;
+  for (float v : w1) penalty += 0.1 * v * v;
+  for (float v : w2) penalty += 0.01 * std::abs(v);
+  EXPECT_NEAR(m.regularization_loss().item(), penalty, 1e-5);
+  const double mse = m.test_on_batch(x, y)[0] - penalty;  // test_on_batch reports loss + penalties, as Keras
+  EXPECT_NEAR(mse, ops::reduce_mean(ops::mean_squared_error(y, m.predict_on_batch(x))).item(), 1e-5);
+  m.fit(x, y, {.epochs = 3, .batch_size = 8, .verbose = 0});
+  for (float v : m.variables()[0]->value().to_vector<float>()) EXPECT_GE(v, 0.f);
+  double norm = 0;
+  for (float v : m.variables()[2]->value().to_vector<float>()) norm += v * v;
+  EXPECT_LE(std::sqrt(norm), 0.5 + 1e-5);
+}
+
+TEST(Layers, NaNInputsAreReportedWithTheirPlace) {
+  Sequential m({layers::Input({2}), layers::Dense(1)});
+  m.compile({.optimizer = "sgd", .loss = "mse"});
+  Tensor x = Tensor::from_vector<float>({1, 2, 3, std::nanf(""), 5, 6}, {3, 2});
+  try {
+    m.fit(x, Tensor::zeros({3, 1}), {.verbose = 0});
+    FAIL() << "no exception";
+  } catch (const ValueError& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("`x` contains 1 NaN or infinite value(s), the first at sample 1"));
+  }
+}

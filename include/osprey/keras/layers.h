@@ -36,6 +36,10 @@ class Layer {
   std::vector<Variable*> variables();
   std::vector<Variable*> trainable_variables();
   int64_t count_params() const;
+  /// The layer's weight penalties (kernel_regularizer, ...), added to the training loss.
+  virtual std::vector<Tensor> regularization_losses() { return {}; }
+  /// Projects the weights back after an optimizer update (kernel_constraint, ...).
+  virtual void apply_constraints() {}
 
  protected:
   /// Adds a variable whose path is "<layer name>/<name>".
@@ -82,12 +86,33 @@ class Input : public Layer {
 };
 using InputLayer = Input;
 
+/// A weight penalty: l1·Σ|w| + l2·Σw² (keras.regularizers.L1, L2, L1L2).
+struct Regularizer {
+  double l1 = 0.0, l2 = 0.0;
+  Tensor operator()(const Tensor& w) const;
+};
+/// keras.regularizers.L1(0.01), L2(0.01), L1L2(l1, l2).
+inline Regularizer L1(double l1 = 0.01) { return {l1, 0.0}; }
+inline Regularizer L2(double l2 = 0.01) { return {0.0, l2}; }
+inline Regularizer L1L2(double l1 = 0.0, double l2 = 0.0) { return {l1, l2}; }
+
+/// A projection applied to a weight after every update (keras.constraints).
+struct Constraint {
+  enum class Kind { max_norm, non_neg } kind = Kind::non_neg;
+  double max_value = 2.0;  ///< MaxNorm: the largest L2 norm of a column (axis 0)
+  Tensor operator()(const Tensor& w) const;
+};
+inline Constraint MaxNorm(double max_value = 2.0) { return {Constraint::Kind::max_norm, max_value}; }
+inline Constraint NonNeg() { return {Constraint::Kind::non_neg, 0.0}; }
+
 /// Options of Dense besides units and activation (Keras's keyword arguments).
 struct DenseOptions {
   bool use_bias = true;
   std::string kernel_initializer = "glorot_uniform";
   std::string bias_initializer = "zeros";
   std::string name{};
+  std::optional<Regularizer> kernel_regularizer{}, bias_regularizer{};
+  std::optional<Constraint> kernel_constraint{}, bias_constraint{};
 };
 
 /// activation(inputs @ kernel + bias) as one fused op. Kernel (in, units) with glorot_uniform, bias zeros.
@@ -102,6 +127,8 @@ class Dense : public Layer {
   ops::Activation activation() const { return activation_; }
   Variable* kernel() { return kernel_; }
   Variable* bias() { return bias_; }
+  std::vector<Tensor> regularization_losses() override;
+  void apply_constraints() override;
 
  private:
   int units_;

@@ -91,6 +91,12 @@ class Sequential {
   Tensor predict(const Tensor& x, PredictOptions options = {});
   /// One training step on one batch; returns [loss, metrics] (metrics reset first, as Keras does).
   std::vector<double> train_on_batch(const Tensor& x, const Tensor& y);
+  /// One evaluation step on one batch, no update; returns [loss, metrics] (metrics reset first).
+  std::vector<double> test_on_batch(const Tensor& x, const Tensor& y);
+  /// The outputs for one batch (inference behaviour), on the model's device.
+  Tensor predict_on_batch(const Tensor& x);
+  /// The model's weight penalties (regularizers), summed: what fit adds to the loss. A scalar 0 without any.
+  Tensor regularization_loss();
   /// Forward pass (model(x)); training selects training behaviour of layers such as Dropout.
   Tensor operator()(const Tensor& x, bool training = false);
 
