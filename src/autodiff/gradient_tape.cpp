@@ -83,7 +83,9 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target, const std::vect
   } restore{saved};
 
   std::unordered_map<const TensorImpl*, Tensor> grads;
-  grads[target.impl()] = Tensor::ones(target.shape(), target.dtype()).to(target.device_ref());
+  Tensor seed = Tensor::ones(target.shape(), target.dtype());
+  if (&seed.device_ref() != &target.device_ref()) seed = seed.to(target.device_ref());  // no copy when already there
+  grads[target.impl()] = seed;
   for (auto it = impl_->entries.rbegin(); it != impl_->entries.rend(); ++it) {
     std::vector<Tensor> out_grads;
     bool any = false;
@@ -95,7 +97,9 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target, const std::vect
     if (!any) continue;
     for (size_t i = 0; i < out_grads.size(); ++i) {
       if (!out_grads[i].defined() && it->outputs[i].defined()) {
-        out_grads[i] = Tensor::zeros(it->outputs[i].shape()).to(it->outputs[i].device_ref());
+        Tensor zero = Tensor::zeros(it->outputs[i].shape());
+        if (&zero.device_ref() != &it->outputs[i].device_ref()) zero = zero.to(it->outputs[i].device_ref());
+        out_grads[i] = zero;
       }
     }
     std::vector<Tensor> in_grads = it->backward(out_grads);

@@ -40,9 +40,10 @@ struct Sequential::State {
   struct StepPlan {
     Shape x_shape, y_shape;
     DType x_dtype, y_dtype;
-    Tensor x, y, y_pred, loss;
+    Tensor x, y, w, y_pred, loss;
     std::vector<Tensor> grads;
     ops::StepRecording recording;
+    bool replayable = true;
   };
   std::vector<std::unique_ptr<StepPlan>> plans;
 };
@@ -232,7 +233,8 @@ struct CallbackList {
 
 }  // namespace
 
-static double distributed_train_step(Sequential& model, Sequential::State& s, const Tensor& x, const Tensor& y);
+static double distributed_train_step(Sequential& model, Sequential::State& s, const Tensor& x, const Tensor& y,
+                                     const Tensor& w);
 
 static bool has_penalties(Sequential::State& s) {
   for (auto& l : s.layers) {
@@ -248,6 +250,15 @@ static Tensor penalty_sum(Sequential::State& s) {
   }
   return total.defined() ? total : Tensor::scalar(0.0);
 }
+// The compiled loss of a batch, with sample weights when given: Σ(w·loss_i) / n (Keras divides by the element
+// count, not by Σw).
+static Tensor batch_loss(Sequential::State& s, const Tensor& y, const Tensor& y_pred, const Tensor& w) {
+  if (!w.defined()) return (*s.loss)(y, y_pred);
+  // No copy when already there: a recorded step plan must read the weights from the buffer it refills.
+  const Tensor wd = &w.device_ref() == &y_pred.device_ref() ? w : w.to(y_pred.device_ref());
+  return ops::reduce_mean(ops::mul(s.loss->per_sample(y, y_pred), wd));
+}
+
 // The training loss Keras reports: the compiled loss plus the layers' regularization losses.
 static Tensor with_penalties(Sequential::State& s, const Tensor& loss) {
   return has_penalties(s) ? ops::add(loss, penalty_sum(s)) : loss;
@@ -264,6 +275,9 @@ static bool plannable(const Sequential::State& s) {
                      [](const auto& l) { return dynamic_cast<const layers::Dense*>(l.get()) != nullptr; });
 }
 
+static double eager_train_step(Sequential& model, Sequential::State& s, const Tensor& x, const Tensor& y,
+                               const Tensor& w);
+
 // A private copy of `t` (the plan owns its input buffers and refills them every step).
 static Tensor owned_copy(const Tensor& t, runtime::Device& device) {
   Tensor out = Tensor::empty(t.shape(), t.dtype(), &device);
@@ -274,17 +288,21 @@ static Tensor owned_copy(const Tensor& t, runtime::Device& device) {
 // The step as a replay of the launches recorded at its first run for this batch shape: the batch is copied into
 // the plan's input buffers, the forward and backward kernels run again on their recorded buffers, then the
 // optimizer (its attributes change every step) and the metrics run eagerly on the recorded results.
-static double planned_train_step(Sequential& model, Sequential::State& s, const Tensor& x, const Tensor& y) {
+static double planned_train_step(Sequential& model, Sequential::State& s, const Tensor& x, const Tensor& y,
+                                 const Tensor& w) {
   const auto vars = model.trainable_variables();
   Sequential::State::StepPlan* plan = nullptr;
   for (auto& p : s.plans) {
-    if (p->x_shape == x.shape() && p->y_shape == y.shape() && p->x_dtype == x.dtype() && p->y_dtype == y.dtype()) {
+    if (p->x_shape == x.shape() && p->y_shape == y.shape() && p->x_dtype == x.dtype() && p->y_dtype == y.dtype() &&
+        p->w.defined() == w.defined()) {
       plan = p.get();
     }
   }
+  if (plan && !plan->replayable) return eager_train_step(model, s, x, y, w);
   if (plan) {
     std::memcpy(plan->x.raw_data(), x.raw_data(), static_cast<std::size_t>(x.nbytes()));
     std::memcpy(plan->y.raw_data(), y.raw_data(), static_cast<std::size_t>(y.nbytes()));
+    if (w.defined()) std::memcpy(plan->w.raw_data(), w.raw_data(), static_cast<std::size_t>(w.nbytes()));
     plan->recording.replay();
   } else {
     if (s.plans.size() >= 4) s.plans.erase(s.plans.begin());
@@ -295,13 +313,17 @@ static double planned_train_step(Sequential& model, Sequential::State& s, const 
     p->y_dtype = y.dtype();
     p->x = owned_copy(x, *s.device);
     p->y = owned_copy(y, *s.device);
+    if (w.defined()) p->w = owned_copy(w, *s.device);
+    const uint64_t copies_before = tensor_copies_on_this_thread();
     {
       ops::RecordingScope record(p->recording);
       GradientTape tape;
       p->y_pred = model(p->x, true);
-      p->loss = with_penalties(s, (*s.loss)(p->y, p->y_pred));
+      p->loss = with_penalties(s, batch_loss(s, p->y, p->y_pred, p->w));
       p->grads = tape.gradient(p->loss, vars);
     }
+    // A copy inside the step (not a kernel) would be frozen in the plan: such a step is never replayed.
+    p->replayable = tensor_copies_on_this_thread() == copies_before;
     plan = p.get();
     s.plans.push_back(std::move(p));
   }
@@ -312,18 +334,25 @@ static double planned_train_step(Sequential& model, Sequential::State& s, const 
 }
 
 // Runs `y_pred = model(x)`, the loss and its gradient, and one optimizer update; returns the batch loss.
-static double train_step(Sequential& model, Sequential::State& s, const Tensor& x, const Tensor& y) {
-  if (distributed(s)) return distributed_train_step(model, s, x, y);
-  if (plannable(s) && x.device_ref().host_memory() && y.device_ref().host_memory()) {
-    return planned_train_step(model, s, x, y);
+static double train_step(Sequential& model, Sequential::State& s, const Tensor& x, const Tensor& y,
+                         const Tensor& w = Tensor()) {
+  if (distributed(s)) return distributed_train_step(model, s, x, y, w);
+  if (plannable(s) && x.device_ref().host_memory() && y.device_ref().host_memory() &&
+      (!w.defined() || w.device_ref().host_memory())) {
+    return planned_train_step(model, s, x, y, w);
   }
+  return eager_train_step(model, s, x, y, w);
+}
+
+static double eager_train_step(Sequential& model, Sequential::State& s, const Tensor& x, const Tensor& y,
+                               const Tensor& w) {
   const auto vars = model.trainable_variables();
   Tensor y_pred, loss;
   std::vector<Tensor> grads;
   {
     GradientTape tape;
     y_pred = model(x, true);
-    loss = with_penalties(s, (*s.loss)(y, y_pred));
+    loss = with_penalties(s, batch_loss(s, y, y_pred, w));
     grads = tape.gradient(loss, vars);
   }
   s.optimizer->apply_gradients(grads, vars);
@@ -348,7 +377,8 @@ static std::pair<int64_t, int64_t> replica_rows(int64_t batch, int replicas, int
 // One training step under a strategy: each replica computes the loss of its shard scaled by the global batch
 // (sum of per-sample losses / B), its gradients, the SUM all-reduce, and the same optimizer update on its
 // components. Metrics see every shard, in replica order. Returns the global batch's mean loss.
-static double distributed_train_step(Sequential& model, Sequential::State& s, const Tensor& x, const Tensor& y) {
+static double distributed_train_step(Sequential& model, Sequential::State& s, const Tensor& x, const Tensor& y,
+                                     const Tensor& w) {
   auto& st = *s.strategy;
   const int n = st.num_replicas();
   const int64_t batch = x.shape()[0];
@@ -370,7 +400,8 @@ static double distributed_train_step(Sequential& model, Sequential::State& s, co
       preds[r] = model(xs[r], true);
       // The replica's share of the global batch's mean loss, plus 1/N of the penalties (so that the SUM of the
       // replicas' gradients is the single-device one).
-      Tensor loss = ops::mul((*s.loss)(ys[r], preds[r]), Tensor::scalar(static_cast<double>(e - b) / batch));
+      const Tensor wr = w.defined() ? w.slice_rows(b, e).to(device) : Tensor();
+      Tensor loss = ops::mul(batch_loss(s, ys[r], preds[r], wr), Tensor::scalar(static_cast<double>(e - b) / batch));
       if (has_penalties(s)) {
         loss = ops::add(loss, ops::mul(penalty_sum(s), Tensor::scalar(1.0 / n)));
       }
@@ -465,18 +496,20 @@ class BatchSource {
   virtual int64_t batches_per_pass() const = 0;
   /// Starts a pass (a new order when shuffling).
   virtual void begin_pass() = 0;
-  virtual std::pair<Tensor, Tensor> next() = 0;
+  /// (x, y, sample weights or undefined)
+  virtual std::tuple<Tensor, Tensor, Tensor> next() = 0;
   virtual void end_epoch() {}
 };
 
 // Tensors held on the host, cut into batches (gathered in a shuffled order, or sliced in order).
 class ArraySource : public BatchSource {
  public:
-  ArraySource(const Tensor& x, const Tensor& y, int batch_size, bool shuffle, runtime::Device* device)
+  ArraySource(const Tensor& x, const Tensor& y, const Tensor& w, int batch_size, bool shuffle, runtime::Device* device)
       : batch_(batch_size), shuffle_(shuffle), device_(device) {
     runtime::Device& host = runtime::DeviceManager::get().host_device();
     x_ = &x.device_ref() == &host ? x : x.to(host);
     y_ = &y.device_ref() == &host ? y : y.to(host);
+    if (w.defined()) w_ = &w.device_ref() == &host ? w : w.to(host);
     n_ = x.shape()[0];
   }
   int64_t batches_per_pass() const override { return (n_ + batch_ - 1) / batch_; }
@@ -484,27 +517,30 @@ class ArraySource : public BatchSource {
     cursor_ = 0;
     order_ = shuffle_ ? random::permutation(n_).to(runtime::DeviceManager::get().host_device()) : Tensor();
   }
-  std::pair<Tensor, Tensor> next() override {
+  std::tuple<Tensor, Tensor, Tensor> next() override {
     const int64_t b = cursor_, e = std::min<int64_t>(n_, cursor_ + batch_);
     cursor_ = e;
-    Tensor xb, yb;
+    Tensor xb, yb, wb;
     if (order_.defined()) {
       Tensor idx = order_.slice_rows(b, e);
       xb = ops::gather_rows(x_, idx);
       yb = ops::gather_rows(y_, idx);
+      if (w_.defined()) wb = ops::gather_rows(w_, idx);
     } else {
       xb = x_.slice_rows(b, e);
       yb = y_.slice_rows(b, e);
+      if (w_.defined()) wb = w_.slice_rows(b, e);
     }
     if (device_) {
       xb = xb.to(*device_);
       yb = yb.to(*device_);
+      if (wb.defined()) wb = wb.to(*device_);
     }
-    return {xb, yb};
+    return {xb, yb, wb};
   }
 
  private:
-  Tensor x_, y_, order_;
+  Tensor x_, y_, w_, order_;
   int64_t n_ = 0, cursor_ = 0;
   int batch_;
   bool shuffle_;
@@ -538,7 +574,11 @@ class DatasetSource : public BatchSource {
     next_ = 0;
     if (workers_ > 1) start();
   }
-  std::pair<Tensor, Tensor> next() override {
+  std::tuple<Tensor, Tensor, Tensor> next() override {
+    auto [x, y] = next_pair();
+    return {x, y, Tensor()};
+  }
+  std::pair<Tensor, Tensor> next_pair() {
     if (workers_ <= 1) {
       if (next_ >= static_cast<int64_t>(order_.size())) throw InternalError("PyDataset pass exhausted");
       const int64_t k = next_++;
@@ -669,17 +709,17 @@ static FitHistory fit_loop(Sequential& model, Sequential::State& s, BatchSource&
         source.begin_pass();
         left_in_pass = per_pass;
       }
-      auto [xb, yb] = source.next();
+      auto [xb, yb, wb] = source.next();
       --left_in_pass;
       const auto t1 = clock::now();
       Logs batch_logs;
       cbs.each([&](Callback& c) { c.on_train_batch_begin(step, batch_logs); });
       const auto t2 = clock::now();
       const double rows = static_cast<double>(xb.shape()[0]);
-      const double batch_loss = train_step(model, s, xb, yb);
+      const double loss_value = train_step(model, s, xb, yb, wb);
       input_s += std::chrono::duration<double>(t1 - t0).count();
       step_s += std::chrono::duration<double>(clock::now() - t2).count();
-      loss_sum += batch_loss * rows;
+      loss_sum += loss_value * rows;
       seen += rows;
       logs.clear();
       logs["loss"] = loss_sum / seen;
@@ -713,6 +753,42 @@ static FitHistory fit_loop(Sequential& model, Sequential::State& s, BatchSource&
   return out;
 }
 
+// The per-sample weights of fit: sample_weight times class_weight[label] (undefined when neither is given).
+static Tensor sample_weights(const Tensor& x, const Tensor& y, const FitOptions& o) {
+  const int64_t n = x.shape()[0];
+  std::vector<float> w(static_cast<size_t>(n), 1.0f);
+  bool any = false;
+  if (o.sample_weight) {
+    const Tensor& sw = *o.sample_weight;
+    if (!sw.defined() || sw.num_elements() != n || (sw.shape().rank() == 2 && sw.shape()[1] != 1) || sw.shape().rank() > 2) {
+      throw ValueError(fmt::format("fit: sample_weight must have shape ({},) or ({}, 1), got {}", n, n,
+                                   sw.defined() ? sw.shape().to_keras_string() : std::string("an undefined tensor")));
+    }
+    w = (sw.dtype() == DType::float32 ? sw : sw.cast(DType::float32)).to_vector<float>();
+    any = true;
+  }
+  if (!o.class_weight.empty()) {
+    const auto labels = (y.dtype() == DType::float32 ? y : y.cast(DType::float32)).to_vector<float>();
+    const int64_t d = n ? static_cast<int64_t>(labels.size()) / n : 1;
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t cls = 0;
+      if (d == 1) {
+        cls = static_cast<int64_t>(std::lround(labels[i]));
+      } else {  // one-hot: the argmax
+        for (int64_t j = 1; j < d; ++j) {
+          if (labels[i * d + j] > labels[i * d + cls]) cls = j;
+        }
+      }
+      auto it = o.class_weight.find(static_cast<int>(cls));
+      if (it != o.class_weight.end()) w[i] *= static_cast<float>(it->second);
+    }
+    any = true;
+  }
+  if (!any) return Tensor();
+  DeviceScope host("/CPU:0");
+  return Tensor::from_vector(w, Shape({n}));
+}
+
 FitHistory Sequential::fit(const Tensor& x_all, const Tensor& y_all, FitOptions o) {
   auto& s = state(s_);
   if (!s.compiled) {
@@ -723,6 +799,7 @@ FitHistory Sequential::fit(const Tensor& x_all, const Tensor& y_all, FitOptions 
   const int batch_size = resolve_batch_size(o.batch_size, "fit");
   check_fit_options(o);
   Tensor x = x_all, y = y_all;
+  Tensor w = sample_weights(x_all, y_all, o);
   std::optional<std::pair<Tensor, Tensor>> val = o.validation_data;
   if (val) {
     check_data(val->first, val->second, "fit (validation_data)");
@@ -738,13 +815,14 @@ FitHistory Sequential::fit(const Tensor& x_all, const Tensor& y_all, FitOptions 
     }
     x = x_all.slice_rows(0, split_at);
     y = y_all.slice_rows(0, split_at);
+    if (w.defined()) w = w.slice_rows(0, split_at);
     val = std::make_pair(x_all.slice_rows(split_at, n), y_all.slice_rows(split_at, n));
   }
   check_input(*this, s, x);
   prepare_replicas(*this, s);
   runtime::Device& host = runtime::DeviceManager::get().host_device();
   runtime::Device* copy_to = s.device && s.device != &host && !distributed(s) ? s.device : nullptr;
-  ArraySource source(x, y, batch_size, o.shuffle, copy_to);
+  ArraySource source(x, y, w, batch_size, o.shuffle, copy_to);
   return fit_loop(*this, s, source, o, val, batch_size);
 }
 

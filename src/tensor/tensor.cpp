@@ -139,7 +139,11 @@ template int32_t* Tensor::data<int32_t>() const;
 template int64_t* Tensor::data<int64_t>() const;
 
 // Copies raw bytes between any two devices (staging through the host when neither side is host memory).
+static thread_local uint64_t t_copies = 0;
+uint64_t tensor_copies_on_this_thread() { return t_copies; }
+
 static void copy_bytes(const TensorImpl& src, TensorImpl& dst, std::size_t bytes) {
+  ++t_copies;
   if (bytes == 0) return;
   auto& sd = src.device();
   auto& dd = dst.device();

@@ -35,4 +35,8 @@ namespace runtime {
 Device& current_device();
 }  // namespace runtime
 
+/// Cross-device/buffer copies (Tensor::to and friends) made on this thread so far. A recorded step plan checks
+/// it: a copy inside the recorded region would be frozen at recording time, so such steps stay eager.
+uint64_t tensor_copies_on_this_thread();
+
 }  // namespace osprey

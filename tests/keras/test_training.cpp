@@ -177,3 +177,50 @@ TEST(Training, RecordedStepPlanIsBitIdenticalToTheEagerStep) {
     }
   }
 }
+
+// sample_weight / class_weight: the loss is Σ(w·loss_i)/n; class weights are sample weights by label; the
+// recorded plan handles them bit for bit like the eager step.
+TEST(Training, SampleAndClassWeights) {
+  random::set_seed(21);
+  Tensor x = random::uniform({12, 3});
+  Tensor y = random::randint(0, 2, {12, 1}).cast(DType::float32);
+  auto make = [] {
+    random::set_seed(22);
+    Sequential m({layers::Input({3}), layers::Dense(1, "sigmoid")});
+    m.compile({.optimizer = "sgd", .loss = "binary_crossentropy"});
+    return m;
+  };
+  const auto yv = y.to_vector<float>();
+  std::vector<float> wv(12);
+  for (int i = 0; i < 12; ++i) wv[i] = yv[i] == 1.f ? 3.f : 1.f;
+  Tensor w = Tensor::from_vector(wv, {12});
+
+  Sequential a = make();
+  auto per_sample = ops::binary_crossentropy(y, a.predict(x, {.verbose = 0})).to_vector<float>();
+  double want = 0;
+  for (int i = 0; i < 12; ++i) want += wv[i] * per_sample[i];
+  want /= 12;  // divided by the number of samples, not by Σw
+  auto ha = a.fit(x, y, {.batch_size = 12, .verbose = 0, .shuffle = false, .sample_weight = w});
+  EXPECT_NEAR(ha.history["loss"][0], want, 1e-6);
+
+  Sequential b = make();
+  b.fit(x, y, {.batch_size = 12, .verbose = 0, .shuffle = false, .class_weight = {{0, 1.0}, {1, 3.0}}});
+  EXPECT_EQ(a.variables()[0]->value().to_vector<float>(), b.variables()[0]->value().to_vector<float>());
+
+  Sequential c = make();
+  const auto before = c.variables()[0]->value().to_vector<float>();
+  c.fit(x, y, {.batch_size = 4, .verbose = 0, .sample_weight = Tensor::zeros({12})});
+  EXPECT_EQ(c.variables()[0]->value().to_vector<float>(), before);  // zero weights: zero gradients
+
+  std::vector<float> planned, eager;
+  for (bool run_eagerly : {false, true}) {
+    random::set_seed(22);
+    Sequential m({layers::Input({3}), layers::Dense(4, "relu"), layers::Dense(1, "sigmoid")});
+    m.compile({.optimizer = "adam", .loss = "binary_crossentropy", .run_eagerly = run_eagerly});
+    m.fit(x, y, {.epochs = 3, .batch_size = 5, .verbose = 0, .sample_weight = w});
+    (run_eagerly ? eager : planned) = m.variables()[0]->value().to_vector<float>();
+  }
+  EXPECT_EQ(planned, eager);
+  Sequential d = make();
+  EXPECT_THROW(d.fit(x, y, {.verbose = 0, .sample_weight = Tensor::ones({5})}), ValueError);
+}

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <iostream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -40,6 +41,11 @@ struct FitOptions {
   bool shuffle = true;
   int initial_epoch = 0;
   std::optional<int> steps_per_epoch{};
+  /// One weight per sample (shape (N,) or (N, 1)): the loss is Σ(w·loss_i) / n per batch (not / Σw).
+  std::optional<Tensor> sample_weight{};
+  /// Weight per class (integer label, the argmax of one-hot labels, or 0/1 for binary), multiplied into the
+  /// sample weights. Metrics are not weighted, as Keras's `metrics=`.
+  std::map<int, double> class_weight{};
 };
 
 struct EvaluateOptions {
