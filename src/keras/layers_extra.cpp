@@ -102,7 +102,20 @@ BatchNormalization::BatchNormalization(BatchNormalizationOptions o) : Layer(o.na
   if (!(o.epsilon > 0)) throw ValueError(fmt::format("BatchNormalization: epsilon must be positive, got {}", o.epsilon));
 }
 
+// Sequential builds every layer again when a layer is added: the weights are created once.
+static void check_rebuild(const std::string& layer, const Shape& built_for, const Shape& input_shape) {
+  if (built_for[-1] != input_shape[-1]) {
+    throw ValueError(fmt::format("Input 0 of layer \"{}\" is incompatible with the layer: expected axis -1 of input "
+                                 "shape to have value {}, but received input with shape {}",
+                                 layer, built_for[-1], input_shape.to_keras_string()));
+  }
+}
+
 Shape BatchNormalization::build(const Shape& input_shape) {
+  if (built_) {
+    check_rebuild(name_, output_shape_, input_shape);
+    return output_shape_;
+  }
   const int64_t d = input_shape[-1];
   if (o_.scale) gamma_ = &add_weight("gamma", Tensor::ones({d}));
   if (o_.center) beta_ = &add_weight("beta", Tensor::zeros({d}));
@@ -143,6 +156,10 @@ Tensor BatchNormalization::call(const Tensor& inputs, bool training) {
 LayerNormalization::LayerNormalization(LayerNormalizationOptions o) : Layer(o.name, "layer_normalization"), o_(o) {}
 
 Shape LayerNormalization::build(const Shape& input_shape) {
+  if (built_) {
+    check_rebuild(name_, output_shape_, input_shape);
+    return output_shape_;
+  }
   const int64_t d = input_shape[-1];
   if (o_.scale) gamma_ = &add_weight("gamma", Tensor::ones({d}));
   if (o_.center) beta_ = &add_weight("beta", Tensor::zeros({d}));

@@ -38,6 +38,28 @@ static std::string cell(const std::string& text, int width, bool right) {
   return right ? fmt::format(" {}{} ", std::string(pad, ' '), text) : fmt::format(" {}{} ", text, std::string(pad, ' '));
 }
 
+// rich's word wrap of a cell: words on lines of at most `width` characters, longer words cut.
+static std::vector<std::string> wrap(const std::string& text, int width) {
+  std::vector<std::string> lines;
+  std::string line;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t end = text.find(' ', start);
+    std::string word = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    while (static_cast<int>(word.size()) > width) {
+      if (!line.empty()) lines.push_back(line), line.clear();
+      lines.push_back(word.substr(0, static_cast<std::size_t>(width)));
+      word = word.substr(static_cast<std::size_t>(width));
+    }
+    if (!line.empty() && static_cast<int>(line.size() + 1 + word.size()) > width) lines.push_back(line), line.clear();
+    line += (line.empty() ? "" : " ") + word;
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  if (!line.empty()) lines.push_back(line);
+  return lines;
+}
+
 void Sequential::summary(std::ostream& out) const {
   // Columns at 0.45 / 0.80 / 1.0 of a 76-character line, as rich lays them out.
   const int w[3] = {33, 24, 15};
@@ -56,8 +78,11 @@ void Sequential::summary(std::ostream& out) const {
       shown = Shape(dims).to_keras_string();
     }
     const std::string params = l->built() ? with_commas(l->count_params()) : "0 (unbuilt)";
-    out << "│" << cell(l->name() + " (" + l->class_name() + ")", w[0], false) << "│" << cell(shown, w[1], false) << "│"
-        << cell(params, w[2], true) << "│\n";
+    const auto label = wrap(l->name() + " (" + l->class_name() + ")", w[0] - 2);
+    for (std::size_t k = 0; k < label.size(); ++k) {
+      out << "│" << cell(label[k], w[0], false) << "│" << cell(k ? "" : shown, w[1], false) << "│"
+          << cell(k ? "" : params, w[2], true) << "│\n";
+    }
     if (i + 1 < ls.size()) out << "├" << repeat("─", w[0]) << "┼" << repeat("─", w[1]) << "┼" << repeat("─", w[2]) << "┤\n";
   }
   out << "└" << repeat("─", w[0]) << "┴" << repeat("─", w[1]) << "┴" << repeat("─", w[2]) << "┘\n";

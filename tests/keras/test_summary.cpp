@@ -43,3 +43,31 @@ TEST(Summary, OptimizerParamsAfterAdamIsBuilt) {
   EXPECT_NE(os.str().find(" Total params: 29 (116.00 B)\n"), std::string::npos) << os.str();
   EXPECT_NE(os.str().find(" Optimizer params: 20 (80.00 B)\n"), std::string::npos) << os.str();
 }
+
+// Keras 3.15's output for this model (COLUMNS=80, piped): a long row label wraps at the space, as rich does;
+// BatchNormalization counts its moving statistics as non-trainable parameters.
+TEST(Summary, WrappedLabelsAndNonTrainableParamsAsKeras) {
+  osprey::keras::clear_session();
+  namespace layers = osprey::keras::layers;
+  osprey::keras::Sequential m({layers::Input({64}), layers::Dense(32, "relu"), layers::BatchNormalization(),
+                               layers::Dropout(0.2), layers::Dense(10, "softmax")});
+  std::ostringstream out;
+  m.summary(out);
+  EXPECT_EQ(out.str(),
+            "Model: \"sequential\"\n"
+            "┏━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━┓\n"
+            "┃ Layer (type)                    ┃ Output Shape           ┃       Param # ┃\n"
+            "┡━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━┩\n"
+            "│ dense (Dense)                   │ (None, 32)             │         2,080 │\n"
+            "├─────────────────────────────────┼────────────────────────┼───────────────┤\n"
+            "│ batch_normalization             │ (None, 32)             │           128 │\n"
+            "│ (BatchNormalization)            │                        │               │\n"
+            "├─────────────────────────────────┼────────────────────────┼───────────────┤\n"
+            "│ dropout (Dropout)               │ (None, 32)             │             0 │\n"
+            "├─────────────────────────────────┼────────────────────────┼───────────────┤\n"
+            "│ dense_1 (Dense)                 │ (None, 10)             │           330 │\n"
+            "└─────────────────────────────────┴────────────────────────┴───────────────┘\n"
+            " Total params: 2,538 (9.91 KB)\n"
+            " Trainable params: 2,474 (9.66 KB)\n"
+            " Non-trainable params: 64 (256.00 B)\n");
+}
