@@ -36,6 +36,7 @@ struct Sequential::State {
   std::vector<std::shared_ptr<metrics::Metric>> metrics;
   std::shared_ptr<distribute::StrategyImpl> strategy;  // the scope() the model was created or compiled in
   bool run_eagerly = false;
+  std::string loss_spelled;  // the loss string given to compile() (compile_config)
   // Recorded training steps, one per batch shape (the full batches and a short last one).
   struct StepPlan {
     Shape x_shape, y_shape;
@@ -112,6 +113,15 @@ bool Sequential::built() const {
 }
 
 const std::string& Sequential::name() const { return state(s_).name; }
+std::optional<Shape> Sequential::input_shape() const { return state(s_).input_shape; }
+bool Sequential::compiled() const { return state(s_).compiled; }
+const std::string& Sequential::compiled_loss_name() const { return state(s_).loss_spelled; }
+std::vector<std::string> Sequential::compiled_metric_names() const {
+  std::vector<std::string> out;
+  for (auto& m : state(s_).metrics) out.push_back(m->name());
+  return out;
+}
+bool Sequential::run_eagerly() const { return state(s_).run_eagerly; }
 std::vector<std::shared_ptr<Layer>> Sequential::layers() const { return state(s_).layers; }
 std::shared_ptr<optimizers::Optimizer> Sequential::optimizer() const { return state(s_).optimizer; }
 
@@ -145,6 +155,7 @@ void Sequential::compile(CompileOptions options) {
   if (!s.strategy) s.strategy = distribute::current_strategy();
   s.plans.clear();
   s.run_eagerly = options.run_eagerly;
+  s.loss_spelled = options.loss.spelled();
   s.optimizer = options.optimizer.get();
   s.loss = options.loss.get();
   s.metrics.clear();

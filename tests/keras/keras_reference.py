@@ -39,3 +39,28 @@ oh = np.array([[0, 0, 1], [0, 1, 0], [1, 0, 0], [1, 0, 0]], "float32"); sp = np.
 m = M.TopKCategoricalAccuracy(k=2); m.update_state(oh, p); print("topk", repr(float(m.result())))
 m = M.SparseTopKCategoricalAccuracy(k=2); m.update_state(sp, p); print("sparse_topk", repr(float(m.result())))
 m = M.RootMeanSquaredError(); m.update_state(yt1, yp1); m.update_state(yt2, yp2); print("rmse", repr(float(m.result())))
+
+# --- to_json references: tests/data/keras_to_json_seed.json (first print) and keras_to_json_layers.json ---
+# import os, json
+# os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+# import keras
+# from keras import layers
+# m = keras.Sequential([layers.Input(shape=(20,)), layers.Dense(64, activation="relu"), layers.Dropout(0.25), layers.BatchNormalization(), layers.Dense(1, activation="sigmoid")])
+# m.compile(optimizer="adam", loss="binary_crossentropy", metrics=["accuracy"])
+# print(m.to_json())
+# print(json.dumps(m.get_config()))
+# import os, json
+# os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+# import keras
+# from keras import layers, optimizers as O, regularizers as R, constraints as C
+# m = keras.Sequential([layers.Input(shape=(2, 6)), layers.Flatten(), layers.Reshape((4, -1)), layers.Flatten(), layers.Activation("tanh"),
+#                       layers.LayerNormalization(), layers.Dense(3, kernel_initializer="he_normal", kernel_regularizer=R.L2(0.01), kernel_constraint=C.MaxNorm(2.0), use_bias=False)])
+# m.compile(optimizer=O.SGD(learning_rate=0.1, momentum=0.9), loss="mse", metrics=["mae"])
+# print(m.to_json())
+# --- summary reference ---
+# import os
+# os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+# import keras
+# from keras import layers
+# m = keras.Sequential([layers.Input(shape=(64,)), layers.Dense(32, activation="relu"), layers.BatchNormalization(), layers.Dropout(0.2), layers.Dense(10, activation="softmax")])
+# m.summary()

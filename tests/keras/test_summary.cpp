@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <sstream>
 
 #include "osprey/keras.h"
@@ -70,4 +71,38 @@ TEST(Summary, WrappedLabelsAndNonTrainableParamsAsKeras) {
             " Total params: 2,538 (9.91 KB)\n"
             " Trainable params: 2,474 (9.66 KB)\n"
             " Non-trainable params: 64 (256.00 B)\n");
+}
+
+// model.to_json() and get_config() byte for byte as Keras 3.15.1 writes them for the same models
+// (tests/data/keras_to_json_*.json, produced by the script in tests/keras/keras_reference.py's companion).
+static std::string read_file(const std::string& name) {
+  std::ifstream in(std::string(OSPREY_TEST_DATA_DIR) + "/" + name);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string s = ss.str();
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+  return s;
+}
+
+TEST(Summary, ToJsonMatchesKerasForTheSeedModelWithDropoutAndBatchNorm) {
+  osprey::keras::clear_session();
+  namespace layers = osprey::keras::layers;
+  osprey::keras::Sequential m({layers::Input({20}), layers::Dense(64, "relu"), layers::Dropout(0.25),
+                               layers::BatchNormalization(), layers::Dense(1, "sigmoid")});
+  m.compile({.optimizer = "adam", .loss = "binary_crossentropy", .metrics = {"accuracy"}});
+  EXPECT_EQ(m.to_json(), read_file("keras_to_json_seed.json"));
+}
+
+TEST(Summary, ToJsonMatchesKerasForReshapesNormalisationRegularizersAndSgd) {
+  osprey::keras::clear_session();
+  namespace layers = osprey::keras::layers;
+  osprey::keras::Sequential m(
+      {layers::Input({2, 6}), layers::Flatten(), layers::Reshape({4, -1}), layers::Flatten(), layers::Activation("tanh"),
+       layers::LayerNormalization(),
+       layers::Dense(3, "", {.use_bias = false, .kernel_initializer = "he_normal",
+                             .kernel_regularizer = layers::L2(0.01), .kernel_constraint = layers::MaxNorm(2.0)})});
+  m.compile({.optimizer = osprey::keras::optimizers::SGD({.learning_rate = 0.1, .momentum = 0.9}), .loss = "mse",
+             .metrics = {"mae"}});
+  EXPECT_EQ(m.to_json(), read_file("keras_to_json_layers.json"));
+  EXPECT_EQ(m.get_config().rfind("{\"name\": \"sequential\", \"trainable\": true, ", 0), 0u);
 }

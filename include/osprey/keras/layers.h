@@ -127,6 +127,7 @@ class Dense : public Layer {
   ops::Activation activation() const { return activation_; }
   Variable* kernel() { return kernel_; }
   Variable* bias() { return bias_; }
+  const DenseOptions& options() const { return options_; }
   std::vector<Tensor> regularization_losses() override;
   void apply_constraints() override;
 
@@ -145,6 +146,7 @@ class Activation : public Layer {
   std::string class_name() const override { return "Activation"; }
   Shape build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool training) override;
+  ops::Activation activation() const { return activation_; }
 
  private:
   ops::Activation activation_;
@@ -180,6 +182,7 @@ class Reshape : public Layer {
   std::string class_name() const override { return "Reshape"; }
   Shape build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool training) override;
+  const std::vector<int64_t>& target_shape() const { return target_; }
 
  private:
   std::vector<int64_t> target_;
@@ -202,6 +205,7 @@ class BatchNormalization : public Layer {
   Shape build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool training) override;
   Variable* moving_mean() { return moving_mean_; }
+  const BatchNormalizationOptions& options() const { return o_; }
   Variable* moving_variance() { return moving_variance_; }
 
  private:
@@ -222,6 +226,7 @@ class LayerNormalization : public Layer {
   std::string class_name() const override { return "LayerNormalization"; }
   Shape build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool training) override;
+  const LayerNormalizationOptions& options() const { return o_; }
 
  private:
   LayerNormalizationOptions o_;

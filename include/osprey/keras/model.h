@@ -106,6 +106,18 @@ class Sequential {
   /// Forward pass (model(x)); training selects training behaviour of layers such as Dropout.
   Tensor operator()(const Tensor& x, bool training = false);
 
+  /// Keras's model.get_config() as JSON text (json.dumps's layout: ", " and ": " separators).
+  std::string get_config() const;
+  /// Keras's model.to_json(): module, class_name, config, build_config and, once compiled, compile_config.
+  std::string to_json() const;
+  /// The input shape the model was built for (batch dimension excluded), if built.
+  std::optional<Shape> input_shape() const;
+  bool compiled() const;
+  /// What compile() was given: the loss string ("" for a loss object), the metrics' log names, run_eagerly.
+  const std::string& compiled_loss_name() const;
+  std::vector<std::string> compiled_metric_names() const;
+  bool run_eagerly() const;
+
   /// Prints Keras 3's summary table (width 76 when not a terminal).
   void summary(std::ostream& out = std::cout) const;
 

@@ -130,6 +130,7 @@ class Optimizer {
   /// current iterations, and optimizers with per-step state advance it (Nadam). apply_gradients() calls it;
   /// distribution strategies call it once before their replicas apply.
   void begin_step();
+  const BaseOptions& base_options() const { return base_; }
   /// True when clipnorm, clipvalue or global_clipnorm is set.
   bool clips() const { return base_.clipnorm || base_.clipvalue || base_.global_clipnorm; }
   /// True when apply_sharded_gradients() can be used: no clipping and no weight decay.
@@ -184,6 +185,7 @@ class SGD : public Optimizer {
  public:
   explicit SGD(SGDOptions options = {});
   std::string class_name() const override { return "SGD"; }
+  const SGDOptions& options() const { return opt_; }
 
  protected:
   void build(const std::vector<Variable*>& vars) override;
@@ -210,6 +212,7 @@ class Adam : public Optimizer {
   /// For subclasses (AdamW): another name.
   Adam(std::string name, AdamOptions options);
   std::string class_name() const override { return "Adam"; }
+  const AdamOptions& options() const { return opt_; }
 
  protected:
   void build(const std::vector<Variable*>& vars) override;
@@ -234,6 +237,7 @@ class RMSprop : public Optimizer {
  public:
   explicit RMSprop(RMSpropOptions options = {});
   std::string class_name() const override { return "RMSprop"; }
+  const RMSpropOptions& options() const { return opt_; }
 
  protected:
   void build(const std::vector<Variable*>& vars) override;
@@ -276,6 +280,7 @@ class Adagrad : public Optimizer {
  public:
   explicit Adagrad(AdagradOptions options = {});
   std::string class_name() const override { return "Adagrad"; }
+  const AdagradOptions& options() const { return opt_; }
 
  protected:
   void build(const std::vector<Variable*>& vars) override;
@@ -299,6 +304,7 @@ class Adamax : public Optimizer {
  public:
   explicit Adamax(AdamaxOptions options = {});
   std::string class_name() const override { return "Adamax"; }
+  const AdamaxOptions& options() const { return opt_; }
 
  protected:
   void build(const std::vector<Variable*>& vars) override;
@@ -322,6 +328,7 @@ class Nadam : public Optimizer {
  public:
   explicit Nadam(NadamOptions options = {});
   std::string class_name() const override { return "Nadam"; }
+  const NadamOptions& options() const { return opt_; }
 
  protected:
   void build(const std::vector<Variable*>& vars) override;
