@@ -127,6 +127,8 @@ json layer_json(Layer& l, const Shape& input_shape) {
     build_config = true;
   } else if (auto* a = dynamic_cast<layers::Activation*>(&l)) {
     cfg["activation"] = ops::activation_name(a->activation());
+  } else if (auto* lr = dynamic_cast<layers::LeakyReLU*>(&l)) {
+    cfg["negative_slope"] = lr->negative_slope();
   } else if (auto* dr = dynamic_cast<layers::Dropout*>(&l)) {
     cfg["rate"] = dr->rate();
     cfg["seed"] = nullptr;

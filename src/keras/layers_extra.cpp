@@ -21,6 +21,27 @@ Shape Activation::build(const Shape& input_shape) {
 }
 Tensor Activation::call(const Tensor& x, bool) { return ops::activation(x, activation_); }
 
+// ---- LeakyReLU ----
+
+LeakyReLU::LeakyReLU(double negative_slope, std::string name) : Layer(name, "leaky_re_lu"), slope_(negative_slope) {
+  if (!(negative_slope >= 0.0)) {
+    throw ValueError(fmt::format("The negative_slope value of a Leaky ReLU layer cannot be None or negative value. "
+                                 "Expected a float. Received: negative_slope={}",
+                                 negative_slope));
+  }
+}
+Shape LeakyReLU::build(const Shape& input_shape) {
+  output_shape_ = input_shape;
+  built_ = true;
+  return input_shape;
+}
+Tensor LeakyReLU::call(const Tensor& x, bool) {
+  // max(x, slope·x) for slopes up to 1; the general form otherwise: x·[x ≥ 0] + slope·x·[x < 0].
+  if (slope_ <= 1.0) return ops::maximum(x, ops::mul(x, scalar(slope_)));
+  const Tensor pos = ops::greater_equal(x, scalar(0.0));
+  return ops::add(ops::mul(x, pos), ops::mul(ops::mul(x, scalar(slope_)), ops::sub(scalar(1.0), pos)));
+}
+
 // ---- Dropout ----
 
 Dropout::Dropout(double rate, std::string name) : Layer(name, "dropout"), rate_(rate) {

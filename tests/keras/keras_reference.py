@@ -64,3 +64,11 @@ m = M.RootMeanSquaredError(); m.update_state(yt1, yp1); m.update_state(yt2, yp2)
 # from keras import layers
 # m = keras.Sequential([layers.Input(shape=(64,)), layers.Dense(32, activation="relu"), layers.BatchNormalization(), layers.Dropout(0.2), layers.Dense(10, activation="softmax")])
 # m.summary()
+# import os
+# os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+# import numpy as np, keras
+# M = keras.metrics
+# m = M.AUC(); m.update_state(np.array([[1],[1],[1]], "float32"), np.array([[0.2],[0.6],[0.9]], "float32")); print("auc all positive", float(m.result()))
+# m = M.Precision(); m.update_state(np.array([[0],[0]], "float32"), np.array([[0.2],[0.1]], "float32")); print("precision no positives", float(m.result()))
+# print("bce p=0/1", np.array(keras.losses.BinaryCrossentropy(reduction=None)(np.array([[1],[0],[1],[0]], "float32"), np.array([[1.0],[0.0],[0.0],[1.0]], "float32"))).tolist())
+# print("leaky", np.array(keras.layers.LeakyReLU()(np.array([[-2.0, 3.0]], "float32"))).tolist())

@@ -159,3 +159,26 @@ TEST(Layers, NaNInputsAreReportedWithTheirPlace) {
     EXPECT_THAT(e.what(), ::testing::HasSubstr("`x` contains 1 NaN or infinite value(s), the first at sample 1"));
   }
 }
+
+// Keras 3.15 values (tests/keras/keras_reference.py, edge cases).
+TEST(Layers, LeakyReLUAndEdgeCasesAsKeras) {
+  layers::LeakyReLU leaky;
+  leaky.build(Shape({2}));
+  auto y = leaky.call(Tensor::from_vector<float>({-2.0f, 3.0f}, {1, 2}), false).to_vector<float>();
+  EXPECT_NEAR(y[0], -0.6000000238418579, 1e-7);
+  EXPECT_EQ(y[1], 3.0f);
+  // BCE with probabilities exactly 0 and 1: clipped, finite.
+  auto bce = ops::binary_crossentropy(Tensor::from_vector<float>({1, 0, 1, 0}, {4, 1}),
+                                      Tensor::from_vector<float>({1, 0, 0, 1}, {4, 1}))
+                 .to_vector<float>();
+  EXPECT_NEAR(bce[0], 1.1920928955078125e-07, 1e-12);
+  EXPECT_NEAR(bce[2], 16.11809539794922, 1e-5);
+  EXPECT_NEAR(bce[3], 15.942384719848633, 1e-5);
+  // All one class: AUC has no negatives and Precision no predicted positives; both are 0, not NaN.
+  keras::metrics::AUC auc;
+  auc.update_state(Tensor::from_vector<float>({1, 1, 1}, {3, 1}), Tensor::from_vector<float>({0.2f, 0.6f, 0.9f}, {3, 1}));
+  EXPECT_EQ(auc.result(), 0.0);
+  keras::metrics::Precision precision;
+  precision.update_state(Tensor::from_vector<float>({0, 0}, {2, 1}), Tensor::from_vector<float>({0.2f, 0.1f}, {2, 1}));
+  EXPECT_EQ(precision.result(), 0.0);
+}

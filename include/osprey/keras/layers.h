@@ -152,6 +152,20 @@ class Activation : public Layer {
   ops::Activation activation_;
 };
 
+/// x where x ≥ 0, negative_slope·x elsewhere; the layer's default slope is 0.3 (the "leaky_relu" activation's is
+/// 0.2), as in Keras.
+class LeakyReLU : public Layer {
+ public:
+  explicit LeakyReLU(double negative_slope = 0.3, std::string name = "");
+  std::string class_name() const override { return "LeakyReLU"; }
+  Shape build(const Shape& input_shape) override;
+  Tensor call(const Tensor& inputs, bool training) override;
+  double negative_slope() const { return slope_; }
+
+ private:
+  double slope_;
+};
+
 /// Sets inputs to 0 with probability `rate` during training and scales the rest by 1/(1 − rate); the identity in
 /// evaluate() and predict() (keras.layers.Dropout).
 class Dropout : public Layer {
