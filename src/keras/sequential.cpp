@@ -37,6 +37,7 @@ struct Sequential::State {
   std::shared_ptr<distribute::StrategyImpl> strategy;  // the scope() the model was created or compiled in
   bool run_eagerly = false;
   std::string loss_spelled;  // the loss string given to compile() (compile_config)
+  std::shared_ptr<losses::Loss> logits_loss;  // the from_logits form of the loss, with tf_logits_shortcut
   // Recorded training steps, one per batch shape (the full batches and a short last one).
   struct StepPlan {
     Shape x_shape, y_shape;
@@ -158,6 +159,24 @@ void Sequential::compile(CompileOptions options) {
   s.loss_spelled = options.loss.spelled();
   s.optimizer = options.optimizer.get();
   s.loss = options.loss.get();
+  s.logits_loss.reset();
+  if (options.tf_logits_shortcut && !s.layers.empty()) {
+    auto* last = dynamic_cast<layers::Dense*>(s.layers.back().get());
+    const auto act = last ? last->activation() : ops::Activation::linear;
+    auto* bce = dynamic_cast<losses::BinaryCrossentropy*>(s.loss.get());
+    auto* cce = dynamic_cast<losses::CategoricalCrossentropy*>(s.loss.get());
+    auto* scce = dynamic_cast<losses::SparseCategoricalCrossentropy*>(s.loss.get());
+    if (act == ops::Activation::sigmoid && bce && !bce->options().from_logits) {
+      s.logits_loss = std::make_shared<losses::BinaryCrossentropy>(
+          losses::CrossentropyOptions{bce->options().label_smoothing, true});
+    } else if (act == ops::Activation::softmax && cce && !cce->options().from_logits) {
+      s.logits_loss = std::make_shared<losses::CategoricalCrossentropy>(
+          losses::CrossentropyOptions{cce->options().label_smoothing, true});
+    } else if (act == ops::Activation::softmax && scce && !scce->options().from_logits) {
+      s.logits_loss = std::make_shared<losses::SparseCategoricalCrossentropy>(
+          losses::SparseCategoricalCrossentropy::Options{true});
+    }
+  }
   s.metrics.clear();
   for (auto& m : options.metrics) s.metrics.push_back(m.get());
   s.compiled = true;
@@ -184,17 +203,28 @@ static void check_input(Sequential& model, Sequential::State& s, const Tensor& x
   }
 }
 
-Tensor Sequential::operator()(const Tensor& x, bool training) {
-  auto& s = state(s_);
-  check_input(*this, s, x);
+// The forward pass; with `logits` and the TF logits shortcut compiled in, the last Dense also leaves its
+// pre-activation there.
+static Tensor forward(Sequential& model, Sequential::State& s, const Tensor& x, bool training, Tensor* logits) {
+  check_input(model, s, x);
   Tensor h = x;
   runtime::Device* device = s.device;
   if (s.strategy && current_replica_id() >= 0) device = s.strategy->devices()[current_replica_id()];
   if (device && &h.device_ref() != device) h = h.to(*device);
   if (h.dtype() != DType::float32) h = h.cast(DType::float32);
-  for (auto& l : s.layers) h = l->call(h, training);
+  const bool shortcut = logits && s.logits_loss;
+  const size_t n = s.layers.size();
+  for (size_t i = 0; i + (shortcut ? 1 : 0) < n; ++i) h = s.layers[i]->call(h, training);
+  if (shortcut) {
+    auto* last = static_cast<layers::Dense*>(s.layers.back().get());
+    *logits = ops::dense(h, last->kernel()->value(), last->bias() ? last->bias()->value() : Tensor(),
+                         ops::Activation::linear);
+    h = ops::activation(*logits, last->activation());
+  }
   return h;
 }
+
+Tensor Sequential::operator()(const Tensor& x, bool training) { return forward(*this, state(s_), x, training, nullptr); }
 
 namespace {
 
@@ -263,11 +293,15 @@ static Tensor penalty_sum(Sequential::State& s) {
 }
 // The compiled loss of a batch, with sample weights when given: Σ(w·loss_i) / n (Keras divides by the element
 // count, not by Σw).
-static Tensor batch_loss(Sequential::State& s, const Tensor& y, const Tensor& y_pred, const Tensor& w) {
-  if (!w.defined()) return (*s.loss)(y, y_pred);
+static Tensor batch_loss(Sequential::State& s, const Tensor& y, const Tensor& y_pred, const Tensor& w,
+                         const Tensor& logits = Tensor()) {
+  const bool from_logits = logits.defined() && s.logits_loss;
+  const losses::Loss& loss = from_logits ? *s.logits_loss : *s.loss;
+  const Tensor& pred = from_logits ? logits : y_pred;
+  if (!w.defined()) return loss(y, pred);
   // No copy when already there: a recorded step plan must read the weights from the buffer it refills.
   const Tensor wd = &w.device_ref() == &y_pred.device_ref() ? w : w.to(y_pred.device_ref());
-  return ops::reduce_mean(ops::mul(s.loss->per_sample(y, y_pred), wd));
+  return ops::reduce_mean(ops::mul(loss.per_sample(y, pred), wd));
 }
 
 // The training loss Keras reports: the compiled loss plus the layers' regularization losses.
@@ -329,8 +363,9 @@ static double planned_train_step(Sequential& model, Sequential::State& s, const 
     {
       ops::RecordingScope record(p->recording);
       GradientTape tape;
-      p->y_pred = model(p->x, true);
-      p->loss = with_penalties(s, batch_loss(s, p->y, p->y_pred, p->w));
+      Tensor logits;
+      p->y_pred = forward(model, s, p->x, true, &logits);
+      p->loss = with_penalties(s, batch_loss(s, p->y, p->y_pred, p->w, logits));
       p->grads = tape.gradient(p->loss, vars);
     }
     // A copy inside the step (not a kernel) would be frozen in the plan: such a step is never replayed.
@@ -362,8 +397,9 @@ static double eager_train_step(Sequential& model, Sequential::State& s, const Te
   std::vector<Tensor> grads;
   {
     GradientTape tape;
-    y_pred = model(x, true);
-    loss = with_penalties(s, batch_loss(s, y, y_pred, w));
+    Tensor logits;
+    y_pred = forward(model, s, x, true, &logits);
+    loss = with_penalties(s, batch_loss(s, y, y_pred, w, logits));
     grads = tape.gradient(loss, vars);
   }
   s.optimizer->apply_gradients(grads, vars);
@@ -408,11 +444,13 @@ static double distributed_train_step(Sequential& model, Sequential::State& s, co
       xs[r] = x.slice_rows(b, e).to(device);
       ys[r] = y.slice_rows(b, e).to(device);
       GradientTape tape;
-      preds[r] = model(xs[r], true);
+      Tensor logits;
+      preds[r] = forward(model, s, xs[r], true, &logits);
       // The replica's share of the global batch's mean loss, plus 1/N of the penalties (so that the SUM of the
       // replicas' gradients is the single-device one).
       const Tensor wr = w.defined() ? w.slice_rows(b, e).to(device) : Tensor();
-      Tensor loss = ops::mul(batch_loss(s, ys[r], preds[r], wr), Tensor::scalar(static_cast<double>(e - b) / batch));
+      Tensor loss =
+          ops::mul(batch_loss(s, ys[r], preds[r], wr, logits), Tensor::scalar(static_cast<double>(e - b) / batch));
       if (has_penalties(s)) {
         loss = ops::add(loss, ops::mul(penalty_sum(s), Tensor::scalar(1.0 / n)));
       }
@@ -444,17 +482,19 @@ static double distributed_train_step(Sequential& model, Sequential::State& s, co
 // The forward pass of a global batch under a strategy: each replica runs its shard. Returns the shards'
 // (labels, predictions) in replica order; empty shards are left undefined.
 static void distributed_forward(Sequential& model, Sequential::State& s, const Tensor& x, const Tensor* y,
-                                std::vector<Tensor>& ys, std::vector<Tensor>& preds) {
+                                std::vector<Tensor>& ys, std::vector<Tensor>& preds,
+                                std::vector<Tensor>* logits = nullptr) {
   auto& st = *s.strategy;
   const int n = st.num_replicas();
   const int64_t batch = x.shape()[0];
   ys.assign(n, Tensor());
   preds.assign(n, Tensor());
+  if (logits) logits->assign(n, Tensor());
   st.run_replicas([&](int r) {
     const auto [b, e] = replica_rows(batch, n, r);
     if (e == b) return;
     auto& device = *st.devices()[r];
-    preds[r] = model(x.slice_rows(b, e).to(device), false);
+    preds[r] = forward(model, s, x.slice_rows(b, e).to(device), false, logits ? &(*logits)[r] : nullptr);
     if (y) ys[r] = y->slice_rows(b, e).to(device);
   });
 }
@@ -475,17 +515,18 @@ static void run_evaluation(Sequential& model, Sequential::State& s, const Tensor
     const double penalty = has_penalties(s) ? penalty_sum(s).item() : 0.0;  // Keras's evaluate loss includes them
     loss_sum += penalty * static_cast<double>(e - b);
     if (distributed(s)) {
-      std::vector<Tensor> ys, preds;
-      distributed_forward(model, s, xb, &yb, ys, preds);
+      std::vector<Tensor> ys, preds, logits;
+      distributed_forward(model, s, xb, &yb, ys, preds, &logits);
       for (size_t r = 0; r < preds.size(); ++r) {
         if (!preds[r].defined()) continue;
-        loss_sum += (*s.loss)(ys[r], preds[r]).item() * static_cast<double>(preds[r].shape()[0]);
+        loss_sum += batch_loss(s, ys[r], preds[r], Tensor(), logits[r]).item() * static_cast<double>(preds[r].shape()[0]);
         for (auto& m : s.metrics) m->update_state(ys[r], preds[r]);
       }
     } else {
-      Tensor y_pred = model(xb, false);
+      Tensor logits;
+      Tensor y_pred = forward(model, s, xb, false, &logits);
       if (auto* d = &y_pred.device_ref(); &yb.device_ref() != d) yb = yb.to(*d);
-      loss_sum += (*s.loss)(yb, y_pred).item() * static_cast<double>(e - b);
+      loss_sum += batch_loss(s, yb, y_pred, Tensor(), logits).item() * static_cast<double>(e - b);
       for (auto& m : s.metrics) m->update_state(yb, y_pred);
     }
     seen += static_cast<double>(e - b);
@@ -901,10 +942,10 @@ std::vector<double> Sequential::test_on_batch(const Tensor& x, const Tensor& y) 
   check_data(x, y, "test_on_batch");
   check_input(*this, s, x);
   for (auto& m : s.metrics) m->reset_state();
-  Tensor yb = y;
-  Tensor y_pred = (*this)(x, false);
+  Tensor yb = y, logits;
+  Tensor y_pred = forward(*this, s, x, false, &logits);
   if (&yb.device_ref() != &y_pred.device_ref()) yb = yb.to(y_pred.device_ref());
-  std::vector<double> out{with_penalties(s, (*s.loss)(yb, y_pred)).item()};
+  std::vector<double> out{with_penalties(s, batch_loss(s, yb, y_pred, Tensor(), logits)).item()};
   for (auto& m : s.metrics) {
     m->update_state(yb, y_pred);
     out.push_back(m->result());

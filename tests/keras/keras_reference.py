@@ -72,3 +72,14 @@ m = M.RootMeanSquaredError(); m.update_state(yt1, yp1); m.update_state(yt2, yp2)
 # m = M.Precision(); m.update_state(np.array([[0],[0]], "float32"), np.array([[0.2],[0.1]], "float32")); print("precision no positives", float(m.result()))
 # print("bce p=0/1", np.array(keras.losses.BinaryCrossentropy(reduction=None)(np.array([[1],[0],[1],[0]], "float32"), np.array([[1.0],[0.0],[0.0],[1.0]], "float32"))).tolist())
 # print("leaky", np.array(keras.layers.LeakyReLU()(np.array([[-2.0, 3.0]], "float32"))).tolist())
+# import os
+# os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+# import numpy as np, keras
+# from keras import layers
+# m = keras.Sequential([layers.Input(shape=(1,)), layers.Dense(1, activation="sigmoid")])
+# m.compile(optimizer="sgd", loss="binary_crossentropy")
+# m.set_weights([np.array([[1.0]], "float32"), np.array([0.0], "float32")])
+# x = np.array([[20.0], [-3.0]], "float32"); y = np.array([[0.0], [1.0]], "float32")
+# print("evaluate (graph, TF shortcut)", m.evaluate(x, y, verbose=0))
+# m.compile(optimizer="sgd", loss="binary_crossentropy", run_eagerly=True)
+# print("evaluate (run_eagerly, clipped)", m.evaluate(x, y, verbose=0))

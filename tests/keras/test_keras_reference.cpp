@@ -161,3 +161,19 @@ TEST(KerasReference, MetricsByNameInFit) {
   auto h = m.fit(x, y, {.epochs = 2, .batch_size = 16, .verbose = 0});
   for (const char* key : {"auc", "precision", "recall", "loss"}) EXPECT_EQ(h.history.count(key), 1u) << key;
 }
+
+// Keras 3.15 on TensorFlow evaluates Dense(1, "sigmoid") + binary_crossentropy from the logits (11.5243 here, for a
+// logit of 20 with label 0 and −3 with label 1); the clipped formula gives (15.9424 + 3.0486) / 2.
+TEST(KerasReference, TensorFlowLogitsShortcut) {
+  for (bool shortcut : {true, false}) {
+    keras::Sequential m({keras::layers::Input({1}), keras::layers::Dense(1, "sigmoid")});
+    m.compile({.optimizer = "sgd", .loss = "binary_crossentropy", .tf_logits_shortcut = shortcut});
+    m.set_weights({Tensor::from_vector<float>({1.0f}, {1, 1}), Tensor::from_vector<float>({0.0f}, {1})});
+    const Tensor x = Tensor::from_vector<float>({20.0f, -3.0f}, {2, 1}), y = Tensor::from_vector<float>({0, 1}, {2, 1});
+    const double loss = m.evaluate(x, y, {.verbose = 0})[0];
+    EXPECT_NEAR(loss, shortcut ? 11.524293899536133 : (15.942384719848633 + 3.048587322235107) / 2, 1e-4) << shortcut;
+    EXPECT_NEAR(m.test_on_batch(x, y)[0], loss, 1e-6);
+    auto h = m.fit(x, y, {.batch_size = 2, .verbose = 0, .shuffle = false});
+    EXPECT_NEAR(h.history["loss"][0], loss, 1e-5);  // the step's loss, before the update
+  }
+}

@@ -37,6 +37,7 @@ class BinaryCrossentropy : public Loss {
   explicit BinaryCrossentropy(CrossentropyOptions o = {});
   Tensor per_sample(const Tensor& y_true, const Tensor& y_pred) const override;
   std::string class_name() const override { return "BinaryCrossentropy"; }
+  const CrossentropyOptions& options() const { return opt_; }
 
  private:
   CrossentropyOptions opt_;
@@ -47,6 +48,7 @@ class CategoricalCrossentropy : public Loss {
   explicit CategoricalCrossentropy(CrossentropyOptions o = {});
   Tensor per_sample(const Tensor& y_true, const Tensor& y_pred) const override;
   std::string class_name() const override { return "CategoricalCrossentropy"; }
+  const CrossentropyOptions& options() const { return opt_; }
 
  private:
   CrossentropyOptions opt_;
@@ -61,6 +63,7 @@ class SparseCategoricalCrossentropy : public Loss {
   explicit SparseCategoricalCrossentropy(Options o);
   Tensor per_sample(const Tensor& y_true, const Tensor& y_pred) const override;
   std::string class_name() const override { return "SparseCategoricalCrossentropy"; }
+  const Options& options() const { return opt_; }
 
  private:
   Options opt_{};

@@ -28,6 +28,11 @@ struct CompileOptions {
   /// Dense-only model on the CPU replays the recorded kernel launches on preallocated buffers (no dispatch,
   /// tape or allocation), bit-identical to the eager step. true: every step runs eagerly.
   bool run_eagerly = false;
+  /// TensorFlow-backend Keras's shortcut: when the model ends in Dense(…, "sigmoid") with binary crossentropy,
+  /// or Dense(…, "softmax") with categorical or sparse categorical crossentropy, the loss is computed from the
+  /// Dense's logits without clipping (exact for saturated outputs; Keras 3.15 on TensorFlow does this in fit and
+  /// evaluate, eager or not). Off (default): the clipped formulas, as Keras's JAX and torch backends compute them.
+  bool tf_logits_shortcut = false;
 };
 
 /// model.fit's keyword arguments (epochs first so that `{.epochs = 3, .batch_size = 64}` reads as in Keras).
