@@ -115,7 +115,7 @@ json layer_json(Layer& l, const Shape& input_shape) {
   if (auto* d = dynamic_cast<layers::Dense*>(&l)) {
     const auto& o = d->options();
     cfg["units"] = d->units();
-    cfg["activation"] = ops::activation_name(d->activation());
+    cfg["activation"] = d->activation_name();
     cfg["use_bias"] = o.use_bias;
     cfg["kernel_initializer"] = initializer(o.kernel_initializer);
     cfg["bias_initializer"] = initializer(o.bias_initializer);
@@ -126,7 +126,7 @@ json layer_json(Layer& l, const Shape& input_shape) {
     cfg["quantization_config"] = nullptr;
     build_config = true;
   } else if (auto* a = dynamic_cast<layers::Activation*>(&l)) {
-    cfg["activation"] = ops::activation_name(a->activation());
+    cfg["activation"] = a->activation_name();
   } else if (auto* lr = dynamic_cast<layers::LeakyReLU*>(&l)) {
     cfg["negative_slope"] = lr->negative_slope();
   } else if (auto* dr = dynamic_cast<layers::Dropout*>(&l)) {

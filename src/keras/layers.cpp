@@ -8,6 +8,7 @@
 
 #include "osprey/errors.h"
 #include "osprey/random.h"
+#include "keras/activations.h"
 #include "keras/naming.h"
 
 namespace osprey::keras {
@@ -129,7 +130,8 @@ Shape Input::build(const Shape& input_shape) {
 }
 
 Dense::Dense(int units, const std::string& activation, DenseOptions options)
-    : Layer(options.name, "dense"), units_(units), activation_(ops::activation_from_name(activation)),
+    : Layer(options.name, "dense"), units_(units), activation_(ActivationFn::get(activation).kernel),
+      activation_name_(ActivationFn::get(activation).name), composite_(ActivationFn::get(activation).composite),
       options_(std::move(options)) {
   if (units <= 0) {
     throw ValueError(fmt::format("Received an invalid value for `units`, expected a positive integer. Received: "
@@ -174,7 +176,8 @@ Tensor Dense::call(const Tensor& inputs, bool) {
     throw InvalidArgumentError(fmt::format("Dense '{}' expects input with last dimension {}, got shape {}", name_,
                                            kernel_->shape()[0], s.to_string()));
   }
-  return ops::dense(inputs, kernel_->value(), bias_ ? bias_->value() : Tensor(), activation_);
+  Tensor y = ops::dense(inputs, kernel_->value(), bias_ ? bias_->value() : Tensor(), activation_);
+  return composite_ ? ActivationFn::get(activation_name_)(y) : y;
 }
 
 std::vector<Tensor> Dense::regularization_losses() {

@@ -2,6 +2,7 @@
 // for them unchanged.
 #include <fmt/format.h>
 
+#include "keras/activations.h"
 #include "osprey/errors.h"
 #include "osprey/keras/layers.h"
 #include "osprey/random.h"
@@ -13,13 +14,13 @@ static Tensor scalar(double v) { return Tensor::scalar(v); }
 // ---- Activation ----
 
 Activation::Activation(const std::string& activation, std::string name)
-    : Layer(name, "activation"), activation_(ops::activation_from_name(activation)) {}
+    : Layer(name, "activation"), name_of_activation_(ActivationFn::get(activation).name) {}
 Shape Activation::build(const Shape& input_shape) {
   output_shape_ = input_shape;
   built_ = true;
   return input_shape;
 }
-Tensor Activation::call(const Tensor& x, bool) { return ops::activation(x, activation_); }
+Tensor Activation::call(const Tensor& x, bool) { return ActivationFn::get(name_of_activation_)(x); }
 
 // ---- LeakyReLU ----
 

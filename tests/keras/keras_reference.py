@@ -83,3 +83,10 @@ m = M.RootMeanSquaredError(); m.update_state(yt1, yp1); m.update_state(yt2, yp2)
 # print("evaluate (graph, TF shortcut)", m.evaluate(x, y, verbose=0))
 # m.compile(optimizer="sgd", loss="binary_crossentropy", run_eagerly=True)
 # print("evaluate (run_eagerly, clipped)", m.evaluate(x, y, verbose=0))
+# import os
+# os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+# import numpy as np, keras
+# x = np.array([[-3.0, -1.5, -0.5, 0.0, 0.3, 1.0, 2.5, 7.0]], "float32")
+# for n in ["celu", "hard_shrink", "hard_sigmoid", "hard_silu", "hard_tanh", "log_sigmoid", "log_softmax", "mish", "relu6", "soft_shrink", "sparse_plus", "sparse_sigmoid", "squareplus", "tanh_shrink", "glu"]:
+#     f = keras.activations.get(n)
+#     print(n, np.array(f(x), "float64").tolist())

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 
 #include "osprey/errors.h"
 #include "osprey/keras.h"
@@ -176,4 +177,43 @@ TEST(KerasReference, TensorFlowLogitsShortcut) {
     auto h = m.fit(x, y, {.batch_size = 2, .verbose = 0, .shuffle = false});
     EXPECT_NEAR(h.history["loss"][0], loss, 1e-5);  // the step's loss, before the update
   }
+}
+
+TEST(KerasReference, EveryOtherKerasActivationMatches) {
+  const Tensor x = Tensor::from_vector<float>({-3.0f, -1.5f, -0.5f, 0.0f, 0.3f, 1.0f, 2.5f, 7.0f}, {1, 8});
+  const std::map<std::string, std::vector<double>> want = {
+      {"celu", {-0.9502129554748535, -0.7768698334693909, -0.39346933364868164, 0.0, 0.30000001192092896, 1.0, 2.5, 7.0}},
+      {"hard_shrink", {-3.0, -1.5, 0.0, 0.0, 0.0, 1.0, 2.5, 7.0}},
+      {"hard_sigmoid", {0.0, 0.25, 0.4166666567325592, 0.5, 0.550000011920929, 0.6666666865348816, 0.9166666865348816, 1.0}},
+      {"hard_silu", {-0.0, -0.375, -0.2083333283662796, 0.0, 0.16500000655651093, 0.6666666865348816, 2.2916667461395264, 7.0}},
+      {"hard_tanh", {-1.0, -1.0, -0.5, 0.0, 0.30000001192092896, 1.0, 1.0, 1.0}},
+      {"log_sigmoid", {-3.0485870838165283, -1.7014132738113403, -0.9740769267082214, -0.6931471824645996,
+                       -0.5543552041053772, -0.3132616877555847, -0.07888974249362946, -0.0009114663698710501}},
+      {"log_softmax", {-10.016397476196289, -8.516397476196289, -7.516397476196289, -7.016397476196289,
+                       -6.716397285461426, -6.016397476196289, -4.516397476196289, -0.016397248953580856}},
+      {"mish", {-0.14564748108386993, -0.29809972643852234, -0.22074377536773682, 0.0, 0.20800139009952545,
+                0.8650984168052673, 2.4713923931121826, 6.999989032745361}},
+      {"relu6", {0.0, 0.0, 0.0, 0.0, 0.30000001192092896, 1.0, 2.5, 6.0}},
+      {"soft_shrink", {-2.5, -1.0, 0.0, 0.0, 0.0, 0.5, 2.0, 6.5}},
+      {"sparse_plus", {0.0, 0.0, 0.0625, 0.25, 0.42249998450279236, 1.0, 2.5, 7.0}},
+      {"sparse_sigmoid", {0.0, 0.0, 0.25, 0.5, 0.6499999761581421, 1.0, 1.0, 1.0}},
+      {"squareplus", {0.30277562141418457, 0.5, 0.7807763814926147, 1.0, 1.1611874103546143, 1.6180340051651,
+                      2.850780963897705, 7.140054702758789}},
+      {"tanh_shrink", {-2.0049452781677246, -0.5948516726493835, -0.037882864475250244, 0.0, 0.008687376976013184,
+                       0.23840582370758057, 1.5133856534957886, 6.000001907348633}},
+      {"glu", {-1.72332763671875, -1.096587896347046, -0.46207091212272644, 0.0}},
+  };
+  for (const auto& [name, values] : want) {
+    keras::layers::Activation layer(name);
+    expect_near(layer.call(x, false).to_vector<float>(), values, 1e-5, name.c_str());
+  }
+  // In Dense too (applied after the fused product), trainable through the tape, and named in the config.
+  osprey::random::set_seed(1);
+  Tensor xs = osprey::random::uniform({32, 3}), ys = osprey::random::uniform({32, 1});
+  keras::Sequential m({keras::layers::Input({3}), keras::layers::Dense(8, "mish"), keras::layers::Dense(1, "hard_tanh")});
+  m.compile({.optimizer = "adam", .loss = "mse"});
+  auto h = m.fit(xs, ys, {.epochs = 10, .batch_size = 8, .verbose = 0});
+  EXPECT_LT(h.history["loss"].back(), h.history["loss"].front());
+  EXPECT_NE(m.get_config().find("\"activation\": \"mish\""), std::string::npos);
+  EXPECT_THROW(keras::layers::Dense(2, "no_such_activation"), ValueError);
 }

@@ -118,13 +118,16 @@ struct DenseOptions {
 /// activation(inputs @ kernel + bias) as one fused op. Kernel (in, units) with glorot_uniform, bias zeros.
 class Dense : public Layer {
  public:
-  /// `units` must be > 0; `activation` is a Keras name ("relu", "sigmoid", ...; "" is linear).
+  /// `units` must be > 0; `activation` is a Keras name ("relu", "sigmoid", "mish", ...; "" is linear).
   explicit Dense(int units, const std::string& activation = "", DenseOptions options = {});
   std::string class_name() const override { return "Dense"; }
   Shape build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool training) override;
   int units() const { return units_; }
+  /// The fused (kernel) activation; linear when the activation is a composite one (see activation_name()).
   ops::Activation activation() const { return activation_; }
+  /// Keras's name of the activation ("relu", "mish", ...).
+  const std::string& activation_name() const { return activation_name_; }
   Variable* kernel() { return kernel_; }
   Variable* bias() { return bias_; }
   const DenseOptions& options() const { return options_; }
@@ -134,6 +137,8 @@ class Dense : public Layer {
  private:
   int units_;
   ops::Activation activation_;
+  std::string activation_name_;
+  bool composite_ = false;  ///< applied with ops after the fused linear product
   DenseOptions options_;
   Variable* kernel_ = nullptr;
   Variable* bias_ = nullptr;
@@ -146,10 +151,10 @@ class Activation : public Layer {
   std::string class_name() const override { return "Activation"; }
   Shape build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool training) override;
-  ops::Activation activation() const { return activation_; }
+  const std::string& activation_name() const { return name_of_activation_; }
 
  private:
-  ops::Activation activation_;
+  std::string name_of_activation_;
 };
 
 /// x where x ≥ 0, negative_slope·x elsewhere; the layer's default slope is 0.3 (the "leaky_relu" activation's is
