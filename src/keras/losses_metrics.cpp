@@ -12,8 +12,29 @@ namespace osprey::keras {
 
 namespace losses {
 
+static Tensor reduce(Reduction r, const Tensor& values, const Tensor& weights) {
+  switch (r) {
+    case Reduction::none: return values;
+    case Reduction::sum: return ops::reduce_sum(values);
+    case Reduction::mean_with_sample_weight:
+      if (weights.defined()) {  // divide_no_nan
+        const Tensor total = ops::reduce_sum(weights);
+        return ops::div(ops::reduce_sum(values), ops::maximum(total, Tensor::scalar(1e-30)));
+      }
+      return ops::reduce_mean(values);
+    case Reduction::sum_over_batch_size: return ops::reduce_mean(values);
+  }
+  return ops::reduce_mean(values);
+}
+
 Tensor Loss::operator()(const Tensor& y_true, const Tensor& y_pred) const {
-  return ops::reduce_mean(per_sample(y_true, y_pred));
+  return reduce(reduction_, per_sample(y_true, y_pred), Tensor());
+}
+
+Tensor Loss::operator()(const Tensor& y_true, const Tensor& y_pred, const Tensor& w) const {
+  const Tensor v = per_sample(y_true, y_pred);
+  const Tensor wd = &w.device_ref() == &v.device_ref() ? w : w.to(v.device_ref());
+  return reduce(reduction_, ops::mul(v, ops::reshape(wd, v.shape())), wd);
 }
 
 // ---- helpers: composite ops (differentiable through the tape, on every device) ----

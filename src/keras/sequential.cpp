@@ -153,6 +153,10 @@ void Sequential::compile(CompileOptions options) {
   if (!options.loss.get()) {
     throw ValueError("compile() needs a loss, e.g. .loss = \"binary_crossentropy\" or \"mse\".");
   }
+  if (options.loss.get()->reduction() == losses::Reduction::none) {
+    throw ValueError("compile(): a loss with reduction \"none\" gives one value per sample; training needs a scalar. "
+                     "Use \"sum_over_batch_size\" (the default), \"sum\" or \"mean_with_sample_weight\".");
+  }
   if (!s.strategy) s.strategy = distribute::current_strategy();
   s.plans.clear();
   s.run_eagerly = options.run_eagerly;
@@ -176,6 +180,7 @@ void Sequential::compile(CompileOptions options) {
       s.logits_loss = std::make_shared<losses::SparseCategoricalCrossentropy>(
           losses::SparseCategoricalCrossentropy::Options{true});
     }
+    if (s.logits_loss) s.logits_loss->set_reduction(s.loss->reduction());
   }
   s.metrics.clear();
   for (auto& m : options.metrics) s.metrics.push_back(m.get());
@@ -299,9 +304,7 @@ static Tensor batch_loss(Sequential::State& s, const Tensor& y, const Tensor& y_
   const losses::Loss& loss = from_logits ? *s.logits_loss : *s.loss;
   const Tensor& pred = from_logits ? logits : y_pred;
   if (!w.defined()) return loss(y, pred);
-  // No copy when already there: a recorded step plan must read the weights from the buffer it refills.
-  const Tensor wd = &w.device_ref() == &y_pred.device_ref() ? w : w.to(y_pred.device_ref());
-  return ops::reduce_mean(ops::mul(loss.per_sample(y, pred), wd));
+  return loss(y, pred, w);  // no copy when already there: a recorded plan reads the weights from its buffer
 }
 
 // The training loss Keras reports: the compiled loss plus the layers' regularization losses.
@@ -449,8 +452,9 @@ static double distributed_train_step(Sequential& model, Sequential::State& s, co
       // The replica's share of the global batch's mean loss, plus 1/N of the penalties (so that the SUM of the
       // replicas' gradients is the single-device one).
       const Tensor wr = w.defined() ? w.slice_rows(b, e).to(device) : Tensor();
-      Tensor loss =
-          ops::mul(batch_loss(s, ys[r], preds[r], wr, logits), Tensor::scalar(static_cast<double>(e - b) / batch));
+      // A "sum" reduction adds up across replicas as it is; the means are weighted by the replica's share.
+      const double share = s.loss->reduction() == losses::Reduction::sum ? 1.0 : static_cast<double>(e - b) / batch;
+      Tensor loss = ops::mul(batch_loss(s, ys[r], preds[r], wr, logits), Tensor::scalar(share));
       if (has_penalties(s)) {
         loss = ops::add(loss, ops::mul(penalty_sum(s), Tensor::scalar(1.0 / n)));
       }

@@ -90,3 +90,10 @@ m = M.RootMeanSquaredError(); m.update_state(yt1, yp1); m.update_state(yt2, yp2)
 # for n in ["celu", "hard_shrink", "hard_sigmoid", "hard_silu", "hard_tanh", "log_sigmoid", "log_softmax", "mish", "relu6", "soft_shrink", "sparse_plus", "sparse_sigmoid", "squareplus", "tanh_shrink", "glu"]:
 #     f = keras.activations.get(n)
 #     print(n, np.array(f(x), "float64").tolist())
+# import os
+# os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+# import numpy as np, keras
+# y = np.array([[1], [0], [1], [0]], "float32"); p = np.array([[0.9], [0.2], [0.3], [0.6]], "float32"); w = np.array([1.0, 2.0, 0.5, 0.0], "float32")
+# for r in ["sum_over_batch_size", "sum", "mean_with_sample_weight"]:
+#     l = keras.losses.BinaryCrossentropy(reduction=r)
+#     print(r, float(l(y, p)), float(l(y, p, sample_weight=w)))

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <map>
+#include <tuple>
 
 #include "osprey/errors.h"
 #include "osprey/keras.h"
@@ -216,4 +217,25 @@ TEST(KerasReference, EveryOtherKerasActivationMatches) {
   EXPECT_LT(h.history["loss"].back(), h.history["loss"].front());
   EXPECT_NE(m.get_config().find("\"activation\": \"mish\""), std::string::npos);
   EXPECT_THROW(keras::layers::Dense(2, "no_such_activation"), ValueError);
+}
+
+TEST(KerasReference, LossReductionsWithAndWithoutSampleWeights) {
+  const Tensor y = Tensor::from_vector<float>({1, 0, 1, 0}, {4, 1});
+  const Tensor p = Tensor::from_vector<float>({0.9f, 0.2f, 0.3f, 0.6f}, {4, 1});
+  const Tensor w = Tensor::from_vector<float>({1.0f, 2.0f, 0.5f, 0.0f}, {4});
+  const std::vector<std::tuple<L::Reduction, double, double>> want = {
+      {L::Reduction::sum_over_batch_size, 0.612191915512085, 0.2884085178375244},
+      {L::Reduction::sum, 2.44876766204834, 1.1536340713500977},
+      {L::Reduction::mean_with_sample_weight, 0.612191915512085, 0.3296097218990326}};
+  for (const auto& [r, plain, weighted] : want) {
+    L::BinaryCrossentropy bce;
+    bce.set_reduction(r);
+    EXPECT_NEAR(bce(y, p).item(), plain, 1e-6);
+    EXPECT_NEAR(bce(y, p, w).item(), weighted, 1e-6);
+  }
+  L::BinaryCrossentropy none;
+  none.set_reduction(L::Reduction::none);
+  EXPECT_EQ(none(y, p).shape(), Shape({4}));
+  keras::Sequential m({keras::layers::Input({1}), keras::layers::Dense(1, "sigmoid")});
+  EXPECT_THROW(m.compile({.optimizer = "sgd", .loss = none}), ValueError);
 }

@@ -9,21 +9,30 @@
 
 namespace osprey::keras::losses {
 
-/// A loss: per-sample values, reduced by their mean (Keras's "sum_over_batch_size").
+/// How per-sample losses become the loss (Keras's `reduction`): "sum_over_batch_size" (the mean; the default),
+/// "sum", "mean_with_sample_weight" (Σ w·l / Σ w), "none" (the per-sample values).
+enum class Reduction { sum_over_batch_size, sum, mean_with_sample_weight, none };
+
+/// A loss: per-sample values, reduced as its reduction says (Keras's "sum_over_batch_size" by default).
 class Loss {
  public:
   explicit Loss(std::string name) : name_(std::move(name)) {}
   virtual ~Loss() = default;
   /// Per-sample losses, shape (N,).
   virtual Tensor per_sample(const Tensor& y_true, const Tensor& y_pred) const = 0;
-  /// The reduced (scalar) loss.
+  /// The reduced loss (a scalar unless the reduction is none).
   Tensor operator()(const Tensor& y_true, const Tensor& y_pred) const;
+  /// With one weight per sample: Σ(w·l) divided by the element count (not Σw) for sum_over_batch_size.
+  Tensor operator()(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight) const;
+  Reduction reduction() const { return reduction_; }
+  void set_reduction(Reduction r) { reduction_ = r; }
   const std::string& name() const { return name_; }
   /// Keras's class name ("BinaryCrossentropy").
   virtual std::string class_name() const = 0;
 
  private:
   std::string name_;
+  Reduction reduction_ = Reduction::sum_over_batch_size;
 };
 
 struct CrossentropyOptions {
