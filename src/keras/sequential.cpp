@@ -970,16 +970,22 @@ Tensor Sequential::predict(const Tensor& x, PredictOptions o) {
   const int batch_size = resolve_batch_size(o.batch_size, "predict");
   const int64_t n = x.shape()[0];
   const int steps = static_cast<int>((n + batch_size - 1) / batch_size);
-  ProgbarLogger bar(std::cout);
-  bar.set_params({o.verbose, 1, steps});
+  CallbackList cbs;  // user callbacks, then the progress bar (Keras's order)
+  for (auto& c : o.callbacks) cbs.all.push_back(c.get());
+  cbs.all.push_back(std::make_shared<ProgbarLogger>(std::cout));
+  cbs.each([&](Callback& c) {
+    c.set_model(this);
+    c.set_params({o.verbose, 1, steps});
+  });
   Logs logs;
-  bar.on_predict_begin(logs);
+  cbs.each([&](Callback& c) { c.on_predict_begin(logs); });
   runtime::Device& host = runtime::DeviceManager::get().host_device();
   Tensor out;
   std::vector<float> values;
   Shape out_row;
   for (int step = 0; step < steps; ++step) {
     const int64_t b = step * static_cast<int64_t>(batch_size), e = std::min<int64_t>(n, b + batch_size);
+    cbs.each([&](Callback& c) { c.on_predict_batch_begin(step, logs); });
     std::vector<Tensor> parts;
     if (distributed(s)) {
       std::vector<Tensor> unused;
@@ -993,9 +999,9 @@ Tensor Sequential::predict(const Tensor& x, PredictOptions o) {
       values.insert(values.end(), v.begin(), v.end());
       out_row = yb.shape();
     }
-    bar.on_predict_batch_end(step, logs);
+    cbs.each([&](Callback& c) { c.on_predict_batch_end(step, logs); });
   }
-  bar.on_predict_end(logs);
+  cbs.each([&](Callback& c) { c.on_predict_end(logs); });
   std::vector<int64_t> dims = out_row.dims();
   dims[0] = n;
   return Tensor::from_host(values.data(), Shape(dims)).to(host);

@@ -239,3 +239,19 @@ TEST(Callbacks, WeightsFileRoundTripAndErrors) {
       HasSubstr("variable 0 in"));
   EXPECT_THROW(a.set_weights({}), ValueError);
 }
+
+TEST(Callbacks, PredictHooks) {
+  class Recorder : public keras::Callback {
+   public:
+    void on_predict_begin(Logs&) override { events.push_back("begin"); }
+    void on_predict_batch_begin(int b, Logs&) override { events.push_back("batch_begin " + std::to_string(b)); }
+    void on_predict_batch_end(int b, Logs&) override { events.push_back("batch_end " + std::to_string(b)); }
+    void on_predict_end(Logs&) override { events.push_back("end"); }
+    std::vector<std::string> events;
+  };
+  auto rec = std::make_shared<Recorder>();
+  Sequential m = model();
+  m.predict(data().x.slice_rows(0, 15), {.batch_size = 10, .verbose = 0, .callbacks = {rec}});
+  EXPECT_EQ(rec->events, (std::vector<std::string>{"begin", "batch_begin 0", "batch_end 0", "batch_begin 1",
+                                                   "batch_end 1", "end"}));
+}

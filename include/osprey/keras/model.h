@@ -62,6 +62,7 @@ struct EvaluateOptions {
 struct PredictOptions {
   std::optional<int> batch_size{};  ///< default 32
   int verbose = 1;
+  std::vector<CallbackRef> callbacks{};  ///< on_predict_begin, on_predict_batch_begin/end, on_predict_end
 };
 
 /// What fit() returns: per-epoch values by key, the epochs run and the parameters.
