@@ -247,16 +247,24 @@ void check_data(const Tensor& x, const Tensor& y, const char* fn) {
   // NaN or infinite values would silently turn the loss into NaN: say where they are instead.
   for (const auto& [t, arg] : {std::pair<const Tensor*, const char*>{&x, "x"}, {&y, "y"}}) {
     if (t->dtype() != DType::float32 && t->dtype() != DType::float64) continue;
-    const auto v = (t->dtype() == DType::float32 ? *t : t->cast(DType::float32)).to_vector<float>();
-    const int64_t cols = t->shape()[0] ? static_cast<int64_t>(v.size()) / t->shape()[0] : 1;
+    std::vector<float> copy;
+    const float* v = nullptr;
+    if (t->dtype() == DType::float32 && t->device_ref().host_memory()) {
+      v = t->data<float>();  // scanned in place: train_on_batch calls this every step
+    } else {
+      copy = (t->dtype() == DType::float32 ? *t : t->cast(DType::float32)).to_vector<float>();
+      v = copy.data();
+    }
+    const int64_t count = t->num_elements();
     int64_t bad = 0, first = -1;
-    for (size_t i = 0; i < v.size(); ++i) {
+    for (int64_t i = 0; i < count; ++i) {
       if (!std::isfinite(v[i])) {
-        if (first < 0) first = static_cast<int64_t>(i);
+        if (first < 0) first = i;
         ++bad;
       }
     }
     if (bad) {
+      const int64_t cols = t->shape()[0] ? count / t->shape()[0] : 1;
       throw ValueError(fmt::format("{}: `{}` contains {} NaN or infinite value(s), the first at sample {} (flat index "
                                    "{} in the sample: {}); remove or impute them before training",
                                    fn, arg, bad, first / cols, first % cols, v[first]));

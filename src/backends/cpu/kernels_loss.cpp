@@ -56,7 +56,7 @@ static void loss_impl(const ops::LossAttrs& at, const Tensor& yt, const Tensor& 
         for (int64_t j = 0; j < d; ++j) {
           const float y = label_at(yt, i * d + j) * (1.f - ls) + 0.5f * ls;
           const float c = clip(pr[j]);
-          acc += -(y * std::log(c) + (1.f - y) * std::log(1.f - c));
+          if (out) acc += -(y * std::log(c) + (1.f - y) * std::log(1.f - c));  // the gradient needs no logs
           if (gr) gr[j] = in_clip(pr[j]) ? up * (-(y / c) + (1.f - y) / (1.f - c)) / static_cast<float>(d) : 0.f;
         }
         acc /= static_cast<double>(d);
@@ -71,7 +71,7 @@ static void loss_impl(const ops::LossAttrs& at, const Tensor& yt, const Tensor& 
         for (int64_t j = 0; j < d; ++j) {
           const float y = sparse ? (j == label ? 1.f : 0.f) : label_at(yt, i * d + j) * (1.f - ls) + ls / d;
           const float q = pr[j] / s;
-          if (y != 0.f) acc += -y * std::log(clip(q));
+          if (y != 0.f && out) acc += -y * std::log(clip(q));
           const float dq = (y != 0.f && in_clip(q)) ? -y / q : 0.f;
           if (gr) gr[j] = dq;
           weighted += dq * q;
