@@ -109,7 +109,10 @@ void Optimizer::write_into(Tensor& dst, const Tensor& src) {
   }
 }
 
-int64_t Optimizer::count_params() const { return built_ ? 2 + slot_elements_ : 0; }
+// Keras's optimizer.variables: iterations, learning_rate (not with a schedule), the slots, per-step state.
+int64_t Optimizer::count_params() const {
+  return built_ ? (schedule_ ? 1 : 2) + slot_elements_ + step_state_params() : 0;
+}
 
 Variable Optimizer::make_slot(const Variable& var, double value) const {
   const Tensor& v0 = var.component(0);
@@ -126,6 +129,7 @@ void Optimizer::build_slots(const std::vector<Variable*>& variables) {
   if (!built_) {
     build(variables);
     built_ = true;
+    num_tracked_ = variables.size();
   }
 }
 

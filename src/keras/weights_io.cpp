@@ -1,4 +1,4 @@
-// Model weights: get/set and Osprey's checkpoint file (until the Keras .weights.h5 format is written).
+// Model weights: get/set, Keras's .weights.h5 (weights_h5.cpp) and Osprey's own checkpoint file:
 //   "OSPREYW1" | u32 count | per variable: u32 path length, path, u8 dtype, u32 rank, i64 dims..., raw data
 // All integers little-endian as the host writes them (x86-64, aarch64).
 #include <cstdio>
@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "osprey/errors.h"
+#include "keras/weights_h5.h"
 #include "osprey/keras/model.h"
 #include "runtime/device_manager.h"
 
@@ -16,6 +17,7 @@ namespace osprey::keras {
 
 static constexpr char kMagic[8] = {'O', 'S', 'P', 'R', 'E', 'Y', 'W', '1'};
 static const std::string kExtension = ".weights.osp";
+static const std::string kH5Extension = ".weights.h5";
 
 std::vector<Tensor> Sequential::get_weights() const {
   auto& host = runtime::DeviceManager::get().host_device();
@@ -59,16 +61,20 @@ static T get(std::istream& in, const std::string& path) {
   return v;
 }
 
-static void check_extension(const std::string& path, const char* fn) {
-  if (path.size() < kExtension.size() || path.compare(path.size() - kExtension.size(), kExtension.size(), kExtension)) {
-    throw ValueError(fmt::format("{}: the filepath must end in `{}` (Osprey's weights format). Received: "
-                                 "filepath={}",
-                                 fn, kExtension, path));
-  }
+static bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+/// True for Keras's format, false for Osprey's; ValueError for any other name.
+static bool keras_format(const std::string& path) {
+  if (ends_with(path, kH5Extension)) return true;
+  if (ends_with(path, kExtension)) return false;
+  throw ValueError(fmt::format("The filename must end in `{}` (or `{}`, Osprey's own format). Received: filepath={}",
+                               kH5Extension, kExtension, path));
 }
 
 void Sequential::save_weights(const std::string& path) const {
-  check_extension(path, "save_weights");
+  if (keras_format(path)) return detail::save_weights_h5(*this, path);
   const auto vars = variables();
   const auto weights = get_weights();
   const std::string tmp = path + ".tmp";
@@ -95,7 +101,7 @@ void Sequential::save_weights(const std::string& path) const {
 }
 
 void Sequential::load_weights(const std::string& path) {
-  check_extension(path, "load_weights");
+  if (keras_format(path)) return detail::load_weights_h5(*this, path);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw NotFoundError(fmt::format("load_weights: cannot open '{}': {}", path, std::strerror(errno)));
   char magic[8];

@@ -210,8 +210,8 @@ struct ModelCheckpointOptions {
   int save_freq = 0;
   std::optional<double> initial_value_threshold{};
 };
-/// keras.callbacks.ModelCheckpoint for weights (Osprey's format for now: the path must end in ".weights.osp").
-/// The path may use {epoch} (1-based) and any log key with Python-style specs: "ckpt-{epoch:02d}-{loss:.2f}.weights.osp".
+/// keras.callbacks.ModelCheckpoint for weights: the path ends in ".weights.h5" (Keras's file) or ".weights.osp"
+/// (Osprey's). It may use {epoch} (1-based) and any log key with Python-style specs: "ckpt-{epoch:02d}-{loss:.2f}.weights.h5".
 /// Files are replaced atomically.
 class ModelCheckpoint : public Callback {
  public:

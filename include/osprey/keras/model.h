@@ -142,11 +142,15 @@ class Sequential {
   std::vector<Tensor> get_weights() const;
   /// Sets every variable (same count, shapes and dtypes as get_weights(); ValueError otherwise).
   void set_weights(const std::vector<Tensor>& weights);
-  /// Writes the weights to `path` in Osprey's checkpoint format (the file is replaced atomically: written to a
-  /// temporary file next to it, then renamed). The path must end in ".weights.osp".
+  /// Writes the weights to `path`, replaced atomically (written to a temporary file next to it, then renamed):
+  ///  - "*.weights.h5": Keras 3's file (HDF5), the layers' variables and the optimizer's (iterations, learning
+  ///    rate, slots), readable by keras Model.load_weights;
+  ///  - "*.weights.osp": Osprey's own checkpoint (layer variables only, matched by position).
+  /// ValueError for any other name.
   void save_weights(const std::string& path) const;
-  /// Reads weights written by save_weights(), matched by position: shapes and dtypes must match (ValueError naming
-  /// the first mismatch otherwise; NotFoundError when the file does not exist).
+  /// Reads weights written by save_weights() or by Keras 3 (".weights.h5": layers matched by their class and
+  /// position like Keras, the optimizer's state too when the model is compiled). Shapes must match (ValueError
+  /// naming the first mismatch; the model is unchanged then); NotFoundError when the file does not exist.
   void load_weights(const std::string& path);
 
   struct State;

@@ -126,6 +126,12 @@ class Optimizer {
   void apply_sharded_gradients(const std::vector<Tensor>& summed, const std::vector<Variable*>& variables, int shard,
                                int num_shards);
   void finish_replica_step() { ++iterations_; }
+  /// The slot variables of variable `index`, in the order update_tensors() takes them (nullptr: not used).
+  virtual std::vector<Variable*> slots_of(std::size_t index) = 0;
+  /// Restores the step count (loading a checkpoint).
+  void set_iterations(int64_t iterations) { iterations_ = iterations; }
+  /// Number of variables the optimizer updates (after build_slots()).
+  std::size_t num_tracked() const { return num_tracked_; }
   /// Work done once per update before the variables are touched: the learning-rate schedule is evaluated at the
   /// current iterations, and optimizers with per-step state advance it (Nadam). apply_gradients() calls it;
   /// distribution strategies call it once before their replicas apply.
@@ -146,20 +152,22 @@ class Optimizer {
   /// Number of optimizer variables once built (iteration + learning_rate + slots), for summary().
   int64_t count_params() const;
   bool built() const { return built_; }
+  /// True when the learning rate follows a schedule (then it is not a saved variable, as in Keras).
+  bool has_schedule() const { return schedule_ != nullptr; }
 
  protected:
   /// Creates the slot variables for `vars` (called once, at the first apply).
   virtual void build(const std::vector<Variable*>& vars) = 0;
   /// Updates variable `index` with its gradient (its and its slots' components of the current replica).
   void update_step(const Tensor& gradient, Variable& variable, std::size_t index);
-  /// The slot variables of variable `index`, in the order update_tensors() takes them (nullptr: not used).
-  virtual std::vector<Variable*> slots_of(std::size_t index) = 0;
   /// The update itself on tensors (whole variables or element ranges of them): `var` and its `slots`.
   virtual void update_tensors(const Tensor& gradient, Tensor& var, const std::vector<Tensor*>& slots) = 0;
   /// A slot shaped like `var` filled with `value`, on its device (mirrored like it).
   Variable make_slot(const Variable& var, double value = 0.0) const;
   /// Per-step state of an optimizer (Nadam's μ product), advanced once per update by begin_step().
   virtual void advance_step_state() {}
+  /// Scalars of per-step state saved with the optimizer (Nadam's u_product), counted by count_params().
+  virtual int64_t step_state_params() const { return 0; }
   /// Overwrites `dst` (a variable, slot or a view of one) with `src`'s values.
   static void write_into(Tensor& dst, const Tensor& src);
   /// Clipping then update_step() for every defined gradient.
@@ -171,6 +179,7 @@ class Optimizer {
   BaseOptions base_;
   int64_t iterations_ = 0;
   bool built_ = false;
+  std::size_t num_tracked_ = 0;
   int64_t slot_elements_ = 0;
 };
 
@@ -335,6 +344,12 @@ class Nadam : public Optimizer {
   std::vector<Variable*> slots_of(std::size_t i) override;
   void update_tensors(const Tensor& g, Tensor& var, const std::vector<Tensor*>& slots) override;
   void advance_step_state() override;
+  int64_t step_state_params() const override { return 1; }
+
+ public:
+  /// Keras's u_product variable (saved with the optimizer).
+  double u_product() const { return u_product_; }
+  void set_u_product(double v) { u_product_ = v; }
 
  private:
   NadamOptions opt_;

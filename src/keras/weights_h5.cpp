@@ -1,0 +1,353 @@
+// Keras 3's .weights.h5 layout (keras/src/saving/saving_lib.py, H5IOStore), as Keras 3.15 writes it:
+//   /vars                      attr name = the model's name (a Sequential has no own variables)
+//   /layers/<key>/vars         attr name = the layer's name; datasets "0", "1", ... = its variables, trainable first
+//   /optimizer/vars            attr name = the optimizer's name; "0" iterations (int64 scalar), "1" learning_rate
+//                              (float32 scalar; absent with a schedule), then the slots in the optimizer's order
+// <key> is the snake_case class name, made unique within the model in layer order: dense, dense_1, dropout, ...
+// Files are matched by those keys, not by layer names, so weights move between models built the same way.
+#include "keras/weights_h5.h"
+
+#include <hdf5.h>
+
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <regex>
+
+#include <fmt/format.h>
+
+#include "core/logging.h"
+#include "osprey/errors.h"
+#include "osprey/keras/model.h"
+#include "runtime/device_manager.h"
+
+namespace osprey::keras::detail {
+
+std::string to_snake_case(const std::string& class_name) {
+  static const std::regex upper_word("(.)([A-Z][a-z]+)"), lower_upper("([a-z])([A-Z])");
+  std::string s = std::regex_replace(class_name, upper_word, "$1_$2");
+  s = std::regex_replace(s, lower_upper, "$1_$2");
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+namespace {
+
+// ---- thin RAII over the HDF5 C API; every return code checked ----
+
+/// Silences HDF5's own error-stack printing while Osprey reports errors itself; restores the caller's handler.
+class QuietErrors {
+ public:
+  QuietErrors() {
+    H5Eget_auto2(H5E_DEFAULT, &func_, &data_);
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  }
+  ~QuietErrors() { H5Eset_auto2(H5E_DEFAULT, func_, data_); }
+  QuietErrors(const QuietErrors&) = delete;
+  QuietErrors& operator=(const QuietErrors&) = delete;
+
+ private:
+  H5E_auto2_t func_ = nullptr;
+  void* data_ = nullptr;
+};
+
+class Handle {
+ public:
+  Handle(hid_t id, herr_t (*close)(hid_t), const std::string& what) : id_(id), close_(close) {
+    if (id_ < 0) throw InternalError("HDF5: " + what + " failed");
+  }
+  ~Handle() {
+    if (id_ >= 0) close_(id_);
+  }
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+  Handle(Handle&& o) noexcept : id_(o.id_), close_(o.close_) { o.id_ = -1; }
+  operator hid_t() const { return id_; }
+
+ private:
+  hid_t id_;
+  herr_t (*close_)(hid_t);
+};
+
+void check(herr_t rc, const std::string& what) {
+  if (rc < 0) throw InternalError("HDF5: " + what + " failed");
+}
+
+Handle create_group(hid_t parent, const std::string& name) {
+  return Handle(H5Gcreate2(parent, name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose,
+                "creating group '" + name + "'");
+}
+
+/// A variable-length UTF-8 string attribute, as h5py writes a Python str.
+void write_name_attr(hid_t group, const std::string& value) {
+  Handle type(H5Tcopy(H5T_C_S1), H5Tclose, "string type");
+  check(H5Tset_size(type, H5T_VARIABLE), "H5Tset_size");
+  check(H5Tset_cset(type, H5T_CSET_UTF8), "H5Tset_cset");
+  Handle space(H5Screate(H5S_SCALAR), H5Sclose, "scalar dataspace");
+  Handle attr(H5Acreate2(group, "name", type, space, H5P_DEFAULT, H5P_DEFAULT), H5Aclose, "creating attribute");
+  const char* s = value.c_str();
+  check(H5Awrite(attr, type, &s), "writing attribute 'name'");
+}
+
+/// Writes a host tensor (float32 or int64) as dataset `name`; rank 0 becomes a scalar dataset.
+void write_dataset(hid_t group, const std::string& name, const Tensor& t) {
+  std::vector<hsize_t> dims(t.shape().dims().begin(), t.shape().dims().end());
+  Handle space(dims.empty() ? H5Screate(H5S_SCALAR) : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
+               H5Sclose, "dataspace");
+  const bool i64 = t.dtype() == int64;
+  if (!i64 && t.dtype() != float32) {
+    throw InvalidArgumentError(fmt::format("save_weights: .weights.h5 holds float32 and int64 values; got {}",
+                                         dtype_name(t.dtype())));
+  }
+  Handle ds(H5Dcreate2(group, name.c_str(), i64 ? H5T_STD_I64LE : H5T_IEEE_F32LE, space, H5P_DEFAULT, H5P_DEFAULT,
+                       H5P_DEFAULT),
+            H5Dclose, "creating dataset '" + name + "'");
+  check(H5Dwrite(ds, i64 ? H5T_NATIVE_INT64 : H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, t.raw_data()),
+        "writing dataset '" + name + "'");
+}
+
+bool exists(hid_t loc, const std::string& path) {
+  // H5Lexists needs every intermediate link to exist: check each prefix "a", "a/b", ... in turn.
+  for (std::size_t end = path.find('/');; end = path.find('/', end + 1)) {
+    const std::string prefix = path.substr(0, end);
+    if (H5Lexists(loc, prefix.c_str(), H5P_DEFAULT) <= 0) return false;
+    if (end == std::string::npos) return true;
+  }
+}
+
+hsize_t num_links(hid_t group) {
+  H5G_info_t info;
+  check(H5Gget_info(group, &info), "H5Gget_info");
+  return info.nlinks;
+}
+
+/// Reads dataset `name` of `group` into a host tensor of `dtype` (HDF5 converts the stored type).
+Tensor read_dataset(hid_t group, const std::string& name, DType dtype, const std::string& where) {
+  Handle ds(H5Dopen2(group, name.c_str(), H5P_DEFAULT), H5Dclose, "opening dataset '" + where + "/" + name + "'");
+  Handle space(H5Dget_space(ds), H5Sclose, "H5Dget_space");
+  const int rank = H5Sget_simple_extent_ndims(space);
+  if (rank < 0 || rank > 8) throw ValueError(fmt::format("load_weights: dataset '{}/{}' has rank {}", where, name, rank));
+  std::vector<hsize_t> hdims(static_cast<std::size_t>(rank));
+  if (rank > 0) check(H5Sget_simple_extent_dims(space, hdims.data(), nullptr), "H5Sget_simple_extent_dims");
+  Handle type(H5Dget_type(ds), H5Tclose, "H5Dget_type");
+  const H5T_class_t cls = H5Tget_class(type);
+  if (cls != H5T_FLOAT && cls != H5T_INTEGER) {
+    throw ValueError(fmt::format("load_weights: dataset '{}/{}' does not hold numbers", where, name));
+  }
+  std::vector<int64_t> dims(hdims.begin(), hdims.end());
+  Tensor t = Tensor::empty(Shape(dims), dtype, &runtime::DeviceManager::get().host_device());
+  check(H5Dread(ds, dtype == int64 ? H5T_NATIVE_INT64 : H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, t.raw_data()),
+        "reading dataset '" + where + "/" + name + "'");
+  return t;
+}
+
+Tensor host_copy(const Tensor& t) {
+  auto& host = runtime::DeviceManager::get().host_device();
+  Tensor out = Tensor::empty(t.shape(), t.dtype(), &host);
+  Tensor src = t.to(host);
+  std::memcpy(out.raw_data(), src.raw_data(), static_cast<std::size_t>(t.nbytes()));
+  return out;
+}
+
+/// A layer's variables in the order Keras saves them: trainable ones, then the others.
+std::vector<Variable*> saved_variables(Layer& layer) {
+  std::vector<Variable*> out;
+  for (auto* v : layer.variables()) {
+    if (v->trainable()) out.push_back(v);
+  }
+  for (auto* v : layer.variables()) {
+    if (!v->trainable()) out.push_back(v);
+  }
+  return out;
+}
+
+/// Keras's container keys for the model's layers: snake_case class names, numbered on repeats.
+std::vector<std::string> layer_keys(const std::vector<std::shared_ptr<Layer>>& layers) {
+  std::map<std::string, int> used;
+  std::vector<std::string> keys;
+  for (const auto& l : layers) {
+    const std::string base = to_snake_case(l->class_name());
+    const int n = used[base]++;
+    keys.push_back(n == 0 ? base : fmt::format("{}_{}", base, n));
+  }
+  return keys;
+}
+
+// ---- the optimizer's variables in Keras's order ----
+
+struct OptimizerEntry {
+  enum Kind { iterations, learning_rate, slot, u_product } kind;
+  Variable* variable = nullptr;
+};
+
+std::vector<OptimizerEntry> optimizer_layout(optimizers::Optimizer& opt) {
+  std::vector<OptimizerEntry> out{{OptimizerEntry::iterations}};
+  if (!opt.has_schedule()) out.push_back({OptimizerEntry::learning_rate});
+  const std::size_t n = opt.num_tracked();
+  const std::string cls = opt.class_name();
+  // Adam, AdamW, Adamax and Nadam create their two slots per variable together; the others create one list of
+  // slots over all variables after another (RMSprop: velocities, momentums, average gradients).
+  const bool paired = cls == "Adam" || cls == "AdamW" || cls == "Adamax" || cls == "Nadam";
+  const std::size_t kinds = n ? opt.slots_of(0).size() : 0;
+  std::size_t first_block = 0;
+  if (paired) {
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto s = opt.slots_of(i);
+      out.push_back({OptimizerEntry::slot, s[0]});
+      out.push_back({OptimizerEntry::slot, s[1]});
+    }
+    first_block = 2;  // Adam's amsgrad velocity_hats follow as a block
+  }
+  for (std::size_t k = first_block; k < kinds; ++k) {
+    if (!opt.slots_of(0)[k]) continue;
+    for (std::size_t i = 0; i < n; ++i) out.push_back({OptimizerEntry::slot, opt.slots_of(i)[k]});
+  }
+  if (cls == "Nadam") out.push_back({OptimizerEntry::u_product});
+  return out;
+}
+
+}  // namespace
+
+void save_weights_h5(const Sequential& model, const std::string& path) {
+  const std::string tmp = path + ".tmp";
+  {
+    QuietErrors quiet;
+    hid_t fid = H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    if (fid < 0) throw NotFoundError(fmt::format("save_weights: cannot create '{}'", tmp));
+    Handle file(fid, H5Fclose, "H5Fcreate");
+    {
+      Handle layers_group = create_group(file, "layers");
+      const auto layers = model.layers();
+      const auto keys = layer_keys(layers);
+      for (std::size_t i = 0; i < layers.size(); ++i) {
+        Handle lg = create_group(layers_group, keys[i]);
+        Handle vg = create_group(lg, "vars");
+        write_name_attr(vg, layers[i]->name());
+        const auto vars = saved_variables(*layers[i]);
+        for (std::size_t j = 0; j < vars.size(); ++j) write_dataset(vg, std::to_string(j), host_copy(vars[j]->component(0)));
+      }
+    }
+    auto opt = model.compiled() ? model.optimizer() : nullptr;
+    if (opt) {
+      Handle og = create_group(file, "optimizer");
+      Handle vg = create_group(og, "vars");
+      write_name_attr(vg, opt->name());
+      if (opt->built()) {
+        const auto layout = optimizer_layout(*opt);
+        for (std::size_t j = 0; j < layout.size(); ++j) {
+          const auto& e = layout[j];
+          Tensor t;
+          switch (e.kind) {
+            case OptimizerEntry::iterations: t = Tensor::scalar(static_cast<double>(opt->iterations()), int64); break;
+            case OptimizerEntry::learning_rate: t = Tensor::scalar(opt->learning_rate(), float32); break;
+            case OptimizerEntry::u_product:
+              t = Tensor::scalar(dynamic_cast<optimizers::Nadam&>(*opt).u_product(), float32);
+              break;
+            case OptimizerEntry::slot: t = host_copy(e.variable->component(0)); break;
+          }
+          write_dataset(vg, std::to_string(j), host_copy(t));
+        }
+      } else {  // not built yet: what Keras writes for an optimizer that has not run (iterations, learning rate)
+        write_dataset(vg, "0", host_copy(Tensor::scalar(0, int64)));
+        if (!opt->has_schedule()) write_dataset(vg, "1", host_copy(Tensor::scalar(opt->learning_rate(), float32)));
+      }
+    }
+    {
+      Handle vg = create_group(file, "vars");
+      write_name_attr(vg, model.name());
+    }
+    check(H5Fflush(file, H5F_SCOPE_GLOBAL), "flushing '" + tmp + "'");
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);  // atomic on POSIX: readers see the old file or the new one
+  if (ec) throw InternalError(fmt::format("save_weights: renaming '{}' to '{}' failed: {}", tmp, path, ec.message()));
+}
+
+void load_weights_h5(Sequential& model, const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    throw NotFoundError(fmt::format("load_weights: no such file: '{}'", path));
+  }
+  QuietErrors quiet;
+  if (H5Fis_hdf5(path.c_str()) <= 0) {
+    throw ValueError(fmt::format("load_weights: '{}' is not an HDF5 file (a Keras .weights.h5 file is one)", path));
+  }
+  Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose, "opening '" + path + "'");
+
+  // Read and check everything first, then assign: a failed load leaves the model unchanged.
+  const auto layers = model.layers();
+  const auto keys = layer_keys(layers);
+  std::vector<std::pair<Variable*, Tensor>> assignments;
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    const auto vars = saved_variables(*layers[i]);
+    const std::string where = "layers/" + keys[i] + "/vars";
+    if (!exists(file, where)) {
+      if (vars.empty()) continue;  // Keras skips stateless layers missing from a file
+      throw ValueError(fmt::format("load_weights: '{}' has no weights for layer '{}' (expected the group /{}). The "
+                                   "model and the file must have the same layers, in the same order.",
+                                   path, layers[i]->name(), where));
+    }
+    Handle group(H5Gopen2(file, where.c_str(), H5P_DEFAULT), H5Gclose, "opening /" + where);
+    const hsize_t stored = num_links(group);
+    if (stored != vars.size()) {
+      std::string expected;
+      for (auto* v : vars) expected += (expected.empty() ? "'" : ", '") + v->name() + "'";
+      throw ValueError(fmt::format("Layer '{}' expected {} variables, but received {} variables during loading. "
+                                   "Expected: [{}]",
+                                   layers[i]->name(), vars.size(), stored, expected));
+    }
+    for (std::size_t j = 0; j < vars.size(); ++j) {
+      Tensor t = read_dataset(group, std::to_string(j), float32, where);
+      if (t.shape() != vars[j]->shape()) {
+        throw ValueError(fmt::format("load_weights: the shape of variable '{}' is {}, but '{}' holds {} for it "
+                                     "(/{}/{})",
+                                     vars[j]->path(), vars[j]->shape().to_string(), path, t.shape().to_string(), where, j));
+      }
+      assignments.emplace_back(vars[j], t);
+    }
+  }
+
+  // The optimizer: loaded when the model is compiled and the file has one, so training resumes where it stopped.
+  auto opt = model.compiled() ? model.optimizer() : nullptr;
+  std::vector<std::pair<OptimizerEntry, Tensor>> opt_values;
+  if (opt && exists(file, "optimizer/vars")) {
+    Handle group(H5Gopen2(file, "optimizer/vars", H5P_DEFAULT), H5Gclose, "opening /optimizer/vars");
+    const hsize_t stored = num_links(group);
+    const bool was_built = opt->built();
+    const std::size_t mine = 1 + (opt->has_schedule() ? 0 : 1);
+    if (!was_built && stored > mine) opt->build_slots(model.trainable_variables());
+    const auto layout = opt->built() ? optimizer_layout(*opt) : std::vector<OptimizerEntry>(mine, {OptimizerEntry::iterations});
+    if (stored != layout.size()) {
+      log::warning(fmt::format("Skipping variable loading for optimizer '{}', because it has {} variables whereas the "
+                               "saved optimizer has {} variables.",
+                               opt->name(), layout.size(), stored));
+    } else {
+      for (std::size_t j = 0; j < layout.size(); ++j) {
+        OptimizerEntry e = layout[j];
+        if (!opt->built() && j == 1) e.kind = OptimizerEntry::learning_rate;
+        Tensor t = read_dataset(group, std::to_string(j), e.kind == OptimizerEntry::iterations ? int64 : float32,
+                                "optimizer/vars");
+        const Shape want = e.kind == OptimizerEntry::slot ? e.variable->shape() : Shape({});
+        if (t.shape() != want) {
+          throw ValueError(fmt::format("load_weights: optimizer variable {} in '{}' has shape {}, expected {}", j, path,
+                                       t.shape().to_string(), want.to_string()));
+        }
+        opt_values.emplace_back(e, t);
+      }
+    }
+  }
+
+  for (auto& [v, t] : assignments) v->assign(t);
+  for (auto& [e, t] : opt_values) {
+    switch (e.kind) {
+      case OptimizerEntry::iterations: opt->set_iterations(static_cast<const int64_t*>(t.raw_data())[0]); break;
+      case OptimizerEntry::learning_rate: opt->set_learning_rate(static_cast<const float*>(t.raw_data())[0]); break;
+      case OptimizerEntry::u_product:
+        dynamic_cast<optimizers::Nadam&>(*opt).set_u_product(static_cast<const float*>(t.raw_data())[0]);
+        break;
+      case OptimizerEntry::slot: e.variable->assign(t); break;
+    }
+  }
+}
+
+}  // namespace osprey::keras::detail
