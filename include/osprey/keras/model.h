@@ -152,11 +152,31 @@ class Sequential {
   /// position like Keras, the optimizer's state too when the model is compiled). Shapes must match (ValueError
   /// naming the first mismatch; the model is unchanged then); NotFoundError when the file does not exist.
   void load_weights(const std::string& path);
+  /// model.save(): the whole model in Keras 3's `.keras` file (a ZIP of config.json = to_json(), metadata.json and
+  /// model.weights.h5 with the optimizer's state), replaced atomically. Keras's keras.models.load_model reads it.
+  /// ValueError unless the path ends in ".keras".
+  void save(const std::string& path) const;
 
   struct State;
 
  private:
   std::unique_ptr<State> s_;
 };
+
+namespace models {
+struct LoadModelOptions {
+  /// Compile the model as saved (optimizer with its state, loss, metrics), as keras.models.load_model(compile=True).
+  bool compile = true;
+};
+/// keras.models.load_model for a `.keras` file written by Keras 3 or by Sequential::save(): the architecture
+/// (Sequential models of the layers Osprey has), the weights and, when compiled, the optimizer's state, so that
+/// training resumes where it stopped. ValueError naming anything unsupported; NotFoundError for a missing file.
+Sequential load_model(const std::string& path, LoadModelOptions options = {});
+/// keras.models.model_from_json: a new, uncompiled model from to_json()'s text (weights freshly initialised).
+Sequential model_from_json(const std::string& json);
+}  // namespace models
+namespace saving {
+using models::load_model;
+}  // namespace saving
 
 }  // namespace osprey::keras

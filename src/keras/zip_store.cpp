@@ -1,0 +1,168 @@
+// A minimal ZIP (PKWARE APPNOTE 6.3) reader and writer for stored entries: local headers, central directory,
+// end-of-central-directory record; little-endian fields, CRC-32 (polynomial 0xEDB88320).
+#include "keras/zip_store.h"
+
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include <fmt/format.h>
+
+#include "osprey/errors.h"
+
+namespace osprey::keras::detail {
+
+namespace {
+
+uint32_t crc32(const std::string& data) {
+  static const std::array<uint32_t, 256> table = [] {
+    std::array<uint32_t, 256> t{};
+    for (uint32_t i = 0; i < 256; ++i) {
+      uint32_t c = i;
+      for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+      t[i] = c;
+    }
+    return t;
+  }();
+  uint32_t c = 0xFFFFFFFFu;
+  for (unsigned char b : data) c = table[(c ^ b) & 0xFF] ^ (c >> 8);
+  return c ^ 0xFFFFFFFFu;
+}
+
+void put16(std::string& out, uint16_t v) {
+  out += static_cast<char>(v & 0xFF);
+  out += static_cast<char>(v >> 8);
+}
+void put32(std::string& out, uint32_t v) {
+  for (int i = 0; i < 4; ++i) out += static_cast<char>((v >> (8 * i)) & 0xFF);
+}
+uint16_t get16(const std::string& s, std::size_t at) {
+  return static_cast<uint16_t>(static_cast<unsigned char>(s[at]) | (static_cast<unsigned char>(s[at + 1]) << 8));
+}
+uint32_t get32(const std::string& s, std::size_t at) {
+  return static_cast<uint32_t>(get16(s, at)) | (static_cast<uint32_t>(get16(s, at + 2)) << 16);
+}
+
+constexpr uint32_t kLocalSig = 0x04034b50, kCentralSig = 0x02014b50, kEndSig = 0x06054b50;
+constexpr uint16_t kDosDate1980 = (1 << 5) | 1;  // 1980-01-01, 00:00:00 (what Python's zipfile writes for writestr)
+
+}  // namespace
+
+void write_zip(const std::string& path, const std::vector<ZipEntry>& entries) {
+  std::string body, central;
+  for (const auto& e : entries) {
+    if (e.data.size() >= 0xFFFFFFFFu || body.size() >= 0xFFFFFFFFu) {
+      throw ValueError(fmt::format("save: entry '{}' of '{}' is over 4 GiB ({} bytes); ZIP64 is not written", e.name,
+                                   path, e.data.size()));
+    }
+    const uint32_t crc = crc32(e.data), size = static_cast<uint32_t>(e.data.size());
+    const auto offset = static_cast<uint32_t>(body.size());
+    const auto name_len = static_cast<uint16_t>(e.name.size());
+    put32(body, kLocalSig);
+    put16(body, 20);  // version needed: 2.0
+    put16(body, 0);   // flags
+    put16(body, 0);   // stored
+    put16(body, 0);   // time
+    put16(body, kDosDate1980);
+    put32(body, crc);
+    put32(body, size);
+    put32(body, size);
+    put16(body, name_len);
+    put16(body, 0);  // extra
+    body += e.name;
+    body += e.data;
+
+    put32(central, kCentralSig);
+    put16(central, 0x0314);  // made by: Unix, 2.0
+    put16(central, 20);
+    put16(central, 0);
+    put16(central, 0);
+    put16(central, 0);
+    put16(central, kDosDate1980);
+    put32(central, crc);
+    put32(central, size);
+    put32(central, size);
+    put16(central, name_len);
+    put16(central, 0);  // extra
+    put16(central, 0);  // comment
+    put16(central, 0);  // disk
+    put16(central, 0);  // internal attributes
+    put32(central, 0600u << 16);  // external attributes: rw-------, as zipfile.writestr
+    put32(central, offset);
+    central += e.name;
+  }
+  std::string end;
+  put32(end, kEndSig);
+  put16(end, 0);
+  put16(end, 0);
+  put16(end, static_cast<uint16_t>(entries.size()));
+  put16(end, static_cast<uint16_t>(entries.size()));
+  put32(end, static_cast<uint32_t>(central.size()));
+  put32(end, static_cast<uint32_t>(body.size()));
+  put16(end, 0);
+
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw NotFoundError(fmt::format("save: cannot write '{}': {}", tmp, std::strerror(errno)));
+    out << body << central << end;
+    out.flush();
+    if (!out) throw InternalError(fmt::format("save: writing '{}' failed: {}", tmp, std::strerror(errno)));
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) throw InternalError(fmt::format("save: renaming '{}' to '{}' failed: {}", tmp, path, ec.message()));
+}
+
+std::map<std::string, std::string> read_zip(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw NotFoundError(fmt::format("load_model: cannot open '{}': {}", path, std::strerror(errno)));
+  const std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto bad = [&](const std::string& why) {
+    return ValueError(fmt::format("load_model: '{}' is not a valid .keras (ZIP) file: {}", path, why));
+  };
+  if (s.size() < 22) throw bad("too short");
+  // The end record is the last 22 bytes plus an optional comment of up to 65535 bytes.
+  std::size_t end = std::string::npos;
+  for (std::size_t at = s.size() - 22;; --at) {
+    if (get32(s, at) == kEndSig) {
+      end = at;
+      break;
+    }
+    if (at == 0 || s.size() - at > 22 + 65535) break;
+  }
+  if (end == std::string::npos) throw bad("no end-of-central-directory record");
+  const uint16_t count = get16(s, end + 10);
+  const uint32_t cd_size = get32(s, end + 12), cd_offset = get32(s, end + 16);
+  if (static_cast<uint64_t>(cd_offset) + cd_size > end) throw bad("the central directory lies outside the file");
+  std::map<std::string, std::string> out;
+  std::size_t at = cd_offset;
+  for (uint16_t i = 0; i < count; ++i) {
+    if (at + 46 > end || get32(s, at) != kCentralSig) throw bad("a damaged central directory");
+    const uint16_t method = get16(s, at + 10);
+    const uint32_t crc = get32(s, at + 16), csize = get32(s, at + 20), usize = get32(s, at + 24);
+    const uint16_t name_len = get16(s, at + 28), extra_len = get16(s, at + 30), comment_len = get16(s, at + 32);
+    const uint32_t local = get32(s, at + 42);
+    if (at + 46 + name_len > end) throw bad("a damaged central directory");
+    const std::string name = s.substr(at + 46, name_len);
+    at += 46u + name_len + extra_len + comment_len;
+    if (method != 0 || csize != usize) {
+      throw bad(fmt::format("entry '{}' is compressed (method {}); .keras files store their entries uncompressed",
+                            name, method));
+    }
+    if (static_cast<uint64_t>(local) + 30 > s.size() || get32(s, local) != kLocalSig) {
+      throw bad(fmt::format("entry '{}' has no local header", name));
+    }
+    const std::size_t data_at = local + 30u + get16(s, local + 26) + get16(s, local + 28);
+    if (data_at + csize > s.size()) throw bad(fmt::format("entry '{}' is truncated", name));
+    std::string data = s.substr(data_at, csize);
+    if (crc32(data) != crc) throw bad(fmt::format("entry '{}' fails its CRC-32 check", name));
+    out.emplace(name, std::move(data));
+  }
+  return out;
+}
+
+}  // namespace osprey::keras::detail
