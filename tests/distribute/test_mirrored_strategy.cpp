@@ -26,15 +26,7 @@ void split_cpu(int n) {
   cfg::set_logical_device_configuration(cfg::list_physical_devices("CPU")[0], configs);
 }
 
-template <typename E, typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "<no exception>";
-}
+using osprey::testing::error_of;
 
 keras::Sequential small_model() {
   return keras::Sequential({layers::Input({6}), layers::Dense(8, "relu"), layers::Dense(3, "softmax")});

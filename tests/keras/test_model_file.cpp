@@ -10,11 +10,21 @@
 
 #include "osprey/errors.h"
 #include "osprey/keras.h"
+#include "test_util.h"
 
 using namespace osprey;
 namespace layers = osprey::keras::layers;
 using keras::Sequential;
 using ::testing::HasSubstr;
+using osprey::testing::data_file;
+
+namespace {
+std::string temp_path(const std::string& name) { return osprey::testing::temp_path("model_file_test", name); }
+template <typename F>
+std::string error_of(F&& f) {
+  return osprey::testing::error_of<Error>(std::forward<F>(f));
+}
+}  // namespace
 
 namespace {
 
@@ -24,14 +34,6 @@ const std::vector<double> kKerasPredict = {0.6373485326766968, 0.270851284265518
                                            0.4008498191833496, 0.07948583364486694, 0.5196644067764282,
                                            0.5742008090019226, 0.321310818195343, 0.10448841750621796};
 const double kKerasLoss = 1.3466877937316895, kKerasAccuracy = 0.375;
-
-std::string data_file(const std::string& name) { return std::string(OSPREY_TEST_DATA_DIR) + "/" + name; }
-
-std::string temp_path(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() / "osprey_model_file_test";
-  std::filesystem::create_directories(dir);
-  return (dir / name).string();
-}
 
 // The reference script's data: x[i][j] = sin(0.37 (6i + j)), y[i] = i mod 3, 16 samples.
 Tensor inputs(int rows = 16) {
@@ -44,15 +46,6 @@ Tensor labels() {
   std::vector<int32_t> v;
   for (int i = 0; i < 16; ++i) v.push_back(i % 3);
   return Tensor::from_vector(v, {16});
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 }  // namespace

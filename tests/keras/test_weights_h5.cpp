@@ -12,12 +12,22 @@
 
 #include "osprey/errors.h"
 #include "osprey/keras.h"
+#include "test_util.h"
 
 using namespace osprey;
 namespace layers = osprey::keras::layers;
 namespace optimizers = osprey::keras::optimizers;
 using keras::Sequential;
 using ::testing::HasSubstr;
+using osprey::testing::data_file;
+
+namespace {
+std::string temp_path(const std::string& name) { return osprey::testing::temp_path("weights_h5_test", name); }
+template <typename F>
+std::string error_of(F&& f) {
+  return osprey::testing::error_of<Error>(std::forward<F>(f));
+}
+}  // namespace
 
 namespace {
 
@@ -56,14 +66,6 @@ const std::map<std::string, std::vector<double>> kKerasStep2 = {
      0.5900086760520935, 0.9349122047424316}},
 };
 
-std::string data_file(const std::string& name) { return std::string(OSPREY_TEST_DATA_DIR) + "/" + name; }
-
-std::string temp_path(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() / "osprey_weights_h5_test";
-  std::filesystem::create_directories(dir);
-  return (dir / name).string();
-}
-
 // The reference script's batch: x[i][j] = sin(0.3 (3i + j)), y[i][j] = cos(0.5 (2i + j)), 8 rows.
 Tensor batch_x() {
   std::vector<float> v;
@@ -98,15 +100,6 @@ std::vector<float> flat_weights(const Sequential& m) {
     out.insert(out.end(), v.begin(), v.end());
   }
   return out;
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 }  // namespace

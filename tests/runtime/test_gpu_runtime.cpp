@@ -71,15 +71,7 @@ runtime::Device& logical(const std::string& type, int index) {
   return *d;
 }
 
-template <typename E, typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "<no exception>";
-}
+using osprey::testing::error_of;
 
 }  // namespace
 
