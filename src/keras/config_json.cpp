@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "osprey/errors.h"
 #include "osprey/keras/model.h"
 
 namespace osprey::keras {
@@ -178,6 +179,37 @@ json layer_json(Layer& l, const Shape& input_shape) {
   return out;
 }
 
+// A learning-rate schedule as Keras serializes it (its config keeps Keras's default names).
+json schedule_json(const optimizers::schedules::LearningRateSchedule& s) {
+  namespace sc = optimizers::schedules;
+  const std::string module = "keras.optimizers.schedules";
+  if (auto* e = dynamic_cast<const sc::ExponentialDecay*>(&s)) {
+    const auto& o = e->options();
+    return object(module, "ExponentialDecay",
+                  json{{"initial_learning_rate", o.initial_learning_rate}, {"decay_steps", o.decay_steps},
+                       {"decay_rate", o.decay_rate}, {"staircase", o.staircase}, {"name", "ExponentialDecay"}});
+  }
+  if (auto* i = dynamic_cast<const sc::InverseTimeDecay*>(&s)) {
+    const auto& o = i->options();
+    return object(module, "InverseTimeDecay",
+                  json{{"initial_learning_rate", o.initial_learning_rate}, {"decay_steps", o.decay_steps},
+                       {"decay_rate", o.decay_rate}, {"staircase", o.staircase}, {"name", "InverseTimeDecay"}});
+  }
+  if (auto* c = dynamic_cast<const sc::CosineDecay*>(&s)) {
+    const auto& o = c->options();
+    return object(module, "CosineDecay",
+                  json{{"initial_learning_rate", o.initial_learning_rate}, {"decay_steps", o.decay_steps},
+                       {"alpha", o.alpha}, {"name", "CosineDecay"},
+                       {"warmup_target", o.warmup_target ? json(*o.warmup_target) : json(nullptr)},
+                       {"warmup_steps", o.warmup_steps}});
+  }
+  if (auto* p = dynamic_cast<const sc::PiecewiseConstantDecay*>(&s)) {
+    return object(module, "PiecewiseConstantDecay",
+                  json{{"boundaries", p->boundaries()}, {"values", p->values()}, {"name", "PiecewiseConstant"}});
+  }
+  throw ValueError("to_json: this learning-rate schedule has no Keras serialization (a user-defined schedule)");
+}
+
 json optimizer_json(const optimizers::Optimizer& o) {
   namespace opt = optimizers;
   const auto& base = o.base_options();
@@ -188,7 +220,7 @@ json optimizer_json(const optimizers::Optimizer& o) {
                                                            {"Nadam", "nadam"}};
   const std::string cls = o.class_name();
   json cfg{{"name", names.count(cls) ? names.at(cls) : cls},
-           {"learning_rate", static_cast<double>(o.learning_rate())},
+           {"learning_rate", o.schedule() ? schedule_json(*o.schedule()) : json(static_cast<double>(o.learning_rate()))},
            {"weight_decay", nullable(base.weight_decay)},
            {"clipnorm", nullable(base.clipnorm)},
            {"global_clipnorm", nullable(base.global_clipnorm)},

@@ -9,6 +9,9 @@
 #include <fstream>
 
 #include "osprey/errors.h"
+#include <nlohmann/json.hpp>
+
+#include "keras/zip_store.h"
 #include "osprey/keras.h"
 #include "test_util.h"
 
@@ -66,6 +69,16 @@ TEST(ModelFile, LoadsAKerasFileAndPredictsAsKeras) {
   ASSERT_EQ(e.size(), 2u);
   EXPECT_NEAR(e[0], kKerasLoss, 1e-5);  // includes the Dense's L2 penalty: the regularizer was restored
   EXPECT_NEAR(e[1], kKerasAccuracy, 1e-9);
+  // compile_config as Keras wrote it, the learning-rate schedule included.
+  const auto keras_config = nlohmann::json::parse(keras::detail::read_zip(data_file("keras_model.keras")).at("config.json"));
+  EXPECT_EQ(nlohmann::json::parse(m.to_json())["compile_config"], keras_config["compile_config"]);
+  // Saved again by Osprey, the schedule and the optimizer state survive.
+  const std::string again = temp_path("again.keras");
+  m.save(again);
+  Sequential n = keras::models::load_model(again);
+  EXPECT_TRUE(n.optimizer()->has_schedule());
+  EXPECT_EQ(n.optimizer()->iterations(), 4);
+  EXPECT_EQ(n.predict(inputs(4), {.verbose = 0}).to_vector<float>(), m.predict(inputs(4), {.verbose = 0}).to_vector<float>());
   // Training resumes (the schedule continues from iteration 4).
   m.fit(inputs(), labels(), {.epochs = 1, .batch_size = 8, .verbose = 0});
   EXPECT_EQ(m.optimizer()->iterations(), 6);

@@ -31,6 +31,7 @@ class ExponentialDecay : public LearningRateSchedule {
   };
   explicit ExponentialDecay(Options o);
   double operator()(int64_t step) const override;
+  const Options& options() const { return o_; }
 
  private:
   Options o_;
@@ -40,6 +41,8 @@ class PiecewiseConstantDecay : public LearningRateSchedule {
  public:
   PiecewiseConstantDecay(std::vector<int64_t> boundaries, std::vector<double> values);
   double operator()(int64_t step) const override;
+  const std::vector<int64_t>& boundaries() const { return boundaries_; }
+  const std::vector<double>& values() const { return values_; }
 
  private:
   std::vector<int64_t> boundaries_;
@@ -56,6 +59,7 @@ class InverseTimeDecay : public LearningRateSchedule {
   };
   explicit InverseTimeDecay(Options o);
   double operator()(int64_t step) const override;
+  const Options& options() const { return o_; }
 
  private:
   Options o_;
@@ -72,6 +76,7 @@ class CosineDecay : public LearningRateSchedule {
   };
   explicit CosineDecay(Options o);
   double operator()(int64_t step) const override;
+  const Options& options() const { return o_; }
 
  private:
   Options o_;
@@ -154,6 +159,7 @@ class Optimizer {
   bool built() const { return built_; }
   /// True when the learning rate follows a schedule (then it is not a saved variable, as in Keras).
   bool has_schedule() const { return schedule_ != nullptr; }
+  const std::shared_ptr<schedules::LearningRateSchedule>& schedule() const { return schedule_; }
 
  protected:
   /// Creates the slot variables for `vars` (called once, at the first apply).
