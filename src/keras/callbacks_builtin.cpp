@@ -236,11 +236,12 @@ ModelCheckpoint::ModelCheckpoint(std::string filepath, ModelCheckpointOptions o)
     return filepath_.size() >= suffix.size() &&
            filepath_.compare(filepath_.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
-  if (!ends_with(".weights.h5") && !ends_with(".weights.osp")) {
-    throw ValueError(fmt::format("The filepath provided must end in `.weights.h5` (Keras weights format) or "
-                                 "`.weights.osp` (Osprey's own). Received: filepath={}",
+  if (!ends_with(".keras") && !ends_with(".weights.h5") && !ends_with(".weights.osp")) {
+    throw ValueError(fmt::format("The filepath provided must end in `.keras` (Keras model format), `.weights.h5` "
+                                 "(Keras weights format) or `.weights.osp` (Osprey's own). Received: filepath={}",
                                  filepath_));
   }
+  whole_model_ = ends_with(".keras");
   if (o_.save_freq < 0) throw ValueError(fmt::format("Unrecognized save_freq: {}", o_.save_freq));
   minimize_ = o_.save_best_only ? minimize_for(o_.monitor, o_.mode, "ModelCheckpoint") : true;
   best = o_.initial_value_threshold;
@@ -268,7 +269,7 @@ void ModelCheckpoint::save(int epoch, const Logs& logs) {
   }
   if (auto dir = std::filesystem::path(path).parent_path(); !dir.empty()) std::filesystem::create_directories(dir);
   if (!o_.save_best_only) {
-    model()->save_weights(path);
+    whole_model_ ? model()->save(path) : model()->save_weights(path);
     if (o_.verbose > 0) std::cout << fmt::format("\nEpoch {}: finished saving model to {}\n", epoch + 1, path);
     return;
   }
@@ -285,7 +286,7 @@ void ModelCheckpoint::save(int epoch, const Logs& logs) {
                                best ? py_repr(*best) : std::string("None"), current, path);
     }
     best = current;
-    model()->save_weights(path);
+    whole_model_ ? model()->save(path) : model()->save_weights(path);
   } else if (o_.verbose > 0) {
     std::cout << fmt::format("\nEpoch {}: {} did not improve from {:.5f}\n", epoch + 1, o_.monitor, *best);
   }

@@ -180,10 +180,16 @@ TEST(WeightsH5, BadFilesAreTypedErrorsAndLeaveTheModelUnchanged) {
   EXPECT_EQ(flat_weights(m), before);
 }
 
-TEST(WeightsH5, ModelCheckpointWritesKerasFiles) {
+TEST(WeightsH5, ModelCheckpointWritesKerasWeightsAndModelFiles) {
   Sequential m = model(optimizer("sgd"));
   const std::string path = temp_path("ckpt-{epoch:02d}.weights.h5");
-  m.fit(batch_x(), batch_y(), {.epochs = 2, .batch_size = 4, .verbose = 0, .callbacks = {keras::ModelCheckpoint(path)}});
+  const std::string model_path = temp_path("model-{epoch}.keras");
+  m.fit(batch_x(), batch_y(),
+        {.epochs = 2, .batch_size = 4, .verbose = 0,
+         .callbacks = {keras::ModelCheckpoint(path), keras::ModelCheckpoint(model_path)}});
+  Sequential whole = keras::models::load_model(temp_path("model-2.keras"));  // the whole model, compiled
+  EXPECT_EQ(flat_weights(m), flat_weights(whole));
+  EXPECT_EQ(whole.optimizer()->iterations(), 4);
   ASSERT_TRUE(std::filesystem::exists(temp_path("ckpt-02.weights.h5")));
   Sequential n = model(optimizer("sgd"));
   n.load_weights(temp_path("ckpt-02.weights.h5"));

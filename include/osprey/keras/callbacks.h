@@ -210,8 +210,8 @@ struct ModelCheckpointOptions {
   int save_freq = 0;
   std::optional<double> initial_value_threshold{};
 };
-/// keras.callbacks.ModelCheckpoint for weights: the path ends in ".weights.h5" (Keras's file) or ".weights.osp"
-/// (Osprey's). It may use {epoch} (1-based) and any log key with Python-style specs: "ckpt-{epoch:02d}-{loss:.2f}.weights.h5".
+/// keras.callbacks.ModelCheckpoint: the path ends in ".keras" (the whole model, Sequential::save), ".weights.h5"
+/// (Keras's weights file) or ".weights.osp" (Osprey's). It may use {epoch} (1-based) and any log key with Python-style specs: "ckpt-{epoch:02d}-{loss:.2f}.weights.h5".
 /// Files are replaced atomically.
 class ModelCheckpoint : public Callback {
  public:
@@ -223,6 +223,7 @@ class ModelCheckpoint : public Callback {
 
  private:
   void save(int epoch, const Logs& logs);
+  bool whole_model_ = false;
   std::string filepath_;
   ModelCheckpointOptions o_;
   bool minimize_ = true;
