@@ -1,4 +1,5 @@
-// Keras 3's weights file (.weights.h5), read and written through the HDF5 C library.
+// Keras 3's weights file (.weights.h5). The HDF5 work lives in a plug-in, libosprey_hdf5.so, opened on first use
+// so that programs that never touch HDF5 do not load libhdf5 and its ~30 dependencies.
 #pragma once
 
 #include <string>
@@ -12,5 +13,13 @@ std::string to_snake_case(const std::string& class_name);
 void save_weights_h5(const Sequential& model, const std::string& path);
 /// Reads a file written by Keras 3 or save_weights_h5() into `model` (layers by position of their class, like Keras).
 void load_weights_h5(Sequential& model, const std::string& path);
+
+/// What the plug-in exports (`osprey_hdf5_api`); the version changes whenever this struct does.
+inline constexpr int kHdf5ApiVersion = 1;
+struct Hdf5Api {
+  int version;
+  void (*save)(const Sequential& model, const std::string& path);
+  void (*load)(Sequential& model, const std::string& path);
+};
 }  // namespace detail
 }  // namespace osprey::keras

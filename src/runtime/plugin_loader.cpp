@@ -1,4 +1,4 @@
-// Finds and loads the CUDA plug-in with dlopen. The core library never links CUDA: one build runs everywhere,
+// Finds and loads the CUDA plug-in with dlopen (and tells where plug-ins live, for the HDF5 one too). The core library never links CUDA: one build runs everywhere,
 // and every way the plug-in can be missing is recorded for `osprey doctor`.
 #include <dlfcn.h>
 
@@ -8,6 +8,7 @@
 
 #include "core/env.h"
 #include "runtime/device_manager.h"
+#include "runtime/plugin_paths.h"
 
 #ifndef OSPREY_WITH_CUDA_PLUGIN
 #define OSPREY_WITH_CUDA_PLUGIN 0
@@ -31,17 +32,19 @@ std::string own_directory() {
 }
 }  // namespace
 
+std::vector<std::string> plugin_candidates(const std::string& file, const char* env_var) {
+  if (auto explicit_path = env::get(env_var); explicit_path && !explicit_path->empty()) return {*explicit_path};
+  std::vector<std::string> candidates;
+  if (auto dir = own_directory(); !dir.empty()) candidates.push_back(dir + "/" + file);
+  if (std::string(OSPREY_PLUGIN_DIR).size()) candidates.push_back(std::string(OSPREY_PLUGIN_DIR) + "/" + file);
+  return candidates;
+}
+
 std::unique_ptr<Platform> load_cuda_plugin(PluginStatus& status) {
   status = {};
   status.built = OSPREY_WITH_CUDA_PLUGIN != 0;
   status.tried = true;
-  std::vector<std::string> candidates;
-  if (auto explicit_path = env::get("OSPREY_CUDA_PLUGIN"); explicit_path && !explicit_path->empty()) {
-    candidates.push_back(*explicit_path);
-  } else {
-    if (auto dir = own_directory(); !dir.empty()) candidates.push_back(dir + "/" + kPluginFile);
-    if (std::string(OSPREY_PLUGIN_DIR).size()) candidates.push_back(std::string(OSPREY_PLUGIN_DIR) + "/" + kPluginFile);
-  }
+  const std::vector<std::string> candidates = plugin_candidates(kPluginFile, "OSPREY_CUDA_PLUGIN");
   std::error_code ec;
   for (const auto& c : candidates) {
     if (std::filesystem::exists(c, ec)) {

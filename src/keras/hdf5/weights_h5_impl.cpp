@@ -1,3 +1,7 @@
+// The HDF5 plug-in (libosprey_hdf5.so): Keras 3's .weights.h5 files through the HDF5 C library. A plug-in, loaded
+// on first use (weights_h5_loader.cpp), because libhdf5 brings ~30 libraries (curl, TLS, Kerberos) whose loading
+// would add ~6 ms to the start of every Osprey program.
+//
 // Keras 3's .weights.h5 layout (keras/src/saving/saving_lib.py, H5IOStore), as Keras 3.15 writes it:
 //   /vars                      attr name = the model's name (a Sequential has no own variables)
 //   /layers/<key>/vars         attr name = the layer's name; datasets "0", "1", ... = its variables, trainable first
@@ -12,7 +16,6 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
-#include <regex>
 
 #include <fmt/format.h>
 
@@ -22,14 +25,6 @@
 #include "runtime/device_manager.h"
 
 namespace osprey::keras::detail {
-
-std::string to_snake_case(const std::string& class_name) {
-  static const std::regex upper_word("(.)([A-Z][a-z]+)"), lower_upper("([a-z])([A-Z])");
-  std::string s = std::regex_replace(class_name, upper_word, "$1_$2");
-  s = std::regex_replace(s, lower_upper, "$1_$2");
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 namespace {
 
@@ -208,7 +203,7 @@ std::vector<OptimizerEntry> optimizer_layout(optimizers::Optimizer& opt) {
 
 }  // namespace
 
-void save_weights_h5(const Sequential& model, const std::string& path) {
+static void save_impl(const Sequential& model, const std::string& path) {
   const std::string tmp = path + ".tmp";
   {
     QuietErrors quiet;
@@ -263,7 +258,7 @@ void save_weights_h5(const Sequential& model, const std::string& path) {
   if (ec) throw InternalError(fmt::format("save_weights: renaming '{}' to '{}' failed: {}", tmp, path, ec.message()));
 }
 
-void load_weights_h5(Sequential& model, const std::string& path) {
+static void load_impl(Sequential& model, const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
     throw NotFoundError(fmt::format("load_weights: no such file: '{}'", path));
@@ -351,3 +346,10 @@ void load_weights_h5(Sequential& model, const std::string& path) {
 }
 
 }  // namespace osprey::keras::detail
+
+extern "C" const osprey::keras::detail::Hdf5Api* osprey_hdf5_api() {
+  static const osprey::keras::detail::Hdf5Api api{osprey::keras::detail::kHdf5ApiVersion,
+                                                  &osprey::keras::detail::save_impl,
+                                                  &osprey::keras::detail::load_impl};
+  return &api;
+}

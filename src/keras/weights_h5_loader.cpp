@@ -1,0 +1,77 @@
+// Opens the HDF5 plug-in (libosprey_hdf5.so) the first time a .weights.h5 or .keras file is read or written.
+#include <dlfcn.h>
+
+#include <filesystem>
+#include <mutex>
+#include <regex>
+
+#include <fmt/format.h>
+
+#include "keras/weights_h5.h"
+#include "osprey/errors.h"
+#include "runtime/plugin_paths.h"
+
+namespace osprey::keras::detail {
+
+std::string to_snake_case(const std::string& class_name) {
+  static const std::regex upper_word("(.)([A-Z][a-z]+)"), lower_upper("([a-z])([A-Z])");
+  std::string s = std::regex_replace(class_name, upper_word, "$1_$2");
+  s = std::regex_replace(s, lower_upper, "$1_$2");
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+namespace {
+
+constexpr const char* kPluginFile = "libosprey_hdf5.so";
+
+const Hdf5Api& api() {
+  static const Hdf5Api* loaded = nullptr;
+  static std::string error;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const auto candidates = runtime::plugin_candidates(kPluginFile, "OSPREY_HDF5_PLUGIN");
+    std::string path;
+    std::error_code ec;
+    for (const auto& c : candidates) {
+      if (std::filesystem::exists(c, ec)) {
+        path = c;
+        break;
+      }
+    }
+    if (path.empty()) {
+      std::string places;
+      for (const auto& c : candidates) places += (places.empty() ? "" : ", ") + c;
+      error = fmt::format("{} not found (looked in: {})", kPluginFile, places);
+      return;
+    }
+    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);  // kept open for the life of the process
+    if (!handle) {
+      const char* why = dlerror();
+      error = fmt::format("{} could not be loaded: {}", path, why ? why : "dlopen failed");
+      return;
+    }
+    auto entry = reinterpret_cast<const Hdf5Api* (*)()>(dlsym(handle, "osprey_hdf5_api"));
+    const Hdf5Api* a = entry ? entry() : nullptr;
+    if (!a || a->version != kHdf5ApiVersion) {
+      error = fmt::format("{} is not the HDF5 plug-in of this Osprey build (API {} expected); rebuild it", path,
+                          kHdf5ApiVersion);
+      return;
+    }
+    loaded = a;
+  });
+  if (!loaded) {
+    throw UnavailableError(fmt::format("Keras .weights.h5 and .keras files need Osprey's HDF5 plug-in: {}. Build "
+                                       "Osprey with HDF5 (Debian: libhdf5-dev) or set OSPREY_HDF5_PLUGIN to the "
+                                       "plug-in's path.",
+                                       error));
+  }
+  return *loaded;
+}
+
+}  // namespace
+
+void save_weights_h5(const Sequential& model, const std::string& path) { api().save(model, path); }
+void load_weights_h5(Sequential& model, const std::string& path) { api().load(model, path); }
+
+}  // namespace osprey::keras::detail

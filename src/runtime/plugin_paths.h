@@ -1,0 +1,11 @@
+// Where Osprey's run-time plug-ins (libosprey_cuda.so, libosprey_hdf5.so) are looked for.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace osprey::runtime {
+/// The paths tried for plug-in `file`, in order: the environment variable `env_var` when set (a full path, and
+/// then nothing else), else next to libosprey.so, then the install's plug-in directory.
+std::vector<std::string> plugin_candidates(const std::string& file, const char* env_var);
+}  // namespace osprey::runtime
