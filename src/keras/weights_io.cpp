@@ -1,4 +1,4 @@
-// Model weights: get/set, Keras's .weights.h5 (weights_h5.cpp) and Osprey's own checkpoint file:
+// Model weights: get/set, Keras's .weights.h5 (the HDF5 plug-in, keras/weights_h5.h) and Osprey's own checkpoint file:
 //   "OSPREYW1" | u32 count | per variable: u32 path length, path, u8 dtype, u32 rank, i64 dims..., raw data
 // All integers little-endian as the host writes them (x86-64, aarch64).
 #include <cstdio>
@@ -8,8 +8,8 @@
 
 #include <fmt/format.h>
 
-#include "osprey/errors.h"
 #include "keras/weights_h5.h"
+#include "osprey/errors.h"
 #include "osprey/keras/model.h"
 #include "runtime/device_manager.h"
 
