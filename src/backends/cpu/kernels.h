@@ -9,6 +9,10 @@
 #include "ops/attrs.h"
 #include "ops/kernel.h"
 
+// An AVX2 clone of a hot loop next to the baseline (x86-64) one, chosen at load time where the CPU has AVX2. The
+// same operations per element in the same order (no FMA contraction), so both clones give the same results.
+#define OSPREY_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
+
 namespace osprey::cpu {
 
 /// Runs f(begin, end) over [0, n) split between the intra-op (OpenMP) threads when n is large enough to pay for

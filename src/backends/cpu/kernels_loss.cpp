@@ -1,5 +1,6 @@
 // CPU kernels for per-sample losses, their gradients, and accuracy counts (formulas: spec/keras_api.md §2).
 #include <cmath>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -14,19 +15,34 @@ using runtime::DeviceType;
 
 static constexpr float kEps = 1e-7f;  // keras.config.epsilon()
 
-// Label i of a tensor of any dtype, as a float.
-static float label_at(const Tensor& t, int64_t i) {
-  switch (t.dtype()) {
-    case DType::float32: return t.data<float>()[i];
-    case DType::float64: return static_cast<float>(t.data<double>()[i]);
-    case DType::int32: return static_cast<float>(t.data<int32_t>()[i]);
-    case DType::int64: return static_cast<float>(t.data<int64_t>()[i]);
+// The labels of a tensor of any dtype as floats: float32 labels are read in place, others converted once per call
+// (per-element dtype dispatch cost more than the loss itself for small batches).
+class Labels {
+ public:
+  explicit Labels(const Tensor& t) {
+    const int64_t n = t.num_elements();
+    switch (t.dtype()) {
+      case DType::float32: data_ = t.data<float>(); return;
+      case DType::float64: convert(t.data<double>(), n); break;
+      case DType::int32: convert(t.data<int32_t>(), n); break;
+      case DType::int64: convert(t.data<int64_t>(), n); break;
+    }
+    data_ = copy_.data();
   }
-  return 0.f;
-}
+  float operator[](int64_t i) const { return data_[i]; }
 
-static int64_t sparse_label(const Tensor& t, int64_t i, int64_t classes) {
-  const float v = label_at(t, i);
+ private:
+  template <typename T>
+  void convert(const T* v, int64_t n) {
+    copy_.resize(static_cast<std::size_t>(n));
+    for (int64_t i = 0; i < n; ++i) copy_[static_cast<std::size_t>(i)] = static_cast<float>(v[i]);
+  }
+  const float* data_ = nullptr;
+  std::vector<float> copy_;
+};
+
+static int64_t sparse_label(const Labels& labels, int64_t i, int64_t classes) {
+  const float v = labels[i];
   const auto label = static_cast<int64_t>(v);
   if (label < 0 || label >= classes || static_cast<float>(label) != v) {
     throw InvalidArgumentError(fmt::format("Received a label value of {} which is outside the valid range of [0, {}). "
@@ -45,6 +61,7 @@ static void loss_impl(const ops::LossAttrs& at, const Tensor& yt, const Tensor& 
   const int64_t n = yp.shape()[0];
   const int64_t d = n ? yp.num_elements() / n : 0;
   const float* p = yp.data<float>();
+  const Labels lab(yt);
   const float ls = static_cast<float>(at.label_smoothing);
   for (int64_t i = 0; i < n; ++i) {
     const float* pr = p + i * d;
@@ -54,7 +71,7 @@ static void loss_impl(const ops::LossAttrs& at, const Tensor& yt, const Tensor& 
     switch (at.kind) {
       case LossKind::binary_crossentropy:
         for (int64_t j = 0; j < d; ++j) {
-          const float y = label_at(yt, i * d + j) * (1.f - ls) + 0.5f * ls;
+          const float y = lab[i * d + j] * (1.f - ls) + 0.5f * ls;
           const float c = clip(pr[j]);
           if (out) acc += -(y * std::log(c) + (1.f - y) * std::log(1.f - c));  // the gradient needs no logs
           if (gr) gr[j] = in_clip(pr[j]) ? up * (-(y / c) + (1.f - y) / (1.f - c)) / static_cast<float>(d) : 0.f;
@@ -64,12 +81,12 @@ static void loss_impl(const ops::LossAttrs& at, const Tensor& yt, const Tensor& 
       case LossKind::categorical_crossentropy:
       case LossKind::sparse_categorical_crossentropy: {
         const bool sparse = at.kind == LossKind::sparse_categorical_crossentropy;
-        const int64_t label = sparse ? sparse_label(yt, i, d) : -1;
+        const int64_t label = sparse ? sparse_label(lab, i, d) : -1;
         float s = 0.f;
         for (int64_t j = 0; j < d; ++j) s += pr[j];
         float weighted = 0.f;  // Σ_j dL/dq_j · q_j, for the normalisation's gradient
         for (int64_t j = 0; j < d; ++j) {
-          const float y = sparse ? (j == label ? 1.f : 0.f) : label_at(yt, i * d + j) * (1.f - ls) + ls / d;
+          const float y = sparse ? (j == label ? 1.f : 0.f) : lab[i * d + j] * (1.f - ls) + ls / d;
           const float q = pr[j] / s;
           if (y != 0.f && out) acc += -y * std::log(clip(q));
           const float dq = (y != 0.f && in_clip(q)) ? -y / q : 0.f;
@@ -83,7 +100,7 @@ static void loss_impl(const ops::LossAttrs& at, const Tensor& yt, const Tensor& 
       }
       case LossKind::mean_squared_error:
         for (int64_t j = 0; j < d; ++j) {
-          const float e = pr[j] - label_at(yt, i * d + j);
+          const float e = pr[j] - lab[i * d + j];
           acc += static_cast<double>(e) * e;
           if (gr) gr[j] = up * 2.f * e / static_cast<float>(d);
         }
@@ -91,7 +108,7 @@ static void loss_impl(const ops::LossAttrs& at, const Tensor& yt, const Tensor& 
         break;
       case LossKind::mean_absolute_error:
         for (int64_t j = 0; j < d; ++j) {
-          const float e = pr[j] - label_at(yt, i * d + j);
+          const float e = pr[j] - lab[i * d + j];
           acc += std::abs(e);
           if (gr) gr[j] = up * static_cast<float>((e > 0.f) - (e < 0.f)) / static_cast<float>(d);
         }
@@ -126,6 +143,7 @@ static void accuracy_count_kernel(const KernelContext& ctx) {
   const int64_t n = yp.shape()[0];
   const int64_t d = n ? yp.num_elements() / n : 0;
   const float* p = yp.data<float>();
+  const Labels lab(yt);
   double correct = 0.0;
   for (int64_t i = 0; i < n; ++i) {
     switch (at.kind) {
@@ -133,7 +151,7 @@ static void accuracy_count_kernel(const KernelContext& ctx) {
         double row = 0.0;
         for (int64_t j = 0; j < d; ++j) {
           const float pred = p[i * d + j] > static_cast<float>(at.threshold) ? 1.f : 0.f;  // strict >
-          row += label_at(yt, i * d + j) == pred ? 1.0 : 0.0;
+          row += lab[i * d + j] == pred ? 1.0 : 0.0;
         }
         correct += d ? row / static_cast<double>(d) : 0.0;
         break;
@@ -142,13 +160,13 @@ static void accuracy_count_kernel(const KernelContext& ctx) {
         const int64_t td = yt.num_elements() / n;
         int64_t best_t = 0;
         for (int64_t j = 1; j < td; ++j) {
-          if (label_at(yt, i * td + j) > label_at(yt, i * td + best_t)) best_t = j;
+          if (lab[i * td + j] > lab[i * td + best_t]) best_t = j;
         }
         correct += best_t == argmax(p + i * d, d) ? 1.0 : 0.0;
         break;
       }
       case ops::AccuracyKind::sparse_categorical:
-        correct += label_at(yt, i) == static_cast<float>(argmax(p + i * d, d)) ? 1.0 : 0.0;
+        correct += lab[i] == static_cast<float>(argmax(p + i * d, d)) ? 1.0 : 0.0;
         break;
     }
   }

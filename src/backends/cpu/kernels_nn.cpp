@@ -169,7 +169,7 @@ static void activation_kernel(const KernelContext& ctx) {
                    x.num_elements(), std::max<int64_t>(cols, 1));
 }
 
-static void activation_grad_range(const KernelContext& ctx, int64_t begin, int64_t end) {
+OSPREY_VECTOR_CLONES static void activation_grad_range(const KernelContext& ctx, int64_t begin, int64_t end) {
   const Activation act = ctx.attr<ops::ActivationAttrs>().activation;
   // Loads first, then a select: GCC vectorises that form (a conditional load, or a multiply by a bool, stays
   // a branch per element, which mispredicts on random signs: it was a fifth of the seed model's step).
@@ -245,6 +245,16 @@ static void activation_grad_kernel(const KernelContext& ctx) {
   parallel_chunks(n, [&](int64_t b, int64_t e) { activation_grad_range(ctx, b, e); });
 }
 
+// out[c] = Σ_r m[r, cb + c] for c < w, summed over the rows in order.
+OSPREY_VECTOR_CLONES static void column_sums(const float* __restrict m, int64_t rows, int64_t cols, int64_t cb, int64_t w,
+                                             float* __restrict out) {
+  std::memset(out, 0, sizeof(float) * w);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* __restrict row = m + r * cols + cb;
+    for (int64_t c = 0; c < w; ++c) out[c] += row[c];
+  }
+}
+
 static void bias_add_grad_kernel(const KernelContext& ctx) {
   const auto& dz = ctx.inputs[0];
   const int64_t rows = dz.shape()[0], cols = dz.shape()[1];
@@ -252,15 +262,7 @@ static void bias_add_grad_kernel(const KernelContext& ctx) {
   float* db = ctx.outputs[0].data<float>();
   // Column blocks per thread when large; each column is summed over the rows in order either way.
   const int64_t grain = std::max<int64_t>(16, (int64_t{1} << 14) / std::max<int64_t>(rows, 1));
-  parallel_chunks(cols, [&](int64_t cb, int64_t ce) {
-    float* __restrict out = db + cb;
-    const int64_t w = ce - cb;
-    std::memset(out, 0, sizeof(float) * w);
-    for (int64_t r = 0; r < rows; ++r) {
-      const float* __restrict row = p + r * cols + cb;
-      for (int64_t c = 0; c < w; ++c) out[c] += row[c];
-    }
-  }, grain);
+  parallel_chunks(cols, [&](int64_t cb, int64_t ce) { column_sums(p, rows, cols, cb, ce - cb, db + cb); }, grain);
 }
 
 void register_nn_kernels() {

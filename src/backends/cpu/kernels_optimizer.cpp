@@ -9,9 +9,8 @@ namespace osprey::cpu {
 using ops::KernelContext;
 using runtime::DeviceType;
 
-// The loops load into locals before storing, and restrict-qualified pointers let GCC vectorise them; the AVX2
-// clone runs where the CPU has it (the same operations per element, so the same results as the baseline clone).
-#define OSPREY_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
+// The loops load into locals before storing, and restrict-qualified pointers let GCC vectorise them (AVX2 clones:
+// OSPREY_VECTOR_CLONES in kernels.h).
 
 OSPREY_VECTOR_CLONES static void sgd_range(float* __restrict var, const float* __restrict g, float* __restrict m,
                                            int64_t n, float lr, float momentum, bool nesterov) {
