@@ -307,6 +307,44 @@ LossRef loss_from(const json& j) {
   return detail::to_snake_case(cls);  // the option-less losses by name (MeanSquaredError -> mean_squared_error)
 }
 
+// One threshold from a Precision/Recall config (None: 0.5; a number or a one-element list).
+double single_threshold(const json& c, const std::string& cls) {
+  const json t = c.value("thresholds", json());
+  if (t.is_null()) return 0.5;
+  if (t.is_number()) return t.get<double>();
+  if (t.is_array() && t.size() == 1 && t[0].is_number()) return t[0].get<double>();
+  unsupported(cls + " thresholds", t.dump(), "one threshold");
+}
+
+// A metric object of a Keras compile_config, with the options Osprey's metrics have; the rest must be defaults.
+MetricRef metric_object(const json& m) {
+  namespace mt = metrics;
+  const std::string cls = m.value("class_name", "");
+  const json& c = config_of(m, "metric '" + cls + "'");
+  const std::string snake = detail::to_snake_case(cls);
+  const std::string name = c.value("name", snake);
+  for (const char* key : {"top_k", "class_id", "label_weights", "num_labels"}) {
+    if (c.contains(key) && !c[key].is_null()) unsupported(cls + " option", key, "the defaults");
+  }
+  for (const char* key : {"multi_label", "from_logits"}) {
+    if (value_or(c, key, false)) unsupported(cls + " option", key, "the defaults");
+  }
+  if (cls == "AUC") {
+    if (c.value("summation_method", "interpolation") != "interpolation") {
+      unsupported("AUC summation_method", c["summation_method"].dump(), "interpolation");
+    }
+    const std::string curve = c.value("curve", "ROC");
+    if (curve != "ROC" && curve != "PR") unsupported("AUC curve", curve, "ROC, PR");
+    return mt::AUC(value_or(c, "num_thresholds", 200), curve == "PR" ? mt::AUC::Curve::PR : mt::AUC::Curve::ROC, name);
+  }
+  if (cls == "Precision") return mt::Precision(single_threshold(c, cls), name);
+  if (cls == "Recall") return mt::Recall(single_threshold(c, cls), name);
+  if (cls == "BinaryAccuracy") return mt::BinaryAccuracy(value_or(c, "threshold", 0.5), name);
+  if (cls == "TopKCategoricalAccuracy") return mt::TopKCategoricalAccuracy(value_or(c, "k", 5), name);
+  if (cls == "SparseTopKCategoricalAccuracy") return mt::SparseTopKCategoricalAccuracy(value_or(c, "k", 5), name);
+  return snake;  // option-less metrics by name (MeanSquaredError -> mean_squared_error)
+}
+
 std::vector<MetricRef> metrics_from(const json& j) {
   std::vector<MetricRef> out;
   if (j.is_null()) return out;
@@ -314,7 +352,7 @@ std::vector<MetricRef> metrics_from(const json& j) {
     if (m.is_string()) {
       out.emplace_back(m.get<std::string>());
     } else if (m.is_object()) {
-      out.emplace_back(detail::to_snake_case(m.value("class_name", "")));
+      out.push_back(metric_object(m));
     } else {
       unsupported("metric", m.dump().substr(0, 80), "metrics by name or class");
     }

@@ -17,3 +17,13 @@ m.fit(x, y, epochs=2, batch_size=8, verbose=0)
 m.save(os.path.join(out, "keras_model.keras"))
 print("predict", repr(np.array(m.predict(x[:4], verbose=0), "float64").ravel().tolist()))
 print("evaluate", m.evaluate(x, y, verbose=0))
+# A binary classifier compiled with configured metric objects (tests/data/keras_metrics.keras).
+from keras import metrics as M
+b = keras.Sequential([layers.Input(shape=(6,)), layers.Dense(1, activation="sigmoid")])
+b.compile(optimizer="sgd", loss="binary_crossentropy",
+          metrics=[M.AUC(num_thresholds=50, curve="PR", name="pr_auc"), M.Precision(thresholds=0.3),
+                   M.BinaryAccuracy(threshold=0.6)])
+yb = np.array([(i * 7) % 3 == 0 for i in range(16)], "float32").reshape(16, 1)
+b.fit(x, yb, epochs=1, batch_size=16, verbose=0)
+b.save(os.path.join(out, "keras_metrics.keras"))
+print("metrics_evaluate", b.evaluate(x, yb, verbose=0, return_dict=True))

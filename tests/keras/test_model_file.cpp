@@ -93,6 +93,20 @@ TEST(ModelFile, LoadsAKerasFileAndPredictsAsKeras) {
   EXPECT_EQ(m.optimizer()->iterations(), 6);
 }
 
+// Metric objects keep their options (AUC curve and thresholds, Precision threshold, BinaryAccuracy threshold, names).
+TEST(ModelFile, MetricObjectsKeepTheirOptions) {
+  SKIP_WITHOUT_HDF5();
+  Sequential m = keras::models::load_model(data_file("keras_metrics.keras"));
+  std::vector<float> yb;
+  for (int i = 0; i < 16; ++i) yb.push_back((i * 7) % 3 == 0 ? 1.f : 0.f);
+  auto logs = m.evaluate_dict(inputs(), Tensor::from_vector(yb, {16, 1}), {.verbose = 0});
+  // keras: b.evaluate(x, yb, return_dict=True) in tests/keras/keras_model_file_reference.py
+  EXPECT_NEAR(logs.at("loss"), 0.9905300736427307, 1e-5);
+  EXPECT_NEAR(logs.at("pr_auc"), 0.22714966535568237, 1e-5);
+  EXPECT_NEAR(logs.at("precision"), 0.25, 1e-9);
+  EXPECT_NEAR(logs.at("binary_accuracy"), 0.3125, 1e-9);
+}
+
 TEST(ModelFile, SaveAndLoadRoundTrip) {
   SKIP_WITHOUT_HDF5();
   Sequential a({layers::Input({6}), layers::Dense(5, "tanh", {.kernel_constraint = layers::MaxNorm(1.5)}),
