@@ -28,6 +28,15 @@ inline std::string temp_path(const std::string& suite, const std::string& name) 
   return (dir / name).string();
 }
 
+#ifndef OSPREY_HAVE_HDF5_PLUGIN
+#define OSPREY_HAVE_HDF5_PLUGIN 0
+#endif
+/// In a GoogleTest test: skip, saying why, when the HDF5 plug-in (Keras's .weights.h5 and .keras files) was not
+/// built (no libhdf5-dev at configure time).
+#define SKIP_WITHOUT_HDF5()                                                                                    \
+  if (!OSPREY_HAVE_HDF5_PLUGIN)                                                                                \
+  GTEST_SKIP() << "Osprey was built without HDF5 (Debian: libhdf5-dev), so libosprey_hdf5.so does not exist"
+
 #ifdef OSPREY_TEST_DATA_DIR
 /// A file of tests/data.
 inline std::string data_file(const std::string& name) { return std::string(OSPREY_TEST_DATA_DIR) + "/" + name; }

@@ -21,14 +21,6 @@ using keras::Sequential;
 using ::testing::HasSubstr;
 using osprey::testing::data_file;
 
-#ifndef OSPREY_HAVE_HDF5_PLUGIN
-#define OSPREY_HAVE_HDF5_PLUGIN 0
-#endif
-// Without HDF5 at build time the plug-in that reads and writes these files does not exist: skip, saying so.
-#define SKIP_WITHOUT_HDF5()                                                                                   \
-  if (!OSPREY_HAVE_HDF5_PLUGIN)                                                                               \
-  GTEST_SKIP() << "Osprey was built without HDF5 (Debian: libhdf5-dev), so libosprey_hdf5.so does not exist"
-
 namespace {
 std::string temp_path(const std::string& name) { return osprey::testing::temp_path("model_file_test", name); }
 template <typename F>
