@@ -232,16 +232,12 @@ void TerminateOnNaN::on_train_batch_end(int batch, Logs& logs) {
 
 ModelCheckpoint::ModelCheckpoint(std::string filepath, ModelCheckpointOptions o)
     : filepath_(std::move(filepath)), o_(std::move(o)) {
-  const auto ends_with = [&](const std::string& suffix) {
-    return filepath_.size() >= suffix.size() &&
-           filepath_.compare(filepath_.size() - suffix.size(), suffix.size(), suffix) == 0;
-  };
-  if (!ends_with(".keras") && !ends_with(".weights.h5") && !ends_with(".weights.osp")) {
+  whole_model_ = filepath_.ends_with(".keras");
+  if (!whole_model_ && !filepath_.ends_with(".weights.h5") && !filepath_.ends_with(".weights.osp")) {
     throw ValueError(fmt::format("The filepath provided must end in `.keras` (Keras model format), `.weights.h5` "
                                  "(Keras weights format) or `.weights.osp` (Osprey's own). Received: filepath={}",
                                  filepath_));
   }
-  whole_model_ = ends_with(".keras");
   if (o_.save_freq < 0) throw ValueError(fmt::format("Unrecognized save_freq: {}", o_.save_freq));
   minimize_ = o_.save_best_only ? minimize_for(o_.monitor, o_.mode, "ModelCheckpoint") : true;
   best = o_.initial_value_threshold;

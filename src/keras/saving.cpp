@@ -28,10 +28,6 @@ constexpr const char* kConfig = "config.json";
 constexpr const char* kMetadata = "metadata.json";
 constexpr const char* kWeights = "model.weights.h5";
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 /// A file in the temporary directory, removed when this goes out of scope (HDF5 reads and writes files).
 class TempFile {
  public:
@@ -381,7 +377,7 @@ Sequential model_from_json(const std::string& json_text) {
 }
 
 Sequential load_model(const std::string& path, LoadModelOptions options) {
-  if (!ends_with(path, ".keras")) {
+  if (!path.ends_with(".keras")) {
     throw ValueError(fmt::format("File format not supported: filepath={}. Osprey loads the native Keras format "
                                  "(`.keras`); weights alone are read by `model.load_weights()` (`.weights.h5`).",
                                  path));
@@ -428,7 +424,7 @@ Sequential load_model(const std::string& path, LoadModelOptions options) {
 }  // namespace models
 
 void Sequential::save(const std::string& path) const {
-  if (!ends_with(path, ".keras")) {
+  if (!path.ends_with(".keras")) {
     throw ValueError(fmt::format("Invalid filepath extension for saving. Please add a `.keras` extension for the "
                                  "native Keras format (Osprey writes that one; `save_weights()` writes "
                                  "`.weights.h5`). Received: filepath={}",

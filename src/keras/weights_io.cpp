@@ -61,14 +61,10 @@ static T get(std::istream& in, const std::string& path) {
   return v;
 }
 
-static bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 /// True for Keras's format, false for Osprey's; ValueError for any other name.
 static bool keras_format(const std::string& path) {
-  if (ends_with(path, kH5Extension)) return true;
-  if (ends_with(path, kExtension)) return false;
+  if (path.ends_with(kH5Extension)) return true;
+  if (path.ends_with(kExtension)) return false;
   throw ValueError(fmt::format("The filename must end in `{}` (or `{}`, Osprey's own format). Received: filepath={}",
                                kH5Extension, kExtension, path));
 }
