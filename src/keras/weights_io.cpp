@@ -22,13 +22,7 @@ static const std::string kH5Extension = ".weights.h5";
 std::vector<Tensor> Sequential::get_weights() const {
   auto& host = runtime::DeviceManager::get().host_device();
   std::vector<Tensor> out;
-  for (auto* v : variables()) {
-    const Tensor& c = v->component(0);
-    Tensor copy = Tensor::empty(c.shape(), c.dtype(), &host);
-    Tensor src = c.to(host);
-    std::memcpy(copy.raw_data(), src.raw_data(), static_cast<std::size_t>(c.nbytes()));
-    out.push_back(copy);
-  }
+  for (auto* v : variables()) out.push_back(v->component(0).to(host));  // to() always copies
   return out;
 }
 

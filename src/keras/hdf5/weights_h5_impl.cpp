@@ -136,13 +136,8 @@ Tensor read_dataset(hid_t group, const std::string& name, DType dtype, const std
   return t;
 }
 
-Tensor host_copy(const Tensor& t) {
-  auto& host = runtime::DeviceManager::get().host_device();
-  Tensor out = Tensor::empty(t.shape(), t.dtype(), &host);
-  Tensor src = t.to(host);
-  std::memcpy(out.raw_data(), src.raw_data(), static_cast<std::size_t>(t.nbytes()));
-  return out;
-}
+/// A copy of `t` on CPU:0 (Tensor::to always copies).
+Tensor host_copy(const Tensor& t) { return t.to(runtime::DeviceManager::get().host_device()); }
 
 /// A layer's variables in the order Keras saves them: trainable ones, then the others.
 std::vector<Variable*> saved_variables(Layer& layer) {
@@ -175,9 +170,12 @@ struct OptimizerEntry {
   Variable* variable = nullptr;
 };
 
+/// Keras's optimizer.variables: iterations, learning_rate (not with a schedule), then -- once built -- the slots
+/// and per-step state.
 std::vector<OptimizerEntry> optimizer_layout(optimizers::Optimizer& opt) {
   std::vector<OptimizerEntry> out{{OptimizerEntry::iterations}};
   if (!opt.has_schedule()) out.push_back({OptimizerEntry::learning_rate});
+  if (!opt.built()) return out;
   const std::size_t n = opt.num_tracked();
   const std::string cls = opt.class_name();
   // Adam, AdamW, Adamax and Nadam create their two slots per variable together; the others create one list of
@@ -227,24 +225,19 @@ static void save_impl(const Sequential& model, const std::string& path) {
       Handle og = create_group(file, "optimizer");
       Handle vg = create_group(og, "vars");
       write_name_attr(vg, opt->name());
-      if (opt->built()) {
-        const auto layout = optimizer_layout(*opt);
-        for (std::size_t j = 0; j < layout.size(); ++j) {
-          const auto& e = layout[j];
-          Tensor t;
-          switch (e.kind) {
-            case OptimizerEntry::iterations: t = Tensor::scalar(static_cast<double>(opt->iterations()), int64); break;
-            case OptimizerEntry::learning_rate: t = Tensor::scalar(opt->learning_rate(), float32); break;
-            case OptimizerEntry::u_product:
-              t = Tensor::scalar(dynamic_cast<optimizers::Nadam&>(*opt).u_product(), float32);
-              break;
-            case OptimizerEntry::slot: t = host_copy(e.variable->component(0)); break;
-          }
-          write_dataset(vg, std::to_string(j), host_copy(t));
+      const auto layout = optimizer_layout(*opt);
+      for (std::size_t j = 0; j < layout.size(); ++j) {
+        const auto& e = layout[j];
+        Tensor t;
+        switch (e.kind) {
+          case OptimizerEntry::iterations: t = Tensor::scalar(static_cast<double>(opt->iterations()), int64); break;
+          case OptimizerEntry::learning_rate: t = Tensor::scalar(opt->learning_rate(), float32); break;
+          case OptimizerEntry::u_product:
+            t = Tensor::scalar(dynamic_cast<optimizers::Nadam&>(*opt).u_product(), float32);
+            break;
+          case OptimizerEntry::slot: t = e.variable->component(0); break;
         }
-      } else {  // not built yet: what Keras writes for an optimizer that has not run (iterations, learning rate)
-        write_dataset(vg, "0", host_copy(Tensor::scalar(0, int64)));
-        if (!opt->has_schedule()) write_dataset(vg, "1", host_copy(Tensor::scalar(opt->learning_rate(), float32)));
+        write_dataset(vg, std::to_string(j), host_copy(t));
       }
     }
     {
@@ -308,18 +301,16 @@ static void load_impl(Sequential& model, const std::string& path) {
   if (opt && exists(file, "optimizer/vars")) {
     Handle group(H5Gopen2(file, "optimizer/vars", H5P_DEFAULT), H5Gclose, "opening /optimizer/vars");
     const hsize_t stored = num_links(group);
-    const bool was_built = opt->built();
-    const std::size_t mine = 1 + (opt->has_schedule() ? 0 : 1);
-    if (!was_built && stored > mine) opt->build_slots(model.trainable_variables());
-    const auto layout = opt->built() ? optimizer_layout(*opt) : std::vector<OptimizerEntry>(mine, {OptimizerEntry::iterations});
+    // A file with slots restores a fresh optimizer too: build it first (Keras needs optimizer.build() for that).
+    if (!opt->built() && stored > optimizer_layout(*opt).size()) opt->build_slots(model.trainable_variables());
+    const auto layout = optimizer_layout(*opt);
     if (stored != layout.size()) {
       log::warning(fmt::format("Skipping variable loading for optimizer '{}', because it has {} variables whereas the "
                                "saved optimizer has {} variables.",
                                opt->name(), layout.size(), stored));
     } else {
       for (std::size_t j = 0; j < layout.size(); ++j) {
-        OptimizerEntry e = layout[j];
-        if (!opt->built() && j == 1) e.kind = OptimizerEntry::learning_rate;
+        const OptimizerEntry& e = layout[j];
         Tensor t = read_dataset(group, std::to_string(j), e.kind == OptimizerEntry::iterations ? int64 : float32,
                                 "optimizer/vars");
         const Shape want = e.kind == OptimizerEntry::slot ? e.variable->shape() : Shape({});
