@@ -1,7 +1,6 @@
 // Opens the HDF5 plug-in (libosprey_hdf5.so) the first time a .weights.h5 or .keras file is read or written.
 #include <dlfcn.h>
 
-#include <filesystem>
 #include <mutex>
 #include <regex>
 
@@ -30,21 +29,8 @@ const Hdf5Api& api() {
   static std::string error;
   static std::once_flag once;
   std::call_once(once, [] {
-    const auto candidates = runtime::plugin_candidates(kPluginFile, "OSPREY_HDF5_PLUGIN");
-    std::string path;
-    std::error_code ec;
-    for (const auto& c : candidates) {
-      if (std::filesystem::exists(c, ec)) {
-        path = c;
-        break;
-      }
-    }
-    if (path.empty()) {
-      std::string places;
-      for (const auto& c : candidates) places += (places.empty() ? "" : ", ") + c;
-      error = fmt::format("{} not found (looked in: {})", kPluginFile, places);
-      return;
-    }
+    const std::string path = runtime::find_plugin(kPluginFile, "OSPREY_HDF5_PLUGIN", error);
+    if (path.empty()) return;
     void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);  // kept open for the life of the process
     if (!handle) {
       const char* why = dlerror();

@@ -40,24 +40,24 @@ std::vector<std::string> plugin_candidates(const std::string& file, const char* 
   return candidates;
 }
 
+std::string find_plugin(const std::string& file, const char* env_var, std::string& error) {
+  const std::vector<std::string> candidates = plugin_candidates(file, env_var);
+  std::error_code ec;
+  for (const auto& c : candidates) {
+    if (std::filesystem::exists(c, ec)) return c;
+  }
+  std::string places;
+  for (const auto& c : candidates) places += (places.empty() ? "" : ", ") + c;
+  error = fmt::format("{} not found (looked in: {})", file, places);
+  return {};
+}
+
 std::unique_ptr<Platform> load_cuda_plugin(PluginStatus& status) {
   status = {};
   status.built = OSPREY_WITH_CUDA_PLUGIN != 0;
   status.tried = true;
-  const std::vector<std::string> candidates = plugin_candidates(kPluginFile, "OSPREY_CUDA_PLUGIN");
-  std::error_code ec;
-  for (const auto& c : candidates) {
-    if (std::filesystem::exists(c, ec)) {
-      status.path = c;
-      break;
-    }
-  }
-  if (status.path.empty()) {
-    std::string places;
-    for (const auto& c : candidates) places += (places.empty() ? "" : ", ") + c;
-    status.error = fmt::format("{} not found (looked in: {})", kPluginFile, places);
-    return nullptr;
-  }
+  status.path = find_plugin(kPluginFile, "OSPREY_CUDA_PLUGIN", status.error);
+  if (status.path.empty()) return nullptr;
   void* handle = dlopen(status.path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
     const char* err = dlerror();
