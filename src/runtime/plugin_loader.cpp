@@ -30,8 +30,8 @@ std::string own_directory() {
   if (dladdr(reinterpret_cast<void*>(&load_cuda_plugin), &info) == 0 || !info.dli_fname) return {};
   return std::filesystem::path(info.dli_fname).parent_path().string();
 }
-}  // namespace
 
+// The paths tried for a plug-in, in order (see find_plugin).
 std::vector<std::string> plugin_candidates(const std::string& file, const char* env_var) {
   if (auto explicit_path = env::get(env_var); explicit_path && !explicit_path->empty()) return {*explicit_path};
   std::vector<std::string> candidates;
@@ -39,6 +39,7 @@ std::vector<std::string> plugin_candidates(const std::string& file, const char* 
   if (std::string(OSPREY_PLUGIN_DIR).size()) candidates.push_back(std::string(OSPREY_PLUGIN_DIR) + "/" + file);
   return candidates;
 }
+}  // namespace
 
 std::string find_plugin(const std::string& file, const char* env_var, std::string& error) {
   const std::vector<std::string> candidates = plugin_candidates(file, env_var);

@@ -2,12 +2,10 @@
 #pragma once
 
 #include <string>
-#include <vector>
 
 namespace osprey::runtime {
-/// The paths tried for plug-in `file`, in order: the environment variable `env_var` when set (a full path, and
-/// then nothing else), else next to libosprey.so, then the install's plug-in directory.
-std::vector<std::string> plugin_candidates(const std::string& file, const char* env_var);
-/// The first of plugin_candidates() that exists, or "" with `error` set to "<file> not found (looked in: ...)".
+/// Where plug-in `file` is: the environment variable `env_var` when set (a full path, and then nothing else), else
+/// next to libosprey.so, then the install's plug-in directory. The first that exists, or "" with `error` set to
+/// "<file> not found (looked in: ...)".
 std::string find_plugin(const std::string& file, const char* env_var, std::string& error);
 }  // namespace osprey::runtime
