@@ -164,9 +164,7 @@ Shape Dense::build(const Shape& input_shape) {
   }
   kernel_ = &add_weight("kernel", initialize(options_.kernel_initializer, {in, units_}));
   if (options_.use_bias) bias_ = &add_weight("bias", initialize(options_.bias_initializer, {units_}));
-  output_shape_ = Shape{units_};
-  built_ = true;
-  return output_shape_;
+  return finish_build(Shape{units_});
 }
 
 Tensor Dense::call(const Tensor& inputs, bool) {

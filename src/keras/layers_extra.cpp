@@ -16,9 +16,7 @@ static Tensor scalar(double v) { return Tensor::scalar(v); }
 Activation::Activation(const std::string& activation, std::string name)
     : Layer(name, "activation"), name_of_activation_(ActivationFn::get(activation).name) {}
 Shape Activation::build(const Shape& input_shape) {
-  output_shape_ = input_shape;
-  built_ = true;
-  return input_shape;
+  return finish_build(input_shape);
 }
 Tensor Activation::call(const Tensor& x, bool) { return ActivationFn::get(name_of_activation_)(x); }
 
@@ -32,9 +30,7 @@ LeakyReLU::LeakyReLU(double negative_slope, std::string name) : Layer(name, "lea
   }
 }
 Shape LeakyReLU::build(const Shape& input_shape) {
-  output_shape_ = input_shape;
-  built_ = true;
-  return input_shape;
+  return finish_build(input_shape);
 }
 Tensor LeakyReLU::call(const Tensor& x, bool) {
   // max(x, slope·x) for slopes up to 1; the general form otherwise: x·[x ≥ 0] + slope·x·[x < 0].
@@ -53,9 +49,7 @@ Dropout::Dropout(double rate, std::string name) : Layer(name, "dropout"), rate_(
   }
 }
 Shape Dropout::build(const Shape& input_shape) {
-  output_shape_ = input_shape;
-  built_ = true;
-  return input_shape;
+  return finish_build(input_shape);
 }
 Tensor Dropout::call(const Tensor& x, bool training) {
   if (!training || rate_ == 0.0) return x;
@@ -68,9 +62,7 @@ Tensor Dropout::call(const Tensor& x, bool training) {
 
 Flatten::Flatten(std::string name) : Layer(name, "flatten") {}
 Shape Flatten::build(const Shape& input_shape) {
-  output_shape_ = Shape({input_shape.num_elements()});
-  built_ = true;
-  return output_shape_;
+  return finish_build(Shape({input_shape.num_elements()}));
 }
 Tensor Flatten::call(const Tensor& x, bool) {
   const int64_t n = x.shape()[0];
@@ -108,9 +100,7 @@ Shape Reshape::build(const Shape& input_shape) {
                                  "output_shape = {}",
                                  input_shape.to_string(), dims_string(target_)));
   }
-  output_shape_ = Shape(dims);
-  built_ = true;
-  return output_shape_;
+  return finish_build(Shape(dims));
 }
 Tensor Reshape::call(const Tensor& x, bool) {
   std::vector<int64_t> dims{x.shape()[0]};
@@ -146,9 +136,7 @@ Shape BatchNormalization::build(const Shape& input_shape) {
                               .aggregation = VariableAggregation::MEAN};
   moving_mean_ = &add_weight("moving_mean", Tensor::zeros({d}), stats);
   moving_variance_ = &add_weight("moving_variance", Tensor::ones({d}), stats);
-  output_shape_ = input_shape;
-  built_ = true;
-  return input_shape;
+  return finish_build(input_shape);
 }
 
 Tensor BatchNormalization::call(const Tensor& inputs, bool training) {
@@ -185,9 +173,7 @@ Shape LayerNormalization::build(const Shape& input_shape) {
   const int64_t d = input_shape[-1];
   if (o_.scale) gamma_ = &add_weight("gamma", Tensor::ones({d}));
   if (o_.center) beta_ = &add_weight("beta", Tensor::zeros({d}));
-  output_shape_ = input_shape;
-  built_ = true;
-  return input_shape;
+  return finish_build(input_shape);
 }
 
 Tensor LayerNormalization::call(const Tensor& inputs, bool) {

@@ -45,6 +45,12 @@ class Layer {
   /// Adds a variable whose path is "<layer name>/<name>".
   Variable& add_weight(const std::string& name, const Tensor& initial_value, bool trainable = true);
   Variable& add_weight(const std::string& name, const Tensor& initial_value, VariableOptions options);
+  /// Ends build(): records the output shape, marks the layer built and returns the shape.
+  Shape finish_build(Shape output_shape) {
+    output_shape_ = std::move(output_shape);
+    built_ = true;
+    return output_shape_;
+  }
 
   std::string name_;
   bool built_ = false;
