@@ -104,4 +104,14 @@ void StepRecording::replay() const {
 RecordingScope::RecordingScope(StepRecording& recording) : previous_(t_recording) { t_recording = &recording; }
 RecordingScope::~RecordingScope() { t_recording = previous_; }
 
+InvalidArgumentError index_out_of_range(int64_t position, int64_t index, int64_t rows) {
+  return InvalidArgumentError(fmt::format("indices[{}] = {} is not in [0, {})", position, index, rows));
+}
+
+InvalidArgumentError sparse_label_out_of_range(float label, int64_t classes) {
+  return InvalidArgumentError(fmt::format("Received a label value of {} which is outside the valid range of [0, {}). "
+                                          "Sparse labels must be integers in [0, number of classes).",
+                                          label, classes));
+}
+
 }  // namespace osprey::ops

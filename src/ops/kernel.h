@@ -6,6 +6,7 @@
 #include <span>
 #include <vector>
 
+#include "osprey/errors.h"
 #include "osprey/tensor.h"
 #include "runtime/device_manager.h"
 
@@ -100,5 +101,9 @@ class RecordingScope {
  private:
   StepRecording* previous_;
 };
+
+/// Errors that kernels of every backend raise with the same text (thrown by the kernel that found them).
+InvalidArgumentError index_out_of_range(int64_t position, int64_t index, int64_t rows);
+InvalidArgumentError sparse_label_out_of_range(float label, int64_t classes);
 
 }  // namespace osprey::ops

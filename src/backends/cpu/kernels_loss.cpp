@@ -45,9 +45,7 @@ static int64_t sparse_label(const Labels& labels, int64_t i, int64_t classes) {
   const float v = labels[i];
   const auto label = static_cast<int64_t>(v);
   if (label < 0 || label >= classes || static_cast<float>(label) != v) {
-    throw InvalidArgumentError(fmt::format("Received a label value of {} which is outside the valid range of [0, {}). "
-                                           "Sparse labels must be integers in [0, number of classes).",
-                                           v, classes));
+    throw ops::sparse_label_out_of_range(v, classes);
   }
   return label;
 }

@@ -180,7 +180,7 @@ static void gather_rows_kernel(const KernelContext& ctx) {
   char* dst = static_cast<char*>(ctx.outputs[0].raw_data());
   for (int64_t i = 0; i < idx.num_elements(); ++i) {
     if (ip[i] < 0 || ip[i] >= rows) {
-      throw InvalidArgumentError(fmt::format("indices[{}] = {} is not in [0, {})", i, ip[i], rows));
+      throw ops::index_out_of_range(i, ip[i], rows);
     }
     std::memcpy(dst + i * row_bytes, src + ip[i] * row_bytes, row_bytes);
   }

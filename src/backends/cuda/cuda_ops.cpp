@@ -269,7 +269,7 @@ void gather_rows_kernel(const KernelContext& ctx) {
   l.done("GatherV2");
   long long err[4];
   l.dev.read_error(err);
-  if (err[0]) throw InvalidArgumentError(fmt::format("indices[{}] = {} is not in [0, {})", err[1], err[2], rows));
+  if (err[0]) throw ops::index_out_of_range(err[1], err[2], rows);
 }
 
 void run_loss(const KernelContext& ctx, float* out, const float* upstream, float* dp) {
@@ -291,9 +291,7 @@ void run_loss(const KernelContext& ctx, float* out, const float* upstream, float
       const auto bits = static_cast<int32_t>(err[2]);
       float v;
       std::memcpy(&v, &bits, sizeof v);
-      throw InvalidArgumentError(fmt::format("Received a label value of {} which is outside the valid range of [0, "
-                                             "{}). Sparse labels must be integers in [0, number of classes).",
-                                             v, d));
+      throw ops::sparse_label_out_of_range(v, d);
     }
   }
 }
