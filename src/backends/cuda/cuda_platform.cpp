@@ -37,6 +37,13 @@ void check(cublasStatus_t status, const char* what) {
   }
 }
 
+/// Looks `name` up in a dlopen'ed library into `fn`, typed as `fn` is; false when the symbol is missing.
+template <typename F>
+bool load_symbol(void* handle, F& fn, const char* name) {
+  fn = reinterpret_cast<F>(dlsym(handle, name));
+  return fn != nullptr;
+}
+
 // ---- cuBLASLt, loaded on first use ----
 
 const LtApi& lt_api() {
@@ -54,8 +61,7 @@ const LtApi& lt_api() {
     }
     LtApi a;
     auto sym = [&](auto& fn, const char* name) {
-      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(h, name));
-      if (!fn) throw InternalError(fmt::format("{} has no symbol {}", soname, name));
+      if (!load_symbol(h, fn, name)) throw InternalError(fmt::format("{} has no symbol {}", soname, name));
     };
     sym(a.create, "cublasLtCreate");
     sym(a.destroy, "cublasLtDestroy");
@@ -244,14 +250,12 @@ struct Nccl {
   bool load() {
     void* h = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
     if (!h) return false;
-    get_version = reinterpret_cast<decltype(get_version)>(dlsym(h, "ncclGetVersion"));
-    comm_init_all = reinterpret_cast<decltype(comm_init_all)>(dlsym(h, "ncclCommInitAll"));
-    all_reduce = reinterpret_cast<decltype(all_reduce)>(dlsym(h, "ncclAllReduce"));
-    group_start = reinterpret_cast<decltype(group_start)>(dlsym(h, "ncclGroupStart"));
-    group_end = reinterpret_cast<decltype(group_end)>(dlsym(h, "ncclGroupEnd"));
-    error_string = reinterpret_cast<decltype(error_string)>(dlsym(h, "ncclGetErrorString"));
-    if (!get_version || !comm_init_all || !all_reduce || !group_start || !group_end || !error_string) return false;
-    return get_version(&version) == ncclSuccess;
+    const bool complete = load_symbol(h, get_version, "ncclGetVersion") &&
+                          load_symbol(h, comm_init_all, "ncclCommInitAll") &&
+                          load_symbol(h, all_reduce, "ncclAllReduce") && load_symbol(h, group_start, "ncclGroupStart") &&
+                          load_symbol(h, group_end, "ncclGroupEnd") &&
+                          load_symbol(h, error_string, "ncclGetErrorString");
+    return complete && get_version(&version) == ncclSuccess;
   }
   void check(ncclResult_t r, const char* what) const {
     if (r != ncclSuccess) throw InternalError(fmt::format("{} failed: {}", what, error_string(r)));
