@@ -4,6 +4,7 @@
 #include <cmath>
 #include <functional>
 
+#include "backends/cpu/small_gemm.h"
 #include "osprey/autodiff.h"
 #include "osprey/errors.h"
 #include "osprey/ops.h"
@@ -96,6 +97,45 @@ TEST_F(Ops, MatMulForwardAllTransposes) {
     }
   }
   EXPECT_THROW(ops::matmul(Tensor::ones({2, 3}), Tensor::ones({4, 5})), InvalidArgumentError);
+}
+
+// Shapes around the CPU kernels' tiles (6 rows x 16 columns, single columns, 8 x 8 transposes) and past the
+// small-product limit (oneDNN), every transpose, against a float64 reference; Dense adds its bias in the same tile.
+TEST_F(Ops, MatMulShapesAroundTheKernelTiles) {
+  struct Dims {
+    int64_t m, n, k;
+  };
+  const std::vector<Dims> dims{{1, 1, 1},  {5, 7, 3},   {6, 16, 8},  {7, 17, 9},  {13, 1, 20}, {64, 1, 32},
+                               {32, 1, 64}, {64, 32, 1}, {12, 8, 16}, {19, 33, 24}, {64, 64, 20}, {80, 70, 60}};
+  for (const auto& d : dims) {
+    for (bool ta : {false, true}) {
+      for (bool tb : {false, true}) {
+        SCOPED_TRACE(::testing::Message() << d.m << "x" << d.n << "x" << d.k << " ta=" << ta << " tb=" << tb);
+        Tensor a = random::uniform(ta ? Shape{d.k, d.m} : Shape{d.m, d.k}, -1, 1);
+        Tensor b = random::uniform(tb ? Shape{d.n, d.k} : Shape{d.k, d.n}, -1, 1);
+        auto av = host(a), bv = host(b);
+        std::vector<double> want(d.m * d.n, 0.0);
+        for (int64_t i = 0; i < d.m; ++i)
+          for (int64_t j = 0; j < d.n; ++j)
+            for (int64_t p = 0; p < d.k; ++p)
+              want[i * d.n + j] += av[ta ? p * d.m + i : i * d.k + p] * bv[tb ? j * d.k + p : p * d.n + j];
+        expect_close(host(ops::matmul(a, b, ta, tb)), want, 1e-5);
+        if (ta || tb) continue;
+        Tensor bias = random::uniform({d.n}, -1, 1);
+        auto biasv = host(bias);
+        for (int64_t i = 0; i < d.m; ++i)
+          for (int64_t j = 0; j < d.n; ++j) want[i * d.n + j] = std::max(0.0, want[i * d.n + j] + biasv[j]);
+        expect_close(host(ops::dense(a, b, bias, Activation::relu)), want, 1e-5);
+        // Osprey's own kernel computes each row on its own: a slice of the rows gives the same bits as those rows
+        // of the whole product (oneDNN, for larger products, does not promise that).
+        if (d.m > 1 && cpu::small_gemm_applies(d.m, d.n, d.k)) {
+          auto whole = ops::dense(a, b, bias, Activation::relu).to_vector<float>();
+          auto part = ops::dense(a.slice_rows(1, d.m), b, bias, Activation::relu).to_vector<float>();
+          EXPECT_TRUE(std::equal(part.begin(), part.end(), whole.begin() + d.n));
+        }
+      }
+    }
+  }
 }
 
 TEST_F(Ops, DenseEveryActivationForwardAndBackward) {

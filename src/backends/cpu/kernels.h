@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "backends/cpu/small_gemm.h"
 #include "ops/attrs.h"
 #include "ops/kernel.h"
 

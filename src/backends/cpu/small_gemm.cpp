@@ -1,0 +1,227 @@
+// Osprey's own single-threaded GEMM for small products (AVX2 + FMA register tiles). For products of a few
+// hundred thousand multiply-adds oneDNN's per-call cost (primitive lookup, argument maps, its own packing) is as
+// large as the arithmetic: the seed model's 64x32 by 32x1 layer took 2 us for 2 k multiply-adds. Here a product
+// is a loop of 6x16 register tiles over B's 16-column panels with no setup beyond packing B when it is transposed
+// or narrower than a panel.
+//
+// Every C element is one FMA chain over k in order (p = 0, 1, ..., k-1), started at 0, then + bias, then
+// + C when accumulating. That order does not depend on the tiling, so a product gives the same bits whatever
+// rows or columns it is split into.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "backends/cpu/small_gemm.h"
+
+namespace osprey::cpu {
+
+namespace {
+
+constexpr int kMr = 6;   // rows per register tile
+constexpr int kNr = 16;  // columns per panel (two 8-float vectors)
+
+// Where A's element (i, p) is: a[i * row + p * col].
+struct AView {
+  const float* a;
+  int64_t row, col;
+};
+
+// One tile: C[0..MR) x [0..NV*8) (width `w` ≤ NV*8 columns stored) += A rows · the panel (k rows of ldb floats,
+// at least NV*8 readable per row).
+template <int MR, int NV>
+__attribute__((target("avx2,fma"))) inline void tile(int64_t k, AView a, const float* b, int64_t ldb, float* c,
+                                                      int64_t ldc, int w, const float* bias, bool accumulate) {
+  __m256 acc[MR][NV];
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i) {
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v) acc[i][v] = _mm256_setzero_ps();
+  }
+  const float* ap = a.a;
+  for (int64_t p = 0; p < k; ++p, b += ldb, ap += a.col) {
+    __m256 bv[NV];
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v) bv[v] = _mm256_loadu_ps(b + 8 * v);
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) {
+      const __m256 ai = _mm256_broadcast_ss(ap + i * a.row);
+#pragma GCC unroll 2
+      for (int v = 0; v < NV; ++v) acc[i][v] = _mm256_fmadd_ps(ai, bv[v], acc[i][v]);
+    }
+  }
+  if (w == NV * 8) {
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v) {
+      const __m256 bb = bias ? _mm256_loadu_ps(bias + 8 * v) : _mm256_setzero_ps();
+#pragma GCC unroll 8
+      for (int i = 0; i < MR; ++i) {
+        float* out = c + i * ldc + 8 * v;
+        __m256 r = bias ? _mm256_add_ps(acc[i][v], bb) : acc[i][v];
+        if (accumulate) r = _mm256_add_ps(r, _mm256_loadu_ps(out));
+        _mm256_storeu_ps(out, r);
+      }
+    }
+    return;
+  }
+  // A narrower last panel: spill and copy the `w` valid columns.
+  alignas(32) float buf[NV * 8];
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i) {
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v) _mm256_store_ps(buf + 8 * v, acc[i][v]);
+    float* out = c + i * ldc;
+    for (int j = 0; j < w; ++j) {
+      float r = bias ? buf[j] + bias[j] : buf[j];
+      out[j] = accumulate ? r + out[j] : r;
+    }
+  }
+}
+
+template <int NV>
+__attribute__((target("avx2,fma"))) void panel_rows(int64_t m, int64_t k, AView a, const float* b, int64_t ldb,
+                                                     float* c, int64_t ldc, int w, const float* bias, bool accumulate) {
+  int64_t i = 0;
+  for (; i + kMr <= m; i += kMr) {
+    tile<kMr, NV>(k, {a.a + i * a.row, a.row, a.col}, b, ldb, c + i * ldc, ldc, w, bias, accumulate);
+  }
+  const AView rest{a.a + i * a.row, a.row, a.col};
+  float* cr = c + i * ldc;
+  switch (m - i) {
+    case 5: tile<5, NV>(k, rest, b, ldb, cr, ldc, w, bias, accumulate); break;
+    case 4: tile<4, NV>(k, rest, b, ldb, cr, ldc, w, bias, accumulate); break;
+    case 3: tile<3, NV>(k, rest, b, ldb, cr, ldc, w, bias, accumulate); break;
+    case 2: tile<2, NV>(k, rest, b, ldb, cr, ldc, w, bias, accumulate); break;
+    case 1: tile<1, NV>(k, rest, b, ldb, cr, ldc, w, bias, accumulate); break;
+    default: break;
+  }
+}
+
+// dst[p*ld + j] = src[j*k + p] for an 8 x 8 block (j, p < 8): B's rows become the panel's columns.
+__attribute__((target("avx2,fma"))) inline void transpose8x8(const float* src, int64_t k, float* dst, int64_t ld) {
+  __m256 r[8], t[8];
+  for (int j = 0; j < 8; ++j) r[j] = _mm256_loadu_ps(src + j * k);
+  for (int j = 0; j < 8; j += 2) {
+    t[j] = _mm256_unpacklo_ps(r[j], r[j + 1]);
+    t[j + 1] = _mm256_unpackhi_ps(r[j], r[j + 1]);
+  }
+  for (int j = 0; j < 8; j += 4) {
+    r[j] = _mm256_shuffle_ps(t[j], t[j + 2], 0x44);
+    r[j + 1] = _mm256_shuffle_ps(t[j], t[j + 2], 0xEE);
+    r[j + 2] = _mm256_shuffle_ps(t[j + 1], t[j + 3], 0x44);
+    r[j + 3] = _mm256_shuffle_ps(t[j + 1], t[j + 3], 0xEE);
+  }
+  for (int j = 0; j < 4; ++j) {
+    _mm256_storeu_ps(dst + j * ld, _mm256_permute2f128_ps(r[j], r[j + 4], 0x20));
+    _mm256_storeu_ps(dst + (j + 4) * ld, _mm256_permute2f128_ps(r[j], r[j + 4], 0x31));
+  }
+}
+
+// dst[p*ld + j] = b[(j0 + j)*k + p] for p < k, j < 16: columns j0 .. j0+w of B = b^T (zero past w).
+__attribute__((target("avx2,fma"))) void pack_transposed(const float* b, int64_t k, int64_t j0, int w, float* dst,
+                                                          int64_t ld = kNr) {
+  const float* src = b + j0 * k;
+  int64_t p = 0;
+  if (w == kNr) {
+    for (; p + 8 <= k; p += 8) {
+      transpose8x8(src + p, k, dst + p * ld, ld);
+      transpose8x8(src + 8 * k + p, k, dst + p * ld + 8, ld);
+    }
+  }
+  for (; p < k; ++p) {
+    int j = 0;
+    for (; j < w; ++j) dst[p * ld + j] = src[j * k + p];
+    for (; j < kNr; ++j) dst[p * ld + j] = 0.f;
+  }
+}
+
+// C[m, 1] = op(A)·b for a single column (b: k contiguous floats), vectorised over rows. `at` holds op(A)^T row
+// by row (at[p*ld + i] = op(A)(i, p)). Each element is the same in-order FMA chain as in tile().
+__attribute__((target("avx2,fma"))) void column_product(int64_t m, int64_t k, const float* at, int64_t ld,
+                                                         const float* b, float* c, const float* bias, bool accumulate) {
+  int64_t i = 0;
+  for (; i + 32 <= m; i += 32) {
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    for (int64_t p = 0; p < k; ++p) {
+      const __m256 bp = _mm256_broadcast_ss(b + p);
+#pragma GCC unroll 4
+      for (int v = 0; v < 4; ++v) acc[v] = _mm256_fmadd_ps(_mm256_loadu_ps(at + p * ld + i + 8 * v), bp, acc[v]);
+    }
+#pragma GCC unroll 4
+    for (int v = 0; v < 4; ++v) {
+      __m256 r = bias ? _mm256_add_ps(acc[v], _mm256_broadcast_ss(bias)) : acc[v];
+      if (accumulate) r = _mm256_add_ps(r, _mm256_loadu_ps(c + i + 8 * v));
+      _mm256_storeu_ps(c + i + 8 * v, r);
+    }
+  }
+  for (; i + 8 <= m; i += 8) {
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t p = 0; p < k; ++p) acc = _mm256_fmadd_ps(_mm256_loadu_ps(at + p * ld + i), _mm256_broadcast_ss(b + p), acc);
+    __m256 r = bias ? _mm256_add_ps(acc, _mm256_broadcast_ss(bias)) : acc;
+    if (accumulate) r = _mm256_add_ps(r, _mm256_loadu_ps(c + i));
+    _mm256_storeu_ps(c + i, r);
+  }
+  for (; i < m; ++i) {
+    float acc = 0.f;
+    for (int64_t p = 0; p < k; ++p) acc = __builtin_fmaf(at[p * ld + i], b[p], acc);
+    const float r = bias ? acc + *bias : acc;
+    c[i] = accumulate ? r + c[i] : r;
+  }
+}
+
+bool cpu_has_avx2_fma() {
+  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return has;
+}
+
+}  // namespace
+
+bool small_gemm_applies(int64_t m, int64_t n, int64_t k) {
+  return m > 0 && n > 0 && k > 0 && m * n * k <= kSmallGemmMaxWork && cpu_has_avx2_fma();
+}
+
+void small_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c,
+                const float* bias, bool accumulate) {
+  // A(i, p) is a[i*k + p], or a[p*m + i] when transposed.
+  const AView av = ta ? AView{a, 1, m} : AView{a, k, 1};
+  // B's panel j0 (columns j0 .. j0+16) is read in place when B is row-major and the panel is whole; otherwise it
+  // is packed (transposed, zero-padded) into a k x 16 buffer first. An 8-column panel is read in place too.
+  thread_local std::vector<float> packed;
+  if (n == 1) {  // a column: B's one column is contiguous whether or not it is transposed
+    if (ta) return column_product(m, k, a, m, b, c, bias, accumulate);
+    const int64_t ld = (m + kNr - 1) / kNr * kNr;
+    packed.resize(static_cast<std::size_t>(k * ld));
+    for (int64_t i0 = 0; i0 < m; i0 += kNr) {
+      pack_transposed(a, k, i0, static_cast<int>(std::min<int64_t>(kNr, m - i0)), packed.data() + i0, ld);
+    }
+    return column_product(m, k, packed.data(), ld, b, c, bias, accumulate);
+  }
+  for (int64_t j0 = 0; j0 < n; j0 += kNr) {
+    const int w = static_cast<int>(std::min<int64_t>(kNr, n - j0));
+    const float* panel;
+    int64_t ldp;
+    if (!tb && (w == kNr || w == 8)) {
+      panel = b + j0;
+      ldp = n;
+    } else {
+      packed.resize(static_cast<std::size_t>(k) * kNr);
+      if (tb) {
+        pack_transposed(b, k, j0, w, packed.data());
+      } else {
+        std::fill(packed.begin(), packed.end(), 0.f);
+        for (int64_t p = 0; p < k; ++p) std::memcpy(&packed[p * kNr], b + p * n + j0, sizeof(float) * w);
+      }
+      panel = packed.data();
+      ldp = kNr;
+    }
+    const float* bj = bias ? bias + j0 : nullptr;
+    if (w > 8) {
+      panel_rows<2>(m, k, av, panel, ldp, c + j0, n, w, bj, accumulate);
+    } else {
+      panel_rows<1>(m, k, av, panel, ldp, c + j0, n, w, bj, accumulate);
+    }
+  }
+}
+
+}  // namespace osprey::cpu
