@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "backends/cpu/pair_runner.h"
 #include "backends/cpu/small_gemm.h"
 #include "ops/attrs.h"
 #include "ops/kernel.h"
@@ -19,11 +20,14 @@ namespace osprey::cpu {
 /// Runs f(begin, end) over [0, n) split between the intra-op (OpenMP) threads when n is large enough to pay for
 /// the fork/join, else once on the calling thread. For element-wise loops: every element is computed the same way
 /// whatever the split, so results do not depend on the thread count. Chunks start at multiples of 16 elements.
+/// Mid-sized loops (from kPairSplit elements) go to two threads through the spinning helper (pair_runner.h), split
+/// at the middle rounded to 16 elements: the same rows a small GEMM of the step gives each thread.
 template <typename F>
 void parallel_chunks(int64_t n, F&& f, int64_t grain = int64_t{1} << 14) {
+  constexpr int64_t kPairSplit = 2048;
   const int threads = omp_get_max_threads();
   if (threads <= 1 || n < 2 * grain) {
-    f(int64_t{0}, n);
+    split_in_two(n, threads > 1 && n >= kPairSplit, 16, f);
     return;
   }
   const int use = static_cast<int>(std::min<int64_t>(threads, n / grain));

@@ -146,8 +146,10 @@ static void fused_matmul_kernel(const KernelContext& ctx) {
       for (int64_t c = 0; c < n; ++c) z[r * n + c] = at.has_bias ? ctx.inputs[2].data<float>()[c] : 0.f;
     }
   } else if (small_gemm_applies(m, n, k)) {
-    small_gemm(false, false, m, n, k, x.data<float>(), w.data<float>(), z, at.has_bias ? ctx.inputs[2].data<float>() : nullptr);
-    if (fused) apply_activation(at.activation, z, z, m * n, n);
+    const bool relu = fused && at.activation == Activation::relu;  // in the kernel's registers
+    small_gemm(false, false, m, n, k, x.data<float>(), w.data<float>(), z,
+               at.has_bias ? ctx.inputs[2].data<float>() : nullptr, false, relu);
+    if (fused && !relu) apply_activation(at.activation, z, z, m * n, n);
   } else {
     GemmThreadLimit limit(m, n, k);
     auto& p = dense_primitive(m, k, n, at.has_bias, fused, alg, alpha);

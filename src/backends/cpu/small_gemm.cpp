@@ -13,6 +13,7 @@
 #include <cstring>
 #include <vector>
 
+#include "backends/cpu/pair_runner.h"
 #include "backends/cpu/small_gemm.h"
 
 namespace osprey::cpu {
@@ -32,7 +33,7 @@ struct AView {
 // at least NV*8 readable per row).
 template <int MR, int NV>
 __attribute__((target("avx2,fma"))) inline void tile(int64_t k, AView a, const float* b, int64_t ldb, float* c,
-                                                      int64_t ldc, int w, const float* bias, bool accumulate) {
+                                                      int64_t ldc, int w, const float* bias, bool accumulate, bool relu) {
   __m256 acc[MR][NV];
 #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i) {
@@ -60,6 +61,7 @@ __attribute__((target("avx2,fma"))) inline void tile(int64_t k, AView a, const f
         float* out = c + i * ldc + 8 * v;
         __m256 r = bias ? _mm256_add_ps(acc[i][v], bb) : acc[i][v];
         if (accumulate) r = _mm256_add_ps(r, _mm256_loadu_ps(out));
+        if (relu) r = _mm256_max_ps(r, _mm256_setzero_ps());
         _mm256_storeu_ps(out, r);
       }
     }
@@ -74,26 +76,27 @@ __attribute__((target("avx2,fma"))) inline void tile(int64_t k, AView a, const f
     float* out = c + i * ldc;
     for (int j = 0; j < w; ++j) {
       float r = bias ? buf[j] + bias[j] : buf[j];
-      out[j] = accumulate ? r + out[j] : r;
+      if (accumulate) r += out[j];
+      out[j] = relu ? std::max(r, 0.f) : r;
     }
   }
 }
 
 template <int NV>
 __attribute__((target("avx2,fma"))) void panel_rows(int64_t m, int64_t k, AView a, const float* b, int64_t ldb,
-                                                     float* c, int64_t ldc, int w, const float* bias, bool accumulate) {
+                                                     float* c, int64_t ldc, int w, const float* bias, bool accumulate, bool relu) {
   int64_t i = 0;
   for (; i + kMr <= m; i += kMr) {
-    tile<kMr, NV>(k, {a.a + i * a.row, a.row, a.col}, b, ldb, c + i * ldc, ldc, w, bias, accumulate);
+    tile<kMr, NV>(k, {a.a + i * a.row, a.row, a.col}, b, ldb, c + i * ldc, ldc, w, bias, accumulate, relu);
   }
   const AView rest{a.a + i * a.row, a.row, a.col};
   float* cr = c + i * ldc;
   switch (m - i) {
-    case 5: tile<5, NV>(k, rest, b, ldb, cr, ldc, w, bias, accumulate); break;
-    case 4: tile<4, NV>(k, rest, b, ldb, cr, ldc, w, bias, accumulate); break;
-    case 3: tile<3, NV>(k, rest, b, ldb, cr, ldc, w, bias, accumulate); break;
-    case 2: tile<2, NV>(k, rest, b, ldb, cr, ldc, w, bias, accumulate); break;
-    case 1: tile<1, NV>(k, rest, b, ldb, cr, ldc, w, bias, accumulate); break;
+    case 5: tile<5, NV>(k, rest, b, ldb, cr, ldc, w, bias, accumulate, relu); break;
+    case 4: tile<4, NV>(k, rest, b, ldb, cr, ldc, w, bias, accumulate, relu); break;
+    case 3: tile<3, NV>(k, rest, b, ldb, cr, ldc, w, bias, accumulate, relu); break;
+    case 2: tile<2, NV>(k, rest, b, ldb, cr, ldc, w, bias, accumulate, relu); break;
+    case 1: tile<1, NV>(k, rest, b, ldb, cr, ldc, w, bias, accumulate, relu); break;
     default: break;
   }
 }
@@ -139,7 +142,7 @@ __attribute__((target("avx2,fma"))) void pack_transposed(const float* b, int64_t
 // C[m, 1] = op(A)·b for a single column (b: k contiguous floats), vectorised over rows. `at` holds op(A)^T row
 // by row (at[p*ld + i] = op(A)(i, p)). Each element is the same in-order FMA chain as in tile().
 __attribute__((target("avx2,fma"))) void column_product(int64_t m, int64_t k, const float* at, int64_t ld,
-                                                         const float* b, float* c, const float* bias, bool accumulate) {
+                                                         const float* b, float* c, const float* bias, bool accumulate, bool relu) {
   int64_t i = 0;
   for (; i + 32 <= m; i += 32) {
     __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
@@ -152,6 +155,7 @@ __attribute__((target("avx2,fma"))) void column_product(int64_t m, int64_t k, co
     for (int v = 0; v < 4; ++v) {
       __m256 r = bias ? _mm256_add_ps(acc[v], _mm256_broadcast_ss(bias)) : acc[v];
       if (accumulate) r = _mm256_add_ps(r, _mm256_loadu_ps(c + i + 8 * v));
+      if (relu) r = _mm256_max_ps(r, _mm256_setzero_ps());
       _mm256_storeu_ps(c + i + 8 * v, r);
     }
   }
@@ -160,13 +164,15 @@ __attribute__((target("avx2,fma"))) void column_product(int64_t m, int64_t k, co
     for (int64_t p = 0; p < k; ++p) acc = _mm256_fmadd_ps(_mm256_loadu_ps(at + p * ld + i), _mm256_broadcast_ss(b + p), acc);
     __m256 r = bias ? _mm256_add_ps(acc, _mm256_broadcast_ss(bias)) : acc;
     if (accumulate) r = _mm256_add_ps(r, _mm256_loadu_ps(c + i));
+    if (relu) r = _mm256_max_ps(r, _mm256_setzero_ps());
     _mm256_storeu_ps(c + i, r);
   }
   for (; i < m; ++i) {
     float acc = 0.f;
     for (int64_t p = 0; p < k; ++p) acc = __builtin_fmaf(at[p * ld + i], b[p], acc);
-    const float r = bias ? acc + *bias : acc;
-    c[i] = accumulate ? r + c[i] : r;
+    float r = bias ? acc + *bias : acc;
+    if (accumulate) r += c[i];
+    c[i] = relu ? std::max(r, 0.f) : r;
   }
 }
 
@@ -181,21 +187,23 @@ bool small_gemm_applies(int64_t m, int64_t n, int64_t k) {
   return m > 0 && n > 0 && k > 0 && m * n * k <= kSmallGemmMaxWork && cpu_has_avx2_fma();
 }
 
-void small_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c,
-                const float* bias, bool accumulate) {
-  // A(i, p) is a[i*k + p], or a[p*m + i] when transposed.
-  const AView av = ta ? AView{a, 1, m} : AView{a, k, 1};
+// Rows [0, m) of C, with A's rows starting at `a` (row i of op(A) is a + i*k, or column a + i of the stored
+// k x lda matrix when transposed).
+static void gemm_rows(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
+                      float* c, const float* bias, bool accumulate, bool relu) {
+  // A(i, p) is a[i*k + p], or a[p*lda + i] when transposed.
+  const AView av = ta ? AView{a, 1, lda} : AView{a, k, 1};
   // B's panel j0 (columns j0 .. j0+16) is read in place when B is row-major and the panel is whole; otherwise it
   // is packed (transposed, zero-padded) into a k x 16 buffer first. An 8-column panel is read in place too.
   thread_local std::vector<float> packed;
   if (n == 1) {  // a column: B's one column is contiguous whether or not it is transposed
-    if (ta) return column_product(m, k, a, m, b, c, bias, accumulate);
+    if (ta) return column_product(m, k, a, lda, b, c, bias, accumulate, relu);
     const int64_t ld = (m + kNr - 1) / kNr * kNr;
     packed.resize(static_cast<std::size_t>(k * ld));
     for (int64_t i0 = 0; i0 < m; i0 += kNr) {
       pack_transposed(a, k, i0, static_cast<int>(std::min<int64_t>(kNr, m - i0)), packed.data() + i0, ld);
     }
-    return column_product(m, k, packed.data(), ld, b, c, bias, accumulate);
+    return column_product(m, k, packed.data(), ld, b, c, bias, accumulate, relu);
   }
   for (int64_t j0 = 0; j0 < n; j0 += kNr) {
     const int w = static_cast<int>(std::min<int64_t>(kNr, n - j0));
@@ -217,11 +225,19 @@ void small_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* 
     }
     const float* bj = bias ? bias + j0 : nullptr;
     if (w > 8) {
-      panel_rows<2>(m, k, av, panel, ldp, c + j0, n, w, bj, accumulate);
+      panel_rows<2>(m, k, av, panel, ldp, c + j0, n, w, bj, accumulate, relu);
     } else {
-      panel_rows<1>(m, k, av, panel, ldp, c + j0, n, w, bj, accumulate);
+      panel_rows<1>(m, k, av, panel, ldp, c + j0, n, w, bj, accumulate, relu);
     }
   }
+}
+
+void small_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c,
+                const float* bias, bool accumulate, bool relu) {
+  // Rows are independent: two parts of them on two threads give the same bits as one thread.
+  split_in_two(m, m * n * k >= kSmallGemmSplitWork, 8, [&](int64_t r0, int64_t r1) {
+    gemm_rows(ta, tb, r1 - r0, n, k, ta ? a + r0 : a + r0 * k, ta ? m : k, b, c + r0 * n, bias, accumulate, relu);
+  });
 }
 
 }  // namespace osprey::cpu

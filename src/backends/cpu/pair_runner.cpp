@@ -1,0 +1,116 @@
+#include "backends/cpu/pair_runner.h"
+
+#include <omp.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+namespace osprey::cpu {
+
+namespace {
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+class Helper {
+ public:
+  Helper() : thread_([this] { loop(); }) {}
+  ~Helper() {
+    {
+      std::lock_guard lock(mu_);
+      stop_.store(true);
+      posted_.fetch_add(1, std::memory_order_seq_cst);
+    }
+    cv_.notify_one();
+    thread_.join();
+  }
+
+  bool run(void (*fn)(void*, int), void* ctx) {
+    if (busy_.exchange(true, std::memory_order_acquire)) return false;
+    fn_ = fn;
+    ctx_ = ctx;
+    error_ = nullptr;
+    const uint64_t job = posted_.fetch_add(1, std::memory_order_seq_cst) + 1;
+    if (sleeping_.load(std::memory_order_seq_cst)) {
+      std::lock_guard lock(mu_);
+      cv_.notify_one();
+    }
+    std::exception_ptr mine;
+    try {
+      fn(ctx, 0);
+    } catch (...) {
+      mine = std::current_exception();
+    }
+    while (finished_.load(std::memory_order_acquire) != job) cpu_relax();
+    std::exception_ptr theirs = error_;
+    busy_.store(false, std::memory_order_release);
+    if (mine) std::rethrow_exception(mine);
+    if (theirs) std::rethrow_exception(theirs);
+    return true;
+  }
+
+ private:
+  void loop() {
+    uint64_t seen = 0;
+    for (;;) {
+      wait_for_work(seen);
+      seen = posted_.load(std::memory_order_acquire);
+      if (stop_) return;
+      try {
+        fn_(ctx_, 1);
+      } catch (...) {
+        error_ = std::current_exception();
+      }
+      finished_.store(seen, std::memory_order_release);
+    }
+  }
+
+  // Spins while work came recently, then sleeps.
+  void wait_for_work(uint64_t seen) {
+    std::chrono::steady_clock::time_point since{};
+    for (uint32_t spins = 1;; ++spins) {
+      if (posted_.load(std::memory_order_acquire) != seen) return;
+      cpu_relax();
+      if ((spins & 1023) == 0) {  // the clock is read rarely: it costs as much as a hand-over
+        const auto now = std::chrono::steady_clock::now();
+        if (spins == 1024) since = now;
+        else if (now - since > kSpinFor) break;
+      }
+    }
+    std::unique_lock lock(mu_);
+    sleeping_.store(true, std::memory_order_seq_cst);
+    cv_.wait(lock, [&] { return posted_.load(std::memory_order_seq_cst) != seen; });
+    sleeping_.store(false, std::memory_order_relaxed);
+  }
+
+  static constexpr std::chrono::microseconds kSpinFor{30};
+  // The caller's and the helper's flags on separate cache lines: each side spins on a line only the other writes.
+  alignas(64) std::atomic<bool> busy_{false};  // a caller owns the helper
+  std::atomic<uint64_t> posted_{0};            // jobs handed over
+  void (*fn_)(void*, int) = nullptr;           // the job, on the line the helper reads anyway
+  void* ctx_ = nullptr;
+  alignas(64) std::atomic<uint64_t> finished_{0};  // the last job the helper finished
+  std::exception_ptr error_;
+  alignas(64) std::atomic<bool> sleeping_{false};
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::thread thread_;  // last: started once the members above exist
+};
+
+}  // namespace
+
+bool detail::run_pair(void (*fn)(void*, int), void* ctx) {
+  if (omp_get_max_threads() < 2) return false;
+  static Helper helper;
+  return helper.run(fn, ctx);
+}
+
+}  // namespace osprey::cpu

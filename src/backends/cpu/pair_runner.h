@@ -1,0 +1,38 @@
+// A second thread for the CPU kernels of small steps. A training step of a small model is a few dozen kernels of
+// 0.2-4 us each; OpenMP's fork/join costs ~0.6 us on this project's machines (the seed model ran its GEMMs on one
+// thread because of it). The helper here waits for work by spinning, so handing it half of a kernel costs ~0.1
+// us; after ~100 us without work it sleeps until the next one.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+namespace osprey::cpu {
+
+namespace detail {
+bool run_pair(void (*fn)(void*, int), void* ctx);
+}
+
+/// Runs f(0) on the calling thread and f(1) on the helper at the same time, and returns when both are done
+/// (an exception in either is rethrown here). Returns false without running anything when the helper cannot be
+/// used: intra-op threads set to 1, or the helper busy with another thread's kernel. The caller then runs the
+/// work itself.
+template <typename F>
+bool run_pair(F&& f) {
+  return detail::run_pair([](void* ctx, int half) { (*static_cast<std::remove_reference_t<F>*>(ctx))(half); },
+                          const_cast<void*>(static_cast<const void*>(&f)));
+}
+
+/// Runs f(begin, end) over [0, n): as two parts split at the multiple of `align` nearest to n/2, on the calling
+/// thread and the helper, when `split` is true and the helper is free; else once on the calling thread.
+template <typename F>
+void split_in_two(int64_t n, bool split, int64_t align, F&& f) {
+  if (split) {
+    const int64_t mid = std::max<int64_t>(align, (n + align) / (2 * align) * align);
+    if (mid < n && run_pair([&](int half) { half == 0 ? f(int64_t{0}, mid) : f(mid, n); })) return;
+  }
+  f(int64_t{0}, n);
+}
+
+}  // namespace osprey::cpu

@@ -1,0 +1,99 @@
+// The CPU backend's helper thread (pair_runner.h) and the split-invariance of its small GEMM.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "backends/cpu/pair_runner.h"
+#include "backends/cpu/small_gemm.h"
+#include "osprey/random.h"
+#include "osprey/tensor.h"
+
+using namespace osprey;
+
+TEST(PairRunner, RunsTheTwoHalvesOnTwoThreads) {
+  std::thread::id ids[2];
+  std::atomic<int> calls{0};
+  const bool split = cpu::run_pair([&](int half) {
+    ids[half] = std::this_thread::get_id();
+    ++calls;
+  });
+  if (!split) GTEST_SKIP() << "intra-op threads are 1 here: the helper is not used";
+  EXPECT_EQ(calls.load(), 2);
+  EXPECT_EQ(ids[0], std::this_thread::get_id());
+  EXPECT_NE(ids[1], ids[0]);
+}
+
+TEST(PairRunner, ANestedCallIsRefusedAndTheCallerRunsItInline) {
+  bool nested_split = true;
+  const bool split = cpu::run_pair([&](int half) {
+    if (half == 0) nested_split = cpu::run_pair([](int) {});
+  });
+  if (!split) GTEST_SKIP() << "intra-op threads are 1 here: the helper is not used";
+  EXPECT_FALSE(nested_split);
+  // split_in_two falls back to one call over the whole range.
+  std::vector<std::pair<int64_t, int64_t>> parts;
+  cpu::run_pair([&](int half) {
+    if (half == 0) cpu::split_in_two(100, true, 8, [&](int64_t b, int64_t e) { parts.emplace_back(b, e); });
+  });
+  ASSERT_EQ(parts.size(), 1u);
+  EXPECT_EQ(parts[0], std::make_pair(int64_t{0}, int64_t{100}));
+}
+
+TEST(PairRunner, AnExceptionInTheHelperReachesTheCallerAndTheHelperStaysUsable) {
+  auto throwing = [](int half) {
+    if (half == 1) throw std::runtime_error("from the helper");
+  };
+  if (!cpu::run_pair([](int) {})) GTEST_SKIP() << "intra-op threads are 1 here: the helper is not used";
+  EXPECT_THROW(cpu::run_pair(throwing), std::runtime_error);
+  std::atomic<int> calls{0};
+  EXPECT_TRUE(cpu::run_pair([&](int) { ++calls; }));
+  EXPECT_EQ(calls.load(), 2);
+}
+
+TEST(PairRunner, SplitInTwoCoversTheRangeOnceAtAnAlignedMiddle) {
+  for (int64_t n : {0, 1, 7, 16, 17, 64, 100, 2048, 4099}) {
+    std::vector<std::atomic<int>> seen(static_cast<std::size_t>(n));
+    std::atomic<int64_t> first_end{-1};
+    cpu::split_in_two(n, true, 16, [&](int64_t b, int64_t e) {
+      if (b == 0) first_end = e;
+      for (int64_t i = b; i < e; ++i) ++seen[static_cast<std::size_t>(i)];
+    });
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_EQ(seen[static_cast<std::size_t>(i)].load(), 1) << "n=" << n << " i=" << i;
+    }
+    if (first_end.load() < n) {
+      EXPECT_EQ(first_end.load() % 16, 0) << "n=" << n;
+    }
+  }
+}
+
+// A product large enough to be split between the threads equals, bit for bit, the same rows computed one at a
+// time (never split).
+TEST(SmallGemm, SplitBetweenThreadsGivesTheBitsOfOneRowAtATime) {
+  random::set_seed(3);
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      const int64_t m = 64, n = 48, k = 40;
+      ASSERT_GE(m * n * k, cpu::kSmallGemmSplitWork);
+      if (!cpu::small_gemm_applies(m, n, k)) GTEST_SKIP() << "this CPU has no AVX2/FMA: oneDNN runs every product";
+      auto a = random::uniform(ta ? Shape{k, m} : Shape{m, k}, -1, 1).to_vector<float>();
+      auto b = random::uniform(tb ? Shape{n, k} : Shape{k, n}, -1, 1).to_vector<float>();
+      std::vector<float> bias(n, 0.25f), whole(m * n), rows(m * n);
+      cpu::small_gemm(ta, tb, m, n, k, a.data(), b.data(), whole.data(), bias.data(), false, true);
+      for (int64_t i = 0; i < m; ++i) {
+        if (ta) {  // row i of op(A) is column i of the stored k x m matrix: copy it out
+          std::vector<float> col(k);
+          for (int64_t p = 0; p < k; ++p) col[p] = a[p * m + i];
+          cpu::small_gemm(false, tb, 1, n, k, col.data(), b.data(), rows.data() + i * n, bias.data(), false, true);
+        } else {
+          cpu::small_gemm(false, tb, 1, n, k, a.data() + i * k, b.data(), rows.data() + i * n, bias.data(), false,
+                          true);
+        }
+      }
+      EXPECT_EQ(whole, rows) << "ta=" << ta << " tb=" << tb;
+    }
+  }
+}
