@@ -2,6 +2,7 @@
 // and is differentiable under a GradientTape where that makes sense.
 #pragma once
 
+#include <span>
 #include <string>
 
 #include "osprey/tensor.h"
@@ -73,6 +74,15 @@ void apply_sgd(Tensor& var, const Tensor& grad, Tensor* momentum_buffer, double 
 /// `alpha` is lr·√(1-β2^t)/(1-β1^t); `vhat` is used when non-null (amsgrad).
 void apply_adam(Tensor& var, Tensor& m, Tensor& v, const Tensor& grad, Tensor* vhat, double alpha, double beta_1,
                 double beta_2, double epsilon);
+/// One variable of apply_adam_many(): `vhat` undefined without amsgrad.
+struct AdamUpdate {
+  Tensor var, m, v, grad, vhat;
+};
+/// apply_adam() over several variables in one kernel launch: one pass over all their elements, split between the
+/// intra-op threads as one range, each element computed as apply_adam() computes it. Returns false and changes
+/// nothing when the variables are not all float32 on one device whose backend has this kernel; the caller then
+/// updates them one by one.
+bool apply_adam_many(std::span<const AdamUpdate> updates, double alpha, double beta_1, double beta_2, double epsilon);
 /// `mom` is used when momentum > 0, `mean_grad` when centered.
 void apply_rmsprop(Tensor& var, Tensor& v, const Tensor& grad, Tensor* mom, Tensor* mean_grad, double learning_rate,
                    double rho, double momentum, double epsilon);

@@ -188,6 +188,7 @@ void Optimizer::update_all(const std::vector<Tensor>& gradients, const std::vect
       write_into(v, ops::mul(v, factor));
     }
   }
+  if (update_fused(grads, variables)) return;
   for (std::size_t i = 0; i < variables.size(); ++i) {
     if (grads[i].defined()) update_step(grads[i], *variables[i], i);
   }
@@ -356,12 +357,30 @@ std::vector<Variable*> Adam::slots_of(std::size_t i) {
   return {&m_[i], &v_[i], opt_.amsgrad ? &vhat_[i] : nullptr};
 }
 
-void Adam::update_tensors(const Tensor& g, Tensor& var, const std::vector<Tensor*>& slots) {
+float Adam::alpha() const {
   // float32 arithmetic, as Keras computes α in the variable's dtype.
   const float t = static_cast<float>(iterations_ + 1);
   const float b1p = std::pow(static_cast<float>(opt_.beta_1), t), b2p = std::pow(static_cast<float>(opt_.beta_2), t);
-  const float alpha = learning_rate_ * std::sqrt(1.f - b2p) / (1.f - b1p);
-  ops::apply_adam(var, *slots[0], *slots[1], g, slots[2], alpha, opt_.beta_1, opt_.beta_2, opt_.epsilon);
+  return learning_rate_ * std::sqrt(1.f - b2p) / (1.f - b1p);
+}
+
+void Adam::update_tensors(const Tensor& g, Tensor& var, const std::vector<Tensor*>& slots) {
+  ops::apply_adam(var, *slots[0], *slots[1], g, slots[2], alpha(), opt_.beta_1, opt_.beta_2, opt_.epsilon);
+}
+
+// The whole model's variables in one kernel (the seed model's six variables were six launches, each with its
+// dispatch and its own short loop).
+bool Adam::update_fused(const std::vector<Tensor>& grads, const std::vector<Variable*>& vars) {
+  thread_local std::vector<ops::AdamUpdate> updates;
+  updates.clear();
+  for (std::size_t i = 0; i < vars.size(); ++i) {
+    if (!grads[i].defined()) continue;
+    updates.push_back({vars[i]->value(), m_[i].value(), v_[i].value(), grads[i],
+                       opt_.amsgrad ? vhat_[i].value() : Tensor()});
+  }
+  const bool done = ops::apply_adam_many(updates, alpha(), opt_.beta_1, opt_.beta_2, opt_.epsilon);
+  updates.clear();  // no references to the tensors kept between steps
+  return done;
 }
 
 RMSprop::RMSprop(RMSpropOptions o) : Optimizer("rmsprop", o.learning_rate, o.base), opt_(o) {}

@@ -20,6 +20,8 @@ static KernelFn lookup(OpId op, runtime::DeviceType type) {
   return reinterpret_cast<KernelFn>(runtime::get_kernel(static_cast<int>(op), type));
 }
 
+bool has_kernel(OpId op, runtime::DeviceType type) { return lookup(op, type) != nullptr; }
+
 // TensorFlow's small-op pinning: an op whose inputs are all small (< 64 elements) int32/int64 tensors on the CPU
 // stays on the CPU instead of being sent to the GPU. OSPREY_/TF_EAGER_ENABLE_SMALL_TENSOR_CPU_PINNING=0|false
 // turns it off (read once).

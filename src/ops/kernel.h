@@ -30,6 +30,7 @@ enum class OpId : int {
   ApplySgd,        // var, grad, [momentum] updated in place
   ApplyAdam,       // var, m, v, grad, [vhat]
   ApplyRmsprop,    // var, v, grad, [mom], [mg]
+  ApplyAdamMany,   // (var, m, v, grad, [vhat]) per variable, attrs AdamAttrs
   kCount
 };
 
@@ -49,6 +50,9 @@ using KernelFn = void (*)(const KernelContext&);
 
 /// Puts a kernel into the table (called by platforms' register_kernels()).
 void register_kernel(OpId op, runtime::DeviceType type, KernelFn kernel);
+
+/// Whether `type`'s backend has a kernel for `op`.
+bool has_kernel(OpId op, runtime::DeviceType type);
 
 /// The dispatch point: picks the device (scope, else the inputs' device, else the default; CPU fallback under
 /// soft placement when the device has no kernel), copies inputs there, and logs the placement when enabled.

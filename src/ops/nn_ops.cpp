@@ -215,6 +215,25 @@ void apply_adam(Tensor& var, Tensor& m, Tensor& v, const Tensor& grad, Tensor* v
   run(OpId::ApplyAdam, dev, in, {}, &attrs);
 }
 
+bool apply_adam_many(std::span<const AdamUpdate> updates, double alpha, double b1, double b2, double eps) {
+  if (updates.empty()) return true;
+  runtime::Device& dev = updates[0].var.device_ref();
+  if (!has_kernel(OpId::ApplyAdamMany, dev.type())) return false;
+  std::vector<Tensor> in;
+  in.reserve(updates.size() * 5);
+  for (const auto& u : updates) {
+    check_same(u.var, u.grad, "apply_adam");
+    for (const Tensor* t : {&u.var, &u.m, &u.v, &u.vhat}) {
+      if (t->defined() && (&t->device_ref() != &dev || t->dtype() != DType::float32)) return false;
+    }
+    in.insert(in.end(), {u.var, u.m, u.v, &u.grad.device_ref() == &dev ? u.grad : u.grad.to(dev), u.vhat});
+    if (in[in.size() - 2].dtype() != DType::float32) return false;
+  }
+  AdamAttrs attrs{static_cast<float>(alpha), static_cast<float>(b1), static_cast<float>(b2), static_cast<float>(eps)};
+  run(OpId::ApplyAdamMany, dev, in, {}, &attrs);
+  return true;
+}
+
 void apply_rmsprop(Tensor& var, Tensor& v, const Tensor& grad, Tensor* mom, Tensor* mg, double lr, double rho,
                    double momentum, double eps) {
   check_same(var, grad, "apply_rmsprop");

@@ -1,6 +1,7 @@
 // Every op: forward against a float64 reference computed here, backward against central finite differences.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <functional>
 
@@ -291,6 +292,41 @@ TEST_F(Ops, SparseLabelOutOfRange) {
     EXPECT_NE(std::string(e.what()).find("Received a label value of 3 which is outside the valid range of [0, 3)"),
               std::string::npos);
   }
+}
+
+// One launch over several variables (sizes below, around and above the thread splits) gives the bits of one
+// apply_adam per variable, with and without amsgrad.
+TEST_F(Ops, ApplyAdamManyEqualsApplyAdamPerVariable) {
+  auto CPU = []() -> runtime::Device& { return Tensor::ones({1}).device_ref(); };
+  for (bool amsgrad : {false, true}) {
+    const std::vector<Shape> shapes{{20, 64}, {64}, {64, 32}, {1}, {3000}, {200, 300}};
+    std::vector<ops::AdamUpdate> many;
+    std::vector<std::array<Tensor, 5>> one;
+    for (const auto& s : shapes) {
+      auto make = [&](double lo, double hi) { return random::uniform(s, lo, hi); };
+      Tensor var = make(-1, 1), m = make(-0.1, 0.1), v = make(0, 0.1), g = make(-1, 1), vh = make(0, 0.2);
+      many.push_back({var.to(CPU()), m.to(CPU()), v.to(CPU()), g, amsgrad ? vh.to(CPU()) : Tensor()});
+      one.push_back({var.to(CPU()), m.to(CPU()), v.to(CPU()), g, vh.to(CPU())});
+    }
+    ASSERT_TRUE(ops::apply_adam_many(many, 0.01, 0.9, 0.999, 1e-7));
+    for (std::size_t i = 0; i < shapes.size(); ++i) {
+      auto& o = one[i];
+      ops::apply_adam(o[0], o[1], o[2], o[3], amsgrad ? &o[4] : nullptr, 0.01, 0.9, 0.999, 1e-7);
+      EXPECT_EQ(many[i].var.to_vector<float>(), o[0].to_vector<float>()) << "variable " << i;
+      EXPECT_EQ(many[i].m.to_vector<float>(), o[1].to_vector<float>()) << "variable " << i;
+      EXPECT_EQ(many[i].v.to_vector<float>(), o[2].to_vector<float>()) << "variable " << i;
+      if (amsgrad) {
+        EXPECT_EQ(many[i].vhat.to_vector<float>(), o[4].to_vector<float>()) << "variable " << i;
+      }
+    }
+  }
+  // Not float32: refused, nothing changed (the optimizer then updates variable by variable).
+  Tensor d = Tensor::ones({4}).cast(DType::float64);
+  std::vector<ops::AdamUpdate> mixed{{d, d.to(CPU()), d.to(CPU()), d.to(CPU()), Tensor()}};
+  EXPECT_FALSE(ops::apply_adam_many(mixed, 0.01, 0.9, 0.999, 1e-7));
+  EXPECT_EQ(d.to_vector<double>(), std::vector<double>(4, 1.0));
+  std::vector<ops::AdamUpdate> bad{{Tensor::ones({4}), Tensor::ones({4}), Tensor::ones({4}), Tensor::ones({5}), Tensor()}};
+  EXPECT_THROW(ops::apply_adam_many(bad, 0.01, 0.9, 0.999, 1e-7), InvalidArgumentError);
 }
 
 TEST_F(Ops, AccuracyCounts) {

@@ -168,6 +168,9 @@ class Optimizer {
   void update_step(const Tensor& gradient, Variable& variable, std::size_t index);
   /// The update itself on tensors (whole variables or element ranges of them): `var` and its `slots`.
   virtual void update_tensors(const Tensor& gradient, Tensor& var, const std::vector<Tensor*>& slots) = 0;
+  /// Updates every variable with a defined gradient in one go, where the optimizer and the backend can (Adam: one
+  /// kernel over all of them); false when it did nothing and update_step() runs per variable instead.
+  virtual bool update_fused(const std::vector<Tensor>&, const std::vector<Variable*>&) { return false; }
   /// A slot shaped like `var` filled with `value`, on its device (mirrored like it).
   Variable make_slot(const Variable& var, double value = 0.0) const;
   /// Per-step state of an optimizer (Nadam's μ product), advanced once per update by begin_step().
@@ -233,8 +236,10 @@ class Adam : public Optimizer {
   void build(const std::vector<Variable*>& vars) override;
   std::vector<Variable*> slots_of(std::size_t i) override;
   void update_tensors(const Tensor& g, Tensor& var, const std::vector<Tensor*>& slots) override;
+  bool update_fused(const std::vector<Tensor>& grads, const std::vector<Variable*>& vars) override;
 
  private:
+  float alpha() const;
   AdamOptions opt_;
   std::vector<Variable> m_, v_, vhat_;
 };

@@ -1,6 +1,8 @@
 // CPU kernels for optimizer updates: one pass over each variable (formulas: spec/keras_api.md §3), split between
 // the intra-op threads for large variables (element-wise, so the result does not depend on the split).
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "backends/cpu/kernels.h"
 
@@ -75,6 +77,29 @@ static void adam_kernel(const KernelContext& ctx) {
   });
 }
 
+// ApplyAdamMany: the variables' elements as one range [0, Σn), split like one variable's.
+static void adam_many_kernel(const KernelContext& ctx) {
+  const auto& at = ctx.attr<ops::AdamAttrs>();
+  const std::size_t count = ctx.inputs.size() / 5;
+  // starts[i]: where variable i begins in the range. The calling thread's buffer: the other threads read it
+  // through this reference (a thread_local named inside the lambda would be their own, empty one).
+  thread_local std::vector<int64_t> buffer;
+  std::vector<int64_t>& starts = buffer;
+  starts.assign(count + 1, 0);
+  for (std::size_t i = 0; i < count; ++i) starts[i + 1] = starts[i] + ctx.inputs[5 * i].num_elements();
+  parallel_chunks(starts[count], [&](int64_t b, int64_t e) {
+    std::size_t i = static_cast<std::size_t>(std::upper_bound(starts.begin(), starts.end(), b) - starts.begin()) - 1;
+    for (; i < count && starts[i] < e; ++i) {
+      const Tensor* t = &ctx.inputs[5 * i];
+      const int64_t lo = std::max(b, starts[i]) - starts[i], hi = std::min(e, starts[i + 1]) - starts[i];
+      if (hi <= lo) continue;
+      float* vhat = t[4].defined() ? t[4].data<float>() + lo : nullptr;
+      adam_range(t[0].data<float>() + lo, t[1].data<float>() + lo, t[2].data<float>() + lo, t[3].data<float>() + lo,
+                 vhat, hi - lo, at.alpha, at.beta_1, at.beta_2, at.epsilon);
+    }
+  });
+}
+
 OSPREY_VECTOR_CLONES static void rmsprop_range(float* __restrict var, float* __restrict v, const float* __restrict g,
                                                float* __restrict mom, float* __restrict mg, int64_t n, float lr,
                                                float rho, float momentum, float eps) {
@@ -115,6 +140,7 @@ static void rmsprop_kernel(const KernelContext& ctx) {
 void register_optimizer_kernels() {
   ops::register_kernel(ops::OpId::ApplySgd, DeviceType::CPU, sgd_kernel);
   ops::register_kernel(ops::OpId::ApplyAdam, DeviceType::CPU, adam_kernel);
+  ops::register_kernel(ops::OpId::ApplyAdamMany, DeviceType::CPU, adam_many_kernel);
   ops::register_kernel(ops::OpId::ApplyRmsprop, DeviceType::CPU, rmsprop_kernel);
 }
 
