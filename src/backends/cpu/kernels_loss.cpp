@@ -71,7 +71,12 @@ static void loss_impl(const ops::LossAttrs& at, const Tensor& yt, const Tensor& 
         for (int64_t j = 0; j < d; ++j) {
           const float y = lab[i * d + j] * (1.f - ls) + 0.5f * ls;
           const float c = clip(pr[j]);
-          if (out) acc += -(y * std::log(c) + (1.f - y) * std::log(1.f - c));  // the gradient needs no logs
+          if (out) {  // the gradient needs no logs
+            // A log that is multiplied by an exact 0 (a 0 or 1 label) is not computed: both logs are finite and
+            // non-zero after the clip, so the term it would add is ±0 and the sum is the same, with half the logs.
+            const float log_c = y != 0.f ? std::log(c) : 0.f, log_1c = y != 1.f ? std::log(1.f - c) : 0.f;
+            acc += -(y * log_c + (1.f - y) * log_1c);
+          }
           if (gr) gr[j] = in_clip(pr[j]) ? up * (-(y / c) + (1.f - y) / (1.f - c)) / static_cast<float>(d) : 0.f;
         }
         acc /= static_cast<double>(d);
