@@ -1,6 +1,7 @@
 #include "backends/cpu/pair_runner.h"
 
 #include <omp.h>
+#include <pthread.h>
 
 #include <atomic>
 #include <chrono>
@@ -21,22 +22,13 @@ inline void cpu_relax() {
 
 class Helper {
  public:
+  // The thread lives as long as the process (the one Helper is never destroyed).
   Helper() : thread_([this] { loop(); }) {}
-  ~Helper() {
-    {
-      std::lock_guard lock(mu_);
-      stop_.store(true);
-      posted_.fetch_add(1, std::memory_order_seq_cst);
-    }
-    cv_.notify_one();
-    thread_.join();
-  }
 
   bool run(void (*fn)(void*, int), void* ctx) {
     if (busy_.exchange(true, std::memory_order_acquire)) return false;
     fn_ = fn;
     ctx_ = ctx;
-    error_ = nullptr;
     const uint64_t job = posted_.fetch_add(1, std::memory_order_seq_cst) + 1;
     if (sleeping_.load(std::memory_order_seq_cst)) {
       std::lock_guard lock(mu_);
@@ -48,8 +40,20 @@ class Helper {
     } catch (...) {
       mine = std::current_exception();
     }
-    while (finished_.load(std::memory_order_acquire) != job) cpu_relax();
-    std::exception_ptr theirs = error_;
+    std::exception_ptr theirs;
+    uint64_t expected = job - 1;
+    if (claimed_.compare_exchange_strong(expected, job, std::memory_order_acq_rel)) {
+      // The helper has not started (descheduled on a busy machine, or still waking up): the other half runs here
+      // rather than waiting for it.
+      try {
+        fn(ctx, 1);
+      } catch (...) {
+        theirs = std::current_exception();
+      }
+    } else {
+      while (finished_.load(std::memory_order_acquire) != job) cpu_relax();
+      theirs = error_;
+    }
     busy_.store(false, std::memory_order_release);
     if (mine) std::rethrow_exception(mine);
     if (theirs) std::rethrow_exception(theirs);
@@ -62,7 +66,9 @@ class Helper {
     for (;;) {
       wait_for_work(seen);
       seen = posted_.load(std::memory_order_acquire);
-      if (stop_) return;
+      uint64_t expected = seen - 1;
+      if (!claimed_.compare_exchange_strong(expected, seen, std::memory_order_acq_rel)) continue;  // the caller ran it
+      error_ = nullptr;
       try {
         fn_(ctx_, 1);
       } catch (...) {
@@ -96,10 +102,10 @@ class Helper {
   std::atomic<uint64_t> posted_{0};            // jobs handed over
   void (*fn_)(void*, int) = nullptr;           // the job, on the line the helper reads anyway
   void* ctx_ = nullptr;
+  alignas(64) std::atomic<uint64_t> claimed_{0};   // the last job whose second half someone took
   alignas(64) std::atomic<uint64_t> finished_{0};  // the last job the helper finished
   std::exception_ptr error_;
   alignas(64) std::atomic<bool> sleeping_{false};
-  std::atomic<bool> stop_{false};
   std::mutex mu_;
   std::condition_variable cv_;
   std::thread thread_;  // last: started once the members above exist
@@ -107,9 +113,15 @@ class Helper {
 
 }  // namespace
 
+// Set in a child of fork(): the helper thread was not copied into it, so handing it work would wait forever.
+std::atomic<bool> forked_child{false};
+
 bool detail::run_pair(void (*fn)(void*, int), void* ctx) {
-  if (omp_get_max_threads() < 2) return false;
-  static Helper helper;
+  if (omp_get_max_threads() < 2 || forked_child.load(std::memory_order_relaxed)) return false;
+  static Helper& helper = *[] {
+    pthread_atfork(nullptr, nullptr, [] { forked_child.store(true); });
+    return new Helper;  // never destroyed: kernels may still run while other statics are torn down at exit
+  }();
   return helper.run(fn, ctx);
 }
 

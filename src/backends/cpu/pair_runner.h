@@ -1,7 +1,10 @@
 // A second thread for the CPU kernels of small steps. A training step of a small model is a few dozen kernels of
 // 0.2-4 us each; OpenMP's fork/join costs ~0.6 us on this project's machines (the seed model ran its GEMMs on one
-// thread because of it). The helper here waits for work by spinning, so handing it half of a kernel costs ~0.1
-// us; after ~100 us without work it sleeps until the next one.
+// thread because of it). The helper here waits for work by spinning, so handing it half of a kernel costs ~0.2
+// us; after ~30 us without work it sleeps until the next one. When the caller finishes its half before the helper
+// has taken the other (the helper descheduled on a busy machine), the caller runs that half too: a step never
+// waits for a thread that is not running. In a child process made by fork() the helper thread
+// does not exist: there run_pair() always declines.
 #pragma once
 
 #include <algorithm>

@@ -1,4 +1,5 @@
-// Osprey's own single-threaded GEMM for small products (AVX2 + FMA register tiles). For products of a few
+// Osprey's own GEMM for small products (AVX2 + FMA register tiles; from kSmallGemmSplitWork on, the rows are split
+// between the calling thread and the helper thread of pair_runner.h). For products of a few
 // hundred thousand multiply-adds oneDNN's per-call cost (primitive lookup, argument maps, its own packing) is as
 // large as the arithmetic: the seed model's 64x32 by 32x1 layer took 2 us for 2 k multiply-adds. Here a product
 // is a loop of 6x16 register tiles over B's 16-column panels with no setup beyond packing B when it is transposed

@@ -5,8 +5,8 @@
 
 namespace osprey::cpu {
 
-/// Products up to this many multiply-adds (m·n·k) run on Osprey's own single-threaded kernel (small_gemm.cpp)
-/// instead of oneDNN, whose per-call cost dominates them.
+/// Products up to this many multiply-adds (m·n·k) run on Osprey's own kernel (small_gemm.cpp) instead of oneDNN,
+/// whose per-call cost dominates them. Above it, oneDNN's blocking wins (128³: 45 µs against 49 µs here).
 constexpr int64_t kSmallGemmMaxWork = int64_t{1} << 18;
 /// From this many multiply-adds on, small_gemm() splits the rows between the calling thread and the CPU helper
 /// thread (pair_runner.h) when intra-op threads allow two.
