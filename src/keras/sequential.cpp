@@ -20,6 +20,7 @@
 #include "osprey/ops.h"
 #include "osprey/random.h"
 #include "ops/kernel.h"
+#include "runtime/pair_runner.h"
 #include "tensor/tensor_impl.h"
 
 namespace osprey::keras {
@@ -38,13 +39,20 @@ struct Sequential::State {
   bool run_eagerly = false;
   std::string loss_spelled;  // the loss string given to compile() (compile_config)
   std::shared_ptr<losses::Loss> logits_loss;  // the from_logits form of the loss, with tf_logits_shortcut
-  // Recorded training steps, one per batch shape (the full batches and a short last one).
+  // Recorded training steps, one per batch shape (the full batches and a short last one). A step split in two
+  // halves (split_rows()) has one recorded part per half; `grads` then holds their average.
   struct StepPlan {
+    struct Part {
+      int64_t begin = 0, end = 0;  // the batch rows of this part
+      Tensor x, y, w, y_pred, loss;
+      std::vector<Tensor> grads;
+      ops::StepRecording recording;
+    };
     Shape x_shape, y_shape;
     DType x_dtype, y_dtype;
-    Tensor x, y, w, y_pred, loss;
+    bool weighted = false;
+    std::vector<Part> parts;
     std::vector<Tensor> grads;
-    ops::StepRecording recording;
     bool replayable = true;
   };
   std::vector<std::unique_ptr<StepPlan>> plans;
@@ -340,10 +348,58 @@ static void apply_constraints(Sequential::State& s) {
 
 // A step can be recorded and replayed when nothing in it depends on host-side decisions or randomness: Dense
 // layers only, on a host-memory device, without a strategy.
-static bool plannable(const Sequential::State& s) {
-  if (s.run_eagerly || distributed(s) || !s.device || !s.device->host_memory()) return false;
+static bool dense_on_host(const Sequential::State& s) {
+  if (distributed(s) || !s.device || !s.device->host_memory()) return false;
   return std::all_of(s.layers.begin(), s.layers.end(),
                      [](const auto& l) { return dynamic_cast<const layers::Dense*>(l.get()) != nullptr; });
+}
+static bool plannable(const Sequential::State& s) { return !s.run_eagerly && dense_on_host(s); }
+
+// Batches from this many rows (even) are split in two halves when the model is small enough (kSplitMaxWork).
+static constexpr int64_t kSplitMinRows = 32;
+// Trainable parameters (about the forward pass's multiply-adds per batch row) up to which halves pay: beyond it
+// the products are large enough for the intra-op threads to share each of them (the wide MLP has 670 k).
+static constexpr int64_t kSplitMaxWork = int64_t{1} << 14;
+
+// Where a training step of this model on this batch splits into two halves, or 0 (no split). With two intra-op
+// threads, a small Dense-only model's step is two half-batch passes, run at once on two threads, whose gradients
+// are averaged; eager steps split the same way, so a recorded step stays the eager step bit for bit. Keras's
+// sum_over_batch_size loss of the batch is exactly the mean of the halves' (even batches): only the rounding
+// differs from one pass over the batch (as it does between thread counts in TensorFlow). Not split: one intra-op
+// thread (two passes would only add launches), weight penalties (they would count twice), other reductions.
+static int64_t split_rows(Sequential::State& s, const Tensor& x) {
+  const int64_t rows = x.shape().rank() ? x.shape()[0] : 0;
+  if (rows < kSplitMinRows || rows % 2 != 0 || !runtime::pair_available() || !dense_on_host(s) ||
+      has_penalties(s)) {
+    return 0;
+  }
+  if (s.loss->reduction() != losses::Reduction::sum_over_batch_size) return 0;
+  int64_t work = 0;
+  for (auto& l : s.layers) {
+    for (auto* v : l->trainable_variables()) work += v->num_elements();
+  }
+  return work <= kSplitMaxWork ? rows / 2 : 0;
+}
+
+// out[i] = (a[i] + b[i]) · 0.5 per element, in float (host memory); allocates `out` on first use.
+static void average_gradients(std::vector<Tensor>& out, const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
+  out.resize(a.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (!a[i].defined() || !b[i].defined()) {
+      out[i] = a[i].defined() ? a[i] : b[i];
+      continue;
+    }
+    if (!out[i].defined()) out[i] = Tensor::empty(a[i].shape(), DType::float32, &a[i].device_ref());
+    const float* pa = a[i].data<float>();
+    const float* pb = b[i].data<float>();
+    float* po = out[i].data<float>();
+    const int64_t n = a[i].num_elements();
+    for (int64_t j = 0; j < n; ++j) po[j] = (pa[j] + pb[j]) * 0.5f;
+  }
+}
+
+static Tensor rows_of(const Tensor& t, int64_t begin, int64_t end) {
+  return t.defined() ? t.slice_rows(begin, end) : Tensor();
 }
 
 static double eager_train_step(Sequential& model, Sequential::State& s, const Tensor& x, const Tensor& y,
@@ -355,26 +411,86 @@ static Tensor owned_copy(const Tensor& t, runtime::Device& device) {
   std::memcpy(out.raw_data(), t.to(device).raw_data(), static_cast<std::size_t>(t.nbytes()));
   return out;
 }
+static void copy_rows(Tensor& dst, const Tensor& src, int64_t begin) {
+  if (!dst.defined()) return;
+  const std::size_t row_bytes = static_cast<std::size_t>(src.nbytes() / std::max<int64_t>(src.shape()[0], 1));
+  std::memcpy(dst.raw_data(), static_cast<const char*>(src.raw_data()) + row_bytes * begin,
+              static_cast<std::size_t>(dst.nbytes()));
+}
+
+// The forward and backward pass of rows [begin, end) of the batch, eagerly: the part's predictions, loss and
+// gradients (Keras's loss of those rows).
+static void part_pass(Sequential& model, Sequential::State& s, Sequential::State::StepPlan::Part& part,
+                      const std::vector<Variable*>& vars) {
+  GradientTape tape;
+  Tensor logits;
+  part.y_pred = forward(model, s, part.x, true, &logits);
+  part.loss = with_penalties(s, batch_loss(s, part.y, part.y_pred, part.w, logits));
+  part.grads = tape.gradient(part.loss, vars);
+}
+
+// Applies the step's gradients and metrics and returns its loss: one part, or the average of two halves.
+static double finish_step(Sequential::State& s, std::vector<Sequential::State::StepPlan::Part>& parts,
+                          std::vector<Tensor>& averaged, const std::vector<Variable*>& vars) {
+  double loss;
+  if (parts.size() == 2) {
+    average_gradients(averaged, parts[0].grads, parts[1].grads);
+    s.optimizer->apply_gradients(averaged, vars);
+    loss = (parts[0].loss.item() + parts[1].loss.item()) / 2;
+  } else {
+    s.optimizer->apply_gradients(parts[0].grads, vars);
+    loss = parts[0].loss.item();
+  }
+  apply_constraints(s);
+  for (auto& part : parts) {
+    for (auto& m : s.metrics) m->update_state(part.y, part.y_pred);
+  }
+  return loss;
+}
+
+static std::vector<Sequential::State::StepPlan::Part> make_parts(const Tensor& x, const Tensor& y, const Tensor& w,
+                                                                 int64_t split) {
+  const int64_t rows = x.shape()[0];
+  std::vector<Sequential::State::StepPlan::Part> parts(split ? 2 : 1);
+  parts[0].begin = 0;
+  parts[0].end = split ? split : rows;
+  if (split) {
+    parts[1].begin = split;
+    parts[1].end = rows;
+  }
+  for (auto& p : parts) {
+    p.x = split ? x.slice_rows(p.begin, p.end) : x;
+    p.y = split ? y.slice_rows(p.begin, p.end) : y;
+    p.w = split ? rows_of(w, p.begin, p.end) : w;
+  }
+  return parts;
+}
 
 // The step as a replay of the launches recorded at its first run for this batch shape: the batch is copied into
-// the plan's input buffers, the forward and backward kernels run again on their recorded buffers, then the
-// optimizer (its attributes change every step) and the metrics run eagerly on the recorded results.
+// the plan's input buffers, the forward and backward kernels run again on their recorded buffers (the two halves
+// of a split step at once, on the calling thread and the helper thread), then the optimizer (its attributes change
+// every step) and the metrics run eagerly on the recorded results.
 static double planned_train_step(Sequential& model, Sequential::State& s, const Tensor& x, const Tensor& y,
                                  const Tensor& w) {
   const auto vars = model.trainable_variables();
   Sequential::State::StepPlan* plan = nullptr;
   for (auto& p : s.plans) {
     if (p->x_shape == x.shape() && p->y_shape == y.shape() && p->x_dtype == x.dtype() && p->y_dtype == y.dtype() &&
-        p->w.defined() == w.defined()) {
+        p->weighted == w.defined()) {
       plan = p.get();
     }
   }
   if (plan && !plan->replayable) return eager_train_step(model, s, x, y, w);
   if (plan) {
-    std::memcpy(plan->x.raw_data(), x.raw_data(), static_cast<std::size_t>(x.nbytes()));
-    std::memcpy(plan->y.raw_data(), y.raw_data(), static_cast<std::size_t>(y.nbytes()));
-    if (w.defined()) std::memcpy(plan->w.raw_data(), w.raw_data(), static_cast<std::size_t>(w.nbytes()));
-    plan->recording.replay();
+    for (auto& part : plan->parts) {
+      copy_rows(part.x, x, part.begin);
+      copy_rows(part.y, y, part.begin);
+      copy_rows(part.w, w, part.begin);
+    }
+    if (plan->parts.size() == 1 ||
+        !runtime::run_pair([&](int half) { plan->parts[static_cast<std::size_t>(half)].recording.replay(); })) {
+      for (auto& part : plan->parts) part.recording.replay();
+    }
   } else {
     if (s.plans.size() >= 4) s.plans.erase(s.plans.begin());
     auto p = std::make_unique<Sequential::State::StepPlan>();
@@ -382,27 +498,24 @@ static double planned_train_step(Sequential& model, Sequential::State& s, const 
     p->y_shape = y.shape();
     p->x_dtype = x.dtype();
     p->y_dtype = y.dtype();
-    p->x = owned_copy(x, *s.device);
-    p->y = owned_copy(y, *s.device);
-    if (w.defined()) p->w = owned_copy(w, *s.device);
-    const uint64_t copies_before = tensor_copies_on_this_thread();
-    {
-      ops::RecordingScope record(p->recording);
-      GradientTape tape;
-      Tensor logits;
-      p->y_pred = forward(model, s, p->x, true, &logits);
-      p->loss = with_penalties(s, batch_loss(s, p->y, p->y_pred, p->w, logits));
-      p->grads = tape.gradient(p->loss, vars);
+    p->weighted = w.defined();
+    p->parts = make_parts(x, y, w, split_rows(s, x));
+    for (auto& part : p->parts) {
+      part.x = owned_copy(part.x, *s.device);
+      part.y = owned_copy(part.y, *s.device);
+      if (part.w.defined()) part.w = owned_copy(part.w, *s.device);
+    }
+    const uint64_t copies_inside = tensor_copies_on_this_thread();
+    for (auto& part : p->parts) {
+      ops::RecordingScope record(part.recording);
+      part_pass(model, s, part, vars);
     }
     // A copy inside the step (not a kernel) would be frozen in the plan: such a step is never replayed.
-    p->replayable = tensor_copies_on_this_thread() == copies_before;
+    p->replayable = tensor_copies_on_this_thread() == copies_inside;
     plan = p.get();
     s.plans.push_back(std::move(p));
   }
-  s.optimizer->apply_gradients(plan->grads, vars);
-  apply_constraints(s);
-  for (auto& m : s.metrics) m->update_state(plan->y, plan->y_pred);
-  return plan->loss.item();
+  return finish_step(s, plan->parts, plan->grads, vars);
 }
 
 // Runs `y_pred = model(x)`, the loss and its gradient, and one optimizer update; returns the batch loss.
@@ -419,19 +532,10 @@ static double train_step(Sequential& model, Sequential::State& s, const Tensor& 
 static double eager_train_step(Sequential& model, Sequential::State& s, const Tensor& x, const Tensor& y,
                                const Tensor& w) {
   const auto vars = model.trainable_variables();
-  Tensor y_pred, loss;
-  std::vector<Tensor> grads;
-  {
-    GradientTape tape;
-    Tensor logits;
-    y_pred = forward(model, s, x, true, &logits);
-    loss = with_penalties(s, batch_loss(s, y, y_pred, w, logits));
-    grads = tape.gradient(loss, vars);
-  }
-  s.optimizer->apply_gradients(grads, vars);
-  apply_constraints(s);
-  for (auto& m : s.metrics) m->update_state(y, y_pred);
-  return loss.item();
+  auto parts = make_parts(x, y, w, split_rows(s, x));
+  for (auto& part : parts) part_pass(model, s, part, vars);
+  std::vector<Tensor> averaged;
+  return finish_step(s, parts, averaged, vars);
 }
 
 // Makes every variable of the model one component per replica (created in scope() they already are).

@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+
+#include "osprey/autodiff.h"
 #include "osprey/errors.h"
 #include "osprey/keras.h"
 #include "osprey/ops.h"
@@ -174,6 +177,63 @@ TEST(Training, RecordedStepPlanIsBitIdenticalToTheEagerStep) {
       }
       EXPECT_EQ(result[0], result[1]) << optimizer << (sparse ? " sparse" : " binary");
       EXPECT_EQ(losses[0], losses[1]) << optimizer << (sparse ? " sparse" : " binary");
+    }
+  }
+}
+
+// Batches of 32 rows and more (even) of a small Dense model are two half-batch passes when two intra-op threads
+// exist: the recorded step still equals the eager step bit for bit, two runs give the same bits, and one step's
+// update is the full batch's gradient (SGD: Δw = −lr·∂L/∂w, checked against a tape over the whole batch).
+TEST(Training, HalfBatchStepsMatchEagerAndTheFullBatchGradient) {
+  for (bool weighted : {false, true}) {
+    std::vector<std::vector<float>> result[3];
+    std::vector<double> losses[3];
+    for (int run = 0; run < 3; ++run) {  // planned, planned again, eager
+      random::set_seed(31);
+      Tensor x = random::uniform({229, 6}, -1, 1);  // batch 64: three full batches and a short (odd) one of 37
+      Tensor y = random::randint(0, 2, {229, 1}).cast(DType::float32);
+      Tensor w = random::uniform({229}, 0.5, 2.0);
+      Sequential m({layers::Input({6}), layers::Dense(16, "relu"), layers::Dense(8, "tanh"),
+                    layers::Dense(1, "sigmoid")});
+      m.compile({.optimizer = "adam", .loss = "binary_crossentropy", .metrics = {"accuracy"},
+                 .run_eagerly = run == 2});
+      keras::FitOptions fo{.epochs = 3, .batch_size = 64, .verbose = 0};
+      if (weighted) fo.sample_weight = w;
+      auto h = m.fit(x, y, fo);
+      losses[run] = h.history["loss"];
+      losses[run].push_back(h.history["accuracy"].back());
+      for (auto* v : m.variables()) result[run].push_back(v->value().to_vector<float>());
+    }
+    EXPECT_EQ(result[0], result[1]) << "weighted=" << weighted;
+    EXPECT_EQ(losses[0], losses[1]) << "weighted=" << weighted;
+    EXPECT_EQ(result[0], result[2]) << "weighted=" << weighted;
+    EXPECT_EQ(losses[0], losses[2]) << "weighted=" << weighted;
+  }
+
+  random::set_seed(32);
+  Tensor x = random::uniform({64, 6}, -1, 1);
+  Tensor y = random::randint(0, 2, {64, 1}).cast(DType::float32);
+  Sequential m({layers::Input({6}), layers::Dense(16, "relu"), layers::Dense(1, "sigmoid")});
+  m.compile({.optimizer = keras::optimizers::SGD({.learning_rate = 0.5}), .loss = "binary_crossentropy"});
+  std::vector<Tensor> grads;
+  double full_loss;
+  {
+    GradientTape tape;
+    Tensor loss = ops::reduce_mean(ops::binary_crossentropy(y, m(x, true)));
+    full_loss = loss.item();
+    std::vector<Variable*> vars = m.trainable_variables();
+    grads = tape.gradient(loss, vars);
+  }
+  std::vector<std::vector<float>> before;
+  for (auto* v : m.trainable_variables()) before.push_back(v->value().to_vector<float>());
+  const double step_loss = m.train_on_batch(x, y)[0];
+  EXPECT_NEAR(step_loss, full_loss, 1e-6 * (1 + std::abs(full_loss)));
+  auto vars = m.trainable_variables();
+  for (std::size_t i = 0; i < vars.size(); ++i) {
+    auto after = vars[i]->value().to_vector<float>();
+    auto g = grads[i].to_vector<float>();
+    for (std::size_t j = 0; j < g.size(); ++j) {
+      EXPECT_NEAR((before[i][j] - after[j]) / 0.5, g[j], 1e-5 * (1 + std::abs(g[j]))) << "variable " << i << " at " << j;
     }
   }
 }

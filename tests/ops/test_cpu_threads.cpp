@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-#include "backends/cpu/pair_runner.h"
+#include "runtime/pair_runner.h"
 #include "backends/cpu/small_gemm.h"
 #include "osprey/random.h"
 #include "osprey/tensor.h"
@@ -17,7 +17,7 @@ using namespace osprey;
 TEST(PairRunner, RunsTheTwoHalvesOnceEachAndTheHelperTakesTheSecond) {
   std::thread::id ids[2];
   std::atomic<int> calls{0};
-  const bool split = cpu::run_pair([&](int half) {
+  const bool split = runtime::run_pair([&](int half) {
     ids[half] = std::this_thread::get_id();
     ++calls;
   });
@@ -30,7 +30,7 @@ TEST(PairRunner, RunsTheTwoHalvesOnceEachAndTheHelperTakesTheSecond) {
   for (int attempt = 0; attempt < 20 && !on_helper; ++attempt) {
     std::atomic<bool> second_started{false};
     std::thread::id second;
-    cpu::run_pair([&](int half) {
+    runtime::run_pair([&](int half) {
       if (half == 1) {
         second = std::this_thread::get_id();
         second_started = true;
@@ -46,15 +46,15 @@ TEST(PairRunner, RunsTheTwoHalvesOnceEachAndTheHelperTakesTheSecond) {
 
 TEST(PairRunner, ANestedCallIsRefusedAndTheCallerRunsItInline) {
   bool nested_split = true;
-  const bool split = cpu::run_pair([&](int half) {
-    if (half == 0) nested_split = cpu::run_pair([](int) {});
+  const bool split = runtime::run_pair([&](int half) {
+    if (half == 0) nested_split = runtime::run_pair([](int) {});
   });
   if (!split) GTEST_SKIP() << "intra-op threads are 1 here: the helper is not used";
   EXPECT_FALSE(nested_split);
   // split_in_two falls back to one call over the whole range.
   std::vector<std::pair<int64_t, int64_t>> parts;
-  cpu::run_pair([&](int half) {
-    if (half == 0) cpu::split_in_two(100, true, 8, [&](int64_t b, int64_t e) { parts.emplace_back(b, e); });
+  runtime::run_pair([&](int half) {
+    if (half == 0) runtime::split_in_two(100, true, 8, [&](int64_t b, int64_t e) { parts.emplace_back(b, e); });
   });
   ASSERT_EQ(parts.size(), 1u);
   EXPECT_EQ(parts[0], std::make_pair(int64_t{0}, int64_t{100}));
@@ -64,10 +64,10 @@ TEST(PairRunner, AnExceptionInTheHelperReachesTheCallerAndTheHelperStaysUsable) 
   auto throwing = [](int half) {
     if (half == 1) throw std::runtime_error("from the helper");
   };
-  if (!cpu::run_pair([](int) {})) GTEST_SKIP() << "intra-op threads are 1 here: the helper is not used";
-  EXPECT_THROW(cpu::run_pair(throwing), std::runtime_error);
+  if (!runtime::run_pair([](int) {})) GTEST_SKIP() << "intra-op threads are 1 here: the helper is not used";
+  EXPECT_THROW(runtime::run_pair(throwing), std::runtime_error);
   std::atomic<int> calls{0};
-  EXPECT_TRUE(cpu::run_pair([&](int) { ++calls; }));
+  EXPECT_TRUE(runtime::run_pair([&](int) { ++calls; }));
   EXPECT_EQ(calls.load(), 2);
 }
 
@@ -75,7 +75,7 @@ TEST(PairRunner, SplitInTwoCoversTheRangeOnceAtAnAlignedMiddle) {
   for (int64_t n : {0, 1, 7, 16, 17, 64, 100, 2048, 4099}) {
     std::vector<std::atomic<int>> seen(static_cast<std::size_t>(n));
     std::atomic<int64_t> first_end{-1};
-    cpu::split_in_two(n, true, 16, [&](int64_t b, int64_t e) {
+    runtime::split_in_two(n, true, 16, [&](int64_t b, int64_t e) {
       if (b == 0) first_end = e;
       for (int64_t i = b; i < e; ++i) ++seen[static_cast<std::size_t>(i)];
     });

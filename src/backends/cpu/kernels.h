@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "backends/cpu/pair_runner.h"
+#include "runtime/pair_runner.h"
 #include "backends/cpu/small_gemm.h"
 #include "ops/attrs.h"
 #include "ops/kernel.h"
@@ -27,7 +27,7 @@ void parallel_chunks(int64_t n, F&& f, int64_t grain = int64_t{1} << 14) {
   constexpr int64_t kPairSplit = 2048;
   const int threads = omp_get_max_threads();
   if (threads <= 1 || n < 2 * grain) {
-    split_in_two(n, threads > 1 && n >= kPairSplit, 16, f);
+    runtime::split_in_two(n, threads > 1 && n >= kPairSplit, 16, f);
     return;
   }
   const int use = static_cast<int>(std::min<int64_t>(threads, n / grain));

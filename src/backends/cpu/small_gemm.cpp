@@ -14,7 +14,7 @@
 #include <cstring>
 #include <vector>
 
-#include "backends/cpu/pair_runner.h"
+#include "runtime/pair_runner.h"
 #include "backends/cpu/small_gemm.h"
 
 namespace osprey::cpu {
@@ -236,7 +236,7 @@ static void gemm_rows(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const f
 void small_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c,
                 const float* bias, bool accumulate, bool relu) {
   // Rows are independent: two parts of them on two threads give the same bits as one thread.
-  split_in_two(m, m * n * k >= kSmallGemmSplitWork, 8, [&](int64_t r0, int64_t r1) {
+  runtime::split_in_two(m, m * n * k >= kSmallGemmSplitWork, 8, [&](int64_t r0, int64_t r1) {
     gemm_rows(ta, tb, r1 - r0, n, k, ta ? a + r0 : a + r0 * k, ta ? m : k, b, c + r0 * n, bias, accumulate, relu);
   });
 }

@@ -1,4 +1,4 @@
-// A second thread for the CPU kernels of small steps. A training step of a small model is a few dozen kernels of
+// A second thread for the CPU kernels of small training steps, and for the two halves of such a step. A step of a small model is a few dozen kernels of
 // 0.2-4 us each; OpenMP's fork/join costs ~0.6 us on this project's machines (the seed model ran its GEMMs on one
 // thread because of it). The helper here waits for work by spinning, so handing it half of a kernel costs ~0.2
 // us; after ~30 us without work it sleeps until the next one. When the caller finishes its half before the helper
@@ -11,11 +11,14 @@
 #include <cstdint>
 #include <type_traits>
 
-namespace osprey::cpu {
+namespace osprey::runtime {
 
 namespace detail {
 bool run_pair(void (*fn)(void*, int), void* ctx);
 }
+
+/// Whether run_pair() can use the helper at all on this thread: intra-op threads ≥ 2, not in a fork() child.
+bool pair_available();
 
 /// Runs f(0) on the calling thread and f(1) on the helper at the same time, and returns when both are done
 /// (an exception in either is rethrown here). Returns false without running anything when the helper cannot be
@@ -38,4 +41,4 @@ void split_in_two(int64_t n, bool split, int64_t align, F&& f) {
   f(int64_t{0}, n);
 }
 
-}  // namespace osprey::cpu
+}  // namespace osprey::runtime

@@ -1,4 +1,4 @@
-#include "backends/cpu/pair_runner.h"
+#include "runtime/pair_runner.h"
 
 #include <omp.h>
 #include <pthread.h>
@@ -10,7 +10,7 @@
 #include <mutex>
 #include <thread>
 
-namespace osprey::cpu {
+namespace osprey::runtime {
 
 namespace {
 
@@ -116,8 +116,10 @@ class Helper {
 // Set in a child of fork(): the helper thread was not copied into it, so handing it work would wait forever.
 std::atomic<bool> forked_child{false};
 
+bool pair_available() { return omp_get_max_threads() >= 2 && !forked_child.load(std::memory_order_relaxed); }
+
 bool detail::run_pair(void (*fn)(void*, int), void* ctx) {
-  if (omp_get_max_threads() < 2 || forked_child.load(std::memory_order_relaxed)) return false;
+  if (!pair_available()) return false;
   static Helper& helper = *[] {
     pthread_atfork(nullptr, nullptr, [] { forked_child.store(true); });
     return new Helper;  // never destroyed: kernels may still run while other statics are torn down at exit
@@ -125,4 +127,4 @@ bool detail::run_pair(void (*fn)(void*, int), void* ctx) {
   return helper.run(fn, ctx);
 }
 
-}  // namespace osprey::cpu
+}  // namespace osprey::runtime
