@@ -74,9 +74,10 @@ void apply_sgd(Tensor& var, const Tensor& grad, Tensor* momentum_buffer, double 
 /// `alpha` is lr·√(1-β2^t)/(1-β1^t); `vhat` is used when non-null (amsgrad).
 void apply_adam(Tensor& var, Tensor& m, Tensor& v, const Tensor& grad, Tensor* vhat, double alpha, double beta_1,
                 double beta_2, double epsilon);
-/// One variable of apply_adam_many(): `vhat` undefined without amsgrad.
+/// One variable of apply_adam_many(): `vhat` undefined without amsgrad. With `grad2`, the gradient is
+/// (grad + grad2) · 0.5 per element (the two halves of a batch).
 struct AdamUpdate {
-  Tensor var, m, v, grad, vhat;
+  Tensor var, m, v, grad, vhat, grad2;
 };
 /// apply_adam() over several variables in one kernel launch: one pass over all their elements, split between the
 /// intra-op threads as one range, each element computed as apply_adam() computes it. Returns false and changes

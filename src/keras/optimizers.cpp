@@ -151,6 +151,42 @@ void Optimizer::apply_gradients(const std::vector<Tensor>& gradients, const std:
   ++iterations_;
 }
 
+// out[i] = (a[i] + b[i]) · 0.5 per element, in float32 (host memory); allocates `out`'s tensors on first use.
+static void average_halves(std::vector<Tensor>& out, const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
+  out.resize(a.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (!a[i].defined() || !b[i].defined()) {
+      out[i] = a[i].defined() ? a[i] : b[i];
+      continue;
+    }
+    if (!out[i].defined() || out[i].shape() != a[i].shape()) {
+      out[i] = Tensor::empty(a[i].shape(), DType::float32, &a[i].device_ref());
+    }
+    const float* __restrict pa = a[i].data<float>();
+    const float* __restrict pb = b[i].data<float>();
+    float* __restrict po = out[i].data<float>();
+    const int64_t n = a[i].num_elements();
+    for (int64_t j = 0; j < n; ++j) po[j] = (pa[j] + pb[j]) * 0.5f;
+  }
+}
+
+void Optimizer::apply_gradient_halves(const std::vector<Tensor>& a, const std::vector<Tensor>& b,
+                                      const std::vector<Variable*>& variables, std::vector<Tensor>& scratch) {
+  if (a.size() != variables.size() || b.size() != variables.size()) {
+    throw InvalidArgumentError(fmt::format("apply_gradient_halves: {} and {} gradients for {} variables", a.size(),
+                                           b.size(), variables.size()));
+  }
+  const bool whole_gradients_needed =
+      base_.clipnorm || base_.clipvalue || base_.global_clipnorm || (base_.weight_decay && *base_.weight_decay != 0.0);
+  build_slots(variables);
+  begin_step();
+  if (whole_gradients_needed || !update_fused(a, variables, &b)) {
+    average_halves(scratch, a, b);
+    update_all(scratch, variables);
+  }
+  ++iterations_;
+}
+
 void Optimizer::update_all(const std::vector<Tensor>& gradients, const std::vector<Variable*>& variables) {
   if (gradients.size() != variables.size()) {
     throw InvalidArgumentError(fmt::format("apply_gradients: {} gradients for {} variables", gradients.size(),
@@ -188,7 +224,7 @@ void Optimizer::update_all(const std::vector<Tensor>& gradients, const std::vect
       write_into(v, ops::mul(v, factor));
     }
   }
-  if (update_fused(grads, variables)) return;
+  if (update_fused(grads, variables, nullptr)) return;
   for (std::size_t i = 0; i < variables.size(); ++i) {
     if (grads[i].defined()) update_step(grads[i], *variables[i], i);
   }
@@ -370,13 +406,18 @@ void Adam::update_tensors(const Tensor& g, Tensor& var, const std::vector<Tensor
 
 // The whole model's variables in one kernel (the seed model's six variables were six launches, each with its
 // dispatch and its own short loop).
-bool Adam::update_fused(const std::vector<Tensor>& grads, const std::vector<Variable*>& vars) {
+bool Adam::update_fused(const std::vector<Tensor>& grads, const std::vector<Variable*>& vars,
+                        const std::vector<Tensor>* second_half) {
   thread_local std::vector<ops::AdamUpdate> updates;
   updates.clear();
   for (std::size_t i = 0; i < vars.size(); ++i) {
-    if (!grads[i].defined()) continue;
+    const Tensor& other = second_half ? (*second_half)[i] : grads[i];
+    if (!grads[i].defined() || !other.defined()) {
+      if (grads[i].defined() != other.defined()) return false;  // one half without a gradient: averaged first
+      continue;
+    }
     updates.push_back({vars[i]->value(), m_[i].value(), v_[i].value(), grads[i],
-                       opt_.amsgrad ? vhat_[i].value() : Tensor()});
+                       opt_.amsgrad ? vhat_[i].value() : Tensor(), second_half ? other : Tensor()});
   }
   const bool done = ops::apply_adam_many(updates, alpha(), opt_.beta_1, opt_.beta_2, opt_.epsilon);
   updates.clear();  // no references to the tensors kept between steps

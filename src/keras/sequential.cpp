@@ -40,7 +40,8 @@ struct Sequential::State {
   std::string loss_spelled;  // the loss string given to compile() (compile_config)
   std::shared_ptr<losses::Loss> logits_loss;  // the from_logits form of the loss, with tf_logits_shortcut
   // Recorded training steps, one per batch shape (the full batches and a short last one). A step split in two
-  // halves (split_rows()) has one recorded part per half; `grads` then holds their average.
+  // halves (split_rows()) has one recorded part per half; `grads` is where optimizers that cannot average the
+  // halves inside their update (apply_gradient_halves) get the averaged gradients.
   struct StepPlan {
     struct Part {
       int64_t begin = 0, end = 0;  // the batch rows of this part
@@ -381,23 +382,6 @@ static int64_t split_rows(Sequential::State& s, const Tensor& x) {
   return work <= kSplitMaxWork ? rows / 2 : 0;
 }
 
-// out[i] = (a[i] + b[i]) · 0.5 per element, in float (host memory); allocates `out` on first use.
-static void average_gradients(std::vector<Tensor>& out, const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
-  out.resize(a.size());
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (!a[i].defined() || !b[i].defined()) {
-      out[i] = a[i].defined() ? a[i] : b[i];
-      continue;
-    }
-    if (!out[i].defined()) out[i] = Tensor::empty(a[i].shape(), DType::float32, &a[i].device_ref());
-    const float* pa = a[i].data<float>();
-    const float* pb = b[i].data<float>();
-    float* po = out[i].data<float>();
-    const int64_t n = a[i].num_elements();
-    for (int64_t j = 0; j < n; ++j) po[j] = (pa[j] + pb[j]) * 0.5f;
-  }
-}
-
 static Tensor rows_of(const Tensor& t, int64_t begin, int64_t end) {
   return t.defined() ? t.slice_rows(begin, end) : Tensor();
 }
@@ -434,8 +418,7 @@ static double finish_step(Sequential::State& s, std::vector<Sequential::State::S
                           std::vector<Tensor>& averaged, const std::vector<Variable*>& vars) {
   double loss;
   if (parts.size() == 2) {
-    average_gradients(averaged, parts[0].grads, parts[1].grads);
-    s.optimizer->apply_gradients(averaged, vars);
+    s.optimizer->apply_gradient_halves(parts[0].grads, parts[1].grads, vars, averaged);
     loss = (parts[0].loss.item() + parts[1].loss.item()) / 2;
   } else {
     s.optimizer->apply_gradients(parts[0].grads, vars);

@@ -30,7 +30,7 @@ enum class OpId : int {
   ApplySgd,        // var, grad, [momentum] updated in place
   ApplyAdam,       // var, m, v, grad, [vhat]
   ApplyRmsprop,    // var, v, grad, [mom], [mg]
-  ApplyAdamMany,   // (var, m, v, grad, [vhat]) per variable, attrs AdamAttrs
+  ApplyAdamMany,   // (var, m, v, grad, [vhat], [grad2]) per variable, attrs AdamAttrs
   kCount
 };
 

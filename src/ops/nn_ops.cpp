@@ -220,14 +220,18 @@ bool apply_adam_many(std::span<const AdamUpdate> updates, double alpha, double b
   runtime::Device& dev = updates[0].var.device_ref();
   if (!has_kernel(OpId::ApplyAdamMany, dev.type())) return false;
   std::vector<Tensor> in;
-  in.reserve(updates.size() * 5);
+  in.reserve(updates.size() * 6);
   for (const auto& u : updates) {
     check_same(u.var, u.grad, "apply_adam");
-    for (const Tensor* t : {&u.var, &u.m, &u.v, &u.vhat}) {
-      if (t->defined() && (&t->device_ref() != &dev || t->dtype() != DType::float32)) return false;
+    if (u.grad2.defined()) check_same(u.var, u.grad2, "apply_adam");
+    for (const Tensor* t : {&u.var, &u.m, &u.v, &u.vhat, &u.grad, &u.grad2}) {
+      if (t->defined() && t->dtype() != DType::float32) return false;
     }
-    in.insert(in.end(), {u.var, u.m, u.v, &u.grad.device_ref() == &dev ? u.grad : u.grad.to(dev), u.vhat});
-    if (in[in.size() - 2].dtype() != DType::float32) return false;
+    for (const Tensor* t : {&u.var, &u.m, &u.v, &u.vhat}) {
+      if (t->defined() && &t->device_ref() != &dev) return false;
+    }
+    auto here = [&](const Tensor& g) { return !g.defined() || &g.device_ref() == &dev ? g : g.to(dev); };
+    in.insert(in.end(), {u.var, u.m, u.v, here(u.grad), u.vhat, here(u.grad2)});
   }
   AdamAttrs attrs{static_cast<float>(alpha), static_cast<float>(b1), static_cast<float>(b2), static_cast<float>(eps)};
   run(OpId::ApplyAdamMany, dev, in, {}, &attrs);

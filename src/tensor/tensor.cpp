@@ -227,6 +227,15 @@ double Tensor::item() const {
   if (num_elements() != 1) {
     throw InvalidArgumentError("item() needs a tensor with one element, got shape " + shape().to_string());
   }
+  const auto& impl = *impl_;
+  if (impl.device().host_memory()) {  // read in place: a metric or a loss reads one every step
+    switch (dtype()) {
+      case DType::float32: return *static_cast<const float*>(impl.data());
+      case DType::float64: return *static_cast<const double*>(impl.data());
+      case DType::int32: return *static_cast<const int32_t*>(impl.data());
+      case DType::int64: return static_cast<double>(*static_cast<const int64_t*>(impl.data()));
+    }
+  }
   return to_vector<double>()[0];
 }
 

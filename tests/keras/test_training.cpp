@@ -185,7 +185,9 @@ TEST(Training, RecordedStepPlanIsBitIdenticalToTheEagerStep) {
 // exist: the recorded step still equals the eager step bit for bit, two runs give the same bits, and one step's
 // update is the full batch's gradient (SGD: Δw = −lr·∂L/∂w, checked against a tape over the whole batch).
 TEST(Training, HalfBatchStepsMatchEagerAndTheFullBatchGradient) {
-  for (bool weighted : {false, true}) {
+  for (int c = 0; c < 4; ++c) {
+    const bool weighted = c == 1;
+    const char* optimizer = c < 2 ? "adam" : c == 2 ? "sgd" : "rmsprop";  // Adam averages inside its update
     std::vector<std::vector<float>> result[3];
     std::vector<double> losses[3];
     for (int run = 0; run < 3; ++run) {  // planned, planned again, eager
@@ -195,7 +197,7 @@ TEST(Training, HalfBatchStepsMatchEagerAndTheFullBatchGradient) {
       Tensor w = random::uniform({229}, 0.5, 2.0);
       Sequential m({layers::Input({6}), layers::Dense(16, "relu"), layers::Dense(8, "tanh"),
                     layers::Dense(1, "sigmoid")});
-      m.compile({.optimizer = "adam", .loss = "binary_crossentropy", .metrics = {"accuracy"},
+      m.compile({.optimizer = optimizer, .loss = "binary_crossentropy", .metrics = {"accuracy"},
                  .run_eagerly = run == 2});
       keras::FitOptions fo{.epochs = 3, .batch_size = 64, .verbose = 0};
       if (weighted) fo.sample_weight = w;
@@ -204,10 +206,10 @@ TEST(Training, HalfBatchStepsMatchEagerAndTheFullBatchGradient) {
       losses[run].push_back(h.history["accuracy"].back());
       for (auto* v : m.variables()) result[run].push_back(v->value().to_vector<float>());
     }
-    EXPECT_EQ(result[0], result[1]) << "weighted=" << weighted;
-    EXPECT_EQ(losses[0], losses[1]) << "weighted=" << weighted;
-    EXPECT_EQ(result[0], result[2]) << "weighted=" << weighted;
-    EXPECT_EQ(losses[0], losses[2]) << "weighted=" << weighted;
+    EXPECT_EQ(result[0], result[1]) << optimizer << " weighted=" << weighted;
+    EXPECT_EQ(losses[0], losses[1]) << optimizer << " weighted=" << weighted;
+    EXPECT_EQ(result[0], result[2]) << optimizer << " weighted=" << weighted;
+    EXPECT_EQ(losses[0], losses[2]) << optimizer << " weighted=" << weighted;
   }
 
   random::set_seed(32);

@@ -295,18 +295,23 @@ TEST_F(Ops, SparseLabelOutOfRange) {
 }
 
 // One launch over several variables (sizes below, around and above the thread splits) gives the bits of one
-// apply_adam per variable, with and without amsgrad.
+// apply_adam per variable, with and without amsgrad, and with two half gradients the bits of their mean.
 TEST_F(Ops, ApplyAdamManyEqualsApplyAdamPerVariable) {
   auto CPU = []() -> runtime::Device& { return Tensor::ones({1}).device_ref(); };
-  for (bool amsgrad : {false, true}) {
+  for (int mode = 0; mode < 4; ++mode) {
+    const bool amsgrad = mode & 1, halves = mode & 2;  // halves: grad2 given, the gradient is their mean
+    SCOPED_TRACE(::testing::Message() << "amsgrad=" << amsgrad << " halves=" << halves);
     const std::vector<Shape> shapes{{20, 64}, {64}, {64, 32}, {1}, {3000}, {200, 300}};
     std::vector<ops::AdamUpdate> many;
     std::vector<std::array<Tensor, 5>> one;
     for (const auto& s : shapes) {
       auto make = [&](double lo, double hi) { return random::uniform(s, lo, hi); };
       Tensor var = make(-1, 1), m = make(-0.1, 0.1), v = make(0, 0.1), g = make(-1, 1), vh = make(0, 0.2);
-      many.push_back({var.to(CPU()), m.to(CPU()), v.to(CPU()), g, amsgrad ? vh.to(CPU()) : Tensor()});
-      one.push_back({var.to(CPU()), m.to(CPU()), v.to(CPU()), g, vh.to(CPU())});
+      Tensor g2 = make(-1, 1);
+      many.push_back({var.to(CPU()), m.to(CPU()), v.to(CPU()), g, amsgrad ? vh.to(CPU()) : Tensor(),
+                      halves ? g2 : Tensor()});
+      Tensor mean = halves ? ops::mul(ops::add(g, g2), Tensor::scalar(0.5)) : g;
+      one.push_back({var.to(CPU()), m.to(CPU()), v.to(CPU()), mean, vh.to(CPU())});
     }
     ASSERT_TRUE(ops::apply_adam_many(many, 0.01, 0.9, 0.999, 1e-7));
     for (std::size_t i = 0; i < shapes.size(); ++i) {
@@ -322,10 +327,11 @@ TEST_F(Ops, ApplyAdamManyEqualsApplyAdamPerVariable) {
   }
   // Not float32: refused, nothing changed (the optimizer then updates variable by variable).
   Tensor d = Tensor::ones({4}).cast(DType::float64);
-  std::vector<ops::AdamUpdate> mixed{{d, d.to(CPU()), d.to(CPU()), d.to(CPU()), Tensor()}};
+  std::vector<ops::AdamUpdate> mixed{{d, d.to(CPU()), d.to(CPU()), d.to(CPU()), Tensor(), Tensor()}};
   EXPECT_FALSE(ops::apply_adam_many(mixed, 0.01, 0.9, 0.999, 1e-7));
   EXPECT_EQ(d.to_vector<double>(), std::vector<double>(4, 1.0));
-  std::vector<ops::AdamUpdate> bad{{Tensor::ones({4}), Tensor::ones({4}), Tensor::ones({4}), Tensor::ones({5}), Tensor()}};
+  std::vector<ops::AdamUpdate> bad{
+      {Tensor::ones({4}), Tensor::ones({4}), Tensor::ones({4}), Tensor::ones({5}), Tensor(), Tensor()}};
   EXPECT_THROW(ops::apply_adam_many(bad, 0.01, 0.9, 0.999, 1e-7), InvalidArgumentError);
 }
 

@@ -117,6 +117,10 @@ class Optimizer {
   /// One update of `variables` with `gradients` (same order; undefined gradients are skipped), then
   /// iterations += 1. Clipping happens first.
   void apply_gradients(const std::vector<Tensor>& gradients, const std::vector<Variable*>& variables);
+  /// apply_gradients() with the gradients (a + b) · 0.5 per element, in float32: the two halves of a batch. Adam
+  /// averages inside its update; the others average into `scratch` first (kept by the caller between steps).
+  void apply_gradient_halves(const std::vector<Tensor>& a, const std::vector<Tensor>& b,
+                             const std::vector<Variable*>& variables, std::vector<Tensor>& scratch);
   /// Creates the slot variables for `variables` if not yet done (mirrored like the variables they belong to).
   /// Distribution strategies call it before their replicas apply gradients concurrently.
   void build_slots(const std::vector<Variable*>& variables);
@@ -170,7 +174,11 @@ class Optimizer {
   virtual void update_tensors(const Tensor& gradient, Tensor& var, const std::vector<Tensor*>& slots) = 0;
   /// Updates every variable with a defined gradient in one go, where the optimizer and the backend can (Adam: one
   /// kernel over all of them); false when it did nothing and update_step() runs per variable instead.
-  virtual bool update_fused(const std::vector<Tensor>&, const std::vector<Variable*>&) { return false; }
+  /// With `second_half`, the gradient of variable i is (grads[i] + (*second_half)[i]) · 0.5.
+  virtual bool update_fused(const std::vector<Tensor>&, const std::vector<Variable*>&,
+                            const std::vector<Tensor>* /*second_half*/) {
+    return false;
+  }
   /// A slot shaped like `var` filled with `value`, on its device (mirrored like it).
   Variable make_slot(const Variable& var, double value = 0.0) const;
   /// Per-step state of an optimizer (Nadam's μ product), advanced once per update by begin_step().
@@ -236,7 +244,8 @@ class Adam : public Optimizer {
   void build(const std::vector<Variable*>& vars) override;
   std::vector<Variable*> slots_of(std::size_t i) override;
   void update_tensors(const Tensor& g, Tensor& var, const std::vector<Tensor*>& slots) override;
-  bool update_fused(const std::vector<Tensor>& grads, const std::vector<Variable*>& vars) override;
+  bool update_fused(const std::vector<Tensor>& grads, const std::vector<Variable*>& vars,
+                    const std::vector<Tensor>* second_half) override;
 
  private:
   float alpha() const;

@@ -37,30 +37,32 @@ static void sgd_kernel(const KernelContext& ctx) {
   });
 }
 
+// With g2, the gradient is (g + g2) · 0.5 (the two halves of a batch, averaged in the update's pass).
 OSPREY_VECTOR_CLONES static void adam_range(float* __restrict var, float* __restrict m, float* __restrict v,
                                             const float* __restrict g, float* __restrict vhat, int64_t n, float alpha,
-                                            float beta_1, float beta_2, float eps) {
+                                            float beta_1, float beta_2, float eps, const float* __restrict g2 = nullptr) {
   const float c1 = 1.f - beta_1, c2 = 1.f - beta_2;
-  if (!vhat) {
-    for (int64_t i = 0; i < n; ++i) {
-      const float gi = g[i];
-      const float mi = m[i] + (gi - m[i]) * c1;
-      const float vi = v[i] + (gi * gi - v[i]) * c2;
-      m[i] = mi;
-      v[i] = vi;
-      var[i] -= (mi * alpha) / (std::sqrt(vi) + eps);
-    }
-    return;
-  }
-  for (int64_t i = 0; i < n; ++i) {
-    const float gi = g[i];
+  auto step = [&](int64_t i, float gi) {
     const float mi = m[i] + (gi - m[i]) * c1;
     const float vi = v[i] + (gi * gi - v[i]) * c2;
-    const float vh = std::max(vhat[i], vi);
     m[i] = mi;
     v[i] = vi;
-    vhat[i] = vh;
-    var[i] -= (mi * alpha) / (std::sqrt(vh) + eps);
+    float denom = vi;
+    if (vhat) {
+      denom = std::max(vhat[i], vi);
+      vhat[i] = denom;
+    }
+    var[i] -= (mi * alpha) / (std::sqrt(denom) + eps);
+  };
+  // Four loops rather than tests per element, so each one vectorises.
+  if (!vhat && !g2) {
+    for (int64_t i = 0; i < n; ++i) step(i, g[i]);
+  } else if (!vhat) {
+    for (int64_t i = 0; i < n; ++i) step(i, (g[i] + g2[i]) * 0.5f);
+  } else if (!g2) {
+    for (int64_t i = 0; i < n; ++i) step(i, g[i]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) step(i, (g[i] + g2[i]) * 0.5f);
   }
 }
 
@@ -80,22 +82,23 @@ static void adam_kernel(const KernelContext& ctx) {
 // ApplyAdamMany: the variables' elements as one range [0, Σn), split like one variable's.
 static void adam_many_kernel(const KernelContext& ctx) {
   const auto& at = ctx.attr<ops::AdamAttrs>();
-  const std::size_t count = ctx.inputs.size() / 5;
+  const std::size_t count = ctx.inputs.size() / 6;
   // starts[i]: where variable i begins in the range. The calling thread's buffer: the other threads read it
   // through this reference (a thread_local named inside the lambda would be their own, empty one).
   thread_local std::vector<int64_t> buffer;
   std::vector<int64_t>& starts = buffer;
   starts.assign(count + 1, 0);
-  for (std::size_t i = 0; i < count; ++i) starts[i + 1] = starts[i] + ctx.inputs[5 * i].num_elements();
+  for (std::size_t i = 0; i < count; ++i) starts[i + 1] = starts[i] + ctx.inputs[6 * i].num_elements();
   parallel_chunks(starts[count], [&](int64_t b, int64_t e) {
     std::size_t i = static_cast<std::size_t>(std::upper_bound(starts.begin(), starts.end(), b) - starts.begin()) - 1;
     for (; i < count && starts[i] < e; ++i) {
-      const Tensor* t = &ctx.inputs[5 * i];
+      const Tensor* t = &ctx.inputs[6 * i];
       const int64_t lo = std::max(b, starts[i]) - starts[i], hi = std::min(e, starts[i + 1]) - starts[i];
       if (hi <= lo) continue;
       float* vhat = t[4].defined() ? t[4].data<float>() + lo : nullptr;
+      const float* g2 = t[5].defined() ? t[5].data<float>() + lo : nullptr;
       adam_range(t[0].data<float>() + lo, t[1].data<float>() + lo, t[2].data<float>() + lo, t[3].data<float>() + lo,
-                 vhat, hi - lo, at.alpha, at.beta_1, at.beta_2, at.epsilon);
+                 vhat, hi - lo, at.alpha, at.beta_1, at.beta_2, at.epsilon, g2);
     }
   });
 }
