@@ -86,9 +86,17 @@ __attribute__((target("avx2,fma"))) inline void tile(int64_t k, AView a, const f
 template <int NV>
 __attribute__((target("avx2,fma"))) void panel_rows(int64_t m, int64_t k, AView a, const float* b, int64_t ldb,
                                                      float* c, int64_t ldc, int w, const float* bias, bool accumulate, bool relu) {
+  // Six-row tiles; a remainder of 1 or 2 rows takes one six-row tile with it as 4 + 3 or 4 + 4 rows (a 1- or
+  // 2-row tile keeps too few FMAs in flight to hide their latency).
+  int64_t full = m / kMr;
+  if (full > 0 && m % kMr > 0 && m % kMr < 3) --full;
   int64_t i = 0;
-  for (; i + kMr <= m; i += kMr) {
+  for (; i < full * kMr; i += kMr) {
     tile<kMr, NV>(k, {a.a + i * a.row, a.row, a.col}, b, ldb, c + i * ldc, ldc, w, bias, accumulate, relu);
+  }
+  if (m - i > kMr) {
+    tile<4, NV>(k, {a.a + i * a.row, a.row, a.col}, b, ldb, c + i * ldc, ldc, w, bias, accumulate, relu);
+    i += 4;
   }
   const AView rest{a.a + i * a.row, a.row, a.col};
   float* cr = c + i * ldc;
