@@ -84,6 +84,20 @@ struct AdamUpdate {
 /// nothing when the variables are not all float32 on one device whose backend has this kernel; the caller then
 /// updates them one by one.
 bool apply_adam_many(std::span<const AdamUpdate> updates, double alpha, double beta_1, double beta_2, double epsilon);
+/// apply_adam_many() in two parts: prepare() checks and flattens the updates once, run() launches the kernel. A
+/// caller that updates the same tensors every step (a recorded training step) prepares once and runs every step.
+class AdamManyLaunch {
+ public:
+  /// False, with nothing prepared, where apply_adam_many() would refuse, or when a gradient is not on the
+  /// variables' device (a prepared copy would go stale).
+  bool prepare(std::span<const AdamUpdate> updates);
+  bool prepared() const { return device_ != nullptr; }
+  void run(double alpha, double beta_1, double beta_2, double epsilon) const;
+
+ private:
+  std::vector<Tensor> in_;
+  runtime::Device* device_ = nullptr;
+};
 /// `mom` is used when momentum > 0, `mean_grad` when centered.
 void apply_rmsprop(Tensor& var, Tensor& v, const Tensor& grad, Tensor* mom, Tensor* mean_grad, double learning_rate,
                    double rho, double momentum, double epsilon);

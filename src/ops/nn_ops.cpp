@@ -215,11 +215,14 @@ void apply_adam(Tensor& var, Tensor& m, Tensor& v, const Tensor& grad, Tensor* v
   run(OpId::ApplyAdam, dev, in, {}, &attrs);
 }
 
-bool apply_adam_many(std::span<const AdamUpdate> updates, double alpha, double b1, double b2, double eps) {
+// The flattened inputs (var, m, v, grad, vhat, grad2 per variable) on the variables' device, or false when refused.
+static bool adam_many_inputs(std::span<const AdamUpdate> updates, bool copy_gradients, std::vector<Tensor>& in,
+                             runtime::Device*& device) {
+  in.clear();
+  device = nullptr;
   if (updates.empty()) return true;
   runtime::Device& dev = updates[0].var.device_ref();
   if (!has_kernel(OpId::ApplyAdamMany, dev.type())) return false;
-  std::vector<Tensor> in;
   in.reserve(updates.size() * 6);
   for (const auto& u : updates) {
     check_same(u.var, u.grad, "apply_adam");
@@ -230,12 +233,39 @@ bool apply_adam_many(std::span<const AdamUpdate> updates, double alpha, double b
     for (const Tensor* t : {&u.var, &u.m, &u.v, &u.vhat}) {
       if (t->defined() && &t->device_ref() != &dev) return false;
     }
+    for (const Tensor* g : {&u.grad, &u.grad2}) {
+      if (g->defined() && &g->device_ref() != &dev && !copy_gradients) return false;
+    }
     auto here = [&](const Tensor& g) { return !g.defined() || &g.device_ref() == &dev ? g : g.to(dev); };
     in.insert(in.end(), {u.var, u.m, u.v, here(u.grad), u.vhat, here(u.grad2)});
   }
-  AdamAttrs attrs{static_cast<float>(alpha), static_cast<float>(b1), static_cast<float>(b2), static_cast<float>(eps)};
-  run(OpId::ApplyAdamMany, dev, in, {}, &attrs);
+  device = &dev;
   return true;
+}
+
+bool apply_adam_many(std::span<const AdamUpdate> updates, double alpha, double b1, double b2, double eps) {
+  std::vector<Tensor> in;
+  runtime::Device* dev = nullptr;
+  if (!adam_many_inputs(updates, true, in, dev)) {
+    return false;
+  }
+  if (!dev) return true;  // nothing to update
+  AdamAttrs attrs{static_cast<float>(alpha), static_cast<float>(b1), static_cast<float>(b2), static_cast<float>(eps)};
+  run(OpId::ApplyAdamMany, *dev, in, {}, &attrs);
+  return true;
+}
+
+bool AdamManyLaunch::prepare(std::span<const AdamUpdate> updates) {
+  if (adam_many_inputs(updates, false, in_, device_) && device_) return true;
+  in_.clear();
+  device_ = nullptr;
+  return false;
+}
+
+void AdamManyLaunch::run(double alpha, double b1, double b2, double eps) const {
+  if (!device_) throw FailedPreconditionError("AdamManyLaunch::run(): prepare() has not succeeded");
+  AdamAttrs attrs{static_cast<float>(alpha), static_cast<float>(b1), static_cast<float>(b2), static_cast<float>(eps)};
+  ops::run(OpId::ApplyAdamMany, *device_, in_, {}, &attrs);
 }
 
 void apply_rmsprop(Tensor& var, Tensor& v, const Tensor& grad, Tensor* mom, Tensor* mg, double lr, double rho,
