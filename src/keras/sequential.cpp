@@ -682,12 +682,26 @@ class ArraySource : public BatchSource {
   void begin_pass() override {
     cursor_ = 0;
     order_ = shuffle_ ? random::permutation(n_).to(runtime::DeviceManager::get().host_device()) : Tensor();
+    // Data up to kShuffleCopyBytes is gathered in the pass's order once; the batches are then slices of that copy.
+    // The same rows in the same batches as a gather per batch, without its two or three ops per step (2.5 µs of
+    // the seed model's 18 µs step).
+    shuffled_x_ = shuffled_y_ = shuffled_w_ = Tensor();
+    const int64_t bytes = x_.nbytes() + y_.nbytes() + (w_.defined() ? w_.nbytes() : 0);
+    if (order_.defined() && bytes <= kShuffleCopyBytes) {
+      shuffled_x_ = ops::gather_rows(x_, order_);
+      shuffled_y_ = ops::gather_rows(y_, order_);
+      if (w_.defined()) shuffled_w_ = ops::gather_rows(w_, order_);
+    }
   }
   std::tuple<Tensor, Tensor, Tensor> next() override {
     const int64_t b = cursor_, e = std::min<int64_t>(n_, cursor_ + batch_);
     cursor_ = e;
     Tensor xb, yb, wb;
-    if (order_.defined()) {
+    if (shuffled_x_.defined()) {
+      xb = shuffled_x_.slice_rows(b, e);
+      yb = shuffled_y_.slice_rows(b, e);
+      if (shuffled_w_.defined()) wb = shuffled_w_.slice_rows(b, e);
+    } else if (order_.defined()) {
       Tensor idx = order_.slice_rows(b, e);
       xb = ops::gather_rows(x_, idx);
       yb = ops::gather_rows(y_, idx);
@@ -706,7 +720,8 @@ class ArraySource : public BatchSource {
   }
 
  private:
-  Tensor x_, y_, w_, order_;
+  static constexpr int64_t kShuffleCopyBytes = int64_t{64} << 20;
+  Tensor x_, y_, w_, order_, shuffled_x_, shuffled_y_, shuffled_w_;
   int64_t n_ = 0, cursor_ = 0;
   int batch_;
   bool shuffle_;
