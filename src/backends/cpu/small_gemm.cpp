@@ -205,6 +205,19 @@ static void gemm_rows(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const f
   // B's panel j0 (columns j0 .. j0+16) is read in place when B is row-major and the panel is whole; otherwise it
   // is packed (transposed, zero-padded) into a k x 16 buffer first. An 8-column panel is read in place too.
   thread_local std::vector<float> packed;
+  if (k == 1) {  // an outer product: each element is fma(a, b, 0), i.e. a·b rounded once
+    for (int64_t i = 0; i < m; ++i) {
+      const float ai = av.a[i * av.row];
+      float* ci = c + i * n;
+      for (int64_t j = 0; j < n; ++j) {
+        float r = ai * b[j];  // B is 1 x n, or n x 1 when transposed: b[j] either way
+        if (bias) r += bias[j];
+        if (accumulate) r += ci[j];
+        ci[j] = relu ? std::max(r, 0.f) : r;
+      }
+    }
+    return;
+  }
   if (n == 1) {  // a column: B's one column is contiguous whether or not it is transposed
     if (ta) return column_product(m, k, a, lda, b, c, bias, accumulate, relu);
     const int64_t ld = (m + kNr - 1) / kNr * kNr;
