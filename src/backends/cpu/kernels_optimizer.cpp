@@ -37,33 +37,37 @@ static void sgd_kernel(const KernelContext& ctx) {
   });
 }
 
-// With g2, the gradient is (g + g2) · 0.5 (the two halves of a batch, averaged in the update's pass).
-OSPREY_VECTOR_CLONES static void adam_range(float* __restrict var, float* __restrict m, float* __restrict v,
-                                            const float* __restrict g, float* __restrict vhat, int64_t n, float alpha,
-                                            float beta_1, float beta_2, float eps, const float* __restrict g2 = nullptr) {
-  const float c1 = 1.f - beta_1, c2 = 1.f - beta_2;
-  auto step = [&](int64_t i, float gi) {
+// One Adam pass; with kHalves the gradient is (g + g2) · 0.5 (the two halves of a batch, averaged in this pass).
+// Restrict-qualified parameters of its own let GCC vectorise each instantiation (through a lambda capturing the
+// pointers it kept only one of four variants vectorised).
+template <bool kHalves, bool kAmsgrad>
+__attribute__((always_inline)) inline void adam_loop(float* __restrict var, float* __restrict m, float* __restrict v,
+                                                     const float* __restrict g, const float* __restrict g2,
+                                                     float* __restrict vhat, int64_t n, float alpha, float c1,
+                                                     float c2, float eps) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float gi = kHalves ? (g[i] + g2[i]) * 0.5f : g[i];
     const float mi = m[i] + (gi - m[i]) * c1;
     const float vi = v[i] + (gi * gi - v[i]) * c2;
     m[i] = mi;
     v[i] = vi;
     float denom = vi;
-    if (vhat) {
+    if constexpr (kAmsgrad) {
       denom = std::max(vhat[i], vi);
       vhat[i] = denom;
     }
     var[i] -= (mi * alpha) / (std::sqrt(denom) + eps);
-  };
-  // Four loops rather than tests per element, so each one vectorises.
-  if (!vhat && !g2) {
-    for (int64_t i = 0; i < n; ++i) step(i, g[i]);
-  } else if (!vhat) {
-    for (int64_t i = 0; i < n; ++i) step(i, (g[i] + g2[i]) * 0.5f);
-  } else if (!g2) {
-    for (int64_t i = 0; i < n; ++i) step(i, g[i]);
-  } else {
-    for (int64_t i = 0; i < n; ++i) step(i, (g[i] + g2[i]) * 0.5f);
   }
+}
+
+OSPREY_VECTOR_CLONES static void adam_range(float* __restrict var, float* __restrict m, float* __restrict v,
+                                            const float* __restrict g, float* __restrict vhat, int64_t n, float alpha,
+                                            float beta_1, float beta_2, float eps, const float* __restrict g2 = nullptr) {
+  const float c1 = 1.f - beta_1, c2 = 1.f - beta_2;
+  if (!vhat && !g2) return adam_loop<false, false>(var, m, v, g, g2, vhat, n, alpha, c1, c2, eps);
+  if (!vhat) return adam_loop<true, false>(var, m, v, g, g2, vhat, n, alpha, c1, c2, eps);
+  if (!g2) return adam_loop<false, true>(var, m, v, g, g2, vhat, n, alpha, c1, c2, eps);
+  adam_loop<true, true>(var, m, v, g, g2, vhat, n, alpha, c1, c2, eps);
 }
 
 static void adam_kernel(const KernelContext& ctx) {
