@@ -13,7 +13,11 @@
 
 // An AVX2 clone of a hot loop next to the baseline (x86-64) one, chosen at load time where the CPU has AVX2. The
 // same operations per element in the same order (no FMA contraction), so both clones give the same results.
+// Sanitizer builds define it empty (-DOSPREY_VECTOR_CLONES=): the clones' ifunc resolvers run before the
+// sanitizer's runtime is set up.
+#ifndef OSPREY_VECTOR_CLONES
 #define OSPREY_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
+#endif
 
 namespace osprey::cpu {
 
