@@ -8,6 +8,7 @@ namespace osprey::ops {
 struct CastAttrs { DType to; };
 struct MatMulAttrs { bool transpose_a, transpose_b; };
 struct DenseAttrs { Activation activation; bool has_bias; bool keep_preactivation; };
+struct DenseGradAttrs { Activation activation; bool need_dx; bool has_bias; };
 struct ActivationAttrs { Activation activation; };
 enum class UnaryKind { neg, exp, log, sqrt, square, abs };
 struct UnaryAttrs { UnaryKind kind; };

@@ -31,6 +31,7 @@ enum class OpId : int {
   ApplyAdam,       // var, m, v, grad, [vhat]
   ApplyRmsprop,    // var, v, grad, [mom], [mg]
   ApplyAdamMany,   // (var, m, v, grad, [vhat], [grad2]) per variable, attrs AdamAttrs
+  DenseGrad,       // dy, y, [z], x, w -> [dx], dw, [db], [dz]: a Dense layer's whole backward (attrs DenseGradAttrs)
   kCount
 };
 

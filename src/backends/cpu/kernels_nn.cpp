@@ -273,11 +273,33 @@ static void bias_add_grad_kernel(const KernelContext& ctx) {
   parallel_chunks(cols, [&](int64_t cb, int64_t ce) { column_sums(p, rows, cols, cb, ce - cb, db + cb); }, grain);
 }
 
+// A Dense layer's backward in one launch: dz = act'(dy) (into outputs[3]; dy itself when linear), db = Σ_rows dz,
+// dW = xᵀ·dz, dx = dz·wᵀ — the ActivationGrad, BiasAddGrad and MatMul kernels, called in turn.
+static void dense_grad_kernel(const KernelContext& ctx) {
+  const auto& at = ctx.attr<ops::DenseGradAttrs>();
+  const Tensor& dy = ctx.inputs[0];
+  const Tensor& x = ctx.inputs[3];
+  const Tensor& w = ctx.inputs[4];
+  Tensor dz = dy;
+  if (at.activation != Activation::linear) {
+    dz = ctx.outputs[3];
+    const ops::ActivationAttrs act{at.activation};
+    activation_grad_kernel(KernelContext{ctx.inputs.subspan(0, 3), ctx.outputs.subspan(3, 1), &act, ctx.device});
+  }
+  if (at.has_bias) {
+    bias_add_grad_kernel(KernelContext{std::span<const Tensor>(&dz, 1), ctx.outputs.subspan(2, 1), nullptr, ctx.device});
+  }
+  const int64_t rows = x.shape()[0], in = w.shape()[0], out = w.shape()[1];
+  gemm(true, false, in, out, rows, x.data<float>(), dz.data<float>(), ctx.outputs[1].data<float>());
+  if (at.need_dx) gemm(false, true, rows, in, out, dz.data<float>(), w.data<float>(), ctx.outputs[0].data<float>());
+}
+
 void register_nn_kernels() {
   ops::register_kernel(ops::OpId::FusedMatMul, DeviceType::CPU, fused_matmul_kernel);
   ops::register_kernel(ops::OpId::Activation, DeviceType::CPU, activation_kernel);
   ops::register_kernel(ops::OpId::ActivationGrad, DeviceType::CPU, activation_grad_kernel);
   ops::register_kernel(ops::OpId::BiasAddGrad, DeviceType::CPU, bias_add_grad_kernel);
+  ops::register_kernel(ops::OpId::DenseGrad, DeviceType::CPU, dense_grad_kernel);
 }
 
 }  // namespace osprey::cpu
