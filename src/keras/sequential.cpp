@@ -465,14 +465,17 @@ static double planned_train_step(Sequential& model, Sequential::State& s, const 
   }
   if (plan && !plan->replayable) return eager_train_step(model, s, x, y, w);
   if (plan) {
-    for (auto& part : plan->parts) {
+    // Each part copies its rows in and replays, the two halves of a split step on two threads (each thread then
+    // writes the input buffers its kernels read).
+    auto run_part = [&](Sequential::State::StepPlan::Part& part) {
       copy_rows(part.x, x, part.begin);
       copy_rows(part.y, y, part.begin);
       copy_rows(part.w, w, part.begin);
-    }
+      part.recording.replay();
+    };
     if (plan->parts.size() == 1 ||
-        !runtime::run_pair([&](int half) { plan->parts[static_cast<std::size_t>(half)].recording.replay(); })) {
-      for (auto& part : plan->parts) part.recording.replay();
+        !runtime::run_pair([&](int half) { run_part(plan->parts[static_cast<std::size_t>(half)]); })) {
+      for (auto& part : plan->parts) run_part(part);
     }
   } else {
     if (s.plans.size() >= 4) s.plans.erase(s.plans.begin());
