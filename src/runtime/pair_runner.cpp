@@ -132,6 +132,8 @@ class Helper {
 // Set in a child of fork(): the helper thread was not copied into it, so handing it work would wait forever.
 std::atomic<bool> forked_child{false};
 
+bool in_pair_half() { return t_in_half; }
+
 bool pair_available() {
   return !t_in_half && omp_get_max_threads() >= 2 && !forked_child.load(std::memory_order_relaxed);
 }

@@ -17,8 +17,12 @@ namespace detail {
 bool run_pair(void (*fn)(void*, int), void* ctx);
 }
 
-/// Whether run_pair() can use the helper at all on this thread: intra-op threads ≥ 2, not in a fork() child.
+/// Whether run_pair() can use the helper at all on this thread: intra-op threads ≥ 2, not in a fork() child, not
+/// inside a half of a pair.
 bool pair_available();
+/// True on a thread while it runs a half of a pair: the other core is busy with the other half, so work here stays
+/// on this thread (no OpenMP team either).
+bool in_pair_half();
 
 /// Runs f(0) on the calling thread and f(1) on the helper at the same time, and returns when both are done
 /// (an exception in either is rethrown here). Returns false without running anything when the helper cannot be

@@ -29,7 +29,7 @@ namespace osprey::cpu {
 template <typename F>
 void parallel_chunks(int64_t n, F&& f, int64_t grain = int64_t{1} << 14) {
   constexpr int64_t kPairSplit = 2048;
-  const int threads = omp_get_max_threads();
+  const int threads = runtime::in_pair_half() ? 1 : omp_get_max_threads();
   if (threads <= 1 || n < 2 * grain) {
     runtime::split_in_two(n, threads > 1 && n >= kPairSplit, 16, f);
     return;
@@ -57,12 +57,14 @@ void apply_activation(ops::Activation act, const float* z, float* y, int64_t n, 
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c,
           float beta = 0.0f);
 
-/// While alive, GEMMs run on the calling thread alone when m·n·k is below `kSmallGemmWork`: OpenMP's fork/join
-/// costs more than such a product (the seed model's step: 45.7 µs on one thread, 52–100 µs on two, depending on
-/// the machine). Wrap both primitive creation and execution: oneDNN fixes a matmul's thread split at creation.
+/// While alive, oneDNN GEMMs run on the calling thread alone when m·n·k is below `kSmallGemmWork` (OpenMP's
+/// fork/join costs more than such a product; with AVX2 Osprey's own kernel takes them anyway) or when the thread
+/// runs half of a pair (the other core has the other half). Wrap both primitive creation and execution: oneDNN
+/// fixes a matmul's thread split at creation. Above the limit both threads pay: the wide MLP's 128x512 by 512x10
+/// layer took 31 us on one thread, 14 us on two.
 class GemmThreadLimit {
  public:
-  static constexpr int64_t kSmallGemmWork = int64_t{1} << 20;
+  static constexpr int64_t kSmallGemmWork = kSmallGemmMaxWork;
   GemmThreadLimit(int64_t m, int64_t n, int64_t k);
   ~GemmThreadLimit();
   GemmThreadLimit(const GemmThreadLimit&) = delete;
