@@ -54,6 +54,7 @@ struct Sequential::State {
     bool weighted = false;
     std::vector<Part> parts;
     std::vector<Tensor> grads;
+    Tensor predictions;  // the halves' predictions side by side, for the metrics
     bool replayable = true;
   };
   std::vector<std::unique_ptr<StepPlan>> plans;
@@ -413,9 +414,11 @@ static void part_pass(Sequential& model, Sequential::State& s, Sequential::State
   part.grads = tape.gradient(part.loss, vars);
 }
 
-// Applies the step's gradients and metrics and returns its loss: one part, or the average of two halves.
+// Applies the step's gradients and metrics and returns its loss: one part, or the average of two halves. The
+// metrics see the whole batch once: `y` and the halves' predictions copied into `predictions` (host memory).
 static double finish_step(Sequential::State& s, std::vector<Sequential::State::StepPlan::Part>& parts,
-                          std::vector<Tensor>& averaged, const std::vector<Variable*>& vars) {
+                          std::vector<Tensor>& averaged, const std::vector<Variable*>& vars, const Tensor& y,
+                          Tensor& predictions) {
   double loss;
   if (parts.size() == 2) {
     s.optimizer->apply_gradient_halves(parts[0].grads, parts[1].grads, vars, averaged);
@@ -425,9 +428,23 @@ static double finish_step(Sequential::State& s, std::vector<Sequential::State::S
     loss = parts[0].loss.item();
   }
   apply_constraints(s);
-  for (auto& part : parts) {
-    for (auto& m : s.metrics) m->update_state(part.y, part.y_pred);
+  if (s.metrics.empty()) return loss;
+  if (parts.size() == 1) {
+    for (auto& m : s.metrics) m->update_state(parts[0].y, parts[0].y_pred);
+    return loss;
   }
+  const Tensor& p0 = parts[0].y_pred;
+  std::vector<int64_t> dims = p0.shape().dims();
+  dims[0] = parts[0].y.shape()[0] + parts[1].y.shape()[0];
+  const Shape shape(std::move(dims));
+  if (!predictions.defined() || predictions.shape() != shape) {
+    predictions = Tensor::empty(shape, DType::float32, &p0.device_ref());
+  }
+  const std::size_t first = static_cast<std::size_t>(p0.nbytes());
+  std::memcpy(predictions.raw_data(), p0.raw_data(), first);
+  std::memcpy(static_cast<char*>(predictions.raw_data()) + first, parts[1].y_pred.raw_data(),
+              static_cast<std::size_t>(parts[1].y_pred.nbytes()));
+  for (auto& m : s.metrics) m->update_state(y, predictions);
   return loss;
 }
 
@@ -501,7 +518,7 @@ static double planned_train_step(Sequential& model, Sequential::State& s, const 
     plan = p.get();
     s.plans.push_back(std::move(p));
   }
-  return finish_step(s, plan->parts, plan->grads, vars);
+  return finish_step(s, plan->parts, plan->grads, vars, y, plan->predictions);
 }
 
 // Runs `y_pred = model(x)`, the loss and its gradient, and one optimizer update; returns the batch loss.
@@ -521,7 +538,8 @@ static double eager_train_step(Sequential& model, Sequential::State& s, const Te
   auto parts = make_parts(x, y, w, split_rows(s, x));
   for (auto& part : parts) part_pass(model, s, part, vars);
   std::vector<Tensor> averaged;
-  return finish_step(s, parts, averaged, vars);
+  Tensor predictions;
+  return finish_step(s, parts, averaged, vars, y, predictions);
 }
 
 // Makes every variable of the model one component per replica (created in scope() they already are).
