@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "backends/cpu/kernels.h"
+#include "ops/loss_rows.h"
 #include "osprey/errors.h"
 
 namespace osprey::cpu {
@@ -12,8 +13,6 @@ namespace osprey::cpu {
 using ops::KernelContext;
 using ops::LossKind;
 using runtime::DeviceType;
-
-static constexpr float kEps = 1e-7f;  // keras.config.epsilon()
 
 // The labels of a tensor of any dtype as floats: float32 labels are read in place, others converted once per call
 // (per-element dtype dispatch cost more than the loss itself for small batches).
@@ -50,10 +49,7 @@ static int64_t sparse_label(const Labels& labels, int64_t i, int64_t classes) {
   return label;
 }
 
-static inline bool in_clip(float p) { return p >= kEps && p <= 1.f - kEps; }
-static inline float clip(float p) { return std::min(std::max(p, kEps), 1.f - kEps); }
-
-// Per-sample loss and, when `upstream` is given, the gradient with respect to y_pred.
+// Per-sample loss and, when `upstream` is given, the gradient with respect to y_pred (formulas: ops/loss_rows.h).
 static void loss_impl(const ops::LossAttrs& at, const Tensor& yt, const Tensor& yp, float* out, const float* upstream,
                       float* dp) {
   const int64_t n = yp.shape()[0];
@@ -65,60 +61,22 @@ static void loss_impl(const ops::LossAttrs& at, const Tensor& yt, const Tensor& 
     const float* pr = p + i * d;
     float* gr = dp ? dp + i * d : nullptr;
     const float up = upstream ? upstream[i] : 0.f;
-    double acc = 0.0;
+    auto label = [&](int64_t j) { return lab[i * d + j]; };
+    float value = 0.f;
     switch (at.kind) {
       case LossKind::binary_crossentropy:
-        for (int64_t j = 0; j < d; ++j) {
-          const float y = lab[i * d + j] * (1.f - ls) + 0.5f * ls;
-          const float c = clip(pr[j]);
-          if (out) {  // the gradient needs no logs
-            // A log that is multiplied by an exact 0 (a 0 or 1 label) is not computed: both logs are finite and
-            // non-zero after the clip, so the term it would add is ±0 and the sum is the same, with half the logs.
-            const float log_c = y != 0.f ? std::log(c) : 0.f, log_1c = y != 1.f ? std::log(1.f - c) : 0.f;
-            acc += -(y * log_c + (1.f - y) * log_1c);
-          }
-          if (gr) gr[j] = in_clip(pr[j]) ? up * (-(y / c) + (1.f - y) / (1.f - c)) / static_cast<float>(d) : 0.f;
-        }
-        acc /= static_cast<double>(d);
+        value = loss_rows::binary_crossentropy(pr, d, label, ls, out != nullptr, up, gr);
         break;
       case LossKind::categorical_crossentropy:
-      case LossKind::sparse_categorical_crossentropy: {
-        const bool sparse = at.kind == LossKind::sparse_categorical_crossentropy;
-        const int64_t label = sparse ? sparse_label(lab, i, d) : -1;
-        float s = 0.f;
-        for (int64_t j = 0; j < d; ++j) s += pr[j];
-        float weighted = 0.f;  // Σ_j dL/dq_j · q_j, for the normalisation's gradient
-        for (int64_t j = 0; j < d; ++j) {
-          const float y = sparse ? (j == label ? 1.f : 0.f) : lab[i * d + j] * (1.f - ls) + ls / d;
-          const float q = pr[j] / s;
-          if (y != 0.f && out) acc += -y * std::log(clip(q));
-          const float dq = (y != 0.f && in_clip(q)) ? -y / q : 0.f;
-          if (gr) gr[j] = dq;
-          weighted += dq * q;
-        }
-        if (gr) {
-          for (int64_t j = 0; j < d; ++j) gr[j] = up * (gr[j] - weighted) / s;
-        }
+        value = loss_rows::categorical_crossentropy(pr, d, label, -1, ls, out != nullptr, up, gr);
         break;
-      }
-      case LossKind::mean_squared_error:
-        for (int64_t j = 0; j < d; ++j) {
-          const float e = pr[j] - lab[i * d + j];
-          acc += static_cast<double>(e) * e;
-          if (gr) gr[j] = up * 2.f * e / static_cast<float>(d);
-        }
-        acc /= static_cast<double>(d);
+      case LossKind::sparse_categorical_crossentropy:
+        value = loss_rows::categorical_crossentropy(pr, d, label, sparse_label(lab, i, d), ls, out != nullptr, up, gr);
         break;
-      case LossKind::mean_absolute_error:
-        for (int64_t j = 0; j < d; ++j) {
-          const float e = pr[j] - lab[i * d + j];
-          acc += std::abs(e);
-          if (gr) gr[j] = up * static_cast<float>((e > 0.f) - (e < 0.f)) / static_cast<float>(d);
-        }
-        acc /= static_cast<double>(d);
-        break;
+      case LossKind::mean_squared_error: value = loss_rows::mean_squared_error(pr, d, label, up, gr); break;
+      case LossKind::mean_absolute_error: value = loss_rows::mean_absolute_error(pr, d, label, up, gr); break;
     }
-    if (out) out[i] = static_cast<float>(acc);
+    if (out) out[i] = value;
   }
 }
 

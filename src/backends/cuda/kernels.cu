@@ -3,13 +3,13 @@
 #include <cstdint>
 
 #include "backends/cuda/cuda_kernels.h"
+#include "ops/loss_rows.h"
 
 namespace osprey::cuda {
 
 namespace {
 
 constexpr int kThreads = 256;
-constexpr float kEps = 1e-7f;  // keras.config.epsilon()
 constexpr float kSeluAlpha = 1.6732632423543772848f, kSeluScale = 1.0507009873554804934f;
 
 inline int blocks_for(int64_t n) {
@@ -238,77 +238,38 @@ __device__ inline float label_at(Dt dt, const void* p, int64_t i) {
   return 0.f;
 }
 
-__device__ inline bool in_clip(float p) { return p >= kEps && p <= 1.f - kEps; }
-__device__ inline float clip(float p) { return fminf(fmaxf(p, kEps), 1.f - kEps); }
-
-// One thread per sample, the CPU's formulas line for line (spec/keras_api.md §2).
+// One thread per sample, with the CPU's formulas (ops/loss_rows.h, spec/keras_api.md §2).
 __global__ void loss_k(LossOp op, Dt ldt, const void* yt, const float* yp, int64_t n, int64_t d, float ls, float* out,
                        const float* upstream, float* dp, long long* error) {
   GRID_STRIDE(i, n) {
     const float* pr = yp + i * d;
     float* gr = dp ? dp + i * d : nullptr;
     const float up = upstream ? upstream[i] : 0.f;
-    double acc = 0.0;
+    auto label = [=](int64_t j) { return label_at(ldt, yt, i * d + j); };
+    float value = 0.f;
     switch (op) {
-      case LossOp::bce:
-        for (int64_t j = 0; j < d; ++j) {
-          const float y = label_at(ldt, yt, i * d + j) * (1.f - ls) + 0.5f * ls;
-          const float c = clip(pr[j]);
-          acc += -(y * logf(c) + (1.f - y) * logf(1.f - c));
-          if (gr) gr[j] = in_clip(pr[j]) ? up * (-(y / c) + (1.f - y) / (1.f - c)) / static_cast<float>(d) : 0.f;
-        }
-        acc /= static_cast<double>(d);
-        break;
+      case LossOp::bce: value = loss_rows::binary_crossentropy(pr, d, label, ls, out != nullptr, up, gr); break;
       case LossOp::cce:
+        value = loss_rows::categorical_crossentropy(pr, d, label, -1, ls, out != nullptr, up, gr);
+        break;
       case LossOp::scce: {
-        const bool sparse = op == LossOp::scce;
-        int64_t label = -1;
-        if (sparse) {
-          const float v = label_at(ldt, yt, i);
-          label = static_cast<int64_t>(v);
-          if (label < 0 || label >= d || static_cast<float>(label) != v) {
-            set_error(error, i, __float_as_int(v));
-            if (out) out[i] = nanf("");
-            if (gr) {
-              for (int64_t j = 0; j < d; ++j) gr[j] = 0.f;
-            }
-            continue;
+        const float v = label_at(ldt, yt, i);
+        const auto sparse_label = static_cast<int64_t>(v);
+        if (sparse_label < 0 || sparse_label >= d || static_cast<float>(sparse_label) != v) {
+          set_error(error, i, __float_as_int(v));
+          if (out) out[i] = nanf("");
+          if (gr) {
+            for (int64_t j = 0; j < d; ++j) gr[j] = 0.f;
           }
+          continue;
         }
-        float s = 0.f;
-        for (int64_t j = 0; j < d; ++j) s += pr[j];
-        float weighted = 0.f;
-        for (int64_t j = 0; j < d; ++j) {
-          const float y = sparse ? (j == label ? 1.f : 0.f) : label_at(ldt, yt, i * d + j) * (1.f - ls) + ls / d;
-          const float q = pr[j] / s;
-          if (y != 0.f) acc += -y * logf(clip(q));
-          const float dq = (y != 0.f && in_clip(q)) ? -y / q : 0.f;
-          if (gr) gr[j] = dq;
-          weighted += dq * q;
-        }
-        if (gr) {
-          for (int64_t j = 0; j < d; ++j) gr[j] = up * (gr[j] - weighted) / s;
-        }
+        value = loss_rows::categorical_crossentropy(pr, d, label, sparse_label, ls, out != nullptr, up, gr);
         break;
       }
-      case LossOp::mse:
-        for (int64_t j = 0; j < d; ++j) {
-          const float e = pr[j] - label_at(ldt, yt, i * d + j);
-          acc += static_cast<double>(e) * e;
-          if (gr) gr[j] = up * 2.f * e / static_cast<float>(d);
-        }
-        acc /= static_cast<double>(d);
-        break;
-      case LossOp::mae:
-        for (int64_t j = 0; j < d; ++j) {
-          const float e = pr[j] - label_at(ldt, yt, i * d + j);
-          acc += fabsf(e);
-          if (gr) gr[j] = up * static_cast<float>((e > 0.f) - (e < 0.f)) / static_cast<float>(d);
-        }
-        acc /= static_cast<double>(d);
-        break;
+      case LossOp::mse: value = loss_rows::mean_squared_error(pr, d, label, up, gr); break;
+      case LossOp::mae: value = loss_rows::mean_absolute_error(pr, d, label, up, gr); break;
     }
-    if (out) out[i] = static_cast<float>(acc);
+    if (out) out[i] = value;
   }
 }
 
