@@ -51,7 +51,6 @@ struct Sequential::State {
     };
     Shape x_shape, y_shape;
     DType x_dtype, y_dtype;
-    bool weighted = false;
     std::vector<Part> parts;
     std::vector<Tensor> grads;
     Tensor predictions;  // the halves' predictions side by side, for the metrics
@@ -357,11 +356,11 @@ static bool dense_on_host(const Sequential::State& s) {
 }
 static bool plannable(const Sequential::State& s) { return !s.run_eagerly && dense_on_host(s); }
 
-// Batches from this many rows (even) are split in two halves when the model is small enough (kSplitMaxWork).
+// Batches from this many rows (even) are split in two halves when the model is small enough (kSplitMaxParams).
 static constexpr int64_t kSplitMinRows = 32;
-// Trainable parameters (about the forward pass's multiply-adds per batch row) up to which halves pay: beyond it
-// the products are large enough for the intra-op threads to share each of them (the wide MLP has 670 k).
-static constexpr int64_t kSplitMaxWork = int64_t{1} << 14;
+// Parameters (about the forward pass's multiply-adds per batch row) up to which halves pay: beyond it the
+// products are large enough for the intra-op threads to share each of them (the wide MLP has 670 k).
+static constexpr int64_t kSplitMaxParams = int64_t{1} << 14;
 
 // Where a training step of this model on this batch splits into two halves, or 0 (no split). With two intra-op
 // threads, a small Dense-only model's step is two half-batch passes, run at once on two threads, whose gradients
@@ -369,18 +368,14 @@ static constexpr int64_t kSplitMaxWork = int64_t{1} << 14;
 // sum_over_batch_size loss of the batch is exactly the mean of the halves' (even batches): only the rounding
 // differs from one pass over the batch (as it does between thread counts in TensorFlow). Not split: one intra-op
 // thread (two passes would only add launches), weight penalties (they would count twice), other reductions.
-static int64_t split_rows(Sequential::State& s, const Tensor& x) {
+static int64_t split_rows(const Sequential& model, Sequential::State& s, const Tensor& x) {
   const int64_t rows = x.shape().rank() ? x.shape()[0] : 0;
   if (rows < kSplitMinRows || rows % 2 != 0 || !runtime::pair_available() || !dense_on_host(s) ||
       has_penalties(s)) {
     return 0;
   }
   if (s.loss->reduction() != losses::Reduction::sum_over_batch_size) return 0;
-  int64_t work = 0;
-  for (auto& l : s.layers) {
-    for (auto* v : l->trainable_variables()) work += v->num_elements();
-  }
-  return work <= kSplitMaxWork ? rows / 2 : 0;
+  return model.count_params() <= kSplitMaxParams ? rows / 2 : 0;
 }
 
 static Tensor rows_of(const Tensor& t, int64_t begin, int64_t end) {
@@ -476,7 +471,7 @@ static double planned_train_step(Sequential& model, Sequential::State& s, const 
   Sequential::State::StepPlan* plan = nullptr;
   for (auto& p : s.plans) {
     if (p->x_shape == x.shape() && p->y_shape == y.shape() && p->x_dtype == x.dtype() && p->y_dtype == y.dtype() &&
-        p->weighted == w.defined()) {
+        p->parts[0].w.defined() == w.defined()) {
       plan = p.get();
     }
   }
@@ -501,8 +496,7 @@ static double planned_train_step(Sequential& model, Sequential::State& s, const 
     p->y_shape = y.shape();
     p->x_dtype = x.dtype();
     p->y_dtype = y.dtype();
-    p->weighted = w.defined();
-    p->parts = make_parts(x, y, w, split_rows(s, x));
+    p->parts = make_parts(x, y, w, split_rows(model, s, x));
     for (auto& part : p->parts) {
       part.x = owned_copy(part.x, *s.device);
       part.y = owned_copy(part.y, *s.device);
@@ -535,7 +529,7 @@ static double train_step(Sequential& model, Sequential::State& s, const Tensor& 
 static double eager_train_step(Sequential& model, Sequential::State& s, const Tensor& x, const Tensor& y,
                                const Tensor& w) {
   const auto vars = model.trainable_variables();
-  auto parts = make_parts(x, y, w, split_rows(s, x));
+  auto parts = make_parts(x, y, w, split_rows(model, s, x));
   for (auto& part : parts) part_pass(model, s, part, vars);
   std::vector<Tensor> averaged;
   Tensor predictions;

@@ -28,7 +28,7 @@ struct CompileOptions {
   /// Dense-only model on the CPU replays the recorded kernel launches on preallocated buffers (no dispatch,
   /// tape or allocation), bit-identical to the eager step. true: every step runs eagerly.
   ///
-  /// With two or more intra-op threads, a small Dense-only model (up to 16 k trainable parameters, no weight
+  /// With two or more intra-op threads, a small Dense-only model (up to 16 k parameters, no weight
   /// penalties, the default loss reduction) trains each even batch of 32 rows or more as two half-batch passes
   /// on two threads and averages their gradients: the batch's gradient up to rounding. Eager and recorded steps
   /// split alike; results then differ in the last bits from one intra-op thread, as in TensorFlow.
