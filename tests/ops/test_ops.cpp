@@ -239,6 +239,24 @@ TEST_F(Ops, CastAndGather) {
   EXPECT_THROW(ops::gather_rows(m, Tensor::from_vector(std::vector<int64_t>{3}, {1})), InvalidArgumentError);
 }
 
+// Every row width the copy treats differently: one float, under 16 bytes, exactly 16, 16-byte pieces with an
+// overlapping last one (20 and 80 bytes), whole pieces (64 bytes), 8-byte rows (int64).
+TEST_F(Ops, GatherRowsOfEveryWidth) {
+  const std::vector<int64_t> order{4, 0, 6, 6, 1, 3};
+  for (int64_t cols : {1, 2, 3, 4, 5, 16, 20}) {
+    const int64_t rows = 7;
+    std::vector<float> v(static_cast<std::size_t>(rows * cols));
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i) + 0.5f;
+    Tensor m = Tensor::from_vector(v, {rows, cols});
+    std::vector<float> expected;
+    for (int64_t r : order) expected.insert(expected.end(), v.begin() + r * cols, v.begin() + (r + 1) * cols);
+    EXPECT_EQ(ops::gather_rows(m, Tensor::from_vector(order, {6})).to_vector<float>(), expected) << cols << " columns";
+  }
+  Tensor labels = Tensor::from_vector(std::vector<int64_t>{10, 11, 12, 13, 14, 15, 16}, {7});
+  EXPECT_EQ(ops::gather_rows(labels, Tensor::from_vector(order, {6})).to_vector<int64_t>(),
+            (std::vector<int64_t>{14, 10, 16, 16, 11, 13}));
+}
+
 TEST_F(Ops, LossesAgainstKerasFormulas) {
   const double eps = 1e-7;
   Tensor y = Tensor::from_vector(std::vector<float>{1, 0, 1, 0}, {4, 1});
@@ -370,4 +388,33 @@ TEST(Random, SameSeedSameNumbersAndRanges) {
   for (int i = 0; i < 24000; ++i) ++orders[random::permutation(4).to_vector<int64_t>()];
   EXPECT_EQ(orders.size(), 24u);
   for (const auto& [order, count] : orders) EXPECT_NEAR(count, 1000, 160);
+}
+
+// The vectorised block fill gives the words one next_u32() at a time gives: from any point of a block, for lengths
+// around the eight-block batches; and Philox-4x32-10 itself matches Random123's known answer for key 0, counter 0.
+TEST(Random, PhiloxFillEqualsOneWordAtATime) {
+  random::Philox kat(0, 0);
+  uint32_t block[4];
+  kat.next4(block);
+  EXPECT_EQ(block[0], 0x6627e8d5u);
+  EXPECT_EQ(block[1], 0xe169c58du);
+  EXPECT_EQ(block[2], 0xbc57ac4cu);
+  EXPECT_EQ(block[3], 0x9b00dbd8u);
+  for (uint64_t seed : {uint64_t{0}, uint64_t{0x9E3779B97F4A7C15}}) {
+    for (std::size_t skip : {0u, 1u, 3u, 4u, 7u}) {
+      for (std::size_t n : {0u, 1u, 31u, 32u, 33u, 100u, 1000u}) {
+        random::Philox a(seed, 0xFFFFFFFF00000001ull), b(seed, 0xFFFFFFFF00000001ull);
+        for (std::size_t i = 0; i < skip; ++i) {
+          a.next_u32();
+          b.next_u32();
+        }
+        std::vector<uint32_t> filled(n + 1);
+        a.fill_u32(filled.data(), n);
+        filled[n] = a.next_u32();  // the generator continues where the fill ended
+        for (std::size_t i = 0; i <= n; ++i) {
+          ASSERT_EQ(filled[i], b.next_u32()) << "seed " << seed << " skip " << skip << " n " << n << " word " << i;
+        }
+      }
+    }
+  }
 }

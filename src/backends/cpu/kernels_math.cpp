@@ -182,17 +182,23 @@ static void gather_rows_kernel(const KernelContext& ctx) {
   for (int64_t i = 0; i < n; ++i) {
     if (ip[i] < 0 || ip[i] >= rows) throw ops::index_out_of_range(i, ip[i], rows);
   }
-  // Rows of whole 4-byte words (fit's shuffle: rows of 20 floats) are copied by a loop the compiler vectorises
-  // instead of a memcpy call per row (2048 such rows: 15 -> 8.5 µs).
-  if (row_bytes % sizeof(uint32_t) == 0) {
-    const std::size_t w = row_bytes / sizeof(uint32_t);
-    const uint32_t* __restrict s = reinterpret_cast<const uint32_t*>(src);
-    uint32_t* __restrict d = reinterpret_cast<uint32_t*>(dst);
+  // Rows of at least 16 bytes are copied in 16-byte pieces, the last one overlapping the one before (fit's shuffle:
+  // rows of 20 floats, five pieces), instead of a memcpy call per row or a loop of unknown length (2048 such rows:
+  // memcpy 15 µs, word loop 8.5 µs, pieces 2.4 µs); rows of one float one load each.
+  if (row_bytes >= 16) {
     for (int64_t i = 0; i < n; ++i) {
-      const uint32_t* __restrict from = s + ip[i] * static_cast<int64_t>(w);
-      uint32_t* __restrict to = d + i * static_cast<int64_t>(w);
-      for (std::size_t j = 0; j < w; ++j) to[j] = from[j];
+      const char* from = src + ip[i] * static_cast<int64_t>(row_bytes);
+      char* to = dst + i * static_cast<int64_t>(row_bytes);
+      std::size_t off = 0;
+      for (; off + 16 <= row_bytes; off += 16) std::memcpy(to + off, from + off, 16);
+      if (off < row_bytes) std::memcpy(to + row_bytes - 16, from + row_bytes - 16, 16);
     }
+    return;
+  }
+  if (row_bytes == sizeof(uint32_t)) {
+    const auto* __restrict s = reinterpret_cast<const uint32_t*>(src);
+    auto* __restrict d = reinterpret_cast<uint32_t*>(dst);
+    for (int64_t i = 0; i < n; ++i) d[i] = s[ip[i]];
     return;
   }
   for (int64_t i = 0; i < n; ++i) std::memcpy(dst + i * row_bytes, src + ip[i] * row_bytes, row_bytes);
