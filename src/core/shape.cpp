@@ -6,30 +6,45 @@
 
 namespace osprey {
 
-Shape::Shape(std::initializer_list<int64_t> dims) : Shape(std::vector<int64_t>(dims)) {}
+Shape::Shape(std::initializer_list<int64_t> dims) : Shape(std::span<const int64_t>(dims.begin(), dims.size())) {}
 
-Shape::Shape(std::vector<int64_t> dims) : dims_(std::move(dims)) {
-  for (int64_t d : dims_) {
+Shape::Shape(std::span<const int64_t> dims) : rank_(static_cast<int>(dims.size())) {
+  if (rank_ <= kInlineRank) {
+    for (int i = 0; i < rank_; ++i) inline_[i] = dims[static_cast<std::size_t>(i)];
+  } else {
+    heap_.assign(dims.begin(), dims.end());
+  }
+  for (int64_t d : dims) {
     if (d < 0) throw InvalidArgumentError("Shape dimensions must be >= 0, got " + to_string());
   }
 }
 
 int64_t Shape::operator[](int i) const {
-  int r = rank();
-  int j = i < 0 ? i + r : i;
-  if (j < 0 || j >= r) {
+  const int j = i < 0 ? i + rank_ : i;
+  if (j < 0 || j >= rank_) {
     throw InvalidArgumentError("Dimension index " + std::to_string(i) + " out of range for shape " + to_string());
   }
-  return dims_[j];
+  return data()[j];
+}
+
+Shape Shape::with_dim(int i, int64_t size) const {
+  const int j = i < 0 ? i + rank_ : i;
+  if (j < 0 || j >= rank_) {
+    throw InvalidArgumentError("Dimension index " + std::to_string(i) + " out of range for shape " + to_string());
+  }
+  if (size < 0) throw InvalidArgumentError("Shape dimensions must be >= 0, got " + std::to_string(size));
+  Shape out = *this;
+  (out.rank_ <= kInlineRank ? out.inline_ : out.heap_.data())[j] = size;
+  return out;
 }
 
 int64_t Shape::num_elements() const {
   int64_t n = 1;
-  for (int64_t d : dims_) n *= d;
+  for (int64_t d : dims()) n *= d;
   return n;
 }
 
-static std::string join_dims(const std::vector<int64_t>& dims, bool none_first) {
+static std::string join_dims(std::span<const int64_t> dims, bool none_first) {
   std::string s = "(";
   for (size_t i = 0; i < dims.size(); ++i) {
     if (i) s += ", ";
@@ -39,7 +54,7 @@ static std::string join_dims(const std::vector<int64_t>& dims, bool none_first) 
   return s + ")";
 }
 
-std::string Shape::to_string() const { return join_dims(dims_, false); }
-std::string Shape::to_keras_string() const { return join_dims(dims_, true); }
+std::string Shape::to_string() const { return join_dims(dims(), false); }
+std::string Shape::to_keras_string() const { return join_dims(dims(), true); }
 
 }  // namespace osprey

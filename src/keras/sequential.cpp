@@ -429,9 +429,7 @@ static double finish_step(Sequential::State& s, std::vector<Sequential::State::S
     return loss;
   }
   const Tensor& p0 = parts[0].y_pred;
-  std::vector<int64_t> dims = p0.shape().dims();
-  dims[0] = parts[0].y.shape()[0] + parts[1].y.shape()[0];
-  const Shape shape(std::move(dims));
+  const Shape shape = p0.shape().with_dim(0, parts[0].y.shape()[0] + parts[1].y.shape()[0]);
   if (!predictions.defined() || predictions.shape() != shape) {
     predictions = Tensor::empty(shape, DType::float32, &p0.device_ref());
   }
@@ -1142,9 +1140,7 @@ Tensor Sequential::predict(const Tensor& x, PredictOptions o) {
     cbs.each([&](Callback& c) { c.on_predict_batch_end(step, logs); });
   }
   cbs.each([&](Callback& c) { c.on_predict_end(logs); });
-  std::vector<int64_t> dims = out_row.dims();
-  dims[0] = n;
-  return Tensor::from_host(values.data(), Shape(dims)).to(host);
+  return Tensor::from_host(values.data(), out_row.with_dim(0, n)).to(host);
 }
 
 std::vector<double> Sequential::train_on_batch(const Tensor& x, const Tensor& y) {

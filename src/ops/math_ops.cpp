@@ -200,11 +200,9 @@ Tensor gather_rows(const Tensor& x, const Tensor& indices) {
                                            dtype_name(indices.dtype()), indices.shape().to_string(),
                                            x.shape().to_string()));
   }
-  std::vector<int64_t> dims = x.shape().dims();
-  dims[0] = indices.shape()[0];
   Tensor in[2] = {x, indices};
   auto& dev = place(OpId::GatherRows, "GatherV2", in);
-  Tensor out = Tensor::empty(Shape(dims), x.dtype(), &dev);
+  Tensor out = Tensor::empty(x.shape().with_dim(0, indices.shape()[0]), x.dtype(), &dev);
   run(OpId::GatherRows, dev, in, {&out, 1}, nullptr);
   return out;
 }

@@ -186,11 +186,9 @@ Tensor Tensor::slice_rows(int64_t begin, int64_t end) const {
   }
   auto impl = std::make_shared<TensorImpl>(*impl_);
   impl->trainable_variable = false;
-  std::vector<int64_t> dims = s.dims();
   const int64_t row = s.num_elements() / std::max<int64_t>(s[0], 1) * static_cast<int64_t>(dtype_size(dtype()));
   impl->offset += static_cast<std::size_t>(begin * row);
-  dims[0] = end - begin;
-  impl->shape = Shape(dims);
+  impl->shape = s.with_dim(0, end - begin);
   return Tensor(std::move(impl));
 }
 
