@@ -34,10 +34,15 @@ OSPREY_HOST_DEVICE inline float binary_crossentropy(const float* pr, int64_t d, 
     const float y = label(j) * (1.f - ls) + 0.5f * ls;
     const float c = clip(pr[j]);
     if (want_value) {
-      // A log that is multiplied by an exact 0 (a 0 or 1 label) is not computed: both logs are finite and non-zero
-      // after the clip, so the term it would add is ±0 and the sum is the same, with half the logs.
-      const float log_c = y != 0.f ? logf(c) : 0.f, log_1c = y != 1.f ? logf(1.f - c) : 0.f;
-      acc += -(y * log_c + (1.f - y) * log_1c);
+      if (y == 0.f || y == 1.f) {
+        // A log that is multiplied by an exact 0 is not computed: both logs are finite and non-zero after the
+        // clip, so the term it would add is ±0 and the sum is the same, -log(c) or -log(1 − c). The argument is
+        // selected rather than branched on: the labels of a shuffled batch are a coin toss for the branch
+        // predictor.
+        acc += -logf(y != 0.f ? c : 1.f - c);
+      } else {
+        acc += -(y * logf(c) + (1.f - y) * logf(1.f - c));
+      }
     }
     if (gr) gr[j] = in_clip(pr[j]) ? up * (-(y / c) + (1.f - y) / (1.f - c)) / static_cast<float>(d) : 0.f;
   }

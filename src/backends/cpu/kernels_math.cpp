@@ -183,8 +183,8 @@ static void gather_rows_kernel(const KernelContext& ctx) {
     if (ip[i] < 0 || ip[i] >= rows) throw ops::index_out_of_range(i, ip[i], rows);
   }
   // Rows of at least 16 bytes are copied in 16-byte pieces, the last one overlapping the one before (fit's shuffle:
-  // rows of 20 floats, five pieces), instead of a memcpy call per row or a loop of unknown length (2048 such rows:
-  // memcpy 15 µs, word loop 8.5 µs, pieces 2.4 µs); rows of one float one load each.
+  // rows of 20 floats, five pieces), rows of one float by one load each. The copy is bound by memory either way:
+  // 2048 shuffled rows of 80 bytes take 6.1 µs in pieces, 6.6 µs by a loop of words, 7.8 µs by a memcpy per row.
   if (row_bytes >= 16) {
     for (int64_t i = 0; i < n; ++i) {
       const char* from = src + ip[i] * static_cast<int64_t>(row_bytes);
