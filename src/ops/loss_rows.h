@@ -25,26 +25,37 @@ OSPREY_HOST_DEVICE inline bool in_clip(float p) { return p >= kEps && p <= 1.f -
 // p clipped to [ε, 1 − ε]; NaN stays NaN.
 OSPREY_HOST_DEVICE inline float clip(float p) { return p < kEps ? kEps : (p > 1.f - kEps ? 1.f - kEps : p); }
 
-// Binary crossentropy of probabilities, with label smoothing `ls`.
+// Binary crossentropy of probabilities, element by element: the label after smoothing `ls`; the value from
+// log(c) and log(1 − c), c = clip(p); the gradient times `up` for a row of d elements.
+OSPREY_HOST_DEVICE inline float bce_label(float label, float ls) { return label * (1.f - ls) + 0.5f * ls; }
+OSPREY_HOST_DEVICE inline float bce_value(float y, float log_c, float log_1c) {
+  return -(y * log_c + (1.f - y) * log_1c);
+}
+OSPREY_HOST_DEVICE inline float bce_grad(float y, float p, float up, int64_t d) {
+  const float c = clip(p);
+  return in_clip(p) ? up * (-(y / c) + (1.f - y) / (1.f - c)) / static_cast<float>(d) : 0.f;
+}
+
+// Binary crossentropy of a row of probabilities, with label smoothing `ls`.
 template <typename Label>
 OSPREY_HOST_DEVICE inline float binary_crossentropy(const float* pr, int64_t d, Label label, float ls, bool want_value,
                                                     float up, float* gr) {
   double acc = 0.0;
   for (int64_t j = 0; j < d; ++j) {
-    const float y = label(j) * (1.f - ls) + 0.5f * ls;
+    const float y = bce_label(label(j), ls);
     const float c = clip(pr[j]);
     if (want_value) {
       if (y == 0.f || y == 1.f) {
         // A log that is multiplied by an exact 0 is not computed: both logs are finite and non-zero after the
-        // clip, so the term it would add is ±0 and the sum is the same, -log(c) or -log(1 − c). The argument is
-        // selected rather than branched on: the labels of a shuffled batch are a coin toss for the branch
-        // predictor.
-        acc += -logf(y != 0.f ? c : 1.f - c);
+        // clip, so the term it would add is ±0 and the value is the same. The argument is selected rather than
+        // branched on: the labels of a shuffled batch are a coin toss for the branch predictor.
+        const float l = logf(y != 0.f ? c : 1.f - c);
+        acc += bce_value(y, y != 0.f ? l : 0.f, y != 0.f ? 0.f : l);
       } else {
-        acc += -(y * logf(c) + (1.f - y) * logf(1.f - c));
+        acc += bce_value(y, logf(c), logf(1.f - c));
       }
     }
-    if (gr) gr[j] = in_clip(pr[j]) ? up * (-(y / c) + (1.f - y) / (1.f - c)) / static_cast<float>(d) : 0.f;
+    if (gr) gr[j] = bce_grad(y, pr[j], up, d);
   }
   return static_cast<float>(acc / static_cast<double>(d));
 }

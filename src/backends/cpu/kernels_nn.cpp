@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "backends/cpu/kernels.h"
+#include "backends/cpu/vector_math.h"
 #include "osprey/errors.h"
 
 namespace osprey::cpu {
@@ -54,7 +55,7 @@ void apply_activation(Activation act, const float* z, float* y, int64_t n, int64
   switch (act) {
     case Activation::linear: if (y != z) std::memcpy(y, z, sizeof(float) * n); break;
     case Activation::relu: for (int64_t i = 0; i < n; ++i) y[i] = std::max(z[i], 0.f); break;
-    case Activation::sigmoid: for (int64_t i = 0; i < n; ++i) y[i] = 1.f / (1.f + std::exp(-z[i])); break;
+    case Activation::sigmoid: sigmoid_values(z, y, n); break;
     case Activation::tanh: for (int64_t i = 0; i < n; ++i) y[i] = std::tanh(z[i]); break;
     case Activation::gelu:
       for (int64_t i = 0; i < n; ++i) y[i] = 0.5f * z[i] * (1.f + std::erf(z[i] * 0.70710678118654752f));
@@ -69,7 +70,7 @@ void apply_activation(Activation act, const float* z, float* y, int64_t n, int64
     case Activation::softsign: for (int64_t i = 0; i < n; ++i) y[i] = z[i] / (1.f + std::abs(z[i])); break;
     case Activation::silu: for (int64_t i = 0; i < n; ++i) y[i] = z[i] / (1.f + std::exp(-z[i])); break;
     case Activation::leaky_relu: for (int64_t i = 0; i < n; ++i) y[i] = z[i] > 0.f ? z[i] : 0.2f * z[i]; break;
-    case Activation::exponential: for (int64_t i = 0; i < n; ++i) y[i] = std::exp(z[i]); break;
+    case Activation::exponential: exp_values(z, y, n); break;
     case Activation::softmax:
       for (int64_t r = 0; r < n / cols; ++r) {
         const float* zr = z + r * cols;

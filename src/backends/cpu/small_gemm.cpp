@@ -185,12 +185,12 @@ __attribute__((target("avx2,fma"))) void column_product(int64_t m, int64_t k, co
   }
 }
 
+}  // namespace
+
 bool cpu_has_avx2_fma() {
   static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   return has;
 }
-
-}  // namespace
 
 bool small_gemm_applies(int64_t m, int64_t n, int64_t k) {
   return m > 0 && n > 0 && k > 0 && m * n * k <= kSmallGemmMaxWork && cpu_has_avx2_fma();

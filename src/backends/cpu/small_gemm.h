@@ -11,6 +11,8 @@ constexpr int64_t kSmallGemmMaxWork = int64_t{1} << 18;
 /// From this many multiply-adds on, small_gemm() splits the rows between the calling thread and the CPU helper
 /// thread (pair_runner.h) when intra-op threads allow two.
 constexpr int64_t kSmallGemmSplitWork = int64_t{1} << 15;
+/// Whether this CPU has AVX2 and FMA (the small GEMM's and vector_math.h's kernels need both).
+bool cpu_has_avx2_fma();
 /// True when small_gemm() takes this product: within kSmallGemmMaxWork and the CPU has AVX2 and FMA.
 bool small_gemm_applies(int64_t m, int64_t n, int64_t k);
 /// Row-major C[m,n] = op(A)·op(B) (+ bias[n] per row) (+ C when `accumulate`), then max(·, 0) with `relu`. Each
