@@ -56,10 +56,14 @@ std::vector<Variable*> Layer::variables() {
 
 std::vector<Variable*> Layer::trainable_variables() {
   std::vector<Variable*> out;
+  append_trainable_variables(out);
+  return out;
+}
+
+void Layer::append_trainable_variables(std::vector<Variable*>& out) {
   for (auto& w : weights_) {
     if (w.trainable()) out.push_back(&w);
   }
-  return out;
 }
 
 int64_t Layer::count_params() const {

@@ -155,10 +155,16 @@ std::shared_ptr<Loss> get(const std::string& n) {
 namespace metrics {
 
 void Accuracy::update_state(const Tensor& y_true, const Tensor& y_pred) {
-  accumulate(ops::accuracy_count(y_true, y_pred, kind_, threshold_).item(), static_cast<double>(y_pred.shape()[0]));
+  accumulate(batch_count(y_true, y_pred).item(), static_cast<double>(y_pred.shape()[0]));
+}
+Tensor Accuracy::batch_count(const Tensor& y_true, const Tensor& y_pred) {
+  return ops::accuracy_count(y_true, y_pred, kind_, threshold_);
 }
 
 void AutoAccuracy::update_state(const Tensor& y_true, const Tensor& y_pred) {
+  accumulate(batch_count(y_true, y_pred).item(), static_cast<double>(y_pred.shape()[0]));
+}
+Tensor AutoAccuracy::batch_count(const Tensor& y_true, const Tensor& y_pred) {
   if (!kind_) {
     // compile_utils.is_binary_or_sparse_categorical: decided by shapes, not by the loss.
     const auto& ts = y_true.shape();
@@ -172,7 +178,7 @@ void AutoAccuracy::update_state(const Tensor& y_true, const Tensor& y_pred) {
       kind_ = ops::AccuracyKind::categorical;
     }
   }
-  accumulate(ops::accuracy_count(y_true, y_pred, *kind_).item(), static_cast<double>(y_pred.shape()[0]));
+  return ops::accuracy_count(y_true, y_pred, *kind_);
 }
 
 void MeanAbsoluteError::update_state(const Tensor& y_true, const Tensor& y_pred) {

@@ -37,6 +37,7 @@ struct Sequential::State {
   std::vector<std::shared_ptr<metrics::Metric>> metrics;
   std::shared_ptr<distribute::StrategyImpl> strategy;  // the scope() the model was created or compiled in
   bool run_eagerly = false;
+  std::vector<Variable*> step_variables;  // a recorded step's list of trainable variables, refilled every step
   std::string loss_spelled;  // the loss string given to compile() (compile_config)
   std::shared_ptr<losses::Loss> logits_loss;  // the from_logits form of the loss, with tf_logits_shortcut
   // Recorded training steps, one per batch shape (the full batches and a short last one). A step split in two
@@ -47,6 +48,7 @@ struct Sequential::State {
       int64_t begin = 0, end = 0;  // the batch rows of this part
       Tensor x, y, w, y_pred, loss;
       std::vector<Tensor> grads;
+      std::vector<Tensor> metric_counts;  // per metric: batch_count() of this part's rows, or undefined
       ops::StepRecording recording;
     };
     Shape x_shape, y_shape;
@@ -145,9 +147,7 @@ std::vector<Variable*> Sequential::variables() const {
 
 std::vector<Variable*> Sequential::trainable_variables() const {
   std::vector<Variable*> out;
-  for (auto& l : state(s_).layers) {
-    for (auto* v : l->trainable_variables()) out.push_back(v);
-  }
+  for (auto& l : state(s_).layers) l->append_trainable_variables(out);
   return out;
 }
 
@@ -402,15 +402,21 @@ static void copy_rows(Tensor& dst, const Tensor& src, int64_t begin) {
 // gradients (Keras's loss of those rows).
 static void part_pass(Sequential& model, Sequential::State& s, Sequential::State::StepPlan::Part& part,
                       const std::vector<Variable*>& vars) {
-  GradientTape tape;
-  Tensor logits;
-  part.y_pred = forward(model, s, part.x, true, &logits);
-  part.loss = with_penalties(s, batch_loss(s, part.y, part.y_pred, part.w, logits));
-  part.grads = tape.gradient(part.loss, vars);
+  {
+    GradientTape tape;
+    Tensor logits;
+    part.y_pred = forward(model, s, part.x, true, &logits);
+    part.loss = with_penalties(s, batch_loss(s, part.y, part.y_pred, part.w, logits));
+    part.grads = tape.gradient(part.loss, vars);
+  }
+  // Counting metrics count inside the part (with the halves of a split step: on both threads at once).
+  part.metric_counts.clear();
+  for (auto& m : s.metrics) part.metric_counts.push_back(m->batch_count(part.y, part.y_pred));
 }
 
 // Applies the step's gradients and metrics and returns its loss: one part, or the average of two halves. The
-// metrics see the whole batch once: `y` and the halves' predictions copied into `predictions` (host memory).
+// metrics see the whole batch once: counting metrics add the parts' counts; the others see `y` and the halves'
+// predictions copied into `predictions` (host memory).
 static double finish_step(Sequential::State& s, std::vector<Sequential::State::StepPlan::Part>& parts,
                           std::vector<Tensor>& averaged, const std::vector<Variable*>& vars, const Tensor& y,
                           Tensor& predictions) {
@@ -423,9 +429,24 @@ static double finish_step(Sequential::State& s, std::vector<Sequential::State::S
     loss = parts[0].loss.item();
   }
   apply_constraints(s);
-  if (s.metrics.empty()) return loss;
+  bool whole_batch = false;
+  for (std::size_t i = 0; i < s.metrics.size(); ++i) {
+    if (!parts[0].metric_counts[i].defined()) {
+      whole_batch = true;
+      continue;
+    }
+    double count = 0.0, samples = 0.0;
+    for (auto& part : parts) {
+      count += part.metric_counts[i].item();
+      samples += static_cast<double>(part.y_pred.shape()[0]);
+    }
+    s.metrics[i]->add_count(count, samples);
+  }
+  if (!whole_batch) return loss;
   if (parts.size() == 1) {
-    for (auto& m : s.metrics) m->update_state(parts[0].y, parts[0].y_pred);
+    for (std::size_t i = 0; i < s.metrics.size(); ++i) {
+      if (!parts[0].metric_counts[i].defined()) s.metrics[i]->update_state(parts[0].y, parts[0].y_pred);
+    }
     return loss;
   }
   const Tensor& p0 = parts[0].y_pred;
@@ -437,7 +458,9 @@ static double finish_step(Sequential::State& s, std::vector<Sequential::State::S
   std::memcpy(predictions.raw_data(), p0.raw_data(), first);
   std::memcpy(static_cast<char*>(predictions.raw_data()) + first, parts[1].y_pred.raw_data(),
               static_cast<std::size_t>(parts[1].y_pred.nbytes()));
-  for (auto& m : s.metrics) m->update_state(y, predictions);
+  for (std::size_t i = 0; i < s.metrics.size(); ++i) {
+    if (!parts[0].metric_counts[i].defined()) s.metrics[i]->update_state(y, predictions);
+  }
   return loss;
 }
 
@@ -465,7 +488,11 @@ static std::vector<Sequential::State::StepPlan::Part> make_parts(const Tensor& x
 // every step) and the metrics run eagerly on the recorded results.
 static double planned_train_step(Sequential& model, Sequential::State& s, const Tensor& x, const Tensor& y,
                                  const Tensor& w) {
-  const auto vars = model.trainable_variables();
+  // Which variables are trainable can change between steps (layer.trainable): listed again every step, into a
+  // vector that keeps its memory.
+  std::vector<Variable*>& vars = s.step_variables;
+  vars.clear();
+  for (auto& l : s.layers) l->append_trainable_variables(vars);
   Sequential::State::StepPlan* plan = nullptr;
   for (auto& p : s.plans) {
     if (p->x_shape == x.shape() && p->y_shape == y.shape() && p->x_dtype == x.dtype() && p->y_dtype == y.dtype() &&
@@ -867,6 +894,17 @@ void check_fit_options(const FitOptions& o) {
 
 }  // namespace
 
+// The logs of a batch's end: the loss and the metrics, nothing else. The entries of the previous batch are
+// overwritten in place (no map nodes allocated per step) unless a callback changed which keys there are.
+static void set_batch_logs(Logs& logs, double loss, const std::vector<std::shared_ptr<metrics::Metric>>& metrics) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    logs["loss"] = loss;
+    for (auto& m : metrics) logs[m->name()] = m->result();
+    if (logs.size() == 1 + metrics.size()) return;
+    logs.clear();
+  }
+}
+
 // The epoch loop shared by both fit()s: callbacks in Keras's order, batch-size-weighted epoch loss, validation,
 // and the time spent waiting for batches against the time spent training on them.
 static FitHistory fit_loop(Sequential& model, Sequential::State& s, BatchSource& source, const FitOptions& o,
@@ -915,9 +953,7 @@ static FitHistory fit_loop(Sequential& model, Sequential::State& s, BatchSource&
       step_s += std::chrono::duration<double>(clock::now() - t2).count();
       loss_sum += loss_value * rows;
       seen += rows;
-      logs.clear();
-      logs["loss"] = loss_sum / seen;
-      for (auto& m : s.metrics) logs[m->name()] = m->result();
+      set_batch_logs(logs, loss_sum / seen, s.metrics);
       cbs.each([&](Callback& c) { c.on_train_batch_end(step, logs); });
       if (model.stop_training) break;
     }

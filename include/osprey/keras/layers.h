@@ -35,6 +35,8 @@ class Layer {
 
   std::vector<Variable*> variables();
   std::vector<Variable*> trainable_variables();
+  /// Appends the trainable variables to `out` (a training step's list, without a vector per layer).
+  void append_trainable_variables(std::vector<Variable*>& out);
   int64_t count_params() const;
   /// The layer's weight penalties (kernel_regularizer, ...), added to the training loss.
   virtual std::vector<Tensor> regularization_losses() { return {}; }

@@ -20,6 +20,16 @@ class Metric {
   virtual void update_state(const Tensor& y_true, const Tensor& y_pred) = 0;
   virtual double result() const { return count_ > 0 ? total_ / count_ : 0.0; }
   virtual void reset_state() { total_ = count_ = 0.0; }
+  /// A metric whose state is a count over samples (the accuracies) gives a batch's count as a 1-element tensor:
+  /// a training step split in halves computes it inside each half, recorded with the step, and adds the halves'
+  /// counts with add_count() (exact: whole numbers). Undefined, the default: update_state() on the whole batch.
+  virtual Tensor batch_count(const Tensor& y_true, const Tensor& y_pred) {
+    (void)y_true;
+    (void)y_pred;
+    return Tensor();
+  }
+  /// Adds `count` over `samples` samples (what update_state() adds for a batch whose batch_count() is `count`).
+  void add_count(double count, double samples) { accumulate(count, samples); }
   const std::string& name() const { return name_; }
   void set_name(std::string name) { name_ = std::move(name); }
 
@@ -41,6 +51,7 @@ class Accuracy : public Metric {
   Accuracy(std::string name, ops::AccuracyKind kind, double threshold = 0.5)
       : Metric(std::move(name)), kind_(kind), threshold_(threshold) {}
   void update_state(const Tensor& y_true, const Tensor& y_pred) override;
+  Tensor batch_count(const Tensor& y_true, const Tensor& y_pred) override;
 
  private:
   ops::AccuracyKind kind_;
@@ -67,6 +78,7 @@ class AutoAccuracy : public Metric {
  public:
   explicit AutoAccuracy(std::string name = "accuracy") : Metric(std::move(name)) {}
   void update_state(const Tensor& y_true, const Tensor& y_pred) override;
+  Tensor batch_count(const Tensor& y_true, const Tensor& y_pred) override;
   /// The kind chosen, once a batch was seen.
   std::optional<ops::AccuracyKind> kind() const { return kind_; }
 
