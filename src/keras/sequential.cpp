@@ -13,6 +13,7 @@
 
 #include "distribute/strategy_impl.h"
 #include "core/logging.h"
+#include "core/row_copy.h"
 #include "keras/naming.h"
 #include "osprey/autodiff.h"
 #include "osprey/errors.h"
@@ -55,7 +56,7 @@ struct Sequential::State {
     DType x_dtype, y_dtype;
     std::vector<Part> parts;
     std::vector<Tensor> grads;
-    Tensor predictions;  // the halves' predictions side by side, for the metrics
+    Tensor labels, predictions;  // the halves' labels and predictions side by side, for the metrics
     bool replayable = true;
   };
   std::vector<std::unique_ptr<StepPlan>> plans;
@@ -391,6 +392,13 @@ static Tensor owned_copy(const Tensor& t, runtime::Device& device) {
   std::memcpy(out.raw_data(), t.to(device).raw_data(), static_cast<std::size_t>(t.nbytes()));
   return out;
 }
+// dst's rows = src's rows order[0, dst rows).
+static void gather_part_rows(Tensor& dst, const Tensor& src, const int64_t* order) {
+  if (!dst.defined()) return;
+  const std::size_t row_bytes = static_cast<std::size_t>(src.nbytes() / std::max<int64_t>(src.shape()[0], 1));
+  gather_host_rows(dst.raw_data(), src.raw_data(), order, dst.shape()[0], row_bytes);
+}
+
 static void copy_rows(Tensor& dst, const Tensor& src, int64_t begin) {
   if (!dst.defined()) return;
   const std::size_t row_bytes = static_cast<std::size_t>(src.nbytes() / std::max<int64_t>(src.shape()[0], 1));
@@ -414,11 +422,22 @@ static void part_pass(Sequential& model, Sequential::State& s, Sequential::State
   for (auto& m : s.metrics) part.metric_counts.push_back(m->batch_count(part.y, part.y_pred));
 }
 
+// out = a's rows then b's (host memory; allocated when its shape or dtype changes).
+static void concat_rows(Tensor& out, const Tensor& a, const Tensor& b) {
+  const Shape shape = a.shape().with_dim(0, a.shape()[0] + b.shape()[0]);
+  if (!out.defined() || out.shape() != shape || out.dtype() != a.dtype()) {
+    out = Tensor::empty(shape, a.dtype(), &a.device_ref());
+  }
+  const auto first = static_cast<std::size_t>(a.nbytes());
+  std::memcpy(out.raw_data(), a.raw_data(), first);
+  std::memcpy(static_cast<char*>(out.raw_data()) + first, b.raw_data(), static_cast<std::size_t>(b.nbytes()));
+}
+
 // Applies the step's gradients and metrics and returns its loss: one part, or the average of two halves. The
-// metrics see the whole batch once: counting metrics add the parts' counts; the others see `y` and the halves'
-// predictions copied into `predictions` (host memory).
+// metrics see the whole batch once: counting metrics add the parts' counts; the others see the halves' labels
+// and predictions copied side by side into `labels` and `predictions` (host memory).
 static double finish_step(Sequential::State& s, std::vector<Sequential::State::StepPlan::Part>& parts,
-                          std::vector<Tensor>& averaged, const std::vector<Variable*>& vars, const Tensor& y,
+                          std::vector<Tensor>& averaged, const std::vector<Variable*>& vars, Tensor& labels,
                           Tensor& predictions) {
   double loss;
   if (parts.size() == 2) {
@@ -449,17 +468,10 @@ static double finish_step(Sequential::State& s, std::vector<Sequential::State::S
     }
     return loss;
   }
-  const Tensor& p0 = parts[0].y_pred;
-  const Shape shape = p0.shape().with_dim(0, parts[0].y.shape()[0] + parts[1].y.shape()[0]);
-  if (!predictions.defined() || predictions.shape() != shape) {
-    predictions = Tensor::empty(shape, DType::float32, &p0.device_ref());
-  }
-  const std::size_t first = static_cast<std::size_t>(p0.nbytes());
-  std::memcpy(predictions.raw_data(), p0.raw_data(), first);
-  std::memcpy(static_cast<char*>(predictions.raw_data()) + first, parts[1].y_pred.raw_data(),
-              static_cast<std::size_t>(parts[1].y_pred.nbytes()));
+  concat_rows(labels, parts[0].y, parts[1].y);
+  concat_rows(predictions, parts[0].y_pred, parts[1].y_pred);
   for (std::size_t i = 0; i < s.metrics.size(); ++i) {
-    if (!parts[0].metric_counts[i].defined()) s.metrics[i]->update_state(y, predictions);
+    if (!parts[0].metric_counts[i].defined()) s.metrics[i]->update_state(labels, predictions);
   }
   return loss;
 }
@@ -485,29 +497,43 @@ static std::vector<Sequential::State::StepPlan::Part> make_parts(const Tensor& x
 // The step as a replay of the launches recorded at its first run for this batch shape: the batch is copied into
 // the plan's input buffers, the forward and backward kernels run again on their recorded buffers (the two halves
 // of a split step at once, on the calling thread and the helper thread), then the optimizer (its attributes change
-// every step) and the metrics run eagerly on the recorded results.
+// every step) and the metrics run eagerly on the recorded results. With `rows`, the batch is those rows of x, y
+// and w (fit's shuffled order), gathered by each part straight into its input buffers.
 static double planned_train_step(Sequential& model, Sequential::State& s, const Tensor& x, const Tensor& y,
-                                 const Tensor& w) {
+                                 const Tensor& w, const Tensor* rows = nullptr) {
   // Which variables are trainable can change between steps (layer.trainable): listed again every step, into a
   // vector that keeps its memory.
   std::vector<Variable*>& vars = s.step_variables;
   vars.clear();
   for (auto& l : s.layers) l->append_trainable_variables(vars);
+  const int64_t batch = rows ? rows->shape()[0] : x.shape()[0];
   Sequential::State::StepPlan* plan = nullptr;
   for (auto& p : s.plans) {
-    if (p->x_shape == x.shape() && p->y_shape == y.shape() && p->x_dtype == x.dtype() && p->y_dtype == y.dtype() &&
+    if (p->x_shape[0] == batch && p->y_shape[0] == batch && p->x_shape.with_dim(0, x.shape()[0]) == x.shape() &&
+        p->y_shape.with_dim(0, y.shape()[0]) == y.shape() && p->x_dtype == x.dtype() && p->y_dtype == y.dtype() &&
         p->parts[0].w.defined() == w.defined()) {
       plan = p.get();
     }
   }
+  if (rows && (!plan || !plan->replayable)) {  // recorded (or eager) on the gathered batch
+    return planned_train_step(model, s, ops::gather_rows(x, *rows), ops::gather_rows(y, *rows),
+                              w.defined() ? ops::gather_rows(w, *rows) : Tensor());
+  }
   if (plan && !plan->replayable) return eager_train_step(model, s, x, y, w);
   if (plan) {
-    // Each part copies its rows in and replays, the two halves of a split step on two threads (each thread then
-    // writes the input buffers its kernels read).
+    // Each part copies (or gathers) its rows in and replays, the two halves of a split step on two threads (each
+    // thread then writes the input buffers its kernels read).
+    const int64_t* order = rows ? rows->data<int64_t>() : nullptr;
     auto run_part = [&](Sequential::State::StepPlan::Part& part) {
-      copy_rows(part.x, x, part.begin);
-      copy_rows(part.y, y, part.begin);
-      copy_rows(part.w, w, part.begin);
+      if (order) {
+        gather_part_rows(part.x, x, order + part.begin);
+        gather_part_rows(part.y, y, order + part.begin);
+        gather_part_rows(part.w, w, order + part.begin);
+      } else {
+        copy_rows(part.x, x, part.begin);
+        copy_rows(part.y, y, part.begin);
+        copy_rows(part.w, w, part.begin);
+      }
       part.recording.replay();
     };
     if (plan->parts.size() == 1 ||
@@ -537,7 +563,7 @@ static double planned_train_step(Sequential& model, Sequential::State& s, const 
     plan = p.get();
     s.plans.push_back(std::move(p));
   }
-  return finish_step(s, plan->parts, plan->grads, vars, y, plan->predictions);
+  return finish_step(s, plan->parts, plan->grads, vars, plan->labels, plan->predictions);
 }
 
 // Runs `y_pred = model(x)`, the loss and its gradient, and one optimizer update; returns the batch loss.
@@ -551,14 +577,32 @@ static double train_step(Sequential& model, Sequential::State& s, const Tensor& 
   return eager_train_step(model, s, x, y, w);
 }
 
+// True when a recorded step can gather fit's shuffled rows itself (host data, a plannable model, one replica).
+static bool gathers_rows(const Sequential::State& s) { return !distributed(s) && plannable(s); }
+
+namespace {
+// One of fit's batches: x, y and w themselves, or, when `rows` is defined, those rows of them (host tensors).
+struct Batch {
+  Tensor x, y, w, rows;
+  int64_t size() const { return rows.defined() ? rows.shape()[0] : x.shape()[0]; }
+};
+}  // namespace
+
+static double train_step(Sequential& model, Sequential::State& s, const Batch& b) {
+  if (!b.rows.defined()) return train_step(model, s, b.x, b.y, b.w);
+  if (gathers_rows(s)) return planned_train_step(model, s, b.x, b.y, b.w, &b.rows);
+  return train_step(model, s, ops::gather_rows(b.x, b.rows), ops::gather_rows(b.y, b.rows),
+                    b.w.defined() ? ops::gather_rows(b.w, b.rows) : Tensor());
+}
+
 static double eager_train_step(Sequential& model, Sequential::State& s, const Tensor& x, const Tensor& y,
                                const Tensor& w) {
   const auto vars = model.trainable_variables();
   auto parts = make_parts(x, y, w, split_rows(model, s, x));
   for (auto& part : parts) part_pass(model, s, part, vars);
   std::vector<Tensor> averaged;
-  Tensor predictions;
-  return finish_step(s, parts, averaged, vars, y, predictions);
+  Tensor labels, predictions;
+  return finish_step(s, parts, averaged, vars, labels, predictions);
 }
 
 // Makes every variable of the model one component per replica (created in scope() they already are).
@@ -702,16 +746,18 @@ class BatchSource {
   virtual int64_t batches_per_pass() const = 0;
   /// Starts a pass (a new order when shuffling).
   virtual void begin_pass() = 0;
-  /// (x, y, sample weights or undefined)
-  virtual std::tuple<Tensor, Tensor, Tensor> next() = 0;
+  virtual Batch next() = 0;
   virtual void end_epoch() {}
 };
 
 // Tensors held on the host, cut into batches (gathered in a shuffled order, or sliced in order).
 class ArraySource : public BatchSource {
  public:
-  ArraySource(const Tensor& x, const Tensor& y, const Tensor& w, int batch_size, bool shuffle, runtime::Device* device)
-      : batch_(batch_size), shuffle_(shuffle), device_(device) {
+  /// `rows_in_step()`: whether the training step gathers a shuffled batch's rows itself (then a batch is the whole
+  /// arrays and its row indices; else the rows are gathered here).
+  ArraySource(const Tensor& x, const Tensor& y, const Tensor& w, int batch_size, bool shuffle, runtime::Device* device,
+              std::function<bool()> rows_in_step)
+      : batch_(batch_size), shuffle_(shuffle), device_(device), rows_in_step_(std::move(rows_in_step)) {
     runtime::Device& host = runtime::DeviceManager::get().host_device();
     x_ = &x.device_ref() == &host ? x : x.to(host);
     y_ = &y.device_ref() == &host ? y : y.to(host);
@@ -722,20 +768,22 @@ class ArraySource : public BatchSource {
   void begin_pass() override {
     cursor_ = 0;
     order_ = shuffle_ ? random::permutation(n_).to(runtime::DeviceManager::get().host_device()) : Tensor();
-    // Data up to kShuffleCopyBytes is gathered in the pass's order once; the batches are then slices of that copy:
-    // the same rows in the same batches as a gather per batch, without two or three gather ops per step (~1 µs of
-    // the seed model's step).
+    // A recorded step gathers its rows from the arrays itself (each half into its own buffers, on its own thread).
+    // Otherwise data up to kShuffleCopyBytes is gathered in the pass's order once and the batches are slices of
+    // that copy: the same rows in the same batches as a gather per batch, without two or three gather ops per step.
     shuffled_x_ = shuffled_y_ = shuffled_w_ = Tensor();
+    direct_ = order_.defined() && !device_ && rows_in_step_();
     const int64_t bytes = x_.nbytes() + y_.nbytes() + (w_.defined() ? w_.nbytes() : 0);
-    if (order_.defined() && bytes <= kShuffleCopyBytes) {
+    if (order_.defined() && !direct_ && bytes <= kShuffleCopyBytes) {
       shuffled_x_ = ops::gather_rows(x_, order_);
       shuffled_y_ = ops::gather_rows(y_, order_);
       if (w_.defined()) shuffled_w_ = ops::gather_rows(w_, order_);
     }
   }
-  std::tuple<Tensor, Tensor, Tensor> next() override {
+  Batch next() override {
     const int64_t b = cursor_, e = std::min<int64_t>(n_, cursor_ + batch_);
     cursor_ = e;
+    if (direct_) return {x_, y_, w_, order_.slice_rows(b, e)};
     Tensor xb, yb, wb;
     if (shuffled_x_.defined()) {
       xb = shuffled_x_.slice_rows(b, e);
@@ -756,7 +804,7 @@ class ArraySource : public BatchSource {
       yb = yb.to(*device_);
       if (wb.defined()) wb = wb.to(*device_);
     }
-    return {xb, yb, wb};
+    return {xb, yb, wb, Tensor()};
   }
 
  private:
@@ -766,6 +814,8 @@ class ArraySource : public BatchSource {
   int batch_;
   bool shuffle_;
   runtime::Device* device_;
+  std::function<bool()> rows_in_step_;
+  bool direct_ = false;
 };
 
 // A PyDataset's batches in the pass's order; with workers > 1, worker threads prepare them ahead (at most
@@ -795,9 +845,9 @@ class DatasetSource : public BatchSource {
     next_ = 0;
     if (workers_ > 1) start();
   }
-  std::tuple<Tensor, Tensor, Tensor> next() override {
+  Batch next() override {
     auto [x, y] = next_pair();
-    return {x, y, Tensor()};
+    return {x, y, Tensor(), Tensor()};
   }
   std::pair<Tensor, Tensor> next_pair() {
     if (workers_ <= 1) {
@@ -941,14 +991,14 @@ static FitHistory fit_loop(Sequential& model, Sequential::State& s, BatchSource&
         source.begin_pass();
         left_in_pass = per_pass;
       }
-      auto [xb, yb, wb] = source.next();
+      const Batch batch = source.next();
       --left_in_pass;
       const auto t1 = clock::now();
       Logs batch_logs;
       cbs.each([&](Callback& c) { c.on_train_batch_begin(step, batch_logs); });
       const auto t2 = clock::now();
-      const double rows = static_cast<double>(xb.shape()[0]);
-      const double loss_value = train_step(model, s, xb, yb, wb);
+      const auto rows = static_cast<double>(batch.size());
+      const double loss_value = train_step(model, s, batch);
       input_s += std::chrono::duration<double>(t1 - t0).count();
       step_s += std::chrono::duration<double>(clock::now() - t2).count();
       loss_sum += loss_value * rows;
@@ -1052,7 +1102,7 @@ FitHistory Sequential::fit(const Tensor& x_all, const Tensor& y_all, FitOptions 
   prepare_replicas(*this, s);
   runtime::Device& host = runtime::DeviceManager::get().host_device();
   runtime::Device* copy_to = s.device && s.device != &host && !distributed(s) ? s.device : nullptr;
-  ArraySource source(x, y, w, batch_size, o.shuffle, copy_to);
+  ArraySource source(x, y, w, batch_size, o.shuffle, copy_to, [&s] { return gathers_rows(s); });
   return fit_loop(*this, s, source, o, val, batch_size);
 }
 

@@ -152,7 +152,8 @@ TEST(Training, UnshuffledEpochVisitsEveryBatchInOrder) {
 }
 
 // The recorded step plan (run_eagerly = false, the default) is the eager step bit for bit: every optimizer, the
-// softmax/sparse path and the sigmoid/BCE path, full and short batches, shuffled epochs, evaluate afterwards.
+// softmax/sparse path and the sigmoid/BCE path, full and short batches, shuffled epochs (the recorded step gathers
+// the shuffled rows into its buffers itself, the eager one slices a shuffled copy), evaluate afterwards.
 TEST(Training, RecordedStepPlanIsBitIdenticalToTheEagerStep) {
   for (const char* optimizer : {"adam", "sgd", "rmsprop"}) {
     for (bool sparse : {true, false}) {
