@@ -62,6 +62,17 @@ Tensor categorical_crossentropy(const Tensor& y_true, const Tensor& y_pred, doub
 Tensor sparse_categorical_crossentropy(const Tensor& y_true, const Tensor& y_pred);
 Tensor mean_squared_error(const Tensor& y_true, const Tensor& y_pred);
 Tensor mean_absolute_error(const Tensor& y_true, const Tensor& y_pred);
+/// The per-sample losses above, by name.
+enum class LossFunction {
+  binary_crossentropy,
+  categorical_crossentropy,
+  sparse_categorical_crossentropy,
+  mean_squared_error,
+  mean_absolute_error
+};
+/// reduce_mean of that per-sample loss (Keras's sum_over_batch_size without weights), the same value: one op, and
+/// one launch for its gradient, on devices with the fused kernels (the CPU); the two ops elsewhere.
+Tensor batch_mean_loss(LossFunction f, const Tensor& y_true, const Tensor& y_pred, double label_smoothing = 0.0);
 
 /// How predictions are compared with labels when counting correct ones.
 enum class AccuracyKind { binary, categorical, sparse_categorical };

@@ -27,7 +27,14 @@ static Tensor reduce(Reduction r, const Tensor& values, const Tensor& weights) {
   return ops::reduce_mean(values);
 }
 
+Tensor Loss::batch_mean(const Tensor& y_true, const Tensor& y_pred) const {
+  return ops::reduce_mean(per_sample(y_true, y_pred));
+}
+
 Tensor Loss::operator()(const Tensor& y_true, const Tensor& y_pred) const {
+  if (reduction_ == Reduction::sum_over_batch_size || reduction_ == Reduction::mean_with_sample_weight) {
+    return batch_mean(y_true, y_pred);
+  }
   return reduce(reduction_, per_sample(y_true, y_pred), Tensor());
 }
 
@@ -63,12 +70,20 @@ Tensor BinaryCrossentropy::per_sample(const Tensor& t, const Tensor& p) const {
                             ops::activation(ops::neg(ops::abs(x)), ops::Activation::softplus));
   return ops::reduce_mean(l, 1);
 }
+Tensor BinaryCrossentropy::batch_mean(const Tensor& t, const Tensor& p) const {
+  if (opt_.from_logits) return Loss::batch_mean(t, p);
+  return ops::batch_mean_loss(ops::LossFunction::binary_crossentropy, t, p, opt_.label_smoothing);
+}
 CategoricalCrossentropy::CategoricalCrossentropy(CrossentropyOptions o) : Loss("categorical_crossentropy"), opt_(o) {}
 Tensor CategoricalCrossentropy::per_sample(const Tensor& t, const Tensor& p) const {
   if (!opt_.from_logits) return ops::categorical_crossentropy(t, p, opt_.label_smoothing);
   const Tensor x = as_2d(p);
   const Tensor y = smoothed(as_2d(t), opt_.label_smoothing, static_cast<double>(x.shape()[1]));
   return ops::neg(ops::reduce_sum(ops::mul(y, log_softmax(x)), 1));
+}
+Tensor CategoricalCrossentropy::batch_mean(const Tensor& t, const Tensor& p) const {
+  if (opt_.from_logits) return Loss::batch_mean(t, p);
+  return ops::batch_mean_loss(ops::LossFunction::categorical_crossentropy, t, p, opt_.label_smoothing);
 }
 SparseCategoricalCrossentropy::SparseCategoricalCrossentropy() : Loss("sparse_categorical_crossentropy") {}
 SparseCategoricalCrossentropy::SparseCategoricalCrossentropy(Options o)
@@ -78,6 +93,10 @@ Tensor SparseCategoricalCrossentropy::per_sample(const Tensor& t, const Tensor& 
   // The clipped-path kernel on softmax(x) without clipping: −log softmax(x)[label] through the sparse kernel's
   // label checks, using probabilities that sum to one exactly where it normalises.
   return ops::sparse_categorical_crossentropy(t, ops::softmax(as_2d(p)));
+}
+Tensor SparseCategoricalCrossentropy::batch_mean(const Tensor& t, const Tensor& p) const {
+  if (opt_.from_logits) return Loss::batch_mean(t, p);
+  return ops::batch_mean_loss(ops::LossFunction::sparse_categorical_crossentropy, t, p);
 }
 MeanAbsolutePercentageError::MeanAbsolutePercentageError() : Loss("mean_absolute_percentage_error") {}
 Tensor MeanAbsolutePercentageError::per_sample(const Tensor& t, const Tensor& p) const {
@@ -118,8 +137,14 @@ Tensor KLDivergence::per_sample(const Tensor& t, const Tensor& p) const {
 }
 MeanSquaredError::MeanSquaredError() : Loss("mean_squared_error") {}
 Tensor MeanSquaredError::per_sample(const Tensor& t, const Tensor& p) const { return ops::mean_squared_error(t, p); }
+Tensor MeanSquaredError::batch_mean(const Tensor& t, const Tensor& p) const {
+  return ops::batch_mean_loss(ops::LossFunction::mean_squared_error, t, p);
+}
 MeanAbsoluteError::MeanAbsoluteError() : Loss("mean_absolute_error") {}
 Tensor MeanAbsoluteError::per_sample(const Tensor& t, const Tensor& p) const { return ops::mean_absolute_error(t, p); }
+Tensor MeanAbsoluteError::batch_mean(const Tensor& t, const Tensor& p) const {
+  return ops::batch_mean_loss(ops::LossFunction::mean_absolute_error, t, p);
+}
 
 std::shared_ptr<Loss> get(const std::string& n) {
   if (n == "binary_crossentropy" || n == "bce" || n == "BCE" || n == "BinaryCrossentropy") {

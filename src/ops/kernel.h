@@ -32,6 +32,8 @@ enum class OpId : int {
   ApplyRmsprop,    // var, v, grad, [mom], [mg]
   ApplyAdamMany,   // (var, m, v, grad, [vhat], [grad2]) per variable, attrs AdamAttrs
   DenseGrad,       // dy, y, [z], x, w -> [dx], dw, [db], [dz]: a Dense layer's whole backward (attrs DenseGradAttrs)
+  LossMean,        // y_true, y_pred -> the mean of the per-sample values (Loss then Reduce mean_all; attrs LossAttrs)
+  LossMeanGrad,    // y_true, y_pred, upstream scalar -> d y_pred of that mean (attrs LossAttrs)
   kCount
 };
 

@@ -4,6 +4,7 @@
 #include "ops/attrs.h"
 #include "ops/gradient_recorder.h"
 #include "ops/kernel.h"
+#include "runtime/device_scope_state.h"
 #include "osprey/errors.h"
 #include "osprey/ops.h"
 
@@ -145,7 +146,7 @@ Tensor dense(const Tensor& x, const Tensor& kernel, const Tensor& bias, Activati
   return outs[0];
 }
 
-static Tensor loss(const Tensor& y_true, const Tensor& y_pred, LossKind kind, double smoothing, const char* name) {
+static void check_loss_shapes(const Tensor& y_true, const Tensor& y_pred, LossKind kind, const char* name) {
   const auto& ps = y_pred.shape();
   const auto& ts = y_true.shape();
   if (ps.rank() < 1) throw InvalidArgumentError(fmt::format("{}: y_pred must have rank >= 1, got a scalar", name));
@@ -157,6 +158,11 @@ static Tensor loss(const Tensor& y_true, const Tensor& y_pred, LossKind kind, do
         "{}: y_true of shape {} is incompatible with y_pred of shape {}{}", name, ts.to_string(), ps.to_string(),
         sparse ? " (sparse labels need shape (N,) or (N, 1))" : " (shapes must match)"));
   }
+}
+
+static Tensor loss(const Tensor& y_true, const Tensor& y_pred, LossKind kind, double smoothing, const char* name) {
+  check_loss_shapes(y_true, y_pred, kind, name);
+  const auto& ps = y_pred.shape();
   LossAttrs attrs{kind, smoothing};
   Tensor in[2] = {y_true, y_pred};
   auto& dev = place(OpId::Loss, name, in);
@@ -190,6 +196,44 @@ Tensor mean_squared_error(const Tensor& y_true, const Tensor& y_pred) {
 }
 Tensor mean_absolute_error(const Tensor& y_true, const Tensor& y_pred) {
   return loss(y_true, y_pred, LossKind::mean_absolute_error, 0.0, "MeanAbsoluteError");
+}
+
+Tensor batch_mean_loss(LossFunction f, const Tensor& y_true, const Tensor& y_pred, double label_smoothing) {
+  static constexpr struct {
+    LossKind kind;
+    const char* name;
+  } kLosses[] = {{LossKind::binary_crossentropy, "BinaryCrossentropy"},
+                 {LossKind::categorical_crossentropy, "CategoricalCrossentropy"},
+                 {LossKind::sparse_categorical_crossentropy, "SparseCategoricalCrossentropy"},
+                 {LossKind::mean_squared_error, "MeanSquaredError"},
+                 {LossKind::mean_absolute_error, "MeanAbsoluteError"}};
+  const auto& [kind, name] = kLosses[static_cast<int>(f)];
+  const bool smoothed = kind == LossKind::binary_crossentropy || kind == LossKind::categorical_crossentropy;
+  const double ls = smoothed ? label_smoothing : 0.0;
+  // Fused where the data is and stays (a device scope naming another device type: the two ops place themselves).
+  if (!y_pred.defined() || !y_true.defined()) return reduce_mean(loss(y_true, y_pred, kind, ls, name));
+  const auto& spec = runtime::current_device_spec();
+  const auto type = y_pred.device_ref().type();
+  if ((spec && spec->device_type && *spec->device_type != runtime::device_type_name(type)) ||
+      !has_kernel(OpId::LossMean, type)) {
+    return reduce_mean(loss(y_true, y_pred, kind, ls, name));
+  }
+  check_loss_shapes(y_true, y_pred, kind, name);
+  LossAttrs attrs{kind, ls};
+  Tensor in[2] = {y_true, y_pred};
+  auto& dev = place(OpId::LossMean, name, in);
+  Tensor out = Tensor::empty(Shape{}, DType::float32, &dev);
+  run(OpId::LossMean, dev, in, {&out, 1}, &attrs);
+  maybe_record(name, std::span<const Tensor>(in + 1, 1), {&out, 1}, [&] {
+    return BackwardFn([yt = in[0], yp = in[1], attrs, name](const std::vector<Tensor>& g) {
+      Tensor gin[3] = {yt, yp, g[0]};
+      auto& d = place(OpId::LossMeanGrad, name, gin);
+      Tensor dp = Tensor::empty(yp.shape(), DType::float32, &d);
+      run(OpId::LossMeanGrad, d, gin, {&dp, 1}, &attrs);
+      return std::vector<Tensor>{dp};
+    });
+  });
+  return out;
 }
 
 Tensor accuracy_count(const Tensor& y_true, const Tensor& y_pred, AccuracyKind kind, double threshold) {

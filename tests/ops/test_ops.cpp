@@ -302,6 +302,52 @@ TEST_F(Ops, LossesAgainstKerasFormulas) {
   check_gradients([&](auto& in) { return ops::mean_absolute_error(yr, in[0]); }, {pin}, 2e-2, 1e-4);
 }
 
+// The fused batch mean of a loss is reduce_mean of the per-sample loss bit for bit, and so is its gradient (the
+// mean's backward then LossGrad), for every kernel-backed loss, with label smoothing, at a scaled upstream.
+TEST_F(Ops, BatchMeanLossIsTheMeanOfThePerSampleLossBitForBit) {
+  Tensor p = random::uniform({7, 3}, 0.0, 1.0), soft = random::uniform({7, 3}, 0.0, 1.0);
+  Tensor binary = random::randint(0, 2, {7, 3}).cast(float32);
+  Tensor labels = Tensor::from_vector(std::vector<int64_t>{0, 2, 1, 1, 0, 2, 2}, {7});
+  struct Case {
+    ops::LossFunction f;
+    Tensor y;
+    double smoothing;
+    std::function<Tensor(const Tensor&, const Tensor&)> per_sample;
+  };
+  const std::vector<Case> cases = {
+      {ops::LossFunction::binary_crossentropy, binary, 0.0, [](auto& y, auto& q) { return ops::binary_crossentropy(y, q); }},
+      {ops::LossFunction::binary_crossentropy, soft, 0.1,
+       [](auto& y, auto& q) { return ops::binary_crossentropy(y, q, 0.1); }},
+      {ops::LossFunction::categorical_crossentropy, soft, 0.2,
+       [](auto& y, auto& q) { return ops::categorical_crossentropy(y, q, 0.2); }},
+      {ops::LossFunction::sparse_categorical_crossentropy, labels, 0.0,
+       [](auto& y, auto& q) { return ops::sparse_categorical_crossentropy(y, q); }},
+      {ops::LossFunction::mean_squared_error, soft, 0.0, [](auto& y, auto& q) { return ops::mean_squared_error(y, q); }},
+      {ops::LossFunction::mean_absolute_error, soft, 0.0, [](auto& y, auto& q) { return ops::mean_absolute_error(y, q); }},
+  };
+  for (std::size_t c = 0; c < cases.size(); ++c) {
+    Tensor fused_value, composite_value;
+    std::vector<Tensor> fused_grad, composite_grad;
+    {
+      GradientTape tape;
+      tape.watch(p);
+      fused_value = ops::batch_mean_loss(cases[c].f, cases[c].y, p, cases[c].smoothing);
+      fused_grad = tape.gradient(ops::mul(fused_value, Tensor::scalar(3.0)), {p});
+    }
+    {
+      GradientTape tape;
+      tape.watch(p);
+      composite_value = ops::reduce_mean(cases[c].per_sample(cases[c].y, p));
+      composite_grad = tape.gradient(ops::mul(composite_value, Tensor::scalar(3.0)), {p});
+    }
+    EXPECT_EQ(fused_value.shape(), Shape{}) << "case " << c;
+    EXPECT_EQ(fused_value.to_vector<float>(), composite_value.to_vector<float>()) << "case " << c;
+    EXPECT_EQ(fused_grad[0].to_vector<float>(), composite_grad[0].to_vector<float>()) << "case " << c;
+  }
+  EXPECT_THROW(ops::batch_mean_loss(ops::LossFunction::binary_crossentropy, binary, random::uniform({6, 3})),
+               InvalidArgumentError);
+}
+
 TEST_F(Ops, SparseLabelOutOfRange) {
   Tensor p = Tensor::full({2, 3}, 1.0 / 3);
   try {

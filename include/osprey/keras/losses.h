@@ -20,6 +20,9 @@ class Loss {
   virtual ~Loss() = default;
   /// Per-sample losses, shape (N,).
   virtual Tensor per_sample(const Tensor& y_true, const Tensor& y_pred) const = 0;
+  /// Their mean over the batch (sum_over_batch_size without weights): ops::reduce_mean(per_sample(...)); the
+  /// kernel-backed losses compute the same value as one fused op (ops::batch_mean_loss).
+  virtual Tensor batch_mean(const Tensor& y_true, const Tensor& y_pred) const;
   /// The reduced loss (a scalar unless the reduction is none).
   Tensor operator()(const Tensor& y_true, const Tensor& y_pred) const;
   /// With one weight per sample: Σ(w·l) divided by the element count (not Σw) for sum_over_batch_size.
@@ -45,6 +48,7 @@ class BinaryCrossentropy : public Loss {
  public:
   explicit BinaryCrossentropy(CrossentropyOptions o = {});
   Tensor per_sample(const Tensor& y_true, const Tensor& y_pred) const override;
+  Tensor batch_mean(const Tensor& y_true, const Tensor& y_pred) const override;
   std::string class_name() const override { return "BinaryCrossentropy"; }
   const CrossentropyOptions& options() const { return opt_; }
 
@@ -56,6 +60,7 @@ class CategoricalCrossentropy : public Loss {
  public:
   explicit CategoricalCrossentropy(CrossentropyOptions o = {});
   Tensor per_sample(const Tensor& y_true, const Tensor& y_pred) const override;
+  Tensor batch_mean(const Tensor& y_true, const Tensor& y_pred) const override;
   std::string class_name() const override { return "CategoricalCrossentropy"; }
   const CrossentropyOptions& options() const { return opt_; }
 
@@ -71,6 +76,7 @@ class SparseCategoricalCrossentropy : public Loss {
   SparseCategoricalCrossentropy();
   explicit SparseCategoricalCrossentropy(Options o);
   Tensor per_sample(const Tensor& y_true, const Tensor& y_pred) const override;
+  Tensor batch_mean(const Tensor& y_true, const Tensor& y_pred) const override;
   std::string class_name() const override { return "SparseCategoricalCrossentropy"; }
   const Options& options() const { return opt_; }
 
@@ -82,6 +88,7 @@ class MeanSquaredError : public Loss {
  public:
   MeanSquaredError();
   Tensor per_sample(const Tensor& y_true, const Tensor& y_pred) const override;
+  Tensor batch_mean(const Tensor& y_true, const Tensor& y_pred) const override;
   std::string class_name() const override { return "MeanSquaredError"; }
 };
 /// mean(|y − p|) over the last axis.
@@ -89,6 +96,7 @@ class MeanAbsoluteError : public Loss {
  public:
   MeanAbsoluteError();
   Tensor per_sample(const Tensor& y_true, const Tensor& y_pred) const override;
+  Tensor batch_mean(const Tensor& y_true, const Tensor& y_pred) const override;
   std::string class_name() const override { return "MeanAbsoluteError"; }
 };
 

@@ -147,6 +147,30 @@ static void loss_grad_kernel(const KernelContext& ctx) {
             ctx.outputs[0].data<float>());
 }
 
+// The mean of the per-sample values, as Loss then Reduce(mean_all) compute it: the float values summed in double,
+// divided by their count, rounded to float.
+static void loss_mean_kernel(const KernelContext& ctx) {
+  const int64_t n = ctx.inputs[1].shape()[0];
+  thread_local std::vector<float> values;
+  values.resize(static_cast<std::size_t>(n));
+  loss_impl(ctx.attr<ops::LossAttrs>(), ctx.inputs[0], ctx.inputs[1], values.data(), nullptr, nullptr);
+  double s = 0.0;
+  for (float v : values) s += v;
+  if (n > 0) s /= static_cast<double>(n);
+  ctx.outputs[0].data<float>()[0] = static_cast<float>(s);
+}
+
+// Its gradient: every sample's upstream is the scalar's divided by the count (in float, as the mean's backward
+// computes it), then LossGrad's formulas.
+static void loss_mean_grad_kernel(const KernelContext& ctx) {
+  const int64_t n = ctx.inputs[1].shape()[0];
+  const float up = ctx.inputs[2].data<float>()[0] / static_cast<float>(std::max<int64_t>(n, 1));
+  thread_local std::vector<float> upstream;
+  upstream.assign(static_cast<std::size_t>(n), up);
+  loss_impl(ctx.attr<ops::LossAttrs>(), ctx.inputs[0], ctx.inputs[1], nullptr, upstream.data(),
+            ctx.outputs[0].data<float>());
+}
+
 static int64_t argmax(const float* p, int64_t d) {
   int64_t best = 0;
   for (int64_t j = 1; j < d; ++j) {
@@ -204,6 +228,8 @@ static void accuracy_count_kernel(const KernelContext& ctx) {
 void register_loss_kernels() {
   ops::register_kernel(ops::OpId::Loss, DeviceType::CPU, loss_kernel);
   ops::register_kernel(ops::OpId::LossGrad, DeviceType::CPU, loss_grad_kernel);
+  ops::register_kernel(ops::OpId::LossMean, DeviceType::CPU, loss_mean_kernel);
+  ops::register_kernel(ops::OpId::LossMeanGrad, DeviceType::CPU, loss_mean_grad_kernel);
   ops::register_kernel(ops::OpId::AccuracyCount, DeviceType::CPU, accuracy_count_kernel);
 }
 
