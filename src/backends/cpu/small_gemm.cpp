@@ -185,6 +185,32 @@ __attribute__((target("avx2,fma"))) void column_product(int64_t m, int64_t k, co
   }
 }
 
+// C[m, n] = a ⊗ b (k = 1): each element a_i·b_j rounded once, then + bias, + C, ReLU (A's i-th value at
+// a[i * stride]). Eight columns at a time.
+__attribute__((target("avx2,fma"))) void outer_product(int64_t m, int64_t n, const float* a, int64_t stride,
+                                                        const float* b, float* c, const float* bias, bool accumulate,
+                                                        bool relu) {
+  for (int64_t i = 0; i < m; ++i) {
+    const float ai = a[i * stride];
+    const __m256 av = _mm256_set1_ps(ai);
+    float* ci = c + i * n;
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+      __m256 r = _mm256_mul_ps(av, _mm256_loadu_ps(b + j));
+      if (bias) r = _mm256_add_ps(r, _mm256_loadu_ps(bias + j));
+      if (accumulate) r = _mm256_add_ps(r, _mm256_loadu_ps(ci + j));
+      if (relu) r = _mm256_max_ps(r, _mm256_setzero_ps());
+      _mm256_storeu_ps(ci + j, r);
+    }
+    for (; j < n; ++j) {
+      float r = ai * b[j];
+      if (bias) r += bias[j];
+      if (accumulate) r += ci[j];
+      ci[j] = relu ? std::max(r, 0.f) : r;
+    }
+  }
+}
+
 }  // namespace
 
 bool cpu_has_avx2_fma() {
@@ -206,17 +232,7 @@ static void gemm_rows(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const f
   // is packed (transposed, zero-padded) into a k x 16 buffer first. An 8-column panel is read in place too.
   thread_local std::vector<float> packed;
   if (k == 1) {  // an outer product: each element is fma(a, b, 0), i.e. a·b rounded once
-    for (int64_t i = 0; i < m; ++i) {
-      const float ai = av.a[i * av.row];
-      float* ci = c + i * n;
-      for (int64_t j = 0; j < n; ++j) {
-        float r = ai * b[j];  // B is 1 x n, or n x 1 when transposed: b[j] either way
-        if (bias) r += bias[j];
-        if (accumulate) r += ci[j];
-        ci[j] = relu ? std::max(r, 0.f) : r;
-      }
-    }
-    return;
+    return outer_product(m, n, av.a, av.row, b, c, bias, accumulate, relu);  // B is 1 x n, or n x 1: b[j] either way
   }
   if (n == 1) {  // a column: B's one column is contiguous whether or not it is transposed
     if (ta) return column_product(m, k, a, lda, b, c, bias, accumulate, relu);
