@@ -1,6 +1,7 @@
 // CPU kernels for per-sample losses, their gradients, and accuracy counts (formulas: spec/keras_api.md §2).
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include <fmt/format.h>
@@ -68,7 +69,9 @@ static void bce_impl(const ops::LossAttrs& at, const Tensor& yt, const Tensor& y
   const float* p = yp.data<float>();
   const Labels lab(yt);
   const float ls = static_cast<float>(at.label_smoothing);
-  if (out) {
+  if (out && d == 0) {  // rows of no predictions: the mean of nothing, 0/0
+    for (int64_t i = 0; i < n; ++i) out[i] = std::numeric_limits<float>::quiet_NaN();
+  } else if (out) {
     constexpr int64_t kBlock = 256;
     float c[kBlock], c1[kBlock], log_c[kBlock], log_1c[kBlock];
     // Rows in blocks of whole rows (a row longer than the block is summed across blocks).

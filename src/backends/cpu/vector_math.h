@@ -8,7 +8,8 @@
 
 namespace osprey::cpu {
 
-/// y[i] = exp(x[i]); x below -87.3 gives 0 (or a subnormal), above 88.7 +inf; NaN stays NaN.
+/// y[i] = exp(x[i]); results below 2^-126 are subnormal, and x below -88.38 gives exp(-88.38) ≈ 4e-39 rather than
+/// 0; above 88.72 +inf; NaN stays NaN.
 void exp_values(const float* x, float* y, int64_t n);
 /// y[i] = log(x[i]) for x > 0 (subnormal x as 2^-126's log); 0 gives -inf, negatives and NaN give NaN, +inf +inf.
 void log_values(const float* x, float* y, int64_t n);
