@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One run on a GPU machine (H200, 16 cores, CUDA 13, no network): configure, build with all cores, run every test
 # (tests/cuda included), show `osprey doctor`, train the first seed's model on GPU:0 with placement logging (a
-# sample of the log), time the seed model and the wide MLP on CPU and GPU, and print a short table last.
+# sample of the log), time the seed model and the wide MLP on CPU and GPU (batch 8192 also against cuBLAS's GEMMs
+# alone: bench/gpu_gemm_floor), and print a short table last.
 # Designed to finish in well under 6 minutes. On a machine without a GPU it runs as far as it can (a dry run).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -63,7 +64,7 @@ results+=("| MirroredStrategy example | rc $mirrored_rc, $(grep -m1 'Number of d
 
 section "step times (train_on_batch, µs/step)"
 timings=()
-for spec in "seed 64 200" "wide 128 100" "wide 4096 20"; do
+for spec in "seed 64 200" "wide 128 100" "wide 4096 20" "wide 8192 10"; do
   set -- $spec
   for dev in /CPU:0 /GPU:0; do
     steps=$3
@@ -72,6 +73,20 @@ for spec in "seed 64 200" "wide 128 100" "wide 4096 20"; do
   done
 done
 printf '%s\n' "${timings[@]}"
+
+section "wide MLP at batch 8192 on GPU:0 against cuBLAS's GEMMs alone (target: >= 60 % of their throughput)"
+floor_line=$(timeout 120 build/release/bench/gpu_gemm_floor 8192 20 2>/dev/null || echo '{"skipped": "gpu_gemm_floor failed"}')
+echo "$floor_line"
+floor_us=$(echo "$floor_line" | grep -o '"gemm_floor_us": [0-9.]*' | grep -o '[0-9.]*$')
+step_us=$(printf '%s\n' "${timings[@]}" | grep '| wide | 8192 | /GPU:0 |' | awk -F'|' '{gsub(/ /, "", $5); print $5}')
+if [ -n "$floor_us" ] && [[ "$step_us" =~ ^[0-9.]+$ ]]; then
+  ratio=$(awk -v f="$floor_us" -v s="$step_us" 'BEGIN { printf "%.1f", 100 * f / s }')
+  results+=("| wide b8192 GPU step vs cuBLAS GEMMs | step $step_us µs, GEMMs $floor_us µs: $ratio % (target >= 60) |")
+else
+  results+=("| wide b8192 GPU step vs cuBLAS GEMMs | not measured: ${floor_line} |")
+fi
+seed_gpu=$(printf '%s\n' "${timings[@]}" | grep '| seed | 64 | /GPU:0 |' | awk -F'|' '{gsub(/ /, "", $5); print $5}')
+results+=("| seed step on GPU:0 (no CUDA graphs yet) | ${seed_gpu:-not measured} µs (target <= 20) |")
 
 section "summary"
 echo "| check | result |"
