@@ -53,6 +53,10 @@ for i in 1 2 3; do
   "$build/bench/mirrored_step" single 2 30 2>/dev/null
   "$build/bench/mirrored_step" mirrored 2 30 2>/dev/null
 done
+for run in 1 2; do  # the same through fit() (one epoch of 30 batches)
+  "$build/bench/mirrored_step" single 2 30 fit 2>/dev/null
+  "$build/bench/mirrored_step" mirrored 2 30 fit 2>/dev/null
+done
 
 echo "## input pipeline: a PyDataset taking 5 ms per batch, wide MLP batch 128"
 "$build/bench/input_pipeline" 5 40 2>&1 | grep -E '^\{|bottleneck' | sed 's/^.*W [^]]*] /warning: /'

@@ -243,7 +243,7 @@ std::pair<int64_t, int64_t> shard_range(int64_t n, int shard, int num_shards) {
 }
 
 void Optimizer::apply_sharded_gradients(const std::vector<Tensor>& summed, const std::vector<Variable*>& variables,
-                                        int shard, int num_shards) {
+                                        int shard, int num_shards, bool copy_slots) {
   if (!built_) throw FailedPreconditionError("apply_sharded_gradients: call build_slots() first (cross-replica)");
   if (!shardable()) {
     throw FailedPreconditionError("apply_sharded_gradients: clipping and weight decay need whole variables");
@@ -271,8 +271,29 @@ void Optimizer::apply_sharded_gradients(const std::vector<Tensor>& summed, const
       }
     };
     copy_out(var);
+    if (!copy_slots) continue;
     for (Variable* sv : slot_vars) {
       if (sv) copy_out(*sv);
+    }
+  }
+}
+
+void Optimizer::sync_sharded_slots(const std::vector<Variable*>& variables, int num_shards) {
+  for (std::size_t j = 0; j < variables.size(); ++j) {
+    const int64_t n = variables[j]->num_elements();
+    for (Variable* sv : slots_of(j)) {
+      if (!sv || sv->num_components() < 2) continue;
+      for (int shard = 0; shard < num_shards && shard < sv->num_components(); ++shard) {
+        const auto [b, e] = shard_range(n, shard, num_shards);
+        if (b >= e) continue;
+        const float* src = sv->component(shard).data<float>() + b;
+        for (int q = 0; q < sv->num_components(); ++q) {
+          if (q != shard) {
+            std::memcpy(const_cast<float*>(sv->component(q).data<float>()) + b, src,
+                        sizeof(float) * static_cast<std::size_t>(e - b));
+          }
+        }
+      }
     }
   }
 }

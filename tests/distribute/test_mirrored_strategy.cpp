@@ -56,6 +56,21 @@ void expect_replicas_identical(keras::Sequential& m) {
   }
 }
 
+// The optimizer's slots too (fit defers their copies to the other replicas to its end).
+void expect_slots_identical(keras::Sequential& m) {
+  auto& opt = *m.optimizer();
+  ASSERT_TRUE(opt.built());
+  for (std::size_t i = 0; i < opt.num_tracked(); ++i) {
+    for (Variable* slot : opt.slots_of(i)) {
+      if (!slot) continue;
+      const auto first = slot->component(0).to_vector<float>();
+      for (int c = 1; c < slot->num_components(); ++c) {
+        EXPECT_EQ(slot->component(c).to_vector<float>(), first) << slot->path() << " component " << c;
+      }
+    }
+  }
+}
+
 void expect_close(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b, double tol) {
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) {
@@ -167,6 +182,7 @@ TEST_P(ReplicasMatchOneDevice, SameWeightsLossAndMetricsAsSingleDevice) {
     EXPECT_NEAR(a[0], b[0], 1e-6) << "loss, step " << step;
     EXPECT_NEAR(a[1], b[1], 1e-9) << "accuracy, step " << step;
     expect_replicas_identical(mirrored);
+    expect_slots_identical(mirrored);
   }
   auto ha = single.fit(d.x, d.y, {.epochs = 2, .batch_size = 16, .verbose = 0, .shuffle = false});
   auto hb = mirrored.fit(d.x, d.y, {.epochs = 2, .batch_size = 16, .verbose = 0, .shuffle = false});
@@ -176,6 +192,18 @@ TEST_P(ReplicasMatchOneDevice, SameWeightsLossAndMetricsAsSingleDevice) {
   }
   expect_close(weights(single), weights(mirrored), 2e-5);
   expect_replicas_identical(mirrored);
+  expect_slots_identical(mirrored);
+  // The replicas' slots are the single device's (to float rounding), every replica's slice of them included.
+  for (std::size_t i = 0; i < single.optimizer()->num_tracked(); ++i) {
+    const auto a = single.optimizer()->slots_of(i), b = mirrored.optimizer()->slots_of(i);
+    ASSERT_EQ(a.size(), b.size());
+    for (std::size_t k = 0; k < a.size(); ++k) {
+      if (!a[k]) continue;
+      for (int c = 0; c < b[k]->num_components(); ++c) {
+        expect_close({a[k]->value().to_vector<float>()}, {b[k]->component(c).to_vector<float>()}, 2e-5);
+      }
+    }
+  }
   EXPECT_EQ(mirrored.optimizer()->iterations(), single.optimizer()->iterations());
 
   auto ea = single.evaluate(d.x, d.y, {.batch_size = 7, .verbose = 0});

@@ -131,9 +131,14 @@ class Optimizer {
   /// Replicas that share host memory (logical CPUs) split the update instead: replica `shard` of `num_shards`
   /// updates its slice of every variable (elements shard_range()) once, on its own component, and copies the
   /// result into the other components. `summed` holds the all-reduced gradients (at least that slice). Needs no
-  /// clipping (clips() false: clipping needs whole gradients).
+  /// clipping (clips() false: clipping needs whole gradients). With `copy_slots` false the slots' other components
+  /// are left behind (a replica only ever reads its own slice of its own component): sync_sharded_slots() then
+  /// brings them up to date before anything else reads them.
   void apply_sharded_gradients(const std::vector<Tensor>& summed, const std::vector<Variable*>& variables, int shard,
-                               int num_shards);
+                               int num_shards, bool copy_slots = true);
+  /// Copies every shard's slice of every slot from its replica's component into the other components (after
+  /// apply_sharded_gradients() with copy_slots false).
+  void sync_sharded_slots(const std::vector<Variable*>& variables, int num_shards);
   void finish_replica_step() { ++iterations_; }
   /// The slot variables of variable `index`, in the order update_tensors() takes them (nullptr: not used).
   virtual std::vector<Variable*> slots_of(std::size_t index) = 0;
