@@ -160,24 +160,31 @@ static void check_loss_shapes(const Tensor& y_true, const Tensor& y_pred, LossKi
   }
 }
 
-static Tensor loss(const Tensor& y_true, const Tensor& y_pred, LossKind kind, double smoothing, const char* name) {
+// The per-sample loss op (Loss, shape (N,)), or with `mean` its batch mean (LossMean, a scalar); the backward
+// (LossGrad / LossMeanGrad) takes y_true, y_pred and the upstream gradient to d y_pred.
+static Tensor loss_op(bool mean, const Tensor& y_true, const Tensor& y_pred, LossKind kind, double smoothing,
+                      const char* name) {
   check_loss_shapes(y_true, y_pred, kind, name);
-  const auto& ps = y_pred.shape();
+  const OpId forward = mean ? OpId::LossMean : OpId::Loss, backward = mean ? OpId::LossMeanGrad : OpId::LossGrad;
   LossAttrs attrs{kind, smoothing};
   Tensor in[2] = {y_true, y_pred};
-  auto& dev = place(OpId::Loss, name, in);
-  Tensor out = Tensor::empty({ps[0]}, DType::float32, &dev);
-  run(OpId::Loss, dev, in, {&out, 1}, &attrs);
+  auto& dev = place(forward, name, in);
+  Tensor out = Tensor::empty(mean ? Shape{} : Shape{y_pred.shape()[0]}, DType::float32, &dev);
+  run(forward, dev, in, {&out, 1}, &attrs);
   maybe_record(name, std::span<const Tensor>(in + 1, 1), {&out, 1}, [&] {
-    return BackwardFn([yt = in[0], yp = in[1], attrs, name](const std::vector<Tensor>& g) {
+    return BackwardFn([yt = in[0], yp = in[1], attrs, name, backward](const std::vector<Tensor>& g) {
       Tensor gin[3] = {yt, yp, g[0]};
-      auto& d = place(OpId::LossGrad, name, gin);
+      auto& d = place(backward, name, gin);
       Tensor dp = Tensor::empty(yp.shape(), DType::float32, &d);
-      run(OpId::LossGrad, d, gin, {&dp, 1}, &attrs);
+      run(backward, d, gin, {&dp, 1}, &attrs);
       return std::vector<Tensor>{dp};
     });
   });
   return out;
+}
+
+static Tensor loss(const Tensor& y_true, const Tensor& y_pred, LossKind kind, double smoothing, const char* name) {
+  return loss_op(false, y_true, y_pred, kind, smoothing, name);
 }
 
 // The tape records losses against y_pred only (labels get no gradient), so the backward returns one gradient;
@@ -218,22 +225,7 @@ Tensor batch_mean_loss(LossFunction f, const Tensor& y_true, const Tensor& y_pre
       !has_kernel(OpId::LossMean, type)) {
     return reduce_mean(loss(y_true, y_pred, kind, ls, name));
   }
-  check_loss_shapes(y_true, y_pred, kind, name);
-  LossAttrs attrs{kind, ls};
-  Tensor in[2] = {y_true, y_pred};
-  auto& dev = place(OpId::LossMean, name, in);
-  Tensor out = Tensor::empty(Shape{}, DType::float32, &dev);
-  run(OpId::LossMean, dev, in, {&out, 1}, &attrs);
-  maybe_record(name, std::span<const Tensor>(in + 1, 1), {&out, 1}, [&] {
-    return BackwardFn([yt = in[0], yp = in[1], attrs, name](const std::vector<Tensor>& g) {
-      Tensor gin[3] = {yt, yp, g[0]};
-      auto& d = place(OpId::LossMeanGrad, name, gin);
-      Tensor dp = Tensor::empty(yp.shape(), DType::float32, &d);
-      run(OpId::LossMeanGrad, d, gin, {&dp, 1}, &attrs);
-      return std::vector<Tensor>{dp};
-    });
-  });
-  return out;
+  return loss_op(true, y_true, y_pred, kind, ls, name);
 }
 
 Tensor accuracy_count(const Tensor& y_true, const Tensor& y_pred, AccuracyKind kind, double threshold) {

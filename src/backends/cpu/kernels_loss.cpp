@@ -125,9 +125,7 @@ static void loss_impl(const ops::LossAttrs& at, const Tensor& yt, const Tensor& 
     auto label = [&](int64_t j) { return lab[i * d + j]; };
     float value = 0.f;
     switch (at.kind) {
-      case LossKind::binary_crossentropy:
-        value = loss_rows::binary_crossentropy(pr, d, label, ls, out != nullptr, up, gr);
-        break;
+      case LossKind::binary_crossentropy: break;  // bce_impl, above
       case LossKind::categorical_crossentropy:
         value = loss_rows::categorical_crossentropy(pr, d, label, -1, ls, out != nullptr, up, gr);
         break;
