@@ -134,9 +134,11 @@ Shape Input::build(const Shape& input_shape) {
 }
 
 Dense::Dense(int units, const std::string& activation, DenseOptions options)
-    : Layer(options.name, "dense"), units_(units), activation_(ActivationFn::get(activation).kernel),
-      activation_name_(ActivationFn::get(activation).name), composite_(ActivationFn::get(activation).composite),
-      options_(std::move(options)) {
+    : Layer(options.name, "dense"), units_(units), options_(std::move(options)) {
+  const ActivationFn fn = ActivationFn::get(activation);  // ValueError for unknown names
+  activation_ = fn.kernel;
+  activation_name_ = fn.name;
+  composite_ = fn.composite;
   if (units <= 0) {
     throw ValueError(fmt::format("Received an invalid value for `units`, expected a positive integer. Received: "
                                  "units={}",
@@ -180,6 +182,10 @@ Tensor Dense::call(const Tensor& inputs, bool) {
   }
   Tensor y = ops::dense(inputs, kernel_->value(), bias_ ? bias_->value() : Tensor(), activation_);
   return composite_ ? ActivationFn::get(activation_name_)(y) : y;
+}
+
+bool Dense::has_regularization() const {
+  return (options_.kernel_regularizer && kernel_) || (options_.bias_regularizer && bias_);
 }
 
 std::vector<Tensor> Dense::regularization_losses() {

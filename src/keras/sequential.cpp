@@ -322,7 +322,7 @@ static double distributed_train_step(Sequential& model, Sequential::State& s, co
 
 static bool has_penalties(Sequential::State& s) {
   for (auto& l : s.layers) {
-    if (!l->regularization_losses().empty()) return true;
+    if (l->has_regularization()) return true;
   }
   return false;
 }
@@ -397,18 +397,17 @@ static Tensor owned_copy(const Tensor& t, runtime::Device& device) {
   std::memcpy(out.raw_data(), t.to(device).raw_data(), static_cast<std::size_t>(t.nbytes()));
   return out;
 }
-// dst's rows = src's rows order[0, dst rows).
-static void gather_part_rows(Tensor& dst, const Tensor& src, const int64_t* order) {
+// A part's input buffer `dst` refilled from the batch `src`: its rows order[begin, begin + dst rows) when `order`
+// is given (fit's shuffled rows of the whole arrays), else rows [begin, begin + dst rows).
+static void load_rows(Tensor& dst, const Tensor& src, const int64_t* order, int64_t begin) {
   if (!dst.defined()) return;
   const std::size_t row_bytes = static_cast<std::size_t>(src.nbytes() / std::max<int64_t>(src.shape()[0], 1));
-  gather_host_rows(dst.raw_data(), src.raw_data(), order, dst.shape()[0], row_bytes);
-}
-
-static void copy_rows(Tensor& dst, const Tensor& src, int64_t begin) {
-  if (!dst.defined()) return;
-  const std::size_t row_bytes = static_cast<std::size_t>(src.nbytes() / std::max<int64_t>(src.shape()[0], 1));
-  std::memcpy(dst.raw_data(), static_cast<const char*>(src.raw_data()) + row_bytes * begin,
-              static_cast<std::size_t>(dst.nbytes()));
+  if (order) {
+    gather_host_rows(dst.raw_data(), src.raw_data(), order + begin, dst.shape()[0], row_bytes);
+  } else {
+    std::memcpy(dst.raw_data(), static_cast<const char*>(src.raw_data()) + row_bytes * begin,
+                static_cast<std::size_t>(dst.nbytes()));
+  }
 }
 
 // The forward and backward pass of rows [begin, end) of the batch, eagerly: the part's predictions, loss and
@@ -530,15 +529,9 @@ static double planned_train_step(Sequential& model, Sequential::State& s, const 
     // thread then writes the input buffers its kernels read).
     const int64_t* order = rows ? rows->data<int64_t>() : nullptr;
     auto run_part = [&](Sequential::State::StepPlan::Part& part) {
-      if (order) {
-        gather_part_rows(part.x, x, order + part.begin);
-        gather_part_rows(part.y, y, order + part.begin);
-        gather_part_rows(part.w, w, order + part.begin);
-      } else {
-        copy_rows(part.x, x, part.begin);
-        copy_rows(part.y, y, part.begin);
-        copy_rows(part.w, w, part.begin);
-      }
+      load_rows(part.x, x, order, part.begin);
+      load_rows(part.y, y, order, part.begin);
+      load_rows(part.w, w, order, part.begin);
       part.recording.replay();
     };
     if (plan->parts.size() == 1 ||
@@ -759,11 +752,11 @@ class BatchSource {
 // Tensors held on the host, cut into batches (gathered in a shuffled order, or sliced in order).
 class ArraySource : public BatchSource {
  public:
-  /// `rows_in_step()`: whether the training step gathers a shuffled batch's rows itself (then a batch is the whole
-  /// arrays and its row indices; else the rows are gathered here).
+  /// `rows_in_step`: the training step gathers a shuffled batch's rows itself (then a batch is the whole arrays and
+  /// its row indices; else the rows are gathered here). A step that cannot gathers them with ops (train_step).
   ArraySource(const Tensor& x, const Tensor& y, const Tensor& w, int batch_size, bool shuffle, runtime::Device* device,
-              std::function<bool()> rows_in_step)
-      : batch_(batch_size), shuffle_(shuffle), device_(device), rows_in_step_(std::move(rows_in_step)) {
+              bool rows_in_step)
+      : batch_(batch_size), shuffle_(shuffle), device_(device), rows_in_step_(rows_in_step) {
     runtime::Device& host = runtime::DeviceManager::get().host_device();
     x_ = &x.device_ref() == &host ? x : x.to(host);
     y_ = &y.device_ref() == &host ? y : y.to(host);
@@ -778,7 +771,7 @@ class ArraySource : public BatchSource {
     // Otherwise data up to kShuffleCopyBytes is gathered in the pass's order once and the batches are slices of
     // that copy: the same rows in the same batches as a gather per batch, without two or three gather ops per step.
     shuffled_x_ = shuffled_y_ = shuffled_w_ = Tensor();
-    direct_ = order_.defined() && !device_ && rows_in_step_();
+    direct_ = order_.defined() && !device_ && rows_in_step_;
     const int64_t bytes = x_.nbytes() + y_.nbytes() + (w_.defined() ? w_.nbytes() : 0);
     if (order_.defined() && !direct_ && bytes <= kShuffleCopyBytes) {
       shuffled_x_ = ops::gather_rows(x_, order_);
@@ -820,7 +813,7 @@ class ArraySource : public BatchSource {
   int batch_;
   bool shuffle_;
   runtime::Device* device_;
-  std::function<bool()> rows_in_step_;
+  bool rows_in_step_;
   bool direct_ = false;
 };
 
@@ -1120,7 +1113,7 @@ FitHistory Sequential::fit(const Tensor& x_all, const Tensor& y_all, FitOptions 
   prepare_replicas(*this, s);
   runtime::Device& host = runtime::DeviceManager::get().host_device();
   runtime::Device* copy_to = s.device && s.device != &host && !distributed(s) ? s.device : nullptr;
-  ArraySource source(x, y, w, batch_size, o.shuffle, copy_to, [&s] { return gathers_rows(s); });
+  ArraySource source(x, y, w, batch_size, o.shuffle, copy_to, gathers_rows(s));
   return fit_loop(*this, s, source, o, val, batch_size);
 }
 

@@ -40,6 +40,8 @@ class Layer {
   int64_t count_params() const;
   /// The layer's weight penalties (kernel_regularizer, ...), added to the training loss.
   virtual std::vector<Tensor> regularization_losses() { return {}; }
+  /// Whether regularization_losses() has any (without computing them).
+  virtual bool has_regularization() const { return false; }
   /// Projects the weights back after an optimizer update (kernel_constraint, ...).
   virtual void apply_constraints() {}
 
@@ -140,11 +142,12 @@ class Dense : public Layer {
   Variable* bias() { return bias_; }
   const DenseOptions& options() const { return options_; }
   std::vector<Tensor> regularization_losses() override;
+  bool has_regularization() const override;
   void apply_constraints() override;
 
  private:
   int units_;
-  ops::Activation activation_;
+  ops::Activation activation_ = ops::Activation::linear;
   std::string activation_name_;
   bool composite_ = false;  ///< applied with ops after the fused linear product
   DenseOptions options_;
