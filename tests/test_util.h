@@ -4,14 +4,15 @@
 #include <filesystem>
 #include <string>
 
+#include "osprey/errors.h"
 #include "runtime/device_manager.h"
 
 namespace osprey::testing {
 /// A fresh runtime, as a new process would see it (the test-only reset hook).
 inline void reset_runtime() { runtime::DeviceManager::get().reset_for_testing(); }
 
-/// The what() of the exception of type E that f() throws, or "<no exception>".
-template <typename E, typename F>
+/// The what() of the exception of type E (any Osprey error by default) that f() throws, or "<no exception>".
+template <typename E = Error, typename F>
 std::string error_of(F&& f) {
   try {
     f();

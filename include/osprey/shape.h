@@ -39,6 +39,8 @@ class Shape {
 
  private:
   const int64_t* data() const { return rank_ <= kInlineRank ? inline_ : heap_.data(); }
+  /// Dimension index i (negative: from the end) as 0 .. rank-1; InvalidArgumentError when out of range.
+  int index_of(int i) const;
   int rank_ = 0;
   int64_t inline_[kInlineRank] = {};  // ranks up to kInlineRank; unused entries stay 0 (for ==)
   std::vector<int64_t> heap_;         // larger ranks

@@ -19,19 +19,18 @@ Shape::Shape(std::span<const int64_t> dims) : rank_(static_cast<int>(dims.size()
   }
 }
 
-int64_t Shape::operator[](int i) const {
+int Shape::index_of(int i) const {
   const int j = i < 0 ? i + rank_ : i;
   if (j < 0 || j >= rank_) {
     throw InvalidArgumentError("Dimension index " + std::to_string(i) + " out of range for shape " + to_string());
   }
-  return data()[j];
+  return j;
 }
 
+int64_t Shape::operator[](int i) const { return data()[index_of(i)]; }
+
 Shape Shape::with_dim(int i, int64_t size) const {
-  const int j = i < 0 ? i + rank_ : i;
-  if (j < 0 || j >= rank_) {
-    throw InvalidArgumentError("Dimension index " + std::to_string(i) + " out of range for shape " + to_string());
-  }
+  const int j = index_of(i);
   if (size < 0) throw InvalidArgumentError("Shape dimensions must be >= 0, got " + std::to_string(size));
   Shape out = *this;
   (out.rank_ <= kInlineRank ? out.inline_ : out.heap_.data())[j] = size;

@@ -176,11 +176,10 @@ void Optimizer::apply_gradient_halves(const std::vector<Tensor>& a, const std::v
     throw InvalidArgumentError(fmt::format("apply_gradient_halves: {} and {} gradients for {} variables", a.size(),
                                            b.size(), variables.size()));
   }
-  const bool whole_gradients_needed =
-      base_.clipnorm || base_.clipvalue || base_.global_clipnorm || (base_.weight_decay && *base_.weight_decay != 0.0);
   build_slots(variables);
   begin_step();
-  if (whole_gradients_needed || !update_fused(a, variables, &b)) {
+  // Clipping and weight decay need the whole averaged gradient first (shardable() says neither is set).
+  if (!shardable() || !update_fused(a, variables, &b)) {
     average_halves(scratch, a, b);
     update_all(scratch, variables);
   }

@@ -23,10 +23,7 @@ using osprey::testing::data_file;
 
 namespace {
 std::string temp_path(const std::string& name) { return osprey::testing::temp_path("weights_h5_test", name); }
-template <typename F>
-std::string error_of(F&& f) {
-  return osprey::testing::error_of<Error>(std::forward<F>(f));
-}
+using osprey::testing::error_of;
 }  // namespace
 
 namespace {

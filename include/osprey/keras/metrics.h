@@ -23,11 +23,7 @@ class Metric {
   /// A metric whose state is a count over samples (the accuracies) gives a batch's count as a 1-element tensor:
   /// a training step split in halves computes it inside each half, recorded with the step, and adds the halves'
   /// counts with add_count() (exact: whole numbers). Undefined, the default: update_state() on the whole batch.
-  virtual Tensor batch_count(const Tensor& y_true, const Tensor& y_pred) {
-    (void)y_true;
-    (void)y_pred;
-    return Tensor();
-  }
+  virtual Tensor batch_count(const Tensor& /*y_true*/, const Tensor& /*y_pred*/) { return Tensor(); }
   /// Adds `count` over `samples` samples (what update_state() adds for a batch whose batch_count() is `count`).
   void add_count(double count, double samples) { accumulate(count, samples); }
   const std::string& name() const { return name_; }

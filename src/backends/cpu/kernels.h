@@ -53,18 +53,18 @@ void register_optimizer_kernels();
 
 /// y = act(z) over n values; softmax works on rows of length `cols`. z and y may alias.
 void apply_activation(ops::Activation act, const float* z, float* y, int64_t n, int64_t cols);
-/// Row-major C[m,n] = op(A)·op(B) (+ beta·C) through oneDNN's sgemm.
+/// Row-major C[m,n] = op(A)·op(B) (+ beta·C): Osprey's small kernel up to kSmallGemmMaxWork multiply-adds (with
+/// AVX2 and FMA), oneDNN's sgemm above.
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c,
           float beta = 0.0f);
 
-/// While alive, oneDNN GEMMs run on the calling thread alone when m·n·k is below `kSmallGemmWork` (OpenMP's
+/// While alive, oneDNN GEMMs run on the calling thread alone when m·n·k is below `kSmallGemmMaxWork` (OpenMP's
 /// fork/join costs more than such a product; with AVX2 Osprey's own kernel takes them anyway) or when the thread
 /// runs half of a pair (the other core has the other half). Wrap both primitive creation and execution: oneDNN
 /// fixes a matmul's thread split at creation. Above the limit both threads pay: the wide MLP's 128x512 by 512x10
 /// layer took 31 us on one thread, 14 us on two.
 class GemmThreadLimit {
  public:
-  static constexpr int64_t kSmallGemmWork = kSmallGemmMaxWork;
   GemmThreadLimit(int64_t m, int64_t n, int64_t k);
   ~GemmThreadLimit();
   GemmThreadLimit(const GemmThreadLimit&) = delete;

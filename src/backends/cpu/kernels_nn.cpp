@@ -25,7 +25,7 @@ static dnnl::engine& engine() {
 }
 
 GemmThreadLimit::GemmThreadLimit(int64_t m, int64_t n, int64_t k) {
-  if ((m * n * k < kSmallGemmWork || runtime::in_pair_half()) && omp_get_max_threads() > 1) {
+  if ((m * n * k < kSmallGemmMaxWork || runtime::in_pair_half()) && omp_get_max_threads() > 1) {
     saved_ = omp_get_max_threads();
     omp_set_num_threads(1);
   }
