@@ -56,6 +56,11 @@ struct Sequential::State {
       std::vector<Tensor> grads;
       std::vector<Tensor> metric_counts;  // per metric: batch_count() of this part's rows, or undefined
       ops::StepRecording recording;
+      // On a device without host memory (a GPU), x, y and w are views of one device block, `inputs`, refilled
+      // every step by one copy of `staging`, a host block of the same layout into which the rows are loaded
+      // (staged_x, staged_y and staged_w are its views).
+      std::shared_ptr<Storage> inputs, staging;
+      Tensor staged_x, staged_y, staged_w;
     };
     Shape x_shape, y_shape;
     DType x_dtype, y_dtype;
@@ -355,12 +360,15 @@ static void apply_constraints(Sequential::State& s) {
 
 // A step can be recorded and replayed when nothing in it depends on host-side decisions or randomness: Dense
 // layers only, on a host-memory device, without a strategy.
-static bool dense_on_host(const Sequential::State& s) {
-  if (distributed(s) || !s.device || !s.device->host_memory()) return false;
+// A model of Dense layers on one device (any device: the host or a GPU).
+static bool dense_on_one_device(const Sequential::State& s) {
+  if (distributed(s) || !s.device) return false;
   return std::all_of(s.layers.begin(), s.layers.end(),
                      [](const auto& l) { return dynamic_cast<const layers::Dense*>(l.get()) != nullptr; });
 }
-static bool plannable(const Sequential::State& s) { return !s.run_eagerly && dense_on_host(s); }
+static bool dense_on_host(const Sequential::State& s) { return dense_on_one_device(s) && s.device->host_memory(); }
+// Whether training steps are recorded and replayed (planned_train_step).
+static bool plannable(const Sequential::State& s) { return !s.run_eagerly && dense_on_one_device(s); }
 
 // Batches from this many rows (even) are split in two halves when the model is small enough (kSplitMaxParams).
 static constexpr int64_t kSplitMinRows = 32;
@@ -391,11 +399,14 @@ static Tensor rows_of(const Tensor& t, int64_t begin, int64_t end) {
 static double eager_train_step(Sequential& model, Sequential::State& s, const Tensor& x, const Tensor& y,
                                const Tensor& w);
 
-// A private copy of `t` (the plan owns its input buffers and refills them every step).
-static Tensor owned_copy(const Tensor& t, runtime::Device& device) {
-  Tensor out = Tensor::empty(t.shape(), t.dtype(), &device);
-  std::memcpy(out.raw_data(), t.to(device).raw_data(), static_cast<std::size_t>(t.nbytes()));
-  return out;
+// A tensor shaped like `like` at `offset` bytes into `storage`.
+static Tensor view_of(const std::shared_ptr<Storage>& storage, std::size_t offset, const Tensor& like) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = storage;
+  impl->offset = offset;
+  impl->shape = like.shape();
+  impl->dtype = like.dtype();
+  return Tensor(std::move(impl));
 }
 // A part's input buffer `dst` refilled from the batch `src`: its rows order[begin, begin + dst rows) when `order`
 // is given (fit's shuffled rows of the whole arrays), else rows [begin, begin + dst rows).
@@ -407,6 +418,69 @@ static void load_rows(Tensor& dst, const Tensor& src, const int64_t* order, int6
   } else {
     std::memcpy(dst.raw_data(), static_cast<const char*>(src.raw_data()) + row_bytes * begin,
                 static_cast<std::size_t>(dst.nbytes()));
+  }
+}
+
+// Gives a part its own input buffers, shaped like its rows of the batch: on the host, one for each of x, y and w;
+// on a device, one device block for the three and its host staging block. load_part() fills them.
+static void own_inputs(Sequential::State::StepPlan::Part& part, runtime::Device& device) {
+  Tensor* const tensors[3] = {&part.x, &part.y, &part.w};
+  if (device.host_memory()) {
+    for (Tensor* t : tensors) {
+      if (t->defined()) *t = Tensor::empty(t->shape(), t->dtype(), &device);
+    }
+    return;
+  }
+  constexpr std::size_t kAlign = 256;  // what cudaMalloc gives: vector loads and cuBLASLt's best alignment
+  std::size_t offsets[3] = {}, bytes = 0;
+  for (int i = 0; i < 3; ++i) {
+    offsets[i] = bytes;
+    if (tensors[i]->defined()) bytes += (static_cast<std::size_t>(tensors[i]->nbytes()) + kAlign - 1) / kAlign * kAlign;
+  }
+  part.inputs = std::make_shared<Storage>(device, bytes);
+  part.staging = std::make_shared<Storage>(runtime::DeviceManager::get().host_device(), bytes);
+  Tensor* const staged[3] = {&part.staged_x, &part.staged_y, &part.staged_w};
+  for (int i = 0; i < 3; ++i) {
+    if (!tensors[i]->defined()) continue;
+    *staged[i] = view_of(part.staging, offsets[i], *tensors[i]);
+    *tensors[i] = view_of(part.inputs, offsets[i], *tensors[i]);
+  }
+}
+
+// Whether a recorded step on `device` takes `t` as its batch: host data, or data already on that device.
+static bool step_input(const Tensor& t, const runtime::Device* device) {
+  return !t.defined() || t.device_ref().host_memory() || &t.device_ref() == device;
+}
+
+// Fills a part's input buffers with its rows of x, y and w (fit's shuffled rows `order` of them when given; then
+// they are host tensors). On the host the rows go straight into the buffers; on a device, host rows go through the
+// staging block (one copy for all of them) and rows already on the device are copied there.
+static void load_part(Sequential::State::StepPlan::Part& part, runtime::Device& device, const Tensor& x,
+                      const Tensor& y, const Tensor& w, const int64_t* order) {
+  if (!part.staging) {
+    load_rows(part.x, x, order, part.begin);
+    load_rows(part.y, y, order, part.begin);
+    load_rows(part.w, w, order, part.begin);
+    return;
+  }
+  const Tensor* const sources[3] = {&x, &y, &w};
+  Tensor* const staged[3] = {&part.staged_x, &part.staged_y, &part.staged_w};
+  Tensor* const buffers[3] = {&part.x, &part.y, &part.w};
+  bool from_host = false;
+  for (int i = 0; i < 3; ++i) {
+    if (buffers[i]->defined() && sources[i]->device_ref().host_memory()) {
+      load_rows(*staged[i], *sources[i], order, part.begin);
+      from_host = true;
+    }
+  }
+  if (from_host) device.platform().copy(device, part.inputs->data, true, part.staging->data, false, part.staging->bytes);
+  for (int i = 0; i < 3; ++i) {
+    const Tensor& src = *sources[i];
+    if (!buffers[i]->defined() || src.device_ref().host_memory()) continue;
+    const auto row_bytes = static_cast<std::size_t>(src.nbytes() / std::max<int64_t>(src.shape()[0], 1));
+    device.platform().copy(device, buffers[i]->impl()->data(), true,
+                           static_cast<const char*>(src.impl()->data()) + row_bytes * part.begin, true,
+                           static_cast<std::size_t>(buffers[i]->nbytes()));
   }
 }
 
@@ -529,9 +603,7 @@ static double planned_train_step(Sequential& model, Sequential::State& s, const 
     // thread then writes the input buffers its kernels read).
     const int64_t* order = rows ? rows->data<int64_t>() : nullptr;
     auto run_part = [&](Sequential::State::StepPlan::Part& part) {
-      load_rows(part.x, x, order, part.begin);
-      load_rows(part.y, y, order, part.begin);
-      load_rows(part.w, w, order, part.begin);
+      load_part(part, *s.device, x, y, w, order);
       part.recording.replay();
     };
     if (plan->parts.size() == 1 ||
@@ -547,9 +619,8 @@ static double planned_train_step(Sequential& model, Sequential::State& s, const 
     p->y_dtype = y.dtype();
     p->parts = make_parts(x, y, w, split_rows(model, s, x));
     for (auto& part : p->parts) {
-      part.x = owned_copy(part.x, *s.device);
-      part.y = owned_copy(part.y, *s.device);
-      if (part.w.defined()) part.w = owned_copy(part.w, *s.device);
+      own_inputs(part, *s.device);
+      load_part(part, *s.device, x, y, w, nullptr);
     }
     const uint64_t copies_inside = tensor_copies_on_this_thread();
     for (auto& part : p->parts) {
@@ -568,8 +639,7 @@ static double planned_train_step(Sequential& model, Sequential::State& s, const 
 static double train_step(Sequential& model, Sequential::State& s, const Tensor& x, const Tensor& y,
                          const Tensor& w = Tensor()) {
   if (distributed(s)) return distributed_train_step(model, s, x, y, w);
-  if (plannable(s) && x.device_ref().host_memory() && y.device_ref().host_memory() &&
-      (!w.defined() || w.device_ref().host_memory())) {
+  if (plannable(s) && step_input(x, s.device) && step_input(y, s.device) && step_input(w, s.device)) {
     return planned_train_step(model, s, x, y, w);
   }
   return eager_train_step(model, s, x, y, w);
@@ -1112,7 +1182,8 @@ FitHistory Sequential::fit(const Tensor& x_all, const Tensor& y_all, FitOptions 
   check_input(*this, s, x);
   prepare_replicas(*this, s);
   runtime::Device& host = runtime::DeviceManager::get().host_device();
-  runtime::Device* copy_to = s.device && s.device != &host && !distributed(s) ? s.device : nullptr;
+  // A recorded step on a device copies its batches there itself (one copy per step).
+  runtime::Device* copy_to = s.device && s.device != &host && !distributed(s) && !gathers_rows(s) ? s.device : nullptr;
   ArraySource source(x, y, w, batch_size, o.shuffle, copy_to, gathers_rows(s));
   return fit_loop(*this, s, source, o, val, batch_size);
 }
@@ -1248,8 +1319,10 @@ std::vector<double> Sequential::train_on_batch(const Tensor& x, const Tensor& y)
   check_input(*this, s, x);
   prepare_replicas(*this, s);
   Tensor xb = x, yb = y;
-  if (s.device && &xb.device_ref() != s.device && !distributed(s)) xb = xb.to(*s.device);
-  if (s.device && &yb.device_ref() != s.device && !distributed(s)) yb = yb.to(*s.device);
+  // A recorded step copies host batches to its device itself (one copy for x and y).
+  const bool step_copies = plannable(s) && step_input(x, s.device) && step_input(y, s.device);
+  if (s.device && &xb.device_ref() != s.device && !distributed(s) && !step_copies) xb = xb.to(*s.device);
+  if (s.device && &yb.device_ref() != s.device && !distributed(s) && !step_copies) yb = yb.to(*s.device);
   std::vector<double> out{train_step(*this, s, xb, yb)};
   for (auto& m : s.metrics) out.push_back(m->result());
   return out;

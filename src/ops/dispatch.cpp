@@ -94,8 +94,46 @@ void run(OpId op, runtime::Device& device, std::span<const Tensor> inputs, std::
   }
 }
 
-void StepRecording::replay() const {
-  for (const auto& l : launches_) {
+StepRecording::StepRecording() = default;
+StepRecording::~StepRecording() = default;
+StepRecording::StepRecording(StepRecording&&) noexcept = default;
+StepRecording& StepRecording::operator=(StepRecording&&) noexcept = default;
+
+void StepRecording::clear() {
+  launches_.clear();
+  graph_.reset();
+  graph_tried_ = false;
+}
+
+void StepRecording::add(Launch launch) {
+  launches_.push_back(std::move(launch));
+  graph_.reset();
+  graph_tried_ = false;
+}
+
+void StepRecording::replay() {
+  if (!graph_tried_) {
+    graph_tried_ = true;
+    runtime::Device* device = launches_.empty() ? nullptr : launches_.front().device;
+    for (const auto& l : launches_) {
+      if (l.device != device) device = nullptr;
+    }
+    // Host devices run kernels as calls: nothing to capture. The graph may keep the work: it names the launches'
+    // heap array, which moves with the recording and lives until the next add() or clear(), which drop the graph.
+    const std::span<const Launch> launches(launches_);
+    if (device && !device->host_memory()) {
+      graph_ = device->platform().capture(*device, [launches] { run_launches(launches); });
+    }
+  }
+  if (graph_) {
+    graph_->launch();
+  } else {
+    run_launches(launches_);
+  }
+}
+
+void StepRecording::run_launches(std::span<const Launch> launches) {
+  for (const auto& l : launches) {
     runtime::ExecutingDevice on(l.device);
     // The outputs are the recorded tensors: the kernels write into the same buffers again.
     l.fn(KernelContext{l.inputs, std::span<Tensor>(const_cast<Tensor*>(l.outputs.data()), l.outputs.size()),

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <initializer_list>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -87,14 +88,26 @@ class StepRecording {
     std::vector<Tensor> inputs, outputs;
     std::vector<unsigned char> attrs;
   };
-  /// Runs every recorded launch again, in order.
-  void replay() const;
+  StepRecording();
+  ~StepRecording();
+  StepRecording(StepRecording&&) noexcept;
+  StepRecording& operator=(StepRecording&&) noexcept;
+
+  /// Runs every recorded launch again, in order. When they all run on one device whose platform captures graphs
+  /// (CUDA), the first replay captures them as one graph and every replay launches that graph.
+  void replay();
   std::size_t size() const { return launches_.size(); }
-  void clear() { launches_.clear(); }
-  void add(Launch launch) { launches_.push_back(std::move(launch)); }
+  void clear();
+  void add(Launch launch);
+  /// Whether replays launch a captured graph (known after the first replay).
+  bool replays_as_graph() const { return graph_ != nullptr; }
 
  private:
+  static void run_launches(std::span<const Launch> launches);
+
   std::vector<Launch> launches_;
+  std::unique_ptr<runtime::DeviceGraph> graph_;
+  bool graph_tried_ = false;
 };
 
 /// While alive, kernel launches on this thread are recorded into `recording` (they still run).

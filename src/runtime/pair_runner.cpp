@@ -1,4 +1,5 @@
 #include "runtime/pair_runner.h"
+#include "runtime/executing_device.h"
 
 #include <omp.h>
 #include <pthread.h>
@@ -38,6 +39,7 @@ class Helper {
     if (busy_.exchange(true, std::memory_order_acquire)) return false;
     fn_ = fn;
     ctx_ = ctx;
+    device_ = executing_device();
     const uint64_t job = posted_.fetch_add(1, std::memory_order_seq_cst) + 1;
     if (sleeping_.load(std::memory_order_seq_cst)) {
       std::lock_guard lock(mu_);
@@ -86,6 +88,7 @@ class Helper {
       error_ = nullptr;
       try {
         InHalf in_half;
+        ExecutingDevice on(device_);  // the half belongs to the caller's kernel, on the caller's device
         fn_(ctx_, 1);
       } catch (...) {
         error_ = std::current_exception();
@@ -118,6 +121,7 @@ class Helper {
   std::atomic<uint64_t> posted_{0};            // jobs handed over
   void (*fn_)(void*, int) = nullptr;           // the job, on the line the helper reads anyway
   void* ctx_ = nullptr;
+  const Device* device_ = nullptr;             // the caller's executing device
   alignas(64) std::atomic<uint64_t> claimed_{0};   // the last job whose second half someone took
   alignas(64) std::atomic<uint64_t> finished_{0};  // the last job the helper finished
   std::exception_ptr error_;

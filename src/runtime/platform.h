@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -46,7 +47,15 @@ struct PlatformStatus {
 };
 
 /// Bumped whenever Platform's layout changes; a plug-in built against another version is refused.
-inline constexpr int kPluginAbiVersion = 1;
+inline constexpr int kPluginAbiVersion = 2;
+
+/// A piece of device work captured once (Platform::capture) and launched again as a whole: a CUDA graph.
+class DeviceGraph {
+ public:
+  virtual ~DeviceGraph() = default;
+  /// Queues the captured work on its device again (the same kernels on the same buffers).
+  virtual void launch() = 0;
+};
 
 class Platform {
  public:
@@ -78,7 +87,13 @@ class Platform {
   virtual PlatformStatus status() const { return {}; }
   /// GPUs below this compute capability are ignored at discovery, as TensorFlow does ({0, 0}: no minimum).
   virtual std::pair<int, int> min_compute_capability() const { return {0, 0}; }
-
+  /// Captures the kernel launches `work` queues on `device` as one graph, without running them, or returns nullptr
+  /// (the platform has no graphs, they are switched off, or `work` did something a graph cannot hold, such as
+  /// waiting for the device); the device is then usable as before. A recorded training step is replayed this way.
+  /// `work` may be kept and called again while the returned graph lives.
+  virtual std::unique_ptr<DeviceGraph> capture(Device& /*device*/, const std::function<void()>& /*work*/) {
+    return nullptr;
+  }
 };
 
 }  // namespace osprey::runtime

@@ -520,6 +520,53 @@ TEST_F(GpuRuntimeTest, SequentialTrainsOnTheGpuWithVariablesThere) {
   for (auto* v : model.variables()) EXPECT_EQ(v->value().device().name, "/device:GPU:0") << v->path();
 }
 
+// On a GPU the recorded step plan keeps its inputs in one device block (one copy per step from a host staging
+// block, fit's shuffled rows gathered there) and replays as a graph captured at its first replay: still the
+// eager step bit for bit, with and without graphs, for the sigmoid/BCE and softmax/sparse paths, sample weights,
+// shuffled epochs and a short last batch (a second plan: a second graph).
+TEST_F(GpuRuntimeTest, RecordedStepOnTheGpuReplaysAsAGraphAndEqualsTheEagerStep) {
+  for (bool sparse : {false, true}) {
+    std::vector<std::vector<float>> result[3];
+    std::vector<double> losses[3];
+    for (int run = 0; run < 3; ++run) {  // recorded with graphs, recorded without graphs, eager
+      osprey::testing::reset_runtime();
+      osprey::testing::install_test_platform({.gpus = osprey::testing::default_test_gpus(1), .graphs = run != 1});
+      osprey::testing::graph_captures = osprey::testing::graph_launches = 0;
+      random::set_seed(41);
+      Tensor x = random::uniform({101, 5}, -1, 1);  // batch 16: six full batches and a short one of 5
+      Tensor y = sparse ? random::randint(0, 4, {101}).cast(DType::int64)
+                        : random::randint(0, 2, {101, 1}).cast(DType::float32);
+      Tensor w = random::uniform({101}, 0.5, 2.0);
+      keras::Sequential m({keras::layers::Input({5}), keras::layers::Dense(12, "relu"),
+                           keras::layers::Dense(sparse ? 4 : 1, sparse ? "softmax" : "sigmoid")});
+      m.compile({.optimizer = "adam",
+                 .loss = sparse ? "sparse_categorical_crossentropy" : "binary_crossentropy",
+                 .metrics = {"accuracy"},
+                 .run_eagerly = run == 2});
+      auto h = m.fit(x, y, {.epochs = 3, .batch_size = 16, .verbose = 0, .sample_weight = w});
+      losses[run] = h.history["loss"];
+      losses[run].push_back(h.history["accuracy"].back());
+      for (int i = 0; i < 2; ++i) {  // unweighted: a third plan, recorded by the first call, replayed by the second
+        losses[run].push_back(m.train_on_batch(x.slice_rows(0, 16), y.slice_rows(0, 16))[0]);
+      }
+      for (auto* v : m.variables()) {
+        EXPECT_EQ(v->value().device().name, "/device:GPU:0");
+        result[run].push_back(v->value().to_vector<float>());
+      }
+      if (run == 0) {
+        EXPECT_EQ(osprey::testing::graph_captures, 3) << "one graph per plan (16 and 5 weighted rows, 16 rows)";
+        EXPECT_EQ(osprey::testing::graph_launches, 3 * 7 + 2 - 3) << "every step but each plan's recording";
+      } else {
+        EXPECT_EQ(osprey::testing::graph_launches, 0);
+      }
+    }
+    EXPECT_EQ(result[0], result[2]) << (sparse ? "sparse" : "binary");
+    EXPECT_EQ(losses[0], losses[2]) << (sparse ? "sparse" : "binary");
+    EXPECT_EQ(result[1], result[2]) << (sparse ? "sparse" : "binary");
+    EXPECT_EQ(losses[1], losses[2]) << (sparse ? "sparse" : "binary");
+  }
+}
+
 TEST_F(GpuRuntimeTest, ScopesEndedOutOfOrderAreReported) {
   auto outer = std::make_unique<DeviceScope>("/GPU:1");
   auto inner = std::make_unique<DeviceScope>("/CPU:0");

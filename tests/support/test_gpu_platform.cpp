@@ -138,6 +138,22 @@ class TestGpuPlatform : public runtime::Platform {
   }
   std::pair<int, int> min_compute_capability() const override { return o_.min_compute_capability; }
 
+  // Like a CUDA graph: capturing runs nothing, each launch runs the captured work.
+  std::unique_ptr<runtime::DeviceGraph> capture(runtime::Device&, const std::function<void()>& work) override {
+    if (!o_.graphs) return nullptr;
+    ++graph_captures;
+    struct Graph : runtime::DeviceGraph {
+      std::function<void()> work;
+      void launch() override {
+        ++graph_launches;
+        work();
+      }
+    };
+    auto g = std::make_unique<Graph>();
+    g->work = work;
+    return g;
+  }
+
  private:
   TestPlatformOptions o_;
   runtime::PlatformStatus status_;
@@ -146,6 +162,8 @@ class TestGpuPlatform : public runtime::Platform {
 }  // namespace
 
 int collective_calls = 0;
+int graph_captures = 0;
+int graph_launches = 0;
 
 void install_test_platform(TestPlatformOptions options) {
   auto& dm = runtime::DeviceManager::get();

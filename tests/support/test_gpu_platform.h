@@ -30,6 +30,7 @@ struct TestPlatformOptions {
   std::set<ops::OpId> missing_kernels{ops::OpId::GatherRows};  ///< ops with no GPU kernel
   bool no_driver = false;                                    ///< simulate a machine without the NVIDIA driver
   bool nccl = false;  ///< offer a collective all-reduce (as the CUDA platform with NCCL would)
+  bool graphs = true;  ///< capture work as graphs (as the CUDA platform does with CUDA graphs)
 };
 
 /// `n` GPUs named "Osprey Test GPU", 16 GiB each (15 GiB free), UUIDs GPU-<n>0000000-..., PCI bus 0000:0n:00.0.
@@ -37,6 +38,9 @@ std::vector<TestGpu> default_test_gpus(int n);
 
 /// How many collective all-reduces the test platform has run (to tell the NCCL path from the fallback).
 extern int collective_calls;
+/// How many graphs the test platform has captured and launched (a recorded step replayed as a graph).
+extern int graph_captures;
+extern int graph_launches;
 
 /// A fresh runtime (as a new process would see it) with the CPU and the test platform; the CUDA plug-in is not
 /// loaded.

@@ -185,9 +185,28 @@ void* CudaDevice::staging(std::size_t bytes) {
 
 static constexpr std::size_t kStagingChunk = std::size_t{64} << 20;
 
+// Up to this size a host-to-device copy from pageable memory is handed to the driver straight from the caller's
+// buffer: CUDA returns once it has staged the bytes, with the copy ordered on the stream, so the caller may reuse
+// its buffer at once and nothing waits for the transfer (a recorded step's batch: one copy, no round trip).
+// Page-locked memory would be read later, by DMA: it takes the staged path, which waits.
+static constexpr std::size_t kDirectCopyMax = std::size_t{1} << 20;
+
+static bool pageable(const void* p) {
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return a.type == cudaMemoryTypeUnregistered;
+}
+
 void CudaDevice::copy_to_device(void* dst, const void* src, std::size_t bytes) {
-  std::lock_guard lock(staging_mu_);
   activate();
+  if (bytes <= kDirectCopyMax && pageable(src)) {
+    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync");
+    return;
+  }
+  std::lock_guard lock(staging_mu_);
   void* buf = staging(std::min(bytes, kStagingChunk));
   for (std::size_t off = 0; off < bytes; off += kStagingChunk) {
     const std::size_t n = std::min(kStagingChunk, bytes - off);
@@ -260,6 +279,23 @@ struct Nccl {
   void check(ncclResult_t r, const char* what) const {
     if (r != ncclSuccess) throw InternalError(fmt::format("{} failed: {}", what, error_string(r)));
   }
+};
+
+// An instantiated CUDA graph, launched on its device's stream.
+class CudaGraph : public runtime::DeviceGraph {
+ public:
+  CudaGraph(CudaDevice& device, cudaGraphExec_t exec) : device_(device), exec_(exec) {}
+  ~CudaGraph() override { cudaGraphExecDestroy(exec_); }
+  CudaGraph(const CudaGraph&) = delete;
+  CudaGraph& operator=(const CudaGraph&) = delete;
+  void launch() override {
+    device_.activate();
+    check(cudaGraphLaunch(exec_, device_.stream()), "cudaGraphLaunch");
+  }
+
+ private:
+  CudaDevice& device_;
+  cudaGraphExec_t exec_;
 };
 
 class CudaPlatform : public runtime::Platform {
@@ -353,6 +389,41 @@ class CudaPlatform : public runtime::Platform {
   }
 
   void synchronize(runtime::Device& device) override { cuda_device(device).synchronize(); }
+
+  // The launches `work` queues on the device's stream, captured as a CUDA graph (stream capture, this thread
+  // only) and instantiated once. Work that waits for the GPU (a kernel that reads back an input error, such as the
+  // sparse labels' range check) cannot be captured: then nothing is returned and the caller runs the work itself.
+  // OSPREY_CUDA_GRAPHS=0 switches graphs off (to compare, or to rule them out).
+  std::unique_ptr<runtime::DeviceGraph> capture(runtime::Device& device, const std::function<void()>& work) override {
+    if (const auto v = env::get("OSPREY_CUDA_GRAPHS"); v && (*v == "0" || *v == "false")) return nullptr;
+    auto& c = cuda_device(device);
+    c.activate();
+    if (cudaStreamBeginCapture(c.stream(), cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+      cudaGetLastError();
+      return nullptr;
+    }
+    bool completed = true;
+    try {
+      work();
+    } catch (const std::exception&) {
+      completed = false;  // the capture is ended below; the error is not sticky
+    }
+    cudaGraph_t graph = nullptr;
+    const cudaError_t ended = cudaStreamEndCapture(c.stream(), &graph);
+    cudaGetLastError();  // a failed capture's error must not surface in a later check
+    if (!completed || ended != cudaSuccess || !graph) {
+      if (graph) cudaGraphDestroy(graph);
+      return nullptr;
+    }
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t made = cudaGraphInstantiate(&exec, graph, 0);
+    cudaGraphDestroy(graph);
+    if (made != cudaSuccess) {
+      cudaGetLastError();
+      return nullptr;
+    }
+    return std::make_unique<CudaGraph>(c, exec);
+  }
 
   bool has_collective_all_reduce() const override { return nccl_.all_reduce != nullptr; }
 

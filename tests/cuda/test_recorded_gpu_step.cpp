@@ -1,0 +1,128 @@
+// The recorded training step on a real GPU: its inputs in one device block, its forward and backward launches
+// replayed as a CUDA graph (or, where a kernel waits for the GPU, replayed launch by launch). It must train as the
+// eager step does, with graphs on and off (OSPREY_CUDA_GRAPHS=0), and bad labels in a replayed step must raise the
+// CPU's error and leave the model usable. Skips with the runtime's reason where no GPU exists.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+
+#include "osprey/osprey.h"
+#include "runtime/device_manager.h"
+#include "support/test_gpu_platform.h"
+#include "test_util.h"
+
+using namespace osprey;
+namespace keras = osprey::keras;
+namespace layers = osprey::keras::layers;
+
+namespace {
+
+bool no_gpu(std::string& why) {
+  osprey::testing::reset_runtime();
+  if (!config::list_logical_devices("GPU").empty()) return false;
+  why = "no GPU: " + runtime::DeviceManager::get().gpu_availability().reason;
+  return true;
+}
+
+struct Trained {
+  std::vector<std::vector<float>> weights;
+  std::vector<double> losses;
+};
+
+// fit() on host data (shuffled, weighted, a short last batch), then train_on_batch() on data already on the GPU.
+Trained train(bool sparse, bool eager, bool graphs) {
+  if (graphs) {
+    unsetenv("OSPREY_CUDA_GRAPHS");
+  } else {
+    setenv("OSPREY_CUDA_GRAPHS", "0", 1);
+  }
+  random::set_seed(5);
+  Tensor x, y, w;
+  {
+    DeviceScope cpu("/CPU:0");
+    x = random::uniform({300, 20}, -1, 1);  // batch 64: four full batches and one of 44
+    y = sparse ? random::randint(0, 10, {300}).cast(DType::int64) : random::randint(0, 2, {300, 1}).cast(DType::float32);
+    w = random::uniform({300}, 0.5, 2.0);
+  }
+  DeviceScope gpu("/GPU:0");
+  random::set_seed(6);
+  keras::Sequential m({layers::Input({20}), layers::Dense(64, "relu"), layers::Dense(32, "relu"),
+                       layers::Dense(sparse ? 10 : 1, sparse ? "softmax" : "sigmoid")});
+  m.compile({.optimizer = "adam",
+             .loss = sparse ? "sparse_categorical_crossentropy" : "binary_crossentropy",
+             .metrics = {"accuracy"},
+             .run_eagerly = eager});
+  Trained out;
+  auto h = m.fit(x, y, {.epochs = 3, .batch_size = 64, .verbose = 0, .sample_weight = w});
+  out.losses = h.history["loss"];
+  out.losses.push_back(h.history["accuracy"].back());
+  Tensor xg = x.slice_rows(0, 64).to("/GPU:0"), yg = y.slice_rows(0, 64).to("/GPU:0");
+  for (int i = 0; i < 3; ++i) out.losses.push_back(m.train_on_batch(xg, yg)[0]);
+  for (auto* v : m.variables()) {
+    EXPECT_EQ(v->value().device().name, "/device:GPU:0");
+    out.weights.push_back(v->value().to_vector<float>());
+  }
+  unsetenv("OSPREY_CUDA_GRAPHS");
+  return out;
+}
+
+void expect_close(const Trained& a, const Trained& b, const char* what) {
+  ASSERT_EQ(a.losses.size(), b.losses.size()) << what;
+  for (std::size_t i = 0; i < a.losses.size(); ++i) {
+    EXPECT_NEAR(a.losses[i], b.losses[i], 1e-4 * (1 + std::abs(b.losses[i]))) << what << " loss " << i;
+  }
+  ASSERT_EQ(a.weights.size(), b.weights.size()) << what;
+  for (std::size_t v = 0; v < a.weights.size(); ++v) {
+    for (std::size_t i = 0; i < a.weights[v].size(); ++i) {
+      EXPECT_NEAR(a.weights[v][i], b.weights[v][i], 1e-4 * (1 + std::abs(b.weights[v][i])))
+          << what << " variable " << v << " at " << i;
+    }
+  }
+}
+
+void check_training() {
+  for (bool sparse : {false, true}) {
+    const Trained eager = train(sparse, true, true);
+    expect_close(train(sparse, false, true), eager, sparse ? "sparse, graphs" : "binary, graphs");
+    expect_close(train(sparse, false, false), eager, sparse ? "sparse, no graphs" : "binary, no graphs");
+  }
+}
+
+void check_bad_labels() {
+  DeviceScope gpu("/GPU:0");
+  random::set_seed(7);
+  keras::Sequential m({layers::Input({20}), layers::Dense(16, "relu"), layers::Dense(4, "softmax")});
+  m.compile({.optimizer = "adam", .loss = "sparse_categorical_crossentropy"});
+  Tensor x = random::uniform({32, 20});
+  Tensor good = random::randint(0, 4, {32}).cast(DType::int64);
+  std::vector<int64_t> bad_v(32, 1);
+  bad_v[5] = 9;
+  Tensor bad = Tensor::from_vector(bad_v, {32});
+  for (int i = 0; i < 3; ++i) m.train_on_batch(x, good);  // recorded, then replayed
+  EXPECT_THROW(m.train_on_batch(x, bad), InvalidArgumentError);
+  const double loss = m.train_on_batch(x, good)[0];
+  EXPECT_TRUE(std::isfinite(loss));
+}
+
+}  // namespace
+
+TEST(RecordedGpuStep, TrainsAsTheEagerStepWithAndWithoutCudaGraphs) {
+  std::string why;
+  if (no_gpu(why)) GTEST_SKIP() << why;
+  check_training();
+}
+
+TEST(RecordedGpuStep, BadLabelsInAReplayedStepRaiseAndTheModelTrainsOn) {
+  std::string why;
+  if (no_gpu(why)) GTEST_SKIP() << why;
+  check_bad_labels();
+}
+
+// The same checks on the test platform's simulated GPU, so that they are exercised on every machine.
+TEST(RecordedGpuStep, HarnessOnTheTestPlatform) {
+  osprey::testing::install_test_platform({.gpus = osprey::testing::default_test_gpus(1), .missing_kernels = {}});
+  check_training();
+  check_bad_labels();
+  osprey::testing::reset_runtime();
+}
