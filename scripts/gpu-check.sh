@@ -72,6 +72,12 @@ for spec in "seed 64 200" "wide 128 100" "wide 4096 20" "wide 8192 10"; do
     timings+=("$(timeout 120 build/release/bench/device_step "$1" "$2" "$dev" "$steps" 2>/dev/null || echo "| $1 | $2 | $dev | failed |")")
   done
 done
+# The recorded step replays as a CUDA graph where it can: the same steps with graphs off, to see what they give.
+for spec in "seed 64" "wide 128"; do
+  set -- $spec
+  row=$(OSPREY_CUDA_GRAPHS=0 timeout 120 build/release/bench/device_step "$1" "$2" /GPU:0 200 2>/dev/null || echo "| $1 | $2 | /GPU:0 | failed |")
+  timings+=("${row/\/GPU:0 |//GPU:0, no CUDA graphs |}")
+done
 printf '%s\n' "${timings[@]}"
 
 section "wide MLP at batch 8192 on GPU:0 against cuBLAS's GEMMs alone (target: >= 60 % of their throughput)"
@@ -86,7 +92,8 @@ else
   results+=("| wide b8192 GPU step vs cuBLAS GEMMs | not measured: ${floor_line} |")
 fi
 seed_gpu=$(printf '%s\n' "${timings[@]}" | grep '| seed | 64 | /GPU:0 |' | awk -F'|' '{gsub(/ /, "", $5); print $5}')
-results+=("| seed step on GPU:0 (no CUDA graphs yet) | ${seed_gpu:-not measured} µs (target <= 20) |")
+seed_nograph=$(printf '%s\n' "${timings[@]}" | grep '| seed | 64 | /GPU:0, no CUDA graphs |' | awk -F'|' '{gsub(/ /, "", $5); print $5}')
+results+=("| seed step on GPU:0 (recorded step as a CUDA graph) | ${seed_gpu:-not measured} µs (target <= 20); without graphs ${seed_nograph:-not measured} µs |")
 
 section "summary"
 echo "| check | result |"

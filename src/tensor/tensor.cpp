@@ -225,16 +225,22 @@ double Tensor::item() const {
   if (num_elements() != 1) {
     throw InvalidArgumentError("item() needs a tensor with one element, got shape " + shape().to_string());
   }
+  // Read in place on the host (a metric or a loss reads one every step); from a device, its bytes alone are
+  // copied (no conversion op on the device).
   const auto& impl = *impl_;
-  if (impl.device().host_memory()) {  // read in place: a metric or a loss reads one every step
-    switch (dtype()) {
-      case DType::float32: return *static_cast<const float*>(impl.data());
-      case DType::float64: return *static_cast<const double*>(impl.data());
-      case DType::int32: return *static_cast<const int32_t*>(impl.data());
-      case DType::int64: return static_cast<double>(*static_cast<const int64_t*>(impl.data()));
-    }
+  alignas(8) unsigned char bytes[8];
+  const void* p = impl.data();
+  if (!impl.device().host_memory()) {
+    impl.device().platform().copy(impl.device(), bytes, false, impl.data(), true, dtype_size(dtype()));
+    p = bytes;
   }
-  return to_vector<double>()[0];
+  switch (dtype()) {
+    case DType::float32: return *static_cast<const float*>(p);
+    case DType::float64: return *static_cast<const double*>(p);
+    case DType::int32: return *static_cast<const int32_t*>(p);
+    case DType::int64: return static_cast<double>(*static_cast<const int64_t*>(p));
+  }
+  throw InternalError("item(): unknown dtype");
 }
 
 std::string Tensor::to_string() const {

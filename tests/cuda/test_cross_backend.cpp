@@ -200,6 +200,25 @@ void check_every_op() {
     }
     return Outputs{w1, w2, w3, w4, mom, m, v, vhat, rv, rmom, mg};
   });
+  // Adam over many variables in one kernel (more than one launch's group of 16 on the GPU), one with amsgrad's
+  // vhat, one with a second half-batch gradient.
+  expect_same("apply_adam_many", [&] {
+    std::vector<ops::AdamUpdate> updates;
+    Outputs out;
+    for (int i = 0; i < 18; ++i) {
+      Tensor w = ops::add(a, Tensor::scalar(0.01 * i));
+      Tensor zero = ops::mul(a, Tensor::scalar(0.0));
+      updates.push_back({w, zero, ops::add(zero, Tensor::scalar(0.0)), ops::mul(sq, Tensor::scalar(0.1 + 0.01 * i)),
+                         i == 3 ? ops::add(zero, Tensor::scalar(0.0)) : Tensor(),
+                         i == 5 ? ops::mul(sq, Tensor::scalar(-0.2)) : Tensor()});
+    }
+    for (int step = 0; step < 3; ++step) {
+      EXPECT_TRUE(ops::apply_adam_many(updates, 0.01, 0.9, 0.999, 1e-7));
+    }
+    for (const auto& u : updates) out.insert(out.end(), {u.var, u.m, u.v});
+    out.push_back(updates[3].vhat);
+    return out;
+  });
 }
 
 }  // namespace

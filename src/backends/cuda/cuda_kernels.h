@@ -54,6 +54,20 @@ void launch_sgd(float* var, const float* g, float* m, int64_t n, float lr, float
                 cudaStream_t s);
 void launch_adam(float* var, float* m, float* v, const float* g, float* vhat, int64_t n, float alpha, float beta_1,
                  float beta_2, float epsilon, cudaStream_t s);
+/// Up to kAdamGroup variables of one Adam step, updated by one launch (launch_adam_many).
+inline constexpr int kAdamGroup = 16;
+struct AdamGroup {
+  float* var[kAdamGroup];
+  float* m[kAdamGroup];
+  float* v[kAdamGroup];
+  const float* g[kAdamGroup];
+  float* vhat[kAdamGroup];        ///< null without amsgrad
+  const float* g2[kAdamGroup];    ///< with it, the gradient is (g + g2) · 0.5 (two half-batches)
+  int64_t n[kAdamGroup];
+  int count;
+};
+/// launch_adam() for every variable of `group` (passed by value as the kernel's parameter: no upload).
+void launch_adam_many(const AdamGroup& group, float alpha, float beta_1, float beta_2, float epsilon, cudaStream_t s);
 void launch_rmsprop(float* var, float* v, const float* g, float* mom, float* mg, int64_t n, float lr, float rho,
                     float momentum, float epsilon, cudaStream_t s);
 /// z[r, c] = bias[c] (or 0): the product of an empty reduction, for k == 0 matmuls.

@@ -333,6 +333,30 @@ void adam_kernel(const KernelContext& ctx) {
   l.done("ResourceApplyAdam");
 }
 
+// ApplyAdamMany: (var, m, v, grad, [vhat], [grad2]) per variable, kAdamGroup variables per launch.
+void adam_many_kernel(const KernelContext& ctx) {
+  Launch l(ctx);
+  const auto& at = ctx.attr<ops::AdamAttrs>();
+  AdamGroup group{};
+  auto flush = [&] {
+    launch_adam_many(group, at.alpha, at.beta_1, at.beta_2, at.epsilon, l.s());
+    group.count = 0;
+  };
+  for (std::size_t i = 0; i + 6 <= ctx.inputs.size(); i += 6) {
+    const int k = group.count++;
+    group.var[k] = ctx.inputs[i].data<float>();
+    group.m[k] = ctx.inputs[i + 1].data<float>();
+    group.v[k] = ctx.inputs[i + 2].data<float>();
+    group.g[k] = ctx.inputs[i + 3].data<float>();
+    group.vhat[k] = optional_data(ctx.inputs[i + 4]);
+    group.g2[k] = optional_data(ctx.inputs[i + 5]);
+    group.n[k] = ctx.inputs[i].num_elements();
+    if (group.count == kAdamGroup) flush();
+  }
+  if (group.count) flush();
+  l.done("ResourceApplyAdam");
+}
+
 void rmsprop_kernel(const KernelContext& ctx) {
   Launch l(ctx);
   const auto& at = ctx.attr<ops::RmspropAttrs>();
@@ -361,6 +385,7 @@ void register_cuda_kernels() {
   ops::register_kernel(OpId::AccuracyCount, DeviceType::GPU, accuracy_count_kernel);
   ops::register_kernel(OpId::ApplySgd, DeviceType::GPU, sgd_kernel);
   ops::register_kernel(OpId::ApplyAdam, DeviceType::GPU, adam_kernel);
+  ops::register_kernel(OpId::ApplyAdamMany, DeviceType::GPU, adam_many_kernel);
   ops::register_kernel(OpId::ApplyRmsprop, DeviceType::GPU, rmsprop_kernel);
 }
 

@@ -325,18 +325,35 @@ __global__ void sgd_k(float* var, const float* g, float* m, int64_t n, float lr,
   }
 }
 
+// One element of an Adam update (the CPU kernel's formula).
+__device__ __forceinline__ void adam_element(float* var, float* m, float* v, float gi, float* vhat, int64_t i,
+                                             float alpha, float c1, float c2, float epsilon) {
+  const float mi = m[i] + (gi - m[i]) * c1;
+  const float vi = v[i] + (gi * gi - v[i]) * c2;
+  m[i] = mi;
+  v[i] = vi;
+  float denom_v = vi;
+  if (vhat) denom_v = vhat[i] = fmaxf(vhat[i], vi);
+  var[i] -= (mi * alpha) / (sqrtf(denom_v) + epsilon);
+}
+
 __global__ void adam_k(float* var, float* m, float* v, const float* g, float* vhat, int64_t n, float alpha,
                        float beta_1, float beta_2, float epsilon) {
   const float c1 = 1.f - beta_1, c2 = 1.f - beta_2;
-  GRID_STRIDE(i, n) {
-    const float gi = g[i];
-    const float mi = m[i] + (gi - m[i]) * c1;
-    const float vi = v[i] + (gi * gi - v[i]) * c2;
-    m[i] = mi;
-    v[i] = vi;
-    float denom_v = vi;
-    if (vhat) denom_v = vhat[i] = fmaxf(vhat[i], vi);
-    var[i] -= (mi * alpha) / (sqrtf(denom_v) + epsilon);
+  GRID_STRIDE(i, n) adam_element(var, m, v, g[i], vhat, i, alpha, c1, c2, epsilon);
+}
+
+// blockIdx.y picks the variable; the blocks along x stride over its elements.
+__global__ void adam_many_k(AdamGroup group, float alpha, float beta_1, float beta_2, float epsilon) {
+  const int t = blockIdx.y;
+  const float c1 = 1.f - beta_1, c2 = 1.f - beta_2;
+  const float* g = group.g[t];
+  const float* g2 = group.g2[t];
+  const int64_t n = group.n[t];
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(blockDim.x) * gridDim.x) {
+    const float gi = g2 ? (g[i] + g2[i]) * 0.5f : g[i];
+    adam_element(group.var[t], group.m[t], group.v[t], gi, group.vhat[t], i, alpha, c1, c2, epsilon);
   }
 }
 
@@ -484,6 +501,14 @@ void launch_adam(float* var, float* m, float* v, const float* g, float* vhat, in
                  float beta_2, float epsilon, cudaStream_t s) {
   if (n == 0) return;
   adam_k<<<blocks_for(n), kThreads, 0, s>>>(var, m, v, g, vhat, n, alpha, beta_1, beta_2, epsilon);
+}
+
+void launch_adam_many(const AdamGroup& group, float alpha, float beta_1, float beta_2, float epsilon, cudaStream_t s) {
+  int64_t largest = 0;
+  for (int t = 0; t < group.count; ++t) largest = group.n[t] > largest ? group.n[t] : largest;
+  if (group.count == 0 || largest == 0) return;
+  const dim3 grid(static_cast<unsigned>(blocks_for(largest)), static_cast<unsigned>(group.count));
+  adam_many_k<<<grid, kThreads, 0, s>>>(group, alpha, beta_1, beta_2, epsilon);
 }
 
 void launch_rmsprop(float* var, float* v, const float* g, float* mom, float* mg, int64_t n, float lr, float rho,
