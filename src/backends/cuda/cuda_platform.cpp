@@ -285,7 +285,13 @@ struct Nccl {
 class CudaGraph : public runtime::DeviceGraph {
  public:
   CudaGraph(CudaDevice& device, cudaGraphExec_t exec) : device_(device), exec_(exec) {}
-  ~CudaGraph() override { cudaGraphExecDestroy(exec_); }
+  ~CudaGraph() override {
+    // A launch may still be running (a plan dropped right after its step): let it finish first.
+    cudaSetDevice(device_.ordinal());
+    cudaStreamSynchronize(device_.stream());
+    cudaGraphExecDestroy(exec_);
+    cudaGetLastError();  // at exit the context may be gone: nothing to report then
+  }
   CudaGraph(const CudaGraph&) = delete;
   CudaGraph& operator=(const CudaGraph&) = delete;
   void launch() override {
