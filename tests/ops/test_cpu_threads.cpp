@@ -1,6 +1,9 @@
 // The CPU backend's helper thread (pair_runner.h) and the split-invariance of its small GEMM.
 #include <gtest/gtest.h>
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <atomic>
 #include <chrono>
 #include <stdexcept>
@@ -69,6 +72,69 @@ TEST(PairRunner, AnExceptionInTheHelperReachesTheCallerAndTheHelperStaysUsable) 
   std::atomic<int> calls{0};
   EXPECT_TRUE(runtime::run_pair([&](int) { ++calls; }));
   EXPECT_EQ(calls.load(), 2);
+}
+
+// The helper on the caller's CPU would make every pair run its halves one after the other (and spin away the
+// caller's time slices) until the kernel's load balancer parts them: after a few halves it missed, the caller
+// moves it off its CPU. Forced here by pinning the caller to the helper's CPU while another thread keeps the other
+// CPU busy (an idle CPU would pull the helper over at once; a busy one leaves two tasks against one alone).
+TEST(PairRunner, AHelperOnTheCallersCpuIsMovedOff) {
+  cpu_set_t allowed;
+  ASSERT_EQ(pthread_getaffinity_np(pthread_self(), sizeof allowed, &allowed), 0);
+  if (CPU_COUNT(&allowed) < 2) GTEST_SKIP() << "one CPU allowed: the halves cannot run on two";
+  // Halves of ~20 µs, each reporting its CPU.
+  auto pair = [](int cpus[2]) {
+    return runtime::run_pair([&](int half) {
+      cpus[half] = sched_getcpu();
+      const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(20);
+      while (std::chrono::steady_clock::now() < until) {
+      }
+    });
+  };
+  int cpus[2] = {-1, -1};
+  if (!pair(cpus)) GTEST_SKIP() << "intra-op threads are 1 here: the helper is not used";
+  int helper_cpu = -1;
+  for (int i = 0; i < 2000 && helper_cpu < 0; ++i) {  // a pair whose second half the helper ran
+    std::thread::id second;
+    runtime::run_pair([&](int half) {
+      if (half == 1) {
+        second = std::this_thread::get_id();
+        helper_cpu = sched_getcpu();
+      } else {
+        const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
+        while (std::chrono::steady_clock::now() < until) {
+        }
+      }
+    });
+    if (second == std::this_thread::get_id()) helper_cpu = -1;
+  }
+  ASSERT_GE(helper_cpu, 0) << "the helper never ran a half";
+  cpu_set_t only;
+  CPU_ZERO(&only);
+  CPU_SET(helper_cpu, &only);
+  int other_cpu = -1;
+  for (int c = 0; c < CPU_SETSIZE && other_cpu < 0; ++c) {
+    if (CPU_ISSET(c, &allowed) && c != helper_cpu) other_cpu = c;
+  }
+  std::atomic<bool> stop{false};
+  std::thread hog([&] {
+    cpu_set_t there;
+    CPU_ZERO(&there);
+    CPU_SET(other_cpu, &there);
+    pthread_setaffinity_np(pthread_self(), sizeof there, &there);
+    while (!stop.load(std::memory_order_relaxed)) {
+    }
+  });
+  ASSERT_EQ(pthread_setaffinity_np(pthread_self(), sizeof only, &only), 0);  // the caller joins the helper's CPU
+  int apart = 0;
+  for (int i = 0; i < 2000 && apart < 20; ++i) {
+    pair(cpus);
+    apart += cpus[0] != cpus[1] && cpus[1] >= 0 ? 1 : 0;
+  }
+  stop = true;
+  hog.join();
+  pthread_setaffinity_np(pthread_self(), sizeof allowed, &allowed);
+  EXPECT_GE(apart, 20) << "the halves kept running on one CPU";
 }
 
 TEST(PairRunner, SplitInTwoCoversTheRangeOnceAtAnAlignedMiddle) {
