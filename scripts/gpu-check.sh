@@ -69,8 +69,20 @@ for spec in "seed 64 200" "wide 128 100" "wide 4096 20" "wide 8192 10"; do
   for dev in /CPU:0 /GPU:0; do
     steps=$3
     [ "$dev" = /GPU:0 ] && steps=200
-    timings+=("$(timeout 120 build/release/bench/device_step "$1" "$2" "$dev" "$steps" 2>/dev/null || echo "| $1 | $2 | $dev | failed |")")
+    log="/tmp/osprey-step-$1-$2-${dev//\//}.log"
+    timings+=("$(timeout 120 build/release/bench/device_step "$1" "$2" "$dev" "$steps" 2>"$log" || echo "| $1 | $2 | $dev | failed: $(tail -1 "$log") |")")
   done
+done
+# Whether the GPU steps replayed as CUDA graphs (the plug-in says why not, once per recorded step).
+for spec in "seed 64" "wide 128"; do
+  set -- $spec
+  row=$(printf '%s\n' "${timings[@]}" | grep "| $1 | $2 | /GPU:0 |")
+  why=$(grep -m1 -o "replayed launch by launch.*" "/tmp/osprey-step-$1-$2-GPU:0.log" 2>/dev/null)
+  if [[ "$row" =~ \|\ [0-9.]+\ \|$ ]]; then
+    results+=("| $1 b$2 GPU step as a CUDA graph | ${why:-yes (no fallback reported)} |")
+  else
+    results+=("| $1 b$2 GPU step as a CUDA graph | not run: $row |")
+  fi
 done
 # The recorded step replays as a CUDA graph where it can: the same steps with graphs off, to see what they give.
 for spec in "seed 64" "wide 128"; do

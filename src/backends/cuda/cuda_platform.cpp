@@ -404,30 +404,34 @@ class CudaPlatform : public runtime::Platform {
     if (const auto v = env::get("OSPREY_CUDA_GRAPHS"); v && (*v == "0" || *v == "false")) return nullptr;
     auto& c = cuda_device(device);
     c.activate();
-    if (cudaStreamBeginCapture(c.stream(), cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
-      cudaGetLastError();
+    // Said once per recorded step (a model has at most a few): why it is replayed launch by launch.
+    auto give_up = [&](const std::string& why) -> std::unique_ptr<runtime::DeviceGraph> {
+      cudaGetLastError();  // a failed capture's error must not surface in a later check
+      log::info(fmt::format("A recorded training step on {} is replayed launch by launch, not as a CUDA graph: {}",
+                            device.name(), why));
       return nullptr;
+    };
+    if (const cudaError_t err = cudaStreamBeginCapture(c.stream(), cudaStreamCaptureModeThreadLocal);
+        err != cudaSuccess) {
+      return give_up(fmt::format("cudaStreamBeginCapture: {}", cudaGetErrorString(err)));
     }
-    bool completed = true;
+    std::string failed;
     try {
       work();
-    } catch (const std::exception&) {
-      completed = false;  // the capture is ended below; the error is not sticky
+    } catch (const std::exception& e) {
+      failed = e.what();  // the capture is ended below; the error is not sticky
     }
     cudaGraph_t graph = nullptr;
     const cudaError_t ended = cudaStreamEndCapture(c.stream(), &graph);
-    cudaGetLastError();  // a failed capture's error must not surface in a later check
-    if (!completed || ended != cudaSuccess || !graph) {
+    if (!failed.empty() || ended != cudaSuccess || !graph) {
       if (graph) cudaGraphDestroy(graph);
-      return nullptr;
+      return give_up(!failed.empty() ? "a kernel waits for the GPU (" + failed + ")"
+                                     : fmt::format("cudaStreamEndCapture: {}", cudaGetErrorString(ended)));
     }
     cudaGraphExec_t exec = nullptr;
     const cudaError_t made = cudaGraphInstantiate(&exec, graph, 0);
     cudaGraphDestroy(graph);
-    if (made != cudaSuccess) {
-      cudaGetLastError();
-      return nullptr;
-    }
+    if (made != cudaSuccess) return give_up(fmt::format("cudaGraphInstantiate: {}", cudaGetErrorString(made)));
     return std::make_unique<CudaGraph>(c, exec);
   }
 
