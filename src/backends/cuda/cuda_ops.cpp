@@ -267,9 +267,9 @@ void gather_rows_kernel(const KernelContext& ctx) {
                      static_cast<char*>(ctx.outputs[0].raw_data()), idx.num_elements(), rows, row_bytes,
                      l.dev.scratch(), l.s());
   l.done("GatherV2");
-  long long err[4];
-  l.dev.read_error(err);
-  if (err[0]) throw ops::index_out_of_range(err[1], err[2], rows);
+  l.dev.check_errors([rows](const long long err[4]) {
+    if (err[0]) throw ops::index_out_of_range(err[1], err[2], rows);
+  });
 }
 
 void run_loss(const KernelContext& ctx, float* out, const float* upstream, float* dp) {
@@ -285,14 +285,13 @@ void run_loss(const KernelContext& ctx, float* out, const float* upstream, float
               static_cast<float>(at.label_smoothing), out, upstream, dp, l.dev.scratch(), l.s());
   l.done("Loss");
   if (sparse) {
-    long long err[4];
-    l.dev.read_error(err);
-    if (err[0]) {
+    l.dev.check_errors([d](const long long err[4]) {
+      if (!err[0]) return;
       const auto bits = static_cast<int32_t>(err[2]);
       float v;
       std::memcpy(&v, &bits, sizeof v);
       throw ops::sparse_label_out_of_range(v, d);
-    }
+    });
   }
 }
 

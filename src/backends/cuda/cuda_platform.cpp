@@ -113,6 +113,9 @@ CudaDevice::CudaDevice(std::string name, int ordinal, int platform_id, int64_t l
   check(cudaMalloc(reinterpret_cast<void**>(&error_), sizeof(long long) * 4), "cudaMalloc (error slots)");
   check(cudaHostAlloc(reinterpret_cast<void**>(&error_host_), sizeof(long long) * 4, cudaHostAllocDefault),
         "cudaHostAlloc");
+  check(cudaHostAlloc(reinterpret_cast<void**>(&captured_errors_), sizeof(long long) * 4 * kCapturedChecks,
+                      cudaHostAllocDefault),
+        "cudaHostAlloc");
   check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
 }
 
@@ -123,6 +126,7 @@ CudaDevice::~CudaDevice() {
   if (stream_) cudaStreamSynchronize(stream_);
   if (staging_) cudaFreeHost(staging_);
   if (error_host_) cudaFreeHost(error_host_);
+  if (captured_errors_) cudaFreeHost(captured_errors_);
   cudaFree(error_);
   cudaFree(partials_);
   cudaFree(workspace_);
@@ -170,6 +174,39 @@ void CudaDevice::read_error(long long out[4]) {
   check(cudaMemcpyAsync(error_host_, error_, sizeof(long long) * 4, cudaMemcpyDeviceToHost, stream_), "cudaMemcpyAsync");
   check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
   std::memcpy(out, error_host_, sizeof(long long) * 4);
+}
+
+void CudaDevice::check_errors(ErrorCheck check) {
+  if (!capturing_) {
+    long long err[4];
+    read_error(err);
+    check(err);
+    return;
+  }
+  const auto k = captured_checks_.size();
+  if (k == kCapturedChecks) {
+    throw InternalError(fmt::format("more than {} kernels that check their inputs in one CUDA graph", kCapturedChecks));
+  }
+  ::osprey::cuda::check(cudaMemcpyAsync(captured_errors_ + 4 * k, error_, sizeof(long long) * 4,
+                                        cudaMemcpyDeviceToHost, stream_),
+                        "cudaMemcpyAsync (captured error slots)");
+  captured_checks_.push_back(std::move(check));
+}
+
+void CudaDevice::begin_capture() {
+  capturing_ = true;
+  captured_checks_.clear();
+}
+
+std::vector<CudaDevice::ErrorCheck> CudaDevice::end_capture() {
+  capturing_ = false;
+  return std::move(captured_checks_);
+}
+
+void CudaDevice::run_checks(const std::vector<ErrorCheck>& checks) {
+  if (checks.empty()) return;
+  synchronize();
+  for (std::size_t k = 0; k < checks.size(); ++k) checks[k](captured_errors_ + 4 * k);
 }
 
 void* CudaDevice::staging(std::size_t bytes) {
@@ -284,7 +321,8 @@ struct Nccl {
 // An instantiated CUDA graph, launched on its device's stream.
 class CudaGraph : public runtime::DeviceGraph {
  public:
-  CudaGraph(CudaDevice& device, cudaGraphExec_t exec) : device_(device), exec_(exec) {}
+  CudaGraph(CudaDevice& device, cudaGraphExec_t exec, std::vector<CudaDevice::ErrorCheck> checks)
+      : device_(device), exec_(exec), checks_(std::move(checks)) {}
   ~CudaGraph() override {
     // A launch may still be running (a plan dropped right after its step): let it finish first.
     cudaSetDevice(device_.ordinal());
@@ -294,14 +332,18 @@ class CudaGraph : public runtime::DeviceGraph {
   }
   CudaGraph(const CudaGraph&) = delete;
   CudaGraph& operator=(const CudaGraph&) = delete;
+  // With input checks (sparse labels in range), waits for the graph and raises the first kernel's error, as the
+  // launches one by one would have (the optimizer, after the graph, then never runs on its gradients).
   void launch() override {
     device_.activate();
     check(cudaGraphLaunch(exec_, device_.stream()), "cudaGraphLaunch");
+    device_.run_checks(checks_);
   }
 
  private:
   CudaDevice& device_;
   cudaGraphExec_t exec_;
+  std::vector<CudaDevice::ErrorCheck> checks_;
 };
 
 class CudaPlatform : public runtime::Platform {
@@ -397,8 +439,9 @@ class CudaPlatform : public runtime::Platform {
   void synchronize(runtime::Device& device) override { cuda_device(device).synchronize(); }
 
   // The launches `work` queues on the device's stream, captured as a CUDA graph (stream capture, this thread
-  // only) and instantiated once. Work that waits for the GPU (a kernel that reads back an input error, such as the
-  // sparse labels' range check) cannot be captured: then nothing is returned and the caller runs the work itself.
+  // only) and instantiated once. Kernels that check their inputs (sparse labels in range) capture a copy of the
+  // error slots, checked after each launch (CudaDevice::check_errors). Work that cannot be captured (anything
+  // that waits for the GPU) returns nothing, and the caller runs the work itself.
   // OSPREY_CUDA_GRAPHS=0 switches graphs off (to compare, or to rule them out).
   std::unique_ptr<runtime::DeviceGraph> capture(runtime::Device& device, const std::function<void()>& work) override {
     if (const auto v = env::get("OSPREY_CUDA_GRAPHS"); v && (*v == "0" || *v == "false")) return nullptr;
@@ -416,23 +459,24 @@ class CudaPlatform : public runtime::Platform {
       return give_up(fmt::format("cudaStreamBeginCapture: {}", cudaGetErrorString(err)));
     }
     std::string failed;
+    c.begin_capture();
     try {
       work();
     } catch (const std::exception& e) {
       failed = e.what();  // the capture is ended below; the error is not sticky
     }
+    auto checks = c.end_capture();
     cudaGraph_t graph = nullptr;
     const cudaError_t ended = cudaStreamEndCapture(c.stream(), &graph);
     if (!failed.empty() || ended != cudaSuccess || !graph) {
       if (graph) cudaGraphDestroy(graph);
-      return give_up(!failed.empty() ? "a kernel waits for the GPU (" + failed + ")"
-                                     : fmt::format("cudaStreamEndCapture: {}", cudaGetErrorString(ended)));
+      return give_up(!failed.empty() ? failed : fmt::format("cudaStreamEndCapture: {}", cudaGetErrorString(ended)));
     }
     cudaGraphExec_t exec = nullptr;
     const cudaError_t made = cudaGraphInstantiate(&exec, graph, 0);
     cudaGraphDestroy(graph);
     if (made != cudaSuccess) return give_up(fmt::format("cudaGraphInstantiate: {}", cudaGetErrorString(made)));
-    return std::make_unique<CudaGraph>(c, exec);
+    return std::make_unique<CudaGraph>(c, exec, std::move(checks));
   }
 
   bool has_collective_all_reduce() const override { return nccl_.all_reduce != nullptr; }

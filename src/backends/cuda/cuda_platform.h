@@ -3,8 +3,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include <cublasLt.h>
 #include <cuda_runtime.h>
@@ -40,6 +42,18 @@ class CudaDevice : public runtime::Allocator {
   void clear_error();
   /// Waits for the stream and returns the error slots ([0] is non-zero when a kernel reported an error).
   void read_error(long long out[4]);
+  /// Throws a kernel's input error, given the error slots (does nothing when [0] is zero).
+  using ErrorCheck = std::function<void(const long long err[4])>;
+  /// read_error() then `check`. While a graph is captured (begin_capture), instead captures a copy of the slots
+  /// into pinned memory and keeps `check` for after each launch of the graph (run_checks): waiting for the GPU is
+  /// not possible inside a graph. Up to kCapturedChecks per graph (more: InternalError, the capture fails).
+  void check_errors(ErrorCheck check);
+  static constexpr int kCapturedChecks = 16;
+  void begin_capture();
+  /// Ends a capture: the checks its kernels deferred, in order (check i reads slot copy i).
+  std::vector<ErrorCheck> end_capture();
+  /// After a launch of a graph with checks: waits for it, then runs them on their copies (the first error throws).
+  void run_checks(const std::vector<ErrorCheck>& checks);
   /// Host <-> device copy on this device's stream, staged through pinned memory; returns when done.
   void copy_to_device(void* dst, const void* src, std::size_t bytes);
   void copy_to_host(void* dst, const void* src, std::size_t bytes);
@@ -62,6 +76,9 @@ class CudaDevice : public runtime::Allocator {
   double* partials_ = nullptr;
   long long* error_ = nullptr;
   long long* error_host_ = nullptr;
+  long long* captured_errors_ = nullptr;  // pinned: kCapturedChecks copies of the slots, written by graphs
+  bool capturing_ = false;
+  std::vector<ErrorCheck> captured_checks_;
   mutable std::mutex mu_;
   runtime::RegionPolicy policy_;
   int64_t in_use_ = 0;
