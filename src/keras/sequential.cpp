@@ -359,8 +359,7 @@ static void apply_constraints(Sequential::State& s) {
 }
 
 // A step can be recorded and replayed when nothing in it depends on host-side decisions or randomness: Dense
-// layers only, on a host-memory device, without a strategy.
-// A model of Dense layers on one device (any device: the host or a GPU).
+// layers only, on one device (the host or a GPU), without a strategy.
 static bool dense_on_one_device(const Sequential::State& s) {
   if (distributed(s) || !s.device) return false;
   return std::all_of(s.layers.begin(), s.layers.end(),

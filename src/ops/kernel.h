@@ -99,8 +99,6 @@ class StepRecording {
   std::size_t size() const { return launches_.size(); }
   void clear();
   void add(Launch launch);
-  /// Whether replays launch a captured graph (known after the first replay).
-  bool replays_as_graph() const { return graph_ != nullptr; }
 
  private:
   static void run_launches(std::span<const Launch> launches);
