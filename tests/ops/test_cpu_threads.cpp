@@ -4,7 +4,9 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <chrono>
 #include <stdexcept>
 #include <thread>
@@ -178,6 +180,45 @@ TEST(SmallGemm, SplitBetweenThreadsGivesTheBitsOfOneRowAtATime) {
         }
       }
       EXPECT_EQ(whole, rows) << "ta=" << ta << " tb=" << tb;
+    }
+  }
+}
+
+// The packed path for larger products (panels of B copied contiguous, a transposed A copied at a padded stride,
+// rows split between the OpenMP threads) computes every element as the same in-order FMA chain: the bits of
+// small_gemm(), for every transpose, odd sizes (partial tiles and panels), bias, accumulation and ReLU; and within
+// float rounding of a double-precision product.
+TEST(SmallGemm, PackedPathGivesTheSameBitsAndTheProduct) {
+  random::set_seed(4);
+  struct Case {
+    int64_t m, n, k;
+  };
+  for (const Case& sh : {Case{131, 77, 300}, Case{512, 512, 128}, Case{37, 530, 512}, Case{200, 10, 64}}) {
+    if (!cpu::packed_gemm_applies(sh.m, sh.n, sh.k)) GTEST_SKIP() << "this CPU has no AVX2/FMA";
+    for (int flags = 0; flags < 8; ++flags) {
+      const bool ta = flags & 1, tb = flags & 2, extras = flags & 4;
+      const int64_t m = sh.m, n = sh.n, k = sh.k;
+      auto a = random::uniform(ta ? Shape{k, m} : Shape{m, k}, -1, 1).to_vector<float>();
+      auto b = random::uniform(tb ? Shape{n, k} : Shape{k, n}, -1, 1).to_vector<float>();
+      auto start = random::uniform({m, n}, -1, 1).to_vector<float>();
+      std::vector<float> bias(static_cast<std::size_t>(n), 0.125f);
+      std::vector<float> packed = start, small = start;
+      const float* bp = extras ? bias.data() : nullptr;
+      cpu::packed_gemm(ta, tb, m, n, k, a.data(), b.data(), packed.data(), bp, extras, extras);
+      cpu::small_gemm(ta, tb, m, n, k, a.data(), b.data(), small.data(), bp, extras, extras);
+      ASSERT_EQ(packed, small) << "m=" << m << " n=" << n << " k=" << k << " ta=" << ta << " tb=" << tb;
+      double worst = 0;
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t j = 0; j < n; ++j) {
+          double s = 0;
+          for (int64_t p = 0; p < k; ++p) {
+            s += static_cast<double>(ta ? a[p * m + i] : a[i * k + p]) * (tb ? b[j * k + p] : b[p * n + j]);
+          }
+          if (extras) s = std::max(s + 0.125 + start[i * n + j], 0.0);
+          worst = std::max(worst, std::abs(s - packed[i * n + j]));
+        }
+      }
+      EXPECT_LT(worst, 1e-4 * k) << "m=" << m << " n=" << n << " k=" << k << " ta=" << ta << " tb=" << tb;
     }
   }
 }

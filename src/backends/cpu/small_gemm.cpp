@@ -9,6 +9,7 @@
 // + C when accumulating. That order does not depend on the tiling, so a product gives the same bits whatever
 // rows or columns it is split into.
 #include <immintrin.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cstring>
@@ -148,6 +149,22 @@ __attribute__((target("avx2,fma"))) void pack_transposed(const float* b, int64_t
   }
 }
 
+// dst[p*16 + j] = b[p*ldb + j] for p < k, j < w (zero past w): a row-major panel copied contiguous.
+__attribute__((target("avx2,fma"))) void pack_rows(const float* b, int64_t ldb, int64_t k, int w, float* dst) {
+  if (w == kNr) {
+    for (int64_t p = 0; p < k; ++p) {
+      _mm256_storeu_ps(dst + p * kNr, _mm256_loadu_ps(b + p * ldb));
+      _mm256_storeu_ps(dst + p * kNr + 8, _mm256_loadu_ps(b + p * ldb + 8));
+    }
+    return;
+  }
+  for (int64_t p = 0; p < k; ++p) {
+    int j = 0;
+    for (; j < w; ++j) dst[p * kNr + j] = b[p * ldb + j];
+    for (; j < kNr; ++j) dst[p * kNr + j] = 0.f;
+  }
+}
+
 // C[m, 1] = op(A)·b for a single column (b: k contiguous floats), vectorised over rows. `at` holds op(A)^T row
 // by row (at[p*ld + i] = op(A)(i, p)). Each element is the same in-order FMA chain as in tile().
 __attribute__((target("avx2,fma"))) void column_product(int64_t m, int64_t k, const float* at, int64_t ld,
@@ -225,9 +242,18 @@ bool small_gemm_applies(int64_t m, int64_t n, int64_t k) {
 // Rows [0, m) of C, with A's rows starting at `a` (row i of op(A) is a + i*k, or column a + i of the stored
 // k x lda matrix when transposed).
 static void gemm_rows(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
-                      float* c, const float* bias, bool accumulate, bool relu) {
+                      float* c, const float* bias, bool accumulate, bool relu, bool pack) {
   // A(i, p) is a[i*k + p], or a[p*lda + i] when transposed.
-  const AView av = ta ? AView{a, 1, lda} : AView{a, k, 1};
+  AView av = ta ? AView{a, 1, lda} : AView{a, k, 1};
+  thread_local std::vector<float> a_copy;
+  if (pack && ta && n > kNr) {
+    // A's columns at a stride of 16 floats more than this thread's rows: a power-of-two stride (512 floats in
+    // the wide MLP) puts a tile's k lines of A into two L1 sets, which then miss on every reuse.
+    const int64_t ld = m + kNr;
+    a_copy.resize(static_cast<std::size_t>(k * ld));
+    for (int64_t p = 0; p < k; ++p) std::memcpy(&a_copy[p * ld], a + p * lda, sizeof(float) * m);
+    av = AView{a_copy.data(), 1, ld};
+  }
   // B's panel j0 (columns j0 .. j0+16) is read in place when B is row-major and the panel is whole; otherwise it
   // is packed (transposed, zero-padded) into a k x 16 buffer first. An 8-column panel is read in place too.
   thread_local std::vector<float> packed;
@@ -247,7 +273,7 @@ static void gemm_rows(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const f
     const int w = static_cast<int>(std::min<int64_t>(kNr, n - j0));
     const float* panel;
     int64_t ldp;
-    if (!tb && (w == kNr || w == 8)) {
+    if (!tb && (w == kNr || w == 8) && !pack) {
       panel = b + j0;
       ldp = n;
     } else {
@@ -255,8 +281,7 @@ static void gemm_rows(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const f
       if (tb) {
         pack_transposed(b, k, j0, w, packed.data());
       } else {
-        std::fill(packed.begin(), packed.end(), 0.f);
-        for (int64_t p = 0; p < k; ++p) std::memcpy(&packed[p * kNr], b + p * n + j0, sizeof(float) * w);
+        pack_rows(b + j0, n, k, w, packed.data());
       }
       panel = packed.data();
       ldp = kNr;
@@ -274,8 +299,31 @@ void small_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* 
                 const float* bias, bool accumulate, bool relu) {
   // Rows are independent: two parts of them on two threads give the same bits as one thread.
   runtime::split_in_two(m, m * n * k >= kSmallGemmSplitWork, 8, [&](int64_t r0, int64_t r1) {
-    gemm_rows(ta, tb, r1 - r0, n, k, ta ? a + r0 : a + r0 * k, ta ? m : k, b, c + r0 * n, bias, accumulate, relu);
+    gemm_rows(ta, tb, r1 - r0, n, k, ta ? a + r0 : a + r0 * k, ta ? m : k, b, c + r0 * n, bias, accumulate, relu,
+              false);
   });
+}
+
+bool packed_gemm_applies(int64_t m, int64_t n, int64_t k) {
+  return m > 0 && n > 0 && k > 0 && k <= kPackedGemmMaxK && m <= kPackedGemmMaxM && cpu_has_avx2_fma();
+}
+
+void packed_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c,
+                 const float* bias, bool accumulate, bool relu) {
+  auto rows = [&](int64_t r0, int64_t r1) {
+    if (r1 > r0) {
+      gemm_rows(ta, tb, r1 - r0, n, k, ta ? a + r0 : a + r0 * k, ta ? m : k, b, c + r0 * n, bias, accumulate, relu,
+                true);
+    }
+  };
+  const int threads = runtime::in_pair_half() ? 1 : omp_get_max_threads();
+  if (threads <= 1) return rows(0, m);
+  // Rows are independent: any split gives the same bits. Parts start at multiples of 8 rows.
+#pragma omp parallel num_threads(threads)
+  {
+    const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+    rows(std::min(m, (m * t / nt) & ~int64_t{7}), t + 1 == nt ? m : std::min(m, (m * (t + 1) / nt) & ~int64_t{7}));
+  }
 }
 
 }  // namespace osprey::cpu
