@@ -146,6 +146,7 @@ void Optimizer::apply_gradients(const std::vector<Tensor>& gradients, const std:
                                            variables.size()));
   }
   build_slots(variables);
+  sync_slots();
   begin_step();
   update_all(gradients, variables);
   ++iterations_;
@@ -177,6 +178,7 @@ void Optimizer::apply_gradient_halves(const std::vector<Tensor>& a, const std::v
                                            b.size(), variables.size()));
   }
   build_slots(variables);
+  sync_slots();
   begin_step();
   // Clipping and weight decay need the whole averaged gradient first (shardable() says neither is set).
   if (!shardable() || !update_fused(a, variables, &b)) {
@@ -231,7 +233,7 @@ void Optimizer::update_all(const std::vector<Tensor>& gradients, const std::vect
 
 void Optimizer::update_step(const Tensor& g, Variable& v, std::size_t i) {
   std::vector<Tensor*> slots;
-  for (Variable* slot : slots_of(i)) slots.push_back(slot ? &slot->value() : nullptr);
+  for (Variable* slot : slot_variables(i)) slots.push_back(slot ? &slot->value() : nullptr);
   update_tensors(g, v.value(), slots);
 }
 
@@ -254,7 +256,7 @@ void Optimizer::apply_sharded_gradients(const std::vector<Tensor>& summed, const
     const auto [b, e] = shard_range(n, shard, num_shards);
     if (b >= e) continue;
     auto slice = [&](const Tensor& t) { return t.reshape(Shape({n})).slice_rows(b, e); };
-    std::vector<Variable*> slot_vars = slots_of(j);
+    std::vector<Variable*> slot_vars = slot_variables(j);
     std::vector<Tensor> slot_views;
     for (Variable* sv : slot_vars) slot_views.push_back(sv ? slice(sv->component(shard)) : Tensor());
     std::vector<Tensor*> slot_ptrs;
@@ -277,11 +279,13 @@ void Optimizer::apply_sharded_gradients(const std::vector<Tensor>& summed, const
   }
 }
 
-void Optimizer::sync_sharded_slots(const std::vector<Variable*>& variables, int num_shards) {
-  for (std::size_t j = 0; j < variables.size(); ++j) {
-    const int64_t n = variables[j]->num_elements();
-    for (Variable* sv : slots_of(j)) {
+void Optimizer::sync_slots() {
+  const int num_shards = stale_slot_shards_;
+  if (num_shards == 0) return;
+  for (std::size_t j = 0; j < num_tracked_; ++j) {
+    for (Variable* sv : slot_variables(j)) {
       if (!sv || sv->num_components() < 2) continue;
+      const int64_t n = sv->num_elements();
       for (int shard = 0; shard < num_shards && shard < sv->num_components(); ++shard) {
         const auto [b, e] = shard_range(n, shard, num_shards);
         if (b >= e) continue;
@@ -295,6 +299,7 @@ void Optimizer::sync_sharded_slots(const std::vector<Variable*>& variables, int 
       }
     }
   }
+  stale_slot_shards_ = 0;
 }
 
 SGD::SGD(SGDOptions o) : Optimizer("SGD", o.learning_rate, o.base), opt_(o) {
@@ -311,7 +316,7 @@ void SGD::build(const std::vector<Variable*>& vars) {
   }
 }
 
-std::vector<Variable*> SGD::slots_of(std::size_t i) { return {momentums_.empty() ? nullptr : &momentums_[i]}; }
+std::vector<Variable*> SGD::slot_variables(std::size_t i) { return {momentums_.empty() ? nullptr : &momentums_[i]}; }
 
 void SGD::update_tensors(const Tensor& g, Tensor& var, const std::vector<Tensor*>& slots) {
   ops::apply_sgd(var, g, slots[0], learning_rate_, opt_.momentum, opt_.nesterov);
@@ -337,7 +342,7 @@ void Adagrad::build(const std::vector<Variable*>& vars) {
     slot_elements_ += v->num_elements();
   }
 }
-std::vector<Variable*> Adagrad::slots_of(std::size_t i) { return {&accumulators_[i]}; }
+std::vector<Variable*> Adagrad::slot_variables(std::size_t i) { return {&accumulators_[i]}; }
 void Adagrad::update_tensors(const Tensor& g, Tensor& var, const std::vector<Tensor*>& slots) {
   Tensor& acc = *slots[0];
   write_into(acc, ops::add(acc, ops::square(g)));
@@ -354,7 +359,7 @@ void Adamax::build(const std::vector<Variable*>& vars) {
     slot_elements_ += 2 * v->num_elements();
   }
 }
-std::vector<Variable*> Adamax::slots_of(std::size_t i) { return {&m_[i], &u_[i]}; }
+std::vector<Variable*> Adamax::slot_variables(std::size_t i) { return {&m_[i], &u_[i]}; }
 void Adamax::update_tensors(const Tensor& g, Tensor& var, const std::vector<Tensor*>& slots) {
   Tensor& m = *slots[0];
   Tensor& u = *slots[1];
@@ -374,7 +379,7 @@ void Nadam::build(const std::vector<Variable*>& vars) {
     slot_elements_ += 2 * v->num_elements();
   }
 }
-std::vector<Variable*> Nadam::slots_of(std::size_t i) { return {&m_[i], &v_[i]}; }
+std::vector<Variable*> Nadam::slot_variables(std::size_t i) { return {&m_[i], &v_[i]}; }
 void Nadam::advance_step_state() {
   // Keras: u_product *= β1·(1 − 0.5·0.96^(t)), once per update, before the variables.
   u_product_ *= opt_.beta_1 * (1.0 - 0.5 * std::pow(0.96, static_cast<double>(iterations_ + 1)));
@@ -409,7 +414,7 @@ void Adam::build(const std::vector<Variable*>& vars) {
   }
 }
 
-std::vector<Variable*> Adam::slots_of(std::size_t i) {
+std::vector<Variable*> Adam::slot_variables(std::size_t i) {
   return {&m_[i], &v_[i], opt_.amsgrad ? &vhat_[i] : nullptr};
 }
 
@@ -494,7 +499,7 @@ void RMSprop::build(const std::vector<Variable*>& vars) {
   }
 }
 
-std::vector<Variable*> RMSprop::slots_of(std::size_t i) {
+std::vector<Variable*> RMSprop::slot_variables(std::size_t i) {
   return {&v_[i], mom_.empty() ? nullptr : &mom_[i], mg_.empty() ? nullptr : &mg_[i]};
 }
 

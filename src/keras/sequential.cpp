@@ -39,11 +39,6 @@ struct Sequential::State {
   std::shared_ptr<distribute::StrategyImpl> strategy;  // the scope() the model was created or compiled in
   bool run_eagerly = false;
   std::vector<Variable*> step_variables;  // a recorded step's list of trainable variables, refilled every step
-  // Under a strategy whose replicas share host memory, fit() without user callbacks leaves the optimizer slots'
-  // other replica components behind (Optimizer::apply_sharded_gradients, copy_slots false) and brings them up to
-  // date when it returns: `stale_slot_shards` is the shard count to sync then (0: nothing stale).
-  bool defer_slot_copies = false;
-  int stale_slot_shards = 0;
   std::string loss_spelled;  // the loss string given to compile() (compile_config)
   std::shared_ptr<losses::Loss> logits_loss;  // the from_logits form of the loss, with tf_logits_shortcut
   // Recorded training steps, one per batch shape (the full batches and a short last one). A step split in two
@@ -699,6 +694,7 @@ static double distributed_train_step(Sequential& model, Sequential::State& s, co
   std::vector<std::vector<Tensor>> grads(n);
   std::vector<double> losses(n, 0.0);
   const bool sharded = st.reduces_on_host() && s.optimizer->shardable();
+  if (!sharded) s.optimizer->sync_slots();  // whole-variable updates read every slice of their slots
   s.optimizer->begin_step();  // once per step: the schedule's rate, per-step state
   st.run_replicas([&](int r) {
     const auto [b, e] = replica_rows(batch, n, r);
@@ -727,14 +723,16 @@ static double distributed_train_step(Sequential& model, Sequential::State& s, co
     }
     if (sharded) {  // logical CPUs: each replica reduces and updates its slice of every variable, once
       st.reduce_own_slices(grads, r);
-      s.optimizer->apply_sharded_gradients(grads[0], vars, r, n, !s.defer_slot_copies);
+      s.optimizer->apply_sharded_gradients(grads[0], vars, r, n, /*copy_slots=*/false);
     } else {
       st.all_reduce_sum(grads, r);
       s.optimizer->apply_replica_gradients(grads[r], vars);
     }
   });
   s.optimizer->finish_replica_step();
-  if (sharded && s.defer_slot_copies) s.stale_slot_shards = n;
+  // The slots' other replica components are copied when something reads them (a replica only reads its own slice
+  // of its own component), not every step.
+  if (sharded) s.optimizer->defer_slot_sync(n);
   apply_constraints(s);
   double total = 0.0;
   for (int r = 0; r < n; ++r) {
@@ -1031,18 +1029,6 @@ static FitHistory fit_loop(Sequential& model, Sequential::State& s, BatchSource&
   const int steps = o.steps_per_epoch ? *o.steps_per_epoch : static_cast<int>(per_pass);
   if (steps <= 0) throw ValueError(fmt::format("fit: steps_per_epoch must be positive, got {}", steps));
 
-  // Nothing but this loop reads the optimizer slots until it returns when no user callback runs: the replicas'
-  // copies of them are synced once at the end (and on the way out of an exception) instead of every step.
-  struct SlotSync {
-    Sequential& model;
-    Sequential::State& s;
-    ~SlotSync() {
-      s.defer_slot_copies = false;
-      if (s.stale_slot_shards > 0) s.optimizer->sync_sharded_slots(model.trainable_variables(), s.stale_slot_shards);
-      s.stale_slot_shards = 0;
-    }
-  } slot_sync{model, s};
-  s.defer_slot_copies = distributed(s) && o.callbacks.empty();
   auto history = std::make_shared<History>();
   CallbackList cbs;
   for (auto& c : o.callbacks) cbs.all.push_back(c.get());

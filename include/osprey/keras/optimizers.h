@@ -132,16 +132,23 @@ class Optimizer {
   /// updates its slice of every variable (elements shard_range()) once, on its own component, and copies the
   /// result into the other components. `summed` holds the all-reduced gradients (at least that slice). Needs no
   /// clipping (clips() false: clipping needs whole gradients). With `copy_slots` false the slots' other components
-  /// are left behind (a replica only ever reads its own slice of its own component): sync_sharded_slots() then
-  /// brings them up to date before anything else reads them.
+  /// are left behind (a replica only ever reads its own slice of its own component): the caller then says so with
+  /// defer_slot_sync(), and they are brought up to date when something else reads them.
   void apply_sharded_gradients(const std::vector<Tensor>& summed, const std::vector<Variable*>& variables, int shard,
                                int num_shards, bool copy_slots = true);
-  /// Copies every shard's slice of every slot from its replica's component into the other components (after
-  /// apply_sharded_gradients() with copy_slots false).
-  void sync_sharded_slots(const std::vector<Variable*>& variables, int num_shards);
+  /// After every replica's apply_sharded_gradients() without slot copies: the slots' components are behind until
+  /// the next slots_of(), sync_slots() or unsharded update, which copies every shard's slice of every slot from
+  /// its replica's component into the others first.
+  void defer_slot_sync(int num_shards) { stale_slot_shards_ = num_shards; }
+  /// Brings slot components left behind by sharded updates up to date (nothing to do otherwise).
+  void sync_slots();
   void finish_replica_step() { ++iterations_; }
-  /// The slot variables of variable `index`, in the order update_tensors() takes them (nullptr: not used).
-  virtual std::vector<Variable*> slots_of(std::size_t index) = 0;
+  /// The slot variables of variable `index`, in the order update_tensors() takes them (nullptr: not used); every
+  /// replica component up to date.
+  std::vector<Variable*> slots_of(std::size_t index) {
+    sync_slots();
+    return slot_variables(index);
+  }
   /// Restores the step count (loading a checkpoint).
   void set_iterations(int64_t iterations) { iterations_ = iterations; }
   /// Number of variables the optimizer updates (after build_slots()).
@@ -173,6 +180,8 @@ class Optimizer {
  protected:
   /// Creates the slot variables for `vars` (called once, at the first apply).
   virtual void build(const std::vector<Variable*>& vars) = 0;
+  /// slots_of() without the sync: for the updates themselves.
+  virtual std::vector<Variable*> slot_variables(std::size_t index) = 0;
   /// Updates variable `index` with its gradient (its and its slots' components of the current replica).
   void update_step(const Tensor& gradient, Variable& variable, std::size_t index);
   /// The update itself on tensors (whole variables or element ranges of them): `var` and its `slots`.
@@ -203,6 +212,7 @@ class Optimizer {
   bool built_ = false;
   std::size_t num_tracked_ = 0;
   int64_t slot_elements_ = 0;
+  int stale_slot_shards_ = 0;  // defer_slot_sync()'s shard count; 0: every slot component is current
 };
 
 struct SGDOptions {
@@ -220,7 +230,7 @@ class SGD : public Optimizer {
 
  protected:
   void build(const std::vector<Variable*>& vars) override;
-  std::vector<Variable*> slots_of(std::size_t i) override;
+  std::vector<Variable*> slot_variables(std::size_t i) override;
   void update_tensors(const Tensor& g, Tensor& var, const std::vector<Tensor*>& slots) override;
 
  private:
@@ -247,7 +257,7 @@ class Adam : public Optimizer {
 
  protected:
   void build(const std::vector<Variable*>& vars) override;
-  std::vector<Variable*> slots_of(std::size_t i) override;
+  std::vector<Variable*> slot_variables(std::size_t i) override;
   void update_tensors(const Tensor& g, Tensor& var, const std::vector<Tensor*>& slots) override;
   bool update_fused(const std::vector<Tensor>& grads, const std::vector<Variable*>& vars,
                     const std::vector<Tensor>* second_half) override;
@@ -275,7 +285,7 @@ class RMSprop : public Optimizer {
 
  protected:
   void build(const std::vector<Variable*>& vars) override;
-  std::vector<Variable*> slots_of(std::size_t i) override;
+  std::vector<Variable*> slot_variables(std::size_t i) override;
   void update_tensors(const Tensor& g, Tensor& var, const std::vector<Tensor*>& slots) override;
 
  private:
@@ -318,7 +328,7 @@ class Adagrad : public Optimizer {
 
  protected:
   void build(const std::vector<Variable*>& vars) override;
-  std::vector<Variable*> slots_of(std::size_t i) override;
+  std::vector<Variable*> slot_variables(std::size_t i) override;
   void update_tensors(const Tensor& g, Tensor& var, const std::vector<Tensor*>& slots) override;
 
  private:
@@ -342,7 +352,7 @@ class Adamax : public Optimizer {
 
  protected:
   void build(const std::vector<Variable*>& vars) override;
-  std::vector<Variable*> slots_of(std::size_t i) override;
+  std::vector<Variable*> slot_variables(std::size_t i) override;
   void update_tensors(const Tensor& g, Tensor& var, const std::vector<Tensor*>& slots) override;
 
  private:
@@ -366,7 +376,7 @@ class Nadam : public Optimizer {
 
  protected:
   void build(const std::vector<Variable*>& vars) override;
-  std::vector<Variable*> slots_of(std::size_t i) override;
+  std::vector<Variable*> slot_variables(std::size_t i) override;
   void update_tensors(const Tensor& g, Tensor& var, const std::vector<Tensor*>& slots) override;
   void advance_step_state() override;
   int64_t step_state_params() const override { return 1; }
