@@ -146,7 +146,7 @@ StrategyImpl::StrategyImpl(std::vector<Device*> devices, std::optional<CrossDevi
   if (!reduce_device_) reduce_device_ = devices_.front();
 
   // Logical CPUs share the cores: give each replica its share of the intra-op threads.
-  const int total = dm.intra_op_threads() > 0 ? dm.intra_op_threads() : static_cast<int>(std::thread::hardware_concurrency());
+  const int total = dm.threads_for_intra_op();
   int cpu_replicas = 0;
   for (auto* d : devices_) cpu_replicas += d->type() == DeviceType::CPU;
   threads_per_replica_ = std::max(1, total / std::max(1, cpu_replicas));

@@ -1,6 +1,7 @@
 #include "runtime/device_manager.h"
 
 #include <omp.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <set>
@@ -310,9 +311,15 @@ void DeviceManager::ensure_initialized() {
       break;
     }
   }
-  int threads = intra_op_threads_ > 0 ? intra_op_threads_ : static_cast<int>(std::thread::hardware_concurrency());
-  omp_set_num_threads(std::max(1, threads));
+  omp_set_num_threads(threads_for_intra_op());
   initialized_.store(true, std::memory_order_release);
+}
+
+int DeviceManager::threads_for_intra_op() const {
+  if (intra_op_threads_ > 0) return intra_op_threads_;
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) == 0 && CPU_COUNT(&allowed) > 0) return CPU_COUNT(&allowed);
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 }
 
 const std::vector<Device*>& DeviceManager::devices() {

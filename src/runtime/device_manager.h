@@ -76,7 +76,11 @@ class DeviceManager {
   void set_memory_growth(int physical_index, bool enable);
   std::optional<std::vector<LogicalDeviceConfiguration>> logical_configuration(int physical_index);
   void set_logical_configuration(int physical_index, const std::vector<LogicalDeviceConfiguration>& configs);
+  /// The configured intra-op thread count (0: the system's choice, threads_for_intra_op()).
   int intra_op_threads() const { return intra_op_threads_; }
+  /// The intra-op threads in use: the configured count, else one per CPU this process may run on (its affinity
+  /// mask, as TensorFlow's default: a container or `taskset` limited to fewer CPUs than the machine has).
+  int threads_for_intra_op() const;
   void set_intra_op_threads(int n);
   int inter_op_threads() const { return inter_op_threads_; }
   void set_inter_op_threads(int n);

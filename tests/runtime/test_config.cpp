@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <sched.h>
+
 #include "osprey/config.h"
 #include "osprey/errors.h"
 #include "osprey/ops.h"
@@ -188,4 +190,24 @@ TEST_F(ConfigTest, OpsOnTwoLogicalCpusCopyInputs) {
   Tensor c = ops::add(a, a);  // the scope wins; the input is copied
   EXPECT_EQ(c.device().name, "/device:CPU:0");
   EXPECT_EQ(c.to_vector<float>()[3], 6.0f);
+}
+
+// Without a setting, the intra-op threads are one per CPU the process may run on (TensorFlow's default), not per
+// CPU of the machine: in a container or under `taskset` limited to one CPU, two threads would take turns on it.
+TEST_F(ConfigTest, DefaultIntraOpThreadsFollowTheAffinityMask) {
+  auto& dm = runtime::DeviceManager::get();
+  cpu_set_t allowed;
+  ASSERT_EQ(sched_getaffinity(0, sizeof allowed, &allowed), 0);
+  EXPECT_EQ(dm.threads_for_intra_op(), CPU_COUNT(&allowed));
+  int first = 0;
+  while (!CPU_ISSET(first, &allowed)) ++first;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(first, &one);
+  ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+  const int limited = dm.threads_for_intra_op();
+  sched_setaffinity(0, sizeof allowed, &allowed);
+  EXPECT_EQ(limited, 1);
+  cfg::set_intra_op_parallelism_threads(3);
+  EXPECT_EQ(dm.threads_for_intra_op(), 3);  // a setting wins
 }
