@@ -304,8 +304,9 @@ void small_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* 
   });
 }
 
-bool packed_gemm_applies(int64_t m, int64_t n, int64_t k) {
-  return m > 0 && n > 0 && k > 0 && k <= kPackedGemmMaxK && m <= kPackedGemmMaxM && cpu_has_avx2_fma();
+bool packed_gemm_applies(int64_t m, int64_t n, int64_t k, bool a_transposed) {
+  const int64_t max_k = a_transposed ? kPackedGemmMaxKWeightGradient : kPackedGemmMaxK;
+  return m > 0 && n > 0 && k > 0 && k <= max_k && m <= kPackedGemmMaxM && cpu_has_avx2_fma();
 }
 
 void packed_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c,

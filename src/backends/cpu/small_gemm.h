@@ -20,14 +20,17 @@ bool small_gemm_applies(int64_t m, int64_t n, int64_t k);
 void small_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c,
                 const float* bias = nullptr, bool accumulate = false, bool relu = false);
 
-/// Larger products that Osprey's kernel does faster than oneDNN's sgemm once its panels are packed: k up to
-/// kPackedGemmMaxK (a k x 16 panel of B stays in L1) and m up to kPackedGemmMaxM. Measured on the wide MLP's
-/// products at batch 128 on this project's 2-core machines, both threads: 128x512x512 in 394 µs against oneDNN's
-/// 554, 512x512x128 (A transposed) in 398 against 573, 128x512x512 (B transposed) equal; oneDNN stays ahead at
-/// k = 784 (601 against 636 µs) and m = 784 (565 against 601).
+/// Larger products that Osprey's kernel does faster than oneDNN once its panels are packed (measured on this
+/// project's 2-core machines, both threads, against oneDNN 2.6): m up to kPackedGemmMaxM, and k up to
+/// kPackedGemmMaxK, or up to kPackedGemmMaxKWeightGradient with A transposed (a weight gradient, k the batch).
+/// The wide MLP's 128x512x512 in 394 µs against oneDNN's 554; 512x512x128 with A transposed in 398 against 573,
+/// 512x512x1024 in 3432 against 4309, 512x512x2048 in 8107 against 8586; 128x512x512 with B transposed equal.
+/// oneDNN stays ahead at k = 784 (601 against 656 µs), m = 784 (565 against 610) and 512x512x4096 with A
+/// transposed (16363 against 18175).
 constexpr int64_t kPackedGemmMaxK = 512;
+constexpr int64_t kPackedGemmMaxKWeightGradient = 2048;
 constexpr int64_t kPackedGemmMaxM = 512;
-bool packed_gemm_applies(int64_t m, int64_t n, int64_t k);
+bool packed_gemm_applies(int64_t m, int64_t n, int64_t k, bool a_transposed);
 /// small_gemm() with every panel of B packed contiguous (and a transposed A copied at a padded stride), the rows
 /// split between the OpenMP threads (those of oneDNN's products in the same step: a second spinning thread would
 /// take turns with them on the same cores). Same bits as small_gemm().
