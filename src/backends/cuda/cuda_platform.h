@@ -54,7 +54,8 @@ class CudaDevice : public runtime::Allocator {
   std::vector<ErrorCheck> end_capture();
   /// After a launch of a graph with checks: waits for it, then runs them on their copies (the first error throws).
   void run_checks(const std::vector<ErrorCheck>& checks);
-  /// Host <-> device copy on this device's stream, staged through pinned memory; returns when done.
+  /// Host <-> device copy on this device's stream, staged through pinned memory; returns when done (up to 1 MiB
+  /// from pageable memory to the device: when CUDA has taken the bytes, the copy ordered before later work).
   void copy_to_device(void* dst, const void* src, std::size_t bytes);
   void copy_to_host(void* dst, const void* src, std::size_t bytes);
   void copy_on_device(void* dst, const void* src, std::size_t bytes);
