@@ -2,6 +2,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <sched.h>
+
 #include <cstdlib>
 
 #include "osprey/config.h"
@@ -44,6 +46,30 @@ TEST_F(DoctorTest, AUsableGpuPassesEveryCheckAndTheTestKernel) {
   EXPECT_THAT(text, HasSubstr("  ✓ Test kernel: "));
   EXPECT_THAT(text, HasSubstr("Result: a GPU is usable"));
   EXPECT_THAT(doctor::devices_table(), ::testing::ContainsRegex("/device:GPU:1 +/physical_device:GPU:1 +Osprey Test GPU"));
+}
+
+// The CPU side: the intra-op threads in use and the CPUs the process may run on, with the reason when an affinity
+// mask leaves fewer than the machine has.
+TEST_F(DoctorTest, SaysHowManyCpuThreadsAndWhatLimitsThem) {
+  osprey::testing::install_test_gpus(1);
+  cpu_set_t allowed;
+  ASSERT_EQ(sched_getaffinity(0, sizeof allowed, &allowed), 0);
+  const auto report = doctor::run();
+  const auto& all = check_named(report, "CPU threads");
+  EXPECT_EQ(all.state, doctor::CheckState::note);
+  EXPECT_THAT(all.detail, HasSubstr(std::to_string(CPU_COUNT(&allowed)) + " intra-op thread(s)"));
+  int first = 0;
+  while (!CPU_ISSET(first, &allowed)) ++first;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(first, &one);
+  ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+  const auto limited = check_named(doctor::run(), "CPU threads");
+  sched_setaffinity(0, sizeof allowed, &allowed);
+  EXPECT_THAT(limited.detail, HasSubstr("1 intra-op thread(s); this process may run on 1 of the machine's"));
+  if (CPU_COUNT(&allowed) > 1) {
+    EXPECT_THAT(limited.detail, HasSubstr("an affinity mask"));
+  }
 }
 
 TEST_F(DoctorTest, CudaVisibleDevicesHidingEveryGpuIsTheCauseWithTheFix) {
