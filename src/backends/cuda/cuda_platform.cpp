@@ -441,8 +441,10 @@ class CudaPlatform : public runtime::Platform {
   // The launches `work` queues on the device's stream, captured as a CUDA graph (stream capture, this thread
   // only) and instantiated once. Kernels that check their inputs (sparse labels in range) capture a copy of the
   // error slots, checked after each launch (CudaDevice::check_errors). Work that cannot be captured (anything
-  // that waits for the GPU) returns nothing, and the caller runs the work itself.
-  // OSPREY_CUDA_GRAPHS=0 switches graphs off (to compare, or to rule them out).
+  // that waits for the GPU) returns nothing, and the caller runs the work itself. Capturing takes the device's
+  // stream for the moment of one step's launches: work another thread queued on the same device meanwhile would
+  // join the graph (the first replay of a step, once per plan). OSPREY_CUDA_GRAPHS=0 switches graphs off (to
+  // compare, or to rule them out).
   std::unique_ptr<runtime::DeviceGraph> capture(runtime::Device& device, const std::function<void()>& work) override {
     if (const auto v = env::get("OSPREY_CUDA_GRAPHS"); v && (*v == "0" || *v == "false")) return nullptr;
     auto& c = cuda_device(device);
