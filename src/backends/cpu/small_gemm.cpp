@@ -258,6 +258,7 @@ static void gemm_rows(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const f
   // B's panel j0 (columns j0 .. j0+16) is read in place when B is row-major and the panel is whole; otherwise it
   // is packed (transposed, zero-padded) into a k x 16 buffer first. An 8-column panel is read in place too.
   thread_local std::vector<float> packed;
+  // The two shapes below take every column (packed_gemm never splits them by columns: k < 64, one panel).
   if (k == 1) {  // an outer product: each element is fma(a, b, 0), i.e. a·b rounded once
     return outer_product(m, n, av.a, av.row, b, c, bias, accumulate, relu);  // B is 1 x n, or n x 1: b[j] either way
   }
