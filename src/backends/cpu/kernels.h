@@ -53,8 +53,8 @@ void register_optimizer_kernels();
 
 /// y = act(z) over n values; softmax works on rows of length `cols`. z and y may alias.
 void apply_activation(ops::Activation act, const float* z, float* y, int64_t n, int64_t cols);
-/// Row-major C[m,n] = op(A)·op(B) (+ beta·C): Osprey's small kernel up to kSmallGemmMaxWork multiply-adds (with
-/// AVX2 and FMA), oneDNN's sgemm above.
+/// Row-major C[m,n] = op(A)·op(B) (+ beta·C): Osprey's own kernel where own_gemm() takes the product (small
+/// products, and the mid-sized ones it runs faster than oneDNN; AVX2 and FMA), oneDNN's sgemm otherwise.
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c,
           float beta = 0.0f);
 

@@ -40,12 +40,7 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, con
     if (beta == 0.0f) std::memset(c, 0, sizeof(float) * m * n);
     return;
   }
-  if ((beta == 0.0f || beta == 1.0f) && small_gemm_applies(m, n, k)) {
-    return small_gemm(ta, tb, m, n, k, a, b, c, nullptr, beta == 1.0f);
-  }
-  if ((beta == 0.0f || beta == 1.0f) && packed_gemm_applies(m, n, k, ta)) {
-    return packed_gemm(ta, tb, m, n, k, a, b, c, nullptr, beta == 1.0f);
-  }
+  if ((beta == 0.0f || beta == 1.0f) && own_gemm(ta, tb, m, n, k, a, b, c, nullptr, beta == 1.0f)) return;
   const int64_t lda = ta ? m : k, ldb = tb ? k : n;
   GemmThreadLimit limit(m, n, k);
   auto status = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, a, lda, b, ldb, beta, c, n);
@@ -149,14 +144,9 @@ static void fused_matmul_kernel(const KernelContext& ctx) {
     for (int64_t r = 0; r < m; ++r) {
       for (int64_t c = 0; c < n; ++c) z[r * n + c] = at.has_bias ? ctx.inputs[2].data<float>()[c] : 0.f;
     }
-  } else if (small_gemm_applies(m, n, k) || packed_gemm_applies(m, n, k, false)) {
-    const bool relu = fused && at.activation == Activation::relu;  // in the kernel's registers
-    const float* bias = at.has_bias ? ctx.inputs[2].data<float>() : nullptr;
-    if (small_gemm_applies(m, n, k)) {
-      small_gemm(false, false, m, n, k, x.data<float>(), w.data<float>(), z, bias, false, relu);
-    } else {
-      packed_gemm(false, false, m, n, k, x.data<float>(), w.data<float>(), z, bias, false, relu);
-    }
+  } else if (const bool relu = fused && at.activation == Activation::relu;  // in the kernel's registers
+             own_gemm(false, false, m, n, k, x.data<float>(), w.data<float>(), z,
+                      at.has_bias ? ctx.inputs[2].data<float>() : nullptr, false, relu)) {
     if (fused && !relu) apply_activation(at.activation, z, z, m * n, n);
   } else {
     GemmThreadLimit limit(m, n, k);

@@ -299,12 +299,20 @@ static void gemm_rows(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const f
   }
 }
 
+// Rows [r0, r1) of the product (op(A)'s rows start at a + r0, or column r0 of the stored k x m A when transposed).
+static void gemm_row_range(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, const float* b,
+                           float* c, const float* bias, bool accumulate, bool relu, bool pack, int64_t r0,
+                           int64_t r1) {
+  if (r1 <= r0) return;
+  gemm_rows(ta, tb, r1 - r0, n, k, ta ? a + r0 : a + r0 * k, ta ? m : k, b, c + r0 * n, bias, accumulate, relu,
+            pack);
+}
+
 void small_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c,
                 const float* bias, bool accumulate, bool relu) {
   // Rows are independent: two parts of them on two threads give the same bits as one thread.
   runtime::split_in_two(m, m * n * k >= kSmallGemmSplitWork, 8, [&](int64_t r0, int64_t r1) {
-    gemm_rows(ta, tb, r1 - r0, n, k, ta ? a + r0 : a + r0 * k, ta ? m : k, b, c + r0 * n, bias, accumulate, relu,
-              false);
+    gemm_row_range(ta, tb, m, n, k, a, b, c, bias, accumulate, relu, false, r0, r1);
   });
 }
 
@@ -316,10 +324,7 @@ bool packed_gemm_applies(int64_t m, int64_t n, int64_t k, bool a_transposed) {
 void packed_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c,
                  const float* bias, bool accumulate, bool relu) {
   auto rows = [&](int64_t r0, int64_t r1) {
-    if (r1 > r0) {
-      gemm_rows(ta, tb, r1 - r0, n, k, ta ? a + r0 : a + r0 * k, ta ? m : k, b, c + r0 * n, bias, accumulate, relu,
-                true);
-    }
+    gemm_row_range(ta, tb, m, n, k, a, b, c, bias, accumulate, relu, true, r0, r1);
   };
   const int threads = runtime::in_pair_half() ? 1 : omp_get_max_threads();
   if (threads <= 1) return rows(0, m);
@@ -333,12 +338,24 @@ void packed_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float*
     const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
     if (by_columns) {
       const int64_t p0 = num_panels * t / nt, p1 = num_panels * (t + 1) / nt;
-      gemm_rows(ta, tb, m, n, k, a, ta ? m : k, b, c, bias, accumulate, relu, true, p0 * kNr,
-                std::min(n, p1 * kNr));
+      gemm_rows(ta, tb, m, n, k, a, k, b, c, bias, accumulate, relu, true, p0 * kNr, std::min(n, p1 * kNr));
     } else {
       rows(std::min(m, (m * t / nt) & ~int64_t{7}), t + 1 == nt ? m : std::min(m, (m * (t + 1) / nt) & ~int64_t{7}));
     }
   }
+}
+
+bool own_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c,
+              const float* bias, bool accumulate, bool relu) {
+  if (small_gemm_applies(m, n, k)) {
+    small_gemm(ta, tb, m, n, k, a, b, c, bias, accumulate, relu);
+    return true;
+  }
+  if (packed_gemm_applies(m, n, k, ta)) {
+    packed_gemm(ta, tb, m, n, k, a, b, c, bias, accumulate, relu);
+    return true;
+  }
+  return false;
 }
 
 }  // namespace osprey::cpu
