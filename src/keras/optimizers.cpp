@@ -243,8 +243,17 @@ std::pair<int64_t, int64_t> shard_range(int64_t n, int shard, int num_shards) {
   return {std::min(b, n), std::min(e, n)};
 }
 
+// Elements [b, e) of `v`'s component `shard` copied into its other components (host memory).
+static void copy_slice_to_other_components(const Variable& v, int shard, int64_t b, int64_t e) {
+  const float* src = v.component(shard).data<float>() + b;
+  const auto bytes = sizeof(float) * static_cast<std::size_t>(e - b);
+  for (int q = 0; q < v.num_components(); ++q) {
+    if (q != shard) std::memcpy(const_cast<float*>(v.component(q).data<float>()) + b, src, bytes);
+  }
+}
+
 void Optimizer::apply_sharded_gradients(const std::vector<Tensor>& summed, const std::vector<Variable*>& variables,
-                                        int shard, int num_shards, bool copy_slots) {
+                                        int shard, int num_shards) {
   if (!built_) throw FailedPreconditionError("apply_sharded_gradients: call build_slots() first (cross-replica)");
   if (!shardable()) {
     throw FailedPreconditionError("apply_sharded_gradients: clipping and weight decay need whole variables");
@@ -263,19 +272,8 @@ void Optimizer::apply_sharded_gradients(const std::vector<Tensor>& summed, const
     for (size_t k = 0; k < slot_vars.size(); ++k) slot_ptrs.push_back(slot_vars[k] ? &slot_views[k] : nullptr);
     Tensor var_view = slice(var.component(shard));
     update_tensors(slice(summed[j]), var_view, slot_ptrs);
-    // The other replicas' components get the same values (host memory: plain copies of the slice).
-    const std::size_t bytes = sizeof(float) * static_cast<std::size_t>(e - b);
-    auto copy_out = [&](const Variable& v) {
-      const float* src = v.component(shard).data<float>() + b;
-      for (int q = 0; q < v.num_components(); ++q) {
-        if (q != shard) std::memcpy(const_cast<float*>(v.component(q).data<float>()) + b, src, bytes);
-      }
-    };
-    copy_out(var);
-    if (!copy_slots) continue;
-    for (Variable* sv : slot_vars) {
-      if (sv) copy_out(*sv);
-    }
+    // The other replicas' components of the variable get the same values; those of the slots wait for sync_slots().
+    copy_slice_to_other_components(var, shard, b, e);
   }
 }
 
@@ -288,14 +286,7 @@ void Optimizer::sync_slots() {
       const int64_t n = sv->num_elements();
       for (int shard = 0; shard < num_shards && shard < sv->num_components(); ++shard) {
         const auto [b, e] = shard_range(n, shard, num_shards);
-        if (b >= e) continue;
-        const float* src = sv->component(shard).data<float>() + b;
-        for (int q = 0; q < sv->num_components(); ++q) {
-          if (q != shard) {
-            std::memcpy(const_cast<float*>(sv->component(q).data<float>()) + b, src,
-                        sizeof(float) * static_cast<std::size_t>(e - b));
-          }
-        }
+        if (b < e) copy_slice_to_other_components(*sv, shard, b, e);
       }
     }
   }

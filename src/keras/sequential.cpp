@@ -723,7 +723,7 @@ static double distributed_train_step(Sequential& model, Sequential::State& s, co
     }
     if (sharded) {  // logical CPUs: each replica reduces and updates its slice of every variable, once
       st.reduce_own_slices(grads, r);
-      s.optimizer->apply_sharded_gradients(grads[0], vars, r, n, /*copy_slots=*/false);
+      s.optimizer->apply_sharded_gradients(grads[0], vars, r, n);
     } else {
       st.all_reduce_sum(grads, r);
       s.optimizer->apply_replica_gradients(grads[r], vars);

@@ -131,14 +131,14 @@ class Optimizer {
   /// Replicas that share host memory (logical CPUs) split the update instead: replica `shard` of `num_shards`
   /// updates its slice of every variable (elements shard_range()) once, on its own component, and copies the
   /// result into the other components. `summed` holds the all-reduced gradients (at least that slice). Needs no
-  /// clipping (clips() false: clipping needs whole gradients). With `copy_slots` false the slots' other components
-  /// are left behind (a replica only ever reads its own slice of its own component): the caller then says so with
-  /// defer_slot_sync(), and they are brought up to date when something else reads them.
+  /// clipping (clips() false: clipping needs whole gradients). The slots' other components are left behind (a
+  /// replica only ever reads its own slice of its own component): once every replica has applied, the caller says
+  /// so with defer_slot_sync(), and they are brought up to date when something else reads them.
   void apply_sharded_gradients(const std::vector<Tensor>& summed, const std::vector<Variable*>& variables, int shard,
-                               int num_shards, bool copy_slots = true);
-  /// After every replica's apply_sharded_gradients() without slot copies: the slots' components are behind until
-  /// the next slots_of(), sync_slots() or unsharded update, which copies every shard's slice of every slot from
-  /// its replica's component into the others first.
+                               int num_shards);
+  /// After every replica's apply_sharded_gradients(): the slots' components are behind until the next slots_of(),
+  /// sync_slots() or unsharded update, which copies every shard's slice of every slot from its replica's component
+  /// into the others first.
   void defer_slot_sync(int num_shards) { stale_slot_shards_ = num_shards; }
   /// Brings slot components left behind by sharded updates up to date (nothing to do otherwise).
   void sync_slots();
