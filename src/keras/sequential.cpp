@@ -402,15 +402,18 @@ static Tensor view_of(const std::shared_ptr<Storage>& storage, std::size_t offse
   impl->dtype = like.dtype();
   return Tensor(std::move(impl));
 }
+static std::size_t row_bytes(const Tensor& t) {
+  return static_cast<std::size_t>(t.nbytes() / std::max<int64_t>(t.shape()[0], 1));
+}
+
 // A part's input buffer `dst` refilled from the batch `src`: its rows order[begin, begin + dst rows) when `order`
 // is given (fit's shuffled rows of the whole arrays), else rows [begin, begin + dst rows).
 static void load_rows(Tensor& dst, const Tensor& src, const int64_t* order, int64_t begin) {
   if (!dst.defined()) return;
-  const std::size_t row_bytes = static_cast<std::size_t>(src.nbytes() / std::max<int64_t>(src.shape()[0], 1));
   if (order) {
-    gather_host_rows(dst.raw_data(), src.raw_data(), order + begin, dst.shape()[0], row_bytes);
+    gather_host_rows(dst.raw_data(), src.raw_data(), order + begin, dst.shape()[0], row_bytes(src));
   } else {
-    std::memcpy(dst.raw_data(), static_cast<const char*>(src.raw_data()) + row_bytes * begin,
+    std::memcpy(dst.raw_data(), static_cast<const char*>(src.raw_data()) + row_bytes(src) * begin,
                 static_cast<std::size_t>(dst.nbytes()));
   }
 }
@@ -441,9 +444,13 @@ static void own_inputs(Sequential::State::StepPlan::Part& part, runtime::Device&
   }
 }
 
-// Whether a recorded step on `device` takes `t` as its batch: host data, or data already on that device.
-static bool step_input(const Tensor& t, const runtime::Device* device) {
-  return !t.defined() || t.device_ref().host_memory() || &t.device_ref() == device;
+// Whether a recorded step takes x, y and w as its batch: a plannable model, and each of them host data or data
+// already on the model's device (the step copies it into its own buffers).
+static bool planned_takes(const Sequential::State& s, const Tensor& x, const Tensor& y, const Tensor& w = Tensor()) {
+  auto usable = [&](const Tensor& t) {
+    return !t.defined() || t.device_ref().host_memory() || &t.device_ref() == s.device;
+  };
+  return plannable(s) && usable(x) && usable(y) && usable(w);
 }
 
 // Fills a part's input buffers with its rows of x, y and w (fit's shuffled rows `order` of them when given; then
@@ -471,9 +478,8 @@ static void load_part(Sequential::State::StepPlan::Part& part, runtime::Device& 
   for (int i = 0; i < 3; ++i) {
     const Tensor& src = *sources[i];
     if (!buffers[i]->defined() || src.device_ref().host_memory()) continue;
-    const auto row_bytes = static_cast<std::size_t>(src.nbytes() / std::max<int64_t>(src.shape()[0], 1));
     device.platform().copy(device, buffers[i]->impl()->data(), true,
-                           static_cast<const char*>(src.impl()->data()) + row_bytes * part.begin, true,
+                           static_cast<const char*>(src.impl()->data()) + row_bytes(src) * part.begin, true,
                            static_cast<std::size_t>(buffers[i]->nbytes()));
   }
 }
@@ -633,14 +639,9 @@ static double planned_train_step(Sequential& model, Sequential::State& s, const 
 static double train_step(Sequential& model, Sequential::State& s, const Tensor& x, const Tensor& y,
                          const Tensor& w = Tensor()) {
   if (distributed(s)) return distributed_train_step(model, s, x, y, w);
-  if (plannable(s) && step_input(x, s.device) && step_input(y, s.device) && step_input(w, s.device)) {
-    return planned_train_step(model, s, x, y, w);
-  }
+  if (planned_takes(s, x, y, w)) return planned_train_step(model, s, x, y, w);
   return eager_train_step(model, s, x, y, w);
 }
-
-// True when a recorded step can gather fit's shuffled rows itself (host data, a plannable model, one replica).
-static bool gathers_rows(const Sequential::State& s) { return !distributed(s) && plannable(s); }
 
 namespace {
 // One of fit's batches: x, y and w themselves, or, when `rows` is defined, those rows of them (host tensors).
@@ -652,7 +653,7 @@ struct Batch {
 
 static double train_step(Sequential& model, Sequential::State& s, const Batch& b) {
   if (!b.rows.defined()) return train_step(model, s, b.x, b.y, b.w);
-  if (gathers_rows(s)) return planned_train_step(model, s, b.x, b.y, b.w, &b.rows);
+  if (plannable(s)) return planned_train_step(model, s, b.x, b.y, b.w, &b.rows);  // fit's arrays: host tensors
   return train_step(model, s, ops::gather_rows(b.x, b.rows), ops::gather_rows(b.y, b.rows),
                     b.w.defined() ? ops::gather_rows(b.w, b.rows) : Tensor());
 }
@@ -1167,9 +1168,9 @@ FitHistory Sequential::fit(const Tensor& x_all, const Tensor& y_all, FitOptions 
   check_input(*this, s, x);
   prepare_replicas(*this, s);
   runtime::Device& host = runtime::DeviceManager::get().host_device();
-  // A recorded step on a device copies its batches there itself (one copy per step).
-  runtime::Device* copy_to = s.device && s.device != &host && !distributed(s) && !gathers_rows(s) ? s.device : nullptr;
-  ArraySource source(x, y, w, batch_size, o.shuffle, copy_to, gathers_rows(s));
+  // A recorded step gathers its rows from the host arrays and copies them to its device itself (one copy per step).
+  runtime::Device* copy_to = s.device && s.device != &host && !distributed(s) && !plannable(s) ? s.device : nullptr;
+  ArraySource source(x, y, w, batch_size, o.shuffle, copy_to, plannable(s));
   return fit_loop(*this, s, source, o, val, batch_size);
 }
 
@@ -1304,10 +1305,11 @@ std::vector<double> Sequential::train_on_batch(const Tensor& x, const Tensor& y)
   check_input(*this, s, x);
   prepare_replicas(*this, s);
   Tensor xb = x, yb = y;
-  // A recorded step copies host batches to its device itself (one copy for x and y).
-  const bool step_copies = plannable(s) && step_input(x, s.device) && step_input(y, s.device);
-  if (s.device && &xb.device_ref() != s.device && !distributed(s) && !step_copies) xb = xb.to(*s.device);
-  if (s.device && &yb.device_ref() != s.device && !distributed(s) && !step_copies) yb = yb.to(*s.device);
+  // A recorded step copies the batch to its device itself (one copy for x and y).
+  if (s.device && !distributed(s) && !planned_takes(s, x, y)) {
+    if (&xb.device_ref() != s.device) xb = xb.to(*s.device);
+    if (&yb.device_ref() != s.device) yb = yb.to(*s.device);
+  }
   std::vector<double> out{train_step(*this, s, xb, yb)};
   for (auto& m : s.metrics) out.push_back(m->result());
   return out;
