@@ -1,7 +1,10 @@
 // Helpers shared by the tests.
 #pragma once
 
+#include <sched.h>
+
 #include <filesystem>
+#include <stdexcept>
 #include <string>
 
 #include "osprey/errors.h"
@@ -20,6 +23,25 @@ std::string error_of(F&& f) {
     return e.what();
   }
   return "<no exception>";
+}
+
+/// Runs f() with the calling thread allowed only the first CPU of its affinity mask (as under `taskset -c N`),
+/// then gives the thread its mask back.
+template <typename F>
+void on_one_cpu(F&& f) {
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) throw std::runtime_error("sched_getaffinity failed");
+  int first = 0;
+  while (!CPU_ISSET(first, &allowed)) ++first;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(first, &one);
+  if (sched_setaffinity(0, sizeof one, &one) != 0) throw std::runtime_error("sched_setaffinity failed");
+  struct Restore {
+    cpu_set_t mask;
+    ~Restore() { sched_setaffinity(0, sizeof mask, &mask); }
+  } restore{allowed};
+  f();
 }
 
 /// `name` in a per-suite folder under the system's temporary directory (created on first use).

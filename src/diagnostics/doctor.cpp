@@ -1,7 +1,5 @@
 #include "osprey/doctor.h"
 
-#include <sched.h>
-
 #include <algorithm>
 #include <cmath>
 #include <sstream>
@@ -135,13 +133,12 @@ Report run() {
            : "not set (every GPU is visible)",
        ""});
   // The CPU side: how many threads the CPU kernels use, and what limits them.
-  cpu_set_t allowed;
-  const int usable = sched_getaffinity(0, sizeof allowed, &allowed) == 0 ? CPU_COUNT(&allowed) : -1;
+  const int usable = runtime::allowed_cpus();
   const int machine = static_cast<int>(std::thread::hardware_concurrency());
   add({"CPU threads", CheckState::note,
        fmt::format("{} intra-op thread(s); this process may run on {} of the machine's {} CPUs{}",
                    dm.threads_for_intra_op(), usable, machine,
-                   usable > 0 && usable < machine ? " (an affinity mask: taskset, or a container's cpuset)" : ""),
+                   usable < machine ? " (an affinity mask: taskset, or a container's cpuset)" : ""),
        ""});
   // 4. The GPUs found, and those ignored.
   for (const auto& msg : dm.ignored_gpus()) add({"Ignored GPU", CheckState::note, msg, ""});

@@ -315,12 +315,13 @@ void DeviceManager::ensure_initialized() {
   initialized_.store(true, std::memory_order_release);
 }
 
-int DeviceManager::threads_for_intra_op() const {
-  if (intra_op_threads_ > 0) return intra_op_threads_;
+int allowed_cpus() {
   cpu_set_t allowed;
   if (sched_getaffinity(0, sizeof allowed, &allowed) == 0 && CPU_COUNT(&allowed) > 0) return CPU_COUNT(&allowed);
   return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 }
+
+int DeviceManager::threads_for_intra_op() const { return intra_op_threads_ > 0 ? intra_op_threads_ : allowed_cpus(); }
 
 const std::vector<Device*>& DeviceManager::devices() {
   ensure_initialized();

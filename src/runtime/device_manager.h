@@ -56,6 +56,10 @@ struct PluginStatus {
   std::string error;    ///< why it is not loaded: not found (with the places looked in), the loader's message, ...
 };
 
+/// How many CPUs this thread may run on (its affinity mask: a container's cpuset or `taskset` can leave fewer than
+/// the machine has); the machine's count when the mask cannot be read.
+int allowed_cpus();
+
 class DeviceManager {
  public:
   static DeviceManager& get();
