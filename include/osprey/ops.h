@@ -4,6 +4,7 @@
 
 #include <span>
 #include <string>
+#include <vector>
 
 #include "osprey/tensor.h"
 
@@ -52,6 +53,14 @@ Tensor reduce_mean(const Tensor& x);
 /// Sum / mean over one axis of a 2-D tensor (0 or 1; -1 is the last).
 Tensor reduce_sum(const Tensor& x, int axis);
 Tensor reduce_mean(const Tensor& x, int axis);
+
+/// The tensors joined along `axis` (negative counts from the end); every other dimension and the dtype must agree
+/// (tf.concat).
+Tensor concat(const std::vector<Tensor>& xs, int axis = -1);
+/// Elements [begin, begin + size) of x along `axis`, every other dimension whole (a copy).
+Tensor slice_axis(const Tensor& x, int axis, int64_t begin, int64_t size);
+/// min(a, b) element-wise, with a's broadcasting rules (ties give the gradient to a).
+Tensor minimum(const Tensor& a, const Tensor& b);
 
 /// Rows of x at the given int64 indices.
 Tensor gather_rows(const Tensor& x, const Tensor& indices);

@@ -23,6 +23,9 @@ struct LossAttrs { LossKind kind; double label_smoothing; };
 struct AccuracyAttrs { AccuracyKind kind; double threshold; };
 struct SgdAttrs { float learning_rate, momentum; bool nesterov; };
 struct AdamAttrs { float alpha, beta_1, beta_2, epsilon; };
+/// An axis seen as blocks: `outer` blocks (the product of the dimensions before it), each of `inner` elements per
+/// index along it (the product of the dimensions after it). Slice reads indices [begin, begin + output's size).
+struct AxisBlocks { int64_t outer, inner, begin; };
 struct RmspropAttrs { float learning_rate, rho, momentum, epsilon; bool centered; };
 
 /// True when the activation's gradient needs the pre-activation value (it cannot be derived from the output).

@@ -35,6 +35,8 @@ enum class OpId : int {
   DenseGrad,       // dy, y, [z], x, w -> [dx], dw, [db], [dz]: a Dense layer's whole backward (attrs DenseGradAttrs)
   LossMean,        // y_true, y_pred -> the mean of the per-sample values (Loss then Reduce mean_all; attrs LossAttrs)
   LossMeanGrad,    // y_true, y_pred, upstream scalar -> d y_pred of that mean (attrs LossAttrs)
+  Concat,          // x0, x1, ... -> their concatenation along one axis (attrs AxisBlocks)
+  Slice,           // x -> elements [begin, begin + size) along one axis (attrs AxisBlocks)
   kCount
 };
 

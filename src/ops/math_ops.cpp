@@ -145,6 +145,7 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
   return out;
 }
 Tensor maximum(const Tensor& a, const Tensor& b) { return binary(a, b, BinaryKind::maximum, "Maximum"); }
+Tensor minimum(const Tensor& a, const Tensor& b) { return neg(maximum(neg(a), neg(b))); }
 
 static Tensor reduce(const Tensor& x, ReduceKind kind, const char* name) {
   Shape out_shape;

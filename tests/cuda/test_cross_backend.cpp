@@ -157,6 +157,20 @@ void check_every_op() {
     return Outputs{ops::gather_rows(a, Tensor::from_vector<int64_t>({32, 0, 5, 5, 17}, {5})),
                    ops::gather_rows(ops::cast(a, DType::int32), Tensor::from_vector<int64_t>({1, 2}, {2}))};
   });
+  // Concatenation and slicing along every axis, with their gradients; minimum.
+  expect_same("concat and slice", [&] {
+    Variable x(host_uniform({3, 4, 5}, -1, 1, 21), "x"), y(host_uniform({3, 2, 5}, -1, 1, 22), "y");
+    GradientTape tape;
+    Outputs ys{ops::concat({x.value(), y.value()}, 1), ops::concat({x.value(), x.value()}, 0),
+               ops::concat({x.value(), x.value()}, -1), ops::slice_axis(x.value(), 2, 1, 3),
+               ops::minimum(x.value(), ops::neg(x.value())),
+               ops::concat({ops::cast(x.value(), DType::int32), ops::cast(x.value(), DType::int32)}, 2)};
+    Tensor total = ops::reduce_sum(ops::square(ys[0]));
+    for (size_t i = 1; i + 1 < ys.size(); ++i) total = ops::add(total, ops::reduce_sum(ops::square(ys[i])));
+    auto g = tape.gradient(total, Vars{&x, &y});
+    ys.insert(ys.end(), g.begin(), g.end());
+    return ys;
+  });
   // Losses and their gradients (labels in several dtypes), accuracy counts.
   const Tensor probs = ops::softmax(host_uniform({33, 5}, -2, 2, 8));
   const Tensor p1 = ops::sigmoid(host_uniform({33, 1}, -3, 3, 9));
@@ -248,4 +262,6 @@ TEST(CrossBackend, BadInputsRaiseTheCpuErrorsOnTheGpu) {
   EXPECT_THROW((void)ops::sparse_categorical_crossentropy(labels, probs), InvalidArgumentError);
   Tensor idx = Tensor::from_vector<int64_t>({0, 9}, {2});
   EXPECT_THROW((void)ops::gather_rows(probs, idx), InvalidArgumentError);
+  EXPECT_THROW((void)ops::concat({probs, Tensor::ones({4, 3, 1})}, 1), InvalidArgumentError);
+  EXPECT_THROW((void)ops::slice_axis(probs, 1, 2, 5), InvalidArgumentError);
 }

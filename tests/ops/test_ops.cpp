@@ -196,6 +196,46 @@ TEST_F(Ops, ElementwiseWithBroadcasting) {
   EXPECT_THROW(ops::add(Tensor::ones({2, 3}), Tensor::ones({3, 2})), InvalidArgumentError);
 }
 
+TEST_F(Ops, ConcatAndSliceAlongEveryAxisForwardAndBackward) {
+  Tensor a = random::uniform({2, 3, 4}, -1, 1), b = random::uniform({2, 2, 4}, -1, 1);
+  const auto av = host(a), bv = host(b);
+  Tensor c = ops::concat({a, b}, 1);
+  ASSERT_EQ(c.shape(), Shape({2, 5, 4}));
+  const auto cv = host(c);
+  for (int i = 0; i < 2; ++i) {
+    for (int j = 0; j < 5; ++j) {
+      for (int k = 0; k < 4; ++k) {
+        const double want = j < 3 ? av[(i * 3 + j) * 4 + k] : bv[(i * 2 + (j - 3)) * 4 + k];
+        EXPECT_EQ(cv[(i * 5 + j) * 4 + k], want) << i << "," << j << "," << k;
+      }
+    }
+  }
+  // Slicing back gives the pieces exactly; the last and the first axis too, negative axes from the end.
+  EXPECT_EQ(host(ops::slice_axis(c, -2, 3, 2)), bv);
+  EXPECT_EQ(host(ops::slice_axis(ops::concat({a, a, a}, 0), 0, 2, 2)), av);
+  EXPECT_EQ(host(ops::slice_axis(ops::concat({a, a}, -1), 2, 4, 4)), av);
+  EXPECT_EQ(host(ops::concat({ops::cast(a, DType::int64), ops::cast(a, DType::int64)}, 2)).size(), 48u);
+  check_gradients([](auto& in) { return ops::concat({in[0], in[1]}, 1); }, {a, b});
+  check_gradients([](auto& in) { return ops::concat({in[0], in[1], in[0]}, -1); }, {a, random::uniform({2, 3, 1})});
+  check_gradients([](auto& in) { return ops::slice_axis(in[0], 2, 1, 2); }, {a});
+  EXPECT_THROW((void)ops::concat({a, b}, 2), InvalidArgumentError);  // (2,3,4) and (2,2,4) differ off axis 2
+  EXPECT_THROW((void)ops::concat({a, a}, 3), InvalidArgumentError);
+  EXPECT_THROW((void)ops::concat({}, 0), InvalidArgumentError);
+  EXPECT_THROW((void)ops::concat({a, ops::cast(a, DType::float64)}, 0), InvalidArgumentError);
+  EXPECT_THROW((void)ops::slice_axis(a, 1, 2, 2), InvalidArgumentError);
+  EXPECT_THROW((void)ops::slice_axis(a, -4, 0, 1), InvalidArgumentError);
+}
+
+TEST_F(Ops, MinimumForwardAndBackward) {
+  Tensor a = random::uniform({3, 4}, 0.5, 2);
+  Tensor b = ops::add(a, Tensor::from_vector(std::vector<float>{0.3f, -0.3f, 0.4f, -0.4f}, {4}));
+  const auto av = host(a), bv = host(b);
+  std::vector<double> want(12);
+  for (int i = 0; i < 12; ++i) want[i] = std::min(av[i], bv[i]);
+  expect_close(host(ops::minimum(a, b)), want, 0);
+  check_gradients([](auto& in) { return ops::minimum(in[0], in[1]); }, {a, b});
+}
+
 TEST_F(Ops, UnaryOps) {
   Tensor x = random::uniform({2, 5}, 0.5, 2);
   auto xv = host(x);

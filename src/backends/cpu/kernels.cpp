@@ -7,6 +7,7 @@ void register_cpu_kernels() {
   register_nn_kernels();
   register_loss_kernels();
   register_optimizer_kernels();
+  register_array_kernels();
 }
 
 }  // namespace osprey::cpu

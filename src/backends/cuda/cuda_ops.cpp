@@ -272,6 +272,45 @@ void gather_rows_kernel(const KernelContext& ctx) {
   });
 }
 
+// Concatenation and slicing along an axis: one strided 2-D copy per input (rows = the outer blocks).
+void concat_kernel(const KernelContext& ctx) {
+  Launch l(ctx);
+  const auto& a = ctx.attr<ops::AxisBlocks>();
+  Tensor& y = ctx.outputs[0];
+  const auto outer = static_cast<std::size_t>(std::max<int64_t>(a.outer, 1));
+  const auto elem = dtype_size(y.dtype());
+  const std::size_t out_row = static_cast<std::size_t>(y.num_elements()) / outer * elem;
+  std::size_t at = 0;
+  for (const Tensor& x : ctx.inputs) {
+    const std::size_t row = static_cast<std::size_t>(x.num_elements()) / outer * elem;
+    if (row && a.outer) {
+      check(cudaMemcpy2DAsync(static_cast<char*>(y.raw_data()) + at, out_row, x.raw_data(), row, row, outer,
+                              cudaMemcpyDeviceToDevice, l.s()),
+            "ConcatV2");
+    }
+    at += row;
+  }
+  l.done("ConcatV2");
+}
+
+void slice_kernel(const KernelContext& ctx) {
+  Launch l(ctx);
+  const auto& a = ctx.attr<ops::AxisBlocks>();
+  const Tensor& x = ctx.inputs[0];
+  Tensor& y = ctx.outputs[0];
+  const auto outer = static_cast<std::size_t>(std::max<int64_t>(a.outer, 1));
+  const auto elem = dtype_size(x.dtype());
+  const std::size_t in_row = static_cast<std::size_t>(x.num_elements()) / outer * elem;
+  const std::size_t out_row = static_cast<std::size_t>(y.num_elements()) / outer * elem;
+  if (out_row && a.outer) {
+    check(cudaMemcpy2DAsync(y.raw_data(), out_row,
+                            static_cast<const char*>(x.raw_data()) + static_cast<std::size_t>(a.begin * a.inner) * elem,
+                            in_row, out_row, outer, cudaMemcpyDeviceToDevice, l.s()),
+          "Slice");
+  }
+  l.done("Slice");
+}
+
 void run_loss(const KernelContext& ctx, float* out, const float* upstream, float* dp) {
   Launch l(ctx);
   const auto& at = ctx.attr<ops::LossAttrs>();
@@ -379,6 +418,8 @@ void register_cuda_kernels() {
   ops::register_kernel(OpId::Binary, DeviceType::GPU, binary_kernel);
   ops::register_kernel(OpId::Reduce, DeviceType::GPU, reduce_kernel);
   ops::register_kernel(OpId::GatherRows, DeviceType::GPU, gather_rows_kernel);
+  ops::register_kernel(OpId::Concat, DeviceType::GPU, concat_kernel);
+  ops::register_kernel(OpId::Slice, DeviceType::GPU, slice_kernel);
   ops::register_kernel(OpId::Loss, DeviceType::GPU, loss_kernel);
   ops::register_kernel(OpId::LossGrad, DeviceType::GPU, loss_grad_kernel);
   ops::register_kernel(OpId::AccuracyCount, DeviceType::GPU, accuracy_count_kernel);
