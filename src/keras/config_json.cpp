@@ -282,6 +282,15 @@ json config_of(const Sequential& m) {
 
 }  // namespace
 
+std::string Model::get_config() const {
+  throw ValueError(fmt::format("get_config() of a {} model ('{}') is not supported yet (Sequential models are)",
+                               class_name(), name()));
+}
+std::string Model::to_json() const {
+  throw ValueError(fmt::format("to_json() of a {} model ('{}') is not supported yet (Sequential models are)",
+                               class_name(), name()));
+}
+
 std::string Sequential::get_config() const {
   std::string out;
   dump(config_of(*this), out);

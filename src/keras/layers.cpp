@@ -34,7 +34,7 @@ void clear_session() {
 }
 
 Layer::Layer(const std::string& name, const std::string& default_prefix)
-    : name_(name.empty() ? auto_name(default_prefix) : name) {}
+    : name_(name.empty() && !default_prefix.empty() ? auto_name(default_prefix) : name) {}
 
 Variable& Layer::add_weight(const std::string& name, const Tensor& initial_value, bool trainable) {
   weights_.emplace_back(initial_value, name, trainable);

@@ -144,7 +144,7 @@ Tensor BatchNormalization::call(const Tensor& inputs, bool training) {
   const int64_t rows = d ? inputs.num_elements() / d : 0;
   const Tensor x = inputs.shape().rank() == 2 ? inputs : ops::reshape(inputs, Shape({rows, d}));
   Tensor y;
-  if (training) {
+  if (training && trainable) {  // a frozen BatchNormalization runs in inference mode, as in Keras
     const Tensor mean = ops::reduce_mean(x, 0);
     const Tensor centered = ops::sub(x, mean);
     const Tensor var = ops::reduce_mean(ops::square(centered), 0);

@@ -423,6 +423,12 @@ Sequential load_model(const std::string& path, LoadModelOptions options) {
 
 }  // namespace models
 
+void Model::save(const std::string& path) const {
+  throw ValueError(fmt::format("Saving a {} model ('{}') as `{}` is not supported yet (Sequential models are); "
+                               "save_weights(\"*.weights.osp\") keeps its weights",
+                               class_name(), name(), path));
+}
+
 void Sequential::save(const std::string& path) const {
   if (!path.ends_with(".keras")) {
     throw ValueError(fmt::format("Invalid filepath extension for saving. Please add a `.keras` extension for the "

@@ -60,7 +60,7 @@ static std::vector<std::string> wrap(const std::string& text, int width) {
   return lines;
 }
 
-void Sequential::summary(std::ostream& out) const {
+void Model::summary(std::ostream& out) const {
   // Columns at 0.45 / 0.80 / 1.0 of a 76-character line, as rich lays them out.
   const int w[3] = {33, 24, 15};
   out << "Model: \"" << name() << "\"\n";
@@ -87,10 +87,8 @@ void Sequential::summary(std::ostream& out) const {
   }
   out << "└" << repeat("─", w[0]) << "┴" << repeat("─", w[1]) << "┴" << repeat("─", w[2]) << "┘\n";
   int64_t trainable = 0, total = 0;
-  for (auto* v : variables()) {
-    total += v->num_elements();
-    if (v->trainable()) trainable += v->num_elements();
-  }
+  for (auto* v : variables()) total += v->num_elements();
+  for (auto* v : trainable_variables()) trainable += v->num_elements();  // frozen layers' weights are not
   const auto opt = optimizer();
   const int64_t opt_params = opt && opt->built() ? opt->count_params() : 0;
   const int64_t all = total + opt_params;

@@ -19,14 +19,14 @@ static constexpr char kMagic[8] = {'O', 'S', 'P', 'R', 'E', 'Y', 'W', '1'};
 static const std::string kExtension = ".weights.osp";
 static const std::string kH5Extension = ".weights.h5";
 
-std::vector<Tensor> Sequential::get_weights() const {
+std::vector<Tensor> Model::get_weights() const {
   auto& host = runtime::DeviceManager::get().host_device();
   std::vector<Tensor> out;
   for (auto* v : variables()) out.push_back(v->component(0).to(host));  // to() always copies
   return out;
 }
 
-void Sequential::set_weights(const std::vector<Tensor>& weights) {
+void Model::set_weights(const std::vector<Tensor>& weights) {
   const auto vars = variables();
   if (weights.size() != vars.size()) {
     throw ValueError(fmt::format("set_weights: the model has {} variables, got {} weights", vars.size(), weights.size()));
@@ -63,8 +63,16 @@ static bool keras_format(const std::string& path) {
                                kH5Extension, kExtension, path));
 }
 
-void Sequential::save_weights(const std::string& path) const {
-  if (keras_format(path)) return detail::save_weights_h5(*this, path);
+// Keras's .weights.h5 layout is written for Sequential models so far (functional models: the next issue).
+static const Sequential& h5_model(const Model& m, const std::string& path) {
+  if (auto* seq = dynamic_cast<const Sequential*>(&m)) return *seq;
+  throw ValueError(fmt::format("Saving or loading `{}` for a {} model ('{}') in Keras's .weights.h5 layout is not "
+                               "supported yet (Sequential models are); use a `{}` file",
+                               path, m.class_name(), m.name(), kExtension));
+}
+
+void Model::save_weights(const std::string& path) const {
+  if (keras_format(path)) return detail::save_weights_h5(h5_model(*this, path), path);
   const auto vars = variables();
   const auto weights = get_weights();
   const std::string tmp = path + ".tmp";
@@ -90,8 +98,8 @@ void Sequential::save_weights(const std::string& path) const {
   if (ec) throw InternalError(fmt::format("save_weights: renaming '{}' to '{}' failed: {}", tmp, path, ec.message()));
 }
 
-void Sequential::load_weights(const std::string& path) {
-  if (keras_format(path)) return detail::load_weights_h5(*this, path);
+void Model::load_weights(const std::string& path) {
+  if (keras_format(path)) return detail::load_weights_h5(const_cast<Sequential&>(h5_model(*this, path)), path);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw NotFoundError(fmt::format("load_weights: cannot open '{}': {}", path, std::strerror(errno)));
   char magic[8];

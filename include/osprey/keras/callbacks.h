@@ -15,7 +15,7 @@
 
 namespace osprey::keras {
 
-class Sequential;
+class Model;
 
 /// The values a hook sees: metric name → value, iterated in sorted key order as Keras displays them.
 using Logs = std::map<std::string, double>;
@@ -46,13 +46,13 @@ class Callback {
   virtual void on_predict_batch_begin(int /*batch*/, Logs&) {}
   virtual void on_predict_batch_end(int /*batch*/, Logs&) {}
 
-  void set_model(Sequential* model) { model_ = model; }
+  void set_model(Model* model) { model_ = model; }
   void set_params(const TrainingParams& params) { params_ = params; }
-  Sequential* model() const { return model_; }
+  Model* model() const { return model_; }
   const TrainingParams& params() const { return params_; }
 
  private:
-  Sequential* model_ = nullptr;
+  Model* model_ = nullptr;
   TrainingParams params_;
 };
 

@@ -14,11 +14,23 @@
 
 namespace osprey::keras {
 
+class KerasTensor;
+
 /// Base class of every layer. A layer owns its variables and creates them in build(), on the current device.
-class Layer {
+///
+/// A layer is called on real tensors (eager: `layer(x)`) or on symbolic ones (`layer(keras::Input({20}))`), which
+/// records it in a graph that keras::Model turns into a model. A layer called on symbolic tensors must be owned by
+/// a std::shared_ptr (std::make_shared, or a temporary such as `layers::Dense(8)(x)`, which is moved into one), so
+/// that the model keeps it alive; calling one layer at several places shares its weights.
+class Layer : public std::enable_shared_from_this<Layer> {
  public:
+  /// `name`, or when empty the next auto-name for `default_prefix` (none when that is empty too).
   explicit Layer(const std::string& name, const std::string& default_prefix);
   virtual ~Layer() = default;
+  Layer(const Layer&) = default;
+  Layer(Layer&&) = default;
+  Layer& operator=(const Layer&) = default;
+  Layer& operator=(Layer&&) = default;
 
   /// The layer's name: given, or auto-generated from the class ("dense", "dense_1", ...).
   const std::string& name() const { return name_; }
@@ -29,21 +41,44 @@ class Layer {
   virtual Shape build(const Shape& input_shape) = 0;
   /// Applies the layer to a batch.
   virtual Tensor call(const Tensor& inputs, bool training) = 0;
+  /// A layer of several inputs (Add, Concatenate, ...) overrides these two; the defaults take exactly one.
+  virtual Shape build(const std::vector<Shape>& input_shapes);
+  virtual Tensor call(const std::vector<Tensor>& inputs, bool training);
+  /// How many inputs call() takes: 1, or 0 for "a list of any length" (merging layers).
+  virtual int num_inputs() const { return 1; }
   bool built() const { return built_; }
   /// Output shape without the batch dimension (after build).
   const Shape& output_shape() const { return output_shape_; }
 
-  std::vector<Variable*> variables();
+  /// Eager call on a batch (builds the layer on first use).
+  Tensor operator()(const Tensor& inputs, bool training = false);
+  Tensor operator()(const std::vector<Tensor>& inputs, bool training = false);
+  /// Symbolic call: records this layer in the graph and returns its output (ValueError for incompatible shapes,
+  /// naming the layer and the shapes).
+  KerasTensor operator()(const KerasTensor& input) &;
+  KerasTensor operator()(const std::vector<KerasTensor>& inputs) &;
+  KerasTensor operator()(const KerasTensor& input) &&;
+  KerasTensor operator()(const std::vector<KerasTensor>& inputs) &&;
+
+  /// Keras's layer.trainable: false freezes the layer's weights (they leave trainable_variables(); summary() counts
+  /// them as non-trainable) and makes BatchNormalization run in inference mode, as in Keras.
+  bool trainable = true;
+
+  virtual std::vector<Variable*> variables();
   std::vector<Variable*> trainable_variables();
   /// Appends the trainable variables to `out` (a training step's list, without a vector per layer).
-  void append_trainable_variables(std::vector<Variable*>& out);
-  int64_t count_params() const;
+  virtual void append_trainable_variables(std::vector<Variable*>& out);
+  virtual int64_t count_params() const;
   /// The layer's weight penalties (kernel_regularizer, ...), added to the training loss.
   virtual std::vector<Tensor> regularization_losses() { return {}; }
   /// Whether regularization_losses() has any (without computing them).
   virtual bool has_regularization() const { return false; }
   /// Projects the weights back after an optimizer update (kernel_constraint, ...).
   virtual void apply_constraints() {}
+
+  /// The layer moved into a new shared_ptr of its own class (a temporary called on symbolic tensors). Layers
+  /// declare it with OSPREY_KERAS_LAYER(Class); nullptr where a layer cannot be moved.
+  virtual std::shared_ptr<Layer> move_to_shared() { return nullptr; }
 
  protected:
   /// Adds a variable whose path is "<layer name>/<name>".
@@ -60,7 +95,15 @@ class Layer {
   bool built_ = false;
   Shape output_shape_;
   std::deque<Variable> weights_;  // deque: pointers stay valid as weights are added
+
+ private:
+  KerasTensor call_symbolic(std::shared_ptr<Layer> self, const std::vector<KerasTensor>& inputs);
+  std::shared_ptr<Layer> owner(bool temporary);
 };
+
+/// In a layer class: lets a temporary of it be called on symbolic tensors (`layers::Dense(8)(x)`).
+#define OSPREY_KERAS_LAYER(Class) \
+  std::shared_ptr<::osprey::keras::Layer> move_to_shared() override { return std::make_shared<Class>(std::move(*this)); }
 
 /// A layer passed by value or by pointer: `Sequential({layers::Input({20}), layers::Dense(64, "relu")})`.
 class LayerRef {
@@ -86,6 +129,7 @@ namespace layers {
 class Input : public Layer {
  public:
   explicit Input(Shape shape, std::string name = "");
+  OSPREY_KERAS_LAYER(Input)
   std::string class_name() const override { return "InputLayer"; }
   Shape build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool) override { return inputs; }
@@ -130,6 +174,7 @@ class Dense : public Layer {
  public:
   /// `units` must be > 0; `activation` is a Keras name ("relu", "sigmoid", "mish", ...; "" is linear).
   explicit Dense(int units, const std::string& activation = "", DenseOptions options = {});
+  OSPREY_KERAS_LAYER(Dense)
   std::string class_name() const override { return "Dense"; }
   Shape build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool training) override;
@@ -159,6 +204,7 @@ class Dense : public Layer {
 class Activation : public Layer {
  public:
   explicit Activation(const std::string& activation, std::string name = "");
+  OSPREY_KERAS_LAYER(Activation)
   std::string class_name() const override { return "Activation"; }
   Shape build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool training) override;
@@ -173,6 +219,7 @@ class Activation : public Layer {
 class LeakyReLU : public Layer {
  public:
   explicit LeakyReLU(double negative_slope = 0.3, std::string name = "");
+  OSPREY_KERAS_LAYER(LeakyReLU)
   std::string class_name() const override { return "LeakyReLU"; }
   Shape build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool training) override;
@@ -187,6 +234,7 @@ class LeakyReLU : public Layer {
 class Dropout : public Layer {
  public:
   explicit Dropout(double rate, std::string name = "");
+  OSPREY_KERAS_LAYER(Dropout)
   std::string class_name() const override { return "Dropout"; }
   Shape build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool training) override;
@@ -200,6 +248,7 @@ class Dropout : public Layer {
 class Flatten : public Layer {
  public:
   explicit Flatten(std::string name = "");
+  OSPREY_KERAS_LAYER(Flatten)
   std::string class_name() const override { return "Flatten"; }
   Shape build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool training) override;
@@ -209,6 +258,7 @@ class Flatten : public Layer {
 class Reshape : public Layer {
  public:
   explicit Reshape(std::vector<int64_t> target_shape, std::string name = "");
+  OSPREY_KERAS_LAYER(Reshape)
   std::string class_name() const override { return "Reshape"; }
   Shape build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool training) override;
@@ -231,6 +281,7 @@ struct BatchNormalizationOptions {
 class BatchNormalization : public Layer {
  public:
   explicit BatchNormalization(BatchNormalizationOptions options = {});
+  OSPREY_KERAS_LAYER(BatchNormalization)
   std::string class_name() const override { return "BatchNormalization"; }
   Shape build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool training) override;
@@ -253,6 +304,7 @@ struct LayerNormalizationOptions {
 class LayerNormalization : public Layer {
  public:
   explicit LayerNormalization(LayerNormalizationOptions options = {});
+  OSPREY_KERAS_LAYER(LayerNormalization)
   std::string class_name() const override { return "LayerNormalization"; }
   Shape build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool training) override;

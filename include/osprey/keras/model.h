@@ -1,6 +1,8 @@
-// keras.Sequential: a stack of layers with compile / fit / evaluate / predict / summary.
+// keras.Model (functional models) and keras.Sequential: compile / fit / evaluate / predict / summary.
 #pragma once
 
+#include <concepts>
+#include <initializer_list>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -11,6 +13,7 @@
 
 #include "osprey/keras/callbacks.h"
 #include "osprey/keras/data.h"
+#include "osprey/keras/keras_tensor.h"
 #include "osprey/keras/layers.h"
 #include "osprey/keras/losses.h"
 #include "osprey/keras/metrics.h"
@@ -19,11 +22,60 @@
 
 namespace osprey::keras {
 
+/// A model's x or y: one tensor, several (one per input or output, in order), or a name map (keys: the inputs' or
+/// outputs' names). `model.fit(x, y)`, `model.fit({x_a, x_b}, y)`, `model.fit({{"a", x_a}, {"b", x_b}}, y)`.
+struct Arrays {
+  Arrays() = default;
+  Arrays(const Tensor& t) : tensors{t} {}
+  Arrays(std::initializer_list<Tensor> ts) : tensors(ts) {}
+  Arrays(std::vector<Tensor> ts) : tensors(std::move(ts)) {}
+  Arrays(const std::map<std::string, Tensor>& named);
+  std::vector<Tensor> tensors;
+  std::vector<std::string> keys;  ///< the map's keys, when given as a map
+};
+
+/// compile()'s loss: one loss, one per output (a list in the outputs' order), or a map by output name.
+struct LossSpec {
+  LossSpec() = default;
+  template <typename L>
+    requires std::constructible_from<LossRef, L>
+  LossSpec(L&& loss) : list{LossRef(std::forward<L>(loss))} {}
+  LossSpec(std::initializer_list<LossRef> losses) : list(losses) {}
+  LossSpec(const std::map<std::string, LossRef>& named);
+  /// The first (or only) loss; nullptr when none was given.
+  std::shared_ptr<losses::Loss> get() const { return list.empty() ? nullptr : list[0].get(); }
+  const std::string& spelled() const;
+  std::vector<LossRef> list;
+  std::vector<std::string> keys;
+};
+
+/// compile()'s metrics: a list for a single-output model, or per output (a map by output name).
+struct MetricSpec {
+  MetricSpec() = default;
+  MetricSpec(std::initializer_list<MetricRef> metrics) : list(metrics) {}
+  MetricSpec(std::vector<MetricRef> metrics) : list(std::move(metrics)) {}
+  MetricSpec(std::map<std::string, std::vector<MetricRef>> named) : by_output(std::move(named)) {}
+  std::vector<MetricRef> list;
+  std::map<std::string, std::vector<MetricRef>> by_output;
+  auto begin() const { return list.begin(); }
+  auto end() const { return list.end(); }
+};
+
+/// compile()'s loss_weights: one per output in order, or a map by output name.
+struct LossWeights {
+  LossWeights() = default;
+  LossWeights(std::initializer_list<double> ws) : list(ws) {}
+  LossWeights(std::map<std::string, double> named) : by_output(std::move(named)) {}
+  std::vector<double> list;
+  std::map<std::string, double> by_output;
+  bool empty() const { return list.empty() && by_output.empty(); }
+};
+
 /// model.compile(optimizer=..., loss=..., metrics=[...]); the optimizer defaults to "rmsprop" as in Keras.
 struct CompileOptions {
   OptimizerRef optimizer = "rmsprop";
-  LossRef loss{};
-  std::vector<MetricRef> metrics{};
+  LossSpec loss{};
+  MetricSpec metrics{};
   /// Keras's run_eagerly. false (the default): after its first run for a batch shape, a training step of a
   /// Dense-only model on the CPU replays the recorded kernel launches on preallocated buffers (no dispatch,
   /// tape or allocation), bit-identical to the eager step. true: every step runs eagerly.
@@ -38,6 +90,8 @@ struct CompileOptions {
   /// Dense's logits without clipping (exact for saturated outputs; Keras 3.15 on TensorFlow does this in fit and
   /// evaluate, eager or not). Off (default): the clipped formulas, as Keras's JAX and torch backends compute them.
   bool tf_logits_shortcut = false;
+  /// Multi-output models: the total loss is Σ loss_weights[i] · loss_i (default 1 each).
+  LossWeights loss_weights{};
 };
 
 /// model.fit's keyword arguments (epochs first so that `{.epochs = 3, .batch_size = 64}` reads as in Keras).
@@ -47,7 +101,7 @@ struct FitOptions {
   int verbose = 1;                  ///< 0 silent, 1 progress bar ("auto"), 2 one line per epoch
   std::vector<CallbackRef> callbacks{};
   double validation_split = 0.0;  ///< the last fraction of the data, taken before shuffling
-  std::optional<std::pair<Tensor, Tensor>> validation_data{};
+  std::optional<std::pair<Arrays, Arrays>> validation_data{};
   bool shuffle = true;
   int initial_epoch = 0;
   std::optional<int> steps_per_epoch{};
@@ -80,48 +134,57 @@ struct FitHistory {
   std::vector<double> input_seconds, step_seconds;
 };
 
-class Sequential {
+/// keras.Model: a functional model (`keras::Model model(inputs, outputs)`, any graph of layers called on symbolic
+/// tensors: several inputs and outputs, shared layers, residual connections, nested models) and the base of
+/// Sequential. It trains with compile / fit / evaluate / predict, one training engine for every model.
+class Model : public Layer {
  public:
-  Sequential();
-  /// Layers in order; with an Input first, the model is built at once (variables on the current device).
-  explicit Sequential(std::vector<LayerRef> layers, std::string name = "");
-  Sequential(Sequential&&) noexcept;
-  Sequential& operator=(Sequential&&) noexcept;
-  ~Sequential();
+  /// The functional model from `inputs` to `outputs` (ValueError when an output does not depend on the inputs
+  /// only, or two layers share a name).
+  Model(const KerasTensors& inputs, const KerasTensors& outputs, std::string name = "");
+  Model(Model&&) noexcept;
+  Model& operator=(Model&&) noexcept;
+  ~Model() override;
+  OSPREY_KERAS_LAYER(Model)
 
-  /// Appends a layer (keras.Sequential.add).
-  void add(LayerRef layer);
-  /// Builds every layer for inputs of `input_shape` (batch excluded).
-  void build(const Shape& input_shape);
-  bool built() const;
+  std::string class_name() const override;
+  /// A functional model is built by its constructor: these check that inputs of these shapes fit it.
+  Shape build(const Shape& input_shape) override;
+  Shape build(const std::vector<Shape>& input_shapes) override;
+  Tensor call(const Tensor& inputs, bool training) override;
+  Tensor call(const std::vector<Tensor>& inputs, bool training) override;
+  int num_inputs() const override;
+  /// The outputs for every input (in inputs() order): model(x) of a multi-output model.
+  std::vector<Tensor> call_all(const std::vector<Tensor>& inputs, bool training = false);
 
   void compile(CompileOptions options);
-  /// Trains on (x, y); x is (N, features), y is (N, ...) with N rows. Returns the History.
-  FitHistory fit(const Tensor& x, const Tensor& y, FitOptions options = {});
+  /// Trains on (x, y): x is (N, features...) per input, y (N, ...) per output. Returns the History.
+  FitHistory fit(const Arrays& x, const Arrays& y, FitOptions options = {});
   /// Trains on the batches of a PyDataset (batch_size and validation_split do not apply: ValueError).
   FitHistory fit(utils::PyDataset& dataset, FitOptions options = {});
   /// [loss, metrics in compile order].
-  std::vector<double> evaluate(const Tensor& x, const Tensor& y, EvaluateOptions options = {});
+  std::vector<double> evaluate(const Arrays& x, const Arrays& y, EvaluateOptions options = {});
   /// The same as a dict with sorted keys (return_dict=True).
-  std::map<std::string, double> evaluate_dict(const Tensor& x, const Tensor& y, EvaluateOptions options = {});
-  /// Outputs for x, batch by batch, concatenated on CPU:0.
-  Tensor predict(const Tensor& x, PredictOptions options = {});
-  /// One training step on one batch; returns [loss, metrics] (metrics reset first, as Keras does).
-  std::vector<double> train_on_batch(const Tensor& x, const Tensor& y);
-  /// One evaluation step on one batch, no update; returns [loss, metrics] (metrics reset first).
-  std::vector<double> test_on_batch(const Tensor& x, const Tensor& y);
-  /// The outputs for one batch (inference behaviour), on the model's device.
-  Tensor predict_on_batch(const Tensor& x);
+  std::map<std::string, double> evaluate_dict(const Arrays& x, const Arrays& y, EvaluateOptions options = {});
+  /// Outputs for x, batch by batch, concatenated on CPU:0 (a single-output model; predict_all for several).
+  Tensor predict(const Arrays& x, PredictOptions options = {});
+  /// Every output for x, in outputs() order.
+  std::vector<Tensor> predict_all(const Arrays& x, PredictOptions options = {});
+  /// One training step on one batch; returns [loss, per-output losses of a multi-output model, metrics] (metrics
+  /// reset first, as Keras does). The *_on_batch calls take their arrays by value: they run every step.
+  std::vector<double> train_on_batch(Arrays x, Arrays y);
+  /// One evaluation step on one batch, no update; returns the same list as train_on_batch (metrics reset first).
+  std::vector<double> test_on_batch(Arrays x, Arrays y);
+  /// The outputs for one batch (inference behaviour), on the model's device (a single-output model).
+  Tensor predict_on_batch(Arrays x);
   /// The model's weight penalties (regularizers), summed: what fit adds to the loss. A scalar 0 without any.
   Tensor regularization_loss();
-  /// Forward pass (model(x)); training selects training behaviour of layers such as Dropout.
-  Tensor operator()(const Tensor& x, bool training = false);
 
   /// Keras's model.get_config() as JSON text (json.dumps's layout: ", " and ": " separators).
-  std::string get_config() const;
+  virtual std::string get_config() const;
   /// Keras's model.to_json(): module, class_name, config, build_config and, once compiled, compile_config.
-  std::string to_json() const;
-  /// The input shape the model was built for (batch dimension excluded), if built.
+  virtual std::string to_json() const;
+  /// The input shape the model was built for (batch dimension excluded), if built (the first input's).
   std::optional<Shape> input_shape() const;
   bool compiled() const;
   /// What compile() was given: the loss string ("" for a loss object), the metrics' log names, run_eagerly.
@@ -132,11 +195,24 @@ class Sequential {
   /// Prints Keras 3's summary table (width 76 when not a terminal).
   void summary(std::ostream& out = std::cout) const;
 
-  const std::string& name() const;
+  /// The layers: a functional model's in graph order, its Input layers first (as Keras); Sequential's without
+  /// the Input.
   std::vector<std::shared_ptr<Layer>> layers() const;
+  /// The layer named `name` (ValueError listing the names when there is none).
+  std::shared_ptr<Layer> get_layer(const std::string& name) const;
+  /// The symbolic inputs and outputs of a functional model.
+  const std::vector<KerasTensor>& inputs() const;
+  const std::vector<KerasTensor>& outputs() const;
+  /// The outputs' names (the layers that make them), as logs name them ("out_a_loss").
+  std::vector<std::string> output_names() const;
   std::vector<Variable*> trainable_variables() const;
+  std::vector<Variable*> variables() override;
   std::vector<Variable*> variables() const;
-  int64_t count_params() const;
+  void append_trainable_variables(std::vector<Variable*>& out) override;
+  int64_t count_params() const override;
+  std::vector<Tensor> regularization_losses() override;
+  bool has_regularization() const override;
+  void apply_constraints() override;
   /// Names of the logged metrics: "loss", then compiled metrics in order.
   std::vector<std::string> metrics_names() const;
   /// Set by a callback to end fit() after the current epoch.
@@ -149,7 +225,7 @@ class Sequential {
   void set_weights(const std::vector<Tensor>& weights);
   /// Writes the weights to `path`, replaced atomically (written to a temporary file next to it, then renamed):
   ///  - "*.weights.h5": Keras 3's file (HDF5), the layers' variables and the optimizer's (iterations, learning
-  ///    rate, slots), readable by keras Model.load_weights;
+  ///    rate, slots), readable by keras Model.load_weights (Sequential models);
   ///  - "*.weights.osp": Osprey's own checkpoint (layer variables only, matched by position).
   /// ValueError for any other name.
   void save_weights(const std::string& path) const;
@@ -157,15 +233,42 @@ class Sequential {
   /// position like Keras, the optimizer's state too when the model is compiled). Shapes must match (ValueError
   /// naming the first mismatch; the model is unchanged then); NotFoundError when the file does not exist.
   void load_weights(const std::string& path);
-  /// model.save(): the whole model in Keras 3's `.keras` file (a ZIP of config.json = to_json(), metadata.json and
-  /// model.weights.h5 with the optimizer's state), replaced atomically. Keras's keras.models.load_model reads it.
-  /// ValueError unless the path ends in ".keras".
-  void save(const std::string& path) const;
+  /// model.save(): the whole model in Keras 3's `.keras` file, replaced atomically (Sequential models for now;
+  /// ValueError otherwise). Keras's keras.models.load_model reads it.
+  virtual void save(const std::string& path) const;
 
   struct State;
+  State& state() const;
 
- private:
+ protected:
+  /// A model without layers yet (Sequential); `name` empty: auto-named from `prefix` when first used.
+  Model(std::string name, const std::string& prefix, bool defer_name);
   std::unique_ptr<State> s_;
+};
+
+/// keras.Sequential: a stack of layers, each taking the previous one's output.
+class Sequential : public Model {
+ public:
+  Sequential();
+  /// Layers in order; with an Input first, the model is built at once (variables on the current device).
+  explicit Sequential(std::vector<LayerRef> layers, std::string name = "");
+  Sequential(Sequential&&) noexcept;
+  Sequential& operator=(Sequential&&) noexcept;
+  ~Sequential() override;
+  OSPREY_KERAS_LAYER(Sequential)
+
+  std::string class_name() const override { return "Sequential"; }
+  /// Appends a layer (keras.Sequential.add).
+  void add(LayerRef layer);
+  /// Builds every layer for inputs of `input_shape` (batch excluded).
+  Shape build(const Shape& input_shape) override;
+  Shape build(const std::vector<Shape>& input_shapes) override { return Layer::build(input_shapes); }
+  bool built() const;
+  int num_inputs() const override { return 1; }
+
+  std::string get_config() const override;
+  std::string to_json() const override;
+  void save(const std::string& path) const override;
 };
 
 namespace models {

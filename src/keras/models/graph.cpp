@@ -1,0 +1,256 @@
+// Symbolic tensors, keras::Input, calling layers on them, and the functional graph's order and forward pass.
+#include "keras/models/graph.h"
+
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "keras/naming.h"
+#include "osprey/errors.h"
+#include "osprey/keras/layers.h"
+#include "osprey/ops.h"
+
+namespace osprey::keras {
+
+static const Node& node_of(const KerasTensor& t) {
+  if (!t.defined()) throw ValueError("This KerasTensor is undefined (default-constructed); use keras::Input(...) "
+                                     "or a layer's output.");
+  return *t.node();
+}
+const Shape& KerasTensor::shape() const { return node_of(*this).shape; }
+DType KerasTensor::dtype() const { return node_of(*this).dtype; }
+const std::string& KerasTensor::name() const { return node_of(*this).name; }
+
+// "(None, 20)": the batch dimension first, None unless the Input fixed it.
+static std::string keras_shape(const Node& n) {
+  std::string out = n.batch_size ? std::to_string(*n.batch_size) : "None";
+  for (auto d : n.shape.dims()) out += ", " + std::to_string(d);
+  return "(" + out + (n.shape.rank() == 0 ? ",)" : ")");
+}
+
+std::string KerasTensor::to_string() const {
+  const Node& n = node_of(*this);
+  return fmt::format("<KerasTensor shape={}, dtype={}, name={}>", keras_shape(n), dtype_name(n.dtype), n.name);
+}
+
+KerasTensors::KerasTensors(const std::map<std::string, KerasTensor>& named) {
+  for (const auto& [k, t] : named) {
+    keys.push_back(k);
+    tensors.push_back(t);
+  }
+}
+
+KerasTensor Input(const Shape& shape, InputOptions options) {
+  for (auto d : shape.dims()) {
+    if (d <= 0) {
+      throw ValueError(fmt::format("keras::Input: every dimension of `shape` must be positive (the batch dimension "
+                                   "is not part of it), got {}",
+                                   shape.to_keras_string()));
+    }
+  }
+  if (options.batch_size && *options.batch_size <= 0) {
+    throw ValueError(fmt::format("keras::Input: batch_size must be positive, got {}", *options.batch_size));
+  }
+  auto node = std::make_shared<Node>();
+  auto layer = std::make_shared<layers::Input>(shape, options.name);
+  node->name = layer->name();
+  node->layer = std::move(layer);
+  node->shape = shape;
+  node->dtype = options.dtype;
+  node->batch_size = options.batch_size;
+  return KerasTensor(std::move(node), 0);
+}
+
+// ---- Layer calls ------------------------------------------------------------------------------------------------
+
+Shape Layer::build(const std::vector<Shape>& input_shapes) {
+  if (input_shapes.size() != 1) {
+    throw ValueError(fmt::format("Layer '{}' ({}) takes one input, but it was called on {} inputs", name_,
+                                 class_name(), input_shapes.size()));
+  }
+  return build(input_shapes[0]);
+}
+
+Tensor Layer::call(const std::vector<Tensor>& inputs, bool training) {
+  if (inputs.size() != 1) {
+    throw ValueError(fmt::format("Layer '{}' ({}) takes one input, but it was called on {} inputs", name_,
+                                 class_name(), inputs.size()));
+  }
+  return call(inputs[0], training);
+}
+
+static Shape sample_shape(const Tensor& t, const std::string& layer) {
+  if (!t.defined() || t.shape().rank() < 1) {
+    throw ValueError(fmt::format("Layer '{}' was called on {}; it expects a batch (a tensor of rank >= 1 whose first "
+                                 "dimension is the batch)",
+                                 layer, t.defined() ? "a scalar" : "an undefined tensor"));
+  }
+  const auto dims = t.shape().dims();
+  return Shape(std::vector<int64_t>(dims.begin() + 1, dims.end()));
+}
+
+Tensor Layer::operator()(const Tensor& inputs, bool training) {
+  if (!built_) build(sample_shape(inputs, name_));
+  return call(inputs, training);
+}
+
+Tensor Layer::operator()(const std::vector<Tensor>& inputs, bool training) {
+  if (!built_) {
+    std::vector<Shape> shapes;
+    for (const auto& t : inputs) shapes.push_back(sample_shape(t, name_));
+    build(shapes);
+  }
+  return call(inputs, training);
+}
+
+std::shared_ptr<Layer> Layer::owner(bool temporary) {
+  if (auto self = weak_from_this().lock()) return self;
+  if (temporary) {
+    if (auto moved = move_to_shared()) return moved;
+  }
+  throw ValueError(fmt::format(
+      "Layer '{}' ({}) was called on symbolic tensors but is not owned by a std::shared_ptr, so a model could not "
+      "keep it alive. Call a temporary (`layers::Dense(8)(x)`), or make the layer with std::make_shared to call it "
+      "at several places: `auto shared = std::make_shared<layers::Dense>(8); auto a = (*shared)(x1);`",
+      name_, class_name()));
+}
+
+KerasTensor Layer::operator()(const KerasTensor& input) & { return call_symbolic(owner(false), {input}); }
+KerasTensor Layer::operator()(const std::vector<KerasTensor>& inputs) & { return call_symbolic(owner(false), inputs); }
+KerasTensor Layer::operator()(const KerasTensor& input) && { return call_symbolic(owner(true), {input}); }
+KerasTensor Layer::operator()(const std::vector<KerasTensor>& inputs) && {
+  return call_symbolic(owner(true), inputs);
+}
+
+KerasTensor Layer::call_symbolic(std::shared_ptr<Layer> self, const std::vector<KerasTensor>& inputs) {
+  if (inputs.empty()) throw ValueError(fmt::format("Layer '{}' was called on an empty list of tensors", name_));
+  std::vector<Shape> shapes;
+  std::string shown;
+  for (const auto& t : inputs) {
+    shapes.push_back(t.shape());
+    shown += (shown.empty() ? "" : ", ") + keras_shape(*t.node());
+  }
+  auto node = std::make_shared<Node>();
+  try {
+    node->shape = self->build(shapes);  // builds once; a built layer checks the shapes against its weights
+  } catch (const ValueError& e) {
+    throw ValueError(fmt::format("Exception encountered when calling {}.call() of layer '{}' on input(s) {}: {}",
+                                 self->class_name(), self->name(), shown, e.what()));
+  }
+  node->layer = std::move(self);
+  node->inputs = inputs;
+  node->dtype = inputs[0].dtype();
+  node->name = node->layer->name();
+  node->batch_size = inputs[0].node()->batch_size;
+  return KerasTensor(std::move(node), 0);
+}
+
+// ---- The graph --------------------------------------------------------------------------------------------------
+
+std::unique_ptr<Graph> build_graph(const std::vector<KerasTensor>& inputs, const std::vector<KerasTensor>& outputs,
+                                   const std::string& model_name) {
+  if (inputs.empty() || outputs.empty()) {
+    throw ValueError(fmt::format("Model '{}' needs at least one input and one output; got {} input(s) and {} "
+                                 "output(s)",
+                                 model_name, inputs.size(), outputs.size()));
+  }
+  auto g = std::make_unique<Graph>();
+  g->inputs = inputs;
+  g->outputs = outputs;
+  std::map<const Node*, int> position;
+  for (const auto& in : inputs) {
+    const Node& n = node_of(in);
+    if (!n.is_input()) {
+      throw ValueError(fmt::format("Model '{}': every input must be a keras::Input, but '{}' is the output of layer "
+                                   "'{}'",
+                                   model_name, n.name, n.layer->name()));
+    }
+    if (position.count(&n)) {
+      throw ValueError(fmt::format("Model '{}': input '{}' is given twice", model_name, n.name));
+    }
+    position[&n] = static_cast<int>(g->steps.size());
+    g->steps.push_back({in.node().get(), {}});
+    g->input_names.push_back(n.name);
+  }
+  // Depth-first from each output, with an explicit stack (no recursion on graph depth).
+  for (const auto& out : outputs) {
+    const Node* root = &node_of(out);
+    std::vector<std::pair<const Node*, std::size_t>> stack{{root, 0}};
+    while (!stack.empty()) {
+      auto& [node, next] = stack.back();
+      if (position.count(node)) {
+        stack.pop_back();
+        continue;
+      }
+      if (node->is_input()) {
+        throw ValueError(fmt::format("Model '{}': output '{}' depends on input '{}', which is not one of the model's "
+                                     "inputs ({}). Pass every keras::Input the outputs are computed from.",
+                                     model_name, root->name, node->name, fmt::join(g->input_names, ", ")));
+      }
+      if (next < node->inputs.size()) {
+        const Node* parent = node->inputs[next++].node().get();
+        if (!position.count(parent)) stack.emplace_back(parent, 0);
+        continue;
+      }
+      Graph::Step step{const_cast<Node*>(node), {}};
+      for (const auto& t : node->inputs) step.parents.push_back(position.at(t.node().get()));
+      position[node] = static_cast<int>(g->steps.size());
+      g->steps.push_back(std::move(step));
+    }
+    g->output_steps.push_back(position.at(root));
+    g->output_names.push_back(root->name);
+  }
+  // Each layer once, in the order of its first call; distinct layers must have distinct names.
+  std::map<std::string, const Layer*> by_name;
+  for (const auto& step : g->steps) {
+    const auto& layer = step.node->layer;
+    auto [it, inserted] = by_name.emplace(layer->name(), layer.get());
+    if (!inserted && it->second != layer.get()) {
+      throw ValueError(fmt::format("Model '{}': the name \"{}\" is used 2 times in the model. All layer names should "
+                                   "be unique.",
+                                   model_name, layer->name()));
+    }
+    if (!step.node->is_input() && inserted) g->layers.push_back(layer);
+  }
+  return g;
+}
+
+std::vector<Tensor> Graph::run(const std::vector<Tensor>& xs, bool training, const std::vector<bool>* shortcut,
+                               std::vector<Tensor>* logits) const {
+  std::vector<Tensor> values(steps.size());
+  for (std::size_t i = 0; i < xs.size(); ++i) values[i] = xs[i];
+  std::vector<int> shortcut_at(steps.size(), -1);  // the output index whose Dense gives its logits
+  if (shortcut && logits) {
+    logits->assign(output_steps.size(), Tensor());
+    for (std::size_t o = 0; o < output_steps.size(); ++o) {
+      if ((*shortcut)[o]) shortcut_at[output_steps[o]] = static_cast<int>(o);
+    }
+  }
+  std::vector<Tensor> args;
+  for (std::size_t i = xs.size(); i < steps.size(); ++i) {
+    const Step& step = steps[i];
+    Layer& layer = *step.node->layer;
+    if (shortcut_at[i] >= 0) {
+      auto& dense = static_cast<layers::Dense&>(layer);
+      Tensor& z = (*logits)[shortcut_at[i]];
+      z = ops::dense(values[step.parents[0]], dense.kernel()->value(),
+                     dense.bias() ? dense.bias()->value() : Tensor(), ops::Activation::linear);
+      values[i] = ops::activation(z, dense.activation());
+      continue;
+    }
+    if (step.parents.size() == 1 && layer.num_inputs() == 1) {
+      values[i] = layer.call(values[step.parents[0]], training);
+    } else {
+      args.clear();
+      for (int p : step.parents) args.push_back(values[p]);
+      values[i] = layer.call(args, training);
+    }
+  }
+  std::vector<Tensor> out;
+  out.reserve(output_steps.size());
+  for (int s : output_steps) out.push_back(values[s]);
+  return out;
+}
+
+}  // namespace osprey::keras

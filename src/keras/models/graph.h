@@ -1,0 +1,49 @@
+// The graph of a functional model: nodes made by calling layers on symbolic tensors, ordered once so that a
+// forward pass is a walk over a vector.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "osprey/keras/keras_tensor.h"
+#include "osprey/keras/layers.h"
+
+namespace osprey::keras {
+
+/// One call of a layer on symbolic tensors (or a keras::Input, whose layer is its InputLayer).
+struct Node {
+  std::shared_ptr<Layer> layer;
+  std::vector<KerasTensor> inputs;  // empty for an Input
+  Shape shape;                      // the output's shape without the batch dimension
+  DType dtype = DType::float32;
+  std::string name;                 // the output's name: the Input's, or the layer's
+  std::optional<int64_t> batch_size;
+  bool is_input() const { return inputs.empty(); }
+};
+
+/// A functional model's graph from its inputs to its outputs.
+struct Graph {
+  struct Step {
+    Node* node;
+    std::vector<int> parents;  // positions in `steps` of the node's inputs
+  };
+  std::vector<KerasTensor> inputs, outputs;
+  std::vector<std::string> input_names, output_names;
+  std::vector<Step> steps;  // topological order; the inputs first, in inputs' order
+  std::vector<int> output_steps;
+  std::vector<std::shared_ptr<Layer>> layers;  // each layer once, in first-call order, without the Inputs
+
+  /// The outputs for `xs` (one per input, already on the right device). For output i with shortcut[i], the
+  /// output's Dense computes its logits into (*logits)[i] and applies its activation after.
+  std::vector<Tensor> run(const std::vector<Tensor>& xs, bool training, const std::vector<bool>* shortcut = nullptr,
+                          std::vector<Tensor>* logits = nullptr) const;
+};
+
+/// Orders the nodes between `inputs` and `outputs`. ValueError when an output depends on a tensor that is not one
+/// of the inputs, an input is given twice, or two different layers have one name.
+std::unique_ptr<Graph> build_graph(const std::vector<KerasTensor>& inputs, const std::vector<KerasTensor>& outputs,
+                                   const std::string& model_name);
+
+}  // namespace osprey::keras

@@ -1,0 +1,69 @@
+// keras.Sequential: a Model whose layers form a stack, built from the first input shape it sees.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "keras/models/model_state.h"
+#include "keras/naming.h"
+#include "osprey/errors.h"
+
+namespace osprey::keras {
+
+Sequential::Sequential() : Model("", "sequential", true) {}
+
+Sequential::Sequential(std::vector<LayerRef> layers, std::string name) : Model(std::move(name), "sequential", false) {
+  for (auto& l : layers) add(std::move(l));
+}
+Sequential::Sequential(Sequential&&) noexcept = default;
+Sequential& Sequential::operator=(Sequential&&) noexcept = default;
+Sequential::~Sequential() = default;
+
+void Sequential::add(LayerRef ref) {
+  if (!s_) s_ = std::make_unique<State>();
+  if (name_.empty()) {
+    name_ = auto_name("sequential");
+    s_->strategy = distribute::current_strategy();
+  }
+  auto layer = ref.get();
+  if (auto in = std::dynamic_pointer_cast<layers::Input>(layer)) {
+    if (s_->input || !s_->layers.empty()) {
+      throw ValueError("An Input can only be the first layer of a Sequential model; '" + in->name() +
+                       "' was added after other layers.");
+    }
+    s_->input = in;
+    s_->input_shape = in->shape();
+    return;
+  }
+  for (const auto& l : s_->layers) {
+    if (l->name() == layer->name()) {
+      throw ValueError("All layers added to a Sequential model should have unique names. Name '" + layer->name() +
+                       "' is already the name of a layer in this model.");
+    }
+  }
+  s_->layers.push_back(layer);
+  s_->dense_on_one_device = -1;
+  if (s_->input_shape) build(*s_->input_shape);
+}
+
+Shape Sequential::build(const Shape& input_shape) {
+  auto& s = state();
+  s.plans.clear();
+  s.dense_on_one_device = -1;
+  Shape shape = input_shape;
+  for (auto& l : s.layers) shape = l->build(shape);
+  s.input_shape = input_shape;
+  for (auto& l : s.layers) {
+    for (auto* v : l->variables()) {
+      v->set_path(name_ + "/" + l->name() + "/" + v->name());
+      if (!s.device) s.device = &v->value().device_ref();
+    }
+  }
+  return finish_build(shape);
+}
+
+bool Sequential::built() const {
+  if (!s_ || !s_->input_shape) return false;
+  return std::all_of(s_->layers.begin(), s_->layers.end(), [](auto& l) { return l->built(); });
+}
+
+}  // namespace osprey::keras

@@ -1,0 +1,168 @@
+#include "keras/trainers/data_adapters.h"
+
+#include <fmt/format.h>
+
+#include "osprey/errors.h"
+#include "osprey/ops.h"
+#include "osprey/random.h"
+
+namespace osprey::keras::trainer {
+
+static Tensor on_host(const Tensor& t) {
+  runtime::Device& host = runtime::DeviceManager::get().host_device();
+  return !t.defined() || &t.device_ref() == &host ? t : t.to(host);
+}
+
+ArraySource::ArraySource(const std::vector<Tensor>& x, const std::vector<Tensor>& y, const Tensor& w, int batch_size,
+                         bool shuffle, runtime::Device* device, bool rows_in_step)
+    : batch_(batch_size), shuffle_(shuffle), device_(device), rows_in_step_(rows_in_step) {
+  for (const auto& t : x) all_.x.push_back(on_host(t));
+  for (const auto& t : y) all_.y.push_back(on_host(t));
+  all_.w = on_host(w);
+  n_ = x[0].shape()[0];
+}
+
+// Every tensor of a batch transformed by f (undefined ones stay undefined).
+template <typename F>
+static Batch each(const Batch& b, F f) {
+  Batch out;
+  for (const auto& t : b.x) out.x.push_back(f(t));
+  for (const auto& t : b.y) out.y.push_back(f(t));
+  if (b.w.defined()) out.w = f(b.w);
+  return out;
+}
+
+void ArraySource::begin_pass() {
+  cursor_ = 0;
+  order_ = shuffle_ ? random::permutation(n_).to(runtime::DeviceManager::get().host_device()) : Tensor();
+  // A recorded step gathers its rows from the arrays itself (each half into its own buffers, on its own thread).
+  // Otherwise data up to kShuffleCopyBytes is gathered in the pass's order once and the batches are slices of
+  // that copy: the same rows in the same batches as a gather per batch, without a gather op per tensor per step.
+  shuffled_ = Batch{};
+  direct_ = order_.defined() && !device_ && rows_in_step_;
+  int64_t bytes = all_.w.defined() ? all_.w.nbytes() : 0;
+  for (const auto& t : all_.x) bytes += t.nbytes();
+  for (const auto& t : all_.y) bytes += t.nbytes();
+  if (order_.defined() && !direct_ && bytes <= kShuffleCopyBytes) {
+    shuffled_ = each(all_, [&](const Tensor& t) { return ops::gather_rows(t, order_); });
+  }
+}
+
+void ArraySource::next(Batch& out) {
+  const int64_t b = cursor_, e = std::min<int64_t>(n_, cursor_ + batch_);
+  cursor_ = e;
+  if (direct_) {
+    out.x = all_.x;  // same sizes every step: no allocation
+    out.y = all_.y;
+    out.w = all_.w;
+    out.rows = order_.slice_rows(b, e);
+    return;
+  }
+  if (!shuffled_.x.empty()) {
+    out = each(shuffled_, [&](const Tensor& t) { return t.slice_rows(b, e); });
+  } else if (order_.defined()) {
+    Tensor idx = order_.slice_rows(b, e);
+    out = each(all_, [&](const Tensor& t) { return ops::gather_rows(t, idx); });
+  } else {
+    out = each(all_, [&](const Tensor& t) { return t.slice_rows(b, e); });
+  }
+  if (device_) out = each(out, [&](const Tensor& t) { return t.to(*device_); });
+}
+
+DatasetSource::DatasetSource(utils::PyDataset& d, bool shuffle) : d_(d), shuffle_(shuffle) {
+  const auto& o = d.options();
+  if (o.workers < 1) throw ValueError(fmt::format("PyDataset: workers must be >= 1, got {}", o.workers));
+  if (o.max_queue_size < 1) {
+    throw ValueError(fmt::format("PyDataset: max_queue_size must be >= 1, got {}", o.max_queue_size));
+  }
+  workers_ = o.workers;
+  window_ = o.max_queue_size;
+}
+
+void DatasetSource::begin_pass() {
+  stop();
+  const int64_t n = d_.num_batches();
+  order_.resize(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) order_[i] = i;
+  if (shuffle_ && n > 1) {
+    auto perm = random::permutation(n).to_vector<int64_t>();
+    for (int64_t i = 0; i < n; ++i) order_[i] = perm[i];
+  }
+  next_ = 0;
+  if (workers_ > 1) start();
+}
+
+void DatasetSource::next(Batch& out) {
+  auto [x, y] = next_pair();
+  out = Batch{{x}, {y}, Tensor(), Tensor()};
+}
+
+std::pair<Tensor, Tensor> DatasetSource::next_pair() {
+  if (workers_ <= 1) {
+    if (next_ >= static_cast<int64_t>(order_.size())) throw InternalError("PyDataset pass exhausted");
+    const int64_t k = next_++;
+    return checked(d_.get_batch(order_[k]), order_[k]);
+  }
+  std::unique_lock lock(mu_);
+  if (next_ >= static_cast<int64_t>(order_.size())) throw InternalError("PyDataset pass exhausted");
+  const int64_t k = next_++;
+  space_cv_.notify_all();  // the window moved
+  ready_cv_.wait(lock, [&] { return slots_.count(k) > 0; });
+  auto slot = std::move(slots_[k]);
+  slots_.erase(k);
+  space_cv_.notify_all();
+  lock.unlock();
+  if (slot.error) std::rethrow_exception(slot.error);
+  return checked(std::move(slot.batch), order_[k]);
+}
+
+std::pair<Tensor, Tensor> DatasetSource::checked(std::pair<Tensor, Tensor> b, int64_t index) {
+  if (!b.first.defined() || !b.second.defined() || b.first.shape().rank() < 1 || b.second.shape().rank() < 1 ||
+      b.first.shape()[0] != b.second.shape()[0] || b.first.shape()[0] == 0) {
+    throw ValueError(fmt::format("PyDataset::get_batch({}) must return inputs and targets with the same, non-zero "
+                                 "number of rows; got {} and {}",
+                                 index, b.first.defined() ? b.first.shape().to_string() : "undefined",
+                                 b.second.defined() ? b.second.shape().to_string() : "undefined"));
+  }
+  return b;
+}
+
+void DatasetSource::start() {
+  stopping_ = false;
+  claimed_ = 0;
+  for (int w = 0; w < workers_; ++w) {
+    threads_.emplace_back([this] {
+      while (true) {
+        int64_t k;
+        {
+          std::unique_lock lock(mu_);
+          space_cv_.wait(lock, [&] { return stopping_ || claimed_ < std::min<int64_t>(next_ + window_, order_.size()); });
+          if (stopping_ || claimed_ >= static_cast<int64_t>(order_.size())) return;
+          k = claimed_++;
+        }
+        Slot slot;
+        try {
+          slot.batch = d_.get_batch(order_[k]);
+        } catch (...) {
+          slot.error = std::current_exception();
+        }
+        std::lock_guard lock(mu_);
+        slots_[k] = std::move(slot);
+        ready_cv_.notify_all();
+      }
+    });
+  }
+}
+
+void DatasetSource::stop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  space_cv_.notify_all();
+  for (auto& t : threads_) t.join();
+  threads_.clear();
+  slots_.clear();
+}
+
+}  // namespace osprey::keras::trainer

@@ -1,0 +1,86 @@
+// Where fit's batches come from (Keras's data adapters): arrays held on the host, or a PyDataset. Private.
+#pragma once
+
+#include <condition_variable>
+#include <exception>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "keras/trainers/trainer.h"
+#include "osprey/keras/data.h"
+
+namespace osprey::keras::trainer {
+
+/// A pass is one walk over the data; next() gives the pass's next batch.
+class BatchSource {
+ public:
+  virtual ~BatchSource() = default;
+  /// Batches in one pass.
+  virtual int64_t batches_per_pass() const = 0;
+  /// Starts a pass (a new order when shuffling).
+  virtual void begin_pass() = 0;
+  /// Fills `out` with the pass's next batch (its vectors keep their memory from step to step).
+  virtual void next(Batch& out) = 0;
+  virtual void end_epoch() {}
+};
+
+/// Tensors held on the host, cut into batches (gathered in a shuffled order, or sliced in order).
+class ArraySource : public BatchSource {
+ public:
+  /// `rows_in_step`: the training step gathers a shuffled batch's rows itself (then a batch is the whole arrays and
+  /// its row indices; else the rows are gathered here). A step that cannot gathers them with ops (train_step).
+  ArraySource(const std::vector<Tensor>& x, const std::vector<Tensor>& y, const Tensor& w, int batch_size,
+              bool shuffle, runtime::Device* device, bool rows_in_step);
+  int64_t batches_per_pass() const override { return (n_ + batch_ - 1) / batch_; }
+  void begin_pass() override;
+  void next(Batch& out) override;
+
+ private:
+  static constexpr int64_t kShuffleCopyBytes = int64_t{64} << 20;
+  Batch all_, shuffled_;
+  Tensor order_;
+  int64_t n_ = 0, cursor_ = 0;
+  int batch_;
+  bool shuffle_;
+  runtime::Device* device_;
+  bool rows_in_step_;
+  bool direct_ = false;
+};
+
+/// A PyDataset's batches in the pass's order; with workers > 1, worker threads prepare them ahead (at most
+/// max_queue_size), delivered in order; an exception in get_batch() reaches fit when its batch is due.
+class DatasetSource : public BatchSource {
+ public:
+  DatasetSource(utils::PyDataset& d, bool shuffle);
+  ~DatasetSource() override { stop(); }
+  int64_t batches_per_pass() const override { return d_.num_batches(); }
+  void begin_pass() override;
+  void next(Batch& out) override;
+  void end_epoch() override { d_.on_epoch_end(); }
+
+ private:
+  struct Slot {
+    std::pair<Tensor, Tensor> batch;
+    std::exception_ptr error;
+  };
+  std::pair<Tensor, Tensor> next_pair();
+  static std::pair<Tensor, Tensor> checked(std::pair<Tensor, Tensor> b, int64_t index);
+  void start();
+  void stop();
+
+  utils::PyDataset& d_;
+  bool shuffle_;
+  int workers_ = 1;
+  int64_t window_ = 10;
+  std::vector<int64_t> order_;
+  int64_t next_ = 0, claimed_ = 0;
+  std::mutex mu_;
+  std::condition_variable ready_cv_, space_cv_;
+  std::map<int64_t, Slot> slots_;
+  std::vector<std::thread> threads_;
+  bool stopping_ = false;
+};
+
+}  // namespace osprey::keras::trainer

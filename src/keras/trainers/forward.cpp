@@ -1,0 +1,126 @@
+// The engine's forward pass and losses: input checks, the model's graph or stack, per-output losses and weights.
+#include <fmt/format.h>
+
+#include "keras/trainers/trainer.h"
+#include "osprey/errors.h"
+#include "osprey/ops.h"
+
+namespace osprey::keras::trainer {
+
+void check_inputs(Model& model, State& s, const std::vector<Tensor>& xs) {
+  const std::string& name = model.name();
+  if (xs.size() != static_cast<std::size_t>(s.num_inputs())) {
+    throw ValueError(fmt::format("Model '{}' expects {} input(s), but it received {} input tensors", name,
+                                 s.num_inputs(), xs.size()));
+  }
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    const Tensor& x = xs[i];
+    if (!x.defined() || x.shape().rank() < 2) {
+      throw ValueError(fmt::format("Model '{}' expects a batch of inputs with shape (batch, features) for input {}, "
+                                   "got {}",
+                                   name, i, x.defined() ? "shape " + x.shape().to_string() : "an undefined tensor"));
+    }
+  }
+  if (!s.graph) {  // Sequential: built from the first batch; the last axis must match
+    auto& seq = static_cast<Sequential&>(model);
+    const Tensor& x = xs[0];
+    if (!seq.built()) seq.build(Shape{x.shape()[-1]});
+    if (x.shape()[-1] != (*s.input_shape)[-1]) {
+      const std::string first = s.layers.empty() ? name : s.layers.front()->name();
+      throw ValueError(fmt::format("Input 0 of layer \"{}\" is incompatible with the layer: expected axis -1 of "
+                                   "input shape to have value {}, but received input with shape {}",
+                                   first, (*s.input_shape)[-1], x.shape().to_keras_string()));
+    }
+    return;
+  }
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    const Shape& want = s.graph->inputs[i].shape();
+    const auto dims = xs[i].shape().dims();
+    const Shape got(std::vector<int64_t>(dims.begin() + 1, dims.end()));
+    if (got != want) {
+      std::vector<int64_t> expected{0};
+      for (auto d : want.dims()) expected.push_back(d);
+      throw ValueError(fmt::format("Input {} ('{}') of model '{}' is incompatible: expected shape {}, but received "
+                                   "input with shape {}",
+                                   i, s.graph->input_names[i], name, Shape(expected).to_keras_string(),
+                                   xs[i].shape().to_keras_string()));
+    }
+  }
+}
+
+std::vector<Tensor> forward(Model& model, State& s, const std::vector<Tensor>& xs_in, bool training,
+                            std::vector<Tensor>* logits) {
+  check_inputs(model, s, xs_in);
+  runtime::Device* device = s.device;
+  if (s.strategy && current_replica_id() >= 0) device = s.strategy->devices()[current_replica_id()];
+  std::vector<Tensor> xs(xs_in);
+  for (auto& h : xs) {
+    if (device && &h.device_ref() != device) h = h.to(*device);
+    if (h.dtype() != DType::float32) h = h.cast(DType::float32);
+  }
+  const bool shortcut = logits && !s.logits_losses.empty() && s.logits_losses[0] != nullptr;
+  if (s.graph) {
+    if (!logits || s.logits_losses.empty()) return s.graph->run(xs, training);
+    std::vector<bool> which;
+    for (const auto& l : s.logits_losses) which.push_back(l != nullptr);
+    return s.graph->run(xs, training, &which, logits);
+  }
+  Tensor h = xs[0];
+  const size_t n = s.layers.size();
+  for (size_t i = 0; i + (shortcut ? 1 : 0) < n; ++i) h = s.layers[i]->call(h, training);
+  if (shortcut) {
+    auto* last = static_cast<layers::Dense*>(s.layers.back().get());
+    logits->assign(1, ops::dense(h, last->kernel()->value(), last->bias() ? last->bias()->value() : Tensor(),
+                                 ops::Activation::linear));
+    h = ops::activation((*logits)[0], last->activation());
+  }
+  return {h};
+}
+
+}  // namespace osprey::keras::trainer
+
+namespace osprey::keras {
+std::vector<Tensor> Model::call_all(const std::vector<Tensor>& inputs, bool training) {
+  return trainer::forward(*this, state(), inputs, training, nullptr);
+}
+}  // namespace osprey::keras
+
+namespace osprey::keras::trainer {
+
+bool has_penalties(State& s) {
+  for (auto& l : s.layers) {
+    if (l->has_regularization()) return true;
+  }
+  return false;
+}
+
+Tensor penalty_sum(State& s) {
+  Tensor total;
+  for (auto& l : s.layers) {
+    for (auto& p : l->regularization_losses()) total = total.defined() ? ops::add(total, p) : p;
+  }
+  return total.defined() ? total : Tensor::scalar(0.0);
+}
+
+Tensor with_penalties(State& s, const Tensor& loss) { return has_penalties(s) ? ops::add(loss, penalty_sum(s)) : loss; }
+
+// Keras divides a weighted loss by the element count, not by Σw.
+Tensor batch_loss(State& s, const std::vector<Tensor>& y, const std::vector<Tensor>& y_pred, const Tensor& w,
+                  const std::vector<Tensor>* logits, std::vector<Tensor>* per_output) {
+  Tensor total;
+  if (per_output) per_output->resize(s.losses.size());
+  for (std::size_t o = 0; o < s.losses.size(); ++o) {
+    if (!s.losses[o]) continue;
+    const bool from_logits = logits && o < logits->size() && (*logits)[o].defined() && s.logits_losses[o];
+    const losses::Loss& loss = from_logits ? *s.logits_losses[o] : *s.losses[o];
+    const Tensor& pred = from_logits ? (*logits)[o] : y_pred[o];
+    // No copy when already there: a recorded plan reads the weights from its buffer.
+    Tensor value = w.defined() ? loss(y[o], pred, w) : loss(y[o], pred);
+    if (per_output) (*per_output)[o] = value;
+    if (s.loss_weights[o] != 1.0) value = ops::mul(value, Tensor::scalar(s.loss_weights[o]));
+    total = total.defined() ? ops::add(total, value) : value;
+  }
+  return total;
+}
+
+}  // namespace osprey::keras::trainer

@@ -1,0 +1,54 @@
+// The training engine's pieces shared by its files: the forward pass, losses, and one step of training. Private.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "keras/models/model_state.h"
+
+namespace osprey::keras::trainer {
+
+using State = Model::State;
+
+/// One batch: x (one tensor per input), y (one per output) and w, or, when `rows` is defined, those rows of them
+/// (host tensors: fit's shuffled order, gathered by the step itself).
+struct Batch {
+  std::vector<Tensor> x, y;
+  Tensor w, rows;
+  int64_t size() const { return rows.defined() ? rows.shape()[0] : x[0].shape()[0]; }
+};
+
+/// True when steps run on several replicas (a strategy with more than one device).
+inline bool distributed(const State& s) { return s.strategy && s.strategy->num_replicas() > 1; }
+
+/// Checks a batch of inputs (count, rank, per-sample shape) before any computation; builds a Sequential model on
+/// first use.
+void check_inputs(Model& model, State& s, const std::vector<Tensor>& xs);
+/// The forward pass; with `logits` and the TF logits shortcut compiled in, each output's Dense also leaves its
+/// pre-activation there.
+std::vector<Tensor> forward(Model& model, State& s, const std::vector<Tensor>& xs, bool training,
+                            std::vector<Tensor>* logits);
+/// The compiled loss of a batch, Σ loss_weight·loss per output (with sample weights when given: Σ(w·loss_i) / n).
+/// `per_output`, when given, receives each output's unweighted loss (multi-output models log them).
+Tensor batch_loss(State& s, const std::vector<Tensor>& y, const std::vector<Tensor>& y_pred, const Tensor& w,
+                  const std::vector<Tensor>* logits, std::vector<Tensor>* per_output = nullptr);
+bool has_penalties(State& s);
+/// Σ of every layer's weight penalties (a scalar 0 without any).
+Tensor penalty_sum(State& s);
+/// The training loss Keras reports: the compiled loss plus the layers' regularization losses.
+Tensor with_penalties(State& s, const Tensor& loss);
+/// Whether training steps are recorded and replayed.
+bool plannable(const State& s);
+/// Whether a recorded step takes x, y and w as its batch.
+bool planned_takes(const State& s, const Batch& b);
+/// One training step: y_pred = model(x), the loss, its gradient and one optimizer update. Returns the batch loss.
+double train_step(Model& model, State& s, const Batch& b);
+/// The forward pass of a global batch under a strategy: each replica runs its shard. The shards' labels and
+/// predictions (per output) in replica order; empty shards are left undefined.
+void distributed_forward(Model& model, State& s, const std::vector<Tensor>& x, const std::vector<Tensor>* y,
+                         std::vector<std::vector<Tensor>>& ys, std::vector<std::vector<Tensor>>& preds,
+                         std::vector<std::vector<Tensor>>* logits = nullptr);
+/// Makes every variable of the model one component per replica (created in scope() they already are).
+void prepare_replicas(Model& model, State& s);
+}  // namespace osprey::keras::trainer
