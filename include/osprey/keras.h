@@ -1,8 +1,10 @@
-// Keras in C++: layers, Sequential, losses, metrics, optimizers, callbacks.
+// Keras in C++: layers, functional models and Sequential, losses, metrics, optimizers, callbacks.
 #pragma once
 
 #include "osprey/keras/callbacks.h"
+#include "osprey/keras/keras_tensor.h"
 #include "osprey/keras/layers.h"
+#include "osprey/keras/layers/merging.h"
 #include "osprey/keras/losses.h"
 #include "osprey/keras/metrics.h"
 #include "osprey/keras/model.h"

@@ -1,0 +1,139 @@
+// Merging layers (keras.layers.Add, Concatenate, Dot, ...): one output from a list of inputs.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "osprey/keras/layers.h"
+
+namespace osprey::keras::layers {
+
+/// Base of the element-wise merges: every input has the same shape, the output too.
+class ElementwiseMerge : public Layer {
+ public:
+  using Layer::build;
+  using Layer::call;
+  Shape build(const Shape& input_shape) override { return build(std::vector<Shape>{input_shape}); }
+  Shape build(const std::vector<Shape>& input_shapes) override;
+  Tensor call(const Tensor& inputs, bool training) override { return call(std::vector<Tensor>{inputs}, training); }
+  Tensor call(const std::vector<Tensor>& inputs, bool training) override;
+  int num_inputs() const override { return 0; }
+
+ protected:
+  ElementwiseMerge(std::string name, const std::string& prefix, std::size_t min_inputs, std::size_t max_inputs);
+  /// Combines the inputs (already checked).
+  virtual Tensor merge(const std::vector<Tensor>& inputs) const = 0;
+
+ private:
+  std::size_t min_inputs_, max_inputs_;
+};
+
+/// Σ inputs (keras.layers.Add).
+class Add : public ElementwiseMerge {
+ public:
+  explicit Add(std::string name = "") : ElementwiseMerge(std::move(name), "add", 2, 0) {}
+  OSPREY_KERAS_LAYER(Add)
+  std::string class_name() const override { return "Add"; }
+
+ protected:
+  Tensor merge(const std::vector<Tensor>& inputs) const override;
+};
+
+/// inputs[0] − inputs[1] (keras.layers.Subtract: exactly two inputs).
+class Subtract : public ElementwiseMerge {
+ public:
+  explicit Subtract(std::string name = "") : ElementwiseMerge(std::move(name), "subtract", 2, 2) {}
+  OSPREY_KERAS_LAYER(Subtract)
+  std::string class_name() const override { return "Subtract"; }
+
+ protected:
+  Tensor merge(const std::vector<Tensor>& inputs) const override;
+};
+
+/// Π inputs, element-wise (keras.layers.Multiply).
+class Multiply : public ElementwiseMerge {
+ public:
+  explicit Multiply(std::string name = "") : ElementwiseMerge(std::move(name), "multiply", 2, 0) {}
+  OSPREY_KERAS_LAYER(Multiply)
+  std::string class_name() const override { return "Multiply"; }
+
+ protected:
+  Tensor merge(const std::vector<Tensor>& inputs) const override;
+};
+
+/// The mean of the inputs (keras.layers.Average).
+class Average : public ElementwiseMerge {
+ public:
+  explicit Average(std::string name = "") : ElementwiseMerge(std::move(name), "average", 2, 0) {}
+  OSPREY_KERAS_LAYER(Average)
+  std::string class_name() const override { return "Average"; }
+
+ protected:
+  Tensor merge(const std::vector<Tensor>& inputs) const override;
+};
+
+/// The element-wise maximum (keras.layers.Maximum).
+class Maximum : public ElementwiseMerge {
+ public:
+  explicit Maximum(std::string name = "") : ElementwiseMerge(std::move(name), "maximum", 2, 0) {}
+  OSPREY_KERAS_LAYER(Maximum)
+  std::string class_name() const override { return "Maximum"; }
+
+ protected:
+  Tensor merge(const std::vector<Tensor>& inputs) const override;
+};
+
+/// The element-wise minimum (keras.layers.Minimum).
+class Minimum : public ElementwiseMerge {
+ public:
+  explicit Minimum(std::string name = "") : ElementwiseMerge(std::move(name), "minimum", 2, 0) {}
+  OSPREY_KERAS_LAYER(Minimum)
+  std::string class_name() const override { return "Minimum"; }
+
+ protected:
+  Tensor merge(const std::vector<Tensor>& inputs) const override;
+};
+
+/// Joins the inputs along `axis` (Keras's axis, the batch being axis 0; default −1, the last).
+class Concatenate : public Layer {
+ public:
+  explicit Concatenate(int axis = -1, std::string name = "");
+  OSPREY_KERAS_LAYER(Concatenate)
+  std::string class_name() const override { return "Concatenate"; }
+  using Layer::build;
+  using Layer::call;
+  Shape build(const Shape& input_shape) override { return build(std::vector<Shape>{input_shape}); }
+  Shape build(const std::vector<Shape>& input_shapes) override;
+  Tensor call(const Tensor& inputs, bool training) override { return call(std::vector<Tensor>{inputs}, training); }
+  Tensor call(const std::vector<Tensor>& inputs, bool training) override;
+  int num_inputs() const override { return 0; }
+  int axis() const { return axis_; }
+
+ private:
+  int axis_;
+  int sample_axis_ = 0;  // the axis within a sample's shape, set by build
+};
+
+/// The dot product of two (batch, d) inputs per sample: shape (batch, 1); with `normalize`, of their L2-normalised
+/// rows (cosine similarity), as keras.layers.Dot(axes=1) (or −1).
+class Dot : public Layer {
+ public:
+  explicit Dot(int axes = -1, bool normalize = false, std::string name = "");
+  OSPREY_KERAS_LAYER(Dot)
+  std::string class_name() const override { return "Dot"; }
+  using Layer::build;
+  using Layer::call;
+  Shape build(const Shape& input_shape) override { return build(std::vector<Shape>{input_shape}); }
+  Shape build(const std::vector<Shape>& input_shapes) override;
+  Tensor call(const Tensor& inputs, bool training) override { return call(std::vector<Tensor>{inputs}, training); }
+  Tensor call(const std::vector<Tensor>& inputs, bool training) override;
+  int num_inputs() const override { return 2; }
+  int axes() const { return axes_; }
+  bool normalize() const { return normalize_; }
+
+ private:
+  int axes_;
+  bool normalize_;
+};
+
+}  // namespace osprey::keras::layers

@@ -1,0 +1,144 @@
+// The merging layers: element-wise merges, Concatenate and Dot, over ops with gradients.
+#include "osprey/keras/layers/merging.h"
+
+#include <fmt/format.h>
+
+#include "osprey/errors.h"
+#include "osprey/ops.h"
+
+namespace osprey::keras::layers {
+
+static std::string shapes_text(const std::vector<Shape>& shapes) {
+  std::vector<std::string> out;
+  for (const auto& s : shapes) {
+    std::vector<int64_t> dims{0};
+    for (auto d : s.dims()) dims.push_back(d);
+    out.push_back(Shape(dims).to_keras_string());
+  }
+  return fmt::format("[{}]", fmt::join(out, ", "));
+}
+
+ElementwiseMerge::ElementwiseMerge(std::string name, const std::string& prefix, std::size_t min_inputs,
+                                   std::size_t max_inputs)
+    : Layer(name, prefix), min_inputs_(min_inputs), max_inputs_(max_inputs) {}
+
+Shape ElementwiseMerge::build(const std::vector<Shape>& shapes) {
+  if (shapes.size() < min_inputs_ || (max_inputs_ && shapes.size() > max_inputs_)) {
+    throw ValueError(fmt::format("A `{}` layer should be called on {} {} inputs. Received: {} input(s) with shapes {}",
+                                 class_name(), max_inputs_ == min_inputs_ ? "exactly" : "at least", min_inputs_,
+                                 shapes.size(), shapes_text(shapes)));
+  }
+  for (const auto& s : shapes) {
+    if (s != shapes[0]) {
+      throw ValueError(fmt::format("Layer '{}' ({}): inputs have incompatible shapes. Received shapes {}", name_,
+                                   class_name(), shapes_text(shapes)));
+    }
+  }
+  if (built_ && shapes[0] != output_shape_) {
+    throw ValueError(fmt::format("Layer '{}' ({}) was built for inputs of shape {}, but it was called on {}", name_,
+                                 class_name(), shapes_text({output_shape_}), shapes_text(shapes)));
+  }
+  return finish_build(shapes[0]);
+}
+
+Tensor ElementwiseMerge::call(const std::vector<Tensor>& inputs, bool) {
+  if (inputs.size() < min_inputs_ || (max_inputs_ && inputs.size() > max_inputs_)) {
+    throw ValueError(fmt::format("Layer '{}' ({}) needs {} {} inputs, got {}", name_, class_name(),
+                                 max_inputs_ == min_inputs_ ? "exactly" : "at least", min_inputs_, inputs.size()));
+  }
+  for (const auto& t : inputs) {
+    if (t.shape() != inputs[0].shape()) {
+      throw ValueError(fmt::format("Layer '{}' ({}): inputs have incompatible shapes {} and {}", name_, class_name(),
+                                   inputs[0].shape().to_string(), t.shape().to_string()));
+    }
+  }
+  return merge(inputs);
+}
+
+template <typename F>
+static Tensor fold(const std::vector<Tensor>& xs, F f) {
+  Tensor out = xs[0];
+  for (std::size_t i = 1; i < xs.size(); ++i) out = f(out, xs[i]);
+  return out;
+}
+
+Tensor Add::merge(const std::vector<Tensor>& xs) const { return fold(xs, ops::add); }
+Tensor Subtract::merge(const std::vector<Tensor>& xs) const { return ops::sub(xs[0], xs[1]); }
+Tensor Multiply::merge(const std::vector<Tensor>& xs) const { return fold(xs, ops::mul); }
+Tensor Average::merge(const std::vector<Tensor>& xs) const {
+  return ops::div(fold(xs, ops::add), Tensor::scalar(static_cast<double>(xs.size())));
+}
+Tensor Maximum::merge(const std::vector<Tensor>& xs) const { return fold(xs, ops::maximum); }
+Tensor Minimum::merge(const std::vector<Tensor>& xs) const { return fold(xs, ops::minimum); }
+
+Concatenate::Concatenate(int axis, std::string name) : Layer(name, "concatenate"), axis_(axis) {
+  if (axis == 0) {
+    throw ValueError("Concatenate: axis 0 is the batch axis; concatenate along a feature axis (1, ..., or -1)");
+  }
+}
+
+Shape Concatenate::build(const std::vector<Shape>& shapes) {
+  if (shapes.size() < 2) {
+    throw ValueError(fmt::format("A `Concatenate` layer should be called on a list of at least 2 inputs. Received: "
+                                 "input_shape={}",
+                                 shapes_text(shapes)));
+  }
+  const int rank = shapes[0].rank();  // per sample
+  const int ax = axis_ < 0 ? axis_ + rank : axis_ - 1;
+  bool ok = ax >= 0 && ax < rank;
+  int64_t total = 0;
+  for (const auto& s : shapes) {
+    ok = ok && s.rank() == rank;
+    for (int d = 0; ok && d < rank; ++d) ok = d == ax || s[d] == shapes[0][d];
+    if (ok) total += s[ax];
+  }
+  if (!ok) {
+    throw ValueError(fmt::format("A `Concatenate` layer ('{}') requires inputs with matching shapes except for the "
+                                 "concatenation axis ({}). Received: input_shape={}",
+                                 name_, axis_, shapes_text(shapes)));
+  }
+  sample_axis_ = ax;
+  return finish_build(shapes[0].with_dim(ax, total));
+}
+
+Tensor Concatenate::call(const std::vector<Tensor>& inputs, bool) {
+  if (inputs.size() < 2) {
+    throw ValueError(fmt::format("Layer '{}' (Concatenate) needs at least 2 inputs, got {}", name_, inputs.size()));
+  }
+  return ops::concat(inputs, sample_axis_ + 1);
+}
+
+Dot::Dot(int axes, bool normalize, std::string name) : Layer(name, "dot"), axes_(axes), normalize_(normalize) {
+  if (axes != 1 && axes != -1) {
+    throw ValueError(fmt::format("Dot: axes={} is not supported yet; Osprey's Dot takes (batch, d) inputs with axes "
+                                 "1 or -1",
+                                 axes));
+  }
+}
+
+Shape Dot::build(const std::vector<Shape>& shapes) {
+  if (shapes.size() != 2) {
+    throw ValueError(fmt::format("A `Dot` layer should be called on a list of 2 inputs. Received: input_shape={}",
+                                 shapes_text(shapes)));
+  }
+  if (shapes[0].rank() != 1 || shapes[0] != shapes[1]) {
+    throw ValueError(fmt::format("Layer '{}' (Dot): inputs must both have shape (None, d) for now; received {}", name_,
+                                 shapes_text(shapes)));
+  }
+  return finish_build(Shape{1});
+}
+
+Tensor Dot::call(const std::vector<Tensor>& inputs, bool) {
+  if (inputs.size() != 2) throw ValueError(fmt::format("Layer '{}' (Dot) needs 2 inputs, got {}", name_, inputs.size()));
+  Tensor a = inputs[0], b = inputs[1];
+  const int64_t n = a.shape()[0];
+  Tensor dot = ops::reduce_sum(ops::mul(a, b), 1);
+  if (normalize_) {
+    const Tensor na = ops::sqrt(ops::maximum(ops::reduce_sum(ops::square(a), 1), Tensor::scalar(1e-12)));
+    const Tensor nb = ops::sqrt(ops::maximum(ops::reduce_sum(ops::square(b), 1), Tensor::scalar(1e-12)));
+    dot = ops::div(dot, ops::mul(na, nb));
+  }
+  return ops::reshape(dot, Shape{n, 1});
+}
+
+}  // namespace osprey::keras::layers

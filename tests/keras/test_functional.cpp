@@ -1,0 +1,242 @@
+// Functional models against Keras 3: the cases of tests/keras/keras_functional_reference.py (which regenerates
+// tests/data/keras_functional.json) built with the same layer names and initial weights, predicted, trained on the
+// same batches and evaluated; plus the graph's errors.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <functional>
+
+#include <nlohmann/json.hpp>
+
+#include "osprey/errors.h"
+#include "osprey/keras.h"
+
+using namespace osprey;
+using namespace osprey::keras;
+using nlohmann::json;
+
+namespace {
+
+const json& reference(const std::string& name) {
+  static const json all = [] {
+    std::ifstream in(std::string(OSPREY_TEST_DATA_DIR) + "/keras_functional.json");
+    return json::parse(in);
+  }();
+  return all.at("cases").at(name);
+}
+
+// A nested list of numbers as a float32 tensor.
+Tensor tensor_of(const json& j) {
+  std::vector<int64_t> dims;
+  for (const json* p = &j; p->is_array(); p = &(*p)[0]) dims.push_back(static_cast<int64_t>(p->size()));
+  std::vector<float> values;
+  std::function<void(const json&)> flat = [&](const json& v) {
+    if (v.is_array()) {
+      for (const auto& e : v) flat(e);
+    } else {
+      values.push_back(v.get<float>());
+    }
+  };
+  flat(j);
+  return Tensor::from_vector(values, Shape(dims));
+}
+
+std::vector<Tensor> tensors_of(const json& j, bool several) {
+  if (!several) return {tensor_of(j)};
+  std::vector<Tensor> out;
+  for (const auto& e : j) out.push_back(tensor_of(e));
+  return out;
+}
+
+void expect_close(const Tensor& got, const json& want, double tol, const std::string& what) {
+  const Tensor w = tensor_of(want);
+  ASSERT_EQ(got.num_elements(), w.num_elements()) << what;
+  const auto g = got.to_vector<float>(), e = w.to_vector<float>();
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    ASSERT_NEAR(g[i], e[i], tol * std::max(1.0, std::abs(static_cast<double>(e[i])))) << what << " [" << i << "]";
+  }
+}
+
+void set_weights_by_layer(Model& model, const json& weights) {
+  for (const auto& [name, values] : weights.items()) {
+    auto layer = model.get_layer(name);
+    auto vars = layer->variables();
+    ASSERT_EQ(vars.size(), values.size()) << name;
+    for (std::size_t i = 0; i < vars.size(); ++i) vars[i]->assign(tensor_of(values[i]));
+  }
+}
+
+void expect_weights(Model& model, const json& weights, double tol) {
+  for (const auto& [name, values] : weights.items()) {
+    auto vars = model.get_layer(name)->variables();
+    for (std::size_t i = 0; i < vars.size(); ++i) expect_close(vars[i]->value(), values[i], tol, name + "/" + vars[i]->name());
+  }
+}
+
+// Sets the reference's initial weights, checks predict, trains as Keras did (batches of 8 in order, 2 epochs) and
+// checks the history, the weights, predict and evaluate afterwards.
+void check_case(Model& model, const std::string& name, CompileOptions compile, bool several_x, bool several_y,
+                double tol = 2e-5) {
+  const json& ref = reference(name);
+  set_weights_by_layer(model, ref.at("initial_weights"));
+  const auto x = tensors_of(ref.at("x"), several_x);
+  const auto y = tensors_of(ref.at("y"), several_y);
+  auto output = [&](const char* key, std::size_t o) -> const json& {
+    return several_y ? ref.at(key)[o] : ref.at(key);
+  };
+  const auto before = model.predict_all(x, {.verbose = 0});
+  for (std::size_t o = 0; o < before.size(); ++o) expect_close(before[o], output("predict_before", o), tol, name + " predict before");
+  model.compile(std::move(compile));
+  const auto history = model.fit(x, y, {.epochs = 2, .batch_size = 8, .verbose = 0, .shuffle = false});
+  for (const auto& [key, values] : ref.at("history").items()) {
+    ASSERT_TRUE(history.history.count(key)) << name << ": no '" << key << "' in the history";
+    for (std::size_t e = 0; e < values.size(); ++e) {
+      EXPECT_NEAR(history.history.at(key)[e], values[e].get<double>(), 20 * tol) << name << " " << key << " epoch " << e;
+    }
+  }
+  EXPECT_EQ(history.history.size(), ref.at("history").size()) << name;
+  expect_weights(model, ref.at("final_weights"), 20 * tol);
+  const auto after = model.predict_all(x, {.verbose = 0});
+  for (std::size_t o = 0; o < after.size(); ++o) {
+    expect_close(after[o], output("predict_after", o), 50 * tol, name + " predict after");
+  }
+  const auto logs = model.evaluate_dict(x, y, {.verbose = 0});
+  for (const auto& [key, value] : ref.at("evaluate").items()) {
+    ASSERT_TRUE(logs.count(key)) << name << ": evaluate has no '" << key << "'";
+    EXPECT_NEAR(logs.at(key), value.get<double>(), 50 * tol) << name << " evaluate " << key;
+  }
+  int64_t trainable = 0;
+  for (auto* v : model.trainable_variables()) trainable += v->num_elements();
+  EXPECT_EQ(trainable, ref.at("trainable_params").get<int64_t>()) << name;
+  EXPECT_EQ(model.count_params() - trainable, ref.at("non_trainable_params").get<int64_t>()) << name;
+}
+
+}  // namespace
+
+TEST(Functional, TwoInputsWithConcatenateMatchKeras) {
+  auto a = keras::Input({4}, {.name = "a"});
+  auto b = keras::Input({3}, {.name = "b"});
+  auto h = layers::Concatenate(-1, "concat")({a, b});
+  h = layers::Dense(5, "relu", {.name = "hidden"})(h);
+  auto out = layers::Dense(1, "sigmoid", {.name = "out"})(h);
+  Model model({a, b}, out, "two_inputs");
+  EXPECT_EQ(model.name(), "two_inputs");
+  EXPECT_EQ(model.class_name(), "Functional");
+  ASSERT_EQ(model.layers().size(), 5u);  // the Inputs first, as Keras lists them
+  EXPECT_EQ(model.layers()[0]->name(), "a");
+  EXPECT_EQ(model.layers()[2]->name(), "concat");
+  EXPECT_EQ(h.shape(), Shape({5}));
+  EXPECT_EQ(a.to_string(), "<KerasTensor shape=(None, 4), dtype=float32, name=a>");
+  check_case(model, "two_input_concat",
+             {.optimizer = optimizers::Adam({.learning_rate = 0.01}), .loss = "binary_crossentropy",
+              .metrics = {"accuracy"}},
+             true, false);
+}
+
+TEST(Functional, ResidualMlpMatchesKeras) {
+  auto x = keras::Input({6}, {.name = "x"});
+  auto h = layers::Dense(8, "relu", {.name = "d1"})(x);
+  auto r = layers::Dense(8, "relu", {.name = "d2"})(h);
+  auto sum = layers::Add("residual")({h, r});
+  auto out = layers::Dense(3, "softmax", {.name = "out"})(sum);
+  Model model(x, out, "residual");
+  check_case(model, "residual_mlp",
+             {.optimizer = optimizers::SGD({.learning_rate = 0.1}), .loss = "sparse_categorical_crossentropy",
+              .metrics = {"accuracy"}},
+             false, false);
+}
+
+TEST(Functional, ASharedLayerMatchesKeras) {
+  auto a = keras::Input({5}, {.name = "left"});
+  auto b = keras::Input({5}, {.name = "right"});
+  auto shared = std::make_shared<layers::Dense>(4, "tanh", layers::DenseOptions{.name = "shared"});
+  auto d = layers::Subtract("diff")({(*shared)(a), (*shared)(b)});
+  auto out = layers::Dense(1, "", {.name = "out"})(d);
+  Model model({a, b}, out, "siamese");
+  EXPECT_EQ(model.layers().size(), 5u);  // left, right, shared (once), diff, out
+  EXPECT_EQ(model.trainable_variables().size(), 4u);
+  check_case(model, "shared_layer",
+             {.optimizer = optimizers::SGD({.learning_rate = 0.05, .momentum = 0.9}), .loss = "mse"}, true, false);
+}
+
+TEST(Functional, ANestedModelMatchesKeras) {
+  auto i = keras::Input({4}, {.name = "inner_in"});
+  auto ih = layers::Dense(6, "relu", {.name = "inner_hidden"})(i);
+  auto inner = std::make_shared<Model>(i, layers::Dense(3, "", {.name = "inner_out"})(ih), "inner");
+  auto x = keras::Input({4}, {.name = "outer_in"});
+  auto out = layers::Dense(2, "softmax", {.name = "out"})((*inner)(x));
+  Model model(x, out, "outer");
+  EXPECT_EQ(model.get_layer("inner").get(), inner.get());
+  EXPECT_EQ(model.count_params(), 4 * 6 + 6 + 6 * 3 + 3 + 3 * 2 + 2);
+  // The nested model's own layers are reached through it (get_layer by name finds the reference's weights there).
+  const json& ref = reference("nested_model");
+  for (const auto& [name, values] : ref.at("initial_weights").items()) {
+    Layer& layer = name.starts_with("inner") ? *inner->get_layer(name) : *model.get_layer(name);
+    auto vars = layer.variables();
+    for (std::size_t k = 0; k < vars.size(); ++k) vars[k]->assign(tensor_of(values[k]));
+  }
+  const Tensor xs = tensor_of(ref.at("x")), ys = tensor_of(ref.at("y"));
+  expect_close(model.predict(xs, {.verbose = 0}), ref.at("predict_before"), 2e-5, "nested predict");
+  model.compile({.optimizer = optimizers::RMSprop({.learning_rate = 0.01}), .loss = "categorical_crossentropy",
+                 .metrics = {"accuracy"}});
+  auto h = model.fit(xs, ys, {.epochs = 2, .batch_size = 8, .verbose = 0, .shuffle = false});
+  for (std::size_t e = 0; e < 2; ++e) {
+    EXPECT_NEAR(h.history["loss"][e], ref.at("history").at("loss")[e].get<double>(), 4e-4);
+    EXPECT_NEAR(h.history["accuracy"][e], ref.at("history").at("accuracy")[e].get<double>(), 1e-6);
+  }
+  for (const auto& [name, values] : ref.at("final_weights").items()) {
+    Layer& layer = name.starts_with("inner") ? *inner->get_layer(name) : *model.get_layer(name);
+    auto vars = layer.variables();
+    for (std::size_t k = 0; k < vars.size(); ++k) expect_close(vars[k]->value(), values[k], 4e-4, name);
+  }
+  expect_close(model.predict(xs, {.verbose = 0}), ref.at("predict_after"), 1e-3, "nested predict after");
+}
+
+TEST(Functional, TwoOutputsWithLossWeightsMatchKeras) {
+  auto x = keras::Input({5}, {.name = "x"});
+  auto h = layers::Dense(8, "relu", {.name = "trunk"})(x);
+  auto oa = layers::Dense(1, "sigmoid", {.name = "out_a"})(h);
+  auto ob = layers::Dense(2, "", {.name = "out_b"})(h);
+  Model model(x, {oa, ob}, "two_outputs");
+  EXPECT_EQ(model.output_names(), (std::vector<std::string>{"out_a", "out_b"}));
+  check_case(model, "two_outputs",
+             {.optimizer = optimizers::Adam({.learning_rate = 0.01}),
+              .loss = {"binary_crossentropy", "mse"},
+              .metrics = std::map<std::string, std::vector<MetricRef>>{{"out_a", {"accuracy"}}, {"out_b", {"mae"}}},
+              .loss_weights = {0.5, 2.0}},
+             false, true);
+  EXPECT_EQ(model.metrics_names(),
+            (std::vector<std::string>{"loss", "out_a_loss", "out_b_loss", "out_a_accuracy", "out_b_mae"}));
+  EXPECT_THROW((void)model.predict(Tensor::zeros({2, 5})), ValueError);  // two outputs: predict_all
+}
+
+TEST(Functional, AFrozenBaseStaysAsItIsWhileTheHeadTrains) {
+  auto x = keras::Input({6}, {.name = "x"});
+  auto base = std::make_shared<layers::Dense>(8, "relu", layers::DenseOptions{.name = "base"});
+  auto bn = std::make_shared<layers::BatchNormalization>(layers::BatchNormalizationOptions{.name = "base_bn"});
+  auto out = layers::Dense(1, "", {.name = "head"})((*bn)((*base)(x)));
+  Model model(x, out, "finetune");
+  base->trainable = false;
+  bn->trainable = false;  // and so in inference mode: its moving statistics neither used for... nor updated
+  std::ostringstream summary;
+  model.summary(summary);
+  EXPECT_NE(summary.str().find("Trainable params: 9 "), std::string::npos) << summary.str();
+  EXPECT_NE(summary.str().find("Non-trainable params: 88 "), std::string::npos) << summary.str();
+  check_case(model, "frozen_base", {.optimizer = optimizers::Adam({.learning_rate = 0.01}), .loss = "mse"}, false,
+             false);
+}
+
+TEST(Functional, EveryMergeLayerMatchesKerasForwardAndTrained) {
+  auto a = keras::Input({4}, {.name = "a"});
+  auto b = keras::Input({4}, {.name = "b"});
+  auto pa = layers::Dense(4, "", {.name = "pa"})(a);
+  auto pb = layers::Dense(4, "", {.name = "pb"})(b);
+  std::vector<KerasTensor> merged{layers::Add("add")({pa, pb}),          layers::Subtract("sub")({pa, pb}),
+                                  layers::Multiply("mul")({pa, pb}),     layers::Average("avg")({pa, pb}),
+                                  layers::Maximum("max")({pa, pb}),      layers::Minimum("min")({pa, pb}),
+                                  layers::Dot(1, true, "cos")({pa, pb}), layers::Dot(1, false, "dot")({pa, pb})};
+  auto all = layers::Concatenate(-1, "all")(merged);
+  EXPECT_EQ(all.shape(), Shape({26}));
+  Model model({a, b}, layers::Dense(1, "", {.name = "out"})(all), "merges");
+  check_case(model, "merges", {.optimizer = optimizers::SGD({.learning_rate = 0.05}), .loss = "mse"}, true, false);
+}
