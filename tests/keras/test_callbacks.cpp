@@ -255,3 +255,35 @@ TEST(Callbacks, PredictHooks) {
   EXPECT_EQ(rec->events, (std::vector<std::string>{"begin", "batch_begin 0", "batch_end 0", "batch_begin 1",
                                                    "batch_end 1", "end"}));
 }
+
+TEST(Callbacks, ACallbackPassedByNameIsTheOneFitCallsNotACopy) {
+  const Data d = data();
+  Sequential m = model();
+  keras::EarlyStopping es({.monitor = "loss", .patience = 1});
+  Script scripted("loss", {1.0, 1.1, 1.2, 1.3});
+  Snapshots collected;  // the user's own callback, collecting values
+  m.fit(d.x, d.y, {.epochs = 4, .batch_size = 10, .verbose = 0, .callbacks = {scripted, collected, es}});
+  EXPECT_EQ(es.stopped_epoch, 1);  // read from the user's object: fit did not train with a copy
+  EXPECT_EQ(collected.weights.size(), 2u);
+  EXPECT_EQ(collected.model(), &m);
+  // A temporary is moved in and owned by the call.
+  m.fit(d.x, d.y, {.epochs = 1, .batch_size = 10, .verbose = 0, .callbacks = {Snapshots()}});
+}
+
+TEST(Callbacks, LambdaCallbackAndKerasModuleNames) {
+  const Data d = data();
+  Sequential m = model();
+  std::vector<double> losses;
+  int batches = 0;
+  keras::callbacks::LambdaCallback lambda({.on_epoch_end = [&](int, Logs& logs) { losses.push_back(logs.at("loss")); },
+                                           .on_train_batch_end = [&](int, Logs&) { ++batches; }});
+  auto h = m.fit(d.x, d.y, {.epochs = 3, .batch_size = 10, .verbose = 0, .callbacks = {lambda}});
+  EXPECT_EQ(losses, h.history["loss"]);
+  EXPECT_EQ(batches, 12);
+  keras::callbacks::EarlyStopping es({.monitor = "loss"});  // the same class as keras::EarlyStopping
+  static_assert(std::is_same_v<keras::callbacks::EarlyStopping, keras::EarlyStopping>);
+  static_assert(std::is_same_v<keras::regularizers::Regularizer, keras::layers::Regularizer>);
+  EXPECT_EQ(keras::regularizers::L2(0.5).l2, 0.5);
+  EXPECT_EQ(keras::constraints::MaxNorm(3.0).max_value, 3.0);
+  EXPECT_EQ(keras::initializers::get("ones", {2, 2}).to_vector<float>(), (std::vector<float>{1, 1, 1, 1}));
+}

@@ -240,3 +240,99 @@ TEST(Functional, EveryMergeLayerMatchesKerasForwardAndTrained) {
   Model model({a, b}, layers::Dense(1, "", {.name = "out"})(all), "merges");
   check_case(model, "merges", {.optimizer = optimizers::SGD({.learning_rate = 0.05}), .loss = "mse"}, true, false);
 }
+
+TEST(Functional, InputsByNameMapAndPredictForEachInput) {
+  auto a = keras::Input({2}, {.name = "a"});
+  auto b = keras::Input({3}, {.name = "b"});
+  auto out = layers::Dense(1, "", {.kernel_initializer = "ones", .name = "out"})(layers::Concatenate()({a, b}));
+  Model model({a, b}, out);
+  EXPECT_EQ(model.name(), "functional");
+  const Tensor xa = Tensor::from_vector<float>({1, 2, 3, 4}, {2, 2}), xb = Tensor::from_vector<float>({1, 1, 1, 0, 0, 0}, {2, 3});
+  EXPECT_EQ(model.predict({xa, xb}, {.verbose = 0}).to_vector<float>(), (std::vector<float>{6, 7}));
+  // A map by input name, in any order, gives the same.
+  EXPECT_EQ(model.predict(std::map<std::string, Tensor>{{"b", xb}, {"a", xa}}, {.verbose = 0}).to_vector<float>(),
+            (std::vector<float>{6, 7}));
+  // Eager call of the model as a function of its inputs.
+  EXPECT_EQ(model.call_all({xa, xb})[0].to_vector<float>(), (std::vector<float>{6, 7}));
+  model.compile({.optimizer = "sgd", .loss = "mse"});
+  const Tensor y = Tensor::from_vector<float>({6, 7}, {2, 1});
+  EXPECT_NEAR(model.evaluate({xa, xb}, y, {.verbose = 0})[0], 0.0, 1e-12);
+  auto h = model.fit(std::map<std::string, Tensor>{{"a", xa}, {"b", xb}}, y,
+                     {.epochs = 1, .verbose = 0, .validation_data = {{xa, xb}, y}});
+  EXPECT_EQ(h.history.count("val_loss"), 1u);
+}
+
+TEST(Functional, GraphErrorsNameTheLayerTheCallAndTheShapes) {
+  auto a = keras::Input({4}, {.name = "a"});
+  auto b = keras::Input({5}, {.name = "b"});
+  // Incompatible shapes at call time: ValueError naming the layer and the shapes.
+  try {
+    (void)layers::Add("sum")({a, b});
+    FAIL() << "no error";
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("'sum'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("(None, 4), (None, 5)"), std::string::npos) << e.what();
+  }
+  auto dense = std::make_shared<layers::Dense>(3);
+  (void)(*dense)(a);
+  try {
+    (void)(*dense)(b);  // built for 4 features
+    FAIL() << "no error";
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("expected axis -1 of input shape to have value 4"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW((void)layers::Concatenate()(std::vector<KerasTensor>{a}), ValueError);
+  EXPECT_THROW((void)layers::Subtract()({a, a, a}), ValueError);
+  // An output that needs an input the model is not given.
+  auto h = layers::Concatenate()({a, layers::Dense(4)(b)});
+  try {
+    Model m(a, h);
+    FAIL() << "no error";
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("depends on input 'b'"), std::string::npos) << e.what();
+  }
+  // Two different layers with one name.
+  auto x1 = layers::Dense(2, "", {.name = "twin"})(a);
+  auto x2 = layers::Dense(2, "", {.name = "twin"})(a);
+  EXPECT_THROW(Model(a, {x1, x2}), ValueError);
+  // A non-Input as a model input, an input given twice.
+  EXPECT_THROW(Model(x1, layers::Dense(1)(x1)), ValueError);
+  EXPECT_THROW(Model({a, a}, x1), ValueError);
+  // An lvalue layer not owned by a shared_ptr cannot be kept by a model.
+  layers::Dense local(2);
+  EXPECT_THROW((void)local(a), ValueError);
+}
+
+TEST(Functional, DataErrorsSayWhatTheModelTakes) {
+  auto a = keras::Input({2}, {.name = "a"});
+  auto b = keras::Input({3}, {.name = "b"});
+  Model model({a, b}, layers::Dense(1)(layers::Concatenate()({a, b})));
+  model.compile({.optimizer = "sgd", .loss = "mse"});
+  const Tensor xa = Tensor::zeros({4, 2}), xb = Tensor::zeros({4, 3}), y = Tensor::zeros({4, 1});
+  auto message = [](auto f) {
+    try {
+      f();
+    } catch (const ValueError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no ValueError");
+  };
+  EXPECT_NE(message([&] { model.fit(xa, y, {.verbose = 0}); }).find("has 2 input(s) (a, b), but 1 input array(s)"),
+            std::string::npos);
+  EXPECT_NE(message([&] { (void)model.predict({xa, xb, xb}, {.verbose = 0}); }).find("has 2 input(s)"),
+            std::string::npos);
+  EXPECT_NE(message([&] { (void)model.predict(std::map<std::string, Tensor>{{"a", xa}, {"c", xb}}, {.verbose = 0}); })
+                .find("unknown input name 'c'"),
+            std::string::npos);
+  EXPECT_NE(message([&] { (void)model.predict({xb, xa}, {.verbose = 0}); }).find("expected shape (None, 2)"),
+            std::string::npos);
+  EXPECT_NE(message([&] { model.fit({xa, Tensor::zeros({3, 3})}, y, {.verbose = 0}); }).find("cardinality"),
+            std::string::npos);
+  EXPECT_NE(message([&] { model.compile({.optimizer = "sgd", .loss = {"mse", "mae"}}); }).find("`loss` has 2 entries"),
+            std::string::npos);
+  EXPECT_NE(message([&] {
+              model.compile({.optimizer = "sgd", .loss = std::map<std::string, LossRef>{{"nope", "mse"}}});
+            }).find("'nope'"),
+            std::string::npos);
+}

@@ -9,6 +9,7 @@
 #include <memory>
 #include <ostream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "osprey/tensor.h"
@@ -230,11 +231,41 @@ class ModelCheckpoint : public Callback {
   int epoch_ = 0, batches_ = 0;
 };
 
-/// A callback passed by value or pointer in `.callbacks = {...}`.
+/// The hooks of keras.callbacks.LambdaCallback: any of them, as functions or lambdas.
+struct LambdaCallbackOptions {
+  std::function<void(int epoch, Logs&)> on_epoch_begin{}, on_epoch_end{};
+  std::function<void(int batch, Logs&)> on_train_batch_begin{}, on_train_batch_end{};
+  std::function<void(Logs&)> on_train_begin{}, on_train_end{};
+};
+/// keras.callbacks.LambdaCallback: a callback made of functions, e.g.
+/// `LambdaCallback({.on_epoch_end = [&](int epoch, Logs& logs) { losses.push_back(logs["loss"]); }})`.
+class LambdaCallback : public Callback {
+ public:
+  explicit LambdaCallback(LambdaCallbackOptions hooks) : h_(std::move(hooks)) {}
+  void on_epoch_begin(int epoch, Logs& logs) override { if (h_.on_epoch_begin) h_.on_epoch_begin(epoch, logs); }
+  void on_epoch_end(int epoch, Logs& logs) override { if (h_.on_epoch_end) h_.on_epoch_end(epoch, logs); }
+  void on_train_batch_begin(int b, Logs& logs) override { if (h_.on_train_batch_begin) h_.on_train_batch_begin(b, logs); }
+  void on_train_batch_end(int b, Logs& logs) override { if (h_.on_train_batch_end) h_.on_train_batch_end(b, logs); }
+  void on_train_begin(Logs& logs) override { if (h_.on_train_begin) h_.on_train_begin(logs); }
+  void on_train_end(Logs& logs) override { if (h_.on_train_end) h_.on_train_end(logs); }
+
+ private:
+  LambdaCallbackOptions h_;
+};
+
+/// A callback in `.callbacks = {...}`: your own object (an lvalue: fit calls it itself, never a copy, so what it
+/// records, such as EarlyStopping's stopped_epoch, is there afterwards; it must outlive the call), a temporary
+/// (moved in and owned), or a shared_ptr.
 class CallbackRef {
  public:
   template <typename C>
-    requires std::derived_from<std::decay_t<C>, Callback>
+    requires std::derived_from<C, Callback>
+  CallbackRef(C& c) : ptr_(std::shared_ptr<Callback>(), &c) {}  // aliasing, not owning: the caller's object
+  template <typename C>
+    requires std::derived_from<C, Callback>
+  CallbackRef(const C& c) = delete;  // a const callback could not record anything: pass it non-const
+  template <typename C>
+    requires std::derived_from<std::decay_t<C>, Callback> && (!std::is_lvalue_reference_v<C>)
   CallbackRef(C&& c) : ptr_(std::make_shared<std::decay_t<C>>(std::forward<C>(c))) {}
   template <typename C>
     requires std::derived_from<C, Callback>
@@ -244,5 +275,24 @@ class CallbackRef {
  private:
   std::shared_ptr<Callback> ptr_;
 };
+
+/// keras.callbacks: the callbacks under Keras's module name (keras::callbacks::EarlyStopping).
+namespace callbacks {
+using keras::Callback;
+using keras::CallbackRef;
+using keras::CSVLogger;
+using keras::EarlyStopping;
+using keras::EarlyStoppingOptions;
+using keras::History;
+using keras::LambdaCallback;
+using keras::LambdaCallbackOptions;
+using keras::LearningRateScheduler;
+using keras::ModelCheckpoint;
+using keras::ModelCheckpointOptions;
+using keras::ProgbarLogger;
+using keras::ReduceLROnPlateau;
+using keras::ReduceLROnPlateauOptions;
+using keras::TerminateOnNaN;
+}  // namespace callbacks
 
 }  // namespace osprey::keras

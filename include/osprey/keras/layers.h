@@ -321,4 +321,22 @@ class LayerNormalization : public Layer {
 /// lecun_uniform, lecun_normal, zeros, ones, random_normal, random_uniform, truncated_normal.
 Tensor initialize(const std::string& initializer, const Shape& shape);
 
+/// keras.regularizers, keras.constraints and keras.initializers under Keras's module names (the layers:: spellings
+/// stay).
+namespace regularizers {
+using layers::L1;
+using layers::L1L2;
+using layers::L2;
+using layers::Regularizer;
+}  // namespace regularizers
+namespace constraints {
+using layers::Constraint;
+using layers::MaxNorm;
+using layers::NonNeg;
+}  // namespace constraints
+namespace initializers {
+/// Initial values by Keras initializer name (keras.initializers.get(name)(shape)).
+inline Tensor get(const std::string& initializer, const Shape& shape) { return initialize(initializer, shape); }
+}  // namespace initializers
+
 }  // namespace osprey::keras

@@ -34,6 +34,17 @@ struct Arrays {
   std::vector<std::string> keys;  ///< the map's keys, when given as a map
 };
 
+/// fit()'s validation_data: `{x_val, y_val}`, `{{x_a, x_b}, y_val}` or `std::make_pair(x_val, y_val)`.
+struct ValidationData {
+  ValidationData() = default;
+  ValidationData(Arrays x_val, Arrays y_val) : x(std::move(x_val)), y(std::move(y_val)) {}
+  template <typename X, typename Y>
+  ValidationData(const std::pair<X, Y>& p) : x(p.first), y(p.second) {}
+  Arrays x, y;
+  /// Whether validation data was given.
+  bool given() const { return !x.tensors.empty(); }
+};
+
 /// compile()'s loss: one loss, one per output (a list in the outputs' order), or a map by output name.
 struct LossSpec {
   LossSpec() = default;
@@ -101,7 +112,7 @@ struct FitOptions {
   int verbose = 1;                  ///< 0 silent, 1 progress bar ("auto"), 2 one line per epoch
   std::vector<CallbackRef> callbacks{};
   double validation_split = 0.0;  ///< the last fraction of the data, taken before shuffling
-  std::optional<std::pair<Arrays, Arrays>> validation_data{};
+  ValidationData validation_data{};
   bool shuffle = true;
   int initial_epoch = 0;
   std::optional<int> steps_per_epoch{};
@@ -272,6 +283,8 @@ class Sequential : public Model {
 };
 
 namespace models {
+using keras::Model;
+using keras::Sequential;
 struct LoadModelOptions {
   /// Compile the model as saved (optimizer with its state, loss, metrics), as keras.models.load_model(compile=True).
   bool compile = true;

@@ -387,8 +387,8 @@ FitHistory Model::fit(const Arrays& x_all, const Arrays& y_all, FitOptions o) {
   const int64_t n = xs[0].shape()[0];
   Tensor w = sample_weights(n, ys[0], o);
   Validation val;
-  if (o.validation_data) {
-    val = data_of(*this, s, o.validation_data->first, &o.validation_data->second, "fit (validation_data)");
+  if (o.validation_data.given()) {
+    val = data_of(*this, s, o.validation_data.x, &o.validation_data.y, "fit (validation_data)");
   } else if (o.validation_split > 0.0) {
     // The tail, before any shuffling (keras array_slicing.train_validation_split).
     const auto split_at = static_cast<int64_t>(std::floor(static_cast<double>(n) * (1.0 - o.validation_split)));
@@ -428,8 +428,8 @@ FitHistory Model::fit(utils::PyDataset& dataset, FitOptions o) {
     throw ValueError(fmt::format("fit: the PyDataset has {} batches; it needs at least one", dataset.num_batches()));
   }
   Validation val;
-  if (o.validation_data) {
-    val = data_of(*this, s, o.validation_data->first, &o.validation_data->second, "fit (validation_data)");
+  if (o.validation_data.given()) {
+    val = data_of(*this, s, o.validation_data.x, &o.validation_data.y, "fit (validation_data)");
   }
   if (s.graph ? false : !static_cast<Sequential&>(*this).built()) {  // build from the first batch's shape
     auto first = dataset.get_batch(0);
