@@ -148,40 +148,49 @@ Dense::Dense(int units, const std::string& activation, DenseOptions options)
   check_initializer(options_.bias_initializer);
 }
 
+// "(None, 4, 6)": a per-sample shape with Keras's batch dimension.
+static std::string with_batch(const Shape& sample) {
+  std::vector<int64_t> dims{0};
+  for (auto d : sample.dims()) dims.push_back(d);
+  return Shape(dims).to_keras_string();
+}
+
+// Dense applies to the last axis of inputs of any rank >= 2 (batch included), as in Keras.
 Shape Dense::build(const Shape& input_shape) {
   if (input_shape.rank() < 1) {
     throw ValueError(fmt::format("Input 0 of layer \"{}\" is incompatible with the layer: expected min_ndim=2, found "
                                  "ndim=1. Full shape received: (None,)",
                                  name_));
   }
-  if (input_shape.rank() != 1) {
-    throw ValueError(fmt::format("Layer \"{}\" supports 2-D inputs (batch, features) for now; got input shape {}. "
-                                 "Flatten the input first.",
-                                 name_, input_shape.to_keras_string()));
-  }
-  const int64_t in = input_shape[0];
+  const int64_t in = input_shape[-1];
   if (built_) {
     if (kernel_->shape()[0] != in) {
       throw ValueError(fmt::format("Input 0 of layer \"{}\" is incompatible with the layer: expected axis -1 of input "
-                                   "shape to have value {}, but received input with shape (None, {})",
-                                   name_, kernel_->shape()[0], in));
+                                   "shape to have value {}, but received input with shape {}",
+                                   name_, kernel_->shape()[0], with_batch(input_shape)));
     }
-    return output_shape_;
+    return input_shape.with_dim(input_shape.rank() - 1, units_);
   }
   kernel_ = &add_weight("kernel", initialize(options_.kernel_initializer, {in, units_}));
   if (options_.use_bias) bias_ = &add_weight("bias", initialize(options_.bias_initializer, {units_}));
-  return finish_build(Shape{units_});
+  return finish_build(input_shape.with_dim(input_shape.rank() - 1, units_));
 }
 
 Tensor Dense::call(const Tensor& inputs, bool) {
-  if (!built_) build(Shape{inputs.shape()[-1]});
   const auto& s = inputs.shape();
-  if (s.rank() != 2 || s[1] != kernel_->shape()[0]) {
+  if (!built_) {
+    const auto dims = s.dims();
+    build(Shape(std::vector<int64_t>(dims.begin() + (s.rank() > 1 ? 1 : 0), dims.end())));
+  }
+  if (s.rank() < 2 || s[-1] != kernel_->shape()[0]) {
     throw InvalidArgumentError(fmt::format("Dense '{}' expects input with last dimension {}, got shape {}", name_,
                                            kernel_->shape()[0], s.to_string()));
   }
-  Tensor y = ops::dense(inputs, kernel_->value(), bias_ ? bias_->value() : Tensor(), activation_);
-  return composite_ ? ActivationFn::get(activation_name_)(y) : y;
+  // Rank > 2: the leading axes are rows of one product (a view), and the result takes their shape back.
+  const Tensor x = s.rank() == 2 ? inputs : ops::reshape(inputs, Shape({s.num_elements() / s[-1], s[-1]}));
+  Tensor y = ops::dense(x, kernel_->value(), bias_ ? bias_->value() : Tensor(), activation_);
+  if (composite_) y = ActivationFn::get(activation_name_)(y);
+  return s.rank() == 2 ? y : ops::reshape(y, s.with_dim(s.rank() - 1, units_));
 }
 
 bool Dense::has_regularization() const {

@@ -108,6 +108,13 @@ out = L.Dense(1, name="out")(L.Concatenate(name="all")(merged))
 case("merges", keras.Model([a, b], out, name="merges"), [arr(N, 4), arr(N, 4)], arr(N, 1),
      dict(optimizer=keras.optimizers.SGD(0.05), loss="mse"))
 
+# 8. Dense on the last axis of a rank-3 input (sequence-shaped data), then Flatten.
+x = keras.Input((4, 6), name="x")
+h = L.Dense(3, activation="relu", name="per_step")(x)
+out = L.Dense(1, name="out")(L.Flatten(name="flat")(h))
+case("dense_rank3", keras.Model(x, out, name="rank3"), arr(N, 4, 6), arr(N, 1),
+     dict(optimizer=keras.optimizers.SGD(0.05), loss="mse"))
+
 path = os.path.join(os.path.dirname(__file__), "..", "data", "keras_functional.json")
 with open(path, "w") as f:
     json.dump({"keras_version": keras.__version__, "cases": cases}, f)

@@ -336,3 +336,20 @@ TEST(Functional, DataErrorsSayWhatTheModelTakes) {
             }).find("'nope'"),
             std::string::npos);
 }
+
+TEST(Functional, DenseAppliesToTheLastAxisOfAnyRankAsKerasDoes) {
+  auto x = keras::Input({4, 6}, {.name = "x"});
+  auto h = layers::Dense(3, "relu", {.name = "per_step"})(x);
+  EXPECT_EQ(h.shape(), Shape({4, 3}));
+  EXPECT_EQ(h.to_string(), "<KerasTensor shape=(None, 4, 3), dtype=float32, name=per_step>");
+  Model model(x, layers::Dense(1, "", {.name = "out"})(layers::Flatten("flat")(h)), "rank3");
+  check_case(model, "dense_rank3", {.optimizer = optimizers::SGD({.learning_rate = 0.05}), .loss = "mse"}, false,
+             false);
+  // The message shows the whole shape.
+  try {
+    (void)(*model.get_layer("per_step"))(keras::Input({4, 5}));
+    FAIL() << "no error";
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("received input with shape (None, 4, 5)"), std::string::npos) << e.what();
+  }
+}

@@ -231,7 +231,7 @@ std::vector<Tensor> Graph::run(const std::vector<Tensor>& xs, bool training, con
   for (std::size_t i = xs.size(); i < steps.size(); ++i) {
     const Step& step = steps[i];
     Layer& layer = *step.node->layer;
-    if (shortcut_at[i] >= 0) {
+    if (shortcut_at[i] >= 0 && values[step.parents[0]].shape().rank() == 2) {
       auto& dense = static_cast<layers::Dense&>(layer);
       Tensor& z = (*logits)[shortcut_at[i]];
       z = ops::dense(values[step.parents[0]], dense.kernel()->value(),

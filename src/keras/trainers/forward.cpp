@@ -21,15 +21,24 @@ void check_inputs(Model& model, State& s, const std::vector<Tensor>& xs) {
                                    name, i, x.defined() ? "shape " + x.shape().to_string() : "an undefined tensor"));
     }
   }
-  if (!s.graph) {  // Sequential: built from the first batch; the last axis must match
+  if (!s.graph) {  // Sequential: built from the first batch's per-sample shape
     auto& seq = static_cast<Sequential&>(model);
     const Tensor& x = xs[0];
-    if (!seq.built()) seq.build(Shape{x.shape()[-1]});
-    if (x.shape()[-1] != (*s.input_shape)[-1]) {
+    const auto dims = x.shape().dims();
+    const Shape sample(std::vector<int64_t>(dims.begin() + 1, dims.end()));
+    if (!seq.built()) seq.build(sample);
+    if (sample != *s.input_shape) {
       const std::string first = s.layers.empty() ? name : s.layers.front()->name();
-      throw ValueError(fmt::format("Input 0 of layer \"{}\" is incompatible with the layer: expected axis -1 of "
-                                   "input shape to have value {}, but received input with shape {}",
-                                   first, (*s.input_shape)[-1], x.shape().to_keras_string()));
+      std::vector<int64_t> expected{0};
+      for (auto d : s.input_shape->dims()) expected.push_back(d);
+      if (sample.rank() == s.input_shape->rank() && x.shape()[-1] != (*s.input_shape)[-1]) {
+        throw ValueError(fmt::format("Input 0 of layer \"{}\" is incompatible with the layer: expected axis -1 of "
+                                     "input shape to have value {}, but received input with shape {}",
+                                     first, (*s.input_shape)[-1], x.shape().to_keras_string()));
+      }
+      throw ValueError(fmt::format("Input 0 of layer \"{}\" is incompatible with the layer: expected shape={}, found "
+                                   "shape={}",
+                                   first, Shape(expected).to_keras_string(), x.shape().to_keras_string()));
     }
     return;
   }
@@ -58,7 +67,7 @@ std::vector<Tensor> forward(Model& model, State& s, const std::vector<Tensor>& x
     if (device && &h.device_ref() != device) h = h.to(*device);
     if (h.dtype() != DType::float32) h = h.cast(DType::float32);
   }
-  const bool shortcut = logits && !s.logits_losses.empty() && s.logits_losses[0] != nullptr;
+  bool shortcut = logits && !s.logits_losses.empty() && s.logits_losses[0] != nullptr;
   if (s.graph) {
     if (!logits || s.logits_losses.empty()) return s.graph->run(xs, training);
     std::vector<bool> which;
@@ -68,6 +77,10 @@ std::vector<Tensor> forward(Model& model, State& s, const std::vector<Tensor>& x
   Tensor h = xs[0];
   const size_t n = s.layers.size();
   for (size_t i = 0; i + (shortcut ? 1 : 0) < n; ++i) h = s.layers[i]->call(h, training);
+  if (shortcut && h.shape().rank() != 2) {  // the shortcut's logits are of (batch, features) products
+    h = s.layers.back()->call(h, training);
+    shortcut = false;
+  }
   if (shortcut) {
     auto* last = static_cast<layers::Dense*>(s.layers.back().get());
     logits->assign(1, ops::dense(h, last->kernel()->value(), last->bias() ? last->bias()->value() : Tensor(),
