@@ -287,3 +287,22 @@ TEST(Training, SampleAndClassWeights) {
   Sequential d = make();
   EXPECT_THROW(d.fit(x, y, {.verbose = 0, .sample_weight = Tensor::ones({5})}), ValueError);
 }
+
+TEST(Training, AShapeErrorNamesTheUsersBatchNotAHalf) {
+  random::set_seed(5);
+  // A batch of 64 trains as two halves of 32 with two intra-op threads; eager or recorded, the error is the batch's.
+  for (bool eager : {false, true}) {
+    Sequential m({layers::Input({20}), layers::Dense(8, "relu"), layers::Dense(1, "sigmoid")});
+    m.compile({.optimizer = "adam", .loss = "binary_crossentropy", .run_eagerly = eager});
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      try {
+        m.train_on_batch(random::uniform({64, 20}), random::uniform({64, 2}));
+        FAIL() << "no error";
+      } catch (const InvalidArgumentError& e) {
+        EXPECT_NE(std::string(e.what()).find("y_true of shape (64, 2)"), std::string::npos) << e.what();
+      }
+    }
+    // The model was not changed and trains on good data afterwards.
+    EXPECT_NO_THROW(m.train_on_batch(random::uniform({64, 20}), random::uniform({64, 1})));
+  }
+}

@@ -224,6 +224,24 @@ static double finish_step(State& s, std::vector<Part>& parts, std::vector<Tensor
   return loss;
 }
 
+// After an error in one half of a split step: the forward pass and loss of the whole batch (no update), so that
+// the error raised names the shapes the user passed, not a half's. Returns if only the halves fail.
+static void repeat_unsplit(Model& model, State& s, const Batch& b) {
+  std::vector<Tensor> logits;
+  const auto y_pred = forward(model, s, b.x, true, &logits);
+  (void)batch_loss(s, b.y, y_pred, b.w, &logits);
+}
+
+static void part_passes(Model& model, State& s, std::vector<Part>& parts, const std::vector<Variable*>& vars,
+                        const Batch& b) {
+  try {
+    for (auto& part : parts) part_pass(model, s, part, vars);
+  } catch (const Error&) {
+    if (parts.size() == 2) repeat_unsplit(model, s, b);
+    throw;
+  }
+}
+
 static std::vector<Part> make_parts(const Batch& b, int64_t split) {
   const int64_t rows = b.x[0].shape()[0];
   std::vector<Part> parts(split ? 2 : 1);
@@ -247,7 +265,7 @@ static std::vector<Part> make_parts(const Batch& b, int64_t split) {
 static double eager_train_step(Model& model, State& s, const Batch& b) {
   const auto vars = model.trainable_variables();
   auto parts = make_parts(b, split_rows(model, s, b.x[0].shape()[0]));
-  for (auto& part : parts) part_pass(model, s, part, vars);
+  part_passes(model, s, parts, vars, b);
   std::vector<Tensor> averaged;
   Tensor labels, predictions;
   return finish_step(s, parts, averaged, vars, labels, predictions);
@@ -321,9 +339,14 @@ static double planned_train_step(Model& model, State& s, const Batch& b) {
       load_part(part, *s.device, b, nullptr);
     }
     const uint64_t copies_inside = tensor_copies_on_this_thread();
-    for (auto& part : p->parts) {
-      ops::RecordingScope record(part.recording);
-      part_pass(model, s, part, vars);
+    try {
+      for (auto& part : p->parts) {
+        ops::RecordingScope record(part.recording);
+        part_pass(model, s, part, vars);
+      }
+    } catch (const Error&) {
+      if (p->parts.size() == 2) repeat_unsplit(model, s, b);
+      throw;
     }
     // A copy inside the step (not a kernel) would be frozen in the plan: such a step is never replayed.
     p->replayable = tensor_copies_on_this_thread() == copies_inside;
