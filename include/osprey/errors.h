@@ -58,5 +58,10 @@ class ValueError : public Error {
  public:
   using Error::Error;
 };
+/// Raised where Keras raises NotImplementedError (a model subclass without a call()).
+class NotImplementedError : public Error {
+ public:
+  using Error::Error;
+};
 
 }  // namespace osprey

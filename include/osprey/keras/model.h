@@ -145,6 +145,34 @@ struct FitHistory {
   std::vector<double> input_seconds, step_seconds;
 };
 
+namespace trainer {
+struct Batch;
+}
+
+/// One batch as train_step / test_step / predict_step see it (Keras's `data`): x per input, y per output (empty in
+/// predict_step) and the sample weights (undefined when none).
+class StepData {
+ public:
+  StepData(std::vector<Tensor> x, std::vector<Tensor> y = {}, Tensor sample_weight = {});
+  /// The engine's batch (fit's shuffled rows are gathered when x() or y() is first read).
+  explicit StepData(const trainer::Batch& batch);
+  ~StepData();
+  StepData(const StepData&) = delete;
+  StepData& operator=(const StepData&) = delete;
+  const std::vector<Tensor>& x() const;
+  const std::vector<Tensor>& y() const;
+  const Tensor& sample_weight() const;
+  /// Rows in the batch.
+  int64_t size() const;
+  /// The engine's view (internal).
+  const trainer::Batch& batch() const { return *batch_; }
+
+ private:
+  const trainer::Batch& resolved() const;
+  const trainer::Batch* batch_;
+  mutable std::unique_ptr<trainer::Batch> owned_;
+};
+
 /// keras.Model: a functional model (`keras::Model model(inputs, outputs)`, any graph of layers called on symbolic
 /// tensors: several inputs and outputs, shared layers, residual connections, nested models) and the base of
 /// Sequential. It trains with compile / fit / evaluate / predict, one training engine for every model.
@@ -248,10 +276,42 @@ class Model : public Layer {
   /// ValueError otherwise). Keras's keras.models.load_model reads it.
   virtual void save(const std::string& path) const;
 
+  /// What fit() runs for each batch (Keras's train_step): by default the engine's step (recorded plans, split
+  /// halves, replicas) and the running loss and metrics in `logs`. Override it to customise what fit does: e.g.
+  /// a GradientTape over call_all(data.x(), true), compute_loss(), optimizer()->apply_gradients(), then
+  /// compute_metrics() for the logs.
+  virtual void train_step(const StepData& data, Logs& logs);
+  /// What evaluate() (and fit's validation) runs for each batch: forward pass, loss and metrics into `logs`.
+  virtual void test_step(const StepData& data, Logs& logs);
+  /// What predict() runs for each batch: the outputs for data.x().
+  virtual std::vector<Tensor> predict_step(const StepData& data);
+  /// The compiled loss of a batch: Σ loss_weight · loss per output, sample-weighted, plus the layers' penalties.
+  Tensor compute_loss(const StepData& data, const std::vector<Tensor>& y_pred);
+  /// Adds `loss` to the running loss (weighted by the batch's rows) and the batch to the compiled metrics, and
+  /// writes the logs Keras shows: "loss", then the metrics.
+  void compute_metrics(const StepData& data, const std::vector<Tensor>& y_pred, const Tensor& loss, Logs& logs);
+
+  /// A subclassed model's forward pass over all its outputs; the default calls call() and gives its one output.
+  virtual std::vector<Tensor> call_outputs(const std::vector<Tensor>& inputs, bool training);
+
   struct State;
   State& state() const;
 
  protected:
+  /// A model subclass (keras.Model subclassing): create the layers in the constructor with track() and override
+  /// call() (one input and output), call(std::vector<Tensor>) (several inputs) or call_outputs() (several
+  /// outputs). `num_outputs` is how many outputs call_outputs() gives (the losses compile() expects).
+  explicit Model(std::string name = "", int num_outputs = 1);
+  /// Makes `layer` part of this model (its variables train with it) and returns it, shared.
+  template <typename L>
+    requires std::derived_from<std::decay_t<L>, Layer>
+  std::shared_ptr<std::decay_t<L>> track(L&& layer) {
+    auto p = std::make_shared<std::decay_t<L>>(std::forward<L>(layer));
+    track_layer(p);
+    return p;
+  }
+  void track_layer(std::shared_ptr<Layer> layer);
+
   /// A model without layers yet (Sequential); `name` empty: auto-named from `prefix` when first used.
   Model(std::string name, const std::string& prefix, bool defer_name);
   std::unique_ptr<State> s_;

@@ -50,6 +50,50 @@ Model::Model(const KerasTensors& inputs, const KerasTensors& outputs, std::strin
   built_ = true;
 }
 
+Model::Model(std::string name, int num_outputs) : Layer(name, "model"), s_(std::make_unique<State>()) {
+  if (num_outputs < 1) throw ValueError(fmt::format("Model '{}': num_outputs must be >= 1, got {}", name_, num_outputs));
+  s_->strategy = distribute::current_strategy();
+  s_->subclassed = true;
+  s_->subclass_outputs = num_outputs;
+  built_ = true;
+}
+
+void Model::track_layer(std::shared_ptr<Layer> layer) {
+  auto& s = state();
+  if (!layer) throw ValueError(fmt::format("Model '{}': track_layer() was given no layer (a null pointer)", name_));
+  for (const auto& l : s.layers) {
+    if (l == layer) return;
+    if (l->name() == layer->name()) {
+      throw ValueError(fmt::format("Model '{}': a layer named '{}' is already tracked; give each layer its own name",
+                                   name_, layer->name()));
+    }
+  }
+  s.layers.push_back(std::move(layer));
+  s.dense_on_one_device = -1;
+}
+
+std::vector<Tensor> Model::call_outputs(const std::vector<Tensor>& inputs, bool training) {
+  // Model::call() itself comes back here: a subclass that overrides neither has no forward pass.
+  static thread_local const Model* in_default_call = nullptr;
+  if (in_default_call == this) {
+    in_default_call = nullptr;
+    throw NotImplementedError(fmt::format("Model '{}' is a Model subclass without a call(): override call(const "
+                                          "Tensor&, bool) (or call(const std::vector<Tensor>&, bool), or "
+                                          "call_outputs() for several outputs)",
+                                          name_));
+  }
+  const Model* previous = in_default_call;
+  in_default_call = this;
+  try {
+    Tensor out = inputs.size() == 1 ? call(inputs[0], training) : call(inputs, training);
+    in_default_call = previous;
+    return {out};
+  } catch (...) {
+    in_default_call = previous;
+    throw;
+  }
+}
+
 Model::Model(Model&&) noexcept = default;
 Model& Model::operator=(Model&&) noexcept = default;
 Model::~Model() = default;
@@ -65,6 +109,18 @@ Shape Model::build(const Shape& input_shape) { return build(std::vector<Shape>{i
 
 Shape Model::build(const std::vector<Shape>& input_shapes) {
   auto& s = state();
+  if (s.subclassed) {  // its call() says what it makes of inputs of these shapes: one sample of zeros through it
+    std::vector<Tensor> zeros;
+    for (const auto& shape : input_shapes) {
+      std::vector<int64_t> dims{1};
+      for (auto d : shape.dims()) dims.push_back(d);
+      zeros.push_back(Tensor::zeros(Shape(dims)));
+    }
+    const auto out = call_all(zeros, false);
+    const auto dims = out.at(0).shape().dims();
+    output_shape_ = Shape(std::vector<int64_t>(dims.begin() + 1, dims.end()));
+    return output_shape_;
+  }
   bool fits = s.graph && input_shapes.size() == s.graph->inputs.size();
   for (std::size_t i = 0; fits && i < input_shapes.size(); ++i) fits = input_shapes[i] == s.graph->inputs[i].shape();
   if (!fits) {
@@ -89,7 +145,7 @@ Tensor Model::call(const std::vector<Tensor>& inputs, bool training) {
   return out[0];
 }
 
-int Model::num_inputs() const { return state().num_inputs(); }
+int Model::num_inputs() const { return std::max(state().num_inputs(), 0); }
 
 const std::vector<KerasTensor>& Model::inputs() const {
   static const std::vector<KerasTensor> none;
@@ -103,6 +159,11 @@ const std::vector<KerasTensor>& Model::outputs() const {
 std::vector<std::string> Model::output_names() const {
   auto& s = state();
   if (s.graph) return s.graph->output_names;
+  if (s.subclassed && s.subclass_outputs > 1) {
+    std::vector<std::string> names;
+    for (int o = 0; o < s.subclass_outputs; ++o) names.push_back(fmt::format("output_{}", o));
+    return names;
+  }
   return {s.layers.empty() ? name_ : s.layers.back()->name()};
 }
 

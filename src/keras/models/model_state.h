@@ -42,6 +42,8 @@ struct CompiledMetric {
 struct Model::State {
   // What the model is: a functional graph, or (Sequential) a stack of layers with an optional Input.
   std::unique_ptr<Graph> graph;
+  bool subclassed = false;  // a Model subclass: its call_outputs() is the forward pass
+  int subclass_outputs = 1;
   std::vector<std::shared_ptr<Layer>> layers;  // the graph's layers in order without Inputs, or the stack
   std::shared_ptr<layers::Input> input;        // Sequential: its Input layer, if any
   std::optional<Shape> input_shape;            // Sequential: the shape it was built for
@@ -90,8 +92,36 @@ struct Model::State {
   // layers, the device or the strategy change (add, build, compile).
   mutable int dense_on_one_device = -1;
 
-  int num_outputs() const { return graph ? static_cast<int>(graph->outputs.size()) : 1; }
-  int num_inputs() const { return graph ? static_cast<int>(graph->inputs.size()) : 1; }
+  int num_outputs() const { return graph ? static_cast<int>(graph->outputs.size()) : subclassed ? subclass_outputs : 1; }
+  /// The inputs a call takes; -1 for a subclass (whatever its call() takes).
+  int num_inputs() const { return graph ? static_cast<int>(graph->inputs.size()) : subclassed ? -1 : 1; }
+
+  // The running mean of the loss over an epoch's (or an evaluation's) batches, weighted by their rows, and per
+  // output for multi-output models (Keras's loss trackers); reset with the metrics.
+  struct LossMeans {
+    double sum = 0.0, seen = 0.0;
+    std::vector<double> outputs, output_means;
+    void reset(int num_outputs) {
+      sum = seen = 0.0;
+      outputs.assign(num_outputs > 1 ? static_cast<std::size_t>(num_outputs) : 0, 0.0);
+      output_means.assign(outputs.size(), 0.0);
+    }
+    void add(double loss, const std::vector<double>& per_output, double rows) {
+      sum += loss * rows;
+      seen += rows;
+      for (std::size_t o = 0; o < outputs.size() && o < per_output.size(); ++o) {
+        outputs[o] += per_output[o] * rows;
+        output_means[o] = outputs[o] / seen;
+      }
+    }
+    double mean() const { return seen > 0 ? sum / seen : 0.0; }
+  } loss_means;
+  Logs batch_logs;  // the logs of train_on_batch / test_on_batch, kept between calls (no allocation per step)
+  /// Resets the compiled metrics and the loss means (an epoch's or an evaluation's start).
+  void reset_metrics() {
+    for (auto& m : metrics) m.metric->reset_state();
+    loss_means.reset(num_outputs());
+  }
 };
 
 }  // namespace osprey::keras

@@ -9,7 +9,7 @@ namespace osprey::keras::trainer {
 
 void check_inputs(Model& model, State& s, const std::vector<Tensor>& xs) {
   const std::string& name = model.name();
-  if (xs.size() != static_cast<std::size_t>(s.num_inputs())) {
+  if (s.num_inputs() >= 0 && xs.size() != static_cast<std::size_t>(s.num_inputs())) {
     throw ValueError(fmt::format("Model '{}' expects {} input(s), but it received {} input tensors", name,
                                  s.num_inputs(), xs.size()));
   }
@@ -21,6 +21,7 @@ void check_inputs(Model& model, State& s, const std::vector<Tensor>& xs) {
                                    name, i, x.defined() ? "shape " + x.shape().to_string() : "an undefined tensor"));
     }
   }
+  if (s.subclassed) return;  // its call() checks what it takes
   if (!s.graph) {  // Sequential: built from the first batch's per-sample shape
     auto& seq = static_cast<Sequential&>(model);
     const Tensor& x = xs[0];
@@ -57,6 +58,8 @@ void check_inputs(Model& model, State& s, const std::vector<Tensor>& xs) {
   }
 }
 
+static const std::string& name_of(const Model& model) { return model.name(); }
+
 std::vector<Tensor> forward(Model& model, State& s, const std::vector<Tensor>& xs_in, bool training,
                             std::vector<Tensor>* logits) {
   check_inputs(model, s, xs_in);
@@ -68,6 +71,21 @@ std::vector<Tensor> forward(Model& model, State& s, const std::vector<Tensor>& x
     if (h.dtype() != DType::float32) h = h.cast(DType::float32);
   }
   bool shortcut = logits && !s.logits_losses.empty() && s.logits_losses[0] != nullptr;
+  if (s.subclassed) {
+    auto out = model.call_outputs(xs, training);
+    if (out.size() != static_cast<std::size_t>(s.num_outputs())) {
+      throw ValueError(fmt::format("Model '{}' declared {} output(s), but its call gave {}; pass num_outputs to the "
+                                   "Model constructor",
+                                   name_of(model), s.num_outputs(), out.size()));
+    }
+    if (!s.device) {  // its layers were built by this first call
+      for (auto* v : model.variables()) {
+        s.device = &v->value().device_ref();
+        break;
+      }
+    }
+    return out;
+  }
   if (s.graph) {
     if (!logits || s.logits_losses.empty()) return s.graph->run(xs, training);
     std::vector<bool> which;

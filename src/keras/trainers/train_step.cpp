@@ -22,7 +22,8 @@ static void apply_constraints(State& s) {
 // layers only (a stack, or a graph of them with one input and one output), on one device, without a strategy.
 static bool dense_on_one_device(const State& s) {
   if (s.dense_on_one_device >= 0) return s.dense_on_one_device;
-  bool yes = !distributed(s) && s.device && s.num_inputs() == 1 && s.num_outputs() == 1;
+  // A subclass's call() may decide things on the host per batch: it always runs eagerly.
+  bool yes = !distributed(s) && s.device && !s.subclassed && s.num_inputs() == 1 && s.num_outputs() == 1;
   if (s.graph && s.graph->steps.size() != s.layers.size() + 1) yes = false;  // a layer called twice
   yes = yes && std::all_of(s.layers.begin(), s.layers.end(), [](const auto& l) {
     return dynamic_cast<const layers::Dense*>(l.get()) != nullptr;

@@ -17,129 +17,6 @@ namespace osprey::keras {
 using namespace trainer;
 
 namespace {
-
-// True when every value is finite: x·0 is 0 for a finite x and NaN otherwise. Eight independent sums vectorise
-// (train_on_batch checks every batch; the branchy scan below only runs to report what is wrong).
-bool all_finite(const float* v, int64_t n) {
-  float acc[8] = {};
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    for (int l = 0; l < 8; ++l) acc[l] += v[i + l] * 0.f;
-  }
-  float sum = 0.f;
-  for (; i < n; ++i) sum += v[i] * 0.f;
-  for (float a : acc) sum += a;
-  return sum == 0.f;
-}
-
-// NaN or infinite values would silently turn the loss into NaN: say where they are instead.
-void check_finite(const Tensor& t, const std::string& arg, const char* fn) {
-  if (t.dtype() != DType::float32 && t.dtype() != DType::float64) return;
-  std::vector<float> copy;
-  const float* v = nullptr;
-  if (t.dtype() == DType::float32 && t.device_ref().host_memory()) {
-    v = t.data<float>();  // scanned in place: train_on_batch calls this every step
-  } else {
-    copy = (t.dtype() == DType::float32 ? t : t.cast(DType::float32)).to_vector<float>();
-    v = copy.data();
-  }
-  const int64_t count = t.num_elements();
-  if (all_finite(v, count)) return;
-  int64_t bad = 0, first = -1;
-  for (int64_t i = 0; i < count; ++i) {
-    if (!std::isfinite(v[i])) {
-      if (first < 0) first = i;
-      ++bad;
-    }
-  }
-  if (!bad) return;
-  const int64_t cols = t.shape()[0] ? count / t.shape()[0] : 1;
-  throw ValueError(fmt::format("{}: `{}` contains {} NaN or infinite value(s), the first at sample {} (flat index {} "
-                               "in the sample: {}); remove or impute them before training",
-                               fn, arg, bad, first / cols, first % cols, v[first]));
-}
-
-// The names of a model's inputs or outputs, for maps and messages.
-std::vector<std::string> names_of(Model& model, const State& s, bool inputs) {
-  if (!inputs) return model.output_names();
-  return s.graph ? s.graph->input_names : std::vector<std::string>{"input"};
-}
-
-// A model's x or y in the order of its inputs or outputs: a list of the right length (moved out of `a`), or a map
-// whose keys are exactly their names. Names are looked up only for maps and errors (train_on_batch runs this
-// every step).
-std::vector<Tensor> resolve(Arrays&& a, Model& model, const State& s, bool inputs, const char* fn) {
-  const char* what = inputs ? "input" : "output";
-  const std::size_t count = static_cast<std::size_t>(inputs ? s.num_inputs() : s.num_outputs());
-  if (a.keys.empty()) {
-    if (a.tensors.size() != count) {
-      const auto names = names_of(model, s, inputs);
-      throw ValueError(fmt::format("{}: model '{}' has {} {}(s) ({}), but {} {} array(s) were given", fn, model.name(),
-                                   names.size(), what, fmt::join(names, ", "), a.tensors.size(), what));
-    }
-    return std::move(a.tensors);
-  }
-  const auto names = names_of(model, s, inputs);
-  std::vector<Tensor> out(names.size());
-  for (std::size_t k = 0; k < a.keys.size(); ++k) {
-    auto it = std::find(names.begin(), names.end(), a.keys[k]);
-    if (it == names.end()) {
-      throw ValueError(fmt::format("{}: unknown {} name '{}' in the map; model '{}' has the {}s {}", fn, what,
-                                   a.keys[k], model.name(), what, fmt::join(names, ", ")));
-    }
-    out[static_cast<std::size_t>(it - names.begin())] = a.tensors[k];
-  }
-  for (std::size_t i = 0; i < names.size(); ++i) {
-    if (!out[i].defined()) {
-      throw ValueError(fmt::format("{}: no array for {} '{}' of model '{}' in the map", fn, what, names[i],
-                                   model.name()));
-    }
-  }
-  return out;
-}
-
-}  // namespace
-
-// x and y of a call, in the model's order, checked: defined, the same number of rows, finite values.
-static std::pair<std::vector<Tensor>, std::vector<Tensor>> data_of(Model& model, State& s, Arrays x, Arrays* y,
-                                                                   const char* fn) {
-  auto xs = resolve(std::move(x), model, s, true, fn);
-  std::vector<Tensor> ys;
-  if (y) ys = resolve(std::move(*y), model, s, false, fn);
-  for (std::size_t i = 0; i < xs.size(); ++i) {
-    if (!xs[i].defined() || (y && std::any_of(ys.begin(), ys.end(), [](auto& t) { return !t.defined(); }))) {
-      throw ValueError(fmt::format("{}: x and y must both be given", fn));
-    }
-    if (xs[i].shape().rank() < 2) {
-      throw ValueError(fmt::format("{}: x must have shape (samples, features), got {}", fn, xs[i].shape().to_string()));
-    }
-    if (xs[i].shape()[0] != xs[0].shape()[0]) {
-      throw ValueError(fmt::format("{}: Data cardinality is ambiguous. Make sure all arrays contain the same number "
-                                   "of samples. 'x' sizes: {}, {}",
-                                   fn, xs[0].shape()[0], xs[i].shape()[0]));
-    }
-  }
-  for (const auto& t : ys) {
-    if (t.shape().rank() < 1 || t.shape()[0] != xs[0].shape()[0]) {
-      throw ValueError(fmt::format("{}: Data cardinality is ambiguous. Make sure all arrays contain the same number "
-                                   "of samples. 'x' sizes: {}, 'y' sizes: {}",
-                                   fn, xs[0].shape()[0], t.shape().rank() ? t.shape()[0] : 0));
-    }
-  }
-  if (xs[0].shape()[0] == 0) throw ValueError(fmt::format("{}: x and y are empty (0 samples); there is nothing to do", fn));
-  for (std::size_t i = 0; i < xs.size(); ++i) check_finite(xs[i], xs.size() > 1 ? fmt::format("x[{}]", i) : "x", fn);
-  for (std::size_t i = 0; i < ys.size(); ++i) check_finite(ys[i], ys.size() > 1 ? fmt::format("y[{}]", i) : "y", fn);
-  check_inputs(model, s, xs);
-  return {std::move(xs), std::move(ys)};
-}
-
-static int resolve_batch_size(const std::optional<int>& b, const char* fn) {
-  const int v = b.value_or(32);
-  if (v <= 0) throw ValueError(fmt::format("{}: batch_size must be a positive integer, got {}", fn, v));
-  return v;
-}
-
-namespace {
 struct CallbackList {
   std::vector<std::shared_ptr<Callback>> all;
   void each(const std::function<void(Callback&)>& f) {
@@ -148,91 +25,20 @@ struct CallbackList {
 };
 }  // namespace
 
-// Writes the batch logs: the loss, the per-output losses of a multi-output model, the metrics. The entries of the
-// previous batch are overwritten in place (no map nodes allocated per step) unless a callback changed the keys.
-static void set_logs(Logs& logs, const State& s, const std::vector<std::string>& outputs, double loss,
-                     const std::vector<double>& output_losses) {
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    logs["loss"] = loss;
-    for (std::size_t o = 0; o < output_losses.size(); ++o) logs[outputs[o] + "_loss"] = output_losses[o];
-    for (auto& m : s.metrics) logs[m.log_name] = m.metric->result();
-    if (logs.size() == 1 + output_losses.size() + s.metrics.size()) return;
-    logs.clear();
-  }
-}
-
-// Running means over batches, weighted by their rows: the loss and, for multi-output models, each output's loss.
-namespace {
-struct LossMeans {
-  double sum = 0.0, seen = 0.0;
-  std::vector<double> outputs, output_means;
-  void reset(int num_outputs) {
-    sum = seen = 0.0;
-    outputs.assign(num_outputs > 1 ? static_cast<std::size_t>(num_outputs) : 0, 0.0);
-    output_means.assign(outputs.size(), 0.0);
-  }
-  void add(double loss, const std::vector<double>& per_output, double rows) {
-    sum += loss * rows;
-    seen += rows;
-    for (std::size_t o = 0; o < outputs.size() && o < per_output.size(); ++o) {
-      outputs[o] += per_output[o] * rows;
-      output_means[o] = outputs[o] / seen;
-    }
-  }
-  double mean() const { return sum / seen; }
-};
-}  // namespace
-
-// Evaluates batches of (x, y) into `logs` (loss + metrics), calling test hooks.
+// Evaluates batches of (x, y) with test_step into `logs` (loss + metrics), calling test hooks.
 static void run_evaluation(Model& model, State& s, const std::vector<Tensor>& x, const std::vector<Tensor>& y,
                            int batch_size, CallbackList& cbs, Logs& logs) {
   const int64_t n = x[0].shape()[0];
   const int steps = static_cast<int>((n + batch_size - 1) / batch_size);
-  for (auto& m : s.metrics) m.metric->reset_state();
-  LossMeans means;
-  means.reset(s.num_outputs());
-  const auto outputs = model.output_names();
+  s.reset_metrics();
   Logs empty;
   cbs.each([&](Callback& c) { c.on_test_begin(empty); });
-  auto rows = [](const std::vector<Tensor>& ts, int64_t b, int64_t e) {
-    std::vector<Tensor> out;
-    for (const auto& t : ts) out.push_back(t.slice_rows(b, e));
-    return out;
-  };
-  std::vector<Tensor> per_output;
-  std::vector<double> values;
   for (int step = 0; step < steps; ++step) {
     const int64_t b = step * static_cast<int64_t>(batch_size), e = std::min<int64_t>(n, b + batch_size);
     cbs.each([&](Callback& c) { c.on_test_batch_begin(step, empty); });
-    const auto xb = rows(x, b, e);
-    auto yb = rows(y, b, e);
-    const double penalty = has_penalties(s) ? penalty_sum(s).item() : 0.0;  // Keras's evaluate loss includes them
-    if (distributed(s)) {
-      std::vector<std::vector<Tensor>> ys, preds, logits;
-      distributed_forward(model, s, xb, &yb, ys, preds, &logits);
-      for (size_t r = 0; r < preds.size(); ++r) {
-        if (preds[r].empty()) continue;
-        const double shard = static_cast<double>(preds[r][0].shape()[0]);
-        const double loss = batch_loss(s, ys[r], preds[r], Tensor(), &logits[r], &per_output).item();
-        values.assign(per_output.size(), 0.0);
-        for (std::size_t o = 0; o < per_output.size(); ++o) values[o] = per_output[o].defined() ? per_output[o].item() : 0.0;
-        means.add(loss + penalty, values, shard);
-        for (auto& m : s.metrics) m.metric->update_state(ys[r][m.output], preds[r][m.output]);
-      }
-    } else {
-      std::vector<Tensor> logits;
-      const auto y_pred = forward(model, s, xb, false, &logits);
-      for (std::size_t o = 0; o < yb.size(); ++o) {
-        if (auto* d = &y_pred[o].device_ref(); &yb[o].device_ref() != d) yb[o] = yb[o].to(*d);
-      }
-      const double loss = batch_loss(s, yb, y_pred, Tensor(), &logits, &per_output).item();
-      values.assign(per_output.size(), 0.0);
-      for (std::size_t o = 0; o < per_output.size(); ++o) values[o] = per_output[o].defined() ? per_output[o].item() : 0.0;
-      means.add(loss + penalty, values, static_cast<double>(e - b));
-      for (auto& m : s.metrics) m.metric->update_state(yb[m.output], y_pred[m.output]);
-    }
+    const StepData data(rows_of(x, b, e), rows_of(y, b, e));
     logs.clear();
-    set_logs(logs, s, outputs, means.mean(), means.output_means);
+    model.test_step(data, logs);
     cbs.each([&](Callback& c) { c.on_test_batch_end(step, logs); });
   }
   cbs.each([&](Callback& c) { c.on_test_end(logs); });
@@ -269,18 +75,15 @@ static FitHistory fit_loop(Model& model, State& s, BatchSource& source, const Fi
   FitHistory out;
   using clock = std::chrono::steady_clock;
   model.stop_training = false;
-  const auto outputs = model.output_names();
   Logs logs;
   cbs.each([&](Callback& c) { c.on_train_begin(logs); });
   int64_t left_in_pass = 0;  // steps_per_epoch continues a pass across epochs
-  LossMeans means;
   Batch batch;
   for (int epoch = o.initial_epoch; epoch < o.epochs && !model.stop_training; ++epoch) {
     if (!o.steps_per_epoch) left_in_pass = 0;  // without steps_per_epoch every epoch is one full pass
     logs.clear();
     cbs.each([&](Callback& c) { c.on_epoch_begin(epoch, logs); });
-    for (auto& m : s.metrics) m.metric->reset_state();
-    means.reset(s.num_outputs());
+    s.reset_metrics();
     double input_s = 0.0, step_s = 0.0;
     for (int step = 0; step < steps; ++step) {
       const auto t0 = clock::now();
@@ -294,12 +97,9 @@ static FitHistory fit_loop(Model& model, State& s, BatchSource& source, const Fi
       Logs batch_logs;
       cbs.each([&](Callback& c) { c.on_train_batch_begin(step, batch_logs); });
       const auto t2 = clock::now();
-      const auto rows = static_cast<double>(batch.size());
-      const double loss_value = train_step(model, s, batch);
+      model.train_step(StepData(batch), logs);
       input_s += std::chrono::duration<double>(t1 - t0).count();
       step_s += std::chrono::duration<double>(clock::now() - t2).count();
-      means.add(loss_value, s.output_loss_values, rows);
-      set_logs(logs, s, outputs, means.mean(), means.output_means);
       cbs.each([&](Callback& c) { c.on_train_batch_end(step, logs); });
       if (model.stop_training) break;
     }
@@ -329,52 +129,11 @@ static FitHistory fit_loop(Model& model, State& s, BatchSource& source, const Fi
   return out;
 }
 
-// The per-sample weights of fit: sample_weight times class_weight[label] (undefined when neither is given).
-static Tensor sample_weights(int64_t n, const Tensor& y, const FitOptions& o) {
-  std::vector<float> w(static_cast<size_t>(n), 1.0f);
-  bool any = false;
-  if (o.sample_weight) {
-    const Tensor& sw = *o.sample_weight;
-    if (!sw.defined() || sw.num_elements() != n || (sw.shape().rank() == 2 && sw.shape()[1] != 1) || sw.shape().rank() > 2) {
-      throw ValueError(fmt::format("fit: sample_weight must have shape ({},) or ({}, 1), got {}", n, n,
-                                   sw.defined() ? sw.shape().to_keras_string() : std::string("an undefined tensor")));
-    }
-    w = (sw.dtype() == DType::float32 ? sw : sw.cast(DType::float32)).to_vector<float>();
-    any = true;
-  }
-  if (!o.class_weight.empty()) {
-    const auto labels = (y.dtype() == DType::float32 ? y : y.cast(DType::float32)).to_vector<float>();
-    const int64_t d = n ? static_cast<int64_t>(labels.size()) / n : 1;
-    for (int64_t i = 0; i < n; ++i) {
-      int64_t cls = 0;
-      if (d == 1) {
-        cls = static_cast<int64_t>(std::lround(labels[i]));
-      } else {  // one-hot: the argmax
-        for (int64_t j = 1; j < d; ++j) {
-          if (labels[i * d + j] > labels[i * d + cls]) cls = j;
-        }
-      }
-      auto it = o.class_weight.find(static_cast<int>(cls));
-      if (it != o.class_weight.end()) w[i] *= static_cast<float>(it->second);
-    }
-    any = true;
-  }
-  if (!any) return Tensor();
-  DeviceScope host("/CPU:0");
-  return Tensor::from_vector(w, Shape({n}));
-}
-
 static void require_compiled(const State& s, const std::string& name, const char* fn) {
   if (!s.compiled) {
     throw FailedPreconditionError(fmt::format("You must call compile() before using the model ({}() on model '{}').",
                                               fn, name));
   }
-}
-
-static std::vector<Tensor> rows_of(const std::vector<Tensor>& ts, int64_t b, int64_t e) {
-  std::vector<Tensor> out;
-  for (const auto& t : ts) out.push_back(t.slice_rows(b, e));
-  return out;
 }
 
 FitHistory Model::fit(const Arrays& x_all, const Arrays& y_all, FitOptions o) {
@@ -431,7 +190,7 @@ FitHistory Model::fit(utils::PyDataset& dataset, FitOptions o) {
   if (o.validation_data.given()) {
     val = data_of(*this, s, o.validation_data.x, &o.validation_data.y, "fit (validation_data)");
   }
-  if (s.graph ? false : !static_cast<Sequential&>(*this).built()) {  // build from the first batch's shape
+  if (!s.graph && !s.subclassed && !static_cast<Sequential&>(*this).built()) {  // build from the first batch
     auto first = dataset.get_batch(0);
     check_inputs(*this, s, {first.first});
   }
@@ -469,31 +228,31 @@ std::vector<double> Model::evaluate(const Arrays& x, const Arrays& y, EvaluateOp
 
 Tensor Model::regularization_loss() { return penalty_sum(state()); }
 
+// [loss, per-output losses, metrics] from a step's logs (what *_on_batch return).
+static std::vector<double> batch_results(const State& s, const Logs& logs) {
+  std::vector<double> out{s.loss_means.mean()};
+  out.insert(out.end(), s.loss_means.output_means.begin(), s.loss_means.output_means.end());
+  for (auto& m : s.metrics) {
+    auto it = logs.find(m.log_name);
+    out.push_back(it != logs.end() ? it->second : m.metric->result());
+  }
+  if (auto it = logs.find("loss"); it != logs.end()) out[0] = it->second;  // a custom step's own loss
+  return out;
+}
+
 std::vector<double> Model::test_on_batch(Arrays x, Arrays y) {
   auto& s = state();
   require_compiled(s, name(), "test_on_batch");
   auto [xs, ys] = data_of(*this, s, std::move(x), &y, "test_on_batch");
-  for (auto& m : s.metrics) m.metric->reset_state();
-  std::vector<Tensor> logits, per_output;
-  const auto y_pred = forward(*this, s, xs, false, &logits);
-  for (std::size_t o = 0; o < ys.size(); ++o) {
-    if (&ys[o].device_ref() != &y_pred[o].device_ref()) ys[o] = ys[o].to(y_pred[o].device_ref());
-  }
-  std::vector<double> out{with_penalties(s, batch_loss(s, ys, y_pred, Tensor(), &logits, &per_output)).item()};
-  if (s.num_outputs() > 1) {
-    for (const auto& l : per_output) out.push_back(l.defined() ? l.item() : 0.0);
-  }
-  for (auto& m : s.metrics) {
-    m.metric->update_state(ys[m.output], y_pred[m.output]);
-    out.push_back(m.metric->result());
-  }
-  return out;
+  s.reset_metrics();
+  const StepData data(std::move(xs), std::move(ys));
+  test_step(data, s.batch_logs);
+  return batch_results(s, s.batch_logs);
 }
 
 Tensor Model::predict_on_batch(Arrays x) {
   auto& s = state();
-  const auto xs = resolve(std::move(x), *this, s, true, "predict_on_batch");
-  auto out = forward(*this, s, xs, false, nullptr);
+  auto out = predict_step(StepData(resolve(std::move(x), *this, s, true, "predict_on_batch")));
   if (out.size() != 1) {
     throw ValueError(fmt::format("predict_on_batch: model '{}' has {} outputs; use predict_all()", name(), out.size()));
   }
@@ -522,19 +281,15 @@ std::vector<Tensor> Model::predict_all(const Arrays& x, PredictOptions o) {
   for (int step = 0; step < steps; ++step) {
     const int64_t b = step * static_cast<int64_t>(batch_size), e = std::min<int64_t>(n, b + batch_size);
     cbs.each([&](Callback& c) { c.on_predict_batch_begin(step, logs); });
-    std::vector<std::vector<Tensor>> parts;
-    if (distributed(s)) {
-      std::vector<std::vector<Tensor>> unused_ys;
-      distributed_forward(*this, s, rows_of(xs, b, e), nullptr, unused_ys, parts);
-    } else {
-      parts.push_back(forward(*this, s, rows_of(xs, b, e), false, nullptr));
+    const auto part = predict_step(StepData(rows_of(xs, b, e)));
+    if (part.size() != static_cast<std::size_t>(outputs)) {
+      throw ValueError(fmt::format("predict_step() of model '{}' returned {} tensor(s) for its {} output(s)", name(),
+                                   part.size(), outputs));
     }
-    for (const auto& part : parts) {  // replica order is row order
-      for (std::size_t o = 0; o < part.size(); ++o) {
-        auto v = part[o].to_vector<float>();
-        values[o].insert(values[o].end(), v.begin(), v.end());
-        out_rows[o] = part[o].shape();
-      }
+    for (std::size_t o = 0; o < part.size(); ++o) {
+      auto v = part[o].to_vector<float>();
+      values[o].insert(values[o].end(), v.begin(), v.end());
+      out_rows[o] = part[o].shape();
     }
     cbs.each([&](Callback& c) { c.on_predict_batch_end(step, logs); });
   }
@@ -558,7 +313,7 @@ std::vector<double> Model::train_on_batch(Arrays x, Arrays y) {
   auto& s = state();
   require_compiled(s, name(), "train_on_batch");
   auto [xs, ys] = data_of(*this, s, std::move(x), &y, "train_on_batch");
-  for (auto& m : s.metrics) m.metric->reset_state();
+  s.reset_metrics();
   prepare_replicas(*this, s);
   Batch b{std::move(xs), std::move(ys), Tensor(), Tensor()};
   // A recorded step copies the batch to its device itself (one copy for x and y).
@@ -569,10 +324,8 @@ std::vector<double> Model::train_on_batch(Arrays x, Arrays y) {
       }
     }
   }
-  std::vector<double> out{train_step(*this, s, b)};
-  if (s.num_outputs() > 1) out.insert(out.end(), s.output_loss_values.begin(), s.output_loss_values.end());
-  for (auto& m : s.metrics) out.push_back(m.metric->result());
-  return out;
+  train_step(StepData(b), s.batch_logs);
+  return batch_results(s, s.batch_logs);
 }
 
 }  // namespace osprey::keras

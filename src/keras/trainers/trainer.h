@@ -2,6 +2,8 @@
 #pragma once
 
 #include <functional>
+#include <optional>
+#include <utility>
 #include <memory>
 #include <vector>
 
@@ -51,4 +53,21 @@ void distributed_forward(Model& model, State& s, const std::vector<Tensor>& x, c
                          std::vector<std::vector<Tensor>>* logits = nullptr);
 /// Makes every variable of the model one component per replica (created in scope() they already are).
 void prepare_replicas(Model& model, State& s);
+/// A model's x or y in the order of its inputs (`inputs`) or outputs: a list of the right length (moved out of
+/// `a`), or a map whose keys are exactly their names. ValueError naming what the model takes otherwise.
+std::vector<Tensor> resolve(Arrays&& a, Model& model, const State& s, bool inputs, const char* fn);
+/// x and y of a call in the model's order, checked: defined, the same number of rows, finite values, inputs the
+/// model takes. `y` may be null (predict).
+std::pair<std::vector<Tensor>, std::vector<Tensor>> data_of(Model& model, State& s, Arrays x, Arrays* y,
+                                                            const char* fn);
+/// The batch size of fit/evaluate/predict (default 32; ValueError unless positive).
+int resolve_batch_size(const std::optional<int>& b, const char* fn);
+/// The per-sample weights of fit: sample_weight times class_weight[label] (undefined when neither is given).
+Tensor sample_weights(int64_t n, const Tensor& y, const FitOptions& o);
+/// Writes a batch's logs: the loss, the per-output losses of a multi-output model, the metrics; the previous
+/// batch's entries are overwritten in place unless a callback changed the keys.
+void set_logs(Logs& logs, const State& s);
+/// The whole rows [b, e) of each tensor.
+std::vector<Tensor> rows_of(const std::vector<Tensor>& ts, int64_t b, int64_t e);
+
 }  // namespace osprey::keras::trainer

@@ -1,0 +1,139 @@
+// Keras's train_step / test_step / predict_step: what fit, evaluate and predict run for each batch, overridable
+// by a model subclass; compute_loss and compute_metrics for such overrides.
+#include <fmt/format.h>
+
+#include "keras/trainers/trainer.h"
+#include "osprey/errors.h"
+#include "osprey/ops.h"
+
+namespace osprey::keras {
+
+using namespace trainer;
+
+StepData::StepData(std::vector<Tensor> x, std::vector<Tensor> y, Tensor sample_weight)
+    : owned_(std::make_unique<Batch>(Batch{std::move(x), std::move(y), std::move(sample_weight), Tensor()})) {
+  batch_ = owned_.get();
+}
+StepData::StepData(const Batch& batch) : batch_(&batch) {}
+StepData::~StepData() = default;
+
+// fit's recorded steps take whole arrays and the batch's row indices; anything else reads the gathered rows.
+const Batch& StepData::resolved() const {
+  if (!batch_->rows.defined()) return *batch_;
+  if (!owned_) {
+    Batch b;
+    for (const auto& t : batch_->x) b.x.push_back(ops::gather_rows(t, batch_->rows));
+    for (const auto& t : batch_->y) b.y.push_back(ops::gather_rows(t, batch_->rows));
+    if (batch_->w.defined()) b.w = ops::gather_rows(batch_->w, batch_->rows);
+    owned_ = std::make_unique<Batch>(std::move(b));
+  }
+  return *owned_;
+}
+const std::vector<Tensor>& StepData::x() const { return resolved().x; }
+const std::vector<Tensor>& StepData::y() const { return resolved().y; }
+const Tensor& StepData::sample_weight() const { return resolved().w; }
+int64_t StepData::size() const { return batch_->size(); }
+
+namespace trainer {
+
+void set_logs(Logs& logs, const State& s) {
+  const auto& per_output = s.loss_means.output_means;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    logs["loss"] = s.loss_means.mean();
+    for (std::size_t o = 0; o < per_output.size(); ++o) {
+      logs[s.graph ? s.graph->output_names[o] + "_loss" : fmt::format("output_{}_loss", o)] = per_output[o];
+    }
+    for (auto& m : s.metrics) logs[m.log_name] = m.metric->result();
+    if (logs.size() == 1 + per_output.size() + s.metrics.size()) return;
+    logs.clear();
+  }
+}
+
+std::vector<Tensor> rows_of(const std::vector<Tensor>& ts, int64_t b, int64_t e) {
+  std::vector<Tensor> out;
+  for (const auto& t : ts) out.push_back(t.slice_rows(b, e));
+  return out;
+}
+
+// Each output's loss as a number (0 where an output has none).
+static const std::vector<double>& values_of(const std::vector<Tensor>& per_output, std::vector<double>& out) {
+  out.assign(per_output.size(), 0.0);
+  for (std::size_t o = 0; o < per_output.size(); ++o) out[o] = per_output[o].defined() ? per_output[o].item() : 0.0;
+  return out;
+}
+
+}  // namespace trainer
+
+void Model::train_step(const StepData& data, Logs& logs) {
+  auto& s = state();
+  const double loss = trainer::train_step(*this, s, data.batch());
+  s.loss_means.add(loss, s.output_loss_values, static_cast<double>(data.size()));
+  set_logs(logs, s);
+}
+
+void Model::test_step(const StepData& data, Logs& logs) {
+  auto& s = state();
+  const auto& x = data.x();
+  auto y = data.y();
+  const double penalty = has_penalties(s) ? penalty_sum(s).item() : 0.0;  // Keras's evaluate loss includes them
+  std::vector<Tensor> per_output;
+  std::vector<double> values;
+  if (distributed(s)) {
+    std::vector<std::vector<Tensor>> ys, preds, logits;
+    distributed_forward(*this, s, x, &y, ys, preds, &logits);
+    for (size_t r = 0; r < preds.size(); ++r) {
+      if (preds[r].empty()) continue;
+      const double loss = batch_loss(s, ys[r], preds[r], Tensor(), &logits[r], &per_output).item();
+      s.loss_means.add(loss + penalty, values_of(per_output, values), static_cast<double>(preds[r][0].shape()[0]));
+      for (auto& m : s.metrics) m.metric->update_state(ys[r][m.output], preds[r][m.output]);
+    }
+  } else {
+    std::vector<Tensor> logits;
+    const auto y_pred = forward(*this, s, x, false, &logits);
+    for (std::size_t o = 0; o < y.size(); ++o) {
+      if (auto* d = &y_pred[o].device_ref(); &y[o].device_ref() != d) y[o] = y[o].to(*d);
+    }
+    const double loss = batch_loss(s, y, y_pred, Tensor(), &logits, &per_output).item();
+    s.loss_means.add(loss + penalty, values_of(per_output, values), static_cast<double>(data.size()));
+    for (auto& m : s.metrics) m.metric->update_state(y[m.output], y_pred[m.output]);
+  }
+  set_logs(logs, s);
+}
+
+std::vector<Tensor> Model::predict_step(const StepData& data) {
+  auto& s = state();
+  if (!distributed(s)) return forward(*this, s, data.x(), false, nullptr);
+  std::vector<std::vector<Tensor>> unused, parts;
+  distributed_forward(*this, s, data.x(), nullptr, unused, parts);
+  // Replica order is row order: each output's shards joined on the host.
+  runtime::Device& host = runtime::DeviceManager::get().host_device();
+  std::vector<Tensor> out;
+  for (int o = 0; o < s.num_outputs(); ++o) {
+    std::vector<Tensor> shards;
+    for (const auto& p : parts) {
+      if (!p.empty()) shards.push_back(p[o].to(host));
+    }
+    out.push_back(shards.size() == 1 ? shards[0] : ops::concat(shards, 0));
+  }
+  return out;
+}
+
+Tensor Model::compute_loss(const StepData& data, const std::vector<Tensor>& y_pred) {
+  auto& s = state();
+  if (!s.compiled) throw FailedPreconditionError("compute_loss() needs a compiled model: call compile() first.");
+  if (y_pred.size() != static_cast<std::size_t>(s.num_outputs()) || data.y().size() != y_pred.size()) {
+    throw ValueError(fmt::format("compute_loss(): model '{}' has {} output(s), but got {} prediction(s) and {} "
+                                 "target(s)",
+                                 name_, s.num_outputs(), y_pred.size(), data.y().size()));
+  }
+  return with_penalties(s, batch_loss(s, data.y(), y_pred, data.sample_weight(), nullptr));
+}
+
+void Model::compute_metrics(const StepData& data, const std::vector<Tensor>& y_pred, const Tensor& loss, Logs& logs) {
+  auto& s = state();
+  s.loss_means.add(loss.item(), {}, static_cast<double>(data.size()));
+  for (auto& m : s.metrics) m.metric->update_state(data.y()[m.output], y_pred[m.output]);
+  set_logs(logs, s);
+}
+
+}  // namespace osprey::keras
