@@ -44,6 +44,23 @@ Tensor Loss::operator()(const Tensor& y_true, const Tensor& y_pred, const Tensor
   return reduce(reduction_, ops::mul(v, ops::reshape(wd, v.shape())), wd);
 }
 
+LossFunctionWrapper::LossFunctionWrapper(LossFn fn, std::string name) : Loss(std::move(name)), fn_(std::move(fn)) {
+  if (!fn_) throw ValueError("LossFunctionWrapper: the loss function is empty");
+}
+
+Tensor LossFunctionWrapper::per_sample(const Tensor& y_true, const Tensor& y_pred) const {
+  Tensor v = fn_(y_true, y_pred);
+  if (!v.defined() || v.shape().rank() < 1 || v.shape()[0] != y_pred.shape()[0]) {
+    throw ValueError(fmt::format("Loss '{}' must return one value per sample (shape ({},) or ({}, ...)), got {}",
+                                 name(), y_pred.shape()[0], y_pred.shape()[0],
+                                 v.defined() ? v.shape().to_string() : std::string("an undefined tensor")));
+  }
+  if (v.dtype() != DType::float32) v = ops::cast(v, DType::float32);
+  if (v.shape().rank() == 1) return v;
+  const int64_t n = v.shape()[0];  // (N, ...): each sample's mean, so that the batch mean is the elements' mean
+  return ops::reduce_mean(ops::reshape(v, Shape({n, v.num_elements() / std::max<int64_t>(n, 1)})), 1);
+}
+
 // ---- helpers: composite ops (differentiable through the tape, on every device) ----
 
 static Tensor scalar(double v) { return Tensor::scalar(v); }
@@ -208,6 +225,17 @@ Tensor AutoAccuracy::batch_count(const Tensor& y_true, const Tensor& y_pred) {
 
 void MeanAbsoluteError::update_state(const Tensor& y_true, const Tensor& y_pred) {
   accumulate(ops::reduce_sum(ops::mean_absolute_error(y_true, y_pred)).item(), static_cast<double>(y_pred.shape()[0]));
+}
+
+MeanMetricWrapper::MeanMetricWrapper(MetricFn fn, std::string name) : Metric(std::move(name)), fn_(std::move(fn)) {
+  if (!fn_) throw ValueError("MeanMetricWrapper: the metric function is empty");
+}
+
+void MeanMetricWrapper::update_state(const Tensor& y_true, const Tensor& y_pred) {
+  Tensor v = fn_(y_true, y_pred);
+  if (!v.defined()) throw ValueError(fmt::format("Metric '{}' returned an undefined tensor", name()));
+  if (v.dtype() != DType::float32) v = ops::cast(v, DType::float32);
+  accumulate(ops::reduce_sum(v).item(), static_cast<double>(v.num_elements()));
 }
 
 void MeanSquaredError::update_state(const Tensor& y_true, const Tensor& y_pred) {

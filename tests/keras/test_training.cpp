@@ -306,3 +306,39 @@ TEST(Training, AShapeErrorNamesTheUsersBatchNotAHalf) {
     EXPECT_NO_THROW(m.train_on_batch(random::uniform({64, 20}), random::uniform({64, 1})));
   }
 }
+
+TEST(Training, LossesAndMetricsAsFunctionsAndLambdas) {
+  random::set_seed(12);
+  const Tensor x = random::uniform({40, 3}), y = random::uniform({40, 1});
+  auto build = [] {
+    random::set_seed(13);
+    Sequential m({layers::Input({3}), layers::Dense(4, "tanh"), layers::Dense(1)});
+    return m;
+  };
+  // A lambda computing mse per sample trains exactly as "mse" does.
+  Sequential by_name = build(), by_lambda = build();
+  by_name.compile({.optimizer = "sgd", .loss = "mse", .metrics = {"mae"}});
+  auto my_mse = [](const Tensor& t, const Tensor& p) { return ops::reduce_mean(ops::square(ops::sub(t, p)), 1); };
+  auto my_mae = [](const Tensor& t, const Tensor& p) { return ops::abs(ops::sub(t, p)); };
+  by_lambda.compile({.optimizer = "sgd", .loss = my_mse, .metrics = {my_mae, my_mae}});
+  EXPECT_EQ(by_lambda.metrics_names(), (std::vector<std::string>{"loss", "custom_metric", "custom_metric_1"}));
+  auto a = by_name.fit(x, y, {.epochs = 2, .batch_size = 8, .verbose = 0, .shuffle = false});
+  auto b = by_lambda.fit(x, y, {.epochs = 2, .batch_size = 8, .verbose = 0, .shuffle = false});
+  for (int e = 0; e < 2; ++e) {
+    EXPECT_NEAR(a.history["loss"][e], b.history["loss"][e], 1e-6);
+    EXPECT_NEAR(a.history["mae"][e], b.history["custom_metric"][e], 1e-6);
+  }
+  // Named wrappers, and a plain function.
+  struct Plain {
+    static Tensor loss(const Tensor& t, const Tensor& p) { return ops::reduce_sum(ops::abs(ops::sub(t, p)), 1); }
+  };
+  Sequential named = build();
+  named.compile({.optimizer = "sgd", .loss = &Plain::loss,
+                 .metrics = {keras::metrics::MeanMetricWrapper(my_mae, "my_mae")}});
+  auto h = named.fit(x, y, {.epochs = 1, .batch_size = 8, .verbose = 0});
+  EXPECT_EQ(h.history.count("my_mae"), 1u);
+  // A function that does not give one value per sample is a clear error.
+  Sequential bad = build();
+  bad.compile({.optimizer = "sgd", .loss = [](const Tensor& t, const Tensor& p) { return ops::reduce_mean(ops::sub(t, p)); }});
+  EXPECT_THROW(bad.train_on_batch(x, y), ValueError);
+}

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <concepts>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -144,10 +145,24 @@ class KLDivergence : public Loss {
 /// kl_divergence/kld, or a class name. Throws ValueError otherwise.
 std::shared_ptr<Loss> get(const std::string& name);
 
+/// A loss function: (y_true, y_pred) -> the per-sample values (shape (N,), or (N, ...) averaged per sample).
+using LossFn = std::function<Tensor(const Tensor& y_true, const Tensor& y_pred)>;
+/// A loss made of a function or lambda, reduced like every loss (keras.losses.LossFunctionWrapper): written with
+/// ops, it trains through the tape.
+class LossFunctionWrapper : public Loss {
+ public:
+  explicit LossFunctionWrapper(LossFn fn, std::string name = "custom_loss");
+  Tensor per_sample(const Tensor& y_true, const Tensor& y_pred) const override;
+  std::string class_name() const override { return "LossFunctionWrapper"; }
+
+ private:
+  LossFn fn_;
+};
+
 }  // namespace osprey::keras::losses
 
 namespace osprey::keras {
-/// A loss given by name or as an object.
+/// A loss given by name, as an object, or as a function or lambda of (y_true, y_pred) (a LossFunctionWrapper).
 class LossRef {
  public:
   LossRef() = default;
@@ -156,6 +171,10 @@ class LossRef {
   template <typename L>
     requires std::derived_from<std::decay_t<L>, losses::Loss>
   LossRef(L&& l) : ptr_(std::make_shared<std::decay_t<L>>(std::forward<L>(l))) {}
+  template <typename F>
+    requires(!std::derived_from<std::decay_t<F>, losses::Loss> && !std::convertible_to<F, std::string> &&
+             std::is_invocable_r_v<Tensor, F, const Tensor&, const Tensor&>)
+  LossRef(F&& fn) : ptr_(std::make_shared<losses::LossFunctionWrapper>(losses::LossFn(std::forward<F>(fn)))) {}
   const std::shared_ptr<losses::Loss>& get() const { return ptr_; }
   /// The string the user passed, if any (Keras's compile_config keeps it).
   const std::string& spelled() const { return spelled_; }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <concepts>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -156,10 +157,24 @@ class AUC : public ConfusionMetric {
 /// and their snake_case). Throws ValueError otherwise.
 std::shared_ptr<Metric> get(const std::string& name);
 
+/// A metric function: (y_true, y_pred) -> values whose mean over every sample seen is the metric.
+using MetricFn = std::function<Tensor(const Tensor& y_true, const Tensor& y_pred)>;
+/// A metric made of a function or lambda (keras.metrics.MeanMetricWrapper): the mean of its values over every
+/// batch seen.
+class MeanMetricWrapper : public Metric {
+ public:
+  explicit MeanMetricWrapper(MetricFn fn, std::string name = "custom_metric");
+  void update_state(const Tensor& y_true, const Tensor& y_pred) override;
+
+ private:
+  MetricFn fn_;
+};
+
 }  // namespace osprey::keras::metrics
 
 namespace osprey::keras {
-/// A metric given by name or as an object.
+/// A metric given by name, as an object, or as a function or lambda of (y_true, y_pred) (a MeanMetricWrapper
+/// named "custom_metric"; wrap it yourself to name it).
 class MetricRef {
  public:
   MetricRef(const char* name) : ptr_(metrics::get(name)) {}
@@ -167,6 +182,10 @@ class MetricRef {
   template <typename M>
     requires std::derived_from<std::decay_t<M>, metrics::Metric>
   MetricRef(M&& m) : ptr_(std::make_shared<std::decay_t<M>>(std::forward<M>(m))) {}
+  template <typename F>
+    requires(!std::derived_from<std::decay_t<F>, metrics::Metric> && !std::convertible_to<F, std::string> &&
+             std::is_invocable_r_v<Tensor, F, const Tensor&, const Tensor&>)
+  MetricRef(F&& fn) : ptr_(std::make_shared<metrics::MeanMetricWrapper>(metrics::MetricFn(std::forward<F>(fn)))) {}
   const std::shared_ptr<metrics::Metric>& get() const { return ptr_; }
 
  private:

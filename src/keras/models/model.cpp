@@ -359,6 +359,12 @@ void Model::compile(CompileOptions options) {
     }
     for (const auto& m : options.metrics.list) metrics.push_back({m.get(), 0, m.get()->name()});
   }
+  // Two metrics logging under one name (two lambdas, or a metric given twice): the later ones get "_1", "_2", ...
+  for (std::size_t i = 0; i < metrics.size(); ++i) {
+    int repeats = 0;
+    for (std::size_t j = 0; j < i; ++j) repeats += metrics[j].log_name == metrics[i].log_name ? 1 : 0;
+    if (repeats) metrics[i].log_name += fmt::format("_{}", repeats);
+  }
   if (!s.strategy) s.strategy = distribute::current_strategy();
   s.plans.clear();
   s.dense_on_one_device = -1;
