@@ -78,8 +78,12 @@ runtime::Device& place(OpId op, const char* op_name, std::span<Tensor> inputs, b
 
 static thread_local StepRecording* t_recording = nullptr;
 
+static thread_local uint64_t t_dispatched = 0;
+uint64_t kernels_dispatched_on_this_thread() { return t_dispatched; }
+
 void run(OpId op, runtime::Device& device, std::span<const Tensor> inputs, std::span<Tensor> outputs,
          const void* attrs, std::size_t attrs_size) {
+  ++t_dispatched;
   KernelFn fn = lookup(op, device.type());
   if (!fn) throw InternalError("run(): no kernel for the device place() chose");
   const bool top_level = runtime::executing_device() == nullptr;

@@ -122,6 +122,9 @@ class RecordingScope {
   StepRecording* previous_;
 };
 
+/// Kernels run through run() on this thread so far (a replayed step runs its kernels without it; tests compare).
+uint64_t kernels_dispatched_on_this_thread();
+
 /// Errors that kernels of every backend raise with the same text (thrown by the kernel that found them).
 InvalidArgumentError index_out_of_range(int64_t position, int64_t index, int64_t rows);
 InvalidArgumentError sparse_label_out_of_range(float label, int64_t classes);

@@ -46,6 +46,9 @@ class Layer : public std::enable_shared_from_this<Layer> {
   virtual Tensor call(const std::vector<Tensor>& inputs, bool training);
   /// How many inputs call() takes: 1, or 0 for "a list of any length" (merging layers).
   virtual int num_inputs() const { return 1; }
+  /// Whether a training step through this layer can be recorded and replayed: its call runs the same kernels on
+  /// every batch of one shape (ops only: no random numbers, no host-side decisions, no variable assignments).
+  virtual bool recordable() const { return false; }
   bool built() const { return built_; }
   /// Output shape without the batch dimension (after build).
   const Shape& output_shape() const { return output_shape_; }
@@ -130,6 +133,7 @@ class Input : public Layer {
  public:
   explicit Input(Shape shape, std::string name = "");
   OSPREY_KERAS_LAYER(Input)
+  bool recordable() const override { return true; }
   std::string class_name() const override { return "InputLayer"; }
   Shape build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool) override { return inputs; }
@@ -175,6 +179,7 @@ class Dense : public Layer {
   /// `units` must be > 0; `activation` is a Keras name ("relu", "sigmoid", "mish", ...; "" is linear).
   explicit Dense(int units, const std::string& activation = "", DenseOptions options = {});
   OSPREY_KERAS_LAYER(Dense)
+  bool recordable() const override { return true; }
   std::string class_name() const override { return "Dense"; }
   Shape build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool training) override;
@@ -205,6 +210,7 @@ class Activation : public Layer {
  public:
   explicit Activation(const std::string& activation, std::string name = "");
   OSPREY_KERAS_LAYER(Activation)
+  bool recordable() const override { return true; }
   std::string class_name() const override { return "Activation"; }
   Shape build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool training) override;
@@ -220,6 +226,7 @@ class LeakyReLU : public Layer {
  public:
   explicit LeakyReLU(double negative_slope = 0.3, std::string name = "");
   OSPREY_KERAS_LAYER(LeakyReLU)
+  bool recordable() const override { return true; }
   std::string class_name() const override { return "LeakyReLU"; }
   Shape build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool training) override;
@@ -249,6 +256,7 @@ class Flatten : public Layer {
  public:
   explicit Flatten(std::string name = "");
   OSPREY_KERAS_LAYER(Flatten)
+  bool recordable() const override { return true; }
   std::string class_name() const override { return "Flatten"; }
   Shape build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool training) override;
@@ -259,6 +267,7 @@ class Reshape : public Layer {
  public:
   explicit Reshape(std::vector<int64_t> target_shape, std::string name = "");
   OSPREY_KERAS_LAYER(Reshape)
+  bool recordable() const override { return true; }
   std::string class_name() const override { return "Reshape"; }
   Shape build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool training) override;
@@ -305,6 +314,7 @@ class LayerNormalization : public Layer {
  public:
   explicit LayerNormalization(LayerNormalizationOptions options = {});
   OSPREY_KERAS_LAYER(LayerNormalization)
+  bool recordable() const override { return true; }
   std::string class_name() const override { return "LayerNormalization"; }
   Shape build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool training) override;

@@ -193,6 +193,8 @@ class Model : public Layer {
   Tensor call(const Tensor& inputs, bool training) override;
   Tensor call(const std::vector<Tensor>& inputs, bool training) override;
   int num_inputs() const override;
+  /// A functional or Sequential model of recordable layers (a subclass's call() may decide things per batch).
+  bool recordable() const override;
   /// The outputs for every input (in inputs() order): model(x) of a multi-output model.
   std::vector<Tensor> call_all(const std::vector<Tensor>& inputs, bool training = false);
 

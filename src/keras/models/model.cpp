@@ -69,7 +69,7 @@ void Model::track_layer(std::shared_ptr<Layer> layer) {
     }
   }
   s.layers.push_back(std::move(layer));
-  s.dense_on_one_device = -1;
+  s.recordable = -1;
 }
 
 std::vector<Tensor> Model::call_outputs(const std::vector<Tensor>& inputs, bool training) {
@@ -143,6 +143,11 @@ Tensor Model::call(const std::vector<Tensor>& inputs, bool training) {
     throw ValueError(fmt::format("Model '{}' has {} outputs; call call_all() to get them all", name_, out.size()));
   }
   return out[0];
+}
+
+bool Model::recordable() const {
+  auto& s = state();
+  return !s.subclassed && std::all_of(s.layers.begin(), s.layers.end(), [](auto& l) { return l->recordable(); });
 }
 
 int Model::num_inputs() const { return std::max(state().num_inputs(), 0); }
@@ -367,7 +372,7 @@ void Model::compile(CompileOptions options) {
   }
   if (!s.strategy) s.strategy = distribute::current_strategy();
   s.plans.clear();
-  s.dense_on_one_device = -1;
+  s.recordable = -1;
   s.run_eagerly = options.run_eagerly;
   s.loss_spelled = options.loss.spelled();
   s.optimizer = options.optimizer.get();

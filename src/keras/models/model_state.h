@@ -88,9 +88,9 @@ struct Model::State {
     bool replayable = true;
   };
   std::vector<std::unique_ptr<StepPlan>> plans;
-  // Whether steps can be recorded (trainer's dense_on_one_device), worked out once: -1 until then. Reset when the
+  // Whether steps can be recorded (trainer's recordable_on_one_device), worked out once: -1 until then. Reset when the
   // layers, the device or the strategy change (add, build, compile).
-  mutable int dense_on_one_device = -1;
+  mutable int recordable = -1;
 
   int num_outputs() const { return graph ? static_cast<int>(graph->outputs.size()) : subclassed ? subclass_outputs : 1; }
   /// The inputs a call takes; -1 for a subclass (whatever its call() takes).

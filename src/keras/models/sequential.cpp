@@ -41,14 +41,14 @@ void Sequential::add(LayerRef ref) {
     }
   }
   s_->layers.push_back(layer);
-  s_->dense_on_one_device = -1;
+  s_->recordable = -1;
   if (s_->input_shape) build(*s_->input_shape);
 }
 
 Shape Sequential::build(const Shape& input_shape) {
   auto& s = state();
   s.plans.clear();
-  s.dense_on_one_device = -1;
+  s.recordable = -1;
   Shape shape = input_shape;
   for (auto& l : s.layers) shape = l->build(shape);
   s.input_shape = input_shape;

@@ -18,21 +18,17 @@ static void apply_constraints(State& s) {
   for (auto& l : s.layers) l->apply_constraints();
 }
 
-// A step can be recorded and replayed when nothing in it depends on host-side decisions or randomness: Dense
-// layers only (a stack, or a graph of them with one input and one output), on one device, without a strategy.
-static bool dense_on_one_device(const State& s) {
-  if (s.dense_on_one_device >= 0) return s.dense_on_one_device;
-  // A subclass's call() may decide things on the host per batch: it always runs eagerly.
-  bool yes = !distributed(s) && s.device && !s.subclassed && s.num_inputs() == 1 && s.num_outputs() == 1;
-  if (s.graph && s.graph->steps.size() != s.layers.size() + 1) yes = false;  // a layer called twice
-  yes = yes && std::all_of(s.layers.begin(), s.layers.end(), [](const auto& l) {
-    return dynamic_cast<const layers::Dense*>(l.get()) != nullptr;
-  });
-  s.dense_on_one_device = yes;
+// A step can be recorded and replayed when nothing in it depends on host-side decisions or randomness: layers
+// that are ops only (Dense, merges, activations, reshapes; nested models of them), in a stack or any graph, on one
+// device, without a strategy. A subclass's call() may decide things on the host per batch: it runs eagerly.
+static bool recordable_on_one_device(const State& s) {
+  if (s.recordable >= 0) return s.recordable;
+  const bool yes = !distributed(s) && s.device && !s.subclassed &&
+                   std::all_of(s.layers.begin(), s.layers.end(), [](const auto& l) { return l->recordable(); });
+  s.recordable = yes;
   return yes;
 }
-static bool dense_on_host(const State& s) { return dense_on_one_device(s) && s.device->host_memory(); }
-bool plannable(const State& s) { return !s.run_eagerly && dense_on_one_device(s); }
+bool plannable(const State& s) { return !s.run_eagerly && recordable_on_one_device(s); }
 
 // Batches from this many rows (even) are split in two halves when the model is small enough (kSplitMaxParams).
 static constexpr int64_t kSplitMinRows = 32;
@@ -46,9 +42,10 @@ static constexpr int64_t kSplitMaxParams = int64_t{1} << 14;
 // sum_over_batch_size loss of the batch is exactly the mean of the halves' (even batches): only the rounding
 // differs from one pass over the batch (as it does between thread counts in TensorFlow). Not split: one intra-op
 // thread (two passes would only add launches), weight penalties (they would count twice), other reductions.
+// One output only: the halves' labels and predictions are put side by side for the metrics of one output.
 static int64_t split_rows(const Model& model, State& s, int64_t rows) {
-  if (rows < kSplitMinRows || rows % 2 != 0 || !runtime::pair_available() || !dense_on_host(s) ||
-      has_penalties(s)) {
+  if (rows < kSplitMinRows || rows % 2 != 0 || !runtime::pair_available() || !recordable_on_one_device(s) ||
+      !s.device->host_memory() || s.num_outputs() != 1 || has_penalties(s)) {
     return 0;
   }
   if (s.losses[0]->reduction() != losses::Reduction::sum_over_batch_size) return 0;

@@ -18,6 +18,7 @@ class ElementwiseMerge : public Layer {
   Tensor call(const Tensor& inputs, bool training) override { return call(std::vector<Tensor>{inputs}, training); }
   Tensor call(const std::vector<Tensor>& inputs, bool training) override;
   int num_inputs() const override { return 0; }
+  bool recordable() const override { return true; }
 
  protected:
   ElementwiseMerge(std::string name, const std::string& prefix, std::size_t min_inputs, std::size_t max_inputs);
@@ -107,6 +108,7 @@ class Concatenate : public Layer {
   Tensor call(const Tensor& inputs, bool training) override { return call(std::vector<Tensor>{inputs}, training); }
   Tensor call(const std::vector<Tensor>& inputs, bool training) override;
   int num_inputs() const override { return 0; }
+  bool recordable() const override { return true; }
   int axis() const { return axis_; }
 
  private:
@@ -128,6 +130,7 @@ class Dot : public Layer {
   Tensor call(const Tensor& inputs, bool training) override { return call(std::vector<Tensor>{inputs}, training); }
   Tensor call(const std::vector<Tensor>& inputs, bool training) override;
   int num_inputs() const override { return 2; }
+  bool recordable() const override { return true; }
   int axes() const { return axes_; }
   bool normalize() const { return normalize_; }
 
