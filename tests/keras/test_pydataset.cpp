@@ -142,3 +142,49 @@ TEST(PyDataset, SlowInputIsMeasuredAndReportedAndWorkersHideIt) {
   auto ha = m.fit(x, y, {.epochs = 1, .batch_size = 10, .verbose = 0});
   EXPECT_EQ(ha.input_seconds.size(), 1u);  // tensors are measured too
 }
+
+TEST(Generator, TrainsOnItsBatchesAsOnTheSameArraysAndStopsWhenItRunsOut) {
+  random::set_seed(21);
+  const Tensor x = random::uniform({40, 3}), y = random::randint(0, 2, {40, 1}).cast(DType::float32);
+  auto make = [] {
+    random::set_seed(22);
+    Sequential m({layers::Input({3}), layers::Dense(4, "relu"), layers::Dense(1, "sigmoid")});
+    m.compile({.optimizer = "sgd", .loss = "binary_crossentropy", .metrics = {"accuracy"}});
+    return m;
+  };
+  // Batches of 10 in order, forever: two epochs of 4 steps are the arrays' two unshuffled epochs.
+  int calls = 0;
+  keras::Generator forever = [&]() -> std::optional<keras::GeneratorBatch> {
+    const int64_t b = (calls++ % 4) * 10;
+    return keras::GeneratorBatch{x.slice_rows(b, b + 10), y.slice_rows(b, b + 10)};
+  };
+  Sequential from_gen = make(), from_arrays = make();
+  auto hg = from_gen.fit(forever, {.epochs = 2, .verbose = 0, .steps_per_epoch = 4});
+  auto ha = from_arrays.fit(x, y, {.epochs = 2, .batch_size = 10, .verbose = 0, .shuffle = false});
+  EXPECT_EQ(calls, 8);
+  EXPECT_EQ(hg.history, ha.history);
+  EXPECT_EQ(from_gen.get_weights()[0].to_vector<float>(), from_arrays.get_weights()[0].to_vector<float>());
+  // A generator that ends: training stops after its last batch, with Keras's warning.
+  int left = 5;
+  keras::Generator finite = [&]() -> std::optional<keras::GeneratorBatch> {
+    if (left-- <= 0) return std::nullopt;
+    return keras::GeneratorBatch{x.slice_rows(0, 10), y.slice_rows(0, 10)};
+  };
+  ::testing::internal::CaptureStderr();
+  auto h = make().fit(finite, {.epochs = 3, .verbose = 0, .steps_per_epoch = 4});
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(h.epoch.size(), 2u);  // the second epoch ran one step, then the data ran out
+  EXPECT_THAT(err, ::testing::HasSubstr("Your input ran out of data; interrupting training."));
+  // steps_per_epoch is required; a batch of the wrong shape names the generator.
+  Sequential m = make();
+  EXPECT_THROW(m.fit(forever, {.epochs = 1, .verbose = 0}), ValueError);
+  keras::Generator bad = [&]() -> std::optional<keras::GeneratorBatch> {
+    return keras::GeneratorBatch{Tensor::zeros({10, 5}), y.slice_rows(0, 10)};
+  };
+  try {
+    m.fit(bad, {.epochs = 1, .verbose = 0, .steps_per_epoch = 2});
+    FAIL() << "no error";
+  } catch (const ValueError& e) {
+    EXPECT_THAT(std::string(e.what()), ::testing::HasSubstr("expected axis -1 of input shape to have value 3"));
+  }
+}

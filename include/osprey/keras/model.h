@@ -2,6 +2,7 @@
 #pragma once
 
 #include <concepts>
+#include <functional>
 #include <initializer_list>
 #include <iostream>
 #include <map>
@@ -44,6 +45,14 @@ struct ValidationData {
   /// Whether validation data was given.
   bool given() const { return !x.tensors.empty(); }
 };
+
+/// One batch from a generator: x and y as fit takes them.
+struct GeneratorBatch {
+  Arrays x, y;
+};
+/// A C++ generator (keras fit's generator data adapter): called once per batch, returns the next batch, or
+/// std::nullopt when it has no more (fit then stops with Keras's "ran out of data" warning).
+using Generator = std::function<std::optional<GeneratorBatch>()>;
 
 /// compile()'s loss: one loss, one per output (a list in the outputs' order), or a map by output name.
 struct LossSpec {
@@ -203,6 +212,8 @@ class Model : public Layer {
   FitHistory fit(const Arrays& x, const Arrays& y, FitOptions options = {});
   /// Trains on the batches of a PyDataset (batch_size and validation_split do not apply: ValueError).
   FitHistory fit(utils::PyDataset& dataset, FitOptions options = {});
+  /// Trains on a generator's batches: steps_per_epoch of them per epoch (required); batches of any size.
+  FitHistory fit(Generator generator, FitOptions options);
   /// [loss, metrics in compile order].
   std::vector<double> evaluate(const Arrays& x, const Arrays& y, EvaluateOptions options = {});
   /// The same as a dict with sorted keys (return_dict=True).

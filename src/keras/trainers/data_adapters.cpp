@@ -48,7 +48,7 @@ void ArraySource::begin_pass() {
   }
 }
 
-void ArraySource::next(Batch& out) {
+bool ArraySource::next(Batch& out) {
   const int64_t b = cursor_, e = std::min<int64_t>(n_, cursor_ + batch_);
   cursor_ = e;
   if (direct_) {
@@ -56,7 +56,7 @@ void ArraySource::next(Batch& out) {
     out.y = all_.y;
     out.w = all_.w;
     out.rows = order_.slice_rows(b, e);
-    return;
+    return true;
   }
   if (!shuffled_.x.empty()) {
     out = each(shuffled_, [&](const Tensor& t) { return t.slice_rows(b, e); });
@@ -67,6 +67,15 @@ void ArraySource::next(Batch& out) {
     out = each(all_, [&](const Tensor& t) { return t.slice_rows(b, e); });
   }
   if (device_) out = each(out, [&](const Tensor& t) { return t.to(*device_); });
+  return true;
+}
+
+bool GeneratorSource::next(Batch& out) {
+  auto batch = generator_();
+  if (!batch) return false;
+  auto [x, y] = data_of(model_, s_, std::move(batch->x), &batch->y, "fit (generator batch)");
+  out = Batch{std::move(x), std::move(y), Tensor(), Tensor()};
+  return true;
 }
 
 DatasetSource::DatasetSource(utils::PyDataset& d, bool shuffle) : d_(d), shuffle_(shuffle) {
@@ -92,9 +101,10 @@ void DatasetSource::begin_pass() {
   if (workers_ > 1) start();
 }
 
-void DatasetSource::next(Batch& out) {
+bool DatasetSource::next(Batch& out) {
   auto [x, y] = next_pair();
   out = Batch{{x}, {y}, Tensor(), Tensor()};
+  return true;
 }
 
 std::pair<Tensor, Tensor> DatasetSource::next_pair() {

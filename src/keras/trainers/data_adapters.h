@@ -21,8 +21,9 @@ class BatchSource {
   virtual int64_t batches_per_pass() const = 0;
   /// Starts a pass (a new order when shuffling).
   virtual void begin_pass() = 0;
-  /// Fills `out` with the pass's next batch (its vectors keep their memory from step to step).
-  virtual void next(Batch& out) = 0;
+  /// Fills `out` with the pass's next batch (its vectors keep their memory from step to step); false when the
+  /// data ran out (a generator that ended).
+  virtual bool next(Batch& out) = 0;
   virtual void end_epoch() {}
 };
 
@@ -35,7 +36,7 @@ class ArraySource : public BatchSource {
               bool shuffle, runtime::Device* device, bool rows_in_step);
   int64_t batches_per_pass() const override { return (n_ + batch_ - 1) / batch_; }
   void begin_pass() override;
-  void next(Batch& out) override;
+  bool next(Batch& out) override;
 
  private:
   static constexpr int64_t kShuffleCopyBytes = int64_t{64} << 20;
@@ -49,6 +50,21 @@ class ArraySource : public BatchSource {
   bool direct_ = false;
 };
 
+/// A C++ generator's batches, as it gives them (fit's generator adapter).
+class GeneratorSource : public BatchSource {
+ public:
+  explicit GeneratorSource(Model& model, Model::State& s, Generator generator)
+      : model_(model), s_(s), generator_(std::move(generator)) {}
+  int64_t batches_per_pass() const override { return INT64_MAX; }
+  void begin_pass() override {}
+  bool next(Batch& out) override;
+
+ private:
+  Model& model_;
+  Model::State& s_;
+  Generator generator_;
+};
+
 /// A PyDataset's batches in the pass's order; with workers > 1, worker threads prepare them ahead (at most
 /// max_queue_size), delivered in order; an exception in get_batch() reaches fit when its batch is due.
 class DatasetSource : public BatchSource {
@@ -57,7 +73,7 @@ class DatasetSource : public BatchSource {
   ~DatasetSource() override { stop(); }
   int64_t batches_per_pass() const override { return d_.num_batches(); }
   void begin_pass() override;
-  void next(Batch& out) override;
+  bool next(Batch& out) override;
   void end_epoch() override { d_.on_epoch_end(); }
 
  private:

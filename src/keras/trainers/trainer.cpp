@@ -91,7 +91,15 @@ static FitHistory fit_loop(Model& model, State& s, BatchSource& source, const Fi
         source.begin_pass();
         left_in_pass = per_pass;
       }
-      source.next(batch);
+      if (!source.next(batch)) {  // Keras's words for a generator that ended
+        log::warning(fmt::format("Your input ran out of data; interrupting training. Make sure that your dataset or "
+                                 "generator can generate at least `steps_per_epoch * epochs` batches. You may need "
+                                 "to use the `.repeat()` function when building your dataset (here: {} of {} steps "
+                                 "of epoch {} ran).",
+                                 step, steps, epoch + 1));
+        model.stop_training = true;
+        break;
+      }
       --left_in_pass;
       const auto t1 = clock::now();
       Logs batch_logs;
@@ -168,6 +176,28 @@ FitHistory Model::fit(const Arrays& x_all, const Arrays& y_all, FitOptions o) {
   runtime::Device* copy_to = s.device && s.device != &host && !distributed(s) && !plannable(s) ? s.device : nullptr;
   ArraySource source(xs, ys, w, batch_size, o.shuffle, copy_to, plannable(s));
   return fit_loop(*this, s, source, o, val, batch_size);
+}
+
+FitHistory Model::fit(Generator generator, FitOptions o) {
+  auto& s = state();
+  require_compiled(s, name(), "fit");
+  check_fit_options(o);
+  if (!generator) throw ValueError("fit: the generator is empty (a default-constructed std::function)");
+  if (!o.steps_per_epoch) {
+    throw ValueError("fit: a generator needs `steps_per_epoch` (how many of its batches make an epoch), e.g. "
+                     "{.epochs = 5, .steps_per_epoch = 100}");
+  }
+  if (o.batch_size || o.validation_split > 0.0) {
+    throw ValueError("fit: batch_size and validation_split do not apply to a generator: it makes the batches; pass "
+                     "validation_data instead");
+  }
+  Validation val;
+  if (o.validation_data.given()) {
+    val = data_of(*this, s, o.validation_data.x, &o.validation_data.y, "fit (validation_data)");
+  }
+  prepare_replicas(*this, s);
+  GeneratorSource source(*this, s, std::move(generator));
+  return fit_loop(*this, s, source, o, val, 32);
 }
 
 FitHistory Model::fit(utils::PyDataset& dataset, FitOptions o) {
