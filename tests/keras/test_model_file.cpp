@@ -11,7 +11,7 @@
 #include "osprey/errors.h"
 #include <nlohmann/json.hpp>
 
-#include "keras/zip_store.h"
+#include "keras/saving/zip_store.h"
 #include "osprey/keras.h"
 #include "test_util.h"
 

@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "keras/naming.h"
+#include "keras/utils/naming.h"
 #include "osprey/errors.h"
 #include "osprey/keras/layers.h"
 #include "osprey/ops.h"

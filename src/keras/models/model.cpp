@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "keras/models/model_state.h"
-#include "keras/naming.h"
+#include "keras/utils/naming.h"
 #include "osprey/errors.h"
 
 namespace osprey::keras {

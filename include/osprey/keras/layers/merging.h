@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "osprey/keras/layers.h"
+#include "osprey/keras/layers/layer.h"
 
 namespace osprey::keras::layers {
 

@@ -12,8 +12,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "keras/weights_h5.h"
-#include "keras/zip_store.h"
+#include "keras/saving/weights_h5.h"
+#include "keras/saving/zip_store.h"
 #include "osprey/errors.h"
 #include "osprey/keras.h"
 #include "osprey/osprey.h"

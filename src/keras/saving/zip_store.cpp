@@ -1,6 +1,6 @@
 // A minimal ZIP (PKWARE APPNOTE 6.3) reader and writer for stored entries: local headers, central directory,
 // end-of-central-directory record; little-endian fields, CRC-32 (polynomial 0xEDB88320).
-#include "keras/zip_store.h"
+#include "keras/saving/zip_store.h"
 
 #include <array>
 #include <cstdint>

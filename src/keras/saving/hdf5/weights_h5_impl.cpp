@@ -9,7 +9,7 @@
 //                              (float32 scalar; absent with a schedule), then the slots in the optimizer's order
 // <key> is the snake_case class name, made unique within the model in layer order: dense, dense_1, dropout, ...
 // Files are matched by those keys, not by layer names, so weights move between models built the same way.
-#include "keras/weights_h5.h"
+#include "keras/saving/weights_h5.h"
 
 #include <hdf5.h>
 

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "keras/activations.h"
+#include "keras/activations/activations.h"
 #include "osprey/errors.h"
 
 namespace osprey::keras {

@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "keras/weights_h5.h"
+#include "keras/saving/weights_h5.h"
 #include "osprey/errors.h"
 #include "osprey/keras/model.h"
 #include "runtime/device_manager.h"

@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "keras/weights_h5.h"
+#include "keras/saving/weights_h5.h"
 #include "osprey/errors.h"
 #include "runtime/plugin_paths.h"
 

@@ -1,112 +1,14 @@
-// Layers beyond Dense, written with differentiable ops so that the tape, every device and MirroredStrategy work
-// for them unchanged.
+// Normalization layers (keras.layers.BatchNormalization, LayerNormalization), written with differentiable ops so
+// that the tape, every device and MirroredStrategy work for them unchanged.
 #include <fmt/format.h>
 
-#include "keras/activations.h"
 #include "osprey/errors.h"
-#include "osprey/keras/layers.h"
-#include "osprey/random.h"
+#include "osprey/keras/layers/normalization.h"
+#include "osprey/ops.h"
 
 namespace osprey::keras::layers {
 
 static Tensor scalar(double v) { return Tensor::scalar(v); }
-
-// ---- Activation ----
-
-Activation::Activation(const std::string& activation, std::string name)
-    : Layer(name, "activation"), name_of_activation_(ActivationFn::get(activation).name) {}
-Shape Activation::build(const Shape& input_shape) {
-  return finish_build(input_shape);
-}
-Tensor Activation::call(const Tensor& x, bool) { return ActivationFn::get(name_of_activation_)(x); }
-
-// ---- LeakyReLU ----
-
-LeakyReLU::LeakyReLU(double negative_slope, std::string name) : Layer(name, "leaky_re_lu"), slope_(negative_slope) {
-  if (!(negative_slope >= 0.0)) {
-    throw ValueError(fmt::format("The negative_slope value of a Leaky ReLU layer cannot be None or negative value. "
-                                 "Expected a float. Received: negative_slope={}",
-                                 negative_slope));
-  }
-}
-Shape LeakyReLU::build(const Shape& input_shape) {
-  return finish_build(input_shape);
-}
-Tensor LeakyReLU::call(const Tensor& x, bool) {
-  // max(x, slope·x) for slopes up to 1; the general form otherwise: x·[x ≥ 0] + slope·x·[x < 0].
-  if (slope_ <= 1.0) return ops::maximum(x, ops::mul(x, scalar(slope_)));
-  const Tensor pos = ops::greater_equal(x, scalar(0.0));
-  return ops::add(ops::mul(x, pos), ops::mul(ops::mul(x, scalar(slope_)), ops::sub(scalar(1.0), pos)));
-}
-
-// ---- Dropout ----
-
-Dropout::Dropout(double rate, std::string name) : Layer(name, "dropout"), rate_(rate) {
-  if (!(rate >= 0.0 && rate < 1.0)) {
-    throw ValueError(fmt::format("Invalid value received for argument `rate`. Expected a float value between 0 and 1. "
-                                 "Received: rate={}",
-                                 rate));
-  }
-}
-Shape Dropout::build(const Shape& input_shape) {
-  return finish_build(input_shape);
-}
-Tensor Dropout::call(const Tensor& x, bool training) {
-  if (!training || rate_ == 0.0) return x;
-  // keep = uniform >= rate (probability 1 − rate), a constant for the tape; kept values scaled by 1/(1 − rate).
-  const Tensor keep = ops::greater_equal(random::uniform(x.shape()), scalar(rate_));
-  return ops::mul(ops::mul(x, keep), scalar(1.0 / (1.0 - rate_)));
-}
-
-// ---- Flatten / Reshape ----
-
-Flatten::Flatten(std::string name) : Layer(name, "flatten") {}
-Shape Flatten::build(const Shape& input_shape) {
-  return finish_build(Shape({input_shape.num_elements()}));
-}
-Tensor Flatten::call(const Tensor& x, bool) {
-  const int64_t n = x.shape()[0];
-  return ops::reshape(x, Shape({n, n ? x.num_elements() / n : output_shape_[0]}));
-}
-
-Reshape::Reshape(std::vector<int64_t> target_shape, std::string name)
-    : Layer(name, "reshape"), target_(std::move(target_shape)) {}
-
-static std::string dims_string(const std::vector<int64_t>& d) {
-  std::string s = "(";
-  for (size_t i = 0; i < d.size(); ++i) s += (i ? ", " : "") + std::to_string(d[i]);
-  return s + (d.size() == 1 ? ",)" : ")");
-}
-Shape Reshape::build(const Shape& input_shape) {
-  std::vector<int64_t> dims = target_;
-  int64_t known = 1, unknown = -1;
-  for (size_t i = 0; i < dims.size(); ++i) {
-    if (dims[i] == -1) {
-      if (unknown >= 0) throw ValueError("Reshape: there can only be one unknown dimension (-1) in target_shape");
-      unknown = static_cast<int64_t>(i);
-    } else {
-      known *= dims[i];
-    }
-  }
-  const int64_t total = input_shape.num_elements();
-  if (unknown >= 0) {
-    if (known == 0 || total % known) {
-      throw ValueError(fmt::format("Reshape: input shape {} cannot be reshaped to {}", input_shape.to_string(),
-                                   dims_string(target_)));
-    }
-    dims[unknown] = total / known;
-  } else if (known != total) {
-    throw ValueError(fmt::format("Reshape: total size of the new array must be unchanged, input_shape = {}, "
-                                 "output_shape = {}",
-                                 input_shape.to_string(), dims_string(target_)));
-  }
-  return finish_build(Shape(dims));
-}
-Tensor Reshape::call(const Tensor& x, bool) {
-  std::vector<int64_t> dims{x.shape()[0]};
-  for (int64_t d : output_shape_.dims()) dims.push_back(d);
-  return ops::reshape(x, Shape(dims));
-}
 
 // ---- BatchNormalization ----
 

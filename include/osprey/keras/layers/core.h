@@ -1,0 +1,70 @@
+// Core layers: keras.layers.Input (InputLayer) and keras.layers.Dense.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "osprey/keras/layers/layer.h"
+
+namespace osprey::keras::layers {
+
+/// The model's input: its shape without the batch dimension (keras.Input / InputLayer).
+class Input : public Layer {
+ public:
+  explicit Input(Shape shape, std::string name = "");
+  OSPREY_KERAS_LAYER(Input)
+  bool recordable() const override { return true; }
+  std::string class_name() const override { return "InputLayer"; }
+  Shape build(const Shape& input_shape) override;
+  Tensor call(const Tensor& inputs, bool) override { return inputs; }
+  const Shape& shape() const { return shape_; }
+
+ private:
+  Shape shape_;
+};
+using InputLayer = Input;
+
+/// Options of Dense besides units and activation (Keras's keyword arguments).
+struct DenseOptions {
+  bool use_bias = true;
+  std::string kernel_initializer = "glorot_uniform";
+  std::string bias_initializer = "zeros";
+  std::string name{};
+  std::optional<Regularizer> kernel_regularizer{}, bias_regularizer{};
+  std::optional<Constraint> kernel_constraint{}, bias_constraint{};
+};
+
+/// activation(inputs @ kernel + bias) as one fused op. Kernel (in, units) with glorot_uniform, bias zeros.
+class Dense : public Layer {
+ public:
+  /// `units` must be > 0; `activation` is a Keras name ("relu", "sigmoid", "mish", ...; "" is linear).
+  explicit Dense(int units, const std::string& activation = "", DenseOptions options = {});
+  OSPREY_KERAS_LAYER(Dense)
+  bool recordable() const override { return true; }
+  std::string class_name() const override { return "Dense"; }
+  Shape build(const Shape& input_shape) override;
+  Tensor call(const Tensor& inputs, bool training) override;
+  int units() const { return units_; }
+  /// The fused (kernel) activation; linear when the activation is a composite one (see activation_name()).
+  ops::Activation activation() const { return activation_; }
+  /// Keras's name of the activation ("relu", "mish", ...).
+  const std::string& activation_name() const { return activation_name_; }
+  Variable* kernel() { return kernel_; }
+  Variable* bias() { return bias_; }
+  const DenseOptions& options() const { return options_; }
+  std::vector<Tensor> regularization_losses() override;
+  bool has_regularization() const override;
+  void apply_constraints() override;
+
+ private:
+  int units_;
+  ops::Activation activation_ = ops::Activation::linear;
+  std::string activation_name_;
+  bool composite_ = false;  ///< applied with ops after the fused linear product
+  DenseOptions options_;
+  Variable* kernel_ = nullptr;
+  Variable* bias_ = nullptr;
+};
+
+}  // namespace osprey::keras::layers

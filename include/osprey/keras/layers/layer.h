@@ -1,0 +1,175 @@
+// The Layer base class (keras.layers.Layer), LayerRef, and what layers are configured with: regularizers,
+// constraints, initializers.
+#pragma once
+
+#include <concepts>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "osprey/ops.h"
+#include "osprey/tensor.h"
+#include "osprey/variable.h"
+
+namespace osprey::keras {
+
+class KerasTensor;
+
+/// Base class of every layer. A layer owns its variables and creates them in build(), on the current device.
+///
+/// A layer is called on real tensors (eager: `layer(x)`) or on symbolic ones (`layer(keras::Input({20}))`), which
+/// records it in a graph that keras::Model turns into a model. A layer called on symbolic tensors must be owned by
+/// a std::shared_ptr (std::make_shared, or a temporary such as `layers::Dense(8)(x)`, which is moved into one), so
+/// that the model keeps it alive; calling one layer at several places shares its weights.
+class Layer : public std::enable_shared_from_this<Layer> {
+ public:
+  /// `name`, or when empty the next auto-name for `default_prefix` (none when that is empty too).
+  explicit Layer(const std::string& name, const std::string& default_prefix);
+  virtual ~Layer() = default;
+  Layer(const Layer&) = default;
+  Layer(Layer&&) = default;
+  Layer& operator=(const Layer&) = default;
+  Layer& operator=(Layer&&) = default;
+
+  /// The layer's name: given, or auto-generated from the class ("dense", "dense_1", ...).
+  const std::string& name() const { return name_; }
+  /// Keras's class name ("Dense").
+  virtual std::string class_name() const = 0;
+  /// Creates the variables for inputs of `input_shape` (batch dimension excluded); returns the output shape.
+  /// Throws ValueError when the input is incompatible.
+  virtual Shape build(const Shape& input_shape) = 0;
+  /// Applies the layer to a batch.
+  virtual Tensor call(const Tensor& inputs, bool training) = 0;
+  /// A layer of several inputs (Add, Concatenate, ...) overrides these two; the defaults take exactly one.
+  virtual Shape build(const std::vector<Shape>& input_shapes);
+  virtual Tensor call(const std::vector<Tensor>& inputs, bool training);
+  /// How many inputs call() takes: 1, or 0 for "a list of any length" (merging layers).
+  virtual int num_inputs() const { return 1; }
+  /// Whether a training step through this layer can be recorded and replayed: its call runs the same kernels on
+  /// every batch of one shape (ops only: no random numbers, no host-side decisions, no variable assignments).
+  virtual bool recordable() const { return false; }
+  bool built() const { return built_; }
+  /// Output shape without the batch dimension (after build).
+  const Shape& output_shape() const { return output_shape_; }
+
+  /// Eager call on a batch (builds the layer on first use).
+  Tensor operator()(const Tensor& inputs, bool training = false);
+  Tensor operator()(const std::vector<Tensor>& inputs, bool training = false);
+  /// Symbolic call: records this layer in the graph and returns its output (ValueError for incompatible shapes,
+  /// naming the layer and the shapes).
+  KerasTensor operator()(const KerasTensor& input) &;
+  KerasTensor operator()(const std::vector<KerasTensor>& inputs) &;
+  KerasTensor operator()(const KerasTensor& input) &&;
+  KerasTensor operator()(const std::vector<KerasTensor>& inputs) &&;
+
+  /// Keras's layer.trainable: false freezes the layer's weights (they leave trainable_variables(); summary() counts
+  /// them as non-trainable) and makes BatchNormalization run in inference mode, as in Keras.
+  bool trainable = true;
+
+  virtual std::vector<Variable*> variables();
+  std::vector<Variable*> trainable_variables();
+  /// Appends the trainable variables to `out` (a training step's list, without a vector per layer).
+  virtual void append_trainable_variables(std::vector<Variable*>& out);
+  virtual int64_t count_params() const;
+  /// The layer's weight penalties (kernel_regularizer, ...), added to the training loss.
+  virtual std::vector<Tensor> regularization_losses() { return {}; }
+  /// Whether regularization_losses() has any (without computing them).
+  virtual bool has_regularization() const { return false; }
+  /// Projects the weights back after an optimizer update (kernel_constraint, ...).
+  virtual void apply_constraints() {}
+
+  /// The layer moved into a new shared_ptr of its own class (a temporary called on symbolic tensors). Layers
+  /// declare it with OSPREY_KERAS_LAYER(Class); nullptr where a layer cannot be moved.
+  virtual std::shared_ptr<Layer> move_to_shared() { return nullptr; }
+
+ protected:
+  /// Adds a variable whose path is "<layer name>/<name>".
+  Variable& add_weight(const std::string& name, const Tensor& initial_value, bool trainable = true);
+  Variable& add_weight(const std::string& name, const Tensor& initial_value, VariableOptions options);
+  /// Ends build(): records the output shape, marks the layer built and returns the shape.
+  Shape finish_build(Shape output_shape) {
+    output_shape_ = std::move(output_shape);
+    built_ = true;
+    return output_shape_;
+  }
+
+  std::string name_;
+  bool built_ = false;
+  Shape output_shape_;
+  std::deque<Variable> weights_;  // deque: pointers stay valid as weights are added
+
+ private:
+  KerasTensor call_symbolic(std::shared_ptr<Layer> self, const std::vector<KerasTensor>& inputs);
+  std::shared_ptr<Layer> owner(bool temporary);
+};
+
+/// In a layer class: lets a temporary of it be called on symbolic tensors (`layers::Dense(8)(x)`).
+#define OSPREY_KERAS_LAYER(Class) \
+  std::shared_ptr<::osprey::keras::Layer> move_to_shared() override { return std::make_shared<Class>(std::move(*this)); }
+
+/// A layer passed by value or by pointer: `Sequential({layers::Input({20}), layers::Dense(64, "relu")})`.
+class LayerRef {
+ public:
+  template <typename L>
+    requires std::derived_from<std::decay_t<L>, Layer>
+  LayerRef(L&& layer) : ptr_(std::make_shared<std::decay_t<L>>(std::forward<L>(layer))) {}
+  template <typename L>
+    requires std::derived_from<L, Layer>
+  LayerRef(std::shared_ptr<L> layer) : ptr_(std::move(layer)) {}
+  const std::shared_ptr<Layer>& get() const { return ptr_; }
+
+ private:
+  std::shared_ptr<Layer> ptr_;
+};
+
+/// Resets the auto-naming counters (keras.backend.clear_session()).
+void clear_session();
+
+namespace layers {
+
+/// A weight penalty: l1·Σ|w| + l2·Σw² (keras.regularizers.L1, L2, L1L2).
+struct Regularizer {
+  double l1 = 0.0, l2 = 0.0;
+  Tensor operator()(const Tensor& w) const;
+};
+/// keras.regularizers.L1(0.01), L2(0.01), L1L2(l1, l2).
+inline Regularizer L1(double l1 = 0.01) { return {l1, 0.0}; }
+inline Regularizer L2(double l2 = 0.01) { return {0.0, l2}; }
+inline Regularizer L1L2(double l1 = 0.0, double l2 = 0.0) { return {l1, l2}; }
+
+/// A projection applied to a weight after every update (keras.constraints).
+struct Constraint {
+  enum class Kind { max_norm, non_neg } kind = Kind::non_neg;
+  double max_value = 2.0;  ///< MaxNorm: the largest L2 norm of a column (axis 0)
+  Tensor operator()(const Tensor& w) const;
+};
+inline Constraint MaxNorm(double max_value = 2.0) { return {Constraint::Kind::max_norm, max_value}; }
+inline Constraint NonNeg() { return {Constraint::Kind::non_neg, 0.0}; }
+
+}  // namespace layers
+
+/// Initial values by Keras initializer name: glorot_uniform, glorot_normal, he_uniform, he_normal,
+/// lecun_uniform, lecun_normal, zeros, ones, random_normal, random_uniform, truncated_normal.
+Tensor initialize(const std::string& initializer, const Shape& shape);
+
+/// keras.regularizers, keras.constraints and keras.initializers under Keras's module names (the layers:: spellings
+/// stay).
+namespace regularizers {
+using layers::L1;
+using layers::L1L2;
+using layers::L2;
+using layers::Regularizer;
+}  // namespace regularizers
+namespace constraints {
+using layers::Constraint;
+using layers::MaxNorm;
+using layers::NonNeg;
+}  // namespace constraints
+namespace initializers {
+/// Initial values by Keras initializer name (keras.initializers.get(name)(shape)).
+inline Tensor get(const std::string& initializer, const Shape& shape) { return initialize(initializer, shape); }
+}  // namespace initializers
+
+}  // namespace osprey::keras

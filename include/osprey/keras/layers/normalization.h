@@ -1,0 +1,60 @@
+// Normalization layers: keras.layers.BatchNormalization, LayerNormalization, ...
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "osprey/keras/layers/layer.h"
+
+namespace osprey::keras::layers {
+
+struct BatchNormalizationOptions {
+  double momentum = 0.99;
+  double epsilon = 1e-3;
+  bool center = true;  ///< a trainable offset beta (zeros)
+  bool scale = true;   ///< a trainable factor gamma (ones)
+  std::string name{};
+};
+/// Normalises each feature (the last axis) with the batch's mean and variance in training, updating moving
+/// averages (moving = moving·momentum + batch·(1 − momentum)); with the moving averages in evaluate/predict.
+/// Variables in Keras's order: gamma, beta, moving_mean, moving_variance (the last two not trainable).
+class BatchNormalization : public Layer {
+ public:
+  explicit BatchNormalization(BatchNormalizationOptions options = {});
+  OSPREY_KERAS_LAYER(BatchNormalization)
+  std::string class_name() const override { return "BatchNormalization"; }
+  Shape build(const Shape& input_shape) override;
+  Tensor call(const Tensor& inputs, bool training) override;
+  Variable* moving_mean() { return moving_mean_; }
+  const BatchNormalizationOptions& options() const { return o_; }
+  Variable* moving_variance() { return moving_variance_; }
+
+ private:
+  BatchNormalizationOptions o_;
+  Variable *gamma_ = nullptr, *beta_ = nullptr, *moving_mean_ = nullptr, *moving_variance_ = nullptr;
+};
+
+struct LayerNormalizationOptions {
+  double epsilon = 1e-3;
+  bool center = true;
+  bool scale = true;
+  std::string name{};
+};
+/// Normalises each sample over its last axis, then gamma·x + beta per feature (keras.layers.LayerNormalization).
+class LayerNormalization : public Layer {
+ public:
+  explicit LayerNormalization(LayerNormalizationOptions options = {});
+  OSPREY_KERAS_LAYER(LayerNormalization)
+  bool recordable() const override { return true; }
+  std::string class_name() const override { return "LayerNormalization"; }
+  Shape build(const Shape& input_shape) override;
+  Tensor call(const Tensor& inputs, bool training) override;
+  const LayerNormalizationOptions& options() const { return o_; }
+
+ private:
+  LayerNormalizationOptions o_;
+  Variable *gamma_ = nullptr, *beta_ = nullptr;
+};
+
+}  // namespace osprey::keras::layers

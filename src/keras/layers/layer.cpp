@@ -1,0 +1,74 @@
+// The Layer base: names (Keras's auto-naming), weights, and what every layer has.
+#include "osprey/keras/layers/layer.h"
+
+#include <cmath>
+#include <map>
+#include <mutex>
+
+#include <fmt/format.h>
+
+#include "osprey/errors.h"
+#include "keras/utils/naming.h"
+
+namespace osprey::keras {
+
+namespace {
+std::mutex g_names_mu;
+std::map<std::string, int>& name_counts() {
+  static std::map<std::string, int> counts;
+  return counts;
+}
+}  // namespace
+
+// Keras's auto_name: "dense", then "dense_1", "dense_2", ...
+std::string auto_name(const std::string& prefix) {
+  std::lock_guard lock(g_names_mu);
+  int n = name_counts()[prefix]++;
+  return n == 0 ? prefix : fmt::format("{}_{}", prefix, n);
+}
+
+void clear_session() {
+  std::lock_guard lock(g_names_mu);
+  name_counts().clear();
+}
+
+Layer::Layer(const std::string& name, const std::string& default_prefix)
+    : name_(name.empty() && !default_prefix.empty() ? auto_name(default_prefix) : name) {}
+
+Variable& Layer::add_weight(const std::string& name, const Tensor& initial_value, bool trainable) {
+  weights_.emplace_back(initial_value, name, trainable);
+  weights_.back().set_path(name_ + "/" + name);
+  return weights_.back();
+}
+
+Variable& Layer::add_weight(const std::string& name, const Tensor& initial_value, VariableOptions options) {
+  weights_.emplace_back(initial_value, name, options);
+  weights_.back().set_path(name_ + "/" + name);
+  return weights_.back();
+}
+
+std::vector<Variable*> Layer::variables() {
+  std::vector<Variable*> out;
+  for (auto& w : weights_) out.push_back(&w);
+  return out;
+}
+
+std::vector<Variable*> Layer::trainable_variables() {
+  std::vector<Variable*> out;
+  append_trainable_variables(out);
+  return out;
+}
+
+void Layer::append_trainable_variables(std::vector<Variable*>& out) {
+  for (auto& w : weights_) {
+    if (w.trainable()) out.push_back(&w);
+  }
+}
+
+int64_t Layer::count_params() const {
+  int64_t n = 0;
+  for (const auto& w : weights_) n += w.num_elements();
+  return n;
+}
+
+}  // namespace osprey::keras

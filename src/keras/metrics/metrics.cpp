@@ -1,0 +1,191 @@
+// Keras's metrics (keras.metrics): stateful means, counts and curves.
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "osprey/errors.h"
+#include "osprey/keras/losses.h"
+#include "osprey/keras/metrics.h"
+#include "osprey/ops.h"
+
+namespace osprey::keras {
+
+namespace metrics {
+
+void Accuracy::update_state(const Tensor& y_true, const Tensor& y_pred) {
+  accumulate(batch_count(y_true, y_pred).item(), static_cast<double>(y_pred.shape()[0]));
+}
+Tensor Accuracy::batch_count(const Tensor& y_true, const Tensor& y_pred) {
+  return ops::accuracy_count(y_true, y_pred, kind_, threshold_);
+}
+
+void AutoAccuracy::update_state(const Tensor& y_true, const Tensor& y_pred) {
+  accumulate(batch_count(y_true, y_pred).item(), static_cast<double>(y_pred.shape()[0]));
+}
+Tensor AutoAccuracy::batch_count(const Tensor& y_true, const Tensor& y_pred) {
+  if (!kind_) {
+    // compile_utils.is_binary_or_sparse_categorical: decided by shapes, not by the loss.
+    const auto& ts = y_true.shape();
+    const auto& ps = y_pred.shape();
+    const int64_t last = ps.rank() ? ps[-1] : 1;
+    if (last == 1) {
+      kind_ = ops::AccuracyKind::binary;
+    } else if (ts.rank() < ps.rank() || (ts.rank() && ts[-1] == 1 && last > 1)) {
+      kind_ = ops::AccuracyKind::sparse_categorical;
+    } else {
+      kind_ = ops::AccuracyKind::categorical;
+    }
+  }
+  return ops::accuracy_count(y_true, y_pred, *kind_);
+}
+
+void MeanAbsoluteError::update_state(const Tensor& y_true, const Tensor& y_pred) {
+  accumulate(ops::reduce_sum(ops::mean_absolute_error(y_true, y_pred)).item(), static_cast<double>(y_pred.shape()[0]));
+}
+
+MeanMetricWrapper::MeanMetricWrapper(MetricFn fn, std::string name) : Metric(std::move(name)), fn_(std::move(fn)) {
+  if (!fn_) throw ValueError("MeanMetricWrapper: the metric function is empty");
+}
+
+void MeanMetricWrapper::update_state(const Tensor& y_true, const Tensor& y_pred) {
+  Tensor v = fn_(y_true, y_pred);
+  if (!v.defined()) throw ValueError(fmt::format("Metric '{}' returned an undefined tensor", name()));
+  if (v.dtype() != DType::float32) v = ops::cast(v, DType::float32);
+  accumulate(ops::reduce_sum(v).item(), static_cast<double>(v.num_elements()));
+}
+
+void MeanSquaredError::update_state(const Tensor& y_true, const Tensor& y_pred) {
+  accumulate(ops::reduce_sum(ops::mean_squared_error(y_true, y_pred)).item(), static_cast<double>(y_pred.shape()[0]));
+}
+
+// Host copies of labels and predictions as (rows, cols) float values.
+static std::vector<float> host_values(const Tensor& t) {
+  return (t.dtype() == DType::float32 ? t : ops::cast(t, DType::float32)).to_vector<float>();
+}
+
+void RootMeanSquaredError::update_state(const Tensor& y_true, const Tensor& y_pred) {
+  const Tensor yt = y_true.dtype() == DType::float32 ? y_true : ops::cast(y_true, DType::float32);
+  const Tensor e = ops::sub(y_pred, yt.reshape(y_pred.shape()));
+  accumulate(ops::reduce_sum(ops::square(e)).item(), static_cast<double>(y_pred.num_elements()));
+}
+double RootMeanSquaredError::result() const { return std::sqrt(Metric::result()); }
+
+TopKCategoricalAccuracy::TopKCategoricalAccuracy(int k, std::string name, bool sparse)
+    : Metric(std::move(name)), k_(k), sparse_(sparse) {
+  if (k <= 0) throw ValueError(fmt::format("TopKCategoricalAccuracy: k must be positive, got {}", k));
+}
+void TopKCategoricalAccuracy::update_state(const Tensor& y_true, const Tensor& y_pred) {
+  const int64_t n = y_pred.shape()[0], d = n ? y_pred.num_elements() / n : 0;
+  const auto p = host_values(y_pred), t = host_values(y_true);
+  double hits = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t label = 0;
+    if (sparse_) {
+      label = static_cast<int64_t>(t[i]);
+    } else {
+      for (int64_t j = 1; j < d; ++j) {
+        if (t[i * d + j] > t[i * d + label]) label = j;
+      }
+    }
+    if (label < 0 || label >= d) continue;
+    // in_top_k: the label is in the top k when fewer than k predictions are strictly greater than its own.
+    int64_t greater = 0;
+    for (int64_t j = 0; j < d; ++j) greater += p[i * d + j] > p[i * d + label];
+    hits += greater < k_ ? 1.0 : 0.0;
+  }
+  accumulate(hits, static_cast<double>(n));
+}
+
+ConfusionMetric::ConfusionMetric(std::string name, std::vector<double> thresholds)
+    : Metric(std::move(name)), thresholds_(std::move(thresholds)) {
+  reset_state();
+}
+void ConfusionMetric::reset_state() {
+  Metric::reset_state();
+  tp_.assign(thresholds_.size(), 0.0);
+  fp_.assign(thresholds_.size(), 0.0);
+  tn_.assign(thresholds_.size(), 0.0);
+  fn_.assign(thresholds_.size(), 0.0);
+}
+void ConfusionMetric::update_state(const Tensor& y_true, const Tensor& y_pred) {
+  const auto p = host_values(y_pred), t = host_values(y_true);
+  if (p.size() != t.size()) {
+    throw ValueError(fmt::format("{}: y_true has {} values and y_pred {}", name(), t.size(), p.size()));
+  }
+  for (size_t k = 0; k < thresholds_.size(); ++k) {
+    const float thr = static_cast<float>(thresholds_[k]);
+    for (size_t i = 0; i < p.size(); ++i) {
+      const bool positive = p[i] > thr, label = t[i] > 0.5f;  // labels are 0/1
+      (label ? (positive ? tp_ : fn_) : (positive ? fp_ : tn_))[k] += 1.0;
+    }
+  }
+}
+static double divide_no_nan(double a, double b) { return b == 0.0 ? 0.0 : a / b; }
+double Precision::result() const { return divide_no_nan(tp_[0], tp_[0] + fp_[0]); }
+double Recall::result() const { return divide_no_nan(tp_[0], tp_[0] + fn_[0]); }
+
+static std::vector<double> auc_thresholds(int n) {
+  if (n <= 1) throw ValueError(fmt::format("Argument `num_thresholds` must be an integer > 1. Received: {}", n));
+  std::vector<double> t{0.0 - 1e-7};
+  for (int i = 1; i < n - 1; ++i) t.push_back(static_cast<double>(static_cast<float>(i) / static_cast<float>(n - 1)));
+  t.push_back(1.0 + 1e-7);
+  return t;
+}
+AUC::AUC(int num_thresholds, Curve curve, std::string name)
+    : ConfusionMetric(std::move(name), auc_thresholds(num_thresholds)), curve_(curve) {}
+double AUC::result() const {
+  const size_t n = thresholds_.size();
+  double sum = 0.0;
+  if (curve_ == Curve::ROC) {  // trapezoids over (fpr, tpr), thresholds ascending so fpr descending
+    for (size_t i = 0; i + 1 < n; ++i) {
+      const double tpr0 = divide_no_nan(tp_[i], tp_[i] + fn_[i]), tpr1 = divide_no_nan(tp_[i + 1], tp_[i + 1] + fn_[i + 1]);
+      const double fpr0 = divide_no_nan(fp_[i], fp_[i] + tn_[i]), fpr1 = divide_no_nan(fp_[i + 1], fp_[i + 1] + tn_[i + 1]);
+      sum += (fpr0 - fpr1) * (tpr0 + tpr1) / 2.0;
+    }
+    return sum;
+  }
+  // PR with Keras's interpolation (Davis & Goadrich): precision varies linearly with the positives between points.
+  for (size_t i = 0; i + 1 < n; ++i) {
+    const double dtp = tp_[i] - tp_[i + 1];
+    const double p0 = tp_[i] + fp_[i], p1 = tp_[i + 1] + fp_[i + 1];
+    const double dp = p0 - p1;
+    const double slope = divide_no_nan(dtp, std::max(dp, 0.0));
+    const double intercept = tp_[i + 1] - slope * p1;
+    const double ratio = p0 > 0 && p1 > 0 ? divide_no_nan(p0, std::max(p1, 0.0)) : 1.0;
+    sum += divide_no_nan(slope * (dtp + intercept * std::log(ratio)), std::max(tp_[i + 1] + fn_[i + 1], 0.0));
+  }
+  return sum;
+}
+
+std::shared_ptr<Metric> get(const std::string& n) {
+  std::shared_ptr<Metric> m;
+  if (n == "accuracy" || n == "acc") m = std::make_shared<AutoAccuracy>();
+  else if (n == "binary_accuracy" || n == "BinaryAccuracy") m = std::make_shared<BinaryAccuracy>();
+  else if (n == "categorical_accuracy" || n == "CategoricalAccuracy") m = std::make_shared<CategoricalAccuracy>();
+  else if (n == "sparse_categorical_accuracy" || n == "SparseCategoricalAccuracy")
+    m = std::make_shared<SparseCategoricalAccuracy>();
+  else if (n == "mae" || n == "MAE" || n == "mean_absolute_error" || n == "MeanAbsoluteError")
+    m = std::make_shared<MeanAbsoluteError>();
+  else if (n == "mse" || n == "MSE" || n == "mean_squared_error" || n == "MeanSquaredError")
+    m = std::make_shared<MeanSquaredError>();
+  else if (n == "root_mean_squared_error" || n == "RootMeanSquaredError" || n == "rmse")
+    m = std::make_shared<RootMeanSquaredError>();
+  else if (n == "top_k_categorical_accuracy" || n == "TopKCategoricalAccuracy")
+    m = std::make_shared<TopKCategoricalAccuracy>();
+  else if (n == "sparse_top_k_categorical_accuracy" || n == "SparseTopKCategoricalAccuracy")
+    m = std::make_shared<SparseTopKCategoricalAccuracy>();
+  else if (n == "precision" || n == "Precision") m = std::make_shared<Precision>();
+  else if (n == "recall" || n == "Recall") m = std::make_shared<Recall>();
+  else if (n == "auc" || n == "AUC") m = std::make_shared<AUC>();
+  else
+    throw ValueError("Could not interpret metric identifier: '" + n +
+                     "'. Known metrics: accuracy (acc), binary_accuracy, categorical_accuracy, "
+                     "sparse_categorical_accuracy, mae, mse, root_mean_squared_error, top_k_categorical_accuracy, "
+                     "sparse_top_k_categorical_accuracy, precision, recall, auc (and their class names).");
+  m->set_name(n);  // the log key is exactly the string the user passed
+  return m;
+}
+
+}  // namespace metrics
+}  // namespace osprey::keras
