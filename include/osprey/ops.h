@@ -59,6 +59,8 @@ Tensor reduce_mean(const Tensor& x, int axis);
 Tensor concat(const std::vector<Tensor>& xs, int axis = -1);
 /// Elements [begin, begin + size) of x along `axis`, every other dimension whole (a copy).
 Tensor slice_axis(const Tensor& x, int axis, int64_t begin, int64_t size);
+/// x with its axes permuted: output axis i is x's axis perm[i] (tf.transpose); a copy.
+Tensor transpose(const Tensor& x, const std::vector<int>& perm);
 /// min(a, b) element-wise, with a's broadcasting rules (ties give the gradient to a).
 Tensor minimum(const Tensor& a, const Tensor& b);
 

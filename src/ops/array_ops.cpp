@@ -93,4 +93,36 @@ Tensor slice_axis(const Tensor& x, int axis, int64_t begin, int64_t size) {
   return out;
 }
 
+Tensor transpose(const Tensor& x, const std::vector<int>& perm) {
+  const int rank = x.shape().rank();
+  std::vector<bool> seen(static_cast<std::size_t>(std::max(rank, 0)), false);
+  bool ok = static_cast<int>(perm.size()) == rank && rank <= kMaxTransposeRank;
+  for (int p : perm) {
+    ok = ok && p >= 0 && p < rank && !seen[static_cast<std::size_t>(p)];
+    if (ok) seen[static_cast<std::size_t>(p)] = true;
+  }
+  if (!ok) {
+    throw InvalidArgumentError(fmt::format("Transpose: perm [{}] is not a permutation of the {} axes of shape {} "
+                                           "(rank at most {})",
+                                           fmt::join(perm, ", "), rank, x.shape().to_string(), kMaxTransposeRank));
+  }
+  TransposeAttrs attrs{rank, {}, {}};
+  std::vector<int64_t> out_dims;
+  for (int i = 0; i < rank; ++i) {
+    attrs.in_dims[i] = x.shape()[i];
+    attrs.perm[i] = perm[static_cast<std::size_t>(i)];
+    out_dims.push_back(x.shape()[perm[static_cast<std::size_t>(i)]]);
+  }
+  Tensor in[1] = {x};
+  auto& dev = place(OpId::Transpose, "Transpose", in);
+  Tensor out = Tensor::empty(Shape(out_dims), x.dtype(), &dev);
+  run(OpId::Transpose, dev, in, {&out, 1}, &attrs);
+  maybe_record("Transpose", in, {&out, 1}, [&] {
+    std::vector<int> inverse(perm.size());
+    for (std::size_t i = 0; i < perm.size(); ++i) inverse[static_cast<std::size_t>(perm[i])] = static_cast<int>(i);
+    return BackwardFn([inverse](const std::vector<Tensor>& g) { return std::vector<Tensor>{transpose(g[0], inverse)}; });
+  });
+  return out;
+}
+
 }  // namespace osprey::ops

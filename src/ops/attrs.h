@@ -26,6 +26,9 @@ struct AdamAttrs { float alpha, beta_1, beta_2, epsilon; };
 /// An axis seen as blocks: `outer` blocks (the product of the dimensions before it), each of `inner` elements per
 /// index along it (the product of the dimensions after it). Slice reads indices [begin, begin + output's size).
 struct AxisBlocks { int64_t outer, inner, begin; };
+/// Output axis i is input axis perm[i]; `in_dims` the input's shape (rank <= kMaxTransposeRank).
+inline constexpr int kMaxTransposeRank = 8;
+struct TransposeAttrs { int rank; int64_t in_dims[kMaxTransposeRank]; int perm[kMaxTransposeRank]; };
 struct RmspropAttrs { float learning_rate, rho, momentum, epsilon; bool centered; };
 
 /// True when the activation's gradient needs the pre-activation value (it cannot be derived from the output).

@@ -37,6 +37,7 @@ enum class OpId : int {
   LossMeanGrad,    // y_true, y_pred, upstream scalar -> d y_pred of that mean (attrs LossAttrs)
   Concat,          // x0, x1, ... -> their concatenation along one axis (attrs AxisBlocks)
   Slice,           // x -> elements [begin, begin + size) along one axis (attrs AxisBlocks)
+  Transpose,       // x -> its axes permuted (attrs TransposeAttrs)
   kCount
 };
 

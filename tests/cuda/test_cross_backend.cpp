@@ -163,7 +163,8 @@ void check_every_op() {
     GradientTape tape;
     Outputs ys{ops::concat({x.value(), y.value()}, 1), ops::concat({x.value(), x.value()}, 0),
                ops::concat({x.value(), x.value()}, -1), ops::slice_axis(x.value(), 2, 1, 3),
-               ops::minimum(x.value(), ops::neg(x.value())),
+               ops::minimum(x.value(), ops::neg(x.value())), ops::transpose(x.value(), {2, 0, 1}),
+               ops::transpose(x.value(), {1, 0, 2}),
                ops::concat({ops::cast(x.value(), DType::int32), ops::cast(x.value(), DType::int32)}, 2)};
     Tensor total = ops::reduce_sum(ops::square(ys[0]));
     for (size_t i = 1; i + 1 < ys.size(); ++i) total = ops::add(total, ops::reduce_sum(ops::square(ys[i])));

@@ -226,6 +226,33 @@ TEST_F(Ops, ConcatAndSliceAlongEveryAxisForwardAndBackward) {
   EXPECT_THROW((void)ops::slice_axis(a, -4, 0, 1), InvalidArgumentError);
 }
 
+TEST_F(Ops, TransposeEveryPermutationForwardAndBackward) {
+  Tensor x = random::uniform({2, 3, 4}, -1, 1);
+  const auto xv = host(x);
+  const std::vector<std::vector<int>> perms = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+  for (const auto& perm : perms) {
+    Tensor y = ops::transpose(x, perm);
+    const int64_t d[3] = {2, 3, 4};
+    ASSERT_EQ(y.shape(), Shape({d[perm[0]], d[perm[1]], d[perm[2]]}));
+    const auto yv = host(y);
+    int64_t k = 0;
+    int64_t idx[3];
+    for (idx[0] = 0; idx[0] < d[perm[0]]; ++idx[0]) {
+      for (idx[1] = 0; idx[1] < d[perm[1]]; ++idx[1]) {
+        for (idx[2] = 0; idx[2] < d[perm[2]]; ++idx[2]) {
+          int64_t src[3];
+          for (int i = 0; i < 3; ++i) src[perm[i]] = idx[i];
+          ASSERT_EQ(yv[k++], xv[(src[0] * 3 + src[1]) * 4 + src[2]]);
+        }
+      }
+    }
+    check_gradients([&](auto& in) { return ops::transpose(in[0], perm); }, {x});
+  }
+  EXPECT_EQ(host(ops::transpose(ops::cast(x, DType::int64), {2, 1, 0})).size(), 24u);
+  EXPECT_THROW((void)ops::transpose(x, {0, 1}), InvalidArgumentError);
+  EXPECT_THROW((void)ops::transpose(x, {0, 0, 1}), InvalidArgumentError);
+}
+
 TEST_F(Ops, MinimumForwardAndBackward) {
   Tensor a = random::uniform({3, 4}, 0.5, 2);
   Tensor b = ops::add(a, Tensor::from_vector(std::vector<float>{0.3f, -0.3f, 0.4f, -0.4f}, {4}));

@@ -37,7 +37,44 @@ static void slice_kernel(const ops::KernelContext& ctx) {
   for (int64_t o = 0; o < a.outer; ++o) std::memcpy(dst + o * out_row, src + o * in_row, out_row);
 }
 
+// Walks the output in order, keeping the input offset of its multi-index (strides of the permuted axes).
+template <typename T>
+static void transpose_typed(const ops::TransposeAttrs& a, const T* x, T* y, int64_t n) {
+  int64_t in_strides[ops::kMaxTransposeRank], stride = 1;
+  for (int i = a.rank - 1; i >= 0; --i) {
+    in_strides[i] = stride;
+    stride *= a.in_dims[i];
+  }
+  int64_t dims[ops::kMaxTransposeRank], strides[ops::kMaxTransposeRank], index[ops::kMaxTransposeRank] = {};
+  for (int i = 0; i < a.rank; ++i) {
+    dims[i] = a.in_dims[a.perm[i]];
+    strides[i] = in_strides[a.perm[i]];
+  }
+  int64_t offset = 0;
+  for (int64_t k = 0; k < n; ++k) {
+    y[k] = x[offset];
+    for (int i = a.rank - 1; i >= 0; --i) {  // the next output index, carrying like an odometer
+      offset += strides[i];
+      if (++index[i] < dims[i]) break;
+      offset -= strides[i] * dims[i];
+      index[i] = 0;
+    }
+  }
+}
+
+static void transpose_kernel(const ops::KernelContext& ctx) {
+  const auto& a = ctx.attr<ops::TransposeAttrs>();
+  const Tensor& x = ctx.inputs[0];
+  Tensor& y = ctx.outputs[0];
+  if (dtype_size(x.dtype()) == 8) {
+    transpose_typed(a, static_cast<const int64_t*>(x.raw_data()), static_cast<int64_t*>(y.raw_data()), y.num_elements());
+  } else {
+    transpose_typed(a, static_cast<const int32_t*>(x.raw_data()), static_cast<int32_t*>(y.raw_data()), y.num_elements());
+  }
+}
+
 void register_array_kernels() {
+  ops::register_kernel(ops::OpId::Transpose, DeviceType::CPU, transpose_kernel);
   ops::register_kernel(ops::OpId::Concat, DeviceType::CPU, concat_kernel);
   ops::register_kernel(ops::OpId::Slice, DeviceType::CPU, slice_kernel);
 }

@@ -41,6 +41,10 @@ void launch_sum_all(const float* x, float* y, int64_t n, bool mean, Scratch scra
 /// Copies rows idx[i] of src into dst; out-of-range indices set the error ([1] = i, [2] = idx[i]).
 void launch_gather_rows(const char* src, const int64_t* idx, char* dst, int64_t count, int64_t rows,
                         int64_t row_bytes, Scratch scratch, cudaStream_t s);
+/// y = x with its axes permuted: out axis i is x's axis perm[i]; `in_dims` x's shape; elements of `elem_bytes`
+/// (4 or 8) bytes; rank <= 8.
+void launch_transpose(const void* x, void* y, int rank, const int64_t* in_dims, const int* perm, int64_t n,
+                      int elem_bytes, cudaStream_t s);
 /// Per-sample loss into `out` (when not null) and/or d loss/d y_pred into `dp` scaled by `upstream` (when not
 /// null). Sparse labels out of range set the error ([1] = sample, [2] = the label's float bits).
 void launch_loss(LossOp op, Dt label_dt, const void* y_true, const float* y_pred, int64_t n, int64_t d,

@@ -311,6 +311,15 @@ void slice_kernel(const KernelContext& ctx) {
   l.done("Slice");
 }
 
+void transpose_kernel(const KernelContext& ctx) {
+  Launch l(ctx);
+  const auto& a = ctx.attr<ops::TransposeAttrs>();
+  Tensor& y = ctx.outputs[0];
+  launch_transpose(ctx.inputs[0].raw_data(), y.raw_data(), a.rank, a.in_dims, a.perm, y.num_elements(),
+                   static_cast<int>(dtype_size(y.dtype())), l.s());
+  l.done("Transpose");
+}
+
 void run_loss(const KernelContext& ctx, float* out, const float* upstream, float* dp) {
   Launch l(ctx);
   const auto& at = ctx.attr<ops::LossAttrs>();
@@ -420,6 +429,7 @@ void register_cuda_kernels() {
   ops::register_kernel(OpId::GatherRows, DeviceType::GPU, gather_rows_kernel);
   ops::register_kernel(OpId::Concat, DeviceType::GPU, concat_kernel);
   ops::register_kernel(OpId::Slice, DeviceType::GPU, slice_kernel);
+  ops::register_kernel(OpId::Transpose, DeviceType::GPU, transpose_kernel);
   ops::register_kernel(OpId::Loss, DeviceType::GPU, loss_kernel);
   ops::register_kernel(OpId::LossGrad, DeviceType::GPU, loss_grad_kernel);
   ops::register_kernel(OpId::AccuracyCount, DeviceType::GPU, accuracy_count_kernel);

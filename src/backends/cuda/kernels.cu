@@ -475,6 +475,43 @@ void launch_gather_rows(const char* src, const int64_t* idx, char* dst, int64_t 
                                                                    scratch.error);
 }
 
+struct TransposeShape {
+  int rank;
+  long long out_dims[8], in_strides[8];  // per output axis: its size and the input stride it walks
+};
+
+template <typename T>
+__global__ void transpose_k(const T* x, T* y, TransposeShape t, int64_t n) {
+  GRID_STRIDE(k, n) {
+    int64_t rest = k, offset = 0;
+    for (int i = t.rank - 1; i >= 0; --i) {
+      offset += (rest % t.out_dims[i]) * t.in_strides[i];
+      rest /= t.out_dims[i];
+    }
+    y[k] = x[offset];
+  }
+}
+
+void launch_transpose(const void* x, void* y, int rank, const int64_t* in_dims, const int* perm, int64_t n,
+                      int elem_bytes, cudaStream_t s) {
+  if (n == 0) return;
+  TransposeShape t{rank, {}, {}};
+  long long in_strides[8], stride = 1;
+  for (int i = rank - 1; i >= 0; --i) {
+    in_strides[i] = stride;
+    stride *= in_dims[i];
+  }
+  for (int i = 0; i < rank; ++i) {
+    t.out_dims[i] = in_dims[perm[i]];
+    t.in_strides[i] = in_strides[perm[i]];
+  }
+  if (elem_bytes == 8) {
+    transpose_k<<<blocks_for(n), kThreads, 0, s>>>(static_cast<const long long*>(x), static_cast<long long*>(y), t, n);
+  } else {
+    transpose_k<<<blocks_for(n), kThreads, 0, s>>>(static_cast<const int*>(x), static_cast<int*>(y), t, n);
+  }
+}
+
 void launch_loss(LossOp op, Dt label_dt, const void* y_true, const float* y_pred, int64_t n, int64_t d,
                  float label_smoothing, float* out, const float* upstream, float* dp, Scratch scratch,
                  cudaStream_t s) {
