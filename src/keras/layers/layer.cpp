@@ -27,6 +27,12 @@ std::string auto_name(const std::string& prefix) {
   return n == 0 ? prefix : fmt::format("{}_{}", prefix, n);
 }
 
+namespace detail {
+static thread_local uint64_t t_forward_pass = 0;
+uint64_t forward_pass() { return t_forward_pass; }
+void begin_forward_pass() { ++t_forward_pass; }
+}  // namespace detail
+
 void clear_session() {
   std::lock_guard lock(g_names_mu);
   name_counts().clear();

@@ -60,8 +60,22 @@ void check_inputs(Model& model, State& s, const std::vector<Tensor>& xs) {
 
 static const std::string& name_of(const Model& model) { return model.name(); }
 
+// A top-level forward pass starts a new detail::forward_pass() (nested models' passes are part of it).
+namespace {
+thread_local int t_forward_depth = 0;
+struct ForwardPass {
+  ForwardPass() {
+    if (t_forward_depth++ == 0) detail::begin_forward_pass();
+  }
+  ~ForwardPass() { --t_forward_depth; }
+  ForwardPass(const ForwardPass&) = delete;
+  ForwardPass& operator=(const ForwardPass&) = delete;
+};
+}  // namespace
+
 std::vector<Tensor> forward(Model& model, State& s, const std::vector<Tensor>& xs_in, bool training,
                             std::vector<Tensor>* logits) {
+  const ForwardPass pass;
   check_inputs(model, s, xs_in);
   runtime::Device* device = s.device;
   if (s.strategy && current_replica_id() >= 0) device = s.strategy->devices()[current_replica_id()];

@@ -75,12 +75,13 @@ void Model::test_step(const StepData& data, Logs& logs) {
   auto& s = state();
   const auto& x = data.x();
   auto y = data.y();
-  const double penalty = has_penalties(s) ? penalty_sum(s).item() : 0.0;  // Keras's evaluate loss includes them
   std::vector<Tensor> per_output;
   std::vector<double> values;
   if (distributed(s)) {
     std::vector<std::vector<Tensor>> ys, preds, logits;
     distributed_forward(*this, s, x, &y, ys, preds, &logits);
+    // Keras's evaluate loss includes the penalties (activity penalties of this pass: after the forward pass).
+    const double penalty = has_penalties(s) ? penalty_sum(s).item() : 0.0;
     for (size_t r = 0; r < preds.size(); ++r) {
       if (preds[r].empty()) continue;
       const double loss = batch_loss(s, ys[r], preds[r], Tensor(), &logits[r], &per_output).item();
@@ -93,6 +94,7 @@ void Model::test_step(const StepData& data, Logs& logs) {
     for (std::size_t o = 0; o < y.size(); ++o) {
       if (auto* d = &y_pred[o].device_ref(); &y[o].device_ref() != d) y[o] = y[o].to(*d);
     }
+    const double penalty = has_penalties(s) ? penalty_sum(s).item() : 0.0;
     const double loss = batch_loss(s, y, y_pred, Tensor(), &logits, &per_output).item();
     s.loss_means.add(loss + penalty, values_of(per_output, values), static_cast<double>(data.size()));
     for (auto& m : s.metrics) m.metric->update_state(y[m.output], y_pred[m.output]);

@@ -40,4 +40,69 @@ class LeakyReLU : public Layer {
   double slope_;
 };
 
+struct ReLUOptions {
+  std::optional<double> max_value{};  ///< clip the output at this value
+  double negative_slope = 0.0;        ///< slope below the threshold
+  double threshold = 0.0;             ///< values below it are 0 (or follow negative_slope)
+  std::string name{};
+};
+/// keras.layers.ReLU: max(x, 0), or with Keras's options x for x > threshold, negative_slope·(x − threshold)
+/// below, clipped at max_value.
+class ReLU : public Layer {
+ public:
+  explicit ReLU(ReLUOptions options = {});
+  OSPREY_KERAS_LAYER(ReLU)
+  bool recordable() const override { return true; }
+  std::string class_name() const override { return "ReLU"; }
+  Shape build(const Shape& input_shape) override { return finish_build(input_shape); }
+  Tensor call(const Tensor& inputs, bool training) override;
+  const ReLUOptions& options() const { return o_; }
+
+ private:
+  ReLUOptions o_;
+};
+
+/// keras.layers.ELU: x for x > 0, alpha·(exp(x) − 1) elsewhere.
+class ELU : public Layer {
+ public:
+  explicit ELU(double alpha = 1.0, std::string name = "");
+  OSPREY_KERAS_LAYER(ELU)
+  bool recordable() const override { return true; }
+  std::string class_name() const override { return "ELU"; }
+  Shape build(const Shape& input_shape) override { return finish_build(input_shape); }
+  Tensor call(const Tensor& inputs, bool training) override;
+  double alpha() const { return alpha_; }
+
+ private:
+  double alpha_;
+};
+
+/// keras.layers.Softmax over the last axis.
+class Softmax : public Layer {
+ public:
+  explicit Softmax(int axis = -1, std::string name = "");
+  OSPREY_KERAS_LAYER(Softmax)
+  bool recordable() const override { return true; }
+  std::string class_name() const override { return "Softmax"; }
+  Shape build(const Shape& input_shape) override { return finish_build(input_shape); }
+  Tensor call(const Tensor& inputs, bool training) override;
+};
+
+/// keras.layers.PReLU: max(x, 0) − alpha·max(−x, 0) with a learned alpha per input element (alpha_initializer
+/// "zeros" by default, as in Keras).
+class PReLU : public Layer {
+ public:
+  explicit PReLU(std::string alpha_initializer = "zeros", std::string name = "");
+  OSPREY_KERAS_LAYER(PReLU)
+  bool recordable() const override { return true; }
+  std::string class_name() const override { return "PReLU"; }
+  Shape build(const Shape& input_shape) override;
+  Tensor call(const Tensor& inputs, bool training) override;
+  Variable* alpha() { return alpha_; }
+
+ private:
+  std::string initializer_;
+  Variable* alpha_ = nullptr;
+};
+
 }  // namespace osprey::keras::layers

@@ -1,6 +1,7 @@
 // Core layers: keras.layers.Input (InputLayer) and keras.layers.Dense.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -65,6 +66,35 @@ class Dense : public Layer {
   DenseOptions options_;
   Variable* kernel_ = nullptr;
   Variable* bias_ = nullptr;
+};
+
+/// The input, unchanged (keras.layers.Identity).
+class Identity : public Layer {
+ public:
+  explicit Identity(std::string name = "") : Layer(name, "identity") {}
+  OSPREY_KERAS_LAYER(Identity)
+  bool recordable() const override { return true; }
+  std::string class_name() const override { return "Identity"; }
+  Shape build(const Shape& input_shape) override { return finish_build(input_shape); }
+  Tensor call(const Tensor& inputs, bool) override { return inputs; }
+};
+
+/// A function of the input as a layer (keras.layers.Lambda): `layers::Lambda([](const Tensor& x) { return
+/// ops::square(x); })`, written with ops so that it trains through the tape. Its output shape comes from one
+/// sample of zeros through the function, unless given. Saving a model with a Lambda is a ValueError (its code
+/// cannot be serialised, as in Keras with safe_mode).
+class Lambda : public Layer {
+ public:
+  using Function = std::function<Tensor(const Tensor&)>;
+  explicit Lambda(Function function, std::optional<Shape> output_shape = std::nullopt, std::string name = "");
+  OSPREY_KERAS_LAYER(Lambda)
+  std::string class_name() const override { return "Lambda"; }
+  Shape build(const Shape& input_shape) override;
+  Tensor call(const Tensor& inputs, bool training) override;
+
+ private:
+  Function function_;
+  std::optional<Shape> declared_shape_;
 };
 
 }  // namespace osprey::keras::layers

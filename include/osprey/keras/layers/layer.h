@@ -124,6 +124,13 @@ class LayerRef {
   std::shared_ptr<Layer> ptr_;
 };
 
+namespace detail {
+/// A number that changes with each top-level forward pass on this thread (the trainer starts them): layers that
+/// collect values per pass (ActivityRegularization's penalties) start afresh when it changed.
+uint64_t forward_pass();
+void begin_forward_pass();
+}  // namespace detail
+
 /// Resets the auto-naming counters (keras.backend.clear_session()).
 void clear_session();
 

@@ -57,4 +57,55 @@ class LayerNormalization : public Layer {
   Variable *gamma_ = nullptr, *beta_ = nullptr;
 };
 
+/// Scales each sample to unit L2 norm over its last axis (keras.layers.UnitNormalization).
+class UnitNormalization : public Layer {
+ public:
+  explicit UnitNormalization(int axis = -1, std::string name = "");
+  OSPREY_KERAS_LAYER(UnitNormalization)
+  bool recordable() const override { return true; }
+  std::string class_name() const override { return "UnitNormalization"; }
+  Shape build(const Shape& input_shape) override { return finish_build(input_shape); }
+  Tensor call(const Tensor& inputs, bool training) override;
+};
+
+struct GroupNormalizationOptions {
+  int groups = 32;
+  double epsilon = 1e-3;
+  bool center = true;
+  bool scale = true;
+  std::string name{};
+};
+/// Normalises each sample over groups of channels (the last axis split in `groups`, with the other non-batch axes),
+/// then gamma·x + beta per channel (keras.layers.GroupNormalization).
+class GroupNormalization : public Layer {
+ public:
+  explicit GroupNormalization(GroupNormalizationOptions options = {});
+  OSPREY_KERAS_LAYER(GroupNormalization)
+  bool recordable() const override { return true; }
+  std::string class_name() const override { return "GroupNormalization"; }
+  Shape build(const Shape& input_shape) override;
+  Tensor call(const Tensor& inputs, bool training) override;
+  const GroupNormalizationOptions& options() const { return o_; }
+
+ private:
+  GroupNormalizationOptions o_;
+  Variable *gamma_ = nullptr, *beta_ = nullptr;
+};
+
+/// x / sqrt(mean(x²) + epsilon) over the last axis, times a learned scale (keras.layers.RMSNormalization).
+class RMSNormalization : public Layer {
+ public:
+  explicit RMSNormalization(double epsilon = 1e-6, std::string name = "");
+  OSPREY_KERAS_LAYER(RMSNormalization)
+  bool recordable() const override { return true; }
+  std::string class_name() const override { return "RMSNormalization"; }
+  Shape build(const Shape& input_shape) override;
+  Tensor call(const Tensor& inputs, bool training) override;
+  double epsilon() const { return epsilon_; }
+
+ private:
+  double epsilon_;
+  Variable* scale_ = nullptr;
+};
+
 }  // namespace osprey::keras::layers

@@ -1,8 +1,12 @@
 // Regularization layers: keras.layers.Dropout, ...
 #pragma once
 
+#include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "osprey/keras/layers/layer.h"
@@ -17,6 +21,74 @@ class Dropout : public Layer {
   OSPREY_KERAS_LAYER(Dropout)
   std::string class_name() const override { return "Dropout"; }
   Shape build(const Shape& input_shape) override;
+  Tensor call(const Tensor& inputs, bool training) override;
+  double rate() const { return rate_; }
+
+ private:
+  double rate_;
+};
+
+/// The input unchanged, with the activity penalty (l1·Σ|x| + l2·Σx²) / batch size added to the loss in fit and
+/// evaluate, as Keras 3 normalises it (keras.layers.ActivityRegularization).
+class ActivityRegularization : public Layer {
+ public:
+  explicit ActivityRegularization(double l1 = 0.0, double l2 = 0.0, std::string name = "");
+  OSPREY_KERAS_LAYER(ActivityRegularization)
+  bool recordable() const override { return true; }
+  std::string class_name() const override { return "ActivityRegularization"; }
+  Shape build(const Shape& input_shape) override { return finish_build(input_shape); }
+  Tensor call(const Tensor& inputs, bool training) override;
+  /// The penalties of this layer's calls in the current forward pass (of this replica).
+  std::vector<Tensor> regularization_losses() override;
+  bool has_regularization() const override { return true; }
+  double l1() const { return l1_; }
+  double l2() const { return l2_; }
+
+ private:
+  double l1_, l2_;
+  struct Collected {
+    std::mutex mu;  // replicas call the layer at once
+    std::map<int, std::pair<uint64_t, std::vector<Tensor>>> by_replica;  // replica -> (forward pass, penalties)
+  };
+  std::shared_ptr<Collected> collected_ = std::make_shared<Collected>();
+};
+
+/// Adds N(0, stddev²) noise in training; the identity in evaluate/predict (keras.layers.GaussianNoise).
+class GaussianNoise : public Layer {
+ public:
+  explicit GaussianNoise(double stddev, std::string name = "");
+  OSPREY_KERAS_LAYER(GaussianNoise)
+  std::string class_name() const override { return "GaussianNoise"; }
+  Shape build(const Shape& input_shape) override { return finish_build(input_shape); }
+  Tensor call(const Tensor& inputs, bool training) override;
+  double stddev() const { return stddev_; }
+
+ private:
+  double stddev_;
+};
+
+/// Multiplies by N(1, rate/(1 − rate)) noise in training; the identity otherwise (keras.layers.GaussianDropout).
+class GaussianDropout : public Layer {
+ public:
+  explicit GaussianDropout(double rate, std::string name = "");
+  OSPREY_KERAS_LAYER(GaussianDropout)
+  std::string class_name() const override { return "GaussianDropout"; }
+  Shape build(const Shape& input_shape) override { return finish_build(input_shape); }
+  Tensor call(const Tensor& inputs, bool training) override;
+  double rate() const { return rate_; }
+
+ private:
+  double rate_;
+};
+
+/// Dropout that keeps SELU's self-normalisation: dropped values are set to SELU's negative saturation, then an
+/// affine map restores the mean and variance (keras.layers.AlphaDropout); the identity outside training.
+class AlphaDropout : public Layer {
+ public:
+  explicit AlphaDropout(double rate, std::string name = "");
+  OSPREY_KERAS_LAYER(AlphaDropout)
+  std::string class_name() const override { return "AlphaDropout"; }
+  Shape build(const Shape& input_shape) override { return finish_build(input_shape); }
   Tensor call(const Tensor& inputs, bool training) override;
   double rate() const { return rate_; }
 

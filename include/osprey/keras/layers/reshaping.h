@@ -35,4 +35,34 @@ class Reshape : public Layer {
   std::vector<int64_t> target_;
 };
 
+/// (batch, d) → (batch, n, d): the input repeated n times (keras.layers.RepeatVector).
+class RepeatVector : public Layer {
+ public:
+  explicit RepeatVector(int n, std::string name = "");
+  OSPREY_KERAS_LAYER(RepeatVector)
+  bool recordable() const override { return true; }
+  std::string class_name() const override { return "RepeatVector"; }
+  Shape build(const Shape& input_shape) override;
+  Tensor call(const Tensor& inputs, bool training) override;
+  int n() const { return n_; }
+
+ private:
+  int n_;
+};
+
+/// Permutes a sample's axes: dims is a permutation of 1..rank (the batch axis stays first), as keras.layers.Permute.
+class Permute : public Layer {
+ public:
+  explicit Permute(std::vector<int> dims, std::string name = "");
+  OSPREY_KERAS_LAYER(Permute)
+  bool recordable() const override { return true; }
+  std::string class_name() const override { return "Permute"; }
+  Shape build(const Shape& input_shape) override;
+  Tensor call(const Tensor& inputs, bool training) override;
+  const std::vector<int>& dims() const { return dims_; }
+
+ private:
+  std::vector<int> dims_;
+};
+
 }  // namespace osprey::keras::layers

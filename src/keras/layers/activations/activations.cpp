@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "keras/activations/activations.h"
+#include "osprey/keras/layers/layer.h"
 #include "osprey/errors.h"
 #include "osprey/keras/layers/activations.h"
 #include "osprey/ops.h"
@@ -36,6 +37,86 @@ Tensor LeakyReLU::call(const Tensor& x, bool) {
   if (slope_ <= 1.0) return ops::maximum(x, ops::mul(x, scalar(slope_)));
   const Tensor pos = ops::greater_equal(x, scalar(0.0));
   return ops::add(ops::mul(x, pos), ops::mul(ops::mul(x, scalar(slope_)), ops::sub(scalar(1.0), pos)));
+}
+
+
+ReLU::ReLU(ReLUOptions options) : Layer(options.name, "re_lu"), o_(std::move(options)) {
+  if (o_.max_value && *o_.max_value < 0) {
+    throw ValueError(fmt::format("max_value of a ReLU layer cannot be a negative value. Received: max_value={}",
+                                 *o_.max_value));
+  }
+  if (o_.negative_slope < 0) {
+    throw ValueError(fmt::format("negative_slope of a ReLU layer cannot be a negative value. Received: "
+                                 "negative_slope={}",
+                                 o_.negative_slope));
+  }
+  if (o_.threshold < 0) {
+    throw ValueError(fmt::format("threshold of a ReLU layer cannot be None or a negative value. Received: "
+                                 "threshold={}",
+                                 o_.threshold));
+  }
+}
+
+// Keras's activations.relu with its options, in its order: the part below the threshold, x above it, the clip.
+Tensor ReLU::call(const Tensor& x, bool) {
+  if (!o_.max_value && o_.negative_slope == 0.0 && o_.threshold == 0.0) return ops::relu(x);
+  Tensor negative_part;
+  if (o_.negative_slope != 0.0) negative_part = ops::relu(ops::sub(scalar(o_.threshold), x));
+  Tensor y = o_.threshold != 0.0
+                 ? ops::mul(x, ops::sub(scalar(1.0), ops::greater_equal(scalar(o_.threshold), x)))  // x > threshold
+                 : ops::relu(x);
+  if (o_.max_value) y = ops::minimum(ops::maximum(y, scalar(0.0)), scalar(*o_.max_value));
+  if (negative_part.defined()) y = ops::sub(y, ops::mul(negative_part, scalar(o_.negative_slope)));
+  return y;
+}
+
+ELU::ELU(double alpha, std::string name) : Layer(name, "elu"), alpha_(alpha) {}
+
+Tensor ELU::call(const Tensor& x, bool) {
+  if (alpha_ == 1.0) return ops::activation(x, ops::Activation::elu);
+  // x > 0: x; else alpha·(exp(x) − 1), as relu(x) + alpha·(exp(min(x, 0)) − 1).
+  const Tensor negative = ops::sub(ops::exp(ops::minimum(x, scalar(0.0))), scalar(1.0));
+  return ops::add(ops::relu(x), ops::mul(negative, scalar(alpha_)));
+}
+
+Softmax::Softmax(int axis, std::string name) : Layer(name, "softmax") {
+  if (axis != -1) {
+    throw ValueError(fmt::format("Softmax: axis={} is not supported yet; Osprey's Softmax layer takes the last axis "
+                                 "(-1)",
+                                 axis));
+  }
+}
+
+Tensor Softmax::call(const Tensor& x, bool) {
+  const auto& s = x.shape();
+  if (s.rank() == 2) return ops::softmax(x);
+  return ops::reshape(ops::softmax(ops::reshape(x, Shape({s.num_elements() / s[-1], s[-1]}))), s);
+}
+
+PReLU::PReLU(std::string alpha_initializer, std::string name)
+    : Layer(name, "p_re_lu"), initializer_(std::move(alpha_initializer)) {
+  (void)initialize(initializer_, Shape{1});  // an unknown name fails here, not at build time
+}
+
+Shape PReLU::build(const Shape& input_shape) {
+  if (built_) {
+    if (alpha_->shape() != input_shape) {
+      throw ValueError(fmt::format("PReLU '{}' was built for inputs of shape {}, got {}", name_,
+                                   alpha_->shape().to_string(), input_shape.to_string()));
+    }
+    return output_shape_;
+  }
+  alpha_ = &add_weight("alpha", initialize(initializer_, input_shape));
+  return finish_build(input_shape);
+}
+
+// relu(x) − alpha·relu(−x), alpha per element of a sample (rows of the flattened batch).
+Tensor PReLU::call(const Tensor& x, bool) {
+  const int64_t n = x.shape()[0], per_sample = x.num_elements() / std::max<int64_t>(n, 1);
+  const Tensor flat = ops::reshape(x, Shape({n, per_sample}));
+  const Tensor alpha = ops::reshape(alpha_->value(), Shape({per_sample}));
+  const Tensor y = ops::sub(ops::relu(flat), ops::mul(ops::relu(ops::neg(flat)), alpha));
+  return ops::reshape(y, x.shape());
 }
 
 }  // namespace osprey::keras::layers

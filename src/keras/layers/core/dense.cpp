@@ -98,4 +98,27 @@ void Dense::apply_constraints() {
   if (options_.bias_constraint && bias_) bias_->assign((*options_.bias_constraint)(bias_->value()));
 }
 
+
+Lambda::Lambda(Function function, std::optional<Shape> output_shape, std::string name)
+    : Layer(name, "lambda"), function_(std::move(function)), declared_shape_(std::move(output_shape)) {
+  if (!function_) throw ValueError("Lambda: the function is empty (a default-constructed std::function)");
+}
+
+// The output shape: as declared, or one sample of zeros through the function.
+Shape Lambda::build(const Shape& input_shape) {
+  if (declared_shape_) return finish_build(*declared_shape_);
+  std::vector<int64_t> dims{1};
+  for (auto d : input_shape.dims()) dims.push_back(d);
+  const Tensor out = function_(Tensor::zeros(Shape(dims)));
+  if (!out.defined() || out.shape().rank() < 1 || out.shape()[0] != 1) {
+    throw ValueError(fmt::format("Lambda '{}': the function must keep the batch axis first; for one sample of shape "
+                                 "{} it returned {}",
+                                 name_, Shape(dims).to_string(), out.defined() ? out.shape().to_string() : "nothing"));
+  }
+  const auto od = out.shape().dims();
+  return finish_build(Shape(std::vector<int64_t>(od.begin() + 1, od.end())));
+}
+
+Tensor Lambda::call(const Tensor& inputs, bool) { return function_(inputs); }
+
 }  // namespace osprey::keras::layers

@@ -94,4 +94,87 @@ Tensor LayerNormalization::call(const Tensor& inputs, bool) {
   return inputs.shape().rank() == 2 ? y : ops::reshape(y, inputs.shape());
 }
 
+
+// ---- UnitNormalization, GroupNormalization, RMSNormalization ----
+
+// (rows, d) ⊙ v[row] for v of shape (rows,): v broadcast along each row (a one-deep product, exact).
+static Tensor times_rows(const Tensor& x2d, const Tensor& v) {
+  const Tensor column = ops::reshape(v, Shape({x2d.shape()[0], 1}));
+  return ops::mul(x2d, ops::matmul(column, Tensor::ones({1, x2d.shape()[1]})));
+}
+// x as (rows, last axis).
+static Tensor rows_of_last_axis(const Tensor& x) {
+  return ops::reshape(x, Shape({x.num_elements() / std::max<int64_t>(x.shape()[-1], 1), x.shape()[-1]}));
+}
+
+UnitNormalization::UnitNormalization(int axis, std::string name) : Layer(name, "unit_normalization") {
+  if (axis != -1) throw ValueError(fmt::format("UnitNormalization: axis={} is not supported yet (the last axis, -1)", axis));
+}
+
+// Keras: x · min(1/sqrt(Σx²), 1/ε) with ε = 1e-12.
+Tensor UnitNormalization::call(const Tensor& x, bool) {
+  const Tensor rows = rows_of_last_axis(x);
+  const Tensor inv = ops::minimum(ops::div(scalar(1.0), ops::sqrt(ops::reduce_sum(ops::square(rows), 1))), scalar(1e12));
+  return ops::reshape(times_rows(rows, inv), x.shape());
+}
+
+GroupNormalization::GroupNormalization(GroupNormalizationOptions o) : Layer(o.name, "group_normalization"), o_(o) {
+  if (o.groups < 1) throw ValueError(fmt::format("GroupNormalization: groups={} must be >= 1", o.groups));
+}
+
+Shape GroupNormalization::build(const Shape& input_shape) {
+  const int64_t channels = input_shape.rank() ? input_shape[-1] : 0;
+  if (channels < o_.groups || channels % o_.groups != 0) {
+    throw ValueError(fmt::format("Number of groups ({}) must be a multiple of the number of channels ({}) and not "
+                                 "more than it: layer '{}', input shape {}",
+                                 o_.groups, channels, name_, input_shape.to_keras_string()));
+  }
+  if (built_) {
+    check_rebuild(name_, output_shape_, input_shape);
+    return output_shape_;
+  }
+  if (o_.scale) gamma_ = &add_weight("gamma", Tensor::ones({channels}));
+  if (o_.center) beta_ = &add_weight("beta", Tensor::zeros({channels}));
+  return finish_build(input_shape);
+}
+
+// Each sample's group (its spatial positions × the group's channels) normalised with its mean and variance.
+Tensor GroupNormalization::call(const Tensor& x, bool) {
+  const auto& s = x.shape();
+  const int64_t n = s[0], c = s[-1], g = o_.groups, per = c / g;
+  const int64_t spatial = x.num_elements() / std::max<int64_t>(n * c, 1);
+  // (n, spatial, g, per) → (n, g, spatial, per) → rows of one group each.
+  Tensor grouped = ops::reshape(x, Shape({n, spatial, g, per}));
+  if (spatial > 1) grouped = ops::transpose(grouped, {0, 2, 1, 3});
+  const Tensor rows = ops::reshape(grouped, Shape({n * g, spatial * per}));
+  const Tensor mean = ops::reduce_mean(rows, 1);
+  const Tensor centered = ops::sub(rows, times_rows(Tensor::ones(rows.shape()), mean));
+  const Tensor var = ops::reduce_mean(ops::square(centered), 1);
+  Tensor y = times_rows(centered, ops::div(scalar(1.0), ops::sqrt(ops::add(var, scalar(o_.epsilon)))));
+  y = ops::reshape(y, Shape({n, g, spatial, per}));
+  if (spatial > 1) y = ops::transpose(y, {0, 2, 1, 3});
+  y = ops::reshape(y, Shape({n * spatial, c}));
+  if (gamma_) y = ops::mul(y, gamma_->value());
+  if (beta_) y = ops::add(y, beta_->value());
+  return ops::reshape(y, s);
+}
+
+RMSNormalization::RMSNormalization(double epsilon, std::string name)
+    : Layer(name, "rms_normalization"), epsilon_(epsilon) {}
+
+Shape RMSNormalization::build(const Shape& input_shape) {
+  if (built_) {
+    check_rebuild(name_, output_shape_, input_shape);
+    return output_shape_;
+  }
+  scale_ = &add_weight("scale", Tensor::ones({input_shape[-1]}));
+  return finish_build(input_shape);
+}
+
+Tensor RMSNormalization::call(const Tensor& x, bool) {
+  const Tensor rows = rows_of_last_axis(x);
+  const Tensor inv = ops::div(scalar(1.0), ops::sqrt(ops::add(ops::reduce_mean(ops::square(rows), 1), scalar(epsilon_))));
+  return ops::reshape(ops::mul(times_rows(rows, inv), scale_->value()), x.shape());
+}
+
 }  // namespace osprey::keras::layers

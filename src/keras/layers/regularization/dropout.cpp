@@ -1,6 +1,8 @@
 // Regularization layers (keras.layers.Dropout).
 #include <fmt/format.h>
 
+#include <cmath>
+#include "osprey/distribute.h"
 #include "osprey/errors.h"
 #include "osprey/keras/layers/regularization.h"
 #include "osprey/ops.h"
@@ -27,6 +29,75 @@ Tensor Dropout::call(const Tensor& x, bool training) {
   // keep = uniform >= rate (probability 1 − rate), a constant for the tape; kept values scaled by 1/(1 − rate).
   const Tensor keep = ops::greater_equal(random::uniform(x.shape()), scalar(rate_));
   return ops::mul(ops::mul(x, keep), scalar(1.0 / (1.0 - rate_)));
+}
+
+
+ActivityRegularization::ActivityRegularization(double l1, double l2, std::string name)
+    : Layer(name, "activity_regularization"), l1_(l1), l2_(l2) {
+  if (l1 < 0 || l2 < 0) throw ValueError(fmt::format("ActivityRegularization: l1={} and l2={} must be >= 0", l1, l2));
+}
+
+// Keras 3 adds the activity penalty of each call divided by the batch size.
+Tensor ActivityRegularization::call(const Tensor& x, bool) {
+  Tensor penalty = Regularizer{l1_, l2_}(x);
+  penalty = ops::div(penalty, scalar(static_cast<double>(std::max<int64_t>(x.shape()[0], 1))));
+  std::lock_guard lock(collected_->mu);
+  auto& [pass, losses] = collected_->by_replica[std::max(current_replica_id(), 0)];
+  if (pass != detail::forward_pass()) {  // a new forward pass: the previous one's penalties are done with
+    pass = detail::forward_pass();
+    losses.clear();
+  }
+  losses.push_back(penalty);
+  return x;
+}
+
+std::vector<Tensor> ActivityRegularization::regularization_losses() {
+  std::lock_guard lock(collected_->mu);
+  auto it = collected_->by_replica.find(std::max(current_replica_id(), 0));
+  return it == collected_->by_replica.end() ? std::vector<Tensor>{} : it->second.second;
+}
+
+GaussianNoise::GaussianNoise(double stddev, std::string name) : Layer(name, "gaussian_noise"), stddev_(stddev) {
+  if (stddev < 0) throw ValueError(fmt::format("GaussianNoise: stddev={} must be >= 0", stddev));
+}
+
+Tensor GaussianNoise::call(const Tensor& x, bool training) {
+  if (!training || stddev_ == 0.0) return x;
+  return ops::add(x, random::normal(x.shape(), 0.0, stddev_));
+}
+
+static void check_rate(const char* layer, double rate) {
+  if (!(rate >= 0.0 && rate < 1.0)) {
+    throw ValueError(fmt::format("Invalid value received for argument `rate` of {}: expected a float value between "
+                                 "0 and 1 (1 excluded). Received: rate={}",
+                                 layer, rate));
+  }
+}
+
+GaussianDropout::GaussianDropout(double rate, std::string name) : Layer(name, "gaussian_dropout"), rate_(rate) {
+  check_rate("GaussianDropout", rate);
+}
+
+Tensor GaussianDropout::call(const Tensor& x, bool training) {
+  if (!training || rate_ == 0.0) return x;
+  const double stddev = std::sqrt(rate_ / (1.0 - rate_));
+  return ops::mul(x, random::normal(x.shape(), 1.0, stddev));
+}
+
+AlphaDropout::AlphaDropout(double rate, std::string name) : Layer(name, "alpha_dropout"), rate_(rate) {
+  check_rate("AlphaDropout", rate);
+}
+
+// Keras's formula: dropped values become alpha' = −λα (SELU's limit), then a·x + b restores mean and variance.
+Tensor AlphaDropout::call(const Tensor& x, bool training) {
+  if (!training || rate_ == 0.0) return x;
+  constexpr double kAlpha = 1.6732632423543772848170429916717, kScale = 1.0507009873554804934193349852946;
+  constexpr double kAlphaP = -kAlpha * kScale;
+  const double a = std::pow((1.0 - rate_) * (1.0 + rate_ * kAlphaP * kAlphaP), -0.5);
+  const double b = -a * kAlphaP * rate_;
+  const Tensor kept = ops::greater_equal(random::uniform(x.shape()), scalar(rate_));
+  const Tensor dropped_value = ops::mul(ops::sub(scalar(1.0), kept), scalar(kAlphaP));
+  return ops::add(ops::mul(ops::add(ops::mul(x, kept), dropped_value), scalar(a)), scalar(b));
 }
 
 }  // namespace osprey::keras::layers

@@ -1,6 +1,7 @@
 // Reshaping layers (keras.layers.Flatten, Reshape).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include "osprey/errors.h"
 #include "osprey/keras/layers/reshaping.h"
 #include "osprey/ops.h"
@@ -55,6 +56,54 @@ Tensor Reshape::call(const Tensor& x, bool) {
   std::vector<int64_t> dims{x.shape()[0]};
   for (int64_t d : output_shape_.dims()) dims.push_back(d);
   return ops::reshape(x, Shape(dims));
+}
+
+
+RepeatVector::RepeatVector(int n, std::string name) : Layer(name, "repeat_vector"), n_(n) {
+  if (n < 1) throw ValueError(fmt::format("RepeatVector: n={} must be >= 1", n));
+}
+
+Shape RepeatVector::build(const Shape& input_shape) {
+  if (input_shape.rank() != 1) {
+    throw ValueError(fmt::format("Input 0 of layer \"{}\" is incompatible with the layer: expected ndim=2, found "
+                                 "ndim={}. Full shape received: (None, {})",
+                                 name_, input_shape.rank() + 1, fmt::join(input_shape.dims(), ", ")));
+  }
+  return finish_build(Shape({n_, input_shape[0]}));
+}
+
+Tensor RepeatVector::call(const Tensor& x, bool) {
+  const Tensor one = ops::reshape(x, Shape({x.shape()[0], 1, x.shape()[1]}));
+  return n_ == 1 ? one : ops::concat(std::vector<Tensor>(static_cast<std::size_t>(n_), one), 1);
+}
+
+Permute::Permute(std::vector<int> dims, std::string name) : Layer(name, "permute"), dims_(std::move(dims)) {
+  std::vector<int> sorted(dims_);
+  std::sort(sorted.begin(), sorted.end());
+  for (std::size_t i = 0; i < sorted.size(); ++i) {
+    if (sorted[i] != static_cast<int>(i) + 1) {
+      throw ValueError(fmt::format("Invalid permutation argument `dims` for Permute Layer. The set of indices in "
+                                   "`dims` must be consecutive and start from 1. Received dims=({})",
+                                   fmt::join(dims_, ", ")));
+    }
+  }
+}
+
+Shape Permute::build(const Shape& input_shape) {
+  if (static_cast<int>(dims_.size()) != input_shape.rank()) {
+    throw ValueError(fmt::format("Permute '{}': dims ({}) permute {} axes, but the input has {} (shape {})", name_,
+                                 fmt::join(dims_, ", "), dims_.size(), input_shape.rank(),
+                                 input_shape.to_keras_string()));
+  }
+  std::vector<int64_t> out;
+  for (int d : dims_) out.push_back(input_shape[d - 1]);
+  return finish_build(Shape(out));
+}
+
+Tensor Permute::call(const Tensor& x, bool) {
+  std::vector<int> perm{0};
+  perm.insert(perm.end(), dims_.begin(), dims_.end());
+  return ops::transpose(x, perm);
 }
 
 }  // namespace osprey::keras::layers
