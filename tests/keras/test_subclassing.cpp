@@ -148,3 +148,49 @@ TEST(Subclassing, ASubclassWithoutCallSaysWhatToOverride) {
     EXPECT_NE(std::string(e.what()).find("override call("), std::string::npos) << e.what();
   }
 }
+
+namespace {
+// A layer of one's own: y = x · w + b per feature, w and b learned (Keras's custom-layer guide, in C++).
+class Scale : public Layer {
+ public:
+  explicit Scale(double init = 1.0, std::string name = "") : Layer(name, "scale"), init_(init) {}
+  OSPREY_KERAS_LAYER(Scale)
+  std::string class_name() const override { return "Scale"; }
+  Shape build(const Shape& input_shape) override {
+    if (!built_) {
+      w_ = &add_weight("w", Tensor::full({input_shape[-1]}, init_));
+      b_ = &add_weight("b", Tensor::zeros({input_shape[-1]}));
+    }
+    return finish_build(input_shape);
+  }
+  Tensor call(const Tensor& x, bool) override { return ops::add(ops::mul(x, w_->value()), b_->value()); }
+  std::string get_config() const override { return config_with(Layer::get_config(), {{"init", init_}}); }
+
+ private:
+  double init_;
+  Variable *w_ = nullptr, *b_ = nullptr;
+};
+}  // namespace
+
+TEST(Subclassing, ACustomLayerBuildsCallsTrainsAndGivesItsConfig) {
+  random::set_seed(4);
+  const Tensor x = random::uniform({32, 3}, -1, 1);
+  const Tensor y = ops::add(ops::mul(x, Tensor::from_vector<float>({2, -1, 0.5f}, {3})), Tensor::scalar(0.3));
+  auto in = keras::Input({3});
+  auto scale = std::make_shared<Scale>(1.0, "my_scale");
+  Model m(in, (*scale)(in));
+  EXPECT_EQ(m.count_params(), 6);
+  EXPECT_EQ(scale->get_config(), R"({"name": "my_scale", "trainable": true, "dtype": {"module": "keras", "class_name": "DTypePolicy", "config": {"name": "float32"}, "registered_name": null}, "init": 1.0})");
+  m.compile({.optimizer = optimizers::SGD({.learning_rate = 0.5}), .loss = "mse"});
+  auto h = m.fit(x, y, {.epochs = 60, .batch_size = 32, .verbose = 0});
+  EXPECT_LT(h.history["loss"].back(), 1e-3);
+  const auto w = scale->variables()[0]->value().to_vector<float>();
+  EXPECT_NEAR(w[0], 2.0, 0.05);
+  EXPECT_NEAR(w[1], -1.0, 0.05);
+  // In a Sequential model too, and frozen it stays as it is.
+  Sequential seq({layers::Input({3}), Scale(3.0), layers::Dense(1)});
+  seq.layers()[0]->trainable = false;
+  seq.compile({.optimizer = "sgd", .loss = "mse"});
+  seq.fit(x, ops::reduce_sum(y, 1).reshape({32, 1}), {.epochs = 2, .verbose = 0});
+  EXPECT_EQ(seq.layers()[0]->variables()[0]->value().to_vector<float>(), (std::vector<float>{3, 3, 3}));
+}

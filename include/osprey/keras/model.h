@@ -233,7 +233,7 @@ class Model : public Layer {
   Tensor regularization_loss();
 
   /// Keras's model.get_config() as JSON text (json.dumps's layout: ", " and ": " separators).
-  virtual std::string get_config() const;
+  std::string get_config() const override;
   /// Keras's model.to_json(): module, class_name, config, build_config and, once compiled, compile_config.
   virtual std::string to_json() const;
   /// The input shape the model was built for (batch dimension excluded), if built (the first input's).

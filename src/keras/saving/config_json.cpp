@@ -107,7 +107,9 @@ json constraint(const std::optional<layers::Constraint>& c) {
   return object("keras.constraints", "MaxNorm", json{{"max_value", c->max_value}, {"axis", 0}});
 }
 
-json base_layer(const Layer& l) { return json{{"name", l.name()}, {"trainable", true}, {"dtype", dtype_policy()}}; }
+json base_layer(const Layer& l) {
+  return json{{"name", l.name()}, {"trainable", l.trainable}, {"dtype", dtype_policy()}};
+}
 
 // One layer as Keras serializes it; build_config for the layers Keras records it for (those with a build()).
 json layer_json(Layer& l, const Shape& input_shape) {
@@ -173,6 +175,8 @@ json layer_json(Layer& l, const Shape& input_shape) {
     cfg["beta_constraint"] = nullptr;
     cfg["gamma_constraint"] = nullptr;
     build_config = true;
+  } else {  // a layer of the user's: its own get_config()
+    cfg = json::parse(l.get_config());
   }
   json out = object("keras.layers", l.class_name(), cfg);
   if (build_config && l.built()) out["build_config"] = json{{"input_shape", shape_with_batch(input_shape)}};
@@ -281,6 +285,22 @@ json config_of(const Sequential& m) {
 }
 
 }  // namespace
+
+std::string Layer::get_config() const {
+  std::string out;
+  dump(base_layer(*this), out);
+  return out;
+}
+
+std::string config_with(const std::string& base_config, std::initializer_list<ConfigEntry> entries) {
+  json cfg = json::parse(base_config);
+  for (const auto& [key, value] : entries) {
+    std::visit([&, k = key](const auto& v) { cfg[k] = v; }, value);
+  }
+  std::string out;
+  dump(cfg, out);
+  return out;
+}
 
 std::string Model::get_config() const {
   throw ValueError(fmt::format("get_config() of a {} model ('{}') is not supported yet (Sequential models are)",

@@ -3,10 +3,14 @@
 #pragma once
 
 #include <concepts>
+#include <cstdint>
+#include <initializer_list>
 #include <deque>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <variant>
 #include <vector>
 
 #include "osprey/ops.h"
@@ -80,6 +84,11 @@ class Layer : public std::enable_shared_from_this<Layer> {
   /// Projects the weights back after an optimizer update (kernel_constraint, ...).
   virtual void apply_constraints() {}
 
+  /// Keras's layer.get_config() as JSON text: the base entries (name, trainable, dtype); a layer of your own adds
+  /// its constructor's arguments, e.g. `return config_with(Layer::get_config(), {{"units", int64_t{8}}});`.
+  /// (Keras's built-in layers give their full config in a model's get_config()/to_json().)
+  virtual std::string get_config() const;
+
   /// The layer moved into a new shared_ptr of its own class (a temporary called on symbolic tensors). Layers
   /// declare it with OSPREY_KERAS_LAYER(Class); nullptr where a layer cannot be moved.
   virtual std::shared_ptr<Layer> move_to_shared() { return nullptr; }
@@ -123,6 +132,12 @@ class LayerRef {
  private:
   std::shared_ptr<Layer> ptr_;
 };
+
+/// A value in a layer's config.
+using ConfigValue = std::variant<int64_t, double, bool, std::string, std::vector<int64_t>>;
+using ConfigEntry = std::pair<std::string, ConfigValue>;
+/// `base_config` (JSON text of an object) with `entries` added or replaced, as JSON text.
+std::string config_with(const std::string& base_config, std::initializer_list<ConfigEntry> entries);
 
 namespace detail {
 /// A number that changes with each top-level forward pass on this thread (the trainer starts them): layers that
