@@ -61,6 +61,9 @@ Tensor concat(const std::vector<Tensor>& xs, int axis = -1);
 Tensor slice_axis(const Tensor& x, int axis, int64_t begin, int64_t size);
 /// x with its axes permuted: output axis i is x's axis perm[i] (tf.transpose); a copy.
 Tensor transpose(const Tensor& x, const std::vector<int>& perm);
+/// Copies src's values into dst's buffer in place (same shape and dtype; src is copied to dst's device first), by a
+/// kernel: a recorded training step repeats it (a layer's running statistics). Not recorded on tapes.
+void assign(const Tensor& dst, const Tensor& src);
 /// min(a, b) element-wise, with a's broadcasting rules (ties give the gradient to a).
 Tensor minimum(const Tensor& a, const Tensor& b);
 

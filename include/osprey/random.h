@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <utility>
 
 #include "osprey/tensor.h"
 
@@ -35,6 +36,11 @@ class Philox {
   /// A double in [0, 1) with 53 random bits.
   double next_double();
   uint32_t next_u32();
+  /// Continues at block `block` of the stream (each block is 4 words): counter-based random access.
+  void skip_to(uint64_t block) {
+    counter_ = block;
+    used_ = 4;
+  }
   /// The next n words, the same as n calls of next_u32() (eight blocks at a time, in vector registers).
   void fill_u32(uint32_t* out, std::size_t n);
 
@@ -48,5 +54,14 @@ class Philox {
 
 /// A generator stream for one consumer (an initializer, a shuffle): a new stream of the global seed each call.
 Philox next_generator();
+/// The (seed, stream) next_generator() would use, taken the same way (for a generator kept in a device tensor).
+std::pair<uint64_t, uint64_t> next_seed_and_stream();
+/// Uniform float32 values in [0, 1) from a generator kept in `state`, an int64 tensor (seed, stream, block):
+/// the values of Philox(seed, stream) from that block on, the block then advanced past them, by a kernel (so a
+/// recorded training step draws new values each replay, the same ones an eager step would). Runs on state's
+/// device.
+Tensor uniform_from_state(const Shape& shape, const Tensor& state);
+/// A new generator state for uniform_from_state(), on `device` (the current device when null).
+Tensor new_state(runtime::Device* device = nullptr);
 
 }  // namespace osprey::random

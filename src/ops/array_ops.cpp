@@ -93,6 +93,22 @@ Tensor slice_axis(const Tensor& x, int axis, int64_t begin, int64_t size) {
   return out;
 }
 
+void assign(const Tensor& dst, const Tensor& src) {
+  if (!dst.defined() || !src.defined() || dst.shape() != src.shape() || dst.dtype() != src.dtype()) {
+    throw InvalidArgumentError(fmt::format("assign: the value must have the destination's shape and dtype; got {} {} "
+                                           "for {} {}",
+                                           src.defined() ? dtype_name(src.dtype()) : "undefined",
+                                           src.defined() ? src.shape().to_string() : "",
+                                           dst.defined() ? dtype_name(dst.dtype()) : "undefined",
+                                           dst.defined() ? dst.shape().to_string() : ""));
+  }
+  Tensor in[2] = {dst, src};
+  auto& dev = place(OpId::Cast, "Assign", in, /*pinned=*/true);  // where dst lives; src copied there
+  const CastAttrs attrs{dst.dtype()};
+  Tensor out = dst;
+  run(OpId::Cast, dev, {in + 1, 1}, {&out, 1}, &attrs);
+}
+
 Tensor transpose(const Tensor& x, const std::vector<int>& perm) {
   const int rank = x.shape().rank();
   std::vector<bool> seen(static_cast<std::size_t>(std::max(rank, 0)), false);

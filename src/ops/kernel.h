@@ -38,6 +38,7 @@ enum class OpId : int {
   Concat,          // x0, x1, ... -> their concatenation along one axis (attrs AxisBlocks)
   Slice,           // x -> elements [begin, begin + size) along one axis (attrs AxisBlocks)
   Transpose,       // x -> its axes permuted (attrs TransposeAttrs)
+  RandomUniformState,  // state (int64: seed, stream, block) -> uniform float32 in [0, 1); advances the block
   kCount
 };
 

@@ -136,7 +136,7 @@ void set_seed(uint64_t seed) {
   s.next_stream = 0;
 }
 
-Philox next_generator() {
+std::pair<uint64_t, uint64_t> next_seed_and_stream() {
   auto& s = state();
   std::lock_guard lock(s.mu);
   if (!s.seeded) {
@@ -144,7 +144,12 @@ Philox next_generator() {
     s.seed = (uint64_t{rd()} << 32) ^ rd();
     s.seeded = true;
   }
-  return Philox(s.seed, s.next_stream++);
+  return {s.seed, s.next_stream++};
+}
+
+Philox next_generator() {
+  const auto [seed, stream] = next_seed_and_stream();
+  return Philox(seed, stream);
 }
 
 template <typename F>

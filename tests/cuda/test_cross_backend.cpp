@@ -172,6 +172,16 @@ void check_every_op() {
     ys.insert(ys.end(), g.begin(), g.end());
     return ys;
   });
+  // Random numbers from a generator in a device tensor: the same values on both, the state advanced alike; an
+  // in-place assign.
+  expect_same("uniform_from_state and assign", [&] {
+    Tensor state = Tensor::from_vector<int64_t>({1234567, 42, 7}, {3});
+    Tensor first = random::uniform_from_state({33, 5}, state);
+    Tensor second = random::uniform_from_state({3}, state);
+    Tensor dst = Tensor::zeros({33, 5});
+    ops::assign(dst, ops::add(first, Tensor::scalar(1.0)));
+    return Outputs{first, second, ops::cast(state, DType::float64), dst};
+  }, 0.0);
   // Losses and their gradients (labels in several dtypes), accuracy counts.
   const Tensor probs = ops::softmax(host_uniform({33, 5}, -2, 2, 8));
   const Tensor p1 = ops::sigmoid(host_uniform({33, 1}, -3, 3, 9));

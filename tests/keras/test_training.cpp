@@ -7,6 +7,7 @@
 #include "osprey/keras.h"
 #include "osprey/ops.h"
 #include "osprey/random.h"
+#include "ops/kernel.h"
 
 using namespace osprey;
 namespace layers = osprey::keras::layers;
@@ -341,4 +342,31 @@ TEST(Training, LossesAndMetricsAsFunctionsAndLambdas) {
   Sequential bad = build();
   bad.compile({.optimizer = "sgd", .loss = [](const Tensor& t, const Tensor& p) { return ops::reduce_mean(ops::sub(t, p)); }});
   EXPECT_THROW(bad.train_on_batch(x, y), ValueError);
+}
+
+// Dropout draws its mask from a generator kept in a device tensor and advanced by the kernel that draws, and
+// BatchNormalization updates its moving statistics by a kernel: both train from recorded plans, bit-identical to
+// eager steps, with a new mask every step.
+TEST(Training, DropoutAndBatchNormalizationTrainFromRecordedPlansAsEagerSteps) {
+  std::vector<std::vector<float>> weights[2];
+  std::vector<double> losses[2];
+  uint64_t dispatched[2];
+  for (int eager = 0; eager < 2; ++eager) {
+    random::set_seed(23);
+    Sequential m({layers::Input({6}), layers::Dense(16, "relu"), layers::BatchNormalization(), layers::Dropout(0.3),
+                  layers::Dense(1, "sigmoid")});
+    m.compile({.optimizer = "adam", .loss = "binary_crossentropy", .metrics = {"accuracy"}, .run_eagerly = eager == 1});
+    const Tensor x = random::uniform({96, 6}, -1, 1), y = random::randint(0, 2, {96, 1}).cast(DType::float32);
+    losses[eager] = m.fit(x, y, {.epochs = 3, .batch_size = 32, .verbose = 0}).history["loss"];
+    const uint64_t before = ops::kernels_dispatched_on_this_thread();
+    const double a = m.train_on_batch(x.slice_rows(0, 32), y.slice_rows(0, 32))[0];
+    const double b = m.train_on_batch(x.slice_rows(0, 32), y.slice_rows(0, 32))[0];
+    dispatched[eager] = ops::kernels_dispatched_on_this_thread() - before;
+    EXPECT_NE(a, b);  // a new dropout mask (and new weights) each step
+    losses[eager].push_back(m.evaluate(x, y, {.verbose = 0})[0]);
+    for (auto* v : m.variables()) weights[eager].push_back(v->value().to_vector<float>());
+  }
+  EXPECT_EQ(weights[0], weights[1]);  // moving mean and variance included
+  EXPECT_EQ(losses[0], losses[1]);
+  EXPECT_LT(dispatched[0] * 3, dispatched[1]) << dispatched[0] << " vs " << dispatched[1];
 }

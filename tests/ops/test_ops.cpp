@@ -531,3 +531,19 @@ TEST(Random, PhiloxFillEqualsOneWordAtATime) {
     }
   }
 }
+
+TEST(Random, UniformFromStateIsPhiloxFromItsBlockAndAdvancesIt) {
+  Tensor state = Tensor::from_vector<int64_t>({99, 5, 0}, {3});
+  const auto a = random::uniform_from_state({10}, state).to_vector<float>();
+  EXPECT_EQ(state.to_vector<int64_t>(), (std::vector<int64_t>{99, 5, 3}));  // 10 values: 3 blocks of 4
+  const auto b = random::uniform_from_state({4}, state).to_vector<float>();
+  random::Philox g(99, 5);
+  for (float v : a) EXPECT_EQ(v, g.next_float());
+  g.skip_to(3);
+  for (float v : b) EXPECT_EQ(v, g.next_float());
+  EXPECT_THROW((void)random::uniform_from_state({2}, Tensor::zeros({3})), InvalidArgumentError);
+  Tensor dst = Tensor::zeros({2});
+  ops::assign(dst, Tensor::from_vector<float>({1, 2}, {2}));
+  EXPECT_EQ(dst.to_vector<float>(), (std::vector<float>{1, 2}));
+  EXPECT_THROW(ops::assign(dst, Tensor::zeros({3})), InvalidArgumentError);
+}

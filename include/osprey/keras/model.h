@@ -204,6 +204,7 @@ class Model : public Layer {
   int num_inputs() const override;
   /// A functional or Sequential model of recordable layers (a subclass's call() may decide things per batch).
   bool recordable() const override;
+  bool mixes_samples() const override;
   /// The outputs for every input (in inputs() order): model(x) of a multi-output model.
   std::vector<Tensor> call_all(const std::vector<Tensor>& inputs, bool training = false);
 

@@ -1,9 +1,11 @@
 // CPU kernels of the axis ops: concatenation and slicing as copies of contiguous blocks.
 #include <cstring>
+#include <vector>
 
 #include "backends/cpu/kernels.h"
 #include "ops/attrs.h"
 #include "ops/kernel.h"
+#include "osprey/random.h"
 
 namespace osprey::cpu {
 
@@ -73,7 +75,23 @@ static void transpose_kernel(const ops::KernelContext& ctx) {
   }
 }
 
+// Philox(seed, stream) from block state[2] on, as floats with 24 random bits (Philox::next_float's mapping);
+// the state then points past the blocks used.
+static void random_uniform_state_kernel(const ops::KernelContext& ctx) {
+  auto* state = static_cast<int64_t*>(ctx.inputs[0].raw_data());
+  Tensor& y = ctx.outputs[0];
+  const auto n = static_cast<std::size_t>(y.num_elements());
+  random::Philox g(static_cast<uint64_t>(state[0]), static_cast<uint64_t>(state[1]));
+  g.skip_to(static_cast<uint64_t>(state[2]));
+  float* out = y.data<float>();
+  std::vector<uint32_t> words(n);
+  g.fill_u32(words.data(), n);
+  for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<float>(words[i] >> 8) * (1.0f / 16777216.0f);
+  state[2] += static_cast<int64_t>((n + 3) / 4);
+}
+
 void register_array_kernels() {
+  ops::register_kernel(ops::OpId::RandomUniformState, DeviceType::CPU, random_uniform_state_kernel);
   ops::register_kernel(ops::OpId::Transpose, DeviceType::CPU, transpose_kernel);
   ops::register_kernel(ops::OpId::Concat, DeviceType::CPU, concat_kernel);
   ops::register_kernel(ops::OpId::Slice, DeviceType::CPU, slice_kernel);

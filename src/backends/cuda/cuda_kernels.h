@@ -45,6 +45,9 @@ void launch_gather_rows(const char* src, const int64_t* idx, char* dst, int64_t 
 /// (4 or 8) bytes; rank <= 8.
 void launch_transpose(const void* x, void* y, int rank, const int64_t* in_dims, const int* perm, int64_t n,
                       int elem_bytes, cudaStream_t s);
+/// y[i] = uniform float in [0, 1) from Philox(state[0], state[1]) starting at block state[2] (all read on the
+/// device), then state[2] += blocks used: the CPU kernel's numbers.
+void launch_random_uniform_state(long long* state, float* y, int64_t n, cudaStream_t s);
 /// Per-sample loss into `out` (when not null) and/or d loss/d y_pred into `dp` scaled by `upstream` (when not
 /// null). Sparse labels out of range set the error ([1] = sample, [2] = the label's float bits).
 void launch_loss(LossOp op, Dt label_dt, const void* y_true, const float* y_pred, int64_t n, int64_t d,

@@ -320,6 +320,14 @@ void transpose_kernel(const KernelContext& ctx) {
   l.done("Transpose");
 }
 
+void random_uniform_state_kernel(const KernelContext& ctx) {
+  Launch l(ctx);
+  Tensor& y = ctx.outputs[0];
+  launch_random_uniform_state(static_cast<long long*>(ctx.inputs[0].raw_data()), y.data<float>(), y.num_elements(),
+                              l.s());
+  l.done("StatefulUniform");
+}
+
 void run_loss(const KernelContext& ctx, float* out, const float* upstream, float* dp) {
   Launch l(ctx);
   const auto& at = ctx.attr<ops::LossAttrs>();
@@ -430,6 +438,7 @@ void register_cuda_kernels() {
   ops::register_kernel(OpId::Concat, DeviceType::GPU, concat_kernel);
   ops::register_kernel(OpId::Slice, DeviceType::GPU, slice_kernel);
   ops::register_kernel(OpId::Transpose, DeviceType::GPU, transpose_kernel);
+  ops::register_kernel(OpId::RandomUniformState, DeviceType::GPU, random_uniform_state_kernel);
   ops::register_kernel(OpId::Loss, DeviceType::GPU, loss_kernel);
   ops::register_kernel(OpId::LossGrad, DeviceType::GPU, loss_grad_kernel);
   ops::register_kernel(OpId::AccuracyCount, DeviceType::GPU, accuracy_count_kernel);

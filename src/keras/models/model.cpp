@@ -150,6 +150,11 @@ bool Model::recordable() const {
   return !s.subclassed && std::all_of(s.layers.begin(), s.layers.end(), [](auto& l) { return l->recordable(); });
 }
 
+bool Model::mixes_samples() const {
+  auto& s = state();
+  return s.subclassed || std::any_of(s.layers.begin(), s.layers.end(), [](auto& l) { return l->mixes_samples(); });
+}
+
 int Model::num_inputs() const { return std::max(state().num_inputs(), 0); }
 
 const std::vector<KerasTensor>& Model::inputs() const {

@@ -45,7 +45,8 @@ static constexpr int64_t kSplitMaxParams = int64_t{1} << 14;
 // One output only: the halves' labels and predictions are put side by side for the metrics of one output.
 static int64_t split_rows(const Model& model, State& s, int64_t rows) {
   if (rows < kSplitMinRows || rows % 2 != 0 || !runtime::pair_available() || !recordable_on_one_device(s) ||
-      !s.device->host_memory() || s.num_outputs() != 1 || has_penalties(s)) {
+      !s.device->host_memory() || s.num_outputs() != 1 || has_penalties(s) ||
+      std::any_of(s.layers.begin(), s.layers.end(), [](const auto& l) { return l->mixes_samples(); })) {
     return 0;
   }
   if (s.losses[0]->reduction() != losses::Reduction::sum_over_batch_size) return 0;

@@ -54,6 +54,9 @@ class Layer : public std::enable_shared_from_this<Layer> {
   /// Whether a training step through this layer can be recorded and replayed: its call runs the same kernels on
   /// every batch of one shape (ops only: no random numbers, no host-side decisions, no variable assignments).
   virtual bool recordable() const { return false; }
+  /// Whether a sample's output in training depends on the other samples of the batch (BatchNormalization's batch
+  /// statistics): such a model's batches are never split in halves.
+  virtual bool mixes_samples() const { return false; }
   bool built() const { return built_; }
   /// Output shape without the batch dimension (after build).
   const Shape& output_shape() const { return output_shape_; }

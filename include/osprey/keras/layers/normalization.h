@@ -23,6 +23,8 @@ class BatchNormalization : public Layer {
  public:
   explicit BatchNormalization(BatchNormalizationOptions options = {});
   OSPREY_KERAS_LAYER(BatchNormalization)
+  bool recordable() const override { return true; }  // its statistics are updated by a kernel (ops::assign)
+  bool mixes_samples() const override { return true; }
   std::string class_name() const override { return "BatchNormalization"; }
   Shape build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool training) override;

@@ -19,6 +19,8 @@ class Dropout : public Layer {
  public:
   explicit Dropout(double rate, std::string name = "");
   OSPREY_KERAS_LAYER(Dropout)
+  /// Its mask comes from a generator in a device tensor, advanced by the kernel that draws (counter-based).
+  bool recordable() const override { return true; }
   std::string class_name() const override { return "Dropout"; }
   Shape build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool training) override;
@@ -26,6 +28,11 @@ class Dropout : public Layer {
 
  private:
   double rate_;
+  struct Generators {
+    std::mutex mu;  // replicas draw at once, each on its device
+    std::map<const runtime::Device*, Tensor> by_device;
+  };
+  std::shared_ptr<Generators> generators_ = std::make_shared<Generators>();
 };
 
 /// The input unchanged, with the activity penalty (l1·Σ|x| + l2·Σx²) / batch size added to the loss in fit and

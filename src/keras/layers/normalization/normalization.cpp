@@ -52,8 +52,15 @@ Tensor BatchNormalization::call(const Tensor& inputs, bool training) {
     const Tensor var = ops::reduce_mean(ops::square(centered), 0);
     y = ops::mul(centered, ops::div(scalar(1.0), ops::sqrt(ops::add(var, scalar(o_.epsilon)))));
     const Tensor m = scalar(o_.momentum), one_minus = scalar(1.0 - o_.momentum);
-    moving_mean_->assign(ops::add(ops::mul(moving_mean_->value(), m), ops::mul(mean, one_minus)));
-    moving_variance_->assign(ops::add(ops::mul(moving_variance_->value(), m), ops::mul(var, one_minus)));
+    const Tensor new_mean = ops::add(ops::mul(moving_mean_->value(), m), ops::mul(mean, one_minus));
+    const Tensor new_var = ops::add(ops::mul(moving_variance_->value(), m), ops::mul(var, one_minus));
+    if (moving_mean_->num_components() == 1) {  // in place, by a kernel: a recorded step repeats the update
+      ops::assign(moving_mean_->value(), new_mean);
+      ops::assign(moving_variance_->value(), new_var);
+    } else {  // one component per replica (a strategy): the variable's own replica rules
+      moving_mean_->assign(new_mean);
+      moving_variance_->assign(new_var);
+    }
   } else {
     const Tensor inv = ops::div(scalar(1.0), ops::sqrt(ops::add(moving_variance_->value(), scalar(o_.epsilon))));
     y = ops::mul(ops::sub(x, moving_mean_->value()), inv);

@@ -1,7 +1,8 @@
 // Regularization layers (keras.layers.Dropout).
+#include <cmath>
+
 #include <fmt/format.h>
 
-#include <cmath>
 #include "osprey/distribute.h"
 #include "osprey/errors.h"
 #include "osprey/keras/layers/regularization.h"
@@ -27,7 +28,15 @@ Shape Dropout::build(const Shape& input_shape) {
 Tensor Dropout::call(const Tensor& x, bool training) {
   if (!training || rate_ == 0.0) return x;
   // keep = uniform >= rate (probability 1 − rate), a constant for the tape; kept values scaled by 1/(1 − rate).
-  const Tensor keep = ops::greater_equal(random::uniform(x.shape()), scalar(rate_));
+  // The uniforms come from this layer's generator on x's device (a new stream of the global seed).
+  Tensor state;
+  {
+    std::lock_guard lock(generators_->mu);
+    Tensor& s = generators_->by_device[&x.device_ref()];
+    if (!s.defined()) s = random::new_state(&x.device_ref());
+    state = s;
+  }
+  const Tensor keep = ops::greater_equal(random::uniform_from_state(x.shape(), state), scalar(rate_));
   return ops::mul(ops::mul(x, keep), scalar(1.0 / (1.0 - rate_)));
 }
 
