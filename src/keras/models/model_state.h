@@ -40,11 +40,13 @@ struct CompiledMetric {
 };
 
 struct Model::State {
-  // What the model is: a functional graph, or (Sequential) a stack of layers with an optional Input.
+  // What the model is: a functional graph; for Sequential, the graph of its stack once built (as Keras 3's
+  // Sequential makes a Functional), its layers and optional Input kept as given.
   std::unique_ptr<Graph> graph;
+  bool sequential = false;
   bool subclassed = false;  // a Model subclass: its call_outputs() is the forward pass
   int subclass_outputs = 1;
-  std::vector<std::shared_ptr<Layer>> layers;  // the graph's layers in order without Inputs, or the stack
+  std::vector<std::shared_ptr<Layer>> layers;  // the graph's layers in order without Inputs (Sequential: its stack)
   std::shared_ptr<layers::Input> input;        // Sequential: its Input layer, if any
   std::optional<Shape> input_shape;            // Sequential: the shape it was built for
   runtime::Device* device = nullptr;  // where the variables live (set by build); batches are copied there

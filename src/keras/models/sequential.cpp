@@ -9,9 +9,10 @@
 
 namespace osprey::keras {
 
-Sequential::Sequential() : Model("", "sequential", true) {}
+Sequential::Sequential() : Model("", "sequential", true) { s_->sequential = true; }
 
 Sequential::Sequential(std::vector<LayerRef> layers, std::string name) : Model(std::move(name), "sequential", false) {
+  s_->sequential = true;
   for (auto& l : layers) add(std::move(l));
 }
 Sequential::Sequential(Sequential&&) noexcept = default;
@@ -19,7 +20,10 @@ Sequential& Sequential::operator=(Sequential&&) noexcept = default;
 Sequential::~Sequential() = default;
 
 void Sequential::add(LayerRef ref) {
-  if (!s_) s_ = std::make_unique<State>();
+  if (!s_) {
+    s_ = std::make_unique<State>();
+    s_->sequential = true;
+  }
   if (name_.empty()) {
     name_ = auto_name("sequential");
     s_->strategy = distribute::current_strategy();
@@ -49,9 +53,20 @@ Shape Sequential::build(const Shape& input_shape) {
   auto& s = state();
   s.plans.clear();
   s.recordable = -1;
-  Shape shape = input_shape;
-  for (auto& l : s.layers) shape = l->build(shape);
+  // The stack as a graph, the way Keras 3's Sequential builds its Functional: its Input (or one of the input
+  // shape), then each layer called on the previous output.
+  auto node = std::make_shared<Node>();
+  node->layer = s.input && s.input->shape() == input_shape
+                    ? std::static_pointer_cast<Layer>(s.input)
+                    : std::make_shared<layers::Input>(input_shape, "input_layer");
+  node->shape = input_shape;
+  node->name = node->layer->name();
+  const KerasTensor input(std::move(node), 0);
+  KerasTensor x = input;
+  for (auto& l : s.layers) x = (*l)(x);
+  s.graph = build_graph({input}, {x}, name_);
   s.input_shape = input_shape;
+  const Shape shape = x.shape();
   for (auto& l : s.layers) {
     for (auto* v : l->variables()) {
       v->set_path(name_ + "/" + l->name() + "/" + v->name());

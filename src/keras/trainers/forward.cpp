@@ -1,4 +1,5 @@
-// The engine's forward pass and losses: input checks, the model's graph or stack, per-output losses and weights.
+// The engine's forward pass and losses: input checks, the model's graph (or a subclass's call), per-output losses
+// and weights.
 #include <fmt/format.h>
 
 #include "keras/trainers/trainer.h"
@@ -22,7 +23,7 @@ void check_inputs(Model& model, State& s, const std::vector<Tensor>& xs) {
     }
   }
   if (s.subclassed) return;  // its call() checks what it takes
-  if (!s.graph) {  // Sequential: built from the first batch's per-sample shape
+  if (s.sequential) {  // built from the first batch's per-sample shape
     auto& seq = static_cast<Sequential&>(model);
     const Tensor& x = xs[0];
     const auto dims = x.shape().dims();
@@ -84,7 +85,6 @@ std::vector<Tensor> forward(Model& model, State& s, const std::vector<Tensor>& x
     if (device && &h.device_ref() != device) h = h.to(*device);
     if (h.dtype() != DType::float32) h = h.cast(DType::float32);
   }
-  bool shortcut = logits && !s.logits_losses.empty() && s.logits_losses[0] != nullptr;
   if (s.subclassed) {
     auto out = model.call_outputs(xs, training);
     if (out.size() != static_cast<std::size_t>(s.num_outputs())) {
@@ -100,26 +100,10 @@ std::vector<Tensor> forward(Model& model, State& s, const std::vector<Tensor>& x
     }
     return out;
   }
-  if (s.graph) {
-    if (!logits || s.logits_losses.empty()) return s.graph->run(xs, training);
-    std::vector<bool> which;
-    for (const auto& l : s.logits_losses) which.push_back(l != nullptr);
-    return s.graph->run(xs, training, &which, logits);
-  }
-  Tensor h = xs[0];
-  const size_t n = s.layers.size();
-  for (size_t i = 0; i + (shortcut ? 1 : 0) < n; ++i) h = s.layers[i]->call(h, training);
-  if (shortcut && h.shape().rank() != 2) {  // the shortcut's logits are of (batch, features) products
-    h = s.layers.back()->call(h, training);
-    shortcut = false;
-  }
-  if (shortcut) {
-    auto* last = static_cast<layers::Dense*>(s.layers.back().get());
-    logits->assign(1, ops::dense(h, last->kernel()->value(), last->bias() ? last->bias()->value() : Tensor(),
-                                 ops::Activation::linear));
-    h = ops::activation((*logits)[0], last->activation());
-  }
-  return {h};
+  if (!logits || s.logits_losses.empty()) return s.graph->run(xs, training);
+  std::vector<bool> which;
+  for (const auto& l : s.logits_losses) which.push_back(l != nullptr);
+  return s.graph->run(xs, training, &which, logits);
 }
 
 }  // namespace osprey::keras::trainer

@@ -220,7 +220,7 @@ FitHistory Model::fit(utils::PyDataset& dataset, FitOptions o) {
   if (o.validation_data.given()) {
     val = data_of(*this, s, o.validation_data.x, &o.validation_data.y, "fit (validation_data)");
   }
-  if (!s.graph && !s.subclassed && !static_cast<Sequential&>(*this).built()) {  // build from the first batch
+  if (s.sequential && !static_cast<Sequential&>(*this).built()) {  // build from the first batch
     auto first = dataset.get_batch(0);
     check_inputs(*this, s, {first.first});
   }
