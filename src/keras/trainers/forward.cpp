@@ -8,6 +8,19 @@
 
 namespace osprey::keras::trainer {
 
+// Whether a batch's shape is `sample` after its batch axis (no allocation: train_on_batch checks every step).
+static bool has_sample_shape(const Shape& batch, const Shape& sample) {
+  if (batch.rank() != sample.rank() + 1) return false;
+  for (int i = 0; i < sample.rank(); ++i) {
+    if (batch[i + 1] != sample[i]) return false;
+  }
+  return true;
+}
+static Shape sample_of(const Shape& batch) {
+  const auto dims = batch.dims();
+  return Shape(std::vector<int64_t>(dims.begin() + 1, dims.end()));
+}
+
 void check_inputs(Model& model, State& s, const std::vector<Tensor>& xs) {
   const std::string& name = model.name();
   if (s.num_inputs() >= 0 && xs.size() != static_cast<std::size_t>(s.num_inputs())) {
@@ -26,10 +39,9 @@ void check_inputs(Model& model, State& s, const std::vector<Tensor>& xs) {
   if (s.sequential) {  // built from the first batch's per-sample shape
     auto& seq = static_cast<Sequential&>(model);
     const Tensor& x = xs[0];
-    const auto dims = x.shape().dims();
-    const Shape sample(std::vector<int64_t>(dims.begin() + 1, dims.end()));
-    if (!seq.built()) seq.build(sample);
-    if (sample != *s.input_shape) {
+    if (!seq.built()) seq.build(sample_of(x.shape()));
+    if (!has_sample_shape(x.shape(), *s.input_shape)) {
+      const Shape sample = sample_of(x.shape());
       const std::string first = s.layers.empty() ? name : s.layers.front()->name();
       std::vector<int64_t> expected{0};
       for (auto d : s.input_shape->dims()) expected.push_back(d);
@@ -46,9 +58,7 @@ void check_inputs(Model& model, State& s, const std::vector<Tensor>& xs) {
   }
   for (std::size_t i = 0; i < xs.size(); ++i) {
     const Shape& want = s.graph->inputs[i].shape();
-    const auto dims = xs[i].shape().dims();
-    const Shape got(std::vector<int64_t>(dims.begin() + 1, dims.end()));
-    if (got != want) {
+    if (!has_sample_shape(xs[i].shape(), want)) {
       std::vector<int64_t> expected{0};
       for (auto d : want.dims()) expected.push_back(d);
       throw ValueError(fmt::format("Input {} ('{}') of model '{}' is incompatible: expected shape {}, but received "
