@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every benchmark side by side in one run (bench/RESULTS.md records the output): Osprey, PyTorch CPU eager (Debian
 # python3-torch), the libtorch C++ frontend (Debian libtorch-dev), TensorFlow 2 + Keras 3 (pip tensorflow-cpu) and
-# the oneDNN GEMM floor; the seed model, the wide MLP at batch 128 and 1024, start to first step, and
+# the oneDNN GEMM floor; the seed model (also as a two-input functional model), the wide MLP at batch 128 and 1024,
+# start to first step, and
 # MirroredStrategy on 2 logical CPUs. References that are not installed are reported as skipped.
 # Debian's torch uses the reference BLAS unless an optimised one is installed: `apt-get install libopenblas0-openmp`.
 # Usage: bench/run.sh [build-dir] [seed-epochs]
@@ -32,6 +33,9 @@ if [ -n "$libtorch" ]; then for t in 1 2; do "$libtorch" seed 64 "$t" 300; done
 else skip libtorch-cpp "libtorch-dev is not installed (apt-get install libtorch-dev)"; fi
 if ((have_tf)); then python3 bench/keras_bench.py seed 64 0 2>/dev/null
 else skip tensorflow-keras "tensorflow is not installed (pip install tensorflow-cpu)"; fi
+
+echo "## the seed model as Sequential and as a two-input functional model of the same size (alternated)"
+"$build/bench/functional_step" "$epochs" 0 3
 
 echo "## wide MLP (784 -> 512 -> 512 -> 10, Adam, sparse CE)"
 for b in 128 1024; do
