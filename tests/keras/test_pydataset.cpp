@@ -188,3 +188,40 @@ TEST(Generator, TrainsOnItsBatchesAsOnTheSameArraysAndStopsWhenItRunsOut) {
     EXPECT_THAT(std::string(e.what()), ::testing::HasSubstr("expected axis -1 of input shape to have value 3"));
   }
 }
+
+// A PyDataset for a two-input, two-output functional model: get_batch_lists.
+TEST(PyDataset, BatchListsFeedAModelWithSeveralInputsAndOutputs) {
+  random::set_seed(31);
+  const Tensor xa = random::uniform({30, 2}), xb = random::uniform({30, 3});
+  const Tensor ya = random::randint(0, 2, {30, 1}).cast(DType::float32), yb = random::uniform({30, 2});
+  struct Lists : keras::utils::PyDataset {
+    Tensor xa, xb, ya, yb;
+    int64_t num_batches() const override { return 3; }
+    std::pair<std::vector<Tensor>, std::vector<Tensor>> get_batch_lists(int64_t i) override {
+      return {{xa.slice_rows(i * 10, i * 10 + 10), xb.slice_rows(i * 10, i * 10 + 10)},
+              {ya.slice_rows(i * 10, i * 10 + 10), yb.slice_rows(i * 10, i * 10 + 10)}};
+    }
+  } data;
+  data.xa = xa;
+  data.xb = xb;
+  data.ya = ya;
+  data.yb = yb;
+  auto make = [] {
+    random::set_seed(32);
+    auto a = keras::Input({2}), b = keras::Input({3});
+    auto h = layers::Dense(4, "relu")(layers::Concatenate()({a, b}));
+    keras::Model m({a, b}, {layers::Dense(1, "sigmoid", {.name = "p"})(h), layers::Dense(2, "", {.name = "q"})(h)});
+    m.compile({.optimizer = "sgd", .loss = {"binary_crossentropy", "mse"}});
+    return m;
+  };
+  keras::Model from_data = make(), from_arrays = make();
+  auto hd = from_data.fit(data, {.epochs = 2, .verbose = 0, .shuffle = false});
+  auto ha = from_arrays.fit({xa, xb}, {ya, yb}, {.epochs = 2, .batch_size = 10, .verbose = 0, .shuffle = false});
+  EXPECT_EQ(hd.history, ha.history);
+  EXPECT_EQ(hd.history.count("q_loss"), 1u);
+  // A dataset overriding neither says what to override.
+  struct Nothing : keras::utils::PyDataset {
+    int64_t num_batches() const override { return 1; }
+  } nothing;
+  EXPECT_THROW(from_data.fit(nothing, {.verbose = 0}), NotImplementedError);
+}

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <utility>
+#include <vector>
 
 #include "osprey/tensor.h"
 
@@ -25,7 +26,10 @@ class PyDataset {
   /// Batches per epoch (__len__).
   virtual int64_t num_batches() const = 0;
   /// Batch `index` in [0, num_batches()): inputs and targets with the same number of rows (__getitem__).
-  virtual std::pair<Tensor, Tensor> get_batch(int64_t index) = 0;
+  virtual std::pair<Tensor, Tensor> get_batch(int64_t index);
+  /// The same for a model with several inputs or outputs: one tensor per input and per output, in the model's
+  /// order. Override one of the two; the default gives get_batch()'s pair as lists of one.
+  virtual std::pair<std::vector<Tensor>, std::vector<Tensor>> get_batch_lists(int64_t index);
   /// Called after every epoch (e.g. to reshuffle files).
   virtual void on_epoch_end() {}
 

@@ -6,6 +6,21 @@
 #include "osprey/ops.h"
 #include "osprey/random.h"
 
+namespace osprey::keras::utils {
+
+std::pair<Tensor, Tensor> PyDataset::get_batch(int64_t index) {
+  throw NotImplementedError(fmt::format("PyDataset: override get_batch() (one input and output) or get_batch_lists() "
+                                        "(several) to give batch {}",
+                                        index));
+}
+
+std::pair<std::vector<Tensor>, std::vector<Tensor>> PyDataset::get_batch_lists(int64_t index) {
+  auto [x, y] = get_batch(index);
+  return {{std::move(x)}, {std::move(y)}};
+}
+
+}  // namespace osprey::keras::utils
+
 namespace osprey::keras::trainer {
 
 static Tensor on_host(const Tensor& t) {
@@ -102,16 +117,16 @@ void DatasetSource::begin_pass() {
 }
 
 bool DatasetSource::next(Batch& out) {
-  auto [x, y] = next_pair();
-  out = Batch{{x}, {y}, Tensor(), Tensor()};
+  auto [x, y] = next_lists();
+  out = Batch{std::move(x), std::move(y), Tensor(), Tensor()};
   return true;
 }
 
-std::pair<Tensor, Tensor> DatasetSource::next_pair() {
+DatasetSource::Lists DatasetSource::next_lists() {
   if (workers_ <= 1) {
     if (next_ >= static_cast<int64_t>(order_.size())) throw InternalError("PyDataset pass exhausted");
     const int64_t k = next_++;
-    return checked(d_.get_batch(order_[k]), order_[k]);
+    return checked(d_.get_batch_lists(order_[k]), order_[k]);
   }
   std::unique_lock lock(mu_);
   if (next_ >= static_cast<int64_t>(order_.size())) throw InternalError("PyDataset pass exhausted");
@@ -126,13 +141,24 @@ std::pair<Tensor, Tensor> DatasetSource::next_pair() {
   return checked(std::move(slot.batch), order_[k]);
 }
 
-std::pair<Tensor, Tensor> DatasetSource::checked(std::pair<Tensor, Tensor> b, int64_t index) {
-  if (!b.first.defined() || !b.second.defined() || b.first.shape().rank() < 1 || b.second.shape().rank() < 1 ||
-      b.first.shape()[0] != b.second.shape()[0] || b.first.shape()[0] == 0) {
+DatasetSource::Lists DatasetSource::checked(Lists b, int64_t index) {
+  auto shapes = [](const std::vector<Tensor>& ts) {
+    std::vector<std::string> out;
+    for (const auto& t : ts) out.push_back(t.defined() ? t.shape().to_string() : "undefined");
+    return fmt::format("[{}]", fmt::join(out, ", "));
+  };
+  bool ok = !b.first.empty() && !b.second.empty();
+  int64_t rows = -1;
+  for (const auto* ts : {&b.first, &b.second}) {
+    for (const auto& t : *ts) {
+      ok = ok && t.defined() && t.shape().rank() >= 1 && t.shape()[0] > 0 && (rows < 0 || t.shape()[0] == rows);
+      if (ok) rows = t.shape()[0];
+    }
+  }
+  if (!ok) {
     throw ValueError(fmt::format("PyDataset::get_batch({}) must return inputs and targets with the same, non-zero "
                                  "number of rows; got {} and {}",
-                                 index, b.first.defined() ? b.first.shape().to_string() : "undefined",
-                                 b.second.defined() ? b.second.shape().to_string() : "undefined"));
+                                 index, shapes(b.first), shapes(b.second)));
   }
   return b;
 }
@@ -152,7 +178,7 @@ void DatasetSource::start() {
         }
         Slot slot;
         try {
-          slot.batch = d_.get_batch(order_[k]);
+          slot.batch = d_.get_batch_lists(order_[k]);
         } catch (...) {
           slot.error = std::current_exception();
         }

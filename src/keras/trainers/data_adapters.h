@@ -77,12 +77,13 @@ class DatasetSource : public BatchSource {
   void end_epoch() override { d_.on_epoch_end(); }
 
  private:
+  using Lists = std::pair<std::vector<Tensor>, std::vector<Tensor>>;
   struct Slot {
-    std::pair<Tensor, Tensor> batch;
+    Lists batch;
     std::exception_ptr error;
   };
-  std::pair<Tensor, Tensor> next_pair();
-  static std::pair<Tensor, Tensor> checked(std::pair<Tensor, Tensor> b, int64_t index);
+  Lists next_lists();
+  static Lists checked(Lists b, int64_t index);
   void start();
   void stop();
 

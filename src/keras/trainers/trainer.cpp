@@ -221,8 +221,7 @@ FitHistory Model::fit(utils::PyDataset& dataset, FitOptions o) {
     val = data_of(*this, s, o.validation_data.x, &o.validation_data.y, "fit (validation_data)");
   }
   if (s.sequential && !static_cast<Sequential&>(*this).built()) {  // build from the first batch
-    auto first = dataset.get_batch(0);
-    check_inputs(*this, s, {first.first});
+    check_inputs(*this, s, dataset.get_batch_lists(0).first);
   }
   prepare_replicas(*this, s);
   DatasetSource source(dataset, o.shuffle);
