@@ -118,7 +118,8 @@ struct Model::State {
     }
     double mean() const { return seen > 0 ? sum / seen : 0.0; }
   } loss_means;
-  Logs batch_logs;  // the logs of train_on_batch / test_on_batch, kept between calls (no allocation per step)
+  Logs batch_logs;  // the logs of train_on_batch / test_on_batch, kept between calls
+  bool step_logs = true;  // whether the default steps write their logs (not for *_on_batch: nothing reads them)
   /// Resets the compiled metrics and the loss means (an epoch's or an evaluation's start).
   void reset_metrics() {
     for (auto& m : metrics) m.metric->reset_state();

@@ -66,10 +66,12 @@ void ArraySource::begin_pass() {
 bool ArraySource::next(Batch& out) {
   const int64_t b = cursor_, e = std::min<int64_t>(n_, cursor_ + batch_);
   cursor_ = e;
-  if (direct_) {
-    out.x = all_.x;  // same sizes every step: no allocation
-    out.y = all_.y;
-    out.w = all_.w;
+  if (direct_) {  // the whole arrays (set once, not copied every step) and this batch's row indices
+    if (out.x.size() != all_.x.size() || out.x[0].impl() != all_.x[0].impl()) {
+      out.x = all_.x;
+      out.y = all_.y;
+      out.w = all_.w;
+    }
     out.rows = order_.slice_rows(b, e);
     return true;
   }

@@ -68,7 +68,7 @@ void Model::train_step(const StepData& data, Logs& logs) {
   auto& s = state();
   const double loss = trainer::train_step(*this, s, data.batch());
   s.loss_means.add(loss, s.output_loss_values, static_cast<double>(data.size()));
-  set_logs(logs, s);
+  if (s.step_logs) set_logs(logs, s);
 }
 
 void Model::test_step(const StepData& data, Logs& logs) {
@@ -99,7 +99,7 @@ void Model::test_step(const StepData& data, Logs& logs) {
     s.loss_means.add(loss + penalty, values_of(per_output, values), static_cast<double>(data.size()));
     for (auto& m : s.metrics) m.metric->update_state(y[m.output], y_pred[m.output]);
   }
-  set_logs(logs, s);
+  if (s.step_logs) set_logs(logs, s);
 }
 
 std::vector<Tensor> Model::predict_step(const StepData& data) {

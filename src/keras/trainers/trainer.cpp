@@ -257,16 +257,32 @@ std::vector<double> Model::evaluate(const Arrays& x, const Arrays& y, EvaluateOp
 
 Tensor Model::regularization_loss() { return penalty_sum(state()); }
 
-// [loss, per-output losses, metrics] from a step's logs (what *_on_batch return).
+// [loss, per-output losses, metrics] (what *_on_batch return): from the loss means and the metrics when the
+// default step ran (it writes no logs here), else from what the overriding step logged.
 static std::vector<double> batch_results(const State& s, const Logs& logs) {
   std::vector<double> out{s.loss_means.mean()};
   out.insert(out.end(), s.loss_means.output_means.begin(), s.loss_means.output_means.end());
   for (auto& m : s.metrics) {
-    auto it = logs.find(m.log_name);
+    auto it = logs.empty() ? logs.end() : logs.find(m.log_name);
     out.push_back(it != logs.end() ? it->second : m.metric->result());
   }
   if (auto it = logs.find("loss"); it != logs.end()) out[0] = it->second;  // a custom step's own loss
   return out;
+}
+
+// A step for *_on_batch: no callbacks read its logs, so the default steps skip writing them.
+template <typename Step>
+static std::vector<double> on_batch(State& s, Step step) {
+  s.batch_logs.clear();
+  s.step_logs = false;
+  try {
+    step(s.batch_logs);
+  } catch (...) {
+    s.step_logs = true;
+    throw;
+  }
+  s.step_logs = true;
+  return batch_results(s, s.batch_logs);
 }
 
 std::vector<double> Model::test_on_batch(Arrays x, Arrays y) {
@@ -275,8 +291,7 @@ std::vector<double> Model::test_on_batch(Arrays x, Arrays y) {
   auto [xs, ys] = data_of(*this, s, std::move(x), &y, "test_on_batch");
   s.reset_metrics();
   const StepData data(std::move(xs), std::move(ys));
-  test_step(data, s.batch_logs);
-  return batch_results(s, s.batch_logs);
+  return on_batch(s, [&](Logs& logs) { test_step(data, logs); });
 }
 
 Tensor Model::predict_on_batch(Arrays x) {
@@ -353,8 +368,7 @@ std::vector<double> Model::train_on_batch(Arrays x, Arrays y) {
       }
     }
   }
-  train_step(StepData(b), s.batch_logs);
-  return batch_results(s, s.batch_logs);
+  return on_batch(s, [&](Logs& logs) { train_step(StepData(b), logs); });
 }
 
 }  // namespace osprey::keras
