@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "keras/reference_json.h"
 #include "osprey/errors.h"
 #include "osprey/keras.h"
 #include "osprey/random.h"
@@ -16,6 +17,8 @@
 using namespace osprey;
 using namespace osprey::keras;
 using nlohmann::json;
+using osprey::testing::expect_close;
+using osprey::testing::tensor_of;
 
 namespace {
 
@@ -27,36 +30,11 @@ const json& reference(const std::string& name) {
   return all.at("cases").at(name);
 }
 
-// A nested list of numbers as a float32 tensor.
-Tensor tensor_of(const json& j) {
-  std::vector<int64_t> dims;
-  for (const json* p = &j; p->is_array(); p = &(*p)[0]) dims.push_back(static_cast<int64_t>(p->size()));
-  std::vector<float> values;
-  std::function<void(const json&)> flat = [&](const json& v) {
-    if (v.is_array()) {
-      for (const auto& e : v) flat(e);
-    } else {
-      values.push_back(v.get<float>());
-    }
-  };
-  flat(j);
-  return Tensor::from_vector(values, Shape(dims));
-}
-
 std::vector<Tensor> tensors_of(const json& j, bool several) {
   if (!several) return {tensor_of(j)};
   std::vector<Tensor> out;
   for (const auto& e : j) out.push_back(tensor_of(e));
   return out;
-}
-
-void expect_close(const Tensor& got, const json& want, double tol, const std::string& what) {
-  const Tensor w = tensor_of(want);
-  ASSERT_EQ(got.num_elements(), w.num_elements()) << what;
-  const auto g = got.to_vector<float>(), e = w.to_vector<float>();
-  for (std::size_t i = 0; i < g.size(); ++i) {
-    ASSERT_NEAR(g[i], e[i], tol * std::max(1.0, std::abs(static_cast<double>(e[i])))) << what << " [" << i << "]";
-  }
 }
 
 void set_weights_by_layer(Model& model, const json& weights) {

@@ -6,10 +6,10 @@
 
 #include <cmath>
 #include <fstream>
-#include <functional>
 
 #include <nlohmann/json.hpp>
 
+#include "keras/reference_json.h"
 #include "osprey/errors.h"
 #include "osprey/keras.h"
 #include "osprey/random.h"
@@ -17,34 +17,8 @@
 using namespace osprey;
 using namespace osprey::keras;
 using nlohmann::json;
-
-namespace {
-
-Tensor tensor_of(const json& j) {
-  std::vector<int64_t> dims;
-  for (const json* p = &j; p->is_array(); p = &(*p)[0]) dims.push_back(static_cast<int64_t>(p->size()));
-  std::vector<float> values;
-  std::function<void(const json&)> flat = [&](const json& v) {
-    if (v.is_array()) {
-      for (const auto& e : v) flat(e);
-    } else {
-      values.push_back(v.get<float>());
-    }
-  };
-  flat(j);
-  return Tensor::from_vector(values, Shape(dims));
-}
-
-void expect_close(const Tensor& got, const json& want, double tol, const std::string& what) {
-  const auto e = tensor_of(want).to_vector<float>();
-  const auto g = got.to_vector<float>();
-  ASSERT_EQ(g.size(), e.size()) << what;
-  for (std::size_t i = 0; i < g.size(); ++i) {
-    ASSERT_NEAR(g[i], e[i], tol * std::max(1.0, std::abs(static_cast<double>(e[i])))) << what << " [" << i << "]";
-  }
-}
-
-}  // namespace
+using osprey::testing::expect_close;
+using osprey::testing::tensor_of;
 
 TEST(LayersGraph, EveryLayerMatchesKerasForwardEvaluateAndTraining) {
   std::ifstream in(std::string(OSPREY_TEST_DATA_DIR) + "/keras_layers.json");

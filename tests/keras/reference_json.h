@@ -1,0 +1,45 @@
+// Reading the Keras reference values that tests/keras/*_reference.py store as JSON: nested lists as tensors, and
+// comparisons with a relative tolerance.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "osprey/tensor.h"
+
+namespace osprey::testing {
+
+/// A nested list of numbers as a float32 tensor of its nesting's shape.
+inline Tensor tensor_of(const nlohmann::json& j) {
+  std::vector<int64_t> dims;
+  for (const nlohmann::json* p = &j; p->is_array(); p = &(*p)[0]) dims.push_back(static_cast<int64_t>(p->size()));
+  std::vector<float> values;
+  std::function<void(const nlohmann::json&)> flat = [&](const nlohmann::json& v) {
+    if (v.is_array()) {
+      for (const auto& e : v) flat(e);
+    } else {
+      values.push_back(v.get<float>());
+    }
+  };
+  flat(j);
+  return Tensor::from_vector(values, Shape(dims));
+}
+
+/// Every value of `got` within tol · max(1, |want|) of the reference's.
+inline void expect_close(const Tensor& got, const nlohmann::json& want, double tol, const std::string& what) {
+  const auto e = tensor_of(want).to_vector<float>();
+  const auto g = got.to_vector<float>();
+  ASSERT_EQ(g.size(), e.size()) << what;
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    ASSERT_NEAR(g[i], e[i], tol * std::max(1.0, std::abs(static_cast<double>(e[i])))) << what << " [" << i << "]";
+  }
+}
+
+}  // namespace osprey::testing
