@@ -111,6 +111,19 @@ json base_layer(const Layer& l) {
   return json{{"name", l.name()}, {"trainable", l.trainable}, {"dtype", dtype_policy()}};
 }
 
+// Osprey's layers whose Keras config is not written yet (saving them is refused rather than written wrong).
+static bool is_builtin_without_config(const Layer& l) {
+  static const char* const kNames[] = {
+      "Identity", "ReLU", "ELU", "Softmax", "PReLU", "ActivityRegularization", "GaussianNoise", "GaussianDropout",
+      "AlphaDropout", "RepeatVector", "Permute", "UnitNormalization", "GroupNormalization", "RMSNormalization", "Add",
+      "Subtract", "Multiply", "Average", "Maximum", "Minimum", "Concatenate", "Dot", "Functional", "Sequential"};
+  const std::string cls = l.class_name();
+  for (const char* name : kNames) {
+    if (cls == name) return true;
+  }
+  return false;
+}
+
 // One layer as Keras serializes it; build_config for the layers Keras records it for (those with a build()).
 json layer_json(Layer& l, const Shape& input_shape) {
   json cfg = base_layer(l);
@@ -175,6 +188,15 @@ json layer_json(Layer& l, const Shape& input_shape) {
     cfg["beta_constraint"] = nullptr;
     cfg["gamma_constraint"] = nullptr;
     build_config = true;
+  } else if (dynamic_cast<layers::Lambda*>(&l)) {
+    throw ValueError(fmt::format("Layer '{}' is a Lambda: its C++ function cannot be written into a model's config "
+                                 "(Keras too refuses to load a Lambda's code unless safe_mode is off). Rebuild the "
+                                 "model in code and keep its weights with save_weights().",
+                                 l.name()));
+  } else if (is_builtin_without_config(l)) {
+    throw ValueError(fmt::format("Saving a model with layer '{}' ({}) in Keras's format is not supported yet; "
+                                 "save_weights(\"*.weights.osp\") keeps its weights",
+                                 l.name(), l.class_name()));
   } else {  // a layer of the user's: its own get_config()
     cfg = json::parse(l.get_config());
   }
