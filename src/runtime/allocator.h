@@ -34,6 +34,9 @@ class Allocator {
   void deallocate(void* ptr, std::size_t bytes);
 
   MemoryStats stats() const;
+  /// The device is retired (a test's runtime reset; tensors made before may still use it): the pool gives back
+  /// what it holds beyond the memory in use, and takes memory on demand from then on. Never throws.
+  virtual void release_reserved() {}
   /// Sets peak to the current use and clears num_allocs/largest_alloc (tf.config.experimental.reset_memory_stats).
   void reset_peak();
   const std::string& name() const { return name_; }

@@ -404,7 +404,12 @@ std::vector<std::string> DeviceManager::ignored_gpus() {
 
 void DeviceManager::reset_for_testing(bool load_plugins) {
   std::lock_guard lock(mu_);
-  for (auto& d : owned_) retired_.push_back(std::move(d));
+  // Retired devices stay alive (tensors of earlier tests may still point at them) but give their pools back: on a
+  // real GPU a pool reserved up front would otherwise leave the next test almost nothing.
+  for (auto& d : owned_) {
+    d->allocator().release_reserved();
+    retired_.push_back(std::move(d));
+  }
   owned_.clear();
   devices_.clear();
   default_device_ = host_device_ = nullptr;

@@ -51,4 +51,12 @@ std::optional<std::vector<int64_t>> RegionPolicy::reserve_for(int64_t needed) {
   return added;
 }
 
+void RegionPolicy::release_all_but(int64_t in_use) {
+  allow_growth_ = true;
+  regions_.clear();
+  reserved_ = std::max<int64_t>(in_use, 0);
+  if (reserved_ > 0) regions_.push_back(reserved_);
+  next_region_ = std::min(limit_, 2 * kMiB);
+}
+
 }  // namespace osprey::runtime

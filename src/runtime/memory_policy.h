@@ -32,6 +32,8 @@ class RegionPolicy {
   /// Makes sure `needed` bytes fit in the reserved regions, taking more regions as required; returns the sizes of
   /// the regions added (possibly none). Returns nothing and adds nothing when `needed` exceeds the limit.
   std::optional<std::vector<int64_t>> reserve_for(int64_t needed);
+  /// Keeps only `in_use` bytes reserved (one region) and grows on demand from then on (a retired device).
+  void release_all_but(int64_t in_use);
   int64_t reserved() const { return reserved_; }
   int64_t limit() const { return limit_; }
   const std::vector<int64_t>& regions() const { return regions_; }

@@ -248,12 +248,30 @@ void check_every_op() {
 
 }  // namespace
 
+// Full float32 products on the GPU: with TF32 (the runtime's default) a K = 17 product differs from the CPU's by
+// more than the 2e-4 the comparison allows. TF32 is checked apart, with its own tolerance.
 TEST(CrossBackend, EveryOpOnTheRealGpuMatchesTheCpu) {
   osprey::testing::reset_runtime();
   if (config::list_logical_devices("GPU").empty()) {
     GTEST_SKIP() << "no GPU: " << runtime::DeviceManager::get().gpu_availability().reason;
   }
+  config::experimental::enable_tensor_float_32_execution(false);
   check_every_op();
+  config::experimental::enable_tensor_float_32_execution(true);
+}
+
+// TF32 products (10-bit mantissas in the multiplications) stay within 1e-2 relative of the CPU's float32 ones.
+TEST(CrossBackend, Tf32ProductsOnTheRealGpuStayCloseToTheCpu) {
+  osprey::testing::reset_runtime();
+  if (config::list_logical_devices("GPU").empty()) {
+    GTEST_SKIP() << "no GPU: " << runtime::DeviceManager::get().gpu_availability().reason;
+  }
+  config::experimental::enable_tensor_float_32_execution(true);
+  const Tensor a = host_uniform({64, 96}, -1, 1, 31), b = host_uniform({96, 40}, -1, 1, 32);
+  const Tensor bias = host_uniform({40}, -1, 1, 33);
+  expect_same("tf32 matmul and dense", [&] {
+    return Outputs{ops::matmul(a, b), ops::dense(a, b, bias, ops::Activation::relu)};
+  }, 1e-2);
 }
 
 TEST(CrossBackend, HarnessOnTheTestPlatform) {

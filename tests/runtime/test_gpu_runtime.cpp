@@ -583,3 +583,25 @@ TEST_F(GpuRuntimeTest, TensorFloat32IsOnByDefaultAndSwitchable) {
   cfg::experimental::enable_tensor_float_32_execution(false);  // any time
   EXPECT_FALSE(cfg::experimental::tensor_float_32_execution_enabled());
 }
+
+// A test's runtime reset retires the GPUs' devices (tensors made before may still use them): their pools keep only
+// the memory in use, so that the next test's devices find the GPU's memory free again.
+TEST_F(GpuRuntimeTest, AResetGivesTheRetiredPoolsMemoryBack) {
+  (void)config::list_logical_devices();  // initialise: GPU:0 reserves its whole limit up front (no growth)
+  runtime::Device& gpu = logical("GPU", 0);
+  const int64_t before = gpu.allocator().stats().reserved;
+  EXPECT_GT(before, int64_t{1} << 30);
+  Tensor kept;
+  {
+    DeviceScope on("/GPU:0");
+    kept = Tensor::ones({256, 256});  // outlives the reset
+  }
+  DeviceManager::get().reset_for_testing(false);
+  const auto after = gpu.allocator().stats();
+  EXPECT_EQ(after.reserved, after.current);  // only what is in use
+  EXPECT_EQ(after.current, 256 * 256 * 4);
+  kept = Tensor();  // freed into the retired pool, which is still there
+  EXPECT_EQ(gpu.allocator().stats().current, 0);
+  DeviceManager::get().reset_for_testing(true);
+  osprey::testing::install_test_gpus(3);
+}

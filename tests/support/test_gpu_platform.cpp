@@ -55,6 +55,12 @@ class TestGpuAllocator : public runtime::Allocator {
     return policy_.reserved();
   }
 
+ public:
+  void release_reserved() override {
+    std::lock_guard lock(mu_);
+    policy_.release_all_but(in_use_);
+  }
+
  private:
   mutable std::mutex mu_;
   runtime::RegionPolicy policy_;

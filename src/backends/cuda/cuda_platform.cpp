@@ -1,6 +1,8 @@
 #include "backends/cuda/cuda_platform.h"
+#include "backends/cuda/nccl_api.h"
 
 #include "backends/cuda/cublaslt_api.h"
+#include "backends/cuda/driver_rule.h"
 
 #include <dlfcn.h>
 
@@ -10,13 +12,15 @@
 #include <type_traits>
 
 #include <fmt/format.h>
+#if __has_include(<nccl.h>)
+#include <nccl.h>  // only to check nccl_api.h against it (below); the plug-in builds without it
+#endif
 
 #include "core/env.h"
 #include "core/logging.h"
 #include "osprey/errors.h"
 #include "runtime/device_manager.h"
 
-#include <nccl.h>
 
 #ifndef OSPREY_CUDA_MIN_CC_MAJOR
 #define OSPREY_CUDA_MIN_CC_MAJOR 9
@@ -159,8 +163,27 @@ void* CudaDevice::raw_allocate(std::size_t bytes) {
 void CudaDevice::raw_deallocate(void* ptr, std::size_t bytes) {
   std::lock_guard lock(mu_);
   cudaSetDevice(ordinal_);
-  cudaFreeAsync(ptr, stream_);  // stream-ordered: after every kernel queued before it
+  // Stream-ordered: after every kernel queued before it. A failure here cannot be raised (tensors free memory in
+  // destructors): it is logged and cleared, so that it is not blamed on the next kernel.
+  if (const cudaError_t err = cudaFreeAsync(ptr, stream_); err != cudaSuccess) {
+    (void)cudaGetLastError();
+    log::warning(fmt::format("cudaFreeAsync of {} bytes on GPU {} failed: {}", bytes, ordinal_, cudaGetErrorString(err)));
+  }
   in_use_ -= static_cast<int64_t>(bytes);
+}
+
+void CudaDevice::release_reserved() {
+  std::lock_guard lock(mu_);
+  if (cudaSetDevice(ordinal_) != cudaSuccess || cudaStreamSynchronize(stream_) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return;
+  }
+  policy_.release_all_but(in_use_);
+  uint64_t threshold = 0;
+  if (cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &threshold) != cudaSuccess ||
+      cudaMemPoolTrimTo(pool_, 0) != cudaSuccess) {
+    (void)cudaGetLastError();
+  }
 }
 
 int64_t CudaDevice::reserved_bytes() const {
@@ -292,15 +315,23 @@ std::string format_uuid(const cudaUUID_t& u) {
 
 std::string version_string(int v) { return fmt::format("{}.{}", v / 1000, (v % 1000) / 10); }
 
+#if __has_include(<nccl.h>)
+// Where the toolkit has nccl.h, the declarations in nccl_api.h are checked against it when the plug-in compiles.
+static_assert(sizeof(ncclResult_t) == sizeof(nccl::Result) && ncclSuccess == static_cast<int>(nccl::kSuccess));
+static_assert(sizeof(ncclDataType_t) == sizeof(nccl::DataType) && ncclFloat32 == static_cast<int>(nccl::kFloat32));
+static_assert(sizeof(ncclRedOp_t) == sizeof(nccl::RedOp) && ncclSum == static_cast<int>(nccl::kSum));
+static_assert(std::is_same_v<ncclComm_t, nccl::Comm>);
+#endif
+
 // NCCL, loaded with dlopen so that the plug-in works without it (MirroredStrategy then reduces through one
 // device, with TensorFlow's "Nccl kernel is not found" warning).
 struct Nccl {
-  decltype(&ncclGetVersion) get_version = nullptr;
-  decltype(&ncclCommInitAll) comm_init_all = nullptr;
-  decltype(&ncclAllReduce) all_reduce = nullptr;
-  decltype(&ncclGroupStart) group_start = nullptr;
-  decltype(&ncclGroupEnd) group_end = nullptr;
-  decltype(&ncclGetErrorString) error_string = nullptr;
+  nccl::GetVersionFn get_version = nullptr;
+  nccl::CommInitAllFn comm_init_all = nullptr;
+  nccl::AllReduceFn all_reduce = nullptr;
+  nccl::GroupFn group_start = nullptr;
+  nccl::GroupFn group_end = nullptr;
+  nccl::GetErrorStringFn error_string = nullptr;
   int version = 0;
 
   bool load() {
@@ -311,10 +342,10 @@ struct Nccl {
                           load_symbol(h, all_reduce, "ncclAllReduce") && load_symbol(h, group_start, "ncclGroupStart") &&
                           load_symbol(h, group_end, "ncclGroupEnd") &&
                           load_symbol(h, error_string, "ncclGetErrorString");
-    return complete && get_version(&version) == ncclSuccess;
+    return complete && get_version(&version) == nccl::kSuccess;
   }
-  void check(ncclResult_t r, const char* what) const {
-    if (r != ncclSuccess) throw InternalError(fmt::format("{} failed: {}", what, error_string(r)));
+  void check(nccl::Result r, const char* what) const {
+    if (r != nccl::kSuccess) throw InternalError(fmt::format("{} failed: {}", what, error_string(r)));
   }
 };
 
@@ -371,7 +402,7 @@ class CudaPlatform : public runtime::Platform {
                                       version_string(runtime_version));
     int count = 0;
     const cudaError_t err = cudaGetDeviceCount(&count);
-    if (err == cudaErrorInsufficientDriver || (driver_version > 0 && driver_version < runtime_version)) {
+    if (driver_too_old(err == cudaErrorInsufficientDriver, driver_version, runtime_version)) {
       status_.reason = fmt::format("The NVIDIA driver is older than the CUDA runtime: the driver supports CUDA {}, "
                                    "Osprey's plug-in needs {}.",
                                    version_string(driver_version), version_string(runtime_version));
@@ -397,7 +428,10 @@ class CudaPlatform : public runtime::Platform {
     if (nccl_.load()) status_.description += fmt::format(", NCCL {}", nccl_.version);
     for (int i = 0; i < count; ++i) {
       cudaDeviceProp p{};
-      if (cudaGetDeviceProperties(&p, i) != cudaSuccess) continue;
+      if (cudaGetDeviceProperties(&p, i) != cudaSuccess) {
+        (void)cudaGetLastError();  // tolerated: that GPU is left out; the error must not surface later
+        continue;
+      }
       runtime::PhysicalDeviceInfo info;
       info.type = runtime::DeviceType::GPU;
       info.platform_id = i;
@@ -407,6 +441,8 @@ class CudaPlatform : public runtime::Platform {
       std::size_t free_b = 0, total_b = 0;
       if (cudaSetDevice(i) == cudaSuccess && cudaMemGetInfo(&free_b, &total_b) == cudaSuccess) {
         info.free_memory = static_cast<int64_t>(free_b);
+      } else {
+        (void)cudaGetLastError();  // tolerated: the total memory stands in for the free memory
       }
       info.pci_bus_id = fmt::format("{:04x}:{:02x}:{:02x}.0", p.pciDomainID, p.pciBusID, p.pciDeviceID);
       info.uuid = format_uuid(p.uuid);
@@ -492,7 +528,7 @@ class CudaPlatform : public runtime::Platform {
     std::lock_guard lock(nccl_mu_);
     auto it = comms_.find(ordinals);
     if (it == comms_.end()) {
-      std::vector<ncclComm_t> comms(ordinals.size());
+      std::vector<nccl::Comm> comms(ordinals.size());
       nccl_.check(nccl_.comm_init_all(comms.data(), static_cast<int>(ordinals.size()), ordinals.data()),
                   "ncclCommInitAll");
       it = comms_.emplace(ordinals, std::move(comms)).first;
@@ -501,7 +537,8 @@ class CudaPlatform : public runtime::Platform {
     for (size_t i = 0; i < devices.size(); ++i) {
       auto& dev = cuda_device(*devices[i]);
       dev.activate();
-      nccl_.check(nccl_.all_reduce(buffers[i], buffers[i], count, ncclFloat32, ncclSum, it->second[i], dev.stream()),
+      nccl_.check(nccl_.all_reduce(buffers[i], buffers[i], count, nccl::kFloat32, nccl::kSum, it->second[i],
+                                  dev.stream()),
                   "ncclAllReduce");
     }
     nccl_.check(nccl_.group_end(), "ncclGroupEnd");
@@ -516,7 +553,7 @@ class CudaPlatform : public runtime::Platform {
   runtime::PlatformStatus status_;
   Nccl nccl_;
   std::mutex nccl_mu_;
-  std::map<std::vector<int>, std::vector<ncclComm_t>> comms_;
+  std::map<std::vector<int>, std::vector<nccl::Comm>> comms_;
 };
 
 }  // namespace

@@ -66,6 +66,12 @@ class CudaDevice : public runtime::Allocator {
   void raw_deallocate(void* ptr, std::size_t bytes) override;
   int64_t reserved_bytes() const override;
 
+ public:
+  /// Synchronises, drops the pool's release threshold to the bytes in use and trims the pool to them.
+  void release_reserved() override;
+
+ protected:
+
  private:
   void* staging(std::size_t bytes);
 
