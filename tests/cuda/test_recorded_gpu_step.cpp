@@ -133,10 +133,24 @@ TEST(RecordedGpuStep, BadLabelsInAReplayedStepRaiseAndTheModelTrainsOn) {
   check_bad_labels();
 }
 
-// The same checks on the test platform's simulated GPU, so that they are exercised on every machine.
+// The same checks on the test platform's simulated GPU, so that they are exercised on every machine: once with
+// exactly the kernels the CUDA plug-in has (the path a real GPU runs), once with every kernel.
 TEST(RecordedGpuStep, HarnessOnTheTestPlatform) {
-  osprey::testing::install_test_platform({.gpus = osprey::testing::default_test_gpus(1), .missing_kernels = {}});
-  check_training();
-  check_bad_labels();
-  osprey::testing::reset_runtime();
+  for (const auto& missing : {osprey::testing::ops_missing_on_cuda(), std::set<ops::OpId>{}}) {
+    osprey::testing::install_test_platform({.gpus = osprey::testing::default_test_gpus(1), .missing_kernels = missing});
+    check_training();
+    check_bad_labels();
+    osprey::testing::reset_runtime();
+  }
+}
+
+// The test platform's list of kernels the CUDA plug-in lacks is the plug-in's.
+TEST(RecordedGpuStep, TheTestPlatformMissesExactlyTheKernelsTheCudaPlugInLacks) {
+  std::string why;
+  if (no_gpu(why)) GTEST_SKIP() << why;
+  const auto missing = osprey::testing::ops_missing_on_cuda();
+  for (int op = 0; op < static_cast<int>(ops::OpId::kCount); ++op) {
+    const auto id = static_cast<ops::OpId>(op);
+    EXPECT_EQ(ops::has_kernel(id, runtime::DeviceType::GPU), missing.count(id) == 0) << "op " << op;
+  }
 }

@@ -28,6 +28,10 @@ std::vector<TestGpu> default_test_gpus(int n) {
   return out;
 }
 
+std::set<ops::OpId> ops_missing_on_cuda() {
+  return {ops::OpId::DenseGrad, ops::OpId::LossMean, ops::OpId::LossMeanGrad};
+}
+
 namespace {
 
 // Host memory with TensorFlow's region accounting: a GPU pool reserves its limit up front, or grows in doubling

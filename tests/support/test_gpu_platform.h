@@ -33,6 +33,10 @@ struct TestPlatformOptions {
   bool graphs = true;  ///< capture work as graphs (as the CUDA platform does with CUDA graphs)
 };
 
+/// The ops the CUDA plug-in has no kernel for (it runs them as other ops): a test platform with these missing
+/// runs the paths a real GPU runs. tests/cuda checks this list against the plug-in on a real GPU.
+std::set<ops::OpId> ops_missing_on_cuda();
+
 /// `n` GPUs named "Osprey Test GPU", 16 GiB each (15 GiB free), UUIDs GPU-<n>0000000-..., PCI bus 0000:0n:00.0.
 std::vector<TestGpu> default_test_gpus(int n);
 
