@@ -285,7 +285,21 @@ void DeviceManager::ensure_initialized() {
       if (c.memory_limit) opts.memory_limit = *c.memory_limit * kMiB;
       int& idx = next_index[static_cast<int>(info.type)];
       opts.logical_index = idx;
-      auto device = std::make_unique<Device>(info.type, idx, info, info.platform->create_allocator(info, opts));
+      std::unique_ptr<Allocator> allocator;
+      try {
+        allocator = info.platform->create_allocator(info, opts);
+      } catch (const std::exception& e) {
+        if (info.type != DeviceType::GPU) throw;
+        // A GPU whose device cannot be set up (a library missing, a stream refused) is left out, so that everything
+        // else still runs; why is kept for osprey doctor.
+        const std::string why = fmt::format("GPU {} ({}) could not be set up and is not used: {}", info.platform_id,
+                                            info.model_name, e.what());
+        log::error(why);
+        ignored_gpus_.push_back(why);
+        failed_gpus_ = true;
+        break;  // none of its logical devices
+      }
+      auto device = std::make_unique<Device>(info.type, idx, info, std::move(allocator));
       ++idx;
       if (info.type == DeviceType::GPU) {
         int64_t mb = device->allocator().limit().value_or(info.total_memory) >> 20;
@@ -352,6 +366,11 @@ GpuAvailability DeviceManager::gpu_availability() {
   for (size_t i = 0; i < physical_.size(); ++i) {
     any_gpu |= physical_[i].type == DeviceType::GPU;
     any_visible_gpu |= physical_[i].type == DeviceType::GPU && visible_[i];
+  }
+  const bool any_gpu_device = std::any_of(owned_.begin(), owned_.end(), [](auto& d) { return d->type() == DeviceType::GPU; });
+  if (failed_gpus_ && !any_gpu_device && !ignored_gpus_.empty()) {
+    return {ignored_gpus_.back(), "Check the CUDA installation (osprey doctor lists each GPU's error); the libraries "
+                                  "the plug-in opens must be on the library path."};
   }
   if (any_visible_gpu) return {};
   if (any_gpu) {
@@ -425,6 +444,7 @@ void DeviceManager::reset_for_testing(bool load_plugins) {
   load_plugins_ = load_plugins;
   plugin_status_ = {};
   ignored_gpus_.clear();
+  failed_gpus_ = false;
   soft_placement = true;
   log_placement = false;
   tensor_float_32 = true;

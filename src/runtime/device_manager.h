@@ -109,7 +109,8 @@ class DeviceManager {
   PluginStatus plugin_status();
   /// Each registered platform's name and status (after discovery).
   std::vector<std::pair<std::string, PlatformStatus>> platform_statuses();
-  /// GPUs a platform reported but the runtime ignored (compute capability below the minimum), with why.
+  /// GPUs a platform reported but the runtime ignored (compute capability below the minimum, or a device that
+  /// could not be set up), with why.
   std::vector<std::string> ignored_gpus();
 
   /// Registers an extra platform before discovery (tests, plug-ins).
@@ -143,6 +144,7 @@ class DeviceManager {
   bool load_plugins_ = true;
   PluginStatus plugin_status_;
   std::vector<std::string> ignored_gpus_;
+  bool failed_gpus_ = false;  // a GPU's device could not be created (its error is in ignored_gpus_)
 };
 
 /// Looks for the CUDA plug-in (OSPREY_CUDA_PLUGIN, else next to libosprey.so, else the install's plug-in

@@ -605,3 +605,23 @@ TEST_F(GpuRuntimeTest, AResetGivesTheRetiredPoolsMemoryBack) {
   DeviceManager::get().reset_for_testing(true);
   osprey::testing::install_test_gpus(3);
 }
+
+// A GPU whose device cannot be set up (the CUDA plug-in's constructor failing: a library missing, a stream refused)
+// is left out with its error recorded for osprey doctor; the other GPUs and the CPU work.
+TEST(GpuRuntime, AGpuThatCannotBeSetUpIsLeftOutAndSaysWhy) {
+  osprey::testing::install_test_platform({.gpus = osprey::testing::default_test_gpus(2), .failing_devices = {1}});
+  EXPECT_EQ(config::list_logical_devices("GPU").size(), 1u);
+  {
+    DeviceScope on("/GPU:0");
+    EXPECT_EQ(ops::add(Tensor::ones({2}), Tensor::ones({2})).to_vector<float>(), (std::vector<float>{2, 2}));
+  }
+  ASSERT_EQ(DeviceManager::get().ignored_gpus().size(), 1u);
+  EXPECT_NE(DeviceManager::get().ignored_gpus()[0].find("libcublasLt.so.13"), std::string::npos);
+  EXPECT_TRUE(DeviceManager::get().gpu_availability().reason.empty());  // GPU:0 is there
+  // Every GPU failing: no GPU device, the CPU runs everything, and the reason is the failure.
+  osprey::testing::install_test_platform({.gpus = osprey::testing::default_test_gpus(1), .failing_devices = {0}});
+  EXPECT_TRUE(config::list_logical_devices("GPU").empty());
+  EXPECT_EQ(ops::add(Tensor::ones({2}), Tensor::ones({2})).to_vector<float>(), (std::vector<float>{2, 2}));
+  EXPECT_NE(DeviceManager::get().gpu_availability().reason.find("could not be set up"), std::string::npos);
+  osprey::testing::reset_runtime();
+}

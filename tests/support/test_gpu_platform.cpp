@@ -121,6 +121,9 @@ class TestGpuPlatform : public runtime::Platform {
 
   std::unique_ptr<runtime::Allocator> create_allocator(const runtime::PhysicalDeviceInfo& d,
                                                        const runtime::AllocatorOptions& opts) override {
+    if (o_.failing_devices.count(d.platform_id)) {
+      throw InternalError("cuBLASLt could not be loaded: libcublasLt.so.13: cannot open shared object file");
+    }
     const int64_t limit = opts.memory_limit.value_or(runtime::default_gpu_memory_limit(d.free_memory, d.cc_major));
     return std::make_unique<TestGpuAllocator>(fmt::format("GPU_{}_bfc", opts.logical_index), limit,
                                               opts.allow_growth);

@@ -31,6 +31,7 @@ struct TestPlatformOptions {
   bool no_driver = false;                                    ///< simulate a machine without the NVIDIA driver
   bool nccl = false;  ///< offer a collective all-reduce (as the CUDA platform with NCCL would)
   bool graphs = true;  ///< capture work as graphs (as the CUDA platform does with CUDA graphs)
+  std::set<int> failing_devices{};  ///< physical ordinals whose device creation throws (a library missing, ...)
 };
 
 /// The ops the CUDA plug-in has no kernel for (it runs them as other ops): a test platform with these missing
