@@ -444,9 +444,10 @@ void Sequential::save(const std::string& path) const {
   // keras_version: the Keras release whose format this is (Keras checks it when loading).
   const std::string metadata = fmt::format(R"({{"keras_version": "3.15.1", "date_saved": "{}", "osprey_version": "{}"}})",
                                            date, osprey::version());
+  const std::string config = to_json();  // first: a model that cannot be described fails before anything is written
   TempFile weights;
   detail::save_weights_h5(*this, weights.path());
-  detail::write_zip(path, {{kMetadata, metadata}, {kConfig, to_json()}, {kWeights, read_file(weights.path())}});
+  detail::write_zip(path, {{kMetadata, metadata}, {kConfig, config}, {kWeights, read_file(weights.path())}});
 }
 
 }  // namespace osprey::keras
