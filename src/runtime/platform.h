@@ -47,7 +47,7 @@ struct PlatformStatus {
 };
 
 /// Bumped whenever Platform's layout changes; a plug-in built against another version is refused.
-inline constexpr int kPluginAbiVersion = 2;
+inline constexpr int kPluginAbiVersion = 3;
 
 /// A piece of device work captured once (Platform::capture) and launched again as a whole: a CUDA graph.
 class DeviceGraph {
@@ -77,6 +77,15 @@ class Platform {
   virtual void register_kernels() = 0;
   /// Waits until the work queued on `device` has finished (before another device reads its memory).
   virtual void synchronize(Device& /*device*/) {}
+  /// Copies bytes from `src`'s memory to `dst`'s, two different devices of this platform: after the work queued
+  /// on `src` (that wrote the source), and before any later work on either device (a free of the source on
+  /// `src`'s queue must not overtake the copy). The default waits for `src`, then copies on `dst`'s queue and
+  /// waits for it.
+  virtual void copy_between(Device& src, Device& dst, void* dst_ptr, const void* src_ptr, std::size_t bytes) {
+    synchronize(src);
+    copy(dst, dst_ptr, true, src_ptr, true, bytes);
+    synchronize(dst);
+  }
   /// True when the platform has a collective all-reduce across its devices (NCCL for CUDA).
   virtual bool has_collective_all_reduce() const { return false; }
   /// SUM all-reduce of `count` float32 values in `buffers[i]` on `devices[i]` (each device of this platform, one

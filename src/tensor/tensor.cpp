@@ -153,9 +153,10 @@ static void copy_bytes(const TensorImpl& src, TensorImpl& dst, std::size_t bytes
     dd.platform().copy(dd, dst.data(), true, src.data(), false, bytes);
   } else if (dd.host_memory()) {
     sd.platform().copy(sd, dst.data(), false, src.data(), true, bytes);
-  } else if (&sd.platform() == &dd.platform()) {
-    if (&sd != &dd) sd.platform().synchronize(sd);  // the source was written on its own device's queue
+  } else if (&sd == &dd) {
     dd.platform().copy(dd, dst.data(), true, src.data(), true, bytes);
+  } else if (&sd.platform() == &dd.platform()) {  // ordered after the source's writes, before its free
+    dd.platform().copy_between(sd, dd, dst.data(), src.data(), bytes);
   } else {
     std::vector<char> staging(bytes);
     sd.platform().copy(sd, staging.data(), false, src.data(), true, bytes);

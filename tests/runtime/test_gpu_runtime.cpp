@@ -625,3 +625,21 @@ TEST(GpuRuntime, AGpuThatCannotBeSetUpIsLeftOutAndSaysWhy) {
   EXPECT_NE(DeviceManager::get().gpu_availability().reason.find("could not be set up"), std::string::npos);
   osprey::testing::reset_runtime();
 }
+
+// A copy between two GPUs goes through the platform's copy_between: ordered after the work that wrote the source
+// and before the source's later frees (the CUDA plug-in records an event on each stream for the other to wait on).
+TEST_F(GpuRuntimeTest, CopiesBetweenGpusAreOrderedByThePlatform) {
+  Tensor a;
+  {
+    DeviceScope on("/GPU:0");
+    a = ops::add(Tensor::ones({3}), Tensor::ones({3}));
+  }
+  const int before = osprey::testing::cross_device_copies;
+  Tensor b = a.to("/GPU:1");
+  a = Tensor();  // the source freed right after the copy
+  EXPECT_EQ(osprey::testing::cross_device_copies, before + 1);
+  EXPECT_EQ(b.to_vector<float>(), (std::vector<float>{2, 2, 2}));
+  Tensor same = b.to("/GPU:1");  // within one device: no ordering between queues needed
+  EXPECT_EQ(osprey::testing::cross_device_copies, before + 1);
+  EXPECT_EQ(same.to_vector<float>(), (std::vector<float>{2, 2, 2}));
+}

@@ -28,6 +28,8 @@ std::vector<TestGpu> default_test_gpus(int n) {
   return out;
 }
 
+int cross_device_copies = 0;
+
 std::set<ops::OpId> ops_missing_on_cuda() {
   return {ops::OpId::DenseGrad, ops::OpId::LossMean, ops::OpId::LossMeanGrad};
 }
@@ -130,6 +132,11 @@ class TestGpuPlatform : public runtime::Platform {
   }
 
   void copy(runtime::Device&, void* dst, bool, const void* src, bool, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void copy_between(runtime::Device& src, runtime::Device& dst, void* dst_ptr, const void* src_ptr,
+                    std::size_t bytes) override {
+    ++cross_device_copies;
+    Platform::copy_between(src, dst, dst_ptr, src_ptr, bytes);
+  }
 
   void register_kernels() override {
     for (int op = 0; op < static_cast<int>(ops::OpId::kCount); ++op) {

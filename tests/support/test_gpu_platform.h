@@ -41,6 +41,9 @@ std::set<ops::OpId> ops_missing_on_cuda();
 /// `n` GPUs named "Osprey Test GPU", 16 GiB each (15 GiB free), UUIDs GPU-<n>0000000-..., PCI bus 0000:0n:00.0.
 std::vector<TestGpu> default_test_gpus(int n);
 
+/// How many copies between two of the test platform's devices went through Platform::copy_between (ordered
+/// after the source's work and before its later frees).
+extern int cross_device_copies;
 /// How many collective all-reduces the test platform has run (to tell the NCCL path from the fallback).
 extern int collective_calls;
 /// How many graphs the test platform has captured and launched (a recorded step replayed as a graph).

@@ -90,12 +90,29 @@ CudaDevice::CudaDevice(std::string name, int ordinal, int platform_id, int64_t l
     : Allocator(std::move(name), limit), ordinal_(ordinal), policy_(growth, limit) {
   activate();
   check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+  check(cudaEventCreateWithFlags(&order_event_, cudaEventDisableTiming), "cudaEventCreateWithFlags");
   cudaMemPoolProps props{};
   props.allocType = cudaMemAllocationTypePinned;
   props.handleTypes = cudaMemHandleTypeNone;
   props.location.type = cudaMemLocationTypeDevice;
   props.location.id = ordinal;
   check(cudaMemPoolCreate(&pool_, &props), "cudaMemPoolCreate");
+  // Other GPUs that can reach this one read its pool directly (copies between devices); without it they copy
+  // through the host. Refusals are tolerated (and cleared).
+  int gpus = 0;
+  if (cudaGetDeviceCount(&gpus) != cudaSuccess) (void)cudaGetLastError();
+  for (int peer = 0; peer < gpus; ++peer) {
+    int can = 0;
+    if (peer == ordinal || cudaDeviceCanAccessPeer(&can, peer, ordinal) != cudaSuccess || !can) {
+      (void)cudaGetLastError();
+      continue;
+    }
+    cudaMemAccessDesc access{};
+    access.location.type = cudaMemLocationTypeDevice;
+    access.location.id = peer;
+    access.flags = cudaMemAccessFlagsProtReadWrite;
+    if (cudaMemPoolSetAccess(pool_, &access, 1) != cudaSuccess) (void)cudaGetLastError();
+  }
   // The pool keeps what it reserved (TensorFlow never gives memory back either): the release threshold follows
   // the reserved regions.
   uint64_t threshold = static_cast<uint64_t>(policy_.reserved());
@@ -136,6 +153,7 @@ CudaDevice::~CudaDevice() {
   cudaFree(workspace_);
   if (lt_) lt_api().destroy(lt_);
   if (pool_) cudaMemPoolDestroy(pool_);
+  if (order_event_) cudaEventDestroy(order_event_);
   if (stream_) cudaStreamDestroy(stream_);
 }
 
@@ -473,6 +491,28 @@ class CudaPlatform : public runtime::Platform {
   }
 
   void synchronize(runtime::Device& device) override { cuda_device(device).synchronize(); }
+
+  // Between two devices, ordered on the GPU without waiting on the host: the copy (on dst's stream) waits for the
+  // work queued on src's stream, and src's stream waits for the copy, so that a free of the source (stream-ordered
+  // on src's stream) cannot overtake it. Between physical GPUs a peer copy (it works with or without peer access,
+  // through the host where needed; each pool grants peers access where they have it).
+  void copy_between(runtime::Device& src_device, runtime::Device& dst_device, void* dst, const void* src,
+                    std::size_t bytes) override {
+    auto& s = cuda_device(src_device);
+    auto& d = cuda_device(dst_device);
+    s.activate();
+    check(cudaEventRecord(s.order_event(), s.stream()), "cudaEventRecord");
+    d.activate();
+    check(cudaStreamWaitEvent(d.stream(), s.order_event(), 0), "cudaStreamWaitEvent");
+    if (s.ordinal() == d.ordinal()) {
+      check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, d.stream()), "cudaMemcpyAsync");
+    } else {
+      check(cudaMemcpyPeerAsync(dst, d.ordinal(), src, s.ordinal(), bytes, d.stream()), "cudaMemcpyPeerAsync");
+    }
+    check(cudaEventRecord(d.order_event(), d.stream()), "cudaEventRecord");
+    s.activate();
+    check(cudaStreamWaitEvent(s.stream(), d.order_event(), 0), "cudaStreamWaitEvent");
+  }
 
   // The launches `work` queues on the device's stream, captured as a CUDA graph (stream capture, this thread
   // only) and instantiated once. Kernels that check their inputs (sparse labels in range) capture a copy of the

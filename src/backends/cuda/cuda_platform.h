@@ -59,6 +59,8 @@ class CudaDevice : public runtime::Allocator {
   void copy_to_device(void* dst, const void* src, std::size_t bytes);
   void copy_to_host(void* dst, const void* src, std::size_t bytes);
   void copy_on_device(void* dst, const void* src, std::size_t bytes);
+  /// An event of this device's stream for ordering other streams after its work (re-recorded at each use).
+  cudaEvent_t order_event() const { return order_event_; }
   void synchronize();
 
  protected:
@@ -77,6 +79,7 @@ class CudaDevice : public runtime::Allocator {
 
   int ordinal_;
   cudaStream_t stream_ = nullptr;
+  cudaEvent_t order_event_ = nullptr;
   cudaMemPool_t pool_ = nullptr;
   cublasLtHandle_t lt_ = nullptr;
   void* workspace_ = nullptr;
