@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
-# The test command: install what is missing, build everything, run every test (CTest + GoogleTest).
+# The test command: install what is missing, build everything, run every test (CTest + GoogleTest). CI runs exactly
+# this (.ci/run); there (CI=true) it also proves the GPU machine's path: the dependency bundle downloaded and within
+# its size, and scripts/gpu-check.sh's dry run building against the bundle's private prefix alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/bootstrap.sh
 cmake --preset release >/dev/null
 cmake --build --preset release
 ctest --preset release -j "$(nproc)"
+if [ "${CI:-}" = true ]; then
+  scripts/gpu-bundle.sh
+  OSPREY_PREFIX_ONLY=1 scripts/gpu-check.sh build/gpu-check-results | tail -30
+fi
