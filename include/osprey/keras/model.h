@@ -266,7 +266,8 @@ class Model : public Layer {
   std::vector<Tensor> regularization_losses() override;
   bool has_regularization() const override;
   void apply_constraints() override;
-  /// Names of the logged metrics: "loss", then compiled metrics in order.
+  /// Names of the logged values: "loss", each output's "<name>_loss" for a multi-output model, then the compiled
+  /// metrics in order (what evaluate() and *_on_batch return, in this order).
   std::vector<std::string> metrics_names() const;
   /// Set by a callback to end fit() after the current epoch.
   bool stop_training = false;

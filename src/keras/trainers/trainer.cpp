@@ -54,7 +54,7 @@ static void check_fit_options(const FitOptions& o) {
 
 using Validation = std::optional<std::pair<std::vector<Tensor>, std::vector<Tensor>>>;
 
-// The epoch loop shared by both fit()s: callbacks in Keras's order, batch-size-weighted epoch loss, validation,
+// The epoch loop every fit() shares (arrays, PyDataset, generator): callbacks in Keras's order, batch-size-weighted epoch loss, validation,
 // and the time spent waiting for batches against the time spent training on them.
 static FitHistory fit_loop(Model& model, State& s, BatchSource& source, const FitOptions& o, const Validation& val,
                            int val_batch_size) {
