@@ -194,3 +194,19 @@ TEST(Subclassing, ACustomLayerBuildsCallsTrainsAndGivesItsConfig) {
   seq.fit(x, ops::reduce_sum(y, 1).reshape({32, 1}), {.epochs = 2, .verbose = 0});
   EXPECT_EQ(seq.layers()[0]->variables()[0]->value().to_vector<float>(), (std::vector<float>{3, 3, 3}));
 }
+
+// Keras builds a subclassed model on the first batch before any train_step: a step that lists
+// trainable_variables() before its forward pass (as Keras's guide does) finds them on the first batch too.
+TEST(Subclassing, AnOverridingStepSeesTheVariablesFromTheFirstBatch) {
+  const auto [x, y] = data(32);
+  CustomStep never_called;  // not built before fit
+  never_called.compile({.optimizer = "adam", .loss = "binary_crossentropy"});
+  auto h = never_called.fit(x, y, {.epochs = 1, .batch_size = 16, .verbose = 0});
+  EXPECT_EQ(never_called.steps, 2);
+  EXPECT_EQ(never_called.trainable_variables().size(), 6u);
+  CustomStep by_batch;
+  by_batch.compile({.optimizer = "adam", .loss = "binary_crossentropy"});
+  EXPECT_NO_THROW(by_batch.train_on_batch(x, y));
+  // An optimizer given no variables says why instead of failing inside the update.
+  EXPECT_THROW(optimizers::Adam().apply_gradients({}, {}), ValueError);
+}

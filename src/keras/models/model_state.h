@@ -46,6 +46,7 @@ struct Model::State {
   bool sequential = false;
   bool subclassed = false;  // a Model subclass: its call_outputs() is the forward pass
   int subclass_outputs = 1;
+  bool subclass_built = false;  // its call() ran once (its layers made their variables)
   std::vector<std::shared_ptr<Layer>> layers;  // the graph's layers in order without Inputs (Sequential: its stack)
   std::shared_ptr<layers::Input> input;        // Sequential: its Input layer, if any
   std::optional<Shape> input_shape;            // Sequential: the shape it was built for

@@ -90,6 +90,10 @@ void Optimizer::apply_gradients(const std::vector<Tensor>& gradients, const std:
     throw InvalidArgumentError(fmt::format("apply_gradients: {} gradients for {} variables", gradients.size(),
                                            variables.size()));
   }
+  if (variables.empty()) {
+    throw ValueError("apply_gradients: no variables to update. A model's layers create their variables when first "
+                     "called: list trainable_variables() after the forward pass (or build the model first).");
+  }
   build_slots(variables);
   sync_slots();
   begin_step();

@@ -54,6 +54,14 @@ static void check_fit_options(const FitOptions& o) {
 
 using Validation = std::optional<std::pair<std::vector<Tensor>, std::vector<Tensor>>>;
 
+// A subclassed model's layers make their variables at its first call: Keras builds the model on the first batch
+// before any train_step, so that an overriding step finds its trainable_variables(). An inference pass does it.
+static void build_subclass(Model& model, State& s, const StepData& data) {
+  if (!s.subclassed || s.subclass_built) return;
+  (void)model.call_all(data.x(), false);
+  s.subclass_built = true;
+}
+
 // The epoch loop every fit() shares (arrays, PyDataset, generator): callbacks in Keras's order, batch-size-weighted epoch loss, validation,
 // and the time spent waiting for batches against the time spent training on them.
 static FitHistory fit_loop(Model& model, State& s, BatchSource& source, const FitOptions& o, const Validation& val,
@@ -105,7 +113,9 @@ static FitHistory fit_loop(Model& model, State& s, BatchSource& source, const Fi
       Logs batch_logs;
       cbs.each([&](Callback& c) { c.on_train_batch_begin(step, batch_logs); });
       const auto t2 = clock::now();
-      model.train_step(StepData(batch), logs);
+      const StepData data(batch);
+      build_subclass(model, s, data);
+      model.train_step(data, logs);
       input_s += std::chrono::duration<double>(t1 - t0).count();
       step_s += std::chrono::duration<double>(clock::now() - t2).count();
       cbs.each([&](Callback& c) { c.on_train_batch_end(step, logs); });
@@ -291,6 +301,7 @@ std::vector<double> Model::test_on_batch(Arrays x, Arrays y) {
   auto [xs, ys] = data_of(*this, s, std::move(x), &y, "test_on_batch");
   s.reset_metrics();
   const StepData data(std::move(xs), std::move(ys));
+  build_subclass(*this, s, data);
   return on_batch(s, [&](Logs& logs) { test_step(data, logs); });
 }
 
@@ -368,7 +379,9 @@ std::vector<double> Model::train_on_batch(Arrays x, Arrays y) {
       }
     }
   }
-  return on_batch(s, [&](Logs& logs) { train_step(StepData(b), logs); });
+  const StepData data(b);
+  build_subclass(*this, s, data);
+  return on_batch(s, [&](Logs& logs) { train_step(data, logs); });
 }
 
 }  // namespace osprey::keras
