@@ -229,9 +229,22 @@ Tensor batch_mean_loss(LossFunction f, const Tensor& y_true, const Tensor& y_pre
 }
 
 Tensor accuracy_count(const Tensor& y_true, const Tensor& y_pred, AccuracyKind kind, double threshold) {
-  if (y_pred.shape().rank() < 1 || y_true.shape().rank() < 1 || y_true.shape()[0] != y_pred.shape()[0]) {
-    throw InvalidArgumentError(fmt::format("accuracy: y_true of shape {} does not match y_pred of shape {}",
-                                           y_true.shape().to_string(), y_pred.shape().to_string()));
+  const bool rows_match =
+      y_pred.shape().rank() >= 1 && y_true.shape().rank() >= 1 && y_true.shape()[0] == y_pred.shape()[0];
+  // Binary accuracy compares element by element; sparse labels are one per row (the kernels read exactly these).
+  const int64_t n = rows_match ? y_pred.shape()[0] : 0;
+  const bool elements_match = kind == AccuracyKind::binary              ? y_true.num_elements() == y_pred.num_elements()
+                              : kind == AccuracyKind::sparse_categorical ? y_true.num_elements() == n
+                                                                         : true;
+  if (!rows_match || !elements_match) {
+    throw InvalidArgumentError(fmt::format("{} accuracy: y_true of shape {} does not match y_pred of shape {}{}",
+                                           kind == AccuracyKind::binary        ? "binary"
+                                           : kind == AccuracyKind::categorical ? "categorical"
+                                                                               : "sparse categorical",
+                                           y_true.shape().to_string(), y_pred.shape().to_string(),
+                                           kind == AccuracyKind::binary ? " (one label per prediction)"
+                                           : kind == AccuracyKind::sparse_categorical ? " (one integer label per row)"
+                                                                                       : ""));
   }
   AccuracyAttrs attrs{kind, threshold};
   Tensor in[2] = {y_true, y_pred};

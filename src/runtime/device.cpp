@@ -4,6 +4,8 @@
 #include <cctype>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "core/logging.h"
 #include "osprey/errors.h"
 #include "runtime/device_manager.h"
@@ -120,6 +122,11 @@ const std::optional<DeviceSpec>& current_device_spec() { return t_current_spec; 
 
 DeviceScope::DeviceScope(const std::string& spec) {
   DeviceSpec parsed = DeviceSpec::from_string(spec);
+  if (parsed.device_index && *parsed.device_index < 0) {  // no device has one: an error now, not a silent fallback
+    throw InvalidArgumentError(fmt::format("Device index {} in \"{}\" is negative; devices are numbered from 0 "
+                                          "(list them with osprey::config::list_logical_devices())",
+                                          *parsed.device_index, spec));
+  }
   runtime::DeviceManager::get().ensure_initialized();
   previous_ = runtime::t_current_spec;
   DeviceSpec base = previous_ ? *previous_ : DeviceSpec{"localhost", 0, 0, std::nullopt, std::nullopt};

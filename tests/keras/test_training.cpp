@@ -370,3 +370,26 @@ TEST(Training, DropoutAndBatchNormalizationTrainFromRecordedPlansAsEagerSteps) {
   EXPECT_EQ(losses[0], losses[1]);
   EXPECT_LT(dispatched[0] * 3, dispatched[1]) << dispatched[0] << " vs " << dispatched[1];
 }
+
+// Plain API misuse that read past a buffer or was accepted silently: every case is a typed error now.
+TEST(Training, MetricsCheckTheirLabelsAndOptionsTheirValues) {
+  const Tensor probs = ops::softmax(random::uniform({8, 3}));
+  const Tensor one_column = random::uniform({8, 1});
+  // Labels of shape (N, 1) for 3 predictions per row: top-k and binary accuracy read N * 3 labels.
+  EXPECT_THROW(keras::metrics::TopKCategoricalAccuracy(2).update_state(one_column, probs), InvalidArgumentError);
+  EXPECT_THROW(keras::metrics::BinaryAccuracy().update_state(one_column, probs), InvalidArgumentError);
+  EXPECT_THROW(keras::metrics::SparseTopKCategoricalAccuracy(2).update_state(random::uniform({8, 2}), probs),
+               InvalidArgumentError);
+  EXPECT_THROW((void)ops::accuracy_count(random::uniform({8, 2}), probs, ops::AccuracyKind::sparse_categorical),
+               InvalidArgumentError);
+  EXPECT_NO_THROW(keras::metrics::TopKCategoricalAccuracy(2).update_state(ops::softmax(random::uniform({8, 3})), probs));
+  // Values nothing could mean.
+  Sequential m({layers::Input({3}), layers::Dense(1)});
+  m.compile({.optimizer = "sgd", .loss = "mse"});
+  EXPECT_THROW(m.fit(random::uniform({8, 3}), random::uniform({8, 1}), {.verbose = 0, .validation_split = std::nan("")}),
+               ValueError);
+  EXPECT_THROW(layers::LayerNormalization({.epsilon = 0}), ValueError);
+  EXPECT_THROW(layers::BatchNormalization({.epsilon = -1}), ValueError);
+  EXPECT_THROW(layers::RMSNormalization(0.0), ValueError);
+  EXPECT_THROW(DeviceScope("/CPU:-1"), InvalidArgumentError);
+}

@@ -76,7 +76,13 @@ TopKCategoricalAccuracy::TopKCategoricalAccuracy(int k, std::string name, bool s
   if (k <= 0) throw ValueError(fmt::format("TopKCategoricalAccuracy: k must be positive, got {}", k));
 }
 void TopKCategoricalAccuracy::update_state(const Tensor& y_true, const Tensor& y_pred) {
-  const int64_t n = y_pred.shape()[0], d = n ? y_pred.num_elements() / n : 0;
+  const int64_t n = y_pred.shape().rank() ? y_pred.shape()[0] : 0, d = n ? y_pred.num_elements() / n : 0;
+  const int64_t want = sparse_ ? n : n * d;  // one integer label per row, or one-hot labels like y_pred
+  if (y_pred.shape().rank() < 2 || y_true.num_elements() != want) {
+    throw InvalidArgumentError(fmt::format("{}: y_true of shape {} does not match y_pred of shape {} ({})", name(),
+                                           y_true.shape().to_string(), y_pred.shape().to_string(),
+                                           sparse_ ? "one integer label per row" : "one-hot labels of y_pred's shape"));
+  }
   const auto p = host_values(y_pred), t = host_values(y_true);
   double hits = 0;
   for (int64_t i = 0; i < n; ++i) {

@@ -47,7 +47,7 @@ static void run_evaluation(Model& model, State& s, const std::vector<Tensor>& x,
 static void check_fit_options(const FitOptions& o) {
   if (o.epochs < 0) throw ValueError(fmt::format("fit: epochs must be >= 0, got {}", o.epochs));
   if (o.verbose < 0 || o.verbose > 2) throw ValueError(fmt::format("fit: verbose must be 0, 1 or 2, got {}", o.verbose));
-  if (o.validation_split < 0.0 || o.validation_split >= 1.0) {
+  if (!(o.validation_split >= 0.0 && o.validation_split < 1.0)) {  // NaN too
     throw ValueError(fmt::format("fit: validation_split must be in [0, 1), got {}", o.validation_split));
   }
 }

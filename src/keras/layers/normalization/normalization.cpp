@@ -1,5 +1,7 @@
 // Normalization layers (keras.layers.BatchNormalization, LayerNormalization), written with differentiable ops so
 // that the tape, every device and MirroredStrategy work for them unchanged.
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "osprey/errors.h"
@@ -12,8 +14,15 @@ static Tensor scalar(double v) { return Tensor::scalar(v); }
 
 // ---- BatchNormalization ----
 
+// epsilon keeps the division away from zero: it must be positive (and finite).
+static void check_epsilon(const char* layer, double epsilon) {
+  if (!(epsilon > 0.0) || !std::isfinite(epsilon)) {
+    throw ValueError(fmt::format("{}: epsilon must be a positive number, got {}", layer, epsilon));
+  }
+}
+
 BatchNormalization::BatchNormalization(BatchNormalizationOptions o) : Layer(o.name, "batch_normalization"), o_(o) {
-  if (!(o.epsilon > 0)) throw ValueError(fmt::format("BatchNormalization: epsilon must be positive, got {}", o.epsilon));
+  check_epsilon("BatchNormalization", o.epsilon);
 }
 
 // Sequential builds every layer again when a layer is added: the weights are created once.
@@ -72,7 +81,9 @@ Tensor BatchNormalization::call(const Tensor& inputs, bool training) {
 
 // ---- LayerNormalization ----
 
-LayerNormalization::LayerNormalization(LayerNormalizationOptions o) : Layer(o.name, "layer_normalization"), o_(o) {}
+LayerNormalization::LayerNormalization(LayerNormalizationOptions o) : Layer(o.name, "layer_normalization"), o_(o) {
+  check_epsilon("LayerNormalization", o.epsilon);
+}
 
 Shape LayerNormalization::build(const Shape& input_shape) {
   if (built_) {
@@ -127,6 +138,7 @@ Tensor UnitNormalization::call(const Tensor& x, bool) {
 
 GroupNormalization::GroupNormalization(GroupNormalizationOptions o) : Layer(o.name, "group_normalization"), o_(o) {
   if (o.groups < 1) throw ValueError(fmt::format("GroupNormalization: groups={} must be >= 1", o.groups));
+  check_epsilon("GroupNormalization", o.epsilon);
 }
 
 Shape GroupNormalization::build(const Shape& input_shape) {
@@ -167,7 +179,9 @@ Tensor GroupNormalization::call(const Tensor& x, bool) {
 }
 
 RMSNormalization::RMSNormalization(double epsilon, std::string name)
-    : Layer(name, "rms_normalization"), epsilon_(epsilon) {}
+    : Layer(name, "rms_normalization"), epsilon_(epsilon) {
+  check_epsilon("RMSNormalization", epsilon);
+}
 
 Shape RMSNormalization::build(const Shape& input_shape) {
   if (built_) {
