@@ -14,8 +14,12 @@ Shape::Shape(std::span<const int64_t> dims) : rank_(static_cast<int>(dims.size()
   } else {
     heap_.assign(dims.begin(), dims.end());
   }
+  int64_t elements = 1;
   for (int64_t d : dims) {
     if (d < 0) throw InvalidArgumentError("Shape dimensions must be >= 0, got " + to_string());
+    if (__builtin_mul_overflow(elements, d, &elements)) {
+      throw InvalidArgumentError("Shape " + to_string() + " has more elements than a tensor can hold (2^63)");
+    }
   }
 }
 
@@ -34,7 +38,7 @@ Shape Shape::with_dim(int i, int64_t size) const {
   if (size < 0) throw InvalidArgumentError("Shape dimensions must be >= 0, got " + std::to_string(size));
   Shape out = *this;
   (out.rank_ <= kInlineRank ? out.inline_ : out.heap_.data())[j] = size;
-  return out;
+  return Shape(out.dims());  // checked like any shape: the new element count must fit
 }
 
 int64_t Shape::num_elements() const {

@@ -12,6 +12,8 @@
 #include <fmt/format.h>
 
 #include "osprey/errors.h"
+#include "runtime/device_manager.h"
+#include "tensor/tensor_impl.h"
 
 namespace osprey::random {
 
@@ -152,20 +154,25 @@ Philox next_generator() {
   return Philox(seed, stream);
 }
 
+// Drawn into a host tensor (an allocation too large is the allocator's ResourceExhaustedError, not bad_alloc),
+// then moved to the current device when that is not the host.
 template <typename F>
 static Tensor generate(const Shape& shape, DType dtype, F&& draw) {
-  const auto n = static_cast<std::size_t>(shape.num_elements());
-  if (dtype == DType::float64) {
-    std::vector<double> v(n);
-    for (auto& x : v) x = draw();
-    return Tensor::from_host(v.data(), shape);
-  }
-  if (dtype != DType::float32) {
+  if (dtype != DType::float32 && dtype != DType::float64) {
     throw InvalidArgumentError("random values need a float dtype, got " + dtype_name(dtype));
   }
-  std::vector<float> v(n);
-  for (auto& x : v) x = static_cast<float>(draw());
-  return Tensor::from_host(v.data(), shape);
+  runtime::Device& host = runtime::DeviceManager::get().host_device();
+  Tensor t = Tensor::empty(shape, dtype, &host);
+  const auto n = static_cast<std::size_t>(shape.num_elements());
+  if (dtype == DType::float64) {
+    double* v = t.data<double>();
+    for (std::size_t i = 0; i < n; ++i) v[i] = draw();
+  } else {
+    float* v = t.data<float>();
+    for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<float>(draw());
+  }
+  runtime::Device& target = runtime::current_device();
+  return &target == &host ? t : t.to(target);
 }
 
 Tensor uniform(const Shape& shape, double minval, double maxval, DType dtype) {

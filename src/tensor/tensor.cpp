@@ -1,5 +1,6 @@
 #include "osprey/tensor.h"
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <sstream>
@@ -41,7 +42,12 @@ static std::string tf_shape(const Shape& s) {
 Tensor Tensor::empty(const Shape& shape, DType dtype, runtime::Device* device) {
   runtime::Device& d = device ? *device : runtime::current_device();
   auto impl = std::make_shared<TensorImpl>();
-  const std::size_t bytes = static_cast<std::size_t>(shape.num_elements()) * dtype_size(dtype);
+  std::size_t bytes = 0;
+  if (__builtin_mul_overflow(static_cast<std::size_t>(shape.num_elements()), dtype_size(dtype), &bytes)) {
+    throw ResourceExhaustedError(fmt::format("OOM when allocating tensor with {} and type {} on {}: more bytes than "
+                                             "an address space holds",
+                                             tf_shape(shape), tf_type_name(dtype), d.full_name()));
+  }
   try {
     impl->storage = std::make_shared<Storage>(d, bytes);
   } catch (const ResourceExhaustedError& e) {
@@ -68,17 +74,33 @@ static Tensor upload(const void* host, const Shape& shape, DType dtype) {
   return t;
 }
 
+// A fresh tensor of `value`: allocated first (a size that cannot be had is the allocator's ResourceExhaustedError),
+// then filled in place on the host, or from a bounded host chunk on a device.
 template <typename T>
-static std::vector<T> filled(const Shape& shape, double value) {
-  return std::vector<T>(static_cast<std::size_t>(shape.num_elements()), static_cast<T>(value));
+static Tensor filled(const Shape& shape, double value, DType dtype) {
+  Tensor t = Tensor::empty(shape, dtype);
+  const T v = static_cast<T>(value);
+  const auto n = static_cast<std::size_t>(shape.num_elements());
+  auto& d = t.device_ref();
+  if (d.host_memory()) {
+    std::fill_n(static_cast<T*>(t.raw_data()), n, v);
+    return t;
+  }
+  constexpr std::size_t kChunk = std::size_t{1} << 16;
+  const std::vector<T> chunk(std::min(n, kChunk), v);
+  for (std::size_t off = 0; off < n; off += kChunk) {
+    const std::size_t m = std::min(kChunk, n - off);
+    d.platform().copy(d, static_cast<char*>(t.impl()->data()) + off * sizeof(T), true, chunk.data(), false, m * sizeof(T));
+  }
+  return t;
 }
 
 Tensor Tensor::full(const Shape& shape, double value, DType dtype) {
   switch (dtype) {
-    case DType::float32: return upload(filled<float>(shape, value).data(), shape, dtype);
-    case DType::float64: return upload(filled<double>(shape, value).data(), shape, dtype);
-    case DType::int32: return upload(filled<int32_t>(shape, value).data(), shape, dtype);
-    case DType::int64: return upload(filled<int64_t>(shape, value).data(), shape, dtype);
+    case DType::float32: return filled<float>(shape, value, dtype);
+    case DType::float64: return filled<double>(shape, value, dtype);
+    case DType::int32: return filled<int32_t>(shape, value, dtype);
+    case DType::int64: return filled<int64_t>(shape, value, dtype);
   }
   throw InternalError("full: unknown dtype");
 }

@@ -547,3 +547,14 @@ TEST(Random, UniformFromStateIsPhiloxFromItsBlockAndAdvancesIt) {
   EXPECT_EQ(dst.to_vector<float>(), (std::vector<float>{1, 2}));
   EXPECT_THROW(ops::assign(dst, Tensor::zeros({3})), InvalidArgumentError);
 }
+
+// Sizes nothing can hold are Osprey's errors with the sizes, never std::length_error, bad_alloc or a wrapped count.
+TEST(Sizes, ShapesAndAllocationsTooLargeAreTypedErrors) {
+  EXPECT_THROW(Shape({int64_t{1} << 62, 4}), InvalidArgumentError);  // 2^64 elements
+  EXPECT_THROW((void)Shape({3}).with_dim(0, int64_t{1} << 62).with_dim(0, -1), InvalidArgumentError);
+  EXPECT_THROW((void)Shape({int64_t{1} << 40, 1}).with_dim(1, int64_t{1} << 30), InvalidArgumentError);
+  EXPECT_THROW((void)Tensor::zeros({int64_t{1} << 61, 2}), ResourceExhaustedError);  // 2^65 bytes
+  EXPECT_THROW((void)Tensor::ones({int64_t{1} << 40}), ResourceExhaustedError);     // 4 TiB
+  EXPECT_THROW((void)random::uniform({int64_t{1} << 40}), ResourceExhaustedError);
+  EXPECT_EQ(Tensor::full({2, 2}, 3.0, DType::int64).to_vector<int64_t>(), (std::vector<int64_t>{3, 3, 3, 3}));
+}
