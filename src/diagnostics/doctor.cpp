@@ -129,7 +129,9 @@ Report run() {
   // 3. CUDA_VISIBLE_DEVICES, read by the driver once.
   const auto cvd = env::get("CUDA_VISIBLE_DEVICES");
   add({"CUDA_VISIBLE_DEVICES", CheckState::note,
-       cvd ? fmt::format("set to \"{}\" (GPUs are renumbered from 0 in this order)", *cvd)
+       cvd ? (cvd->empty() ? std::string("set to \"\" (empty): the driver shows no GPU to this process; unset it to "
+                                         "see every GPU")
+                           : fmt::format("set to \"{}\" (GPUs are renumbered from 0 in this order)", *cvd))
            : "not set (every GPU is visible)",
        ""});
   // The CPU side: how many threads the CPU kernels use, and what limits them.

@@ -139,3 +139,11 @@ TEST_F(DoctorTest, PluginLoaderFailuresAreRecordedWithTheirCause) {
   unsetenv("OSPREY_CUDA_PLUGIN");
   EXPECT_EQ(osprey::config::list_physical_devices("CPU").size(), 1u);  // the CPU always works
 }
+
+TEST_F(DoctorTest, AnEmptyCudaVisibleDevicesIsSaidToHideEveryGpu) {
+  setenv("CUDA_VISIBLE_DEVICES", "", 1);
+  osprey::testing::install_test_gpus(1);
+  const auto& cvd = check_named(doctor::run(), "CUDA_VISIBLE_DEVICES");
+  EXPECT_THAT(cvd.detail, HasSubstr("the driver shows no GPU to this process"));
+  EXPECT_THAT(cvd.detail, ::testing::Not(HasSubstr("renumbered")));
+}

@@ -356,9 +356,22 @@ std::vector<MetricRef> metrics_from(const json& j) {
   return out;
 }
 
+// Keras's configs nest a few levels deep (a model in a model in a layer list); deeper is a crafted file.
+constexpr int kMaxJsonDepth = 64;
+
 json parse(const std::string& text, const std::string& what) {
+  int deepest = 0;
+  const json::parser_callback_t depth_guard = [&](int depth, json::parse_event_t, json&) {
+    deepest = std::max(deepest, depth);
+    if (depth > kMaxJsonDepth) {
+      throw ValueError(fmt::format("{} nests deeper than {} levels; a Keras config never does (a damaged or "
+                                   "crafted file)",
+                                   what, kMaxJsonDepth));
+    }
+    return true;
+  };
   try {
-    return json::parse(text);
+    return json::parse(text, depth_guard);
   } catch (const json::exception& e) {
     throw ValueError(fmt::format("{} is not valid JSON: {}", what, e.what()));
   }

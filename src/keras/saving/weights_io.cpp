@@ -100,6 +100,12 @@ void Model::save_weights(const std::string& path) const {
 
 void Model::load_weights(const std::string& path) {
   if (keras_format(path)) return detail::load_weights_h5(const_cast<Sequential&>(h5_model(*this, path)), path);
+  // A regular file only: opening a FIFO or a device would block or read forever.
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (!ec && std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
+    throw ValueError(fmt::format("load_weights: '{}' is not a regular file", path));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw NotFoundError(fmt::format("load_weights: cannot open '{}': {}", path, std::strerror(errno)));
   char magic[8];
