@@ -5,8 +5,11 @@
 #include <sys/stat.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 
+#include "keras/saving/zip_store.h"
 #include "osprey/errors.h"
 #include "osprey/keras.h"
 
@@ -37,4 +40,47 @@ TEST(HostileInput, LoadWeightsReadsOnlyRegularFiles) {
   EXPECT_THROW(m.load_weights(fifo.string()), ValueError);
   EXPECT_THROW(m.load_weights(dir.string() + ".weights.osp"), NotFoundError);  // missing: as before
   std::filesystem::remove(fifo);
+}
+
+TEST(HostileInput, ConfigIntegersAreIntegersInRange) {
+  auto with_units = [](const std::string& units) {
+    return R"({"module": "keras", "class_name": "Sequential", "config": {"name": "s", "layers": [)"
+           R"({"module": "keras.layers", "class_name": "InputLayer", "config": {"batch_shape": [null, 3]}},)"
+           R"({"module": "keras.layers", "class_name": "Dense", "config": {"name": "d", "units": )" +
+           units + R"(, "activation": "linear"}}]}})";
+  };
+  EXPECT_NO_THROW((void)keras::models::model_from_json(with_units("2")));
+  for (const char* bad : {"4294967297", "1.5", "true", "0", "-3", "\"2\""}) {
+    EXPECT_THROW((void)keras::models::model_from_json(with_units(bad)), ValueError) << bad;
+  }
+}
+
+// A .keras file whose central directory names an entry twice, or whose local header disagrees with it: Osprey and
+// Python's zipfile (Keras) would read different bytes, so it is refused.
+TEST(HostileInput, ZipEntriesNamedTwiceOrWithDisagreeingHeadersAreRefused) {
+  const auto dir = std::filesystem::temp_directory_path() / "osprey_hostile";
+  std::filesystem::create_directories(dir);
+  const std::string twice = (dir / "twice.keras").string();
+  keras::detail::write_zip(twice, {{"config.json", "{}"}, {"config.json", "[]"}});
+  try {
+    (void)keras::detail::read_zip(twice);
+    FAIL() << "no error";
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("appears twice"), std::string::npos) << e.what();
+  }
+  const std::string patched = (dir / "patched.keras").string();
+  keras::detail::write_zip(patched, {{"config.json", "{\"a\": 1}"}});
+  std::string bytes;
+  {
+    std::ifstream in(patched, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  bytes[18] = static_cast<char>(bytes[18] + 1);  // the local header's compressed size
+  {
+    std::ofstream out(patched, std::ios::binary | std::ios::trunc);
+    out << bytes;
+  }
+  EXPECT_THROW((void)keras::detail::read_zip(patched), ValueError);
+  std::filesystem::remove(twice);
+  std::filesystem::remove(patched);
 }

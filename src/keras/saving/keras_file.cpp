@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
+#include <limits>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -119,6 +120,19 @@ std::string activation(const json& j) {
   unsupported("activation", j.dump().substr(0, 100), "activations given by name");
 }
 
+// An integer field exactly as written: JSON integers only (1.5 or true are not 1) within [lo, hi] (4294967297 units
+// are not 1).
+int64_t integer(const json& c, const char* key, int64_t lo, int64_t hi, const std::string& what) {
+  const json& v = c.at(key);
+  const bool is_int = v.is_number_integer() || v.is_number_unsigned();
+  if (!is_int || (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(hi)) ||
+      v.get<int64_t>() < lo || v.get<int64_t>() > hi) {
+    throw ValueError(fmt::format("model_from_json: {} \"{}\" must be an integer in [{}, {}], got {}", what, key, lo,
+                                 hi, v.dump()));
+  }
+  return v.get<int64_t>();
+}
+
 Shape shape_without_batch(const json& batch_shape, const std::string& what) {
   if (!batch_shape.is_array() || batch_shape.empty()) {
     throw ValueError(fmt::format("model_from_json: {} is not a shape with a batch dimension: {}", what,
@@ -126,7 +140,7 @@ Shape shape_without_batch(const json& batch_shape, const std::string& what) {
   }
   std::vector<int64_t> dims;
   for (std::size_t i = 1; i < batch_shape.size(); ++i) {
-    if (!batch_shape[i].is_number_integer()) {
+    if (!batch_shape[i].is_number_integer() || batch_shape[i].get<int64_t>() < 1) {
       throw ValueError(fmt::format("model_from_json: {} has an unknown dimension ({}); Osprey needs fixed feature "
                                    "dimensions",
                                    what, batch_shape.dump()));
@@ -157,7 +171,8 @@ LayerRef layer_from(const json& j) {
     if (c.contains("activity_regularizer") && !c["activity_regularizer"].is_null()) {
       unsupported("Dense option", "activity_regularizer", "kernel/bias regularizers and constraints");
     }
-    return layers::Dense(c.at("units").get<int>(), activation(c.value("activation", json("linear"))), o);
+    const auto units = static_cast<int>(integer(c, "units", 1, std::numeric_limits<int>::max(), "Dense " + name));
+    return layers::Dense(units, activation(c.value("activation", json("linear"))), o);
   }
   if (cls == "Activation") return layers::Activation(activation(c.at("activation")), name);
   if (cls == "LeakyReLU") return layers::LeakyReLU(value_or(c, "negative_slope", 0.3), name);
@@ -219,13 +234,13 @@ optimizers::LearningRate learning_rate(const json& j) {
   const json& c = config_of(j, "the learning rate");
   if (cls == "ExponentialDecay") {
     return s::ExponentialDecay({.initial_learning_rate = c.at("initial_learning_rate").get<double>(),
-                                .decay_steps = c.at("decay_steps").get<int64_t>(),
+                                .decay_steps = integer(c, "decay_steps", 1, int64_t{1} << 62, "a schedule's"),
                                 .decay_rate = c.at("decay_rate").get<double>(),
                                 .staircase = value_or(c, "staircase", false)});
   }
   if (cls == "InverseTimeDecay") {
     return s::InverseTimeDecay({.initial_learning_rate = c.at("initial_learning_rate").get<double>(),
-                                .decay_steps = c.at("decay_steps").get<int64_t>(),
+                                .decay_steps = integer(c, "decay_steps", 1, int64_t{1} << 62, "a schedule's"),
                                 .decay_rate = c.at("decay_rate").get<double>(),
                                 .staircase = value_or(c, "staircase", false)});
   }
@@ -235,7 +250,7 @@ optimizers::LearningRate learning_rate(const json& j) {
   }
   if (cls == "CosineDecay") {
     return s::CosineDecay({.initial_learning_rate = c.at("initial_learning_rate").get<double>(),
-                           .decay_steps = c.at("decay_steps").get<int64_t>(),
+                           .decay_steps = integer(c, "decay_steps", 1, int64_t{1} << 62, "a schedule's"),
                            .alpha = value_or(c, "alpha", 0.0),
                            .warmup_target = optional_number(c, "warmup_target"),
                            .warmup_steps = value_or<int64_t>(c, "warmup_steps", 0)});

@@ -156,11 +156,23 @@ std::map<std::string, std::string> read_zip(const std::string& path) {
     if (static_cast<uint64_t>(local) + 30 > s.size() || get32(s, local) != kLocalSig) {
       throw bad(fmt::format("entry '{}' has no local header", name));
     }
-    const std::size_t data_at = local + 30u + get16(s, local + 26) + get16(s, local + 28);
-    if (data_at + csize > s.size()) throw bad(fmt::format("entry '{}' is truncated", name));
+    // The local header must say what the central directory says: a reader that trusts either one (Python's
+    // zipfile, Keras) must see the same entry.
+    // (With a data descriptor, flag bit 3, the local header's CRC and sizes are left 0 and come after the data.)
+    const uint16_t local_name_len = get16(s, local + 26);
+    const bool descriptor = (get16(s, local + 6) & 0x8) != 0;
+    const bool sizes_agree = descriptor || (get32(s, local + 14) == crc && get32(s, local + 18) == csize &&
+                                            get32(s, local + 22) == usize);
+    if (get16(s, local + 8) != method || !sizes_agree || local_name_len != name_len ||
+        static_cast<uint64_t>(local) + 30 + local_name_len > s.size() || s.compare(local + 30, name_len, name) != 0) {
+      throw bad(fmt::format("entry '{}': its local header disagrees with the central directory", name));
+    }
+    const std::size_t data_at = local + 30u + local_name_len + get16(s, local + 28);
+    if (static_cast<uint64_t>(data_at) + csize > s.size()) throw bad(fmt::format("entry '{}' is truncated", name));
     std::string data = s.substr(data_at, csize);
     if (crc32(data) != crc) throw bad(fmt::format("entry '{}' fails its CRC-32 check", name));
-    out.emplace(name, std::move(data));
+    // Two entries of one name: Osprey would read one and Python's zipfile (Keras) the other.
+    if (!out.emplace(name, std::move(data)).second) throw bad(fmt::format("entry '{}' appears twice", name));
   }
   return out;
 }
