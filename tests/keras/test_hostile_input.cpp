@@ -12,6 +12,7 @@
 #include "keras/saving/zip_store.h"
 #include "osprey/errors.h"
 #include "osprey/keras.h"
+#include "osprey/random.h"
 
 using namespace osprey;
 namespace layers = osprey::keras::layers;
@@ -84,3 +85,27 @@ TEST(HostileInput, ZipEntriesNamedTwiceOrWithDisagreeingHeadersAreRefused) {
   std::filesystem::remove(twice);
   std::filesystem::remove(patched);
 }
+
+#ifdef OSPREY_HAVE_HDF5_PLUGIN
+// Weights files that would make HDF5 read something else (a soft or external link, external raw storage pointing
+// at /etc/passwd) or allocate what the file says (2^31 x 2^31 floats): refused before anything is read or
+// allocated, the model unchanged (tests/keras/make_hostile_h5.py makes them).
+TEST(HostileInput, WeightsFilesThatReachOutsideThemselvesOrLieAboutSizesAreRefused) {
+  const std::string dir = std::string(OSPREY_TEST_DATA_DIR) + "/hostile/";
+  random::set_seed(3);
+  keras::Sequential m({layers::Input({3}), layers::Dense(2)});
+  const auto before = m.get_weights()[0].to_vector<float>();
+  for (const char* name : {"soft_link", "external_link", "external_storage", "huge_shape"}) {
+    try {
+      m.load_weights(dir + name + ".weights.h5");
+      FAIL() << name << ": no error";
+    } catch (const ValueError& e) {
+      const std::string what = e.what();
+      EXPECT_EQ(what.find("root:"), std::string::npos) << name << " read /etc/passwd: " << what;
+    }
+    EXPECT_EQ(m.get_weights()[0].to_vector<float>(), before) << name;
+  }
+  m.load_weights(dir + "good.weights.h5");  // the same layout, stored plainly, loads
+  EXPECT_EQ(m.get_weights()[0].to_vector<float>(), std::vector<float>(6, 0.5f));
+}
+#endif

@@ -101,11 +101,23 @@ void write_dataset(hid_t group, const std::string& name, const Tensor& t) {
         "writing dataset '" + name + "'");
 }
 
+// A link HDF5 would follow out of this file (a soft or external link: to /etc/passwd, another file, a FIFO) is
+// refused: every group and dataset Osprey reads is reached by hard links only.
+void check_hard_link(hid_t loc, const std::string& name, const std::string& where) {
+  H5L_info_t info;
+  if (H5Lget_info(loc, name.c_str(), &info, H5P_DEFAULT) < 0 || info.type != H5L_TYPE_HARD) {
+    throw ValueError(fmt::format("load_weights: '{}' is a soft or external link; Osprey reads only objects stored "
+                                 "in the file itself (a damaged or crafted file)",
+                                 where));
+  }
+}
+
 bool exists(hid_t loc, const std::string& path) {
   // H5Lexists needs every intermediate link to exist: check each prefix "a", "a/b", ... in turn.
   for (std::size_t end = path.find('/');; end = path.find('/', end + 1)) {
     const std::string prefix = path.substr(0, end);
     if (H5Lexists(loc, prefix.c_str(), H5P_DEFAULT) <= 0) return false;
+    check_hard_link(loc, prefix, "/" + prefix);
     if (end == std::string::npos) return true;
   }
 }
@@ -116,23 +128,53 @@ hsize_t num_links(hid_t group) {
   return info.nlinks;
 }
 
-/// Reads dataset `name` of `group` into a host tensor of `dtype` (HDF5 converts the stored type).
-Tensor read_dataset(hid_t group, const std::string& name, DType dtype, const std::string& where) {
-  Handle ds(H5Dopen2(group, name.c_str(), H5P_DEFAULT), H5Dclose, "opening dataset '" + where + "/" + name + "'");
+/// Reads dataset `name` of `group`, which must hold `expected` numbers, into a host tensor of `dtype` (HDF5
+/// converts the stored type). Everything is checked before anything is allocated: the link is hard, the layout is
+/// stored in this file (contiguous, chunked or compact; no external storage, no virtual dataset), the shape is the
+/// expected one, and a contiguous or compact dataset's storage holds exactly its elements.
+Tensor read_dataset(hid_t group, const std::string& name, DType dtype, const std::string& where, const Shape& expected,
+                    const std::string& variable) {
+  const std::string at = where + "/" + name;
+  check_hard_link(group, name, "/" + at);
+  Handle ds(H5Dopen2(group, name.c_str(), H5P_DEFAULT), H5Dclose, "opening dataset '" + at + "'");
+  Handle dcpl(H5Dget_create_plist(ds), H5Pclose, "H5Dget_create_plist");
+  const H5D_layout_t layout = H5Pget_layout(dcpl);
+  if ((layout != H5D_CONTIGUOUS && layout != H5D_CHUNKED && layout != H5D_COMPACT) || H5Pget_external_count(dcpl) != 0) {
+    throw ValueError(fmt::format("load_weights: dataset '/{}' is not stored in the file itself (external storage or a "
+                                 "virtual layout); refused",
+                                 at));
+  }
   Handle space(H5Dget_space(ds), H5Sclose, "H5Dget_space");
   const int rank = H5Sget_simple_extent_ndims(space);
-  if (rank < 0 || rank > 8) throw ValueError(fmt::format("load_weights: dataset '{}/{}' has rank {}", where, name, rank));
+  if (rank < 0 || rank > 8) throw ValueError(fmt::format("load_weights: dataset '/{}' has rank {}", at, rank));
   std::vector<hsize_t> hdims(static_cast<std::size_t>(rank));
   if (rank > 0) check(H5Sget_simple_extent_dims(space, hdims.data(), nullptr), "H5Sget_simple_extent_dims");
+  bool same = rank == expected.rank();
+  for (int i = 0; same && i < rank; ++i) same = hdims[static_cast<std::size_t>(i)] == static_cast<hsize_t>(expected[i]);
+  if (!same) {
+    std::vector<std::string> shown;
+    for (hsize_t d : hdims) shown.push_back(std::to_string(d));
+    throw ValueError(fmt::format("load_weights: the shape of {} is {}, but the file holds ({}) for it (/{})", variable,
+                                 expected.to_string(), fmt::join(shown, ", "), at));
+  }
   Handle type(H5Dget_type(ds), H5Tclose, "H5Dget_type");
   const H5T_class_t cls = H5Tget_class(type);
-  if (cls != H5T_FLOAT && cls != H5T_INTEGER) {
-    throw ValueError(fmt::format("load_weights: dataset '{}/{}' does not hold numbers", where, name));
+  const std::size_t type_size = H5Tget_size(type);
+  if ((cls != H5T_FLOAT && cls != H5T_INTEGER) || type_size == 0 || type_size > 8) {
+    throw ValueError(fmt::format("load_weights: dataset '/{}' does not hold numbers", at));
   }
-  std::vector<int64_t> dims(hdims.begin(), hdims.end());
-  Tensor t = Tensor::empty(Shape(dims), dtype, &runtime::DeviceManager::get().host_device());
+  if (layout != H5D_CHUNKED) {
+    const hsize_t stored = H5Dget_storage_size(ds);
+    const hsize_t needed = static_cast<hsize_t>(expected.num_elements()) * type_size;
+    if (stored != needed) {
+      throw ValueError(fmt::format("load_weights: dataset '/{}' stores {} bytes for {} values of {} bytes (a damaged "
+                                   "file)",
+                                   at, stored, expected.num_elements(), type_size));
+    }
+  }
+  Tensor t = Tensor::empty(expected, dtype, &runtime::DeviceManager::get().host_device());
   check(H5Dread(ds, dtype == int64 ? H5T_NATIVE_INT64 : H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, t.raw_data()),
-        "reading dataset '" + where + "/" + name + "'");
+        "reading dataset '/" + at + "'");
   return t;
 }
 
@@ -285,13 +327,8 @@ static void load_impl(Sequential& model, const std::string& path) {
                                    layers[i]->name(), vars.size(), stored, expected));
     }
     for (std::size_t j = 0; j < vars.size(); ++j) {
-      Tensor t = read_dataset(group, std::to_string(j), float32, where);
-      if (t.shape() != vars[j]->shape()) {
-        throw ValueError(fmt::format("load_weights: the shape of variable '{}' is {}, but '{}' holds {} for it "
-                                     "(/{}/{})",
-                                     vars[j]->path(), vars[j]->shape().to_string(), path, t.shape().to_string(), where, j));
-      }
-      assignments.emplace_back(vars[j], t);
+      assignments.emplace_back(vars[j], read_dataset(group, std::to_string(j), float32, where, vars[j]->shape(),
+                                                     "variable '" + vars[j]->path() + "'"));
     }
   }
 
@@ -311,14 +348,10 @@ static void load_impl(Sequential& model, const std::string& path) {
     } else {
       for (std::size_t j = 0; j < layout.size(); ++j) {
         const OptimizerEntry& e = layout[j];
-        Tensor t = read_dataset(group, std::to_string(j), e.kind == OptimizerEntry::iterations ? int64 : float32,
-                                "optimizer/vars");
         const Shape want = e.kind == OptimizerEntry::slot ? e.variable->shape() : Shape({});
-        if (t.shape() != want) {
-          throw ValueError(fmt::format("load_weights: optimizer variable {} in '{}' has shape {}, expected {}", j, path,
-                                       t.shape().to_string(), want.to_string()));
-        }
-        opt_values.emplace_back(e, t);
+        opt_values.emplace_back(e, read_dataset(group, std::to_string(j),
+                                                e.kind == OptimizerEntry::iterations ? int64 : float32,
+                                                "optimizer/vars", want, fmt::format("optimizer variable {}", j)));
       }
     }
   }

@@ -1,0 +1,28 @@
+# Makes the crafted .weights.h5 files of tests/data/hostile/ (test_hostile_input.cpp): each holds the weights of
+# Sequential([Input((3,)), Dense(2)]) in Keras's layout (layers/dense/vars/0 kernel, /1 bias), with the kernel
+# replaced by something a loader must refuse. Run: python3 tests/keras/make_hostile_h5.py   (pip h5py)
+import os
+import h5py
+import numpy as np
+
+here = os.path.join(os.path.dirname(__file__), "..", "data", "hostile")
+os.makedirs(here, exist_ok=True)
+
+
+def make(name, kernel):
+    with h5py.File(os.path.join(here, name), "w") as f:
+        g = f.create_group("layers/dense/vars")
+        kernel(f, g)
+        g.create_dataset("1", data=np.zeros(2, "float32"))
+        f.create_group("vars")
+
+
+make("soft_link.weights.h5", lambda f, g: (f.create_dataset("elsewhere", data=np.ones((3, 2), "float32")),
+                                           g.__setitem__("0", h5py.SoftLink("/elsewhere"))))
+make("external_link.weights.h5", lambda f, g: g.__setitem__("0", h5py.ExternalLink("/etc/passwd", "/")))
+make("external_storage.weights.h5",
+     lambda f, g: g.create_dataset("0", shape=(3, 2), dtype="float32", external=[("/etc/passwd", 0, 24)]))
+make("huge_shape.weights.h5",
+     lambda f, g: g.create_dataset("0", shape=(2**31, 2**31), dtype="float32", chunks=(1, 1)))
+make("good.weights.h5", lambda f, g: g.create_dataset("0", data=np.full((3, 2), 0.5, "float32")))
+print("wrote", sorted(os.listdir(here)))
