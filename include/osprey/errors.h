@@ -58,6 +58,11 @@ class ValueError : public Error {
  public:
   using Error::Error;
 };
+/// The process may not read or write a path (TensorFlow's PermissionDeniedError).
+class PermissionDeniedError : public Error {
+ public:
+  using Error::Error;
+};
 /// Raised where Keras raises NotImplementedError (a model subclass without a call()).
 class NotImplementedError : public Error {
  public:

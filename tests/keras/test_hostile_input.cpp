@@ -109,3 +109,16 @@ TEST(HostileInput, WeightsFilesThatReachOutsideThemselvesOrLieAboutSizesAreRefus
   EXPECT_EQ(m.get_weights()[0].to_vector<float>(), std::vector<float>(6, 0.5f));
 }
 #endif
+
+TEST(HostileInput, CallbacksAndMetricsFailWithOspreysErrors) {
+  EXPECT_THROW(keras::metrics::AUC(1000000000), ValueError);  // 10^9 thresholds: bounded, not an allocation
+  keras::Sequential m({layers::Input({3}), layers::Dense(1)});
+  m.compile({.optimizer = "sgd", .loss = "mse"});
+  // A folder that cannot be made (its parent is a file): PermissionDeniedError with the path, not filesystem_error.
+  const auto file = std::filesystem::temp_directory_path() / "osprey_hostile_file";
+  { std::ofstream(file) << "x"; }
+  keras::ModelCheckpoint checkpoint((file / "sub" / "w.weights.osp").string());
+  EXPECT_THROW(m.fit(Tensor::zeros({4, 3}), Tensor::zeros({4, 1}), {.verbose = 0, .callbacks = {checkpoint}}),
+               PermissionDeniedError);
+  std::filesystem::remove(file);
+}

@@ -263,7 +263,14 @@ void ModelCheckpoint::save(int epoch, const Logs& logs) {
   } catch (const fmt::format_error& e) {
     throw ValueError(fmt::format("Failed to format this callback filepath: \"{}\". Reason: {}", filepath_, e.what()));
   }
-  if (auto dir = std::filesystem::path(path).parent_path(); !dir.empty()) std::filesystem::create_directories(dir);
+  if (auto dir = std::filesystem::path(path).parent_path(); !dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);  // not std::filesystem_error: Osprey's error with the path
+    if (ec) {
+      throw PermissionDeniedError(fmt::format("ModelCheckpoint: cannot create the folder '{}' for '{}': {}",
+                                              dir.string(), path, ec.message()));
+    }
+  }
   if (!o_.save_best_only) {
     whole_model_ ? model()->save(path) : model()->save_weights(path);
     if (o_.verbose > 0) std::cout << fmt::format("\nEpoch {}: finished saving model to {}\n", epoch + 1, path);

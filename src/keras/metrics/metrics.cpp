@@ -133,6 +133,11 @@ double Recall::result() const { return divide_no_nan(tp_[0], tp_[0] + fn_[0]); }
 
 static std::vector<double> auc_thresholds(int n) {
   if (n <= 1) throw ValueError(fmt::format("Argument `num_thresholds` must be an integer > 1. Received: {}", n));
+  // Each threshold keeps four counters and is walked per batch: past a million it is a mistake (or a crafted file).
+  constexpr int kMaxThresholds = 1 << 20;
+  if (n > kMaxThresholds) {
+    throw ValueError(fmt::format("Argument `num_thresholds` must be at most {}. Received: {}", kMaxThresholds, n));
+  }
   std::vector<double> t{0.0 - 1e-7};
   for (int i = 1; i < n - 1; ++i) t.push_back(static_cast<double>(static_cast<float>(i) / static_cast<float>(n - 1)));
   t.push_back(1.0 + 1e-7);
