@@ -12,13 +12,12 @@ namespace osprey::keras {
 namespace {
 
 Tensor s(double v) { return Tensor::scalar(v); }
-Tensor minimum(const Tensor& a, const Tensor& b) { return ops::neg(ops::maximum(ops::neg(a), ops::neg(b))); }
-Tensor clip(const Tensor& x, double lo, double hi) { return minimum(ops::maximum(x, s(lo)), s(hi)); }
+Tensor clip(const Tensor& x, double lo, double hi) { return ops::minimum(ops::maximum(x, s(lo)), s(hi)); }
 Tensor softplus(const Tensor& x) { return ops::activation(x, ops::Activation::softplus); }
 // 1 where |x| > t (strictly), else 0.
 Tensor outside(const Tensor& x, double t) { return ops::sub(s(1.0), ops::greater_equal(s(t), ops::abs(x))); }
 
-Tensor celu(const Tensor& x) { return ops::add(ops::relu(x), minimum(s(0.0), ops::sub(ops::exp(x), s(1.0)))); }
+Tensor celu(const Tensor& x) { return ops::add(ops::relu(x), ops::minimum(s(0.0), ops::sub(ops::exp(x), s(1.0)))); }
 Tensor relu6(const Tensor& x) { return clip(x, 0.0, 6.0); }
 Tensor hard_sigmoid(const Tensor& x) { return ops::div(relu6(ops::add(x, s(3.0))), s(6.0)); }
 Tensor hard_silu(const Tensor& x) { return ops::mul(x, hard_sigmoid(x)); }

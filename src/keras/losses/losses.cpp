@@ -65,7 +65,6 @@ Tensor LossFunctionWrapper::per_sample(const Tensor& y_true, const Tensor& y_pre
 // ---- helpers: composite ops (differentiable through the tape, on every device) ----
 
 static Tensor scalar(double v) { return Tensor::scalar(v); }
-static Tensor minimum(const Tensor& a, const Tensor& b) { return ops::neg(ops::maximum(ops::neg(a), ops::neg(b))); }
 // Views both as (N, d) float32, so per-sample reductions are over axis 1.
 static Tensor as_2d(const Tensor& t) {
   Tensor f = t.dtype() == DType::float32 ? t : ops::cast(t, DType::float32);
@@ -127,7 +126,7 @@ Huber::Huber(double delta) : Loss("huber_loss"), delta_(delta) {
 }
 Tensor Huber::per_sample(const Tensor& t, const Tensor& p) const {
   const Tensor e = ops::abs(ops::sub(as_2d(p), as_2d(t)));
-  const Tensor quadratic = minimum(e, scalar(delta_));
+  const Tensor quadratic = ops::minimum(e, scalar(delta_));
   const Tensor linear = ops::sub(e, quadratic);  // 0.5q² + δ·(|e| − q) is Keras's piecewise form
   return ops::reduce_mean(ops::add(ops::mul(ops::square(quadratic), scalar(0.5)), ops::mul(linear, scalar(delta_))), 1);
 }
@@ -149,8 +148,8 @@ Tensor Hinge::per_sample(const Tensor& t, const Tensor& p) const {
 }
 KLDivergence::KLDivergence() : Loss("kl_divergence") {}
 Tensor KLDivergence::per_sample(const Tensor& t, const Tensor& p) const {
-  const Tensor y = minimum(ops::maximum(as_2d(t), scalar(1e-7)), scalar(1.0));
-  const Tensor x = minimum(ops::maximum(as_2d(p), scalar(1e-7)), scalar(1.0));
+  const Tensor y = ops::minimum(ops::maximum(as_2d(t), scalar(1e-7)), scalar(1.0));
+  const Tensor x = ops::minimum(ops::maximum(as_2d(p), scalar(1e-7)), scalar(1.0));
   return ops::reduce_sum(ops::mul(y, ops::log(ops::div(y, x))), 1);
 }
 MeanSquaredError::MeanSquaredError() : Loss("mean_squared_error") {}

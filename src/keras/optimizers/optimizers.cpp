@@ -152,7 +152,7 @@ void Optimizer::update_all(const std::vector<Tensor>& gradients, const std::vect
   } else if (base_.clipvalue) {
     const Tensor lo = Tensor::scalar(-*base_.clipvalue), hi = Tensor::scalar(*base_.clipvalue);
     for (auto& g : grads) {
-      if (g.defined()) g = ops::neg(ops::maximum(ops::neg(ops::maximum(g, lo)), ops::neg(hi)));  // min(max(g,lo),hi)
+      if (g.defined()) g = ops::minimum(ops::maximum(g, lo), hi);
     }
   } else if (base_.global_clipnorm) {
     double sq = 0;

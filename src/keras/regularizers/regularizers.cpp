@@ -16,7 +16,7 @@ Tensor Constraint::operator()(const Tensor& w) const {
   // MaxNorm (axis 0): w · clip(norms, 0, max) / (1e-7 + norms), norms per column.
   Tensor w2 = w.shape().rank() == 2 ? w : w.reshape(Shape({w.num_elements(), 1}));
   const Tensor norms = ops::sqrt(ops::reduce_sum(ops::square(w2), 0));
-  const Tensor desired = ops::neg(ops::maximum(ops::neg(norms), Tensor::scalar(-max_value)));  // min(norms, max)
+  const Tensor desired = ops::minimum(norms, Tensor::scalar(max_value));
   const Tensor scaled = ops::mul(w2, ops::div(desired, ops::add(norms, Tensor::scalar(1e-7))));
   return w.shape().rank() == 2 ? scaled : scaled.reshape(w.shape());
 }
