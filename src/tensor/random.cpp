@@ -211,13 +211,18 @@ Tensor truncated_normal(const Shape& shape, double mean, double stddev, DType dt
 Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype) {
   if (high <= low) throw InvalidArgumentError(fmt::format("randint: need low < high, got [{}, {})", low, high));
   Philox g = next_generator();
-  const auto range = static_cast<uint64_t>(high - low);
-  std::vector<int64_t> v(static_cast<std::size_t>(shape.num_elements()));
-  for (auto& x : v) {
+  // high - low in unsigned arithmetic: [INT64_MIN, INT64_MAX) is a valid range whose width overflows int64.
+  const uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
+  runtime::Device& host = runtime::DeviceManager::get().host_device();
+  Tensor t = Tensor::empty(shape, DType::int64, &host);  // the allocator's error for a size that cannot be had
+  int64_t* v = t.data<int64_t>();
+  const auto n = static_cast<std::size_t>(shape.num_elements());
+  for (std::size_t i = 0; i < n; ++i) {
     const uint64_t r = (uint64_t{g.next_u32()} << 32) | g.next_u32();
-    x = low + static_cast<int64_t>(r % range);
+    v[i] = static_cast<int64_t>(static_cast<uint64_t>(low) + r % range);
   }
-  Tensor t = Tensor::from_host(v.data(), shape);
+  runtime::Device& target = runtime::current_device();
+  if (&target != &host) t = t.to(target);
   return dtype == DType::int64 ? t : t.cast(dtype);
 }
 

@@ -4,11 +4,13 @@
 #include <array>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 
 #include "backends/cpu/small_gemm.h"
 #include "osprey/autodiff.h"
 #include "osprey/errors.h"
+#include "osprey/keras.h"
 #include "osprey/ops.h"
 #include "osprey/random.h"
 
@@ -557,4 +559,18 @@ TEST(Sizes, ShapesAndAllocationsTooLargeAreTypedErrors) {
   EXPECT_THROW((void)Tensor::ones({int64_t{1} << 40}), ResourceExhaustedError);     // 4 TiB
   EXPECT_THROW((void)random::uniform({int64_t{1} << 40}), ResourceExhaustedError);
   EXPECT_EQ(Tensor::full({2, 2}, 3.0, DType::int64).to_vector<int64_t>(), (std::vector<int64_t>{3, 3, 3, 3}));
+}
+
+TEST(Sizes, RandintTakesTheWholeInt64RangeAndReshapeChecksItsTarget) {
+  random::set_seed(1);
+  const auto v = random::randint(std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), {64})
+                     .to_vector<int64_t>();
+  bool negative = false, positive = false;
+  for (int64_t x : v) (x < 0 ? negative : positive) = true;
+  EXPECT_TRUE(negative && positive);  // spread over the range, no signed overflow (UBSan would say)
+  random::set_seed(1);
+  const auto small = random::randint(3, 5, {100}).to_vector<int64_t>();
+  for (int64_t x : small) EXPECT_TRUE(x == 3 || x == 4);
+  EXPECT_THROW(osprey::keras::layers::Reshape({int64_t{1} << 40, int64_t{1} << 40})(Tensor::zeros({1, 4})),
+               ValueError);
 }

@@ -34,8 +34,10 @@ Shape Reshape::build(const Shape& input_shape) {
     if (dims[i] == -1) {
       if (unknown >= 0) throw ValueError("Reshape: there can only be one unknown dimension (-1) in target_shape");
       unknown = static_cast<int64_t>(i);
-    } else {
-      known *= dims[i];
+    } else if (dims[i] < 0 || __builtin_mul_overflow(known, dims[i], &known)) {
+      throw ValueError(fmt::format("Reshape: target_shape {} has a negative dimension or more elements than a tensor "
+                                   "can hold",
+                                   dims_string(target_)));
     }
   }
   const int64_t total = input_shape.num_elements();
