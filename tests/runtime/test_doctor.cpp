@@ -143,7 +143,8 @@ TEST_F(DoctorTest, PluginLoaderFailuresAreRecordedWithTheirCause) {
 TEST_F(DoctorTest, AnEmptyCudaVisibleDevicesIsSaidToHideEveryGpu) {
   setenv("CUDA_VISIBLE_DEVICES", "", 1);
   osprey::testing::install_test_gpus(1);
-  const auto& cvd = check_named(doctor::run(), "CUDA_VISIBLE_DEVICES");
+  const auto report = doctor::run();
+  const auto& cvd = check_named(report, "CUDA_VISIBLE_DEVICES");
   EXPECT_THAT(cvd.detail, HasSubstr("the driver shows no GPU to this process"));
   EXPECT_THAT(cvd.detail, ::testing::Not(HasSubstr("renumbered")));
 }
