@@ -24,5 +24,21 @@ make("external_storage.weights.h5",
      lambda f, g: g.create_dataset("0", shape=(3, 2), dtype="float32", external=[("/etc/passwd", 0, 24)]))
 make("huge_shape.weights.h5",
      lambda f, g: g.create_dataset("0", shape=(2**31, 2**31), dtype="float32", chunks=(1, 1)))
+
+
+def bad_optimizer_slot(f, g):
+    # Good weights and Adam's state (iterations, learning rate, m/v of kernel, m/v of bias), except the last slot:
+    # the bias's velocity has 3 values where the bias has 2. The loader builds the slots to read them, then fails.
+    g.create_dataset("0", data=np.full((3, 2), 0.5, "float32"))
+    o = f.create_group("optimizer/vars")
+    o.create_dataset("0", data=np.int64(7))
+    o.create_dataset("1", data=np.float32(0.01))
+    o.create_dataset("2", data=np.ones((3, 2), "float32"))
+    o.create_dataset("3", data=np.ones((3, 2), "float32"))
+    o.create_dataset("4", data=np.ones(2, "float32"))
+    o.create_dataset("5", data=np.ones(3, "float32"))
+
+
+make("bad_optimizer_slot.weights.h5", bad_optimizer_slot)
 make("good.weights.h5", lambda f, g: g.create_dataset("0", data=np.full((3, 2), 0.5, "float32")))
 print("wrote", sorted(os.listdir(here)))

@@ -108,6 +108,39 @@ TEST(HostileInput, WeightsFilesThatReachOutsideThemselvesOrLieAboutSizesAreRefus
   m.load_weights(dir + "good.weights.h5");  // the same layout, stored plainly, loads
   EXPECT_EQ(m.get_weights()[0].to_vector<float>(), std::vector<float>(6, 0.5f));
 }
+
+// A compiled, never-trained model: the loader builds the optimizer's slots to read the file's, and a file whose
+// optimizer part then fails (a slot of the wrong shape) or is skipped (another optimizer's) leaves the optimizer
+// unbuilt, as it was; the model still trains afterwards.
+TEST(HostileInput, AFailedWeightsLoadLeavesTheOptimizerUnbuilt) {
+  const std::string dir = std::string(OSPREY_TEST_DATA_DIR) + "/hostile/";
+  random::set_seed(3);
+  keras::Sequential m({layers::Input({3}), layers::Dense(2)});
+  m.compile({.optimizer = keras::optimizers::Adam(), .loss = "mse"});
+  const auto before = m.get_weights()[0].to_vector<float>();
+  try {
+    m.load_weights(dir + "bad_optimizer_slot.weights.h5");
+    FAIL() << "no error";
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("optimizer variable 5 is (2,), but the file holds (3)"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_FALSE(m.optimizer()->built());
+  EXPECT_EQ(m.optimizer()->count_params(), 0);  // as before the load: nothing built
+  EXPECT_EQ(m.optimizer()->iterations(), 0);
+  EXPECT_EQ(m.get_weights()[0].to_vector<float>(), before);
+  // Adagrad keeps 1 slot per variable, the file holds Adam's 2: its optimizer part is skipped with Keras's
+  // warning (before its bad slot is read), the weights load, the optimizer stays unbuilt.
+  keras::Sequential s({layers::Input({3}), layers::Dense(2)});
+  s.compile({.optimizer = keras::optimizers::Adagrad(), .loss = "mse"});
+  s.load_weights(dir + "bad_optimizer_slot.weights.h5");
+  EXPECT_EQ(s.get_weights()[0].to_vector<float>(), std::vector<float>(6, 0.5f));
+  EXPECT_FALSE(s.optimizer()->built());
+  EXPECT_EQ(s.optimizer()->count_params(), 0);
+  m.train_on_batch(Tensor::ones({4, 3}), Tensor::zeros({4, 2}));
+  EXPECT_TRUE(m.optimizer()->built());
+  EXPECT_EQ(m.optimizer()->iterations(), 1);
+}
 #endif
 
 TEST(HostileInput, CallbacksAndMetricsFailWithOspreysErrors) {

@@ -124,6 +124,9 @@ class Optimizer {
   /// Creates the slot variables for `variables` if not yet done (mirrored like the variables they belong to).
   /// Distribution strategies call it before their replicas apply gradients concurrently.
   void build_slots(const std::vector<Variable*>& variables);
+  /// Undoes build_slots(): the slot variables are freed and built() is false again (a checkpoint load that built
+  /// the slots to read them, then failed, leaves the optimizer as it found it).
+  void unbuild_slots();
   /// The update of one replica under a distribution strategy (replica context: each variable's and slot's
   /// component of this thread's replica), without advancing iterations; call finish_replica_step() once after
   /// every replica has applied.
@@ -180,6 +183,8 @@ class Optimizer {
  protected:
   /// Creates the slot variables for `vars` (called once, at the first apply).
   virtual void build(const std::vector<Variable*>& vars) = 0;
+  /// Frees what build() created.
+  virtual void clear_slots() = 0;
   /// slots_of() without the sync: for the updates themselves.
   virtual std::vector<Variable*> slot_variables(std::size_t index) = 0;
   /// Updates variable `index` with its gradient (its and its slots' components of the current replica).
@@ -230,6 +235,7 @@ class SGD : public Optimizer {
 
  protected:
   void build(const std::vector<Variable*>& vars) override;
+  void clear_slots() override { momentums_.clear(); }
   std::vector<Variable*> slot_variables(std::size_t i) override;
   void update_tensors(const Tensor& g, Tensor& var, const std::vector<Tensor*>& slots) override;
 
@@ -257,6 +263,7 @@ class Adam : public Optimizer {
 
  protected:
   void build(const std::vector<Variable*>& vars) override;
+  void clear_slots() override { m_.clear(); v_.clear(); vhat_.clear(); }
   std::vector<Variable*> slot_variables(std::size_t i) override;
   void update_tensors(const Tensor& g, Tensor& var, const std::vector<Tensor*>& slots) override;
   bool update_fused(const std::vector<Tensor>& grads, const std::vector<Variable*>& vars,
@@ -285,6 +292,7 @@ class RMSprop : public Optimizer {
 
  protected:
   void build(const std::vector<Variable*>& vars) override;
+  void clear_slots() override { v_.clear(); mom_.clear(); mg_.clear(); }
   std::vector<Variable*> slot_variables(std::size_t i) override;
   void update_tensors(const Tensor& g, Tensor& var, const std::vector<Tensor*>& slots) override;
 
@@ -328,6 +336,7 @@ class Adagrad : public Optimizer {
 
  protected:
   void build(const std::vector<Variable*>& vars) override;
+  void clear_slots() override { accumulators_.clear(); }
   std::vector<Variable*> slot_variables(std::size_t i) override;
   void update_tensors(const Tensor& g, Tensor& var, const std::vector<Tensor*>& slots) override;
 
@@ -352,6 +361,7 @@ class Adamax : public Optimizer {
 
  protected:
   void build(const std::vector<Variable*>& vars) override;
+  void clear_slots() override { m_.clear(); u_.clear(); }
   std::vector<Variable*> slot_variables(std::size_t i) override;
   void update_tensors(const Tensor& g, Tensor& var, const std::vector<Tensor*>& slots) override;
 
@@ -376,6 +386,7 @@ class Nadam : public Optimizer {
 
  protected:
   void build(const std::vector<Variable*>& vars) override;
+  void clear_slots() override { m_.clear(); v_.clear(); }
   std::vector<Variable*> slot_variables(std::size_t i) override;
   void update_tensors(const Tensor& g, Tensor& var, const std::vector<Tensor*>& slots) override;
   void advance_step_state() override;

@@ -78,6 +78,14 @@ void Optimizer::build_slots(const std::vector<Variable*>& variables) {
   }
 }
 
+void Optimizer::unbuild_slots() {
+  clear_slots();
+  built_ = false;
+  num_tracked_ = 0;
+  slot_elements_ = 0;
+  stale_slot_shards_ = 0;
+}
+
 void Optimizer::apply_replica_gradients(const std::vector<Tensor>& gradients, const std::vector<Variable*>& variables) {
   if (!built_) throw FailedPreconditionError("apply_replica_gradients: call build_slots() first (cross-replica)");
   update_all(gradients, variables);

@@ -338,21 +338,30 @@ static void load_impl(Sequential& model, const std::string& path) {
   if (opt && exists(file, "optimizer/vars")) {
     Handle group(H5Gopen2(file, "optimizer/vars", H5P_DEFAULT), H5Gclose, "opening /optimizer/vars");
     const hsize_t stored = num_links(group);
-    // A file with slots restores a fresh optimizer too: build it first (Keras needs optimizer.build() for that).
-    if (!opt->built() && stored > optimizer_layout(*opt).size()) opt->build_slots(model.trainable_variables());
-    const auto layout = optimizer_layout(*opt);
-    if (stored != layout.size()) {
-      log::warning(fmt::format("Skipping variable loading for optimizer '{}', because it has {} variables whereas the "
-                               "saved optimizer has {} variables.",
-                               opt->name(), layout.size(), stored));
-    } else {
-      for (std::size_t j = 0; j < layout.size(); ++j) {
-        const OptimizerEntry& e = layout[j];
-        const Shape want = e.kind == OptimizerEntry::slot ? e.variable->shape() : Shape({});
-        opt_values.emplace_back(e, read_dataset(group, std::to_string(j),
-                                                e.kind == OptimizerEntry::iterations ? int64 : float32,
-                                                "optimizer/vars", want, fmt::format("optimizer variable {}", j)));
+    // A file with slots restores a fresh optimizer too: build it first (Keras needs optimizer.build() for that),
+    // and undo that build if the optimizer's part is then skipped or fails, so the model is left as it was.
+    const bool built_here = !opt->built() && stored > optimizer_layout(*opt).size();
+    if (built_here) opt->build_slots(model.trainable_variables());
+    try {
+      const auto layout = optimizer_layout(*opt);
+      if (stored != layout.size()) {
+        log::warning(fmt::format("Skipping variable loading for optimizer '{}', because it has {} variables whereas "
+                                 "the saved optimizer has {} variables.",
+                                 opt->name(), layout.size(), stored));
+        if (built_here) opt->unbuild_slots();
+      } else {
+        for (std::size_t j = 0; j < layout.size(); ++j) {
+          const OptimizerEntry& e = layout[j];
+          const Shape want = e.kind == OptimizerEntry::slot ? e.variable->shape() : Shape({});
+          opt_values.emplace_back(e, read_dataset(group, std::to_string(j),
+                                                  e.kind == OptimizerEntry::iterations ? int64 : float32,
+                                                  "optimizer/vars", want, fmt::format("optimizer variable {}", j)));
+        }
       }
+    } catch (...) {
+      opt_values.clear();  // they point into the slots about to be freed
+      if (built_here) opt->unbuild_slots();
+      throw;
     }
   }
 
