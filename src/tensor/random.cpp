@@ -13,28 +13,14 @@
 
 #include "osprey/errors.h"
 #include "runtime/device_manager.h"
+#include "tensor/philox_block.h"
 #include "tensor/tensor_impl.h"
 
 namespace osprey::random {
 
 void Philox::next4(uint32_t out[4]) {
-  uint32_t c[4] = {static_cast<uint32_t>(counter_), static_cast<uint32_t>(counter_ >> 32),
-                   static_cast<uint32_t>(stream_), static_cast<uint32_t>(stream_ >> 32)};
-  uint32_t k0 = key_[0], k1 = key_[1];
-  for (int round = 0; round < 10; ++round) {
-    const uint64_t p0 = uint64_t{0xD2511F53} * c[0];
-    const uint64_t p1 = uint64_t{0xCD9E8D57} * c[2];
-    const uint32_t hi0 = static_cast<uint32_t>(p0 >> 32), lo0 = static_cast<uint32_t>(p0);
-    const uint32_t hi1 = static_cast<uint32_t>(p1 >> 32), lo1 = static_cast<uint32_t>(p1);
-    c[0] = hi1 ^ c[1] ^ k0;
-    c[1] = lo1;
-    c[2] = hi0 ^ c[3] ^ k1;
-    c[3] = lo0;
-    k0 += 0x9E3779B9u;
-    k1 += 0xBB67AE85u;
-  }
+  detail::philox4x32_10(counter_, stream_, key_[0], key_[1], out);
   ++counter_;
-  for (int i = 0; i < 4; ++i) out[i] = c[i];
 }
 
 uint32_t Philox::next_u32() {

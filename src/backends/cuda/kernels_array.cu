@@ -3,36 +3,20 @@
 
 #include "backends/cuda/cuda_kernels.h"
 #include "backends/cuda/kernel_grid.cuh"
+#include "tensor/philox_block.h"
 
 namespace osprey::cuda {
 
 namespace {
 
-// One Philox-4x32-10 block: counter (block, stream), key (seed); Random123's constants, as random.cpp's next4().
-__device__ inline void philox_block(unsigned long long block, unsigned long long stream, unsigned long long seed,
-                                    unsigned int out[4]) {
-  unsigned int c[4] = {static_cast<unsigned int>(block), static_cast<unsigned int>(block >> 32),
-                       static_cast<unsigned int>(stream), static_cast<unsigned int>(stream >> 32)};
-  unsigned int k0 = static_cast<unsigned int>(seed), k1 = static_cast<unsigned int>(seed >> 32);
-  for (int round = 0; round < 10; ++round) {
-    const unsigned int hi0 = __umulhi(0xD2511F53u, c[0]), lo0 = 0xD2511F53u * c[0];
-    const unsigned int hi1 = __umulhi(0xCD9E8D57u, c[2]), lo1 = 0xCD9E8D57u * c[2];
-    c[0] = hi1 ^ c[1] ^ k0;
-    c[1] = lo1;
-    c[2] = hi0 ^ c[3] ^ k1;
-    c[3] = lo0;
-    k0 += 0x9E3779B9u;
-    k1 += 0xBB67AE85u;
-  }
-  for (int i = 0; i < 4; ++i) out[i] = c[i];
-}
-
 __global__ void random_uniform_state_k(const long long* state, float* y, int64_t n) {
   const int64_t blocks = (n + 3) / 4;
   GRID_STRIDE(b, blocks) {
     unsigned int w[4];
-    philox_block(static_cast<unsigned long long>(state[2]) + static_cast<unsigned long long>(b),
-                 static_cast<unsigned long long>(state[1]), static_cast<unsigned long long>(state[0]), w);
+    const uint64_t seed = static_cast<uint64_t>(state[0]);
+    osprey::random::detail::philox4x32_10(static_cast<uint64_t>(state[2]) + static_cast<uint64_t>(b),
+                                          static_cast<uint64_t>(state[1]), static_cast<uint32_t>(seed),
+                                          static_cast<uint32_t>(seed >> 32), w);
     for (int i = 0; i < 4 && 4 * b + i < n; ++i) y[4 * b + i] = static_cast<float>(w[i] >> 8) * (1.0f / 16777216.0f);
   }
 }
