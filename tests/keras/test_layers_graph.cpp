@@ -134,7 +134,7 @@ TEST(LayersGraph, RecordedStepsKeepTheActivityPenaltyAndNewOpOnlyLayers) {
   EXPECT_NEAR(m.evaluate(x, y, {.batch_size = 8, .verbose = 0})[0], mse + penalty, 1e-5);
 }
 
-TEST(LayersGraph, SavingALambdaOrALayerWithoutAConfigYetIsAClearError) {
+TEST(LayersGraph, SavingALambdaIsAClearError) {
   Sequential with_lambda({layers::Input({3}), layers::Lambda([](const Tensor& t) { return ops::square(t); }),
                           layers::Dense(1)});
   try {
@@ -144,10 +144,7 @@ TEST(LayersGraph, SavingALambdaOrALayerWithoutAConfigYetIsAClearError) {
     EXPECT_NE(std::string(e.what()).find("is a Lambda"), std::string::npos) << e.what();
   }
   EXPECT_THROW(with_lambda.save("/tmp/osprey_lambda.keras"), ValueError);
-  Sequential with_relu({layers::Input({3}), layers::ReLU(), layers::Dense(1)});
-  EXPECT_THROW((void)with_relu.get_config(), ValueError);
   auto in = keras::Input({3});
-  Model functional(in, layers::Dense(1)(in));
-  EXPECT_THROW(functional.save("/tmp/osprey_functional.keras"), ValueError);
+  Model functional(in, layers::Lambda([](const Tensor& t) { return ops::square(t); })(in));
   EXPECT_THROW((void)functional.to_json(), ValueError);
 }

@@ -17,6 +17,7 @@
 using namespace osprey;
 namespace layers = osprey::keras::layers;
 namespace optimizers = osprey::keras::optimizers;
+using keras::Model;
 using keras::Sequential;
 using ::testing::HasSubstr;
 using osprey::testing::data_file;
@@ -90,7 +91,7 @@ keras::OptimizerRef optimizer(const std::string& name) {
   return optimizers::SGD({.learning_rate = 0.1, .momentum = 0.9});
 }
 
-std::vector<float> flat_weights(const Sequential& m) {
+std::vector<float> flat_weights(const Model& m) {
   std::vector<float> out;
   for (const Tensor& w : m.get_weights()) {
     auto v = w.to_vector<float>();
@@ -189,7 +190,8 @@ TEST(WeightsH5, ModelCheckpointWritesKerasWeightsAndModelFiles) {
   m.fit(batch_x(), batch_y(),
         {.epochs = 2, .batch_size = 4, .verbose = 0,
          .callbacks = {keras::ModelCheckpoint(path), keras::ModelCheckpoint(model_path)}});
-  Sequential whole = keras::models::load_model(temp_path("model-2.keras"));  // the whole model, compiled
+  auto whole_ptr = keras::models::load_model(temp_path("model-2.keras"));
+  Model& whole = *whole_ptr;  // the whole model, compiled
   EXPECT_EQ(flat_weights(m), flat_weights(whole));
   EXPECT_EQ(whole.optimizer()->iterations(), 4);
   ASSERT_TRUE(std::filesystem::exists(temp_path("ckpt-02.weights.h5")));

@@ -33,6 +33,8 @@ class Loss {
   const std::string& name() const { return name_; }
   /// Keras's class name ("BinaryCrossentropy").
   virtual std::string class_name() const = 0;
+  /// Keras's loss.get_config() as JSON text: name, reduction and the loss's options (a compile_config keeps it).
+  virtual std::string get_config() const;
 
  private:
   std::string name_;
@@ -51,6 +53,7 @@ class BinaryCrossentropy : public Loss {
   Tensor per_sample(const Tensor& y_true, const Tensor& y_pred) const override;
   Tensor batch_mean(const Tensor& y_true, const Tensor& y_pred) const override;
   std::string class_name() const override { return "BinaryCrossentropy"; }
+  std::string get_config() const override;
   const CrossentropyOptions& options() const { return opt_; }
 
  private:
@@ -63,6 +66,7 @@ class CategoricalCrossentropy : public Loss {
   Tensor per_sample(const Tensor& y_true, const Tensor& y_pred) const override;
   Tensor batch_mean(const Tensor& y_true, const Tensor& y_pred) const override;
   std::string class_name() const override { return "CategoricalCrossentropy"; }
+  std::string get_config() const override;
   const CrossentropyOptions& options() const { return opt_; }
 
  private:
@@ -79,6 +83,7 @@ class SparseCategoricalCrossentropy : public Loss {
   Tensor per_sample(const Tensor& y_true, const Tensor& y_pred) const override;
   Tensor batch_mean(const Tensor& y_true, const Tensor& y_pred) const override;
   std::string class_name() const override { return "SparseCategoricalCrossentropy"; }
+  std::string get_config() const override;
   const Options& options() const { return opt_; }
 
  private:
@@ -114,6 +119,8 @@ class Huber : public Loss {
   explicit Huber(double delta = 1.0);
   Tensor per_sample(const Tensor& y_true, const Tensor& y_pred) const override;
   std::string class_name() const override { return "Huber"; }
+  std::string get_config() const override;
+  double delta() const { return delta_; }
 
  private:
   double delta_;

@@ -29,6 +29,11 @@ class Metric {
   void add_count(double count, double samples) { accumulate(count, samples); }
   const std::string& name() const { return name_; }
   void set_name(std::string name) { name_ = std::move(name); }
+  /// Keras's class name ("BinaryAccuracy"); "" for a metric that only a string names ("accuracy") or that has no
+  /// Keras class (a function wrapped by MeanMetricWrapper).
+  virtual std::string class_name() const { return ""; }
+  /// Keras's metric.get_config() as JSON text: name, dtype and the metric's options (a compile_config keeps it).
+  virtual std::string get_config() const;
 
  protected:
   /// Adds `sum` over `n` samples (Keras's Mean: total += Σ values, count += n).
@@ -52,6 +57,8 @@ class Accuracy : public Metric {
 
  private:
   ops::AccuracyKind kind_;
+
+ protected:
   double threshold_;
 };
 /// y_pred > threshold (strict) compared with 0/1 labels.
@@ -59,16 +66,21 @@ class BinaryAccuracy : public Accuracy {
  public:
   explicit BinaryAccuracy(double threshold = 0.5, std::string name = "binary_accuracy")
       : Accuracy(std::move(name), ops::AccuracyKind::binary, threshold) {}
+  std::string class_name() const override { return "BinaryAccuracy"; }
+  std::string get_config() const override;
+  double threshold() const { return threshold_; }
 };
 class CategoricalAccuracy : public Accuracy {
  public:
   explicit CategoricalAccuracy(std::string name = "categorical_accuracy")
       : Accuracy(std::move(name), ops::AccuracyKind::categorical) {}
+  std::string class_name() const override { return "CategoricalAccuracy"; }
 };
 class SparseCategoricalAccuracy : public Accuracy {
  public:
   explicit SparseCategoricalAccuracy(std::string name = "sparse_categorical_accuracy")
       : Accuracy(std::move(name), ops::AccuracyKind::sparse_categorical) {}
+  std::string class_name() const override { return "SparseCategoricalAccuracy"; }
 };
 /// Keras's "accuracy": Binary, Sparse or Categorical, chosen from the shapes of the first batch.
 class AutoAccuracy : public Metric {
@@ -85,11 +97,13 @@ class AutoAccuracy : public Metric {
 class MeanAbsoluteError : public Metric {
  public:
   explicit MeanAbsoluteError(std::string name = "mean_absolute_error") : Metric(std::move(name)) {}
+  std::string class_name() const override { return "MeanAbsoluteError"; }
   void update_state(const Tensor& y_true, const Tensor& y_pred) override;
 };
 class MeanSquaredError : public Metric {
  public:
   explicit MeanSquaredError(std::string name = "mean_squared_error") : Metric(std::move(name)) {}
+  std::string class_name() const override { return "MeanSquaredError"; }
   void update_state(const Tensor& y_true, const Tensor& y_pred) override;
 };
 
@@ -97,6 +111,7 @@ class MeanSquaredError : public Metric {
 class RootMeanSquaredError : public Metric {
  public:
   explicit RootMeanSquaredError(std::string name = "root_mean_squared_error") : Metric(std::move(name)) {}
+  std::string class_name() const override { return "RootMeanSquaredError"; }
   void update_state(const Tensor& y_true, const Tensor& y_pred) override;
   double result() const override;
 };
@@ -107,6 +122,11 @@ class TopKCategoricalAccuracy : public Metric {
  public:
   explicit TopKCategoricalAccuracy(int k = 5, std::string name = "top_k_categorical_accuracy", bool sparse = false);
   void update_state(const Tensor& y_true, const Tensor& y_pred) override;
+  std::string class_name() const override {
+    return sparse_ ? "SparseTopKCategoricalAccuracy" : "TopKCategoricalAccuracy";
+  }
+  std::string get_config() const override;
+  int k() const { return k_; }
 
  private:
   int k_;
@@ -134,12 +154,16 @@ class Precision : public ConfusionMetric {
   explicit Precision(double threshold = 0.5, std::string name = "precision")
       : ConfusionMetric(std::move(name), {threshold}) {}
   double result() const override;
+  std::string class_name() const override { return "Precision"; }
+  std::string get_config() const override;
 };
 /// tp / (tp + fn) at `threshold` (0.5).
 class Recall : public ConfusionMetric {
  public:
   explicit Recall(double threshold = 0.5, std::string name = "recall") : ConfusionMetric(std::move(name), {threshold}) {}
   double result() const override;
+  std::string class_name() const override { return "Recall"; }
+  std::string get_config() const override;
 };
 /// Area under the ROC or precision-recall curve from confusion counts at num_thresholds thresholds
 /// (0 − 1e-7, i/(n−1), 1 + 1e-7), summed as Keras's "interpolation" method.
@@ -148,6 +172,8 @@ class AUC : public ConfusionMetric {
   enum class Curve { ROC, PR };
   explicit AUC(int num_thresholds = 200, Curve curve = Curve::ROC, std::string name = "auc");
   double result() const override;
+  std::string class_name() const override { return "AUC"; }
+  std::string get_config() const override;
 
  private:
   Curve curve_;
@@ -177,8 +203,8 @@ namespace osprey::keras {
 /// named "custom_metric"; wrap it yourself to name it).
 class MetricRef {
  public:
-  MetricRef(const char* name) : ptr_(metrics::get(name)) {}
-  MetricRef(const std::string& name) : ptr_(metrics::get(name)) {}
+  MetricRef(const char* name) : ptr_(metrics::get(name)), spelled_(name) {}
+  MetricRef(const std::string& name) : ptr_(metrics::get(name)), spelled_(name) {}
   template <typename M>
     requires std::derived_from<std::decay_t<M>, metrics::Metric>
   MetricRef(M&& m) : ptr_(std::make_shared<std::decay_t<M>>(std::forward<M>(m))) {}
@@ -187,8 +213,11 @@ class MetricRef {
              std::is_invocable_r_v<Tensor, F, const Tensor&, const Tensor&>)
   MetricRef(F&& fn) : ptr_(std::make_shared<metrics::MeanMetricWrapper>(metrics::MetricFn(std::forward<F>(fn)))) {}
   const std::shared_ptr<metrics::Metric>& get() const { return ptr_; }
+  /// The string the user passed, if any (Keras's compile_config keeps it as given).
+  const std::string& spelled() const { return spelled_; }
 
  private:
   std::shared_ptr<metrics::Metric> ptr_;
+  std::string spelled_;
 };
 }  // namespace osprey::keras

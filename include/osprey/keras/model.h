@@ -279,7 +279,7 @@ class Model : public Layer {
   void set_weights(const std::vector<Tensor>& weights);
   /// Writes the weights to `path`, replaced atomically (written to a temporary file next to it, then renamed):
   ///  - "*.weights.h5": Keras 3's file (HDF5), the layers' variables and the optimizer's (iterations, learning
-  ///    rate, slots), readable by keras Model.load_weights (Sequential models);
+  ///    rate, slots), readable by keras Model.load_weights (Sequential, functional and nested models);
   ///  - "*.weights.osp": Osprey's own checkpoint (layer variables only, matched by position).
   /// ValueError for any other name.
   void save_weights(const std::string& path) const;
@@ -287,9 +287,10 @@ class Model : public Layer {
   /// position like Keras, the optimizer's state too when the model is compiled). Shapes must match (ValueError
   /// naming the first mismatch; the model is unchanged then); NotFoundError when the file does not exist.
   void load_weights(const std::string& path);
-  /// model.save(): the whole model in Keras 3's `.keras` file, replaced atomically (Sequential models for now;
-  /// ValueError otherwise). Keras's keras.models.load_model reads it.
-  virtual void save(const std::string& path) const;
+  /// model.save(): the whole model in Keras 3's `.keras` file (architecture, weights, compile settings and the
+  /// optimizer's state), replaced atomically. Keras's keras.models.load_model reads it. ValueError for what a Keras
+  /// file cannot hold (a Lambda, a loss or metric that is a C++ function, a subclass without get_config()).
+  void save(const std::string& path) const;
 
   /// What fit() runs for each batch (Keras's train_step): by default the engine's step (recorded plans, split
   /// halves, replicas) and the running loss and metrics in `logs`. Override it to customise what fit does: e.g.
@@ -354,7 +355,6 @@ class Sequential : public Model {
 
   std::string get_config() const override;
   std::string to_json() const override;
-  void save(const std::string& path) const override;
 };
 
 namespace models {
@@ -363,13 +363,20 @@ using keras::Sequential;
 struct LoadModelOptions {
   /// Compile the model as saved (optimizer with its state, loss, metrics), as keras.models.load_model(compile=True).
   bool compile = true;
+  /// Compute the losses as TensorFlow-backend Keras does (CompileOptions::tf_logits_shortcut): a model ending in
+  /// Dense(sigmoid) with binary crossentropy, or Dense(softmax) with (sparse) categorical crossentropy, takes the
+  /// loss from the Dense's logits. A .keras file does not record the backend that wrote it; Osprey's default is the
+  /// JAX/torch backends' clipped formulas. Set it for files from TensorFlow-backend Keras to get their numbers.
+  bool tf_logits_shortcut = false;
 };
-/// keras.models.load_model for a `.keras` file written by Keras 3 or by Sequential::save(): the architecture
-/// (Sequential models of the layers Osprey has), the weights and, when compiled, the optimizer's state, so that
-/// training resumes where it stopped. ValueError naming anything unsupported; NotFoundError for a missing file.
-Sequential load_model(const std::string& path, LoadModelOptions options = {});
+/// keras.models.load_model for a `.keras` file written by Keras 3 or by Model::save(): the architecture (Sequential
+/// and functional models, nested ones, and model or layer classes registered with
+/// saving::register_keras_serializable), the weights and, when compiled, the optimizer's state, so that training
+/// resumes where it stopped. ValueError naming anything unsupported (the model is not half-built: nothing is
+/// returned); NotFoundError for a missing file. `std::dynamic_pointer_cast<Sequential>` gives a Sequential back.
+std::shared_ptr<Model> load_model(const std::string& path, LoadModelOptions options = {});
 /// keras.models.model_from_json: a new, uncompiled model from to_json()'s text (weights freshly initialised).
-Sequential model_from_json(const std::string& json);
+std::shared_ptr<Model> model_from_json(const std::string& json);
 }  // namespace models
 namespace saving {
 using models::load_model;

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "keras/saving/serialization.h"
 #include "osprey/errors.h"
 #include "osprey/keras/losses.h"
 #include "osprey/keras/metrics.h"
@@ -190,6 +191,46 @@ std::shared_ptr<Loss> get(const std::string& n) {
                    "'. Known losses: binary_crossentropy (bce), categorical_crossentropy, "
                    "sparse_categorical_crossentropy, mean_squared_error (mse), mean_absolute_error (mae), "
                    "mean_absolute_percentage_error (mape), huber, log_cosh, hinge, kl_divergence (kld).");
+}
+
+// ---- Keras configs (loss.get_config()) ----
+
+namespace ser = serialization;
+
+static const char* reduction_name(Reduction r) {
+  switch (r) {
+    case Reduction::sum: return "sum";
+    case Reduction::mean_with_sample_weight: return "mean_with_sample_weight";
+    case Reduction::none: return "none";
+    case Reduction::sum_over_batch_size: break;
+  }
+  return "sum_over_batch_size";
+}
+
+std::string Loss::get_config() const {
+  return ser::dumps(ser::json{{"name", name_}, {"reduction", reduction_name(reduction_)}});
+}
+static std::string crossentropy_config(const Loss& l, const CrossentropyOptions& o) {
+  ser::json c = ser::parse(l.Loss::get_config(), "a loss config");
+  c["from_logits"] = o.from_logits;
+  c["label_smoothing"] = o.label_smoothing;
+  c["axis"] = -1;
+  return ser::dumps(c);
+}
+std::string BinaryCrossentropy::get_config() const { return crossentropy_config(*this, opt_); }
+std::string CategoricalCrossentropy::get_config() const { return crossentropy_config(*this, opt_); }
+std::string SparseCategoricalCrossentropy::get_config() const {
+  ser::json c = ser::parse(Loss::get_config(), "a loss config");
+  c["from_logits"] = opt_.from_logits;
+  c["ignore_class"] = nullptr;
+  return ser::dumps(c);
+}
+// Keras 3.15's Huber leaves delta out of its config (and so loses it); Osprey writes it, which Keras's
+// Huber(**config) reads back.
+std::string Huber::get_config() const {
+  ser::json c = ser::parse(Loss::get_config(), "a loss config");
+  c["delta"] = delta_;
+  return ser::dumps(c);
 }
 
 }  // namespace losses

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "keras/saving/serialization.h"
 #include "osprey/errors.h"
 #include "osprey/keras/losses.h"
 #include "osprey/keras/metrics.h"
@@ -196,6 +197,34 @@ std::shared_ptr<Metric> get(const std::string& n) {
                      "sparse_top_k_categorical_accuracy, precision, recall, auc (and their class names).");
   m->set_name(n);  // the log key is exactly the string the user passed
   return m;
+}
+
+// ---- Keras configs (metric.get_config()) ----
+
+namespace ser = serialization;
+
+std::string Metric::get_config() const { return ser::dumps(ser::json{{"name", name_}, {"dtype", "float32"}}); }
+static std::string with(const Metric& m, std::initializer_list<std::pair<const char*, ser::json>> entries) {
+  ser::json c = ser::parse(m.Metric::get_config(), "a metric config");
+  for (const auto& [k, v] : entries) c[k] = v;
+  return ser::dumps(c);
+}
+std::string BinaryAccuracy::get_config() const { return with(*this, {{"threshold", threshold_}}); }
+std::string TopKCategoricalAccuracy::get_config() const { return with(*this, {{"k", k_}}); }
+std::string Precision::get_config() const {
+  return with(*this, {{"thresholds", thresholds_.at(0)}, {"top_k", nullptr}, {"class_id", nullptr}});
+}
+std::string Recall::get_config() const {
+  return with(*this, {{"thresholds", thresholds_.at(0)}, {"top_k", nullptr}, {"class_id", nullptr}});
+}
+std::string AUC::get_config() const {
+  return with(*this, {{"num_thresholds", static_cast<int64_t>(thresholds_.size())},
+                      {"curve", curve_ == Curve::PR ? "PR" : "ROC"},
+                      {"summation_method", "interpolation"},
+                      {"multi_label", false},
+                      {"num_labels", nullptr},
+                      {"label_weights", nullptr},
+                      {"from_logits", false}});
 }
 
 }  // namespace metrics

@@ -31,6 +31,7 @@ struct Graph {
   };
   std::vector<KerasTensor> inputs, outputs;
   std::vector<std::string> input_names, output_names;
+  bool inputs_named = false, outputs_named = false;  // given as name maps (a model's config keeps that form)
   std::vector<Step> steps;  // topological order; the inputs first, in inputs' order
   std::vector<int> output_steps;
   std::vector<std::shared_ptr<Layer>> layers;  // each layer once, in first-call order, without the Inputs

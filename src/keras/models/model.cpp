@@ -40,6 +40,8 @@ Model::Model(const KerasTensors& inputs, const KerasTensors& outputs, std::strin
   s_->graph = build_graph(inputs.tensors, outputs.tensors, name_);
   if (!outputs.keys.empty()) s_->graph->output_names = outputs.keys;
   if (!inputs.keys.empty()) s_->graph->input_names = inputs.keys;
+  s_->graph->outputs_named = !outputs.keys.empty();
+  s_->graph->inputs_named = !inputs.keys.empty();
   s_->layers = s_->graph->layers;
   for (auto& l : s_->layers) {
     for (auto* v : l->variables()) {
@@ -396,6 +398,7 @@ void Model::compile(CompileOptions options) {
   s.loss_weights = weights;
   s.metrics = std::move(metrics);
   s.output_loss_values.assign(n > 1 ? n : 0, 0.0);
+  s.compile_options = std::move(options);
   s.compiled = true;
 }
 

@@ -62,6 +62,7 @@ struct Model::State {
   bool run_eagerly = false;
   std::vector<Variable*> step_variables;  // a recorded step's list of trainable variables, refilled every step
   std::string loss_spelled;  // the loss string given to compile() (compile_config)
+  std::optional<CompileOptions> compile_options;  // what compile() was given (compile_config writes it back)
   std::vector<double> output_loss_values;  // multi-output models: the last step's loss per output (for the logs)
 
   // Recorded training steps, one per batch shape (the full batches and a short last one). A step split in two

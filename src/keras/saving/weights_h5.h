@@ -5,21 +5,21 @@
 #include <string>
 
 namespace osprey::keras {
-class Sequential;
+class Model;
 namespace detail {
 /// Keras's naming.to_snake_case: "Dense" -> "dense", "LeakyReLU" -> "leaky_re_lu", "RMSprop" -> "rm_sprop".
 std::string to_snake_case(const std::string& class_name);
 /// Writes `model`'s layer variables and (when compiled and built) its optimizer's variables in Keras 3's layout.
-void save_weights_h5(const Sequential& model, const std::string& path);
+void save_weights_h5(const Model& model, const std::string& path);
 /// Reads a file written by Keras 3 or save_weights_h5() into `model` (layers by position of their class, like Keras).
-void load_weights_h5(Sequential& model, const std::string& path);
+void load_weights_h5(Model& model, const std::string& path);
 
 /// What the plug-in exports (`osprey_hdf5_api`); the version changes whenever this struct does.
-inline constexpr int kHdf5ApiVersion = 1;
+inline constexpr int kHdf5ApiVersion = 2;
 struct Hdf5Api {
   int version;
-  void (*save)(const Sequential& model, const std::string& path);
-  void (*load)(Sequential& model, const std::string& path);
+  void (*save)(const Model& model, const std::string& path);
+  void (*load)(Model& model, const std::string& path);
 };
 }  // namespace detail
 }  // namespace osprey::keras

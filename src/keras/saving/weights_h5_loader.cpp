@@ -57,7 +57,7 @@ const Hdf5Api& api() {
 
 }  // namespace
 
-void save_weights_h5(const Sequential& model, const std::string& path) { api().save(model, path); }
-void load_weights_h5(Sequential& model, const std::string& path) { api().load(model, path); }
+void save_weights_h5(const Model& model, const std::string& path) { api().save(model, path); }
+void load_weights_h5(Model& model, const std::string& path) { api().load(model, path); }
 
 }  // namespace osprey::keras::detail

@@ -63,12 +63,16 @@ static bool keras_format(const std::string& path) {
                                kH5Extension, kExtension, path));
 }
 
-// Keras's .weights.h5 layout is written for Sequential models so far (functional models: the next issue).
-static const Sequential& h5_model(const Model& m, const std::string& path) {
-  if (auto* seq = dynamic_cast<const Sequential*>(&m)) return *seq;
-  throw ValueError(fmt::format("Saving or loading `{}` for a {} model ('{}') in Keras's .weights.h5 layout is not "
-                               "supported yet (Sequential models are); use a `{}` file",
-                               path, m.class_name(), m.name(), kExtension));
+// Keras's .weights.h5 layout keys a model's layers by its layer list (Sequential and functional models, nested ones
+// included). A Model subclass's layers are keyed by Python attribute names, which C++ does not have.
+static const Model& h5_model(const Model& m, const std::string& path) {
+  if (m.inputs().empty() && !dynamic_cast<const Sequential*>(&m)) {
+    throw ValueError(fmt::format("Saving or loading `{}` for the Model subclass '{}' in Keras's .weights.h5 layout is "
+                                 "not supported (Keras keys a subclass's layers by its Python attribute names); use "
+                                 "a `{}` file",
+                                 path, m.name(), kExtension));
+  }
+  return m;
 }
 
 void Model::save_weights(const std::string& path) const {
@@ -99,7 +103,7 @@ void Model::save_weights(const std::string& path) const {
 }
 
 void Model::load_weights(const std::string& path) {
-  if (keras_format(path)) return detail::load_weights_h5(const_cast<Sequential&>(h5_model(*this, path)), path);
+  if (keras_format(path)) return detail::load_weights_h5(const_cast<Model&>(h5_model(*this, path)), path);
   // A regular file only: opening a FIFO or a device would block or read forever.
   std::error_code ec;
   const auto status = std::filesystem::status(path, ec);

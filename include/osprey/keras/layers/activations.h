@@ -16,6 +16,7 @@ class Activation : public Layer {
   OSPREY_KERAS_LAYER(Activation)
   bool recordable() const override { return true; }
   std::string class_name() const override { return "Activation"; }
+  std::string get_config() const override;
   Shape build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool training) override;
   const std::string& activation_name() const { return name_of_activation_; }
@@ -32,6 +33,7 @@ class LeakyReLU : public Layer {
   OSPREY_KERAS_LAYER(LeakyReLU)
   bool recordable() const override { return true; }
   std::string class_name() const override { return "LeakyReLU"; }
+  std::string get_config() const override;
   Shape build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool training) override;
   double negative_slope() const { return slope_; }
@@ -54,6 +56,7 @@ class ReLU : public Layer {
   OSPREY_KERAS_LAYER(ReLU)
   bool recordable() const override { return true; }
   std::string class_name() const override { return "ReLU"; }
+  std::string get_config() const override;
   Shape build(const Shape& input_shape) override { return finish_build(input_shape); }
   Tensor call(const Tensor& inputs, bool training) override;
   const ReLUOptions& options() const { return o_; }
@@ -69,6 +72,7 @@ class ELU : public Layer {
   OSPREY_KERAS_LAYER(ELU)
   bool recordable() const override { return true; }
   std::string class_name() const override { return "ELU"; }
+  std::string get_config() const override;
   Shape build(const Shape& input_shape) override { return finish_build(input_shape); }
   Tensor call(const Tensor& inputs, bool training) override;
   double alpha() const { return alpha_; }
@@ -84,6 +88,7 @@ class Softmax : public Layer {
   OSPREY_KERAS_LAYER(Softmax)
   bool recordable() const override { return true; }
   std::string class_name() const override { return "Softmax"; }
+  std::string get_config() const override;
   Shape build(const Shape& input_shape) override { return finish_build(input_shape); }
   Tensor call(const Tensor& inputs, bool training) override;
 };
@@ -96,6 +101,7 @@ class PReLU : public Layer {
   OSPREY_KERAS_LAYER(PReLU)
   bool recordable() const override { return true; }
   std::string class_name() const override { return "PReLU"; }
+  std::string get_config() const override;
   Shape build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool training) override;
   Variable* alpha() { return alpha_; }

@@ -17,6 +17,7 @@ class Input : public Layer {
   OSPREY_KERAS_LAYER(Input)
   bool recordable() const override { return true; }
   std::string class_name() const override { return "InputLayer"; }
+  std::string get_config() const override;
   Shape build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool) override { return inputs; }
   const Shape& shape() const { return shape_; }
@@ -44,6 +45,7 @@ class Dense : public Layer {
   OSPREY_KERAS_LAYER(Dense)
   bool recordable() const override { return true; }
   std::string class_name() const override { return "Dense"; }
+  std::string get_config() const override;
   Shape build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool training) override;
   int units() const { return units_; }
@@ -89,6 +91,7 @@ class Lambda : public Layer {
   explicit Lambda(Function function, std::optional<Shape> output_shape = std::nullopt, std::string name = "");
   OSPREY_KERAS_LAYER(Lambda)
   std::string class_name() const override { return "Lambda"; }
+  std::string get_config() const override;
   Shape build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool training) override;
 

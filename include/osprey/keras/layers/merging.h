@@ -101,6 +101,7 @@ class Concatenate : public Layer {
   explicit Concatenate(int axis = -1, std::string name = "");
   OSPREY_KERAS_LAYER(Concatenate)
   std::string class_name() const override { return "Concatenate"; }
+  std::string get_config() const override;
   using Layer::build;
   using Layer::call;
   Shape build(const Shape& input_shape) override { return build(std::vector<Shape>{input_shape}); }
@@ -123,6 +124,7 @@ class Dot : public Layer {
   explicit Dot(int axes = -1, bool normalize = false, std::string name = "");
   OSPREY_KERAS_LAYER(Dot)
   std::string class_name() const override { return "Dot"; }
+  std::string get_config() const override;
   using Layer::build;
   using Layer::call;
   Shape build(const Shape& input_shape) override { return build(std::vector<Shape>{input_shape}); }

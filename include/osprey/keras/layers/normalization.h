@@ -26,6 +26,7 @@ class BatchNormalization : public Layer {
   bool recordable() const override { return true; }  // its statistics are updated by a kernel (ops::assign)
   bool mixes_samples() const override { return true; }
   std::string class_name() const override { return "BatchNormalization"; }
+  std::string get_config() const override;
   Shape build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool training) override;
   Variable* moving_mean() { return moving_mean_; }
@@ -50,6 +51,7 @@ class LayerNormalization : public Layer {
   OSPREY_KERAS_LAYER(LayerNormalization)
   bool recordable() const override { return true; }
   std::string class_name() const override { return "LayerNormalization"; }
+  std::string get_config() const override;
   Shape build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool training) override;
   const LayerNormalizationOptions& options() const { return o_; }
@@ -66,6 +68,7 @@ class UnitNormalization : public Layer {
   OSPREY_KERAS_LAYER(UnitNormalization)
   bool recordable() const override { return true; }
   std::string class_name() const override { return "UnitNormalization"; }
+  std::string get_config() const override;
   Shape build(const Shape& input_shape) override { return finish_build(input_shape); }
   Tensor call(const Tensor& inputs, bool training) override;
 };
@@ -85,6 +88,7 @@ class GroupNormalization : public Layer {
   OSPREY_KERAS_LAYER(GroupNormalization)
   bool recordable() const override { return true; }
   std::string class_name() const override { return "GroupNormalization"; }
+  std::string get_config() const override;
   Shape build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool training) override;
   const GroupNormalizationOptions& options() const { return o_; }
@@ -101,6 +105,7 @@ class RMSNormalization : public Layer {
   OSPREY_KERAS_LAYER(RMSNormalization)
   bool recordable() const override { return true; }
   std::string class_name() const override { return "RMSNormalization"; }
+  std::string get_config() const override;
   Shape build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool training) override;
   double epsilon() const { return epsilon_; }

@@ -22,6 +22,7 @@ class Dropout : public Layer {
   /// Its mask comes from a generator in a device tensor, advanced by the kernel that draws (counter-based).
   bool recordable() const override { return true; }
   std::string class_name() const override { return "Dropout"; }
+  std::string get_config() const override;
   Shape build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool training) override;
   double rate() const { return rate_; }
@@ -43,6 +44,7 @@ class ActivityRegularization : public Layer {
   OSPREY_KERAS_LAYER(ActivityRegularization)
   bool recordable() const override { return true; }
   std::string class_name() const override { return "ActivityRegularization"; }
+  std::string get_config() const override;
   Shape build(const Shape& input_shape) override { return finish_build(input_shape); }
   Tensor call(const Tensor& inputs, bool training) override;
   /// The penalties of this layer's calls in the current forward pass (of this replica).
@@ -66,6 +68,7 @@ class GaussianNoise : public Layer {
   explicit GaussianNoise(double stddev, std::string name = "");
   OSPREY_KERAS_LAYER(GaussianNoise)
   std::string class_name() const override { return "GaussianNoise"; }
+  std::string get_config() const override;
   Shape build(const Shape& input_shape) override { return finish_build(input_shape); }
   Tensor call(const Tensor& inputs, bool training) override;
   double stddev() const { return stddev_; }
@@ -80,6 +83,7 @@ class GaussianDropout : public Layer {
   explicit GaussianDropout(double rate, std::string name = "");
   OSPREY_KERAS_LAYER(GaussianDropout)
   std::string class_name() const override { return "GaussianDropout"; }
+  std::string get_config() const override;
   Shape build(const Shape& input_shape) override { return finish_build(input_shape); }
   Tensor call(const Tensor& inputs, bool training) override;
   double rate() const { return rate_; }
@@ -95,6 +99,7 @@ class AlphaDropout : public Layer {
   explicit AlphaDropout(double rate, std::string name = "");
   OSPREY_KERAS_LAYER(AlphaDropout)
   std::string class_name() const override { return "AlphaDropout"; }
+  std::string get_config() const override;
   Shape build(const Shape& input_shape) override { return finish_build(input_shape); }
   Tensor call(const Tensor& inputs, bool training) override;
   double rate() const { return rate_; }

@@ -16,6 +16,7 @@ class Flatten : public Layer {
   OSPREY_KERAS_LAYER(Flatten)
   bool recordable() const override { return true; }
   std::string class_name() const override { return "Flatten"; }
+  std::string get_config() const override;
   Shape build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool training) override;
 };
@@ -27,6 +28,7 @@ class Reshape : public Layer {
   OSPREY_KERAS_LAYER(Reshape)
   bool recordable() const override { return true; }
   std::string class_name() const override { return "Reshape"; }
+  std::string get_config() const override;
   Shape build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool training) override;
   const std::vector<int64_t>& target_shape() const { return target_; }
@@ -42,6 +44,7 @@ class RepeatVector : public Layer {
   OSPREY_KERAS_LAYER(RepeatVector)
   bool recordable() const override { return true; }
   std::string class_name() const override { return "RepeatVector"; }
+  std::string get_config() const override;
   Shape build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool training) override;
   int n() const { return n_; }
@@ -57,6 +60,7 @@ class Permute : public Layer {
   OSPREY_KERAS_LAYER(Permute)
   bool recordable() const override { return true; }
   std::string class_name() const override { return "Permute"; }
+  std::string get_config() const override;
   Shape build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool training) override;
   const std::vector<int>& dims() const { return dims_; }

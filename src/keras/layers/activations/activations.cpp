@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "keras/activations/activations.h"
+#include "keras/saving/serialization.h"
 #include "osprey/keras/layers/layer.h"
 #include "osprey/errors.h"
 #include "osprey/keras/layers/activations.h"
@@ -117,6 +118,63 @@ Tensor PReLU::call(const Tensor& x, bool) {
   const Tensor alpha = ops::reshape(alpha_->value(), Shape({per_sample}));
   const Tensor y = ops::sub(ops::relu(flat), ops::mul(ops::relu(ops::neg(flat)), alpha));
   return ops::reshape(y, x.shape());
+}
+
+// ---- Keras configs (layer.get_config()) and from_config ----
+
+namespace ser = serialization;
+using ser::json;
+
+static std::string with(const Layer& l, std::initializer_list<std::pair<const char*, json>> entries) {
+  json cfg = ser::base_config(l);
+  for (const auto& [k, v] : entries) cfg[k] = v;
+  return ser::dumps(cfg);
+}
+
+std::string Activation::get_config() const { return with(*this, {{"activation", name_of_activation_}}); }
+std::string LeakyReLU::get_config() const { return with(*this, {{"negative_slope", slope_}}); }
+std::string ReLU::get_config() const {
+  return with(*this, {{"max_value", o_.max_value ? json(*o_.max_value) : json(nullptr)},
+                      {"negative_slope", o_.negative_slope},
+                      {"threshold", o_.threshold}});
+}
+std::string ELU::get_config() const {  // Keras puts alpha before trainable
+  return ser::dumps(json{{"name", name_}, {"alpha", alpha_}, {"trainable", trainable}, {"dtype", ser::dtype_policy()}});
+}
+std::string Softmax::get_config() const { return with(*this, {{"axis", -1}}); }
+std::string PReLU::get_config() const {
+  return with(*this, {{"alpha_initializer", ser::initializer(initializer_)},
+                      {"alpha_regularizer", nullptr},
+                      {"alpha_constraint", nullptr},
+                      {"shared_axes", nullptr}});
+}
+
+OSPREY_REGISTER_LAYERS(activations) {
+  ser::register_layer_class("Activation", {false, [](const json& c) -> std::shared_ptr<Layer> {
+    return std::make_shared<Activation>(ser::activation_from(c.at("activation")), ser::name_of(c));
+  }});
+  ser::register_layer_class("LeakyReLU", {false, [](const json& c) -> std::shared_ptr<Layer> {
+    return std::make_shared<LeakyReLU>(ser::value_or(c, "negative_slope", 0.3), ser::name_of(c));
+  }});
+  ser::register_layer_class("ReLU", {false, [](const json& c) -> std::shared_ptr<Layer> {
+    return std::make_shared<ReLU>(ReLUOptions{.max_value = ser::optional_number(c, "max_value"),
+                                              .negative_slope = ser::value_or(c, "negative_slope", 0.0),
+                                              .threshold = ser::value_or(c, "threshold", 0.0),
+                                              .name = ser::name_of(c)});
+  }});
+  ser::register_layer_class("ELU", {false, [](const json& c) -> std::shared_ptr<Layer> {
+    return std::make_shared<ELU>(ser::value_or(c, "alpha", 1.0), ser::name_of(c));
+  }});
+  ser::register_layer_class("Softmax", {false, [](const json& c) -> std::shared_ptr<Layer> {
+    const json axis = c.value("axis", json(-1));
+    if (!axis.is_number_integer()) ser::unsupported("Softmax axis", axis.dump(), "-1");
+    return std::make_shared<Softmax>(axis.get<int>(), ser::name_of(c));
+  }});
+  ser::register_layer_class("PReLU", {true, [](const json& c) -> std::shared_ptr<Layer> {
+    ser::refuse_set(c, {"alpha_regularizer", "alpha_constraint", "shared_axes"}, "PReLU", "alpha_initializer");
+    return std::make_shared<PReLU>(ser::initializer_name(c.value("alpha_initializer", json("zeros"))),
+                                   ser::name_of(c));
+  }});
 }
 
 }  // namespace osprey::keras::layers

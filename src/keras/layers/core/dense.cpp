@@ -1,10 +1,13 @@
 // keras.layers.Input (InputLayer) and keras.layers.Dense.
+#include <limits>
+
 #include <fmt/format.h>
 
 #include "keras/activations/activations.h"
 #include "keras/initializers/initializers.h"
 #include "osprey/errors.h"
 #include "osprey/keras/layers/core.h"
+#include "keras/saving/serialization.h"
 #include "osprey/ops.h"
 
 namespace osprey::keras::layers {
@@ -120,5 +123,71 @@ Shape Lambda::build(const Shape& input_shape) {
 }
 
 Tensor Lambda::call(const Tensor& inputs, bool) { return function_(inputs); }
+
+// ---- Keras configs (layer.get_config()) and from_config ----
+
+namespace ser = serialization;
+
+std::string Input::get_config() const {
+  return ser::dumps(ser::json{{"batch_shape", ser::shape_with_batch(shape_)},
+                              {"dtype", "float32"},
+                              {"sparse", false},
+                              {"ragged", false},
+                              {"name", name_},
+                              {"optional", false}});
+}
+
+std::string Dense::get_config() const {
+  ser::json cfg = ser::base_config(*this);
+  const auto& o = options_;
+  cfg["units"] = units_;
+  cfg["activation"] = activation_name_;
+  cfg["use_bias"] = o.use_bias;
+  cfg["kernel_initializer"] = ser::initializer(o.kernel_initializer);
+  cfg["bias_initializer"] = ser::initializer(o.bias_initializer);
+  cfg["kernel_regularizer"] = ser::regularizer(o.kernel_regularizer);
+  cfg["bias_regularizer"] = ser::regularizer(o.bias_regularizer);
+  cfg["kernel_constraint"] = ser::constraint(o.kernel_constraint);
+  cfg["bias_constraint"] = ser::constraint(o.bias_constraint);
+  cfg["quantization_config"] = nullptr;
+  return ser::dumps(cfg);
+}
+
+std::string Lambda::get_config() const {
+  throw ValueError(fmt::format("Layer '{}' is a Lambda: its C++ function cannot be written into a model's config "
+                               "(Keras too refuses to load a Lambda's code unless safe_mode is off). Rebuild the "
+                               "model in code and keep its weights with save_weights().",
+                               name_));
+}
+
+OSPREY_REGISTER_LAYERS(core) {
+  using ser::json;
+  ser::register_layer_class("InputLayer", {false, [](const json& c) -> std::shared_ptr<Layer> {
+    const json& shape = c.contains("batch_shape") ? c["batch_shape"] : c.value("batch_input_shape", json());
+    ser::refuse_set(c, {"sparse", "ragged", "optional"}, "InputLayer", "batch_shape, dtype, name");
+    const json dtype = c.value("dtype", json("float32"));
+    if (!(dtype.is_null() || dtype == json("float32"))) ser::unsupported("InputLayer dtype", dtype.dump(), "float32");
+    return std::make_shared<Input>(ser::shape_without_batch(shape, "InputLayer batch_shape"), ser::name_of(c));
+  }});
+  ser::register_layer_class("Dense", {true, [](const json& c) -> std::shared_ptr<Layer> {
+    DenseOptions o;
+    o.use_bias = ser::value_or(c, "use_bias", true);
+    if (c.contains("kernel_initializer")) o.kernel_initializer = ser::initializer_name(c["kernel_initializer"]);
+    if (c.contains("bias_initializer")) o.bias_initializer = ser::initializer_name(c["bias_initializer"]);
+    o.name = ser::name_of(c);
+    o.kernel_regularizer = ser::regularizer_from(c.value("kernel_regularizer", json()));
+    o.bias_regularizer = ser::regularizer_from(c.value("bias_regularizer", json()));
+    o.kernel_constraint = ser::constraint_from(c.value("kernel_constraint", json()));
+    o.bias_constraint = ser::constraint_from(c.value("bias_constraint", json()));
+    ser::refuse_set(c, {"activity_regularizer", "lora_rank", "quantization_config"}, "Dense",
+                    "kernel/bias regularizers and constraints");
+    const auto units = static_cast<int>(
+        ser::integer(c, "units", 1, std::numeric_limits<int>::max(), "Dense " + o.name));
+    return std::make_shared<Dense>(units, ser::activation_from(c.value("activation", json("linear"))), o);
+  }});
+  ser::register_layer_class("Identity", {false, [](const json& c) -> std::shared_ptr<Layer> {
+    return std::make_shared<Identity>(ser::name_of(c));
+  }});
+}
 
 }  // namespace osprey::keras::layers

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "keras/saving/serialization.h"
 #include "osprey/errors.h"
 #include "osprey/ops.h"
 
@@ -139,6 +140,47 @@ Tensor Dot::call(const std::vector<Tensor>& inputs, bool) {
     dot = ops::div(dot, ops::mul(na, nb));
   }
   return ops::reshape(dot, Shape{n, 1});
+}
+
+// ---- Keras configs (layer.get_config()) and from_config ----
+
+namespace ser = serialization;
+using ser::json;
+
+std::string Concatenate::get_config() const {
+  json cfg = ser::base_config(*this);
+  cfg["axis"] = axis_;
+  return ser::dumps(cfg);
+}
+std::string Dot::get_config() const {
+  json cfg = ser::base_config(*this);
+  cfg["axes"] = axes_;
+  cfg["normalize"] = normalize_;
+  return ser::dumps(cfg);
+}
+
+template <typename L>
+static ser::LayerClass merge_class() {
+  return {true, [](const json& c) -> std::shared_ptr<Layer> { return std::make_shared<L>(ser::name_of(c)); }};
+}
+
+OSPREY_REGISTER_LAYERS(merging) {
+  ser::register_layer_class("Add", merge_class<Add>());
+  ser::register_layer_class("Subtract", merge_class<Subtract>());
+  ser::register_layer_class("Multiply", merge_class<Multiply>());
+  ser::register_layer_class("Average", merge_class<Average>());
+  ser::register_layer_class("Maximum", merge_class<Maximum>());
+  ser::register_layer_class("Minimum", merge_class<Minimum>());
+  ser::register_layer_class("Concatenate", {true, [](const json& c) -> std::shared_ptr<Layer> {
+    return std::make_shared<Concatenate>(static_cast<int>(ser::integer(c, "axis", -64, 64, "Concatenate")),
+                                         ser::name_of(c));
+  }});
+  ser::register_layer_class("Dot", {true, [](const json& c) -> std::shared_ptr<Layer> {
+    const json axes = c.at("axes");
+    if (!axes.is_number_integer()) ser::unsupported("Dot axes", axes.dump(), "one axis for both inputs");
+    return std::make_shared<Dot>(static_cast<int>(ser::integer(c, "axes", -64, 64, "Dot")),
+                                 ser::value_or(c, "normalize", false), ser::name_of(c));
+  }});
 }
 
 }  // namespace osprey::keras::layers

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "keras/saving/serialization.h"
 #include "osprey/errors.h"
 #include "osprey/keras/layers/normalization.h"
 #include "osprey/ops.h"
@@ -196,6 +197,124 @@ Tensor RMSNormalization::call(const Tensor& x, bool) {
   const Tensor rows = rows_of_last_axis(x);
   const Tensor inv = ops::div(scalar(1.0), ops::sqrt(ops::add(ops::reduce_mean(ops::square(rows), 1), scalar(epsilon_))));
   return ops::reshape(ops::mul(times_rows(rows, inv), scale_->value()), x.shape());
+}
+
+// ---- Keras configs (layer.get_config()) and from_config ----
+
+namespace ser = serialization;
+using ser::json;
+
+static std::string with(const Layer& l, std::initializer_list<std::pair<const char*, json>> entries) {
+  json cfg = ser::base_config(l);
+  for (const auto& [k, v] : entries) cfg[k] = v;
+  return ser::dumps(cfg);
+}
+
+std::string BatchNormalization::get_config() const {
+  return with(*this, {{"axis", -1},
+                      {"momentum", o_.momentum},
+                      {"epsilon", o_.epsilon},
+                      {"center", o_.center},
+                      {"scale", o_.scale},
+                      {"beta_initializer", ser::initializer("zeros")},
+                      {"gamma_initializer", ser::initializer("ones")},
+                      {"moving_mean_initializer", ser::initializer("zeros")},
+                      {"moving_variance_initializer", ser::initializer("ones")},
+                      {"beta_regularizer", nullptr},
+                      {"gamma_regularizer", nullptr},
+                      {"beta_constraint", nullptr},
+                      {"gamma_constraint", nullptr},
+                      {"synchronized", false},
+                      {"renorm", false},
+                      {"renorm_clipping", nullptr},
+                      {"renorm_momentum", 0.99}});
+}
+std::string LayerNormalization::get_config() const {
+  return with(*this, {{"axis", built_ ? json::array({-1}) : json(-1)},  // Keras stores the axis as a list once built
+                      {"epsilon", o_.epsilon},
+                      {"center", o_.center},
+                      {"scale", o_.scale},
+                      {"rms_scaling", false},
+                      {"beta_initializer", ser::initializer("zeros")},
+                      {"gamma_initializer", ser::initializer("ones")},
+                      {"beta_regularizer", nullptr},
+                      {"gamma_regularizer", nullptr},
+                      {"beta_constraint", nullptr},
+                      {"gamma_constraint", nullptr}});
+}
+std::string UnitNormalization::get_config() const { return with(*this, {{"axis", -1}}); }
+std::string GroupNormalization::get_config() const {
+  return with(*this, {{"groups", o_.groups},
+                      {"axis", -1},
+                      {"epsilon", o_.epsilon},
+                      {"center", o_.center},
+                      {"scale", o_.scale},
+                      {"beta_initializer", ser::initializer("zeros")},
+                      {"gamma_initializer", ser::initializer("ones")},
+                      {"beta_regularizer", nullptr},
+                      {"gamma_regularizer", nullptr},
+                      {"beta_constraint", nullptr},
+                      {"gamma_constraint", nullptr}});
+}
+std::string RMSNormalization::get_config() const {
+  return with(*this, {{"axis", json::array({-1})}, {"epsilon", epsilon_}});
+}
+
+// The last axis only: -1 or [-1].
+static void last_axis_only(const json& c, const std::string& cls) {
+  const json axis = c.value("axis", json(-1));
+  if (!(axis == json(-1) || axis == json::array({-1}))) ser::unsupported(cls + " axis", axis.dump(), "-1");
+}
+// Keras's default initializers for beta (zeros) and gamma (ones); others are refused, not silently replaced.
+static void default_initializers(const json& c, const std::string& cls) {
+  for (const auto& [key, name] : {std::pair{"beta_initializer", "zeros"}, {"gamma_initializer", "ones"},
+                                  {"moving_mean_initializer", "zeros"}, {"moving_variance_initializer", "ones"}}) {
+    if (c.contains(key) && ser::initializer_name(c[key]) != name) {
+      ser::unsupported(cls + " " + key, c[key].dump().substr(0, 100), name);
+    }
+  }
+  ser::refuse_set(c, {"beta_regularizer", "gamma_regularizer", "beta_constraint", "gamma_constraint"}, cls,
+                  "epsilon, center, scale");
+}
+
+OSPREY_REGISTER_LAYERS(normalization) {
+  ser::register_layer_class("BatchNormalization", {true, [](const json& c) -> std::shared_ptr<Layer> {
+    last_axis_only(c, "BatchNormalization");
+    default_initializers(c, "BatchNormalization");
+    ser::refuse_set(c, {"renorm", "synchronized"}, "BatchNormalization", "momentum, epsilon, center, scale");
+    return std::make_shared<BatchNormalization>(BatchNormalizationOptions{.momentum = ser::value_or(c, "momentum", 0.99),
+                                                                          .epsilon = ser::value_or(c, "epsilon", 1e-3),
+                                                                          .center = ser::value_or(c, "center", true),
+                                                                          .scale = ser::value_or(c, "scale", true),
+                                                                          .name = ser::name_of(c)});
+  }});
+  ser::register_layer_class("LayerNormalization", {true, [](const json& c) -> std::shared_ptr<Layer> {
+    last_axis_only(c, "LayerNormalization");
+    default_initializers(c, "LayerNormalization");
+    ser::refuse_set(c, {"rms_scaling"}, "LayerNormalization", "epsilon, center, scale");
+    return std::make_shared<LayerNormalization>(LayerNormalizationOptions{.epsilon = ser::value_or(c, "epsilon", 1e-3),
+                                                                          .center = ser::value_or(c, "center", true),
+                                                                          .scale = ser::value_or(c, "scale", true),
+                                                                          .name = ser::name_of(c)});
+  }});
+  ser::register_layer_class("UnitNormalization", {false, [](const json& c) -> std::shared_ptr<Layer> {
+    last_axis_only(c, "UnitNormalization");
+    return std::make_shared<UnitNormalization>(-1, ser::name_of(c));
+  }});
+  ser::register_layer_class("GroupNormalization", {true, [](const json& c) -> std::shared_ptr<Layer> {
+    last_axis_only(c, "GroupNormalization");
+    default_initializers(c, "GroupNormalization");
+    return std::make_shared<GroupNormalization>(GroupNormalizationOptions{
+        .groups = static_cast<int>(ser::integer(c, "groups", 1, 1 << 30, "GroupNormalization")),
+        .epsilon = ser::value_or(c, "epsilon", 1e-3),
+        .center = ser::value_or(c, "center", true),
+        .scale = ser::value_or(c, "scale", true),
+        .name = ser::name_of(c)});
+  }});
+  ser::register_layer_class("RMSNormalization", {true, [](const json& c) -> std::shared_ptr<Layer> {
+    last_axis_only(c, "RMSNormalization");
+    return std::make_shared<RMSNormalization>(ser::value_or(c, "epsilon", 1e-6), ser::name_of(c));
+  }});
 }
 
 }  // namespace osprey::keras::layers

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "osprey/distribute.h"
+#include "keras/saving/serialization.h"
 #include "osprey/errors.h"
 #include "osprey/keras/layers/regularization.h"
 #include "osprey/ops.h"
@@ -107,6 +108,46 @@ Tensor AlphaDropout::call(const Tensor& x, bool training) {
   const Tensor kept = ops::greater_equal(random::uniform(x.shape()), scalar(rate_));
   const Tensor dropped_value = ops::mul(ops::sub(scalar(1.0), kept), scalar(kAlphaP));
   return ops::add(ops::mul(ops::add(ops::mul(x, kept), dropped_value), scalar(a)), scalar(b));
+}
+
+// ---- Keras configs (layer.get_config()) and from_config ----
+
+namespace ser = serialization;
+using ser::json;
+
+static std::string with(const Layer& l, std::initializer_list<std::pair<const char*, json>> entries) {
+  json cfg = ser::base_config(l);
+  for (const auto& [k, v] : entries) cfg[k] = v;
+  return ser::dumps(cfg);
+}
+
+std::string Dropout::get_config() const { return with(*this, {{"rate", rate_}, {"seed", nullptr}, {"noise_shape", nullptr}}); }
+std::string ActivityRegularization::get_config() const { return with(*this, {{"l1", l1_}, {"l2", l2_}}); }
+std::string GaussianNoise::get_config() const { return with(*this, {{"stddev", stddev_}, {"seed", nullptr}}); }
+std::string GaussianDropout::get_config() const { return with(*this, {{"rate", rate_}, {"seed", nullptr}}); }
+std::string AlphaDropout::get_config() const {
+  return with(*this, {{"rate", rate_}, {"seed", nullptr}, {"noise_shape", nullptr}});
+}
+
+// Osprey's random layers draw from the global generator; a config's seed would not give Keras's numbers anyway
+// (different generators), so it is accepted and not used.
+template <typename L>
+static ser::LayerClass rate_class(const char* key) {
+  return {false, [key](const json& c) -> std::shared_ptr<Layer> {
+    ser::refuse_set(c, {"noise_shape"}, c.value("name", std::string("layer")), key);
+    return std::make_shared<L>(ser::number(c, key, 0.0, 1e30, "a random layer's"), ser::name_of(c));
+  }};
+}
+
+OSPREY_REGISTER_LAYERS(regularization) {
+  ser::register_layer_class("Dropout", rate_class<Dropout>("rate"));
+  ser::register_layer_class("GaussianNoise", rate_class<GaussianNoise>("stddev"));
+  ser::register_layer_class("GaussianDropout", rate_class<GaussianDropout>("rate"));
+  ser::register_layer_class("AlphaDropout", rate_class<AlphaDropout>("rate"));
+  ser::register_layer_class("ActivityRegularization", {false, [](const json& c) -> std::shared_ptr<Layer> {
+    return std::make_shared<ActivityRegularization>(ser::value_or(c, "l1", 0.0), ser::value_or(c, "l2", 0.0),
+                                                    ser::name_of(c));
+  }});
 }
 
 }  // namespace osprey::keras::layers

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include "keras/saving/serialization.h"
 #include "osprey/errors.h"
 #include "osprey/keras/layers/reshaping.h"
 #include "osprey/ops.h"
@@ -106,6 +107,44 @@ Tensor Permute::call(const Tensor& x, bool) {
   std::vector<int> perm{0};
   perm.insert(perm.end(), dims_.begin(), dims_.end());
   return ops::transpose(x, perm);
+}
+
+// ---- Keras configs (layer.get_config()) and from_config ----
+
+namespace ser = serialization;
+using ser::json;
+
+static std::string with(const Layer& l, std::initializer_list<std::pair<const char*, json>> entries) {
+  json cfg = ser::base_config(l);
+  for (const auto& [k, v] : entries) cfg[k] = v;
+  return ser::dumps(cfg);
+}
+
+std::string Flatten::get_config() const { return with(*this, {{"data_format", "channels_last"}}); }
+std::string Reshape::get_config() const { return with(*this, {{"target_shape", target_}}); }
+std::string RepeatVector::get_config() const { return with(*this, {{"n", n_}}); }
+std::string Permute::get_config() const { return with(*this, {{"dims", dims_}}); }
+
+OSPREY_REGISTER_LAYERS(reshaping) {
+  ser::register_layer_class("Flatten", {true, [](const json& c) -> std::shared_ptr<Layer> {
+    const json format = c.value("data_format", json("channels_last"));
+    if (!(format.is_null() || format == json("channels_last"))) {
+      ser::unsupported("Flatten data_format", format.dump(), "channels_last");
+    }
+    return std::make_shared<Flatten>(ser::name_of(c));
+  }});
+  ser::register_layer_class("Reshape", {false, [](const json& c) -> std::shared_ptr<Layer> {
+    return std::make_shared<Reshape>(ser::integers(c, "target_shape", -1, int64_t{1} << 40, "Reshape", 32),
+                                     ser::name_of(c));
+  }});
+  ser::register_layer_class("RepeatVector", {true, [](const json& c) -> std::shared_ptr<Layer> {
+    return std::make_shared<RepeatVector>(static_cast<int>(ser::integer(c, "n", 1, 1 << 30, "RepeatVector")),
+                                          ser::name_of(c));
+  }});
+  ser::register_layer_class("Permute", {true, [](const json& c) -> std::shared_ptr<Layer> {
+    const auto dims = ser::integers(c, "dims", 1, 32, "Permute", 32);
+    return std::make_shared<Permute>(std::vector<int>(dims.begin(), dims.end()), ser::name_of(c));
+  }});
 }
 
 }  // namespace osprey::keras::layers

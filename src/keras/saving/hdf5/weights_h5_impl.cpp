@@ -5,6 +5,8 @@
 // Keras 3's .weights.h5 layout (keras/src/saving/saving_lib.py, H5IOStore), as Keras 3.15 writes it:
 //   /vars                      attr name = the model's name (a Sequential has no own variables)
 //   /layers/<key>/vars         attr name = the layer's name; datasets "0", "1", ... = its variables, trainable first
+//                              (a functional model's InputLayers too, without datasets; a nested model is a
+//                              /layers/<key> group of its own /layers/... and /vars)
 //   /optimizer/vars            attr name = the optimizer's name; "0" iterations (int64 scalar), "1" learning_rate
 //                              (float32 scalar; absent with a schedule), then the slots in the optimizer's order
 // <key> is the snake_case class name, made unique within the model in layer order: dense, dense_1, dropout, ...
@@ -205,6 +207,39 @@ std::vector<std::string> layer_keys(const std::vector<std::shared_ptr<Layer>>& l
   return keys;
 }
 
+/// One layer's group in the file: where, the layer's name and its variables (none for a nested model's own /vars).
+struct LayerEntry {
+  std::string group;  // "layers/dense/vars", "layers/sequential/layers/dense/vars", ...
+  std::string name;
+  std::vector<Variable*> vars;
+  const Layer* layer;
+};
+
+/// Keras's tree of layer groups under `prefix`, nested models walked in place (their depth is bounded by the
+/// config that made them).
+void collect(const Model& model, const std::string& prefix, std::vector<LayerEntry>& out) {
+  const auto layers = model.layers();
+  const auto keys = layer_keys(layers);
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    const std::string path = prefix + "layers/" + keys[i];
+    if (auto* sub = dynamic_cast<const Model*>(layers[i].get())) {
+      collect(*sub, path + "/", out);
+      out.push_back({path + "/vars", sub->name(), {}, sub});
+    } else {
+      out.push_back({path + "/vars", layers[i]->name(), saved_variables(*layers[i]), layers[i].get()});
+    }
+  }
+}
+
+/// Opens `path` ("a/b/c"), creating the groups that are missing.
+Handle ensure_group(hid_t file, const std::string& path) {
+  for (std::size_t end = path.find('/'); end != std::string::npos; end = path.find('/', end + 1)) {
+    const std::string prefix = path.substr(0, end);
+    if (H5Lexists(file, prefix.c_str(), H5P_DEFAULT) <= 0) create_group(file, prefix);
+  }
+  return create_group(file, path);
+}
+
 // ---- the optimizer's variables in Keras's order ----
 
 struct OptimizerEntry {
@@ -243,7 +278,7 @@ std::vector<OptimizerEntry> optimizer_layout(optimizers::Optimizer& opt) {
 
 }  // namespace
 
-static void save_impl(const Sequential& model, const std::string& path) {
+static void save_impl(const Model& model, const std::string& path) {
   const std::string tmp = path + ".tmp";
   {
     QuietErrors quiet;
@@ -251,15 +286,14 @@ static void save_impl(const Sequential& model, const std::string& path) {
     if (fid < 0) throw NotFoundError(fmt::format("save_weights: cannot create '{}'", tmp));
     Handle file(fid, H5Fclose, "H5Fcreate");
     {
-      Handle layers_group = create_group(file, "layers");
-      const auto layers = model.layers();
-      const auto keys = layer_keys(layers);
-      for (std::size_t i = 0; i < layers.size(); ++i) {
-        Handle lg = create_group(layers_group, keys[i]);
-        Handle vg = create_group(lg, "vars");
-        write_name_attr(vg, layers[i]->name());
-        const auto vars = saved_variables(*layers[i]);
-        for (std::size_t j = 0; j < vars.size(); ++j) write_dataset(vg, std::to_string(j), host_copy(vars[j]->component(0)));
+      std::vector<LayerEntry> entries;
+      collect(model, "", entries);
+      for (const auto& e : entries) {
+        Handle vg = ensure_group(file, e.group);
+        write_name_attr(vg, e.name);
+        for (std::size_t j = 0; j < e.vars.size(); ++j) {
+          write_dataset(vg, std::to_string(j), host_copy(e.vars[j]->component(0)));
+        }
       }
     }
     auto opt = model.compiled() ? model.optimizer() : nullptr;
@@ -293,7 +327,7 @@ static void save_impl(const Sequential& model, const std::string& path) {
   if (ec) throw InternalError(fmt::format("save_weights: renaming '{}' to '{}' failed: {}", tmp, path, ec.message()));
 }
 
-static void load_impl(Sequential& model, const std::string& path) {
+static void load_impl(Model& model, const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
     throw NotFoundError(fmt::format("load_weights: no such file: '{}'", path));
@@ -305,17 +339,17 @@ static void load_impl(Sequential& model, const std::string& path) {
   Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose, "opening '" + path + "'");
 
   // Read and check everything first, then assign: a failed load leaves the model unchanged.
-  const auto layers = model.layers();
-  const auto keys = layer_keys(layers);
+  std::vector<LayerEntry> entries;
+  collect(model, "", entries);
   std::vector<std::pair<Variable*, Tensor>> assignments;
-  for (std::size_t i = 0; i < layers.size(); ++i) {
-    const auto vars = saved_variables(*layers[i]);
-    const std::string where = "layers/" + keys[i] + "/vars";
+  for (const auto& e : entries) {
+    const auto& vars = e.vars;
+    const std::string& where = e.group;
     if (!exists(file, where)) {
       if (vars.empty()) continue;  // Keras skips stateless layers missing from a file
       throw ValueError(fmt::format("load_weights: '{}' has no weights for layer '{}' (expected the group /{}). The "
                                    "model and the file must have the same layers, in the same order.",
-                                   path, layers[i]->name(), where));
+                                   path, e.name, where));
     }
     Handle group(H5Gopen2(file, where.c_str(), H5P_DEFAULT), H5Gclose, "opening /" + where);
     const hsize_t stored = num_links(group);
@@ -324,7 +358,7 @@ static void load_impl(Sequential& model, const std::string& path) {
       for (auto* v : vars) expected += (expected.empty() ? "'" : ", '") + v->name() + "'";
       throw ValueError(fmt::format("Layer '{}' expected {} variables, but received {} variables during loading. "
                                    "Expected: [{}]",
-                                   layers[i]->name(), vars.size(), stored, expected));
+                                   e.name, vars.size(), stored, expected));
     }
     for (std::size_t j = 0; j < vars.size(); ++j) {
       assignments.emplace_back(vars[j], read_dataset(group, std::to_string(j), float32, where, vars[j]->shape(),

@@ -1,0 +1,358 @@
+// A model's config both ways, in Keras 3's layout (keras/src/models/functional.py get_config and
+// functional_from_config, sequential.py): a functional model's layers with their inbound nodes, input_layers and
+// output_layers; a Sequential's layer list. Sequential and Functional are registered layer classes, so models nest.
+#include <deque>
+#include <map>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "keras/models/model_state.h"
+#include "keras/saving/serialization.h"
+#include "osprey/errors.h"
+#include "osprey/keras/saving.h"
+
+namespace osprey::keras {
+
+namespace ser = serialization;
+using ser::json;
+
+namespace {
+
+json batch_shape(const Shape& s, std::optional<int64_t> batch_size) {
+  json a = ser::shape_with_batch(s);
+  if (batch_size) a[0] = *batch_size;
+  return a;
+}
+
+json input_layer_object(const Node& n) {
+  json o = ser::object("keras.layers", "InputLayer",
+                       json{{"batch_shape", batch_shape(n.shape, n.batch_size)},
+                            {"dtype", dtype_name(n.dtype)},
+                            {"sparse", false},
+                            {"ragged", false},
+                            {"name", n.name},
+                            {"optional", false}});
+  o["name"] = n.name;
+  o["inbound_nodes"] = json::array();
+  return o;
+}
+
+/// [layer name, node index, tensor index]: where a tensor of the graph comes from.
+json history(const KerasTensor& t, const std::map<const Node*, int>& node_index) {
+  return json::array({t.node()->layer->name(), node_index.at(t.node().get()), t.index()});
+}
+
+json tensor_ref(const KerasTensor& t, const std::map<const Node*, int>& node_index) {
+  return json{{"class_name", "__keras_tensor__"},
+              {"config",
+               json{{"shape", batch_shape(t.shape(), t.node()->batch_size)},
+                    {"dtype", dtype_name(t.dtype())},
+                    {"keras_history", history(t, node_index)}}}};
+}
+
+json structure(const std::vector<KerasTensor>& ts, const std::vector<std::string>& names, bool named,
+               const std::map<const Node*, int>& node_index) {
+  if (named) {
+    json d = json::object();
+    for (std::size_t i = 0; i < ts.size(); ++i) d[names[i]] = history(ts[i], node_index);
+    return d;
+  }
+  json a = json::array();
+  for (const auto& t : ts) a.push_back(history(t, node_index));
+  return a;
+}
+
+json functional_config(const Model& m) {
+  const Graph& g = *m.state().graph;
+  // Each call of a layer within this model is one of its nodes, numbered in the graph's order.
+  std::map<const Node*, int> node_index;
+  std::map<const Layer*, std::vector<const Node*>> nodes_of;
+  for (const auto& step : g.steps) {
+    auto& list = nodes_of[step.node->layer.get()];
+    node_index[step.node] = static_cast<int>(list.size());
+    list.push_back(step.node);
+  }
+  json layers = json::array();
+  for (const auto& layer : m.layers()) {
+    const auto& nodes = nodes_of.at(layer.get());
+    if (nodes.front()->is_input()) {
+      layers.push_back(input_layer_object(*nodes.front()));
+      continue;
+    }
+    std::vector<Shape> shapes;
+    for (const auto& t : nodes.front()->inputs) shapes.push_back(t.shape());
+    json o = ser::layer_object(*layer, shapes);
+    o["name"] = layer->name();
+    json inbound = json::array();
+    const bool is_model = dynamic_cast<const Model*>(layer.get()) != nullptr;
+    for (const Node* n : nodes) {
+      json args = json::array();
+      if (n->inputs.size() == 1 && layer->num_inputs() == 1) {
+        args.push_back(tensor_ref(n->inputs[0], node_index));
+      } else {
+        json list = json::array();
+        for (const auto& t : n->inputs) list.push_back(tensor_ref(t, node_index));
+        args.push_back(list);
+      }
+      inbound.push_back(json{{"args", args}, {"kwargs", is_model ? json{{"mask", nullptr}} : json::object()}});
+    }
+    o["inbound_nodes"] = inbound;
+    layers.push_back(o);
+  }
+  return json{{"name", m.name()},
+              {"trainable", m.trainable},
+              {"layers", layers},
+              {"input_layers", structure(g.inputs, g.input_names, g.inputs_named, node_index)},
+              {"output_layers", structure(g.outputs, g.output_names, g.outputs_named, node_index)}};
+}
+
+json sequential_config(const Sequential& m) {
+  json layers = json::array();
+  const auto in = m.input_shape();
+  if (in) {
+    layers.push_back(ser::object("keras.layers", "InputLayer",
+                                 json{{"batch_shape", ser::shape_with_batch(*in)},
+                                      {"dtype", "float32"},
+                                      {"sparse", false},
+                                      {"ragged", false},
+                                      {"name", m.state().input ? m.state().input->name() : "input_layer"},
+                                      {"optional", false}}));
+  }
+  Shape shape = in.value_or(Shape{});
+  for (const auto& l : m.layers()) {
+    layers.push_back(ser::layer_object(*l, {shape}));
+    if (l->built()) shape = l->output_shape();
+  }
+  json cfg{{"name", m.name()}, {"trainable", m.trainable}, {"dtype", ser::dtype_policy()}, {"layers", layers}};
+  if (in) cfg["build_input_shape"] = ser::shape_with_batch(*in);
+  return cfg;
+}
+
+// ---- from a config ----
+
+/// The tensor that [layer name, node index, tensor index] names, once that node was made.
+const KerasTensor* find_tensor(const json& ref, const std::map<std::string, std::vector<KerasTensor>>& made,
+                               const std::string& model) {
+  if (!ref.is_array() || ref.size() != 3 || !ref[0].is_string() || !ref[1].is_number_integer() ||
+      !ref[2].is_number_integer()) {
+    throw ValueError(fmt::format("model_from_json: model '{}': a tensor reference must be [layer name, node index, "
+                                 "tensor index], got {}",
+                                 model, ref.dump().substr(0, 200)));
+  }
+  auto it = made.find(ref[0].get<std::string>());
+  if (it == made.end()) return nullptr;
+  const int64_t node = ref[1].get<int64_t>(), index = ref[2].get<int64_t>();
+  if (node < 0 || node >= static_cast<int64_t>(it->second.size())) return nullptr;
+  if (index != 0) {
+    throw ValueError(fmt::format("model_from_json: model '{}': tensor {} is output {} of its layer; Osprey's layers "
+                                 "have one output",
+                                 model, ref.dump(), index));
+  }
+  return &it->second[static_cast<std::size_t>(node)];
+}
+
+/// The keras_history of an inbound node's argument (a __keras_tensor__).
+const json& history_of(const json& arg, const std::string& layer) {
+  if (!arg.is_object() || arg.value("class_name", "") != "__keras_tensor__" || !arg.contains("config") ||
+      !arg["config"].is_object() || !arg["config"].contains("keras_history")) {
+    throw ValueError(fmt::format("model_from_json: layer '{}' is called on {}, which is not a tensor of the model "
+                                 "(Osprey reads calls on tensors and lists of tensors)",
+                                 layer, arg.dump().substr(0, 200)));
+  }
+  return arg["config"]["keras_history"];
+}
+
+std::shared_ptr<Layer> functional_from_config(const json& c) {
+  const std::string name = ser::name_of(c);
+  for (const char* key : {"layers", "input_layers", "output_layers"}) {
+    if (!c.contains(key)) {
+      throw ValueError(fmt::format("model_from_json: the functional model '{}' has no \"{}\" in its config (not a "
+                                   "Keras functional config)",
+                                   name, key));
+    }
+  }
+  const json& list = c.at("layers");
+  if (!list.is_array()) throw ValueError("model_from_json: a functional config's \"layers\" must be a list");
+  std::map<std::string, std::vector<KerasTensor>> made;  // layer name -> the outputs of its nodes, in order
+  struct Pending {
+    std::shared_ptr<Layer> layer;
+    std::deque<const json*> nodes;
+  };
+  std::vector<Pending> pending;
+  for (const auto& lj : list) {
+    const json& cfg = ser::config_of(lj, "a layer of model '" + name + "'");
+    if (lj.value("class_name", "") == "InputLayer") {
+      const json& shape = cfg.contains("batch_shape") ? cfg["batch_shape"] : cfg.value("batch_input_shape", json());
+      ser::layer_from_object(lj);  // checks the InputLayer's options
+      InputOptions options{.name = ser::name_of(cfg)};
+      if (shape.is_array() && !shape.empty() && shape[0].is_number_integer()) {
+        options.batch_size = shape[0].get<int64_t>();
+      }
+      const std::string key = lj.contains("name") && lj["name"].is_string() ? lj["name"].get<std::string>()
+                                                                            : options.name;
+      made[key].push_back(Input(ser::shape_without_batch(shape, "InputLayer batch_shape"), options));
+      continue;
+    }
+    Pending p{ser::layer_from_object(lj), {}};
+    if (lj.contains("inbound_nodes")) {
+      if (!lj["inbound_nodes"].is_array()) throw ValueError("model_from_json: \"inbound_nodes\" must be a list");
+      for (const auto& n : lj["inbound_nodes"]) p.nodes.push_back(&n);
+    }
+    pending.push_back(std::move(p));
+  }
+  // Keras's order: a layer's nodes one after another; a node whose inputs are not made yet waits for the next pass
+  // (with the nodes after it). Each pass makes at least one node, or the config is inconsistent.
+  for (;;) {
+    bool progress = false, left = false;
+    for (auto& p : pending) {
+      while (!p.nodes.empty()) {
+        const json& node = *p.nodes.front();
+        const json args = node.is_object() ? node.value("args", json()) : node;
+        if (!args.is_array() || args.size() != 1) {
+          throw ValueError(fmt::format("model_from_json: layer '{}': an inbound node must have one argument (a "
+                                       "tensor or a list of tensors), got {}",
+                                       p.layer->name(), node.dump().substr(0, 200)));
+        }
+        const json kwargs = node.is_object() ? node.value("kwargs", json::object()) : json::object();
+        for (const auto& [k, v] : kwargs.items()) {
+          if (!v.is_null() && !(k == "training" && v.is_boolean())) {
+            ser::unsupported("layer call argument", k, "the inputs (mask: null)");
+          }
+        }
+        std::vector<KerasTensor> inputs;
+        bool ready = true;
+        const bool is_list = args[0].is_array();
+        for (const auto& arg : is_list ? args[0] : json::array({args[0]})) {
+          const KerasTensor* t = find_tensor(history_of(arg, p.layer->name()), made, name);
+          if (!t) {
+            ready = false;
+            break;
+          }
+          inputs.push_back(*t);
+        }
+        if (!ready) break;
+        KerasTensor out = is_list ? (*p.layer)(inputs) : (*p.layer)(inputs[0]);
+        made[p.layer->name()].push_back(out);
+        p.nodes.pop_front();
+        progress = true;
+      }
+      left = left || !p.nodes.empty();
+    }
+    if (!left) break;
+    if (!progress) {
+      for (const auto& p : pending) {
+        if (!p.nodes.empty()) {
+          throw ValueError(fmt::format("model_from_json: model '{}': layer '{}' is called on a tensor that no layer "
+                                       "of the config makes ({})",
+                                       name, p.layer->name(), p.nodes.front()->dump().substr(0, 300)));
+        }
+      }
+    }
+  }
+  auto tensors = [&](const json& s, const char* what) {
+    auto one = [&](const json& ref) {
+      const KerasTensor* t = find_tensor(ref, made, name);
+      if (!t) {
+        throw ValueError(fmt::format("model_from_json: model '{}': {} names {}, which no layer makes", name, what,
+                                     ref.dump().substr(0, 200)));
+      }
+      return *t;
+    };
+    if (s.is_object()) {
+      std::map<std::string, KerasTensor> named;
+      for (const auto& [k, v] : s.items()) named.emplace(k, one(v));
+      return KerasTensors(named);
+    }
+    if (s.is_array() && !s.empty() && s[0].is_string()) return KerasTensors(one(s));  // one tensor, unwrapped
+    if (!s.is_array()) throw ValueError(fmt::format("model_from_json: model '{}': {} must be a list", name, what));
+    std::vector<KerasTensor> ts;
+    for (const auto& ref : s) ts.push_back(one(ref));
+    return KerasTensors(ts);
+  };
+  return std::make_shared<Model>(tensors(c.at("input_layers"), "input_layers"),
+                                 tensors(c.at("output_layers"), "output_layers"), name);
+}
+
+std::shared_ptr<Layer> sequential_from_config(const json& c) {
+  std::vector<LayerRef> layers;
+  const json list = c.value("layers", json::array());
+  if (!list.is_array()) throw ValueError("model_from_json: a Sequential config's \"layers\" must be a list");
+  bool has_input = false;
+  for (const auto& l : list) has_input = has_input || (l.is_object() && l.value("class_name", "") == "InputLayer");
+  // A model saved without an InputLayer but built on a known shape (Keras's build_input_shape).
+  if (!has_input && c.contains("build_input_shape") && !c["build_input_shape"].is_null()) {
+    layers.push_back(layers::Input(ser::shape_without_batch(c["build_input_shape"], "build_input_shape")));
+  }
+  for (const auto& l : list) layers.push_back(ser::layer_from_object(l));
+  return std::make_shared<Sequential>(std::move(layers), ser::name_of(c));
+}
+
+}  // namespace
+
+namespace serialization {
+
+json model_object(const Model& m) {
+  const auto& s = m.state();
+  json o;
+  if (s.sequential) {
+    o = object("keras", "Sequential", sequential_config(static_cast<const Sequential&>(m)));
+    if (const auto in = m.input_shape()) o["build_config"] = json{{"input_shape", shape_with_batch(*in)}};
+  } else if (s.graph) {
+    o = object("keras.src.models.functional", "Functional", functional_config(m));
+    o["registered_name"] = "Functional";
+    o["build_config"] = json{{"input_shape", nullptr}};
+  } else {  // a subclass: its own get_config(), loadable where its class is registered
+    o = object("", m.class_name(), parse(m.get_config(), "model '" + m.name() + "''s get_config()"));
+    o["module"] = nullptr;
+    const std::string registered = saving::get_registered_name(m.class_name());
+    o["registered_name"] = registered.empty() ? m.class_name() : registered;
+  }
+  o["compile_config"] = compile_config(m);
+  return o;
+}
+
+}  // namespace serialization
+
+std::string Model::get_config() const {
+  const auto& s = state();
+  if (s.graph && !s.sequential) return ser::dumps(functional_config(*this));
+  throw NotImplementedError(fmt::format("Model '{}' is a Model subclass: override get_config() (and register the "
+                                        "class with keras::saving::register_keras_serializable) to save it, as in "
+                                        "Keras",
+                                        name()));
+}
+
+std::string Model::to_json() const { return ser::dumps(ser::model_object(*this)); }
+
+std::string Sequential::get_config() const { return ser::dumps(sequential_config(*this)); }
+std::string Sequential::to_json() const { return Model::to_json(); }
+
+OSPREY_REGISTER_LAYERS(models) {
+  ser::register_layer_class("Sequential", {false, sequential_from_config});
+  ser::register_layer_class("Functional", {false, functional_from_config});
+  ser::register_layer_class("Model", {false, functional_from_config});  // Keras 2's name for a functional model
+}
+
+namespace models {
+
+std::shared_ptr<Model> model_from_json(const std::string& json_text) {
+  const json j = ser::parse(json_text, "model_from_json: the text");
+  try {
+    const std::string cls = j.is_object() ? j.value("class_name", "") : "";
+    auto layer = ser::layer_from_object(j);
+    auto model = std::dynamic_pointer_cast<Model>(layer);
+    if (!model) {
+      throw ValueError(fmt::format("model_from_json: the text describes a {} layer, not a model (Sequential or "
+                                   "Functional)",
+                                   cls));
+    }
+    return model;
+  } catch (const json::exception& e) {
+    throw ValueError(fmt::format("model_from_json: a field has the wrong type or is missing: {}", e.what()));
+  }
+}
+
+}  // namespace models
+
+}  // namespace osprey::keras

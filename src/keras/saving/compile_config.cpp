@@ -1,0 +1,359 @@
+// A model's compile_config both ways: the optimizer (with its learning-rate schedule), the losses and metrics as
+// they were given (strings stay strings, objects keep their options), per output for multi-output models, and
+// loss_weights (keras/src/trainers/compile_utils.py, Trainer.get_compile_config / compile_from_config).
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "keras/models/model_state.h"
+#include "keras/saving/serialization.h"
+#include "keras/saving/weights_h5.h"
+#include "osprey/errors.h"
+#include "osprey/keras/model.h"
+
+namespace osprey::keras::serialization {
+
+namespace {
+
+// A learning-rate schedule as Keras serializes it (its config keeps Keras's default names).
+json schedule_json(const optimizers::schedules::LearningRateSchedule& s) {
+  namespace sc = optimizers::schedules;
+  const std::string module = "keras.optimizers.schedules";
+  if (auto* e = dynamic_cast<const sc::ExponentialDecay*>(&s)) {
+    const auto& o = e->options();
+    return object(module, "ExponentialDecay",
+                  json{{"initial_learning_rate", o.initial_learning_rate}, {"decay_steps", o.decay_steps},
+                       {"decay_rate", o.decay_rate}, {"staircase", o.staircase}, {"name", "ExponentialDecay"}});
+  }
+  if (auto* i = dynamic_cast<const sc::InverseTimeDecay*>(&s)) {
+    const auto& o = i->options();
+    return object(module, "InverseTimeDecay",
+                  json{{"initial_learning_rate", o.initial_learning_rate}, {"decay_steps", o.decay_steps},
+                       {"decay_rate", o.decay_rate}, {"staircase", o.staircase}, {"name", "InverseTimeDecay"}});
+  }
+  if (auto* c = dynamic_cast<const sc::CosineDecay*>(&s)) {
+    const auto& o = c->options();
+    return object(module, "CosineDecay",
+                  json{{"initial_learning_rate", o.initial_learning_rate}, {"decay_steps", o.decay_steps},
+                       {"alpha", o.alpha}, {"name", "CosineDecay"},
+                       {"warmup_target", o.warmup_target ? json(*o.warmup_target) : json(nullptr)},
+                       {"warmup_steps", o.warmup_steps}});
+  }
+  if (auto* p = dynamic_cast<const sc::PiecewiseConstantDecay*>(&s)) {
+    return object(module, "PiecewiseConstantDecay",
+                  json{{"boundaries", p->boundaries()}, {"values", p->values()}, {"name", "PiecewiseConstant"}});
+  }
+  throw ValueError("to_json: this learning-rate schedule has no Keras serialization (a user-defined schedule)");
+}
+
+json optimizer_json(const optimizers::Optimizer& o) {
+  namespace opt = optimizers;
+  const auto& base = o.base_options();
+  auto nullable = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
+  static const std::map<std::string, std::string> names = {{"SGD", "sgd"},       {"Adam", "adam"},
+                                                           {"AdamW", "adam_w"},  {"RMSprop", "rm_sprop"},
+                                                           {"Adagrad", "adagrad"}, {"Adamax", "adamax"},
+                                                           {"Nadam", "nadam"}};
+  const std::string cls = o.class_name();
+  json cfg{{"name", names.count(cls) ? names.at(cls) : cls},
+           {"learning_rate", o.schedule() ? schedule_json(*o.schedule()) : json(static_cast<double>(o.learning_rate()))},
+           {"weight_decay", nullable(base.weight_decay)},
+           {"clipnorm", nullable(base.clipnorm)},
+           {"global_clipnorm", nullable(base.global_clipnorm)},
+           {"clipvalue", nullable(base.clipvalue)},
+           {"use_ema", false},
+           {"ema_momentum", 0.99},
+           {"ema_overwrite_frequency", nullptr},
+           {"loss_scale_factor", nullptr},
+           {"gradient_accumulation_steps", nullptr}};
+  if (auto* s = dynamic_cast<const opt::SGD*>(&o)) {
+    cfg["momentum"] = s->options().momentum;
+    cfg["nesterov"] = s->options().nesterov;
+  } else if (auto* a = dynamic_cast<const opt::Adam*>(&o)) {
+    cfg["beta_1"] = a->options().beta_1;
+    cfg["beta_2"] = a->options().beta_2;
+    cfg["epsilon"] = a->options().epsilon;
+    cfg["amsgrad"] = a->options().amsgrad;
+  } else if (auto* r = dynamic_cast<const opt::RMSprop*>(&o)) {
+    cfg["rho"] = r->options().rho;
+    cfg["momentum"] = r->options().momentum;
+    cfg["epsilon"] = r->options().epsilon;
+    cfg["centered"] = r->options().centered;
+  } else if (auto* g = dynamic_cast<const opt::Adagrad*>(&o)) {
+    cfg["initial_accumulator_value"] = g->options().initial_accumulator_value;
+    cfg["epsilon"] = g->options().epsilon;
+  } else if (auto* x = dynamic_cast<const opt::Adamax*>(&o)) {
+    cfg["beta_1"] = x->options().beta_1;
+    cfg["beta_2"] = x->options().beta_2;
+    cfg["epsilon"] = x->options().epsilon;
+  } else if (auto* n = dynamic_cast<const opt::Nadam*>(&o)) {
+    cfg["beta_1"] = n->options().beta_1;
+    cfg["beta_2"] = n->options().beta_2;
+    cfg["epsilon"] = n->options().epsilon;
+  }
+  return object("keras.optimizers", cls, cfg);
+}
+
+optimizers::LearningRate learning_rate(const json& j) {
+  namespace s = optimizers::schedules;
+  if (j.is_number()) return j.get<double>();
+  const std::string cls = j.value("class_name", "");
+  const json& c = config_of(j, "the learning rate");
+  if (cls == "ExponentialDecay") {
+    return s::ExponentialDecay({.initial_learning_rate = c.at("initial_learning_rate").get<double>(),
+                                .decay_steps = integer(c, "decay_steps", 1, int64_t{1} << 62, "a schedule's"),
+                                .decay_rate = c.at("decay_rate").get<double>(),
+                                .staircase = value_or(c, "staircase", false)});
+  }
+  if (cls == "InverseTimeDecay") {
+    return s::InverseTimeDecay({.initial_learning_rate = c.at("initial_learning_rate").get<double>(),
+                                .decay_steps = integer(c, "decay_steps", 1, int64_t{1} << 62, "a schedule's"),
+                                .decay_rate = c.at("decay_rate").get<double>(),
+                                .staircase = value_or(c, "staircase", false)});
+  }
+  if (cls == "PiecewiseConstantDecay") {
+    return s::PiecewiseConstantDecay(c.at("boundaries").get<std::vector<int64_t>>(),
+                                     c.at("values").get<std::vector<double>>());
+  }
+  if (cls == "CosineDecay") {
+    return s::CosineDecay({.initial_learning_rate = c.at("initial_learning_rate").get<double>(),
+                           .decay_steps = integer(c, "decay_steps", 1, int64_t{1} << 62, "a schedule's"),
+                           .alpha = value_or(c, "alpha", 0.0),
+                           .warmup_target = optional_number(c, "warmup_target"),
+                           .warmup_steps = value_or<int64_t>(c, "warmup_steps", 0)});
+  }
+  unsupported("learning-rate schedule", cls, "ExponentialDecay, InverseTimeDecay, PiecewiseConstantDecay, CosineDecay");
+}
+
+OptimizerRef optimizer_from(const json& j) {
+  namespace o = optimizers;
+  if (j.is_string()) return j.get<std::string>();
+  const std::string cls = j.value("class_name", "");
+  const json& c = config_of(j, "the optimizer");
+  for (const char* key : {"use_ema", "loss_scale_factor", "gradient_accumulation_steps"}) {
+    if (c.contains(key) && !c[key].is_null() && c[key] != json(false)) unsupported("optimizer option", key, "the others");
+  }
+  o::BaseOptions base{.clipnorm = optional_number(c, "clipnorm"),
+                      .clipvalue = optional_number(c, "clipvalue"),
+                      .global_clipnorm = optional_number(c, "global_clipnorm"),
+                      .weight_decay = optional_number(c, "weight_decay")};
+  const auto lr = learning_rate(c.at("learning_rate"));
+  const double eps = value_or(c, "epsilon", 1e-7), b1 = value_or(c, "beta_1", 0.9), b2 = value_or(c, "beta_2", 0.999);
+  if (cls == "SGD") {
+    return o::SGD({.learning_rate = lr, .momentum = value_or(c, "momentum", 0.0),
+                   .nesterov = value_or(c, "nesterov", false), .base = base});
+  }
+  if (cls == "Adam") {
+    return o::Adam({.learning_rate = lr, .beta_1 = b1, .beta_2 = b2, .epsilon = eps,
+                    .amsgrad = value_or(c, "amsgrad", false), .base = base});
+  }
+  if (cls == "AdamW") {
+    const double wd = base.weight_decay.value_or(0.004);
+    base.weight_decay.reset();
+    return o::AdamW({.learning_rate = lr, .weight_decay = wd, .beta_1 = b1, .beta_2 = b2, .epsilon = eps,
+                     .amsgrad = value_or(c, "amsgrad", false), .base = base});
+  }
+  if (cls == "RMSprop") {
+    return o::RMSprop({.learning_rate = lr, .rho = value_or(c, "rho", 0.9), .momentum = value_or(c, "momentum", 0.0),
+                       .epsilon = eps, .centered = value_or(c, "centered", false), .base = base});
+  }
+  if (cls == "Adagrad") {
+    return o::Adagrad({.learning_rate = lr,
+                       .initial_accumulator_value = value_or(c, "initial_accumulator_value", 0.1),
+                       .epsilon = eps,
+                       .base = base});
+  }
+  if (cls == "Adamax") return o::Adamax({.learning_rate = lr, .beta_1 = b1, .beta_2 = b2, .epsilon = eps, .base = base});
+  if (cls == "Nadam") return o::Nadam({.learning_rate = lr, .beta_1 = b1, .beta_2 = b2, .epsilon = eps, .base = base});
+  unsupported("optimizer", cls, "SGD, Adam, AdamW, RMSprop, Adagrad, Adamax, Nadam");
+}
+
+LossRef loss_from(const json& j) {
+  if (j.is_string()) return j.get<std::string>();
+  const std::string cls = j.value("class_name", "");
+  const json& c = config_of(j, "the loss");
+  const std::string reduction = c.value("reduction", "sum_over_batch_size");
+  if (reduction != "sum_over_batch_size") unsupported("loss reduction in a saved model", reduction, "sum_over_batch_size");
+  const losses::CrossentropyOptions ce{.label_smoothing = value_or(c, "label_smoothing", 0.0),
+                                       .from_logits = value_or(c, "from_logits", false)};
+  if (cls == "BinaryCrossentropy") return losses::BinaryCrossentropy(ce);
+  if (cls == "CategoricalCrossentropy") return losses::CategoricalCrossentropy(ce);
+  if (cls == "SparseCategoricalCrossentropy") {
+    return losses::SparseCategoricalCrossentropy({.from_logits = value_or(c, "from_logits", false)});
+  }
+  if (cls == "Huber") return losses::Huber(value_or(c, "delta", 1.0));
+  return detail::to_snake_case(cls);  // the option-less losses by name (MeanSquaredError -> mean_squared_error)
+}
+
+// One threshold from a Precision/Recall config (None: 0.5; a number or a one-element list).
+double single_threshold(const json& c, const std::string& cls) {
+  const json t = c.value("thresholds", json());
+  if (t.is_null()) return 0.5;
+  if (t.is_number()) return t.get<double>();
+  if (t.is_array() && t.size() == 1 && t[0].is_number()) return t[0].get<double>();
+  unsupported(cls + " thresholds", t.dump(), "one threshold");
+}
+
+// A metric object of a Keras compile_config, with the options Osprey's metrics have; the rest must be defaults.
+MetricRef metric_object(const json& m) {
+  namespace mt = metrics;
+  const std::string cls = m.value("class_name", "");
+  const json& c = config_of(m, "metric '" + cls + "'");
+  const std::string snake = detail::to_snake_case(cls);
+  const std::string name = c.value("name", snake);
+  for (const char* key : {"top_k", "class_id", "label_weights", "num_labels"}) {
+    if (c.contains(key) && !c[key].is_null()) unsupported(cls + " option", key, "the defaults");
+  }
+  for (const char* key : {"multi_label", "from_logits"}) {
+    if (value_or(c, key, false)) unsupported(cls + " option", key, "the defaults");
+  }
+  if (cls == "AUC") {
+    if (c.value("summation_method", "interpolation") != "interpolation") {
+      unsupported("AUC summation_method", c["summation_method"].dump(), "interpolation");
+    }
+    const std::string curve = c.value("curve", "ROC");
+    if (curve != "ROC" && curve != "PR") unsupported("AUC curve", curve, "ROC, PR");
+    return mt::AUC(value_or(c, "num_thresholds", 200), curve == "PR" ? mt::AUC::Curve::PR : mt::AUC::Curve::ROC, name);
+  }
+  if (cls == "Precision") return mt::Precision(single_threshold(c, cls), name);
+  if (cls == "Recall") return mt::Recall(single_threshold(c, cls), name);
+  if (cls == "BinaryAccuracy") return mt::BinaryAccuracy(value_or(c, "threshold", 0.5), name);
+  if (cls == "TopKCategoricalAccuracy") return mt::TopKCategoricalAccuracy(value_or(c, "k", 5), name);
+  if (cls == "SparseTopKCategoricalAccuracy") return mt::SparseTopKCategoricalAccuracy(value_or(c, "k", 5), name);
+  return snake;  // option-less metrics by name (MeanSquaredError -> mean_squared_error)
+}
+
+std::vector<MetricRef> metrics_from(const json& j) {
+  std::vector<MetricRef> out;
+  if (j.is_null()) return out;
+  for (const auto& m : j) {
+    if (m.is_string()) {
+      out.emplace_back(m.get<std::string>());
+    } else if (m.is_object()) {
+      out.push_back(metric_object(m));
+    } else {
+      unsupported("metric", m.dump().substr(0, 80), "metrics by name or class");
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+namespace {
+
+json loss_json(const LossRef& l, const std::string& where) {
+  if (!l.spelled().empty()) return l.spelled();
+  if (!l.get()) return nullptr;
+  const auto& loss = *l.get();
+  if (loss.class_name() == "LossFunctionWrapper") {
+    throw ValueError(fmt::format("Cannot save the compile settings of {}: loss '{}' is a C++ function, which a Keras "
+                                 "file cannot hold. Save with compile settings dropped (model.save(path, {{.include_"
+                                 "optimizer = false}}) is not available yet) or use a Keras loss (by name or object).",
+                                 where, loss.name()));
+  }
+  return object("keras.losses", loss.class_name(), parse(loss.get_config(), "loss '" + loss.name() + "''s config"));
+}
+
+json metric_json(const MetricRef& m, const std::string& where) {
+  if (!m.spelled().empty()) return m.spelled();
+  const auto& metric = *m.get();
+  const std::string cls = metric.class_name();
+  if (cls.empty()) {
+    throw ValueError(fmt::format("Cannot save the compile settings of {}: metric '{}' is a C++ function (or has no "
+                                 "Keras class), which a Keras file cannot hold; use a Keras metric (by name or "
+                                 "object).",
+                                 where, metric.name()));
+  }
+  return object("keras.metrics", cls, parse(metric.get_config(), "metric '" + metric.name() + "''s config"));
+}
+
+json metric_list(const std::vector<MetricRef>& list, const std::string& where) {
+  json out = json::array();
+  for (const auto& m : list) out.push_back(metric_json(m, where));
+  return out;
+}
+
+}  // namespace
+
+json compile_config(const Model& model) {
+  if (!model.compiled()) return json::object();
+  const auto& s = model.state();
+  const CompileOptions& o = *s.compile_options;
+  const std::string where = "model '" + model.name() + "'";
+  json loss = nullptr;
+  if (!o.loss.keys.empty()) {
+    loss = json::object();
+    for (std::size_t i = 0; i < o.loss.list.size(); ++i) loss[o.loss.keys[i]] = loss_json(o.loss.list[i], where);
+  } else if (o.loss.list.size() == 1) {
+    loss = loss_json(o.loss.list[0], where);
+  } else if (!o.loss.list.empty()) {
+    loss = json::array();
+    for (const auto& l : o.loss.list) loss.push_back(loss_json(l, where));
+  }
+  json loss_weights = nullptr;
+  if (!o.loss_weights.by_output.empty()) {
+    loss_weights = json::object();
+    for (const auto& [k, w] : o.loss_weights.by_output) loss_weights[k] = w;
+  } else if (!o.loss_weights.list.empty()) {
+    loss_weights = o.loss_weights.list;
+  }
+  json metrics = nullptr;
+  if (!o.metrics.by_output.empty()) {
+    metrics = json::object();
+    for (const auto& [k, list] : o.metrics.by_output) metrics[k] = metric_list(list, where);
+  } else if (!o.metrics.list.empty()) {
+    metrics = metric_list(o.metrics.list, where);
+  }
+  return json{{"optimizer", optimizer_json(*s.optimizer)},
+              {"loss", loss},
+              {"loss_weights", loss_weights},
+              {"metrics", metrics},
+              {"weighted_metrics", nullptr},
+              {"run_eagerly", s.run_eagerly},
+              {"steps_per_execution", 1},
+              {"jit_compile", false}};
+}
+
+void compile_from_config(Model& model, const json& cc, bool tf_logits_shortcut) {
+  if (!cc.is_object() || cc.empty()) return;  // saved uncompiled
+  refuse_set(cc, {"weighted_metrics"}, "compile", "optimizer, loss, loss_weights, metrics");
+  const json steps = cc.value("steps_per_execution", json(1));
+  if (steps != json(1) && !steps.is_null()) unsupported("compile option steps_per_execution", steps.dump(), "1");
+  CompileOptions o;
+  o.optimizer = optimizer_from(cc.at("optimizer"));
+  const json loss = cc.value("loss", json());
+  if (loss.is_object() && !loss.contains("class_name")) {  // per output, by name
+    std::map<std::string, LossRef> named;
+    for (const auto& [k, v] : loss.items()) named.emplace(k, loss_from(v));
+    o.loss = LossSpec(named);
+  } else if (loss.is_array()) {
+    for (const auto& v : loss) o.loss.list.push_back(loss_from(v));
+  } else if (!loss.is_null()) {
+    o.loss = LossSpec(loss_from(loss));
+  }
+  const json weights = cc.value("loss_weights", json());
+  if (weights.is_object()) {
+    for (const auto& [k, v] : weights.items()) o.loss_weights.by_output[k] = v.get<double>();
+  } else if (weights.is_array()) {
+    for (const auto& v : weights) o.loss_weights.list.push_back(v.get<double>());
+  } else if (weights.is_number()) {
+    o.loss_weights.list.push_back(weights.get<double>());
+  }
+  const json metrics = cc.value("metrics", json());
+  if (metrics.is_object() && !metrics.contains("class_name")) {
+    std::map<std::string, std::vector<MetricRef>> named;
+    for (const auto& [k, v] : metrics.items()) named[k] = metrics_from(v.is_array() ? v : json::array({v}));
+    o.metrics = MetricSpec(std::move(named));
+  } else if (!metrics.is_null()) {
+    o.metrics = MetricSpec(metrics_from(metrics.is_array() ? metrics : json::array({metrics})));
+  }
+  o.run_eagerly = value_or(cc, "run_eagerly", false);
+  o.tf_logits_shortcut = tf_logits_shortcut;
+  if (o.loss.list.empty()) {
+    throw ValueError("load_model: the file's compile_config has no loss; load it with {.compile = false} and "
+                     "compile() it yourself");
+  }
+  model.compile(std::move(o));
+}
+
+}  // namespace osprey::keras::serialization

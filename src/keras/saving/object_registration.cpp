@@ -1,0 +1,115 @@
+// keras.saving.register_keras_serializable: user classes in the layer registry (serialization.h) under Keras's
+// registered name "package>Name", and the Config their from_config reads.
+#include <map>
+#include <mutex>
+
+#include <fmt/format.h>
+
+#include "keras/saving/serialization.h"
+#include "osprey/errors.h"
+#include "osprey/keras/saving.h"
+
+namespace osprey::keras::saving {
+
+namespace ser = serialization;
+
+struct Config::Impl {
+  ser::json j;
+};
+
+Config::Config(const std::string& json_text) : impl_(std::make_unique<Impl>()) {
+  impl_->j = ser::parse(json_text, "a layer config");
+  if (!impl_->j.is_object()) throw ValueError("saving::Config: a layer config must be a JSON object");
+}
+Config::~Config() = default;
+Config::Config(const Config& o) : impl_(std::make_unique<Impl>(*o.impl_)) {}
+Config& Config::operator=(const Config& o) {
+  impl_ = std::make_unique<Impl>(*o.impl_);
+  return *this;
+}
+
+bool Config::has(const std::string& key) const { return impl_->j.contains(key) && !impl_->j[key].is_null(); }
+
+namespace {
+[[noreturn]] void wrong(const ser::json& j, const std::string& key, const char* type) {
+  throw ValueError(fmt::format("layer config of '{}': \"{}\" must be {}, got {}", ser::name_of(j), key, type,
+                               j.contains(key) ? j[key].dump().substr(0, 100) : "nothing (missing)"));
+}
+}  // namespace
+
+int64_t Config::get_int(const std::string& key) const {
+  const auto& j = impl_->j;
+  if (!j.contains(key) || !(j[key].is_number_integer() || j[key].is_number_unsigned())) wrong(j, key, "an integer");
+  return j[key].get<int64_t>();
+}
+double Config::get_double(const std::string& key) const {
+  const auto& j = impl_->j;
+  if (!j.contains(key) || !j[key].is_number()) wrong(j, key, "a number");
+  return j[key].get<double>();
+}
+bool Config::get_bool(const std::string& key) const {
+  const auto& j = impl_->j;
+  if (!j.contains(key) || !j[key].is_boolean()) wrong(j, key, "true or false");
+  return j[key].get<bool>();
+}
+std::string Config::get_string(const std::string& key) const {
+  const auto& j = impl_->j;
+  if (!j.contains(key) || !j[key].is_string()) wrong(j, key, "a string");
+  return j[key].get<std::string>();
+}
+std::vector<int64_t> Config::get_ints(const std::string& key) const {
+  const auto& j = impl_->j;
+  if (!j.contains(key) || !j[key].is_array()) wrong(j, key, "a list of integers");
+  std::vector<int64_t> out;
+  for (const auto& v : j[key]) {
+    if (!v.is_number_integer()) wrong(j, key, "a list of integers");
+    out.push_back(v.get<int64_t>());
+  }
+  return out;
+}
+std::string Config::name() const { return ser::name_of(impl_->j); }
+std::string Config::json() const { return ser::dumps(impl_->j); }
+
+namespace {
+struct Names {
+  std::mutex mu;
+  std::map<std::string, std::string> registered_by_class;  // class_name() -> "package>Name"
+};
+Names& names() {
+  static Names n;
+  return n;
+}
+}  // namespace
+
+void register_keras_serializable(const std::string& package, const std::string& name, LayerFactory from_config,
+                                 const std::string& class_name) {
+  if (package.empty() || name.empty() || package.find('>') != std::string::npos) {
+    throw ValueError(fmt::format("register_keras_serializable: package ('{}') and name ('{}') must be non-empty, and "
+                                 "the package must not contain '>'",
+                                 package, name));
+  }
+  if (!from_config) throw ValueError("register_keras_serializable: from_config is empty");
+  const std::string registered = package + ">" + name;
+  const std::string cls = class_name.empty() ? name : class_name;
+  ser::LayerClass entry{true, [f = std::move(from_config), registered](const ser::json& c) -> std::shared_ptr<Layer> {
+                          auto layer = f(Config(ser::dumps(c)));
+                          if (!layer) {
+                            throw ValueError(fmt::format("from_config of '{}' returned no layer", registered));
+                          }
+                          return layer;
+                        }};
+  ser::register_layer_class(registered, entry);
+  // Files that name the class without the package (custom_objects in Keras) find it too, unless a built-in
+  // layer has that class name.
+  if (!ser::find_layer_class(cls)) ser::register_layer_class(cls, entry);
+  std::lock_guard lock(names().mu);
+  names().registered_by_class[cls] = registered;
+}
+
+std::string get_registered_name(const std::string& class_name) {
+  std::lock_guard lock(names().mu);
+  auto it = names().registered_by_class.find(class_name);
+  return it == names().registered_by_class.end() ? "" : it->second;
+}
+
+}  // namespace osprey::keras::saving
