@@ -168,6 +168,8 @@ class Optimizer {
   /// Keras's class name ("Adam").
   virtual std::string class_name() const = 0;
   const std::string& name() const { return name_; }
+  /// Renames the optimizer (a loaded file's name: Keras's "adam_2").
+  void set_name(std::string name) { name_ = std::move(name); }
   int64_t iterations() const { return iterations_; }
   /// The learning rate, stored as float32 like Keras's variable (a schedule's value at the last update).
   float learning_rate() const { return learning_rate_; }

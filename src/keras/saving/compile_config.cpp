@@ -54,7 +54,7 @@ json optimizer_json(const optimizers::Optimizer& o) {
                                                            {"Adagrad", "adagrad"}, {"Adamax", "adamax"},
                                                            {"Nadam", "nadam"}};
   const std::string cls = o.class_name();
-  json cfg{{"name", names.count(cls) ? names.at(cls) : cls},
+  json cfg{{"name", !o.name().empty() ? o.name() : names.count(cls) ? names.at(cls) : cls},
            {"learning_rate", o.schedule() ? schedule_json(*o.schedule()) : json(static_cast<double>(o.learning_rate()))},
            {"weight_decay", nullable(base.weight_decay)},
            {"clipnorm", nullable(base.clipnorm)},
@@ -321,6 +321,11 @@ void compile_from_config(Model& model, const json& cc, bool tf_logits_shortcut) 
   if (steps != json(1) && !steps.is_null()) unsupported("compile option steps_per_execution", steps.dump(), "1");
   CompileOptions o;
   o.optimizer = optimizer_from(cc.at("optimizer"));
+  const json& oc = cc.at("optimizer");
+  if (oc.is_object() && oc.contains("config") && oc["config"].is_object() && oc["config"].contains("name") &&
+      oc["config"]["name"].is_string()) {
+    o.optimizer.get()->set_name(oc["config"]["name"].get<std::string>());
+  }
   const json loss = cc.value("loss", json());
   if (loss.is_object() && !loss.contains("class_name")) {  // per output, by name
     std::map<std::string, LossRef> named;

@@ -1,0 +1,129 @@
+# Regenerates tests/data/keras_files/*.keras and tests/data/keras_files.json: functional, nested and multi-output
+# models with compile settings given as objects, made, trained and saved by Keras 3; the numbers
+# tests/keras/test_model_files.cpp checks Osprey against after loading each file (predict, evaluate, one more epoch
+# of training, the weights after it).
+# Run: python3 tests/keras/keras_model_files_reference.py   (pip tensorflow-cpu keras)
+import json, os
+os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+import numpy as np, keras
+from keras import layers as L
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(HERE, "..", "data", "keras_files")
+os.makedirs(OUT, exist_ok=True)
+keras.utils.set_random_seed(5)
+rng = np.random.default_rng(17)
+N = 24
+
+
+def arr(*shape):
+    return rng.uniform(-1, 1, shape).astype("float32")
+
+
+@keras.saving.register_keras_serializable(package="osprey_test")
+class Scale(keras.layers.Layer):
+    """x * w, one factor per feature, initialised to `init` (the custom layer of the tests)."""
+
+    def __init__(self, init=1.0, **kwargs):
+        super().__init__(**kwargs)
+        self.init = init
+
+    def build(self, input_shape):
+        self.w = self.add_weight(shape=(input_shape[-1],), initializer=keras.initializers.Constant(self.init),
+                                 name="w")
+
+    def call(self, x):
+        return x * self.w
+
+    def get_config(self):
+        return {**super().get_config(), "init": self.init}
+
+
+def listify(v):
+    if isinstance(v, dict):
+        return {k: listify(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [listify(x) for x in v]
+    return np.asarray(v).tolist()
+
+
+def case(name, model, x, y, compile_kwargs, batch_size=8):
+    model.compile(**compile_kwargs)
+    model.fit(x, y, epochs=2, batch_size=batch_size, shuffle=False, verbose=0)  # optimizer state to save
+    path = os.path.join(OUT, name + ".keras")
+    model.save(path)
+    # The numbers of the model as the file has it (Keras 3.15's Huber leaves its delta out of the file, so the
+    # reloaded model differs from the one in memory there).
+    model = keras.models.load_model(path)
+    pred = model.predict(x, verbose=0)
+    ev = model.evaluate(x, y, batch_size=batch_size, verbose=0, return_dict=True)
+    hist = model.fit(x, y, epochs=1, batch_size=batch_size, shuffle=False, verbose=0)
+    cases[name] = {"x": listify(x), "y": listify(y), "batch_size": batch_size, "predict": listify(pred),
+                   "evaluate": {k: float(v) for k, v in ev.items()},
+                   "history": {k: [float(v) for v in vs] for k, vs in hist.history.items()},
+                   "weights_after": [w.numpy().tolist() for w in model.weights],
+                   "metrics_names": list(ev.keys())}
+
+
+cases = {}
+
+# 1. Two inputs, a shared Dense on one of them twice (two nodes of one layer), metrics with options.
+a = keras.Input((4,), name="a"); b = keras.Input((3,), name="b")
+shared = L.Dense(4, activation="tanh", name="shared")
+h = shared(shared(a))
+h = L.Concatenate(name="concat")([h, L.Dense(4, name="from_b")(b)])
+out = L.Dense(1, activation="sigmoid", name="out")(h)
+case("two_input", keras.Model([a, b], out, name="two_input"), [arr(N, 4), arr(N, 3)],
+     rng.integers(0, 2, (N, 1)).astype("float32"),
+     dict(optimizer=keras.optimizers.Adam(0.01), loss=keras.losses.BinaryCrossentropy(label_smoothing=0.1),
+          metrics=[keras.metrics.BinaryAccuracy(threshold=0.3), keras.metrics.AUC(num_thresholds=50, curve="PR",
+                                                                                  name="pr_auc")]))
+
+# 2. A residual block with the newer layers: ReLU with options, Add, LayerNormalization, Softmax.
+x = keras.Input((6,), name="x")
+h = L.Dense(6, name="d1")(x)
+h = L.ReLU(max_value=2.0, negative_slope=0.1, name="relu")(h)
+h = L.Add(name="residual")([x, h])
+h = L.LayerNormalization(name="norm")(h)
+h = L.Dense(3, name="logits")(h)
+out = L.Softmax(name="probs")(h)
+case("residual", keras.Model(x, out, name="residual"), arr(N, 6), np.eye(3, dtype="float32")[rng.integers(0, 3, N)],
+     dict(optimizer=keras.optimizers.SGD(0.05, momentum=0.9),
+          loss=keras.losses.CategoricalCrossentropy(label_smoothing=0.1),
+          metrics=[keras.metrics.TopKCategoricalAccuracy(k=2), "categorical_accuracy"]))
+
+# 3. Nested models: a functional block called twice (shared weights) and a Sequential inside a functional model.
+bi = keras.Input((4,), name="block_in")
+block = keras.Model(bi, L.Dense(4, name="block_dense2")(L.Dense(4, activation="relu", name="block_dense1")(bi)),
+                    name="block")
+head = keras.Sequential([keras.Input((4,)), L.Dense(3, activation="elu", name="head_dense"), L.Dense(1, name="head_out")],
+                        name="head")
+x = keras.Input((5,), name="features")
+h = L.Dense(4, name="stem")(x)
+h = block(block(h))
+out = head(h)
+case("nested", keras.Model(x, out, name="nested"), arr(N, 5), arr(N, 1),
+     dict(optimizer=keras.optimizers.RMSprop(0.01), loss="mse", metrics=["mae"]))
+
+# 4. Two outputs with per-output losses (an object with an option), loss_weights and metrics with options.
+x = keras.Input((5,), name="x")
+h = L.Dense(8, activation="relu", name="trunk")(x)
+reg = L.Dense(2, name="reg")(h)
+cls = L.Dense(1, activation="sigmoid", name="cls")(h)
+case("two_output", keras.Model(x, {"reg": reg, "cls": cls}, name="two_output"), arr(N, 5),
+     {"reg": arr(N, 2), "cls": rng.integers(0, 2, (N, 1)).astype("float32")},
+     dict(optimizer=keras.optimizers.Adam(0.01), loss={"reg": keras.losses.Huber(0.5), "cls": "binary_crossentropy"},
+          loss_weights={"reg": 1.0, "cls": 0.3},
+          metrics={"reg": ["mae"], "cls": [keras.metrics.BinaryAccuracy(threshold=0.3),
+                                           keras.metrics.Precision(thresholds=0.7)]}))
+
+# 5. A custom layer (registered as "osprey_test>Scale") in a functional model.
+x = keras.Input((3,), name="x")
+h = Scale(init=1.5, name="scale")(x)
+out = L.Dense(1, name="out")(h)
+case("custom_layer", keras.Model(x, out, name="custom_layer"), arr(N, 3), arr(N, 1),
+     dict(optimizer=keras.optimizers.Adam(0.01), loss="mse", metrics=["mae"]))
+
+with open(os.path.join(HERE, "..", "data", "keras_files.json"), "w") as f:
+    json.dump(cases, f)
+print("wrote", sorted(cases))
