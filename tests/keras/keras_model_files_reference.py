@@ -124,6 +124,14 @@ out = L.Dense(1, name="out")(h)
 case("custom_layer", keras.Model(x, out, name="custom_layer"), arr(N, 3), arr(N, 1),
      dict(optimizer=keras.optimizers.Adam(0.01), loss="mse", metrics=["mae"]))
 
+# 6. A saturated sigmoid output: TensorFlow-backend Keras computes binary crossentropy from the Dense's logits (no
+# clipping), so its loss differs from the clipped formula of the JAX and torch backends.
+m = keras.Sequential([keras.Input((2,), name="x"),
+                      L.Dense(1, activation="sigmoid", kernel_initializer=keras.initializers.Constant(30.0),
+                              name="out")], name="saturated")
+case("saturated", m, arr(N, 2), rng.integers(0, 2, (N, 1)).astype("float32"),
+     dict(optimizer=keras.optimizers.SGD(0.01), loss="binary_crossentropy", metrics=["accuracy"]))
+
 with open(os.path.join(HERE, "..", "data", "keras_files.json"), "w") as f:
     json.dump(cases, f)
 print("wrote", sorted(cases))

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "keras/reference_json.h"
+#include "test_util.h"
 #include "osprey/errors.h"
 #include "osprey/keras.h"
 #include "osprey/ops.h"
@@ -22,11 +23,6 @@ using osprey::testing::expect_close;
 using osprey::testing::tensor_of;
 using ::testing::HasSubstr;
 
-#ifndef OSPREY_HAVE_HDF5_PLUGIN
-#define SKIP_WITHOUT_HDF5() GTEST_SKIP() << "Osprey was built without HDF5 (libhdf5-dev): no .keras files"
-#else
-#define SKIP_WITHOUT_HDF5() (void)0
-#endif
 
 namespace {
 
@@ -172,4 +168,129 @@ TEST(ModelFiles, TwoOutputsWithPerOutputLossesMetricsAndLossWeights) {
 TEST(ModelFiles, ACustomLayerRegisteredByName) {
   SKIP_WITHOUT_HDF5();
   check_file("custom_layer");
+}
+TEST(ModelFiles, ASaturatedSigmoidFromTensorFlowKerasNeedsItsLogitsShortcut) {
+  SKIP_WITHOUT_HDF5();
+  check_file("saturated");  // with tf_logits_shortcut: TF-backend Keras's numbers
+  const json& ref = reference("saturated");
+  auto clipped = models::load_model(file_of("saturated"));  // the default: JAX/torch backends' clipped formula
+  const double loss = clipped->evaluate_dict(arrays_of(ref.at("x"), {}), arrays_of(ref.at("y"), {}),
+                                             {.batch_size = 8, .verbose = 0})
+                          .at("loss");
+  EXPECT_LT(loss, ref.at("evaluate").at("loss").get<double>() - 1.0) << "saturated outputs: the clip bounds the loss";
+}
+
+namespace {
+Tensor features(int64_t rows, int64_t cols) {
+  std::vector<float> v;
+  for (int64_t i = 0; i < rows * cols; ++i) v.push_back(static_cast<float>(std::sin(0.37 * static_cast<double>(i))));
+  return Tensor::from_vector(v, Shape({rows, cols}));
+}
+}  // namespace
+
+TEST(ModelFiles, LossAndMetricObjectsKeepTheirOptionsThroughOspreysFiles) {
+  SKIP_WITHOUT_HDF5();
+  auto in = keras::Input({4}, {.name = "x"});
+  auto h = layers::Dense(6, "relu", {.name = "h"})(in);
+  Model m(in,
+          std::map<std::string, KerasTensor>{{"probs", layers::Dense(3, "softmax", {.name = "probs"})(h)},
+                                             {"value", layers::Dense(1, "", {.name = "value"})(h)}},
+          "options");
+  m.compile({.optimizer = optimizers::Adam({.learning_rate = 0.01}),
+             .loss = std::map<std::string, LossRef>{{"probs", losses::CategoricalCrossentropy({.label_smoothing = 0.1})},
+                                                    {"value", losses::Huber(0.5)}},
+             .metrics = std::map<std::string, std::vector<MetricRef>>{
+                 {"probs", {metrics::TopKCategoricalAccuracy(2), metrics::AUC(50, metrics::AUC::Curve::PR, "pr_auc")}},
+                 {"value", {"mae"}}},
+             .loss_weights = std::map<std::string, double>{{"probs", 1.0}, {"value", 0.25}}});
+  const Tensor x = features(16, 4);
+  std::vector<float> onehot(48, 0.0f);
+  for (int i = 0; i < 16; ++i) onehot[static_cast<std::size_t>(i * 3 + i % 3)] = 1.0f;
+  const Arrays y(std::map<std::string, Tensor>{{"probs", Tensor::from_vector(onehot, Shape({16, 3}))},
+                                               {"value", features(16, 1)}});
+  m.fit(x, y, {.epochs = 1, .batch_size = 8, .verbose = 0});
+  const std::string path = out_dir() + "/options.keras";
+  m.save(path);
+  auto back = models::load_model(path);
+  EXPECT_EQ(back->to_json(), m.to_json());
+  const json cc = json::parse(back->to_json()).at("compile_config");
+  EXPECT_EQ(cc.at("loss").at("probs").at("config").at("label_smoothing"), 0.1);
+  EXPECT_EQ(cc.at("loss").at("value").at("config").at("delta"), 0.5);
+  EXPECT_EQ(cc.at("metrics").at("probs")[0].at("config").at("k"), 2);
+  EXPECT_EQ(cc.at("metrics").at("probs")[1].at("config").at("name"), "pr_auc");
+  EXPECT_EQ(cc.at("metrics").at("probs")[1].at("config").at("curve"), "PR");
+  EXPECT_EQ(cc.at("loss_weights").at("value"), 0.25);
+  EXPECT_EQ(back->evaluate_dict(x, y, {.batch_size = 8, .verbose = 0}), m.evaluate_dict(x, y, {.batch_size = 8, .verbose = 0}));
+  // A loss that is a C++ function cannot go into a file: a clear error before anything is written.
+  Sequential f({layers::Input({4}), layers::Dense(1)});
+  f.compile({.optimizer = "sgd", .loss = [](const Tensor& a, const Tensor& b) { return ops::square(ops::sub(a, b)); }});
+  EXPECT_THAT(osprey::testing::error_of([&] { f.save(out_dir() + "/fn.keras"); }), HasSubstr("is a C++ function"));
+  EXPECT_FALSE(std::filesystem::exists(out_dir() + "/fn.keras"));
+}
+
+TEST(ModelFiles, InitializerOptionsAreKeptAndSampled) {
+  namespace init = initializers;
+  Sequential m({layers::Input({64}),
+                layers::Dense(64, "", {.kernel_initializer = init::RandomNormal(0.0, 15.0), .name = "wide"}),
+                layers::Dense(32, "", {.kernel_initializer = init::Orthogonal(1.5), .name = "ortho"}),
+                layers::Dense(8, "", {.kernel_initializer = init::VarianceScaling(2.0, "fan_out", "uniform"),
+                                      .bias_initializer = init::Constant(0.25), .name = "vs"})});
+  const std::string text = m.to_json();
+  EXPECT_THAT(text, HasSubstr(R"("class_name": "RandomNormal", "config": {"seed": null, "mean": 0.0, "stddev": 15.0})"));
+  EXPECT_THAT(text, HasSubstr(R"("class_name": "Orthogonal", "config": {"seed": null, "gain": 1.5})"));
+  auto again = models::model_from_json(text);
+  EXPECT_EQ(again->to_json(), text);  // written back unchanged
+  // The values follow the options: stddev 15; the orthogonal kernel's columns are orthogonal with norm 1.5; the
+  // constant bias.
+  const auto w = m.get_layer("wide")->variables()[0]->value().to_vector<float>();
+  double sq = 0;
+  for (float v : w) sq += static_cast<double>(v) * v;
+  EXPECT_NEAR(std::sqrt(sq / static_cast<double>(w.size())), 15.0, 0.6);
+  const auto q = m.get_layer("ortho")->variables()[0]->value().to_vector<float>();  // (64, 32)
+  for (int a = 0; a < 32; a += 7) {
+    for (int b = 0; b < 32; b += 5) {
+      double dot = 0;
+      for (int r = 0; r < 64; ++r) dot += static_cast<double>(q[r * 32 + a]) * q[r * 32 + b];
+      EXPECT_NEAR(dot, a == b ? 2.25 : 0.0, 1e-4) << a << "," << b;
+    }
+  }
+  for (float v : m.get_layer("vs")->variables()[1]->value().to_vector<float>()) EXPECT_EQ(v, 0.25f);
+  // Keras's seeded initializers and the ones Osprey does not sample are read and written back as they are.
+  const std::string seeded = R"({"module": "keras.initializers", "class_name": "GlorotUniform", "config": {"seed": 7, "input_axes": null, "output_axes": null}, "registered_name": null})";
+  std::string with_seed = text;
+  const std::string plain = R"({"module": "keras.initializers", "class_name": "Zeros", "config": {}, "registered_name": null})";
+  with_seed.replace(with_seed.find(plain), plain.size(), seeded);
+  EXPECT_EQ(models::model_from_json(with_seed)->to_json(), with_seed);
+  EXPECT_THAT(osprey::testing::error_of([] { (void)layers::DenseOptions{.kernel_initializer = "not_an_initializer"}; }),
+              HasSubstr("Could not interpret initializer identifier: 'not_an_initializer'"));
+}
+
+TEST(ModelFiles, WhatOspreyCannotLoadIsAClearErrorNamingIt) {
+  auto in = keras::Input({3}, {.name = "x"});
+  Model m(in, layers::Dense(2, "", {.name = "out"})(in), "m");
+  const std::string text = m.to_json();
+  auto replaced = [&](const std::string& from, const std::string& to) {
+    std::string t = text;
+    t.replace(t.find(from), from.size(), to);
+    return t;
+  };
+  // A class Osprey does not have: named with the layer.
+  EXPECT_THAT(osprey::testing::error_of([&] { models::model_from_json(replaced("\"Dense\"", "\"Conv2D\"")); }),
+              HasSubstr("unknown layer class 'Conv2D' (layer 'out')"));
+  // A custom class that is not registered.
+  EXPECT_THAT(osprey::testing::error_of([&] {
+                models::model_from_json(replaced(R"("class_name": "Dense", "config")",
+                                                 R"("class_name": "Mine", "config")"));
+              }),
+              HasSubstr("register_keras_serializable"));
+  // Mixed precision: not silently loaded as float32.
+  EXPECT_THAT(osprey::testing::error_of([&] {
+                models::model_from_json(replaced(R"({"name": "float32"})", R"({"name": "mixed_float16"})"));
+              }),
+              HasSubstr("mixed_float16"));
+  // A node that calls a layer on a tensor nothing makes.
+  EXPECT_THAT(osprey::testing::error_of([&] {
+                models::model_from_json(replaced(R"("keras_history": ["x", 0, 0])", R"("keras_history": ["y", 0, 0])"));
+              }),
+              HasSubstr("layer 'out' is called on a tensor that no layer of the config makes"));
 }

@@ -1,9 +1,13 @@
-// Internal: checking an initializer's name when a layer is made (not when it is built). Private.
+// Internal to the initializers. Private.
 #pragma once
 
-#include <string>
-
-namespace osprey::keras {
-/// ValueError listing the known names unless `initializer` is one.
-void check_initializer(const std::string& initializer);
-}  // namespace osprey::keras
+namespace osprey::keras::detail {
+/// While one is alive on this thread, an initializer Osprey does not sample (STFT) gives zeros instead of an error:
+/// load_model builds a model whose weights then come from the file.
+struct WeightsFollow {
+  WeightsFollow();
+  ~WeightsFollow();
+  WeightsFollow(const WeightsFollow&) = delete;
+  WeightsFollow& operator=(const WeightsFollow&) = delete;
+};
+}  // namespace osprey::keras::detail

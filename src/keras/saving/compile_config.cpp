@@ -54,7 +54,8 @@ json optimizer_json(const optimizers::Optimizer& o) {
                                                            {"Adagrad", "adagrad"}, {"Adamax", "adamax"},
                                                            {"Nadam", "nadam"}};
   const std::string cls = o.class_name();
-  json cfg{{"name", !o.name().empty() ? o.name() : names.count(cls) ? names.at(cls) : cls},
+  // The optimizer's own name when it was given one (a loaded file's "adam_2"), else Keras's default.
+  json cfg{{"name", !o.name().empty() && o.name() != cls ? o.name() : names.count(cls) ? names.at(cls) : cls},
            {"learning_rate", o.schedule() ? schedule_json(*o.schedule()) : json(static_cast<double>(o.learning_rate()))},
            {"weight_decay", nullable(base.weight_decay)},
            {"clipnorm", nullable(base.clipnorm)},

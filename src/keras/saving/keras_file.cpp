@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "keras/initializers/initializers.h"
 #include "keras/saving/serialization.h"
 #include "keras/saving/weights_h5.h"
 #include "keras/saving/zip_store.h"
@@ -82,7 +83,11 @@ std::shared_ptr<Model> load_model(const std::string& path, LoadModelOptions opti
   }
   try {
     const json config = ser::parse(entries.at(kConfig), "load_model: " + path + "'s config.json");
-    std::shared_ptr<Model> model = model_from_json(entries.at(kConfig));
+    std::shared_ptr<Model> model;
+    {
+      const detail::WeightsFollow follow;  // layers whose initializer Osprey does not sample get their weights below
+      model = model_from_json(entries.at(kConfig));
+    }
     if (options.compile && config.contains("compile_config") && !config["compile_config"].is_null()) {
       ser::compile_from_config(*model, config["compile_config"], options.tf_logits_shortcut);
     }

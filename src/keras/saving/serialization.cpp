@@ -118,22 +118,8 @@ json shape_with_batch(const Shape& s) {
   return a;
 }
 
-json initializer(const std::string& name) {
-  static const std::map<std::string, std::string> classes = {
-      {"glorot_uniform", "GlorotUniform"}, {"glorot_normal", "GlorotNormal"}, {"he_uniform", "HeUniform"},
-      {"he_normal", "HeNormal"},           {"lecun_uniform", "LecunUniform"}, {"lecun_normal", "LecunNormal"},
-      {"zeros", "Zeros"},                  {"ones", "Ones"},                  {"random_normal", "RandomNormal"},
-      {"random_uniform", "RandomUniform"}, {"truncated_normal", "TruncatedNormal"}};
-  const std::string cls = classes.count(name) ? classes.at(name) : name;
-  json cfg = json::object();
-  if (cls == "RandomNormal" || cls == "TruncatedNormal") {
-    cfg = {{"seed", nullptr}, {"mean", 0.0}, {"stddev", 0.05}};
-  } else if (cls == "RandomUniform") {
-    cfg = {{"seed", nullptr}, {"minval", -0.05}, {"maxval", 0.05}};
-  } else if (cls != "Zeros" && cls != "Ones") {
-    cfg = {{"seed", nullptr}, {"input_axes", nullptr}, {"output_axes", nullptr}};
-  }
-  return object("keras.initializers", cls, cfg);
+json initializer(const initializers::Initializer& init) {
+  return object("keras.initializers", init.class_name, parse(init.config, "initializer " + init.class_name));
 }
 
 json regularizer(const std::optional<layers::Regularizer>& r) {
@@ -226,18 +212,14 @@ double number(const json& c, const char* key, double lo, double hi, const std::s
   return v.get<double>();
 }
 
-std::string initializer_name(const json& j) {
-  if (j.is_string()) return j.get<std::string>();
-  static const std::map<std::string, std::string> names = {
-      {"GlorotUniform", "glorot_uniform"}, {"GlorotNormal", "glorot_normal"}, {"HeUniform", "he_uniform"},
-      {"HeNormal", "he_normal"},           {"LecunUniform", "lecun_uniform"}, {"LecunNormal", "lecun_normal"},
-      {"Zeros", "zeros"},                  {"Ones", "ones"},                  {"RandomNormal", "random_normal"},
-      {"RandomUniform", "random_uniform"}, {"TruncatedNormal", "truncated_normal"}};
-  const std::string cls = j.value("class_name", "");
-  if (!names.count(cls)) {
-    unsupported("initializer", cls, "GlorotUniform, GlorotNormal, He*, Lecun*, Zeros, Ones, Random*, TruncatedNormal");
+initializers::Initializer initializer_from(const json& j) {
+  if (j.is_string()) return initializers::Initializer(j.get<std::string>());
+  if (!j.is_object() || !j.contains("class_name") || !j["class_name"].is_string()) {
+    throw ValueError(fmt::format("model_from_json: an initializer must be a name or a serialized Keras object, got {}",
+                                 j.dump().substr(0, 200)));
   }
-  return names.at(cls);
+  const json cfg = j.contains("config") && j["config"].is_object() ? j["config"] : json::object();
+  return initializers::Initializer::from_config(j["class_name"].get<std::string>(), dumps(cfg));
 }
 
 std::optional<layers::Regularizer> regularizer_from(const json& j) {

@@ -36,8 +36,8 @@ json dtype_policy();
 json base_config(const Layer& layer);
 /// [null, d1, d2, ...]
 json shape_with_batch(const Shape& s);
-/// keras.initializers.<Class> for an initializer name ("glorot_uniform") with Keras's default config.
-json initializer(const std::string& name);
+/// keras.initializers.<Class> with the initializer's config as kept.
+json initializer(const initializers::Initializer& init);
 json regularizer(const std::optional<layers::Regularizer>& r);
 json constraint(const std::optional<layers::Constraint>& c);
 /// A layer as it appears in a model's config: the serialized object with its build_config when built.
@@ -61,7 +61,8 @@ std::vector<int64_t> integers(const json& c, const char* key, int64_t lo, int64_
                               std::size_t max_items = 64);
 /// A float field (a JSON number) that is finite and within [lo, hi].
 double number(const json& c, const char* key, double lo, double hi, const std::string& what);
-std::string initializer_name(const json& j);
+/// An initializer given by name ("glorot_uniform") or as a serialized object (its config kept as written).
+initializers::Initializer initializer_from(const json& j);
 std::optional<layers::Regularizer> regularizer_from(const json& j);
 std::optional<layers::Constraint> constraint_from(const json& j);
 std::string activation_from(const json& j);

@@ -97,7 +97,7 @@ class Softmax : public Layer {
 /// "zeros" by default, as in Keras).
 class PReLU : public Layer {
  public:
-  explicit PReLU(std::string alpha_initializer = "zeros", std::string name = "");
+  explicit PReLU(initializers::Initializer alpha_initializer = "zeros", std::string name = "");
   OSPREY_KERAS_LAYER(PReLU)
   bool recordable() const override { return true; }
   std::string class_name() const override { return "PReLU"; }
@@ -107,7 +107,7 @@ class PReLU : public Layer {
   Variable* alpha() { return alpha_; }
 
  private:
-  std::string initializer_;
+  initializers::Initializer initializer_;
   Variable* alpha_ = nullptr;
 };
 

@@ -30,8 +30,8 @@ using InputLayer = Input;
 /// Options of Dense besides units and activation (Keras's keyword arguments).
 struct DenseOptions {
   bool use_bias = true;
-  std::string kernel_initializer = "glorot_uniform";
-  std::string bias_initializer = "zeros";
+  initializers::Initializer kernel_initializer = "glorot_uniform";
+  initializers::Initializer bias_initializer = "zeros";
   std::string name{};
   std::optional<Regularizer> kernel_regularizer{}, bias_regularizer{};
   std::optional<Constraint> kernel_constraint{}, bias_constraint{};

@@ -175,9 +175,47 @@ inline Constraint NonNeg() { return {Constraint::Kind::non_neg, 0.0}; }
 
 }  // namespace layers
 
+namespace initializers {
+
+/// A Keras initializer with its options (keras.initializers): by name (`"glorot_uniform"`, `"he_normal"`, a class
+/// name such as `"Orthogonal"`) or made by the functions below (`initializers::RandomNormal(0.0, 15.0)`). Its
+/// Keras config is kept as given, so a model saved again writes it back unchanged (seed included; Osprey draws
+/// from its own generator, so the seed does not give Keras's numbers).
+struct Initializer {
+  Initializer(const char* name);
+  Initializer(const std::string& name);
+  /// An initializer from Keras's class name and config (JSON text); ValueError for a class Keras does not have or
+  /// options out of range.
+  static Initializer from_config(const std::string& class_name, const std::string& config_json);
+  /// Initial values of `shape` (on the current device).
+  Tensor operator()(const Shape& shape) const;
+  std::string class_name;  ///< Keras's class: "GlorotUniform", "RandomNormal", "VarianceScaling", ...
+  std::string config;      ///< its Keras config as JSON text ("{}" for Zeros)
+
+ private:
+  Initializer() = default;
+};
+
+/// keras.initializers.RandomNormal(mean, stddev), RandomUniform(minval, maxval), TruncatedNormal(mean, stddev),
+/// Constant(value), VarianceScaling(scale, mode "fan_in"|"fan_out"|"fan_avg", distribution "truncated_normal"|
+/// "untruncated_normal"|"uniform"), Orthogonal(gain), Identity(gain) (2-D weights).
+Initializer RandomNormal(double mean = 0.0, double stddev = 0.05);
+Initializer RandomUniform(double minval = -0.05, double maxval = 0.05);
+Initializer TruncatedNormal(double mean = 0.0, double stddev = 0.05);
+Initializer Constant(double value = 0.0);
+Initializer VarianceScaling(double scale = 1.0, const std::string& mode = "fan_in",
+                            const std::string& distribution = "truncated_normal");
+Initializer Orthogonal(double gain = 1.0);
+Initializer Identity(double gain = 1.0);
+/// Initial values by Keras initializer name (keras.initializers.get(name)(shape)).
+inline Tensor get(const std::string& initializer, const Shape& shape) { return Initializer(initializer)(shape); }
+
+}  // namespace initializers
+
 /// Initial values by Keras initializer name: glorot_uniform, glorot_normal, he_uniform, he_normal,
-/// lecun_uniform, lecun_normal, zeros, ones, random_normal, random_uniform, truncated_normal.
-Tensor initialize(const std::string& initializer, const Shape& shape);
+/// lecun_uniform, lecun_normal, zeros, ones, random_normal, random_uniform, truncated_normal, orthogonal, identity,
+/// or a class name.
+Tensor initialize(const initializers::Initializer& initializer, const Shape& shape);
 
 /// keras.regularizers, keras.constraints and keras.initializers under Keras's module names (the layers:: spellings
 /// stay).
@@ -192,9 +230,5 @@ using layers::Constraint;
 using layers::MaxNorm;
 using layers::NonNeg;
 }  // namespace constraints
-namespace initializers {
-/// Initial values by Keras initializer name (keras.initializers.get(name)(shape)).
-inline Tensor get(const std::string& initializer, const Shape& shape) { return initialize(initializer, shape); }
-}  // namespace initializers
 
 }  // namespace osprey::keras

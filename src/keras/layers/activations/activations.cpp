@@ -94,9 +94,8 @@ Tensor Softmax::call(const Tensor& x, bool) {
   return ops::reshape(ops::softmax(ops::reshape(x, Shape({s.num_elements() / s[-1], s[-1]}))), s);
 }
 
-PReLU::PReLU(std::string alpha_initializer, std::string name)
+PReLU::PReLU(initializers::Initializer alpha_initializer, std::string name)
     : Layer(name, "p_re_lu"), initializer_(std::move(alpha_initializer)) {
-  (void)initialize(initializer_, Shape{1});  // an unknown name fails here, not at build time
 }
 
 Shape PReLU::build(const Shape& input_shape) {
@@ -172,7 +171,7 @@ OSPREY_REGISTER_LAYERS(activations) {
   }});
   ser::register_layer_class("PReLU", {true, [](const json& c) -> std::shared_ptr<Layer> {
     ser::refuse_set(c, {"alpha_regularizer", "alpha_constraint", "shared_axes"}, "PReLU", "alpha_initializer");
-    return std::make_shared<PReLU>(ser::initializer_name(c.value("alpha_initializer", json("zeros"))),
+    return std::make_shared<PReLU>(ser::initializer_from(c.value("alpha_initializer", json("zeros"))),
                                    ser::name_of(c));
   }});
 }

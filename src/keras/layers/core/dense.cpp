@@ -36,8 +36,6 @@ Dense::Dense(int units, const std::string& activation, DenseOptions options)
                                  "units={}",
                                  units));
   }
-  check_initializer(options_.kernel_initializer);  // fail at construction, not at build time
-  check_initializer(options_.bias_initializer);
 }
 
 // "(None, 4, 6)": a per-sample shape with Keras's batch dimension.
@@ -172,8 +170,8 @@ OSPREY_REGISTER_LAYERS(core) {
   ser::register_layer_class("Dense", {true, [](const json& c) -> std::shared_ptr<Layer> {
     DenseOptions o;
     o.use_bias = ser::value_or(c, "use_bias", true);
-    if (c.contains("kernel_initializer")) o.kernel_initializer = ser::initializer_name(c["kernel_initializer"]);
-    if (c.contains("bias_initializer")) o.bias_initializer = ser::initializer_name(c["bias_initializer"]);
+    if (c.contains("kernel_initializer")) o.kernel_initializer = ser::initializer_from(c["kernel_initializer"]);
+    if (c.contains("bias_initializer")) o.bias_initializer = ser::initializer_from(c["bias_initializer"]);
     o.name = ser::name_of(c);
     o.kernel_regularizer = ser::regularizer_from(c.value("kernel_regularizer", json()));
     o.bias_regularizer = ser::regularizer_from(c.value("bias_regularizer", json()));

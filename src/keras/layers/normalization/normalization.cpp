@@ -269,7 +269,7 @@ static void last_axis_only(const json& c, const std::string& cls) {
 static void default_initializers(const json& c, const std::string& cls) {
   for (const auto& [key, name] : {std::pair{"beta_initializer", "zeros"}, {"gamma_initializer", "ones"},
                                   {"moving_mean_initializer", "zeros"}, {"moving_variance_initializer", "ones"}}) {
-    if (c.contains(key) && ser::initializer_name(c[key]) != name) {
+    if (c.contains(key) && ser::initializer_from(c[key]).class_name != initializers::Initializer(name).class_name) {
       ser::unsupported(cls + " " + key, c[key].dump().substr(0, 100), name);
     }
   }
