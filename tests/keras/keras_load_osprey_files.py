@@ -35,6 +35,22 @@ class Scale(keras.layers.Layer):
         return {**super().get_config(), "init": self.init}
 
 
+@keras.saving.register_keras_serializable(package="osprey_test")
+def scaled_mse(y_true, y_pred):
+    return 2.0 * keras.ops.mean(keras.ops.square(y_true - y_pred), axis=-1)
+
+
+@keras.saving.register_keras_serializable(package="osprey_test")
+class PowerError(keras.metrics.MeanMetricWrapper):
+    def __init__(self, power=2.0, name="power_error", dtype=None):
+        super().__init__(fn=lambda y, p: keras.ops.mean(keras.ops.abs(y - p) ** power, axis=-1), name=name,
+                         dtype=dtype)
+        self.power = power
+
+    def get_config(self):
+        return {"name": self.name, "dtype": self.dtype, "power": self.power}
+
+
 def arrays(v):
     if isinstance(v, dict):
         return {k: np.asarray(x, "float32") for k, x in v.items()}

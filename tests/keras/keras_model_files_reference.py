@@ -39,6 +39,25 @@ class Scale(keras.layers.Layer):
         return {**super().get_config(), "init": self.init}
 
 
+@keras.saving.register_keras_serializable(package="osprey_test")
+def scaled_mse(y_true, y_pred):
+    """2 * mean squared error: the custom loss function of the tests."""
+    return 2.0 * keras.ops.mean(keras.ops.square(y_true - y_pred), axis=-1)
+
+
+@keras.saving.register_keras_serializable(package="osprey_test")
+class PowerError(keras.metrics.MeanMetricWrapper):
+    """mean |y - p| ** power: the custom metric class of the tests."""
+
+    def __init__(self, power=2.0, name="power_error", dtype=None):
+        super().__init__(fn=lambda y, p: keras.ops.mean(keras.ops.abs(y - p) ** power, axis=-1), name=name,
+                         dtype=dtype)
+        self.power = power
+
+    def get_config(self):
+        return {"name": self.name, "dtype": self.dtype, "power": self.power}
+
+
 def listify(v):
     if isinstance(v, dict):
         return {k: listify(x) for k, x in v.items()}
@@ -117,12 +136,13 @@ case("two_output", keras.Model(x, {"reg": reg, "cls": cls}, name="two_output"), 
           metrics={"reg": ["mae"], "cls": [keras.metrics.BinaryAccuracy(threshold=0.3),
                                            keras.metrics.Precision(thresholds=0.7)]}))
 
-# 5. A custom layer (registered as "osprey_test>Scale") in a functional model.
+# 5. A custom layer (registered as "osprey_test>Scale") in a functional model, with a registered loss function and
+# a registered metric class with an option.
 x = keras.Input((3,), name="x")
 h = Scale(init=1.5, name="scale")(x)
 out = L.Dense(1, name="out")(h)
 case("custom_layer", keras.Model(x, out, name="custom_layer"), arr(N, 3), arr(N, 1),
-     dict(optimizer=keras.optimizers.Adam(0.01), loss="mse", metrics=["mae"]))
+     dict(optimizer=keras.optimizers.Adam(0.01), loss=scaled_mse, metrics=["mae", PowerError(power=3.0)]))
 
 # 6. A saturated sigmoid output: TensorFlow-backend Keras computes binary crossentropy from the Dense's logits (no
 # clipping), so its loss differs from the clipped formula of the JAX and torch backends.

@@ -47,8 +47,37 @@ class Scale : public Layer {
   Variable* w_ = nullptr;
 };
 
+/// The custom metric class of the reference files: mean |y - p| ** power (Keras: "osprey_test>PowerError").
+class PowerError : public metrics::MeanMetricWrapper {
+ public:
+  explicit PowerError(double power = 2.0, std::string name = "power_error")
+      : MeanMetricWrapper(
+            [power](const Tensor& y, const Tensor& p) {
+              // |e| ** power as exp(power · log|e|) (0 for e = 0: exp(-inf))
+              const Tensor e = ops::abs(ops::sub(y, p));
+              return ops::reduce_mean(ops::exp(ops::mul(ops::log(e), Tensor::scalar(power))), -1);
+            },
+            std::move(name)),
+        power_(power) {}
+  std::string class_name() const override { return "PowerError"; }
+  std::string get_config() const override {
+    return json{{"name", name()}, {"dtype", "float32"}, {"power", power_}}.dump();
+  }
+  static std::shared_ptr<PowerError> from_config(const saving::Config& c) {
+    return std::make_shared<PowerError>(c.get_double("power"), c.name());
+  }
+
+ private:
+  double power_;
+};
+
 const bool registered = [] {
   saving::register_keras_serializable<Scale>("osprey_test", "Scale");
+  saving::register_keras_serializable<PowerError>("osprey_test", "PowerError");
+  // The custom loss function: 2 * mean squared error per sample.
+  saving::register_keras_serializable("osprey_test", "scaled_mse", [](const Tensor& y, const Tensor& p) {
+    return ops::mul(Tensor::scalar(2.0), ops::reduce_mean(ops::square(ops::sub(y, p)), -1));
+  });
   return true;
 }();
 

@@ -161,9 +161,14 @@ class LossFunctionWrapper : public Loss {
   explicit LossFunctionWrapper(LossFn fn, std::string name = "custom_loss");
   Tensor per_sample(const Tensor& y_true, const Tensor& y_pred) const override;
   std::string class_name() const override { return "LossFunctionWrapper"; }
+  /// The function's registered name ("package>name") when it came from saving::register_keras_serializable; a file
+  /// then holds it by that name.
+  const std::string& registered_name() const { return registered_name_; }
+  void set_registered_name(std::string n) { registered_name_ = std::move(n); }
 
  private:
   LossFn fn_;
+  std::string registered_name_;
 };
 
 }  // namespace osprey::keras::losses
@@ -175,6 +180,8 @@ class LossRef {
   LossRef() = default;
   LossRef(const char* name) : ptr_(losses::get(name)), spelled_(name) {}
   LossRef(const std::string& name) : ptr_(losses::get(name)), spelled_(name) {}
+  /// A loss object shared with the caller.
+  explicit LossRef(std::shared_ptr<losses::Loss> loss) : ptr_(std::move(loss)) {}
   template <typename L>
     requires std::derived_from<std::decay_t<L>, losses::Loss>
   LossRef(L&& l) : ptr_(std::make_shared<std::decay_t<L>>(std::forward<L>(l))) {}

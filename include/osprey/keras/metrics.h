@@ -191,9 +191,13 @@ class MeanMetricWrapper : public Metric {
  public:
   explicit MeanMetricWrapper(MetricFn fn, std::string name = "custom_metric");
   void update_state(const Tensor& y_true, const Tensor& y_pred) override;
+  /// The function's registered name ("package>name"), as LossFunctionWrapper's.
+  const std::string& registered_name() const { return registered_name_; }
+  void set_registered_name(std::string n) { registered_name_ = std::move(n); }
 
  private:
   MetricFn fn_;
+  std::string registered_name_;
 };
 
 }  // namespace osprey::keras::metrics
@@ -205,6 +209,8 @@ class MetricRef {
  public:
   MetricRef(const char* name) : ptr_(metrics::get(name)), spelled_(name) {}
   MetricRef(const std::string& name) : ptr_(metrics::get(name)), spelled_(name) {}
+  /// A metric object shared with the caller.
+  explicit MetricRef(std::shared_ptr<metrics::Metric> metric) : ptr_(std::move(metric)) {}
   template <typename M>
     requires std::derived_from<std::decay_t<M>, metrics::Metric>
   MetricRef(M&& m) : ptr_(std::make_shared<std::decay_t<M>>(std::forward<M>(m))) {}

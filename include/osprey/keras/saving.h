@@ -5,10 +5,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <type_traits>
 #include <string>
 #include <vector>
 
 #include "osprey/keras/layers/layer.h"
+#include "osprey/keras/losses.h"
+#include "osprey/keras/metrics.h"
 
 namespace osprey::keras::saving {
 
@@ -45,14 +48,49 @@ using LayerFactory = std::function<std::shared_ptr<Layer>(const Config&)>;
 void register_keras_serializable(const std::string& package, const std::string& name, LayerFactory from_config,
                                  const std::string& class_name = "");
 
-/// The same for a class with `static std::shared_ptr<L> from_config(const Config&)`:
-/// `saving::register_keras_serializable<Scale>("my_package", "Scale");`
-template <typename L>
+/// A loss or metric class of your own (derived from losses::Loss or metrics::Metric, with class_name() and
+/// get_config() overridden): files name it "package>name" with its config, and loading rebuilds it with
+/// `from_config`.
+using LossFactory = std::function<std::shared_ptr<losses::Loss>(const Config&)>;
+using MetricFactory = std::function<std::shared_ptr<metrics::Metric>(const Config&)>;
+void register_loss(const std::string& package, const std::string& name, LossFactory from_config,
+                   const std::string& class_name = "");
+void register_metric(const std::string& package, const std::string& name, MetricFactory from_config,
+                     const std::string& class_name = "");
+
+/// A loss or metric function by name (Keras's registered functions): after
+/// `register_keras_serializable("my_package", "my_loss", fn)`, compile() takes `"my_loss"` (or "my_package>my_loss")
+/// as a loss or a metric, and files hold it by its registered name.
+using Function = std::function<Tensor(const Tensor& y_true, const Tensor& y_pred)>;
+void register_keras_serializable(const std::string& package, const std::string& name, Function fn);
+
+/// The same for a class with `static std::shared_ptr<T> from_config(const Config&)`, a Layer (or Model), a Loss or
+/// a Metric: `saving::register_keras_serializable<Scale>("my_package", "Scale");`
+template <typename T>
 void register_keras_serializable(const std::string& package, const std::string& name) {
-  register_keras_serializable(package, name, [](const Config& c) -> std::shared_ptr<Layer> { return L::from_config(c); });
+  if constexpr (std::is_base_of_v<Layer, T>) {
+    register_keras_serializable(package, name,
+                                LayerFactory([](const Config& c) -> std::shared_ptr<Layer> { return T::from_config(c); }));
+  } else if constexpr (std::is_base_of_v<losses::Loss, T>) {
+    register_loss(package, name, [](const Config& c) -> std::shared_ptr<losses::Loss> { return T::from_config(c); });
+  } else {
+    static_assert(std::is_base_of_v<metrics::Metric, T>, "register a Layer, Model, Loss or Metric class");
+    register_metric(package, name, [](const Config& c) -> std::shared_ptr<metrics::Metric> { return T::from_config(c); });
+  }
 }
 
-/// The registered name ("package>Name") of the class whose class_name() is `class_name`; "" when not registered.
+/// The registered name ("package>Name") of the layer or model class whose class_name() is `class_name`; "" when
+/// not registered.
 std::string get_registered_name(const std::string& class_name);
+
+/// Internal lookups for the losses, metrics and files: nullptr / empty when nothing is registered under the name
+/// ("package>name", or the bare name).
+namespace detail {
+Function find_function(const std::string& name, std::string* registered = nullptr);
+std::shared_ptr<losses::Loss> make_loss(const std::string& registered_name, const std::string& config_json);
+std::shared_ptr<metrics::Metric> make_metric(const std::string& registered_name, const std::string& config_json);
+std::string registered_loss_name(const std::string& class_name);
+std::string registered_metric_name(const std::string& class_name);
+}  // namespace detail
 
 }  // namespace osprey::keras::saving

@@ -8,6 +8,7 @@
 #include "osprey/errors.h"
 #include "osprey/keras/losses.h"
 #include "osprey/keras/metrics.h"
+#include "osprey/keras/saving.h"
 #include "osprey/ops.h"
 
 namespace osprey::keras {
@@ -187,6 +188,12 @@ std::shared_ptr<Loss> get(const std::string& n) {
   if (n == "log_cosh" || n == "logcosh" || n == "LogCosh") return std::make_shared<LogCosh>();
   if (n == "hinge" || n == "Hinge") return std::make_shared<Hinge>();
   if (n == "kl_divergence" || n == "kld" || n == "KLD" || n == "KLDivergence") return std::make_shared<KLDivergence>();
+  std::string registered;
+  if (auto fn = saving::detail::find_function(n, &registered)) {  // saving::register_keras_serializable
+    auto loss = std::make_shared<LossFunctionWrapper>(fn, registered.substr(registered.find('>') + 1));
+    loss->set_registered_name(registered);
+    return loss;
+  }
   throw ValueError("Could not interpret loss identifier: '" + n +
                    "'. Known losses: binary_crossentropy (bce), categorical_crossentropy, "
                    "sparse_categorical_crossentropy, mean_squared_error (mse), mean_absolute_error (mae), "

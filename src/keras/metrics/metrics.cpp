@@ -8,6 +8,7 @@
 #include "osprey/errors.h"
 #include "osprey/keras/losses.h"
 #include "osprey/keras/metrics.h"
+#include "osprey/keras/saving.h"
 #include "osprey/ops.h"
 
 namespace osprey::keras {
@@ -190,7 +191,11 @@ std::shared_ptr<Metric> get(const std::string& n) {
   else if (n == "precision" || n == "Precision") m = std::make_shared<Precision>();
   else if (n == "recall" || n == "Recall") m = std::make_shared<Recall>();
   else if (n == "auc" || n == "AUC") m = std::make_shared<AUC>();
-  else
+  else if (std::string registered; auto fn = saving::detail::find_function(n, &registered)) {
+    auto wrapper = std::make_shared<MeanMetricWrapper>(fn, registered.substr(registered.find('>') + 1));
+    wrapper->set_registered_name(registered);
+    m = wrapper;
+  } else
     throw ValueError("Could not interpret metric identifier: '" + n +
                      "'. Known metrics: accuracy (acc), binary_accuracy, categorical_accuracy, "
                      "sparse_categorical_accuracy, mae, mse, root_mean_squared_error, top_k_categorical_accuracy, "

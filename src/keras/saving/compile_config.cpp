@@ -9,6 +9,7 @@
 #include "keras/saving/weights_h5.h"
 #include "osprey/errors.h"
 #include "osprey/keras/model.h"
+#include "osprey/keras/saving.h"
 
 namespace osprey::keras::serialization {
 
@@ -168,10 +169,41 @@ OptimizerRef optimizer_from(const json& j) {
   unsupported("optimizer", cls, "SGD, Adam, AdamW, RMSprop, Adagrad, Adamax, Nadam");
 }
 
+// A registered function as Keras serializes one: {"module": "builtins", "class_name": "function", "config":
+// "package>name", "registered_name": "function"}; nullptr for any other object.
+saving::Function function_from(const json& j, std::string& registered) {
+  if (!j.is_object() || j.value("class_name", "") != "function") return nullptr;
+  const json c = j.value("config", json());
+  if (!c.is_string()) throw ValueError("model_from_json: a serialized function's config must be its registered name");
+  auto fn = saving::detail::find_function(c.get<std::string>(), &registered);
+  if (!fn) {
+    throw ValueError(fmt::format("model_from_json: the function '{}' is not registered; register it first with "
+                                 "keras::saving::register_keras_serializable(\"package\", \"name\", fn)",
+                                 c.get<std::string>()));
+  }
+  return fn;
+}
+
 LossRef loss_from(const json& j) {
   if (j.is_string()) return j.get<std::string>();
+  std::string registered;
+  if (auto fn = function_from(j, registered)) {
+    losses::LossFunctionWrapper w(fn, registered.substr(registered.find('>') + 1));
+    w.set_registered_name(registered);
+    return w;
+  }
   const std::string cls = j.value("class_name", "");
   const json& c = config_of(j, "the loss");
+  const json reg = j.value("registered_name", json());
+  if (reg.is_string() && reg.get<std::string>().find('>') != std::string::npos) {  // a class of the user's
+    auto loss = saving::detail::make_loss(reg.get<std::string>(), dumps(c));
+    if (!loss) {
+      throw ValueError(fmt::format("model_from_json: the loss class '{}' ('{}') is not registered; register it with "
+                                   "keras::saving::register_keras_serializable<YourLoss>(\"package\", \"name\")",
+                                   cls, reg.get<std::string>()));
+    }
+    return LossRef(loss);
+  }
   const std::string reduction = c.value("reduction", "sum_over_batch_size");
   if (reduction != "sum_over_batch_size") unsupported("loss reduction in a saved model", reduction, "sum_over_batch_size");
   const losses::CrossentropyOptions ce{.label_smoothing = value_or(c, "label_smoothing", 0.0),
@@ -197,8 +229,25 @@ double single_threshold(const json& c, const std::string& cls) {
 // A metric object of a Keras compile_config, with the options Osprey's metrics have; the rest must be defaults.
 MetricRef metric_object(const json& m) {
   namespace mt = metrics;
+  std::string registered;
+  if (auto fn = function_from(m, registered)) {
+    mt::MeanMetricWrapper w(fn, registered.substr(registered.find('>') + 1));
+    w.set_registered_name(registered);
+    return w;
+  }
   const std::string cls = m.value("class_name", "");
   const json& c = config_of(m, "metric '" + cls + "'");
+  const json reg = m.value("registered_name", json());
+  if (reg.is_string() && reg.get<std::string>().find('>') != std::string::npos) {
+    auto metric = saving::detail::make_metric(reg.get<std::string>(), dumps(c));
+    if (!metric) {
+      throw ValueError(fmt::format("model_from_json: the metric class '{}' ('{}') is not registered; register it "
+                                   "with keras::saving::register_keras_serializable<YourMetric>(\"package\", "
+                                   "\"name\")",
+                                   cls, reg.get<std::string>()));
+    }
+    return MetricRef(metric);
+  }
   const std::string snake = detail::to_snake_case(cls);
   const std::string name = c.value("name", snake);
   for (const char* key : {"top_k", "class_id", "label_weights", "num_labels"}) {
@@ -242,11 +291,24 @@ std::vector<MetricRef> metrics_from(const json& j) {
 
 namespace {
 
+json function_json(const std::string& registered) {
+  return json{{"module", "builtins"}, {"class_name", "function"}, {"config", registered}, {"registered_name", "function"}};
+}
+
 json loss_json(const LossRef& l, const std::string& where) {
-  if (!l.spelled().empty()) return l.spelled();
   if (!l.get()) return nullptr;
   const auto& loss = *l.get();
-  if (loss.class_name() == "LossFunctionWrapper") {
+  auto* wrapper = dynamic_cast<const losses::LossFunctionWrapper*>(&loss);
+  if (wrapper && !wrapper->registered_name().empty()) return function_json(wrapper->registered_name());
+  if (!l.spelled().empty()) return l.spelled();
+  const std::string registered = saving::detail::registered_loss_name(loss.class_name());
+  if (!registered.empty()) {
+    json o = object("", loss.class_name(), parse(loss.get_config(), "loss '" + loss.name() + "''s config"));
+    o["module"] = nullptr;
+    o["registered_name"] = registered;
+    return o;
+  }
+  if (wrapper) {
     throw ValueError(fmt::format("Cannot save the compile settings of {}: loss '{}' is a C++ function, which a Keras "
                                  "file cannot hold. Save with compile settings dropped (model.save(path, {{.include_"
                                  "optimizer = false}}) is not available yet) or use a Keras loss (by name or object).",
@@ -256,9 +318,18 @@ json loss_json(const LossRef& l, const std::string& where) {
 }
 
 json metric_json(const MetricRef& m, const std::string& where) {
-  if (!m.spelled().empty()) return m.spelled();
   const auto& metric = *m.get();
+  auto* wrapper = dynamic_cast<const metrics::MeanMetricWrapper*>(&metric);
+  if (wrapper && !wrapper->registered_name().empty()) return function_json(wrapper->registered_name());
+  if (!m.spelled().empty()) return m.spelled();
   const std::string cls = metric.class_name();
+  const std::string registered = cls.empty() ? "" : saving::detail::registered_metric_name(cls);
+  if (!registered.empty()) {
+    json o = object("", cls, parse(metric.get_config(), "metric '" + metric.name() + "''s config"));
+    o["module"] = nullptr;
+    o["registered_name"] = registered;
+    return o;
+  }
   if (cls.empty()) {
     throw ValueError(fmt::format("Cannot save the compile settings of {}: metric '{}' is a C++ function (or has no "
                                  "Keras class), which a Keras file cannot hold; use a Keras metric (by name or "

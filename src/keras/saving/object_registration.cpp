@@ -74,6 +74,10 @@ namespace {
 struct Names {
   std::mutex mu;
   std::map<std::string, std::string> registered_by_class;  // class_name() -> "package>Name"
+  std::map<std::string, std::pair<std::string, Function>> functions;  // name and "package>name" -> (registered, fn)
+  std::map<std::string, LossFactory> losses;                          // "package>Name" -> factory
+  std::map<std::string, MetricFactory> metrics;
+  std::map<std::string, std::string> loss_by_class, metric_by_class;  // class_name() -> "package>Name"
 };
 Names& names() {
   static Names n;
@@ -81,13 +85,17 @@ Names& names() {
 }
 }  // namespace
 
-void register_keras_serializable(const std::string& package, const std::string& name, LayerFactory from_config,
-                                 const std::string& class_name) {
+static void check_names(const std::string& package, const std::string& name) {
   if (package.empty() || name.empty() || package.find('>') != std::string::npos) {
     throw ValueError(fmt::format("register_keras_serializable: package ('{}') and name ('{}') must be non-empty, and "
                                  "the package must not contain '>'",
                                  package, name));
   }
+}
+
+void register_keras_serializable(const std::string& package, const std::string& name, LayerFactory from_config,
+                                 const std::string& class_name) {
+  check_names(package, name);
   if (!from_config) throw ValueError("register_keras_serializable: from_config is empty");
   const std::string registered = package + ">" + name;
   const std::string cls = class_name.empty() ? name : class_name;
@@ -111,5 +119,84 @@ std::string get_registered_name(const std::string& class_name) {
   auto it = names().registered_by_class.find(class_name);
   return it == names().registered_by_class.end() ? "" : it->second;
 }
+
+void register_loss(const std::string& package, const std::string& name, LossFactory from_config,
+                   const std::string& class_name) {
+  check_names(package, name);
+  if (!from_config) throw ValueError("register_loss: from_config is empty");
+  const std::string registered = package + ">" + name;
+  std::lock_guard lock(names().mu);
+  names().losses[registered] = std::move(from_config);
+  names().loss_by_class[class_name.empty() ? name : class_name] = registered;
+}
+
+void register_metric(const std::string& package, const std::string& name, MetricFactory from_config,
+                     const std::string& class_name) {
+  check_names(package, name);
+  if (!from_config) throw ValueError("register_metric: from_config is empty");
+  const std::string registered = package + ">" + name;
+  std::lock_guard lock(names().mu);
+  names().metrics[registered] = std::move(from_config);
+  names().metric_by_class[class_name.empty() ? name : class_name] = registered;
+}
+
+void register_keras_serializable(const std::string& package, const std::string& name, Function fn) {
+  check_names(package, name);
+  if (!fn) throw ValueError("register_keras_serializable: the function is empty");
+  const std::string registered = package + ">" + name;
+  std::lock_guard lock(names().mu);
+  names().functions[registered] = {registered, fn};
+  names().functions[name] = {registered, fn};
+}
+
+namespace detail {
+
+Function find_function(const std::string& name, std::string* registered) {
+  std::lock_guard lock(names().mu);
+  auto it = names().functions.find(name);
+  if (it == names().functions.end()) return nullptr;
+  if (registered) *registered = it->second.first;
+  return it->second.second;
+}
+
+std::shared_ptr<losses::Loss> make_loss(const std::string& registered_name, const std::string& config_json) {
+  LossFactory f;
+  {
+    std::lock_guard lock(names().mu);
+    auto it = names().losses.find(registered_name);
+    if (it == names().losses.end()) return nullptr;
+    f = it->second;
+  }
+  auto loss = f(Config(config_json));
+  if (!loss) throw ValueError(fmt::format("from_config of loss '{}' returned no loss", registered_name));
+  return loss;
+}
+
+std::shared_ptr<metrics::Metric> make_metric(const std::string& registered_name, const std::string& config_json) {
+  MetricFactory f;
+  {
+    std::lock_guard lock(names().mu);
+    auto it = names().metrics.find(registered_name);
+    if (it == names().metrics.end()) return nullptr;
+    f = it->second;
+  }
+  auto metric = f(Config(config_json));
+  if (!metric) throw ValueError(fmt::format("from_config of metric '{}' returned no metric", registered_name));
+  return metric;
+}
+
+std::string registered_loss_name(const std::string& class_name) {
+  std::lock_guard lock(names().mu);
+  auto it = names().loss_by_class.find(class_name);
+  return it == names().loss_by_class.end() ? "" : it->second;
+}
+
+std::string registered_metric_name(const std::string& class_name) {
+  std::lock_guard lock(names().mu);
+  auto it = names().metric_by_class.find(class_name);
+  return it == names().metric_by_class.end() ? "" : it->second;
+}
+
+}  // namespace detail
 
 }  // namespace osprey::keras::saving
