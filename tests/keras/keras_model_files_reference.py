@@ -152,6 +152,32 @@ m = keras.Sequential([keras.Input((2,), name="x"),
 case("saturated", m, arr(N, 2), rng.integers(0, 2, (N, 1)).astype("float32"),
      dict(optimizer=keras.optimizers.SGD(0.01), loss="binary_crossentropy", metrics=["accuracy"]))
 
+# 7. The initializers, regularizers and constraints beyond the Dense defaults: Orthogonal and VarianceScaling with
+# options (their weights come from the file), OrthogonalRegularizer, MinMaxNorm, UnitNorm.
+m = keras.Sequential([keras.Input((6,), name="x"),
+                      L.Dense(5, activation="tanh", name="ortho",
+                              kernel_initializer=keras.initializers.Orthogonal(gain=1.2, seed=3),
+                              kernel_regularizer=keras.regularizers.OrthogonalRegularizer(0.1, mode="columns"),
+                              kernel_constraint=keras.constraints.MinMaxNorm(0.5, 1.0, rate=0.8)),
+                      L.Dense(1, name="out",
+                              kernel_initializer=keras.initializers.VarianceScaling(2.0, "fan_out", "uniform"),
+                              kernel_regularizer=keras.regularizers.OrthogonalRegularizer(0.05, mode="rows"),
+                              kernel_constraint=keras.constraints.UnitNorm())], name="regularized")
+case("regularized", m, arr(N, 6), arr(N, 1), dict(optimizer=keras.optimizers.SGD(0.1), loss="mse"))
+
+# Each regularizer's penalty and each constraint's projection of one weight.
+w = arr(4, 3)
+wt = keras.ops.convert_to_tensor(w)
+R, C = keras.regularizers, keras.constraints
+cases["penalties"] = {
+    "w": w.tolist(),
+    "orthogonal_rows": float(R.OrthogonalRegularizer(0.1, mode="rows")(wt)),
+    "orthogonal_columns": float(R.OrthogonalRegularizer(0.1, mode="columns")(wt)),
+    "max_norm": np.asarray(C.MaxNorm(0.8)(wt)).tolist(),
+    "unit_norm": np.asarray(C.UnitNorm()(wt)).tolist(),
+    "min_max_norm": np.asarray(C.MinMaxNorm(0.5, 1.0, rate=0.8)(wt)).tolist(),
+}
+
 with open(os.path.join(HERE, "..", "data", "keras_files.json"), "w") as f:
     json.dump(cases, f)
 print("wrote", sorted(cases))

@@ -323,3 +323,21 @@ TEST(ModelFiles, WhatOspreyCannotLoadIsAClearErrorNamingIt) {
               }),
               HasSubstr("layer 'out' is called on a tensor that no layer of the config makes"));
 }
+
+TEST(ModelFiles, OrthogonalInitializerRegularizerAndNormConstraints) {
+  SKIP_WITHOUT_HDF5();
+  check_file("regularized");
+}
+
+TEST(ModelFiles, RegularizersAndConstraintsComputeKerasNumbers) {
+  const json& ref = reference("penalties");
+  const Tensor w = tensor_of(ref.at("w"));
+  EXPECT_NEAR(regularizers::OrthogonalRegularizer(0.1, "rows")(w).to_vector<float>()[0], ref.at("orthogonal_rows").get<double>(),
+              1e-6);
+  EXPECT_NEAR(regularizers::OrthogonalRegularizer(0.1, "columns")(w).to_vector<float>()[0],
+              ref.at("orthogonal_columns").get<double>(), 1e-6);
+  expect_close(constraints::MaxNorm(0.8)(w), ref.at("max_norm"), 1e-6, "MaxNorm");
+  expect_close(constraints::UnitNorm()(w), ref.at("unit_norm"), 1e-6, "UnitNorm");
+  expect_close(constraints::MinMaxNorm(0.5, 1.0, 0.8)(w), ref.at("min_max_norm"), 1e-6, "MinMaxNorm");
+  EXPECT_THROW((void)regularizers::OrthogonalRegularizer(0.1, "diagonal"), ValueError);
+}

@@ -124,6 +124,11 @@ json initializer(const initializers::Initializer& init) {
 
 json regularizer(const std::optional<layers::Regularizer>& r) {
   if (!r) return nullptr;
+  if (r->kind == layers::Regularizer::Kind::orthogonal) {  // Keras keeps the factor as float32
+    return object("keras.regularizers", "OrthogonalRegularizer",
+                  json{{"factor", static_cast<double>(static_cast<float>(r->factor))},
+                       {"mode", r->rows ? "rows" : "columns"}});
+  }
   if (r->l2 == 0.0 && r->l1 != 0.0) {  // Keras's L1 keeps its factor as float32
     return object("keras.regularizers", "L1", json{{"l1", static_cast<double>(static_cast<float>(r->l1))}});
   }
@@ -132,8 +137,16 @@ json regularizer(const std::optional<layers::Regularizer>& r) {
 }
 
 json constraint(const std::optional<layers::Constraint>& c) {
+  using K = layers::Constraint::Kind;
   if (!c) return nullptr;
-  if (c->kind == layers::Constraint::Kind::non_neg) return object("keras.constraints", "NonNeg", json::object());
+  switch (c->kind) {
+    case K::non_neg: return object("keras.constraints", "NonNeg", json::object());
+    case K::unit_norm: return object("keras.constraints", "UnitNorm", json{{"axis", 0}});
+    case K::min_max_norm:
+      return object("keras.constraints", "MinMaxNorm",
+                    json{{"min_value", c->min_value}, {"max_value", c->max_value}, {"rate", c->rate}, {"axis", 0}});
+    case K::max_norm: break;
+  }
   return object("keras.constraints", "MaxNorm", json{{"max_value", c->max_value}, {"axis", 0}});
 }
 
@@ -224,24 +237,40 @@ initializers::Initializer initializer_from(const json& j) {
 
 std::optional<layers::Regularizer> regularizer_from(const json& j) {
   if (j.is_null()) return std::nullopt;
+  if (j.is_string()) {  // Keras's names: "l1", "l2", "l1l2", "orthogonal_regularizer"
+    const std::string n = j.get<std::string>();
+    if (n == "l1") return layers::L1();
+    if (n == "l2") return layers::L2();
+    if (n == "l1_l2" || n == "l1l2") return layers::L1L2(0.01, 0.01);
+    if (n == "orthogonal_regularizer") return layers::OrthogonalRegularizer();
+    unsupported("regularizer", n, "l1, l2, l1_l2, orthogonal_regularizer");
+  }
   const std::string cls = j.value("class_name", "");
   const json& c = config_of(j, "a regularizer");
   if (cls == "L1") return layers::L1(c.value("l1", 0.01));
   if (cls == "L2") return layers::L2(c.value("l2", 0.01));
   if (cls == "L1L2") return layers::L1L2(c.value("l1", 0.0), c.value("l2", 0.0));
-  unsupported("regularizer", cls, "L1, L2, L1L2");
+  if (cls == "OrthogonalRegularizer") {
+    return layers::OrthogonalRegularizer(value_or(c, "factor", 0.01), value_or(c, "mode", std::string("rows")));
+  }
+  unsupported("regularizer", cls, "L1, L2, L1L2, OrthogonalRegularizer");
 }
 
 std::optional<layers::Constraint> constraint_from(const json& j) {
   if (j.is_null()) return std::nullopt;
-  const std::string cls = j.value("class_name", "");
-  if (cls == "NonNeg") return layers::NonNeg();
-  if (cls == "MaxNorm") {
-    const json& c = config_of(j, "a constraint");
-    if (c.value("axis", 0) != 0) unsupported("MaxNorm axis", c["axis"].dump(), "0");
-    return layers::MaxNorm(c.value("max_value", 2.0));
+  const std::string cls = j.is_string() ? j.get<std::string>() : j.value("class_name", "");
+  const json c = j.is_object() ? config_of(j, "a constraint") : json::object();
+  const json axis = c.value("axis", json(0));
+  if (!(axis == json(0) || axis == json::array({0}))) {
+    unsupported(cls + " axis", axis.dump(), "0 (a Dense kernel's columns, Keras's default)");
   }
-  unsupported("constraint", cls, "MaxNorm, NonNeg");
+  if (cls == "NonNeg" || cls == "non_neg") return layers::NonNeg();
+  if (cls == "MaxNorm" || cls == "max_norm") return layers::MaxNorm(value_or(c, "max_value", 2.0));
+  if (cls == "UnitNorm" || cls == "unit_norm") return layers::UnitNorm();
+  if (cls == "MinMaxNorm" || cls == "min_max_norm") {
+    return layers::MinMaxNorm(value_or(c, "min_value", 0.0), value_or(c, "max_value", 1.0), value_or(c, "rate", 1.0));
+  }
+  unsupported("constraint", cls, "MaxNorm, MinMaxNorm, NonNeg, UnitNorm");
 }
 
 std::string activation_from(const json& j) {

@@ -157,21 +157,34 @@ namespace layers {
 /// A weight penalty: l1·Σ|w| + l2·Σw² (keras.regularizers.L1, L2, L1L2).
 struct Regularizer {
   double l1 = 0.0, l2 = 0.0;
+  /// keras.regularizers.OrthogonalRegularizer: factor · mean |cosine| between distinct rows (or columns) of a 2-D
+  /// weight.
+  enum class Kind { l1l2, orthogonal } kind = Kind::l1l2;
+  double factor = 0.01;
+  bool rows = true;  ///< OrthogonalRegularizer's mode: "rows" (true) or "columns"
   Tensor operator()(const Tensor& w) const;
 };
-/// keras.regularizers.L1(0.01), L2(0.01), L1L2(l1, l2).
+/// keras.regularizers.L1(0.01), L2(0.01), L1L2(l1, l2), OrthogonalRegularizer(factor, mode).
 inline Regularizer L1(double l1 = 0.01) { return {l1, 0.0}; }
 inline Regularizer L2(double l2 = 0.01) { return {0.0, l2}; }
 inline Regularizer L1L2(double l1 = 0.0, double l2 = 0.0) { return {l1, l2}; }
+Regularizer OrthogonalRegularizer(double factor = 0.01, const std::string& mode = "rows");
 
-/// A projection applied to a weight after every update (keras.constraints).
+/// A projection applied to a weight after every update (keras.constraints), over axis 0 (a Dense kernel's
+/// columns) as Keras's default.
 struct Constraint {
-  enum class Kind { max_norm, non_neg } kind = Kind::non_neg;
-  double max_value = 2.0;  ///< MaxNorm: the largest L2 norm of a column (axis 0)
+  enum class Kind { max_norm, non_neg, unit_norm, min_max_norm } kind = Kind::non_neg;
+  double max_value = 2.0;  ///< MaxNorm, MinMaxNorm: the largest L2 norm of a column
+  double min_value = 0.0;  ///< MinMaxNorm: the smallest
+  double rate = 1.0;       ///< MinMaxNorm: how far to move towards [min, max] per update
   Tensor operator()(const Tensor& w) const;
 };
 inline Constraint MaxNorm(double max_value = 2.0) { return {Constraint::Kind::max_norm, max_value}; }
 inline Constraint NonNeg() { return {Constraint::Kind::non_neg, 0.0}; }
+inline Constraint UnitNorm() { return {Constraint::Kind::unit_norm, 1.0}; }
+inline Constraint MinMaxNorm(double min_value = 0.0, double max_value = 1.0, double rate = 1.0) {
+  return {Constraint::Kind::min_max_norm, max_value, min_value, rate};
+}
 
 }  // namespace layers
 
@@ -223,12 +236,15 @@ namespace regularizers {
 using layers::L1;
 using layers::L1L2;
 using layers::L2;
+using layers::OrthogonalRegularizer;
 using layers::Regularizer;
 }  // namespace regularizers
 namespace constraints {
 using layers::Constraint;
 using layers::MaxNorm;
+using layers::MinMaxNorm;
 using layers::NonNeg;
+using layers::UnitNorm;
 }  // namespace constraints
 
 }  // namespace osprey::keras
