@@ -51,6 +51,21 @@ class PowerError(keras.metrics.MeanMetricWrapper):
         return {"name": self.name, "dtype": self.dtype, "power": self.power}
 
 
+@keras.saving.register_keras_serializable(package="osprey_test")
+class TwoLayer(keras.Model):
+    def __init__(self, units=4, **kwargs):
+        super().__init__(**kwargs)
+        self.units = units
+        self.encoder = keras.layers.Dense(units, activation="relu")
+        self.readout = keras.layers.Dense(1)
+
+    def call(self, x):
+        return self.readout(self.encoder(x))
+
+    def get_config(self):
+        return {**super().get_config(), "units": self.units}
+
+
 def arrays(v):
     if isinstance(v, dict):
         return {k: np.asarray(x, "float32") for k, x in v.items()}
@@ -90,6 +105,11 @@ def main():
         for key, want in osprey_numbers.items():
             if key not in got or abs(got[key] - want) > 2e-5 * max(1.0, abs(want)):
                 failures.append(f"{name}: Keras evaluates {key} of Osprey's file to {got.get(key)}, Osprey to {want}")
+        # Osprey's .weights.h5 of the same model loads into Keras's model (layers and optimizer state).
+        ours.load_weights(os.path.join(out, name + ".weights.h5"))
+        for a, b in zip(ours.weights, theirs.weights):
+            if a.shape != b.shape or not np.array_equal(np.asarray(a), np.asarray(b)):
+                failures.append(f"{name}: weight {a.path} from Osprey's .weights.h5 differs from Osprey's .keras")
         if settings(theirs) != settings(ours):
             failures.append(f"{name}: compile settings differ:\n  Osprey's file: {settings(theirs)}\n"
                             f"  Keras's file:  {settings(ours)}")

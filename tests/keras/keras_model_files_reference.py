@@ -58,6 +58,24 @@ class PowerError(keras.metrics.MeanMetricWrapper):
         return {"name": self.name, "dtype": self.dtype, "power": self.power}
 
 
+@keras.saving.register_keras_serializable(package="osprey_test")
+class TwoLayer(keras.Model):
+    """A subclassed model with a config: its weights are keyed by attribute names ("encoder/vars") and by its
+    layers list ("layers/dense_1/vars" for `readout`, whose name sorts after "layers")."""
+
+    def __init__(self, units=4, **kwargs):
+        super().__init__(**kwargs)
+        self.units = units
+        self.encoder = L.Dense(units, activation="relu")
+        self.readout = L.Dense(1)
+
+    def call(self, x):
+        return self.readout(self.encoder(x))
+
+    def get_config(self):
+        return {**super().get_config(), "units": self.units}
+
+
 def listify(v):
     if isinstance(v, dict):
         return {k: listify(x) for k, x in v.items()}
@@ -164,6 +182,11 @@ m = keras.Sequential([keras.Input((6,), name="x"),
                               kernel_regularizer=keras.regularizers.OrthogonalRegularizer(0.05, mode="rows"),
                               kernel_constraint=keras.constraints.UnitNorm())], name="regularized")
 case("regularized", m, arr(N, 6), arr(N, 1), dict(optimizer=keras.optimizers.SGD(0.1), loss="mse"))
+
+# 8. A subclassed model registered with its config.
+m = TwoLayer(5, name="two_layer")
+m(np.zeros((1, 3), "float32"))
+case("subclassed", m, arr(N, 3), arr(N, 1), dict(optimizer=keras.optimizers.Adam(0.01), loss="mse", metrics=["mae"]))
 
 # Each regularizer's penalty and each constraint's projection of one weight.
 w = arr(4, 3)

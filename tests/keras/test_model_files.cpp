@@ -71,7 +71,28 @@ class PowerError : public metrics::MeanMetricWrapper {
   double power_;
 };
 
+/// The subclassed model of the reference files (Keras: "osprey_test>TwoLayer"): its layers tracked under the
+/// attribute names Keras's file keys them by.
+class TwoLayer : public Model {
+ public:
+  explicit TwoLayer(int64_t units = 4, std::string name = "") : Model(std::move(name)), units_(units) {
+    encoder_ = track("encoder", layers::Dense(static_cast<int>(units), "relu"));
+    readout_ = track("readout", layers::Dense(1));
+  }
+  std::string class_name() const override { return "TwoLayer"; }
+  Tensor call(const Tensor& x, bool training) override { return (*readout_)((*encoder_)(x, training), training); }
+  std::string get_config() const override { return config_with(Layer::get_config(), {{"units", units_}}); }
+  static std::shared_ptr<TwoLayer> from_config(const saving::Config& c) {
+    return std::make_shared<TwoLayer>(c.get_int("units"), c.name());
+  }
+
+ private:
+  int64_t units_;
+  std::shared_ptr<layers::Dense> encoder_, readout_;
+};
+
 const bool registered = [] {
+  saving::register_keras_serializable<TwoLayer>("osprey_test", "TwoLayer");
   saving::register_keras_serializable<Scale>("osprey_test", "Scale");
   saving::register_keras_serializable<PowerError>("osprey_test", "PowerError");
   // The custom loss function: 2 * mean squared error per sample.
@@ -150,6 +171,7 @@ void check_file(const std::string& name) {
   // Osprey reads it back to the same architecture, weights and optimizer state.
   const std::string saved = out_dir() + "/" + name + ".keras";
   model->save(saved);
+  model->save_weights(out_dir() + "/" + name + ".weights.h5");  // Keras's load_weights reads it (the script)
   {
     std::ofstream out(out_dir() + "/" + name + ".json");
     out << json{{"evaluate", model->evaluate_dict(x, y, {.batch_size = ref.at("batch_size").get<int>(), .verbose = 0})}}
@@ -193,6 +215,10 @@ TEST(ModelFiles, NestedFunctionalAndSequentialModels) {
 TEST(ModelFiles, TwoOutputsWithPerOutputLossesMetricsAndLossWeights) {
   SKIP_WITHOUT_HDF5();
   check_file("two_output");
+}
+TEST(ModelFiles, ASubclassedModelWithAConfig) {
+  SKIP_WITHOUT_HDF5();
+  check_file("subclassed");
 }
 TEST(ModelFiles, ACustomLayerRegisteredByName) {
   SKIP_WITHOUT_HDF5();

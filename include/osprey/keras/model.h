@@ -326,7 +326,17 @@ class Model : public Layer {
     track_layer(p);
     return p;
   }
-  void track_layer(std::shared_ptr<Layer> layer);
+  /// The same, under the name of the Python attribute it stands for (`self.encoder = Dense(...)` is
+  /// `encoder = track("encoder", layers::Dense(...))`): Keras's weights files key a subclass's layers by those names,
+  /// so give them to exchange .weights.h5 / .keras files with Keras.
+  template <typename L>
+    requires std::derived_from<std::decay_t<L>, Layer>
+  std::shared_ptr<std::decay_t<L>> track(const std::string& attribute, L&& layer) {
+    auto p = std::make_shared<std::decay_t<L>>(std::forward<L>(layer));
+    track_layer(p, attribute);
+    return p;
+  }
+  void track_layer(std::shared_ptr<Layer> layer, const std::string& attribute = "");
 
   /// A model without layers yet (Sequential); `name` empty: auto-named from `prefix` when first used.
   Model(std::string name, const std::string& prefix, bool defer_name);

@@ -60,17 +60,22 @@ Model::Model(std::string name, int num_outputs) : Layer(name, "model"), s_(std::
   built_ = true;
 }
 
-void Model::track_layer(std::shared_ptr<Layer> layer) {
+void Model::track_layer(std::shared_ptr<Layer> layer, const std::string& attribute) {
   auto& s = state();
   if (!layer) throw ValueError(fmt::format("Model '{}': track_layer() was given no layer (a null pointer)", name_));
-  for (const auto& l : s.layers) {
-    if (l == layer) return;
-    if (l->name() == layer->name()) {
+  for (std::size_t i = 0; i < s.layers.size(); ++i) {
+    if (!attribute.empty() && s.attributes[i] == attribute) {
+      throw ValueError(fmt::format("Model '{}': the attribute name '{}' is already used by layer '{}'", name_,
+                                   attribute, s.layers[i]->name()));
+    }
+    if (s.layers[i] == layer) return;
+    if (s.layers[i]->name() == layer->name()) {
       throw ValueError(fmt::format("Model '{}': a layer named '{}' is already tracked; give each layer its own name",
                                    name_, layer->name()));
     }
   }
   s.layers.push_back(std::move(layer));
+  s.attributes.push_back(attribute);
   s.recordable = -1;
 }
 

@@ -307,6 +307,11 @@ json model_object(const Model& m) {
     o["module"] = nullptr;
     const std::string registered = saving::get_registered_name(m.class_name());
     o["registered_name"] = registered.empty() ? m.class_name() : registered;
+    if (!s.subclass_input_shapes.empty()) {  // what Keras's build_from_config builds it with when loading
+      json shapes = json::array();
+      for (const auto& sh : s.subclass_input_shapes) shapes.push_back(shape_with_batch(sh));
+      o["build_config"] = json{{"input_shape", shapes.size() == 1 ? shapes[0] : shapes}};
+    }
   }
   o["compile_config"] = compile_config(m);
   return o;
@@ -346,6 +351,19 @@ std::shared_ptr<Model> model_from_json(const std::string& json_text) {
       throw ValueError(fmt::format("model_from_json: the text describes a {} layer, not a model (Sequential or "
                                    "Functional)",
                                    cls));
+    }
+    // A subclass is built as Keras's build_from_config does: one call on inputs of the recorded shapes.
+    const auto& s = model->state();
+    const json bc = j.value("build_config", json());
+    if (s.subclassed && bc.is_object() && bc.contains("input_shape") && !bc["input_shape"].is_null()) {
+      const json& shape = bc["input_shape"];
+      std::vector<Shape> shapes;
+      if (shape.is_array() && !shape.empty() && shape[0].is_array()) {
+        for (const auto& one : shape) shapes.push_back(ser::shape_without_batch(one, "build_config input_shape"));
+      } else {
+        shapes.push_back(ser::shape_without_batch(shape, "build_config input_shape"));
+      }
+      model->build(shapes);
     }
     return model;
   } catch (const json::exception& e) {

@@ -47,6 +47,8 @@ struct Model::State {
   bool subclassed = false;  // a Model subclass: its call_outputs() is the forward pass
   int subclass_outputs = 1;
   bool subclass_built = false;  // its call() ran once (its layers made their variables)
+  std::vector<Shape> subclass_input_shapes;  // a subclass: the per-sample shapes of its first call (build_config)
+  std::vector<std::string> attributes;  // a subclass: each tracked layer's attribute name ("" when unnamed)
   std::vector<std::shared_ptr<Layer>> layers;  // the graph's layers in order without Inputs (Sequential: its stack)
   std::shared_ptr<layers::Input> input;        // Sequential: its Input layer, if any
   std::optional<Shape> input_shape;            // Sequential: the shape it was built for

@@ -3,10 +3,26 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
+namespace osprey {
+class Variable;
+}
 namespace osprey::keras {
 class Model;
 namespace detail {
+/// One layer's group in a Keras weights file: its path ("layers/dense/vars", "encoder/vars",
+/// "layers/functional/layers/dense/vars"), the layer's name and its variables in Keras's order (trainable first;
+/// none for a nested model's own group).
+struct LayerGroup {
+  std::string path;
+  std::string name;
+  std::vector<Variable*> vars;
+};
+/// Keras's tree of layer groups for `model` (keras/src/saving/saving_lib.py _save_state): a functional model's or
+/// Sequential's layer list keyed by snake_case class names; a subclass's layers by their attribute names, sorted,
+/// with the unnamed ones in its "layers" list; nested models walked in place, each layer once.
+std::vector<LayerGroup> layer_groups(const Model& model);
 /// Keras's naming.to_snake_case: "Dense" -> "dense", "LeakyReLU" -> "leaky_re_lu", "RMSprop" -> "rm_sprop".
 std::string to_snake_case(const std::string& class_name);
 /// Writes `model`'s layer variables and (when compiled and built) its optimizer's variables in Keras 3's layout.

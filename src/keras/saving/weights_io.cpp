@@ -63,14 +63,13 @@ static bool keras_format(const std::string& path) {
                                kH5Extension, kExtension, path));
 }
 
-// Keras's .weights.h5 layout keys a model's layers by its layer list (Sequential and functional models, nested ones
-// included). A Model subclass's layers are keyed by Python attribute names, which C++ does not have.
+// Keras's .weights.h5 layout keys a subclass's layers by their Python attribute names (track("name", layer)); one
+// whose call() has not run has no variables yet.
 static const Model& h5_model(const Model& m, const std::string& path) {
-  if (m.inputs().empty() && !dynamic_cast<const Sequential*>(&m)) {
-    throw ValueError(fmt::format("Saving or loading `{}` for the Model subclass '{}' in Keras's .weights.h5 layout is "
-                                 "not supported (Keras keys a subclass's layers by its Python attribute names); use "
-                                 "a `{}` file",
-                                 path, m.name(), kExtension));
+  if (m.inputs().empty() && !dynamic_cast<const Sequential*>(&m) && m.variables().empty()) {
+    throw ValueError(fmt::format("Model subclass '{}' has no variables yet: call it (or fit) once before saving or "
+                                 "loading `{}`",
+                                 m.name(), path));
   }
   return m;
 }

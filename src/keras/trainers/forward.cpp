@@ -96,6 +96,12 @@ std::vector<Tensor> forward(Model& model, State& s, const std::vector<Tensor>& x
     if (h.dtype() != DType::float32) h = h.cast(DType::float32);
   }
   if (s.subclassed) {
+    if (s.subclass_input_shapes.empty()) {
+      for (const auto& x : xs) {
+        const auto d = x.shape().dims();
+        s.subclass_input_shapes.push_back(Shape(std::vector<int64_t>(d.begin() + (d.empty() ? 0 : 1), d.end())));
+      }
+    }
     auto out = model.call_outputs(xs, training);
     if (out.size() != static_cast<std::size_t>(s.num_outputs())) {
       throw ValueError(fmt::format("Model '{}' declared {} output(s), but its call gave {}; pass num_outputs to the "

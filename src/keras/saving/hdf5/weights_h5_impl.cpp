@@ -183,54 +183,6 @@ Tensor read_dataset(hid_t group, const std::string& name, DType dtype, const std
 /// A copy of `t` on CPU:0 (Tensor::to always copies).
 Tensor host_copy(const Tensor& t) { return t.to(runtime::DeviceManager::get().host_device()); }
 
-/// A layer's variables in the order Keras saves them: trainable ones, then the others.
-std::vector<Variable*> saved_variables(Layer& layer) {
-  std::vector<Variable*> out;
-  for (auto* v : layer.variables()) {
-    if (v->trainable()) out.push_back(v);
-  }
-  for (auto* v : layer.variables()) {
-    if (!v->trainable()) out.push_back(v);
-  }
-  return out;
-}
-
-/// Keras's container keys for the model's layers: snake_case class names, numbered on repeats.
-std::vector<std::string> layer_keys(const std::vector<std::shared_ptr<Layer>>& layers) {
-  std::map<std::string, int> used;
-  std::vector<std::string> keys;
-  for (const auto& l : layers) {
-    const std::string base = to_snake_case(l->class_name());
-    const int n = used[base]++;
-    keys.push_back(n == 0 ? base : fmt::format("{}_{}", base, n));
-  }
-  return keys;
-}
-
-/// One layer's group in the file: where, the layer's name and its variables (none for a nested model's own /vars).
-struct LayerEntry {
-  std::string group;  // "layers/dense/vars", "layers/sequential/layers/dense/vars", ...
-  std::string name;
-  std::vector<Variable*> vars;
-  const Layer* layer;
-};
-
-/// Keras's tree of layer groups under `prefix`, nested models walked in place (their depth is bounded by the
-/// config that made them).
-void collect(const Model& model, const std::string& prefix, std::vector<LayerEntry>& out) {
-  const auto layers = model.layers();
-  const auto keys = layer_keys(layers);
-  for (std::size_t i = 0; i < layers.size(); ++i) {
-    const std::string path = prefix + "layers/" + keys[i];
-    if (auto* sub = dynamic_cast<const Model*>(layers[i].get())) {
-      collect(*sub, path + "/", out);
-      out.push_back({path + "/vars", sub->name(), {}, sub});
-    } else {
-      out.push_back({path + "/vars", layers[i]->name(), saved_variables(*layers[i]), layers[i].get()});
-    }
-  }
-}
-
 /// Opens `path` ("a/b/c"), creating the groups that are missing.
 Handle ensure_group(hid_t file, const std::string& path) {
   for (std::size_t end = path.find('/'); end != std::string::npos; end = path.find('/', end + 1)) {
@@ -286,10 +238,8 @@ static void save_impl(const Model& model, const std::string& path) {
     if (fid < 0) throw NotFoundError(fmt::format("save_weights: cannot create '{}'", tmp));
     Handle file(fid, H5Fclose, "H5Fcreate");
     {
-      std::vector<LayerEntry> entries;
-      collect(model, "", entries);
-      for (const auto& e : entries) {
-        Handle vg = ensure_group(file, e.group);
+      for (const auto& e : layer_groups(model)) {
+        Handle vg = ensure_group(file, e.path);
         write_name_attr(vg, e.name);
         for (std::size_t j = 0; j < e.vars.size(); ++j) {
           write_dataset(vg, std::to_string(j), host_copy(e.vars[j]->component(0)));
@@ -339,12 +289,10 @@ static void load_impl(Model& model, const std::string& path) {
   Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose, "opening '" + path + "'");
 
   // Read and check everything first, then assign: a failed load leaves the model unchanged.
-  std::vector<LayerEntry> entries;
-  collect(model, "", entries);
   std::vector<std::pair<Variable*, Tensor>> assignments;
-  for (const auto& e : entries) {
+  for (const auto& e : layer_groups(model)) {
     const auto& vars = e.vars;
-    const std::string& where = e.group;
+    const std::string& where = e.path;
     if (!exists(file, where)) {
       if (vars.empty()) continue;  // Keras skips stateless layers missing from a file
       throw ValueError(fmt::format("load_weights: '{}' has no weights for layer '{}' (expected the group /{}). The "

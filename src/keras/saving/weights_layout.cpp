@@ -1,0 +1,91 @@
+// Where each layer's variables go in a Keras weights file (weights_h5.h layer_groups): Keras 3's walk over a
+// model's layers and attributes (keras/src/saving/saving_lib.py _save_state, _walk_saveable, _save_container_state).
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "keras/models/model_state.h"
+#include "keras/saving/weights_h5.h"
+
+namespace osprey::keras::detail {
+
+namespace {
+
+/// A layer's variables in the order Keras saves them: trainable ones, then the others.
+std::vector<Variable*> saved_variables(Layer& layer) {
+  std::vector<Variable*> out;
+  for (auto* v : layer.variables()) {
+    if (v->trainable()) out.push_back(v);
+  }
+  for (auto* v : layer.variables()) {
+    if (!v->trainable()) out.push_back(v);
+  }
+  return out;
+}
+
+/// Keras's container keys: snake_case class names, numbered on repeats (visited layers count too).
+std::vector<std::string> container_keys(const std::vector<std::shared_ptr<Layer>>& layers) {
+  std::map<std::string, int> used;
+  std::vector<std::string> keys;
+  for (const auto& l : layers) {
+    const std::string base = to_snake_case(l->class_name());
+    const int n = used[base]++;
+    keys.push_back(n == 0 ? base : fmt::format("{}_{}", base, n));
+  }
+  return keys;
+}
+
+struct Walk {
+  std::set<const Layer*> visited;
+  std::vector<LayerGroup> out;
+
+  void layer(Layer& l, const std::string& path) {
+    if (!visited.insert(&l).second) return;
+    if (auto* sub = dynamic_cast<Model*>(&l)) {
+      out.push_back({path + "/vars", sub->name(), {}});
+      model(*sub, path + "/");
+    } else {
+      out.push_back({path + "/vars", l.name(), saved_variables(l)});
+    }
+  }
+
+  void container(const std::vector<std::shared_ptr<Layer>>& layers, const std::string& path) {
+    const auto keys = container_keys(layers);
+    for (std::size_t i = 0; i < layers.size(); ++i) layer(*layers[i], path + "/" + keys[i]);
+  }
+
+  void model(const Model& m, const std::string& prefix) {
+    const auto& s = m.state();
+    if (!s.subclassed) {
+      container(m.layers(), prefix + "layers");
+      return;
+    }
+    // A subclass: its attributes in sorted order (names starting with "_" last), "layers" among them.
+    std::vector<std::pair<std::string, int>> items{{"layers", -1}};
+    for (std::size_t i = 0; i < s.layers.size() && i < s.attributes.size(); ++i) {
+      if (!s.attributes[i].empty()) items.emplace_back(s.attributes[i], static_cast<int>(i));
+    }
+    auto key = [](const std::string& name) { return name.starts_with("_") ? "~" + name : name; };
+    std::stable_sort(items.begin(), items.end(), [&](auto& a, auto& b) { return key(a.first) < key(b.first); });
+    for (const auto& [name, index] : items) {
+      if (index < 0) {
+        container(s.layers, prefix + "layers");
+      } else {
+        layer(*s.layers[static_cast<std::size_t>(index)], prefix + name);
+      }
+    }
+  }
+};
+
+}  // namespace
+
+std::vector<LayerGroup> layer_groups(const Model& model) {
+  Walk w;
+  w.visited.insert(&model);
+  w.model(model, "");
+  return std::move(w.out);
+}
+
+}  // namespace osprey::keras::detail
