@@ -18,52 +18,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "..", "data")
 
 
-@keras.saving.register_keras_serializable(package="osprey_test")
-class Scale(keras.layers.Layer):
-    def __init__(self, init=1.0, **kwargs):
-        super().__init__(**kwargs)
-        self.init = init
-
-    def build(self, input_shape):
-        self.w = self.add_weight(shape=(input_shape[-1],), initializer=keras.initializers.Constant(self.init),
-                                 name="w")
-
-    def call(self, x):
-        return x * self.w
-
-    def get_config(self):
-        return {**super().get_config(), "init": self.init}
-
-
-@keras.saving.register_keras_serializable(package="osprey_test")
-def scaled_mse(y_true, y_pred):
-    return 2.0 * keras.ops.mean(keras.ops.square(y_true - y_pred), axis=-1)
-
-
-@keras.saving.register_keras_serializable(package="osprey_test")
-class PowerError(keras.metrics.MeanMetricWrapper):
-    def __init__(self, power=2.0, name="power_error", dtype=None):
-        super().__init__(fn=lambda y, p: keras.ops.mean(keras.ops.abs(y - p) ** power, axis=-1), name=name,
-                         dtype=dtype)
-        self.power = power
-
-    def get_config(self):
-        return {"name": self.name, "dtype": self.dtype, "power": self.power}
-
-
-@keras.saving.register_keras_serializable(package="osprey_test")
-class TwoLayer(keras.Model):
-    def __init__(self, units=4, **kwargs):
-        super().__init__(**kwargs)
-        self.units = units
-        self.encoder = keras.layers.Dense(units, activation="relu")
-        self.readout = keras.layers.Dense(1)
-
-    def call(self, x):
-        return self.readout(self.encoder(x))
-
-    def get_config(self):
-        return {**super().get_config(), "units": self.units}
+sys.path.insert(0, HERE)
+from osprey_test_objects import PowerError, Scale, TwoLayer, scaled_mse  # noqa: E402,F401  (registers them)
 
 
 def arrays(v):

@@ -112,6 +112,12 @@ json base_config(const Layer& l) {
   return json{{"name", l.name()}, {"trainable", l.trainable}, {"dtype", dtype_policy()}};
 }
 
+std::string config_text(const Layer& l, std::initializer_list<std::pair<const char*, json>> entries) {
+  json cfg = base_config(l);
+  for (const auto& [k, v] : entries) cfg[k] = v;
+  return dumps(cfg);
+}
+
 json shape_with_batch(const Shape& s) {
   json a = json::array({nullptr});
   for (int64_t d : s.dims()) a.push_back(d);

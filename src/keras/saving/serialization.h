@@ -34,6 +34,8 @@ json object(const std::string& module, const std::string& class_name, json confi
 json dtype_policy();
 /// A layer's base entries: name, trainable, dtype.
 json base_config(const Layer& layer);
+/// The layer's base entries followed by `entries`, as JSON text (a built-in layer's get_config()).
+std::string config_text(const Layer& layer, std::initializer_list<std::pair<const char*, json>> entries);
 /// [null, d1, d2, ...]
 json shape_with_batch(const Shape& s);
 /// keras.initializers.<Class> with the initializer's config as kept.

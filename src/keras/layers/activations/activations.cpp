@@ -124,11 +124,7 @@ Tensor PReLU::call(const Tensor& x, bool) {
 namespace ser = serialization;
 using ser::json;
 
-static std::string with(const Layer& l, std::initializer_list<std::pair<const char*, json>> entries) {
-  json cfg = ser::base_config(l);
-  for (const auto& [k, v] : entries) cfg[k] = v;
-  return ser::dumps(cfg);
-}
+static constexpr auto with = ser::config_text;
 
 std::string Activation::get_config() const { return with(*this, {{"activation", name_of_activation_}}); }
 std::string LeakyReLU::get_config() const { return with(*this, {{"negative_slope", slope_}}); }

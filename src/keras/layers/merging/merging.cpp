@@ -147,17 +147,8 @@ Tensor Dot::call(const std::vector<Tensor>& inputs, bool) {
 namespace ser = serialization;
 using ser::json;
 
-std::string Concatenate::get_config() const {
-  json cfg = ser::base_config(*this);
-  cfg["axis"] = axis_;
-  return ser::dumps(cfg);
-}
-std::string Dot::get_config() const {
-  json cfg = ser::base_config(*this);
-  cfg["axes"] = axes_;
-  cfg["normalize"] = normalize_;
-  return ser::dumps(cfg);
-}
+std::string Concatenate::get_config() const { return ser::config_text(*this, {{"axis", axis_}}); }
+std::string Dot::get_config() const { return ser::config_text(*this, {{"axes", axes_}, {"normalize", normalize_}}); }
 
 template <typename L>
 static ser::LayerClass merge_class() {

@@ -204,11 +204,7 @@ Tensor RMSNormalization::call(const Tensor& x, bool) {
 namespace ser = serialization;
 using ser::json;
 
-static std::string with(const Layer& l, std::initializer_list<std::pair<const char*, json>> entries) {
-  json cfg = ser::base_config(l);
-  for (const auto& [k, v] : entries) cfg[k] = v;
-  return ser::dumps(cfg);
-}
+static constexpr auto with = ser::config_text;
 
 std::string BatchNormalization::get_config() const {
   return with(*this, {{"axis", -1},

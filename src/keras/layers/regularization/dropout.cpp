@@ -115,11 +115,7 @@ Tensor AlphaDropout::call(const Tensor& x, bool training) {
 namespace ser = serialization;
 using ser::json;
 
-static std::string with(const Layer& l, std::initializer_list<std::pair<const char*, json>> entries) {
-  json cfg = ser::base_config(l);
-  for (const auto& [k, v] : entries) cfg[k] = v;
-  return ser::dumps(cfg);
-}
+static constexpr auto with = ser::config_text;
 
 std::string Dropout::get_config() const { return with(*this, {{"rate", rate_}, {"seed", nullptr}, {"noise_shape", nullptr}}); }
 std::string ActivityRegularization::get_config() const { return with(*this, {{"l1", l1_}, {"l2", l2_}}); }

@@ -114,11 +114,7 @@ Tensor Permute::call(const Tensor& x, bool) {
 namespace ser = serialization;
 using ser::json;
 
-static std::string with(const Layer& l, std::initializer_list<std::pair<const char*, json>> entries) {
-  json cfg = ser::base_config(l);
-  for (const auto& [k, v] : entries) cfg[k] = v;
-  return ser::dumps(cfg);
-}
+static constexpr auto with = ser::config_text;
 
 std::string Flatten::get_config() const { return with(*this, {{"data_format", "channels_last"}}); }
 std::string Reshape::get_config() const { return with(*this, {{"target_shape", target_}}); }
