@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite built with AddressSanitizer and UndefinedBehaviorSanitizer (leak detection on, any report
-# fails its test) in build/asan. CI runs it (scripts/test.sh with CI=true); about 12 minutes on 2 cores.
+# fails its test) in build/asan, the loaders' fuzzers (fuzz.*) for 60 s each. CI runs it (scripts/test.sh with
+# CI=true); about 15 minutes on 2 cores.
 # allocator_may_return_null: an allocation too large must reach Osprey's allocator as a failure (its
 # ResourceExhaustedError is tested), not stop the process.
 set -euo pipefail
@@ -10,5 +11,5 @@ cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOSPREY_BUI
   -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
   -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null
 cmake --build build/asan
-ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 \
+ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 OSPREY_FUZZ_SECONDS=60 \
   ctest --test-dir build/asan -j "$(nproc)" -E '^install\.' --output-on-failure

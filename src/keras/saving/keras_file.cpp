@@ -32,33 +32,6 @@ constexpr const char* kConfig = "config.json";
 constexpr const char* kMetadata = "metadata.json";
 constexpr const char* kWeights = "model.weights.h5";
 
-/// A file in the temporary directory, removed when this goes out of scope (HDF5 reads and writes files).
-class TempFile {
- public:
-  TempFile() {
-    std::random_device rd;
-    path_ = (std::filesystem::temp_directory_path() / fmt::format("osprey-{:016x}.weights.h5",
-                                                                  (uint64_t{rd()} << 32) | rd()))
-                .string();
-  }
-  ~TempFile() {
-    std::error_code ec;
-    std::filesystem::remove(path_, ec);
-  }
-  TempFile(const TempFile&) = delete;
-  TempFile& operator=(const TempFile&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InternalError(fmt::format("save: cannot read back '{}'", path));
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 }  // namespace
 
 namespace models {
@@ -91,13 +64,7 @@ std::shared_ptr<Model> load_model(const std::string& path, LoadModelOptions opti
     if (options.compile && config.contains("compile_config") && !config["compile_config"].is_null()) {
       ser::compile_from_config(*model, config["compile_config"], options.tf_logits_shortcut);
     }
-    TempFile weights;
-    {
-      std::ofstream out(weights.path(), std::ios::binary);
-      out << entries.at(kWeights);
-      if (!out) throw InternalError(fmt::format("load_model: cannot write '{}'", weights.path()));
-    }
-    detail::load_weights_h5(*model, weights.path());
+    detail::load_weights_h5_image(*model, entries.at(kWeights), path + "'s " + kWeights);
     return model;
   } catch (const json::exception& e) {
     throw ValueError(fmt::format("load_model: '{}': a config field has the wrong type or is missing: {}", path,
@@ -123,9 +90,7 @@ void Model::save(const std::string& path) const {
   const std::string metadata = fmt::format(R"({{"keras_version": "3.15.1", "date_saved": "{}", "osprey_version": "{}"}})",
                                            date, osprey::version());
   const std::string config = to_json();  // first: a model that cannot be described fails before anything is written
-  TempFile weights;
-  detail::save_weights_h5(*this, weights.path());
-  detail::write_zip(path, {{kMetadata, metadata}, {kConfig, config}, {kWeights, read_file(weights.path())}});
+  detail::write_zip(path, {{kMetadata, metadata}, {kConfig, config}, {kWeights, detail::weights_h5_image(*this)}});
 }
 
 }  // namespace osprey::keras

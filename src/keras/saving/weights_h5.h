@@ -25,17 +25,23 @@ struct LayerGroup {
 std::vector<LayerGroup> layer_groups(const Model& model);
 /// Keras's naming.to_snake_case: "Dense" -> "dense", "LeakyReLU" -> "leaky_re_lu", "RMSprop" -> "rm_sprop".
 std::string to_snake_case(const std::string& class_name);
-/// Writes `model`'s layer variables and (when compiled and built) its optimizer's variables in Keras 3's layout.
+/// Writes `model`'s layer variables and (when compiled and built) its optimizer's variables in Keras 3's layout,
+/// replacing `path` atomically (core/atomic_file.h).
 void save_weights_h5(const Model& model, const std::string& path);
 /// Reads a file written by Keras 3 or save_weights_h5() into `model` (layers by position of their class, like Keras).
 void load_weights_h5(Model& model, const std::string& path);
+/// The same in memory (a .keras file's model.weights.h5): the file's bytes, and loading from them. `what` names
+/// the source in errors.
+std::string weights_h5_image(const Model& model);
+void load_weights_h5_image(Model& model, const std::string& image, const std::string& what);
 
-/// What the plug-in exports (`osprey_hdf5_api`); the version changes whenever this struct does.
-inline constexpr int kHdf5ApiVersion = 2;
+/// What the plug-in exports (`osprey_hdf5_api`); the version changes whenever this struct does. The plug-in works
+/// on in-memory images (HDF5's core driver): no temporary files.
+inline constexpr int kHdf5ApiVersion = 3;
 struct Hdf5Api {
   int version;
-  void (*save)(const Model& model, const std::string& path);
-  void (*load)(Model& model, const std::string& path);
+  std::string (*save)(const Model& model);
+  void (*load)(Model& model, const std::string& image, const std::string& what);
 };
 }  // namespace detail
 }  // namespace osprey::keras

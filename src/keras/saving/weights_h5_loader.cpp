@@ -1,11 +1,15 @@
 // Opens the HDF5 plug-in (libosprey_hdf5.so) the first time a .weights.h5 or .keras file is read or written.
 #include <dlfcn.h>
 
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <mutex>
 #include <regex>
 
 #include <fmt/format.h>
 
+#include "core/atomic_file.h"
 #include "keras/saving/weights_h5.h"
 #include "osprey/errors.h"
 #include "runtime/plugin_paths.h"
@@ -57,7 +61,26 @@ const Hdf5Api& api() {
 
 }  // namespace
 
-void save_weights_h5(const Model& model, const std::string& path) { api().save(model, path); }
-void load_weights_h5(Model& model, const std::string& path) { api().load(model, path); }
+void save_weights_h5(const Model& model, const std::string& path) {
+  const std::string image = api().save(model);
+  core::write_file_atomically(path, image, "save_weights");
+}
+
+void load_weights_h5(Model& model, const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {  // not a FIFO or a device: those could block or never end
+    throw NotFoundError(fmt::format("load_weights: no such file: '{}'", path));
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw NotFoundError(fmt::format("load_weights: cannot open '{}'", path));
+  const std::string image{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  if (in.bad()) throw InternalError(fmt::format("load_weights: reading '{}' failed", path));
+  api().load(model, image, path);
+}
+
+std::string weights_h5_image(const Model& model) { return api().save(model); }
+void load_weights_h5_image(Model& model, const std::string& image, const std::string& what) {
+  api().load(model, image, what);
+}
 
 }  // namespace osprey::keras::detail

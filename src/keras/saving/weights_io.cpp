@@ -5,9 +5,11 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include <fmt/format.h>
 
+#include "core/atomic_file.h"
 #include "keras/saving/weights_h5.h"
 #include "osprey/errors.h"
 #include "osprey/keras/model.h"
@@ -78,10 +80,8 @@ void Model::save_weights(const std::string& path) const {
   if (keras_format(path)) return detail::save_weights_h5(h5_model(*this, path), path);
   const auto vars = variables();
   const auto weights = get_weights();
-  const std::string tmp = path + ".tmp";
+  std::ostringstream out(std::ios::binary);
   {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw NotFoundError(fmt::format("save_weights: cannot write '{}': {}", tmp, std::strerror(errno)));
     out.write(kMagic, sizeof kMagic);
     put<uint32_t>(out, static_cast<uint32_t>(vars.size()));
     for (size_t i = 0; i < vars.size(); ++i) {
@@ -93,12 +93,8 @@ void Model::save_weights(const std::string& path) const {
       for (int64_t d : weights[i].shape().dims()) put<int64_t>(out, d);
       out.write(static_cast<const char*>(weights[i].raw_data()), weights[i].nbytes());
     }
-    out.flush();
-    if (!out) throw InternalError(fmt::format("save_weights: writing '{}' failed: {}", tmp, std::strerror(errno)));
   }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);  // atomic on POSIX: readers see the old file or the new one
-  if (ec) throw InternalError(fmt::format("save_weights: renaming '{}' to '{}' failed: {}", tmp, path, ec.message()));
+  core::write_file_atomically(path, out.view(), "save_weights");  // readers see the old file or the new one
 }
 
 void Model::load_weights(const std::string& path) {

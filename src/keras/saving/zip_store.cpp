@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "core/atomic_file.h"
 #include "osprey/errors.h"
 
 namespace osprey::keras::detail {
@@ -104,17 +105,9 @@ void write_zip(const std::string& path, const std::vector<ZipEntry>& entries) {
   put32(end, static_cast<uint32_t>(body.size()));
   put16(end, 0);
 
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw NotFoundError(fmt::format("save: cannot write '{}': {}", tmp, std::strerror(errno)));
-    out << body << central << end;
-    out.flush();
-    if (!out) throw InternalError(fmt::format("save: writing '{}' failed: {}", tmp, std::strerror(errno)));
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) throw InternalError(fmt::format("save: renaming '{}' to '{}' failed: {}", tmp, path, ec.message()));
+  body += central;
+  body += end;
+  core::write_file_atomically(path, body, "save");
 }
 
 std::map<std::string, std::string> read_zip(const std::string& path) {

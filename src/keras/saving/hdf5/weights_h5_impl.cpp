@@ -15,6 +15,13 @@
 
 #include <hdf5.h>
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -230,12 +237,128 @@ std::vector<OptimizerEntry> optimizer_layout(optimizers::Optimizer& opt) {
 
 }  // namespace
 
-static void save_impl(const Model& model, const std::string& path) {
-  const std::string tmp = path + ".tmp";
+namespace {
+
+std::atomic<unsigned> g_images{0};
+
+/// File-access properties of an in-memory file (HDF5's core driver, never written to disk), holding `image` when
+/// given (copied by HDF5).
+Handle memory_fapl(const std::string* image) {
+  Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose, "H5Pcreate");
+  check(H5Pset_fapl_core(fapl, 1 << 20, 0), "H5Pset_fapl_core");
+  // Closing the file closes whatever a failed read left open in it (a damaged file must not leak library state).
+  check(H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG), "H5Pset_fclose_degree");
+  if (image) check(H5Pset_file_image(fapl, const_cast<char*>(image->data()), image->size()), "H5Pset_file_image");
+  return fapl;
+}
+
+/// A name no other open in-memory file has (HDF5 identifies open files by name).
+std::string image_name() { return fmt::format("osprey-memory-{}.h5", g_images.fetch_add(1)); }
+
+/// HDF5's signature at offset 0, 512, 1024, ... (a user block may precede the superblock).
+bool has_hdf5_signature(const std::string& image) {
+  static const char kSignature[8] = {'\x89', 'H', 'D', 'F', '\r', '\n', '\x1a', '\n'};
+  for (std::size_t at = 0; at + 8 <= image.size(); at = at == 0 ? 512 : at * 2) {
+    if (std::memcmp(image.data() + at, kSignature, 8) == 0) return true;
+  }
+  return false;
+}
+
+// ---- libhdf5 on untrusted input: a first read in a child process ----
+//
+// libhdf5 1.10 crashes on some corrupt files (a NULL memcpy source for a compact layout of size 0, over-reads in its
+// metadata cache, a negative-size memcpy that corrupts the heap): a few changed bytes must not kill a training
+// process. So every image is first walked in a short-lived child (fork): each link, each dataset's layout, type and
+// space, and the data of every dataset no larger than the model's largest variable (what the real load reads).
+// A child killed by a signal means the library would have crashed here: the load is refused with a ValueError.
+// OSPREY_HDF5_IN_PROCESS=1 skips the child (trusted files, or where fork is unwanted).
+
+struct ProbeState {
+  hsize_t max_bytes;
+};
+
+herr_t probe_link(hid_t group, const char* name, const H5L_info_t* info, void* data) {
+  if (info->type != H5L_TYPE_HARD) return 0;  // never followed; the real load refuses them
+  const auto* state = static_cast<const ProbeState*>(data);
+  if (H5Oexists_by_name(group, name, H5P_DEFAULT) <= 0) return 0;
+  hid_t ds = H5Dopen2(group, name, H5P_DEFAULT);
+  if (ds < 0) return 0;  // a group (visited by H5Lvisit itself) or another object
+  hid_t dcpl = H5Dget_create_plist(ds), space = H5Dget_space(ds), type = H5Dget_type(ds);
+  if (dcpl >= 0 && space >= 0 && type >= 0) {
+    const H5D_layout_t layout = H5Pget_layout(dcpl);
+    const hssize_t points = H5Sget_simple_extent_npoints(space);
+    const std::size_t size = H5Tget_size(type);
+    const H5T_class_t cls = H5Tget_class(type);
+    const bool plain = (layout == H5D_CONTIGUOUS || layout == H5D_CHUNKED || layout == H5D_COMPACT) &&
+                       H5Pget_external_count(dcpl) == 0 && (cls == H5T_FLOAT || cls == H5T_INTEGER);
+    if (layout != H5D_CHUNKED) (void)H5Dget_storage_size(ds);
+    if (plain && points >= 0 && size > 0 && size <= 8 &&
+        static_cast<hsize_t>(points) * 8 <= state->max_bytes) {
+      std::vector<char> buffer(static_cast<std::size_t>(points) * 8 + 8);
+      (void)H5Dread(ds, cls == H5T_FLOAT ? H5T_NATIVE_FLOAT : H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT,
+                    buffer.data());
+    }
+  }
+  if (type >= 0) H5Tclose(type);
+  if (space >= 0) H5Sclose(space);
+  if (dcpl >= 0) H5Pclose(dcpl);
+  H5Dclose(ds);
+  return 0;
+}
+
+/// Walks `image` in a child process; ValueError when the child dies by a signal (or runs past its time).
+void probe_in_child(const std::string& image, hsize_t max_bytes, const std::string& path) {
+  const char* skip = std::getenv("OSPREY_HDF5_IN_PROCESS");
+  if (skip && std::string(skip) == "1") return;
+  const unsigned seconds = 30 + static_cast<unsigned>(image.size() >> 26);  // + 1 s per 64 MiB
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    log::warning(fmt::format("load_weights: fork() failed ({}); reading '{}' without the check process",
+                             std::strerror(errno), path));
+    return;
+  }
+  if (pid == 0) {  // the child: only async-signal-tolerant work, then _exit (no atexit handlers, no stdio flush)
+    ::alarm(seconds);
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    if (fapl < 0 || H5Pset_fapl_core(fapl, 1 << 20, 0) < 0 ||
+        H5Pset_file_image(fapl, const_cast<char*>(image.data()), image.size()) < 0) {
+      ::_exit(0);  // nothing was parsed; the parent reports its own errors
+    }
+    const hid_t file = H5Fopen("osprey-probe.h5", H5F_ACC_RDONLY, fapl);
+    if (file >= 0) {
+      ProbeState state{max_bytes};
+      (void)H5Lvisit(file, H5_INDEX_NAME, H5_ITER_NATIVE, probe_link, &state);
+    }
+    ::_exit(0);
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return;
+  }
+  if (WIFSIGNALED(status)) {
+    const int sig = WTERMSIG(status);
+    if (sig == SIGALRM) {
+      throw ValueError(fmt::format("load_weights: reading '{}' did not finish within {} s in the check process (a "
+                                   "crafted file that makes the HDF5 library loop?); refused. Set "
+                                   "OSPREY_HDF5_IN_PROCESS=1 to read a trusted file without the check.",
+                                   path, seconds));
+    }
+    throw ValueError(fmt::format("load_weights: '{}' crashes the HDF5 library (signal {}: {}) -- a damaged or crafted "
+                                 "file; refused (it was read in a check process, so this one is unharmed)",
+                                 path, sig, strsignal(sig)));
+  }
+}
+
+}  // namespace
+
+static std::string save_impl(const Model& model) {
+  QuietErrors quiet;
+  Handle fapl = memory_fapl(nullptr);
+  const std::string name = image_name();
   {
-    QuietErrors quiet;
-    hid_t fid = H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-    if (fid < 0) throw NotFoundError(fmt::format("save_weights: cannot create '{}'", tmp));
+    hid_t fid = H5Fcreate(name.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    if (fid < 0) throw InternalError("save_weights: HDF5 could not create an in-memory file");
     Handle file(fid, H5Fclose, "H5Fcreate");
     {
       for (const auto& e : layer_groups(model)) {
@@ -270,23 +393,33 @@ static void save_impl(const Model& model, const std::string& path) {
       Handle vg = create_group(file, "vars");
       write_name_attr(vg, model.name());
     }
-    check(H5Fflush(file, H5F_SCOPE_GLOBAL), "flushing '" + tmp + "'");
+    check(H5Fflush(file, H5F_SCOPE_GLOBAL), "flushing the in-memory file");
+    const ssize_t size = H5Fget_file_image(file, nullptr, 0);
+    if (size < 0) throw InternalError("save_weights: HDF5 could not give the in-memory file's image");
+    std::string image(static_cast<std::size_t>(size), '\0');
+    if (H5Fget_file_image(file, image.data(), image.size()) != size) {
+      throw InternalError("save_weights: HDF5 could not copy the in-memory file's image");
+    }
+    return image;
   }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);  // atomic on POSIX: readers see the old file or the new one
-  if (ec) throw InternalError(fmt::format("save_weights: renaming '{}' to '{}' failed: {}", tmp, path, ec.message()));
 }
 
-static void load_impl(Model& model, const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    throw NotFoundError(fmt::format("load_weights: no such file: '{}'", path));
-  }
+static void load_impl(Model& model, const std::string& image, const std::string& path) {
   QuietErrors quiet;
-  if (H5Fis_hdf5(path.c_str()) <= 0) {
+  if (!has_hdf5_signature(image)) {
     throw ValueError(fmt::format("load_weights: '{}' is not an HDF5 file (a Keras .weights.h5 file is one)", path));
   }
-  Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose, "opening '" + path + "'");
+  {
+    hsize_t max_bytes = 64;  // scalars: iterations, learning rate
+    for (auto* v : model.variables()) max_bytes = std::max<hsize_t>(max_bytes, static_cast<hsize_t>(v->num_elements()) * 8);
+    probe_in_child(image, max_bytes, path);
+  }
+  Handle fapl = memory_fapl(&image);
+  const hid_t fid = H5Fopen(image_name().c_str(), H5F_ACC_RDONLY, fapl);
+  if (fid < 0) {
+    throw ValueError(fmt::format("load_weights: the HDF5 library cannot open '{}' (a damaged or truncated file)", path));
+  }
+  Handle file(fid, H5Fclose, "opening '" + path + "'");
 
   // Read and check everything first, then assign: a failed load leaves the model unchanged.
   std::vector<std::pair<Variable*, Tensor>> assignments;

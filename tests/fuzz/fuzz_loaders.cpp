@@ -1,0 +1,139 @@
+// A mutation fuzzer for Osprey's loaders of untrusted files (issue 16): .weights.h5, .keras, .weights.osp and JSON
+// configs. It mutates the seed files (bit flips, special bytes, overwritten integers, truncation, repeated chunks)
+// and loads each result; a loader must answer with an Osprey error or succeed -- any other exception, a crash or a
+// sanitizer report is a finding. ctest runs each kind for OSPREY_FUZZ_SECONDS (default 5; CI's sanitizer run: 60)
+// under ASan+UBSan there.
+//   fuzz_loaders <h5|keras|osp|json> <work dir> <seed files...>
+// The input being loaded is always <work dir>/input.<ext>: after a crash it is the crashing file.
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <random>
+#include <string>
+#include <typeinfo>
+#include <vector>
+
+#include "osprey/errors.h"
+#include "osprey/keras.h"
+
+using namespace osprey;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string read(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void write(const std::string& path, const std::string& data) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << data;
+}
+
+std::string mutate(std::string s, std::mt19937_64& rng) {
+  auto pick = [&](std::size_t n) { return n ? static_cast<std::size_t>(rng() % n) : 0; };
+  const int edits = 1 + static_cast<int>(rng() % 8);
+  for (int e = 0; e < edits && !s.empty(); ++e) {
+    switch (rng() % 6) {
+      case 0: s[pick(s.size())] ^= static_cast<char>(1u << (rng() % 8)); break;
+      case 1: {
+        static const unsigned char special[] = {0x00, 0xff, 0x7f, 0x80, 0x01, 0xfe};
+        s[pick(s.size())] = static_cast<char>(special[rng() % sizeof special]);
+        break;
+      }
+      case 2: {  // an integer field: a random or extreme 4- or 8-byte value
+        const std::size_t width = rng() % 2 ? 4 : 8;
+        if (s.size() < width) break;
+        const std::size_t at = pick(s.size() - width + 1);
+        uint64_t v = rng() % 3 == 0 ? ~uint64_t{0} : rng() % 2 ? (uint64_t{1} << (rng() % 63)) : rng();
+        for (std::size_t i = 0; i < width; ++i, v >>= 8) s[at + i] = static_cast<char>(v & 0xff);
+        break;
+      }
+      case 3: s.resize(pick(s.size())); break;  // truncated
+      case 4: {                                   // a chunk repeated in place
+        const std::size_t at = pick(s.size()), len = 1 + pick(std::min<std::size_t>(64, s.size() - at));
+        s.insert(at, s.substr(at, len));
+        break;
+      }
+      default: {  // JSON-ish: a digit, bracket or quote somewhere
+        static const char chars[] = "0123456789[]{}\",:-.e";
+        s[pick(s.size())] = chars[rng() % (sizeof chars - 1)];
+        break;
+      }
+    }
+  }
+  return s;
+}
+
+// The model every weights file of the seed corpus belongs to: Sequential([Input((3,)), Dense(2)]), compiled so
+// that optimizer state is read too.
+keras::Sequential target_model() {
+  keras::Sequential m({keras::layers::Input({3}), keras::layers::Dense(2)});
+  m.compile({.optimizer = "adam", .loss = "mse"});
+  return m;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    std::cerr << "usage: fuzz_loaders <h5|keras|osp|json> <work dir> [seed files...]\n";
+    return 2;
+  }
+  const std::string kind = argv[1];
+  const std::string ext = kind == "h5" ? ".weights.h5" : kind == "keras" ? ".keras" : kind == "osp" ? ".weights.osp"
+                                                                                                       : ".json";
+  fs::create_directories(argv[2]);
+  const std::string input = (fs::path(argv[2]) / ("input" + ext)).string();
+  std::vector<std::string> corpus;
+  for (int i = 3; i < argc; ++i) corpus.push_back(read(argv[i]));
+  const char* env = std::getenv("OSPREY_FUZZ_SECONDS");
+  const double seconds = env ? std::atof(env) : 5.0;
+  std::mt19937_64 rng(static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()));
+  auto model = target_model();
+  {  // the target model's own files join the seeds (trained once: optimizer state included)
+    const Tensor x = Tensor::ones(Shape({4, 3})), y = Tensor::zeros(Shape({4, 2}));
+    (void)model.train_on_batch(x, y);
+    const std::string seed = (fs::path(argv[2]) / ("seed" + ext)).string();
+    if (kind == "json") {
+      corpus.push_back(model.to_json());
+    } else {
+      if (kind == "keras") model.save(seed);
+      else model.save_weights(seed);
+      corpus.push_back(read(seed));
+    }
+  }
+  const auto start = std::chrono::steady_clock::now();
+  uint64_t runs = 0, accepted = 0;
+  while (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < seconds) {
+    const std::string data = mutate(corpus[rng() % corpus.size()], rng);
+    write(input, data);
+    ++runs;
+    try {
+      if (kind == "json") {
+        (void)keras::models::model_from_json(data);
+      } else if (kind == "keras") {
+        (void)keras::models::load_model(input);
+      } else {
+        model.load_weights(input);
+      }
+      ++accepted;
+    } catch (const Error&) {
+      // the answer a bad file must get
+    } catch (const std::exception& e) {
+      const std::string kept = (fs::path(argv[2]) / ("finding" + ext)).string();
+      write(kept, data);
+      std::cerr << "fuzz_loaders " << kind << ": a " << typeid(e).name() << " that is not an Osprey error: "
+                << e.what() << " (input kept as " << kept << ")\n";
+      return 1;
+    }
+  }
+  std::cout << "fuzz_loaders " << kind << ": " << runs << " inputs in " << seconds << " s, " << accepted
+            << " loaded, no finding\n";
+  return 0;
+}
