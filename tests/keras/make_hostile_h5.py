@@ -41,4 +41,15 @@ def bad_optimizer_slot(f, g):
 
 make("bad_optimizer_slot.weights.h5", bad_optimizer_slot)
 make("good.weights.h5", lambda f, g: g.create_dataset("0", data=np.full((3, 2), 0.5, "float32")))
+
+
+def huge_iterations(f, g):
+    # Good weights and an optimizer whose step count is 2^63 - 1: the next update's iterations + 1 would overflow.
+    g.create_dataset("0", data=np.full((3, 2), 0.5, "float32"))
+    o = f.create_group("optimizer/vars")
+    o.create_dataset("0", data=np.int64(2**63 - 1))
+    o.create_dataset("1", data=np.float32(0.01))
+
+
+make("huge_iterations.weights.h5", huge_iterations)
 print("wrote", sorted(os.listdir(here)))

@@ -1,6 +1,9 @@
 // Files and inputs made to break a loader (issue 16): each is a typed error with what was wrong, never a crash,
 // a hang or a read of something else.
 #include <gtest/gtest.h>
+#include <gmock/gmock.h>
+
+#include <limits>
 
 #include <sys/stat.h>
 
@@ -11,6 +14,7 @@
 
 #include "keras/saving/zip_store.h"
 #include "osprey/errors.h"
+#include "test_util.h"
 #include "osprey/keras.h"
 #include "osprey/random.h"
 
@@ -154,4 +158,23 @@ TEST(HostileInput, CallbacksAndMetricsFailWithOspreysErrors) {
   EXPECT_THROW(m.fit(Tensor::zeros({4, 3}), Tensor::zeros({4, 1}), {.verbose = 0, .callbacks = {checkpoint}}),
                PermissionDeniedError);
   std::filesystem::remove(file);
+}
+
+// Step counts and schedule steps from a file stay within what the update arithmetic can add to (iterations + 1,
+// step - warmup_steps): a larger value is a ValueError, and the model is left as it was.
+TEST(HostileInput, StepCountsThatWouldOverflowAreRefused) {
+  keras::Sequential m({layers::Input({3}), layers::Dense(2)});
+  m.compile({.optimizer = "adam", .loss = "mse"});
+  EXPECT_THROW(m.optimizer()->set_iterations(-1), ValueError);
+  EXPECT_THROW(m.optimizer()->set_iterations(std::numeric_limits<int64_t>::max()), ValueError);
+  EXPECT_THROW(keras::optimizers::schedules::CosineDecay({.initial_learning_rate = 0.1, .decay_steps = 10,
+                                                          .warmup_target = 0.2, .warmup_steps = -5}),
+               ValueError);
+  if (!OSPREY_HAVE_HDF5_PLUGIN) GTEST_SKIP() << "no HDF5 plug-in";
+  const auto before = m.get_weights()[0].to_vector<float>();
+  const std::string file = std::string(OSPREY_TEST_DATA_DIR) + "/hostile/huge_iterations.weights.h5";
+  EXPECT_THAT(osprey::testing::error_of<ValueError>([&] { m.load_weights(file); }),
+              ::testing::HasSubstr("9223372036854775807 iterations"));
+  EXPECT_EQ(m.get_weights()[0].to_vector<float>(), before);
+  EXPECT_EQ(m.optimizer()->iterations(), 0);
 }

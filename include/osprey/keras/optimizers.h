@@ -153,7 +153,8 @@ class Optimizer {
     return slot_variables(index);
   }
   /// Restores the step count (loading a checkpoint).
-  void set_iterations(int64_t iterations) { iterations_ = iterations; }
+  /// Sets the step count (a loaded file's); ValueError outside [0, 2^62] (the updates compute iterations + 1).
+  void set_iterations(int64_t iterations);
   /// Number of variables the optimizer updates (after build_slots()).
   std::size_t num_tracked() const { return num_tracked_; }
   /// Work done once per update before the variables are touched: the learning-rate schedule is evaluated at the

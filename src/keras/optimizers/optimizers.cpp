@@ -14,6 +14,14 @@
 
 namespace osprey::keras::optimizers {
 
+void Optimizer::set_iterations(int64_t iterations) {
+  if (iterations < 0 || iterations > (int64_t{1} << 62)) {
+    throw ValueError(fmt::format("Optimizer '{}': iterations must be in [0, 2^62], got {} (a damaged file?)", name_,
+                                 iterations));
+  }
+  iterations_ = iterations;
+}
+
 Optimizer::Optimizer(std::string name, LearningRate lr, BaseOptions base)
     : name_(std::move(name)), learning_rate_(static_cast<float>(lr.value())), schedule_(lr.schedule()), base_(base) {
   const double learning_rate = lr.value();

@@ -52,6 +52,9 @@ double InverseTimeDecay::operator()(int64_t step) const {
 
 CosineDecay::CosineDecay(Options o) : o_(o) {
   if (o.decay_steps <= 0) throw ValueError(fmt::format("CosineDecay: decay_steps must be > 0, got {}", o.decay_steps));
+  if (o.warmup_steps < 0) {  // step - warmup_steps must not overflow
+    throw ValueError(fmt::format("CosineDecay: warmup_steps must be >= 0, got {}", o.warmup_steps));
+  }
 }
 double CosineDecay::operator()(int64_t step) const {
   const double pi = 3.14159265358979323846;

@@ -121,7 +121,9 @@ optimizers::LearningRate learning_rate(const json& j) {
                            .decay_steps = integer(c, "decay_steps", 1, int64_t{1} << 62, "a schedule's"),
                            .alpha = value_or(c, "alpha", 0.0),
                            .warmup_target = optional_number(c, "warmup_target"),
-                           .warmup_steps = value_or<int64_t>(c, "warmup_steps", 0)});
+                           .warmup_steps = c.contains("warmup_steps") && !c["warmup_steps"].is_null()
+                                               ? integer(c, "warmup_steps", 0, int64_t{1} << 62, "CosineDecay's")
+                                               : 0});
   }
   unsupported("learning-rate schedule", cls, "ExponentialDecay, InverseTimeDecay, PiecewiseConstantDecay, CosineDecay");
 }

@@ -471,6 +471,14 @@ static void load_impl(Model& model, const std::string& image, const std::string&
           opt_values.emplace_back(e, read_dataset(group, std::to_string(j),
                                                   e.kind == OptimizerEntry::iterations ? int64 : float32,
                                                   "optimizer/vars", want, fmt::format("optimizer variable {}", j)));
+          if (e.kind == OptimizerEntry::iterations) {
+            const int64_t it = static_cast<const int64_t*>(opt_values.back().second.raw_data())[0];
+            if (it < 0 || it > (int64_t{1} << 62)) {
+              throw ValueError(fmt::format("load_weights: '{}' gives the optimizer {} iterations (outside [0, 2^62]: a "
+                                           "damaged file)",
+                                           path, it));
+            }
+          }
         }
       }
     } catch (...) {
