@@ -1,7 +1,8 @@
 // A second thread for the CPU kernels of small training steps, and for the two halves of such a step. A step of a small model is a few dozen kernels of
 // 0.2-4 us each; OpenMP's fork/join costs ~0.6 us on this project's machines (the seed model ran its GEMMs on one
 // thread because of it). The helper here waits for work by spinning, so handing it half of a kernel costs ~0.2
-// us; after ~30 us without work it sleeps until the next one. When the caller finishes its half before the helper
+// us; after ~30 us without work it sleeps until the next one. On a machine busy with other processes the helper
+// would take a core's time from the caller: then the caller works alone for a while (set_pair_adaptive). When the caller finishes its half before the helper
 // has taken the other (the helper descheduled on a busy machine), the caller runs that half too: a step never
 // waits for a thread that is not running. In a child process made by fork() the helper thread
 // does not exist: there run_pair() always declines.
@@ -16,6 +17,13 @@ namespace osprey::runtime {
 namespace detail {
 bool run_pair(void (*fn)(void*, int), void* ctx);
 }
+
+/// On a busy machine (the calling thread preempted, or the helper missing the halves it waits for) the callers work
+/// alone for a while and the helper sleeps, giving its CPU back; the pause doubles while the machine stays busy.
+/// set_pair_adaptive(false) (or OSPREY_PAIR_ADAPTIVE=0) keeps handing halves over regardless; pair_solo_periods()
+/// counts the pauses so far.
+void set_pair_adaptive(bool on);
+uint64_t pair_solo_periods();
 
 /// Whether run_pair() can use the helper at all on this thread: intra-op threads ≥ 2, not in a fork() child, not
 /// inside a half of a pair.

@@ -2,6 +2,9 @@
 #include <gtest/gtest.h>
 
 #include <pthread.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <sched.h>
 
 #include <algorithm>
@@ -20,6 +23,7 @@
 using namespace osprey;
 
 TEST(PairRunner, RunsTheTwoHalvesOnceEachAndTheHelperTakesTheSecond) {
+  runtime::set_pair_adaptive(false);  // these check the hand-off itself, whatever the machine's load
   std::thread::id ids[2];
   std::atomic<int> calls{0};
   const bool split = runtime::run_pair([&](int half) {
@@ -50,6 +54,7 @@ TEST(PairRunner, RunsTheTwoHalvesOnceEachAndTheHelperTakesTheSecond) {
 }
 
 TEST(PairRunner, ANestedCallIsRefusedAndTheCallerRunsItInline) {
+  runtime::set_pair_adaptive(false);  // these check the hand-off itself, whatever the machine's load
   bool nested_split = true;
   const bool split = runtime::run_pair([&](int half) {
     if (half == 0) nested_split = runtime::run_pair([](int) {});
@@ -66,6 +71,7 @@ TEST(PairRunner, ANestedCallIsRefusedAndTheCallerRunsItInline) {
 }
 
 TEST(PairRunner, AnExceptionInTheHelperReachesTheCallerAndTheHelperStaysUsable) {
+  runtime::set_pair_adaptive(false);  // these check the hand-off itself, whatever the machine's load
   auto throwing = [](int half) {
     if (half == 1) throw std::runtime_error("from the helper");
   };
@@ -81,6 +87,7 @@ TEST(PairRunner, AnExceptionInTheHelperReachesTheCallerAndTheHelperStaysUsable) 
 // moves it off its CPU. Forced here by pinning the caller to the helper's CPU while another thread keeps the other
 // CPU busy (an idle CPU would pull the helper over at once; a busy one leaves two tasks against one alone).
 TEST(PairRunner, AHelperOnTheCallersCpuIsMovedOff) {
+  runtime::set_pair_adaptive(false);  // these check the hand-off itself, whatever the machine's load
   cpu_set_t allowed;
   ASSERT_EQ(pthread_getaffinity_np(pthread_self(), sizeof allowed, &allowed), 0);
   if (CPU_COUNT(&allowed) < 2) GTEST_SKIP() << "one CPU allowed: the halves cannot run on two";
@@ -139,7 +146,52 @@ TEST(PairRunner, AHelperOnTheCallersCpuIsMovedOff) {
   EXPECT_GE(apart, 20) << "the halves kept running on one CPU";
 }
 
+// On a machine whose other processes leave a core for the caller but none for the helper (one spinning child per
+// CPU but one), the callers work alone for a while (the helper sleeps, the caller keeps a core), and every pair
+// still runs each half exactly once.
+TEST(PairRunner, ABusyMachineMakesTheCallerWorkAlone) {
+  runtime::set_pair_adaptive(true);
+  if (!runtime::pair_available()) GTEST_SKIP() << "intra-op threads are 1 here: the helper is not used";
+  cpu_set_t allowed;
+  ASSERT_EQ(pthread_getaffinity_np(pthread_self(), sizeof allowed, &allowed), 0);
+  const int spinners_wanted = std::max(1, CPU_COUNT(&allowed) - 1);
+  std::vector<pid_t> spinners;
+  for (int i = 0; i < spinners_wanted; ++i) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      for (;;) __asm__ volatile("" ::: "memory");
+    }
+    spinners.push_back(pid);
+  }
+  const uint64_t before = runtime::pair_solo_periods();
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  int64_t pairs = 0, wrong = 0;
+  while (runtime::pair_solo_periods() == before && std::chrono::steady_clock::now() < until) {
+    int ran[2] = {0, 0};
+    auto work = [&](int half) {
+      ++ran[half];
+      const auto end = std::chrono::steady_clock::now() + std::chrono::microseconds(3);
+      while (std::chrono::steady_clock::now() < end) {
+      }
+    };
+    if (!runtime::run_pair(work)) {
+      work(0);
+      work(1);
+    }
+    wrong += ran[0] == 1 && ran[1] == 1 ? 0 : 1;
+    ++pairs;
+  }
+  for (pid_t pid : spinners) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+  }
+  runtime::set_pair_adaptive(false);
+  EXPECT_GT(runtime::pair_solo_periods(), before) << "no pause in " << pairs << " pairs on a busy machine";
+  EXPECT_EQ(wrong, 0);
+}
+
 TEST(PairRunner, SplitInTwoCoversTheRangeOnceAtAnAlignedMiddle) {
+  runtime::set_pair_adaptive(false);  // these check the hand-off itself, whatever the machine's load
   for (int64_t n : {0, 1, 7, 16, 17, 64, 100, 2048, 4099}) {
     std::vector<std::atomic<int>> seen(static_cast<std::size_t>(n));
     std::atomic<int64_t> first_end{-1};
