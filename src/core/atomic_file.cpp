@@ -64,8 +64,9 @@ void remove_stale(const fs::path& dir, const std::string& name) {
     const std::string rest = entry.substr(prefix.size());
     const auto dash = rest.find('-');
     if (dash == std::string::npos) continue;
+    const std::string digits = rest.substr(0, dash);
     char* end_ptr = nullptr;
-    const long pid = std::strtol(rest.substr(0, dash).c_str(), &end_ptr, 10);
+    const long pid = std::strtol(digits.c_str(), &end_ptr, 10);
     if (pid <= 0 || (end_ptr && *end_ptr)) continue;
     if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;  // that process still runs
     std::error_code rm;

@@ -318,6 +318,8 @@ void probe_in_child(const std::string& image, hsize_t max_bytes, const std::stri
     return;
   }
   if (pid == 0) {  // the child: only async-signal-tolerant work, then _exit (no atexit handlers, no stdio flush)
+    // A crash is reported by the signal that ends the child (a sanitizer's handler would report and exit instead).
+    for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) ::signal(sig, SIG_DFL);
     ::alarm(seconds);
     H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
@@ -335,6 +337,11 @@ void probe_in_child(const std::string& image, hsize_t max_bytes, const std::stri
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0) {
     if (errno != EINTR) return;
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {  // a sanitizer's report in the child
+    throw ValueError(fmt::format("load_weights: reading '{}' failed in the check process (exit status {}) -- a damaged "
+                                 "or crafted file; refused",
+                                 path, WEXITSTATUS(status)));
   }
   if (WIFSIGNALED(status)) {
     const int sig = WTERMSIG(status);
