@@ -289,7 +289,8 @@ class Model : public Layer {
   void load_weights(const std::string& path);
   /// model.save(): the whole model in Keras 3's `.keras` file (architecture, weights, compile settings and the
   /// optimizer's state), replaced atomically. Keras's keras.models.load_model reads it. ValueError for what a Keras
-  /// file cannot hold (a Lambda, a loss or metric that is a C++ function, a subclass without get_config()).
+  /// file cannot hold (a Lambda, a loss or metric that is a C++ function), NotImplementedError for a subclass
+  /// without get_config(); nothing is written then.
   void save(const std::string& path) const;
 
   /// What fit() runs for each batch (Keras's train_step): by default the engine's step (recorded plans, split

@@ -64,11 +64,11 @@ void Model::track_layer(std::shared_ptr<Layer> layer, const std::string& attribu
   auto& s = state();
   if (!layer) throw ValueError(fmt::format("Model '{}': track_layer() was given no layer (a null pointer)", name_));
   for (std::size_t i = 0; i < s.layers.size(); ++i) {
+    if (s.layers[i] == layer) return;
     if (!attribute.empty() && s.attributes[i] == attribute) {
       throw ValueError(fmt::format("Model '{}': the attribute name '{}' is already used by layer '{}'", name_,
                                    attribute, s.layers[i]->name()));
     }
-    if (s.layers[i] == layer) return;
     if (s.layers[i]->name() == layer->name()) {
       throw ValueError(fmt::format("Model '{}': a layer named '{}' is already tracked; give each layer its own name",
                                    name_, layer->name()));

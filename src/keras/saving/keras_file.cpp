@@ -4,11 +4,8 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
-#include <limits>
 #include <fstream>
-#include <iterator>
 #include <map>
-#include <random>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
