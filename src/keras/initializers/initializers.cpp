@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <map>
+#include <new>
 
 #include <fmt/format.h>
 
@@ -214,6 +215,15 @@ Initializer Initializer::from_config(const std::string& cls_in, const std::strin
 }
 
 Tensor Initializer::operator()(const Shape& shape) const {
+  try {
+    return sample(shape);
+  } catch (const std::bad_alloc&) {  // a host buffer of Orthogonal's or Identity's: Osprey's error, with the sizes
+    throw ResourceExhaustedError(fmt::format("{} initializer: out of memory for a weight of shape {} ({} elements)",
+                                             class_name, shape.to_string(), shape.num_elements()));
+  }
+}
+
+Tensor Initializer::sample(const Shape& shape) const {
   const json c = ser::parse(config, "initializer config");
   const std::string& cls = class_name;
   if (cls == "GlorotUniform") return variance_scaling(shape, 1.0, "fan_avg", "uniform");

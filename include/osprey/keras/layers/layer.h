@@ -207,6 +207,7 @@ struct Initializer {
 
  private:
   Initializer() = default;
+  Tensor sample(const Shape& shape) const;
 };
 
 /// keras.initializers.RandomNormal(mean, stddev), RandomUniform(minval, maxval), TruncatedNormal(mean, stddev),

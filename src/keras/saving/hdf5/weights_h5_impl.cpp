@@ -24,6 +24,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <map>
 
 #include <fmt/format.h>
@@ -142,7 +143,7 @@ hsize_t num_links(hid_t group) {
 /// stored in this file (contiguous, chunked or compact; no external storage, no virtual dataset), the shape is the
 /// expected one, and a contiguous or compact dataset's storage holds exactly its elements.
 Tensor read_dataset(hid_t group, const std::string& name, DType dtype, const std::string& where, const Shape& expected,
-                    const std::string& variable) {
+                    const std::string& variable, bool dry = false) {
   const std::string at = where + "/" + name;
   check_hard_link(group, name, "/" + at);
   Handle ds(H5Dopen2(group, name.c_str(), H5P_DEFAULT), H5Dclose, "opening dataset '" + at + "'");
@@ -180,6 +181,13 @@ Tensor read_dataset(hid_t group, const std::string& name, DType dtype, const std
                                    "file)",
                                    at, stored, expected.num_elements(), type_size));
     }
+  }
+  if (dry) {  // the check process: the same reads into plain memory (no tensors, no device)
+    std::vector<char> buffer(static_cast<std::size_t>(expected.num_elements()) * 8 + 8);
+    check(H5Dread(ds, dtype == int64 ? H5T_NATIVE_INT64 : H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT,
+                  buffer.data()),
+          "reading dataset '/" + at + "'");
+    return Tensor();
   }
   Tensor t = Tensor::empty(expected, dtype, &runtime::DeviceManager::get().host_device());
   check(H5Dread(ds, dtype == int64 ? H5T_NATIVE_INT64 : H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, t.raw_data()),
@@ -307,7 +315,8 @@ herr_t probe_link(hid_t group, const char* name, const H5L_info_t* info, void* d
 }
 
 /// Walks `image` in a child process; ValueError when the child dies by a signal (or runs past its time).
-void probe_in_child(const std::string& image, hsize_t max_bytes, const std::string& path) {
+void probe_in_child(const std::string& image, hsize_t max_bytes, const std::string& path,
+                    const std::function<void(hid_t)>& dry_load) {
   const char* skip = std::getenv("OSPREY_HDF5_IN_PROCESS");
   if (skip && std::string(skip) == "1") return;
   const unsigned seconds = 30 + static_cast<unsigned>(image.size() >> 26);  // + 1 s per 64 MiB
@@ -329,6 +338,12 @@ void probe_in_child(const std::string& image, hsize_t max_bytes, const std::stri
     }
     const hid_t file = H5Fopen("osprey-probe.h5", H5F_ACC_RDONLY, fapl);
     if (file >= 0) {
+      // First the very reads the load makes (its lookups by name take other paths through the library than a
+      // walk), then every other object of the file.
+      try {
+        dry_load(file);
+      } catch (...) {  // an error the real load reports itself
+      }
       ProbeState state{max_bytes};
       (void)H5Lvisit(file, H5_INDEX_NAME, H5_ITER_NATIVE, probe_link, &state);
     }
@@ -411,6 +426,8 @@ static std::string save_impl(const Model& model) {
   }
 }
 
+static void read_all(Model& model, hid_t file, const std::string& path, bool dry);
+
 static void load_impl(Model& model, const std::string& image, const std::string& path) {
   QuietErrors quiet;
   if (!has_hdf5_signature(image)) {
@@ -419,7 +436,7 @@ static void load_impl(Model& model, const std::string& image, const std::string&
   {
     hsize_t max_bytes = 64;  // scalars: iterations, learning rate
     for (auto* v : model.variables()) max_bytes = std::max<hsize_t>(max_bytes, static_cast<hsize_t>(v->num_elements()) * 8);
-    probe_in_child(image, max_bytes, path);
+    probe_in_child(image, max_bytes, path, [&](hid_t file) { read_all(model, file, path, /*dry=*/true); });
   }
   Handle fapl = memory_fapl(&image);
   const hid_t fid = H5Fopen(image_name().c_str(), H5F_ACC_RDONLY, fapl);
@@ -427,7 +444,12 @@ static void load_impl(Model& model, const std::string& image, const std::string&
     throw ValueError(fmt::format("load_weights: the HDF5 library cannot open '{}' (a damaged or truncated file)", path));
   }
   Handle file(fid, H5Fclose, "opening '" + path + "'");
+  read_all(model, file, path, /*dry=*/false);
+}
 
+// Reads and checks the whole file, then assigns (a failed load leaves the model unchanged). `dry` (the check
+// process): the same reads, into plain memory, and nothing built or assigned.
+static void read_all(Model& model, hid_t file, const std::string& path, bool dry) {
   // Read and check everything first, then assign: a failed load leaves the model unchanged.
   std::vector<std::pair<Variable*, Tensor>> assignments;
   for (const auto& e : layer_groups(model)) {
@@ -450,7 +472,7 @@ static void load_impl(Model& model, const std::string& image, const std::string&
     }
     for (std::size_t j = 0; j < vars.size(); ++j) {
       assignments.emplace_back(vars[j], read_dataset(group, std::to_string(j), float32, where, vars[j]->shape(),
-                                                     "variable '" + vars[j]->path() + "'"));
+                                                     "variable '" + vars[j]->path() + "'", dry));
     }
   }
 
@@ -463,13 +485,29 @@ static void load_impl(Model& model, const std::string& image, const std::string&
     // A file with slots restores a fresh optimizer too: build it first (Keras needs optimizer.build() for that),
     // and undo that build if the optimizer's part is then skipped or fails, so the model is left as it was.
     const bool built_here = !opt->built() && stored > optimizer_layout(*opt).size();
+    if (dry && built_here) {  // the slots' shapes are the trainable variables': each dataset is probed as it is
+      ProbeState state{64};
+      for (auto* v : model.trainable_variables()) {
+        state.max_bytes = std::max<hsize_t>(state.max_bytes, static_cast<hsize_t>(v->num_elements()) * 8);
+      }
+      for (hsize_t j = 0; j < stored; ++j) {
+        const std::string name = std::to_string(j);
+        if (H5Lexists(group, name.c_str(), H5P_DEFAULT) <= 0) continue;
+        H5L_info_t info;
+        if (H5Lget_info(group, name.c_str(), &info, H5P_DEFAULT) < 0) continue;
+        probe_link(group, name.c_str(), &info, &state);
+      }
+      return;
+    }
     if (built_here) opt->build_slots(model.trainable_variables());
     try {
       const auto layout = optimizer_layout(*opt);
       if (stored != layout.size()) {
-        log::warning(fmt::format("Skipping variable loading for optimizer '{}', because it has {} variables whereas "
-                                 "the saved optimizer has {} variables.",
-                                 opt->name(), layout.size(), stored));
+        if (!dry) {
+          log::warning(fmt::format("Skipping variable loading for optimizer '{}', because it has {} variables "
+                                   "whereas the saved optimizer has {} variables.",
+                                   opt->name(), layout.size(), stored));
+        }
         if (built_here) opt->unbuild_slots();
       } else {
         for (std::size_t j = 0; j < layout.size(); ++j) {
@@ -477,8 +515,9 @@ static void load_impl(Model& model, const std::string& image, const std::string&
           const Shape want = e.kind == OptimizerEntry::slot ? e.variable->shape() : Shape({});
           opt_values.emplace_back(e, read_dataset(group, std::to_string(j),
                                                   e.kind == OptimizerEntry::iterations ? int64 : float32,
-                                                  "optimizer/vars", want, fmt::format("optimizer variable {}", j)));
-          if (e.kind == OptimizerEntry::iterations) {
+                                                  "optimizer/vars", want, fmt::format("optimizer variable {}", j),
+                                                  dry));
+          if (e.kind == OptimizerEntry::iterations && !dry) {
             const int64_t it = static_cast<const int64_t*>(opt_values.back().second.raw_data())[0];
             if (it < 0 || it > (int64_t{1} << 62)) {
               throw ValueError(fmt::format("load_weights: '{}' gives the optimizer {} iterations (outside [0, 2^62]: a "
@@ -495,6 +534,7 @@ static void load_impl(Model& model, const std::string& image, const std::string&
     }
   }
 
+  if (dry) return;
   for (auto& [v, t] : assignments) v->assign(t);
   for (auto& [e, t] : opt_values) {
     switch (e.kind) {
