@@ -312,8 +312,8 @@ json loss_json(const LossRef& l, const std::string& where) {
   }
   if (wrapper) {
     throw ValueError(fmt::format("Cannot save the compile settings of {}: loss '{}' is a C++ function, which a Keras "
-                                 "file cannot hold. Save with compile settings dropped (model.save(path, {{.include_"
-                                 "optimizer = false}}) is not available yet) or use a Keras loss (by name or object).",
+                                 "file cannot hold. Register it (keras::saving::register_keras_serializable(\"package\", "
+                                 "\"name\", fn), then .loss = \"name\") or use a Keras loss (by name or object).",
                                  where, loss.name()));
   }
   return object("keras.losses", loss.class_name(), parse(loss.get_config(), "loss '" + loss.name() + "''s config"));
@@ -334,7 +334,8 @@ json metric_json(const MetricRef& m, const std::string& where) {
   }
   if (cls.empty()) {
     throw ValueError(fmt::format("Cannot save the compile settings of {}: metric '{}' is a C++ function (or has no "
-                                 "Keras class), which a Keras file cannot hold; use a Keras metric (by name or "
+                                 "Keras class), which a Keras file cannot hold; register it "
+                                 "(keras::saving::register_keras_serializable) or use a Keras metric (by name or "
                                  "object).",
                                  where, metric.name()));
   }
