@@ -90,7 +90,7 @@ TEST(HostileInput, ZipEntriesNamedTwiceOrWithDisagreeingHeadersAreRefused) {
   std::filesystem::remove(patched);
 }
 
-#ifdef OSPREY_HAVE_HDF5_PLUGIN
+#if OSPREY_HAVE_HDF5_PLUGIN  // test_util.h defines it 0 without the plug-in
 // Weights files that would make HDF5 read something else (a soft or external link, external raw storage pointing
 // at /etc/passwd) or allocate what the file says (2^31 x 2^31 floats): refused before anything is read or
 // allocated, the model unchanged (tests/keras/make_hostile_h5.py makes them).
