@@ -250,7 +250,11 @@ std::optional<Shape> Model::input_shape() const {
   return s.input_shape;
 }
 bool Model::compiled() const { return state().compiled; }
-const std::string& Model::compiled_loss_name() const { return state().loss_spelled; }
+const std::string& Model::compiled_loss_name() const {
+  static const std::string none;
+  const auto& o = state().compile_options;
+  return o ? o->loss.spelled() : none;
+}
 std::vector<std::string> Model::compiled_metric_names() const {
   std::vector<std::string> out;
   for (auto& m : state().metrics) out.push_back(m.log_name);
@@ -386,7 +390,6 @@ void Model::compile(CompileOptions options) {
   s.plans.clear();
   s.recordable = -1;
   s.run_eagerly = options.run_eagerly;
-  s.loss_spelled = options.loss.spelled();
   s.optimizer = options.optimizer.get();
   s.losses.clear();
   s.logits_losses.assign(n, nullptr);

@@ -342,7 +342,14 @@ OSPREY_REGISTER_LAYERS(models) {
 namespace models {
 
 std::shared_ptr<Model> model_from_json(const std::string& json_text) {
-  const json j = ser::parse(json_text, "model_from_json: the text");
+  return ser::model_from_object(ser::parse(json_text, "model_from_json: the text"));
+}
+
+}  // namespace models
+
+namespace serialization {
+
+std::shared_ptr<Model> model_from_object(const json& j) {
   try {
     const std::string cls = j.is_object() ? j.value("class_name", "") : "";
     auto layer = ser::layer_from_object(j);
@@ -371,6 +378,6 @@ std::shared_ptr<Model> model_from_json(const std::string& json_text) {
   }
 }
 
-}  // namespace models
+}  // namespace serialization
 
 }  // namespace osprey::keras

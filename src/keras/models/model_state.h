@@ -63,7 +63,6 @@ struct Model::State {
   std::shared_ptr<distribute::StrategyImpl> strategy;  // the scope() the model was created or compiled in
   bool run_eagerly = false;
   std::vector<Variable*> step_variables;  // a recorded step's list of trainable variables, refilled every step
-  std::string loss_spelled;  // the loss string given to compile() (compile_config)
   std::optional<CompileOptions> compile_options;  // what compile() was given (compile_config writes it back)
   std::vector<double> output_loss_values;  // multi-output models: the last step's loss per output (for the logs)
 

@@ -56,7 +56,7 @@ std::shared_ptr<Model> load_model(const std::string& path, LoadModelOptions opti
     std::shared_ptr<Model> model;
     {
       const detail::WeightsFollow follow;  // layers whose initializer Osprey does not sample get their weights below
-      model = model_from_json(entries.at(kConfig));
+      model = ser::model_from_object(config);
     }
     if (options.compile && config.contains("compile_config") && !config["compile_config"].is_null()) {
       ser::compile_from_config(*model, config["compile_config"], options.tf_logits_shortcut);

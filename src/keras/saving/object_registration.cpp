@@ -1,5 +1,6 @@
 // keras.saving.register_keras_serializable: user classes in the layer registry (serialization.h) under Keras's
 // registered name "package>Name", and the Config their from_config reads.
+#include <functional>
 #include <map>
 #include <mutex>
 
@@ -159,43 +160,39 @@ Function find_function(const std::string& name, std::string* registered) {
   return it->second.second;
 }
 
+namespace {
+// The object registered under `registered_name` in `factories`, made from its config; nullptr when none is.
+template <typename T>
+std::shared_ptr<T> make_registered(const std::map<std::string, std::function<std::shared_ptr<T>(const Config&)>>& factories,
+                                   const std::string& registered_name, const std::string& config_json,
+                                   const char* what) {
+  std::function<std::shared_ptr<T>(const Config&)> f;
+  {
+    std::lock_guard lock(names().mu);
+    auto it = factories.find(registered_name);
+    if (it == factories.end()) return nullptr;
+    f = it->second;
+  }
+  auto made = f(Config(config_json));
+  if (!made) throw ValueError(fmt::format("from_config of {} '{}' returned nothing", what, registered_name));
+  return made;
+}
+
+std::string lookup(const std::map<std::string, std::string>& by_class, const std::string& class_name) {
+  std::lock_guard lock(names().mu);
+  auto it = by_class.find(class_name);
+  return it == by_class.end() ? "" : it->second;
+}
+}  // namespace
+
 std::shared_ptr<losses::Loss> make_loss(const std::string& registered_name, const std::string& config_json) {
-  LossFactory f;
-  {
-    std::lock_guard lock(names().mu);
-    auto it = names().losses.find(registered_name);
-    if (it == names().losses.end()) return nullptr;
-    f = it->second;
-  }
-  auto loss = f(Config(config_json));
-  if (!loss) throw ValueError(fmt::format("from_config of loss '{}' returned no loss", registered_name));
-  return loss;
+  return make_registered(names().losses, registered_name, config_json, "loss");
 }
-
 std::shared_ptr<metrics::Metric> make_metric(const std::string& registered_name, const std::string& config_json) {
-  MetricFactory f;
-  {
-    std::lock_guard lock(names().mu);
-    auto it = names().metrics.find(registered_name);
-    if (it == names().metrics.end()) return nullptr;
-    f = it->second;
-  }
-  auto metric = f(Config(config_json));
-  if (!metric) throw ValueError(fmt::format("from_config of metric '{}' returned no metric", registered_name));
-  return metric;
+  return make_registered(names().metrics, registered_name, config_json, "metric");
 }
-
-std::string registered_loss_name(const std::string& class_name) {
-  std::lock_guard lock(names().mu);
-  auto it = names().loss_by_class.find(class_name);
-  return it == names().loss_by_class.end() ? "" : it->second;
-}
-
-std::string registered_metric_name(const std::string& class_name) {
-  std::lock_guard lock(names().mu);
-  auto it = names().metric_by_class.find(class_name);
-  return it == names().metric_by_class.end() ? "" : it->second;
-}
+std::string registered_loss_name(const std::string& class_name) { return lookup(names().loss_by_class, class_name); }
+std::string registered_metric_name(const std::string& class_name) { return lookup(names().metric_by_class, class_name); }
 
 }  // namespace detail
 

@@ -113,4 +113,6 @@ json compile_config(const Model& model);
 void compile_from_config(Model& model, const json& compile_config, bool tf_logits_shortcut);
 /// A model as a serialized object (module, class_name, config, registered_name, build_config, compile_config).
 json model_object(const Model& model);
+/// The model a serialized object describes (model_from_json of parsed text); ValueError for anything else.
+std::shared_ptr<Model> model_from_object(const json& object);
 }  // namespace osprey::keras::serialization
