@@ -70,6 +70,31 @@ Tensor minimum(const Tensor& a, const Tensor& b);
 /// Rows of x at the given int64 indices.
 Tensor gather_rows(const Tensor& x, const Tensor& indices);
 
+/// A convolution over the spatial axes of channels-last tensors (N, s1, ..., sr, C), r = 1, 2 or 3 (the
+/// stride, dilation and padding lists have r entries each; padding in elements, before and after each axis).
+struct ConvParams {
+  std::vector<int64_t> strides, dilation, pad_before, pad_after;
+  int64_t groups = 1;  ///< input and output channels split into this many independent groups
+};
+/// The cross-correlation of x (N, s..., Cin) with kernel (k..., Cin / groups, Cout) plus bias (Cout; may be
+/// undefined), as tf.nn.convolution with explicit padding: output (N, o..., Cout), o = (s + before + after -
+/// ((k - 1)·dilation + 1)) / stride + 1. Differentiable in x, kernel and bias. InvalidArgumentError for
+/// inconsistent shapes (naming them).
+Tensor conv(const Tensor& x, const Tensor& kernel, const Tensor& bias, const ConvParams& params);
+/// The convolution's gradient with respect to its input (a transposed convolution): dy (N, o..., Cout) and kernel
+/// (k..., Cin / groups, Cout) to (N, input_spatial..., Cin). Differentiable in dy and kernel.
+Tensor conv_backprop_input(const Tensor& dy, const Tensor& kernel, const std::vector<int64_t>& input_spatial,
+                           const ConvParams& params);
+
+enum class PoolKind { max, average };
+/// Max or average pooling over the spatial axes of a channels-last tensor (N, s..., C); the average counts only
+/// the elements inside the input (TensorFlow's "same" pooling), the maximum ignores the padding.
+struct PoolParams {
+  PoolKind kind = PoolKind::max;
+  std::vector<int64_t> window, strides, pad_before, pad_after;
+};
+Tensor pool(const Tensor& x, const PoolParams& params);
+
 /// Per-sample losses (shape (N,)), as Keras's loss functions before reduction.
 Tensor binary_crossentropy(const Tensor& y_true, const Tensor& y_pred, double label_smoothing = 0.0);
 Tensor categorical_crossentropy(const Tensor& y_true, const Tensor& y_pred, double label_smoothing = 0.0);

@@ -29,6 +29,19 @@ struct AxisBlocks { int64_t outer, inner, begin; };
 /// Output axis i is input axis perm[i]; `in_dims` the input's shape (rank <= kMaxTransposeRank).
 inline constexpr int kMaxTransposeRank = 8;
 struct TransposeAttrs { int rank; int64_t in_dims[kMaxTransposeRank]; int perm[kMaxTransposeRank]; };
+/// A convolution or pooling over up to kMaxConvRank spatial axes of channels-last tensors.
+inline constexpr int kMaxConvRank = 3;
+struct ConvAttrs {
+  int rank;
+  int64_t strides[kMaxConvRank], dilation[kMaxConvRank], pad_before[kMaxConvRank], pad_after[kMaxConvRank];
+  int64_t groups;
+  bool has_bias;
+};
+struct PoolAttrs {
+  int rank;
+  PoolKind kind;
+  int64_t window[kMaxConvRank], strides[kMaxConvRank], pad_before[kMaxConvRank], pad_after[kMaxConvRank];
+};
 struct RmspropAttrs { float learning_rate, rho, momentum, epsilon; bool centered; };
 
 /// True when the activation's gradient needs the pre-activation value (it cannot be derived from the output).

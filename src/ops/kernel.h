@@ -39,6 +39,11 @@ enum class OpId : int {
   Slice,           // x -> elements [begin, begin + size) along one axis (attrs AxisBlocks)
   Transpose,       // x -> its axes permuted (attrs TransposeAttrs)
   RandomUniformState,  // state (int64: seed, stream, block) -> uniform float32 in [0, 1); advances the block
+  Conv,            // x, kernel, [bias] -> y (attrs ConvAttrs; channels-last, kernel (k..., Cin/g, Cout))
+  ConvBackpropInput,   // dy, kernel -> dx (the output's shape says the input's)
+  ConvBackpropFilter,  // x, dy -> dkernel, [dbias]
+  Pool,            // x -> y (attrs PoolAttrs)
+  PoolGrad,        // x, dy -> dx
   kCount
 };
 

@@ -8,6 +8,7 @@ void register_cpu_kernels() {
   register_loss_kernels();
   register_optimizer_kernels();
   register_array_kernels();
+  register_conv_kernels();
 }
 
 }  // namespace osprey::cpu

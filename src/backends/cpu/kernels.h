@@ -51,6 +51,7 @@ void register_nn_kernels();
 void register_loss_kernels();
 void register_optimizer_kernels();
 void register_array_kernels();
+void register_conv_kernels();
 
 /// y = act(z) over n values; softmax works on rows of length `cols`. z and y may alias.
 void apply_activation(ops::Activation act, const float* z, float* y, int64_t n, int64_t cols);
