@@ -2,9 +2,11 @@
 #pragma once
 
 #include "osprey/keras/layers/activations.h"
+#include "osprey/keras/layers/convolutional.h"
 #include "osprey/keras/layers/core.h"
 #include "osprey/keras/layers/layer.h"
 #include "osprey/keras/layers/merging.h"
 #include "osprey/keras/layers/normalization.h"
+#include "osprey/keras/layers/pooling.h"
 #include "osprey/keras/layers/regularization.h"
 #include "osprey/keras/layers/reshaping.h"

@@ -1,0 +1,155 @@
+// Convolution layers: keras.layers.Conv1D/2D/3D, DepthwiseConv1D/2D, SeparableConv1D/2D.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "osprey/keras/layers/layer.h"
+
+namespace osprey::keras::layers {
+
+/// An integer or a tuple of integers, as Keras takes kernel_size=3 or kernel_size=(3, 3): one value stands for
+/// every spatial axis.
+struct Ints {
+  Ints() = default;
+  Ints(int64_t v) : values{v} {}
+  Ints(std::initializer_list<int64_t> v) : values(v) {}
+  Ints(std::vector<int64_t> v) : values(std::move(v)) {}
+  std::vector<int64_t> values;
+};
+
+/// The keyword arguments of Keras's convolution layers. `kernel_*` is a Conv's kernel and the depthwise kernel of
+/// DepthwiseConv / SeparableConv (Keras's `depthwise_*`); `pointwise_*` is SeparableConv's 1x1 kernel.
+struct ConvOptions {
+  Ints strides = 1;
+  std::string padding = "valid";  ///< "valid", "same", or "causal" (Conv1D only)
+  std::string data_format = "channels_last";  ///< or "channels_first"
+  Ints dilation_rate = 1;
+  int groups = 1;            ///< Conv only: channels split into independent groups
+  int depth_multiplier = 1;  ///< DepthwiseConv / SeparableConv: output channels per input channel
+  std::string activation{};
+  bool use_bias = true;
+  initializers::Initializer kernel_initializer = "glorot_uniform";
+  initializers::Initializer pointwise_initializer = "glorot_uniform";
+  initializers::Initializer bias_initializer = "zeros";
+  std::string name{};
+  std::optional<Regularizer> kernel_regularizer{}, pointwise_regularizer{}, bias_regularizer{};
+  std::optional<Constraint> kernel_constraint{}, pointwise_constraint{}, bias_constraint{};
+};
+
+/// Keras's BaseConv: the shared part of every convolution layer (one, two or three spatial axes). Inputs are
+/// (batch, spatial..., channels), or (batch, channels, spatial...) with data_format "channels_first"; kernels are
+/// in Keras's layout (window..., in channels / groups, filters), whatever the data format.
+class BaseConv : public Layer {
+ public:
+  enum class Kind { standard, depthwise, separable };
+  BaseConv(Kind kind, int rank, int64_t filters, const Ints& kernel_size, ConvOptions options);
+  bool recordable() const override { return true; }
+  std::string class_name() const override;
+  std::string get_config() const override;
+  Shape build(const Shape& input_shape) override;
+  Tensor call(const Tensor& inputs, bool training) override;
+  std::vector<Tensor> regularization_losses() override;
+  bool has_regularization() const override;
+  void apply_constraints() override;
+
+  Kind kind() const { return kind_; }
+  int rank() const { return rank_; }
+  int64_t filters() const { return filters_; }
+  const std::vector<int64_t>& kernel_size() const { return kernel_size_; }
+  const std::vector<int64_t>& strides() const { return strides_; }
+  const std::vector<int64_t>& dilation_rate() const { return dilation_; }
+  const ConvOptions& options() const { return options_; }
+  /// The (depthwise) kernel, SeparableConv's pointwise kernel (nullptr otherwise), the bias (nullptr without).
+  Variable* kernel() { return kernel_; }
+  Variable* pointwise_kernel() { return pointwise_; }
+  Variable* bias() { return bias_; }
+
+ private:
+  // The explicit padding of each spatial axis for an input of these extents ("same": TensorFlow's split).
+  ops::ConvParams params_for(const Shape& channels_last_input) const;
+  Shape output_shape_for(const Shape& input_shape) const;
+
+  Kind kind_;
+  int rank_;
+  int64_t filters_;
+  std::vector<int64_t> kernel_size_, strides_, dilation_;
+  ConvOptions options_;
+  std::string activation_name_;
+  Variable* kernel_ = nullptr;
+  Variable* pointwise_ = nullptr;
+  Variable* bias_ = nullptr;
+};
+
+/// keras.layers.Conv1D(filters, kernel_size, ...): `layers::Conv1D(16, 5, {.padding = "causal"})`.
+class Conv1D : public BaseConv {
+ public:
+  Conv1D(int64_t filters, const Ints& kernel_size, ConvOptions options = {})
+      : BaseConv(Kind::standard, 1, filters, kernel_size, std::move(options)) {}
+  OSPREY_KERAS_LAYER(Conv1D)
+};
+/// keras.layers.Conv2D: `layers::Conv2D(32, 3, {.padding = "same", .activation = "relu"})`.
+class Conv2D : public BaseConv {
+ public:
+  Conv2D(int64_t filters, const Ints& kernel_size, ConvOptions options = {})
+      : BaseConv(Kind::standard, 2, filters, kernel_size, std::move(options)) {}
+  OSPREY_KERAS_LAYER(Conv2D)
+};
+/// keras.layers.Conv3D.
+class Conv3D : public BaseConv {
+ public:
+  Conv3D(int64_t filters, const Ints& kernel_size, ConvOptions options = {})
+      : BaseConv(Kind::standard, 3, filters, kernel_size, std::move(options)) {}
+  OSPREY_KERAS_LAYER(Conv3D)
+};
+/// keras.layers.DepthwiseConv1D(kernel_size, ...): each input channel convolved with depth_multiplier filters of
+/// its own (kernel (window..., channels, depth_multiplier)).
+class DepthwiseConv1D : public BaseConv {
+ public:
+  explicit DepthwiseConv1D(const Ints& kernel_size, ConvOptions options = {})
+      : BaseConv(Kind::depthwise, 1, 0, kernel_size, std::move(options)) {}
+  OSPREY_KERAS_LAYER(DepthwiseConv1D)
+};
+/// keras.layers.DepthwiseConv2D.
+class DepthwiseConv2D : public BaseConv {
+ public:
+  explicit DepthwiseConv2D(const Ints& kernel_size, ConvOptions options = {})
+      : BaseConv(Kind::depthwise, 2, 0, kernel_size, std::move(options)) {}
+  OSPREY_KERAS_LAYER(DepthwiseConv2D)
+};
+/// keras.layers.SeparableConv1D(filters, kernel_size, ...): a depthwise convolution, then a 1x1 one to `filters`.
+class SeparableConv1D : public BaseConv {
+ public:
+  SeparableConv1D(int64_t filters, const Ints& kernel_size, ConvOptions options = {})
+      : BaseConv(Kind::separable, 1, filters, kernel_size, std::move(options)) {}
+  OSPREY_KERAS_LAYER(SeparableConv1D)
+};
+/// keras.layers.SeparableConv2D.
+class SeparableConv2D : public BaseConv {
+ public:
+  SeparableConv2D(int64_t filters, const Ints& kernel_size, ConvOptions options = {})
+      : BaseConv(Kind::separable, 2, filters, kernel_size, std::move(options)) {}
+  OSPREY_KERAS_LAYER(SeparableConv2D)
+};
+
+namespace detail {
+/// `values` as one entry per spatial axis: a single value repeated `rank` times, or exactly `rank` values, each
+/// >= `min`; ValueError naming the layer class and the argument otherwise.
+std::vector<int64_t> per_axis(const Ints& values, int rank, int64_t min, const std::string& layer,
+                              const std::string& argument);
+/// "channels_last" or "channels_first"; ValueError otherwise.
+void check_data_format(const std::string& data_format, const std::string& layer);
+/// The permutation from channels_first to channels_last for a tensor of `rank` spatial axes (batch included), and
+/// its inverse.
+std::vector<int> to_channels_last(int rank);
+std::vector<int> to_channels_first(int rank);
+/// TensorFlow's padding of one axis: "valid" none, "same" the total split with the extra element after, "causal"
+/// all of it before. Returns {before, after}.
+std::pair<int64_t, int64_t> axis_padding(const std::string& padding, int64_t in, int64_t window, int64_t stride,
+                                         int64_t dilation);
+}  // namespace detail
+
+}  // namespace osprey::keras::layers

@@ -1,0 +1,91 @@
+// Pooling layers: keras.layers.MaxPooling1D/2D/3D, AveragePooling1D/2D/3D, GlobalMaxPooling1D/2D/3D,
+// GlobalAveragePooling1D/2D/3D.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "osprey/keras/layers/convolutional.h"
+
+namespace osprey::keras::layers {
+
+/// Keras's pooling arguments besides pool_size. `strides` empty: the pool size (Keras's strides=None).
+struct PoolOptions {
+  Ints strides{};
+  std::string padding = "valid";  ///< or "same" (windows at the edges average only the elements inside)
+  std::string data_format = "channels_last";
+  std::string name{};
+};
+
+/// Keras's BasePooling: max or average over windows of one, two or three spatial axes.
+class BasePooling : public Layer {
+ public:
+  BasePooling(ops::PoolKind kind, int rank, const Ints& pool_size, PoolOptions options);
+  bool recordable() const override { return true; }
+  std::string class_name() const override;
+  std::string get_config() const override;
+  Shape build(const Shape& input_shape) override;
+  Tensor call(const Tensor& inputs, bool training) override;
+  const std::vector<int64_t>& pool_size() const { return pool_size_; }
+  const std::vector<int64_t>& strides() const { return strides_; }
+
+ private:
+  ops::PoolKind kind_;
+  int rank_;
+  std::vector<int64_t> pool_size_, strides_;
+  PoolOptions options_;
+};
+
+#define OSPREY_POOLING_LAYER(Class, kind, rank, default_size)                                     \
+  class Class : public BasePooling {                                                              \
+   public:                                                                                        \
+    explicit Class(const Ints& pool_size = default_size, PoolOptions options = {})                \
+        : BasePooling(ops::PoolKind::kind, rank, pool_size, std::move(options)) {}                \
+    OSPREY_KERAS_LAYER(Class)                                                                     \
+  };
+/// keras.layers.MaxPooling2D(pool_size=(2, 2), strides=None, padding="valid"): `layers::MaxPooling2D(2)`.
+OSPREY_POOLING_LAYER(MaxPooling1D, max, 1, 2)
+OSPREY_POOLING_LAYER(MaxPooling2D, max, 2, 2)
+OSPREY_POOLING_LAYER(MaxPooling3D, max, 3, 2)
+OSPREY_POOLING_LAYER(AveragePooling1D, average, 1, 2)
+OSPREY_POOLING_LAYER(AveragePooling2D, average, 2, 2)
+OSPREY_POOLING_LAYER(AveragePooling3D, average, 3, 2)
+#undef OSPREY_POOLING_LAYER
+
+/// Keras's BaseGlobalPooling: the maximum or mean over every spatial axis: (batch, channels), or with keepdims
+/// (batch, 1..., channels).
+class BaseGlobalPooling : public Layer {
+ public:
+  BaseGlobalPooling(ops::PoolKind kind, int rank, const std::string& data_format, bool keepdims,
+                    const std::string& name);
+  bool recordable() const override { return true; }
+  std::string class_name() const override;
+  std::string get_config() const override;
+  Shape build(const Shape& input_shape) override;
+  Tensor call(const Tensor& inputs, bool training) override;
+  bool keepdims() const { return keepdims_; }
+
+ private:
+  ops::PoolKind kind_;
+  int rank_;
+  std::string data_format_;
+  bool keepdims_;
+};
+
+#define OSPREY_GLOBAL_POOLING_LAYER(Class, kind, rank)                                                         \
+  class Class : public BaseGlobalPooling {                                                                     \
+   public:                                                                                                     \
+    explicit Class(const std::string& data_format = "channels_last", bool keepdims = false, std::string name = "") \
+        : BaseGlobalPooling(ops::PoolKind::kind, rank, data_format, keepdims, name) {}                         \
+    OSPREY_KERAS_LAYER(Class)                                                                                  \
+  };
+/// keras.layers.GlobalAveragePooling2D(data_format, keepdims): `layers::GlobalAveragePooling2D()`.
+OSPREY_GLOBAL_POOLING_LAYER(GlobalMaxPooling1D, max, 1)
+OSPREY_GLOBAL_POOLING_LAYER(GlobalMaxPooling2D, max, 2)
+OSPREY_GLOBAL_POOLING_LAYER(GlobalMaxPooling3D, max, 3)
+OSPREY_GLOBAL_POOLING_LAYER(GlobalAveragePooling1D, average, 1)
+OSPREY_GLOBAL_POOLING_LAYER(GlobalAveragePooling2D, average, 2)
+OSPREY_GLOBAL_POOLING_LAYER(GlobalAveragePooling3D, average, 3)
+#undef OSPREY_GLOBAL_POOLING_LAYER
+
+}  // namespace osprey::keras::layers

@@ -1,0 +1,175 @@
+// keras.layers.{Max,Average}Pooling{1,2,3}D and Global{Max,Average}Pooling{1,2,3}D on ops::pool.
+#include <fmt/format.h>
+
+#include "keras/saving/serialization.h"
+#include "osprey/errors.h"
+#include "osprey/keras/layers/pooling.h"
+#include "osprey/ops.h"
+
+namespace osprey::keras::layers {
+
+namespace {
+
+std::string pool_class(ops::PoolKind kind, int rank, bool global) {
+  return fmt::format("{}{}Pooling{}D", global ? "Global" : "", kind == ops::PoolKind::max ? "Max" : "Average", rank);
+}
+std::string pool_prefix(ops::PoolKind kind, int rank, bool global) {
+  return fmt::format("{}{}_pooling{}d", global ? "global_" : "", kind == ops::PoolKind::max ? "max" : "average", rank);
+}
+
+std::string with_batch(const Shape& sample) {
+  std::vector<int64_t> dims{0};
+  for (auto d : sample.dims()) dims.push_back(d);
+  return Shape(dims).to_keras_string();
+}
+
+void check_rank(const std::string& layer, int rank, const Shape& input_shape) {
+  if (input_shape.rank() != rank + 1) {
+    throw ValueError(fmt::format("Input 0 of layer \"{}\" is incompatible with the layer: expected ndim={}, found "
+                                 "ndim={}. Full shape received: {}",
+                                 layer, rank + 2, input_shape.rank() + 1, with_batch(input_shape)));
+  }
+}
+
+}  // namespace
+
+BasePooling::BasePooling(ops::PoolKind kind, int rank, const Ints& pool_size, PoolOptions options)
+    : Layer(options.name, pool_prefix(kind, rank, false)), kind_(kind), rank_(rank), options_(std::move(options)) {
+  const std::string cls = pool_class(kind, rank, false);
+  pool_size_ = detail::per_axis(pool_size, rank, 1, cls, "pool_size");
+  strides_ = options_.strides.values.empty() ? pool_size_ : detail::per_axis(options_.strides, rank, 1, cls, "strides");
+  if (options_.padding != "valid" && options_.padding != "same") {
+    throw ValueError(fmt::format("{}: the `padding` argument must be one of \"valid\", \"same\". Received: padding={}",
+                                 cls, options_.padding));
+  }
+  detail::check_data_format(options_.data_format, cls);
+}
+
+std::string BasePooling::class_name() const { return pool_class(kind_, rank_, false); }
+
+Shape BasePooling::build(const Shape& input_shape) {
+  check_rank(name_, rank_, input_shape);
+  const bool first = options_.data_format == "channels_first";
+  std::vector<int64_t> out;
+  for (int i = 0; i < rank_; ++i) {
+    const int64_t in = input_shape[first ? i + 1 : i];
+    const int64_t o = options_.padding == "same" ? (in + strides_[i] - 1) / strides_[i]
+                                                 : (in < pool_size_[i] ? -1 : (in - pool_size_[i]) / strides_[i] + 1);
+    if (o < 1) {
+      throw ValueError(fmt::format("Computed output size would be negative. Received: `inputs.shape={}` and "
+                                   "`pool_size=({})`.",
+                                   with_batch(input_shape), fmt::join(pool_size_, ", ")));
+    }
+    out.push_back(o);
+  }
+  const int64_t channels = input_shape[first ? 0 : rank_];
+  if (first) out.insert(out.begin(), channels);
+  else out.push_back(channels);
+  return finish_build(Shape(out));
+}
+
+Tensor BasePooling::call(const Tensor& inputs, bool) {
+  const bool first = options_.data_format == "channels_first";
+  if (inputs.shape().rank() != rank_ + 2) {
+    const auto d = inputs.shape().dims();
+    check_rank(name_, rank_, Shape(std::vector<int64_t>(d.begin() + (d.empty() ? 0 : 1), d.end())));
+  }
+  const Tensor x = first ? ops::transpose(inputs, detail::to_channels_last(rank_)) : inputs;
+  ops::PoolParams p{kind_, pool_size_, strides_, {}, {}};
+  for (int i = 0; i < rank_; ++i) {
+    const auto [before, after] = detail::axis_padding(options_.padding, x.shape()[i + 1], pool_size_[i], strides_[i], 1);
+    p.pad_before.push_back(before);
+    p.pad_after.push_back(after);
+  }
+  const Tensor y = ops::pool(x, p);
+  return first ? ops::transpose(y, detail::to_channels_first(rank_)) : y;
+}
+
+BaseGlobalPooling::BaseGlobalPooling(ops::PoolKind kind, int rank, const std::string& data_format, bool keepdims,
+                                     const std::string& name)
+    : Layer(name, pool_prefix(kind, rank, true)), kind_(kind), rank_(rank), data_format_(data_format),
+      keepdims_(keepdims) {
+  detail::check_data_format(data_format_, pool_class(kind, rank, true));
+}
+
+std::string BaseGlobalPooling::class_name() const { return pool_class(kind_, rank_, true); }
+
+Shape BaseGlobalPooling::build(const Shape& input_shape) {
+  check_rank(name_, rank_, input_shape);
+  const bool first = data_format_ == "channels_first";
+  const int64_t channels = input_shape[first ? 0 : rank_];
+  if (!keepdims_) return finish_build(Shape({channels}));
+  std::vector<int64_t> out(static_cast<std::size_t>(rank_), 1);
+  if (first) out.insert(out.begin(), channels);
+  else out.push_back(channels);
+  return finish_build(Shape(out));
+}
+
+// One pooling window over the whole of every spatial axis.
+Tensor BaseGlobalPooling::call(const Tensor& inputs, bool) {
+  const bool first = data_format_ == "channels_first";
+  if (inputs.shape().rank() != rank_ + 2) {
+    const auto d = inputs.shape().dims();
+    check_rank(name_, rank_, Shape(std::vector<int64_t>(d.begin() + (d.empty() ? 0 : 1), d.end())));
+  }
+  const Tensor x = first ? ops::transpose(inputs, detail::to_channels_last(rank_)) : inputs;
+  const auto d = x.shape().dims();
+  const std::vector<int64_t> window(d.begin() + 1, d.end() - 1), ones(window.size(), 1), zeros(window.size(), 0);
+  const Tensor pooled = ops::pool(x, {kind_, window, ones, zeros, zeros});  // (N, 1..., C)
+  const int64_t n = d[0], c = d.back();
+  if (!keepdims_) return ops::reshape(pooled, Shape({n, c}));
+  return first ? ops::transpose(pooled, detail::to_channels_first(rank_)) : pooled;
+}
+
+// ---- Keras configs (layer.get_config()) and from_config ----
+
+namespace ser = serialization;
+using ser::json;
+
+std::string BasePooling::get_config() const {
+  return ser::config_text(*this, {{"pool_size", pool_size_},
+                                  {"padding", options_.padding},
+                                  {"strides", strides_},
+                                  {"data_format", options_.data_format}});
+}
+
+std::string BaseGlobalPooling::get_config() const {
+  return ser::config_text(*this, {{"data_format", data_format_}, {"keepdims", keepdims_}});
+}
+
+namespace {
+
+Ints pool_ints(const json& c, const char* key, int rank, const std::string& what) {
+  if (c[key].is_number_integer()) return Ints(ser::integer(c, key, 1, int64_t{1} << 30, what));
+  return Ints(ser::integers(c, key, 1, int64_t{1} << 30, what, static_cast<std::size_t>(rank)));
+}
+
+std::shared_ptr<Layer> pooling_from_config(ops::PoolKind kind, int rank, const json& c) {
+  const std::string what = pool_class(kind, rank, false) + " " + ser::name_of(c);
+  PoolOptions o;
+  if (c.contains("strides") && !c["strides"].is_null()) o.strides = pool_ints(c, "strides", rank, what);
+  o.padding = ser::value_or<std::string>(c, "padding", "valid");
+  o.data_format = ser::value_or<std::string>(c, "data_format", "channels_last");
+  o.name = ser::name_of(c);
+  const Ints size = c.contains("pool_size") ? pool_ints(c, "pool_size", rank, what) : Ints(2);
+  return std::make_shared<BasePooling>(kind, rank, size, o);
+}
+
+}  // namespace
+
+OSPREY_REGISTER_LAYERS(pooling) {
+  for (auto kind : {ops::PoolKind::max, ops::PoolKind::average}) {
+    for (int rank = 1; rank <= 3; ++rank) {
+      ser::register_layer_class(pool_class(kind, rank, false), {false, [kind, rank](const json& c) {
+                                  return pooling_from_config(kind, rank, c);
+                                }});
+      ser::register_layer_class(pool_class(kind, rank, true), {false, [kind, rank](const json& c) -> std::shared_ptr<Layer> {
+                                  return std::make_shared<BaseGlobalPooling>(
+                                      kind, rank, ser::value_or<std::string>(c, "data_format", "channels_last"),
+                                      ser::value_or(c, "keepdims", false), ser::name_of(c));
+                                }});
+    }
+  }
+}
+
+}  // namespace osprey::keras::layers

@@ -1,0 +1,155 @@
+// The convolution, pooling and spatial reshaping layers against Keras 3 (tests/keras/keras_conv_reference.py
+// regenerates tests/data/keras_conv.json): three models (1-D, 2-D, 3-D) built as the script builds them; each
+// branch's forward values, predictions, the gradients of an mse loss for every trainable weight, two epochs of SGD
+// and the trained weights. Then the layers' errors, recorded training steps and Keras configs.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "keras/reference_json.h"
+#include "osprey/autodiff.h"
+#include "osprey/errors.h"
+#include "osprey/keras.h"
+#include "osprey/random.h"
+
+using namespace osprey;
+using namespace osprey::keras;
+using nlohmann::json;
+using osprey::testing::expect_close;
+using osprey::testing::tensor_of;
+
+namespace {
+
+const json& reference(const std::string& model) {
+  static const json ref = [] {
+    std::ifstream in(std::string(OSPREY_TEST_DATA_DIR) + "/keras_conv.json");
+    return json::parse(in).at("reference");
+  }();
+  return ref.at(model);
+}
+
+using Branches = std::vector<KerasTensor>;
+
+Branches model_2d(const KerasTensor& x) {
+  auto c1 = layers::Conv2D(4, 3, {.padding = "same", .activation = "relu", .name = "c_same"})(x);
+  auto c2 = layers::Conv2D(4, {2, 3}, {.strides = 2, .padding = "same", .name = "c_strided"})(x);
+  auto c3 = layers::Conv2D(6, 3, {.dilation_rate = 2, .groups = 3, .name = "c_grouped"})(x);
+  auto c4 = layers::DepthwiseConv2D(3, {.padding = "same", .depth_multiplier = 2, .name = "dw"})(x);
+  auto c5 = layers::SeparableConv2D(5, 3, {.strides = {2, 1}, .padding = "same", .depth_multiplier = 2,
+                                           .activation = "tanh", .name = "sep"})(x);
+  auto cf = layers::Permute({3, 1, 2}, "to_cf")(x);
+  auto c6 = layers::Conv2D(4, {3, 2}, {.data_format = "channels_first", .name = "c_first"})(cf);
+  auto bn = layers::BatchNormalization({.name = "bn"})(c1);
+  return {c1, c2, c3, c4, c5, c6,
+          layers::MaxPooling2D(2, {.name = "max"})(bn),
+          layers::AveragePooling2D(3, {.strides = 2, .padding = "same", .name = "avg_same"})(c1),
+          layers::MaxPooling2D({2, 3}, {.strides = {1, 2}, .padding = "same", .name = "max_same"})(x),
+          layers::MaxPooling2D(2, {.data_format = "channels_first", .name = "max_first"})(c6),
+          layers::GlobalAveragePooling2D("channels_last", false, "gap")(c3),
+          layers::GlobalMaxPooling2D("channels_last", true, "gmp")(c4),
+          layers::GlobalAveragePooling2D("channels_first", false, "gap_first")(c6),
+          layers::ZeroPadding2D(layers::AxisPairs{{1, 0}, {2, 1}}, "channels_last", "zpad")(c2),
+          layers::Cropping2D(layers::AxisPairs{{1, 1}, {0, 2}}, "channels_last", "crop")(c1),
+          layers::UpSampling2D({2, 1}, "channels_last", "nearest", "up")(c2),
+          layers::UpSampling2D(2, "channels_first", "nearest", "up_first")(c6)};
+}
+
+Branches model_1d(const KerasTensor& x) {
+  auto c1 = layers::Conv1D(5, 3, {.padding = "causal", .dilation_rate = 2, .name = "c_causal"})(x);
+  auto c2 = layers::Conv1D(6, 4, {.strides = 2, .padding = "same", .groups = 2, .activation = "relu",
+                                  .name = "c_grouped"})(x);
+  auto c3 = layers::DepthwiseConv1D(3, {.depth_multiplier = 2, .name = "dw"})(x);
+  auto c4 = layers::SeparableConv1D(3, 3, {.padding = "same", .name = "sep"})(x);
+  return {c1, c2, c3, c4,
+          layers::MaxPooling1D(2, {.name = "max"})(c1),
+          layers::AveragePooling1D(3, {.strides = 1, .padding = "same", .name = "avg_same"})(c2),
+          layers::GlobalMaxPooling1D("channels_last", false, "gmp")(c3),
+          layers::GlobalAveragePooling1D("channels_last", false, "gap")(c4),
+          layers::ZeroPadding1D({2, 1}, "channels_last", "zpad")(c1),
+          layers::Cropping1D({1, 2}, "channels_last", "crop")(c3),
+          layers::UpSampling1D(3, "up")(c2)};
+}
+
+Branches model_3d(const KerasTensor& x) {
+  auto c1 = layers::Conv3D(3, {2, 3, 2}, {.strides = {1, 2, 1}, .padding = "same", .activation = "relu",
+                                          .name = "c_same"})(x);
+  auto c2 = layers::Conv3D(2, 2, {.name = "c_valid"})(x);
+  return {c1, c2,
+          layers::MaxPooling3D(2, {.name = "max"})(c2),
+          layers::AveragePooling3D({2, 2, 3}, {.padding = "same", .name = "avg_same"})(c1),
+          layers::GlobalAveragePooling3D("channels_last", false, "gap")(c1),
+          layers::GlobalMaxPooling3D("channels_last", false, "gmp")(c2),
+          layers::ZeroPadding3D(1, "channels_last", "zpad")(c2),
+          layers::Cropping3D(layers::AxisPairs{{1, 0}, {1, 1}, {0, 2}}, "channels_last", "crop")(c1),
+          layers::UpSampling3D({1, 2, 2}, "channels_last", "up")(c2)};
+}
+
+// "model/c_same/kernel" -> "c_same/kernel"
+std::string short_path(const std::string& path) {
+  const auto last = path.rfind('/');
+  const auto before = last == std::string::npos || last == 0 ? std::string::npos : path.rfind('/', last - 1);
+  return before == std::string::npos ? path : path.substr(before + 1);
+}
+
+void check_against_keras(const std::string& which, const Shape& sample, Branches (*make)(const KerasTensor&)) {
+  SCOPED_TRACE(which);
+  const json& ref = reference(which);
+  auto x_in = keras::Input(sample, {.name = "x"});
+  const Branches branches = make(x_in);
+  std::vector<KerasTensor> flat;
+  for (std::size_t i = 0; i < branches.size(); ++i) flat.push_back(layers::Flatten("flat" + std::to_string(i))(branches[i]));
+  Model model(x_in, layers::Dense(1, "", {.name = "out"})(layers::Concatenate(-1, "cat")(flat)), which);
+  for (const auto& [name, values] : ref.at("initial_weights").items()) {
+    auto vars = model.get_layer(name)->variables();
+    ASSERT_EQ(vars.size(), values.size()) << name;
+    for (std::size_t i = 0; i < vars.size(); ++i) vars[i]->assign(tensor_of(values[i]));
+  }
+  const Tensor x = tensor_of(ref.at("x")), y = tensor_of(ref.at("y"));
+  ASSERT_EQ(branches.size(), ref.at("branches").size());
+  for (std::size_t b = 0; b < branches.size(); ++b) {
+    Model branch(x_in, branches[b]);
+    expect_close(branch.predict(x, {.verbose = 0}), ref.at("branches")[b], 2e-5, "branch " + std::to_string(b));
+  }
+  expect_close(model.predict(x, {.verbose = 0}), ref.at("predict_before"), 2e-5, "predict");
+
+  // Gradients of the mse in training mode, by weight path; then the moving statistics put back, as the script does.
+  {
+    std::map<std::string, std::vector<float>> saved;
+    for (auto* v : model.variables()) saved[v->path()] = v->value().to_vector<float>();
+    auto vars = model.trainable_variables();
+    GradientTape tape;
+    const Tensor loss = ops::reduce_mean(ops::square(ops::sub(model(x, true), y)));
+    EXPECT_NEAR(loss.to_vector<float>()[0], ref.at("loss_before").get<double>(), 2e-5);
+    const auto grads = tape.gradient(loss, vars);
+    const auto& paths = ref.at("gradient_paths");
+    ASSERT_EQ(paths.size(), vars.size());
+    for (std::size_t i = 0; i < vars.size(); ++i) {
+      const std::string p = short_path(vars[i]->path());
+      std::size_t k = 0;
+      while (k < paths.size() && paths[k].get<std::string>() != p) ++k;
+      ASSERT_LT(k, paths.size()) << "no Keras gradient for " << p;
+      expect_close(grads[i], ref.at("gradients")[k], 1e-4, "gradient of " + p);
+    }
+    for (auto* v : model.variables()) {
+      v->assign(Tensor::from_vector(saved[v->path()], v->shape()));
+    }
+  }
+
+  model.compile({.optimizer = optimizers::SGD({.learning_rate = 0.003}), .loss = "mse"});
+  const auto h = model.fit(x, y, {.epochs = 2, .batch_size = 8, .verbose = 0, .shuffle = false});
+  for (int e = 0; e < 2; ++e) EXPECT_NEAR(h.history.at("loss")[e], ref.at("history")[e].get<double>(), 1e-4);
+  for (const auto& [name, values] : ref.at("final_weights").items()) {
+    auto vars = model.get_layer(name)->variables();
+    for (std::size_t i = 0; i < vars.size(); ++i) expect_close(vars[i]->value(), values[i], 2e-4, name);
+  }
+  expect_close(model.predict(x, {.verbose = 0}), ref.at("predict_after"), 5e-4, "predict after");
+}
+
+}  // namespace
+
+TEST(ConvLayers, TwoDimensionalLayersMatchKeras) { check_against_keras("conv2d", {8, 9, 3}, model_2d); }
+TEST(ConvLayers, OneDimensionalLayersMatchKeras) { check_against_keras("conv1d", {10, 4}, model_1d); }
+TEST(ConvLayers, ThreeDimensionalLayersMatchKeras) { check_against_keras("conv3d", {4, 5, 6, 2}, model_3d); }
