@@ -22,10 +22,11 @@ sys.path.insert(0, HERE)
 from osprey_test_objects import PowerError, Scale, TwoLayer, scaled_mse  # noqa: E402,F401  (registers them)
 
 
-def arrays(v):
+def arrays(v, count):
+    """The reference's data as the model takes it: a name map, a list of `count` arrays, or one array."""
     if isinstance(v, dict):
         return {k: np.asarray(x, "float32") for k, x in v.items()}
-    if isinstance(v, list) and v and isinstance(v[0], list) and v[0] and isinstance(v[0][0], list):
+    if count > 1:
         return [np.asarray(x, "float32") for x in v]
     return np.asarray(v, "float32")
 
@@ -56,7 +57,10 @@ def main():
         osprey_numbers = json.load(open(os.path.join(out, name + ".json")))["evaluate"]
         theirs = keras.models.load_model(osprey_file)
         ours = keras.models.load_model(os.path.join(DATA, "keras_files", name + ".keras"))
-        got = theirs.evaluate(arrays(ref["x"]), arrays(ref["y"]), batch_size=ref["batch_size"], verbose=0,
+        count = lambda ts: len(ts) if isinstance(ts, (list, tuple)) else 1  # noqa: E731 (subclassed models: none)
+        got = theirs.evaluate(arrays(ref["x"], count(getattr(theirs, "inputs", None))),
+                              arrays(ref["y"], count(getattr(theirs, "outputs", None))),
+                              batch_size=ref["batch_size"], verbose=0,
                               return_dict=True)
         for key, want in osprey_numbers.items():
             if key not in got or abs(got[key] - want) > 2e-5 * max(1.0, abs(want)):

@@ -149,6 +149,37 @@ cases["penalties"] = {
     "min_max_norm": np.asarray(C.MinMaxNorm(0.5, 1.0, rate=0.8)(wt)).tolist(),
 }
 
+# 9-11. Convolutional models (issue 17): a small ResNet-style block with residual adds and BatchNormalization over
+# feature maps; a depthwise-separable model; a Conv1D model over sequences.
+x = keras.Input((8, 8, 3), name="image")
+h = L.Conv2D(8, 3, padding="same", activation="relu", name="stem")(x)
+h = L.BatchNormalization(name="stem_bn")(h)
+r = L.Conv2D(8, 3, padding="same", activation="relu", name="block_a")(h)
+r = L.Conv2D(8, 3, padding="same", name="block_b")(r)
+h = L.ReLU(name="block_relu")(L.Add(name="block_add")([h, r]))
+h = L.MaxPooling2D(2, name="pool")(h)
+h = L.Conv2D(16, 3, strides=2, padding="same", activation="relu", name="down")(h)
+h = L.GlobalAveragePooling2D(name="gap")(h)
+out = L.Dense(3, activation="softmax", name="probs")(h)
+case("cnn_residual", keras.Model(x, out, name="cnn_residual"), arr(N, 8, 8, 3),
+     np.eye(3, dtype="float32")[rng.integers(0, 3, N)],
+     dict(optimizer=keras.optimizers.Adam(0.01), loss="categorical_crossentropy", metrics=["accuracy"]))
+m = keras.Sequential([keras.Input((9, 9, 2), name="image"),
+                      L.DepthwiseConv2D(3, depth_multiplier=2, padding="same", activation="relu", name="dw"),
+                      L.SeparableConv2D(6, 3, strides=2, activation="relu", name="sep"),
+                      L.AveragePooling2D(2, padding="same", name="avg"),
+                      L.ZeroPadding2D(1, name="pad"), L.Cropping2D(((1, 0), (0, 1)), name="crop"),
+                      L.Flatten(name="flat"), L.Dense(1, activation="sigmoid", name="out")], name="cnn_separable")
+case("cnn_separable", m, arr(N, 9, 9, 2), rng.integers(0, 2, (N, 1)).astype("float32"),
+     dict(optimizer=keras.optimizers.SGD(0.05, momentum=0.9), loss="binary_crossentropy", metrics=["accuracy"]))
+m = keras.Sequential([keras.Input((12, 3), name="series"),
+                      L.Conv1D(6, 3, padding="causal", dilation_rate=2, activation="relu", name="causal"),
+                      L.MaxPooling1D(2, name="pool"), L.UpSampling1D(2, name="up"),
+                      L.Conv1D(4, 3, strides=2, padding="same", name="conv"),
+                      L.GlobalAveragePooling1D(name="gap"), L.Dense(1, name="out")], name="cnn_conv1d")
+case("cnn_conv1d", m, arr(N, 12, 3), arr(N, 1),
+     dict(optimizer=keras.optimizers.RMSprop(0.01), loss="mse", metrics=["mae"]))
+
 with open(os.path.join(HERE, "..", "data", "keras_files.json"), "w") as f:
     json.dump(cases, f)
 print("wrote", sorted(cases))

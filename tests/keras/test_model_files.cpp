@@ -122,13 +122,14 @@ std::string out_dir() {
   return dir;
 }
 
-Arrays arrays_of(const json& j, const std::vector<std::string>& output_names) {
+// `j` as the model's data: a name map, a list of `arrays` arrays (several inputs), or one array.
+Arrays arrays_of(const json& j, const std::vector<std::string>& output_names, std::size_t arrays = 1) {
   if (j.is_object()) {  // by output name
     std::map<std::string, Tensor> named;
     for (const auto& n : output_names) named.emplace(n, tensor_of(j.at(n)));
     return Arrays(named);
   }
-  if (j.is_array() && !j.empty() && j[0].is_array() && !j[0].empty() && j[0][0].is_array()) {  // a list of inputs
+  if (arrays > 1 && j.is_array() && j.size() == arrays) {  // a list of inputs
     std::vector<Tensor> ts;
     for (const auto& e : j) ts.push_back(tensor_of(e));
     return Arrays(ts);
@@ -162,8 +163,8 @@ void expect_evaluate(Model& m, const json& ref, const Arrays& x, const Arrays& y
 void check_file(const std::string& name) {
   const json& ref = reference(name);
   auto model = models::load_model(file_of(name), {.tf_logits_shortcut = true});  // written by TF-backend Keras
-  const Arrays x = arrays_of(ref.at("x"), {});
-  const Arrays y = arrays_of(ref.at("y"), model->output_names());
+  const Arrays x = arrays_of(ref.at("x"), {}, model->inputs().size());
+  const Arrays y = arrays_of(ref.at("y"), model->output_names(), model->outputs().size());
   expect_predictions(*model, ref, x, 2e-5, name + " predict");
   expect_evaluate(*model, ref, x, y, 2e-5, name + " evaluate");
 
@@ -330,8 +331,8 @@ TEST(ModelFiles, WhatOspreyCannotLoadIsAClearErrorNamingIt) {
     return t;
   };
   // A class Osprey does not have: named with the layer.
-  EXPECT_THAT(osprey::testing::error_of([&] { models::model_from_json(replaced("\"Dense\"", "\"Conv2D\"")); }),
-              HasSubstr("unknown layer class 'Conv2D' (layer 'out')"));
+  EXPECT_THAT(osprey::testing::error_of([&] { models::model_from_json(replaced("\"Dense\"", "\"ConvLSTM2D\"")); }),
+              HasSubstr("unknown layer class 'ConvLSTM2D' (layer 'out')"));
   // A custom class that is not registered.
   EXPECT_THAT(osprey::testing::error_of([&] {
                 models::model_from_json(replaced(R"("class_name": "Dense", "config")",
@@ -348,6 +349,19 @@ TEST(ModelFiles, WhatOspreyCannotLoadIsAClearErrorNamingIt) {
                 models::model_from_json(replaced(R"("keras_history": ["x", 0, 0])", R"("keras_history": ["y", 0, 0])"));
               }),
               HasSubstr("layer 'out' is called on a tensor that no layer of the config makes"));
+}
+
+TEST(ModelFiles, AResNetStyleCnnWithResidualAddsAndBatchNormalization) {
+  SKIP_WITHOUT_HDF5();
+  check_file("cnn_residual");
+}
+TEST(ModelFiles, ADepthwiseSeparableCnn) {
+  SKIP_WITHOUT_HDF5();
+  check_file("cnn_separable");
+}
+TEST(ModelFiles, AConv1DModelOverSequences) {
+  SKIP_WITHOUT_HDF5();
+  check_file("cnn_conv1d");
 }
 
 TEST(ModelFiles, OrthogonalInitializerRegularizerAndNormConstraints) {
