@@ -48,6 +48,18 @@ else
   echo "no .gpu-bundle: using the system's packages (scripts/bootstrap.sh installs them where a registry is)"
 fi
 
+# cuDNN (the convolutions): libcudnn.so.9 from the system or the toolkit, else the one the image's Python wheel
+# (nvidia-cudnn-cu13) brings; the plug-in opens it with dlopen, so its directory goes on LD_LIBRARY_PATH.
+if ! ldconfig -p 2>/dev/null | grep -q 'libcudnn.so.9 ' && [ ! -e /usr/local/cuda/lib64/libcudnn.so.9 ]; then
+  cudnn_dir=$(python3 -c 'import nvidia.cudnn as c, os; print(os.path.join(list(c.__path__)[0], "lib"))' 2>/dev/null)
+  if [ -n "$cudnn_dir" ] && [ -e "$cudnn_dir/libcudnn.so.9" ]; then
+    export LD_LIBRARY_PATH="$cudnn_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    echo "cuDNN: $cudnn_dir (Python wheel)"
+  else
+    echo "cuDNN: libcudnn.so.9 not found (GPU convolutions will fail with that reason)"
+  fi
+fi
+
 section "configure and build (all cores)"
 # No -Werror here: another compiler may warn differently. HDF5 is not in the bundle (its tests skip).
 if ! cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DOSPREY_WARNINGS_AS_ERRORS=OFF \

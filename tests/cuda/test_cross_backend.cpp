@@ -208,6 +208,48 @@ void check_every_op() {
                      ops::accuracy_count(probs, probs, ops::AccuracyKind::categorical)};
     });
   }
+  // Convolutions over 1, 2 and 3 spatial axes (strides, dilation, asymmetric "same"/"causal" padding, groups,
+  // depthwise), forward and every gradient, the transposed convolution; max and average pooling with padding.
+  struct ConvCase {
+    Shape x, k;
+    ops::ConvParams p;
+  };
+  const std::vector<ConvCase> convs{
+      {{3, 11, 4}, {3, 2, 6}, {{2}, {1}, {2}, {0}, 2}},
+      {{2, 9, 7, 3}, {3, 2, 3, 5}, {{1, 2}, {1, 1}, {1, 0}, {1, 1}, 1}},
+      {{2, 8, 8, 4}, {3, 3, 1, 8}, {{1, 1}, {2, 2}, {2, 2}, {2, 2}, 4}},
+      {{2, 4, 5, 6, 2}, {2, 3, 2, 2, 3}, {{1, 2, 1}, {1, 1, 1}, {0, 1, 0}, {1, 1, 1}, 1}},
+  };
+  for (std::size_t c = 0; c < convs.size(); ++c) {
+    const Tensor x = host_uniform(convs[c].x, -1, 1, 40 + c), k = host_uniform(convs[c].k, -1, 1, 50 + c);
+    const Tensor bias = host_uniform({convs[c].k[-1]}, -1, 1, 60 + c);
+    expect_same(fmt::format("conv case {}", c), [&] {
+      Variable vx(x, "x"), vk(k, "k"), vb(bias, "b");
+      GradientTape tape;
+      Tensor y = ops::conv(vx.value(), vk.value(), vb.value(), convs[c].p);
+      const auto d = convs[c].x.dims();
+      Tensor t = ops::conv_backprop_input(y, vk.value(), std::vector<int64_t>(d.begin() + 1, d.end() - 1), convs[c].p);
+      auto g = tape.gradient(ops::add(ops::reduce_sum(ops::square(y)), ops::reduce_sum(ops::mul(t, x))),
+                             Vars{&vx, &vk, &vb});
+      return Outputs{y, t, g[0], g[1], g[2]};
+    });
+  }
+  for (auto kind : {ops::PoolKind::max, ops::PoolKind::average}) {
+    const Tensor x1 = host_uniform({2, 9, 3}, -1, 1, 70), x2 = host_uniform({2, 7, 6, 3}, -1, 1, 71);
+    const Tensor x3 = host_uniform({1, 4, 5, 6, 2}, -1, 1, 72);
+    expect_same(fmt::format("pool kind {}", int(kind)), [&] {
+      Variable v1(x1, "a"), v2(x2, "b"), v3(x3, "c");
+      GradientTape tape;
+      Outputs ys{ops::pool(v1.value(), {kind, {3}, {2}, {1}, {1}}),
+                 ops::pool(v2.value(), {kind, {3, 2}, {2, 2}, {1, 0}, {1, 1}}),
+                 ops::pool(v3.value(), {kind, {2, 2, 3}, {1, 2, 3}, {0, 1, 0}, {1, 0, 0}})};
+      Tensor total = ops::reduce_sum(ops::square(ys[0]));
+      for (std::size_t i = 1; i < ys.size(); ++i) total = ops::add(total, ops::reduce_sum(ops::square(ys[i])));
+      auto g = tape.gradient(total, Vars{&v1, &v2, &v3});
+      ys.insert(ys.end(), g.begin(), g.end());
+      return ys;
+    });
+  }
   // Optimizer updates.
   expect_same("optimizers", [&] {
     Tensor g = ops::mul(sq, Tensor::scalar(0.1));
@@ -293,4 +335,9 @@ TEST(CrossBackend, BadInputsRaiseTheCpuErrorsOnTheGpu) {
   EXPECT_THROW((void)ops::gather_rows(probs, idx), InvalidArgumentError);
   EXPECT_THROW((void)ops::concat({probs, Tensor::ones({4, 3, 1})}, 1), InvalidArgumentError);
   EXPECT_THROW((void)ops::slice_axis(probs, 1, 2, 5), InvalidArgumentError);
+  const ops::ConvParams p{{1, 1}, {1, 1}, {0, 0}, {0, 0}, 1};
+  EXPECT_THROW((void)ops::conv(Tensor::zeros({1, 4, 4, 3}), Tensor::zeros({5, 5, 3, 2}), Tensor(), p),
+               InvalidArgumentError);
+  EXPECT_THROW((void)ops::pool(Tensor::zeros({1, 4, 4, 3}), {ops::PoolKind::max, {5, 1}, {1, 1}, {0, 0}, {0, 0}}),
+               InvalidArgumentError);
 }

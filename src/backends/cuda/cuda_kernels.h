@@ -80,4 +80,25 @@ void launch_rmsprop(float* var, float* v, const float* g, float* mom, float* mg,
 /// z[r, c] = bias[c] (or 0): the product of an empty reduction, for k == 0 matmuls.
 void launch_fill_rows(float* z, const float* bias, int64_t rows, int64_t cols, cudaStream_t s);
 
+/// A pooling window over channels-last (N, d0, d1, d2, C) tensors: up to three spatial axes, missing leading ones
+/// of extent 1 (window 1, stride 1, no padding). `pad` is the padding before each axis (the one after only shortens
+/// the output).
+struct PoolGeometry {
+  long long n, c;
+  long long in[3], out[3], window[3], stride[3], pad[3];
+  int max;  ///< 1: maximum (the first maximum of a window, in row-major order); 0: mean of the elements inside
+};
+void launch_pool(const PoolGeometry& g, const float* x, float* y, cudaStream_t s);
+/// dx of the pooling: each input element gathers the gradients of the windows that took it (a fixed order: no
+/// atomics, the same bits every run).
+void launch_pool_grad(const PoolGeometry& g, const float* x, const float* dy, float* dx, cudaStream_t s);
+/// Copies between a tensor and a region of a larger one (both rank <= 5, row-major): `into_big` writes `small` at
+/// `offset` inside `big` (whose other elements the caller zeroed); otherwise reads that region of `big` into
+/// `small`.
+struct RegionGeometry {
+  int rank;
+  long long small[5], big[5], offset[5];
+};
+void launch_region_copy(const RegionGeometry& g, float* small, float* big, bool into_big, cudaStream_t s);
+
 }  // namespace osprey::cuda

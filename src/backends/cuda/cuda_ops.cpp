@@ -446,6 +446,7 @@ void register_cuda_kernels() {
   ops::register_kernel(OpId::ApplyAdam, DeviceType::GPU, adam_kernel);
   ops::register_kernel(OpId::ApplyAdamMany, DeviceType::GPU, adam_many_kernel);
   ops::register_kernel(OpId::ApplyRmsprop, DeviceType::GPU, rmsprop_kernel);
+  register_cuda_conv_kernels();
 }
 
 }  // namespace osprey::cuda

@@ -102,5 +102,7 @@ CudaDevice& cuda_device(runtime::Device& device);
 
 /// Registers the CUDA kernels for DeviceType::GPU (cuda_ops.cpp).
 void register_cuda_kernels();
+/// Registers the convolution and pooling kernels (cuda_conv.cpp): cuDNN, opened on first use, and own pooling.
+void register_cuda_conv_kernels();
 
 }  // namespace osprey::cuda

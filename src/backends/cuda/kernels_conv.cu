@@ -1,0 +1,140 @@
+// The CUDA plug-in's pooling kernels (forward and a deterministic gather for the gradient) and the region copy
+// that pads a convolution's input explicitly where its padding is asymmetric (cuDNN pads both sides alike).
+#include <cstdint>
+
+#include "backends/cuda/cuda_kernels.h"
+#include "backends/cuda/kernel_grid.cuh"
+
+namespace osprey::cuda {
+
+namespace {
+
+// The window of output position o along one axis: [o·stride − pad, +window) clipped to the input.
+__device__ inline void window_of(const PoolGeometry& g, int a, long long o, long long& lo, long long& hi) {
+  lo = o * g.stride[a] - g.pad[a];
+  hi = lo + g.window[a];
+  if (lo < 0) lo = 0;
+  if (hi > g.in[a]) hi = g.in[a];
+}
+
+// The input offset (within one sample and channel plane) of the first maximum of output window (o0, o1, o2), and
+// the window's mean when averaging.
+__device__ inline long long pool_window(const PoolGeometry& g, const float* x, long long base, const long long o[3],
+                                        float& value) {
+  long long lo[3], hi[3];
+  for (int a = 0; a < 3; ++a) window_of(g, a, o[a], lo[a], hi[a]);
+  float best = 0.f, sum = 0.f;
+  long long arg = -1, count = 0;
+  for (long long i0 = lo[0]; i0 < hi[0]; ++i0) {
+    for (long long i1 = lo[1]; i1 < hi[1]; ++i1) {
+      for (long long i2 = lo[2]; i2 < hi[2]; ++i2) {
+        const long long at = base + ((i0 * g.in[1] + i1) * g.in[2] + i2) * g.c;
+        const float v = x[at];
+        if (arg < 0 || v > best) {
+          best = v;
+          arg = at;
+        }
+        sum += v;
+        ++count;
+      }
+    }
+  }
+  value = g.max ? best : (count ? sum / static_cast<float>(count) : 0.f);
+  return arg;
+}
+
+__global__ void pool_k(PoolGeometry g, const float* x, float* y, int64_t total) {
+  GRID_STRIDE(k, total) {
+    long long rest = k;
+    const long long c = rest % g.c;
+    rest /= g.c;
+    long long o[3];
+    for (int a = 2; a >= 0; --a) {
+      o[a] = rest % g.out[a];
+      rest /= g.out[a];
+    }
+    const long long base = rest * g.in[0] * g.in[1] * g.in[2] * g.c + c;
+    float v;
+    pool_window(g, x, base, o, v);
+    y[k] = v;
+  }
+}
+
+// Output windows along one axis that contain input position i: o·stride − pad <= i < o·stride − pad + window.
+__device__ inline void outputs_of(const PoolGeometry& g, int a, long long i, long long& lo, long long& hi) {
+  const long long top = i + g.pad[a];  // o·stride <= top, o·stride > top − window
+  lo = top - g.window[a] + 1 <= 0 ? 0 : (top - g.window[a] + g.stride[a]) / g.stride[a];
+  hi = top / g.stride[a] + 1;
+  if (hi > g.out[a]) hi = g.out[a];
+}
+
+__global__ void pool_grad_k(PoolGeometry g, const float* x, const float* dy, float* dx, int64_t total) {
+  GRID_STRIDE(k, total) {
+    long long rest = k;
+    const long long c = rest % g.c;
+    rest /= g.c;
+    long long i[3];
+    for (int a = 2; a >= 0; --a) {
+      i[a] = rest % g.in[a];
+      rest /= g.in[a];
+    }
+    const long long sample = rest;
+    const long long base = sample * g.in[0] * g.in[1] * g.in[2] * g.c + c;
+    long long lo[3], hi[3];
+    for (int a = 0; a < 3; ++a) outputs_of(g, a, i[a], lo[a], hi[a]);
+    float sum = 0.f;
+    for (long long o0 = lo[0]; o0 < hi[0]; ++o0) {
+      for (long long o1 = lo[1]; o1 < hi[1]; ++o1) {
+        for (long long o2 = lo[2]; o2 < hi[2]; ++o2) {
+          const long long o[3] = {o0, o1, o2};
+          const long long out_at = (((sample * g.out[0] + o0) * g.out[1] + o1) * g.out[2] + o2) * g.c + c;
+          if (g.max) {
+            float v;
+            if (pool_window(g, x, base, o, v) == k) sum += dy[out_at];
+          } else {
+            long long wl, wh, count = 1;
+            for (int a = 0; a < 3; ++a) {
+              window_of(g, a, o[a], wl, wh);
+              count *= wh - wl;
+            }
+            sum += dy[out_at] / static_cast<float>(count);
+          }
+        }
+      }
+    }
+    dx[k] = sum;
+  }
+}
+
+__global__ void region_copy_k(RegionGeometry g, float* small, float* big, bool into_big, int64_t total) {
+  GRID_STRIDE(k, total) {
+    long long rest = k, at = 0, stride = 1;
+    for (int a = g.rank - 1; a >= 0; --a) {
+      at += (rest % g.small[a] + g.offset[a]) * stride;
+      rest /= g.small[a];
+      stride *= g.big[a];
+    }
+    if (into_big) big[at] = small[k];
+    else small[k] = big[at];
+  }
+}
+
+}  // namespace
+
+void launch_pool(const PoolGeometry& g, const float* x, float* y, cudaStream_t s) {
+  const int64_t total = g.n * g.out[0] * g.out[1] * g.out[2] * g.c;
+  if (total > 0) pool_k<<<blocks_for(total), kThreads, 0, s>>>(g, x, y, total);
+}
+
+void launch_pool_grad(const PoolGeometry& g, const float* x, const float* dy, float* dx, cudaStream_t s) {
+  const int64_t total = g.n * g.in[0] * g.in[1] * g.in[2] * g.c;
+  if (total > 0) pool_grad_k<<<blocks_for(total), kThreads, 0, s>>>(g, x, dy, dx, total);
+}
+
+void launch_region_copy(const RegionGeometry& g, float* small, float* big, bool into_big, cudaStream_t s) {
+  int64_t total = 1;
+  for (int a = 0; a < g.rank; ++a) total *= g.small[a];
+  if (total > 0) region_copy_k<<<blocks_for(total), kThreads, 0, s>>>(g, small, big, into_big, total);
+}
+
+}  // namespace osprey::cuda
