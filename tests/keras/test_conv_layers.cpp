@@ -153,3 +153,96 @@ void check_against_keras(const std::string& which, const Shape& sample, Branches
 TEST(ConvLayers, TwoDimensionalLayersMatchKeras) { check_against_keras("conv2d", {8, 9, 3}, model_2d); }
 TEST(ConvLayers, OneDimensionalLayersMatchKeras) { check_against_keras("conv1d", {10, 4}, model_1d); }
 TEST(ConvLayers, ThreeDimensionalLayersMatchKeras) { check_against_keras("conv3d", {4, 5, 6, 2}, model_3d); }
+
+TEST(ConvLayers, EveryLayerRoundTripsThroughItsKerasConfig) {
+  for (auto make : {model_2d, model_1d, model_3d}) {
+    const Shape sample = make == model_2d ? Shape({8, 9, 3}) : make == model_1d ? Shape({10, 4}) : Shape({4, 5, 6, 2});
+    auto x_in = keras::Input(sample, {.name = "x"});
+    const Branches branches = make(x_in);
+    std::vector<KerasTensor> flat;
+    for (const auto& b : branches) flat.push_back(layers::Flatten()(b));
+    Model model(x_in, layers::Dense(1)(layers::Concatenate()(flat)));
+    const std::string text = model.to_json();
+    auto again = models::model_from_json(text);
+    EXPECT_EQ(again->to_json(), text);
+    again->set_weights(model.get_weights());
+    random::set_seed(3);
+    std::vector<int64_t> d{2};
+    for (auto e : sample.dims()) d.push_back(e);
+    const Tensor x = random::uniform(Shape(d), -1, 1);
+    EXPECT_EQ(again->predict(x, {.verbose = 0}).to_vector<float>(), model.predict(x, {.verbose = 0}).to_vector<float>());
+  }
+  // Keras's spelling of the configs (keys as Keras 3 writes them).
+  const auto conv = json::parse(layers::Conv2D(4, 3, {.padding = "same", .name = "c"}).get_config());
+  for (const char* key : {"filters", "kernel_size", "strides", "padding", "data_format", "dilation_rate", "groups",
+                          "activation", "use_bias", "kernel_initializer", "bias_initializer", "kernel_regularizer",
+                          "activity_regularizer", "kernel_constraint", "bias_constraint"}) {
+    EXPECT_TRUE(conv.contains(key)) << key;
+  }
+  EXPECT_EQ(conv.at("kernel_size"), json::array({3, 3}));
+  const auto sep = json::parse(layers::SeparableConv1D(2, 3).get_config());
+  EXPECT_TRUE(sep.contains("pointwise_initializer") && sep.contains("depthwise_initializer") && !sep.contains("groups"));
+  EXPECT_EQ(json::parse(layers::MaxPooling2D().get_config()).at("strides"), json::array({2, 2}));
+  EXPECT_EQ(json::parse(layers::ZeroPadding2D().get_config()).at("padding"), json::parse("[[1, 1], [1, 1]]"));
+  EXPECT_FALSE(json::parse(layers::Cropping1D().get_config()).contains("data_format"));  // as Keras writes it
+  EXPECT_EQ(json::parse(layers::UpSampling1D(3).get_config()).at("size"), 3);
+}
+
+TEST(ConvLayers, BadArgumentsAndShapesAreValueErrorsNamingThem) {
+  auto what = [](auto&& f) {
+    try {
+      f();
+    } catch (const ValueError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no ValueError");
+  };
+  auto has = [](const std::string& text, const std::string& part) {
+    EXPECT_NE(text.find(part), std::string::npos) << text;
+  };
+  // Wrong rank: Conv2D on (None, 5).
+  has(what([] { (void)layers::Conv2D(4, 3, {.name = "c"})(keras::Input({5})); }),
+      "Input 0 of layer \"c\" is incompatible with the layer: expected ndim=4, found ndim=2. Full shape received: "
+      "(None, 5)");
+  // A kernel larger than the input.
+  has(what([] { (void)layers::Conv2D(4, 7)(keras::Input({5, 5, 3})); }), "Computed output size would be negative");
+  has(what([] { (void)layers::MaxPooling2D(6)(keras::Input({5, 5, 3})); }), "Computed output size would be negative");
+  // Zero or negative filters, kernel sizes and strides.
+  has(what([] { layers::Conv2D(0, 3); }), "filters=0");
+  has(what([] { layers::Conv2D(4, {3, 0}); }), "kernel_size");
+  has(what([] { layers::Conv1D(4, 3, {.strides = -1}); }), "strides");
+  has(what([] { layers::Conv2D(4, {3, 3, 3}); }), "tuple of 2 integers");
+  has(what([] { layers::Conv2D(4, 3, {.strides = 2, .dilation_rate = 2}); }), "dilation_rate > 1");
+  // Groups that do not divide the filters or the input's channels.
+  has(what([] { layers::Conv2D(5, 3, {.groups = 2}); }), "groups=2, filters=5");
+  has(what([] { (void)layers::Conv2D(4, 3, {.groups = 2})(keras::Input({5, 5, 3})); }),
+      "Received groups=2, but the input has 3 channels");
+  has(what([] { layers::Conv2D(4, 3, {.padding = "causal"}); }), "causal");
+  has(what([] { layers::Conv2D(4, 3, {.data_format = "NHWC"}); }), "data_format");
+  has(what([] { layers::UpSampling2D(2, "channels_last", "bilinear"); }), "bilinear");
+  has(what([] { (void)layers::Cropping2D(3)(keras::Input({5, 5, 3})); }), "cropping");
+  // A Keras config without a kernel size.
+  has(what([] {
+        (void)models::model_from_json(R"({"class_name": "Sequential", "config": {"layers": [{"class_name": "Conv2D", "config": {"filters": 2}}]}})");
+      }),
+      "kernel_size");
+}
+
+TEST(ConvLayers, RecordedStepsTrainAsEagerOnes) {
+  std::vector<std::vector<float>> weights[2];
+  std::vector<double> losses[2];
+  for (int eager = 0; eager < 2; ++eager) {
+    random::set_seed(21);
+    Sequential m({layers::Input({10, 10, 2}), layers::Conv2D(4, 3, {.padding = "same", .activation = "relu"}),
+                  layers::BatchNormalization(), layers::MaxPooling2D(2), layers::ZeroPadding2D(1),
+                  layers::SeparableConv2D(3, 3), layers::UpSampling2D(2), layers::Cropping2D(1),
+                  layers::GlobalAveragePooling2D(), layers::Dense(1)});
+    m.compile({.optimizer = "adam", .loss = "mse", .run_eagerly = eager == 1});
+    const Tensor x = random::uniform({24, 10, 10, 2}, -1, 1), y = random::uniform({24, 1});
+    losses[eager] = m.fit(x, y, {.epochs = 3, .batch_size = 8, .verbose = 0}).history["loss"];
+    for (auto* v : m.variables()) weights[eager].push_back(v->value().to_vector<float>());
+  }
+  EXPECT_EQ(losses[0], losses[1]);
+  EXPECT_EQ(weights[0], weights[1]);
+  EXPECT_LT(losses[0].back(), losses[0].front());
+}

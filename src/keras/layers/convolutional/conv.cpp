@@ -303,9 +303,14 @@ std::string BaseConv::get_config() const {
 
 namespace {
 
-// A tuple argument of a conv or pooling config: a list of `rank` integers, or one integer.
+// A tuple argument of a conv config: a list of `rank` integers, or one integer; Keras's default of 1 when absent
+// (kernel_size has none: a ValueError).
 Ints ints_from(const json& c, const char* key, int rank, int64_t lo, const std::string& what) {
-  if (c.contains(key) && c[key].is_number_integer()) return Ints(ser::integer(c, key, lo, int64_t{1} << 30, what));
+  if (!c.contains(key) || c[key].is_null()) {
+    if (std::string(key) == "kernel_size") throw ValueError(fmt::format("{}: the config has no `kernel_size`", what));
+    return Ints(1);
+  }
+  if (c[key].is_number_integer()) return Ints(ser::integer(c, key, lo, int64_t{1} << 30, what));
   return Ints(ser::integers(c, key, lo, int64_t{1} << 30, what, static_cast<std::size_t>(rank)));
 }
 

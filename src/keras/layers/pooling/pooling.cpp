@@ -151,7 +151,7 @@ std::shared_ptr<Layer> pooling_from_config(ops::PoolKind kind, int rank, const j
   o.padding = ser::value_or<std::string>(c, "padding", "valid");
   o.data_format = ser::value_or<std::string>(c, "data_format", "channels_last");
   o.name = ser::name_of(c);
-  const Ints size = c.contains("pool_size") ? pool_ints(c, "pool_size", rank, what) : Ints(2);
+  const Ints size = c.contains("pool_size") && !c["pool_size"].is_null() ? pool_ints(c, "pool_size", rank, what) : Ints(2);
   return std::make_shared<BasePooling>(kind, rank, size, o);
 }
 

@@ -1,0 +1,53 @@
+// The CIFAR-shaped benchmark of issue 17: a small VGG-style network on 32x32x3 inputs, batch 128, Adam, sparse
+// categorical crossentropy; time per train_on_batch step (one JSON line, or a Markdown row with "row").
+//   cnn_step [batch] [steps] [device] [row]
+//   conv 32 3x3 same relu -> conv 32 -> maxpool 2 -> conv 64 -> conv 64 -> maxpool 2 -> flatten -> dense 128 relu
+//   -> dense 10 softmax (bench/torch_cnn.py and bench/keras_bench.py cnn build the same network)
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include <osprey/osprey.h>
+
+namespace keras = osprey::keras;
+namespace layers = osprey::keras::layers;
+
+int main(int argc, char** argv) {
+  const int batch = argc > 1 ? std::atoi(argv[1]) : 128;
+  const int steps = argc > 2 ? std::atoi(argv[2]) : 10;
+  const std::string device = argc > 3 ? argv[3] : "/CPU:0";
+  const bool row = argc > 4 && std::string(argv[4]) == "row";
+  if (osprey::DeviceSpec::from_string(device).device_type == "GPU" &&
+      osprey::config::list_logical_devices("GPU").empty()) {
+    std::printf("| cnn | %d | %s | skipped: no GPU |\n", batch, device.c_str());
+    return 0;
+  }
+  osprey::config::set_soft_device_placement(false);
+  osprey::random::set_seed(0);
+  osprey::DeviceScope on(device);
+  auto x = osprey::random::uniform({batch, 32, 32, 3});
+  auto y = osprey::random::randint(0, 10, {batch}).cast(osprey::float32);
+  const keras::layers::ConvOptions relu_same{.padding = "same", .activation = "relu"};
+  keras::Sequential model({layers::Input({32, 32, 3}), layers::Conv2D(32, 3, relu_same), layers::Conv2D(32, 3, relu_same),
+                           layers::MaxPooling2D(2), layers::Conv2D(64, 3, relu_same), layers::Conv2D(64, 3, relu_same),
+                           layers::MaxPooling2D(2), layers::Flatten(), layers::Dense(128, "relu"),
+                           layers::Dense(10, "softmax")});
+  model.compile({.optimizer = "adam", .loss = "sparse_categorical_crossentropy"});
+  for (int i = 0; i < 3; ++i) model.train_on_batch(x, y);  // warm-up: primitives, pools, the recorded step
+  using clock = std::chrono::steady_clock;
+  double best = 1e30;
+  for (int rep = 0; rep < 3; ++rep) {
+    const auto t0 = clock::now();
+    for (int i = 0; i < steps; ++i) model.train_on_batch(x, y);
+    best = std::min(best, std::chrono::duration<double, std::micro>(clock::now() - t0).count() / steps);
+  }
+  if (row) {
+    std::printf("| cnn | %d | %s | %.1f |\n", batch, device.c_str(), best);
+  } else {
+    std::printf("{\"framework\": \"osprey\", \"case\": \"VGG-style CNN 32x32x3 batch %d, train_on_batch, %d thread(s)\", "
+                "\"us_per_step\": %.1f}\n",
+                batch, osprey::config::get_intra_op_parallelism_threads(), best);
+  }
+  return 0;
+}

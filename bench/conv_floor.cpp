@@ -1,0 +1,84 @@
+// The floor of bench/cnn_step's training step: its four convolutions alone through oneDNN, each in the memory
+// layouts oneDNN prefers (format "any" everywhere: blocked activations and weights, no reorders timed), forward,
+// backward-data (not for the first layer, as a training step skips it) and backward-weights with the bias.
+//   conv_floor [batch=128] [reps=5]   -> one JSON line
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include <dnnl.hpp>
+
+int main(int argc, char** argv) {
+  const int batch = argc > 1 ? std::atoi(argv[1]) : 128;
+  const int reps = argc > 2 ? std::atoi(argv[2]) : 5;
+  using dt = dnnl::memory::data_type;
+  using tag = dnnl::memory::format_tag;
+  dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  dnnl::stream s(eng);
+  struct Layer {
+    int hw, cin, cout;
+    bool first;
+  };
+  const Layer net[] = {{32, 3, 32, true}, {32, 32, 32, false}, {16, 32, 64, false}, {16, 64, 64, false}};
+  struct Prims {
+    dnnl::convolution_forward fwd;
+    dnnl::convolution_backward_data bwd_data;
+    dnnl::convolution_backward_weights bwd_weights;
+    dnnl::memory src, wei, bias, dst, diff_dst, diff_src, diff_wei, diff_bias;
+    bool first;
+  };
+  std::vector<Prims> prims;
+  for (const Layer& l : net) {
+    const dnnl::memory::dims src{batch, l.cin, l.hw, l.hw}, wei{l.cout, l.cin, 3, 3}, bias{l.cout},
+        dst{batch, l.cout, l.hw, l.hw}, strides{1, 1}, pad{1, 1};
+    const dnnl::memory::desc src_any(src, dt::f32, tag::any), wei_any(wei, dt::f32, tag::any),
+        bias_md(bias, dt::f32, tag::a), dst_any(dst, dt::f32, tag::any);
+    const dnnl::convolution_forward::primitive_desc fpd(
+        dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, src_any,
+                                        wei_any, bias_md, dst_any, strides, pad, pad),
+        eng);
+    const dnnl::convolution_backward_data::primitive_desc dpd(
+        dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, src_any, wei_any, dst_any, strides,
+                                              pad, pad),
+        eng, fpd);
+    const dnnl::convolution_backward_weights::primitive_desc wpd(
+        dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, src_any, wei_any, bias_md,
+                                                 dst_any, strides, pad, pad),
+        eng, fpd);
+    Prims p{dnnl::convolution_forward(fpd), dnnl::convolution_backward_data(dpd),
+            dnnl::convolution_backward_weights(wpd), dnnl::memory(fpd.src_desc(), eng),
+            dnnl::memory(fpd.weights_desc(), eng), dnnl::memory(bias_md, eng), dnnl::memory(fpd.dst_desc(), eng),
+            dnnl::memory(wpd.diff_dst_desc(), eng), dnnl::memory(dpd.diff_src_desc(), eng),
+            dnnl::memory(wpd.diff_weights_desc(), eng), dnnl::memory(bias_md, eng), l.first};
+    for (dnnl::memory* m : {&p.src, &p.wei, &p.bias, &p.dst, &p.diff_dst}) {
+      auto* f = static_cast<float*>(m->get_data_handle());
+      for (std::size_t i = 0; i < m->get_desc().get_size() / sizeof(float); ++i) f[i] = 0.001f * static_cast<float>(i % 97);
+    }
+    prims.push_back(std::move(p));
+  }
+  auto step = [&] {
+    for (auto& p : prims) {
+      p.fwd.execute(s, {{DNNL_ARG_SRC, p.src}, {DNNL_ARG_WEIGHTS, p.wei}, {DNNL_ARG_BIAS, p.bias}, {DNNL_ARG_DST, p.dst}});
+    }
+    for (auto& p : prims) {
+      if (!p.first) {
+        p.bwd_data.execute(s, {{DNNL_ARG_DIFF_DST, p.diff_dst}, {DNNL_ARG_WEIGHTS, p.wei}, {DNNL_ARG_DIFF_SRC, p.diff_src}});
+      }
+      p.bwd_weights.execute(s, {{DNNL_ARG_SRC, p.src}, {DNNL_ARG_DIFF_DST, p.diff_dst},
+                                {DNNL_ARG_DIFF_WEIGHTS, p.diff_wei}, {DNNL_ARG_DIFF_BIAS, p.diff_bias}});
+    }
+    s.wait();
+  };
+  step();
+  double best = 1e30;
+  for (int r = 0; r < reps; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    step();
+    best = std::min(best, std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::printf("{\"framework\": \"onednn-conv-floor\", \"case\": \"the VGG-style CNN's 4 convolutions alone, batch %d, "
+              "forward + backward (oneDNN's preferred layouts)\", \"us_per_step\": %.1f}\n",
+              batch, best);
+  return 0;
+}
