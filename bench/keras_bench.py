@@ -1,7 +1,8 @@
 """TensorFlow 2 + Keras 3 CPU reference (pip tensorflow-cpu): model.fit per-step time for the seed model (2048x20,
 batch 64, Adam, BCE, accuracy) and the wide MLP (784->512->512->10, sparse CE, one repeated batch), plus the time
 from interpreter start to the first completed training step. One JSON line per case.
-Usage: keras_bench.py <seed|wide|first_step> [batch] [threads]"""
+"cnn" is bench/cnn_step's VGG-style CNN on 32x32x3 (one repeated batch).
+Usage: keras_bench.py <seed|wide|cnn|first_step> [batch] [threads]"""
 import json
 import os
 import sys
@@ -40,6 +41,21 @@ if case in ("seed", "first_step"):
     model.fit(x, y, epochs=epochs, batch_size=batch, verbose=0)
     us = (time.perf_counter() - t0) / (epochs * 2048 / batch) * 1e6
     name = f"seed model fit batch {batch}"
+elif case == "cnn":
+    x = np.random.rand(batch, 32, 32, 3).astype("float32")
+    y = np.random.randint(0, 10, (batch,)).astype("float32")
+    same = dict(padding="same", activation="relu")
+    model = keras.Sequential([layers.Input(shape=(32, 32, 3)), layers.Conv2D(32, 3, **same),
+                              layers.Conv2D(32, 3, **same), layers.MaxPooling2D(2), layers.Conv2D(64, 3, **same),
+                              layers.Conv2D(64, 3, **same), layers.MaxPooling2D(2), layers.Flatten(),
+                              layers.Dense(128, activation="relu"), layers.Dense(10, activation="softmax")])
+    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+    xs, ys = np.tile(x, (5, 1, 1, 1)), np.tile(y, 5)  # 5 steps per epoch on the same batch
+    model.fit(xs, ys, epochs=1, batch_size=batch, verbose=0, shuffle=False)
+    t0 = time.perf_counter()
+    model.fit(xs, ys, epochs=2, batch_size=batch, verbose=0, shuffle=False)
+    us = (time.perf_counter() - t0) / 10 * 1e6
+    name = f"VGG-style CNN fit batch {batch}"
 else:
     x = np.random.rand(batch, 784).astype("float32")
     y = np.random.randint(0, 10, (batch,)).astype("float32")

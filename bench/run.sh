@@ -46,6 +46,12 @@ for b in 128 1024; do
   if ((have_tf)); then python3 bench/keras_bench.py wide "$b" 0 2>/dev/null; fi
 done
 
+echo "## CIFAR-shaped CNN (32x32x3, conv 32-32-pool-64-64-pool, dense 128-10, Adam, batch 128; issue 17)"
+"$build/bench/conv_floor" 128 5
+"$build/bench/cnn_step" 128 5
+if ((have_torch)); then for t in 1 2; do /usr/bin/python3 bench/torch_cnn.py 128 "$t" 5; done; fi
+if ((have_tf)); then python3 bench/keras_bench.py cnn 128 0 2>/dev/null; fi
+
 echo "## start to first training step"
 for i in 1 2 3; do "$build/bench/first_step" "$(date +%s%N)" 2>/dev/null; done
 if ((have_tf)); then python3 bench/keras_bench.py first_step 2>/dev/null; fi

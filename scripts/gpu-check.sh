@@ -149,6 +149,9 @@ for spec in "seed 64 200" "wide 128 100" "wide 8192 10"; do
     timings+=("| $1 | $2 | torch cuda | skipped: no python3 with torch |")
   fi
 done
+# The CIFAR-shaped CNN of issue 17 (cuDNN convolutions) at batch 256 on the GPU and, for scale, the CPU at 128.
+timings+=("$(timeout 180 "$build/bench/cnn_step" 256 20 /GPU:0 row 2>"$results/step-cnn-gpu.log" || echo "| cnn | 256 | /GPU:0 | failed: $(tail -1 "$results/step-cnn-gpu.log") |")")
+timings+=("$(timeout 180 "$build/bench/cnn_step" 128 3 /CPU:0 row 2>/dev/null || echo "| cnn | 128 | /CPU:0 | failed |")")
 printf '%s\n' "${timings[@]}"
 for spec in "seed 64" "wide 128"; do  # whether the GPU steps replayed as CUDA graphs (the plug-in says why not)
   set -- $spec
