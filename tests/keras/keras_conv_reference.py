@@ -1,6 +1,6 @@
 # Regenerates tests/data/keras_conv.json: every convolution, pooling and spatial reshaping layer Osprey has, in three
 # Keras 3 models (1-D, 2-D and 3-D inputs; strides, dilation, groups, "same"/"causal" padding, channels_first,
-# depthwise and separable kernels, BatchNormalization over feature maps). For each: the initial weights, each
+# depthwise, separable and transposed kernels, BatchNormalization over feature maps). For each: the initial weights, each
 # branch's forward values, the model's predictions, the gradients of an mse loss with respect to every trainable
 # weight, two epochs of SGD and the trained weights. tests/keras/test_conv_layers.cpp checks Osprey against them.
 # Run: python3 tests/keras/keras_conv_reference.py   (pip tensorflow-cpu keras)
@@ -38,6 +38,11 @@ def model_2d():
         L.Cropping2D(((1, 1), (0, 2)), name="crop")(c1),
         L.UpSampling2D((2, 1), name="up")(c2),
         L.UpSampling2D(2, data_format="channels_first", name="up_first")(c6),
+        L.Conv2DTranspose(3, 3, strides=2, padding="same", activation="relu", name="ct_same")(c2),
+        L.Conv2DTranspose(2, (2, 3), strides=(2, 1), name="ct_valid")(c2),
+        L.Conv2DTranspose(2, 3, strides=2, output_padding=1, name="ct_outpad")(c2),
+        L.Conv2DTranspose(2, 3, dilation_rate=2, padding="same", name="ct_dilated")(c1),
+        L.Conv2DTranspose(3, 2, strides=2, data_format="channels_first", name="ct_first")(c6),
     ]
     return x, branches
 
@@ -57,6 +62,8 @@ def model_1d():
         L.ZeroPadding1D((2, 1), name="zpad")(c1),
         L.Cropping1D((1, 2), name="crop")(c3),
         L.UpSampling1D(3, name="up")(c2),
+        L.Conv1DTranspose(3, 4, strides=2, padding="same", name="ct_same")(c2),
+        L.Conv1DTranspose(2, 3, dilation_rate=2, name="ct_dilated")(c1),
     ]
     return x, branches
 
@@ -74,6 +81,7 @@ def model_3d():
         L.ZeroPadding3D(1, name="zpad")(c2),
         L.Cropping3D(((1, 0), (1, 1), (0, 2)), name="crop")(c1),
         L.UpSampling3D((1, 2, 2), name="up")(c2),
+        L.Conv3DTranspose(2, 2, strides=(1, 2, 2), padding="same", name="ct")(c2),
     ]
     return x, branches
 

@@ -54,7 +54,12 @@ Branches model_2d(const KerasTensor& x) {
           layers::ZeroPadding2D(layers::AxisPairs{{1, 0}, {2, 1}}, "channels_last", "zpad")(c2),
           layers::Cropping2D(layers::AxisPairs{{1, 1}, {0, 2}}, "channels_last", "crop")(c1),
           layers::UpSampling2D({2, 1}, "channels_last", "nearest", "up")(c2),
-          layers::UpSampling2D(2, "channels_first", "nearest", "up_first")(c6)};
+          layers::UpSampling2D(2, "channels_first", "nearest", "up_first")(c6),
+          layers::Conv2DTranspose(3, 3, {.strides = 2, .padding = "same", .activation = "relu", .name = "ct_same"})(c2),
+          layers::Conv2DTranspose(2, {2, 3}, {.strides = {2, 1}, .name = "ct_valid"})(c2),
+          layers::Conv2DTranspose(2, 3, {.strides = 2, .output_padding = 1, .name = "ct_outpad"})(c2),
+          layers::Conv2DTranspose(2, 3, {.padding = "same", .dilation_rate = 2, .name = "ct_dilated"})(c1),
+          layers::Conv2DTranspose(3, 2, {.strides = 2, .data_format = "channels_first", .name = "ct_first"})(c6)};
 }
 
 Branches model_1d(const KerasTensor& x) {
@@ -70,7 +75,9 @@ Branches model_1d(const KerasTensor& x) {
           layers::GlobalAveragePooling1D("channels_last", false, "gap")(c4),
           layers::ZeroPadding1D({2, 1}, "channels_last", "zpad")(c1),
           layers::Cropping1D({1, 2}, "channels_last", "crop")(c3),
-          layers::UpSampling1D(3, "up")(c2)};
+          layers::UpSampling1D(3, "up")(c2),
+          layers::Conv1DTranspose(3, 4, {.strides = 2, .padding = "same", .name = "ct_same"})(c2),
+          layers::Conv1DTranspose(2, 3, {.dilation_rate = 2, .name = "ct_dilated"})(c1)};
 }
 
 Branches model_3d(const KerasTensor& x) {
@@ -84,7 +91,8 @@ Branches model_3d(const KerasTensor& x) {
           layers::GlobalMaxPooling3D("channels_last", false, "gmp")(c2),
           layers::ZeroPadding3D(1, "channels_last", "zpad")(c2),
           layers::Cropping3D(layers::AxisPairs{{1, 0}, {1, 1}, {0, 2}}, "channels_last", "crop")(c1),
-          layers::UpSampling3D({1, 2, 2}, "channels_last", "up")(c2)};
+          layers::UpSampling3D({1, 2, 2}, "channels_last", "up")(c2),
+          layers::Conv3DTranspose(2, 2, {.strides = {1, 2, 2}, .padding = "same", .name = "ct"})(c2)};
 }
 
 // "model/c_same/kernel" -> "c_same/kernel"
@@ -234,7 +242,7 @@ TEST(ConvLayers, RecordedStepsTrainAsEagerOnes) {
   for (int eager = 0; eager < 2; ++eager) {
     random::set_seed(21);
     Sequential m({layers::Input({10, 10, 2}), layers::Conv2D(4, 3, {.padding = "same", .activation = "relu"}),
-                  layers::BatchNormalization(), layers::MaxPooling2D(2), layers::ZeroPadding2D(1),
+                  layers::SpatialDropout2D(0.25), layers::BatchNormalization(), layers::Conv2DTranspose(4, 2), layers::MaxPooling2D(2), layers::ZeroPadding2D(1),
                   layers::SeparableConv2D(3, 3), layers::UpSampling2D(2), layers::Cropping2D(1),
                   layers::GlobalAveragePooling2D(), layers::Dense(1)});
     m.compile({.optimizer = "adam", .loss = "mse", .run_eagerly = eager == 1});
@@ -245,4 +253,38 @@ TEST(ConvLayers, RecordedStepsTrainAsEagerOnes) {
   EXPECT_EQ(losses[0], losses[1]);
   EXPECT_EQ(weights[0], weights[1]);
   EXPECT_LT(losses[0].back(), losses[0].front());
+}
+
+TEST(ConvLayers, SpatialDropoutDropsWholeFeatureMapsInTrainingOnly) {
+  random::set_seed(5);
+  const Tensor x = ops::add(random::uniform({64, 6, 5, 8}), Tensor::scalar(1.0));  // all >= 1: zeros are drops
+  for (const bool first : {false, true}) {
+    layers::SpatialDropout2D drop(0.3, first ? "channels_first" : "channels_last");
+    EXPECT_EQ(drop(x, false).to_vector<float>(), x.to_vector<float>());
+    const auto y = drop(x, true).to_vector<float>(), v = x.to_vector<float>();
+    // Per sample and channel: every position dropped, or every position kept and scaled by 1 / 0.7.
+    const int64_t n = 64, h = 6, w = 5, c = 8;
+    int dropped = 0, maps = 0;
+    for (int64_t s = 0; s < n; ++s) {
+      const int64_t channels = first ? h : c;  // channels_first reads axis 1 as the channels
+      for (int64_t ch = 0; ch < channels; ++ch) {
+        int zeros = 0, count = 0;
+        for (int64_t i = 0; i < h * w * c / channels; ++i) {
+          int64_t at;
+          if (first) at = (s * h + ch) * (w * c) + i;  // (N, C=6, 5, 8)
+          else at = s * h * w * c + i * c + ch;
+          ++count;
+          if (y[static_cast<std::size_t>(at)] == 0.0f) ++zeros;
+          else EXPECT_NEAR(y[static_cast<std::size_t>(at)], v[static_cast<std::size_t>(at)] / 0.7f, 1e-5);
+        }
+        EXPECT_TRUE(zeros == 0 || zeros == count) << "a feature map partly dropped";
+        dropped += zeros == count;
+        ++maps;
+      }
+    }
+    EXPECT_NEAR(static_cast<double>(dropped) / maps, 0.3, 0.07);
+  }
+  EXPECT_THROW(layers::SpatialDropout1D(1.0), ValueError);
+  EXPECT_THROW((void)layers::SpatialDropout3D(0.1)(keras::Input({4, 4, 2})), ValueError);
+  EXPECT_EQ(json::parse(layers::SpatialDropout2D(0.2).get_config()).at("data_format"), "channels_last");
 }

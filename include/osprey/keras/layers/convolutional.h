@@ -30,6 +30,7 @@ struct ConvOptions {
   Ints dilation_rate = 1;
   int groups = 1;            ///< Conv only: channels split into independent groups
   int depth_multiplier = 1;  ///< DepthwiseConv / SeparableConv: output channels per input channel
+  Ints output_padding{};     ///< ConvTranspose: extra output rows per axis (empty: Keras's None)
   std::string activation{};
   bool use_bias = true;
   initializers::Initializer kernel_initializer = "glorot_uniform";
@@ -135,6 +136,56 @@ class SeparableConv2D : public BaseConv {
   OSPREY_KERAS_LAYER(SeparableConv2D)
 };
 
+/// Keras's BaseConvTranspose (Conv1DTranspose/2D/3D): the gradient of a convolution with respect to its input, as
+/// tf.nn.conv_transpose computes it; kernel (window..., filters, input channels), output extents by Keras's
+/// deconv_output_length.
+class BaseConvTranspose : public Layer {
+ public:
+  BaseConvTranspose(int rank, int64_t filters, const Ints& kernel_size, ConvOptions options);
+  bool recordable() const override { return true; }
+  std::string class_name() const override { return "Conv" + std::to_string(rank_) + "DTranspose"; }
+  std::string get_config() const override;
+  Shape build(const Shape& input_shape) override;
+  Tensor call(const Tensor& inputs, bool training) override;
+  std::vector<Tensor> regularization_losses() override;
+  bool has_regularization() const override;
+  void apply_constraints() override;
+  const ConvOptions& options() const { return options_; }
+  Variable* kernel() { return kernel_; }
+  Variable* bias() { return bias_; }
+
+ private:
+  std::vector<int64_t> output_extents(const std::vector<int64_t>& input_extents) const;
+
+  int rank_;
+  int64_t filters_;
+  std::vector<int64_t> kernel_size_, strides_, dilation_, output_padding_;
+  ConvOptions options_;
+  std::string activation_name_;
+  Variable* kernel_ = nullptr;
+  Variable* bias_ = nullptr;
+};
+/// keras.layers.Conv2DTranspose(filters, kernel_size, ...): `layers::Conv2DTranspose(16, 3, {.strides = 2,
+/// .padding = "same"})`. Conv1DTranspose and Conv3DTranspose alike.
+class Conv1DTranspose : public BaseConvTranspose {
+ public:
+  Conv1DTranspose(int64_t filters, const Ints& kernel_size, ConvOptions options = {})
+      : BaseConvTranspose(1, filters, kernel_size, std::move(options)) {}
+  OSPREY_KERAS_LAYER(Conv1DTranspose)
+};
+class Conv2DTranspose : public BaseConvTranspose {
+ public:
+  Conv2DTranspose(int64_t filters, const Ints& kernel_size, ConvOptions options = {})
+      : BaseConvTranspose(2, filters, kernel_size, std::move(options)) {}
+  OSPREY_KERAS_LAYER(Conv2DTranspose)
+};
+class Conv3DTranspose : public BaseConvTranspose {
+ public:
+  Conv3DTranspose(int64_t filters, const Ints& kernel_size, ConvOptions options = {})
+      : BaseConvTranspose(3, filters, kernel_size, std::move(options)) {}
+  OSPREY_KERAS_LAYER(Conv3DTranspose)
+};
+
 namespace detail {
 /// `values` as one entry per spatial axis: a single value repeated `rank` times, or exactly `rank` values, each
 /// >= `min`; ValueError naming the layer class and the argument otherwise.
@@ -150,6 +201,10 @@ std::vector<int> to_channels_first(int rank);
 /// all of it before. Returns {before, after}.
 std::pair<int64_t, int64_t> axis_padding(const std::string& padding, int64_t in, int64_t window, int64_t stride,
                                          int64_t dilation);
+/// "(None, 5, 5, 3)": a per-sample shape with Keras's batch dimension.
+std::string with_batch(const Shape& sample);
+/// Keras's InputSpec(ndim=rank + 2) error for an input of another rank (`sample`: without the batch dimension).
+void check_rank(const std::string& layer, int rank, const Shape& sample);
 }  // namespace detail
 
 }  // namespace osprey::keras::layers

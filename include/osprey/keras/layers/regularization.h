@@ -27,6 +27,11 @@ class Dropout : public Layer {
   Tensor call(const Tensor& inputs, bool training) override;
   double rate() const { return rate_; }
 
+ protected:
+  /// 1 where a uniform draw is >= rate, else 0, of `shape`, on `device` (this layer's generator there).
+  Tensor keep_mask(const Shape& shape, runtime::Device& device);
+  Dropout(double rate, std::string name, const std::string& prefix);
+
  private:
   double rate_;
   struct Generators {
@@ -35,6 +40,33 @@ class Dropout : public Layer {
   };
   std::shared_ptr<Generators> generators_ = std::make_shared<Generators>();
 };
+
+/// keras.layers.SpatialDropout1D/2D/3D: Dropout of whole feature maps (one draw per sample and channel, kept or
+/// zeroed over every spatial position), for (batch, spatial..., channels) inputs or channels_first.
+class SpatialDropout : public Dropout {
+ public:
+  SpatialDropout(int rank, double rate, std::string data_format = "channels_last", std::string name = "");
+  std::string class_name() const override { return "SpatialDropout" + std::to_string(rank_) + "D"; }
+  std::string get_config() const override;
+  Shape build(const Shape& input_shape) override;
+  Tensor call(const Tensor& inputs, bool training) override;
+
+ private:
+  int rank_;
+  std::string data_format_;
+};
+#define OSPREY_SPATIAL_DROPOUT(Class, rank)                                                                \
+  class Class : public SpatialDropout {                                                                  \
+   public:                                                                                               \
+    explicit Class(double rate, std::string data_format = "channels_last", std::string name = "")        \
+        : SpatialDropout(rank, rate, std::move(data_format), std::move(name)) {}                         \
+    OSPREY_KERAS_LAYER(Class)                                                                            \
+  };
+/// `layers::SpatialDropout2D(0.2)`.
+OSPREY_SPATIAL_DROPOUT(SpatialDropout1D, 1)
+OSPREY_SPATIAL_DROPOUT(SpatialDropout2D, 2)
+OSPREY_SPATIAL_DROPOUT(SpatialDropout3D, 3)
+#undef OSPREY_SPATIAL_DROPOUT
 
 /// The input unchanged, with the activity penalty (l1·Σ|x| + l2·Σx²) / batch size added to the loss in fit and
 /// evaluate, as Keras 3 normalises it (keras.layers.ActivityRegularization).

@@ -62,6 +62,20 @@ std::pair<int64_t, int64_t> axis_padding(const std::string& padding, int64_t in,
   return {total / 2, total - total / 2};
 }
 
+std::string with_batch(const Shape& sample) {
+  std::vector<int64_t> dims{0};
+  for (auto d : sample.dims()) dims.push_back(d);
+  return Shape(dims).to_keras_string();
+}
+
+void check_rank(const std::string& layer, int rank, const Shape& sample) {
+  if (sample.rank() != rank + 1) {
+    throw ValueError(fmt::format("Input 0 of layer \"{}\" is incompatible with the layer: expected ndim={}, found "
+                                 "ndim={}. Full shape received: {}",
+                                 layer, rank + 2, sample.rank() + 1, with_batch(sample)));
+  }
+}
+
 }  // namespace detail
 
 namespace {
@@ -79,14 +93,9 @@ std::string class_of(BaseConv::Kind kind, int rank) {
   return fmt::format("{}{}D", base, rank);
 }
 
-// "(None, 5, 5, 3)": a per-sample shape with Keras's batch dimension.
-std::string with_batch(const Shape& sample) {
-  std::vector<int64_t> dims{0};
-  for (auto d : sample.dims()) dims.push_back(d);
-  return Shape(dims).to_keras_string();
-}
-
 }  // namespace
+
+using detail::with_batch;
 
 BaseConv::BaseConv(Kind kind, int rank, int64_t filters, const Ints& kernel_size, ConvOptions options)
     : Layer(options.name, prefix_of(kind, rank)), kind_(kind), rank_(rank), filters_(filters),
@@ -161,11 +170,7 @@ Shape BaseConv::output_shape_for(const Shape& input_shape) const {
 }
 
 Shape BaseConv::build(const Shape& input_shape) {
-  if (input_shape.rank() != rank_ + 1) {
-    throw ValueError(fmt::format("Input 0 of layer \"{}\" is incompatible with the layer: expected ndim={}, found "
-                                 "ndim={}. Full shape received: {}",
-                                 name_, rank_ + 2, input_shape.rank() + 1, with_batch(input_shape)));
-  }
+  detail::check_rank(name_, rank_, input_shape);
   const int64_t cin = input_shape[options_.data_format == "channels_first" ? 0 : rank_];
   if (built_) {
     const int64_t want = kind_ == Kind::standard ? kernel_->shape()[-2] * options_.groups : kernel_->shape()[-2];

@@ -17,19 +17,8 @@ std::string pool_prefix(ops::PoolKind kind, int rank, bool global) {
   return fmt::format("{}{}_pooling{}d", global ? "global_" : "", kind == ops::PoolKind::max ? "max" : "average", rank);
 }
 
-std::string with_batch(const Shape& sample) {
-  std::vector<int64_t> dims{0};
-  for (auto d : sample.dims()) dims.push_back(d);
-  return Shape(dims).to_keras_string();
-}
-
-void check_rank(const std::string& layer, int rank, const Shape& input_shape) {
-  if (input_shape.rank() != rank + 1) {
-    throw ValueError(fmt::format("Input 0 of layer \"{}\" is incompatible with the layer: expected ndim={}, found "
-                                 "ndim={}. Full shape received: {}",
-                                 layer, rank + 2, input_shape.rank() + 1, with_batch(input_shape)));
-  }
-}
+using detail::check_rank;
+using detail::with_batch;
 
 }  // namespace
 

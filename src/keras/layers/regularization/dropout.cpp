@@ -16,7 +16,8 @@ static Tensor scalar(double v) { return Tensor::scalar(v); }
 
 // ---- Dropout ----
 
-Dropout::Dropout(double rate, std::string name) : Layer(name, "dropout"), rate_(rate) {
+Dropout::Dropout(double rate, std::string name) : Dropout(rate, std::move(name), "dropout") {}
+Dropout::Dropout(double rate, std::string name, const std::string& prefix) : Layer(name, prefix), rate_(rate) {
   if (!(rate >= 0.0 && rate < 1.0)) {
     throw ValueError(fmt::format("Invalid value received for argument `rate`. Expected a float value between 0 and 1. "
                                  "Received: rate={}",
@@ -29,16 +30,19 @@ Shape Dropout::build(const Shape& input_shape) {
 Tensor Dropout::call(const Tensor& x, bool training) {
   if (!training || rate_ == 0.0) return x;
   // keep = uniform >= rate (probability 1 − rate), a constant for the tape; kept values scaled by 1/(1 − rate).
-  // The uniforms come from this layer's generator on x's device (a new stream of the global seed).
+  return ops::mul(ops::mul(x, keep_mask(x.shape(), x.device_ref())), scalar(1.0 / (1.0 - rate_)));
+}
+
+// The uniforms come from this layer's generator on the device (a new stream of the global seed).
+Tensor Dropout::keep_mask(const Shape& shape, runtime::Device& device) {
   Tensor state;
   {
     std::lock_guard lock(generators_->mu);
-    Tensor& s = generators_->by_device[&x.device_ref()];
-    if (!s.defined()) s = random::new_state(&x.device_ref());
+    Tensor& s = generators_->by_device[&device];
+    if (!s.defined()) s = random::new_state(&device);
     state = s;
   }
-  const Tensor keep = ops::greater_equal(random::uniform_from_state(x.shape(), state), scalar(rate_));
-  return ops::mul(ops::mul(x, keep), scalar(1.0 / (1.0 - rate_)));
+  return ops::greater_equal(random::uniform_from_state(shape, state), scalar(rate_));
 }
 
 

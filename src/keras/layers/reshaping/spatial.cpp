@@ -11,19 +11,8 @@ namespace osprey::keras::layers {
 
 namespace {
 
-std::string with_batch(const Shape& sample) {
-  std::vector<int64_t> dims{0};
-  for (auto d : sample.dims()) dims.push_back(d);
-  return Shape(dims).to_keras_string();
-}
-
-void check_rank(const std::string& layer, int rank, const Shape& input_shape) {
-  if (input_shape.rank() != rank + 1) {
-    throw ValueError(fmt::format("Input 0 of layer \"{}\" is incompatible with the layer: expected ndim={}, found "
-                                 "ndim={}. Full shape received: {}",
-                                 layer, rank + 2, input_shape.rank() + 1, with_batch(input_shape)));
-  }
-}
+using detail::check_rank;
+using detail::with_batch;
 
 // The per-sample axis (batch excluded) of spatial axis i.
 int sample_axis(int i, const std::string& data_format) { return data_format == "channels_first" ? i + 1 : i; }
