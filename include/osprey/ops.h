@@ -95,6 +95,11 @@ struct PoolParams {
 };
 Tensor pool(const Tensor& x, const PoolParams& params);
 
+enum class ResizeMethod { bilinear, nearest };
+/// Images (N, H, W, C) resized to (N, height, width, C) as tf.image.resize does (half-pixel centres, no
+/// antialiasing). Differentiable in x. InvalidArgumentError for another rank or an empty target.
+Tensor resize(const Tensor& x, int64_t height, int64_t width, ResizeMethod method);
+
 /// Per-sample losses (shape (N,)), as Keras's loss functions before reduction.
 Tensor binary_crossentropy(const Tensor& y_true, const Tensor& y_pred, double label_smoothing = 0.0);
 Tensor categorical_crossentropy(const Tensor& y_true, const Tensor& y_pred, double label_smoothing = 0.0);

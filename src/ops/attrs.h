@@ -42,6 +42,7 @@ struct PoolAttrs {
   PoolKind kind;
   int64_t window[kMaxConvRank], strides[kMaxConvRank], pad_before[kMaxConvRank], pad_after[kMaxConvRank];
 };
+struct ResizeAttrs { ResizeMethod method; };
 struct RmspropAttrs { float learning_rate, rho, momentum, epsilon; bool centered; };
 
 /// True when the activation's gradient needs the pre-activation value (it cannot be derived from the output).

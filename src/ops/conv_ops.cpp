@@ -228,4 +228,33 @@ Tensor pool(const Tensor& x, const PoolParams& p) {
   return out;
 }
 
+Tensor resize(const Tensor& x, int64_t height, int64_t width, ResizeMethod method) {
+  check_float32("ResizeBilinear", {&x});
+  const Shape& s = x.shape();
+  if (s.rank() != 4 || height < 1 || width < 1 || height > (int64_t{1} << 24) || width > (int64_t{1} << 24)) {
+    throw InvalidArgumentError(fmt::format("resize: expects images (batch, height, width, channels) and a target size "
+                                           "in [1, 2^24]; got {} and {}x{}",
+                                           s.to_string(), height, width));
+  }
+  if (s[1] == 0 || s[2] == 0) {
+    throw InvalidArgumentError(fmt::format("resize: the images {} are empty", s.to_string()));
+  }
+  const char* name = method == ResizeMethod::bilinear ? "ResizeBilinear" : "ResizeNearestNeighbor";
+  const ResizeAttrs attrs{method};
+  Tensor in[1] = {x};
+  auto& dev = place(OpId::Resize, name, in);
+  Tensor out = Tensor::empty(Shape({s[0], height, width, s[3]}), DType::float32, &dev);
+  run(OpId::Resize, dev, in, {&out, 1}, &attrs);
+  maybe_record(name, in, {&out, 1}, [&] {
+    return BackwardFn([shape = s, attrs](const std::vector<Tensor>& g) {
+      Tensor gin[1] = {g[0]};
+      auto& d = place(OpId::ResizeGrad, "ResizeGrad", gin);
+      Tensor dx = Tensor::empty(shape, DType::float32, &d);
+      run(OpId::ResizeGrad, d, gin, {&dx, 1}, &attrs);
+      return std::vector<Tensor>{dx};
+    });
+  });
+  return out;
+}
+
 }  // namespace osprey::ops

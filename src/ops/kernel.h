@@ -44,6 +44,8 @@ enum class OpId : int {
   ConvBackpropFilter,  // x, dy -> dkernel, [dbias]
   Pool,            // x -> y (attrs PoolAttrs)
   PoolGrad,        // x, dy -> dx
+  Resize,          // x (N, H, W, C) -> y (N, h, w, C) (attrs ResizeAttrs)
+  ResizeGrad,      // dy -> dx (the output's shape says the input's)
   kCount
 };
 

@@ -250,6 +250,17 @@ void check_every_op() {
       return ys;
     });
   }
+  // Resizing up and down, bilinear and nearest, with the gradient.
+  expect_same("resize", [&] {
+    Variable v(host_uniform({2, 7, 5, 3}, -1, 1, 80), "v");
+    GradientTape tape;
+    Outputs ys{ops::resize(v.value(), 11, 3, ops::ResizeMethod::bilinear),
+               ops::resize(v.value(), 4, 9, ops::ResizeMethod::nearest)};
+    auto g = tape.gradient(ops::add(ops::reduce_sum(ops::square(ys[0])), ops::reduce_sum(ops::square(ys[1]))),
+                           Vars{&v});
+    ys.push_back(g[0]);
+    return ys;
+  });
   // Optimizer updates.
   expect_same("optimizers", [&] {
     Tensor g = ops::mul(sq, Tensor::scalar(0.1));

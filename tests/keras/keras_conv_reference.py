@@ -1,6 +1,6 @@
 # Regenerates tests/data/keras_conv.json: every convolution, pooling and spatial reshaping layer Osprey has, in three
 # Keras 3 models (1-D, 2-D and 3-D inputs; strides, dilation, groups, "same"/"causal" padding, channels_first,
-# depthwise, separable and transposed kernels, BatchNormalization over feature maps). For each: the initial weights, each
+# depthwise, separable and transposed kernels, Resizing / CenterCrop / Rescaling, BatchNormalization over feature maps). For each: the initial weights, each
 # branch's forward values, the model's predictions, the gradients of an mse loss with respect to every trainable
 # weight, two epochs of SGD and the trained weights. tests/keras/test_conv_layers.cpp checks Osprey against them.
 # Run: python3 tests/keras/keras_conv_reference.py   (pip tensorflow-cpu keras)
@@ -43,6 +43,12 @@ def model_2d():
         L.Conv2DTranspose(2, 3, strides=2, output_padding=1, name="ct_outpad")(c2),
         L.Conv2DTranspose(2, 3, dilation_rate=2, padding="same", name="ct_dilated")(c1),
         L.Conv2DTranspose(3, 2, strides=2, data_format="channels_first", name="ct_first")(c6),
+        L.Resizing(11, 5, name="resize_bilinear")(c1),
+        L.Resizing(4, 6, interpolation="nearest", name="resize_nearest")(c2),
+        L.Resizing(5, 5, crop_to_aspect_ratio=True, name="resize_crop")(c1),
+        L.CenterCrop(5, 6, name="center")(c1),
+        L.CenterCrop(10, 4, name="center_small")(c1),
+        L.Rescaling(0.5, offset=-1.0, name="rescale")(c4),
     ]
     return x, branches
 
@@ -110,7 +116,7 @@ def reference(make):
     for layer in model.layers:
         if layer.name in ref["initial_weights"]:
             layer.set_weights([np.array(w, dtype="float32") for w in ref["initial_weights"][layer.name]])
-    model.compile(optimizer=keras.optimizers.SGD(0.003), loss="mse")
+    model.compile(optimizer=keras.optimizers.SGD(0.001), loss="mse")
     hist = model.fit(x, y, epochs=2, batch_size=8, shuffle=False, verbose=0)
     ref["history"] = [float(v) for v in hist.history["loss"]]
     ref["final_weights"] = weights_of(model)

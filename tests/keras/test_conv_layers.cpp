@@ -59,7 +59,13 @@ Branches model_2d(const KerasTensor& x) {
           layers::Conv2DTranspose(2, {2, 3}, {.strides = {2, 1}, .name = "ct_valid"})(c2),
           layers::Conv2DTranspose(2, 3, {.strides = 2, .output_padding = 1, .name = "ct_outpad"})(c2),
           layers::Conv2DTranspose(2, 3, {.padding = "same", .dilation_rate = 2, .name = "ct_dilated"})(c1),
-          layers::Conv2DTranspose(3, 2, {.strides = 2, .data_format = "channels_first", .name = "ct_first"})(c6)};
+          layers::Conv2DTranspose(3, 2, {.strides = 2, .data_format = "channels_first", .name = "ct_first"})(c6),
+          layers::Resizing(11, 5, {.name = "resize_bilinear"})(c1),
+          layers::Resizing(4, 6, {.interpolation = "nearest", .name = "resize_nearest"})(c2),
+          layers::Resizing(5, 5, {.crop_to_aspect_ratio = true, .name = "resize_crop"})(c1),
+          layers::CenterCrop(5, 6, "channels_last", "center")(c1),
+          layers::CenterCrop(10, 4, "channels_last", "center_small")(c1),
+          layers::Rescaling(0.5, -1.0, "rescale")(c4)};
 }
 
 Branches model_1d(const KerasTensor& x) {
@@ -146,7 +152,7 @@ void check_against_keras(const std::string& which, const Shape& sample, Branches
     }
   }
 
-  model.compile({.optimizer = optimizers::SGD({.learning_rate = 0.003}), .loss = "mse"});
+  model.compile({.optimizer = optimizers::SGD({.learning_rate = 0.001}), .loss = "mse"});
   const auto h = model.fit(x, y, {.epochs = 2, .batch_size = 8, .verbose = 0, .shuffle = false});
   for (int e = 0; e < 2; ++e) EXPECT_NEAR(h.history.at("loss")[e], ref.at("history")[e].get<double>(), 1e-4);
   for (const auto& [name, values] : ref.at("final_weights").items()) {

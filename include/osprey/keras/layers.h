@@ -8,5 +8,6 @@
 #include "osprey/keras/layers/merging.h"
 #include "osprey/keras/layers/normalization.h"
 #include "osprey/keras/layers/pooling.h"
+#include "osprey/keras/layers/preprocessing.h"
 #include "osprey/keras/layers/regularization.h"
 #include "osprey/keras/layers/reshaping.h"

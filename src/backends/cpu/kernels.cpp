@@ -9,6 +9,7 @@ void register_cpu_kernels() {
   register_optimizer_kernels();
   register_array_kernels();
   register_conv_kernels();
+  register_image_kernels();
 }
 
 }  // namespace osprey::cpu

@@ -1,4 +1,4 @@
-// The CUDA plug-in's convolutions on cuDNN (opened with dlopen on first use) and pooling on its own kernels.
+// The CUDA plug-in's convolutions on cuDNN (opened with dlopen on first use), pooling and resizing on its own kernels.
 // Activations stay channels-last (NHWC strides on cuDNN's NCHW-ordered descriptors); Keras's kernels (window...,
 // in, out) are transposed to cuDNN's NHWC filter layout (out, window..., in) per call and back for the kernel's
 // gradient. cuDNN pads both sides of an axis alike: where TensorFlow's padding is asymmetric ("same" with an even
@@ -398,6 +398,26 @@ void pool_grad_kernel(const KernelContext& ctx) {
   check(cudaGetLastError(), "PoolGrad");
 }
 
+void resize_kernel(const KernelContext& ctx) {
+  Launch l(ctx);
+  const Tensor& x = ctx.inputs[0];
+  Tensor& y = ctx.outputs[0];
+  const auto& xs = x.shape();
+  launch_resize(x.data<float>(), y.data<float>(), xs[0], xs[1], xs[2], xs[3], y.shape()[1], y.shape()[2],
+                ctx.attr<ops::ResizeAttrs>().method == ops::ResizeMethod::bilinear, l.s());
+  check(cudaGetLastError(), "ResizeBilinear");
+}
+
+void resize_grad_kernel(const KernelContext& ctx) {
+  Launch l(ctx);
+  const Tensor& dy = ctx.inputs[0];
+  Tensor& dx = ctx.outputs[0];
+  const auto& xs = dx.shape();
+  launch_resize_grad(dy.data<float>(), dx.data<float>(), xs[0], xs[1], xs[2], xs[3], dy.shape()[1], dy.shape()[2],
+                     ctx.attr<ops::ResizeAttrs>().method == ops::ResizeMethod::bilinear, l.s());
+  check(cudaGetLastError(), "ResizeGrad");
+}
+
 }  // namespace
 
 void register_cuda_conv_kernels() {
@@ -407,6 +427,8 @@ void register_cuda_conv_kernels() {
   ops::register_kernel(OpId::ConvBackpropFilter, DeviceType::GPU, conv_backprop_filter_kernel);
   ops::register_kernel(OpId::Pool, DeviceType::GPU, pool_kernel);
   ops::register_kernel(OpId::PoolGrad, DeviceType::GPU, pool_grad_kernel);
+  ops::register_kernel(OpId::Resize, DeviceType::GPU, resize_kernel);
+  ops::register_kernel(OpId::ResizeGrad, DeviceType::GPU, resize_grad_kernel);
 }
 
 }  // namespace osprey::cuda

@@ -101,4 +101,11 @@ struct RegionGeometry {
 };
 void launch_region_copy(const RegionGeometry& g, float* small, float* big, bool into_big, cudaStream_t s);
 
+/// tf.image.resize of (n, h, w, c) images to (n, oh, ow, c): bilinear or nearest, half-pixel centres.
+void launch_resize(const float* x, float* y, int64_t n, int64_t h, int64_t w, int64_t c, int64_t oh, int64_t ow,
+                   bool bilinear, cudaStream_t s);
+/// Its gradient: one thread per sample and channel scatters its output pixels in order (deterministic).
+void launch_resize_grad(const float* dy, float* dx, int64_t n, int64_t h, int64_t w, int64_t c, int64_t oh,
+                        int64_t ow, bool bilinear, cudaStream_t s);
+
 }  // namespace osprey::cuda

@@ -1,0 +1,155 @@
+// keras.layers.Rescaling, Resizing and CenterCrop on ops (resize: tf.image.resize's taps on every backend).
+#include <fmt/format.h>
+
+#include "keras/saving/serialization.h"
+#include "osprey/errors.h"
+#include "osprey/keras/layers/convolutional.h"
+#include "osprey/keras/layers/preprocessing.h"
+#include "osprey/ops.h"
+
+namespace osprey::keras::layers {
+
+namespace {
+
+void check_size(const std::string& layer, int64_t height, int64_t width) {
+  if (height < 1 || width < 1 || height > (int64_t{1} << 24) || width > (int64_t{1} << 24)) {
+    throw ValueError(fmt::format("{}: height and width must be in [1, 2^24]; received height={}, width={}", layer,
+                                 height, width));
+  }
+}
+
+// Images as (N, H, W, C) for the ops, and back.
+Tensor to_last(const Tensor& x, bool first) { return first ? ops::transpose(x, {0, 2, 3, 1}) : x; }
+Tensor from_last(const Tensor& x, bool first) { return first ? ops::transpose(x, {0, 3, 1, 2}) : x; }
+
+// Keras's smart_resize crop: the largest centred window of the target's aspect ratio, then the resize.
+Tensor crop_to_aspect(const Tensor& x, int64_t height, int64_t width) {
+  const int64_t h = x.shape()[1], w = x.shape()[2];
+  const int64_t ch = std::min(h, static_cast<int64_t>(static_cast<double>(w * height) / static_cast<double>(width)));
+  const int64_t cw = std::min(w, static_cast<int64_t>(static_cast<double>(h * width) / static_cast<double>(height)));
+  const int64_t top = static_cast<int64_t>(static_cast<double>(h - ch) / 2);
+  const int64_t left = static_cast<int64_t>(static_cast<double>(w - cw) / 2);
+  return ops::slice_axis(ops::slice_axis(x, 1, top, std::max<int64_t>(ch, 1)), 2, left, std::max<int64_t>(cw, 1));
+}
+
+void check_images(const std::string& layer, const Shape& input_shape) {
+  if (input_shape.rank() != 3) {
+    throw ValueError(fmt::format("Input 0 of layer \"{}\" is incompatible with the layer: expected images of ndim=4 "
+                                 "(batch, height, width, channels), found ndim={}. Full shape received: {}",
+                                 layer, input_shape.rank() + 1, detail::with_batch(input_shape)));
+  }
+}
+
+// Throws Keras's error unless `x` is a batch of images.
+void check_batch(const std::string& layer, const Tensor& x) {
+  const auto d = x.shape().dims();
+  if (d.size() != 4) check_images(layer, Shape(std::vector<int64_t>(d.begin() + (d.empty() ? 0 : 1), d.end())));
+}
+
+Shape image_shape(const Shape& input_shape, bool first, int64_t height, int64_t width) {
+  return first ? Shape({input_shape[0], height, width}) : Shape({height, width, input_shape[2]});
+}
+
+}  // namespace
+
+Rescaling::Rescaling(double scale, double offset, std::string name)
+    : Layer(name, "rescaling"), scale_(scale), offset_(offset) {}
+
+Tensor Rescaling::call(const Tensor& x, bool) {
+  const Tensor scaled = ops::mul(x.dtype() == DType::float32 ? x : x.cast(DType::float32), Tensor::scalar(scale_));
+  return offset_ == 0.0 ? scaled : ops::add(scaled, Tensor::scalar(offset_));
+}
+
+Resizing::Resizing(int64_t height, int64_t width, ResizingOptions options)
+    : Layer(options.name, "resizing"), height_(height), width_(width), options_(std::move(options)) {
+  check_size("Resizing", height, width);
+  if (options_.interpolation != "bilinear" && options_.interpolation != "nearest") {
+    throw ValueError(fmt::format("Resizing: interpolation \"{}\" is not implemented in Osprey (\"bilinear\", "
+                                 "\"nearest\")",
+                                 options_.interpolation));
+  }
+  detail::check_data_format(options_.data_format, "Resizing");
+}
+
+Shape Resizing::build(const Shape& input_shape) {
+  check_images(name_, input_shape);
+  return finish_build(image_shape(input_shape, options_.data_format == "channels_first", height_, width_));
+}
+
+Tensor Resizing::call(const Tensor& inputs, bool) {
+  const bool first = options_.data_format == "channels_first";
+  check_batch(name_, inputs);
+  Tensor x = to_last(inputs.dtype() == DType::float32 ? inputs : inputs.cast(DType::float32), first);
+  if (options_.crop_to_aspect_ratio) x = crop_to_aspect(x, height_, width_);
+  const auto method = options_.interpolation == "nearest" ? ops::ResizeMethod::nearest : ops::ResizeMethod::bilinear;
+  return from_last(ops::resize(x, height_, width_, method), first);
+}
+
+CenterCrop::CenterCrop(int64_t height, int64_t width, std::string data_format, std::string name)
+    : Layer(name, "center_crop"), height_(height), width_(width), data_format_(std::move(data_format)) {
+  check_size("CenterCrop", height, width);
+  detail::check_data_format(data_format_, "CenterCrop");
+}
+
+Shape CenterCrop::build(const Shape& input_shape) {
+  check_images(name_, input_shape);
+  return finish_build(image_shape(input_shape, data_format_ == "channels_first", height_, width_));
+}
+
+Tensor CenterCrop::call(const Tensor& inputs, bool) {
+  const bool first = data_format_ == "channels_first";
+  check_batch(name_, inputs);
+  const Tensor x = to_last(inputs.dtype() == DType::float32 ? inputs : inputs.cast(DType::float32), first);
+  const int64_t h = x.shape()[1], w = x.shape()[2];
+  if (h >= height_ && w >= width_) {
+    return from_last(ops::slice_axis(ops::slice_axis(x, 1, (h - height_) / 2, height_), 2, (w - width_) / 2, width_),
+                     first);
+  }
+  return from_last(ops::resize(crop_to_aspect(x, height_, width_), height_, width_, ops::ResizeMethod::bilinear), first);
+}
+
+// ---- Keras configs ----
+
+namespace ser = serialization;
+using ser::json;
+
+std::string Rescaling::get_config() const { return ser::config_text(*this, {{"scale", scale_}, {"offset", offset_}}); }
+std::string Resizing::get_config() const {
+  return ser::config_text(*this, {{"data_format", options_.data_format},
+                                  {"height", height_},
+                                  {"width", width_},
+                                  {"interpolation", options_.interpolation},
+                                  {"crop_to_aspect_ratio", options_.crop_to_aspect_ratio},
+                                  {"pad_to_aspect_ratio", false},
+                                  {"fill_mode", "constant"},
+                                  {"fill_value", 0.0},
+                                  {"antialias", false}});
+}
+std::string CenterCrop::get_config() const {
+  return ser::config_text(*this, {{"data_format", data_format_}, {"height", height_}, {"width", width_}});
+}
+
+OSPREY_REGISTER_LAYERS(preprocessing_image) {
+  ser::register_layer_class("Rescaling", {false, [](const json& c) -> std::shared_ptr<Layer> {
+    if (c.contains("scale") && c["scale"].is_array()) ser::unsupported("Rescaling scale", "a list", "one number");
+    return std::make_shared<Rescaling>(ser::number(c, "scale", -1e30, 1e30, "Rescaling"),
+                                       c.contains("offset") ? ser::number(c, "offset", -1e30, 1e30, "Rescaling") : 0.0,
+                                       ser::name_of(c));
+  }});
+  ser::register_layer_class("Resizing", {false, [](const json& c) -> std::shared_ptr<Layer> {
+    ser::refuse_set(c, {"pad_to_aspect_ratio", "antialias"}, "Resizing", "interpolation, crop_to_aspect_ratio");
+    ResizingOptions o{ser::value_or<std::string>(c, "interpolation", "bilinear"),
+                      ser::value_or(c, "crop_to_aspect_ratio", false),
+                      ser::value_or<std::string>(c, "data_format", "channels_last"), ser::name_of(c)};
+    return std::make_shared<Resizing>(ser::integer(c, "height", 1, int64_t{1} << 24, "Resizing"),
+                                      ser::integer(c, "width", 1, int64_t{1} << 24, "Resizing"), o);
+  }});
+  ser::register_layer_class("CenterCrop", {false, [](const json& c) -> std::shared_ptr<Layer> {
+    return std::make_shared<CenterCrop>(ser::integer(c, "height", 1, int64_t{1} << 24, "CenterCrop"),
+                                        ser::integer(c, "width", 1, int64_t{1} << 24, "CenterCrop"),
+                                        ser::value_or<std::string>(c, "data_format", "channels_last"),
+                                        ser::name_of(c));
+  }});
+}
+
+}  // namespace osprey::keras::layers
