@@ -1,0 +1,252 @@
+// keras.utils.image_dataset_from_directory: the files of a directory's class folders indexed as Keras indexes them
+// (sorted folders and files, Keras's allowed extensions, validation split from the end of the shuffled list),
+// decoded and resized batch by batch.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <set>
+
+#include "osprey/device.h"
+#include "osprey/errors.h"
+#include "osprey/keras/image.h"
+#include "osprey/ops.h"
+
+namespace osprey::keras::utils {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int kMaxDepth = 64;           // folder nesting walked inside a class folder
+constexpr std::size_t kMaxFiles = 1u << 24;
+
+bool allowed(const fs::path& p, bool& decodable) {
+  std::string ext = p.extension().string();
+  for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  decodable = ext == ".png" || ext == ".jpg" || ext == ".jpeg";
+  return decodable || ext == ".bmp" || ext == ".gif";
+}
+
+// The image files under `dir`, sorted by path as Keras's sorted walk lists them.
+std::vector<std::string> image_files(const fs::path& dir, bool follow_links) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  auto options = follow_links ? fs::directory_options::follow_directory_symlink : fs::directory_options::none;
+  fs::recursive_directory_iterator it(dir, options | fs::directory_options::skip_permission_denied, ec), end;
+  if (ec) throw ValueError(fmt::format("image_dataset_from_directory: cannot list {}: {}", dir.string(), ec.message()));
+  for (; it != end; it.increment(ec)) {
+    if (ec) throw ValueError(fmt::format("image_dataset_from_directory: listing {} failed: {}", dir.string(), ec.message()));
+    if (it.depth() > kMaxDepth) {
+      throw ValueError(fmt::format("image_dataset_from_directory: {} nests folders more than {} deep (a link loop?)",
+                                   dir.string(), kMaxDepth));
+    }
+    bool decodable = false;
+    if (!it->is_regular_file(ec) || !allowed(it->path(), decodable)) continue;
+    if (!decodable) {
+      throw ValueError(fmt::format("image_dataset_from_directory: {} is a BMP or GIF file; Osprey decodes PNG and JPEG "
+                                   "only (convert it, or move it out of the folder)",
+                                   it->path().string()));
+    }
+    out.push_back(it->path().string());
+    if (out.size() > kMaxFiles) throw ValueError(fmt::format("image_dataset_from_directory: more than 2^24 files in {}", dir.string()));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// A fixed permutation from `seed` (Fisher-Yates over splitmix64): the same on every platform.
+void shuffle_in_step(std::vector<std::string>& files, std::vector<int>& labels, uint64_t seed) {
+  uint64_t state = seed;
+  auto next = [&state] {
+    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  };
+  for (std::size_t i = files.size(); i > 1; --i) {
+    const std::size_t j = static_cast<std::size_t>(next() % i);
+    std::swap(files[i - 1], files[j]);
+    if (!labels.empty()) std::swap(labels[i - 1], labels[j]);
+  }
+}
+
+void check_options(const ImageDatasetOptions& o) {
+  const auto one_of = [](const std::string& v, std::initializer_list<const char*> options) {
+    return std::any_of(options.begin(), options.end(), [&](const char* s) { return v == s; });
+  };
+  if (!one_of(o.labels, {"inferred", ""})) {
+    throw ValueError(fmt::format("`labels` argument should be \"inferred\" or None (\"\"); received: {} (a list of "
+                                 "labels is not supported by Osprey yet)",
+                                 o.labels));
+  }
+  if (!one_of(o.label_mode, {"int", "categorical", "binary", ""})) {
+    throw ValueError(fmt::format("`label_mode` argument must be one of \"int\", \"categorical\", \"binary\", or None. "
+                                 "Received: label_mode={}",
+                                 o.label_mode));
+  }
+  if (!one_of(o.color_mode, {"rgb", "rgba", "grayscale"})) {
+    throw ValueError(fmt::format("`color_mode` must be one of {{\"rgb\", \"rgba\", \"grayscale\"}}. Received: "
+                                 "color_mode={}",
+                                 o.color_mode));
+  }
+  if (o.batch_size < 1) throw ValueError(fmt::format("batch_size must be >= 1; received {}", o.batch_size));
+  if (o.image_size.first < 1 || o.image_size.second < 1 || o.image_size.first > (1 << 16) ||
+      o.image_size.second > (1 << 16)) {
+    throw ValueError(fmt::format("image_size must be positive and at most 65536; received ({}, {})",
+                                 o.image_size.first, o.image_size.second));
+  }
+  if (!one_of(o.interpolation, {"bilinear", "nearest"})) {
+    throw ValueError(fmt::format("interpolation \"{}\" is not supported by Osprey (\"bilinear\", \"nearest\")",
+                                 o.interpolation));
+  }
+  if (o.validation_split != 0.0) {
+    if (!(o.validation_split > 0.0 && o.validation_split < 1.0)) {
+      throw ValueError(fmt::format("`validation_split` must be between 0 and 1, received: {}", o.validation_split));
+    }
+    if (!one_of(o.subset, {"training", "validation"})) {
+      throw ValueError(fmt::format("If `validation_split` is set, `subset` must be \"training\" or \"validation\" "
+                                   "(call twice, with the same seed, for both); received: subset={}",
+                                   o.subset.empty() ? "None" : o.subset));
+    }
+    if (o.shuffle && !o.seed) {
+      throw ValueError("If using `validation_split` and shuffling the data, you must provide a `seed` argument, to "
+                       "make sure that there is no overlap between the training and validation subset.");
+    }
+  } else if (!o.subset.empty()) {
+    throw ValueError(fmt::format("`subset` ({}) needs a `validation_split`", o.subset));
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<ImageDataset> image_dataset_from_directory(const std::string& directory, ImageDatasetOptions o) {
+  check_options(o);
+  std::error_code ec;
+  if (!fs::is_directory(directory, ec)) {
+    throw ValueError(fmt::format("image_dataset_from_directory: {} is not a directory", directory));
+  }
+  std::vector<std::string> files;
+  std::vector<int> labels;
+  std::vector<std::string> classes;
+  if (o.labels == "inferred") {
+    std::vector<std::string> subdirs;
+    for (const auto& e : fs::directory_iterator(directory, ec)) {
+      if (e.is_directory(ec)) subdirs.push_back(e.path().filename().string());
+    }
+    std::sort(subdirs.begin(), subdirs.end());
+    if (!o.class_names.empty()) {
+      if (std::set<std::string>(o.class_names.begin(), o.class_names.end()) !=
+          std::set<std::string>(subdirs.begin(), subdirs.end())) {
+        throw ValueError(fmt::format("The `class_names` passed did not match the names of the subdirectories of the "
+                                     "target directory. Expected: [{}] (or a subset of it), but received: "
+                                     "class_names=[{}]",
+                                     fmt::join(subdirs, ", "), fmt::join(o.class_names, ", ")));
+      }
+      subdirs = o.class_names;
+    }
+    classes = subdirs;
+    for (std::size_t k = 0; k < classes.size(); ++k) {
+      for (auto& f : image_files(fs::path(directory) / classes[k], o.follow_links)) {
+        files.push_back(std::move(f));
+        labels.push_back(static_cast<int>(k));
+      }
+    }
+    if (o.label_mode == "binary" && classes.size() != 2) {
+      throw ValueError(fmt::format("When passing `label_mode=\"binary\"`, there must be exactly 2 class_names. "
+                                   "Received: class_names=[{}]",
+                                   fmt::join(classes, ", ")));
+    }
+  } else {
+    files = image_files(directory, o.follow_links);
+  }
+  if (files.empty()) {
+    throw ValueError(fmt::format("No images found in directory {}. Allowed formats: ('.jpeg', '.jpg', '.png')",
+                                 directory));
+  }
+  if (o.verbose) {
+    if (o.labels == "inferred") std::printf("Found %zu files belonging to %zu classes.\n", files.size(), classes.size());
+    else std::printf("Found %zu files.\n", files.size());
+  }
+  if (o.shuffle) shuffle_in_step(files, labels, o.seed.value_or(0x5eed5eedull));
+  if (o.validation_split != 0.0) {
+    const auto num_val = static_cast<std::size_t>(o.validation_split * static_cast<double>(files.size()));
+    const bool training = o.subset == "training";
+    const std::size_t begin = training ? 0 : files.size() - num_val, end = training ? files.size() - num_val : files.size();
+    files = std::vector<std::string>(files.begin() + static_cast<std::ptrdiff_t>(begin), files.begin() + static_cast<std::ptrdiff_t>(end));
+    if (!labels.empty()) {
+      labels = std::vector<int>(labels.begin() + static_cast<std::ptrdiff_t>(begin), labels.begin() + static_cast<std::ptrdiff_t>(end));
+    }
+    if (o.verbose) std::printf("Using %zu files for %s.\n", files.size(), o.subset.c_str());
+    if (files.empty()) throw ValueError(fmt::format("validation_split={} leaves no files for {}", o.validation_split, o.subset));
+  }
+  std::fflush(stdout);
+  return std::make_shared<ImageDataset>(std::move(files), std::move(labels), std::move(classes), std::move(o));
+}
+
+ImageDataset::ImageDataset(std::vector<std::string> files, std::vector<int> labels,
+                           std::vector<std::string> class_names, ImageDatasetOptions options)
+    : files_(std::move(files)), labels_(std::move(labels)), class_names_(std::move(class_names)),
+      options_(std::move(options)) {}
+
+int64_t ImageDataset::num_batches() const {
+  return (static_cast<int64_t>(files_.size()) + options_.batch_size - 1) / options_.batch_size;
+}
+
+std::pair<Tensor, Tensor> ImageDataset::rows(int64_t begin, int64_t end) {
+  const auto [h, w] = options_.image_size;
+  const int64_t c = options_.color_mode == "rgb" ? 3 : options_.color_mode == "rgba" ? 4 : 1;
+  std::vector<float> pixels;
+  pixels.reserve(static_cast<std::size_t>((end - begin) * h * w * c));
+  DeviceScope cpu("/CPU:0");
+  for (int64_t i = begin; i < end; ++i) {
+    Tensor image = load_img(files_[static_cast<std::size_t>(i)], options_.color_mode);
+    const int64_t ih = image.shape()[0], iw = image.shape()[1];
+    Tensor batch = image.reshape({1, ih, iw, c});
+    if (options_.crop_to_aspect_ratio) {  // Keras's largest centred window of the target's aspect ratio
+      const int64_t ch = std::min(ih, static_cast<int64_t>(static_cast<double>(iw * h) / static_cast<double>(w)));
+      const int64_t cw = std::min(iw, static_cast<int64_t>(static_cast<double>(ih * w) / static_cast<double>(h)));
+      batch = ops::slice_axis(ops::slice_axis(batch, 1, (ih - ch) / 2, std::max<int64_t>(ch, 1)), 2, (iw - cw) / 2,
+                              std::max<int64_t>(cw, 1));
+    }
+    const Tensor resized = ops::resize(batch, h, w, options_.interpolation == "nearest" ? ops::ResizeMethod::nearest
+                                                                                          : ops::ResizeMethod::bilinear);
+    const auto v = resized.to_vector<float>();
+    pixels.insert(pixels.end(), v.begin(), v.end());
+  }
+  const int64_t n = end - begin;
+  Tensor x = Tensor::from_vector(pixels, Shape({n, h, w, c}));
+  if (labels_.empty() || options_.label_mode.empty()) return {x, Tensor()};
+  if (options_.label_mode == "int") {
+    std::vector<int32_t> l(labels_.begin() + begin, labels_.begin() + end);
+    return {x, Tensor::from_vector(l, Shape({n}))};
+  }
+  if (options_.label_mode == "binary") {
+    std::vector<float> l(labels_.begin() + begin, labels_.begin() + end);
+    return {x, Tensor::from_vector(l, Shape({n, 1}))};
+  }
+  const auto k = static_cast<int64_t>(class_names_.size());
+  std::vector<float> onehot(static_cast<std::size_t>(n * k), 0.f);
+  for (int64_t i = 0; i < n; ++i) onehot[static_cast<std::size_t>(i * k + labels_[static_cast<std::size_t>(begin + i)])] = 1.f;
+  return {x, Tensor::from_vector(onehot, Shape({n, k}))};
+}
+
+std::pair<Tensor, Tensor> ImageDataset::get_batch(int64_t index) {
+  if (index < 0 || index >= num_batches()) {
+    throw InvalidArgumentError(fmt::format("ImageDataset: batch {} of {}", index, num_batches()));
+  }
+  const int64_t begin = index * options_.batch_size;
+  return rows(begin, std::min<int64_t>(begin + options_.batch_size, static_cast<int64_t>(files_.size())));
+}
+
+std::pair<Tensor, Tensor> ImageDataset::load_all() { return rows(0, static_cast<int64_t>(files_.size())); }
+
+// A new order for the next epoch (tf.data's reshuffle_each_iteration), from the seed and the epoch.
+void ImageDataset::on_epoch_end() {
+  if (!options_.shuffle) return;
+  ++epoch_;
+  shuffle_in_step(files_, labels_, options_.seed.value_or(0x5eed5eedull) + 0x9E3779B97F4A7C15ull * epoch_);
+}
+
+}  // namespace osprey::keras::utils

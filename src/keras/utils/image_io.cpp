@@ -1,0 +1,247 @@
+// Decoding and encoding image files with Debian's libraries: libpng's simplified API and libjpeg-turbo's TurboJPEG
+// API (both report errors instead of exiting). Untrusted files: the whole file is read with a size bound first,
+// the header's dimensions are checked before any pixel buffer is allocated, and the format comes from the magic
+// bytes. Built without the libraries, every call is a clear error.
+#include <fmt/format.h>
+
+#include <cstring>
+#include <fstream>
+#include <vector>
+
+#include "core/atomic_file.h"
+#include "osprey/errors.h"
+#include "osprey/keras/image.h"
+#include "osprey/ops.h"
+#include "osprey/device.h"
+
+#if OSPREY_WITH_IMAGE_CODECS
+#include <png.h>
+#include <turbojpeg.h>
+#endif
+
+namespace osprey::keras::utils {
+
+namespace {
+
+constexpr int64_t kMaxFileBytes = int64_t{1} << 30;
+constexpr int64_t kMaxValues = int64_t{1} << 28;  // decoded pixel values (height · width · channels)
+
+int channels_of(const std::string& color_mode) {
+  if (color_mode == "rgb") return 3;
+  if (color_mode == "grayscale") return 1;
+  if (color_mode == "rgba") return 4;
+  throw ValueError(fmt::format("color_mode must be \"rgb\", \"rgba\" or \"grayscale\"; received: {}", color_mode));
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) throw NotFoundError(fmt::format("load_img: cannot open {}", path));
+  const std::streamoff size = in.tellg();
+  if (size < 0 || size > kMaxFileBytes) {
+    throw ValueError(fmt::format("load_img: {} has {} bytes, more than an image file may have here (2^30)", path,
+                                 static_cast<int64_t>(size)));
+  }
+  std::string data(static_cast<std::size_t>(size), '\0');
+  in.seekg(0);
+  in.read(data.data(), size);
+  if (!in) throw ValueError(fmt::format("load_img: reading {} failed", path));
+  return data;
+}
+
+void check_dimensions(const std::string& path, int64_t width, int64_t height, int channels) {
+  if (width < 1 || height < 1 || width * height > kMaxValues / channels) {
+    throw ValueError(fmt::format("load_img: {} is {}x{} pixels: empty, or more than 2^28 values decoded; not "
+                                 "loaded",
+                                 path, width, height));
+  }
+}
+
+#if OSPREY_WITH_IMAGE_CODECS
+
+// The PNG's own samples (gray or RGB, with alpha where it has one), then TensorFlow's decode_png conversions: alpha
+// stripped (not composited), gray replicated, RGB to gray with the weights 0.299, 0.587, 0.114 in 15-bit fixed point
+// (truncated), which gives TensorFlow's values exactly.
+std::vector<unsigned char> decode_png(const std::string& path, const std::string& data, int channels, int64_t& w,
+                                      int64_t& h) {
+  png_image image;
+  std::memset(&image, 0, sizeof image);
+  image.version = PNG_IMAGE_VERSION;
+  if (!png_image_begin_read_from_memory(&image, data.data(), data.size())) {
+    throw ValueError(fmt::format("load_img: {} is not a PNG image libpng can read: {}", path, image.message));
+  }
+  const bool color = (image.format & PNG_FORMAT_FLAG_COLOR) != 0;
+  image.format = color ? PNG_FORMAT_RGBA : PNG_FORMAT_GA;
+  const int src = color ? 4 : 2;
+  w = image.width;
+  h = image.height;
+  try {
+    check_dimensions(path, w, h, src);
+  } catch (...) {
+    png_image_free(&image);
+    throw;
+  }
+  std::vector<unsigned char> raw(PNG_IMAGE_SIZE(image));
+  if (!png_image_finish_read(&image, nullptr, raw.data(), 0, nullptr)) {
+    const std::string why = image.message;
+    png_image_free(&image);
+    throw ValueError(fmt::format("load_img: {} does not decode as PNG: {}", path, why));
+  }
+  const std::size_t n = static_cast<std::size_t>(w * h);
+  std::vector<unsigned char> pixels(n * static_cast<std::size_t>(channels));
+  for (std::size_t i = 0; i < n; ++i) {
+    const unsigned char* p = raw.data() + i * static_cast<std::size_t>(src);
+    const unsigned char r = p[0], g = color ? p[1] : p[0], b = color ? p[2] : p[0], a = p[src - 1];
+    unsigned char* o = pixels.data() + i * static_cast<std::size_t>(channels);
+    if (channels == 1) {
+      o[0] = (r == g && r == b) ? r : static_cast<unsigned char>((9798u * r + 19235u * g + 3735u * b) >> 15);
+    } else {
+      o[0] = r;
+      o[1] = g;
+      o[2] = b;
+      if (channels == 4) o[3] = a;
+    }
+  }
+  return pixels;
+}
+
+struct Tj {
+  tjhandle h;
+  explicit Tj(tjhandle handle) : h(handle) {}
+  ~Tj() {
+    if (h) tjDestroy(h);
+  }
+  Tj(const Tj&) = delete;
+  Tj& operator=(const Tj&) = delete;
+};
+
+std::vector<unsigned char> decode_jpeg(const std::string& path, const std::string& data, int channels, int64_t& w,
+                                       int64_t& h) {
+  if (channels == 4) {  // as TensorFlow's decode_image
+    throw ValueError(fmt::format("load_img: {} is a JPEG image: JPEG does not support 4 channels (color_mode "
+                                 "\"rgba\"); use \"rgb\" or \"grayscale\"",
+                                 path));
+  }
+  Tj tj(tjInitDecompress());
+  if (!tj.h) throw InternalError("load_img: TurboJPEG could not be initialised");
+  int width = 0, height = 0, subsampling = 0, colorspace = 0;
+  auto* bytes = reinterpret_cast<unsigned char*>(const_cast<char*>(data.data()));
+  if (tjDecompressHeader3(tj.h, bytes, data.size(), &width, &height, &subsampling, &colorspace) != 0) {
+    throw ValueError(fmt::format("load_img: {} is not a JPEG image: {}", path, tjGetErrorStr2(tj.h)));
+  }
+  w = width;
+  h = height;
+  check_dimensions(path, w, h, channels);
+  const int format = channels == 1 ? TJPF_GRAY : channels == 3 ? TJPF_RGB : TJPF_RGBA;
+  std::vector<unsigned char> pixels(static_cast<std::size_t>(w * h * channels));
+  // TensorFlow's decode_jpeg default DCT (INTEGER_FAST), so that the pixel values are the ones Keras reads.
+  // A warning (a truncated file, corrupt data) is an error too, as TensorFlow's decode_jpeg makes it.
+  if (tjDecompress2(tj.h, bytes, data.size(), pixels.data(), width, 0, height, format, TJFLAG_FASTDCT) != 0) {
+    throw ValueError(fmt::format("load_img: {} does not decode as JPEG: {}", path, tjGetErrorStr2(tj.h)));
+  }
+  return pixels;
+}
+
+#endif
+
+void require_codecs(const char* what) {
+  if (!image_codecs_available()) {
+    throw NotImplementedError(fmt::format("{}: this Osprey was built without libpng and libjpeg-turbo (Debian: "
+                                         "libpng-dev libturbojpeg0-dev; scripts/bootstrap.sh installs them)",
+                                         what));
+  }
+}
+
+}  // namespace
+
+bool image_codecs_available() { return OSPREY_WITH_IMAGE_CODECS != 0; }
+
+Tensor load_img(const std::string& path, const std::string& color_mode,
+                std::optional<std::pair<int64_t, int64_t>> target_size, const std::string& interpolation) {
+  const int channels = channels_of(color_mode);
+  if (interpolation != "bilinear" && interpolation != "nearest") {
+    throw ValueError(fmt::format("load_img: interpolation must be \"bilinear\" or \"nearest\"; received {}",
+                                 interpolation));
+  }
+  require_codecs("load_img");
+  const std::string data = read_file(path);
+  std::vector<unsigned char> pixels;
+  int64_t w = 0, h = 0;
+#if OSPREY_WITH_IMAGE_CODECS
+  const auto* b = reinterpret_cast<const unsigned char*>(data.data());
+  if (data.size() >= 8 && std::memcmp(b, "\x89PNG\r\n\x1a\n", 8) == 0) {
+    pixels = decode_png(path, data, channels, w, h);
+  } else if (data.size() >= 3 && b[0] == 0xFF && b[1] == 0xD8 && b[2] == 0xFF) {
+    pixels = decode_jpeg(path, data, channels, w, h);
+  } else {
+    throw ValueError(fmt::format("load_img: {} is neither a PNG nor a JPEG image (its first bytes say so; {} bytes)",
+                                 path, data.size()));
+  }
+#endif
+  std::vector<float> values(pixels.begin(), pixels.end());
+  DeviceScope cpu("/CPU:0");
+  Tensor image = Tensor::from_vector(values, Shape({h, w, channels}));
+  if (!target_size) return image;
+  const auto [th, tw] = *target_size;
+  if (th < 1 || tw < 1) throw ValueError(fmt::format("load_img: target_size ({}, {}) must be positive", th, tw));
+  const Tensor resized = ops::resize(image.reshape({1, h, w, channels}), th, tw,
+                                     interpolation == "nearest" ? ops::ResizeMethod::nearest : ops::ResizeMethod::bilinear);
+  return resized.reshape({th, tw, channels});
+}
+
+void save_img(const std::string& path, const Tensor& image) {
+  const Shape& s = image.shape();
+  if (s.rank() != 3 || (s[2] != 1 && s[2] != 3 && s[2] != 4) || s[0] < 1 || s[1] < 1 || s[0] > (1 << 20) ||
+      s[1] > (1 << 20)) {
+    throw ValueError(fmt::format("save_img: expects an image (height, width, 1, 3 or 4 channels); got {}",
+                                 s.to_string()));
+  }
+  require_codecs("save_img");
+  const auto values = image.to("CPU:0").cast(DType::float32).to_vector<float>();
+  std::vector<unsigned char> pixels(values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const float v = values[i] < 0.f ? 0.f : (values[i] > 255.f ? 255.f : values[i]);
+    pixels[i] = static_cast<unsigned char>(v + 0.5f);
+  }
+  const int w = static_cast<int>(s[1]), h = static_cast<int>(s[0]), c = static_cast<int>(s[2]);
+  const std::string lower = [&] {
+    std::string l = path;
+    for (char& ch : l) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    return l;
+  }();
+  const bool jpeg = lower.ends_with(".jpg") || lower.ends_with(".jpeg");
+  std::string encoded;
+#if OSPREY_WITH_IMAGE_CODECS
+  if (jpeg) {
+    Tj tj(tjInitCompress());
+    unsigned char* out = nullptr;
+    unsigned long size = 0;
+    const int format = c == 1 ? TJPF_GRAY : c == 3 ? TJPF_RGB : TJPF_RGBA;
+    if (tjCompress2(tj.h, pixels.data(), w, 0, h, format, &out, &size, c == 1 ? TJSAMP_GRAY : TJSAMP_444, 95, 0) != 0) {
+      const std::string why = tjGetErrorStr2(tj.h);
+      tjFree(out);
+      throw InternalError(fmt::format("save_img: JPEG encoding of {} failed: {}", path, why));
+    }
+    encoded.assign(reinterpret_cast<const char*>(out), size);
+    tjFree(out);
+  } else {
+    png_image png;
+    std::memset(&png, 0, sizeof png);
+    png.version = PNG_IMAGE_VERSION;
+    png.width = static_cast<png_uint_32>(w);
+    png.height = static_cast<png_uint_32>(h);
+    png.format = c == 1 ? PNG_FORMAT_GRAY : c == 3 ? PNG_FORMAT_RGB : PNG_FORMAT_RGBA;
+    png_alloc_size_t size = 0;
+    if (!png_image_write_to_memory(&png, nullptr, &size, 0, pixels.data(), 0, nullptr)) {
+      throw InternalError(fmt::format("save_img: PNG encoding of {} failed: {}", path, png.message));
+    }
+    encoded.resize(size);
+    if (!png_image_write_to_memory(&png, encoded.data(), &size, 0, pixels.data(), 0, nullptr)) {
+      throw InternalError(fmt::format("save_img: PNG encoding of {} failed: {}", path, png.message));
+    }
+    encoded.resize(size);
+  }
+#endif
+  core::write_file_atomically(path, encoded, "save_img");
+}
+
+}  // namespace osprey::keras::utils
