@@ -19,6 +19,7 @@
 
 #include "osprey/errors.h"
 #include "osprey/keras.h"
+#include "osprey/keras/image.h"
 
 using namespace osprey;
 namespace fs = std::filesystem;
@@ -82,12 +83,15 @@ keras::Sequential target_model() {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::cerr << "usage: fuzz_loaders <h5|keras|osp|json> <work dir> [seed files...]\n";
+    std::cerr << "usage: fuzz_loaders <h5|keras|osp|json|img> <work dir> [seed files...]\n";
     return 2;
   }
   const std::string kind = argv[1];
-  const std::string ext = kind == "h5" ? ".weights.h5" : kind == "keras" ? ".keras" : kind == "osp" ? ".weights.osp"
-                                                                                                       : ".json";
+  const std::string ext = kind == "h5"    ? ".weights.h5"
+                          : kind == "keras" ? ".keras"
+                          : kind == "osp"   ? ".weights.osp"
+                          : kind == "img"   ? ".png"
+                                            : ".json";
   fs::create_directories(argv[2]);
   const std::string input = (fs::path(argv[2]) / ("input" + ext)).string();
   std::vector<std::string> corpus;
@@ -102,6 +106,7 @@ int main(int argc, char** argv) {
     const std::string seed = (fs::path(argv[2]) / ("seed" + ext)).string();
     if (kind == "json") {
       corpus.push_back(model.to_json());
+    } else if (kind == "img") {  // images: the seed files (PNG and JPEG) are the corpus
     } else {
       if (kind == "keras") model.save(seed);
       else model.save_weights(seed);
@@ -117,6 +122,8 @@ int main(int argc, char** argv) {
     try {
       if (kind == "json") {
         (void)keras::models::model_from_json(data);
+      } else if (kind == "img") {
+        (void)keras::utils::load_img(input, rng() % 2 ? "rgb" : "grayscale", std::pair<int64_t, int64_t>{8, 8});
       } else if (kind == "keras") {
         (void)keras::models::load_model(input);
       } else {
