@@ -281,6 +281,17 @@ Shape big_shape(const RegionGeometry& g) {
   return Shape(d);
 }
 
+// x itself, or x inside zeros where the plan pads it explicitly (asymmetric padding).
+Tensor padded_input(const Launch& l, const Tensor& x, const ConvPlan& p, const ops::ConvAttrs& a,
+                    runtime::Device* device) {
+  if (!p.explicit_pad) return x;
+  const RegionGeometry g = region_of(x.shape(), p, a);
+  Tensor big = Tensor::empty(big_shape(g), DType::float32, device);
+  check(cudaMemsetAsync(big.raw_data(), 0, big.nbytes(), l.s()), "cudaMemsetAsync");
+  launch_region_copy(g, x.data<float>(), big.data<float>(), true, l.s());
+  return big;
+}
+
 void conv_kernel(const KernelContext& ctx) {
   Launch l(ctx);
   const auto& a = ctx.attr<ops::ConvAttrs>();
@@ -289,13 +300,7 @@ void conv_kernel(const KernelContext& ctx) {
   Tensor& y = ctx.outputs[0];
   if (y.num_elements() == 0) return;
   ConvPlan& p = plan_for(l.dev, x.shape(), w.shape(), a);
-  Tensor xin = x;
-  if (p.explicit_pad) {
-    const RegionGeometry g = region_of(x.shape(), p, a);
-    xin = Tensor::empty(big_shape(g), DType::float32, ctx.device);
-    check(cudaMemsetAsync(xin.raw_data(), 0, xin.nbytes(), l.s()), "cudaMemsetAsync");
-    launch_region_copy(g, x.data<float>(), xin.data<float>(), true, l.s());
-  }
+  const Tensor xin = padded_input(l, x, p, a, ctx.device);
   const Tensor wt = to_cudnn_filter(l, w, ctx.device);
   const float one = 1.f, zero = 0.f;
   cudnn::check(cudnn::api().forward(handle_for(l.dev), &one, p.xd, xin.raw_data(), p.wd, wt.raw_data(), p.cd, p.fwd_algo,
@@ -345,13 +350,7 @@ void conv_backprop_filter_kernel(const KernelContext& ctx) {
     return;
   }
   ConvPlan& p = plan_for(l.dev, x.shape(), dw.shape(), a);
-  Tensor xin = x;
-  if (p.explicit_pad) {
-    const RegionGeometry g = region_of(x.shape(), p, a);
-    xin = Tensor::empty(big_shape(g), DType::float32, ctx.device);
-    check(cudaMemsetAsync(xin.raw_data(), 0, xin.nbytes(), l.s()), "cudaMemsetAsync");
-    launch_region_copy(g, x.data<float>(), xin.data<float>(), true, l.s());
-  }
+  const Tensor xin = padded_input(l, x, p, a, ctx.device);
   std::vector<int64_t> td{dw.shape()[-1]};
   for (int i = 0; i + 1 < dw.shape().rank(); ++i) td.push_back(dw.shape()[i]);
   Tensor dwt = Tensor::empty(Shape(td), DType::float32, ctx.device);

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <set>
 
+#include "keras/layers/preprocessing/crop.h"
 #include "osprey/device.h"
 #include "osprey/errors.h"
 #include "osprey/keras/image.h"
@@ -204,12 +205,7 @@ std::pair<Tensor, Tensor> ImageDataset::rows(int64_t begin, int64_t end) {
     Tensor image = load_img(files_[static_cast<std::size_t>(i)], options_.color_mode);
     const int64_t ih = image.shape()[0], iw = image.shape()[1];
     Tensor batch = image.reshape({1, ih, iw, c});
-    if (options_.crop_to_aspect_ratio) {  // Keras's largest centred window of the target's aspect ratio
-      const int64_t ch = std::min(ih, static_cast<int64_t>(static_cast<double>(iw * h) / static_cast<double>(w)));
-      const int64_t cw = std::min(iw, static_cast<int64_t>(static_cast<double>(ih * w) / static_cast<double>(h)));
-      batch = ops::slice_axis(ops::slice_axis(batch, 1, (ih - ch) / 2, std::max<int64_t>(ch, 1)), 2, (iw - cw) / 2,
-                              std::max<int64_t>(cw, 1));
-    }
+    if (options_.crop_to_aspect_ratio) batch = layers::crop_to_aspect(batch, h, w);
     const Tensor resized = ops::resize(batch, h, w, options_.interpolation == "nearest" ? ops::ResizeMethod::nearest
                                                                                           : ops::ResizeMethod::bilinear);
     const auto v = resized.to_vector<float>();

@@ -46,6 +46,7 @@ class Dropout : public Layer {
 class SpatialDropout : public Dropout {
  public:
   SpatialDropout(int rank, double rate, std::string data_format = "channels_last", std::string name = "");
+  OSPREY_KERAS_LAYER(SpatialDropout)  // not Dropout's: that would slice this layer into a plain Dropout
   std::string class_name() const override { return "SpatialDropout" + std::to_string(rank_) + "D"; }
   std::string get_config() const override;
   Shape build(const Shape& input_shape) override;

@@ -5,6 +5,7 @@
 #include "osprey/errors.h"
 #include "osprey/keras/layers/convolutional.h"
 #include "osprey/keras/layers/preprocessing.h"
+#include "keras/layers/preprocessing/crop.h"
 #include "osprey/ops.h"
 
 namespace osprey::keras::layers {
@@ -22,7 +23,9 @@ void check_size(const std::string& layer, int64_t height, int64_t width) {
 Tensor to_last(const Tensor& x, bool first) { return first ? ops::transpose(x, {0, 2, 3, 1}) : x; }
 Tensor from_last(const Tensor& x, bool first) { return first ? ops::transpose(x, {0, 3, 1, 2}) : x; }
 
-// Keras's smart_resize crop: the largest centred window of the target's aspect ratio, then the resize.
+}  // namespace
+
+// Keras's smart_resize crop: the largest centred window of the target's aspect ratio (the resize follows).
 Tensor crop_to_aspect(const Tensor& x, int64_t height, int64_t width) {
   const int64_t h = x.shape()[1], w = x.shape()[2];
   const int64_t ch = std::min(h, static_cast<int64_t>(static_cast<double>(w * height) / static_cast<double>(width)));
@@ -31,6 +34,8 @@ Tensor crop_to_aspect(const Tensor& x, int64_t height, int64_t width) {
   const int64_t left = static_cast<int64_t>(static_cast<double>(w - cw) / 2);
   return ops::slice_axis(ops::slice_axis(x, 1, top, std::max<int64_t>(ch, 1)), 2, left, std::max<int64_t>(cw, 1));
 }
+
+namespace {
 
 void check_images(const std::string& layer, const Shape& input_shape) {
   if (input_shape.rank() != 3) {
