@@ -100,6 +100,14 @@ enum class ResizeMethod { bilinear, nearest };
 /// antialiasing). Differentiable in x. InvalidArgumentError for another rank or an empty target.
 Tensor resize(const Tensor& x, int64_t height, int64_t width, ResizeMethod method);
 
+enum class FillMode { reflect, wrap, constant, nearest };
+/// keras.ops.image.affine_transform (TensorFlow's ImageProjectiveTransformV3): each output pixel (x, y) of images
+/// (N, H, W, C) reads the input at ((a0 x + a1 y + a2) / k, (b0 x + b1 y + b2) / k), k = c0 x + c1 y + 1, with
+/// transforms (N, 8) or (1, 8) = [a0, a1, a2, b0, b1, b2, c0, c1]; outside the image as `fill_mode` says. Not
+/// differentiable (as in TensorFlow): no gradient flows through it.
+Tensor affine_transform(const Tensor& images, const Tensor& transforms, ResizeMethod interpolation = ResizeMethod::bilinear,
+                        FillMode fill_mode = FillMode::constant, double fill_value = 0.0);
+
 /// Per-sample losses (shape (N,)), as Keras's loss functions before reduction.
 Tensor binary_crossentropy(const Tensor& y_true, const Tensor& y_pred, double label_smoothing = 0.0);
 Tensor categorical_crossentropy(const Tensor& y_true, const Tensor& y_pred, double label_smoothing = 0.0);

@@ -43,6 +43,7 @@ struct PoolAttrs {
   int64_t window[kMaxConvRank], strides[kMaxConvRank], pad_before[kMaxConvRank], pad_after[kMaxConvRank];
 };
 struct ResizeAttrs { ResizeMethod method; };
+struct TransformAttrs { ResizeMethod interpolation; FillMode fill_mode; float fill_value; };
 struct RmspropAttrs { float learning_rate, rho, momentum, epsilon; bool centered; };
 
 /// True when the activation's gradient needs the pre-activation value (it cannot be derived from the output).

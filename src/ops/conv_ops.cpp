@@ -5,10 +5,14 @@
 #include "ops/attrs.h"
 #include "ops/gradient_recorder.h"
 #include "ops/kernel.h"
+#include "ops/transform_taps.h"
 #include "osprey/errors.h"
 #include "osprey/ops.h"
 
 namespace osprey::ops {
+
+static_assert(static_cast<int>(FillMode::nearest) == static_cast<int>(detail::FillMode::nearest) &&
+              static_cast<int>(FillMode::constant) == static_cast<int>(detail::FillMode::constant));
 
 namespace {
 
@@ -254,6 +258,24 @@ Tensor resize(const Tensor& x, int64_t height, int64_t width, ResizeMethod metho
       return std::vector<Tensor>{dx};
     });
   });
+  return out;
+}
+
+Tensor affine_transform(const Tensor& images, const Tensor& transforms, ResizeMethod interpolation, FillMode fill_mode,
+                        double fill_value) {
+  check_float32("ImageProjectiveTransformV3", {&images, &transforms});
+  const Shape& s = images.shape();
+  const Shape& t = transforms.shape();
+  if (s.rank() != 4 || t.rank() != 2 || t[1] != 8 || (t[0] != 1 && t[0] != s[0])) {
+    throw InvalidArgumentError(fmt::format("affine_transform: expects images (batch, height, width, channels) and "
+                                           "transforms (batch or 1, 8); got {} and {}",
+                                           s.to_string(), t.to_string()));
+  }
+  const TransformAttrs attrs{interpolation, fill_mode, static_cast<float>(fill_value)};
+  Tensor in[2] = {images, transforms};
+  auto& dev = place(OpId::AffineTransform, "ImageProjectiveTransformV3", in);
+  Tensor out = Tensor::empty(s, DType::float32, &dev);
+  run(OpId::AffineTransform, dev, in, {&out, 1}, &attrs);
   return out;
 }
 

@@ -46,6 +46,7 @@ enum class OpId : int {
   PoolGrad,        // x, dy -> dx
   Resize,          // x (N, H, W, C) -> y (N, h, w, C) (attrs ResizeAttrs)
   ResizeGrad,      // dy -> dx (the output's shape says the input's)
+  AffineTransform, // images (N, H, W, C), transforms (N or 1, 8) -> images (attrs TransformAttrs)
   kCount
 };
 

@@ -261,6 +261,18 @@ void check_every_op() {
     ys.push_back(g[0]);
     return ys;
   });
+  // Projective transforms (rotation, shift, zoom, a projective one) with every fill mode and interpolation.
+  for (auto fill : {ops::FillMode::reflect, ops::FillMode::wrap, ops::FillMode::constant, ops::FillMode::nearest}) {
+    expect_same(fmt::format("affine_transform fill {}", int(fill)), [&] {
+      const Tensor images = host_uniform({3, 7, 9, 2}, 0, 255, 90);
+      const Tensor t = Tensor::from_vector<float>({0.8f, -0.6f, 3.1f, 0.6f, 0.8f, -1.7f, 0.f, 0.f,
+                                                   1.f, 0.f, -2.5f, 0.f, 1.f, 1.25f, 0.f, 0.f,
+                                                   1.3f, 0.1f, -1.f, 0.f, 0.7f, 2.f, 0.01f, -0.02f},
+                                                  {3, 8});
+      return Outputs{ops::affine_transform(images, t, ops::ResizeMethod::bilinear, fill, 7.0),
+                     ops::affine_transform(images, t, ops::ResizeMethod::nearest, fill, 7.0)};
+    });
+  }
   // Optimizer updates.
   expect_same("optimizers", [&] {
     Tensor g = ops::mul(sq, Tensor::scalar(0.1));

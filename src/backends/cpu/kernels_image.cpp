@@ -3,6 +3,7 @@
 
 #include "backends/cpu/kernels.h"
 #include "ops/resize_taps.h"
+#include "ops/transform_taps.h"
 
 namespace osprey::cpu {
 
@@ -84,11 +85,37 @@ void resize_grad_kernel(const KernelContext& ctx) {
   }, 1);
 }
 
+void affine_transform_kernel(const KernelContext& ctx) {
+  const auto& a = ctx.attr<ops::TransformAttrs>();
+  const Tensor& x = ctx.inputs[0];
+  const Tensor& t = ctx.inputs[1];
+  Tensor& y = ctx.outputs[0];
+  const int64_t n = x.shape()[0], h = x.shape()[1], w = x.shape()[2], c = x.shape()[3];
+  const bool per_image = t.shape()[0] != 1;
+  const auto mode = static_cast<ops::detail::FillMode>(static_cast<int>(a.fill_mode));
+  parallel_chunks(n * h, [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      const int64_t s = row / h, yy = row % h;
+      const float* image = x.data<float>() + s * h * w * c;
+      const float* tr = t.data<float>() + (per_image ? s * 8 : 0);
+      float* out = y.data<float>() + row * w * c;
+      for (int64_t xx = 0; xx < w; ++xx) {
+        for (int64_t ch = 0; ch < c; ++ch) {
+          out[xx * c + ch] = ops::detail::transform_pixel(image, h, w, c, tr, yy, xx, ch,
+                                                          a.interpolation == ops::ResizeMethod::bilinear, mode,
+                                                          a.fill_value);
+        }
+      }
+    }
+  }, 16);
+}
+
 }  // namespace
 
 void register_image_kernels() {
   ops::register_kernel(ops::OpId::Resize, runtime::DeviceType::CPU, resize_kernel);
   ops::register_kernel(ops::OpId::ResizeGrad, runtime::DeviceType::CPU, resize_grad_kernel);
+  ops::register_kernel(ops::OpId::AffineTransform, runtime::DeviceType::CPU, affine_transform_kernel);
 }
 
 }  // namespace osprey::cpu

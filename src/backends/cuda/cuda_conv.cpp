@@ -417,6 +417,18 @@ void resize_grad_kernel(const KernelContext& ctx) {
   check(cudaGetLastError(), "ResizeGrad");
 }
 
+void affine_transform_kernel(const KernelContext& ctx) {
+  Launch l(ctx);
+  const auto& a = ctx.attr<ops::TransformAttrs>();
+  const Tensor& x = ctx.inputs[0];
+  const Tensor& t = ctx.inputs[1];
+  const auto& xs = x.shape();
+  launch_affine_transform(x.data<float>(), t.data<float>(), ctx.outputs[0].data<float>(), xs[0], xs[1], xs[2], xs[3],
+                          t.shape()[0] != 1, a.interpolation == ops::ResizeMethod::bilinear,
+                          static_cast<int>(a.fill_mode), a.fill_value, l.s());
+  check(cudaGetLastError(), "ImageProjectiveTransformV3");
+}
+
 }  // namespace
 
 void register_cuda_conv_kernels() {
@@ -428,6 +440,7 @@ void register_cuda_conv_kernels() {
   ops::register_kernel(OpId::PoolGrad, DeviceType::GPU, pool_grad_kernel);
   ops::register_kernel(OpId::Resize, DeviceType::GPU, resize_kernel);
   ops::register_kernel(OpId::ResizeGrad, DeviceType::GPU, resize_grad_kernel);
+  ops::register_kernel(OpId::AffineTransform, DeviceType::GPU, affine_transform_kernel);
 }
 
 }  // namespace osprey::cuda

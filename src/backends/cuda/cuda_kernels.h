@@ -104,6 +104,10 @@ void launch_region_copy(const RegionGeometry& g, float* small, float* big, bool 
 /// tf.image.resize of (n, h, w, c) images to (n, oh, ow, c): bilinear or nearest, half-pixel centres.
 void launch_resize(const float* x, float* y, int64_t n, int64_t h, int64_t w, int64_t c, int64_t oh, int64_t ow,
                    bool bilinear, cudaStream_t s);
+/// TensorFlow's ImageProjectiveTransformV3 (ops/transform_taps.h); `per_image`: transforms (n, 8), else (1, 8).
+void launch_affine_transform(const float* x, const float* transforms, float* y, int64_t n, int64_t h, int64_t w,
+                             int64_t c, bool per_image, bool bilinear, int fill_mode, float fill_value,
+                             cudaStream_t s);
 /// Its gradient: one thread per sample and channel scatters its output pixels in order (deterministic).
 void launch_resize_grad(const float* dy, float* dx, int64_t n, int64_t h, int64_t w, int64_t c, int64_t oh,
                         int64_t ow, bool bilinear, cudaStream_t s);

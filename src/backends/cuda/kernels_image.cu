@@ -4,6 +4,7 @@
 #include "backends/cuda/cuda_kernels.h"
 #include "backends/cuda/kernel_grid.cuh"
 #include "ops/resize_taps.h"
+#include "ops/transform_taps.h"
 
 namespace osprey::cuda {
 
@@ -45,7 +46,27 @@ __global__ void resize_grad_k(const float* dy, float* dx, int64_t h, int64_t w, 
   }
 }
 
+__global__ void affine_transform_k(const float* x, const float* t, float* y, int64_t h, int64_t w, int64_t c,
+                                   bool per_image, bool bilinear, int fill_mode, float fill_value, int64_t total) {
+  GRID_STRIDE(k, total) {
+    const int64_t ch = k % c, xx = (k / c) % w, yy = (k / (c * w)) % h, s = k / (c * w * h);
+    y[k] = osprey::ops::detail::transform_pixel(x + s * h * w * c, h, w, c, t + (per_image ? s * 8 : 0), yy, xx, ch,
+                                                bilinear, static_cast<osprey::ops::detail::FillMode>(fill_mode),
+                                                fill_value);
+  }
+}
+
 }  // namespace
+
+void launch_affine_transform(const float* x, const float* transforms, float* y, int64_t n, int64_t h, int64_t w,
+                             int64_t c, bool per_image, bool bilinear, int fill_mode, float fill_value,
+                             cudaStream_t s) {
+  const int64_t total = n * h * w * c;
+  if (total > 0) {
+    affine_transform_k<<<blocks_for(total), kThreads, 0, s>>>(x, transforms, y, h, w, c, per_image, bilinear,
+                                                              fill_mode, fill_value, total);
+  }
+}
 
 void launch_resize(const float* x, float* y, int64_t n, int64_t h, int64_t w, int64_t c, int64_t oh, int64_t ow,
                    bool bilinear, cudaStream_t s) {

@@ -1,6 +1,7 @@
 // Image preprocessing layers that Keras users put in models: keras.layers.Rescaling, Resizing, CenterCrop.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "osprey/keras/layers/layer.h"
@@ -61,6 +62,79 @@ class CenterCrop : public Layer {
  private:
   int64_t height_, width_;
   std::string data_format_;
+};
+
+}  // namespace osprey::keras::layers
+
+namespace osprey::keras::layers {
+
+/// A range of factors as Keras takes them: one value f for (-f, f), or (lower, upper).
+struct FactorRange {
+  FactorRange(double f) : lower(-f), upper(f) {}
+  FactorRange(double lo, double hi) : lower(lo), upper(hi) {}
+  double lower, upper;
+};
+
+/// The options the random image layers share (Keras's fill_mode "reflect", "wrap", "constant", "nearest").
+struct AugmentOptions {
+  std::string fill_mode = "reflect";
+  std::string interpolation = "bilinear";  ///< or "nearest"
+  double fill_value = 0.0;                 ///< with fill_mode "constant"
+  std::string data_format = "channels_last";
+  std::string name{};
+};
+
+/// Keras's random spatial augmentations (RandomRotation, RandomTranslation, RandomZoom, RandomFlip) in training
+/// (fit, or a call with training=true); the identity in evaluate and predict. Each sample gets its own transform,
+/// drawn from Osprey's global generator (keras::utils::set_random_seed makes them repeat; Keras's own seed does
+/// not give Keras's draws), applied by ops::affine_transform as TensorFlow applies it. No gradient flows through
+/// them (as in TensorFlow): put them at the front of a model.
+class RandomAffine : public Layer {
+ public:
+  enum class Kind { rotation, translation, zoom, flip };
+  RandomAffine(Kind kind, FactorRange a, std::optional<FactorRange> b, std::string flip_mode, AugmentOptions options);
+  std::string class_name() const override;
+  std::string get_config() const override;
+  Shape build(const Shape& input_shape) override;
+  Tensor call(const Tensor& inputs, bool training) override;
+
+ private:
+  Kind kind_;
+  FactorRange a_;                 // rotation: the angle's fraction of a turn; translation / zoom: height
+  std::optional<FactorRange> b_;  // translation / zoom: width (zoom: none keeps the aspect ratio)
+  std::string flip_mode_;
+  AugmentOptions options_;
+};
+
+/// keras.layers.RandomRotation(factor): angles uniform in [lower, upper] · 360°.
+class RandomRotation : public RandomAffine {
+ public:
+  explicit RandomRotation(FactorRange factor, AugmentOptions options = {})
+      : RandomAffine(Kind::rotation, factor, std::nullopt, "", std::move(options)) {}
+  OSPREY_KERAS_LAYER(RandomRotation)
+};
+/// keras.layers.RandomTranslation(height_factor, width_factor): shifts by fractions of the height and width.
+class RandomTranslation : public RandomAffine {
+ public:
+  RandomTranslation(FactorRange height_factor, FactorRange width_factor, AugmentOptions options = {})
+      : RandomAffine(Kind::translation, height_factor, width_factor, "", std::move(options)) {}
+  OSPREY_KERAS_LAYER(RandomTranslation)
+};
+/// keras.layers.RandomZoom(height_factor, width_factor=None): positive factors zoom out, negative ones in.
+class RandomZoom : public RandomAffine {
+ public:
+  explicit RandomZoom(FactorRange height_factor, std::optional<FactorRange> width_factor = std::nullopt,
+                      AugmentOptions options = {})
+      : RandomAffine(Kind::zoom, height_factor, width_factor, "", std::move(options)) {}
+  OSPREY_KERAS_LAYER(RandomZoom)
+};
+/// keras.layers.RandomFlip(mode="horizontal_and_vertical"): each sample flipped with probability 1/2 per axis.
+class RandomFlip : public RandomAffine {
+ public:
+  explicit RandomFlip(std::string mode = "horizontal_and_vertical", std::string name = "")
+      : RandomAffine(Kind::flip, 0.0, std::nullopt, std::move(mode),
+                     AugmentOptions{.interpolation = "nearest", .name = std::move(name)}) {}
+  OSPREY_KERAS_LAYER(RandomFlip)
 };
 
 }  // namespace osprey::keras::layers
