@@ -1,5 +1,5 @@
-// Convolutions and pooling over channels-last tensors: shapes checked here (the same errors on every backend),
-// forward through dispatch, gradients as the backprop ops.
+// The image ops over channels-last tensors: convolutions, pooling, resizing and projective transforms. Shapes are
+// checked here (the same errors on every backend), the kernels run through dispatch, gradients as the backprop ops.
 #include <fmt/format.h>
 
 #include "ops/attrs.h"
