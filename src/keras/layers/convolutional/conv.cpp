@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "keras/activations/activations.h"
+#include "keras/layers/weight_rules.h"
 #include "keras/saving/serialization.h"
 #include "osprey/errors.h"
 #include "osprey/keras/layers/convolutional.h"
@@ -251,28 +252,14 @@ Tensor BaseConv::call(const Tensor& inputs, bool) {
   return first ? ops::transpose(y, detail::to_channels_first(rank_)) : y;
 }
 
-bool BaseConv::has_regularization() const {
-  return (options_.kernel_regularizer && kernel_) || (options_.pointwise_regularizer && pointwise_) ||
-         (options_.bias_regularizer && bias_);
-}
-
-std::vector<Tensor> BaseConv::regularization_losses() {
-  std::vector<Tensor> out;
-  if (options_.kernel_regularizer && kernel_) out.push_back((*options_.kernel_regularizer)(kernel_->value()));
-  if (options_.pointwise_regularizer && pointwise_) {
-    out.push_back((*options_.pointwise_regularizer)(pointwise_->value()));
-  }
-  if (options_.bias_regularizer && bias_) out.push_back((*options_.bias_regularizer)(bias_->value()));
-  return out;
-}
-
-void BaseConv::apply_constraints() {
-  if (options_.kernel_constraint && kernel_) kernel_->assign((*options_.kernel_constraint)(kernel_->value()));
-  if (options_.pointwise_constraint && pointwise_) {
-    pointwise_->assign((*options_.pointwise_constraint)(pointwise_->value()));
-  }
-  if (options_.bias_constraint && bias_) bias_->assign((*options_.bias_constraint)(bias_->value()));
-}
+#define OSPREY_CONV_RULES                                                                \
+  {{kernel_, options_.kernel_regularizer, options_.kernel_constraint},                  \
+   {pointwise_, options_.pointwise_regularizer, options_.pointwise_constraint},         \
+   {bias_, options_.bias_regularizer, options_.bias_constraint}}
+bool BaseConv::has_regularization() const { return detail::any_penalty(OSPREY_CONV_RULES); }
+std::vector<Tensor> BaseConv::regularization_losses() { return detail::penalties(OSPREY_CONV_RULES); }
+void BaseConv::apply_constraints() { detail::constrain(OSPREY_CONV_RULES); }
+#undef OSPREY_CONV_RULES
 
 // ---- Keras configs (layer.get_config()) and from_config ----
 

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "keras/activations/activations.h"
+#include "keras/layers/weight_rules.h"
 #include "keras/saving/serialization.h"
 #include "osprey/errors.h"
 #include "osprey/keras/layers/convolutional.h"
@@ -115,19 +116,13 @@ Tensor BaseConvTranspose::call(const Tensor& inputs, bool) {
   return first ? ops::transpose(y, detail::to_channels_first(rank_)) : y;
 }
 
-bool BaseConvTranspose::has_regularization() const {
-  return (options_.kernel_regularizer && kernel_) || (options_.bias_regularizer && bias_);
-}
-std::vector<Tensor> BaseConvTranspose::regularization_losses() {
-  std::vector<Tensor> out;
-  if (options_.kernel_regularizer && kernel_) out.push_back((*options_.kernel_regularizer)(kernel_->value()));
-  if (options_.bias_regularizer && bias_) out.push_back((*options_.bias_regularizer)(bias_->value()));
-  return out;
-}
-void BaseConvTranspose::apply_constraints() {
-  if (options_.kernel_constraint && kernel_) kernel_->assign((*options_.kernel_constraint)(kernel_->value()));
-  if (options_.bias_constraint && bias_) bias_->assign((*options_.bias_constraint)(bias_->value()));
-}
+#define OSPREY_TRANSPOSE_RULES                                             \
+  {{kernel_, options_.kernel_regularizer, options_.kernel_constraint},    \
+   {bias_, options_.bias_regularizer, options_.bias_constraint}}
+bool BaseConvTranspose::has_regularization() const { return detail::any_penalty(OSPREY_TRANSPOSE_RULES); }
+std::vector<Tensor> BaseConvTranspose::regularization_losses() { return detail::penalties(OSPREY_TRANSPOSE_RULES); }
+void BaseConvTranspose::apply_constraints() { detail::constrain(OSPREY_TRANSPOSE_RULES); }
+#undef OSPREY_TRANSPOSE_RULES
 
 namespace ser = serialization;
 using ser::json;

@@ -5,6 +5,7 @@
 
 #include "keras/activations/activations.h"
 #include "keras/initializers/initializers.h"
+#include "keras/layers/weight_rules.h"
 #include "osprey/errors.h"
 #include "osprey/keras/layers/core.h"
 #include "keras/saving/serialization.h"
@@ -83,21 +84,13 @@ Tensor Dense::call(const Tensor& inputs, bool) {
   return s.rank() == 2 ? y : ops::reshape(y, s.with_dim(s.rank() - 1, units_));
 }
 
-bool Dense::has_regularization() const {
-  return (options_.kernel_regularizer && kernel_) || (options_.bias_regularizer && bias_);
-}
-
-std::vector<Tensor> Dense::regularization_losses() {
-  std::vector<Tensor> out;
-  if (options_.kernel_regularizer && kernel_) out.push_back((*options_.kernel_regularizer)(kernel_->value()));
-  if (options_.bias_regularizer && bias_) out.push_back((*options_.bias_regularizer)(bias_->value()));
-  return out;
-}
-
-void Dense::apply_constraints() {
-  if (options_.kernel_constraint && kernel_) kernel_->assign((*options_.kernel_constraint)(kernel_->value()));
-  if (options_.bias_constraint && bias_) bias_->assign((*options_.bias_constraint)(bias_->value()));
-}
+#define OSPREY_DENSE_RULES                                                 \
+  {{kernel_, options_.kernel_regularizer, options_.kernel_constraint},    \
+   {bias_, options_.bias_regularizer, options_.bias_constraint}}
+bool Dense::has_regularization() const { return detail::any_penalty(OSPREY_DENSE_RULES); }
+std::vector<Tensor> Dense::regularization_losses() { return detail::penalties(OSPREY_DENSE_RULES); }
+void Dense::apply_constraints() { detail::constrain(OSPREY_DENSE_RULES); }
+#undef OSPREY_DENSE_RULES
 
 
 Lambda::Lambda(Function function, std::optional<Shape> output_shape, std::string name)
