@@ -3,6 +3,9 @@
 # tests/keras/test_model_files.cpp checks Osprey against after loading each file (predict, evaluate, one more epoch
 # of training, the weights after it).
 # Run: python3 tests/keras/keras_model_files_reference.py   (pip tensorflow-cpu keras)
+#      python3 tests/keras/keras_model_files_reference.py NAME...   regenerates only those cases (their file and their
+#      entry of the json; the other entries stay as they are). A case added later draws its data from its own
+#      generator, so that this gives the numbers a full run gives.
 import json, os, sys
 os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
 import numpy as np, keras
@@ -32,7 +35,12 @@ def listify(v):
     return np.asarray(v).tolist()
 
 
+ONLY = set(sys.argv[1:])
+
+
 def case(name, model, x, y, compile_kwargs, batch_size=8):
+    if ONLY and name not in ONLY:
+        return
     model.compile(**compile_kwargs)
     model.fit(x, y, epochs=2, batch_size=batch_size, shuffle=False, verbose=0)  # optimizer state to save
     path = os.path.join(OUT, name + ".keras")
@@ -180,6 +188,26 @@ m = keras.Sequential([keras.Input((12, 3), name="series"),
 case("cnn_conv1d", m, arr(N, 12, 3), arr(N, 1),
      dict(optimizer=keras.optimizers.RMSprop(0.01), loss="mse", metrics=["mae"]))
 
+# 12. Preprocessing inside a model (issue 17): an adapted Normalization (its statistics are weights of the file),
+# RandomContrast with a one-value range (a fixed factor of 1.3 in fit, the identity in predict), RandomCrop to the
+# input's own size, UpSampling2D bilinear, Resizing with pad_to_aspect_ratio.
+prng = np.random.default_rng(29)
+xp = prng.normal(2.0, 3.0, (N, 8, 8, 3)).astype("float32")
+norm = L.Normalization(name="norm")
+norm.adapt(xp)
+x = keras.Input((8, 8, 3), name="image")
+h = L.RandomContrast((-0.3, 0.3), value_range=(-4, 4), name="contrast")(norm(x))
+h = L.RandomCrop(8, 8, name="crop")(h)
+h = L.Conv2D(4, 3, padding="same", activation="relu", name="conv")(h)
+h = L.UpSampling2D(2, interpolation="bilinear", name="up")(h)
+h = L.Resizing(10, 12, pad_to_aspect_ratio=True, fill_value=0.5, name="resize")(h)
+out = L.Dense(1, name="out")(L.GlobalAveragePooling2D(name="gap")(h))
+case("preprocess", keras.Model(x, out, name="preprocess"), xp, prng.uniform(-1, 1, (N, 1)).astype("float32"),
+     dict(optimizer=keras.optimizers.Adam(0.01), loss="mse", metrics=["mae"]))
+
+if ONLY:  # the other cases' entries as they were
+    with open(os.path.join(HERE, "..", "data", "keras_files.json")) as f:
+        cases = {**json.load(f), **{k: v for k, v in cases.items() if k in ONLY}}
 with open(os.path.join(HERE, "..", "data", "keras_files.json"), "w") as f:
     json.dump(cases, f)
 print("wrote", sorted(cases))

@@ -1,10 +1,17 @@
-// Image preprocessing layers that Keras users put in models: keras.layers.Rescaling, Resizing, CenterCrop.
+// Preprocessing layers that Keras users put in models: keras.layers.Rescaling, Resizing, CenterCrop, the random
+// image augmentations, Normalization.
 #pragma once
 
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "osprey/keras/layers/layer.h"
+
+namespace osprey::keras::utils {
+class PyDataset;
+}  // namespace osprey::keras::utils
 
 namespace osprey::keras::layers {
 
@@ -28,10 +35,12 @@ struct ResizingOptions {
   bool crop_to_aspect_ratio = false;       ///< first crop the largest centred window of the target's aspect ratio
   std::string data_format = "channels_last";
   std::string name{};
+  bool pad_to_aspect_ratio = false;  ///< or first pad evenly on both sides to the target's aspect ratio, with
+  double fill_value = 0.0;           ///< this value (Keras's fill_mode "constant", its only one)
 };
 
 /// Images (batch, height, width, channels) resized as tf.image.resize does (keras.layers.Resizing):
-/// `layers::Resizing(64, 64)`. pad_to_aspect_ratio and antialias are not implemented (a ValueError from a config).
+/// `layers::Resizing(64, 64)`. antialias is not implemented (a ValueError from a config).
 class Resizing : public Layer {
  public:
   Resizing(int64_t height, int64_t width, ResizingOptions options = {});
@@ -135,6 +144,101 @@ class RandomFlip : public RandomAffine {
       : RandomAffine(Kind::flip, 0.0, std::nullopt, std::move(mode),
                      AugmentOptions{.interpolation = "nearest", .name = std::move(name)}) {}
   OSPREY_KERAS_LAYER(RandomFlip)
+};
+
+}  // namespace osprey::keras::layers
+
+namespace osprey::keras::layers {
+
+/// keras.layers.RandomContrast(factor, value_range=(0, 255)): in training, each image's channels moved away from
+/// (or towards) their mean by a factor drawn per image from [1 - lower, 1 + upper], then clipped to value_range;
+/// the identity in evaluate and predict. As Keras 3 parses `factor`: one number f in [0, 1] gives (lower, upper) =
+/// (0, f), so contrast only grows; a pair is sorted and may not lie above 1 or below 0 as a whole.
+class RandomContrast : public Layer {
+ public:
+  explicit RandomContrast(double factor, std::pair<double, double> value_range = {0.0, 255.0}, std::string name = "");
+  explicit RandomContrast(std::pair<double, double> factor, std::pair<double, double> value_range = {0.0, 255.0},
+                          std::string name = "");
+  OSPREY_KERAS_LAYER(RandomContrast)
+  std::string class_name() const override { return "RandomContrast"; }
+  std::string get_config() const override;
+  Shape build(const Shape& input_shape) override;
+  Tensor call(const Tensor& inputs, bool training) override;
+  std::pair<double, double> factor() const { return {lower_, upper_}; }
+
+ private:
+  double lower_ = 0.0, upper_ = 0.0;
+  std::pair<double, double> value_range_;
+};
+
+/// keras.layers.RandomCrop(height, width): in training, one window of height x width at a random place for the
+/// whole batch (as Keras); at inference, and in training when an image is not larger than the target along both
+/// axes, the largest centred window of the target's aspect ratio resized to it, as Keras documents it (Keras 3.15's
+/// code returns its input unchanged at inference, unlike its docs and its own output shape).
+class RandomCrop : public Layer {
+ public:
+  RandomCrop(int64_t height, int64_t width, std::string data_format = "channels_last", std::string name = "");
+  OSPREY_KERAS_LAYER(RandomCrop)
+  std::string class_name() const override { return "RandomCrop"; }
+  std::string get_config() const override;
+  Shape build(const Shape& input_shape) override;
+  Tensor call(const Tensor& inputs, bool training) override;
+
+ private:
+  int64_t height_, width_;
+  std::string data_format_;
+};
+
+}  // namespace osprey::keras::layers
+
+namespace osprey::keras::layers {
+
+/// keras.layers.Normalization's arguments.
+struct NormalizationOptions {
+  /// The axes (of the input with its batch axis, negative from the end) that keep their own mean and variance;
+  /// empty is Keras's axis=None (one mean and variance for everything).
+  std::vector<int> axis{-1};
+  /// Given values instead of adapt(): both or neither, of one shape (a scalar, or the kept axes' sizes, trailing
+  /// ones may be left out as in NumPy broadcasting).
+  std::optional<Tensor> mean{}, variance{};
+  bool invert = false;  ///< undo the normalisation: mean + x · std
+  std::string name{};
+};
+
+/// (x - mean) / max(sqrt(variance), 1e-7) per position of the kept axes (keras.layers.Normalization). Without given
+/// values, adapt() computes them from data (Keras's non-trainable weights "mean", "variance" and "count", saved
+/// with the model): `auto norm = std::make_shared<layers::Normalization>(); norm->adapt(x_train);`.
+class Normalization : public Layer {
+ public:
+  explicit Normalization(NormalizationOptions options = {});
+  OSPREY_KERAS_LAYER(Normalization)
+  bool recordable() const override { return true; }
+  std::string class_name() const override { return "Normalization"; }
+  std::string get_config() const override;
+  Shape build(const Shape& input_shape) override;
+  Tensor call(const Tensor& inputs, bool training) override;
+
+  /// The mean and variance of `data` (its first axis the batch) over every axis but the kept ones, as NumPy's
+  /// mean and var (population variance); builds the layer when it is not built. ValueError when the kept axes'
+  /// sizes differ from the layer's input, or the layer was given its values.
+  void adapt(const Tensor& data);
+  /// The same over batches (Keras's iterable or PyDataset: each element one batch), merged as Keras merges them.
+  void adapt(const std::vector<Tensor>& batches);
+  void adapt(utils::PyDataset& dataset);
+  /// The values in use, in the kept axes' shape (after build).
+  Tensor mean() const;
+  Tensor variance() const;
+
+ private:
+  void prepare(const Shape& input_shape);
+  Tensor broadcast(const Tensor& kept) const;
+
+  NormalizationOptions o_;
+  std::vector<int> keep_;      // the kept axes of the input with its batch axis, ascending
+  std::vector<int64_t> kept_;  // their sizes
+  int ndim_ = 0;
+  Variable *mean_ = nullptr, *variance_ = nullptr;
+  Tensor given_mean_, given_variance_;  // o_.mean / o_.variance in the kept axes' shape
 };
 
 }  // namespace osprey::keras::layers

@@ -35,8 +35,6 @@ Tensor crop_to_aspect(const Tensor& x, int64_t height, int64_t width) {
   return ops::slice_axis(ops::slice_axis(x, 1, top, std::max<int64_t>(ch, 1)), 2, left, std::max<int64_t>(cw, 1));
 }
 
-namespace {
-
 void check_images(const std::string& layer, const Shape& input_shape) {
   if (input_shape.rank() != 3) {
     throw ValueError(fmt::format("Input 0 of layer \"{}\" is incompatible with the layer: expected images of ndim=4 "
@@ -45,10 +43,31 @@ void check_images(const std::string& layer, const Shape& input_shape) {
   }
 }
 
-// Throws Keras's error unless `x` is a batch of images.
 void check_batch(const std::string& layer, const Tensor& x) {
   const auto d = x.shape().dims();
   if (d.size() != 4) check_images(layer, Shape(std::vector<int64_t>(d.begin() + (d.empty() ? 0 : 1), d.end())));
+}
+
+namespace {
+
+// Keras's pad_to_aspect_ratio: fill_value rows (or columns) added evenly above and below (left and right) so that
+// the image takes the target's aspect ratio (TensorFlow backend: int(float(pad - h) / 2) on each side).
+Tensor pad_to_aspect(const Tensor& x, int64_t height, int64_t width, double fill_value) {
+  const int64_t n = x.shape()[0], h = x.shape()[1], w = x.shape()[2], c = x.shape()[3];
+  const auto ph = std::max(h, static_cast<int64_t>(static_cast<float>(w * height) / static_cast<float>(width)));
+  const auto pw = std::max(w, static_cast<int64_t>(static_cast<float>(h * width) / static_cast<float>(height)));
+  const auto top = static_cast<int64_t>(static_cast<float>(ph - h) / 2);
+  const auto left = static_cast<int64_t>(static_cast<float>(pw - w) / 2);
+  Tensor y = x;
+  if (top > 0) {
+    const Tensor band = Tensor::full(Shape({n, top, w, c}), fill_value);
+    y = ops::concat({band, y, band}, 1);
+  }
+  if (left > 0) {
+    const Tensor band = Tensor::full(Shape({n, y.shape()[1], left, c}), fill_value);
+    y = ops::concat({band, y, band}, 2);
+  }
+  return y;
 }
 
 Shape image_shape(const Shape& input_shape, bool first, int64_t height, int64_t width) {
@@ -74,6 +93,9 @@ Resizing::Resizing(int64_t height, int64_t width, ResizingOptions options)
                                  options_.interpolation));
   }
   detail::check_data_format(options_.data_format, "Resizing");
+  if (options_.crop_to_aspect_ratio && options_.pad_to_aspect_ratio) {
+    throw ValueError("Resizing: only one of `pad_to_aspect_ratio` & `crop_to_aspect_ratio` can be `True`.");
+  }
 }
 
 Shape Resizing::build(const Shape& input_shape) {
@@ -86,6 +108,7 @@ Tensor Resizing::call(const Tensor& inputs, bool) {
   check_batch(name_, inputs);
   Tensor x = to_last(inputs.dtype() == DType::float32 ? inputs : inputs.cast(DType::float32), first);
   if (options_.crop_to_aspect_ratio) x = crop_to_aspect(x, height_, width_);
+  if (options_.pad_to_aspect_ratio) x = pad_to_aspect(x, height_, width_, options_.fill_value);
   const auto method = options_.interpolation == "nearest" ? ops::ResizeMethod::nearest : ops::ResizeMethod::bilinear;
   return from_last(ops::resize(x, height_, width_, method), first);
 }
@@ -125,9 +148,9 @@ std::string Resizing::get_config() const {
                                   {"width", width_},
                                   {"interpolation", options_.interpolation},
                                   {"crop_to_aspect_ratio", options_.crop_to_aspect_ratio},
-                                  {"pad_to_aspect_ratio", false},
+                                  {"pad_to_aspect_ratio", options_.pad_to_aspect_ratio},
                                   {"fill_mode", "constant"},
-                                  {"fill_value", 0.0},
+                                  {"fill_value", options_.fill_value},
                                   {"antialias", false}});
 }
 std::string CenterCrop::get_config() const {
@@ -142,10 +165,16 @@ OSPREY_REGISTER_LAYERS(preprocessing_image) {
                                        ser::name_of(c));
   }});
   ser::register_layer_class("Resizing", {false, [](const json& c) -> std::shared_ptr<Layer> {
-    ser::refuse_set(c, {"pad_to_aspect_ratio", "antialias"}, "Resizing", "interpolation, crop_to_aspect_ratio");
+    ser::refuse_set(c, {"antialias"}, "Resizing", "interpolation, crop_to_aspect_ratio, pad_to_aspect_ratio");
+    const auto fill_mode = ser::value_or<std::string>(c, "fill_mode", "constant");
+    if (fill_mode != "constant") {
+      throw ValueError(fmt::format("Resizing: fill_mode \"{}\" is not supported; only \"constant\"", fill_mode));
+    }
     ResizingOptions o{ser::value_or<std::string>(c, "interpolation", "bilinear"),
                       ser::value_or(c, "crop_to_aspect_ratio", false),
-                      ser::value_or<std::string>(c, "data_format", "channels_last"), ser::name_of(c)};
+                      ser::value_or<std::string>(c, "data_format", "channels_last"), ser::name_of(c),
+                      ser::value_or(c, "pad_to_aspect_ratio", false),
+                      c.contains("fill_value") && c["fill_value"].is_number() ? c["fill_value"].get<double>() : 0.0};
     return std::make_shared<Resizing>(ser::integer(c, "height", 1, int64_t{1} << 24, "Resizing"),
                                       ser::integer(c, "width", 1, int64_t{1} << 24, "Resizing"), o);
   }});

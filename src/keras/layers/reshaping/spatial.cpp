@@ -1,5 +1,6 @@
 // The spatial reshaping layers: keras.layers.ZeroPadding1D/2D/3D (concatenated zeros), Cropping1D/2D/3D (slices)
-// and UpSampling1D/2D/3D (nearest: each element repeated), built from differentiable ops.
+// and UpSampling1D/2D/3D (nearest: each element repeated; UpSampling2D's bilinear: ops::resize), built from
+// differentiable ops.
 #include <fmt/format.h>
 
 #include "keras/saving/serialization.h"
@@ -106,12 +107,10 @@ UpSampling::UpSampling(int rank, const Ints& size, std::string data_format, std:
       interpolation_(std::move(interpolation)) {
   size_ = detail::per_axis(size, rank, 1, fmt_class(), "size");
   detail::check_data_format(data_format_, fmt_class());
-  if (interpolation_ == "bilinear") {
-    throw ValueError(fmt::format("{}: interpolation=\"bilinear\" is not implemented in Osprey yet; use \"nearest\"",
-                                 fmt_class()));
-  }
-  if (interpolation_ != "nearest") {
-    throw ValueError(fmt::format("{}: `interpolation` must be \"nearest\" or \"bilinear\"; received {}", fmt_class(),
+  if (interpolation_ != "nearest" && !(rank == 2 && interpolation_ == "bilinear")) {
+    throw ValueError(fmt::format("{}: `interpolation` must be {}; received {} (bicubic, lanczos and area are not "
+                                 "implemented in Osprey)",
+                                 fmt_class(), rank == 2 ? "\"nearest\" or \"bilinear\"" : "\"nearest\"",
                                  interpolation_));
   }
 }
@@ -131,6 +130,12 @@ Tensor UpSampling::call(const Tensor& inputs, bool) {
   const auto d0 = inputs.shape().dims();
   if (static_cast<int>(d0.size()) != rank_ + 2) {
     check_rank(name_, rank_, Shape(std::vector<int64_t>(d0.begin() + (d0.empty() ? 0 : 1), d0.end())));
+  }
+  if (interpolation_ == "bilinear") {  // Keras: ops.image.resize to (h · size[0], w · size[1]), channels last
+    const bool first = data_format_ == "channels_first";
+    const Tensor x = first ? ops::transpose(inputs, {0, 2, 3, 1}) : inputs;
+    const Tensor y = ops::resize(x, x.shape()[1] * size_[0], x.shape()[2] * size_[1], ops::ResizeMethod::bilinear);
+    return first ? ops::transpose(y, {0, 3, 1, 2}) : y;
   }
   Tensor y = inputs;
   for (int i = 0; i < rank_; ++i) {

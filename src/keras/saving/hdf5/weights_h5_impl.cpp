@@ -471,7 +471,8 @@ static void read_all(Model& model, hid_t file, const std::string& path, bool dry
                                    e.name, vars.size(), stored, expected));
     }
     for (std::size_t j = 0; j < vars.size(); ++j) {
-      assignments.emplace_back(vars[j], read_dataset(group, std::to_string(j), float32, where, vars[j]->shape(),
+      const DType dtype = vars[j]->value().dtype() == int64 ? int64 : float32;  // Normalization's count is int64
+      assignments.emplace_back(vars[j], read_dataset(group, std::to_string(j), dtype, where, vars[j]->shape(),
                                                      "variable '" + vars[j]->path() + "'", dry));
     }
   }
