@@ -96,6 +96,15 @@ TEST(ImageDataset, ShufflesValidationSplitsAndTrains) {
   std::set<std::string> all(train->file_paths().begin(), train->file_paths().end());
   all.insert(val->file_paths().begin(), val->file_paths().end());
   EXPECT_EQ(all.size(), 6u);  // disjoint and complete
+  // subset="both": the same two subsets from one call; the validation subset keeps its order between epochs.
+  o.subset = "both";
+  EXPECT_THROW(utils::image_dataset_from_directory(kImages, o), ValueError);
+  auto [train2, val2] = utils::image_dataset_from_directory_split(kImages, o);
+  EXPECT_EQ(train2->file_paths(), train->file_paths());
+  EXPECT_EQ(val2->file_paths(), val->file_paths());
+  val2->on_epoch_end();
+  EXPECT_EQ(val2->file_paths(), val->file_paths());
+  EXPECT_THROW(utils::image_dataset_from_directory_split(kImages, {.seed = 3, .verbose = false}), ValueError);
   // The same seed, the same split; each epoch a new order of the same files.
   auto again = utils::image_dataset_from_directory(kImages, {.batch_size = 2, .image_size = {8, 8}, .seed = 3,
                                                              .validation_split = 0.34, .subset = "training",

@@ -40,7 +40,7 @@ struct ImageDatasetOptions {
   bool shuffle = true;               ///< the file order once, and again after every epoch
   std::optional<uint64_t> seed{};    ///< needed with shuffle and validation_split
   double validation_split = 0.0;
-  std::string subset{};              ///< "training" or "validation" with validation_split
+  std::string subset{};              ///< "training" or "validation" with validation_split ("both": the _split call)
   std::string interpolation = "bilinear";
   bool follow_links = false;         ///< descend into symbolic links to folders inside the class folders
   bool crop_to_aspect_ratio = false;
@@ -76,5 +76,9 @@ class ImageDataset : public PyDataset {
 /// file that does not decode (named).
 std::shared_ptr<ImageDataset> image_dataset_from_directory(const std::string& directory,
                                                            ImageDatasetOptions options = {});
+/// Keras's subset="both": the training and the validation dataset of one split (one index of the directory; the
+/// validation subset is not reshuffled between epochs, as in Keras). Needs a validation_split.
+std::pair<std::shared_ptr<ImageDataset>, std::shared_ptr<ImageDataset>> image_dataset_from_directory_split(
+    const std::string& directory, ImageDatasetOptions options);
 
 }  // namespace osprey::keras::utils

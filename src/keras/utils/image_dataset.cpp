@@ -106,9 +106,9 @@ void check_options(const ImageDatasetOptions& o) {
     if (!(o.validation_split > 0.0 && o.validation_split < 1.0)) {
       throw ValueError(fmt::format("`validation_split` must be between 0 and 1, received: {}", o.validation_split));
     }
-    if (!one_of(o.subset, {"training", "validation"})) {
-      throw ValueError(fmt::format("If `validation_split` is set, `subset` must be \"training\" or \"validation\" "
-                                   "(call twice, with the same seed, for both); received: subset={}",
+    if (!one_of(o.subset, {"training", "validation", "both"})) {
+      throw ValueError(fmt::format("If `validation_split` is set, `subset` must be \"training\", \"validation\" or "
+                                   "\"both\"; received: subset={}",
                                    o.subset.empty() ? "None" : o.subset));
     }
     if (o.shuffle && !o.seed) {
@@ -122,7 +122,16 @@ void check_options(const ImageDatasetOptions& o) {
 
 }  // namespace
 
-std::shared_ptr<ImageDataset> image_dataset_from_directory(const std::string& directory, ImageDatasetOptions o) {
+namespace {
+
+// Every file of `directory` with its label, in the (shuffled) order the split takes its subsets from.
+struct Indexed {
+  std::vector<std::string> files;
+  std::vector<int> labels;
+  std::vector<std::string> classes;
+};
+
+Indexed index_directory(const std::string& directory, const ImageDatasetOptions& o) {
   check_options(o);
   std::error_code ec;
   if (!fs::is_directory(directory, ec)) {
@@ -171,19 +180,55 @@ std::shared_ptr<ImageDataset> image_dataset_from_directory(const std::string& di
     else std::printf("Found %zu files.\n", files.size());
   }
   if (o.shuffle) shuffle_in_step(files, labels, o.seed.value_or(0x5eed5eedull));
-  if (o.validation_split != 0.0) {
-    const auto num_val = static_cast<std::size_t>(o.validation_split * static_cast<double>(files.size()));
-    const bool training = o.subset == "training";
-    const std::size_t begin = training ? 0 : files.size() - num_val, end = training ? files.size() - num_val : files.size();
-    files = std::vector<std::string>(files.begin() + static_cast<std::ptrdiff_t>(begin), files.begin() + static_cast<std::ptrdiff_t>(end));
-    if (!labels.empty()) {
-      labels = std::vector<int>(labels.begin() + static_cast<std::ptrdiff_t>(begin), labels.begin() + static_cast<std::ptrdiff_t>(end));
-    }
-    if (o.verbose) std::printf("Using %zu files for %s.\n", files.size(), o.subset.c_str());
-    if (files.empty()) throw ValueError(fmt::format("validation_split={} leaves no files for {}", o.validation_split, o.subset));
+  return {std::move(files), std::move(labels), std::move(classes)};
+}
+
+// The subset ("training": the front, "validation": the last validation_split of the files; "": all of them) as a
+// dataset.
+std::shared_ptr<ImageDataset> subset_of(const Indexed& all, const std::string& subset, ImageDatasetOptions o) {
+  std::size_t begin = 0, end = all.files.size();
+  if (!subset.empty()) {
+    const auto num_val = static_cast<std::size_t>(o.validation_split * static_cast<double>(all.files.size()));
+    (subset == "training" ? end : begin) = all.files.size() - num_val;
+    if (o.verbose) std::printf("Using %zu files for %s.\n", end - begin, subset.c_str());
+    if (end == begin) throw ValueError(fmt::format("validation_split={} leaves no files for {}", o.validation_split, subset));
   }
+  const auto at = [](std::size_t i) { return static_cast<std::ptrdiff_t>(i); };
+  std::vector<std::string> files(all.files.begin() + at(begin), all.files.begin() + at(end));
+  std::vector<int> labels;
+  if (!all.labels.empty()) labels.assign(all.labels.begin() + at(begin), all.labels.begin() + at(end));
+  o.subset = subset;
+  return std::make_shared<ImageDataset>(std::move(files), std::move(labels), all.classes, std::move(o));
+}
+
+}  // namespace
+
+std::shared_ptr<ImageDataset> image_dataset_from_directory(const std::string& directory, ImageDatasetOptions o) {
+  if (o.subset == "both") {
+    throw ValueError("image_dataset_from_directory: subset=\"both\" gives two datasets; call "
+                     "image_dataset_from_directory_split for them");
+  }
+  const Indexed all = index_directory(directory, o);
+  auto ds = subset_of(all, o.validation_split != 0.0 ? o.subset : "", o);
   std::fflush(stdout);
-  return std::make_shared<ImageDataset>(std::move(files), std::move(labels), std::move(classes), std::move(o));
+  return ds;
+}
+
+std::pair<std::shared_ptr<ImageDataset>, std::shared_ptr<ImageDataset>> image_dataset_from_directory_split(
+    const std::string& directory, ImageDatasetOptions o) {
+  if (o.validation_split == 0.0) {
+    throw ValueError("image_dataset_from_directory_split needs a `validation_split` in (0, 1)");
+  }
+  if (!o.subset.empty() && o.subset != "both") {
+    throw ValueError(fmt::format("image_dataset_from_directory_split makes both subsets; received subset={}", o.subset));
+  }
+  o.subset = "both";
+  const Indexed all = index_directory(directory, o);
+  auto training = subset_of(all, "training", o);
+  o.shuffle = false;  // as Keras: the validation subset keeps its order
+  auto validation = subset_of(all, "validation", o);
+  std::fflush(stdout);
+  return {std::move(training), std::move(validation)};
 }
 
 ImageDataset::ImageDataset(std::vector<std::string> files, std::vector<int> labels,
