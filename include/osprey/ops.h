@@ -69,6 +69,9 @@ Tensor minimum(const Tensor& a, const Tensor& b);
 
 /// Rows of x at the given int64 indices.
 Tensor gather_rows(const Tensor& x, const Tensor& indices);
+/// `rows` rows of zeros (float32) with updates[i] added to row indices[i] (a gather's gradient; repeated indices
+/// add up, in order, so that the result is the same on every run and backend).
+Tensor scatter_add_rows(const Tensor& updates, const Tensor& indices, int64_t rows);
 
 /// A convolution over the spatial axes of channels-last tensors (N, s1, ..., sr, C), r = 1, 2 or 3 (the
 /// stride, dilation and padding lists have r entries each; padding in elements, before and after each axis).

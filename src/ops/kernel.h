@@ -47,6 +47,7 @@ enum class OpId : int {
   Resize,          // x (N, H, W, C) -> y (N, h, w, C) (attrs ResizeAttrs)
   ResizeGrad,      // dy -> dx (the output's shape says the input's)
   AffineTransform, // images (N, H, W, C), transforms (N or 1, 8) -> images (attrs TransformAttrs)
+  ScatterAddRows,  // updates (N, ...), indices(int64, N) -> (rows, ...): row indices[i] += updates[i] (gather's grad)
   kCount
 };
 

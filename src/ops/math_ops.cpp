@@ -205,6 +205,31 @@ Tensor gather_rows(const Tensor& x, const Tensor& indices) {
   auto& dev = place(OpId::GatherRows, "GatherV2", in);
   Tensor out = Tensor::empty(x.shape().with_dim(0, indices.shape()[0]), x.dtype(), &dev);
   run(OpId::GatherRows, dev, in, {&out, 1}, nullptr);
+  maybe_record("GatherV2", in, {&out, 1}, [&] {
+    return BackwardFn([indices, rows = x.shape()[0]](const std::vector<Tensor>& g) {
+      return std::vector<Tensor>{scatter_add_rows(g[0], indices, rows), Tensor()};
+    });
+  });
+  return out;
+}
+
+Tensor scatter_add_rows(const Tensor& updates, const Tensor& indices, int64_t rows) {
+  if (indices.dtype() != DType::int64 || indices.shape().rank() != 1 || updates.shape().rank() < 1 ||
+      updates.shape()[0] != indices.shape()[0] || updates.dtype() != DType::float32 || rows < 0) {
+    throw InvalidArgumentError(fmt::format("scatter_add_rows needs float32 updates (N, ...), 1-D int64 indices (N) and "
+                                           "rows >= 0; got updates {} {}, indices {} {}, rows {}",
+                                           dtype_name(updates.dtype()), updates.shape().to_string(),
+                                           dtype_name(indices.dtype()), indices.shape().to_string(), rows));
+  }
+  Tensor in[2] = {updates, indices};
+  auto& dev = place(OpId::ScatterAddRows, "ScatterAdd", in);
+  Tensor out = Tensor::empty(updates.shape().with_dim(0, rows), DType::float32, &dev);
+  run(OpId::ScatterAddRows, dev, in, {&out, 1}, nullptr);
+  maybe_record("ScatterAdd", in, {&out, 1}, [&] {
+    return BackwardFn([indices](const std::vector<Tensor>& g) {
+      return std::vector<Tensor>{gather_rows(g[0], indices), Tensor()};
+    });
+  });
   return out;
 }
 

@@ -157,6 +157,15 @@ void check_every_op() {
     return Outputs{ops::gather_rows(a, Tensor::from_vector<int64_t>({32, 0, 5, 5, 17}, {5})),
                    ops::gather_rows(ops::cast(a, DType::int32), Tensor::from_vector<int64_t>({1, 2}, {2}))};
   });
+  // The gather's gradient (repeated rows add up) and the scatter on its own.
+  expect_same("gather gradient and scatter_add_rows", [&] {
+    Variable x(host_uniform({6, 3, 2}, -1, 1, 41), "x");
+    const Tensor idx = Tensor::from_vector<int64_t>({5, 0, 5, 2, 5, 0, 1}, {7});
+    GradientTape tape;
+    const Tensor y = ops::gather_rows(x.value(), idx);
+    auto g = tape.gradient(ops::reduce_sum(ops::square(y)), Vars{&x});
+    return Outputs{y, g[0], ops::scatter_add_rows(ops::reshape(y, Shape({7, 6})), idx, 9)};
+  });
   // Concatenation and slicing along every axis, with their gradients; minimum.
   expect_same("concat and slice", [&] {
     Variable x(host_uniform({3, 4, 5}, -1, 1, 21), "x"), y(host_uniform({3, 2, 5}, -1, 1, 22), "y");
@@ -356,6 +365,8 @@ TEST(CrossBackend, BadInputsRaiseTheCpuErrorsOnTheGpu) {
   EXPECT_THROW((void)ops::sparse_categorical_crossentropy(labels, probs), InvalidArgumentError);
   Tensor idx = Tensor::from_vector<int64_t>({0, 9}, {2});
   EXPECT_THROW((void)ops::gather_rows(probs, idx), InvalidArgumentError);
+  EXPECT_THROW((void)ops::scatter_add_rows(probs, Tensor::from_vector<int64_t>({0, 1, 2, 12}, {4}), 5),
+               InvalidArgumentError);
   EXPECT_THROW((void)ops::concat({probs, Tensor::ones({4, 3, 1})}, 1), InvalidArgumentError);
   EXPECT_THROW((void)ops::slice_axis(probs, 1, 2, 5), InvalidArgumentError);
   const ops::ConvParams p{{1, 1}, {1, 1}, {0, 0}, {0, 0}, 1};

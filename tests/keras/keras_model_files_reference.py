@@ -205,6 +205,19 @@ out = L.Dense(1, name="out")(L.GlobalAveragePooling2D(name="gap")(h))
 case("preprocess", keras.Model(x, out, name="preprocess"), xp, prng.uniform(-1, 1, (N, 1)).astype("float32"),
      dict(optimizer=keras.optimizers.Adam(0.01), loss="mse", metrics=["mae"]))
 
+# 13. A bag-of-embeddings text classifier (issue 18): int32 token ids, Embedding, GlobalAveragePooling1D. SGD with
+# momentum: with Adam or RMSprop, Keras's TensorFlow backend squares each occurrence of a repeated id's gradient
+# separately (a tf.IndexedSlices), where Osprey, like Keras on JAX or PyTorch, squares the gradient summed per row.
+erng = np.random.default_rng(37)
+xe = erng.integers(0, 30, (N, 7)).astype("int32")
+tokens = keras.Input((7,), dtype="int32", name="tokens")
+h = L.GlobalAveragePooling1D(name="gap")(L.Embedding(30, 6, name="embed")(tokens))
+out = L.Dense(2, activation="softmax", name="probs")(L.Dense(8, activation="relu", name="hidden")(h))
+case("embedding_bag", keras.Model(tokens, out, name="embedding_bag"), xe,
+     (xe.sum(axis=1) % 2).astype("int32"),
+     dict(optimizer=keras.optimizers.SGD(0.2, momentum=0.9), loss="sparse_categorical_crossentropy",
+          metrics=["accuracy"]))
+
 if ONLY:  # the other cases' entries as they were
     with open(os.path.join(HERE, "..", "data", "keras_files.json")) as f:
         cases = {**json.load(f), **{k: v for k, v in cases.items() if k in ONLY}}

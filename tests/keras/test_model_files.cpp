@@ -363,6 +363,10 @@ TEST(ModelFiles, AConv1DModelOverSequences) {
   SKIP_WITHOUT_HDF5();
   check_file("cnn_conv1d");
 }
+TEST(ModelFiles, ABagOfEmbeddingsTextClassifierWithInt32TokenIds) {
+  SKIP_WITHOUT_HDF5();
+  check_file("embedding_bag");
+}
 TEST(ModelFiles, PreprocessingLayersInAModelWithAnAdaptedNormalization) {
   SKIP_WITHOUT_HDF5();
   check_file("preprocess");

@@ -186,6 +186,25 @@ static void gather_rows_kernel(const KernelContext& ctx) {
   gather_host_rows(dst, src, ip, n, row_bytes);
 }
 
+// Row indices[i] += updates[i], in order (deterministic); rows not named stay zero.
+static void scatter_add_rows_kernel(const KernelContext& ctx) {
+  const auto& upd = ctx.inputs[0];
+  const auto& idx = ctx.inputs[1];
+  Tensor& out = ctx.outputs[0];
+  const int64_t rows = out.shape()[0], n = idx.num_elements();
+  const int64_t cols = n ? upd.num_elements() / n : 0;
+  const int64_t* ip = idx.data<int64_t>();
+  const float* u = upd.data<float>();
+  float* y = out.data<float>();
+  std::fill(y, y + out.num_elements(), 0.f);
+  for (int64_t i = 0; i < n; ++i) {
+    if (ip[i] < 0 || ip[i] >= rows) throw ops::index_out_of_range(i, ip[i], rows);
+    float* dst = y + ip[i] * cols;
+    const float* src = u + i * cols;
+    for (int64_t c = 0; c < cols; ++c) dst[c] += src[c];
+  }
+}
+
 void register_math_kernels() {
   ops::register_kernel(ops::OpId::Cast, DeviceType::CPU, cast_kernel);
   ops::register_kernel(ops::OpId::MatMul, DeviceType::CPU, matmul_kernel);
@@ -193,6 +212,7 @@ void register_math_kernels() {
   ops::register_kernel(ops::OpId::Binary, DeviceType::CPU, binary_kernel);
   ops::register_kernel(ops::OpId::Reduce, DeviceType::CPU, reduce_kernel);
   ops::register_kernel(ops::OpId::GatherRows, DeviceType::CPU, gather_rows_kernel);
+  ops::register_kernel(ops::OpId::ScatterAddRows, DeviceType::CPU, scatter_add_rows_kernel);
 }
 
 }  // namespace osprey::cpu

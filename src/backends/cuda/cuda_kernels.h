@@ -41,6 +41,10 @@ void launch_sum_all(const float* x, float* y, int64_t n, bool mean, Scratch scra
 /// Copies rows idx[i] of src into dst; out-of-range indices set the error ([1] = i, [2] = idx[i]).
 void launch_gather_rows(const char* src, const int64_t* idx, char* dst, int64_t count, int64_t rows,
                         int64_t row_bytes, Scratch scratch, cudaStream_t s);
+/// out (rows, cols) = 0, then out[idx[i]] += upd[i] for i in order: one thread per column (deterministic); an index
+/// outside [0, rows) sets the error (position, index).
+void launch_scatter_add_rows(const float* upd, const int64_t* idx, float* out, int64_t count, int64_t rows,
+                             int64_t cols, Scratch scratch, cudaStream_t s);
 /// y = x with its axes permuted: out axis i is x's axis perm[i]; `in_dims` x's shape; elements of `elem_bytes`
 /// (4 or 8) bytes; rank <= 8.
 void launch_transpose(const void* x, void* y, int rank, const int64_t* in_dims, const int* perm, int64_t n,

@@ -272,6 +272,21 @@ void gather_rows_kernel(const KernelContext& ctx) {
   });
 }
 
+void scatter_add_rows_kernel(const KernelContext& ctx) {
+  Launch l(ctx);
+  const auto& upd = ctx.inputs[0];
+  const auto& idx = ctx.inputs[1];
+  Tensor& out = ctx.outputs[0];
+  const int64_t rows = out.shape()[0], n = idx.num_elements();
+  l.dev.clear_error();
+  launch_scatter_add_rows(upd.data<float>(), idx.data<int64_t>(), out.data<float>(), n, rows,
+                          n ? upd.num_elements() / n : 0, l.dev.scratch(), l.s());
+  l.done("ScatterAdd");
+  l.dev.check_errors([rows](const long long err[4]) {
+    if (err[0]) throw ops::index_out_of_range(err[1], err[2], rows);
+  });
+}
+
 // Concatenation and slicing along an axis: one strided 2-D copy per input (rows = the outer blocks).
 void concat_kernel(const KernelContext& ctx) {
   Launch l(ctx);
@@ -435,6 +450,7 @@ void register_cuda_kernels() {
   ops::register_kernel(OpId::Binary, DeviceType::GPU, binary_kernel);
   ops::register_kernel(OpId::Reduce, DeviceType::GPU, reduce_kernel);
   ops::register_kernel(OpId::GatherRows, DeviceType::GPU, gather_rows_kernel);
+  ops::register_kernel(OpId::ScatterAddRows, DeviceType::GPU, scatter_add_rows_kernel);
   ops::register_kernel(OpId::Concat, DeviceType::GPU, concat_kernel);
   ops::register_kernel(OpId::Slice, DeviceType::GPU, slice_kernel);
   ops::register_kernel(OpId::Transpose, DeviceType::GPU, transpose_kernel);

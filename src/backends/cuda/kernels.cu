@@ -481,6 +481,27 @@ void launch_gather_rows(const char* src, const int64_t* idx, char* dst, int64_t 
                                                                    scratch.error);
 }
 
+__global__ void scatter_add_rows_k(const float* upd, const int64_t* idx, float* out, int64_t count, int64_t rows,
+                                   int64_t cols, long long* error) {
+  GRID_STRIDE(c, cols) {
+    for (int64_t i = 0; i < count; ++i) {
+      const int64_t r = idx[i];
+      if (r < 0 || r >= rows) {
+        if (c == 0) set_error(error, i, r);
+        continue;
+      }
+      out[r * cols + c] += upd[i * cols + c];
+    }
+  }
+}
+
+void launch_scatter_add_rows(const float* upd, const int64_t* idx, float* out, int64_t count, int64_t rows,
+                             int64_t cols, Scratch scratch, cudaStream_t s) {
+  if (rows * cols > 0) cudaMemsetAsync(out, 0, static_cast<size_t>(rows * cols) * sizeof(float), s);
+  if (count == 0 || cols == 0) return;
+  scatter_add_rows_k<<<blocks_for(cols), kThreads, 0, s>>>(upd, idx, out, count, rows, cols, scratch.error);
+}
+
 void launch_loss(LossOp op, Dt label_dt, const void* y_true, const float* y_pred, int64_t n, int64_t d,
                  float label_smoothing, float* out, const float* upstream, float* dp, Scratch scratch,
                  cudaStream_t s) {

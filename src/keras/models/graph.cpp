@@ -140,7 +140,7 @@ KerasTensor Layer::call_symbolic(std::shared_ptr<Layer> self, const std::vector<
   }
   node->layer = std::move(self);
   node->inputs = inputs;
-  node->dtype = inputs[0].dtype();
+  node->dtype = DType::float32;  // a layer's output has its compute dtype (an Embedding's ids may be integers)
   node->name = node->layer->name();
   node->batch_size = inputs[0].node()->batch_size;
   return KerasTensor(std::move(node), 0);

@@ -186,6 +186,8 @@ std::shared_ptr<Layer> functional_from_config(const json& c) {
       const json& shape = cfg.contains("batch_shape") ? cfg["batch_shape"] : cfg.value("batch_input_shape", json());
       ser::layer_from_object(lj);  // checks the InputLayer's options
       InputOptions options{.name = ser::name_of(cfg)};
+      if (cfg.value("dtype", json("float32")) == json("int32")) options.dtype = DType::int32;
+      if (cfg.value("dtype", json("float32")) == json("int64")) options.dtype = DType::int64;
       if (shape.is_array() && !shape.empty() && shape[0].is_number_integer()) {
         options.batch_size = shape[0].get<int64_t>();
       }

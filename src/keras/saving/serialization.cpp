@@ -369,7 +369,8 @@ std::shared_ptr<Layer> layer_from_object(const json& j) {
   if (c.contains("dtype")) {
     const json& d = c["dtype"];
     const json policy = d.is_object() ? d.value("config", json::object()).value("name", json("float32")) : d;
-    if (!d.is_null() && policy != json("float32")) {
+    const bool ids = cls == "InputLayer" && (policy == json("int32") || policy == json("int64"));  // token ids
+    if (!d.is_null() && policy != json("float32") && !ids) {
       throw ValueError(fmt::format("model_from_json: layer '{}' has dtype policy {}; Osprey loads float32 models "
                                    "only (mixed precision is not implemented yet, and loading such a model as "
                                    "float32 would change its numbers)",

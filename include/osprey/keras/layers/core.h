@@ -100,4 +100,40 @@ class Lambda : public Layer {
   std::optional<Shape> declared_shape_;
 };
 
+/// Options of Embedding besides its sizes (Keras's keyword arguments).
+struct EmbeddingOptions {
+  initializers::Initializer embeddings_initializer = "uniform";  ///< Keras's RandomUniform(-0.05, 0.05)
+  std::optional<Regularizer> embeddings_regularizer{};
+  std::optional<Constraint> embeddings_constraint{};
+  /// Keras's mask_zero: not implemented yet (masks do not flow between Osprey's layers): true is a ValueError.
+  bool mask_zero = false;
+  std::string name{};
+};
+
+/// Row `id` of an (input_dim, output_dim) table for every id of the input (keras.layers.Embedding): inputs of
+/// any shape (batch, ...) of integer token ids, given as int32, int64 or float32 (fit casts inputs to float32:
+/// exact up to 2^24), become (batch, ..., output_dim). An id outside [0, input_dim) is an InvalidArgumentError
+/// naming the layer, the id and its position, on every device. The gradient adds up the rows of repeated ids.
+class Embedding : public Layer {
+ public:
+  Embedding(int64_t input_dim, int64_t output_dim, EmbeddingOptions options = {});
+  OSPREY_KERAS_LAYER(Embedding)
+  bool recordable() const override { return true; }
+  std::string class_name() const override { return "Embedding"; }
+  std::string get_config() const override;
+  Shape build(const Shape& input_shape) override;
+  Tensor call(const Tensor& inputs, bool training) override;
+  Variable* embeddings() { return embeddings_; }
+  int64_t input_dim() const { return input_dim_; }
+  int64_t output_dim() const { return output_dim_; }
+  std::vector<Tensor> regularization_losses() override;
+  bool has_regularization() const override;
+  void apply_constraints() override;
+
+ private:
+  int64_t input_dim_, output_dim_;
+  EmbeddingOptions options_;
+  Variable* embeddings_ = nullptr;
+};
+
 }  // namespace osprey::keras::layers

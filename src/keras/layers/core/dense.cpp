@@ -157,7 +157,9 @@ OSPREY_REGISTER_LAYERS(core) {
     const json& shape = c.contains("batch_shape") ? c["batch_shape"] : c.value("batch_input_shape", json());
     ser::refuse_set(c, {"sparse", "ragged", "optional"}, "InputLayer", "batch_shape, dtype, name");
     const json dtype = c.value("dtype", json("float32"));
-    if (!(dtype.is_null() || dtype == json("float32"))) ser::unsupported("InputLayer dtype", dtype.dump(), "float32");
+    if (!(dtype.is_null() || dtype == json("float32") || dtype == json("int32") || dtype == json("int64"))) {
+      ser::unsupported("InputLayer dtype", dtype.dump(), "float32, int32, int64 (token ids)");
+    }
     return std::make_shared<Input>(ser::shape_without_batch(shape, "InputLayer batch_shape"), ser::name_of(c));
   }});
   ser::register_layer_class("Dense", {true, [](const json& c) -> std::shared_ptr<Layer> {

@@ -224,22 +224,22 @@ AugmentOptions augment_options(const json& c) {
 }  // namespace
 
 OSPREY_REGISTER_LAYERS(augmentation) {
-  ser::register_layer_class("RandomRotation", {false, [](const json& c) -> std::shared_ptr<Layer> {
+  ser::register_layer_class("RandomRotation", {true, [](const json& c) -> std::shared_ptr<Layer> {
     const auto f = range_from(c, "factor", "RandomRotation");
     if (!f) throw ValueError("RandomRotation: the config has no `factor`");
     return std::make_shared<RandomRotation>(*f, augment_options(c));
   }});
-  ser::register_layer_class("RandomTranslation", {false, [](const json& c) -> std::shared_ptr<Layer> {
+  ser::register_layer_class("RandomTranslation", {true, [](const json& c) -> std::shared_ptr<Layer> {
     const auto h = range_from(c, "height_factor", "RandomTranslation"), w = range_from(c, "width_factor", "RandomTranslation");
     if (!h || !w) throw ValueError("RandomTranslation: the config needs `height_factor` and `width_factor`");
     return std::make_shared<RandomTranslation>(*h, *w, augment_options(c));
   }});
-  ser::register_layer_class("RandomZoom", {false, [](const json& c) -> std::shared_ptr<Layer> {
+  ser::register_layer_class("RandomZoom", {true, [](const json& c) -> std::shared_ptr<Layer> {
     const auto h = range_from(c, "height_factor", "RandomZoom");
     if (!h) throw ValueError("RandomZoom: the config has no `height_factor`");
     return std::make_shared<RandomZoom>(*h, range_from(c, "width_factor", "RandomZoom"), augment_options(c));
   }});
-  ser::register_layer_class("RandomFlip", {false, [](const json& c) -> std::shared_ptr<Layer> {
+  ser::register_layer_class("RandomFlip", {true, [](const json& c) -> std::shared_ptr<Layer> {
     return std::make_shared<RandomFlip>(ser::value_or<std::string>(c, "mode", "horizontal_and_vertical"),
                                         ser::name_of(c));
   }});

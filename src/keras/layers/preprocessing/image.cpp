@@ -158,13 +158,13 @@ std::string CenterCrop::get_config() const {
 }
 
 OSPREY_REGISTER_LAYERS(preprocessing_image) {
-  ser::register_layer_class("Rescaling", {false, [](const json& c) -> std::shared_ptr<Layer> {
+  ser::register_layer_class("Rescaling", {true, [](const json& c) -> std::shared_ptr<Layer> {
     if (c.contains("scale") && c["scale"].is_array()) ser::unsupported("Rescaling scale", "a list", "one number");
     return std::make_shared<Rescaling>(ser::number(c, "scale", -1e30, 1e30, "Rescaling"),
                                        c.contains("offset") ? ser::number(c, "offset", -1e30, 1e30, "Rescaling") : 0.0,
                                        ser::name_of(c));
   }});
-  ser::register_layer_class("Resizing", {false, [](const json& c) -> std::shared_ptr<Layer> {
+  ser::register_layer_class("Resizing", {true, [](const json& c) -> std::shared_ptr<Layer> {
     ser::refuse_set(c, {"antialias"}, "Resizing", "interpolation, crop_to_aspect_ratio, pad_to_aspect_ratio");
     const auto fill_mode = ser::value_or<std::string>(c, "fill_mode", "constant");
     if (fill_mode != "constant") {
@@ -178,7 +178,7 @@ OSPREY_REGISTER_LAYERS(preprocessing_image) {
     return std::make_shared<Resizing>(ser::integer(c, "height", 1, int64_t{1} << 24, "Resizing"),
                                       ser::integer(c, "width", 1, int64_t{1} << 24, "Resizing"), o);
   }});
-  ser::register_layer_class("CenterCrop", {false, [](const json& c) -> std::shared_ptr<Layer> {
+  ser::register_layer_class("CenterCrop", {true, [](const json& c) -> std::shared_ptr<Layer> {
     return std::make_shared<CenterCrop>(ser::integer(c, "height", 1, int64_t{1} << 24, "CenterCrop"),
                                         ser::integer(c, "width", 1, int64_t{1} << 24, "CenterCrop"),
                                         ser::value_or<std::string>(c, "data_format", "channels_last"),

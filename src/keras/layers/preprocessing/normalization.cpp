@@ -326,7 +326,7 @@ std::string Normalization::get_config() const {
 }
 
 OSPREY_REGISTER_LAYERS(preprocessing_normalization) {
-  ser::register_layer_class("Normalization", {false, [](const json& c) -> std::shared_ptr<Layer> {
+  ser::register_layer_class("Normalization", {true, [](const json& c) -> std::shared_ptr<Layer> {
     NormalizationOptions o;
     o.name = ser::name_of(c);
     o.invert = ser::value_or(c, "invert", false);

@@ -153,7 +153,7 @@ std::pair<double, double> number_pair(const json& v, const char* key, const char
 }  // namespace
 
 OSPREY_REGISTER_LAYERS(random_contrast_crop) {
-  ser::register_layer_class("RandomContrast", {false, [](const json& c) -> std::shared_ptr<Layer> {
+  ser::register_layer_class("RandomContrast", {true, [](const json& c) -> std::shared_ptr<Layer> {
     if (c.contains("data_format") && c["data_format"] == "channels_first") {
       ser::unsupported("RandomContrast data_format", "channels_first", "channels_last");
     }
@@ -164,7 +164,7 @@ OSPREY_REGISTER_LAYERS(random_contrast_crop) {
     if (f.is_number()) return std::make_shared<RandomContrast>(f.get<double>(), range, ser::name_of(c));
     return std::make_shared<RandomContrast>(number_pair(f, "factor", "RandomContrast"), range, ser::name_of(c));
   }});
-  ser::register_layer_class("RandomCrop", {false, [](const json& c) -> std::shared_ptr<Layer> {
+  ser::register_layer_class("RandomCrop", {true, [](const json& c) -> std::shared_ptr<Layer> {
     return std::make_shared<RandomCrop>(ser::integer(c, "height", 1, int64_t{1} << 24, "RandomCrop"),
                                         ser::integer(c, "width", 1, int64_t{1} << 24, "RandomCrop"),
                                         ser::value_or<std::string>(c, "data_format", "channels_last"),

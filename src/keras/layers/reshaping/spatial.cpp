@@ -203,13 +203,13 @@ OSPREY_REGISTER_LAYERS(spatial_reshaping) {
   for (int rank = 1; rank <= 3; ++rank) {
     for (K kind : {K::zero_padding, K::cropping}) {
       const std::string cls = fmt::format("{}{}D", kind == K::cropping ? "Cropping" : "ZeroPadding", rank);
-      ser::register_layer_class(cls, {false, [kind, rank, cls](const json& c) -> std::shared_ptr<Layer> {
+      ser::register_layer_class(cls, {true, [kind, rank, cls](const json& c) -> std::shared_ptr<Layer> {
         return std::make_shared<SpatialPadding>(
             kind, rank, amounts_from(c, kind == K::cropping ? "cropping" : "padding", rank, cls + " " + ser::name_of(c)),
             ser::value_or<std::string>(c, "data_format", "channels_last"), ser::name_of(c));
       }});
     }
-    ser::register_layer_class(fmt::format("UpSampling{}D", rank), {false, [rank](const json& c) -> std::shared_ptr<Layer> {
+    ser::register_layer_class(fmt::format("UpSampling{}D", rank), {true, [rank](const json& c) -> std::shared_ptr<Layer> {
       const std::string what = fmt::format("UpSampling{}D {}", rank, ser::name_of(c));
       Ints size(2);
       if (c.contains("size") && c["size"].is_number_integer()) size = Ints(ser::integer(c, "size", 1, 1 << 20, what));

@@ -1,0 +1,131 @@
+// keras.layers.Embedding: a gather of the table's rows (ops::gather_rows, whose gradient is ops::scatter_add_rows),
+// with the id check's error given the layer's name and the id's position in the input.
+#include <fmt/format.h>
+
+#include "keras/layers/weight_rules.h"
+#include "keras/saving/serialization.h"
+#include "osprey/errors.h"
+#include "osprey/keras/layers/convolutional.h"
+#include "osprey/keras/layers/core.h"
+#include "osprey/ops.h"
+
+namespace osprey::keras::layers {
+
+namespace {
+
+constexpr int64_t kMaxRows = int64_t{1} << 31, kMaxDim = int64_t{1} << 20;
+
+// The position of flat element `i` of a tensor of `dims`, as TensorFlow writes it: "1,3".
+std::string position_of(int64_t i, std::span<const int64_t> dims) {
+  std::vector<int64_t> at(dims.size());
+  for (std::size_t a = dims.size(); a-- > 0;) {
+    at[a] = dims[a] ? i % dims[a] : 0;
+    i = dims[a] ? i / dims[a] : 0;
+  }
+  return fmt::format("{}", fmt::join(at, ","));
+}
+
+}  // namespace
+
+Embedding::Embedding(int64_t input_dim, int64_t output_dim, EmbeddingOptions options)
+    : Layer(options.name, "embedding"), input_dim_(input_dim), output_dim_(output_dim), options_(std::move(options)) {
+  if (input_dim <= 0 || input_dim > kMaxRows) {
+    throw ValueError(fmt::format("`input_dim` must be a positive integer (at most 2^31 in Osprey). Received: "
+                                 "input_dim={}",
+                                 input_dim));
+  }
+  if (output_dim <= 0 || output_dim > kMaxDim) {
+    throw ValueError(fmt::format("`output_dim` must be a positive integer (at most 2^20 in Osprey). Received: "
+                                 "output_dim={}",
+                                 output_dim));
+  }
+  if (options_.mask_zero) {
+    throw ValueError(fmt::format("Embedding '{}': mask_zero=True is not implemented in Osprey yet (masks do not flow "
+                                 "between layers); pad with an id the model may learn, or leave the padding out",
+                                 name_));
+  }
+}
+
+Shape Embedding::build(const Shape& input_shape) {
+  if (!built_) {
+    if (input_dim_ * output_dim_ > (int64_t{1} << 32)) {
+      throw ValueError(fmt::format("Embedding '{}': a table of {} x {} values is larger than Osprey allows (2^32)",
+                                   name_, input_dim_, output_dim_));
+    }
+    embeddings_ = &add_weight("embeddings", initialize(options_.embeddings_initializer, {input_dim_, output_dim_}));
+  }
+  std::vector<int64_t> out(input_shape.dims().begin(), input_shape.dims().end());
+  out.push_back(output_dim_);
+  return finish_build(Shape(out));
+}
+
+Tensor Embedding::call(const Tensor& inputs, bool) {
+  const auto d = inputs.shape().dims();
+  if (!built_) build(Shape(std::vector<int64_t>(d.begin() + (d.empty() ? 0 : 1), d.end())));
+  if (inputs.dtype() == DType::float64) {
+    throw InvalidArgumentError(fmt::format("Embedding '{}': token ids must be int32, int64 or float32; got float64",
+                                           name_));
+  }
+  const Tensor ids = ops::reshape(inputs.dtype() == DType::int64 ? inputs : ops::cast(inputs, DType::int64),
+                                  Shape({inputs.num_elements()}));
+  Tensor rows;
+  try {
+    rows = ops::gather_rows(embeddings_->value(), ids);
+  } catch (const InvalidArgumentError&) {  // say which id, where, in which layer (the kernel checked them)
+    const auto v = ids.to_vector<int64_t>();
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      if (v[i] < 0 || v[i] >= input_dim_) {
+        throw InvalidArgumentError(fmt::format("Exception encountered when calling Embedding.call() of layer '{}': "
+                                               "indices[{}] = {} is not in [0, {}) (a token id outside the "
+                                               "vocabulary; input shape {})",
+                                               name_, position_of(static_cast<int64_t>(i), d), v[i], input_dim_,
+                                               inputs.shape().to_string()));
+      }
+    }
+    throw;
+  }
+  std::vector<int64_t> out(d.begin(), d.end());
+  out.push_back(output_dim_);
+  return ops::reshape(rows, Shape(out));
+}
+
+#define OSPREY_EMBEDDING_RULES {{embeddings_, options_.embeddings_regularizer, options_.embeddings_constraint}}
+bool Embedding::has_regularization() const { return detail::any_penalty(OSPREY_EMBEDDING_RULES); }
+std::vector<Tensor> Embedding::regularization_losses() { return detail::penalties(OSPREY_EMBEDDING_RULES); }
+void Embedding::apply_constraints() { detail::constrain(OSPREY_EMBEDDING_RULES); }
+#undef OSPREY_EMBEDDING_RULES
+
+// ---- Keras config ----
+
+namespace ser = serialization;
+using ser::json;
+
+std::string Embedding::get_config() const {
+  json c = ser::base_config(*this);
+  c["input_dim"] = input_dim_;
+  c["output_dim"] = output_dim_;
+  c["embeddings_initializer"] = ser::initializer(options_.embeddings_initializer);
+  c["embeddings_regularizer"] = ser::regularizer(options_.embeddings_regularizer);
+  c["activity_regularizer"] = nullptr;
+  c["embeddings_constraint"] = ser::constraint(options_.embeddings_constraint);
+  c["mask_zero"] = options_.mask_zero;
+  c["quantization_config"] = nullptr;
+  return ser::dumps(c);
+}
+
+OSPREY_REGISTER_LAYERS(embedding) {
+  ser::register_layer_class("Embedding", {true, [](const json& c) -> std::shared_ptr<Layer> {
+    ser::refuse_set(c, {"lora_rank", "quantization_config", "activity_regularizer"}, "Embedding",
+                    "input_dim, output_dim, embeddings_initializer/regularizer/constraint");
+    EmbeddingOptions o;
+    if (c.contains("embeddings_initializer")) o.embeddings_initializer = ser::initializer_from(c["embeddings_initializer"]);
+    o.embeddings_regularizer = ser::regularizer_from(c.value("embeddings_regularizer", json()));
+    o.embeddings_constraint = ser::constraint_from(c.value("embeddings_constraint", json()));
+    o.mask_zero = ser::value_or(c, "mask_zero", false);
+    o.name = ser::name_of(c);
+    return std::make_shared<Embedding>(ser::integer(c, "input_dim", 1, kMaxRows, "Embedding"),
+                                       ser::integer(c, "output_dim", 1, kMaxDim, "Embedding"), std::move(o));
+  }});
+}
+
+}  // namespace osprey::keras::layers

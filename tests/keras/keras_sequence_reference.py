@@ -1,0 +1,51 @@
+# Regenerates tests/data/keras_sequence.json: Keras 3's sequence layers (issue 18; so far Embedding) with weights
+# fixed here, forward values and the gradients of a loss for every weight, and two epochs of SGD on a small
+# Embedding + GlobalAveragePooling1D + Dense classifier. tests/keras/test_sequence_layers.cpp checks Osprey against it.
+# Run: python3 tests/keras/keras_sequence_reference.py   (pip tensorflow-cpu keras)
+import json, os
+os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+import numpy as np, keras, tensorflow as tf
+from keras import layers as L
+
+rng = np.random.default_rng(31)
+ref = {}
+
+# Embedding alone: ids of a rank-3 input (repeated ids add their rows' gradients).
+table = rng.uniform(-1, 1, (11, 4)).astype("float32")
+ids = rng.integers(0, 11, (3, 2, 5)).astype("int32")
+w = rng.uniform(-1, 1, (3, 2, 5, 4)).astype("float32")
+emb = L.Embedding(11, 4)
+emb.build((None, 2, 5))
+emb.set_weights([table])
+with tf.GradientTape() as tape:
+    y = emb(ids)
+    loss = tf.reduce_sum(y * w)
+ref["embedding"] = {"table": table.tolist(), "ids": ids.tolist(), "w": w.tolist(), "y": np.asarray(y).tolist(),
+                    "grad": np.asarray(tf.convert_to_tensor(tape.gradient(loss, emb.embeddings))).tolist()}
+try:
+    emb(np.array([[1, 11]], "int32"))
+    ref["embedding"]["bad_id_error"] = ""
+except Exception as e:  # noqa: BLE001 (the message is what is kept)
+    import re
+    ref["embedding"]["bad_id_error"] = re.search(r"indices\[[0-9,]*\] = -?[0-9]+ is not in \[0, [0-9]+\)", str(e)).group(0)
+
+# A bag-of-embeddings classifier trained by Keras.
+N, T, V = 32, 6, 20
+x = rng.integers(0, V, (N, T)).astype("int32")
+y = (x.sum(axis=1) > T * V / 2).astype("float32").reshape(N, 1)
+inp = keras.Input((T,), dtype="int32", name="tokens")
+h = L.Embedding(V, 8, name="embed")(inp)
+h = L.GlobalAveragePooling1D(name="gap")(h)
+out = L.Dense(1, activation="sigmoid", name="out")(h)
+model = keras.Model(inp, out)
+model.set_weights([rng.uniform(-0.5, 0.5, wt.shape).astype("float32") for wt in model.get_weights()])
+init = [wt.tolist() for wt in model.get_weights()]
+model.compile(optimizer=keras.optimizers.SGD(0.5), loss="binary_crossentropy", metrics=["accuracy"])
+hist = model.fit(x, y, epochs=2, batch_size=8, shuffle=False, verbose=0)
+ref["bag"] = {"x": x.tolist(), "y": y.tolist(), "init": init, "history": hist.history,
+              "weights_after": [wt.tolist() for wt in model.get_weights()],
+              "predict": model.predict(x, verbose=0).tolist()}
+
+with open(os.path.join(os.path.dirname(__file__), "..", "data", "keras_sequence.json"), "w") as f:
+    json.dump(ref, f)
+print("wrote", sorted(ref), "bad id:", ref["embedding"]["bad_id_error"][:120])
