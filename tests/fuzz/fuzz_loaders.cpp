@@ -98,7 +98,13 @@ int main(int argc, char** argv) {
   for (int i = 3; i < argc; ++i) corpus.push_back(read(argv[i]));
   const char* env = std::getenv("OSPREY_FUZZ_SECONDS");
   const double seconds = env ? std::atof(env) : 5.0;
-  std::mt19937_64 rng(static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()));
+  // The seed is printed first, so that a crash (which leaves no finding file behind) can be replayed with
+  // OSPREY_FUZZ_SEED.
+  const char* seed_env = std::getenv("OSPREY_FUZZ_SEED");
+  const auto fuzz_seed = seed_env ? std::strtoull(seed_env, nullptr, 10)
+                                  : static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  std::cout << "fuzz_loaders " << kind << ": seed " << fuzz_seed << std::endl;
+  std::mt19937_64 rng(fuzz_seed);
   auto model = target_model();
   {  // the target model's own files join the seeds (trained once: optimizer state included)
     const Tensor x = Tensor::ones(Shape({4, 3})), y = Tensor::zeros(Shape({4, 2}));

@@ -46,6 +46,38 @@ ref["bag"] = {"x": x.tolist(), "y": y.tolist(), "init": init, "history": hist.hi
               "weights_after": [wt.tolist() for wt in model.get_weights()],
               "predict": model.predict(x, verbose=0).tolist()}
 
+
+def trained(model, x, y, optimizer, loss, epochs=2, batch_size=8):
+    model.set_weights([rng.uniform(-0.5, 0.5, wt.shape).astype("float32") for wt in model.get_weights()])
+    init = [wt.tolist() for wt in model.get_weights()]
+    model.compile(optimizer=optimizer, loss=loss)
+    hist = model.fit(x, y, epochs=epochs, batch_size=batch_size, shuffle=False, verbose=0)
+    return {"x": np.asarray(x).tolist(), "y": y.tolist(), "init": init, "history": hist.history,
+            "weights_after": [wt.tolist() for wt in model.get_weights()],
+            "predict": model.predict(x, verbose=0).tolist()}
+
+
+# Masks: Embedding(mask_zero) on padded sequences through a Dense that keeps the mask to a masked average.
+lengths = rng.integers(1, T + 1, N)
+xp = np.where(np.arange(T)[None, :] < lengths[:, None], rng.integers(1, V, (N, T)), 0).astype("int32")
+yp = (xp.sum(axis=1) > lengths * V / 2).astype("float32").reshape(N, 1)
+inp = keras.Input((T,), dtype="int32", name="tokens")
+h = L.Embedding(V, 5, mask_zero=True, name="embed")(inp)
+h = L.Dense(4, activation="tanh", name="per_step")(h)
+h = L.GlobalAveragePooling1D(name="gap")(h)
+model = keras.Model(inp, L.Dense(1, activation="sigmoid", name="out")(h))
+ref["mask_zero"] = trained(model, xp, yp, keras.optimizers.SGD(0.5), "binary_crossentropy")
+# Masking on float sequences (steps of all -1 are padding), Adam.
+xs = rng.normal(0, 1, (N, T, 3)).astype("float32")
+xs[np.arange(T)[None, :] >= lengths[:, None]] = -1.0
+ys = rng.normal(0, 1, (N, 2)).astype("float32")
+inp = keras.Input((T, 3), name="series")
+h = L.GlobalAveragePooling1D(name="gap")(L.Dense(4, activation="relu", name="per_step")(L.Masking(-1.0, name="mask")(inp)))
+model = keras.Model(inp, L.Dense(2, name="out")(h))
+ref["masking"] = trained(model, xs, ys, keras.optimizers.Adam(0.01), "mse")
+ref["masking"]["masked_output"] = np.asarray(L.Masking(-1.0)(xs)).tolist()
+ref["masking"]["build_config"] = "build_config" in json.loads(model.to_json())["config"]["layers"][1]
+
 with open(os.path.join(os.path.dirname(__file__), "..", "data", "keras_sequence.json"), "w") as f:
     json.dump(ref, f)
 print("wrote", sorted(ref), "bad id:", ref["embedding"]["bad_id_error"][:120])

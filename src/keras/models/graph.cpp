@@ -2,7 +2,10 @@
 #include "keras/models/graph.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
+#include <mutex>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -212,13 +215,32 @@ std::unique_ptr<Graph> build_graph(const std::vector<KerasTensor>& inputs, const
                                    model_name, layer->name()));
     }
     if (!step.node->is_input() && inserted) g->layers.push_back(layer);
+    g->masked = g->masked || layer->produces_mask();
   }
   return g;
 }
 
+namespace {
+
+// Keras's warning, once per layer: a mask reached a layer that does not support masking.
+void warn_dropped_mask(const Layer& layer) {
+  static std::mutex mu;
+  static std::set<const Layer*> warned;
+  std::lock_guard<std::mutex> lock(mu);
+  if (!warned.insert(&layer).second) return;
+  std::fprintf(stderr,
+               "UserWarning: Layer '%s' (of type %s) was passed an input with a mask attached to it. However, this "
+               "layer does not support masking and will therefore destroy the mask information. Downstream layers "
+               "will not see the mask.\n",
+               layer.name().c_str(), layer.class_name().c_str());
+}
+
+}  // namespace
+
 std::vector<Tensor> Graph::run(const std::vector<Tensor>& xs, bool training, const std::vector<bool>* shortcut,
-                               std::vector<Tensor>* logits) const {
+                               std::vector<Tensor>* logits, std::vector<Tensor>* output_masks) const {
   std::vector<Tensor> values(steps.size());
+  std::vector<Tensor> masks(masked ? steps.size() : 0);  // none at all in a model without mask-making layers
   for (std::size_t i = 0; i < xs.size(); ++i) values[i] = xs[i];
   std::vector<int> shortcut_at(steps.size(), -1);  // the output index whose Dense gives its logits
   if (shortcut && logits) {
@@ -237,19 +259,47 @@ std::vector<Tensor> Graph::run(const std::vector<Tensor>& xs, bool training, con
       z = ops::dense(values[step.parents[0]], dense.kernel()->value(),
                      dense.bias() ? dense.bias()->value() : Tensor(), ops::Activation::linear);
       values[i] = ops::activation(z, dense.activation());
+      if (masked) masks[i] = masks[step.parents[0]];  // Dense keeps its input's mask
       continue;
     }
     if (step.parents.size() == 1 && layer.num_inputs() == 1) {
-      values[i] = layer.call(values[step.parents[0]], training);
+      const Tensor& x = values[step.parents[0]];
+      if (!masked) {
+        values[i] = layer.call(x, training);
+      } else if (layer.supports_masking()) {
+        const Tensor& m = masks[step.parents[0]];
+        values[i] = layer.call_masked(x, training, m);
+        masks[i] = layer.compute_mask(x, m);
+      } else {
+        if (masks[step.parents[0]].defined()) warn_dropped_mask(layer);
+        values[i] = layer.call(x, training);
+      }
     } else {
       args.clear();
-      for (int p : step.parents) args.push_back(values[p]);
+      bool any_mask = false;
+      for (int p : step.parents) {
+        args.push_back(values[p]);
+        any_mask = any_mask || (masked && masks[p].defined());
+      }
+      if (any_mask && layer.supports_masking()) {
+        throw ValueError(fmt::format("Layer '{}' ({}) received inputs with masks; Keras merges them, which Osprey does "
+                                     "not implement yet. Consume the masks before it (GlobalAveragePooling1D) or "
+                                     "drop them.",
+                                     layer.name(), layer.class_name()));
+      }
+      if (any_mask) warn_dropped_mask(layer);
       values[i] = layer.call(args, training);
     }
   }
   std::vector<Tensor> out;
   out.reserve(output_steps.size());
   for (int s : output_steps) out.push_back(values[s]);
+  if (output_masks) {
+    output_masks->assign(output_steps.size(), Tensor());
+    if (masked) {
+      for (std::size_t o = 0; o < output_steps.size(); ++o) (*output_masks)[o] = masks[output_steps[o]];
+    }
+  }
   return out;
 }
 

@@ -35,11 +35,13 @@ struct Graph {
   std::vector<Step> steps;  // topological order; the inputs first, in inputs' order
   std::vector<int> output_steps;
   std::vector<std::shared_ptr<Layer>> layers;  // each layer once, in first-call order, without the Inputs
+  bool masked = false;  // a layer makes masks (Embedding(mask_zero), Masking): run() carries them along
 
   /// The outputs for `xs` (one per input, already on the right device). For output i with shortcut[i], the
   /// output's Dense computes its logits into (*logits)[i] and applies its activation after.
+  /// With `output_masks`, each output's mask (undefined where it has none).
   std::vector<Tensor> run(const std::vector<Tensor>& xs, bool training, const std::vector<bool>* shortcut = nullptr,
-                          std::vector<Tensor>* logits = nullptr) const;
+                          std::vector<Tensor>* logits = nullptr, std::vector<Tensor>* output_masks = nullptr) const;
 };
 
 /// Orders the nodes between `inputs` and `outputs`. ValueError when an output depends on a tensor that is not one

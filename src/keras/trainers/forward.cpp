@@ -116,10 +116,27 @@ std::vector<Tensor> forward(Model& model, State& s, const std::vector<Tensor>& x
     }
     return out;
   }
-  if (!logits || s.logits_losses.empty()) return s.graph->run(xs, training);
-  std::vector<bool> which;
-  for (const auto& l : s.logits_losses) which.push_back(l != nullptr);
-  return s.graph->run(xs, training, &which, logits);
+  std::vector<Tensor> masks;
+  std::vector<Tensor> out;
+  if (!logits || s.logits_losses.empty()) {
+    out = s.graph->run(xs, training, nullptr, nullptr, s.graph->masked ? &masks : nullptr);
+  } else {
+    std::vector<bool> which;
+    for (const auto& l : s.logits_losses) which.push_back(l != nullptr);
+    out = s.graph->run(xs, training, &which, logits, s.graph->masked ? &masks : nullptr);
+  }
+  if (logits) {  // a loss follows (fit, evaluate): Keras would weight it by an output's mask
+    for (std::size_t o = 0; o < masks.size(); ++o) {
+      if (masks[o].defined()) {
+        throw ValueError(fmt::format("Model '{}': output '{}' carries a mask (made by Embedding(mask_zero=True) or "
+                                     "Masking and kept by the layers after it). Keras weights the loss by it per "
+                                     "time step, which Osprey does not implement yet; consume the mask before the "
+                                     "output (GlobalAveragePooling1D) or leave it out.",
+                                     name_of(model), s.graph->output_names[o]));
+      }
+    }
+  }
+  return out;
 }
 
 }  // namespace osprey::keras::trainer

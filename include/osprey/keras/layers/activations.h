@@ -16,6 +16,7 @@ class Activation : public Layer {
   OSPREY_KERAS_LAYER(Activation)
   bool recordable() const override { return true; }
   std::string class_name() const override { return "Activation"; }
+  bool supports_masking() const override { return true; }
   std::string get_config() const override;
   Shape build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool training) override;
@@ -33,6 +34,7 @@ class LeakyReLU : public Layer {
   OSPREY_KERAS_LAYER(LeakyReLU)
   bool recordable() const override { return true; }
   std::string class_name() const override { return "LeakyReLU"; }
+  bool supports_masking() const override { return true; }
   std::string get_config() const override;
   Shape build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool training) override;
@@ -56,6 +58,7 @@ class ReLU : public Layer {
   OSPREY_KERAS_LAYER(ReLU)
   bool recordable() const override { return true; }
   std::string class_name() const override { return "ReLU"; }
+  bool supports_masking() const override { return true; }
   std::string get_config() const override;
   Shape build(const Shape& input_shape) override { return finish_build(input_shape); }
   Tensor call(const Tensor& inputs, bool training) override;
@@ -72,6 +75,7 @@ class ELU : public Layer {
   OSPREY_KERAS_LAYER(ELU)
   bool recordable() const override { return true; }
   std::string class_name() const override { return "ELU"; }
+  bool supports_masking() const override { return true; }
   std::string get_config() const override;
   Shape build(const Shape& input_shape) override { return finish_build(input_shape); }
   Tensor call(const Tensor& inputs, bool training) override;
@@ -88,9 +92,12 @@ class Softmax : public Layer {
   OSPREY_KERAS_LAYER(Softmax)
   bool recordable() const override { return true; }
   std::string class_name() const override { return "Softmax"; }
+  bool supports_masking() const override { return true; }
   std::string get_config() const override;
   Shape build(const Shape& input_shape) override { return finish_build(input_shape); }
   Tensor call(const Tensor& inputs, bool training) override;
+  /// Keras leaves masked positions out of the softmax; not implemented yet (a ValueError when a mask arrives).
+  Tensor call_masked(const Tensor& inputs, bool training, const Tensor& mask) override;
 };
 
 /// keras.layers.PReLU: max(x, 0) − alpha·max(−x, 0) with a learned alpha per input element (alpha_initializer
@@ -101,6 +108,7 @@ class PReLU : public Layer {
   OSPREY_KERAS_LAYER(PReLU)
   bool recordable() const override { return true; }
   std::string class_name() const override { return "PReLU"; }
+  bool supports_masking() const override { return true; }
   std::string get_config() const override;
   Shape build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool training) override;

@@ -45,6 +45,7 @@ class Dense : public Layer {
   OSPREY_KERAS_LAYER(Dense)
   bool recordable() const override { return true; }
   std::string class_name() const override { return "Dense"; }
+  bool supports_masking() const override { return true; }
   std::string get_config() const override;
   Shape build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool training) override;
@@ -77,6 +78,7 @@ class Identity : public Layer {
   OSPREY_KERAS_LAYER(Identity)
   bool recordable() const override { return true; }
   std::string class_name() const override { return "Identity"; }
+  bool supports_masking() const override { return true; }
   Shape build(const Shape& input_shape) override { return finish_build(input_shape); }
   Tensor call(const Tensor& inputs, bool) override { return inputs; }
 };
@@ -91,6 +93,7 @@ class Lambda : public Layer {
   explicit Lambda(Function function, std::optional<Shape> output_shape = std::nullopt, std::string name = "");
   OSPREY_KERAS_LAYER(Lambda)
   std::string class_name() const override { return "Lambda"; }
+  bool supports_masking() const override { return true; }
   std::string get_config() const override;
   Shape build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool training) override;
@@ -105,7 +108,7 @@ struct EmbeddingOptions {
   initializers::Initializer embeddings_initializer = "uniform";  ///< Keras's RandomUniform(-0.05, 0.05)
   std::optional<Regularizer> embeddings_regularizer{};
   std::optional<Constraint> embeddings_constraint{};
-  /// Keras's mask_zero: not implemented yet (masks do not flow between Osprey's layers): true is a ValueError.
+  /// Keras's mask_zero: id 0 is padding, masked for the layers after (GlobalAveragePooling1D leaves it out).
   bool mask_zero = false;
   std::string name{};
 };
@@ -120,6 +123,9 @@ class Embedding : public Layer {
   OSPREY_KERAS_LAYER(Embedding)
   bool recordable() const override { return true; }
   std::string class_name() const override { return "Embedding"; }
+  bool supports_masking() const override { return true; }
+  bool produces_mask() const override { return options_.mask_zero; }
+  Tensor compute_mask(const Tensor& inputs, const Tensor& mask) override;
   std::string get_config() const override;
   Shape build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool training) override;
@@ -134,6 +140,25 @@ class Embedding : public Layer {
   int64_t input_dim_, output_dim_;
   EmbeddingOptions options_;
   Variable* embeddings_ = nullptr;
+};
+
+/// Masks every time step whose features all equal mask_value (keras.layers.Masking): those steps become zeros,
+/// and the layers after see the mask (the last axis is the features; the mask has the other axes).
+class Masking : public Layer {
+ public:
+  explicit Masking(double mask_value = 0.0, std::string name = "");
+  OSPREY_KERAS_LAYER(Masking)
+  bool recordable() const override { return true; }
+  std::string class_name() const override { return "Masking"; }
+  bool supports_masking() const override { return true; }
+  bool produces_mask() const override { return true; }
+  Tensor compute_mask(const Tensor& inputs, const Tensor& mask) override;
+  std::string get_config() const override;
+  Shape build(const Shape& input_shape) override;
+  Tensor call(const Tensor& inputs, bool training) override;
+
+ private:
+  double mask_value_;
 };
 
 }  // namespace osprey::keras::layers

@@ -58,6 +58,21 @@ class Layer : public std::enable_shared_from_this<Layer> {
   /// statistics): such a model's batches are never split in halves.
   virtual bool mixes_samples() const { return false; }
   bool built() const { return built_; }
+
+  // ---- Masks (Keras's supports_masking, compute_mask and call(..., mask=...)) ----
+  // A mask marks the time steps of a sequence to skip: a float32 tensor of 1 (kept) and 0 (masked) of shape
+  // (batch, steps), made by Embedding(mask_zero=true) or Masking, that travels with the outputs through a model.
+  // A layer that supports masking gets its input's mask in call_masked() and passes compute_mask()'s result on;
+  // one that does not drops the mask, with Keras's warning.
+  /// Whether the layer takes masks (Keras's supports_masking); false by default, as in Keras.
+  virtual bool supports_masking() const { return false; }
+  /// Whether the layer makes a mask of its own from its inputs (Embedding with mask_zero, Masking).
+  virtual bool produces_mask() const { return false; }
+  /// call() with the input's mask (undefined when it has none); the default ignores the mask.
+  virtual Tensor call_masked(const Tensor& inputs, bool training, const Tensor& mask) { (void)mask; return call(inputs, training); }
+  /// The output's mask: by default the input's, unchanged.
+  virtual Tensor compute_mask(const Tensor& inputs, const Tensor& mask) { (void)inputs; return mask; }
+
   /// Output shape without the batch dimension (after build).
   const Shape& output_shape() const { return output_shape_; }
 

@@ -18,6 +18,7 @@ class ElementwiseMerge : public Layer {
   Tensor call(const Tensor& inputs, bool training) override { return call(std::vector<Tensor>{inputs}, training); }
   Tensor call(const std::vector<Tensor>& inputs, bool training) override;
   int num_inputs() const override { return 0; }
+  bool supports_masking() const override { return true; }  // Keras merges the masks (not yet in Osprey: an error)
   bool recordable() const override { return true; }
 
  protected:
@@ -101,6 +102,7 @@ class Concatenate : public Layer {
   explicit Concatenate(int axis = -1, std::string name = "");
   OSPREY_KERAS_LAYER(Concatenate)
   std::string class_name() const override { return "Concatenate"; }
+  bool supports_masking() const override { return true; }
   std::string get_config() const override;
   using Layer::build;
   using Layer::call;
@@ -124,6 +126,7 @@ class Dot : public Layer {
   explicit Dot(int axes = -1, bool normalize = false, std::string name = "");
   OSPREY_KERAS_LAYER(Dot)
   std::string class_name() const override { return "Dot"; }
+  bool supports_masking() const override { return true; }
   std::string get_config() const override;
   using Layer::build;
   using Layer::call;

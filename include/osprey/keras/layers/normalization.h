@@ -26,9 +26,13 @@ class BatchNormalization : public Layer {
   bool recordable() const override { return true; }  // its statistics are updated by a kernel (ops::assign)
   bool mixes_samples() const override { return true; }
   std::string class_name() const override { return "BatchNormalization"; }
+  bool supports_masking() const override { return true; }
   std::string get_config() const override;
   Shape build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool training) override;
+  /// Keras takes the batch statistics over the kept time steps only; not implemented yet (a ValueError when a
+  /// mask arrives).
+  Tensor call_masked(const Tensor& inputs, bool training, const Tensor& mask) override;
   Variable* moving_mean() { return moving_mean_; }
   const BatchNormalizationOptions& options() const { return o_; }
   Variable* moving_variance() { return moving_variance_; }
@@ -51,6 +55,7 @@ class LayerNormalization : public Layer {
   OSPREY_KERAS_LAYER(LayerNormalization)
   bool recordable() const override { return true; }
   std::string class_name() const override { return "LayerNormalization"; }
+  bool supports_masking() const override { return true; }
   std::string get_config() const override;
   Shape build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool training) override;
@@ -68,6 +73,7 @@ class UnitNormalization : public Layer {
   OSPREY_KERAS_LAYER(UnitNormalization)
   bool recordable() const override { return true; }
   std::string class_name() const override { return "UnitNormalization"; }
+  bool supports_masking() const override { return true; }
   std::string get_config() const override;
   Shape build(const Shape& input_shape) override { return finish_build(input_shape); }
   Tensor call(const Tensor& inputs, bool training) override;
@@ -88,6 +94,7 @@ class GroupNormalization : public Layer {
   OSPREY_KERAS_LAYER(GroupNormalization)
   bool recordable() const override { return true; }
   std::string class_name() const override { return "GroupNormalization"; }
+  bool supports_masking() const override { return true; }
   std::string get_config() const override;
   Shape build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool training) override;

@@ -63,6 +63,11 @@ class BaseGlobalPooling : public Layer {
   std::string get_config() const override;
   Shape build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool training) override;
+  /// GlobalAveragePooling1D averages over the kept time steps of a masked sequence (all masked: NaN, as Keras)
+  /// and ends the mask there.
+  bool supports_masking() const override { return kind_ == ops::PoolKind::average && rank_ == 1; }
+  Tensor call_masked(const Tensor& inputs, bool training, const Tensor& mask) override;
+  Tensor compute_mask(const Tensor&, const Tensor&) override { return Tensor(); }
   bool keepdims() const { return keepdims_; }
 
  private:

@@ -22,6 +22,7 @@ class Rescaling : public Layer {
   OSPREY_KERAS_LAYER(Rescaling)
   bool recordable() const override { return true; }
   std::string class_name() const override { return "Rescaling"; }
+  bool supports_masking() const override { return true; }
   std::string get_config() const override;
   Shape build(const Shape& input_shape) override { return finish_build(input_shape); }
   Tensor call(const Tensor& inputs, bool training) override;
@@ -214,6 +215,7 @@ class Normalization : public Layer {
   OSPREY_KERAS_LAYER(Normalization)
   bool recordable() const override { return true; }
   std::string class_name() const override { return "Normalization"; }
+  bool supports_masking() const override { return true; }
   std::string get_config() const override;
   Shape build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool training) override;

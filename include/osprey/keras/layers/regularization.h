@@ -22,6 +22,7 @@ class Dropout : public Layer {
   /// Its mask comes from a generator in a device tensor, advanced by the kernel that draws (counter-based).
   bool recordable() const override { return true; }
   std::string class_name() const override { return "Dropout"; }
+  bool supports_masking() const override { return true; }
   std::string get_config() const override;
   Shape build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool training) override;
@@ -77,6 +78,7 @@ class ActivityRegularization : public Layer {
   OSPREY_KERAS_LAYER(ActivityRegularization)
   bool recordable() const override { return true; }
   std::string class_name() const override { return "ActivityRegularization"; }
+  bool supports_masking() const override { return true; }
   std::string get_config() const override;
   Shape build(const Shape& input_shape) override { return finish_build(input_shape); }
   Tensor call(const Tensor& inputs, bool training) override;
@@ -101,6 +103,7 @@ class GaussianNoise : public Layer {
   explicit GaussianNoise(double stddev, std::string name = "");
   OSPREY_KERAS_LAYER(GaussianNoise)
   std::string class_name() const override { return "GaussianNoise"; }
+  bool supports_masking() const override { return true; }
   std::string get_config() const override;
   Shape build(const Shape& input_shape) override { return finish_build(input_shape); }
   Tensor call(const Tensor& inputs, bool training) override;
@@ -116,6 +119,7 @@ class GaussianDropout : public Layer {
   explicit GaussianDropout(double rate, std::string name = "");
   OSPREY_KERAS_LAYER(GaussianDropout)
   std::string class_name() const override { return "GaussianDropout"; }
+  bool supports_masking() const override { return true; }
   std::string get_config() const override;
   Shape build(const Shape& input_shape) override { return finish_build(input_shape); }
   Tensor call(const Tensor& inputs, bool training) override;
@@ -132,6 +136,7 @@ class AlphaDropout : public Layer {
   explicit AlphaDropout(double rate, std::string name = "");
   OSPREY_KERAS_LAYER(AlphaDropout)
   std::string class_name() const override { return "AlphaDropout"; }
+  bool supports_masking() const override { return true; }
   std::string get_config() const override;
   Shape build(const Shape& input_shape) override { return finish_build(input_shape); }
   Tensor call(const Tensor& inputs, bool training) override;

@@ -88,6 +88,15 @@ Softmax::Softmax(int axis, std::string name) : Layer(name, "softmax") {
   }
 }
 
+Tensor Softmax::call_masked(const Tensor& inputs, bool training, const Tensor& mask) {
+  if (mask.defined()) {
+    throw ValueError(fmt::format("Layer '{}' (Softmax) received a mask; Keras leaves the masked positions out of the "
+                                 "softmax, which Osprey does not implement yet",
+                                 name_));
+  }
+  return call(inputs, training);
+}
+
 Tensor Softmax::call(const Tensor& x, bool) {
   const auto& s = x.shape();
   if (s.rank() == 2) return ops::softmax(x);

@@ -1,4 +1,4 @@
-// keras.layers.Embedding: a gather of the table's rows (ops::gather_rows, whose gradient is ops::scatter_add_rows),
+// keras.layers.Embedding and Masking (the two layers that make masks). Embedding: a gather of the table's rows (ops::gather_rows, whose gradient is ops::scatter_add_rows),
 // with the id check's error given the layer's name and the id's position in the input.
 #include <fmt/format.h>
 
@@ -39,11 +39,43 @@ Embedding::Embedding(int64_t input_dim, int64_t output_dim, EmbeddingOptions opt
                                  "output_dim={}",
                                  output_dim));
   }
-  if (options_.mask_zero) {
-    throw ValueError(fmt::format("Embedding '{}': mask_zero=True is not implemented in Osprey yet (masks do not flow "
-                                 "between layers); pad with an id the model may learn, or leave the padding out",
-                                 name_));
+}
+
+// Keras: ops.not_equal(inputs, 0). Valid ids are >= 0 (gather checks them), and Keras truncates float ids, so the
+// kept ones are those >= 1.
+Tensor Embedding::compute_mask(const Tensor& inputs, const Tensor&) {
+  if (!options_.mask_zero) return Tensor();
+  const Tensor ids = inputs.dtype() == DType::float32 ? inputs : ops::cast(inputs, DType::float32);
+  return ops::greater_equal(ids, Tensor::scalar(1.0));
+}
+
+Masking::Masking(double mask_value, std::string name) : Layer(name, "masking"), mask_value_(mask_value) {}
+
+Shape Masking::build(const Shape& input_shape) {
+  if (input_shape.rank() < 1) {
+    throw ValueError(fmt::format("Layer '{}' (Masking) needs inputs of rank >= 2 (batch, ..., features)", name_));
   }
+  return finish_build(input_shape);
+}
+
+// 1 where any feature differs from mask_value, over the last axis: (x >= v)·(-x >= -v) is 1 exactly where x == v.
+Tensor Masking::compute_mask(const Tensor& inputs, const Tensor&) {
+  const Tensor x = inputs.dtype() == DType::float32 ? inputs : ops::cast(inputs, DType::float32);
+  const int64_t f = x.shape()[-1], rows = x.num_elements() / std::max<int64_t>(f, 1);
+  const Tensor equal = ops::mul(ops::greater_equal(x, Tensor::scalar(mask_value_)),
+                                ops::greater_equal(ops::neg(x), Tensor::scalar(-mask_value_)));
+  const Tensor differ = ops::neg(ops::sub(equal, Tensor::scalar(1.0)));
+  const Tensor any = ops::greater_equal(ops::reduce_sum(ops::reshape(differ, Shape({rows, f})), 1), Tensor::scalar(0.5));
+  const auto d = x.shape().dims();
+  return ops::reshape(any, Shape(std::vector<int64_t>(d.begin(), d.end() - 1)));
+}
+
+Tensor Masking::call(const Tensor& inputs, bool) {
+  const Tensor x = inputs.dtype() == DType::float32 ? inputs : ops::cast(inputs, DType::float32);
+  const int64_t f = x.shape()[-1], rows = x.num_elements() / std::max<int64_t>(f, 1);
+  const Tensor mask = ops::reshape(compute_mask(x, Tensor()), Shape({rows}));
+  const Tensor by_feature = ops::transpose(ops::reshape(x, Shape({rows, f})), {1, 0});  // (f, rows)
+  return ops::reshape(ops::transpose(ops::mul(by_feature, mask), {1, 0}), x.shape());
 }
 
 Shape Embedding::build(const Shape& input_shape) {
@@ -100,6 +132,12 @@ void Embedding::apply_constraints() { detail::constrain(OSPREY_EMBEDDING_RULES);
 namespace ser = serialization;
 using ser::json;
 
+std::string Masking::get_config() const {
+  json c = ser::base_config(*this);
+  c["mask_value"] = mask_value_;
+  return ser::dumps(c);
+}
+
 std::string Embedding::get_config() const {
   json c = ser::base_config(*this);
   c["input_dim"] = input_dim_;
@@ -125,6 +163,10 @@ OSPREY_REGISTER_LAYERS(embedding) {
     o.name = ser::name_of(c);
     return std::make_shared<Embedding>(ser::integer(c, "input_dim", 1, kMaxRows, "Embedding"),
                                        ser::integer(c, "output_dim", 1, kMaxDim, "Embedding"), std::move(o));
+  }});
+  ser::register_layer_class("Masking", {false, [](const json& c) -> std::shared_ptr<Layer> {
+    return std::make_shared<Masking>(c.contains("mask_value") ? ser::number(c, "mask_value", -1e30, 1e30, "Masking") : 0.0,
+                                     ser::name_of(c));
   }});
 }
 

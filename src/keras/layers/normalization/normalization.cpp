@@ -51,6 +51,15 @@ Shape BatchNormalization::build(const Shape& input_shape) {
   return finish_build(input_shape);
 }
 
+Tensor BatchNormalization::call_masked(const Tensor& inputs, bool training, const Tensor& mask) {
+  if (mask.defined()) {
+    throw ValueError(fmt::format("Layer '{}' (BatchNormalization) received a mask; Keras computes the batch "
+                                 "statistics over the kept time steps, which Osprey does not implement yet",
+                                 name_));
+  }
+  return call(inputs, training);
+}
+
 Tensor BatchNormalization::call(const Tensor& inputs, bool training) {
   const int64_t d = inputs.shape()[-1];
   const int64_t rows = d ? inputs.num_elements() / d : 0;

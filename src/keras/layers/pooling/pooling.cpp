@@ -110,6 +110,27 @@ Tensor BaseGlobalPooling::call(const Tensor& inputs, bool) {
   return first ? ops::transpose(pooled, detail::to_channels_first(rank_)) : pooled;
 }
 
+// Σ_t x·m / Σ_t m per sample and channel (Keras's masked mean), with the time steps as the product's rows: x as
+// (C, N·T) rows scaled by the mask, then summed per (C·N) row over T.
+Tensor BaseGlobalPooling::call_masked(const Tensor& inputs, bool training, const Tensor& mask) {
+  if (!mask.defined()) return call(inputs, training);
+  if (inputs.shape().rank() != 3) return call(inputs, training);  // the rank error
+  const bool first = data_format_ == "channels_first";
+  const Tensor x = first ? ops::transpose(inputs, {0, 2, 1}) : inputs;  // (N, T, C)
+  const int64_t n = x.shape()[0], t = x.shape()[1], c = x.shape()[2];
+  if (mask.shape() != Shape({n, t})) {
+    throw ValueError(fmt::format("Layer '{}': the mask has shape {}, but the input {} needs ({}, {})", name_,
+                                 mask.shape().to_string(), inputs.shape().to_string(), n, t));
+  }
+  const Tensor m = mask.dtype() == DType::float32 ? mask : mask.cast(DType::float32);
+  const Tensor rows = ops::reshape(ops::transpose(x, {2, 0, 1}), Shape({c, n * t}));
+  const Tensor kept = ops::reshape(ops::mul(rows, ops::reshape(m, Shape({n * t}))), Shape({c * n, t}));
+  const Tensor sums = ops::reshape(ops::reduce_sum(kept, 1), Shape({c, n}));
+  const Tensor mean = ops::transpose(ops::div(sums, ops::reduce_sum(m, 1)), {1, 0});  // (N, C)
+  if (!keepdims_) return mean;
+  return first ? ops::reshape(mean, Shape({n, c, 1})) : ops::reshape(mean, Shape({n, 1, c}));
+}
+
 // ---- Keras configs (layer.get_config()) and from_config ----
 
 namespace ser = serialization;
