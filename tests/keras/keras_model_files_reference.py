@@ -218,6 +218,24 @@ case("embedding_bag", keras.Model(tokens, out, name="embedding_bag"), xe,
      dict(optimizer=keras.optimizers.SGD(0.2, momentum=0.9), loss="sparse_categorical_crossentropy",
           metrics=["accuracy"]))
 
+# 14-15. Recurrent models (issue 18): a text classifier on padded token ids (Embedding with mask_zero into an
+# LSTM), and a GRU regressor on a time series (two GRUs, the first over every step). The cells' weights live
+# under "cell" in the weights file.
+trng = np.random.default_rng(41)
+lengths = trng.integers(2, 9, N)
+xt = np.where(np.arange(8)[None, :] < lengths[:, None], trng.integers(1, 25, (N, 8)), 0).astype("int32")
+tokens = keras.Input((8,), dtype="int32", name="tokens")
+h = L.LSTM(6, name="lstm")(L.Embedding(25, 5, mask_zero=True, name="embed")(tokens))
+case("text_lstm", keras.Model(tokens, L.Dense(1, activation="sigmoid", name="out")(h), name="text_lstm"), xt,
+     (xt.sum(axis=1) > lengths * 12).astype("float32").reshape(N, 1),
+     dict(optimizer=keras.optimizers.SGD(0.3, momentum=0.8), loss="binary_crossentropy", metrics=["accuracy"]))
+series = np.sin(np.linspace(0, 12, N * 10 + 1)).astype("float32")
+xg = np.stack([series[i * 10:i * 10 + 10] for i in range(N)])[..., None] + trng.normal(0, 0.05, (N, 10, 1)).astype("float32")
+yg = np.array([series[i * 10 + 10] for i in range(N)], "float32").reshape(N, 1)
+m = keras.Sequential([keras.Input((10, 1), name="series"), L.GRU(5, return_sequences=True, name="gru_a"),
+                      L.GRU(3, name="gru_b"), L.Dense(1, name="out")], name="gru_series")
+case("gru_series", m, xg.astype("float32"), yg, dict(optimizer=keras.optimizers.Adam(0.01), loss="mse", metrics=["mae"]))
+
 if ONLY:  # the other cases' entries as they were
     with open(os.path.join(HERE, "..", "data", "keras_files.json")) as f:
         cases = {**json.load(f), **{k: v for k, v in cases.items() if k in ONLY}}

@@ -78,6 +78,36 @@ ref["masking"] = trained(model, xs, ys, keras.optimizers.Adam(0.01), "mse")
 ref["masking"]["masked_output"] = np.asarray(L.Masking(-1.0)(xs)).tolist()
 ref["masking"]["build_config"] = "build_config" in json.loads(model.to_json())["config"]["layers"][1]
 
+# Recurrent layers with weights set here: forward values and the gradient of sum(y * w) for every weight.
+xr = rng.normal(0, 1, (3, 5, 3)).astype("float32")
+rnn_cases = []
+for cls, kw in [("SimpleRNN", {}), ("LSTM", {}), ("GRU", {}), ("GRU", {"reset_after": False}),
+                ("LSTM", {"return_sequences": True}), ("GRU", {"return_sequences": True, "go_backwards": True}),
+                ("SimpleRNN", {"go_backwards": True}), ("LSTM", {"activation": "relu", "use_bias": False})]:
+    layer = getattr(L, cls)(4, **kw)
+    layer.build((None, 5, 3))
+    weights = [rng.uniform(-0.6, 0.6, wt.shape).astype("float32") for wt in layer.get_weights()]
+    layer.set_weights(weights)
+    out_shape = (3, 5, 4) if kw.get("return_sequences") else (3, 4)
+    w = rng.uniform(-1, 1, out_shape).astype("float32")
+    with tf.GradientTape() as tape:
+        y = layer(xr)
+        loss = tf.reduce_sum(y * w)
+    grads = tape.gradient(loss, layer.trainable_weights)
+    rnn_cases.append({"class": cls, "kwargs": kw, "weights": [wt.tolist() for wt in weights], "w": w.tolist(),
+                      "y": np.asarray(y).tolist(), "grads": [np.asarray(g).tolist() for g in grads],
+                      "paths": [v.path for v in layer.trainable_weights]})
+ref["rnn"] = {"x": xr.tolist(), "cases": rnn_cases}
+
+# Masked recurrent layers in training: Embedding(mask_zero) into an LSTM over every step, a backwards GRU.
+for name, make in [("lstm_masked", lambda h: L.GlobalAveragePooling1D(name="gap")(
+                        L.LSTM(4, return_sequences=True, name="rnn")(h))),
+                   ("gru_backwards_masked", lambda h: L.GRU(4, go_backwards=True, name="rnn")(h))]:
+    inp = keras.Input((T,), dtype="int32", name="tokens")
+    h = make(L.Embedding(V, 5, mask_zero=True, name="embed")(inp))
+    model = keras.Model(inp, L.Dense(1, activation="sigmoid", name="out")(h))
+    ref[name] = trained(model, xp, yp, keras.optimizers.SGD(0.5), "binary_crossentropy")
+
 with open(os.path.join(os.path.dirname(__file__), "..", "data", "keras_sequence.json"), "w") as f:
     json.dump(ref, f)
 print("wrote", sorted(ref), "bad id:", ref["embedding"]["bad_id_error"][:120])

@@ -367,6 +367,14 @@ TEST(ModelFiles, ABagOfEmbeddingsTextClassifierWithInt32TokenIds) {
   SKIP_WITHOUT_HDF5();
   check_file("embedding_bag");
 }
+TEST(ModelFiles, AnLstmTextClassifierOnPaddedTokenIds) {
+  SKIP_WITHOUT_HDF5();
+  check_file("text_lstm");
+}
+TEST(ModelFiles, AGruRegressorOnATimeSeries) {
+  SKIP_WITHOUT_HDF5();
+  check_file("gru_series");
+}
 TEST(ModelFiles, PreprocessingLayersInAModelWithAnAdaptedNormalization) {
   SKIP_WITHOUT_HDF5();
   check_file("preprocess");

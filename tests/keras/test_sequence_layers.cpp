@@ -165,3 +165,63 @@ TEST(SequenceLayers, MaskingLayerMasksPaddedStepsAsInKeras) {
   EXPECT_EQ(json::parse(models::model_from_json(model.to_json())->to_json()).at("config"),
             json::parse(model.to_json()).at("config"));
 }
+
+TEST(SequenceLayers, RecurrentLayersMatchKerasForwardAndGradients) {
+  const json& ref = reference().at("rnn");
+  const Tensor x = tensor_of(ref.at("x"));
+  for (const auto& c : ref.at("cases")) {
+    const std::string cls = c.at("class");
+    const json& kw = c.at("kwargs");
+    SCOPED_TRACE(cls + " " + kw.dump());
+    layers::RecurrentOptions o;
+    if (kw.contains("reset_after")) o.reset_after = kw.at("reset_after");
+    if (kw.contains("activation")) o.activation = kw.at("activation");
+    if (kw.contains("use_bias")) o.use_bias = kw.at("use_bias");
+    const layers::RNNOptions r{.return_sequences = kw.value("return_sequences", false),
+                               .go_backwards = kw.value("go_backwards", false)};
+    std::unique_ptr<layers::RNN> layer;
+    if (cls == "SimpleRNN") layer = std::make_unique<layers::SimpleRNN>(4, o, r);
+    if (cls == "LSTM") layer = std::make_unique<layers::LSTM>(4, o, r);
+    if (cls == "GRU") layer = std::make_unique<layers::GRU>(4, o, r);
+    ASSERT_TRUE(layer);
+    layer->build(Shape({5, 3}));
+    auto vars = layer->trainable_variables();
+    ASSERT_EQ(vars.size(), c.at("weights").size());
+    for (std::size_t i = 0; i < vars.size(); ++i) vars[i]->assign(tensor_of(c.at("weights")[i]));
+    GradientTape tape;
+    const Tensor y = (*layer)(x);
+    expect_close(y, c.at("y"), 2e-6, "forward");
+    const auto g = tape.gradient(ops::reduce_sum(ops::mul(y, tensor_of(c.at("w")))), vars);
+    for (std::size_t i = 0; i < vars.size(); ++i) {
+      expect_close(g[i], c.at("grads")[i], 1e-5, "gradient of " + vars[i]->path());
+      // Keras's paths: "lstm/lstm_cell/kernel".
+      const std::string want = c.at("paths")[i];
+      EXPECT_EQ(vars[i]->path().substr(vars[i]->path().find('/') + 1), want.substr(want.find('/') + 1));
+    }
+  }
+}
+
+TEST(SequenceLayers, MaskedRecurrentLayersTrainAsKeras) {
+  for (const char* name : {"lstm_masked", "gru_backwards_masked"}) {
+    SCOPED_TRACE(name);
+    const json& ref = reference().at(name);
+    const Tensor x = ops::cast(tensor_of(ref.at("x")), DType::int32);
+    auto in = keras::Input({6}, {.name = "tokens", .dtype = DType::int32});
+    auto h = layers::Embedding(20, 5, {.mask_zero = true, .name = "embed"})(in);
+    if (std::string(name) == "lstm_masked") {
+      h = layers::LSTM(4, {}, {.return_sequences = true, .name = "rnn"})(h);
+      h = layers::GlobalAveragePooling1D("channels_last", false, "gap")(h);
+    } else {
+      h = layers::GRU(4, {}, {.go_backwards = true, .name = "rnn"})(h);
+    }
+    Model model(in, layers::Dense(1, "sigmoid", {.name = "out"})(h));
+    expect_trains_as_keras(model, ref, x, optimizers::SGD({.learning_rate = 0.5}), "binary_crossentropy");
+    EXPECT_EQ(json::parse(models::model_from_json(model.to_json())->to_json()).at("config"),
+              json::parse(model.to_json()).at("config"));
+  }
+  // Bad arguments and inputs.
+  EXPECT_THROW(layers::LSTM(0), ValueError);
+  EXPECT_THROW(layers::LSTM(4, {.dropout = 0.2}), ValueError);
+  EXPECT_THROW(layers::GRU(4, {.activation = "nope"}), ValueError);
+  EXPECT_THROW((void)layers::LSTM(4)(keras::Input({5})), ValueError);
+}

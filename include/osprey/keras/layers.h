@@ -11,3 +11,4 @@
 #include "osprey/keras/layers/preprocessing.h"
 #include "osprey/keras/layers/regularization.h"
 #include "osprey/keras/layers/reshaping.h"
+#include "osprey/keras/layers/rnn.h"

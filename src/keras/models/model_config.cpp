@@ -3,6 +3,7 @@
 // output_layers; a Sequential's layer list. Sequential and Functional are registered layer classes, so models nest.
 #include <deque>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -180,7 +181,38 @@ std::shared_ptr<Layer> functional_from_config(const json& c) {
     std::deque<const json*> nodes;
   };
   std::vector<Pending> pending;
+  // Keras records the mask of an Embedding(mask_zero=True) as a NotEqual(ids, 0) operation node, passed to the
+  // layers whose call takes a mask (RNNs, GlobalAveragePooling1D) as their `mask` argument. Osprey propagates that
+  // same mask by itself: such nodes and arguments are checked, then left out.
+  std::map<std::string, json> not_equal;      // op node name -> the history of the tensor it compares with 0
+  std::set<std::string> mask_zero_inputs;     // the histories (dumped) of the tensors mask_zero Embeddings take
   for (const auto& lj : list) {
+    if (!lj.is_object()) continue;
+    const std::string cls = lj.value("class_name", "");
+    const json& nodes = lj.value("inbound_nodes", json::array());
+    if (cls == "NotEqual") {
+      const json& cfg = lj.value("config", json::object());
+      const std::string op = cfg.is_object() && cfg.value("name", json()).is_string() ? cfg["name"].get<std::string>() : "";
+      if (!nodes.is_array() || nodes.size() != 1 || !nodes[0].is_object() || !nodes[0].value("args", json()).is_array() ||
+          nodes[0]["args"].size() != 2 || nodes[0]["args"][1] != json(0)) {
+        ser::unsupported("operation", "NotEqual other than an Embedding's mask (ids != 0)", "Keras layers");
+      }
+      not_equal[op] = history_of(nodes[0]["args"][0], op);
+    } else if (cls == "Embedding" && lj.value("config", json::object()).value("mask_zero", false) == json(true) &&
+               nodes.is_array()) {
+      for (const auto& n : nodes) {
+        const json args = n.is_object() ? n.value("args", json()) : n;
+        if (args.is_array() && args.size() == 1) mask_zero_inputs.insert(history_of(args[0], "Embedding").dump());
+      }
+    }
+  }
+  for (const auto& [op, input] : not_equal) {
+    if (!mask_zero_inputs.count(input.dump())) {
+      ser::unsupported("operation", "NotEqual '" + op + "' (not the mask of an Embedding with mask_zero)", "Keras layers");
+    }
+  }
+  for (const auto& lj : list) {
+    if (lj.is_object() && lj.value("class_name", "") == "NotEqual") continue;
     const json& cfg = ser::config_of(lj, "a layer of model '" + name + "'");
     if (lj.value("class_name", "") == "InputLayer") {
       const json& shape = cfg.contains("batch_shape") ? cfg["batch_shape"] : cfg.value("batch_input_shape", json());
@@ -218,7 +250,12 @@ std::shared_ptr<Layer> functional_from_config(const json& c) {
         }
         const json kwargs = node.is_object() ? node.value("kwargs", json::object()) : json::object();
         for (const auto& [k, v] : kwargs.items()) {
-          if (!v.is_null() && !(k == "training" && v.is_boolean())) {
+          bool derived_mask = false;
+          if (k == "mask" && v.is_object() && v.value("class_name", "") == "__keras_tensor__") {
+            const json& h = history_of(v, p.layer->name());
+            derived_mask = h.is_array() && !h.empty() && h[0].is_string() && not_equal.count(h[0].get<std::string>());
+          }
+          if (!v.is_null() && !(k == "training" && v.is_boolean()) && !derived_mask) {
             ser::unsupported("layer call argument", k, "the inputs (mask: null)");
           }
         }

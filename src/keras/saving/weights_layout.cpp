@@ -46,6 +46,9 @@ struct Walk {
     if (auto* sub = dynamic_cast<Model*>(&l)) {
       out.push_back({path + "/vars", sub->name(), {}});
       model(*sub, path + "/");
+    } else if (const auto parts = l.sublayers(); !parts.empty()) {  // an RNN: its cell under "cell"
+      out.push_back({path + "/vars", l.name(), {}});
+      for (const auto& [attribute, part] : parts) layer(*part, path + "/" + attribute);
     } else {
       out.push_back({path + "/vars", l.name(), saved_variables(l)});
     }

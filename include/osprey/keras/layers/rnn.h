@@ -1,0 +1,153 @@
+// Recurrent layers (keras.layers.SimpleRNN, LSTM, GRU and their cells), as Keras 3 builds them: a cell holds the
+// weights and computes one time step; RNN runs a cell over a sequence (masks, go_backwards, return_sequences).
+// The steps are ops (the inputs' projection for every step in one product, then one small product and the gates
+// per step), so they run on every device and train through the tape; oneDNN's and cuDNN's RNN primitives are not
+// used yet.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "osprey/keras/layers/layer.h"
+
+namespace osprey::keras::layers {
+
+/// What the recurrent cells take besides their units (Keras's keyword arguments).
+struct RecurrentOptions {
+  std::string activation = "tanh";
+  std::string recurrent_activation = "sigmoid";  ///< LSTM's and GRU's gates
+  bool use_bias = true;
+  initializers::Initializer kernel_initializer = "glorot_uniform";
+  initializers::Initializer recurrent_initializer = "orthogonal";
+  initializers::Initializer bias_initializer = "zeros";
+  bool unit_forget_bias = true;  ///< LSTM: the forget gate's bias starts at 1
+  bool reset_after = true;       ///< GRU: the reset gate after the recurrent product (Keras's and cuDNN's default)
+  std::optional<Regularizer> kernel_regularizer{}, recurrent_regularizer{}, bias_regularizer{};
+  std::optional<Constraint> kernel_constraint{}, recurrent_constraint{}, bias_constraint{};
+  /// Keras's dropout and recurrent_dropout: not implemented yet (a value above 0 is a ValueError).
+  double dropout = 0.0, recurrent_dropout = 0.0;
+  std::string name{};
+};
+
+/// A recurrent cell (Keras's SimpleRNNCell, LSTMCell, GRUCell): its weights and one time step.
+class RNNCell : public Layer {
+ public:
+  enum class Kind { simple, lstm, gru };
+  RNNCell(Kind kind, int64_t units, RecurrentOptions options);
+  std::string class_name() const override;
+  std::string get_config() const override;
+  /// Builds the weights for `input_shape` (features,); returns (units,).
+  Shape build(const Shape& input_shape) override;
+  /// One step on a batch (batch, features) from zero states; the layers call the step functions below.
+  Tensor call(const Tensor& inputs, bool training) override;
+
+  int64_t units() const { return units_; }
+  Kind kind() const { return kind_; }
+  const RecurrentOptions& options() const { return o_; }
+  /// How many state tensors the cell carries (h; LSTM: h and c), each (batch, units).
+  int num_states() const { return kind_ == Kind::lstm ? 2 : 1; }
+  /// The inputs' part of every step at once: (rows, features) -> (rows, gates · units), input bias included.
+  Tensor project(const Tensor& inputs) const;
+  /// One step from a row block of project()'s result and the states: the new states (the output is the first).
+  std::vector<Tensor> step(const Tensor& projected, const std::vector<Tensor>& states) const;
+
+  std::vector<Tensor> regularization_losses() override;
+  bool has_regularization() const override;
+  void apply_constraints() override;
+
+ private:
+  Kind kind_;
+  int64_t units_;
+  RecurrentOptions o_;
+  Variable *kernel_ = nullptr, *recurrent_ = nullptr, *bias_ = nullptr;
+};
+
+/// Keras's SimpleRNNCell(units), LSTMCell(units), GRUCell(units).
+class SimpleRNNCell : public RNNCell {
+ public:
+  explicit SimpleRNNCell(int64_t units, RecurrentOptions options = {}) : RNNCell(Kind::simple, units, std::move(options)) {}
+  OSPREY_KERAS_LAYER(SimpleRNNCell)
+};
+class LSTMCell : public RNNCell {
+ public:
+  explicit LSTMCell(int64_t units, RecurrentOptions options = {}) : RNNCell(Kind::lstm, units, std::move(options)) {}
+  OSPREY_KERAS_LAYER(LSTMCell)
+};
+class GRUCell : public RNNCell {
+ public:
+  explicit GRUCell(int64_t units, RecurrentOptions options = {}) : RNNCell(Kind::gru, units, std::move(options)) {}
+  OSPREY_KERAS_LAYER(GRUCell)
+};
+
+/// How an RNN runs its cell over a sequence.
+struct RNNOptions {
+  bool return_sequences = false;  ///< every step's output (batch, steps, units), else the last (batch, units)
+  bool go_backwards = false;      ///< the steps last to first (the outputs stay in that order, as in Keras)
+  bool zero_output_for_mask = false;  ///< masked steps output zeros instead of the previous output
+  std::string name{};
+};
+
+/// keras.layers.RNN(cell): the cell over the steps of (batch, steps, features) inputs. A masked step (Embedding
+/// with mask_zero, Masking) keeps the states and repeats the previous output, as Keras's backend does; the mask
+/// passes on with return_sequences. return_state, stateful, unroll and initial states are not implemented yet.
+class RNN : public Layer {
+ public:
+  RNN(std::shared_ptr<RNNCell> cell, RNNOptions options = {});
+  OSPREY_KERAS_LAYER(RNN)
+  std::string class_name() const override { return "RNN"; }
+  std::string get_config() const override;
+  Shape build(const Shape& input_shape) override;
+  Tensor call(const Tensor& inputs, bool training) override { return call_masked(inputs, training, Tensor()); }
+  bool supports_masking() const override { return true; }
+  Tensor call_masked(const Tensor& inputs, bool training, const Tensor& mask) override;
+  Tensor compute_mask(const Tensor& inputs, const Tensor& mask) override;
+  std::vector<std::pair<std::string, Layer*>> sublayers() override { return {{"cell", cell_.get()}}; }
+
+  std::vector<Variable*> variables() override { return cell_->variables(); }
+  void append_trainable_variables(std::vector<Variable*>& out) override;
+  int64_t count_params() const override { return cell_->count_params(); }
+  std::vector<Tensor> regularization_losses() override { return cell_->regularization_losses(); }
+  bool has_regularization() const override { return cell_->has_regularization(); }
+  void apply_constraints() override { cell_->apply_constraints(); }
+
+  RNNCell& cell() { return *cell_; }
+  const RNNOptions& rnn_options() const { return r_; }
+
+ protected:
+  RNN(std::shared_ptr<RNNCell> cell, RNNOptions options, const std::string& default_prefix);
+  /// The config entries of the RNN (return_sequences, ...) merged with the cell's (the LSTM/GRU/SimpleRNN form).
+  std::string flat_config() const;
+
+ private:
+  std::shared_ptr<RNNCell> cell_;
+  RNNOptions r_;
+};
+
+/// keras.layers.SimpleRNN(units), LSTM(units), GRU(units): RNN over their cell, with the cell's arguments and the
+/// RNN's in one list, as Keras's configs write them: `layers::LSTM(64, {}, {.return_sequences = true})`.
+class SimpleRNN : public RNN {
+ public:
+  explicit SimpleRNN(int64_t units, RecurrentOptions options = {}, RNNOptions rnn = {});
+  OSPREY_KERAS_LAYER(SimpleRNN)
+  std::string class_name() const override { return "SimpleRNN"; }
+  std::string get_config() const override { return flat_config(); }
+};
+class LSTM : public RNN {
+ public:
+  explicit LSTM(int64_t units, RecurrentOptions options = {}, RNNOptions rnn = {});
+  OSPREY_KERAS_LAYER(LSTM)
+  std::string class_name() const override { return "LSTM"; }
+  std::string get_config() const override { return flat_config(); }
+};
+class GRU : public RNN {
+ public:
+  explicit GRU(int64_t units, RecurrentOptions options = {}, RNNOptions rnn = {});
+  OSPREY_KERAS_LAYER(GRU)
+  std::string class_name() const override { return "GRU"; }
+  std::string get_config() const override { return flat_config(); }
+};
+
+}  // namespace osprey::keras::layers

@@ -1,0 +1,240 @@
+// keras.layers.SimpleRNNCell, LSTMCell, GRUCell and RNN over them (SimpleRNN, LSTM, GRU), as Keras 3 computes
+// them (keras/src/layers/rnn/*.py; the masked steps as its TensorFlow backend's rnn()): the inputs' projection of
+// every step in one product, then per step one recurrent product and the gates.
+#include <fmt/format.h>
+
+#include "keras/activations/activations.h"
+#include "keras/layers/weight_rules.h"
+#include "osprey/errors.h"
+#include "osprey/keras/layers/convolutional.h"
+#include "osprey/keras/layers/rnn.h"
+#include "osprey/ops.h"
+
+namespace osprey::keras::layers {
+
+namespace {
+
+const char* cell_class(RNNCell::Kind k) {
+  switch (k) {
+    case RNNCell::Kind::simple: return "SimpleRNNCell";
+    case RNNCell::Kind::lstm: return "LSTMCell";
+    case RNNCell::Kind::gru: return "GRUCell";
+  }
+  return "RNNCell";
+}
+const char* cell_prefix(RNNCell::Kind k) {
+  switch (k) {
+    case RNNCell::Kind::simple: return "simple_rnn_cell";
+    case RNNCell::Kind::lstm: return "lstm_cell";
+    case RNNCell::Kind::gru: return "gru_cell";
+  }
+  return "rnn_cell";
+}
+int gates(RNNCell::Kind k) { return k == RNNCell::Kind::lstm ? 4 : k == RNNCell::Kind::gru ? 3 : 1; }
+
+Tensor columns(const Tensor& z, int64_t begin, int64_t size) { return ops::slice_axis(z, 1, begin, size); }
+// 1 - x.
+Tensor one_minus(const Tensor& x) { return ops::neg(ops::sub(x, Tensor::scalar(1.0))); }
+
+}  // namespace
+
+RNNCell::RNNCell(Kind kind, int64_t units, RecurrentOptions options)
+    : Layer(options.name, cell_prefix(kind)), kind_(kind), units_(units), o_(std::move(options)) {
+  const std::string cls = cell_class(kind);
+  if (units <= 0 || units > (int64_t{1} << 20)) {
+    throw ValueError(fmt::format("Received an invalid value for argument `units`, expected a positive integer, got "
+                                 "{}.",
+                                 units));
+  }
+  (void)ActivationFn::get(o_.activation);  // ValueError for unknown names
+  (void)ActivationFn::get(o_.recurrent_activation);
+  if (o_.dropout != 0.0 || o_.recurrent_dropout != 0.0) {
+    throw ValueError(fmt::format("{}: dropout={} and recurrent_dropout={}: dropout inside recurrent cells is not "
+                                 "implemented in Osprey yet (put a Dropout layer before or after the RNN)",
+                                 cls, o_.dropout, o_.recurrent_dropout));
+  }
+}
+
+std::string RNNCell::class_name() const { return cell_class(kind_); }
+
+Shape RNNCell::build(const Shape& input_shape) {
+  if (input_shape.rank() != 1) {
+    throw ValueError(fmt::format("{} '{}' takes inputs (batch, features); received {}", class_name(), name_,
+                                 detail::with_batch(input_shape)));
+  }
+  const int64_t f = input_shape[0], g = gates(kind_) * units_;
+  if (built_) {
+    if (kernel_->shape()[0] != f) {
+      throw ValueError(fmt::format("{} '{}' was built for {} input features; received {}", class_name(), name_,
+                                   kernel_->shape()[0], f));
+    }
+    return finish_build(Shape({units_}));
+  }
+  kernel_ = &add_weight("kernel", initialize(o_.kernel_initializer, {f, g}));
+  recurrent_ = &add_weight("recurrent_kernel", initialize(o_.recurrent_initializer, {units_, g}));
+  if (o_.use_bias) {
+    Tensor b;
+    if (kind_ == Kind::lstm && o_.unit_forget_bias) {  // Keras: [init(units), ones(units), init(2 units)]
+      b = ops::concat({initialize(o_.bias_initializer, {units_}), Tensor::ones(Shape({units_})),
+                       initialize(o_.bias_initializer, {2 * units_})},
+                      0);
+    } else if (kind_ == Kind::gru && o_.reset_after) {  // an input and a recurrent bias
+      b = initialize(o_.bias_initializer, {2, g});
+    } else {
+      b = initialize(o_.bias_initializer, {g});
+    }
+    bias_ = &add_weight("bias", b);
+  }
+  return finish_build(Shape({units_}));
+}
+
+Tensor RNNCell::project(const Tensor& x) const {
+  Tensor b;
+  if (bias_) {
+    b = kind_ == Kind::gru && o_.reset_after
+            ? ops::reshape(ops::slice_axis(bias_->value(), 0, 0, 1), Shape({gates(kind_) * units_}))
+            : bias_->value();
+  }
+  return ops::dense(x, kernel_->value(), b, ops::Activation::linear);
+}
+
+std::vector<Tensor> RNNCell::step(const Tensor& xp, const std::vector<Tensor>& states) const {
+  const ActivationFn act = ActivationFn::get(o_.activation), rec = ActivationFn::get(o_.recurrent_activation);
+  const Tensor& h = states[0];
+  const int64_t u = units_;
+  switch (kind_) {
+    case Kind::simple:
+      return {act(ops::add(xp, ops::matmul(h, recurrent_->value())))};
+    case Kind::lstm: {
+      const Tensor z = ops::add(xp, ops::matmul(h, recurrent_->value()));
+      const Tensor i = rec(columns(z, 0, u)), f = rec(columns(z, u, u));
+      const Tensor c = ops::add(ops::mul(f, states[1]), ops::mul(i, act(columns(z, 2 * u, u))));
+      const Tensor o = rec(columns(z, 3 * u, u));
+      return {ops::mul(o, act(c)), c};
+    }
+    case Kind::gru: {
+      const Tensor& w = recurrent_->value();
+      Tensor z, r, hh;
+      if (o_.reset_after) {
+        Tensor rz = ops::matmul(h, w);
+        if (bias_) rz = ops::add(rz, ops::reshape(ops::slice_axis(bias_->value(), 0, 1, 1), Shape({3 * u})));
+        z = rec(ops::add(columns(xp, 0, u), columns(rz, 0, u)));
+        r = rec(ops::add(columns(xp, u, u), columns(rz, u, u)));
+        hh = act(ops::add(columns(xp, 2 * u, u), ops::mul(r, columns(rz, 2 * u, u))));
+      } else {
+        const Tensor rz = ops::matmul(h, ops::slice_axis(w, 1, 0, 2 * u));
+        z = rec(ops::add(columns(xp, 0, u), columns(rz, 0, u)));
+        r = rec(ops::add(columns(xp, u, u), columns(rz, u, u)));
+        hh = act(ops::add(columns(xp, 2 * u, u), ops::matmul(ops::mul(r, h), ops::slice_axis(w, 1, 2 * u, u))));
+      }
+      return {ops::add(ops::mul(z, h), ops::mul(one_minus(z), hh))};
+    }
+  }
+  return {};
+}
+
+Tensor RNNCell::call(const Tensor& inputs, bool) {
+  const auto d = inputs.shape().dims();
+  if (!built_) build(Shape(std::vector<int64_t>(d.begin() + (d.empty() ? 0 : 1), d.end())));
+  std::vector<Tensor> zeros(static_cast<std::size_t>(num_states()), Tensor::zeros(Shape({inputs.shape()[0], units_})));
+  return step(project(inputs), zeros)[0];
+}
+
+#define OSPREY_CELL_RULES                                                        \
+  {{kernel_, o_.kernel_regularizer, o_.kernel_constraint},                      \
+   {recurrent_, o_.recurrent_regularizer, o_.recurrent_constraint},             \
+   {bias_, o_.bias_regularizer, o_.bias_constraint}}
+bool RNNCell::has_regularization() const { return detail::any_penalty(OSPREY_CELL_RULES); }
+std::vector<Tensor> RNNCell::regularization_losses() { return detail::penalties(OSPREY_CELL_RULES); }
+void RNNCell::apply_constraints() { detail::constrain(OSPREY_CELL_RULES); }
+#undef OSPREY_CELL_RULES
+
+// ---- RNN ----
+
+RNN::RNN(std::shared_ptr<RNNCell> cell, RNNOptions options) : RNN(std::move(cell), std::move(options), "rnn") {}
+
+RNN::RNN(std::shared_ptr<RNNCell> cell, RNNOptions options, const std::string& default_prefix)
+    : Layer(options.name, default_prefix), cell_(std::move(cell)), r_(std::move(options)) {
+  if (!cell_) throw ValueError("RNN: the cell is empty (a null pointer)");
+}
+
+Shape RNN::build(const Shape& input_shape) {
+  if (input_shape.rank() != 2) {
+    throw ValueError(fmt::format("Input 0 of layer \"{}\" is incompatible with the layer: expected ndim=3, found "
+                                 "ndim={}. Full shape received: {}",
+                                 name_, input_shape.rank() + 1, detail::with_batch(input_shape)));
+  }
+  const bool first = !cell_->built();
+  cell_->build(Shape({input_shape[1]}));
+  if (first) {  // Keras's paths: "lstm/lstm_cell/kernel"
+    for (auto* v : cell_->variables()) v->set_path(name_ + "/" + v->path());
+  }
+  const int64_t u = cell_->units();
+  return finish_build(r_.return_sequences ? Shape({input_shape[0], u}) : Shape({u}));
+}
+
+void RNN::append_trainable_variables(std::vector<Variable*>& out) {
+  if (trainable && cell_->trainable) cell_->append_trainable_variables(out);
+}
+
+Tensor RNN::compute_mask(const Tensor&, const Tensor& mask) { return r_.return_sequences ? mask : Tensor(); }
+
+Tensor RNN::call_masked(const Tensor& inputs, bool, const Tensor& mask) {
+  const auto d = inputs.shape().dims();
+  if (d.size() != 3) build(Shape(std::vector<int64_t>(d.begin() + (d.empty() ? 0 : 1), d.end())));
+  if (!built_) build(Shape({d[1], d[2]}));
+  const int64_t n = d[0], t = d[1], f = d[2], u = cell_->units();
+  if (mask.defined() && mask.shape() != Shape({n, t})) {
+    throw ValueError(fmt::format("Layer '{}': the mask has shape {}, but the inputs {} need ({}, {})", name_,
+                                 mask.shape().to_string(), inputs.shape().to_string(), n, t));
+  }
+  const Tensor x = inputs.dtype() == DType::float32 ? inputs : inputs.cast(DType::float32);
+  const Tensor xp = cell_->project(ops::reshape(x, Shape({n * t, f})));  // every step's inputs at once
+  const int64_t g = xp.shape()[1];
+  const Tensor steps = ops::reshape(xp, Shape({n, t, g}));
+  const Tensor m = mask.defined() ? (mask.dtype() == DType::float32 ? mask : mask.cast(DType::float32)) : Tensor();
+  const Tensor ones_row = m.defined() ? Tensor::ones(Shape({1, u})) : Tensor();
+  std::vector<Tensor> states(static_cast<std::size_t>(cell_->num_states()), Tensor::zeros(Shape({n, u})));
+  Tensor output = Tensor::zeros(Shape({n, u}));
+  std::vector<Tensor> outputs;
+  if (r_.return_sequences) outputs.reserve(static_cast<std::size_t>(t));
+  for (int64_t k = 0; k < t; ++k) {
+    const int64_t s = r_.go_backwards ? t - 1 - k : k;
+    auto next = cell_->step(ops::reshape(ops::slice_axis(steps, 1, s, 1), Shape({n, g})), states);
+    Tensor out = next[0];
+    if (m.defined()) {  // masked rows keep their states and repeat the last output (or output zeros)
+      const Tensor keep = ops::matmul(ops::slice_axis(m, 1, s, 1), ones_row);  // (n, u) of 1 and 0
+      const Tensor drop = one_minus(keep);
+      for (std::size_t i = 0; i < states.size(); ++i) {
+        next[i] = ops::add(ops::mul(next[i], keep), ops::mul(states[i], drop));
+      }
+      out = r_.zero_output_for_mask ? ops::mul(out, keep) : ops::add(ops::mul(out, keep), ops::mul(output, drop));
+    }
+    states = std::move(next);
+    output = out;
+    if (r_.return_sequences) outputs.push_back(ops::reshape(out, Shape({n, 1, u})));
+  }
+  return r_.return_sequences ? ops::concat(outputs, 1) : output;
+}
+
+namespace {
+// The layer's name from either options struct; its cell is named after its class ("lstm_cell" in every LSTM), as
+// Keras names it.
+RNNOptions named(RNNOptions rnn, const RecurrentOptions& o) {
+  if (rnn.name.empty()) rnn.name = o.name;
+  return rnn;
+}
+RecurrentOptions cell_named(RecurrentOptions o, const char* name) {
+  o.name = name;
+  return o;
+}
+}  // namespace
+
+SimpleRNN::SimpleRNN(int64_t units, RecurrentOptions options, RNNOptions rnn)
+    : RNN(std::make_shared<SimpleRNNCell>(units, cell_named(options, "simple_rnn_cell")), named(std::move(rnn), options), "simple_rnn") {}
+LSTM::LSTM(int64_t units, RecurrentOptions options, RNNOptions rnn)
+    : RNN(std::make_shared<LSTMCell>(units, cell_named(options, "lstm_cell")), named(std::move(rnn), options), "lstm") {}
+GRU::GRU(int64_t units, RecurrentOptions options, RNNOptions rnn)
+    : RNN(std::make_shared<GRUCell>(units, cell_named(options, "gru_cell")), named(std::move(rnn), options), "gru") {}
+
+}  // namespace osprey::keras::layers
