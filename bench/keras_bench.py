@@ -1,8 +1,9 @@
 """TensorFlow 2 + Keras 3 CPU reference (pip tensorflow-cpu): model.fit per-step time for the seed model (2048x20,
 batch 64, Adam, BCE, accuracy) and the wide MLP (784->512->512->10, sparse CE, one repeated batch), plus the time
 from interpreter start to the first completed training step. One JSON line per case.
-"cnn" is bench/cnn_step's VGG-style CNN on 32x32x3 (one repeated batch).
-Usage: keras_bench.py <seed|wide|cnn|first_step> [batch] [threads]"""
+"cnn" is bench/cnn_step's VGG-style CNN on 32x32x3 (one repeated batch); "lstm" bench/lstm_step's LSTM(256) over
+100 steps of 128 inputs, then Dense(1), Adam, mse (batch 64).
+Usage: keras_bench.py <seed|wide|cnn|lstm|first_step> [batch] [threads]"""
 import json
 import os
 import sys
@@ -56,6 +57,17 @@ elif case == "cnn":
     model.fit(xs, ys, epochs=2, batch_size=batch, verbose=0, shuffle=False)
     us = (time.perf_counter() - t0) / 10 * 1e6
     name = f"VGG-style CNN fit batch {batch}"
+elif case == "lstm":
+    x = np.random.rand(batch, 100, 128).astype("float32")
+    y = np.random.rand(batch, 1).astype("float32")
+    model = keras.Sequential([layers.Input(shape=(100, 128)), layers.LSTM(256), layers.Dense(1)])
+    model.compile(optimizer="adam", loss="mse")
+    xs, ys = np.tile(x, (3, 1, 1)), np.tile(y, (3, 1))  # 3 steps per epoch on the same batch
+    model.fit(xs, ys, epochs=1, batch_size=batch, verbose=0, shuffle=False)
+    t0 = time.perf_counter()
+    model.fit(xs, ys, epochs=2, batch_size=batch, verbose=0, shuffle=False)
+    us = (time.perf_counter() - t0) / 6 * 1e6
+    name = f"LSTM(256) over 100 steps fit batch {batch}"
 else:
     x = np.random.rand(batch, 784).astype("float32")
     y = np.random.randint(0, 10, (batch,)).astype("float32")

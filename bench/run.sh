@@ -52,6 +52,11 @@ echo "## CIFAR-shaped CNN (32x32x3, conv 32-32-pool-64-64-pool, dense 128-10, Ad
 if ((have_torch)); then for t in 1 2; do /usr/bin/python3 bench/torch_cnn.py 128 "$t" 5; done; fi
 if ((have_tf)); then python3 bench/keras_bench.py cnn 128 0 2>/dev/null; fi
 
+echo "## LSTM(256) over 100 steps of 128 inputs, Dense(1), Adam, batch 64 (issue 18)"
+"$build/bench/lstm_step" 64 3
+if ((have_torch)); then for t in 1 2; do /usr/bin/python3 bench/torch_lstm.py "$t" 3; done; fi
+if ((have_tf)); then python3 bench/keras_bench.py lstm 64 0 2>/dev/null; fi
+
 echo "## start to first training step"
 for i in 1 2 3; do "$build/bench/first_step" "$(date +%s%N)" 2>/dev/null; done
 if ((have_tf)); then python3 bench/keras_bench.py first_step 2>/dev/null; fi

@@ -59,6 +59,9 @@ Tensor reduce_mean(const Tensor& x, int axis);
 Tensor concat(const std::vector<Tensor>& xs, int axis = -1);
 /// Elements [begin, begin + size) of x along `axis`, every other dimension whole (a copy).
 Tensor slice_axis(const Tensor& x, int axis, int64_t begin, int64_t size);
+/// x cut along `axis` into consecutive pieces of `sizes` (which add up to that axis), as tf.split; one gradient
+/// for all of them (their gradients concatenated), where slice_axis per piece would fill one of x's size each.
+std::vector<Tensor> split(const Tensor& x, int axis, const std::vector<int64_t>& sizes);
 /// x with its axes permuted: output axis i is x's axis perm[i] (tf.transpose); a copy.
 Tensor transpose(const Tensor& x, const std::vector<int>& perm);
 /// Copies src's values into dst's buffer in place (same shape and dtype; src is copied to dst's device first), by a

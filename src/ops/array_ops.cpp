@@ -2,6 +2,7 @@
 #include <numeric>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "ops/attrs.h"
 #include "ops/gradient_recorder.h"
@@ -91,6 +92,35 @@ Tensor slice_axis(const Tensor& x, int axis, int64_t begin, int64_t size) {
     });
   });
   return out;
+}
+
+std::vector<Tensor> split(const Tensor& x, int axis, const std::vector<int64_t>& sizes) {
+  const int ax = normalize_axis(axis, x.shape().rank(), "Split");
+  int64_t total = 0;
+  for (int64_t s : sizes) {
+    if (s < 0) throw InvalidArgumentError(fmt::format("Split: the sizes must be >= 0; got {}", fmt::join(sizes, ", ")));
+    total += s;
+  }
+  if (total != x.shape()[ax]) {
+    throw InvalidArgumentError(fmt::format("Split: the sizes ({}) add up to {}, but axis {} of shape {} has {}",
+                                           fmt::join(sizes, ", "), total, axis, x.shape().to_string(), x.shape()[ax]));
+  }
+  Tensor in[1] = {x};
+  auto& dev = place(OpId::Slice, "Split", in);
+  std::vector<Tensor> outs;
+  outs.reserve(sizes.size());
+  int64_t begin = 0;
+  for (int64_t size : sizes) {
+    Tensor out = Tensor::empty(x.shape().with_dim(ax, size), x.dtype(), &dev);
+    const AxisBlocks attrs = blocks_of(x.shape(), ax, begin);
+    run(OpId::Slice, dev, in, {&out, 1}, &attrs);
+    outs.push_back(std::move(out));
+    begin += size;
+  }
+  maybe_record("Split", in, outs, [&] {
+    return BackwardFn([ax](const std::vector<Tensor>& g) { return std::vector<Tensor>{concat(g, ax)}; });
+  });
+  return outs;
 }
 
 void assign(const Tensor& dst, const Tensor& src) {

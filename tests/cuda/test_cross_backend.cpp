@@ -166,6 +166,14 @@ void check_every_op() {
     auto g = tape.gradient(ops::reduce_sum(ops::square(y)), Vars{&x});
     return Outputs{y, g[0], ops::scatter_add_rows(ops::reshape(y, Shape({7, 6})), idx, 9)};
   });
+  // split: the pieces and their one gradient (an unused piece's part zero).
+  expect_same("split and its gradient", [&] {
+    Variable x(host_uniform({4, 7, 3}, -1, 1, 43), "x");
+    GradientTape tape;
+    const auto parts = ops::split(x.value(), 1, {2, 0, 4, 1});
+    auto g = tape.gradient(ops::add(ops::reduce_sum(ops::square(parts[0])), ops::reduce_sum(parts[2])), Vars{&x});
+    return Outputs{parts[0], parts[2], parts[3], g[0]};
+  });
   // Concatenation and slicing along every axis, with their gradients; minimum.
   expect_same("concat and slice", [&] {
     Variable x(host_uniform({3, 4, 5}, -1, 1, 21), "x"), y(host_uniform({3, 2, 5}, -1, 1, 22), "y");

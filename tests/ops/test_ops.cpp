@@ -226,6 +226,19 @@ TEST_F(Ops, ConcatAndSliceAlongEveryAxisForwardAndBackward) {
   EXPECT_THROW((void)ops::concat({a, ops::cast(a, DType::float64)}, 0), InvalidArgumentError);
   EXPECT_THROW((void)ops::slice_axis(a, 1, 2, 2), InvalidArgumentError);
   EXPECT_THROW((void)ops::slice_axis(a, -4, 0, 1), InvalidArgumentError);
+  // split: the slices in one op, one gradient for the pieces (an unused piece's part zero).
+  const auto parts = ops::split(c, 1, {3, 0, 2});
+  ASSERT_EQ(parts.size(), 3u);
+  EXPECT_EQ(host(parts[0]), av);
+  EXPECT_EQ(parts[1].shape(), Shape({2, 0, 4}));
+  EXPECT_EQ(host(parts[2]), bv);
+  check_gradients([](auto& in) { return ops::split(in[0], 2, {1, 3})[1]; }, {a});
+  check_gradients([](auto& in) {
+    const auto p = ops::split(in[0], 1, {1, 1, 1});
+    return ops::add(ops::mul(p[0], p[2]), p[0]);
+  }, {a});
+  EXPECT_THROW((void)ops::split(a, 1, {1, 1}), InvalidArgumentError);
+  EXPECT_THROW((void)ops::split(a, 1, {4, -1}), InvalidArgumentError);
 }
 
 TEST_F(Ops, TransposeEveryPermutationForwardAndBackward) {

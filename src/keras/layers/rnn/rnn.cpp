@@ -32,7 +32,10 @@ const char* cell_prefix(RNNCell::Kind k) {
 }
 int gates(RNNCell::Kind k) { return k == RNNCell::Kind::lstm ? 4 : k == RNNCell::Kind::gru ? 3 : 1; }
 
-Tensor columns(const Tensor& z, int64_t begin, int64_t size) { return ops::slice_axis(z, 1, begin, size); }
+// The gate blocks of (batch, n · units) as n tensors (one split: one gradient for all of them).
+std::vector<Tensor> gate_blocks(const Tensor& z, int n, int64_t units) {
+  return ops::split(z, 1, std::vector<int64_t>(static_cast<std::size_t>(n), units));
+}
 // 1 - x.
 Tensor one_minus(const Tensor& x) { return ops::neg(ops::sub(x, Tensor::scalar(1.0))); }
 
@@ -106,26 +109,29 @@ std::vector<Tensor> RNNCell::step(const Tensor& xp, const std::vector<Tensor>& s
     case Kind::simple:
       return {act(ops::add(xp, ops::matmul(h, recurrent_->value())))};
     case Kind::lstm: {
-      const Tensor z = ops::add(xp, ops::matmul(h, recurrent_->value()));
-      const Tensor i = rec(columns(z, 0, u)), f = rec(columns(z, u, u));
-      const Tensor c = ops::add(ops::mul(f, states[1]), ops::mul(i, act(columns(z, 2 * u, u))));
-      const Tensor o = rec(columns(z, 3 * u, u));
+      const auto z = gate_blocks(ops::add(xp, ops::matmul(h, recurrent_->value())), 4, u);
+      const Tensor i = rec(z[0]), f = rec(z[1]);
+      const Tensor c = ops::add(ops::mul(f, states[1]), ops::mul(i, act(z[2])));
+      const Tensor o = rec(z[3]);
       return {ops::mul(o, act(c)), c};
     }
     case Kind::gru: {
       const Tensor& w = recurrent_->value();
+      const auto x3 = gate_blocks(xp, 3, u);
       Tensor z, r, hh;
       if (o_.reset_after) {
         Tensor rz = ops::matmul(h, w);
         if (bias_) rz = ops::add(rz, ops::reshape(ops::slice_axis(bias_->value(), 0, 1, 1), Shape({3 * u})));
-        z = rec(ops::add(columns(xp, 0, u), columns(rz, 0, u)));
-        r = rec(ops::add(columns(xp, u, u), columns(rz, u, u)));
-        hh = act(ops::add(columns(xp, 2 * u, u), ops::mul(r, columns(rz, 2 * u, u))));
+        const auto r3 = gate_blocks(rz, 3, u);
+        z = rec(ops::add(x3[0], r3[0]));
+        r = rec(ops::add(x3[1], r3[1]));
+        hh = act(ops::add(x3[2], ops::mul(r, r3[2])));
       } else {
-        const Tensor rz = ops::matmul(h, ops::slice_axis(w, 1, 0, 2 * u));
-        z = rec(ops::add(columns(xp, 0, u), columns(rz, 0, u)));
-        r = rec(ops::add(columns(xp, u, u), columns(rz, u, u)));
-        hh = act(ops::add(columns(xp, 2 * u, u), ops::matmul(ops::mul(r, h), ops::slice_axis(w, 1, 2 * u, u))));
+        const auto w2 = ops::split(w, 1, {2 * u, u});
+        const auto r2 = gate_blocks(ops::matmul(h, w2[0]), 2, u);
+        z = rec(ops::add(x3[0], r2[0]));
+        r = rec(ops::add(x3[1], r2[1]));
+        hh = act(ops::add(x3[2], ops::matmul(ops::mul(r, h), w2[1])));
       }
       return {ops::add(ops::mul(z, h), ops::mul(one_minus(z), hh))};
     }
@@ -191,8 +197,12 @@ Tensor RNN::call_masked(const Tensor& inputs, bool, const Tensor& mask) {
   const Tensor x = inputs.dtype() == DType::float32 ? inputs : inputs.cast(DType::float32);
   const Tensor xp = cell_->project(ops::reshape(x, Shape({n * t, f})));  // every step's inputs at once
   const int64_t g = xp.shape()[1];
-  const Tensor steps = ops::reshape(xp, Shape({n, t, g}));
+  // Each step's block, time-major so that a step's rows are contiguous: one split, one gradient.
+  const auto steps = ops::split(ops::transpose(ops::reshape(xp, Shape({n, t, g})), {1, 0, 2}), 0,
+                                std::vector<int64_t>(static_cast<std::size_t>(t), 1));
   const Tensor m = mask.defined() ? (mask.dtype() == DType::float32 ? mask : mask.cast(DType::float32)) : Tensor();
+  const auto mask_steps = m.defined() ? ops::split(m, 1, std::vector<int64_t>(static_cast<std::size_t>(t), 1))
+                                      : std::vector<Tensor>{};
   const Tensor ones_row = m.defined() ? Tensor::ones(Shape({1, u})) : Tensor();
   std::vector<Tensor> states(static_cast<std::size_t>(cell_->num_states()), Tensor::zeros(Shape({n, u})));
   Tensor output = Tensor::zeros(Shape({n, u}));
@@ -200,10 +210,10 @@ Tensor RNN::call_masked(const Tensor& inputs, bool, const Tensor& mask) {
   if (r_.return_sequences) outputs.reserve(static_cast<std::size_t>(t));
   for (int64_t k = 0; k < t; ++k) {
     const int64_t s = r_.go_backwards ? t - 1 - k : k;
-    auto next = cell_->step(ops::reshape(ops::slice_axis(steps, 1, s, 1), Shape({n, g})), states);
+    auto next = cell_->step(ops::reshape(steps[static_cast<std::size_t>(s)], Shape({n, g})), states);
     Tensor out = next[0];
     if (m.defined()) {  // masked rows keep their states and repeat the last output (or output zeros)
-      const Tensor keep = ops::matmul(ops::slice_axis(m, 1, s, 1), ones_row);  // (n, u) of 1 and 0
+      const Tensor keep = ops::matmul(mask_steps[static_cast<std::size_t>(s)], ones_row);  // (n, u) of 1 and 0
       const Tensor drop = one_minus(keep);
       for (std::size_t i = 0; i < states.size(); ++i) {
         next[i] = ops::add(ops::mul(next[i], keep), ops::mul(states[i], drop));
