@@ -219,8 +219,20 @@ TEST(SequenceLayers, MaskedRecurrentLayersTrainAsKeras) {
     EXPECT_EQ(json::parse(models::model_from_json(model.to_json())->to_json()).at("config"),
               json::parse(model.to_json()).at("config"));
   }
+  // In a Sequential: Keras's paths keep the cell ("sequential/lstm/lstm_cell/kernel"); a mask_zero Embedding works
+  // there as in a functional model.
+  Sequential seq({layers::Input({6}), layers::Embedding(20, 5, {.mask_zero = true}), layers::LSTM(3, {.name = "lstm"}),
+                  layers::Dense(1)}, "seq");
+  const auto vars = seq.variables();
+  EXPECT_EQ(vars[1]->path(), "seq/lstm/lstm_cell/kernel");
+  const Tensor ids = Tensor::from_vector<int32_t>({3, 4, 0, 0, 0, 0, 3, 4, 0, 0, 0, 0}, {2, 6});
+  const Tensor shorter = Tensor::from_vector<int32_t>({3, 4, 0, 0, 0, 0}, {1, 6});
+  const auto both = seq.predict(ids, {.verbose = 0}).to_vector<float>();
+  EXPECT_EQ(both[0], both[1]);
+  EXPECT_EQ(seq.predict(shorter, {.verbose = 0}).to_vector<float>()[0], both[0]);
   // Bad arguments and inputs.
   EXPECT_THROW(layers::LSTM(0), ValueError);
+  EXPECT_THROW(layers::LSTM(2)(Tensor::zeros({2, 0, 3})), ValueError);
   EXPECT_THROW(layers::LSTM(4, {.dropout = 0.2}), ValueError);
   EXPECT_THROW(layers::GRU(4, {.activation = "nope"}), ValueError);
   EXPECT_THROW((void)layers::LSTM(4)(keras::Input({5})), ValueError);

@@ -69,7 +69,14 @@ Shape Sequential::build(const Shape& input_shape) {
   const Shape shape = x.shape();
   for (auto& l : s.layers) {
     for (auto* v : l->variables()) {
-      v->set_path(name_ + "/" + l->name() + "/" + v->name());
+      // "<model>/<layer>/..." keeping what the layer put after its name (an RNN's "lstm/lstm_cell/kernel").
+      const std::string& p = v->path();
+      const std::string head = l->name() + "/";
+      const auto inner = p.find("/" + head);
+      const std::string rel = p.starts_with(head) ? p
+                              : inner != std::string::npos ? p.substr(inner + 1)
+                                                           : head + v->name();
+      v->set_path(name_ + "/" + rel);
       if (!s.device) s.device = &v->value().device_ref();
     }
   }

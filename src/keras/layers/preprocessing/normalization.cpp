@@ -40,32 +40,40 @@ struct Stats {
 Stats stats_of(const Tensor& x, const std::vector<int>& keep) {
   const auto dims = x.shape().dims();
   const int nd = static_cast<int>(dims.size());
-  std::vector<int64_t> stride(static_cast<std::size_t>(nd), 1);  // of the kept position, per input axis
+  std::vector<int64_t> stride(static_cast<std::size_t>(nd), 0);  // of the kept position, per input axis
   int64_t kept = 1;
   for (int a = nd - 1; a >= 0; --a) {
-    if (std::find(keep.begin(), keep.end(), a) != keep.end()) stride[static_cast<std::size_t>(a)] = kept, kept *= dims[static_cast<std::size_t>(a)];
-    else stride[static_cast<std::size_t>(a)] = 0;
-  }
-  const auto v = x.dtype() == DType::float64 ? x.to_vector<double>() : as_double(x);
-  Stats s{std::vector<double>(static_cast<std::size_t>(kept), 0.0), std::vector<double>(static_cast<std::size_t>(kept), 0.0),
-          static_cast<int64_t>(v.size()) / std::max<int64_t>(kept, 1)};
-  std::vector<int64_t> pos(static_cast<std::size_t>(nd), 0);
-  std::vector<std::size_t> where(v.size());
-  for (std::size_t i = 0; i < v.size(); ++i) {  // the kept position of every value, in row-major order
-    int64_t k = 0;
-    for (int a = 0; a < nd; ++a) k += pos[static_cast<std::size_t>(a)] * stride[static_cast<std::size_t>(a)];
-    where[i] = static_cast<std::size_t>(k);
-    for (int a = nd - 1; a >= 0; --a) {
-      if (++pos[static_cast<std::size_t>(a)] < dims[static_cast<std::size_t>(a)]) break;
-      pos[static_cast<std::size_t>(a)] = 0;
+    if (std::find(keep.begin(), keep.end(), a) != keep.end()) {
+      stride[static_cast<std::size_t>(a)] = kept;
+      kept *= dims[static_cast<std::size_t>(a)];
     }
   }
-  for (std::size_t i = 0; i < v.size(); ++i) s.mean[where[i]] += v[i];
+  // float32 values (as the layer computes) summed in double; the kept position of each value is walked along in
+  // row-major order (no index array: adapt() may see a whole dataset at once).
+  const Tensor f = x.dtype() == DType::float32 ? x : x.cast(DType::float32);
+  const auto v = f.to_vector<float>();
+  Stats s{std::vector<double>(static_cast<std::size_t>(kept), 0.0), std::vector<double>(static_cast<std::size_t>(kept), 0.0),
+          static_cast<int64_t>(v.size()) / std::max<int64_t>(kept, 1)};
+  auto each = [&](auto&& fn) {
+    std::vector<int64_t> pos(static_cast<std::size_t>(nd), 0);
+    int64_t k = 0;
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      fn(static_cast<std::size_t>(k), static_cast<double>(v[i]));
+      for (int a = nd - 1; a >= 0; --a) {
+        const auto ua = static_cast<std::size_t>(a);
+        k += stride[ua];
+        if (++pos[ua] < dims[ua]) break;
+        k -= stride[ua] * pos[ua];
+        pos[ua] = 0;
+      }
+    }
+  };
+  each([&](std::size_t k, double value) { s.mean[k] += value; });
   for (double& m : s.mean) m /= static_cast<double>(s.count);
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    const double d = v[i] - s.mean[where[i]];
-    s.var[where[i]] += d * d;
-  }
+  each([&](std::size_t k, double value) {
+    const double d = value - s.mean[k];
+    s.var[k] += d * d;
+  });
   for (double& q : s.var) q /= static_cast<double>(s.count);
   return s;
 }

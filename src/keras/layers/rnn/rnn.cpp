@@ -190,6 +190,7 @@ Tensor RNN::call_masked(const Tensor& inputs, bool, const Tensor& mask) {
   if (d.size() != 3) build(Shape(std::vector<int64_t>(d.begin() + (d.empty() ? 0 : 1), d.end())));
   if (!built_) build(Shape({d[1], d[2]}));
   const int64_t n = d[0], t = d[1], f = d[2], u = cell_->units();
+  if (t == 0) throw ValueError(fmt::format("Layer '{}' needs at least one time step; received {}", name_, inputs.shape().to_string()));
   if (mask.defined() && mask.shape() != Shape({n, t})) {
     throw ValueError(fmt::format("Layer '{}': the mask has shape {}, but the inputs {} need ({}, {})", name_,
                                  mask.shape().to_string(), inputs.shape().to_string(), n, t));
