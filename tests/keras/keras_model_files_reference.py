@@ -236,6 +236,13 @@ m = keras.Sequential([keras.Input((10, 1), name="series"), L.GRU(5, return_seque
                       L.GRU(3, name="gru_b"), L.Dense(1, name="out")], name="gru_series")
 case("gru_series", m, xg.astype("float32"), yg, dict(optimizer=keras.optimizers.Adam(0.01), loss="mse", metrics=["mae"]))
 
+# 16. Issue 18's text classifier: Embedding + Bidirectional LSTM + Dense (the masked token ids of case 14).
+tokens = keras.Input((8,), dtype="int32", name="tokens")
+h = L.Bidirectional(L.LSTM(4, name="lstm"), name="bi")(L.Embedding(25, 5, mask_zero=True, name="embed")(tokens))
+case("text_bilstm", keras.Model(tokens, L.Dense(1, activation="sigmoid", name="out")(h), name="text_bilstm"), xt,
+     (xt.sum(axis=1) > lengths * 12).astype("float32").reshape(N, 1),
+     dict(optimizer=keras.optimizers.SGD(0.3, momentum=0.8), loss="binary_crossentropy", metrics=["accuracy"]))
+
 if ONLY:  # the other cases' entries as they were
     with open(os.path.join(HERE, "..", "data", "keras_files.json")) as f:
         cases = {**json.load(f), **{k: v for k, v in cases.items() if k in ONLY}}

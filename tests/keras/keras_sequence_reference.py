@@ -108,6 +108,15 @@ for name, make in [("lstm_masked", lambda h: L.GlobalAveragePooling1D(name="gap"
     model = keras.Model(inp, L.Dense(1, activation="sigmoid", name="out")(h))
     ref[name] = trained(model, xp, yp, keras.optimizers.SGD(0.5), "binary_crossentropy")
 
+# Bidirectional over masked sequences: an LSTM over every step (concat), then a GRU (sum).
+inp = keras.Input((T,), dtype="int32", name="tokens")
+h = L.Embedding(V, 5, mask_zero=True, name="embed")(inp)
+h = L.Bidirectional(L.LSTM(3, return_sequences=True, name="lstm"), name="bi_lstm")(h)
+h = L.Bidirectional(L.GRU(2, name="gru"), merge_mode="sum", name="bi_gru")(h)
+model = keras.Model(inp, L.Dense(1, activation="sigmoid", name="out")(h))
+ref["bidirectional"] = trained(model, xp, yp, keras.optimizers.SGD(0.5), "binary_crossentropy")
+ref["bidirectional"]["paths"] = [v.path for v in model.weights]
+
 with open(os.path.join(os.path.dirname(__file__), "..", "data", "keras_sequence.json"), "w") as f:
     json.dump(ref, f)
 print("wrote", sorted(ref), "bad id:", ref["embedding"]["bad_id_error"][:120])

@@ -371,6 +371,10 @@ TEST(ModelFiles, AnLstmTextClassifierOnPaddedTokenIds) {
   SKIP_WITHOUT_HDF5();
   check_file("text_lstm");
 }
+TEST(ModelFiles, AnEmbeddingBidirectionalLstmTextClassifier) {
+  SKIP_WITHOUT_HDF5();
+  check_file("text_bilstm");
+}
 TEST(ModelFiles, AGruRegressorOnATimeSeries) {
   SKIP_WITHOUT_HDF5();
   check_file("gru_series");

@@ -237,3 +237,26 @@ TEST(SequenceLayers, MaskedRecurrentLayersTrainAsKeras) {
   EXPECT_THROW(layers::GRU(4, {.activation = "nope"}), ValueError);
   EXPECT_THROW((void)layers::LSTM(4)(keras::Input({5})), ValueError);
 }
+
+TEST(SequenceLayers, BidirectionalOverMaskedSequencesTrainsAsKeras) {
+  const json& ref = reference().at("bidirectional");
+  const Tensor x = ops::cast(tensor_of(ref.at("x")), DType::int32);
+  auto in = keras::Input({6}, {.name = "tokens", .dtype = DType::int32});
+  auto h = layers::Embedding(20, 5, {.mask_zero = true, .name = "embed"})(in);
+  h = layers::Bidirectional(std::make_shared<layers::LSTM>(3, layers::RecurrentOptions{.name = "lstm"},
+                                                           layers::RNNOptions{.return_sequences = true}),
+                            "concat", nullptr, "bi_lstm")(h);
+  h = layers::Bidirectional(std::make_shared<layers::GRU>(2, layers::RecurrentOptions{.name = "gru"}), "sum", nullptr,
+                            "bi_gru")(h);
+  Model model(in, layers::Dense(1, "sigmoid", {.name = "out"})(h));
+  std::vector<std::string> paths;
+  for (auto* v : model.variables()) paths.push_back(v->path());
+  std::vector<std::string> want;
+  for (const auto& p : ref.at("paths")) want.push_back(p);
+  EXPECT_EQ(paths, want);
+  expect_trains_as_keras(model, ref, x, optimizers::SGD({.learning_rate = 0.5}), "binary_crossentropy");
+  EXPECT_EQ(json::parse(models::model_from_json(model.to_json())->to_json()).at("config"),
+            json::parse(model.to_json()).at("config"));
+  EXPECT_THROW(layers::Bidirectional(std::make_shared<layers::LSTM>(2), "max"), ValueError);
+  EXPECT_THROW(layers::Bidirectional(nullptr), ValueError);
+}

@@ -151,3 +151,40 @@ class GRU : public RNN {
 };
 
 }  // namespace osprey::keras::layers
+
+namespace osprey::keras::layers {
+
+/// keras.layers.Bidirectional(layer, merge_mode): a copy of the RNN named "forward_<name>" and one over the
+/// steps backwards named "backward_<name>" (or `backward_layer`), their outputs merged by "concat" (the default),
+/// "sum", "mul" or "ave" (Keras's None, a list of both, is not implemented); with return_sequences the backward
+/// outputs are turned back into time order and masked steps output zeros, as Keras forces. Both see the mask.
+class Bidirectional : public Layer {
+ public:
+  explicit Bidirectional(const std::shared_ptr<RNN>& layer, std::string merge_mode = "concat",
+                         std::shared_ptr<RNN> backward_layer = nullptr, std::string name = "");
+  OSPREY_KERAS_LAYER(Bidirectional)
+  std::string class_name() const override { return "Bidirectional"; }
+  std::string get_config() const override;
+  Shape build(const Shape& input_shape) override;
+  Tensor call(const Tensor& inputs, bool training) override { return call_masked(inputs, training, Tensor()); }
+  bool supports_masking() const override { return true; }
+  Tensor call_masked(const Tensor& inputs, bool training, const Tensor& mask) override;
+  Tensor compute_mask(const Tensor& inputs, const Tensor& mask) override;
+  std::vector<std::pair<std::string, Layer*>> sublayers() override {
+    return {{"backward_layer", backward_.get()}, {"forward_layer", forward_.get()}};
+  }
+  std::vector<Variable*> variables() override;
+  void append_trainable_variables(std::vector<Variable*>& out) override;
+  int64_t count_params() const override { return forward_->count_params() + backward_->count_params(); }
+  std::vector<Tensor> regularization_losses() override;
+  bool has_regularization() const override { return forward_->has_regularization() || backward_->has_regularization(); }
+  void apply_constraints() override;
+  RNN& forward_layer() { return *forward_; }
+  RNN& backward_layer() { return *backward_; }
+
+ private:
+  std::shared_ptr<RNN> forward_, backward_;
+  std::string merge_mode_;
+};
+
+}  // namespace osprey::keras::layers
