@@ -186,19 +186,23 @@ std::shared_ptr<Layer> functional_from_config(const json& c) {
   // same mask by itself: such nodes and arguments are checked, then left out.
   std::map<std::string, json> not_equal;      // op node name -> the history of the tensor it compares with 0
   std::set<std::string> mask_zero_inputs;     // the histories (dumped) of the tensors mask_zero Embeddings take
+  // A string field of an object, or "" (a crafted config may put anything anywhere).
+  auto text_of = [](const json& j, const char* key) {
+    return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
+  };
   for (const auto& lj : list) {
     if (!lj.is_object()) continue;
-    const std::string cls = lj.value("class_name", "");
-    const json& nodes = lj.value("inbound_nodes", json::array());
+    const std::string cls = text_of(lj, "class_name");
+    const json nodes = lj.contains("inbound_nodes") ? lj["inbound_nodes"] : json::array();
+    const json cfg = lj.contains("config") ? lj["config"] : json::object();
     if (cls == "NotEqual") {
-      const json& cfg = lj.value("config", json::object());
-      const std::string op = cfg.is_object() && cfg.value("name", json()).is_string() ? cfg["name"].get<std::string>() : "";
+      const std::string op = text_of(cfg, "name");
       if (!nodes.is_array() || nodes.size() != 1 || !nodes[0].is_object() || !nodes[0].value("args", json()).is_array() ||
           nodes[0]["args"].size() != 2 || nodes[0]["args"][1] != json(0)) {
         ser::unsupported("operation", "NotEqual other than an Embedding's mask (ids != 0)", "Keras layers");
       }
       not_equal[op] = history_of(nodes[0]["args"][0], op);
-    } else if (cls == "Embedding" && lj.value("config", json::object()).value("mask_zero", false) == json(true) &&
+    } else if (cls == "Embedding" && cfg.is_object() && cfg.contains("mask_zero") && cfg["mask_zero"] == json(true) &&
                nodes.is_array()) {
       for (const auto& n : nodes) {
         const json args = n.is_object() ? n.value("args", json()) : n;
@@ -212,7 +216,7 @@ std::shared_ptr<Layer> functional_from_config(const json& c) {
     }
   }
   for (const auto& lj : list) {
-    if (lj.is_object() && lj.value("class_name", "") == "NotEqual") continue;
+    if (text_of(lj, "class_name") == "NotEqual") continue;
     const json& cfg = ser::config_of(lj, "a layer of model '" + name + "'");
     if (lj.value("class_name", "") == "InputLayer") {
       const json& shape = cfg.contains("batch_shape") ? cfg["batch_shape"] : cfg.value("batch_input_shape", json());
@@ -251,7 +255,7 @@ std::shared_ptr<Layer> functional_from_config(const json& c) {
         const json kwargs = node.is_object() ? node.value("kwargs", json::object()) : json::object();
         for (const auto& [k, v] : kwargs.items()) {
           bool derived_mask = false;
-          if (k == "mask" && v.is_object() && v.value("class_name", "") == "__keras_tensor__") {
+          if (k == "mask" && text_of(v, "class_name") == "__keras_tensor__") {
             const json& h = history_of(v, p.layer->name());
             derived_mask = h.is_array() && !h.empty() && h[0].is_string() && not_equal.count(h[0].get<std::string>());
           }
