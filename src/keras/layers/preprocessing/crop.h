@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string>
 
+#include "osprey/keras/layers/convolutional.h"
+#include "osprey/ops.h"
 #include "osprey/tensor.h"
 
 namespace osprey::keras::layers {
@@ -12,6 +14,10 @@ namespace osprey::keras::layers {
 /// The largest centred window of images (N, H, W, C) with the aspect ratio height : width (Keras's
 /// crop_to_aspect_ratio / smart_resize, before the resize).
 Tensor crop_to_aspect(const Tensor& images, int64_t height, int64_t width);
+
+/// Images (N, C, H, W) as (N, H, W, C) for the ops when `first` (channels_first), and back.
+inline Tensor to_last(const Tensor& x, bool first) { return first ? ops::transpose(x, detail::to_channels_last(2)) : x; }
+inline Tensor from_last(const Tensor& x, bool first) { return first ? ops::transpose(x, detail::to_channels_first(2)) : x; }
 
 /// Keras's error unless a per-sample shape is an image's (height, width, channels).
 void check_images(const std::string& layer, const Shape& input_shape);

@@ -19,10 +19,6 @@ void check_size(const std::string& layer, int64_t height, int64_t width) {
   }
 }
 
-// Images as (N, H, W, C) for the ops, and back.
-Tensor to_last(const Tensor& x, bool first) { return first ? ops::transpose(x, {0, 2, 3, 1}) : x; }
-Tensor from_last(const Tensor& x, bool first) { return first ? ops::transpose(x, {0, 3, 1, 2}) : x; }
-
 }  // namespace
 
 // Keras's smart_resize crop: the largest centred window of the target's aspect ratio (the resize follows).

@@ -38,8 +38,6 @@ std::vector<float> host_uniform(int64_t n) {
   return random::uniform({n}).to_vector<float>();
 }
 
-Tensor to_last(const Tensor& x, bool first) { return first ? ops::transpose(x, {0, 2, 3, 1}) : x; }
-Tensor from_last(const Tensor& x, bool first) { return first ? ops::transpose(x, {0, 3, 1, 2}) : x; }
 Tensor as_float(const Tensor& x) { return x.dtype() == DType::float32 ? x : x.cast(DType::float32); }
 
 }  // namespace
