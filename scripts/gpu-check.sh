@@ -98,7 +98,9 @@ rows+=("| osprey doctor | $([ $doctor_rc -eq 0 ] && echo 'GPU usable' || echo "n
 [ $gpu_present = 1 ] && [ $doctor_rc -ne 0 ] && fail "osprey doctor found no usable GPU"
 
 section "tests (ctest, all; memory growth forced so that test processes share the GPU)"
-TF_FORCE_GPU_ALLOW_GROWTH=true ctest --test-dir "$build" -j "$(($(nproc) / 2))" --output-on-failure \
+# Half the cores with a GPU (the test processes share it); all of them in a dry run.
+jobs=$(nproc); [ $gpu_present = 1 ] && jobs=$((jobs / 2))
+TF_FORCE_GPU_ALLOW_GROWTH=true ctest --test-dir "$build" -j "$jobs" --output-on-failure \
   >"$results/ctest.log" 2>&1
 ctest_rc=$?
 grep -E "tests passed|tests failed|\(Failed\)|\(Timeout\)" "$results/ctest.log" | head -20
