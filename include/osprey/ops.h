@@ -19,7 +19,9 @@ Activation activation_from_name(const std::string& name);
 std::string activation_name(Activation activation);
 
 Tensor cast(const Tensor& x, DType dtype);
-/// Matrix product of 2-D tensors, optionally transposing either side.
+/// Matrix product of 2-D tensors, optionally transposing either side; of 3-D tensors (batch, rows, cols) with one
+/// batch size, a product per batch entry (tf.linalg.matmul's batched form; the transposes apply to the last two
+/// axes).
 Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false, bool transpose_b = false);
 /// activation(x @ kernel + bias) as one fused op (and one tape node). `bias` may be undefined.
 Tensor dense(const Tensor& x, const Tensor& kernel, const Tensor& bias, Activation activation);
@@ -29,6 +31,23 @@ inline Tensor relu(const Tensor& x) { return activation(x, Activation::relu); }
 inline Tensor sigmoid(const Tensor& x) { return activation(x, Activation::sigmoid); }
 inline Tensor tanh(const Tensor& x) { return activation(x, Activation::tanh); }
 inline Tensor softmax(const Tensor& x) { return activation(x, Activation::softmax); }
+
+/// How masked_softmax() treats the positions it leaves out.
+struct MaskedSoftmaxOptions {
+  /// Also leave out column s of row t (t the index along the second-to-last axis) where s > t (Keras's
+  /// use_causal_mask: a lower-triangular band, the diagonal kept).
+  bool causal = false;
+  /// What a left-out logit becomes before the softmax (Keras's Softmax layer: -1e9; its TensorFlow
+  /// dot_product_attention: -0.7 * 3.38953e38).
+  float masked_value = -1e9f;
+  /// Whether left-out positions output 0 afterwards (Keras's Softmax layer: yes, so a row masked entirely gives
+  /// zeros; dot_product_attention: no, such a row is uniform).
+  bool zero_masked = true;
+};
+/// Softmax over the last axis of x with positions left out where `mask` (float32 1 kept / 0 left out; compared with
+/// 0.5) is 0: `mask` undefined, or of x's rank with every dimension 1 (broadcast) or x's. Left-out positions get no
+/// gradient. InvalidArgumentError for a mask that does not broadcast.
+Tensor masked_softmax(const Tensor& x, const Tensor& mask, const MaskedSoftmaxOptions& options = {});
 
 /// Element-wise arithmetic. `b` may have a's shape, be a scalar, or be a row vector matching a's last axis.
 Tensor add(const Tensor& a, const Tensor& b);

@@ -42,6 +42,14 @@ struct PoolAttrs {
   PoolKind kind;
   int64_t window[kMaxConvRank], strides[kMaxConvRank], pad_before[kMaxConvRank], pad_after[kMaxConvRank];
 };
+/// MaskedSoftmax(Grad): x's dims and the mask's stride along each (0 where it broadcasts; unused without a mask).
+inline constexpr int kMaxMaskRank = 8;
+struct MaskedSoftmaxAttrs {
+  int rank;
+  int64_t dims[kMaxMaskRank], mask_strides[kMaxMaskRank];
+  bool has_mask, causal, zero_masked;
+  float masked_value;
+};
 struct ResizeAttrs { ResizeMethod method; };
 struct TransformAttrs { ResizeMethod interpolation; FillMode fill_mode; float fill_value; };
 struct RmspropAttrs { float learning_rate, rho, momentum, epsilon; bool centered; };

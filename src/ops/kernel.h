@@ -48,6 +48,8 @@ enum class OpId : int {
   ResizeGrad,      // dy -> dx (the output's shape says the input's)
   AffineTransform, // images (N, H, W, C), transforms (N or 1, 8) -> images (attrs TransformAttrs)
   ScatterAddRows,  // updates (N, ...), indices(int64, N) -> (rows, ...): row indices[i] += updates[i] (gather's grad)
+  MaskedSoftmax,   // x, [mask] -> softmax over the last axis with left-out positions (attrs MaskedSoftmaxAttrs)
+  MaskedSoftmaxGrad,  // dy, y, [mask] -> dx (attrs MaskedSoftmaxAttrs)
   kCount
 };
 

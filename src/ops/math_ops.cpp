@@ -25,23 +25,27 @@ Tensor cast(const Tensor& x, DType dtype) {
 }
 
 Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
-  if (a.shape().rank() != 2 || b.shape().rank() != 2) {
-    throw InvalidArgumentError(fmt::format("matmul expects 2-D tensors, got shapes {} and {}", a.shape().to_string(),
-                                           b.shape().to_string()));
+  const int r = a.shape().rank();
+  if (!((r == 2 || r == 3) && b.shape().rank() == r)) {
+    throw InvalidArgumentError(fmt::format("matmul expects two 2-D tensors or two 3-D tensors (batch, rows, cols), "
+                                           "got shapes {} and {}",
+                                           a.shape().to_string(), b.shape().to_string()));
   }
-  const int64_t m = ta ? a.shape()[1] : a.shape()[0], k = ta ? a.shape()[0] : a.shape()[1];
-  const int64_t kb = tb ? b.shape()[1] : b.shape()[0], n = tb ? b.shape()[0] : b.shape()[1];
-  if (k != kb) {
+  const int o = r - 2;  // the batch axis comes first
+  const int64_t m = ta ? a.shape()[o + 1] : a.shape()[o], k = ta ? a.shape()[o] : a.shape()[o + 1];
+  const int64_t kb = tb ? b.shape()[o + 1] : b.shape()[o], n = tb ? b.shape()[o] : b.shape()[o + 1];
+  if (k != kb || (r == 3 && a.shape()[0] != b.shape()[0])) {
     throw InvalidArgumentError(fmt::format("Matrix size-incompatible: In[0]: {}, In[1]: {} (transpose_a={}, "
                                            "transpose_b={})",
                                            a.shape().to_string(), b.shape().to_string(), ta, tb));
   }
+  const Shape out_shape = r == 2 ? Shape{m, n} : Shape{a.shape()[0], m, n};
   Tensor in[2] = {a, b};
-  auto& dev = place(OpId::MatMul, "MatMul", in);
-  Tensor out = Tensor::empty({m, n}, DType::float32, &dev);
+  auto& dev = place(OpId::MatMul, r == 2 ? "MatMul" : "BatchMatMulV2", in);
+  Tensor out = Tensor::empty(out_shape, DType::float32, &dev);
   MatMulAttrs attrs{ta, tb};
   run(OpId::MatMul, dev, in, {&out, 1}, &attrs);
-  maybe_record("MatMul", in, {&out, 1}, [&] {
+  maybe_record(r == 2 ? "MatMul" : "BatchMatMulV2", in, {&out, 1}, [&] {
     const bool need_a = active_recorder()->should_record(std::span<const Tensor>(in, 1));
     const bool need_b = active_recorder()->should_record(std::span<const Tensor>(in + 1, 1));
     return BackwardFn([a = in[0], b = in[1], ta, tb, need_a, need_b](const std::vector<Tensor>& g) {

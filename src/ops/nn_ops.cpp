@@ -93,6 +93,51 @@ Tensor activation(const Tensor& x, Activation act) {
   return out;
 }
 
+Tensor masked_softmax(const Tensor& x, const Tensor& mask, const MaskedSoftmaxOptions& o) {
+  const auto& xs = x.shape();
+  if (xs.rank() < 1 || xs.rank() > kMaxMaskRank) {
+    throw InvalidArgumentError(fmt::format("masked_softmax needs a tensor of rank 1 to {}, got shape {}", kMaxMaskRank,
+                                           xs.to_string()));
+  }
+  MaskedSoftmaxAttrs attrs{};
+  attrs.rank = xs.rank();
+  attrs.has_mask = mask.defined();
+  attrs.causal = o.causal;
+  attrs.zero_masked = o.zero_masked;
+  attrs.masked_value = o.masked_value;
+  for (int i = 0; i < xs.rank(); ++i) attrs.dims[i] = xs[i];
+  if (mask.defined()) {
+    const auto& ms = mask.shape();
+    bool ok = ms.rank() == xs.rank() && mask.dtype() == DType::float32;
+    for (int i = 0; ok && i < xs.rank(); ++i) ok = ms[i] == 1 || ms[i] == xs[i];
+    if (!ok) {
+      throw InvalidArgumentError(fmt::format("masked_softmax: a mask of shape {} ({}) does not broadcast to the "
+                                             "logits' shape {} (float32, same rank, each dimension 1 or equal)",
+                                             ms.to_string(), dtype_name(mask.dtype()), xs.to_string()));
+    }
+    int64_t stride = 1;
+    for (int i = xs.rank() - 1; i >= 0; --i) {
+      attrs.mask_strides[i] = ms[i] == 1 ? 0 : stride;
+      stride *= ms[i];
+    }
+  }
+  Tensor in[2] = {x, mask};
+  const std::span<const Tensor> inputs(in, mask.defined() ? 2 : 1);
+  auto& dev = place(OpId::MaskedSoftmax, "Softmax", in);
+  Tensor out = Tensor::empty(xs, DType::float32, &dev);
+  run(OpId::MaskedSoftmax, dev, inputs, {&out, 1}, &attrs);
+  maybe_record("Softmax", std::span<const Tensor>(in, 1), {&out, 1}, [&] {
+    return BackwardFn([y = out, m = in[1], attrs](const std::vector<Tensor>& g) {
+      Tensor gin[3] = {g[0], y, m};
+      auto& d = place(OpId::MaskedSoftmaxGrad, "SoftmaxGrad", gin);
+      Tensor dx = Tensor::empty(y.shape(), DType::float32, &d);
+      run(OpId::MaskedSoftmaxGrad, d, std::span<const Tensor>(gin, m.defined() ? 3 : 2), {&dx, 1}, &attrs);
+      return std::vector<Tensor>{dx};
+    });
+  });
+  return out;
+}
+
 Tensor dense(const Tensor& x, const Tensor& kernel, const Tensor& bias, Activation act) {
   const auto& xs = x.shape();
   const auto& ks = kernel.shape();

@@ -99,6 +99,43 @@ void check_every_op() {
       });
     }
   }
+  // Batched matmul (attention's products), every transpose combination, forward and backward.
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      const Tensor x = host_uniform(ta ? Shape{3, 6, 5} : Shape{3, 5, 6}, -1, 1, 8);
+      const Tensor y = host_uniform(tb ? Shape{3, 4, 6} : Shape{3, 6, 4}, -1, 1, 9);
+      expect_same(fmt::format("batched matmul ta={} tb={}", ta, tb), [&] {
+        Variable vx(x, "x"), vy(y, "y");
+        GradientTape tape;
+        Tensor c = ops::matmul(vx.value(), vy.value(), ta, tb);
+        auto g = tape.gradient(ops::reduce_sum(ops::square(c)), Vars{&vx, &vy});
+        return Outputs{c, g[0], g[1]};
+      });
+    }
+  }
+  // Masked softmax: no mask, a broadcast mask with a fully masked row, causal, both treatments of left-out positions.
+  {
+    const Tensor logits = host_uniform({2, 3, 4, 37}, -3, 3, 10);
+    std::vector<float> keep(2 * 4 * 37);
+    for (std::size_t i = 0; i < keep.size(); ++i) keep[i] = (i * 7) % 5 != 0 ? 1.f : 0.f;
+    for (int c = 0; c < 37; ++c) keep[37 * 2 + c] = 0.f;  // batch 0, query 2: nothing to attend to
+    const Tensor mask = Tensor::from_vector<float>(keep, {2, 1, 4, 37});
+    for (bool zero : {true, false}) {
+      for (bool causal : {false, true}) {
+        for (bool with_mask : {false, true}) {
+          expect_same(fmt::format("masked_softmax zero={} causal={} mask={}", zero, causal, with_mask), [&] {
+            Variable v(logits, "v");
+            GradientTape tape;
+            Tensor y = ops::masked_softmax(v.value(), with_mask ? mask : Tensor(),
+                                           {.causal = causal, .masked_value = zero ? -1e9f : -2.3726710e38f,
+                                            .zero_masked = zero});
+            auto g = tape.gradient(ops::reduce_sum(ops::mul(y, logits)), Vars{&v});
+            return Outputs{y, g[0]};
+          });
+        }
+      }
+    }
+  }
   // Dense with every activation, with and without bias, forward and backward.
   for (int act = 0; act <= static_cast<int>(ops::Activation::exponential); ++act) {
     for (bool with_bias : {true, false}) {
@@ -377,6 +414,8 @@ TEST(CrossBackend, BadInputsRaiseTheCpuErrorsOnTheGpu) {
                InvalidArgumentError);
   EXPECT_THROW((void)ops::concat({probs, Tensor::ones({4, 3, 1})}, 1), InvalidArgumentError);
   EXPECT_THROW((void)ops::slice_axis(probs, 1, 2, 5), InvalidArgumentError);
+  EXPECT_THROW((void)ops::matmul(Tensor::zeros({2, 3, 4}), Tensor::zeros({3, 4, 5})), InvalidArgumentError);
+  EXPECT_THROW((void)ops::masked_softmax(probs, Tensor::ones({4, 2})), InvalidArgumentError);
   const ops::ConvParams p{{1, 1}, {1, 1}, {0, 0}, {0, 0}, 1};
   EXPECT_THROW((void)ops::conv(Tensor::zeros({1, 4, 4, 3}), Tensor::zeros({5, 5, 3, 2}), Tensor(), p),
                InvalidArgumentError);

@@ -10,6 +10,7 @@ void register_cpu_kernels() {
   register_array_kernels();
   register_conv_kernels();
   register_image_kernels();
+  register_attention_kernels();
 }
 
 }  // namespace osprey::cpu

@@ -53,6 +53,7 @@ void register_optimizer_kernels();
 void register_array_kernels();
 void register_conv_kernels();
 void register_image_kernels();
+void register_attention_kernels();
 
 /// y = act(z) over n values; softmax works on rows of length `cols`. z and y may alias.
 void apply_activation(ops::Activation act, const float* z, float* y, int64_t n, int64_t cols);

@@ -47,9 +47,16 @@ static void matmul_kernel(const KernelContext& ctx) {
   const auto& a = ctx.inputs[0];
   const auto& b = ctx.inputs[1];
   const auto& attrs = ctx.attr<ops::MatMulAttrs>();
-  const int64_t m = ctx.outputs[0].shape()[0], n = ctx.outputs[0].shape()[1];
-  const int64_t k = attrs.transpose_a ? a.shape()[0] : a.shape()[1];
-  gemm(attrs.transpose_a, attrs.transpose_b, m, n, k, a.data<float>(), b.data<float>(), ctx.outputs[0].data<float>());
+  const auto& out = ctx.outputs[0].shape();
+  const int o = out.rank() - 2;  // 1 for a batched product
+  const int64_t batch = o ? out[0] : 1, m = out[o], n = out[o + 1];
+  const int64_t k = attrs.transpose_a ? a.shape()[o] : a.shape()[o + 1];
+  const float* pa = a.data<float>();
+  const float* pb = b.data<float>();
+  float* pc = ctx.outputs[0].data<float>();
+  for (int64_t i = 0; i < batch; ++i) {
+    gemm(attrs.transpose_a, attrs.transpose_b, m, n, k, pa + i * m * k, pb + i * k * n, pc + i * m * n);
+  }
 }
 
 template <typename T>

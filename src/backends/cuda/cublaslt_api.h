@@ -20,6 +20,7 @@ struct LtApi {
   decltype(&cublasLtMatmulPreferenceSetAttribute) pref_set = nullptr;
   decltype(&cublasLtMatrixLayoutCreate) layout_create = nullptr;
   decltype(&cublasLtMatrixLayoutDestroy) layout_destroy = nullptr;
+  decltype(&cublasLtMatrixLayoutSetAttribute) layout_set = nullptr;
 };
 
 /// The loaded API; throws InternalError naming the library and the loader's message when it cannot be loaded.

@@ -116,4 +116,17 @@ void launch_affine_transform(const float* x, const float* transforms, float* y, 
 void launch_resize_grad(const float* dy, float* dx, int64_t n, int64_t h, int64_t w, int64_t c, int64_t oh,
                         int64_t ow, bool bilinear, cudaStream_t s);
 
+/// ops::masked_softmax over rows of dims[rank - 1] (kernels_attention.cu): the mask's stride per axis (0 where it
+/// broadcasts), a causal band, left-out logits set to masked_value and (zero_masked) their outputs to 0.
+struct MaskedSoftmaxShape {
+  int rank;
+  long long dims[8], mask_strides[8];
+  bool has_mask, causal, zero_masked;
+  float masked_value;
+};
+void launch_masked_softmax(const MaskedSoftmaxShape& a, const float* x, const float* mask, float* y, int64_t rows,
+                           cudaStream_t s);
+void launch_masked_softmax_grad(const MaskedSoftmaxShape& a, const float* dy, const float* y, const float* mask,
+                                float* dx, int64_t rows, cudaStream_t s);
+
 }  // namespace osprey::cuda

@@ -66,7 +66,7 @@ int alignment_of(const void* p) {
 
 // A cuBLASLt plan (descriptors and the heuristic's best algorithm), or nothing when cuBLASLt has none.
 std::optional<MatmulPlan> make_plan(CudaDevice& dev, bool ta, bool tb, int64_t m, int64_t n, int64_t k, Epilogue epi,
-                                    bool tf32, int align) {
+                                    bool tf32, int align, int64_t batch) {
   MatmulPlan p;
   check(lt_api().desc_create(&p.desc, tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F),
         "cublasLtMatmulDescCreate");
@@ -83,6 +83,15 @@ std::optional<MatmulPlan> make_plan(CudaDevice& dev, bool ta, bool tb, int64_t m
   check(lt_api().layout_create(&p.a, CUDA_R_32F, tb ? k : n, tb ? n : k, tb ? k : n), "layout B");
   check(lt_api().layout_create(&p.b, CUDA_R_32F, ta ? m : k, ta ? k : m, ta ? m : k), "layout A");
   check(lt_api().layout_create(&p.c, CUDA_R_32F, n, m, n), "layout C");
+  if (batch > 1) {  // strided batches: one product per batch entry, the matrices one after another
+    const int32_t count = static_cast<int32_t>(batch);
+    const std::pair<cublasLtMatrixLayout_t, int64_t> layouts[] = {{p.a, k * n}, {p.b, m * k}, {p.c, m * n}};
+    for (const auto& [layout, stride] : layouts) {
+      check(lt_api().layout_set(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)), "set BATCH_COUNT");
+      check(lt_api().layout_set(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)),
+            "set STRIDED_BATCH_OFFSET");
+    }
+  }
   cublasLtMatmulPreference_t pref = nullptr;
   check(lt_api().pref_create(&pref), "cublasLtMatmulPreferenceCreate");
   std::size_t ws = CudaDevice::kWorkspaceBytes;
@@ -109,26 +118,27 @@ std::optional<MatmulPlan> make_plan(CudaDevice& dev, bool ta, bool tb, int64_t m
   return p;
 }
 
-// Row-major C[m,n] = op(A)·op(B) (+bias[n], ReLU) as the column-major product C^T = op(B)^T·op(A)^T.
+// Row-major C[m,n] = op(A)·op(B) (+bias[n], ReLU) as the column-major product C^T = op(B)^T·op(A)^T; with
+// `batch`, that many such products of matrices stored one after another (cuBLASLt's strided batches).
 void lt_matmul(CudaDevice& dev, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* A, const float* B,
-               float* C, const float* bias, Epilogue epi) {
-  if (m == 0 || n == 0) return;
+               float* C, const float* bias, Epilogue epi, int64_t batch = 1) {
+  if (m == 0 || n == 0 || batch == 0) return;
   if (k == 0) {
-    launch_fill_rows(C, bias, m, n, dev.stream());
+    launch_fill_rows(C, bias, m * batch, n, dev.stream());
     if (epi == Epilogue::relu || epi == Epilogue::relu_bias) launch_activation(Act::relu, C, C, m * n, n, dev.stream());
     check(cudaGetLastError(), "fill (k == 0)");
     return;
   }
   const bool tf32 = runtime::DeviceManager::get().tensor_float_32.load(std::memory_order_relaxed);
   const int align = std::min({alignment_of(A), alignment_of(B), alignment_of(C), bias ? alignment_of(bias) : 16});
-  using Key = std::tuple<int, int64_t, int64_t, int64_t, bool, bool, int, bool, int>;
+  using Key = std::tuple<int, int64_t, int64_t, int64_t, bool, bool, int, bool, int, int64_t>;
   thread_local std::map<Key, MatmulPlan> plans;
-  const Key key{dev.ordinal(), m, n, k, ta, tb, static_cast<int>(epi), tf32, align};
+  const Key key{dev.ordinal(), m, n, k, ta, tb, static_cast<int>(epi), tf32, align, batch};
   auto it = plans.find(key);
   if (it == plans.end()) {
     // TF32 first when enabled; if cuBLASLt has no TF32 algorithm for this shape and alignment, plain FP32.
-    std::optional<MatmulPlan> plan = make_plan(dev, ta, tb, m, n, k, epi, tf32, align);
-    if (!plan && tf32) plan = make_plan(dev, ta, tb, m, n, k, epi, false, align);
+    std::optional<MatmulPlan> plan = make_plan(dev, ta, tb, m, n, k, epi, tf32, align, batch);
+    if (!plan && tf32) plan = make_plan(dev, ta, tb, m, n, k, epi, false, align, batch);
     if (!plan) {
       throw InternalError(fmt::format("cuBLASLt has no algorithm for a {}x{}x{} matmul (alignment {} bytes)", m, n, k,
                                       align));
@@ -159,10 +169,12 @@ void matmul_kernel(const KernelContext& ctx) {
   Launch l(ctx);
   const auto& a = ctx.inputs[0];
   const auto& at = ctx.attr<ops::MatMulAttrs>();
-  const int64_t m = ctx.outputs[0].shape()[0], n = ctx.outputs[0].shape()[1];
-  const int64_t k = at.transpose_a ? a.shape()[0] : a.shape()[1];
+  const auto& out = ctx.outputs[0].shape();
+  const int o = out.rank() - 2;  // 1 for a batched product
+  const int64_t m = out[o], n = out[o + 1];
+  const int64_t k = at.transpose_a ? a.shape()[o] : a.shape()[o + 1];
   lt_matmul(l.dev, at.transpose_a, at.transpose_b, m, n, k, a.data<float>(), ctx.inputs[1].data<float>(),
-            ctx.outputs[0].data<float>(), nullptr, Epilogue::none);
+            ctx.outputs[0].data<float>(), nullptr, Epilogue::none, o ? out[0] : 1);
   l.done("MatMul");
 }
 
@@ -326,6 +338,37 @@ void slice_kernel(const KernelContext& ctx) {
   l.done("Slice");
 }
 
+MaskedSoftmaxShape masked_softmax_shape(const ops::MaskedSoftmaxAttrs& a) {
+  MaskedSoftmaxShape m{a.rank, {}, {}, a.has_mask, a.causal, a.zero_masked, a.masked_value};
+  static_assert(ops::kMaxMaskRank == 8);
+  for (int i = 0; i < a.rank; ++i) {
+    m.dims[i] = a.dims[i];
+    m.mask_strides[i] = a.mask_strides[i];
+  }
+  return m;
+}
+
+void masked_softmax_kernel(const KernelContext& ctx) {
+  Launch l(ctx);
+  const auto& a = ctx.attr<ops::MaskedSoftmaxAttrs>();
+  const Tensor& x = ctx.inputs[0];
+  const int64_t cols = a.dims[a.rank - 1];
+  launch_masked_softmax(masked_softmax_shape(a), x.data<float>(), a.has_mask ? ctx.inputs[1].data<float>() : nullptr,
+                        ctx.outputs[0].data<float>(), cols ? x.num_elements() / cols : 0, l.s());
+  l.done("Softmax");
+}
+
+void masked_softmax_grad_kernel(const KernelContext& ctx) {
+  Launch l(ctx);
+  const auto& a = ctx.attr<ops::MaskedSoftmaxAttrs>();
+  const Tensor& dy = ctx.inputs[0];
+  const int64_t cols = a.dims[a.rank - 1];
+  launch_masked_softmax_grad(masked_softmax_shape(a), dy.data<float>(), ctx.inputs[1].data<float>(),
+                             a.has_mask ? ctx.inputs[2].data<float>() : nullptr, ctx.outputs[0].data<float>(),
+                             cols ? dy.num_elements() / cols : 0, l.s());
+  l.done("SoftmaxGrad");
+}
+
 void transpose_kernel(const KernelContext& ctx) {
   Launch l(ctx);
   const auto& a = ctx.attr<ops::TransposeAttrs>();
@@ -454,6 +497,8 @@ void register_cuda_kernels() {
   ops::register_kernel(OpId::Concat, DeviceType::GPU, concat_kernel);
   ops::register_kernel(OpId::Slice, DeviceType::GPU, slice_kernel);
   ops::register_kernel(OpId::Transpose, DeviceType::GPU, transpose_kernel);
+  ops::register_kernel(OpId::MaskedSoftmax, DeviceType::GPU, masked_softmax_kernel);
+  ops::register_kernel(OpId::MaskedSoftmaxGrad, DeviceType::GPU, masked_softmax_grad_kernel);
   ops::register_kernel(OpId::RandomUniformState, DeviceType::GPU, random_uniform_state_kernel);
   ops::register_kernel(OpId::Loss, DeviceType::GPU, loss_kernel);
   ops::register_kernel(OpId::LossGrad, DeviceType::GPU, loss_grad_kernel);

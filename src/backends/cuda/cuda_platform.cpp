@@ -79,6 +79,7 @@ const LtApi& lt_api() {
     sym(a.pref_set, "cublasLtMatmulPreferenceSetAttribute");
     sym(a.layout_create, "cublasLtMatrixLayoutCreate");
     sym(a.layout_destroy, "cublasLtMatrixLayoutDestroy");
+    sym(a.layout_set, "cublasLtMatrixLayoutSetAttribute");
     return a;
   }();
   return api;
