@@ -158,8 +158,13 @@ TEST(SequenceLayers, MaskingLayerMasksPaddedStepsAsInKeras) {
   // Layers that use masks in Keras in ways Osprey does not yet: errors naming them.
   auto in3 = keras::Input({6, 3});
   auto m3 = layers::Masking(-1.0)(in3);
+  // Element-wise merges keep the values and merge the masks (Keras 3: kept where any input is kept).
   Model merged(in3, layers::Add()({m3, m3}));
-  EXPECT_THAT(osprey::testing::error_of([&] { merged.predict(x, {.verbose = 0}); }), HasSubstr("merges them"));
+  EXPECT_EQ(merged.predict(x, {.verbose = 0}).to_vector<float>(),
+            ops::mul(layers::Masking(-1.0)(x), Tensor::scalar(2.0)).to_vector<float>());
+  Model concatenated(in3, layers::Concatenate()({m3, m3}));
+  EXPECT_THAT(osprey::testing::error_of([&] { concatenated.predict(x, {.verbose = 0}); }),
+              HasSubstr("does not implement for it yet"));
   Model normed(in3, layers::BatchNormalization()(m3));
   EXPECT_THAT(osprey::testing::error_of([&] { normed.predict(x, {.verbose = 0}); }), HasSubstr("kept time steps"));
   EXPECT_EQ(json::parse(models::model_from_json(model.to_json())->to_json()).at("config"),

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "osprey/keras/layers/activations.h"
+#include "osprey/keras/layers/attention.h"
 #include "osprey/keras/layers/convolutional.h"
 #include "osprey/keras/layers/core.h"
 #include "osprey/keras/layers/layer.h"

@@ -83,6 +83,16 @@ Tensor Layer::call(const std::vector<Tensor>& inputs, bool training) {
   return call(inputs[0], training);
 }
 
+Tensor Layer::call_masked_list(const std::vector<Tensor>&, bool, const std::vector<Tensor>&) {
+  throw ValueError(fmt::format("Layer '{}' ({}) received inputs with masks, which Osprey does not implement for it "
+                               "yet. Consume the masks before it (GlobalAveragePooling1D) or drop them.",
+                               name_, class_name()));
+}
+
+Tensor Layer::compute_mask_list(const std::vector<Tensor>& inputs, const std::vector<Tensor>& masks) {
+  return call_masked_list(inputs, false, masks);  // the same error
+}
+
 static Shape sample_shape(const Tensor& t, const std::string& layer) {
   if (!t.defined() || t.shape().rank() < 1) {
     throw ValueError(fmt::format("Layer '{}' was called on {}; it expects a batch (a tensor of rank >= 1 whose first "
@@ -249,7 +259,7 @@ std::vector<Tensor> Graph::run(const std::vector<Tensor>& xs, bool training, con
       if ((*shortcut)[o]) shortcut_at[output_steps[o]] = static_cast<int>(o);
     }
   }
-  std::vector<Tensor> args;
+  std::vector<Tensor> args, arg_masks;
   for (std::size_t i = xs.size(); i < steps.size(); ++i) {
     const Step& step = steps[i];
     Layer& layer = *step.node->layer;
@@ -276,16 +286,17 @@ std::vector<Tensor> Graph::run(const std::vector<Tensor>& xs, bool training, con
       }
     } else {
       args.clear();
+      arg_masks.clear();
       bool any_mask = false;
       for (int p : step.parents) {
         args.push_back(values[p]);
+        if (masked) arg_masks.push_back(masks[p]);
         any_mask = any_mask || (masked && masks[p].defined());
       }
       if (any_mask && layer.supports_masking()) {
-        throw ValueError(fmt::format("Layer '{}' ({}) received inputs with masks; Keras merges them, which Osprey does "
-                                     "not implement yet. Consume the masks before it (GlobalAveragePooling1D) or "
-                                     "drop them.",
-                                     layer.name(), layer.class_name()));
+        values[i] = layer.call_masked_list(args, training, arg_masks);
+        masks[i] = layer.compute_mask_list(args, arg_masks);
+        continue;
       }
       if (any_mask) warn_dropped_mask(layer);
       values[i] = layer.call(args, training);

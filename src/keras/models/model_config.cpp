@@ -87,16 +87,21 @@ json functional_config(const Model& m) {
     o["name"] = layer->name();
     json inbound = json::array();
     const bool is_model = dynamic_cast<const Model*>(layer.get()) != nullptr;
+    const ser::LayerClass* cls = is_model ? nullptr : ser::find_layer_class(layer->class_name());
     for (const Node* n : nodes) {
       json args = json::array();
-      if (n->inputs.size() == 1 && layer->num_inputs() == 1) {
+      if (cls && cls->positional_inputs) {
+        for (const auto& t : n->inputs) args.push_back(tensor_ref(t, node_index));
+      } else if (n->inputs.size() == 1 && layer->num_inputs() == 1) {
         args.push_back(tensor_ref(n->inputs[0], node_index));
       } else {
         json list = json::array();
         for (const auto& t : n->inputs) list.push_back(tensor_ref(t, node_index));
         args.push_back(list);
       }
-      inbound.push_back(json{{"args", args}, {"kwargs", is_model ? json{{"mask", nullptr}} : json::object()}});
+      const json kwargs = is_model ? json{{"mask", nullptr}}
+                          : cls && cls->call_arguments ? cls->call_arguments(*layer) : json::object();
+      inbound.push_back(json{{"args", args}, {"kwargs", kwargs}});
     }
     o["inbound_nodes"] = inbound;
     layers.push_back(o);
@@ -247,13 +252,15 @@ std::shared_ptr<Layer> functional_from_config(const json& c) {
       while (!p.nodes.empty()) {
         const json& node = *p.nodes.front();
         const json args = node.is_object() ? node.value("args", json()) : node;
-        if (!args.is_array() || args.size() != 1) {
-          throw ValueError(fmt::format("model_from_json: layer '{}': an inbound node must have one argument (a "
-                                       "tensor or a list of tensors), got {}",
+        if (!args.is_array() || args.empty() || (args.size() > 1 && args[0].is_array()) || args.size() > 8) {
+          throw ValueError(fmt::format("model_from_json: layer '{}': an inbound node's arguments must be a tensor, a "
+                                       "list of tensors, or up to 8 tensors; got {}",
                                        p.layer->name(), node.dump().substr(0, 200)));
         }
         const json kwargs = node.is_object() ? node.value("kwargs", json::object()) : json::object();
+        const ser::LayerClass* cls = ser::find_layer_class(p.layer->class_name());
         for (const auto& [k, v] : kwargs.items()) {
+          if (cls && cls->read_call_argument && cls->read_call_argument(*p.layer, k, v)) continue;
           bool derived_mask = false;
           if (k == "mask" && text_of(v, "class_name") == "__keras_tensor__") {
             const json& h = history_of(v, p.layer->name());
@@ -265,8 +272,8 @@ std::shared_ptr<Layer> functional_from_config(const json& c) {
         }
         std::vector<KerasTensor> inputs;
         bool ready = true;
-        const bool is_list = args[0].is_array();
-        for (const auto& arg : is_list ? args[0] : json::array({args[0]})) {
+        const bool is_list = args[0].is_array() || args.size() > 1;
+        for (const auto& arg : args[0].is_array() ? args[0] : args) {
           const KerasTensor* t = find_tensor(history_of(arg, p.layer->name()), made, name);
           if (!t) {
             ready = false;

@@ -170,9 +170,17 @@ json layer_object(const Layer& l, const std::vector<Shape>& input_shapes) {
   }
   const bool build_config = builtin ? builtin->build_config : true;
   if (build_config && l.built() && !input_shapes.empty()) {
-    json shapes = json::array();
-    for (const auto& s : input_shapes) shapes.push_back(shape_with_batch(s));
-    out["build_config"] = json{{"input_shape", shapes.size() == 1 ? shapes[0] : shapes}};
+    if (builtin && !builtin->build_shape_names.empty()) {  // Keras's build(query_shape=..., value_shape=...)
+      json named = json::object();
+      for (std::size_t i = 0; i < input_shapes.size() && i < builtin->build_shape_names.size(); ++i) {
+        named[builtin->build_shape_names[i]] = shape_with_batch(input_shapes[i]);
+      }
+      out["build_config"] = json{{"shapes_dict", named}};
+    } else {
+      json shapes = json::array();
+      for (const auto& s : input_shapes) shapes.push_back(shape_with_batch(s));
+      out["build_config"] = json{{"input_shape", shapes.size() == 1 ? shapes[0] : shapes}};
+    }
   }
   return out;
 }

@@ -83,6 +83,17 @@ struct LayerClass {
   bool build_config = false;
   /// A new layer from its config (Keras's from_config); ValueError naming anything unsupported.
   std::function<std::shared_ptr<Layer>(const json& config)> from_config;
+  /// Whether call() takes the inputs as separate positional arguments (MultiHeadAttention(query, value)) rather
+  /// than one list (Add([a, b])): how a model's config writes and reads its inbound nodes.
+  bool positional_inputs = false;
+  /// The build_config's "shapes_dict" keys, one per input (MultiHeadAttention: query_shape, value_shape,
+  /// key_shape); empty: Keras's "input_shape".
+  std::vector<std::string> build_shape_names{};
+  /// Call arguments of an inbound node besides the inputs (MultiHeadAttention's use_causal_mask): applies one read
+  /// from a file to the layer, or returns false for an argument the class does not take.
+  std::function<bool(Layer& layer, const std::string& key, const json& value)> read_call_argument{};
+  /// The call arguments written into each of the layer's inbound nodes' kwargs.
+  std::function<json(const Layer& layer)> call_arguments{};
 };
 /// Registers `class_name` (a built-in's Keras class name, or a registered name "package>Name").
 void register_layer_class(const std::string& class_name, LayerClass cls);

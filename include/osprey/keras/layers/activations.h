@@ -96,7 +96,8 @@ class Softmax : public Layer {
   std::string get_config() const override;
   Shape build(const Shape& input_shape) override { return finish_build(input_shape); }
   Tensor call(const Tensor& inputs, bool training) override;
-  /// Keras leaves masked positions out of the softmax; not implemented yet (a ValueError when a mask arrives).
+  /// Masked positions left out of the softmax (their outputs 0), the mask aligned with the inputs' trailing axes
+  /// (each of its dimensions 1 or the input's, else a ValueError), as Keras 3.
   Tensor call_masked(const Tensor& inputs, bool training, const Tensor& mask) override;
 };
 

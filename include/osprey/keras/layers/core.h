@@ -1,4 +1,4 @@
-// Core layers: keras.layers.Input (InputLayer) and keras.layers.Dense.
+// Core layers: keras.layers.Input (InputLayer), Dense, EinsumDense, Identity, Lambda, Embedding, Masking.
 #pragma once
 
 #include <functional>
@@ -67,6 +67,55 @@ class Dense : public Layer {
   std::string activation_name_;
   bool composite_ = false;  ///< applied with ops after the fused linear product
   DenseOptions options_;
+  Variable* kernel_ = nullptr;
+  Variable* bias_ = nullptr;
+};
+
+/// Options of EinsumDense besides its equation and output shape (Keras's keyword arguments).
+struct EinsumDenseOptions {
+  std::string activation{};  ///< a Keras activation name ("" is linear)
+  std::string bias_axes{};   ///< output letters the bias spans ("" for no bias)
+  initializers::Initializer kernel_initializer = "glorot_uniform";
+  initializers::Initializer bias_initializer = "zeros";
+  std::optional<Regularizer> kernel_regularizer{}, bias_regularizer{};
+  std::optional<Constraint> kernel_constraint{}, bias_constraint{};
+  std::string name{};
+};
+
+/// keras.layers.EinsumDense: ops.einsum(equation, inputs, kernel) + bias, then the activation, for the equations
+/// that are one matrix product: the input's letters are the ones it keeps (a prefix, the batch first) then the
+/// ones it contracts, the kernel's are the contracted ones then new ones, the output's the kept ones then the new
+/// ones -- "ab,bc->ac", "abc,cd->abd", "abc,cde->abde" (MultiHeadAttention's projections), "abcd,cde->abe". The
+/// bias spans trailing output letters (`bias_axes`). `output_shape` lists the output's dimensions without the batch
+/// (0 for Keras's None: the input's). Other equations (ellipses, letters shared by all three, transposes) are a
+/// ValueError naming the equation. The kernel is initialised as a (contracted, new) matrix: the fans Keras 3 gives
+/// EinsumDense's initializers.
+class EinsumDense : public Layer {
+ public:
+  EinsumDense(std::string equation, std::vector<int64_t> output_shape, EinsumDenseOptions options = {});
+  OSPREY_KERAS_LAYER(EinsumDense)
+  bool recordable() const override { return true; }
+  std::string class_name() const override { return "EinsumDense"; }
+  std::string get_config() const override;
+  Shape build(const Shape& input_shape) override;
+  Tensor call(const Tensor& inputs, bool training) override;
+  Variable* kernel() { return kernel_; }
+  Variable* bias() { return bias_; }
+  const std::string& equation() const { return equation_; }
+  std::vector<Tensor> regularization_losses() override;
+  bool has_regularization() const override;
+  void apply_constraints() override;
+
+ private:
+  std::string equation_;
+  std::vector<int64_t> partial_output_shape_;
+  EinsumDenseOptions options_;
+  int kept_ = 0;                   ///< input letters kept, the batch's included
+  int64_t contracted_ = 0, new_ = 0;  ///< the product's inner size and its new columns
+  int64_t bias_size_ = 0;          ///< elements of the bias (a row over the output's last bias_size_ elements)
+  ops::Activation activation_ = ops::Activation::linear;
+  bool composite_ = false;
+  std::string activation_name_;
   Variable* kernel_ = nullptr;
   Variable* bias_ = nullptr;
 };

@@ -72,6 +72,10 @@ class Layer : public std::enable_shared_from_this<Layer> {
   virtual Tensor call_masked(const Tensor& inputs, bool training, const Tensor& mask) { (void)mask; return call(inputs, training); }
   /// The output's mask: by default the input's, unchanged.
   virtual Tensor compute_mask(const Tensor& inputs, const Tensor& mask) { (void)inputs; return mask; }
+  /// The same for a layer of several inputs (merges, MultiHeadAttention): one mask per input, undefined where an
+  /// input has none. The defaults of a layer that supports masking but does not override them are a ValueError.
+  virtual Tensor call_masked_list(const std::vector<Tensor>& inputs, bool training, const std::vector<Tensor>& masks);
+  virtual Tensor compute_mask_list(const std::vector<Tensor>& inputs, const std::vector<Tensor>& masks);
 
   /// Output shape without the batch dimension (after build).
   const Shape& output_shape() const { return output_shape_; }

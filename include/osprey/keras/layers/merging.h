@@ -18,7 +18,11 @@ class ElementwiseMerge : public Layer {
   Tensor call(const Tensor& inputs, bool training) override { return call(std::vector<Tensor>{inputs}, training); }
   Tensor call(const std::vector<Tensor>& inputs, bool training) override;
   int num_inputs() const override { return 0; }
-  bool supports_masking() const override { return true; }  // Keras merges the masks (not yet in Osprey: an error)
+  bool supports_masking() const override { return true; }
+  /// The inputs merged; their masks do not change the values (Keras 3).
+  Tensor call_masked_list(const std::vector<Tensor>& inputs, bool training, const std::vector<Tensor>& masks) override;
+  /// Keras 3's merge of the masks: none when an input has none, else kept where any input is kept.
+  Tensor compute_mask_list(const std::vector<Tensor>& inputs, const std::vector<Tensor>& masks) override;
   bool recordable() const override { return true; }
 
  protected:

@@ -88,13 +88,26 @@ Softmax::Softmax(int axis, std::string name) : Layer(name, "softmax") {
   }
 }
 
+// Keras 3: the mask aligned with the inputs' trailing axes, each of its dimensions 1 or the input's; masked logits
+// become -1e9 and masked outputs 0.
 Tensor Softmax::call_masked(const Tensor& inputs, bool training, const Tensor& mask) {
-  if (mask.defined()) {
-    throw ValueError(fmt::format("Layer '{}' (Softmax) received a mask; Keras leaves the masked positions out of the "
-                                 "softmax, which Osprey does not implement yet",
-                                 name_));
+  if (!mask.defined()) return call(inputs, training);
+  const auto& is = inputs.shape();
+  const auto& ms = mask.shape();
+  bool ok = ms.rank() <= is.rank();
+  std::vector<int64_t> dims(static_cast<std::size_t>(is.rank()), 1);
+  for (int i = 1; ok && i <= ms.rank(); ++i) {
+    ok = ms[-i] == 1 || ms[-i] == is[-i];
+    dims[static_cast<std::size_t>(is.rank() - i)] = ms[-i];
   }
-  return call(inputs, training);
+  if (!ok) {
+    throw ValueError(fmt::format("Layer '{}' (Softmax): The `mask` must be broadcastable to `inputs`. Each mask "
+                                 "dimension must be 1 or match the corresponding input dimension. Received: "
+                                 "inputs.shape={}, mask.shape={}",
+                                 name_, is.to_string(), ms.to_string()));
+  }
+  const Tensor m = mask.dtype() == DType::float32 ? mask : ops::cast(mask, DType::float32);
+  return ops::masked_softmax(inputs, ops::reshape(m, Shape(dims)));
 }
 
 Tensor Softmax::call(const Tensor& x, bool) {

@@ -56,6 +56,19 @@ Tensor ElementwiseMerge::call(const std::vector<Tensor>& inputs, bool) {
   return merge(inputs);
 }
 
+Tensor ElementwiseMerge::call_masked_list(const std::vector<Tensor>& inputs, bool training, const std::vector<Tensor>&) {
+  return call(inputs, training);
+}
+
+Tensor ElementwiseMerge::compute_mask_list(const std::vector<Tensor>&, const std::vector<Tensor>& masks) {
+  Tensor out;
+  for (const auto& m : masks) {
+    if (!m.defined()) return Tensor();
+    out = out.defined() ? ops::maximum(out, m) : m;  // masks are 1/0: the maximum is the logical or
+  }
+  return out;
+}
+
 template <typename F>
 static Tensor fold(const std::vector<Tensor>& xs, F f) {
   Tensor out = xs[0];

@@ -1,0 +1,113 @@
+// Attention layers (keras.layers.MultiHeadAttention), as Keras 3 builds them: EinsumDense projections of the
+// query, key and value into heads, a scaled dot product per head (batched matmuls), a masked softmax, and an
+// EinsumDense back to the output. Masks of the inputs (Embedding(mask_zero), Masking), a causal mask and an explicit
+// attention mask combine as in Keras.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "osprey/keras/layers/core.h"
+#include "osprey/keras/layers/layer.h"
+
+namespace osprey::keras::layers {
+
+class Dropout;
+class Softmax;
+
+/// MultiHeadAttention's keyword arguments besides num_heads and key_dim.
+struct MultiHeadAttentionOptions {
+  std::optional<int64_t> value_dim{};  ///< each head's value size; key_dim when unset
+  double dropout = 0.0;                ///< on the attention probabilities, in training
+  bool use_bias = true;
+  /// The output's dimensions after (batch, steps); empty: the query's last dimension.
+  std::vector<int64_t> output_shape{};
+  /// Each query attends only to keys within sliding_window - 1 steps of it (a symmetric band), as Keras.
+  std::optional<int64_t> sliding_window{};
+  /// A sigmoid gate from the query multiplies the heads' outputs (Keras's use_gate).
+  bool use_gate = false;
+  initializers::Initializer kernel_initializer = "glorot_uniform";
+  initializers::Initializer bias_initializer = "zeros";
+  std::optional<Regularizer> kernel_regularizer{}, bias_regularizer{};
+  std::optional<Constraint> kernel_constraint{}, bias_constraint{};
+  std::optional<int64_t> seed{};  ///< the dropout's
+  /// Keras's call argument use_causal_mask, for every call of this layer in a model (each query attends to the
+  /// keys up to its own step); a Keras file's calls with it load as this.
+  bool use_causal_mask = false;
+  std::string name{};
+};
+
+/// What one eager call of MultiHeadAttention::attend takes besides the tensors (Keras's call arguments).
+struct AttentionCall {
+  /// (batch, T, S) or broadcastable (1 on any axis): 1 where query t may attend to key s.
+  Tensor attention_mask{};
+  /// Masks of the query (batch, T), value and key (batch, S) as Embedding(mask_zero) makes them.
+  Tensor query_mask{}, value_mask{}, key_mask{};
+  bool use_causal_mask = false;
+  bool return_attention_scores = false;
+  bool training = false;
+};
+
+/// keras.layers.MultiHeadAttention(num_heads, key_dim) on (batch, T, dim) queries and (batch, S, dim) values (and
+/// keys): called on {query, value} or {query, value, key}. Its weights, under Keras's names: query/key/value
+/// EinsumDense kernels (dim, num_heads, key_dim) with biases (num_heads, key_dim), attention_output (num_heads,
+/// value_dim, out) with bias (out,). Inputs of rank other than 3 (attention over several axes) are not
+/// implemented (ValueError). As in Keras 3 on TensorFlow, a call without dropout that returns no scores computes
+/// dot_product_attention (a query with nothing to attend to averages every value); otherwise the Softmax layer's
+/// path (its scores are 0).
+class MultiHeadAttention : public Layer {
+ public:
+  MultiHeadAttention(int64_t num_heads, int64_t key_dim, MultiHeadAttentionOptions options = {});
+  ~MultiHeadAttention() override;
+  MultiHeadAttention(MultiHeadAttention&&) noexcept;
+  OSPREY_KERAS_LAYER(MultiHeadAttention)
+  std::string class_name() const override { return "MultiHeadAttention"; }
+  std::string get_config() const override;
+  int num_inputs() const override { return 0; }
+  Shape build(const Shape& input_shape) override;
+  Shape build(const std::vector<Shape>& input_shapes) override;
+  Tensor call(const Tensor& inputs, bool training) override;
+  Tensor call(const std::vector<Tensor>& inputs, bool training) override;
+  bool supports_masking() const override { return true; }
+  Tensor call_masked_list(const std::vector<Tensor>& inputs, bool training, const std::vector<Tensor>& masks) override;
+  /// The output's mask: the query's (Keras).
+  Tensor compute_mask_list(const std::vector<Tensor>& inputs, const std::vector<Tensor>& masks) override;
+  std::vector<std::pair<std::string, Layer*>> sublayers() override;
+  std::vector<Variable*> variables() override;
+  void append_trainable_variables(std::vector<Variable*>& out) override;
+  int64_t count_params() const override;
+  std::vector<Tensor> regularization_losses() override;
+  bool has_regularization() const override;
+  void apply_constraints() override;
+
+  /// The eager call with Keras's call arguments: the output (batch, T, out), and with return_attention_scores the
+  /// probabilities (batch, num_heads, T, S) as the second tensor.
+  std::pair<Tensor, Tensor> attend(const Tensor& query, const Tensor& value, const Tensor& key = Tensor(),
+                                   const AttentionCall& call = {});
+
+  int64_t num_heads() const { return num_heads_; }
+  int64_t key_dim() const { return key_dim_; }
+  int64_t value_dim() const { return value_dim_; }
+  const MultiHeadAttentionOptions& options() const { return o_; }
+  /// Keras's call argument for every later call (see MultiHeadAttentionOptions::use_causal_mask).
+  void set_use_causal_mask(bool on) { o_.use_causal_mask = on; }
+  EinsumDense* query_dense() { return query_.get(); }
+  EinsumDense* key_dense() { return key_.get(); }
+  EinsumDense* value_dense() { return value_.get(); }
+  EinsumDense* output_dense() { return output_.get(); }
+
+ private:
+  Tensor attention_mask(const Tensor& query, const Tensor& value, const AttentionCall& call) const;
+
+  int64_t num_heads_, key_dim_, value_dim_;
+  MultiHeadAttentionOptions o_;
+  std::shared_ptr<EinsumDense> query_, key_, value_, output_, gate_;
+  std::shared_ptr<Softmax> softmax_;
+  std::shared_ptr<Dropout> dropout_;
+  bool has_key_ = false;  ///< built for a key distinct from the value
+};
+
+}  // namespace osprey::keras::layers

@@ -1,0 +1,101 @@
+// The attention layers' Keras configs, both ways, and their registration (MultiHeadAttention's inbound nodes take
+// query and value as positional arguments, its build_config names their shapes, use_causal_mask is a call argument).
+#include <fmt/format.h>
+
+#include "keras/saving/serialization.h"
+#include "osprey/errors.h"
+#include "osprey/keras/layers/attention.h"
+
+namespace osprey::keras::layers {
+
+namespace ser = serialization;
+using ser::json;
+
+namespace {
+
+json optional_int(const std::optional<int64_t>& v) { return v ? json(*v) : json(); }
+
+}  // namespace
+
+std::string MultiHeadAttention::get_config() const {
+  json c = ser::base_config(*this);
+  c["num_heads"] = num_heads_;
+  c["key_dim"] = key_dim_;
+  c["value_dim"] = value_dim_;
+  c["dropout"] = o_.dropout;
+  c["use_bias"] = o_.use_bias;
+  c["use_gate"] = o_.use_gate;
+  c["output_shape"] = o_.output_shape.empty() ? json() : json(o_.output_shape);
+  c["attention_axes"] = json::array({1});
+  c["sliding_window"] = optional_int(o_.sliding_window);
+  c["kernel_initializer"] = ser::initializer(o_.kernel_initializer);
+  c["bias_initializer"] = ser::initializer(o_.bias_initializer);
+  c["kernel_regularizer"] = ser::regularizer(o_.kernel_regularizer);
+  c["bias_regularizer"] = ser::regularizer(o_.bias_regularizer);
+  c["activity_regularizer"] = nullptr;
+  c["kernel_constraint"] = ser::constraint(o_.kernel_constraint);
+  c["bias_constraint"] = ser::constraint(o_.bias_constraint);
+  c["seed"] = optional_int(o_.seed);
+  return ser::dumps(c);
+}
+
+OSPREY_REGISTER_LAYERS(attention) {
+  ser::LayerClass mha{true, [](const json& c) -> std::shared_ptr<Layer> {
+    const std::string name = ser::name_of(c);
+    const std::string what = "MultiHeadAttention " + name;
+    ser::refuse_set(c, {"activity_regularizer", "flash_attention"}, "MultiHeadAttention",
+                    "kernel/bias regularizers and constraints");
+    MultiHeadAttentionOptions o;
+    o.name = name;
+    if (c.contains("value_dim") && !c["value_dim"].is_null()) o.value_dim = ser::integer(c, "value_dim", 1, 1 << 20, what);
+    if (c.contains("dropout") && !c["dropout"].is_null()) o.dropout = ser::number(c, "dropout", 0.0, 0.999999, what);
+    o.use_bias = ser::value_or(c, "use_bias", true);
+    o.use_gate = ser::value_or(c, "use_gate", false);
+    if (c.contains("output_shape") && !c["output_shape"].is_null()) {
+      o.output_shape = c["output_shape"].is_number_integer()
+                           ? std::vector<int64_t>{ser::integer(c, "output_shape", 1, 1 << 20, what)}
+                           : ser::integers(c, "output_shape", 1, 1 << 20, what, 4);
+    }
+    if (c.contains("attention_axes") && !c["attention_axes"].is_null()) {
+      const json& axes = c["attention_axes"];
+      if (!(axes == json::array({1}) || axes == json(1) || axes == json::array({-2}))) {
+        ser::unsupported("MultiHeadAttention attention_axes", axes.dump().substr(0, 60),
+                         "[1] (attention over the steps of (batch, steps, features) inputs)");
+      }
+    }
+    if (c.contains("sliding_window") && !c["sliding_window"].is_null()) {
+      o.sliding_window = ser::integer(c, "sliding_window", 1, int64_t{1} << 31, what);
+    }
+    if (c.contains("kernel_initializer")) o.kernel_initializer = ser::initializer_from(c["kernel_initializer"]);
+    if (c.contains("bias_initializer")) o.bias_initializer = ser::initializer_from(c["bias_initializer"]);
+    o.kernel_regularizer = ser::regularizer_from(c.value("kernel_regularizer", json()));
+    o.bias_regularizer = ser::regularizer_from(c.value("bias_regularizer", json()));
+    o.kernel_constraint = ser::constraint_from(c.value("kernel_constraint", json()));
+    o.bias_constraint = ser::constraint_from(c.value("bias_constraint", json()));
+    if (c.contains("seed") && !c["seed"].is_null()) o.seed = ser::integer(c, "seed", 0, int64_t{1} << 62, what);
+    return std::make_shared<MultiHeadAttention>(ser::integer(c, "num_heads", 1, 1 << 16, what),
+                                                ser::integer(c, "key_dim", 1, 1 << 20, what), o);
+  }};
+  mha.positional_inputs = true;
+  mha.build_shape_names = {"query_shape", "value_shape", "key_shape"};
+  mha.read_call_argument = [](Layer& layer, const std::string& key, const json& v) {
+    auto& m = static_cast<MultiHeadAttention&>(layer);
+    if (key == "use_causal_mask" && v.is_boolean()) {
+      if (m.built() && m.options().use_causal_mask != v.get<bool>()) {
+        ser::unsupported("MultiHeadAttention call argument", "use_causal_mask differing between the calls of '" +
+                         m.name() + "'", "one value for every call of a layer");
+      }
+      m.set_use_causal_mask(v.get<bool>());
+      return true;
+    }
+    if (key == "return_attention_scores" && v.is_boolean() && !v.get<bool>()) return true;
+    return false;
+  };
+  mha.call_arguments = [](const Layer& layer) {
+    const auto& m = static_cast<const MultiHeadAttention&>(layer);
+    return m.options().use_causal_mask ? json{{"use_causal_mask", true}} : json::object();
+  };
+  ser::register_layer_class("MultiHeadAttention", mha);
+}
+
+}  // namespace osprey::keras::layers

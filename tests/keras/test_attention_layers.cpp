@@ -1,0 +1,176 @@
+// Attention layers against Keras 3 (issue 18; tests/keras/keras_attention_reference.py regenerates
+// tests/data/keras_attention.json): MultiHeadAttention's outputs, scores and gradients (inputs and every weight) in
+// both of Keras's computations with every kind of mask, EinsumDense, the Softmax layer with a mask, and a masked
+// self-attention classifier trained two epochs to Keras's losses and weights.
+#include <gtest/gtest.h>
+#include <gmock/gmock.h>
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "keras/reference_json.h"
+#include "test_util.h"
+#include "osprey/autodiff.h"
+#include "osprey/errors.h"
+#include "osprey/keras.h"
+
+using namespace osprey;
+using namespace osprey::keras;
+using nlohmann::json;
+using osprey::testing::expect_close;
+using osprey::testing::tensor_of;
+using ::testing::HasSubstr;
+
+namespace {
+
+const json& reference() {
+  static const json ref = [] {
+    std::ifstream in(std::string(OSPREY_TEST_DATA_DIR) + "/keras_attention.json");
+    return json::parse(in);
+  }();
+  return ref;
+}
+
+layers::MultiHeadAttentionOptions options_of(const json& c) {
+  layers::MultiHeadAttentionOptions o;
+  if (!c.at("value_dim").is_null()) o.value_dim = c.at("value_dim").get<int64_t>();
+  o.dropout = c.at("dropout").get<double>();
+  o.use_bias = c.at("use_bias").get<bool>();
+  o.use_gate = c.at("use_gate").get<bool>();
+  if (!c.at("output_shape").is_null()) o.output_shape = c.at("output_shape").get<std::vector<int64_t>>();
+  if (!c.at("sliding_window").is_null()) o.sliding_window = c.at("sliding_window").get<int64_t>();
+  return o;
+}
+
+// One case: the layer built from Keras's config, Keras's weights, then the output, the scores and the gradients of
+// sum(output * w) for query, value, key and every weight.
+void expect_attention_as_keras(const std::string& name) {
+  SCOPED_TRACE(name);
+  const json& ref = reference().at(name);
+  const json& cfg = ref.at("config");
+  layers::MultiHeadAttention mha(cfg.at("num_heads").get<int64_t>(), cfg.at("key_dim").get<int64_t>(), options_of(cfg));
+  Variable q(tensor_of(ref.at("query")), "q"), v(tensor_of(ref.at("value")), "v");
+  const bool has_key = !ref.at("key").is_null();
+  Variable k(has_key ? tensor_of(ref.at("key")) : Tensor::zeros({1}), "k");
+  layers::AttentionCall call;
+  const json& c = ref.at("call");
+  if (c.contains("attention_mask")) call.attention_mask = tensor_of(c.at("attention_mask"));
+  call.use_causal_mask = c.value("use_causal_mask", false);
+  call.training = c.value("training", false);
+  const json& m = ref.at("masks");
+  if (m.contains("query_mask")) call.query_mask = tensor_of(m.at("query_mask"));
+  if (m.contains("value_mask")) call.value_mask = tensor_of(m.at("value_mask"));
+  call.return_attention_scores = !ref.at("scores").is_null();
+  mha.attend(q.value(), v.value(), has_key ? k.value() : Tensor(), call);  // builds
+  const auto vars = mha.variables();
+  ASSERT_EQ(vars.size(), ref.at("weights").size());
+  for (std::size_t i = 0; i < vars.size(); ++i) {
+    EXPECT_EQ(vars[i]->path(), ref.at("weight_paths")[i].get<std::string>());
+    vars[i]->assign(tensor_of(ref.at("weights")[i]));
+  }
+  GradientTape tape;
+  auto [y, scores] = mha.attend(q.value(), v.value(), has_key ? k.value() : Tensor(), call);
+  expect_close(y, ref.at("y"), 2e-6, "output");
+  if (call.return_attention_scores) expect_close(scores, ref.at("scores"), 2e-6, "scores");
+  std::vector<Variable*> sources{&q, &v};
+  if (has_key) sources.push_back(&k);
+  sources.insert(sources.end(), vars.begin(), vars.end());
+  const auto grads = tape.gradient(ops::reduce_sum(ops::mul(y, tensor_of(ref.at("w")))), sources);
+  ASSERT_EQ(grads.size(), ref.at("grads").size());
+  for (std::size_t i = 0; i < grads.size(); ++i) {
+    ASSERT_TRUE(grads[i].defined()) << "gradient " << i;
+    expect_close(grads[i], ref.at("grads")[i], 1e-5, "gradient " + std::to_string(i));
+  }
+}
+
+}  // namespace
+
+TEST(AttentionLayers, MultiHeadAttentionMatchesKerasInBothComputations) {
+  for (const char* name : {"self", "cross_scores", "masked", "masked_scores", "input_masks", "dropout_window"}) {
+    expect_attention_as_keras(name);
+  }
+}
+
+TEST(AttentionLayers, EinsumDenseMatchesKeras) {
+  const json& ref = reference().at("einsum_dense");
+  layers::EinsumDense ed("abc,cde->abde", {0, 3, 2}, {.activation = "tanh", .bias_axes = "e"});
+  Variable x(tensor_of(ref.at("x")), "x");
+  ed(x.value());
+  ASSERT_EQ(ed.kernel()->shape(), Shape({5, 3, 2}));
+  ASSERT_EQ(ed.bias()->shape(), Shape({2}));
+  ed.kernel()->assign(tensor_of(ref.at("weights")[0]));
+  ed.bias()->assign(tensor_of(ref.at("weights")[1]));
+  GradientTape tape;
+  const Tensor y = ed(x.value());
+  EXPECT_EQ(y.shape(), Shape({2, 4, 3, 2}));
+  expect_close(y, ref.at("y"), 2e-6, "output");
+  const auto g = tape.gradient(ops::reduce_sum(ops::mul(y, tensor_of(ref.at("w")))), {&x, ed.kernel(), ed.bias()});
+  for (std::size_t i = 0; i < g.size(); ++i) expect_close(g[i], ref.at("grads")[i], 1e-5, "gradient " + std::to_string(i));
+  // Its config, both ways; equations that are not one product are refused with the equation named.
+  auto again = models::model_from_json(
+      Sequential({layers::Input({4, 5}), layers::EinsumDense("abc,cde->abde", {0, 3, 2}, {.bias_axes = "e"})}).to_json());
+  EXPECT_EQ(again->layers().back()->class_name(), "EinsumDense");
+  EXPECT_THAT(osprey::testing::error_of([] { layers::EinsumDense("abc,dc->abd", {0, 3}); }), HasSubstr("abc,dc->abd"));
+  EXPECT_THAT(osprey::testing::error_of([] { layers::EinsumDense("...b,bc->...c", {3}); }), HasSubstr("..."));
+  EXPECT_THAT(osprey::testing::error_of([] { layers::EinsumDense("ab,bc->ac", {3}, {.bias_axes = "z"}); }),
+              HasSubstr("Bias dimension 'z'"));
+}
+
+TEST(AttentionLayers, SoftmaxLayerLeavesMaskedPositionsOutAsKeras) {
+  const json& ref = reference().at("softmax_mask");
+  layers::Softmax softmax;
+  expect_close(softmax.call_masked(tensor_of(ref.at("x")), false, tensor_of(ref.at("mask"))), ref.at("y"), 2e-6,
+               "masked softmax");
+  EXPECT_THAT(osprey::testing::error_of([&] { softmax.call_masked(tensor_of(ref.at("x")), false, Tensor::ones({2, 4})); }),
+              HasSubstr("must be broadcastable"));
+}
+
+TEST(AttentionLayers, AMaskedSelfAttentionClassifierTrainsAsKeras) {
+  const json& ref = reference().at("classifier");
+  const Tensor x = ops::cast(tensor_of(ref.at("x")), DType::int32), y = tensor_of(ref.at("y"));
+  auto tokens = keras::Input({6}, {.name = "tokens", .dtype = DType::int32});
+  auto e = layers::Embedding(12, 8, {.mask_zero = true, .name = "embed"})(tokens);
+  auto a = layers::MultiHeadAttention(2, 4, {.name = "mha"})({e, e});
+  auto h = layers::LayerNormalization({.name = "norm"})(layers::Add("residual")({e, a}));
+  Model model(tokens, layers::Dense(1, "sigmoid", {.name = "out"})(
+                          layers::GlobalAveragePooling1D("channels_last", false, "gap")(h)));
+  std::vector<Tensor> init;
+  for (const auto& w : ref.at("init")) init.push_back(tensor_of(w));
+  model.set_weights(init);
+  model.compile({.optimizer = optimizers::SGD({.learning_rate = 0.3, .momentum = 0.9}), .loss = "binary_crossentropy",
+                 .metrics = {"accuracy"}});
+  const auto hist = model.fit(x, y, {.epochs = 2, .batch_size = 8, .verbose = 0, .shuffle = false});
+  for (const char* key : {"loss", "accuracy"}) {
+    for (int ep = 0; ep < 2; ++ep) {
+      EXPECT_NEAR(hist.history.at(key)[ep], ref.at("history").at(key)[ep].get<double>(), 2e-5) << key << " epoch " << ep;
+    }
+  }
+  const auto weights = model.get_weights();
+  ASSERT_EQ(weights.size(), ref.at("weights_after").size());
+  for (std::size_t i = 0; i < weights.size(); ++i) {
+    expect_close(weights[i], ref.at("weights_after")[i], 5e-5, "weight " + std::to_string(i));
+  }
+  expect_close(model.predict(x, {.verbose = 0}), ref.at("predict"), 5e-5, "predict");
+  // The config goes back and forth unchanged (positional query and value, Keras's shapes_dict build config).
+  const json cfg = json::parse(model.to_json());
+  EXPECT_EQ(json::parse(models::model_from_json(model.to_json())->to_json()).at("config"), cfg.at("config"));
+}
+
+TEST(AttentionLayers, BadArgumentsAreValueErrorsNamingThem) {
+  using layers::MultiHeadAttention;
+  EXPECT_THAT(osprey::testing::error_of([] { MultiHeadAttention(0, 4); }), HasSubstr("num_heads=0"));
+  EXPECT_THAT(osprey::testing::error_of([] { MultiHeadAttention(2, -1); }), HasSubstr("key_dim=-1"));
+  EXPECT_THAT(osprey::testing::error_of([] { MultiHeadAttention(2, 4, {.dropout = 1.5}); }), HasSubstr("dropout"));
+  MultiHeadAttention mha(2, 4);
+  const Tensor q = Tensor::ones({2, 3, 6}), v = Tensor::ones({2, 5, 6});
+  EXPECT_THAT(osprey::testing::error_of([&] { mha.attend(q, Tensor::ones({2, 5, 6}), Tensor::ones({2, 4, 6})); }),
+              HasSubstr("except the last one"));
+  EXPECT_THAT(osprey::testing::error_of([&] { mha.attend(q, v, Tensor(), {.attention_mask = Tensor::ones({2, 3, 4})}); }),
+              HasSubstr("attention_mask of shape"));
+  EXPECT_THAT(osprey::testing::error_of([&] { mha.attend(q, v, Tensor(), {.query_mask = Tensor::ones({2, 5})}); }),
+              HasSubstr("the query's mask"));
+  EXPECT_THAT(osprey::testing::error_of([&] { mha.attend(Tensor::ones({2, 3, 4, 6}), v); }), HasSubstr("(batch, steps"));
+  auto in = keras::Input({3, 6});
+  EXPECT_THAT(osprey::testing::error_of([&] { layers::MultiHeadAttention(2, 4)({in}); }), HasSubstr("[query, value]"));
+}
