@@ -243,6 +243,24 @@ case("text_bilstm", keras.Model(tokens, L.Dense(1, activation="sigmoid", name="o
      (xt.sum(axis=1) > lengths * 12).astype("float32").reshape(N, 1),
      dict(optimizer=keras.optimizers.SGD(0.3, momentum=0.8), loss="binary_crossentropy", metrics=["accuracy"]))
 
+# 17. Issue 18's small Transformer encoder: token and position embeddings (two int32 inputs), MultiHeadAttention,
+# residual Adds, LayerNormalization, a feed-forward block, a pooled softmax classifier. SGD with momentum (case 13).
+xrng = np.random.default_rng(43)
+xtok = xrng.integers(0, 30, (N, 10)).astype("int32")
+xpos = np.tile(np.arange(10, dtype="int32"), (N, 1))
+tokens = keras.Input((10,), dtype="int32", name="tokens")
+positions = keras.Input((10,), dtype="int32", name="positions")
+h = L.Add(name="embed")([L.Embedding(30, 16, name="token_embed")(tokens), L.Embedding(10, 16, name="pos_embed")(positions)])
+a = L.MultiHeadAttention(num_heads=2, key_dim=8, name="mha")(h, h)
+h = L.LayerNormalization(epsilon=1e-6, name="norm1")(L.Add(name="res1")([h, a]))
+f = L.Dense(16, name="ffn2")(L.Dense(32, activation="relu", name="ffn1")(h))
+h = L.LayerNormalization(epsilon=1e-6, name="norm2")(L.Add(name="res2")([h, f]))
+out = L.Dense(2, activation="softmax", name="probs")(L.GlobalAveragePooling1D(name="gap")(h))
+case("transformer", keras.Model([tokens, positions], out, name="transformer"), [xtok, xpos],
+     (xtok[:, :5].sum(axis=1) > xtok[:, 5:].sum(axis=1)).astype("int32"),
+     dict(optimizer=keras.optimizers.SGD(0.1, momentum=0.9), loss="sparse_categorical_crossentropy",
+          metrics=["accuracy"]))
+
 if ONLY:  # the other cases' entries as they were
     with open(os.path.join(HERE, "..", "data", "keras_files.json")) as f:
         cases = {**json.load(f), **{k: v for k, v in cases.items() if k in ONLY}}

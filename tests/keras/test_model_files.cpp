@@ -375,6 +375,10 @@ TEST(ModelFiles, AnEmbeddingBidirectionalLstmTextClassifier) {
   SKIP_WITHOUT_HDF5();
   check_file("text_bilstm");
 }
+TEST(ModelFiles, ASmallTransformerEncoder) {
+  SKIP_WITHOUT_HDF5();
+  check_file("transformer");
+}
 TEST(ModelFiles, AGruRegressorOnATimeSeries) {
   SKIP_WITHOUT_HDF5();
   check_file("gru_series");
