@@ -49,6 +49,11 @@ struct MaskedSoftmaxOptions {
 /// gradient. InvalidArgumentError for a mask that does not broadcast.
 Tensor masked_softmax(const Tensor& x, const Tensor& mask, const MaskedSoftmaxOptions& options = {});
 
+/// Layer normalization of each row of a 2-D x (rows, d): (x − mean) / sqrt(var + epsilon) · gamma + beta, the
+/// row's mean and (biased) variance, gamma and beta of shape (d,) or undefined (1 and 0). One op forward and one
+/// backward (Keras's LayerNormalization over the last axis).
+Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double epsilon);
+
 /// Element-wise arithmetic. `b` may have a's shape, be a scalar, or be a row vector matching a's last axis.
 Tensor add(const Tensor& a, const Tensor& b);
 Tensor sub(const Tensor& a, const Tensor& b);

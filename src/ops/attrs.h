@@ -50,6 +50,7 @@ struct MaskedSoftmaxAttrs {
   bool has_mask, causal, zero_masked;
   float masked_value;
 };
+struct LayerNormAttrs { float epsilon; bool has_gamma, has_beta; };
 struct ResizeAttrs { ResizeMethod method; };
 struct TransformAttrs { ResizeMethod interpolation; FillMode fill_mode; float fill_value; };
 struct RmspropAttrs { float learning_rate, rho, momentum, epsilon; bool centered; };

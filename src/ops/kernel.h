@@ -50,6 +50,8 @@ enum class OpId : int {
   ScatterAddRows,  // updates (N, ...), indices(int64, N) -> (rows, ...): row indices[i] += updates[i] (gather's grad)
   MaskedSoftmax,   // x, [mask] -> softmax over the last axis with left-out positions (attrs MaskedSoftmaxAttrs)
   MaskedSoftmaxGrad,  // dy, y, [mask] -> dx (attrs MaskedSoftmaxAttrs)
+  LayerNorm,       // x (rows, d), [gamma], [beta] -> y, mean (rows), rstd (rows) (attrs LayerNormAttrs)
+  LayerNormGrad,   // dy, x, [gamma], mean, rstd -> dx, dy ⊙ x̂ (the latter's column sums are gamma's gradient)
   kCount
 };
 

@@ -136,6 +136,17 @@ void check_every_op() {
       }
     }
   }
+  // Layer normalization with and without gamma and beta, forward and backward.
+  for (bool affine : {true, false}) {
+    expect_same(fmt::format("layer_norm affine={}", affine), [&] {
+      Variable v(host_uniform({37, 45}, -2, 2, 11), "v"), g(host_uniform({45}, 0.5, 1.5, 12), "g"),
+          b(host_uniform({45}, -1, 1, 13), "b");
+      GradientTape tape;
+      Tensor y = ops::layer_norm(v.value(), affine ? g.value() : Tensor(), affine ? b.value() : Tensor(), 1e-3);
+      auto grads = tape.gradient(ops::reduce_sum(ops::mul(y, ops::exp(ops::mul(y, Tensor::scalar(0.3))))), Vars{&v, &g, &b});
+      return affine ? Outputs{y, grads[0], grads[1], grads[2]} : Outputs{y, grads[0]};
+    });
+  }
   // Dense with every activation, with and without bias, forward and backward.
   for (int act = 0; act <= static_cast<int>(ops::Activation::exponential); ++act) {
     for (bool with_bias : {true, false}) {

@@ -1,6 +1,6 @@
-// Attention's ops: the batched matmul against per-entry 2-D products, and the masked softmax against its
-// definition (Keras's Softmax layer and TensorFlow's dot_product_attention treatments), gradients against central
-// finite differences.
+// Attention's and the Transformer's ops: the batched matmul against per-entry 2-D products, the masked softmax
+// against its definition (Keras's Softmax layer and TensorFlow's dot_product_attention treatments), layer_norm
+// against its definition; gradients against central finite differences.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -103,4 +103,23 @@ TEST_F(AttentionOps, MaskedSoftmaxMatchesItsDefinition) {
   EXPECT_THROW((void)ops::masked_softmax(x, Tensor::ones({B, T, S})), InvalidArgumentError);      // rank
   EXPECT_THROW((void)ops::masked_softmax(x, Tensor::ones({B, 2, T, S})), InvalidArgumentError);   // 2 heads vs 3
   EXPECT_THROW((void)ops::masked_softmax(x, ops::cast(mask, DType::int32)), InvalidArgumentError);  // dtype
+}
+
+TEST_F(AttentionOps, LayerNormMatchesItsDefinition) {
+  const int64_t rows = 5, d = 7;
+  Tensor x = random::uniform({rows, d}, -2, 2), gamma = random::uniform({d}, 0.5, 1.5), beta = random::uniform({d}, -1, 1);
+  const auto xv = host(x), gv = host(gamma), bv = host(beta);
+  std::vector<double> want(xv.size());
+  for (int64_t r = 0; r < rows; ++r) {
+    double m = 0, v = 0;
+    for (int64_t c = 0; c < d; ++c) m += xv[r * d + c] / d;
+    for (int64_t c = 0; c < d; ++c) v += (xv[r * d + c] - m) * (xv[r * d + c] - m) / d;
+    for (int64_t c = 0; c < d; ++c) want[r * d + c] = (xv[r * d + c] - m) / std::sqrt(v + 1e-3) * gv[c] + bv[c];
+  }
+  expect_close(host(ops::layer_norm(x, gamma, beta, 1e-3)), want, 1e-5);
+  check_gradients([](auto& in) { return ops::layer_norm(in[0], in[1], in[2], 1e-3); }, {x, gamma, beta});
+  check_gradients([](auto& in) { return ops::layer_norm(in[0], Tensor(), Tensor(), 1e-2); }, {x});
+  EXPECT_THROW((void)ops::layer_norm(Tensor::ones({2, 3, 4}), Tensor(), Tensor(), 1e-3), InvalidArgumentError);
+  EXPECT_THROW((void)ops::layer_norm(x, Tensor::ones({d + 1}), Tensor(), 1e-3), InvalidArgumentError);
+  EXPECT_THROW((void)ops::layer_norm(x, Tensor(), Tensor(), 0.0), InvalidArgumentError);
 }

@@ -11,6 +11,7 @@ void register_cpu_kernels() {
   register_conv_kernels();
   register_image_kernels();
   register_attention_kernels();
+  register_norm_kernels();
 }
 
 }  // namespace osprey::cpu

@@ -64,10 +64,42 @@ static void transpose_typed(const ops::TransposeAttrs& a, const T* x, T* y, int6
   }
 }
 
+// A permutation that keeps the last axis (attention's (B, T, H, d) <-> (B, H, T, d)): whole rows of it copied,
+// the other axes walked as above.
+static void transpose_rows(const ops::TransposeAttrs& a, const char* x, char* y, int64_t n, std::size_t elem) {
+  const int r = a.rank - 1;
+  const auto row = static_cast<std::size_t>(a.in_dims[r]) * elem;
+  int64_t in_strides[ops::kMaxTransposeRank], stride = 1;
+  for (int i = r - 1; i >= 0; --i) {
+    in_strides[i] = stride;
+    stride *= a.in_dims[i];
+  }
+  int64_t dims[ops::kMaxTransposeRank], strides[ops::kMaxTransposeRank], index[ops::kMaxTransposeRank] = {};
+  for (int i = 0; i < r; ++i) {
+    dims[i] = a.in_dims[a.perm[i]];
+    strides[i] = in_strides[a.perm[i]];
+  }
+  const int64_t rows = a.in_dims[r] ? n / a.in_dims[r] : 0;
+  int64_t offset = 0;
+  for (int64_t k = 0; k < rows; ++k) {
+    std::memcpy(y + static_cast<std::size_t>(k) * row, x + static_cast<std::size_t>(offset) * row, row);
+    for (int i = r - 1; i >= 0; --i) {
+      offset += strides[i];
+      if (++index[i] < dims[i]) break;
+      offset -= strides[i] * dims[i];
+      index[i] = 0;
+    }
+  }
+}
+
 static void transpose_kernel(const ops::KernelContext& ctx) {
   const auto& a = ctx.attr<ops::TransposeAttrs>();
   const Tensor& x = ctx.inputs[0];
   Tensor& y = ctx.outputs[0];
+  if (a.rank >= 2 && a.perm[a.rank - 1] == a.rank - 1 && a.in_dims[a.rank - 1] >= 8) {
+    return transpose_rows(a, static_cast<const char*>(x.raw_data()), static_cast<char*>(y.raw_data()),
+                          y.num_elements(), static_cast<std::size_t>(dtype_size(x.dtype())));
+  }
   if (dtype_size(x.dtype()) == 8) {
     transpose_typed(a, static_cast<const int64_t*>(x.raw_data()), static_cast<int64_t*>(y.raw_data()), y.num_elements());
   } else {

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "backends/cpu/kernels.h"
+#include "backends/cpu/vector_math.h"
 
 namespace osprey::cpu {
 
@@ -46,11 +47,23 @@ void masked_softmax_kernel(const KernelContext& ctx) {
       const RowMask rm = row_mask(a, r);
       const float* xr = x + r * cols;
       float* yr = y + r * cols;
-      for (int64_t c = 0; c < cols; ++c) yr[c] = kept(a, mask, rm, c) ? xr[c] : a.masked_value;
+      int64_t kept_count = 0;
+      for (int64_t c = 0; c < cols; ++c) {
+        const bool k = kept(a, mask, rm, c);
+        kept_count += k;
+        yr[c] = k ? xr[c] : a.masked_value;
+      }
       float mx = yr[0];
       for (int64_t c = 1; c < cols; ++c) mx = std::max(mx, yr[c]);
+      for (int64_t c = 0; c < cols; ++c) yr[c] -= mx;
+      exp_values(yr, yr, cols);  // vectorised; a left-out logit's exp is exactly 0 below when any is kept
+      if (kept_count > 0 && kept_count < cols) {
+        for (int64_t c = 0; c < cols; ++c) {
+          if (!kept(a, mask, rm, c)) yr[c] = 0.f;
+        }
+      }
       float s = 0.f;
-      for (int64_t c = 0; c < cols; ++c) s += (yr[c] = std::exp(yr[c] - mx));
+      for (int64_t c = 0; c < cols; ++c) s += yr[c];
       const float inv = 1.f / s;
       for (int64_t c = 0; c < cols; ++c) yr[c] = a.zero_masked && !kept(a, mask, rm, c) ? 0.f : yr[c] * inv;
     }

@@ -129,4 +129,11 @@ void launch_masked_softmax(const MaskedSoftmaxShape& a, const float* x, const fl
 void launch_masked_softmax_grad(const MaskedSoftmaxShape& a, const float* dy, const float* y, const float* mask,
                                 float* dx, int64_t rows, cudaStream_t s);
 
+/// ops::layer_norm over rows of d (kernels_norm.cu): gamma, beta may be null; mean and rstd per row kept.
+void launch_layer_norm(const float* x, const float* gamma, const float* beta, float* y, float* mean, float* rstd,
+                       int64_t rows, int64_t d, float epsilon, cudaStream_t s);
+/// Its gradient: dx, and dy ⊙ x̂ (summed over rows by the caller for gamma's gradient).
+void launch_layer_norm_grad(const float* dy, const float* x, const float* gamma, const float* mean, const float* rstd,
+                            float* dx, float* dyx, int64_t rows, int64_t d, cudaStream_t s);
+
 }  // namespace osprey::cuda

@@ -369,6 +369,27 @@ void masked_softmax_grad_kernel(const KernelContext& ctx) {
   l.done("SoftmaxGrad");
 }
 
+void layer_norm_kernel(const KernelContext& ctx) {
+  Launch l(ctx);
+  const auto& a = ctx.attr<ops::LayerNormAttrs>();
+  const Tensor& x = ctx.inputs[0];
+  launch_layer_norm(x.data<float>(), a.has_gamma ? ctx.inputs[1].data<float>() : nullptr,
+                    a.has_beta ? ctx.inputs[2].data<float>() : nullptr, ctx.outputs[0].data<float>(),
+                    ctx.outputs[1].data<float>(), ctx.outputs[2].data<float>(), x.shape()[0], x.shape()[1], a.epsilon,
+                    l.s());
+  l.done("LayerNorm");
+}
+
+void layer_norm_grad_kernel(const KernelContext& ctx) {
+  Launch l(ctx);
+  const auto& a = ctx.attr<ops::LayerNormAttrs>();
+  const Tensor& dy = ctx.inputs[0];
+  launch_layer_norm_grad(dy.data<float>(), ctx.inputs[1].data<float>(), a.has_gamma ? ctx.inputs[2].data<float>() : nullptr,
+                         ctx.inputs[3].data<float>(), ctx.inputs[4].data<float>(), ctx.outputs[0].data<float>(),
+                         ctx.outputs[1].data<float>(), dy.shape()[0], dy.shape()[1], l.s());
+  l.done("LayerNormGrad");
+}
+
 void transpose_kernel(const KernelContext& ctx) {
   Launch l(ctx);
   const auto& a = ctx.attr<ops::TransposeAttrs>();
@@ -498,6 +519,8 @@ void register_cuda_kernels() {
   ops::register_kernel(OpId::Slice, DeviceType::GPU, slice_kernel);
   ops::register_kernel(OpId::Transpose, DeviceType::GPU, transpose_kernel);
   ops::register_kernel(OpId::MaskedSoftmax, DeviceType::GPU, masked_softmax_kernel);
+  ops::register_kernel(OpId::LayerNorm, DeviceType::GPU, layer_norm_kernel);
+  ops::register_kernel(OpId::LayerNormGrad, DeviceType::GPU, layer_norm_grad_kernel);
   ops::register_kernel(OpId::MaskedSoftmaxGrad, DeviceType::GPU, masked_softmax_grad_kernel);
   ops::register_kernel(OpId::RandomUniformState, DeviceType::GPU, random_uniform_state_kernel);
   ops::register_kernel(OpId::Loss, DeviceType::GPU, loss_kernel);

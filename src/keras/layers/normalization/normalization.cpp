@@ -110,18 +110,9 @@ Tensor LayerNormalization::call(const Tensor& inputs, bool) {
   const int64_t d = inputs.shape()[-1];
   const int64_t rows = d ? inputs.num_elements() / d : 0;
   const Tensor x = inputs.shape().rank() == 2 ? inputs : ops::reshape(inputs, Shape({rows, d}));
-  // Per-row statistics as (rows, 1) columns spread back over the features with a product by a row of ones.
-  const Tensor ones_col = Tensor::full({d, 1}, 1.0 / static_cast<double>(d));
-  const Tensor ones_row = Tensor::ones({1, d});
-  const Tensor mean = ops::matmul(ops::matmul(x, ones_col), ones_row);
-  const Tensor centered = ops::sub(x, mean);
-  const Tensor var = ops::matmul(ops::matmul(ops::square(centered), ones_col), ones_row);
-  Tensor y = ops::div(centered, ops::sqrt(ops::add(var, scalar(o_.epsilon))));
-  if (gamma_) y = ops::mul(y, gamma_->value());
-  if (beta_) y = ops::add(y, beta_->value());
+  const Tensor y = ops::layer_norm(x, gamma_ ? gamma_->value() : Tensor(), beta_ ? beta_->value() : Tensor(), o_.epsilon);
   return inputs.shape().rank() == 2 ? y : ops::reshape(y, inputs.shape());
 }
-
 
 // ---- UnitNormalization, GroupNormalization, RMSNormalization ----
 

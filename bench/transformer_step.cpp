@@ -1,0 +1,42 @@
+// Issue 18's Transformer benchmark: one encoder block (MultiHeadAttention with 4 heads of 64 over 128 steps of
+// width 256, residual Add + LayerNormalization, a 1024-unit ReLU feed-forward, residual Add + LayerNormalization),
+// batch 32, Adam, mse against a random target; time per train_on_batch step (one JSON line).
+// bench/torch_transformer.py builds the same block.
+//   transformer_step [batch] [steps] [time_steps]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+
+#include <osprey/osprey.h>
+
+namespace keras = osprey::keras;
+namespace layers = osprey::keras::layers;
+
+int main(int argc, char** argv) {
+  const int batch = argc > 1 ? std::atoi(argv[1]) : 32;
+  const int steps = argc > 2 ? std::atoi(argv[2]) : 3;
+  const int time_steps = argc > 3 ? std::atoi(argv[3]) : 128;
+  constexpr int width = 256;
+  osprey::random::set_seed(0);
+  auto x = osprey::random::uniform({batch, time_steps, width});
+  auto y = osprey::random::uniform({batch, time_steps, width});
+  auto in = keras::Input({time_steps, width});
+  auto a = layers::MultiHeadAttention(4, width / 4)({in, in});
+  auto h = layers::LayerNormalization()(layers::Add()({in, a}));
+  auto f = layers::Dense(width)(layers::Dense(4 * width, "relu")(h));
+  keras::Model model(in, layers::LayerNormalization()(layers::Add()({h, f})));
+  model.compile({.optimizer = "adam", .loss = "mse"});
+  model.train_on_batch(x, y);  // warm-up
+  using clock = std::chrono::steady_clock;
+  double best = 1e30;
+  for (int rep = 0; rep < 3; ++rep) {
+    const auto t0 = clock::now();
+    for (int i = 0; i < steps; ++i) model.train_on_batch(x, y);
+    best = std::min(best, std::chrono::duration<double, std::micro>(clock::now() - t0).count() / steps);
+  }
+  std::printf("{\"framework\": \"osprey\", \"case\": \"Transformer encoder block (4 heads, width %d, %d steps), batch "
+              "%d, train_on_batch\", \"us_per_step\": %.1f}\n",
+              width, time_steps, batch, best);
+  return 0;
+}

@@ -1,0 +1,46 @@
+// Layer normalization as one op each way: the forward keeps each row's mean and 1/sqrt(var + epsilon) for the
+// backward, whose second output (dy ⊙ x̂) is summed over the rows for gamma's gradient by the Reduce op.
+#include <fmt/format.h>
+
+#include "ops/attrs.h"
+#include "ops/gradient_recorder.h"
+#include "ops/kernel.h"
+#include "osprey/errors.h"
+#include "osprey/ops.h"
+
+namespace osprey::ops {
+
+Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double epsilon) {
+  const auto& xs = x.shape();
+  if (xs.rank() != 2 || x.dtype() != DType::float32) {
+    throw InvalidArgumentError(fmt::format("layer_norm needs a float32 tensor of shape (rows, d), got {} {}",
+                                           dtype_name(x.dtype()), xs.to_string()));
+  }
+  for (const Tensor* p : {&gamma, &beta}) {
+    if (p->defined() && (p->shape() != Shape({xs[1]}) || p->dtype() != DType::float32)) {
+      throw InvalidArgumentError(fmt::format("layer_norm: gamma and beta must be float32 of shape ({}), got {}", xs[1],
+                                             p->shape().to_string()));
+    }
+  }
+  if (!(epsilon > 0.0)) throw InvalidArgumentError(fmt::format("layer_norm: epsilon must be > 0, got {}", epsilon));
+  const LayerNormAttrs attrs{static_cast<float>(epsilon), gamma.defined(), beta.defined()};
+  Tensor in[3] = {x, gamma, beta};
+  auto& dev = place(OpId::LayerNorm, "LayerNorm", in);
+  Tensor outs[3] = {Tensor::empty(xs, DType::float32, &dev), Tensor::empty({xs[0]}, DType::float32, &dev),
+                    Tensor::empty({xs[0]}, DType::float32, &dev)};
+  run(OpId::LayerNorm, dev, in, outs, &attrs);
+  maybe_record("LayerNorm", in, {outs, 1}, [&] {
+    return BackwardFn([x = in[0], g = in[1], has_beta = beta.defined(), mean = outs[1], rstd = outs[2],
+                       attrs](const std::vector<Tensor>& grads) {
+      Tensor gin[5] = {grads[0], x, g, mean, rstd};
+      auto& d = place(OpId::LayerNormGrad, "LayerNormGrad", gin);
+      Tensor gout[2] = {Tensor::empty(x.shape(), DType::float32, &d), Tensor::empty(x.shape(), DType::float32, &d)};
+      run(OpId::LayerNormGrad, d, gin, gout, &attrs);
+      return std::vector<Tensor>{gout[0], g.defined() ? reduce_sum(gout[1], 0) : Tensor(),
+                                 has_beta ? reduce_sum(grads[0], 0) : Tensor()};
+    });
+  });
+  return outs[0];
+}
+
+}  // namespace osprey::ops
