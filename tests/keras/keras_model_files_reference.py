@@ -261,6 +261,20 @@ case("transformer", keras.Model([tokens, positions], out, name="transformer"), [
      dict(optimizer=keras.optimizers.SGD(0.1, momentum=0.9), loss="sparse_categorical_crossentropy",
           metrics=["accuracy"]))
 
+# 18. A causal language model (issue 18): MultiHeadAttention with use_causal_mask (a call argument in the file),
+# a softmax over the vocabulary at every step, sparse categorical crossentropy and accuracy over the tokens.
+lrng = np.random.default_rng(47)
+xl = lrng.integers(1, 20, (N, 9)).astype("int32")
+tokens = keras.Input((8,), dtype="int32", name="tokens")
+positions = keras.Input((8,), dtype="int32", name="positions")
+h = L.Add(name="embed")([L.Embedding(20, 12, name="token_embed")(tokens), L.Embedding(8, 12, name="pos_embed")(positions)])
+a = L.MultiHeadAttention(num_heads=2, key_dim=6, name="causal_mha")(h, h, use_causal_mask=True)
+h = L.LayerNormalization(name="norm")(L.Add(name="res")([h, a]))
+out = L.Dense(20, activation="softmax", name="next_token")(h)
+case("causal_lm", keras.Model([tokens, positions], out, name="causal_lm"), [xl[:, :8], np.tile(np.arange(8, dtype="int32"), (N, 1))],
+     xl[:, 1:], dict(optimizer=keras.optimizers.SGD(0.2, momentum=0.9), loss="sparse_categorical_crossentropy",
+                     metrics=["accuracy"]))
+
 if ONLY:  # the other cases' entries as they were
     with open(os.path.join(HERE, "..", "data", "keras_files.json")) as f:
         cases = {**json.load(f), **{k: v for k, v in cases.items() if k in ONLY}}

@@ -379,6 +379,10 @@ TEST(ModelFiles, ASmallTransformerEncoder) {
   SKIP_WITHOUT_HDF5();
   check_file("transformer");
 }
+TEST(ModelFiles, ACausalLanguageModelWithTokenLevelLossAndAccuracy) {
+  SKIP_WITHOUT_HDF5();
+  check_file("causal_lm");
+}
 TEST(ModelFiles, AGruRegressorOnATimeSeries) {
   SKIP_WITHOUT_HDF5();
   check_file("gru_series");

@@ -104,16 +104,41 @@ Tensor CategoricalCrossentropy::batch_mean(const Tensor& t, const Tensor& p) con
   if (opt_.from_logits) return Loss::batch_mean(t, p);
   return ops::batch_mean_loss(ops::LossFunction::categorical_crossentropy, t, p, opt_.label_smoothing);
 }
+// Token-level predictions (N, T..., V) with labels (N, T...) or (N, T..., 1) (a language model's, a tagger's):
+// Keras's loss per token; a sample's value is its tokens' mean, so that the batch mean is the tokens' mean.
+static bool per_token(const Tensor& p) { return p.shape().rank() >= 3; }
+static Tensor token_rows(const Tensor& p) {
+  const int64_t v = p.shape()[-1];
+  return ops::reshape(p, Shape({p.num_elements() / std::max<int64_t>(v, 1), v}));
+}
+static Tensor token_labels(const Tensor& t, const Tensor& p) {
+  const int64_t tokens = p.num_elements() / std::max<int64_t>(p.shape()[-1], 1);
+  if (t.num_elements() != tokens) {
+    throw InvalidArgumentError(fmt::format("SparseCategoricalCrossentropy: labels of shape {} do not match predictions "
+                                           "of shape {} (one integer label per token: shape {})",
+                                           t.shape().to_string(), p.shape().to_string(),
+                                           Shape(std::vector<int64_t>(p.shape().dims().begin(), p.shape().dims().end() - 1))
+                                               .to_string()));
+  }
+  return ops::reshape(t, Shape({tokens}));
+}
+static Tensor per_sample_mean(const Tensor& token_values, const Tensor& p) {
+  const int64_t n = p.shape()[0];
+  return ops::reduce_mean(ops::reshape(token_values, Shape({n, token_values.num_elements() / std::max<int64_t>(n, 1)})), 1);
+}
+
 SparseCategoricalCrossentropy::SparseCategoricalCrossentropy() : Loss("sparse_categorical_crossentropy") {}
 SparseCategoricalCrossentropy::SparseCategoricalCrossentropy(Options o)
     : Loss("sparse_categorical_crossentropy"), opt_(o) {}
 Tensor SparseCategoricalCrossentropy::per_sample(const Tensor& t, const Tensor& p) const {
+  if (per_token(p)) return per_sample_mean(per_sample(token_labels(t, p), token_rows(p)), p);
   if (!opt_.from_logits) return ops::sparse_categorical_crossentropy(t, p);
   // The clipped-path kernel on softmax(x) without clipping: −log softmax(x)[label] through the sparse kernel's
   // label checks, using probabilities that sum to one exactly where it normalises.
   return ops::sparse_categorical_crossentropy(t, ops::softmax(as_2d(p)));
 }
 Tensor SparseCategoricalCrossentropy::batch_mean(const Tensor& t, const Tensor& p) const {
+  if (per_token(p)) return batch_mean(token_labels(t, p), token_rows(p));
   if (opt_.from_logits) return Loss::batch_mean(t, p);
   return ops::batch_mean_loss(ops::LossFunction::sparse_categorical_crossentropy, t, p);
 }

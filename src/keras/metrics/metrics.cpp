@@ -15,11 +15,25 @@ namespace osprey::keras {
 
 namespace metrics {
 
+// (Sparse) categorical accuracy of token-level predictions (N, T..., V): counted per token, in units of samples
+// (a sample's count is the fraction of its tokens right), so that the metric is the tokens' mean, as Keras's.
+static Tensor count_per_token(const Tensor& y_true, const Tensor& y_pred, ops::AccuracyKind kind, double threshold) {
+  const auto& ps = y_pred.shape();
+  if (kind == ops::AccuracyKind::binary || ps.rank() < 3) return ops::accuracy_count(y_true, y_pred, kind, threshold);
+  const int64_t v = ps[-1], tokens = y_pred.num_elements() / std::max<int64_t>(v, 1);
+  const Tensor p = ops::reshape(y_pred, Shape({tokens, v}));
+  const Tensor t = kind == ops::AccuracyKind::sparse_categorical && y_true.num_elements() == tokens
+                       ? ops::reshape(y_true, Shape({tokens}))
+                       : (y_true.num_elements() == tokens * v ? ops::reshape(y_true, Shape({tokens, v})) : y_true);
+  const double per_sample = static_cast<double>(tokens) / static_cast<double>(std::max<int64_t>(ps[0], 1));
+  return ops::div(ops::accuracy_count(t, p, kind, threshold), Tensor::scalar(per_sample));
+}
+
 void Accuracy::update_state(const Tensor& y_true, const Tensor& y_pred) {
   accumulate(batch_count(y_true, y_pred).item(), static_cast<double>(y_pred.shape()[0]));
 }
 Tensor Accuracy::batch_count(const Tensor& y_true, const Tensor& y_pred) {
-  return ops::accuracy_count(y_true, y_pred, kind_, threshold_);
+  return count_per_token(y_true, y_pred, kind_, threshold_);
 }
 
 void AutoAccuracy::update_state(const Tensor& y_true, const Tensor& y_pred) {
@@ -39,7 +53,7 @@ Tensor AutoAccuracy::batch_count(const Tensor& y_true, const Tensor& y_pred) {
       kind_ = ops::AccuracyKind::categorical;
     }
   }
-  return ops::accuracy_count(y_true, y_pred, *kind_);
+  return count_per_token(y_true, y_pred, *kind_, 0.5);
 }
 
 void MeanAbsoluteError::update_state(const Tensor& y_true, const Tensor& y_pred) {
