@@ -81,6 +81,34 @@ mha_case("input_masks", L.MultiHeadAttention(num_heads=2, key_dim=3), arr(B, T, 
 mha_case("dropout_window", L.MultiHeadAttention(num_heads=2, key_dim=3, dropout=0.3, sliding_window=2, use_bias=False),
          arr(B, T, 6), arr(B, T, 6), call_kwargs={"training": False})
 
+# Attention (dot with and without scale, concat) and AdditiveAttention: masks given as Keras's mask list, the causal
+# band, scores returned.
+def dense_attention_case(name, layer, query, value, key=None, masks=None, causal=False):
+    q, v = tf.constant(query), tf.constant(value)
+    inputs = [q, v] + ([tf.constant(key)] if key is not None else [])
+    layer(inputs)
+    weights = set_random_weights(layer) if layer.weights else []
+    mask = [tf.constant(m) for m in masks] if masks else None
+    with tf.GradientTape(persistent=True) as tape:
+        for t in inputs:
+            tape.watch(t)
+        y, s = layer(inputs, mask=mask, return_attention_scores=True, use_causal_mask=causal)
+        w = arr(*y.shape)
+        loss = tf.reduce_sum(y * w)
+    grads = tape.gradient(loss, inputs + layer.trainable_weights)
+    ref[name] = {"query": query.tolist(), "value": value.tolist(), "key": None if key is None else key.tolist(),
+                 "weights": weights, "w": w.tolist(), "y": tolist(y), "scores": tolist(s),
+                 "grads": [tolist(g) for g in grads], "config": layer.get_config(), "causal": causal,
+                 "masks": [np.asarray(m).astype("float32").tolist() for m in masks] if masks else None}
+
+
+dense_attention_case("attention_dot", L.Attention(), arr(B, T, 6), arr(B, S, 6), masks=[qm, vm])
+dense_attention_case("attention_scaled_causal", L.Attention(use_scale=True), arr(B, T, 6), arr(B, S, 3), arr(B, S, 6),
+                     causal=True)
+dense_attention_case("attention_concat", L.Attention(use_scale=True, score_mode="concat"), arr(B, T, 6), arr(B, S, 6),
+                     masks=[qm, vm])
+dense_attention_case("additive", L.AdditiveAttention(), arr(B, T, 6), arr(B, S, 6), masks=[qm, vm], causal=True)
+
 # EinsumDense with a bias over part of the new axes and an activation.
 ed = L.EinsumDense("abc,cde->abde", output_shape=(None, 3, 2), bias_axes="e", activation="tanh")
 xe = arr(B, T, 5)

@@ -275,6 +275,17 @@ case("causal_lm", keras.Model([tokens, positions], out, name="causal_lm"), [xl[:
      xl[:, 1:], dict(optimizer=keras.optimizers.SGD(0.2, momentum=0.9), loss="sparse_categorical_crossentropy",
                      metrics=["accuracy"]))
 
+# 19. Attention over recurrent states (issue 18): masked token ids into an LSTM over every step, Luong attention
+# (scaled, causal) of the states over themselves and Bahdanau attention of the result over the states, pooled.
+tokens = keras.Input((8,), dtype="int32", name="tokens")
+h = L.LSTM(6, return_sequences=True, name="lstm")(L.Embedding(25, 5, mask_zero=True, name="embed")(tokens))
+a = L.Attention(use_scale=True, name="luong")([h, h], use_causal_mask=True)
+b = L.AdditiveAttention(name="bahdanau")([a, h])
+out = L.Dense(1, activation="sigmoid", name="out")(L.GlobalAveragePooling1D(name="gap")(b))
+case("rnn_attention", keras.Model(tokens, out, name="rnn_attention"), xt,
+     (xt.sum(axis=1) > lengths * 12).astype("float32").reshape(N, 1),
+     dict(optimizer=keras.optimizers.SGD(0.3, momentum=0.8), loss="binary_crossentropy", metrics=["accuracy"]))
+
 if ONLY:  # the other cases' entries as they were
     with open(os.path.join(HERE, "..", "data", "keras_files.json")) as f:
         cases = {**json.load(f), **{k: v for k, v in cases.items() if k in ONLY}}

@@ -92,6 +92,56 @@ TEST(AttentionLayers, MultiHeadAttentionMatchesKerasInBothComputations) {
   }
 }
 
+TEST(AttentionLayers, AttentionAndAdditiveAttentionMatchKeras) {
+  for (const char* name : {"attention_dot", "attention_scaled_causal", "attention_concat", "additive"}) {
+    SCOPED_TRACE(name);
+    const json& ref = reference().at(name);
+    const json& cfg = ref.at("config");
+    std::shared_ptr<layers::Attention> layer;
+    if (std::string(name) == "additive") {
+      layer = std::make_shared<layers::AdditiveAttention>(cfg.at("use_scale").get<bool>());
+    } else {
+      layer = std::make_shared<layers::Attention>(layers::Attention::Options{
+          .use_scale = cfg.at("use_scale").get<bool>(), .score_mode = cfg.at("score_mode").get<std::string>()});
+    }
+    layer->set_use_causal_mask(ref.at("causal").get<bool>());
+    Variable q(tensor_of(ref.at("query")), "q"), v(tensor_of(ref.at("value")), "v");
+    const bool has_key = !ref.at("key").is_null();
+    Variable k(has_key ? tensor_of(ref.at("key")) : Tensor::zeros({1}), "k");
+    const Tensor qm = ref.at("masks").is_null() ? Tensor() : tensor_of(ref.at("masks")[0]);
+    const Tensor vm = ref.at("masks").is_null() ? Tensor() : tensor_of(ref.at("masks")[1]);
+    layer->attend(q.value(), v.value(), has_key ? k.value() : Tensor());  // builds
+    const auto vars = layer->variables();
+    ASSERT_EQ(vars.size(), ref.at("weights").size());
+    for (std::size_t i = 0; i < vars.size(); ++i) vars[i]->assign(tensor_of(ref.at("weights")[i]));
+    GradientTape tape;
+    auto [y, scores] = layer->attend(q.value(), v.value(), has_key ? k.value() : Tensor(), qm, vm, false, true);
+    expect_close(y, ref.at("y"), 2e-6, "output");
+    expect_close(scores, ref.at("scores"), 2e-6, "scores");
+    std::vector<Variable*> sources{&q, &v};
+    if (has_key) sources.push_back(&k);
+    sources.insert(sources.end(), vars.begin(), vars.end());
+    const auto grads = tape.gradient(ops::reduce_sum(ops::mul(y, tensor_of(ref.at("w")))), sources);
+    ASSERT_EQ(grads.size(), ref.at("grads").size());
+    for (std::size_t i = 0; i < grads.size(); ++i) {
+      ASSERT_TRUE(grads[i].defined()) << "gradient " << i;
+      expect_close(grads[i], ref.at("grads")[i], 1e-5, "gradient " + std::to_string(i));
+    }
+  }
+  // In a model: [query, value] as one list argument, the query's mask passes on; the config both ways.
+  auto tokens = keras::Input({5}, {.dtype = DType::int32});
+  auto e = layers::Embedding(9, 4, {.mask_zero = true})(tokens);
+  auto a = layers::Attention({.use_scale = true, .use_causal_mask = true})({e, e});
+  auto b = layers::AdditiveAttention()({a, e});
+  Model model(tokens, layers::GlobalAveragePooling1D()(b));
+  const Tensor ids = Tensor::from_vector<int32_t>({1, 2, 3, 0, 0, 4, 5, 6, 7, 8}, {2, 5});
+  EXPECT_EQ(model.predict(ids, {.verbose = 0}).shape(), Shape({2, 4}));
+  const json cfg = json::parse(model.to_json());
+  auto again = models::model_from_json(model.to_json());
+  EXPECT_EQ(json::parse(again->to_json()).at("config"), cfg.at("config"));
+  EXPECT_THAT(osprey::testing::error_of([] { layers::Attention({.score_mode = "cosine"}); }), HasSubstr("score_mode=cosine"));
+}
+
 TEST(AttentionLayers, EinsumDenseMatchesKeras) {
   const json& ref = reference().at("einsum_dense");
   layers::EinsumDense ed("abc,cde->abde", {0, 3, 2}, {.activation = "tanh", .bias_axes = "e"});

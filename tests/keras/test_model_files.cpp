@@ -383,6 +383,10 @@ TEST(ModelFiles, ACausalLanguageModelWithTokenLevelLossAndAccuracy) {
   SKIP_WITHOUT_HDF5();
   check_file("causal_lm");
 }
+TEST(ModelFiles, LuongAndBahdanauAttentionOverMaskedLstmStates) {
+  SKIP_WITHOUT_HDF5();
+  check_file("rnn_attention");
+}
 TEST(ModelFiles, AGruRegressorOnATimeSeries) {
   SKIP_WITHOUT_HDF5();
   check_file("gru_series");

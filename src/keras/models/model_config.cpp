@@ -220,8 +220,21 @@ std::shared_ptr<Layer> functional_from_config(const json& c) {
       ser::unsupported("operation", "NotEqual '" + op + "' (not the mask of an Embedding with mask_zero)", "Keras layers");
     }
   }
+  // Keras's Attention layers pass the query's mask on through ops.convert_to_tensor: ConvertToTensor nodes of such a
+  // mask are the same mask (in the file's order, which is the graph's).
   for (const auto& lj : list) {
-    if (text_of(lj, "class_name") == "NotEqual") continue;
+    if (text_of(lj, "class_name") != "ConvertToTensor") continue;
+    const json nodes = lj.contains("inbound_nodes") ? lj["inbound_nodes"] : json::array();
+    const json cfg = lj.contains("config") ? lj["config"] : json::object();
+    const json args = nodes.is_array() && nodes.size() == 1 && nodes[0].is_object() ? nodes[0].value("args", json()) : json();
+    const json h = args.is_array() && args.size() == 1 ? history_of(args[0], "ConvertToTensor") : json();
+    if (!(h.is_array() && !h.empty() && h[0].is_string() && not_equal.count(h[0].get<std::string>()))) {
+      ser::unsupported("operation", "ConvertToTensor other than of an Embedding's mask", "Keras layers");
+    }
+    not_equal[text_of(cfg, "name")] = not_equal.at(h[0].get<std::string>());
+  }
+  for (const auto& lj : list) {
+    if (text_of(lj, "class_name") == "NotEqual" || text_of(lj, "class_name") == "ConvertToTensor") continue;
     const json& cfg = ser::config_of(lj, "a layer of model '" + name + "'");
     if (lj.value("class_name", "") == "InputLayer") {
       const json& shape = cfg.contains("batch_shape") ? cfg["batch_shape"] : cfg.value("batch_input_shape", json());

@@ -110,4 +110,61 @@ class MultiHeadAttention : public Layer {
   bool has_key_ = false;  ///< built for a key distinct from the value
 };
 
+/// keras.layers.Attention (Luong's dot-product attention) and, as its `additive` form, AdditiveAttention
+/// (Bahdanau's): called on {query, value} or {query, value, key} of shapes (batch, Tq, dim), (batch, Tv, dim). Scores
+/// q·kᵀ ("dot", times a learned `scale` with use_scale) or Σ tanh(scale·(q + k)) ("concat", times a learned
+/// concat_score_weight); AdditiveAttention's Σ scale[d]·tanh(q + k) with a learned vector. The value's mask (and the
+/// causal band) lowers masked scores by 1e9 before the softmax, the query's mask zeroes masked outputs and passes on,
+/// as in Keras.
+class Attention : public Layer {
+ public:
+  struct Options {
+    bool use_scale = false;
+    std::string score_mode = "dot";  ///< "dot" or "concat"
+    double dropout = 0.0;            ///< on the attention weights, in training
+    std::optional<int64_t> seed{};
+    bool use_causal_mask = false;    ///< Keras's call argument, for every call of this layer
+    std::string name{};
+  };
+  explicit Attention(Options options);
+  Attention() : Attention(Options{}) {}
+  OSPREY_KERAS_LAYER(Attention)
+  std::string class_name() const override { return additive_ ? "AdditiveAttention" : "Attention"; }
+  std::string get_config() const override;
+  int num_inputs() const override { return 0; }
+  Shape build(const Shape& input_shape) override;
+  Shape build(const std::vector<Shape>& input_shapes) override;
+  Tensor call(const Tensor& inputs, bool training) override;
+  Tensor call(const std::vector<Tensor>& inputs, bool training) override;
+  bool supports_masking() const override { return true; }
+  Tensor call_masked_list(const std::vector<Tensor>& inputs, bool training, const std::vector<Tensor>& masks) override;
+  Tensor compute_mask_list(const std::vector<Tensor>& inputs, const std::vector<Tensor>& masks) override;
+  /// The eager call: the output (batch, Tq, dim of value) and with `return_attention_scores` the weights
+  /// (batch, Tq, Tv). Masks as Embedding(mask_zero) makes them: (batch, Tq) and (batch, Tv).
+  std::pair<Tensor, Tensor> attend(const Tensor& query, const Tensor& value, const Tensor& key = Tensor(),
+                                   const Tensor& query_mask = Tensor(), const Tensor& value_mask = Tensor(),
+                                   bool training = false, bool return_attention_scores = false);
+  const Options& options() const { return o_; }
+  void set_use_causal_mask(bool on) { o_.use_causal_mask = on; }
+  Variable* scale() { return scale_; }
+  Variable* concat_score_weight() { return concat_weight_; }
+
+ protected:
+  Attention(Options options, bool additive);
+
+ private:
+  Tensor scores(const Tensor& q, const Tensor& k) const;
+  Options o_;
+  bool additive_;
+  Variable *scale_ = nullptr, *concat_weight_ = nullptr;
+  std::shared_ptr<Dropout> dropout_;
+};
+
+/// keras.layers.AdditiveAttention(use_scale=True, dropout=0.0).
+class AdditiveAttention : public Attention {
+ public:
+  explicit AdditiveAttention(bool use_scale = true, double dropout = 0.0, std::string name = "");
+  OSPREY_KERAS_LAYER(AdditiveAttention)
+};
+
 }  // namespace osprey::keras::layers

@@ -39,7 +39,59 @@ std::string MultiHeadAttention::get_config() const {
   return ser::dumps(c);
 }
 
+std::string Attention::get_config() const {
+  json c = ser::base_config(*this);
+  c["use_scale"] = o_.use_scale;
+  if (class_name() == "Attention") c["score_mode"] = o_.score_mode;
+  c["dropout"] = o_.dropout;
+  c["seed"] = optional_int(o_.seed);
+  return ser::dumps(c);
+}
+
+namespace {
+
+// Keras's call arguments of Attention/AdditiveAttention nodes: use_causal_mask (one value for every call).
+bool read_attention_argument(Layer& layer, const std::string& key, const json& v) {
+  auto& a = static_cast<Attention&>(layer);
+  if (key == "use_causal_mask" && v.is_boolean()) {
+    if (a.built() && a.options().use_causal_mask != v.get<bool>()) {
+      ser::unsupported(a.class_name() + " call argument", "use_causal_mask differing between the calls of '" + a.name() + "'",
+                       "one value for every call of a layer");
+    }
+    a.set_use_causal_mask(v.get<bool>());
+    return true;
+  }
+  return key == "return_attention_scores" && v.is_boolean() && !v.get<bool>();
+}
+
+json attention_arguments(const Layer& layer) {
+  return static_cast<const Attention&>(layer).options().use_causal_mask ? json{{"use_causal_mask", true}} : json::object();
+}
+
+}  // namespace
+
 OSPREY_REGISTER_LAYERS(attention) {
+  for (const char* cls : {"Attention", "AdditiveAttention"}) {
+    const bool additive = std::string(cls) == "AdditiveAttention";
+    ser::LayerClass a{true, [additive](const json& c) -> std::shared_ptr<Layer> {
+      const std::string name = ser::name_of(c);
+      const double dropout = c.contains("dropout") && !c["dropout"].is_null()
+                                 ? ser::number(c, "dropout", 0.0, 0.999999, "Attention " + name)
+                                 : 0.0;
+      if (additive) return std::make_shared<AdditiveAttention>(ser::value_or(c, "use_scale", true), dropout, name);
+      Attention::Options o;
+      o.name = name;
+      o.use_scale = ser::value_or(c, "use_scale", false);
+      o.dropout = dropout;
+      o.score_mode = ser::value_or(c, "score_mode", std::string("dot"));
+      if (c.contains("seed") && !c["seed"].is_null()) o.seed = ser::integer(c, "seed", 0, int64_t{1} << 62, "Attention " + name);
+      return std::make_shared<Attention>(o);
+    }};
+    a.read_call_argument = read_attention_argument;
+    a.call_arguments = attention_arguments;
+    ser::register_layer_class(cls, a);
+  }
+
   ser::LayerClass mha{true, [](const json& c) -> std::shared_ptr<Layer> {
     const std::string name = ser::name_of(c);
     const std::string what = "MultiHeadAttention " + name;
