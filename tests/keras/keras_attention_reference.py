@@ -81,6 +81,13 @@ mha_case("input_masks", L.MultiHeadAttention(num_heads=2, key_dim=3), arr(B, T, 
 mha_case("dropout_window", L.MultiHeadAttention(num_heads=2, key_dim=3, dropout=0.3, sliding_window=2, use_bias=False),
          arr(B, T, 6), arr(B, T, 6), call_kwargs={"training": False})
 
+# 6. GroupQueryAttention (4 query heads sharing 2 key/value heads): dot_product_attention with a causal mask; the
+# Softmax path with scores and input masks.
+mha_case("gqa_causal", L.GroupQueryAttention(head_dim=3, num_query_heads=4, num_key_value_heads=2), arr(B, T, 6),
+         arr(B, S, 5), call_kwargs={"use_causal_mask": True})
+mha_case("gqa_scores", L.GroupQueryAttention(head_dim=2, num_query_heads=6, num_key_value_heads=3, use_gate=True),
+         arr(B, T, 6), arr(B, S, 6), scores=True, masks={"query_mask": qm, "value_mask": vm})
+
 # Attention (dot with and without scale, concat) and AdditiveAttention: masks given as Keras's mask list, the causal
 # band, scores returned.
 def dense_attention_case(name, layer, query, value, key=None, masks=None, causal=False):

@@ -286,6 +286,15 @@ case("rnn_attention", keras.Model(tokens, out, name="rnn_attention"), xt,
      (xt.sum(axis=1) > lengths * 12).astype("float32").reshape(N, 1),
      dict(optimizer=keras.optimizers.SGD(0.3, momentum=0.8), loss="binary_crossentropy", metrics=["accuracy"]))
 
+# 20. GroupQueryAttention (issue 18): 4 query heads over 2 key/value heads, causal, on float sequences; Adam.
+grng = np.random.default_rng(53)
+xq = grng.normal(0, 1, (N, 6, 8)).astype("float32")
+seq = keras.Input((6, 8), name="seq")
+a = L.GroupQueryAttention(head_dim=3, num_query_heads=4, num_key_value_heads=2, name="gqa")(seq, seq, use_causal_mask=True)
+out = L.Dense(2, name="out")(L.GlobalAveragePooling1D(name="gap")(L.Add(name="res")([seq, a])))
+case("gqa", keras.Model(seq, out, name="gqa"), xq, grng.normal(0, 1, (N, 2)).astype("float32"),
+     dict(optimizer=keras.optimizers.Adam(0.01), loss="mse", metrics=["mae"]))
+
 if ONLY:  # the other cases' entries as they were
     with open(os.path.join(HERE, "..", "data", "keras_files.json")) as f:
         cases = {**json.load(f), **{k: v for k, v in cases.items() if k in ONLY}}

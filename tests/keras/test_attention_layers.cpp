@@ -34,11 +34,13 @@ const json& reference() {
 
 layers::MultiHeadAttentionOptions options_of(const json& c) {
   layers::MultiHeadAttentionOptions o;
-  if (!c.at("value_dim").is_null()) o.value_dim = c.at("value_dim").get<int64_t>();
+  if (c.contains("value_dim") && !c.at("value_dim").is_null()) o.value_dim = c.at("value_dim").get<int64_t>();
   o.dropout = c.at("dropout").get<double>();
   o.use_bias = c.at("use_bias").get<bool>();
   o.use_gate = c.at("use_gate").get<bool>();
-  if (!c.at("output_shape").is_null()) o.output_shape = c.at("output_shape").get<std::vector<int64_t>>();
+  if (c.contains("output_shape") && !c.at("output_shape").is_null()) {
+    o.output_shape = c.at("output_shape").get<std::vector<int64_t>>();
+  }
   if (!c.at("sliding_window").is_null()) o.sliding_window = c.at("sliding_window").get<int64_t>();
   return o;
 }
@@ -49,7 +51,15 @@ void expect_attention_as_keras(const std::string& name) {
   SCOPED_TRACE(name);
   const json& ref = reference().at(name);
   const json& cfg = ref.at("config");
-  layers::MultiHeadAttention mha(cfg.at("num_heads").get<int64_t>(), cfg.at("key_dim").get<int64_t>(), options_of(cfg));
+  const bool grouped = cfg.contains("num_key_value_heads");
+  layers::MultiHeadAttention built_mha = grouped ? layers::MultiHeadAttention(1, 1)
+                                                 : layers::MultiHeadAttention(cfg.at("num_heads").get<int64_t>(),
+                                                                              cfg.at("key_dim").get<int64_t>(), options_of(cfg));
+  layers::GroupedQueryAttention built_gqa(grouped ? cfg.at("head_dim").get<int64_t>() : 1,
+                                          grouped ? cfg.at("num_query_heads").get<int64_t>() : 1,
+                                          grouped ? cfg.at("num_key_value_heads").get<int64_t>() : 1,
+                                          grouped ? options_of(cfg) : layers::MultiHeadAttentionOptions{});
+  layers::MultiHeadAttention& mha = grouped ? built_gqa : built_mha;
   Variable q(tensor_of(ref.at("query")), "q"), v(tensor_of(ref.at("value")), "v");
   const bool has_key = !ref.at("key").is_null();
   Variable k(has_key ? tensor_of(ref.at("key")) : Tensor::zeros({1}), "k");
@@ -66,7 +76,8 @@ void expect_attention_as_keras(const std::string& name) {
   const auto vars = mha.variables();
   ASSERT_EQ(vars.size(), ref.at("weights").size());
   for (std::size_t i = 0; i < vars.size(); ++i) {
-    EXPECT_EQ(vars[i]->path(), ref.at("weight_paths")[i].get<std::string>());
+    auto after_layer = [](const std::string& p) { return p.substr(p.find('/')); };  // auto-names differ here
+    EXPECT_EQ(after_layer(vars[i]->path()), after_layer(ref.at("weight_paths")[i].get<std::string>()));
     vars[i]->assign(tensor_of(ref.at("weights")[i]));
   }
   GradientTape tape;
@@ -87,7 +98,8 @@ void expect_attention_as_keras(const std::string& name) {
 }  // namespace
 
 TEST(AttentionLayers, MultiHeadAttentionMatchesKerasInBothComputations) {
-  for (const char* name : {"self", "cross_scores", "masked", "masked_scores", "input_masks", "dropout_window"}) {
+  for (const char* name : {"self", "cross_scores", "masked", "masked_scores", "input_masks", "dropout_window",
+                           "gqa_causal", "gqa_scores"}) {
     expect_attention_as_keras(name);
   }
 }
@@ -205,6 +217,22 @@ TEST(AttentionLayers, AMaskedSelfAttentionClassifierTrainsAsKeras) {
   // The config goes back and forth unchanged (positional query and value, Keras's shapes_dict build config).
   const json cfg = json::parse(model.to_json());
   EXPECT_EQ(json::parse(models::model_from_json(model.to_json())->to_json()).at("config"), cfg.at("config"));
+}
+
+TEST(AttentionLayers, GroupedQueryAttentionInAModelAndItsFile) {
+  auto in = keras::Input({5, 8});
+  auto gqa = std::make_shared<layers::GroupedQueryAttention>(3, 4, 2, layers::MultiHeadAttentionOptions{.use_causal_mask = true});
+  Model model(in, (*gqa)({in, in}));
+  EXPECT_EQ(gqa->count_params(), (8 * 4 * 3 + 4 * 3) + 2 * (8 * 2 * 3 + 2 * 3) + (4 * 3 * 8 + 8));
+  const json cfg = json::parse(model.to_json());
+  const json& layer = cfg.at("config").at("layers")[1];
+  EXPECT_EQ(layer.at("class_name"), "GroupQueryAttention");
+  EXPECT_EQ(layer.at("build_config").at("shapes_dict").at("query_shape"), json::parse("[null, 5, 8]"));
+  EXPECT_EQ(layer.at("inbound_nodes")[0].at("kwargs"), json::parse(R"({"use_causal_mask": true})"));
+  EXPECT_EQ(json::parse(models::model_from_json(model.to_json())->to_json()).at("config"), cfg.at("config"));
+  EXPECT_THAT(osprey::testing::error_of([] { layers::GroupedQueryAttention(3, 4, 3); }), HasSubstr("divisible"));
+  EXPECT_THAT(osprey::testing::error_of([] { layers::GroupedQueryAttention(3, 4, 2, {.value_dim = 5}); }),
+              HasSubstr("no value_dim"));
 }
 
 TEST(AttentionLayers, BadArgumentsAreValueErrorsNamingThem) {

@@ -387,6 +387,10 @@ TEST(ModelFiles, LuongAndBahdanauAttentionOverMaskedLstmStates) {
   SKIP_WITHOUT_HDF5();
   check_file("rnn_attention");
 }
+TEST(ModelFiles, GroupedQueryAttentionWithACausalMask) {
+  SKIP_WITHOUT_HDF5();
+  check_file("gqa");
+}
 TEST(ModelFiles, AGruRegressorOnATimeSeries) {
   SKIP_WITHOUT_HDF5();
   check_file("gru_series");

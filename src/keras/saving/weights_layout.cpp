@@ -25,12 +25,18 @@ std::vector<Variable*> saved_variables(Layer& layer) {
   return out;
 }
 
+/// The Python class a Keras class name is exported from, where they differ (Keras keys containers by the Python
+/// class: keras.layers.GroupQueryAttention is class GroupedQueryAttention).
+std::string python_class(const std::string& class_name) {
+  return class_name == "GroupQueryAttention" ? "GroupedQueryAttention" : class_name;
+}
+
 /// Keras's container keys: snake_case class names, numbered on repeats (visited layers count too).
 std::vector<std::string> container_keys(const std::vector<std::shared_ptr<Layer>>& layers) {
   std::map<std::string, int> used;
   std::vector<std::string> keys;
   for (const auto& l : layers) {
-    const std::string base = to_snake_case(l->class_name());
+    const std::string base = to_snake_case(python_class(l->class_name()));
     const int n = used[base]++;
     keys.push_back(n == 0 ? base : fmt::format("{}_{}", base, n));
   }

@@ -99,6 +99,12 @@ class MultiHeadAttention : public Layer {
   EinsumDense* value_dense() { return value_.get(); }
   EinsumDense* output_dense() { return output_.get(); }
 
+ protected:
+  /// GroupedQueryAttention: `kv_heads` key and value heads, each shared by num_heads / kv_heads query heads.
+  MultiHeadAttention(int64_t num_heads, int64_t key_dim, int64_t kv_heads, MultiHeadAttentionOptions options,
+                     const std::string& default_prefix);
+  int64_t kv_heads_;
+
  private:
   Tensor attention_mask(const Tensor& query, const Tensor& value, const AttentionCall& call) const;
 
@@ -109,6 +115,22 @@ class MultiHeadAttention : public Layer {
   std::shared_ptr<Dropout> dropout_;
   bool has_key_ = false;  ///< built for a key distinct from the value
 };
+
+/// keras.layers.GroupQueryAttention (Keras's class GroupedQueryAttention; its files say GroupQueryAttention): MultiHeadAttention whose keys and values have
+/// fewer heads (num_key_value_heads), each shared by num_query_heads / num_key_value_heads query heads, all of size
+/// head_dim; the output has the query's features. MultiHeadAttentionOptions without value_dim and output_shape.
+/// Its weights sit under Keras's "_query_dense", "_key_dense", ... in the weights file.
+class GroupedQueryAttention : public MultiHeadAttention {
+ public:
+  GroupedQueryAttention(int64_t head_dim, int64_t num_query_heads, int64_t num_key_value_heads,
+                        MultiHeadAttentionOptions options = {});
+  OSPREY_KERAS_LAYER(GroupedQueryAttention)
+  std::string class_name() const override { return "GroupQueryAttention"; }
+  std::string get_config() const override;
+  std::vector<std::pair<std::string, Layer*>> sublayers() override;
+  int64_t num_key_value_heads() const { return kv_heads_; }
+};
+using GroupQueryAttention = GroupedQueryAttention;
 
 /// keras.layers.Attention (Luong's dot-product attention) and, as its `additive` form, AdditiveAttention
 /// (Bahdanau's): called on {query, value} or {query, value, key} of shapes (batch, Tq, dim), (batch, Tv, dim). Scores

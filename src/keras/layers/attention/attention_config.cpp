@@ -39,6 +39,27 @@ std::string MultiHeadAttention::get_config() const {
   return ser::dumps(c);
 }
 
+std::string GroupedQueryAttention::get_config() const {
+  const auto& o = options();
+  json c = ser::base_config(*this);
+  c["head_dim"] = key_dim();
+  c["num_query_heads"] = num_heads();
+  c["num_key_value_heads"] = kv_heads_;
+  c["use_bias"] = o.use_bias;
+  c["use_gate"] = o.use_gate;
+  c["sliding_window"] = optional_int(o.sliding_window);
+  c["dropout"] = o.dropout;
+  c["kernel_initializer"] = ser::initializer(o.kernel_initializer);
+  c["bias_initializer"] = ser::initializer(o.bias_initializer);
+  c["kernel_regularizer"] = ser::regularizer(o.kernel_regularizer);
+  c["bias_regularizer"] = ser::regularizer(o.bias_regularizer);
+  c["activity_regularizer"] = nullptr;
+  c["kernel_constraint"] = ser::constraint(o.kernel_constraint);
+  c["bias_constraint"] = ser::constraint(o.bias_constraint);
+  c["seed"] = optional_int(o.seed);
+  return ser::dumps(c);
+}
+
 std::string Attention::get_config() const {
   json c = ser::base_config(*this);
   c["use_scale"] = o_.use_scale;
@@ -70,6 +91,30 @@ json attention_arguments(const Layer& layer) {
 
 }  // namespace
 
+namespace {
+
+// The options MultiHeadAttention and GroupedQueryAttention share, from a config.
+MultiHeadAttentionOptions shared_options(const json& c, const std::string& what) {
+  MultiHeadAttentionOptions o;
+  o.name = ser::name_of(c);
+  if (c.contains("dropout") && !c["dropout"].is_null()) o.dropout = ser::number(c, "dropout", 0.0, 0.999999, what);
+  o.use_bias = ser::value_or(c, "use_bias", true);
+  o.use_gate = ser::value_or(c, "use_gate", false);
+  if (c.contains("sliding_window") && !c["sliding_window"].is_null()) {
+    o.sliding_window = ser::integer(c, "sliding_window", 1, int64_t{1} << 31, what);
+  }
+  if (c.contains("kernel_initializer")) o.kernel_initializer = ser::initializer_from(c["kernel_initializer"]);
+  if (c.contains("bias_initializer")) o.bias_initializer = ser::initializer_from(c["bias_initializer"]);
+  o.kernel_regularizer = ser::regularizer_from(c.value("kernel_regularizer", json()));
+  o.bias_regularizer = ser::regularizer_from(c.value("bias_regularizer", json()));
+  o.kernel_constraint = ser::constraint_from(c.value("kernel_constraint", json()));
+  o.bias_constraint = ser::constraint_from(c.value("bias_constraint", json()));
+  if (c.contains("seed") && !c["seed"].is_null()) o.seed = ser::integer(c, "seed", 0, int64_t{1} << 62, what);
+  return o;
+}
+
+}  // namespace
+
 OSPREY_REGISTER_LAYERS(attention) {
   for (const char* cls : {"Attention", "AdditiveAttention"}) {
     const bool additive = std::string(cls) == "AdditiveAttention";
@@ -93,16 +138,11 @@ OSPREY_REGISTER_LAYERS(attention) {
   }
 
   ser::LayerClass mha{true, [](const json& c) -> std::shared_ptr<Layer> {
-    const std::string name = ser::name_of(c);
-    const std::string what = "MultiHeadAttention " + name;
+    const std::string what = "MultiHeadAttention " + ser::name_of(c);
     ser::refuse_set(c, {"activity_regularizer", "flash_attention"}, "MultiHeadAttention",
                     "kernel/bias regularizers and constraints");
-    MultiHeadAttentionOptions o;
-    o.name = name;
+    MultiHeadAttentionOptions o = shared_options(c, what);
     if (c.contains("value_dim") && !c["value_dim"].is_null()) o.value_dim = ser::integer(c, "value_dim", 1, 1 << 20, what);
-    if (c.contains("dropout") && !c["dropout"].is_null()) o.dropout = ser::number(c, "dropout", 0.0, 0.999999, what);
-    o.use_bias = ser::value_or(c, "use_bias", true);
-    o.use_gate = ser::value_or(c, "use_gate", false);
     if (c.contains("output_shape") && !c["output_shape"].is_null()) {
       o.output_shape = c["output_shape"].is_number_integer()
                            ? std::vector<int64_t>{ser::integer(c, "output_shape", 1, 1 << 20, what)}
@@ -115,16 +155,6 @@ OSPREY_REGISTER_LAYERS(attention) {
                          "[1] (attention over the steps of (batch, steps, features) inputs)");
       }
     }
-    if (c.contains("sliding_window") && !c["sliding_window"].is_null()) {
-      o.sliding_window = ser::integer(c, "sliding_window", 1, int64_t{1} << 31, what);
-    }
-    if (c.contains("kernel_initializer")) o.kernel_initializer = ser::initializer_from(c["kernel_initializer"]);
-    if (c.contains("bias_initializer")) o.bias_initializer = ser::initializer_from(c["bias_initializer"]);
-    o.kernel_regularizer = ser::regularizer_from(c.value("kernel_regularizer", json()));
-    o.bias_regularizer = ser::regularizer_from(c.value("bias_regularizer", json()));
-    o.kernel_constraint = ser::constraint_from(c.value("kernel_constraint", json()));
-    o.bias_constraint = ser::constraint_from(c.value("bias_constraint", json()));
-    if (c.contains("seed") && !c["seed"].is_null()) o.seed = ser::integer(c, "seed", 0, int64_t{1} << 62, what);
     return std::make_shared<MultiHeadAttention>(ser::integer(c, "num_heads", 1, 1 << 16, what),
                                                 ser::integer(c, "key_dim", 1, 1 << 20, what), o);
   }};
@@ -148,6 +178,17 @@ OSPREY_REGISTER_LAYERS(attention) {
     return m.options().use_causal_mask ? json{{"use_causal_mask", true}} : json::object();
   };
   ser::register_layer_class("MultiHeadAttention", mha);
+  ser::LayerClass gqa = mha;
+  gqa.from_config = [](const json& c) -> std::shared_ptr<Layer> {
+    const std::string what = "GroupedQueryAttention " + ser::name_of(c);
+    ser::refuse_set(c, {"activity_regularizer", "flash_attention"}, "GroupedQueryAttention",
+                    "kernel/bias regularizers and constraints");
+    return std::make_shared<GroupedQueryAttention>(ser::integer(c, "head_dim", 1, 1 << 20, what),
+                                                   ser::integer(c, "num_query_heads", 1, 1 << 16, what),
+                                                   ser::integer(c, "num_key_value_heads", 1, 1 << 16, what),
+                                                   shared_options(c, what));
+  };
+  ser::register_layer_class("GroupQueryAttention", gqa);
 }
 
 }  // namespace osprey::keras::layers

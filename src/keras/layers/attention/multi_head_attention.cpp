@@ -15,7 +15,11 @@
 namespace osprey::keras::layers {
 
 MultiHeadAttention::MultiHeadAttention(int64_t num_heads, int64_t key_dim, MultiHeadAttentionOptions options)
-    : Layer(options.name, "multi_head_attention"), num_heads_(num_heads), key_dim_(key_dim),
+    : MultiHeadAttention(num_heads, key_dim, num_heads, std::move(options), "multi_head_attention") {}
+
+MultiHeadAttention::MultiHeadAttention(int64_t num_heads, int64_t key_dim, int64_t kv_heads,
+                                       MultiHeadAttentionOptions options, const std::string& default_prefix)
+    : Layer(options.name, default_prefix), kv_heads_(kv_heads), num_heads_(num_heads), key_dim_(key_dim),
       value_dim_(options.value_dim.value_or(key_dim)), o_(std::move(options)) {
   if (num_heads <= 0) {
     throw ValueError(fmt::format("Received an invalid value for argument `num_heads`, expected a positive integer. "
@@ -41,6 +45,20 @@ MultiHeadAttention::MultiHeadAttention(int64_t num_heads, int64_t key_dim, Multi
   }
   for (auto d : o_.output_shape) {
     if (d <= 0) throw ValueError(fmt::format("MultiHeadAttention: output_shape entries must be positive, got {}", d));
+  }
+}
+
+GroupedQueryAttention::GroupedQueryAttention(int64_t head_dim, int64_t num_query_heads, int64_t num_key_value_heads,
+                                             MultiHeadAttentionOptions options)
+    : MultiHeadAttention(num_query_heads, head_dim, num_key_value_heads, std::move(options), "grouped_query_attention") {
+  if (num_key_value_heads <= 0 || num_query_heads % num_key_value_heads != 0) {
+    throw ValueError(fmt::format("`num_query_heads` must be divisible by `num_key_value_heads`. Received: "
+                                 "num_query_heads={}, num_key_value_heads={}",
+                                 num_query_heads, num_key_value_heads));
+  }
+  if (this->options().value_dim.has_value() || !this->options().output_shape.empty()) {
+    throw ValueError("GroupedQueryAttention has no value_dim or output_shape (every head has head_dim; the output has "
+                     "the query's features)");
   }
 }
 
@@ -85,22 +103,22 @@ Shape MultiHeadAttention::build(const std::vector<Shape>& shapes) {
     return Shape(out);
   }
   has_key_ = shapes.size() == 3;
-  auto projection = [&](const char* name, int64_t per_head, const std::string& activation) {
+  auto projection = [&](const char* name, int64_t per_head, const std::string& activation, int64_t heads) {
     EinsumDenseOptions e{activation,           o_.use_bias ? "de" : "", o_.kernel_initializer, o_.bias_initializer,
                          o_.kernel_regularizer, o_.bias_regularizer,     o_.kernel_constraint,  o_.bias_constraint,
                          name};
-    return std::make_shared<EinsumDense>("abc,cde->abde", std::vector<int64_t>{0, num_heads_, per_head}, e);
+    return std::make_shared<EinsumDense>("abc,cde->abde", std::vector<int64_t>{0, heads, per_head}, e);
   };
   // Keras's order: query, key, gate, value, the softmax and dropout (auto-named), the output.
-  query_ = projection("query", key_dim_, "");
+  query_ = projection("query", key_dim_, "", num_heads_);
   query_->build(q);
-  key_ = projection("key", key_dim_, "");
+  key_ = projection("key", key_dim_, "", kv_heads_);
   key_->build(k);
   if (o_.use_gate) {
-    gate_ = projection("gate", value_dim_, "sigmoid");
+    gate_ = projection("gate", value_dim_, "sigmoid", num_heads_);
     gate_->build(q);
   }
-  value_ = projection("value", value_dim_, "");
+  value_ = projection("value", value_dim_, "", kv_heads_);
   value_->build(v);
   softmax_ = std::make_shared<Softmax>();
   dropout_ = std::make_shared<Dropout>(o_.dropout);
@@ -199,9 +217,16 @@ std::pair<Tensor, Tensor> MultiHeadAttention::attend(const Tensor& query, const 
   auto heads_first = [&](const Tensor& x, int64_t steps, int64_t dim) {  // (B, steps, H, dim) -> (B·H, steps, dim)
     return ops::reshape(ops::transpose(x, {0, 2, 1, 3}), Shape({B * H, steps, dim}));
   };
+  // Keys and values of kv_heads_ heads (GroupedQueryAttention), each repeated for its group of query heads (Keras's
+  // ops.repeat on the heads' axis) by a product with ones.
+  auto per_query_head = [&](const Tensor& x, int64_t steps, int64_t dim) {  // (B, steps, G, dim) -> (B·H, steps, dim)
+    const Tensor g = ops::reshape(ops::transpose(x, {0, 2, 1, 3}), Shape({B * kv_heads_, 1, steps * dim}));
+    if (kv_heads_ == H) return ops::reshape(g, Shape({B * H, steps, dim}));
+    return ops::reshape(ops::matmul(Tensor::ones({B * kv_heads_, H / kv_heads_, 1}), g), Shape({B * H, steps, dim}));
+  };
   const Tensor qh = heads_first(q, T, key_dim_);
-  const Tensor kh = heads_first(key_->call(key, c.training), S, key_dim_);
-  const Tensor vh = heads_first(value_->call(value, c.training), S, value_dim_);
+  const Tensor kh = per_query_head(key_->call(key, c.training), S, key_dim_);
+  const Tensor vh = per_query_head(value_->call(value, c.training), S, value_dim_);
   Tensor logits = ops::reshape(ops::matmul(qh, kh, false, true), Shape({B, H, T, S}));
   if (dot_product) logits = ops::mul(logits, Tensor::scalar(scale));
   Tensor probs = ops::masked_softmax(logits, mask,
@@ -250,6 +275,14 @@ std::vector<std::pair<std::string, Layer*>> MultiHeadAttention::sublayers() {
                          {"query_dense", query_.get()},
                          {"value_dense", value_.get()}});
   return out;
+}
+
+std::vector<std::pair<std::string, Layer*>> GroupedQueryAttention::sublayers() {
+  auto parts = MultiHeadAttention::sublayers();  // Keras's GroupedQueryAttention has no public aliases: "_key_dense", ...
+  for (auto& [attribute, layer] : parts) {
+    if (!attribute.starts_with("_")) attribute = "_" + attribute;
+  }
+  return parts;
 }
 
 std::vector<Variable*> MultiHeadAttention::variables() {
