@@ -295,6 +295,17 @@ out = L.Dense(2, name="out")(L.GlobalAveragePooling1D(name="gap")(L.Add(name="re
 case("gqa", keras.Model(seq, out, name="gqa"), xq, grng.normal(0, 1, (N, 2)).astype("float32"),
      dict(optimizer=keras.optimizers.Adam(0.01), loss="mse", metrics=["mae"]))
 
+# 21. TimeDistributed (issue 18): a Dense over every step of a sequence, a BatchNormalization per step (each step's
+# batch statistics apart, as Keras's loop over the steps), an LSTM.
+drng = np.random.default_rng(59)
+xd = drng.normal(0, 1, (N, 5, 3)).astype("float32")
+seq = keras.Input((5, 3), name="seq")
+h = L.TimeDistributed(L.Dense(6, activation="relu", name="per_step"), name="td_dense")(seq)
+h = L.TimeDistributed(L.BatchNormalization(name="bn"), name="td_bn")(h)
+out = L.Dense(1, name="out")(L.LSTM(4, name="lstm")(h))
+case("time_distributed", keras.Model(seq, out, name="time_distributed"), xd, drng.normal(0, 1, (N, 1)).astype("float32"),
+     dict(optimizer=keras.optimizers.Adam(0.01), loss="mse", metrics=["mae"]))
+
 if ONLY:  # the other cases' entries as they were
     with open(os.path.join(HERE, "..", "data", "keras_files.json")) as f:
         cases = {**json.load(f), **{k: v for k, v in cases.items() if k in ONLY}}

@@ -391,6 +391,10 @@ TEST(ModelFiles, GroupedQueryAttentionWithACausalMask) {
   SKIP_WITHOUT_HDF5();
   check_file("gqa");
 }
+TEST(ModelFiles, TimeDistributedDenseAndBatchNormalizationBeforeAnLstm) {
+  SKIP_WITHOUT_HDF5();
+  check_file("time_distributed");
+}
 TEST(ModelFiles, AGruRegressorOnATimeSeries) {
   SKIP_WITHOUT_HDF5();
   check_file("gru_series");

@@ -188,3 +188,35 @@ class Bidirectional : public Layer {
 };
 
 }  // namespace osprey::keras::layers
+
+namespace osprey::keras::layers {
+
+/// keras.layers.TimeDistributed(layer): the layer applied to every time step of (batch, steps, ...) inputs, with one
+/// set of weights (Keras's "layer" in the files). Steps run as one batch of batch · steps samples, except for a
+/// layer whose training output mixes samples (BatchNormalization), which sees each step's batch apart as in Keras.
+/// The mask passes on.
+class TimeDistributed : public Layer {
+ public:
+  explicit TimeDistributed(std::shared_ptr<Layer> layer, std::string name = "");
+  OSPREY_KERAS_LAYER(TimeDistributed)
+  std::string class_name() const override { return "TimeDistributed"; }
+  std::string get_config() const override;
+  Shape build(const Shape& input_shape) override;
+  Tensor call(const Tensor& inputs, bool training) override;
+  bool supports_masking() const override { return true; }
+  bool mixes_samples() const override { return layer_->mixes_samples(); }
+  std::vector<std::pair<std::string, Layer*>> sublayers() override { return {{"layer", layer_.get()}}; }
+  std::vector<Variable*> variables() override { return layer_->variables(); }
+  void append_trainable_variables(std::vector<Variable*>& out) override;
+  int64_t count_params() const override { return layer_->count_params(); }
+  std::vector<Tensor> regularization_losses() override { return layer_->regularization_losses(); }
+  bool has_regularization() const override { return layer_->has_regularization(); }
+  void apply_constraints() override { layer_->apply_constraints(); }
+  Layer& layer() { return *layer_; }
+
+ private:
+  std::shared_ptr<Layer> layer_;
+  Shape step_shape_;  ///< the inner layer's input shape (a step's, without the batch)
+};
+
+}  // namespace osprey::keras::layers
