@@ -57,6 +57,10 @@ echo "## LSTM(256) over 100 steps of 128 inputs, Dense(1), Adam, batch 64 (issue
 if ((have_torch)); then for t in 1 2; do /usr/bin/python3 bench/torch_lstm.py "$t" 3; done; fi
 if ((have_tf)); then python3 bench/keras_bench.py lstm 64 0 2>/dev/null; fi
 
+echo "## Transformer encoder block: MultiHeadAttention 4x64, width 256, 128 steps, FFN 1024, batch 32 (issue 18)"
+"$build/bench/transformer_step" 32 3
+if ((have_torch)); then for t in 1 2; do /usr/bin/python3 bench/torch_transformer.py "$t" 3; done; fi
+
 echo "## start to first training step"
 for i in 1 2 3; do "$build/bench/first_step" "$(date +%s%N)" 2>/dev/null; done
 if ((have_tf)); then python3 bench/keras_bench.py first_step 2>/dev/null; fi

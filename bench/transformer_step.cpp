@@ -2,11 +2,12 @@
 // width 256, residual Add + LayerNormalization, a 1024-unit ReLU feed-forward, residual Add + LayerNormalization),
 // batch 32, Adam, mse against a random target; time per train_on_batch step (one JSON line).
 // bench/torch_transformer.py builds the same block.
-//   transformer_step [batch] [steps] [time_steps]
+//   transformer_step [batch] [steps] [time_steps] [device] [row]   ("row": a Markdown row for scripts/gpu-check.sh)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 #include <osprey/osprey.h>
 
@@ -17,7 +18,14 @@ int main(int argc, char** argv) {
   const int batch = argc > 1 ? std::atoi(argv[1]) : 32;
   const int steps = argc > 2 ? std::atoi(argv[2]) : 3;
   const int time_steps = argc > 3 ? std::atoi(argv[3]) : 128;
+  const std::string device = argc > 4 ? argv[4] : "/CPU:0";
+  const bool row = argc > 5 && std::string(argv[5]) == "row";
   constexpr int width = 256;
+  if (osprey::DeviceSpec::from_string(device).device_type == "GPU" && osprey::config::list_logical_devices("GPU").empty()) {
+    std::printf("| transformer | %d | %s | skipped: no GPU |\n", batch, device.c_str());
+    return 0;
+  }
+  osprey::DeviceScope on(device);
   osprey::random::set_seed(0);
   auto x = osprey::random::uniform({batch, time_steps, width});
   auto y = osprey::random::uniform({batch, time_steps, width});
@@ -34,6 +42,10 @@ int main(int argc, char** argv) {
     const auto t0 = clock::now();
     for (int i = 0; i < steps; ++i) model.train_on_batch(x, y);
     best = std::min(best, std::chrono::duration<double, std::micro>(clock::now() - t0).count() / steps);
+  }
+  if (row) {
+    std::printf("| transformer | %d | %s | %.1f |\n", batch, device.c_str(), best);
+    return 0;
   }
   std::printf("{\"framework\": \"osprey\", \"case\": \"Transformer encoder block (4 heads, width %d, %d steps), batch "
               "%d, train_on_batch\", \"us_per_step\": %.1f}\n",

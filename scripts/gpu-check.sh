@@ -154,6 +154,10 @@ done
 # The CIFAR-shaped CNN of issue 17 (cuDNN convolutions) at batch 256 on the GPU and, for scale, the CPU at 128.
 timings+=("$(timeout 180 "$build/bench/cnn_step" 256 20 /GPU:0 row 2>"$results/step-cnn-gpu.log" || echo "| cnn | 256 | /GPU:0 | failed: $(tail -1 "$results/step-cnn-gpu.log") |")")
 timings+=("$(timeout 180 "$build/bench/cnn_step" 128 3 /CPU:0 row 2>/dev/null || echo "| cnn | 128 | /CPU:0 | failed |")")
+# Issue 18's sequence models on the GPU (the recurrent steps as ops; attention's batched cuBLASLt products and masked
+# softmax): the LSTM(256) over 100 steps at batch 64 and the Transformer encoder block at batch 32.
+timings+=("$(timeout 120 "$build/bench/lstm_step" 64 3 100 /GPU:0 row 2>"$results/step-lstm-gpu.log" || echo "| lstm | 64 | /GPU:0 | failed: $(tail -1 "$results/step-lstm-gpu.log") |")")
+timings+=("$(timeout 120 "$build/bench/transformer_step" 32 5 128 /GPU:0 row 2>"$results/step-transformer-gpu.log" || echo "| transformer | 32 | /GPU:0 | failed: $(tail -1 "$results/step-transformer-gpu.log") |")")
 printf '%s\n' "${timings[@]}"
 for spec in "seed 64" "wide 128"; do  # whether the GPU steps replayed as CUDA graphs (the plug-in says why not)
   set -- $spec

@@ -157,6 +157,20 @@ ref["classifier"] = {"x": xt.tolist(), "y": yt.tolist(), "init": init, "history"
                      "weights_after": [wt.tolist() for wt in model.get_weights()],
                      "predict": model.predict(xt, verbose=0).tolist()}
 
+# Concatenate's merge of masks: along the features (kept where any input is; an unmasked input keeps everything)
+# and along the steps (the masks joined), each seen by a masked average.
+tok = keras.Input((6,), dtype="int32", name="tokens")
+e1 = L.Embedding(V, 4, mask_zero=True, name="e1")(tok)
+e2 = L.Embedding(V, 4, name="e2")(tok)
+d1 = L.Dense(3, name="d1")(e1)
+feat_masked = L.GlobalAveragePooling1D(name="g1")(L.Concatenate(name="c1")([e1, d1]))
+feat_mixed = L.GlobalAveragePooling1D(name="g2")(L.Concatenate(name="c2")([e1, e2]))
+steps = L.GlobalAveragePooling1D(name="g3")(L.Concatenate(axis=1, name="c3")([e1, e2]))
+model = keras.Model(tok, [feat_masked, feat_mixed, steps])
+model.set_weights([rng.uniform(-0.5, 0.5, wt.shape).astype("float32") for wt in model.get_weights()])
+ref["concat_masks"] = {"x": xt[:5].tolist(), "weights": [wt.tolist() for wt in model.get_weights()],
+                       "outputs": [o.tolist() for o in model.predict(xt[:5], verbose=0)]}
+
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "keras_attention.json"), "w") as f:
     json.dump(ref, f)
 print("wrote", sorted(ref))

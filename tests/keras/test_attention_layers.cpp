@@ -235,6 +235,23 @@ TEST(AttentionLayers, GroupedQueryAttentionInAModelAndItsFile) {
               HasSubstr("no value_dim"));
 }
 
+TEST(AttentionLayers, ConcatenateMergesMasksAsKeras) {
+  const json& ref = reference().at("concat_masks");
+  auto tok = keras::Input({6}, {.dtype = DType::int32});
+  auto e1 = layers::Embedding(12, 4, {.mask_zero = true})(tok);
+  auto e2 = layers::Embedding(12, 4)(tok);
+  auto d1 = layers::Dense(3)(e1);
+  auto feat_masked = layers::GlobalAveragePooling1D()(layers::Concatenate()({e1, d1}));
+  auto feat_mixed = layers::GlobalAveragePooling1D()(layers::Concatenate()({e1, e2}));
+  auto steps = layers::GlobalAveragePooling1D()(layers::Concatenate(1)({e1, e2}));
+  Model model(tok, std::vector<KerasTensor>{feat_masked, feat_mixed, steps});
+  std::vector<Tensor> w;
+  for (const auto& t : ref.at("weights")) w.push_back(tensor_of(t));
+  model.set_weights(w);
+  const auto got = model.predict_all(ops::cast(tensor_of(ref.at("x")), DType::int32), {.verbose = 0});
+  for (std::size_t o = 0; o < got.size(); ++o) expect_close(got[o], ref.at("outputs")[o], 2e-6, "output " + std::to_string(o));
+}
+
 TEST(AttentionLayers, BadArgumentsAreValueErrorsNamingThem) {
   using layers::MultiHeadAttention;
   EXPECT_THAT(osprey::testing::error_of([] { MultiHeadAttention(0, 4); }), HasSubstr("num_heads=0"));

@@ -83,15 +83,17 @@ Tensor Layer::call(const std::vector<Tensor>& inputs, bool training) {
   return call(inputs[0], training);
 }
 
-Tensor Layer::call_masked_list(const std::vector<Tensor>&, bool, const std::vector<Tensor>&) {
+[[noreturn]] static void masks_not_implemented(const Layer& layer) {
   throw ValueError(fmt::format("Layer '{}' ({}) received inputs with masks, which Osprey does not implement for it "
                                "yet. Consume the masks before it (GlobalAveragePooling1D) or drop them.",
-                               name_, class_name()));
+                               layer.name(), layer.class_name()));
 }
 
-Tensor Layer::compute_mask_list(const std::vector<Tensor>& inputs, const std::vector<Tensor>& masks) {
-  return call_masked_list(inputs, false, masks);  // the same error
+Tensor Layer::call_masked_list(const std::vector<Tensor>&, bool, const std::vector<Tensor>&) {
+  masks_not_implemented(*this);
 }
+
+Tensor Layer::compute_mask_list(const std::vector<Tensor>&, const std::vector<Tensor>&) { masks_not_implemented(*this); }
 
 static Shape sample_shape(const Tensor& t, const std::string& layer) {
   if (!t.defined() || t.shape().rank() < 1) {

@@ -33,7 +33,7 @@ struct MultiHeadAttentionOptions {
   initializers::Initializer bias_initializer = "zeros";
   std::optional<Regularizer> kernel_regularizer{}, bias_regularizer{};
   std::optional<Constraint> kernel_constraint{}, bias_constraint{};
-  std::optional<int64_t> seed{};  ///< the dropout's
+  std::optional<int64_t> seed{};  ///< kept in the config (Osprey's dropout draws from its own generator)
   /// Keras's call argument use_causal_mask, for every call of this layer in a model (each query attends to the
   /// keys up to its own step); a Keras file's calls with it load as this.
   bool use_causal_mask = false;
@@ -113,7 +113,6 @@ class MultiHeadAttention : public Layer {
   std::shared_ptr<EinsumDense> query_, key_, value_, output_, gate_;
   std::shared_ptr<Softmax> softmax_;
   std::shared_ptr<Dropout> dropout_;
-  bool has_key_ = false;  ///< built for a key distinct from the value
 };
 
 /// keras.layers.GroupQueryAttention (Keras's class GroupedQueryAttention; its files say GroupQueryAttention): MultiHeadAttention whose keys and values have
@@ -144,7 +143,7 @@ class Attention : public Layer {
     bool use_scale = false;
     std::string score_mode = "dot";  ///< "dot" or "concat"
     double dropout = 0.0;            ///< on the attention weights, in training
-    std::optional<int64_t> seed{};
+    std::optional<int64_t> seed{};   ///< kept in the config (Osprey's dropout draws from its own generator)
     bool use_causal_mask = false;    ///< Keras's call argument, for every call of this layer
     std::string name{};
   };

@@ -117,6 +117,11 @@ class Concatenate : public Layer {
   int num_inputs() const override { return 0; }
   bool recordable() const override { return true; }
   int axis() const { return axis_; }
+  /// The inputs joined; their masks do not change the values (Keras 3).
+  Tensor call_masked_list(const std::vector<Tensor>& inputs, bool training, const std::vector<Tensor>& masks) override;
+  /// Keras 3's mask of a concatenation: along the features, kept where any input is (an input without a mask counts
+  /// as kept everywhere); along another axis, the masks joined along it (all kept for an input without one).
+  Tensor compute_mask_list(const std::vector<Tensor>& inputs, const std::vector<Tensor>& masks) override;
 
  private:
   int axis_;

@@ -102,7 +102,6 @@ Shape MultiHeadAttention::build(const std::vector<Shape>& shapes) {
     }
     return Shape(out);
   }
-  has_key_ = shapes.size() == 3;
   auto projection = [&](const char* name, int64_t per_head, const std::string& activation, int64_t heads) {
     EinsumDenseOptions e{activation,           o_.use_bias ? "de" : "", o_.kernel_initializer, o_.bias_initializer,
                          o_.kernel_regularizer, o_.bias_regularizer,     o_.kernel_constraint,  o_.bias_constraint,

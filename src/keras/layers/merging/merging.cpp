@@ -122,6 +122,35 @@ Tensor Concatenate::call(const std::vector<Tensor>& inputs, bool) {
   return ops::concat(inputs, sample_axis_ + 1);
 }
 
+Tensor Concatenate::call_masked_list(const std::vector<Tensor>& inputs, bool training, const std::vector<Tensor>&) {
+  return call(inputs, training);
+}
+
+Tensor Concatenate::compute_mask_list(const std::vector<Tensor>& inputs, const std::vector<Tensor>& masks) {
+  bool any = false;
+  for (const auto& m : masks) any = any || m.defined();
+  if (!any) return Tensor();
+  std::vector<Tensor> full;  // each input's mask, or ones, of the input's shape without its last axis
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const auto d = inputs[i].shape().dims();
+    const Shape mask_shape(std::vector<int64_t>(d.begin(), d.end() - 1));
+    const Tensor& m = i < masks.size() ? masks[i] : Tensor();
+    if (m.defined() && m.shape() != mask_shape) {
+      throw ValueError(fmt::format("Layer '{}' (Concatenate): input {}'s mask has shape {}; Osprey merges masks of the "
+                                   "input's shape without its last axis ({})",
+                                   name_, i, m.shape().to_string(), mask_shape.to_string()));
+    }
+    full.push_back(m.defined() ? m : Tensor::ones(mask_shape));
+  }
+  const int full_axis = sample_axis_ + 1;
+  if (full_axis == inputs[0].shape().rank() - 1) {  // along the features: any input kept
+    Tensor out = full[0];
+    for (std::size_t i = 1; i < full.size(); ++i) out = ops::maximum(out, full[i]);
+    return out;
+  }
+  return ops::concat(full, full_axis);
+}
+
 Dot::Dot(int axes, bool normalize, std::string name) : Layer(name, "dot"), axes_(axes), normalize_(normalize) {
   if (axes != 1 && axes != -1) {
     throw ValueError(fmt::format("Dot: axes={} is not supported yet; Osprey's Dot takes (batch, d) inputs with axes "
