@@ -15,6 +15,18 @@ namespace {
 
 json optional_int(const std::optional<int64_t>& v) { return v ? json(*v) : json(); }
 
+// The entries MultiHeadAttention's and GroupedQueryAttention's configs end with, in Keras's order.
+void weight_entries(json& c, const MultiHeadAttentionOptions& o) {
+  c["kernel_initializer"] = ser::initializer(o.kernel_initializer);
+  c["bias_initializer"] = ser::initializer(o.bias_initializer);
+  c["kernel_regularizer"] = ser::regularizer(o.kernel_regularizer);
+  c["bias_regularizer"] = ser::regularizer(o.bias_regularizer);
+  c["activity_regularizer"] = nullptr;
+  c["kernel_constraint"] = ser::constraint(o.kernel_constraint);
+  c["bias_constraint"] = ser::constraint(o.bias_constraint);
+  c["seed"] = optional_int(o.seed);
+}
+
 }  // namespace
 
 std::string MultiHeadAttention::get_config() const {
@@ -28,14 +40,7 @@ std::string MultiHeadAttention::get_config() const {
   c["output_shape"] = o_.output_shape.empty() ? json() : json(o_.output_shape);
   c["attention_axes"] = json::array({1});
   c["sliding_window"] = optional_int(o_.sliding_window);
-  c["kernel_initializer"] = ser::initializer(o_.kernel_initializer);
-  c["bias_initializer"] = ser::initializer(o_.bias_initializer);
-  c["kernel_regularizer"] = ser::regularizer(o_.kernel_regularizer);
-  c["bias_regularizer"] = ser::regularizer(o_.bias_regularizer);
-  c["activity_regularizer"] = nullptr;
-  c["kernel_constraint"] = ser::constraint(o_.kernel_constraint);
-  c["bias_constraint"] = ser::constraint(o_.bias_constraint);
-  c["seed"] = optional_int(o_.seed);
+  weight_entries(c, o_);
   return ser::dumps(c);
 }
 
@@ -49,14 +54,7 @@ std::string GroupedQueryAttention::get_config() const {
   c["use_gate"] = o.use_gate;
   c["sliding_window"] = optional_int(o.sliding_window);
   c["dropout"] = o.dropout;
-  c["kernel_initializer"] = ser::initializer(o.kernel_initializer);
-  c["bias_initializer"] = ser::initializer(o.bias_initializer);
-  c["kernel_regularizer"] = ser::regularizer(o.kernel_regularizer);
-  c["bias_regularizer"] = ser::regularizer(o.bias_regularizer);
-  c["activity_regularizer"] = nullptr;
-  c["kernel_constraint"] = ser::constraint(o.kernel_constraint);
-  c["bias_constraint"] = ser::constraint(o.bias_constraint);
-  c["seed"] = optional_int(o.seed);
+  weight_entries(c, o);
   return ser::dumps(c);
 }
 
