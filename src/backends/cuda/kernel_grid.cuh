@@ -12,6 +12,23 @@ inline int blocks_for(int64_t n) {
   return static_cast<int>(b < 1 ? 1 : (b > 4096 ? 4096 : b));
 }
 
+/// Kernels that give each row a warp: kWarpsPerBlock rows per block, at most 4096 blocks (grid-stride over rows).
+inline constexpr int kWarpsPerBlock = kThreads / 32;
+inline int blocks_for_rows(int64_t rows) {
+  const int64_t b = (rows + kWarpsPerBlock - 1) / kWarpsPerBlock;
+  return static_cast<int>(b < 1 ? 1 : (b > 4096 ? 4096 : b));
+}
+
+/// The sum (max) of `v` over the 32 lanes of a warp, in every lane.
+__device__ inline float warp_sum(float v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+__device__ inline float warp_max(float v) {
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
 }  // namespace osprey::cuda
 
 #define GRID_STRIDE(i, n) \

@@ -10,17 +10,6 @@ namespace osprey::cuda {
 
 namespace {
 
-constexpr int kWarpsPerBlock = kThreads / 32;
-
-__device__ float warp_max(float v) {
-  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
-}
-__device__ float warp_sum(float v) {
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-
 struct RowMask {
   long long offset, t;
 };
@@ -75,11 +64,6 @@ __global__ void masked_softmax_grad_k(MaskedSoftmaxShape a, const float* dy, con
     dot = warp_sum(dot);
     for (long long c = lane; c < cols; c += 32) dx[r * cols + c] = kept(a, mask, m, c) ? yr[c] * (gr[c] - dot) : 0.f;
   }
-}
-
-int blocks_for_rows(int64_t rows) {
-  const int64_t b = (rows + kWarpsPerBlock - 1) / kWarpsPerBlock;
-  return static_cast<int>(b < 1 ? 1 : (b > 4096 ? 4096 : b));
 }
 
 }  // namespace

@@ -9,13 +9,6 @@ namespace osprey::cuda {
 
 namespace {
 
-constexpr int kWarpsPerBlock = kThreads / 32;
-
-__device__ float warp_sum(float v) {
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-
 __global__ void layer_norm_k(const float* x, const float* gamma, const float* beta, float* y, float* mean, float* rstd,
                              long long rows, long long d, float epsilon) {
   const int lane = threadIdx.x & 31;
@@ -60,11 +53,6 @@ __global__ void layer_norm_grad_k(const float* dy, const float* x, const float* 
       dx[r * d + c] = inv * (g - mg - xhat * mgx);
     }
   }
-}
-
-int blocks_for_rows(int64_t rows) {
-  const int64_t b = (rows + kWarpsPerBlock - 1) / kWarpsPerBlock;
-  return static_cast<int>(b < 1 ? 1 : (b > 4096 ? 4096 : b));
 }
 
 }  // namespace
