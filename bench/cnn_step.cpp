@@ -3,12 +3,13 @@
 //   cnn_step [batch] [steps] [device] [row]
 //   conv 32 3x3 same relu -> conv 32 -> maxpool 2 -> conv 64 -> conv 64 -> maxpool 2 -> flatten -> dense 128 relu
 //   -> dense 10 softmax (bench/torch_cnn.py and bench/keras_bench.py cnn build the same network)
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
 #include <osprey/osprey.h>
+
+#include "train_step_timing.h"
 
 namespace keras = osprey::keras;
 namespace layers = osprey::keras::layers;
@@ -18,11 +19,7 @@ int main(int argc, char** argv) {
   const int steps = argc > 2 ? std::atoi(argv[2]) : 10;
   const std::string device = argc > 3 ? argv[3] : "/CPU:0";
   const bool row = argc > 4 && std::string(argv[4]) == "row";
-  if (osprey::DeviceSpec::from_string(device).device_type == "GPU" &&
-      osprey::config::list_logical_devices("GPU").empty()) {
-    std::printf("| cnn | %d | %s | skipped: no GPU |\n", batch, device.c_str());
-    return 0;
-  }
+  if (bench::skip_without_gpu("cnn", batch, device)) return 0;
   osprey::config::set_soft_device_placement(false);
   osprey::random::set_seed(0);
   osprey::DeviceScope on(device);
@@ -34,20 +31,9 @@ int main(int argc, char** argv) {
                            layers::MaxPooling2D(2), layers::Flatten(), layers::Dense(128, "relu"),
                            layers::Dense(10, "softmax")});
   model.compile({.optimizer = "adam", .loss = "sparse_categorical_crossentropy"});
-  for (int i = 0; i < 3; ++i) model.train_on_batch(x, y);  // warm-up: primitives, pools, the recorded step
-  using clock = std::chrono::steady_clock;
-  double best = 1e30;
-  for (int rep = 0; rep < 3; ++rep) {
-    const auto t0 = clock::now();
-    for (int i = 0; i < steps; ++i) model.train_on_batch(x, y);
-    best = std::min(best, std::chrono::duration<double, std::micro>(clock::now() - t0).count() / steps);
-  }
-  if (row) {
-    std::printf("| cnn | %d | %s | %.1f |\n", batch, device.c_str(), best);
-  } else {
-    std::printf("{\"framework\": \"osprey\", \"case\": \"VGG-style CNN 32x32x3 batch %d, train_on_batch, default "
-                "threads\", \"us_per_step\": %.1f}\n",
-                batch, best);
-  }
+  // Three warm-up steps: the primitives, the pools, the recorded step.
+  bench::report(row, "cnn", batch, device,
+                "VGG-style CNN 32x32x3 batch " + std::to_string(batch) + ", train_on_batch, default threads",
+                bench::best_us_per_step(model, x, y, steps, 3));
   return 0;
 }

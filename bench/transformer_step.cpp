@@ -3,13 +3,12 @@
 // batch 32, Adam, mse against a random target; time per train_on_batch step (one JSON line).
 // bench/torch_transformer.py builds the same block.
 //   transformer_step [batch] [steps] [time_steps] [device] [row]   ("row": a Markdown row for scripts/gpu-check.sh)
-#include <algorithm>
-#include <chrono>
-#include <cstdio>
 #include <cstdlib>
 #include <string>
 
 #include <osprey/osprey.h>
+
+#include "train_step_timing.h"
 
 namespace keras = osprey::keras;
 namespace layers = osprey::keras::layers;
@@ -21,10 +20,7 @@ int main(int argc, char** argv) {
   const std::string device = argc > 4 ? argv[4] : "/CPU:0";
   const bool row = argc > 5 && std::string(argv[5]) == "row";
   constexpr int width = 256;
-  if (osprey::DeviceSpec::from_string(device).device_type == "GPU" && osprey::config::list_logical_devices("GPU").empty()) {
-    std::printf("| transformer | %d | %s | skipped: no GPU |\n", batch, device.c_str());
-    return 0;
-  }
+  if (bench::skip_without_gpu("transformer", batch, device)) return 0;
   osprey::DeviceScope on(device);
   osprey::random::set_seed(0);
   auto x = osprey::random::uniform({batch, time_steps, width});
@@ -35,20 +31,9 @@ int main(int argc, char** argv) {
   auto f = layers::Dense(width)(layers::Dense(4 * width, "relu")(h));
   keras::Model model(in, layers::LayerNormalization()(layers::Add()({h, f})));
   model.compile({.optimizer = "adam", .loss = "mse"});
-  model.train_on_batch(x, y);  // warm-up
-  using clock = std::chrono::steady_clock;
-  double best = 1e30;
-  for (int rep = 0; rep < 3; ++rep) {
-    const auto t0 = clock::now();
-    for (int i = 0; i < steps; ++i) model.train_on_batch(x, y);
-    best = std::min(best, std::chrono::duration<double, std::micro>(clock::now() - t0).count() / steps);
-  }
-  if (row) {
-    std::printf("| transformer | %d | %s | %.1f |\n", batch, device.c_str(), best);
-    return 0;
-  }
-  std::printf("{\"framework\": \"osprey\", \"case\": \"Transformer encoder block (4 heads, width %d, %d steps), batch "
-              "%d, train_on_batch\", \"us_per_step\": %.1f}\n",
-              width, time_steps, batch, best);
+  bench::report(row, "transformer", batch, device,
+                "Transformer encoder block (4 heads, width " + std::to_string(width) + ", " + std::to_string(time_steps) +
+                    " steps), batch " + std::to_string(batch) + ", train_on_batch",
+                bench::best_us_per_step(model, x, y, steps));
   return 0;
 }
