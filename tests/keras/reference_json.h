@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <functional>
 #include <string>
 #include <vector>
@@ -15,6 +16,14 @@
 #include "osprey/tensor.h"
 
 namespace osprey::testing {
+
+#ifdef OSPREY_TEST_DATA_DIR
+/// The reference values in tests/data/`file` (a reference script's output), parsed.
+inline nlohmann::json read_reference(const std::string& file) {
+  std::ifstream in(std::string(OSPREY_TEST_DATA_DIR) + "/" + file);
+  return nlohmann::json::parse(in);
+}
+#endif
 
 /// A nested list of numbers as a float32 tensor of its nesting's shape.
 inline Tensor tensor_of(const nlohmann::json& j) {

@@ -25,10 +25,7 @@ using ::testing::HasSubstr;
 namespace {
 
 const json& reference() {
-  static const json ref = [] {
-    std::ifstream in(std::string(OSPREY_TEST_DATA_DIR) + "/keras_attention.json");
-    return json::parse(in);
-  }();
+  static const json ref = osprey::testing::read_reference("keras_attention.json");
   return ref;
 }
 

@@ -28,10 +28,7 @@ using ::testing::HasSubstr;
 namespace {
 
 const json& reference() {
-  static const json ref = [] {
-    std::ifstream in(std::string(OSPREY_TEST_DATA_DIR) + "/keras_preprocess.json");
-    return json::parse(in);
-  }();
+  static const json ref = osprey::testing::read_reference("keras_preprocess.json");
   return ref;
 }
 

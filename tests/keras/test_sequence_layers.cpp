@@ -23,10 +23,7 @@ using ::testing::HasSubstr;
 
 namespace {
 const json& reference() {
-  static const json ref = [] {
-    std::ifstream in(std::string(OSPREY_TEST_DATA_DIR) + "/keras_sequence.json");
-    return json::parse(in);
-  }();
+  static const json ref = osprey::testing::read_reference("keras_sequence.json");
   return ref;
 }
 }  // namespace
