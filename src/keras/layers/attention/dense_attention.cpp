@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "keras/layers/attention/attention_masks.h"
 #include "osprey/errors.h"
 #include "osprey/keras/layers/attention.h"
 #include "osprey/keras/layers/regularization.h"
@@ -112,15 +113,10 @@ std::pair<Tensor, Tensor> Attention::attend(const Tensor& query, const Tensor& v
   // Keras: where(mask, s, s - 1e9), written as s + (mask - 1)·1e9 (the same floats).
   Tensor keep;
   if (value_mask.defined()) {
-    const Tensor vm = value_mask.dtype() == DType::float32 ? value_mask : ops::cast(value_mask, DType::float32);
-    keep = ops::matmul(Tensor::ones({B, Tq, 1}), ops::reshape(vm, Shape({B, 1, Tv})));
+    keep = ops::matmul(Tensor::ones({B, Tq, 1}), ops::reshape(detail::as_float(value_mask), Shape({B, 1, Tv})));
   }
   if (o_.use_causal_mask) {
-    std::vector<float> band(static_cast<std::size_t>(Tq * Tv));
-    for (int64_t t = 0; t < Tq; ++t)
-      for (int64_t v = 0; v < Tv; ++v) band[t * Tv + v] = v <= t ? 1.f : 0.f;
-    const Tensor causal = ops::reshape(ops::matmul(Tensor::ones({B, 1}), Tensor::from_vector<float>(band, {1, Tq * Tv})),
-                                       Shape({B, Tq, Tv}));
+    const Tensor causal = detail::band(B, Tq, Tv, [](int64_t t, int64_t v) { return v <= t; });
     keep = keep.defined() ? ops::mul(keep, causal) : causal;
   }
   if (keep.defined()) s = ops::add(s, ops::mul(ops::sub(keep, Tensor::scalar(1.0)), Tensor::scalar(1e9)));
@@ -128,8 +124,8 @@ std::pair<Tensor, Tensor> Attention::attend(const Tensor& query, const Tensor& v
   const Tensor used = dropout_ && training ? dropout_->call(weights, true) : weights;
   Tensor out = ops::matmul(used, value);  // (B, Tq, dim)
   if (query_mask.defined()) {  // masked queries output zeros
-    const Tensor qm = query_mask.dtype() == DType::float32 ? query_mask : ops::cast(query_mask, DType::float32);
-    out = ops::mul(out, ops::matmul(ops::reshape(qm, Shape({B, Tq, 1})), Tensor::ones({B, 1, value.shape()[2]})));
+    out = ops::mul(out, ops::matmul(ops::reshape(detail::as_float(query_mask), Shape({B, Tq, 1})),
+                                    Tensor::ones({B, 1, value.shape()[2]})));
   }
   return {out, return_attention_scores ? weights : Tensor()};
 }

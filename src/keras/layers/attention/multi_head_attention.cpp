@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "keras/layers/attention/attention_masks.h"
 #include "osprey/errors.h"
 #include "osprey/keras/layers/activations.h"
 #include "osprey/keras/layers/attention.h"
@@ -155,18 +156,15 @@ Tensor MultiHeadAttention::attention_mask(const Tensor& query, const Tensor& val
   check(c.key_mask, "the key's mask", S);
   const Tensor ones_t = c.value_mask.defined() || c.key_mask.defined() ? Tensor::ones({B, T, 1}) : Tensor();
   const Tensor ones_s = c.query_mask.defined() ? Tensor::ones({B, 1, S}) : Tensor();
-  auto as_float = [](const Tensor& m) { return m.dtype() == DType::float32 ? m : ops::cast(m, DType::float32); };
+  using detail::as_float;
   // An outer product against ones spreads a (B, T) or (B, S) mask over (B, T, S).
   if (c.query_mask.defined()) parts.push_back(ops::matmul(ops::reshape(as_float(c.query_mask), Shape({B, T, 1})), ones_s));
   for (const Tensor* m : {&c.value_mask, &c.key_mask}) {
     if (m->defined()) parts.push_back(ops::matmul(ones_t, ops::reshape(as_float(*m), Shape({B, 1, S}))));
   }
   if (o_.sliding_window) {
-    std::vector<float> band(static_cast<std::size_t>(B * T * S));
-    for (int64_t b = 0; b < B; ++b)
-      for (int64_t t = 0; t < T; ++t)
-        for (int64_t s = 0; s < S; ++s) band[(b * T + t) * S + s] = std::abs(t - s) < *o_.sliding_window ? 1.f : 0.f;
-    parts.push_back(Tensor::from_vector<float>(band, {B, T, S}));
+    const int64_t w = *o_.sliding_window;
+    parts.push_back(detail::band(B, T, S, [w](int64_t t, int64_t s) { return std::abs(t - s) < w; }));
   }
   if (c.attention_mask.defined()) {
     const auto& ms = c.attention_mask.shape();
