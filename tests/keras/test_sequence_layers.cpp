@@ -233,7 +233,7 @@ TEST(SequenceLayers, MaskedRecurrentLayersTrainAsKeras) {
   // Bad arguments and inputs.
   EXPECT_THROW(layers::LSTM(0), ValueError);
   EXPECT_THROW(layers::LSTM(2)(Tensor::zeros({2, 0, 3})), ValueError);
-  EXPECT_THROW(layers::LSTM(4, {.dropout = 0.2}), ValueError);
+  EXPECT_THROW(layers::LSTM(4, {.dropout = 2.0}), ValueError);
   EXPECT_THROW(layers::GRU(4, {.activation = "nope"}), ValueError);
   EXPECT_THROW((void)layers::LSTM(4)(keras::Input({5})), ValueError);
 }

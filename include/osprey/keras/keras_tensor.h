@@ -53,12 +53,13 @@ KerasTensor Input(const Shape& shape, InputOptions options = {});
 /// One or several symbolic tensors: a model's inputs or outputs, as a list or as a name map (the map's keys become
 /// the names by which fit/predict take their data).
 struct KerasTensors {
-  KerasTensors(const KerasTensor& t) : tensors{t} {}
+  KerasTensors(const KerasTensor& t) : tensors{t}, single(true) {}
   KerasTensors(std::initializer_list<KerasTensor> ts) : tensors(ts) {}
   KerasTensors(std::vector<KerasTensor> ts) : tensors(std::move(ts)) {}
   KerasTensors(const std::map<std::string, KerasTensor>& named);
   std::vector<KerasTensor> tensors;
   std::vector<std::string> keys;  ///< the map's keys in its order, when given as a map
+  bool single = false;             ///< one tensor, not a list of one (a model's config keeps that form, as Keras's)
 };
 
 }  // namespace osprey::keras

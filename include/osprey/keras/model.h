@@ -207,6 +207,10 @@ class Model : public Layer {
   bool mixes_samples() const override;
   /// The outputs for every input (in inputs() order): model(x) of a multi-output model.
   std::vector<Tensor> call_all(const std::vector<Tensor>& inputs, bool training = false);
+  /// Symbolic calls of a model of several outputs nested in another (`auto outs = inner->call_all(x)`).
+  using Layer::call_all;
+  int num_outputs() const override;
+  std::vector<Shape> output_shapes() const override;
 
   void compile(CompileOptions options);
   /// Trains on (x, y): x is (N, features...) per input, y (N, ...) per output. Returns the History.
@@ -309,7 +313,7 @@ class Model : public Layer {
   void compute_metrics(const StepData& data, const std::vector<Tensor>& y_pred, const Tensor& loss, Logs& logs);
 
   /// A subclassed model's forward pass over all its outputs; the default calls call() and gives its one output.
-  virtual std::vector<Tensor> call_outputs(const std::vector<Tensor>& inputs, bool training);
+  std::vector<Tensor> call_outputs(const std::vector<Tensor>& inputs, bool training) override;
 
   struct State;
   State& state() const;

@@ -21,20 +21,21 @@ static const Node& node_of(const KerasTensor& t) {
                                      "or a layer's output.");
   return *t.node();
 }
-const Shape& KerasTensor::shape() const { return node_of(*this).shape; }
+const Shape& KerasTensor::shape() const { return node_of(*this).shapes.at(static_cast<std::size_t>(index_)); }
 DType KerasTensor::dtype() const { return node_of(*this).dtype; }
 const std::string& KerasTensor::name() const { return node_of(*this).name; }
 
 // "(None, 20)": the batch dimension first, None unless the Input fixed it.
-static std::string keras_shape(const Node& n) {
+static std::string keras_shape(const KerasTensor& t) {
+  const Node& n = node_of(t);
   std::string out = n.batch_size ? std::to_string(*n.batch_size) : "None";
-  for (auto d : n.shape.dims()) out += ", " + std::to_string(d);
-  return "(" + out + (n.shape.rank() == 0 ? ",)" : ")");
+  for (auto d : t.shape().dims()) out += ", " + std::to_string(d);
+  return "(" + out + (t.shape().rank() == 0 ? ",)" : ")");
 }
 
 std::string KerasTensor::to_string() const {
   const Node& n = node_of(*this);
-  return fmt::format("<KerasTensor shape={}, dtype={}, name={}>", keras_shape(n), dtype_name(n.dtype), n.name);
+  return fmt::format("<KerasTensor shape={}, dtype={}, name={}>", keras_shape(*this), dtype_name(n.dtype), n.name);
 }
 
 KerasTensors::KerasTensors(const std::map<std::string, KerasTensor>& named) {
@@ -59,7 +60,7 @@ KerasTensor Input(const Shape& shape, InputOptions options) {
   auto layer = std::make_shared<layers::Input>(shape, options.name);
   node->name = layer->name();
   node->layer = std::move(layer);
-  node->shape = shape;
+  node->shapes = {shape};
   node->dtype = options.dtype;
   node->batch_size = options.batch_size;
   return KerasTensor(std::move(node), 0);
@@ -131,24 +132,45 @@ std::shared_ptr<Layer> Layer::owner(bool temporary) {
       name_, class_name()));
 }
 
-KerasTensor Layer::operator()(const KerasTensor& input) & { return call_symbolic(owner(false), {input}); }
-KerasTensor Layer::operator()(const std::vector<KerasTensor>& inputs) & { return call_symbolic(owner(false), inputs); }
-KerasTensor Layer::operator()(const KerasTensor& input) && { return call_symbolic(owner(true), {input}); }
+KerasTensor Layer::operator()(const KerasTensor& input) & { return call_symbolic_one(owner(false), {input}); }
+KerasTensor Layer::operator()(const std::vector<KerasTensor>& inputs) & {
+  return call_symbolic_one(owner(false), inputs);
+}
+KerasTensor Layer::operator()(const KerasTensor& input) && { return call_symbolic_one(owner(true), {input}); }
 KerasTensor Layer::operator()(const std::vector<KerasTensor>& inputs) && {
+  return call_symbolic_one(owner(true), inputs);
+}
+std::vector<KerasTensor> Layer::call_all(const KerasTensor& input) & { return call_symbolic(owner(false), {input}); }
+std::vector<KerasTensor> Layer::call_all(const std::vector<KerasTensor>& inputs) & {
+  return call_symbolic(owner(false), inputs);
+}
+std::vector<KerasTensor> Layer::call_all(const KerasTensor& input) && { return call_symbolic(owner(true), {input}); }
+std::vector<KerasTensor> Layer::call_all(const std::vector<KerasTensor>& inputs) && {
   return call_symbolic(owner(true), inputs);
 }
 
-KerasTensor Layer::call_symbolic(std::shared_ptr<Layer> self, const std::vector<KerasTensor>& inputs) {
+KerasTensor Layer::call_symbolic_one(std::shared_ptr<Layer> self, const std::vector<KerasTensor>& inputs) {
+  auto outs = call_symbolic(std::move(self), inputs);
+  if (outs.size() != 1) {
+    throw ValueError(fmt::format("Layer '{}' ({}) has {} outputs here (Keras would return them as a list): call "
+                                 "layer.call_all(...) to get them all as a std::vector<KerasTensor>",
+                                 name_, class_name(), outs.size()));
+  }
+  return outs[0];
+}
+
+std::vector<KerasTensor> Layer::call_symbolic(std::shared_ptr<Layer> self, const std::vector<KerasTensor>& inputs) {
   if (inputs.empty()) throw ValueError(fmt::format("Layer '{}' was called on an empty list of tensors", name_));
   std::vector<Shape> shapes;
   std::string shown;
   for (const auto& t : inputs) {
     shapes.push_back(t.shape());
-    shown += (shown.empty() ? "" : ", ") + keras_shape(*t.node());
+    shown += (shown.empty() ? "" : ", ") + keras_shape(t);
   }
   auto node = std::make_shared<Node>();
   try {
-    node->shape = self->build(shapes);  // builds once; a built layer checks the shapes against its weights
+    Shape first = self->build(shapes);  // builds once; a built layer checks the shapes against its weights
+    node->shapes = self->num_outputs() > 1 ? self->output_shapes() : std::vector<Shape>{std::move(first)};
   } catch (const ValueError& e) {
     throw ValueError(fmt::format("Exception encountered when calling {}.call() of layer '{}' on input(s) {}: {}",
                                  self->class_name(), self->name(), shown, e.what()));
@@ -158,7 +180,27 @@ KerasTensor Layer::call_symbolic(std::shared_ptr<Layer> self, const std::vector<
   node->dtype = DType::float32;  // a layer's output has its compute dtype (an Embedding's ids may be integers)
   node->name = node->layer->name();
   node->batch_size = inputs[0].node()->batch_size;
-  return KerasTensor(std::move(node), 0);
+  std::vector<KerasTensor> outs;
+  for (std::size_t i = 0; i < node->shapes.size(); ++i) outs.emplace_back(node, static_cast<int>(i));
+  return outs;
+}
+
+std::vector<Tensor> Layer::call_outputs(const std::vector<Tensor>& inputs, bool training) {
+  return {inputs.size() == 1 && num_inputs() == 1 ? call(inputs[0], training) : call(inputs, training)};
+}
+
+std::vector<Tensor> Layer::call_outputs_masked(const std::vector<Tensor>&, bool, const std::vector<Tensor>&,
+                                               std::vector<Tensor>&) {
+  masks_not_implemented(*this);
+}
+
+std::vector<Tensor> Layer::call_all(const std::vector<Tensor>& inputs, bool training) {
+  if (!built_) {
+    std::vector<Shape> shapes;
+    for (const auto& t : inputs) shapes.push_back(sample_shape(t, name_));
+    build(shapes);
+  }
+  return call_outputs(inputs, training);
 }
 
 // ---- The graph --------------------------------------------------------------------------------------------------
@@ -185,9 +227,10 @@ std::unique_ptr<Graph> build_graph(const std::vector<KerasTensor>& inputs, const
       throw ValueError(fmt::format("Model '{}': input '{}' is given twice", model_name, n.name));
     }
     position[&n] = static_cast<int>(g->steps.size());
-    g->steps.push_back({in.node().get(), {}});
+    g->steps.push_back({in.node().get(), {}, g->num_slots++});
     g->input_names.push_back(n.name);
   }
+  auto slot_of = [&](const KerasTensor& t) { return g->steps[position.at(t.node().get())].slot + t.index(); };
   // Depth-first from each output, with an explicit stack (no recursion on graph depth).
   for (const auto& out : outputs) {
     const Node* root = &node_of(out);
@@ -208,12 +251,13 @@ std::unique_ptr<Graph> build_graph(const std::vector<KerasTensor>& inputs, const
         if (!position.count(parent)) stack.emplace_back(parent, 0);
         continue;
       }
-      Graph::Step step{const_cast<Node*>(node), {}};
-      for (const auto& t : node->inputs) step.parents.push_back(position.at(t.node().get()));
+      Graph::Step step{const_cast<Node*>(node), {}, g->num_slots};
+      for (const auto& t : node->inputs) step.parents.push_back(slot_of(t));
+      g->num_slots += static_cast<int>(node->shapes.size());
       position[node] = static_cast<int>(g->steps.size());
       g->steps.push_back(std::move(step));
     }
-    g->output_steps.push_back(position.at(root));
+    g->output_slots.push_back(slot_of(out));
     g->output_names.push_back(root->name);
   }
   // Each layer once, in the order of its first call; distinct layers must have distinct names.
@@ -251,66 +295,90 @@ void warn_dropped_mask(const Layer& layer) {
 
 std::vector<Tensor> Graph::run(const std::vector<Tensor>& xs, bool training, const std::vector<bool>* shortcut,
                                std::vector<Tensor>* logits, std::vector<Tensor>* output_masks) const {
-  std::vector<Tensor> values(steps.size());
-  std::vector<Tensor> masks(masked ? steps.size() : 0);  // none at all in a model without mask-making layers
-  for (std::size_t i = 0; i < xs.size(); ++i) values[i] = xs[i];
-  std::vector<int> shortcut_at(steps.size(), -1);  // the output index whose Dense gives its logits
+  std::vector<Tensor> values(static_cast<std::size_t>(num_slots));
+  std::vector<Tensor> masks(masked ? values.size() : 0);  // none at all in a model without mask-making layers
+  for (std::size_t i = 0; i < xs.size(); ++i) values[static_cast<std::size_t>(steps[i].slot)] = xs[i];
+  std::vector<int> shortcut_at(values.size(), -1);  // the output index whose Dense gives its logits
   if (shortcut && logits) {
-    logits->assign(output_steps.size(), Tensor());
-    for (std::size_t o = 0; o < output_steps.size(); ++o) {
-      if ((*shortcut)[o]) shortcut_at[output_steps[o]] = static_cast<int>(o);
+    logits->assign(output_slots.size(), Tensor());
+    for (std::size_t o = 0; o < output_slots.size(); ++o) {
+      if ((*shortcut)[o]) shortcut_at[output_slots[o]] = static_cast<int>(o);
     }
   }
-  std::vector<Tensor> args, arg_masks;
+  std::vector<Tensor> args, arg_masks, out_masks;
+  // A node's inputs and their masks into args and arg_masks; whether any has a mask.
+  auto gather = [&](const Step& step) {
+    args.clear();
+    arg_masks.clear();
+    bool any_mask = false;
+    for (int p : step.parents) {
+      args.push_back(values[p]);
+      if (masked) arg_masks.push_back(masks[p]);
+      any_mask = any_mask || (masked && masks[p].defined());
+    }
+    return any_mask;
+  };
   for (std::size_t i = xs.size(); i < steps.size(); ++i) {
     const Step& step = steps[i];
+    const auto at = static_cast<std::size_t>(step.slot);
     Layer& layer = *step.node->layer;
-    if (shortcut_at[i] >= 0 && values[step.parents[0]].shape().rank() == 2) {
+    if (step.node->shapes.size() > 1) {  // a node of several outputs: all of them at once
+      const bool any_mask = gather(step);
+      std::vector<Tensor> outs;
+      if (any_mask && layer.supports_masking()) {
+        out_masks.clear();
+        outs = layer.call_outputs_masked(args, training, arg_masks, out_masks);
+        for (std::size_t k = 0; k < out_masks.size() && k < step.node->shapes.size(); ++k) masks[at + k] = out_masks[k];
+      } else {
+        if (any_mask) warn_dropped_mask(layer);
+        outs = layer.call_outputs(args, training);
+      }
+      if (outs.size() != step.node->shapes.size()) {
+        throw InternalError(fmt::format("Layer '{}' gave {} outputs; its node in the model has {}", layer.name(),
+                                        outs.size(), step.node->shapes.size()));
+      }
+      for (std::size_t k = 0; k < outs.size(); ++k) values[at + k] = std::move(outs[k]);
+      continue;
+    }
+    if (shortcut_at[at] >= 0 && values[step.parents[0]].shape().rank() == 2) {
       auto& dense = static_cast<layers::Dense&>(layer);
-      Tensor& z = (*logits)[shortcut_at[i]];
+      Tensor& z = (*logits)[shortcut_at[at]];
       z = ops::dense(values[step.parents[0]], dense.kernel()->value(),
                      dense.bias() ? dense.bias()->value() : Tensor(), ops::Activation::linear);
-      values[i] = ops::activation(z, dense.activation());
-      if (masked) masks[i] = masks[step.parents[0]];  // Dense keeps its input's mask
+      values[at] = ops::activation(z, dense.activation());
+      if (masked) masks[at] = masks[step.parents[0]];  // Dense keeps its input's mask
       continue;
     }
     if (step.parents.size() == 1 && layer.num_inputs() == 1) {
       const Tensor& x = values[step.parents[0]];
       if (!masked) {
-        values[i] = layer.call(x, training);
+        values[at] = layer.call(x, training);
       } else if (layer.supports_masking()) {
         const Tensor& m = masks[step.parents[0]];
-        values[i] = layer.call_masked(x, training, m);
-        masks[i] = layer.compute_mask(x, m);
+        values[at] = layer.call_masked(x, training, m);
+        masks[at] = layer.compute_mask(x, m);
       } else {
         if (masks[step.parents[0]].defined()) warn_dropped_mask(layer);
-        values[i] = layer.call(x, training);
+        values[at] = layer.call(x, training);
       }
     } else {
-      args.clear();
-      arg_masks.clear();
-      bool any_mask = false;
-      for (int p : step.parents) {
-        args.push_back(values[p]);
-        if (masked) arg_masks.push_back(masks[p]);
-        any_mask = any_mask || (masked && masks[p].defined());
-      }
+      const bool any_mask = gather(step);
       if (any_mask && layer.supports_masking()) {
-        values[i] = layer.call_masked_list(args, training, arg_masks);
-        masks[i] = layer.compute_mask_list(args, arg_masks);
+        values[at] = layer.call_masked_list(args, training, arg_masks);
+        masks[at] = layer.compute_mask_list(args, arg_masks);
         continue;
       }
       if (any_mask) warn_dropped_mask(layer);
-      values[i] = layer.call(args, training);
+      values[at] = layer.call(args, training);
     }
   }
   std::vector<Tensor> out;
-  out.reserve(output_steps.size());
-  for (int s : output_steps) out.push_back(values[s]);
+  out.reserve(output_slots.size());
+  for (int s : output_slots) out.push_back(values[s]);
   if (output_masks) {
-    output_masks->assign(output_steps.size(), Tensor());
+    output_masks->assign(output_slots.size(), Tensor());
     if (masked) {
-      for (std::size_t o = 0; o < output_steps.size(); ++o) (*output_masks)[o] = masks[output_steps[o]];
+      for (std::size_t o = 0; o < output_slots.size(); ++o) (*output_masks)[o] = masks[output_slots[o]];
     }
   }
   return out;

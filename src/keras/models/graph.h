@@ -16,7 +16,7 @@ namespace osprey::keras {
 struct Node {
   std::shared_ptr<Layer> layer;
   std::vector<KerasTensor> inputs;  // empty for an Input
-  Shape shape;                      // the output's shape without the batch dimension
+  std::vector<Shape> shapes;        // each output's shape without the batch dimension (most layers have one)
   DType dtype = DType::float32;
   std::string name;                 // the output's name: the Input's, or the layer's
   std::optional<int64_t> batch_size;
@@ -25,15 +25,19 @@ struct Node {
 
 /// A functional model's graph from its inputs to its outputs.
 struct Graph {
+  // run() keeps every node's outputs in one vector of values: a node's outputs are the slots from its `slot` on.
   struct Step {
     Node* node;
-    std::vector<int> parents;  // positions in `steps` of the node's inputs
+    std::vector<int> parents;  // the slots of the node's inputs
+    int slot = 0;              // the slot of its first output
   };
   std::vector<KerasTensor> inputs, outputs;
   std::vector<std::string> input_names, output_names;
   bool inputs_named = false, outputs_named = false;  // given as name maps (a model's config keeps that form)
+  bool inputs_single = false, outputs_single = false;  // given as one tensor, not a list (the same)
   std::vector<Step> steps;  // topological order; the inputs first, in inputs' order
-  std::vector<int> output_steps;
+  std::vector<int> output_slots;
+  int num_slots = 0;
   std::vector<std::shared_ptr<Layer>> layers;  // each layer once, in first-call order, without the Inputs
   bool masked = false;  // a layer makes masks (Embedding(mask_zero), Masking): run() carries them along
 

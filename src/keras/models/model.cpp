@@ -42,6 +42,8 @@ Model::Model(const KerasTensors& inputs, const KerasTensors& outputs, std::strin
   if (!inputs.keys.empty()) s_->graph->input_names = inputs.keys;
   s_->graph->outputs_named = !outputs.keys.empty();
   s_->graph->inputs_named = !inputs.keys.empty();
+  s_->graph->outputs_single = outputs.single;
+  s_->graph->inputs_single = inputs.single;
   s_->layers = s_->graph->layers;
   for (auto& l : s_->layers) {
     for (auto* v : l->variables()) {
@@ -79,7 +81,18 @@ void Model::track_layer(std::shared_ptr<Layer> layer, const std::string& attribu
   s.recordable = -1;
 }
 
+int Model::num_outputs() const { return state().num_outputs(); }
+
+std::vector<Shape> Model::output_shapes() const {
+  const auto& s = state();
+  if (!s.graph || s.sequential) return Layer::output_shapes();
+  std::vector<Shape> out;
+  for (const auto& t : s.graph->outputs) out.push_back(t.shape());
+  return out;
+}
+
 std::vector<Tensor> Model::call_outputs(const std::vector<Tensor>& inputs, bool training) {
+  if (!state().subclassed) return call_all(inputs, training);
   // Model::call() itself comes back here: a subclass that overrides neither has no forward pass.
   static thread_local const Model* in_default_call = nullptr;
   if (in_default_call == this) {

@@ -28,7 +28,7 @@ json batch_shape(const Shape& s, std::optional<int64_t> batch_size) {
 
 json input_layer_object(const Node& n) {
   json o = ser::object("keras.layers", "InputLayer",
-                       json{{"batch_shape", batch_shape(n.shape, n.batch_size)},
+                       json{{"batch_shape", batch_shape(n.shapes.at(0), n.batch_size)},
                             {"dtype", dtype_name(n.dtype)},
                             {"sparse", false},
                             {"ragged", false},
@@ -52,8 +52,9 @@ json tensor_ref(const KerasTensor& t, const std::map<const Node*, int>& node_ind
                     {"keras_history", history(t, node_index)}}}};
 }
 
-json structure(const std::vector<KerasTensor>& ts, const std::vector<std::string>& names, bool named,
+json structure(const std::vector<KerasTensor>& ts, const std::vector<std::string>& names, bool named, bool single,
                const std::map<const Node*, int>& node_index) {
+  if (single && ts.size() == 1) return history(ts[0], node_index);
   if (named) {
     json d = json::object();
     for (std::size_t i = 0; i < ts.size(); ++i) d[names[i]] = history(ts[i], node_index);
@@ -90,7 +91,14 @@ json functional_config(const Model& m) {
     const ser::LayerClass* cls = is_model ? nullptr : ser::find_layer_class(layer->class_name());
     for (const Node* n : nodes) {
       json args = json::array();
-      if (cls && cls->positional_inputs) {
+      json kwargs = is_model ? json{{"mask", nullptr}}
+                    : cls && cls->call_arguments ? cls->call_arguments(*layer) : json::object();
+      if (cls && cls->initial_state_inputs && n->inputs.size() > 1) {  // rnn(x, initial_state=[h, c])
+        args.push_back(tensor_ref(n->inputs[0], node_index));
+        json states = json::array();
+        for (std::size_t k = 1; k < n->inputs.size(); ++k) states.push_back(tensor_ref(n->inputs[k], node_index));
+        kwargs = json{{"initial_state", states}};  // Keras records no mask or training argument then
+      } else if (cls && cls->positional_inputs) {
         for (const auto& t : n->inputs) args.push_back(tensor_ref(t, node_index));
       } else if (n->inputs.size() == 1 && layer->num_inputs() == 1) {
         args.push_back(tensor_ref(n->inputs[0], node_index));
@@ -99,8 +107,6 @@ json functional_config(const Model& m) {
         for (const auto& t : n->inputs) list.push_back(tensor_ref(t, node_index));
         args.push_back(list);
       }
-      const json kwargs = is_model ? json{{"mask", nullptr}}
-                          : cls && cls->call_arguments ? cls->call_arguments(*layer) : json::object();
       inbound.push_back(json{{"args", args}, {"kwargs", kwargs}});
     }
     o["inbound_nodes"] = inbound;
@@ -109,8 +115,8 @@ json functional_config(const Model& m) {
   return json{{"name", m.name()},
               {"trainable", m.trainable},
               {"layers", layers},
-              {"input_layers", structure(g.inputs, g.input_names, g.inputs_named, node_index)},
-              {"output_layers", structure(g.outputs, g.output_names, g.outputs_named, node_index)}};
+              {"input_layers", structure(g.inputs, g.input_names, g.inputs_named, g.inputs_single, node_index)},
+              {"output_layers", structure(g.outputs, g.output_names, g.outputs_named, g.outputs_single, node_index)}};
 }
 
 json sequential_config(const Sequential& m) {
@@ -137,9 +143,11 @@ json sequential_config(const Sequential& m) {
 
 // ---- from a config ----
 
+/// Layer name -> the outputs of each of its nodes, in order.
+using MadeNodes = std::map<std::string, std::vector<std::vector<KerasTensor>>>;
+
 /// The tensor that [layer name, node index, tensor index] names, once that node was made.
-const KerasTensor* find_tensor(const json& ref, const std::map<std::string, std::vector<KerasTensor>>& made,
-                               const std::string& model) {
+const KerasTensor* find_tensor(const json& ref, const MadeNodes& made, const std::string& model) {
   if (!ref.is_array() || ref.size() != 3 || !ref[0].is_string() || !ref[1].is_number_integer() ||
       !ref[2].is_number_integer()) {
     throw ValueError(fmt::format("model_from_json: model '{}': a tensor reference must be [layer name, node index, "
@@ -150,12 +158,13 @@ const KerasTensor* find_tensor(const json& ref, const std::map<std::string, std:
   if (it == made.end()) return nullptr;
   const int64_t node = ref[1].get<int64_t>(), index = ref[2].get<int64_t>();
   if (node < 0 || node >= static_cast<int64_t>(it->second.size())) return nullptr;
-  if (index != 0) {
-    throw ValueError(fmt::format("model_from_json: model '{}': tensor {} is output {} of its layer; Osprey's layers "
-                                 "have one output",
-                                 model, ref.dump(), index));
+  const auto& outputs = it->second[static_cast<std::size_t>(node)];
+  if (index < 0 || index >= static_cast<int64_t>(outputs.size())) {
+    throw ValueError(fmt::format("model_from_json: model '{}': tensor {} is output {} of its layer's call, which has "
+                                 "{} output(s)",
+                                 model, ref.dump(), index, outputs.size()));
   }
-  return &it->second[static_cast<std::size_t>(node)];
+  return &outputs[static_cast<std::size_t>(index)];
 }
 
 /// The keras_history of an inbound node's argument (a __keras_tensor__).
@@ -180,7 +189,7 @@ std::shared_ptr<Layer> functional_from_config(const json& c) {
   }
   const json& list = c.at("layers");
   if (!list.is_array()) throw ValueError("model_from_json: a functional config's \"layers\" must be a list");
-  std::map<std::string, std::vector<KerasTensor>> made;  // layer name -> the outputs of its nodes, in order
+  MadeNodes made;
   struct Pending {
     std::shared_ptr<Layer> layer;
     std::deque<const json*> nodes;
@@ -247,7 +256,7 @@ std::shared_ptr<Layer> functional_from_config(const json& c) {
       }
       const std::string key = lj.contains("name") && lj["name"].is_string() ? lj["name"].get<std::string>()
                                                                             : options.name;
-      made[key].push_back(Input(ser::shape_without_batch(shape, "InputLayer batch_shape"), options));
+      made[key].push_back({Input(ser::shape_without_batch(shape, "InputLayer batch_shape"), options)});
       continue;
     }
     Pending p{ser::layer_from_object(lj), {}};
@@ -272,8 +281,14 @@ std::shared_ptr<Layer> functional_from_config(const json& c) {
         }
         const json kwargs = node.is_object() ? node.value("kwargs", json::object()) : json::object();
         const ser::LayerClass* cls = ser::find_layer_class(p.layer->class_name());
+        const json* initial_state = nullptr;
         for (const auto& [k, v] : kwargs.items()) {
           if (cls && cls->read_call_argument && cls->read_call_argument(*p.layer, k, v)) continue;
+          if (k == "initial_state" && cls && cls->initial_state_inputs &&
+              ((v.is_array() && !v.empty() && v.size() <= 8) || text_of(v, "class_name") == "__keras_tensor__")) {
+            initial_state = &v;  // a list of tensors, or one (a single-state RNN's initial_state=h)
+            continue;
+          }
           bool derived_mask = false;
           if (k == "mask" && text_of(v, "class_name") == "__keras_tensor__") {
             const json& h = history_of(v, p.layer->name());
@@ -294,9 +309,16 @@ std::shared_ptr<Layer> functional_from_config(const json& c) {
           }
           inputs.push_back(*t);
         }
+        const json states = !initial_state ? json::array()
+                            : initial_state->is_array() ? *initial_state : json::array({*initial_state});
+        for (std::size_t k = 0; ready && k < states.size(); ++k) {
+          const KerasTensor* t = find_tensor(history_of(states[k], p.layer->name()), made, name);
+          if (!t) ready = false;
+          if (t) inputs.push_back(*t);
+        }
         if (!ready) break;
-        KerasTensor out = is_list ? (*p.layer)(inputs) : (*p.layer)(inputs[0]);
-        made[p.layer->name()].push_back(out);
+        made[p.layer->name()].push_back(is_list || initial_state ? p.layer->call_all(inputs)
+                                                                 : p.layer->call_all(inputs[0]));
         p.nodes.pop_front();
         progress = true;
       }

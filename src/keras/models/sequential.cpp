@@ -59,7 +59,7 @@ Shape Sequential::build(const Shape& input_shape) {
   node->layer = s.input && s.input->shape() == input_shape
                     ? std::static_pointer_cast<Layer>(s.input)
                     : std::make_shared<layers::Input>(input_shape, "input_layer");
-  node->shape = input_shape;
+  node->shapes = {input_shape};
   node->name = node->layer->name();
   const KerasTensor input(std::move(node), 0);
   KerasTensor x = input;

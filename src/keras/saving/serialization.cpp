@@ -170,7 +170,12 @@ json layer_object(const Layer& l, const std::vector<Shape>& input_shapes) {
   }
   const bool build_config = builtin ? builtin->build_config : true;
   if (build_config && l.built() && !input_shapes.empty()) {
-    if (builtin && !builtin->build_shape_names.empty()) {  // Keras's build(query_shape=..., value_shape=...)
+    if (builtin && builtin->initial_state_inputs && input_shapes.size() > 1) {  // build(sequences, initial_state)
+      json states = json::array();
+      for (std::size_t i = 1; i < input_shapes.size(); ++i) states.push_back(shape_with_batch(input_shapes[i]));
+      out["build_config"] = json{
+          {"shapes_dict", json{{"sequences_shape", shape_with_batch(input_shapes[0])}, {"initial_state_shape", states}}}};
+    } else if (builtin && !builtin->build_shape_names.empty()) {  // Keras's build(query_shape=..., value_shape=...)
       json named = json::object();
       for (std::size_t i = 0; i < input_shapes.size() && i < builtin->build_shape_names.size(); ++i) {
         named[builtin->build_shape_names[i]] = shape_with_batch(input_shapes[i]);

@@ -94,6 +94,9 @@ struct LayerClass {
   std::function<bool(Layer& layer, const std::string& key, const json& value)> read_call_argument{};
   /// The call arguments written into each of the layer's inbound nodes' kwargs.
   std::function<json(const Layer& layer)> call_arguments{};
+  /// Whether the inputs after the first are the call's `initial_state` (RNNs, Bidirectional): written and read as
+  /// kwargs {"initial_state": [...]}.
+  bool initial_state_inputs = false;
 };
 /// Registers `class_name` (a built-in's Keras class name, or a registered name "package>Name").
 void register_layer_class(const std::string& class_name, LayerClass cls);

@@ -80,6 +80,28 @@ class Layer : public std::enable_shared_from_this<Layer> {
   /// Output shape without the batch dimension (after build).
   const Shape& output_shape() const { return output_shape_; }
 
+  // ---- Several outputs (an RNN with return_state: its output and states; MultiHeadAttention with
+  // return_attention_scores; a nested model of several outputs) ----
+  /// How many outputs the layer gives: 1 by default.
+  virtual int num_outputs() const { return 1; }
+  /// Each output's shape without the batch dimension, after build (the first is output_shape()).
+  virtual std::vector<Shape> output_shapes() const { return {output_shape_}; }
+  /// Every output for a batch; the default is {call(inputs)}.
+  virtual std::vector<Tensor> call_outputs(const std::vector<Tensor>& inputs, bool training);
+  /// The same with the inputs' masks (undefined where an input has none); `output_masks` gets one mask per output
+  /// (undefined where an output has none). The default is a ValueError for a layer that does not override it.
+  virtual std::vector<Tensor> call_outputs_masked(const std::vector<Tensor>& inputs, bool training,
+                                                  const std::vector<Tensor>& masks, std::vector<Tensor>& output_masks);
+  /// Eager call giving every output (builds the layer on first use): `auto [y, h, c] = ...` as a vector.
+  std::vector<Tensor> call_all(const std::vector<Tensor>& inputs, bool training = false);
+  /// Symbolic call giving every output: `auto enc = layers::LSTM(64, {}, {.return_state = true}).call_all(x);`
+  /// then enc[0] (the output), enc[1] and enc[2] (the states h and c). A layer of several outputs called with
+  /// operator() is a ValueError that points here, since Keras would return the list.
+  std::vector<KerasTensor> call_all(const KerasTensor& input) &;
+  std::vector<KerasTensor> call_all(const std::vector<KerasTensor>& inputs) &;
+  std::vector<KerasTensor> call_all(const KerasTensor& input) &&;
+  std::vector<KerasTensor> call_all(const std::vector<KerasTensor>& inputs) &&;
+
   /// Eager call on a batch (builds the layer on first use).
   Tensor operator()(const Tensor& inputs, bool training = false);
   Tensor operator()(const std::vector<Tensor>& inputs, bool training = false);
@@ -135,7 +157,8 @@ class Layer : public std::enable_shared_from_this<Layer> {
   std::deque<Variable> weights_;  // deque: pointers stay valid as weights are added
 
  private:
-  KerasTensor call_symbolic(std::shared_ptr<Layer> self, const std::vector<KerasTensor>& inputs);
+  std::vector<KerasTensor> call_symbolic(std::shared_ptr<Layer> self, const std::vector<KerasTensor>& inputs);
+  KerasTensor call_symbolic_one(std::shared_ptr<Layer> self, const std::vector<KerasTensor>& inputs);
   std::shared_ptr<Layer> owner(bool temporary);
 };
 

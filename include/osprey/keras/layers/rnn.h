@@ -27,7 +27,9 @@ struct RecurrentOptions {
   bool reset_after = true;       ///< GRU: the reset gate after the recurrent product (Keras's and cuDNN's default)
   std::optional<Regularizer> kernel_regularizer{}, recurrent_regularizer{}, bias_regularizer{};
   std::optional<Constraint> kernel_constraint{}, recurrent_constraint{}, bias_constraint{};
-  /// Keras's dropout and recurrent_dropout: not implemented yet (a value above 0 is a ValueError).
+  /// Keras's dropout (of the inputs) and recurrent_dropout (of the previous output), in training: one mask per
+  /// sequence, the same at every step, as Keras draws them. With recurrent_dropout, LSTM and GRU draw one mask per
+  /// gate (Keras's implementation 1); with dropout alone, one input mask. Rates of 0 or 1 drop nothing, as Keras.
   double dropout = 0.0, recurrent_dropout = 0.0;
   std::string name{};
 };
@@ -51,8 +53,16 @@ class RNNCell : public Layer {
   int num_states() const { return kind_ == Kind::lstm ? 2 : 1; }
   /// The inputs' part of every step at once: (rows, features) -> (rows, gates · units), input bias included.
   Tensor project(const Tensor& inputs) const;
+  /// The same from one input per gate (the inputs under each gate's dropout mask).
+  Tensor project(const std::vector<Tensor>& per_gate) const;
   /// One step from a row block of project()'s result and the states: the new states (the output is the first).
-  std::vector<Tensor> step(const Tensor& projected, const std::vector<Tensor>& states) const;
+  /// `recurrent_masks`: none, or recurrent dropout's (one per gate; SimpleRNN: one), each (batch, units).
+  std::vector<Tensor> step(const Tensor& projected, const std::vector<Tensor>& states,
+                           const std::vector<Tensor>& recurrent_masks = {}) const;
+  /// Training's dropout masks for a sequence of `batch` rows, on the current device: the inputs' (none, one, or
+  /// one per gate; each (batch, features), kept values 1/(1 - rate)) and the previous output's (each (batch, units)).
+  std::vector<Tensor> input_dropout_masks(int64_t batch, int64_t features);
+  std::vector<Tensor> recurrent_dropout_masks(int64_t batch);
 
   std::vector<Tensor> regularization_losses() override;
   bool has_regularization() const override;
@@ -63,6 +73,8 @@ class RNNCell : public Layer {
   int64_t units_;
   RecurrentOptions o_;
   Variable *kernel_ = nullptr, *recurrent_ = nullptr, *bias_ = nullptr;
+  std::shared_ptr<Layer> input_dropout_, recurrent_dropout_;  // Dropout layers drawing the masks (or none)
+  int mask_count() const;  // masks per draw: one per gate with recurrent dropout (LSTM, GRU), else one
 };
 
 /// Keras's SimpleRNNCell(units), LSTMCell(units), GRUCell(units).
@@ -85,14 +97,22 @@ class GRUCell : public RNNCell {
 /// How an RNN runs its cell over a sequence.
 struct RNNOptions {
   bool return_sequences = false;  ///< every step's output (batch, steps, units), else the last (batch, units)
+  /// The last states too: call_all() gives {output, h} (LSTM: {output, h, c}), each state (batch, units).
+  bool return_state = false;
   bool go_backwards = false;      ///< the steps last to first (the outputs stay in that order, as in Keras)
+  /// Each batch starts from the states the previous batch ended with (sample i from sample i), as Keras's
+  /// stateful RNNs: batches of one fixed size; reset_states() sets them back to zeros. The states are not
+  /// weights (not saved), as in Keras.
+  bool stateful = false;
+  bool unroll = false;            ///< Keras's unroll: accepted; the steps are the same ops either way
   bool zero_output_for_mask = false;  ///< masked steps output zeros instead of the previous output
   std::string name{};
 };
 
 /// keras.layers.RNN(cell): the cell over the steps of (batch, steps, features) inputs. A masked step (Embedding
 /// with mask_zero, Masking) keeps the states and repeats the previous output, as Keras's backend does; the mask
-/// passes on with return_sequences. return_state, stateful, unroll and initial states are not implemented yet.
+/// passes on with return_sequences. Initial states (Keras's `initial_state=[h, c]`) are the inputs after the
+/// sequence: `decoder({x, h, c})`; with return_state, call_all() gives the output and the last states.
 class RNN : public Layer {
  public:
   RNN(std::shared_ptr<RNNCell> cell, RNNOptions options = {});
@@ -100,10 +120,31 @@ class RNN : public Layer {
   std::string class_name() const override { return "RNN"; }
   std::string get_config() const override;
   Shape build(const Shape& input_shape) override;
+  /// The sequence's shape and the initial states' ((units,) each, as many as the cell has states).
+  Shape build(const std::vector<Shape>& input_shapes) override;
   Tensor call(const Tensor& inputs, bool training) override { return call_masked(inputs, training, Tensor()); }
+  /// {sequence, initial states...}: the output.
+  Tensor call(const std::vector<Tensor>& inputs, bool training) override;
   bool supports_masking() const override { return true; }
   Tensor call_masked(const Tensor& inputs, bool training, const Tensor& mask) override;
   Tensor compute_mask(const Tensor& inputs, const Tensor& mask) override;
+  Tensor call_masked_list(const std::vector<Tensor>& inputs, bool training, const std::vector<Tensor>& masks) override;
+  Tensor compute_mask_list(const std::vector<Tensor>& inputs, const std::vector<Tensor>& masks) override;
+  int num_outputs() const override { return r_.return_state ? 1 + cell_->num_states() : 1; }
+  /// A stateful RNN's rows carry over to the next batch's same rows: its batches are never split.
+  bool mixes_samples() const override { return r_.stateful; }
+  std::vector<Shape> output_shapes() const override;
+  std::vector<Tensor> call_outputs(const std::vector<Tensor>& inputs, bool training) override;
+  std::vector<Tensor> call_outputs_masked(const std::vector<Tensor>& inputs, bool training,
+                                          const std::vector<Tensor>& masks, std::vector<Tensor>& output_masks) override;
+  /// The output and the last states for `inputs` from `initial_states` (zeros, or a stateful layer's states, when
+  /// empty), with the steps' mask (undefined: none).
+  std::vector<Tensor> run(const Tensor& inputs, bool training, const Tensor& mask,
+                          const std::vector<Tensor>& initial_states);
+  /// A stateful RNN's states back to zeros (Keras's reset_states / reset_state); nothing for another.
+  void reset_states();
+  /// A stateful RNN's current states (empty before its first batch).
+  const std::vector<Tensor>& states() const { return states_; }
   std::vector<std::pair<std::string, Layer*>> sublayers() override { return {{"cell", cell_.get()}}; }
 
   std::vector<Variable*> variables() override { return cell_->variables(); }
@@ -124,6 +165,7 @@ class RNN : public Layer {
  private:
   std::shared_ptr<RNNCell> cell_;
   RNNOptions r_;
+  std::vector<Tensor> states_;  ///< a stateful RNN's states between batches
 };
 
 /// keras.layers.SimpleRNN(units), LSTM(units), GRU(units): RNN over their cell, with the cell's arguments and the
@@ -156,8 +198,10 @@ namespace osprey::keras::layers {
 
 /// keras.layers.Bidirectional(layer, merge_mode): a copy of the RNN named "forward_<name>" and one over the
 /// steps backwards named "backward_<name>" (or `backward_layer`), their outputs merged by "concat" (the default),
-/// "sum", "mul" or "ave" (Keras's None, a list of both, is not implemented); with return_sequences the backward
-/// outputs are turned back into time order and masked steps output zeros, as Keras forces. Both see the mask.
+/// "sum", "mul" or "ave", or both given apart ("" for Keras's None: two outputs); with return_sequences the
+/// backward outputs are turned back into time order and masked steps output zeros, as Keras forces. Both see the
+/// mask. With the layer's return_state, call_all() gives the output(s), then the forward and the backward
+/// states; initial states (inputs after the sequence) are the forward layer's first half, the backward's second.
 class Bidirectional : public Layer {
  public:
   explicit Bidirectional(const std::shared_ptr<RNN>& layer, std::string merge_mode = "concat",
@@ -166,10 +210,19 @@ class Bidirectional : public Layer {
   std::string class_name() const override { return "Bidirectional"; }
   std::string get_config() const override;
   Shape build(const Shape& input_shape) override;
+  Shape build(const std::vector<Shape>& input_shapes) override;
   Tensor call(const Tensor& inputs, bool training) override { return call_masked(inputs, training, Tensor()); }
+  Tensor call(const std::vector<Tensor>& inputs, bool training) override;
   bool supports_masking() const override { return true; }
   Tensor call_masked(const Tensor& inputs, bool training, const Tensor& mask) override;
   Tensor compute_mask(const Tensor& inputs, const Tensor& mask) override;
+  Tensor call_masked_list(const std::vector<Tensor>& inputs, bool training, const std::vector<Tensor>& masks) override;
+  Tensor compute_mask_list(const std::vector<Tensor>& inputs, const std::vector<Tensor>& masks) override;
+  int num_outputs() const override;
+  std::vector<Shape> output_shapes() const override;
+  std::vector<Tensor> call_outputs(const std::vector<Tensor>& inputs, bool training) override;
+  std::vector<Tensor> call_outputs_masked(const std::vector<Tensor>& inputs, bool training,
+                                          const std::vector<Tensor>& masks, std::vector<Tensor>& output_masks) override;
   std::vector<std::pair<std::string, Layer*>> sublayers() override {
     return {{"backward_layer", backward_.get()}, {"forward_layer", forward_.get()}};
   }
@@ -185,6 +238,8 @@ class Bidirectional : public Layer {
  private:
   std::shared_ptr<RNN> forward_, backward_;
   std::string merge_mode_;
+  std::vector<Shape> output_shapes_;
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs, bool training, const Tensor& mask);
 };
 
 }  // namespace osprey::keras::layers

@@ -43,11 +43,11 @@ Bidirectional::Bidirectional(const std::shared_ptr<RNN>& layer, std::string merg
                              std::shared_ptr<RNN> backward_layer, std::string name)
     : Layer(name, "bidirectional"), merge_mode_(std::move(merge_mode)) {
   if (!layer) throw ValueError("Please initialize `Bidirectional` layer with a `keras.layers.Layer` instance (an RNN)");
-  if (merge_mode_ != "concat" && merge_mode_ != "sum" && merge_mode_ != "mul" && merge_mode_ != "ave") {
+  if (merge_mode_ != "concat" && merge_mode_ != "sum" && merge_mode_ != "mul" && merge_mode_ != "ave" &&
+      !merge_mode_.empty()) {
     throw ValueError(fmt::format("Invalid merge mode. Received: {}. Merge mode should be one of {{\"sum\", \"mul\", "
-                                 "\"ave\", \"concat\"}} in Osprey (None, the two outputs as a list, is not "
-                                 "implemented)",
-                                 merge_mode_.empty() ? "None" : merge_mode_));
+                                 "\"ave\", \"concat\", None (\"\" in Osprey)}}",
+                                 merge_mode_));
   }
   forward_ = copy_of(*layer, "forward_" + without_prefix(layer->name(), "forward_"), std::nullopt);
   backward_ = backward_layer ? copy_of(*backward_layer, backward_layer->name(), std::nullopt)
@@ -65,36 +65,115 @@ Bidirectional::Bidirectional(const std::shared_ptr<RNN>& layer, std::string merg
   }
 }
 
-Shape Bidirectional::build(const Shape& input_shape) {
+Shape Bidirectional::build(const Shape& input_shape) { return build(std::vector<Shape>{input_shape}); }
+
+Shape Bidirectional::build(const std::vector<Shape>& input_shapes) {
+  if (input_shapes.empty()) throw ValueError(fmt::format("Layer '{}' was called on no inputs", name_));
   const bool first = !forward_->built();
-  const Shape fs = forward_->build(input_shape), bs = backward_->build(input_shape);
+  const std::size_t half = (input_shapes.size() - 1) / 2;
+  if ((input_shapes.size() - 1) % 2 != 0) {
+    throw ValueError(fmt::format("Bidirectional '{}': the initial states must be the forward layer's and the "
+                                 "backward layer's, as many each; received {}",
+                                 name_, input_shapes.size() - 1));
+  }
+  std::vector<Shape> f_in{input_shapes[0]}, b_in{input_shapes[0]};
+  for (std::size_t i = 0; i < half; ++i) {
+    f_in.push_back(input_shapes[1 + i]);
+    b_in.push_back(input_shapes[1 + half + i]);
+  }
+  const Shape fs = forward_->build(f_in), bs = backward_->build(b_in);
   if (first) {  // Keras's paths: "bidirectional/forward_lstm/lstm_cell/kernel"
     for (auto* v : variables()) v->set_path(name_ + "/" + v->path());
   }
-  if (merge_mode_ != "concat" && fs != bs) {
+  if (merge_mode_ != "concat" && !merge_mode_.empty() && fs != bs) {
     throw ValueError(fmt::format("Bidirectional '{}': merge_mode \"{}\" needs outputs of one shape; the layers give "
                                  "{} and {}",
                                  name_, merge_mode_, fs.to_string(), bs.to_string()));
   }
-  return finish_build(merge_mode_ == "concat" ? fs.with_dim(fs.rank() - 1, fs[-1] + bs[-1]) : fs);
+  output_shapes_.clear();
+  if (merge_mode_.empty()) {
+    output_shapes_ = {fs, bs};
+  } else {
+    output_shapes_ = {merge_mode_ == "concat" ? fs.with_dim(fs.rank() - 1, fs[-1] + bs[-1]) : fs};
+  }
+  if (forward_->rnn_options().return_state) {
+    for (const RNN* l : {forward_.get(), backward_.get()}) {
+      const auto shapes = l->output_shapes();
+      output_shapes_.insert(output_shapes_.end(), shapes.begin() + 1, shapes.end());
+    }
+  }
+  return finish_build(output_shapes_[0]);
+}
+
+int Bidirectional::num_outputs() const {
+  const int states = forward_->rnn_options().return_state ? forward_->num_outputs() - 1 + backward_->num_outputs() - 1 : 0;
+  return (merge_mode_.empty() ? 2 : 1) + states;
+}
+
+std::vector<Shape> Bidirectional::output_shapes() const { return output_shapes_; }
+
+std::vector<Tensor> Bidirectional::run(const std::vector<Tensor>& inputs, bool training, const Tensor& mask) {
+  if (!built_) {
+    std::vector<Shape> shapes;
+    for (const auto& t : inputs) {
+      const auto d = t.shape().dims();
+      shapes.push_back(Shape(std::vector<int64_t>(d.begin() + (d.empty() ? 0 : 1), d.end())));
+    }
+    build(shapes);
+  }
+  const std::size_t half = inputs.size() / 2;  // inputs: the sequence, then both layers' initial states
+  const std::vector<Tensor> f_states(inputs.begin() + 1, inputs.begin() + 1 + static_cast<std::ptrdiff_t>(half));
+  const std::vector<Tensor> b_states(inputs.begin() + 1 + static_cast<std::ptrdiff_t>(half), inputs.end());
+  const auto y = forward_->run(inputs[0], training, mask, f_states);
+  const auto y_back = backward_->run(inputs[0], training, mask, b_states);
+  Tensor y_rev = y_back[0];
+  if (forward_->rnn_options().return_sequences) y_rev = flip_steps(y_rev);
+  std::vector<Tensor> out;
+  if (merge_mode_ == "concat") {
+    out.push_back(ops::concat({y[0], y_rev}, -1));
+  } else if (merge_mode_ == "sum") {
+    out.push_back(ops::add(y[0], y_rev));
+  } else if (merge_mode_ == "mul") {
+    out.push_back(ops::mul(y[0], y_rev));
+  } else if (merge_mode_ == "ave") {
+    out.push_back(ops::div(ops::add(y[0], y_rev), Tensor::scalar(2.0)));
+  } else {
+    out = {y[0], y_rev};
+  }
+  if (forward_->rnn_options().return_state) {
+    out.insert(out.end(), y.begin() + 1, y.end());
+    out.insert(out.end(), y_back.begin() + 1, y_back.end());
+  }
+  return out;
 }
 
 Tensor Bidirectional::call_masked(const Tensor& inputs, bool training, const Tensor& mask) {
-  if (!built_) {
-    const auto d = inputs.shape().dims();
-    build(Shape(std::vector<int64_t>(d.begin() + (d.empty() ? 0 : 1), d.end())));
-  }
-  const Tensor y = forward_->call_masked(inputs, training, mask);
-  Tensor y_rev = backward_->call_masked(inputs, training, mask);
-  if (forward_->rnn_options().return_sequences) y_rev = flip_steps(y_rev);
-  if (merge_mode_ == "concat") return ops::concat({y, y_rev}, -1);
-  if (merge_mode_ == "sum") return ops::add(y, y_rev);
-  if (merge_mode_ == "mul") return ops::mul(y, y_rev);
-  return ops::div(ops::add(y, y_rev), Tensor::scalar(2.0));
+  return run({inputs}, training, mask)[0];
+}
+Tensor Bidirectional::call(const std::vector<Tensor>& inputs, bool training) { return run(inputs, training, Tensor())[0]; }
+Tensor Bidirectional::call_masked_list(const std::vector<Tensor>& inputs, bool training, const std::vector<Tensor>& masks) {
+  return run(inputs, training, masks.empty() ? Tensor() : masks[0])[0];
+}
+std::vector<Tensor> Bidirectional::call_outputs(const std::vector<Tensor>& inputs, bool training) {
+  return run(inputs, training, Tensor());
+}
+std::vector<Tensor> Bidirectional::call_outputs_masked(const std::vector<Tensor>& inputs, bool training,
+                                                       const std::vector<Tensor>& masks,
+                                                       std::vector<Tensor>& output_masks) {
+  const Tensor mask = masks.empty() ? Tensor() : masks[0];
+  auto out = run(inputs, training, mask);
+  output_masks.assign(out.size(), Tensor());
+  const Tensor m = compute_mask(inputs[0], mask);
+  output_masks[0] = m;
+  if (merge_mode_.empty()) output_masks[1] = m;
+  return out;
 }
 
 Tensor Bidirectional::compute_mask(const Tensor&, const Tensor& mask) {
   return forward_->rnn_options().return_sequences ? mask : Tensor();
+}
+Tensor Bidirectional::compute_mask_list(const std::vector<Tensor>& inputs, const std::vector<Tensor>& masks) {
+  return compute_mask(inputs.at(0), masks.empty() ? Tensor() : masks[0]);
 }
 
 std::vector<Variable*> Bidirectional::variables() {
@@ -122,14 +201,14 @@ void Bidirectional::apply_constraints() {
 
 std::string Bidirectional::get_config() const {
   json c = ser::base_config(*this);
-  c["merge_mode"] = merge_mode_;
+  c["merge_mode"] = merge_mode_.empty() ? json() : json(merge_mode_);
   c["layer"] = ser::object("keras.layers", forward_->class_name(), json::parse(forward_->get_config()));
   c["backward_layer"] = ser::object("keras.layers", backward_->class_name(), json::parse(backward_->get_config()));
   return ser::dumps(c);
 }
 
 OSPREY_REGISTER_LAYERS(bidirectional) {
-  ser::register_layer_class("Bidirectional", {true, [](const json& c) -> std::shared_ptr<Layer> {
+  ser::LayerClass cls{true, [](const json& c) -> std::shared_ptr<Layer> {
     if (!c.contains("layer") || !c["layer"].is_object()) throw ValueError("Bidirectional: the config has no `layer`");
     auto layer = std::dynamic_pointer_cast<RNN>(ser::layer_from_object(c["layer"]));
     if (!layer) throw ValueError("Bidirectional: `layer` must be an RNN (SimpleRNN, LSTM, GRU, RNN) in Osprey");
@@ -139,9 +218,15 @@ OSPREY_REGISTER_LAYERS(bidirectional) {
       if (!backward) throw ValueError("Bidirectional: `backward_layer` must be an RNN in Osprey");
     }
     const json mode = c.value("merge_mode", json("concat"));
-    if (!mode.is_string()) ser::unsupported("Bidirectional merge_mode", mode.dump(), "concat, sum, mul, ave");
-    return std::make_shared<Bidirectional>(layer, mode.get<std::string>(), backward, ser::name_of(c));
-  }});
+    if (!mode.is_string() && !mode.is_null()) {
+      ser::unsupported("Bidirectional merge_mode", mode.dump(), "concat, sum, mul, ave, null");
+    }
+    return std::make_shared<Bidirectional>(layer, mode.is_null() ? "" : mode.get<std::string>(), backward,
+                                           ser::name_of(c));
+  }};
+  cls.initial_state_inputs = true;  // its inputs after the sequence are its call's initial_state, as an RNN's
+  cls.call_arguments = [](const Layer&) { return json{{"mask", nullptr}}; };  // as Keras writes its nodes
+  ser::register_layer_class("Bidirectional", std::move(cls));
 }
 
 }  // namespace osprey::keras::layers

@@ -7,6 +7,7 @@
 #include "keras/layers/weight_rules.h"
 #include "osprey/errors.h"
 #include "osprey/keras/layers/convolutional.h"
+#include "osprey/keras/layers/regularization.h"
 #include "osprey/keras/layers/rnn.h"
 #include "osprey/ops.h"
 
@@ -51,11 +52,38 @@ RNNCell::RNNCell(Kind kind, int64_t units, RecurrentOptions options)
   }
   (void)ActivationFn::get(o_.activation);  // ValueError for unknown names
   (void)ActivationFn::get(o_.recurrent_activation);
-  if (o_.dropout != 0.0 || o_.recurrent_dropout != 0.0) {
-    throw ValueError(fmt::format("{}: dropout={} and recurrent_dropout={}: dropout inside recurrent cells is not "
-                                 "implemented in Osprey yet (put a Dropout layer before or after the RNN)",
-                                 cls, o_.dropout, o_.recurrent_dropout));
+  for (double rate : {o_.dropout, o_.recurrent_dropout}) {
+    if (!(rate >= 0.0 && rate <= 1.0)) {
+      throw ValueError(fmt::format("{}: dropout and recurrent_dropout must be in [0, 1]; got dropout={}, "
+                                   "recurrent_dropout={}",
+                                   cls, o_.dropout, o_.recurrent_dropout));
+    }
   }
+  // Keras applies a rate r only where 0 < r < 1; each mask is Keras's random.dropout of ones (1/(1 - r) or 0).
+  if (o_.dropout > 0.0 && o_.dropout < 1.0) input_dropout_ = std::make_shared<Dropout>(o_.dropout, name_ + "_dropout");
+  if (o_.recurrent_dropout > 0.0 && o_.recurrent_dropout < 1.0) {
+    recurrent_dropout_ = std::make_shared<Dropout>(o_.recurrent_dropout, name_ + "_recurrent_dropout");
+  }
+}
+
+int RNNCell::mask_count() const { return kind_ != Kind::simple && recurrent_dropout_ ? gates(kind_) : 1; }
+
+namespace {
+// `count` masks of Keras's random.dropout(ones(shape)), on the current device.
+std::vector<Tensor> draw(Layer* dropout, int count, const Shape& shape) {
+  std::vector<Tensor> out;
+  if (!dropout) return out;
+  for (int i = 0; i < count; ++i) out.push_back((*dropout)(Tensor::ones(shape), true));
+  return out;
+}
+}  // namespace
+
+std::vector<Tensor> RNNCell::input_dropout_masks(int64_t batch, int64_t features) {
+  return draw(input_dropout_.get(), mask_count(), Shape({batch, features}));
+}
+
+std::vector<Tensor> RNNCell::recurrent_dropout_masks(int64_t batch) {
+  return draw(recurrent_dropout_.get(), mask_count(), Shape({batch, units_}));
 }
 
 std::string RNNCell::class_name() const { return cell_class(kind_); }
@@ -101,15 +129,51 @@ Tensor RNNCell::project(const Tensor& x) const {
   return ops::dense(x, kernel_->value(), b, ops::Activation::linear);
 }
 
-std::vector<Tensor> RNNCell::step(const Tensor& xp, const std::vector<Tensor>& states) const {
+Tensor RNNCell::project(const std::vector<Tensor>& xs) const {
+  if (xs.size() == 1) return project(xs[0]);
+  const int n = gates(kind_);
+  const auto k = gate_blocks(kernel_->value(), n, units_);
+  std::vector<Tensor> b;
+  if (bias_) {
+    const Tensor input_bias = kind_ == Kind::gru && o_.reset_after
+                                  ? ops::reshape(ops::slice_axis(bias_->value(), 0, 0, 1), Shape({n * units_}))
+                                  : bias_->value();
+    b = ops::split(input_bias, 0, std::vector<int64_t>(static_cast<std::size_t>(n), units_));
+  }
+  std::vector<Tensor> parts;
+  for (int g = 0; g < n; ++g) {
+    parts.push_back(ops::dense(xs[static_cast<std::size_t>(g)], k[static_cast<std::size_t>(g)],
+                               bias_ ? b[static_cast<std::size_t>(g)] : Tensor(), ops::Activation::linear));
+  }
+  return ops::concat(parts, 1);
+}
+
+namespace {
+// h · w for the gate blocks of w from `first` on, h under each gate's recurrent dropout mask (Keras's
+// implementation 1), or one product without masks.
+Tensor recurrent_product(const Tensor& h, const Tensor& w, const std::vector<Tensor>& masks, int first, int64_t u) {
+  if (masks.empty()) return ops::matmul(h, w);
+  if (masks.size() == 1) return ops::matmul(ops::mul(h, masks[0]), w);
+  const int n = static_cast<int>(w.shape()[1] / u);
+  const auto blocks = gate_blocks(w, n, u);
+  std::vector<Tensor> parts;
+  for (int g = 0; g < n; ++g) {
+    parts.push_back(ops::matmul(ops::mul(h, masks[static_cast<std::size_t>(first + g)]), blocks[static_cast<std::size_t>(g)]));
+  }
+  return n == 1 ? parts[0] : ops::concat(parts, 1);
+}
+}  // namespace
+
+std::vector<Tensor> RNNCell::step(const Tensor& xp, const std::vector<Tensor>& states,
+                                  const std::vector<Tensor>& rm) const {
   const ActivationFn act = ActivationFn::get(o_.activation), rec = ActivationFn::get(o_.recurrent_activation);
   const Tensor& h = states[0];
   const int64_t u = units_;
   switch (kind_) {
     case Kind::simple:
-      return {act(ops::add(xp, ops::matmul(h, recurrent_->value())))};
+      return {act(ops::add(xp, recurrent_product(h, recurrent_->value(), rm, 0, u)))};
     case Kind::lstm: {
-      const auto z = gate_blocks(ops::add(xp, ops::matmul(h, recurrent_->value())), 4, u);
+      const auto z = gate_blocks(ops::add(xp, recurrent_product(h, recurrent_->value(), rm, 0, u)), 4, u);
       const Tensor i = rec(z[0]), f = rec(z[1]);
       const Tensor c = ops::add(ops::mul(f, states[1]), ops::mul(i, act(z[2])));
       const Tensor o = rec(z[3]);
@@ -120,7 +184,7 @@ std::vector<Tensor> RNNCell::step(const Tensor& xp, const std::vector<Tensor>& s
       const auto x3 = gate_blocks(xp, 3, u);
       Tensor z, r, hh;
       if (o_.reset_after) {
-        Tensor rz = ops::matmul(h, w);
+        Tensor rz = recurrent_product(h, w, rm, 0, u);
         if (bias_) rz = ops::add(rz, ops::reshape(ops::slice_axis(bias_->value(), 0, 1, 1), Shape({3 * u})));
         const auto r3 = gate_blocks(rz, 3, u);
         z = rec(ops::add(x3[0], r3[0]));
@@ -128,10 +192,11 @@ std::vector<Tensor> RNNCell::step(const Tensor& xp, const std::vector<Tensor>& s
         hh = act(ops::add(x3[2], ops::mul(r, r3[2])));
       } else {
         const auto w2 = ops::split(w, 1, {2 * u, u});
-        const auto r2 = gate_blocks(ops::matmul(h, w2[0]), 2, u);
+        const auto r2 = gate_blocks(recurrent_product(h, w2[0], rm, 0, u), 2, u);
         z = rec(ops::add(x3[0], r2[0]));
         r = rec(ops::add(x3[1], r2[1]));
-        hh = act(ops::add(x3[2], ops::matmul(ops::mul(r, h), w2[1])));
+        const Tensor h_h = rm.empty() ? h : ops::mul(h, rm[2]);
+        hh = act(ops::add(x3[2], ops::matmul(ops::mul(r, h_h), w2[1])));
       }
       return {ops::add(ops::mul(z, h), ops::mul(one_minus(z), hh))};
     }
@@ -179,13 +244,73 @@ Shape RNN::build(const Shape& input_shape) {
   return finish_build(r_.return_sequences ? Shape({input_shape[0], u}) : Shape({u}));
 }
 
+Shape RNN::build(const std::vector<Shape>& input_shapes) {
+  if (input_shapes.empty()) throw ValueError(fmt::format("Layer '{}' was called on no inputs", name_));
+  const Shape out = build(input_shapes[0]);
+  if (input_shapes.size() == 1) return out;
+  const int64_t u = cell_->units();
+  const std::size_t want = static_cast<std::size_t>(cell_->num_states());
+  bool fits = input_shapes.size() - 1 == want;
+  for (std::size_t i = 1; fits && i < input_shapes.size(); ++i) fits = input_shapes[i] == Shape({u});
+  if (!fits) {
+    std::vector<std::string> got;
+    for (std::size_t i = 1; i < input_shapes.size(); ++i) got.push_back(detail::with_batch(input_shapes[i]));
+    throw ValueError(fmt::format("An `initial_state` was passed that is not compatible with `cell.state_size` of "
+                                 "layer '{}' ({}): it takes {} state(s) of shape (None, {}); received [{}]",
+                                 name_, class_name(), want, u, fmt::join(got, ", ")));
+  }
+  return out;
+}
+
+std::vector<Shape> RNN::output_shapes() const {
+  std::vector<Shape> out{output_shape_};
+  if (r_.return_state) out.insert(out.end(), static_cast<std::size_t>(cell_->num_states()), Shape({cell_->units()}));
+  return out;
+}
+
 void RNN::append_trainable_variables(std::vector<Variable*>& out) {
   if (trainable && cell_->trainable) cell_->append_trainable_variables(out);
 }
 
 Tensor RNN::compute_mask(const Tensor&, const Tensor& mask) { return r_.return_sequences ? mask : Tensor(); }
+Tensor RNN::compute_mask_list(const std::vector<Tensor>& inputs, const std::vector<Tensor>& masks) {
+  return compute_mask(inputs.at(0), masks.empty() ? Tensor() : masks[0]);
+}
 
-Tensor RNN::call_masked(const Tensor& inputs, bool, const Tensor& mask) {
+static std::vector<Tensor> states_of(const std::vector<Tensor>& inputs) {
+  return std::vector<Tensor>(inputs.begin() + (inputs.empty() ? 0 : 1), inputs.end());
+}
+
+Tensor RNN::call_masked(const Tensor& inputs, bool training, const Tensor& mask) {
+  return run(inputs, training, mask, {})[0];
+}
+Tensor RNN::call(const std::vector<Tensor>& inputs, bool training) {
+  return run(inputs.at(0), training, Tensor(), states_of(inputs))[0];
+}
+Tensor RNN::call_masked_list(const std::vector<Tensor>& inputs, bool training, const std::vector<Tensor>& masks) {
+  return run(inputs.at(0), training, masks.empty() ? Tensor() : masks[0], states_of(inputs))[0];
+}
+std::vector<Tensor> RNN::call_outputs(const std::vector<Tensor>& inputs, bool training) {
+  auto out = run(inputs.at(0), training, Tensor(), states_of(inputs));
+  if (!r_.return_state) out.resize(1);
+  return out;
+}
+std::vector<Tensor> RNN::call_outputs_masked(const std::vector<Tensor>& inputs, bool training,
+                                             const std::vector<Tensor>& masks, std::vector<Tensor>& output_masks) {
+  const Tensor mask = masks.empty() ? Tensor() : masks[0];
+  auto out = run(inputs.at(0), training, mask, states_of(inputs));
+  if (!r_.return_state) out.resize(1);
+  output_masks.assign(out.size(), Tensor());
+  output_masks[0] = compute_mask(inputs[0], mask);
+  return out;
+}
+
+void RNN::reset_states() {
+  for (auto& s : states_) s = Tensor::zeros(s.shape());
+}
+
+std::vector<Tensor> RNN::run(const Tensor& inputs, bool training, const Tensor& mask,
+                             const std::vector<Tensor>& initial_states) {
   const auto d = inputs.shape().dims();
   if (d.size() != 3) build(Shape(std::vector<int64_t>(d.begin() + (d.empty() ? 0 : 1), d.end())));
   if (!built_) build(Shape({d[1], d[2]}));
@@ -195,8 +320,51 @@ Tensor RNN::call_masked(const Tensor& inputs, bool, const Tensor& mask) {
     throw ValueError(fmt::format("Layer '{}': the mask has shape {}, but the inputs {} need ({}, {})", name_,
                                  mask.shape().to_string(), inputs.shape().to_string(), n, t));
   }
-  const Tensor x = inputs.dtype() == DType::float32 ? inputs : inputs.cast(DType::float32);
-  const Tensor xp = cell_->project(ops::reshape(x, Shape({n * t, f})));  // every step's inputs at once
+  const auto num_states = static_cast<std::size_t>(cell_->num_states());
+  std::vector<Tensor> states;
+  if (!initial_states.empty()) {
+    if (initial_states.size() != num_states) {
+      throw ValueError(fmt::format("Layer '{}' ({}) takes {} initial state(s); received {}", name_, class_name(),
+                                   num_states, initial_states.size()));
+    }
+    for (const auto& s : initial_states) {
+      if (s.shape() != Shape({n, u})) {
+        throw ValueError(fmt::format("Layer '{}': an initial state has shape {}; the inputs {} need ({}, {})", name_,
+                                     s.shape().to_string(), inputs.shape().to_string(), n, u));
+      }
+      states.push_back(s.dtype() == DType::float32 ? s : s.cast(DType::float32));
+    }
+  } else if (r_.stateful && !states_.empty()) {
+    if (states_[0].shape()[0] != n) {
+      throw ValueError(fmt::format("If an RNN is stateful, the batch size of the input sequences must be the same as "
+                                   "the batch size of the initial state (layer '{}').\n- Expected batch size: {}\n- "
+                                   "Received batch size: {}",
+                                   name_, states_[0].shape()[0], n));
+    }
+    states = states_;
+  } else {
+    states.assign(num_states, Tensor::zeros(Shape({n, u})));
+  }
+  if (r_.stateful && current_replica_id() > 0) {
+    throw ValueError(fmt::format("Layer '{}': a stateful RNN keeps one batch's states; it cannot run on several "
+                                 "replicas (MirroredStrategy) in Osprey",
+                                 name_));
+  }
+  Tensor x = inputs.dtype() == DType::float32 ? inputs : inputs.cast(DType::float32);
+  const std::vector<Tensor> rec_masks = training ? cell_->recurrent_dropout_masks(n) : std::vector<Tensor>{};
+  Tensor xp;
+  if (auto in_masks = training ? cell_->input_dropout_masks(n, f) : std::vector<Tensor>{}; !in_masks.empty()) {
+    // Each (batch, features) mask over every step: time-major rows of batch · features times a row vector.
+    const Tensor xt = ops::reshape(ops::transpose(x, {1, 0, 2}), Shape({t, n * f}));
+    std::vector<Tensor> per_gate;
+    for (const auto& m : in_masks) {
+      const Tensor masked = ops::reshape(ops::mul(xt, ops::reshape(m, Shape({n * f}))), Shape({t, n, f}));
+      per_gate.push_back(ops::reshape(ops::transpose(masked, {1, 0, 2}), Shape({n * t, f})));
+    }
+    xp = cell_->project(per_gate);
+  } else {
+    xp = cell_->project(ops::reshape(x, Shape({n * t, f})));  // every step's inputs at once
+  }
   const int64_t g = xp.shape()[1];
   // Each step's block, time-major so that a step's rows are contiguous: one split, one gradient.
   const auto steps = ops::split(ops::transpose(ops::reshape(xp, Shape({n, t, g})), {1, 0, 2}), 0,
@@ -205,13 +373,12 @@ Tensor RNN::call_masked(const Tensor& inputs, bool, const Tensor& mask) {
   const auto mask_steps = m.defined() ? ops::split(m, 1, std::vector<int64_t>(static_cast<std::size_t>(t), 1))
                                       : std::vector<Tensor>{};
   const Tensor ones_row = m.defined() ? Tensor::ones(Shape({1, u})) : Tensor();
-  std::vector<Tensor> states(static_cast<std::size_t>(cell_->num_states()), Tensor::zeros(Shape({n, u})));
   Tensor output = Tensor::zeros(Shape({n, u}));
   std::vector<Tensor> outputs;
   if (r_.return_sequences) outputs.reserve(static_cast<std::size_t>(t));
   for (int64_t k = 0; k < t; ++k) {
     const int64_t s = r_.go_backwards ? t - 1 - k : k;
-    auto next = cell_->step(ops::reshape(steps[static_cast<std::size_t>(s)], Shape({n, g})), states);
+    auto next = cell_->step(ops::reshape(steps[static_cast<std::size_t>(s)], Shape({n, g})), states, rec_masks);
     Tensor out = next[0];
     if (m.defined()) {  // masked rows keep their states and repeat the last output (or output zeros)
       const Tensor keep = ops::matmul(mask_steps[static_cast<std::size_t>(s)], ones_row);  // (n, u) of 1 and 0
@@ -225,7 +392,10 @@ Tensor RNN::call_masked(const Tensor& inputs, bool, const Tensor& mask) {
     output = out;
     if (r_.return_sequences) outputs.push_back(ops::reshape(out, Shape({n, 1, u})));
   }
-  return r_.return_sequences ? ops::concat(outputs, 1) : output;
+  if (r_.stateful) states_ = states;
+  std::vector<Tensor> result{r_.return_sequences ? ops::concat(outputs, 1) : output};
+  result.insert(result.end(), states.begin(), states.end());
+  return result;
 }
 
 namespace {

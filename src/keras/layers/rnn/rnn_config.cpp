@@ -40,10 +40,10 @@ void cell_entries(json& c, const RNNCell& cell, bool in_layer) {
 
 void rnn_entries(json& c, const RNNOptions& r) {
   c["return_sequences"] = r.return_sequences;
-  c["return_state"] = false;
+  c["return_state"] = r.return_state;
   c["go_backwards"] = r.go_backwards;
-  c["stateful"] = false;
-  c["unroll"] = false;
+  c["stateful"] = r.stateful;
+  c["unroll"] = r.unroll;
   c["zero_output_for_mask"] = r.zero_output_for_mask;
 }
 
@@ -70,9 +70,14 @@ RecurrentOptions recurrent_from(const json& c, const std::string& cls) {
 }
 
 RNNOptions rnn_from(const json& c, const std::string& cls) {
-  ser::refuse_set(c, {"return_state", "stateful", "unroll"}, cls, "return_sequences, go_backwards, zero_output_for_mask");
-  return {ser::value_or(c, "return_sequences", false), ser::value_or(c, "go_backwards", false),
-          ser::value_or(c, "zero_output_for_mask", false), ser::name_of(c)};
+  (void)cls;
+  return {.return_sequences = ser::value_or(c, "return_sequences", false),
+          .return_state = ser::value_or(c, "return_state", false),
+          .go_backwards = ser::value_or(c, "go_backwards", false),
+          .stateful = ser::value_or(c, "stateful", false),
+          .unroll = ser::value_or(c, "unroll", false),
+          .zero_output_for_mask = ser::value_or(c, "zero_output_for_mask", false),
+          .name = ser::name_of(c)};
 }
 
 int64_t units_of(const json& c, const std::string& cls) { return ser::integer(c, "units", 1, int64_t{1} << 20, cls); }
@@ -99,16 +104,28 @@ std::string RNN::get_config() const {
   return ser::dumps(c);
 }
 
+namespace {
+
+// A recurrent layer's class: built, its inputs after the sequence are its call's initial_state.
+ser::LayerClass recurrent_class(std::function<std::shared_ptr<Layer>(const json&)> from_config) {
+  ser::LayerClass cls{true, std::move(from_config)};
+  cls.initial_state_inputs = true;
+  cls.call_arguments = [](const Layer&) { return json{{"training", false}, {"mask", nullptr}}; };  // as Keras writes
+  return cls;
+}
+
+}  // namespace
+
 OSPREY_REGISTER_LAYERS(rnn) {
-  ser::register_layer_class("SimpleRNN", {true, [](const json& c) -> std::shared_ptr<Layer> {
+  ser::register_layer_class("SimpleRNN", recurrent_class([](const json& c) -> std::shared_ptr<Layer> {
     return std::make_shared<SimpleRNN>(units_of(c, "SimpleRNN"), recurrent_from(c, "SimpleRNN"), rnn_from(c, "SimpleRNN"));
-  }});
-  ser::register_layer_class("LSTM", {true, [](const json& c) -> std::shared_ptr<Layer> {
+  }));
+  ser::register_layer_class("LSTM", recurrent_class([](const json& c) -> std::shared_ptr<Layer> {
     return std::make_shared<LSTM>(units_of(c, "LSTM"), recurrent_from(c, "LSTM"), rnn_from(c, "LSTM"));
-  }});
-  ser::register_layer_class("GRU", {true, [](const json& c) -> std::shared_ptr<Layer> {
+  }));
+  ser::register_layer_class("GRU", recurrent_class([](const json& c) -> std::shared_ptr<Layer> {
     return std::make_shared<GRU>(units_of(c, "GRU"), recurrent_from(c, "GRU"), rnn_from(c, "GRU"));
-  }});
+  }));
   for (const char* cls : {"SimpleRNNCell", "LSTMCell", "GRUCell"}) {
     ser::register_layer_class(cls, {true, [cls = std::string(cls)](const json& c) -> std::shared_ptr<Layer> {
       RecurrentOptions o = recurrent_from(c, cls);
@@ -119,7 +136,7 @@ OSPREY_REGISTER_LAYERS(rnn) {
       return std::make_shared<SimpleRNNCell>(units, std::move(o));
     }});
   }
-  ser::register_layer_class("RNN", {true, [](const json& c) -> std::shared_ptr<Layer> {
+  ser::register_layer_class("RNN", recurrent_class([](const json& c) -> std::shared_ptr<Layer> {
     if (!c.contains("cell") || !c["cell"].is_object()) throw ValueError("RNN: the config has no `cell` object");
     auto cell = std::dynamic_pointer_cast<RNNCell>(ser::layer_from_object(c["cell"]));
     if (!cell) {
@@ -127,7 +144,7 @@ OSPREY_REGISTER_LAYERS(rnn) {
                        "cells of your own are not implemented yet)");
     }
     return std::make_shared<RNN>(std::move(cell), rnn_from(c, "RNN"));
-  }});
+  }));
 }
 
 }  // namespace osprey::keras::layers
