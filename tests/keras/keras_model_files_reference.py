@@ -306,6 +306,21 @@ out = L.Dense(1, name="out")(L.LSTM(4, name="lstm")(h))
 case("time_distributed", keras.Model(seq, out, name="time_distributed"), xd, drng.normal(0, 1, (N, 1)).astype("float32"),
      dict(optimizer=keras.optimizers.Adam(0.01), loss="mse", metrics=["mae"]))
 
+# 22. An encoder-decoder (issue 18): a Bidirectional LSTM encoder's states (return_state: forward h, c, backward
+# h, c), joined by Concatenate, start an LSTM decoder (initial_state) that a Dense reads at every step.
+srng = np.random.default_rng(61)
+xe = srng.normal(0, 1, (N, 6, 3)).astype("float32")
+xdec = srng.normal(0, 1, (N, 4, 2)).astype("float32")
+enc_in = keras.Input((6, 3), name="encoder_inputs")
+dec_in = keras.Input((4, 2), name="decoder_inputs")
+_, fh, fc, bh, bc = L.Bidirectional(L.LSTM(4, return_state=True, name="lstm"), name="encoder")(enc_in)
+h0 = L.Concatenate(name="h0")([fh, bh])
+c0 = L.Concatenate(name="c0")([fc, bc])
+d = L.LSTM(8, return_sequences=True, name="decoder")(dec_in, initial_state=[h0, c0])
+case("seq2seq", keras.Model([enc_in, dec_in], L.Dense(2, name="out")(d), name="seq2seq"), [xe, xdec],
+     np.tanh(np.cumsum(xdec, axis=1) * 0.5 + xe[:, -1:, :2]).astype("float32"),
+     dict(optimizer=keras.optimizers.Adam(0.01), loss="mse", metrics=["mae"]))
+
 if ONLY:  # the other cases' entries as they were
     with open(os.path.join(HERE, "..", "data", "keras_files.json")) as f:
         cases = {**json.load(f), **{k: v for k, v in cases.items() if k in ONLY}}

@@ -395,6 +395,10 @@ TEST(ModelFiles, TimeDistributedDenseAndBatchNormalizationBeforeAnLstm) {
   SKIP_WITHOUT_HDF5();
   check_file("time_distributed");
 }
+TEST(ModelFiles, AnEncoderDecoderWhoseBidirectionalEncoderStatesStartTheDecoder) {
+  SKIP_WITHOUT_HDF5();
+  check_file("seq2seq");
+}
 TEST(ModelFiles, AGruRegressorOnATimeSeries) {
   SKIP_WITHOUT_HDF5();
   check_file("gru_series");
