@@ -114,6 +114,37 @@ for cls, kw in [("LSTM", {"dropout": 0.3}), ("LSTM", {"dropout": 0.3, "recurrent
                  "config": layer.get_config()})
 ref["dropout"] = drop
 
+# Losses and metrics of masked outputs: Keras weights each step by the output's mask (a token tagger on padded ids:
+# sparse categorical crossentropy and accuracy per unmasked token; a masked regression per step. Keras 3.15 cannot
+# combine a mask with per-sample weights of shape (N,) (apply_mask fails on (N,) * (N, steps)).
+N, T, V = 16, 7, 12
+lengths = rng.integers(1, T + 1, N)
+ids = np.where(np.arange(T)[None, :] < lengths[:, None], rng.integers(1, V, (N, T)), 0).astype("int32")
+tags = (ids % 3).astype("int32")
+inp = keras.Input((T,), dtype="int32", name="tokens")
+h = L.LSTM(6, return_sequences=True, name="lstm")(L.Embedding(V, 5, mask_zero=True, name="embed")(inp))
+model = keras.Model(inp, L.Dense(3, activation="softmax", name="tags")(h), name="tagger")
+model.set_weights([rng.uniform(-0.5, 0.5, w.shape).astype("float32") for w in model.get_weights()])
+init = lists(model.get_weights())
+model.compile(optimizer=keras.optimizers.SGD(0.5), loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+hist = model.fit(ids, tags, epochs=2, batch_size=4, shuffle=False, verbose=0)
+ref["masked_tagger"] = {"x": ids.tolist(), "y": tags.tolist(), "init": init, "history": hist.history,
+                        "weights_after": lists(model.get_weights()),
+                        "evaluate": model.evaluate(ids, tags, batch_size=4, verbose=0, return_dict=True)}
+series = rng.normal(0, 1, (N, T, 2)).astype("float32")
+series[np.arange(T)[None, :] >= lengths[:, None]] = 0.0
+target = rng.normal(0, 1, (N, T, 1)).astype("float32")
+inp = keras.Input((T, 2), name="series")
+h = L.GRU(4, return_sequences=True, name="gru")(L.Masking(0.0, name="mask")(inp))
+model = keras.Model(inp, L.Dense(1, name="out")(h), name="masked_regression")
+model.set_weights([rng.uniform(-0.5, 0.5, w.shape).astype("float32") for w in model.get_weights()])
+init = lists(model.get_weights())
+model.compile(optimizer=keras.optimizers.Adam(0.01), loss="mse", metrics=["mae"])
+hist = model.fit(series, target, epochs=2, batch_size=4, shuffle=False, verbose=0)
+ref["masked_regression"] = {"x": series.tolist(), "y": target.tolist(), "init": init,
+                            "history": hist.history, "weights_after": lists(model.get_weights()),
+                            "evaluate": model.evaluate(series, target, batch_size=4, verbose=0, return_dict=True)}
+
 with open(os.path.join(os.path.dirname(__file__), "..", "data", "keras_recurrent.json"), "w") as f:
     json.dump(ref, f)
 print("wrote", sorted(ref))

@@ -264,3 +264,46 @@ TEST(RecurrentStates, DropoutInsideCellsIsTrainingOnlyAndOneMaskPerSequence) {
   EXPECT_THROW(layers::LSTM(4, {.dropout = 1.5}), ValueError);
   EXPECT_THROW(layers::GRU(4, {.recurrent_dropout = -0.1}), ValueError);
 }
+
+namespace {
+
+// Trains two epochs from the reference's weights and compares the history (loss and metric), the weights and
+// evaluate() with Keras's.
+void expect_masked_training_as_keras(Model& model, const json& ref, const Tensor& x, const std::string& metric) {
+  model.set_weights(tensors_of(ref.at("init")));
+  const Tensor y = tensor_of(ref.at("y"));
+  const auto hist = model.fit(x, y, {.epochs = 2, .batch_size = 4, .verbose = 0, .shuffle = false});
+  for (const std::string& key : {std::string("loss"), metric}) {
+    for (int e = 0; e < 2; ++e) {
+      EXPECT_NEAR(hist.history.at(key)[e], ref.at("history").at(key)[e].get<double>(), 2e-5) << key << " epoch " << e;
+    }
+  }
+  const auto w = model.get_weights();
+  for (std::size_t i = 0; i < w.size(); ++i) expect_close(w[i], ref.at("weights_after")[i], 2e-5, "weight " + std::to_string(i));
+  const auto ev = model.evaluate_dict(x, y, {.batch_size = 4, .verbose = 0});
+  for (const auto& [k, v] : ref.at("evaluate").items()) EXPECT_NEAR(ev.at(k), v.get<double>(), 2e-5) << k;
+}
+
+}  // namespace
+
+TEST(RecurrentStates, MaskedOutputsWeightTheLossAndMetricsPerStepAsKeras) {
+  {  // a tagger: a softmax per token of padded ids; loss and accuracy over the unmasked tokens
+    const json& ref = reference().at("masked_tagger");
+    auto in = keras::Input({7}, {.name = "tokens", .dtype = DType::int32});
+    auto h = layers::Embedding(12, 5, {.mask_zero = true, .name = "embed"})(in);
+    h = layers::LSTM(6, {}, {.return_sequences = true, .name = "lstm"})(h);
+    Model model(in, layers::Dense(3, "softmax", {.name = "tags"})(h), "tagger");
+    model.compile({.optimizer = optimizers::SGD({.learning_rate = 0.5}), .loss = "sparse_categorical_crossentropy",
+                   .metrics = {"accuracy"}});
+    expect_masked_training_as_keras(model, ref, ops::cast(tensor_of(ref.at("x")), DType::int32), "accuracy");
+  }
+  {  // a regression per step of float sequences whose padding Masking marks
+    const json& ref = reference().at("masked_regression");
+    auto in = keras::Input({7, 2}, {.name = "series"});
+    auto h = layers::Masking(0.0, "mask")(in);
+    h = layers::GRU(4, {}, {.return_sequences = true, .name = "gru"})(h);
+    Model model(in, layers::Dense(1, "linear", {.name = "out"})(h), "masked_regression");
+    model.compile({.optimizer = optimizers::Adam({.learning_rate = 0.01}), .loss = "mse", .metrics = {"mae"}});
+    expect_masked_training_as_keras(model, ref, tensor_of(ref.at("x")), "mae");
+  }
+}

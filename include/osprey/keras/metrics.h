@@ -25,6 +25,10 @@ class Metric {
   /// a training step split in halves computes it inside each half, recorded with the step, and adds the halves'
   /// counts with add_count() (exact: whole numbers). Undefined, the default: update_state() on the whole batch.
   virtual Tensor batch_count(const Tensor& /*y_true*/, const Tensor& /*y_pred*/) { return Tensor(); }
+  /// Whether the metric is a mean of per-sample values that Keras weights by an output's mask (its
+  /// MeanMetricWrapper family: the accuracies, MAE, MSE, top-k, metric functions): fit and evaluate give such a
+  /// metric the unmasked steps of a masked output only, each step a sample.
+  virtual bool weighs_by_mask() const { return false; }
   /// Adds `count` over `samples` samples (what update_state() adds for a batch whose batch_count() is `count`).
   void add_count(double count, double samples) { accumulate(count, samples); }
   const std::string& name() const { return name_; }
@@ -50,6 +54,7 @@ class Metric {
 /// Fraction of samples whose prediction matches the label, for one kind of labels.
 class Accuracy : public Metric {
  public:
+  bool weighs_by_mask() const override { return true; }
   Accuracy(std::string name, ops::AccuracyKind kind, double threshold = 0.5)
       : Metric(std::move(name)), kind_(kind), threshold_(threshold) {}
   void update_state(const Tensor& y_true, const Tensor& y_pred) override;
@@ -85,6 +90,7 @@ class SparseCategoricalAccuracy : public Accuracy {
 /// Keras's "accuracy": Binary, Sparse or Categorical, chosen from the shapes of the first batch.
 class AutoAccuracy : public Metric {
  public:
+  bool weighs_by_mask() const override { return true; }
   explicit AutoAccuracy(std::string name = "accuracy") : Metric(std::move(name)) {}
   void update_state(const Tensor& y_true, const Tensor& y_pred) override;
   Tensor batch_count(const Tensor& y_true, const Tensor& y_pred) override;
@@ -96,12 +102,14 @@ class AutoAccuracy : public Metric {
 };
 class MeanAbsoluteError : public Metric {
  public:
+  bool weighs_by_mask() const override { return true; }
   explicit MeanAbsoluteError(std::string name = "mean_absolute_error") : Metric(std::move(name)) {}
   std::string class_name() const override { return "MeanAbsoluteError"; }
   void update_state(const Tensor& y_true, const Tensor& y_pred) override;
 };
 class MeanSquaredError : public Metric {
  public:
+  bool weighs_by_mask() const override { return true; }
   explicit MeanSquaredError(std::string name = "mean_squared_error") : Metric(std::move(name)) {}
   std::string class_name() const override { return "MeanSquaredError"; }
   void update_state(const Tensor& y_true, const Tensor& y_pred) override;
@@ -120,6 +128,7 @@ class RootMeanSquaredError : public Metric {
 /// integer labels (SparseTopKCategoricalAccuracy).
 class TopKCategoricalAccuracy : public Metric {
  public:
+  bool weighs_by_mask() const override { return true; }
   explicit TopKCategoricalAccuracy(int k = 5, std::string name = "top_k_categorical_accuracy", bool sparse = false);
   void update_state(const Tensor& y_true, const Tensor& y_pred) override;
   std::string class_name() const override {
@@ -189,6 +198,7 @@ using MetricFn = std::function<Tensor(const Tensor& y_true, const Tensor& y_pred
 /// batch seen.
 class MeanMetricWrapper : public Metric {
  public:
+  bool weighs_by_mask() const override { return true; }
   explicit MeanMetricWrapper(MetricFn fn, std::string name = "custom_metric");
   void update_state(const Tensor& y_true, const Tensor& y_pred) override;
   /// The function's registered name ("package>name"), as LossFunctionWrapper's.

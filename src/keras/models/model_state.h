@@ -78,6 +78,8 @@ struct Model::State {
       std::vector<Tensor> output_losses;  // per output, when there are several
       std::vector<Tensor> grads;
       std::vector<Tensor> metric_counts;  // per metric: batch_count() of this part's rows, or undefined
+      std::vector<double> metric_samples;  // per metric: the samples it counted (an output's unmasked steps)
+      std::vector<Tensor> masks;           // per output: its mask (undefined where none)
       ops::StepRecording recording;
       // On a device without host memory (a GPU), x, y and w are views of one device block, `inputs`, refilled
       // every step by one copy of `staging`, a host block of the same layout into which the rows are loaded
@@ -96,6 +98,9 @@ struct Model::State {
   // Whether steps can be recorded (trainer's recordable_on_one_device), worked out once: -1 until then. Reset when the
   // layers, the device or the strategy change (add, build, compile).
   mutable int recordable = -1;
+  /// Whether an output carries a mask (Keras weights its loss and mean metrics by it per step): -1 until a training
+  /// or evaluation pass of a model with mask-making layers saw the outputs (until then steps are not recorded).
+  int output_masks = -1;
 
   int num_outputs() const { return graph ? static_cast<int>(graph->outputs.size()) : subclassed ? subclass_outputs : 1; }
   /// The inputs a call takes; -1 for a subclass (whatever its call() takes).

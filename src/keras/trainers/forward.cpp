@@ -1,5 +1,7 @@
 // The engine's forward pass and losses: input checks, the model's graph (or a subclass's call), per-output losses
 // and weights.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "keras/trainers/trainer.h"
@@ -85,7 +87,7 @@ struct ForwardPass {
 }  // namespace
 
 std::vector<Tensor> forward(Model& model, State& s, const std::vector<Tensor>& xs_in, bool training,
-                            std::vector<Tensor>* logits) {
+                            std::vector<Tensor>* logits, std::vector<Tensor>* output_masks) {
   const ForwardPass pass;
   check_inputs(model, s, xs_in);
   runtime::Device* device = s.device;
@@ -114,6 +116,7 @@ std::vector<Tensor> forward(Model& model, State& s, const std::vector<Tensor>& x
         break;
       }
     }
+    if (output_masks) output_masks->assign(out.size(), Tensor());
     return out;
   }
   std::vector<Tensor> masks;
@@ -125,16 +128,24 @@ std::vector<Tensor> forward(Model& model, State& s, const std::vector<Tensor>& x
     for (const auto& l : s.logits_losses) which.push_back(l != nullptr);
     out = s.graph->run(xs, training, &which, logits, s.graph->masked ? &masks : nullptr);
   }
-  if (logits) {  // a loss follows (fit, evaluate): Keras would weight it by an output's mask
-    for (std::size_t o = 0; o < masks.size(); ++o) {
-      if (masks[o].defined()) {
+  if (logits) {  // a loss follows (fit, evaluate): Keras weights it by an output's mask
+    const bool any = std::any_of(masks.begin(), masks.end(), [](const Tensor& m) { return m.defined(); });
+    if (s.graph->masked) s.output_masks = any ? 1 : 0;
+    if (any && !output_masks) {
+      for (std::size_t o = 0; o < masks.size(); ++o) {
+        if (!masks[o].defined()) continue;
         throw ValueError(fmt::format("Model '{}': output '{}' carries a mask (made by Embedding(mask_zero=True) or "
                                      "Masking and kept by the layers after it). Keras weights the loss by it per "
-                                     "time step, which Osprey does not implement yet; consume the mask before the "
-                                     "output (GlobalAveragePooling1D) or leave it out.",
+                                     "time step, which Osprey does not implement under a distribution strategy yet; "
+                                     "train without the strategy, or consume the mask before the output "
+                                     "(GlobalAveragePooling1D).",
                                      name_of(model), s.graph->output_names[o]));
       }
     }
+  }
+  if (output_masks) {
+    *output_masks = std::move(masks);
+    output_masks->resize(out.size());
   }
   return out;
 }
@@ -166,9 +177,78 @@ Tensor penalty_sum(State& s) {
 
 Tensor with_penalties(State& s, const Tensor& loss) { return has_penalties(s) ? ops::add(loss, penalty_sum(s)) : loss; }
 
+namespace {
+
+// (batch, steps, rest...) as (batch · steps, rest...): each step a row. ValueError unless `t` has the mask's
+// (batch, steps) first.
+Tensor steps_as_rows(const Tensor& t, const Tensor& mask, const char* what, const std::string& output) {
+  const auto d = t.shape().dims();
+  const int64_t n = mask.shape()[0], steps = mask.shape()[1];
+  if (d.size() < 2 || d[0] != n || d[1] != steps) {
+    throw ValueError(fmt::format("Output '{}' carries a mask of shape {} (batch, steps), but its {} has shape {}: "
+                                 "Keras weights the loss of each step by the mask, so the {} must have the steps "
+                                 "too",
+                                 output, mask.shape().to_string(), what, t.shape().to_string(), what));
+  }
+  std::vector<int64_t> rows{n * steps};
+  rows.insert(rows.end(), d.begin() + 2, d.end());
+  return ops::reshape(t, Shape(rows));
+}
+
+// Keras's loss of an output that carries a mask (losses.loss.apply_mask): each step's loss (a row of the loss's
+// per-sample values), weighted by the mask (and the sample's weight), summed; sum_over_batch_size divides by the
+// unmasked steps' count, mean_with_sample_weight by the weights' sum, sum not at all.
+Tensor masked_loss(const losses::Loss& loss, const Tensor& y, const Tensor& pred, const Tensor& mask_in,
+                   const Tensor& w, const std::string& output) {
+  const Tensor mask = mask_in.dtype() == DType::float32 ? mask_in : ops::cast(mask_in, DType::float32);
+  const int64_t n = mask.shape()[0], steps = mask.shape()[1];
+  const Tensor values = loss.per_sample(steps_as_rows(y, mask, "target", output), steps_as_rows(pred, mask, "prediction", output));
+  const Tensor m = ops::reshape(mask.to(values.device_ref()), Shape({n * steps}));
+  Tensor weights = m;
+  if (w.defined()) {  // each sample's weight on all of its steps
+    const Tensor wd = &w.device_ref() == &values.device_ref() ? w : w.to(values.device_ref());
+    const Tensor per_step = ops::matmul(ops::reshape(wd, Shape({n, 1})), Tensor::ones(Shape({1, steps})));
+    weights = ops::mul(m, ops::reshape(per_step, Shape({n * steps})));
+  }
+  const Tensor weighted = ops::mul(values, weights);
+  const Tensor tiny = Tensor::scalar(1e-30);  // divide_no_nan: nothing unmasked gives 0
+  switch (loss.reduction()) {
+    case losses::Reduction::sum:
+      return ops::reduce_sum(weighted);
+    case losses::Reduction::sum_over_batch_size:
+      return ops::div(ops::reduce_sum(weighted), ops::maximum(ops::reduce_sum(m), tiny));
+    case losses::Reduction::mean_with_sample_weight:
+      return ops::div(ops::reduce_sum(weighted), ops::maximum(ops::reduce_sum(weights), tiny));
+    case losses::Reduction::none:
+      return ops::reshape(weighted, Shape({n, steps}));
+  }
+  return weighted;
+}
+
+}  // namespace
+
+std::pair<Tensor, Tensor> metric_inputs(const metrics::Metric& metric, const Tensor& y, const Tensor& y_pred,
+                                        const Tensor& mask) {
+  if (!mask.defined() || !metric.weighs_by_mask()) return {y, y_pred};
+  const auto keep = (mask.dtype() == DType::float32 ? mask : ops::cast(mask, DType::float32)).to_vector<float>();
+  std::vector<int64_t> rows;
+  for (std::size_t i = 0; i < keep.size(); ++i) {
+    if (keep[i] != 0.0f) rows.push_back(static_cast<int64_t>(i));
+  }
+  const Tensor p = steps_as_rows(y_pred, mask, "prediction", metric.name());
+  const Tensor t = steps_as_rows(y, mask, "target", metric.name());
+  const Tensor index = Tensor::from_vector(rows, Shape({static_cast<int64_t>(rows.size())})).to(p.device_ref());
+  auto pick = [&](const Tensor& r) {  // gather_rows takes rows of rank >= 2: a rank-1 target as a column
+    if (r.shape().rank() >= 2) return ops::gather_rows(r, index.to(r.device_ref()));
+    const Tensor col = ops::gather_rows(ops::reshape(r, Shape({r.shape()[0], 1})), index.to(r.device_ref()));
+    return ops::reshape(col, Shape({static_cast<int64_t>(rows.size())}));
+  };
+  return {pick(t), pick(p)};
+}
+
 // Keras divides a weighted loss by the element count, not by Σw.
 Tensor batch_loss(State& s, const std::vector<Tensor>& y, const std::vector<Tensor>& y_pred, const Tensor& w,
-                  const std::vector<Tensor>* logits, std::vector<Tensor>* per_output) {
+                  const std::vector<Tensor>* logits, std::vector<Tensor>* per_output, const std::vector<Tensor>* masks) {
   Tensor total;
   if (per_output) per_output->resize(s.losses.size());
   for (std::size_t o = 0; o < s.losses.size(); ++o) {
@@ -177,7 +257,12 @@ Tensor batch_loss(State& s, const std::vector<Tensor>& y, const std::vector<Tens
     const losses::Loss& loss = from_logits ? *s.logits_losses[o] : *s.losses[o];
     const Tensor& pred = from_logits ? (*logits)[o] : y_pred[o];
     // No copy when already there: a recorded plan reads the weights from its buffer.
-    Tensor value = w.defined() ? loss(y[o], pred, w) : loss(y[o], pred);
+    Tensor value;
+    if (masks && o < masks->size() && (*masks)[o].defined()) {
+      value = masked_loss(loss, y[o], pred, (*masks)[o], w, s.graph ? s.graph->output_names[o] : loss.name());
+    } else {
+      value = w.defined() ? loss(y[o], pred, w) : loss(y[o], pred);
+    }
     if (per_output) (*per_output)[o] = value;
     if (s.loss_weights[o] != 1.0) value = ops::mul(value, Tensor::scalar(s.loss_weights[o]));
     total = total.defined() ? ops::add(total, value) : value;

@@ -89,15 +89,18 @@ void Model::test_step(const StepData& data, Logs& logs) {
       for (auto& m : s.metrics) m.metric->update_state(ys[r][m.output], preds[r][m.output]);
     }
   } else {
-    std::vector<Tensor> logits;
-    const auto y_pred = forward(*this, s, x, false, &logits);
+    std::vector<Tensor> logits, masks;
+    const auto y_pred = forward(*this, s, x, false, &logits, &masks);
     for (std::size_t o = 0; o < y.size(); ++o) {
       if (auto* d = &y_pred[o].device_ref(); &y[o].device_ref() != d) y[o] = y[o].to(*d);
     }
     const double penalty = has_penalties(s) ? penalty_sum(s).item() : 0.0;
-    const double loss = batch_loss(s, y, y_pred, Tensor(), &logits, &per_output).item();
+    const double loss = batch_loss(s, y, y_pred, Tensor(), &logits, &per_output, &masks).item();
     s.loss_means.add(loss + penalty, values_of(per_output, values), static_cast<double>(data.size()));
-    for (auto& m : s.metrics) m.metric->update_state(y[m.output], y_pred[m.output]);
+    for (auto& m : s.metrics) {
+      const auto [t, p] = metric_inputs(*m.metric, y[m.output], y_pred[m.output], masks[m.output]);
+      m.metric->update_state(t, p);
+    }
   }
   if (s.step_logs) set_logs(logs, s);
 }

@@ -22,11 +22,13 @@ static void apply_constraints(State& s) {
 // that are ops only (Dense, merges, activations, reshapes; nested models of them), in a stack or any graph, on one
 // device, without a strategy. A subclass's call() may decide things on the host per batch: it runs eagerly.
 static bool recordable_on_one_device(const State& s) {
-  if (s.recordable >= 0) return s.recordable;
-  const bool yes = !distributed(s) && s.device && !s.subclassed &&
+  if (s.recordable < 0) {
+    s.recordable = !distributed(s) && s.device && !s.subclassed &&
                    std::all_of(s.layers.begin(), s.layers.end(), [](const auto& l) { return l->recordable(); });
-  s.recordable = yes;
-  return yes;
+  }
+  // An output's mask makes its mean metrics pick the unmasked steps on the host: such steps run eagerly (and so
+  // does the first step of a model with mask-making layers, which finds out).
+  return s.recordable && (s.output_masks == 0 || !(s.graph && s.graph->masked));
 }
 bool plannable(const State& s) { return !s.run_eagerly && recordable_on_one_device(s); }
 
@@ -155,14 +157,20 @@ static void part_pass(Model& model, State& s, Part& part, const std::vector<Vari
     GradientTape tape;
     std::vector<Tensor> logits;
     const std::vector<Tensor> x(part.x.begin(), part.x.end()), y(part.y.begin(), part.y.end());
-    part.y_pred = forward(model, s, x, true, &logits);
+    part.y_pred = forward(model, s, x, true, &logits, &part.masks);
     part.loss = with_penalties(s, batch_loss(s, y, part.y_pred, part.w, &logits,
-                                             s.num_outputs() > 1 ? &part.output_losses : nullptr));
+                                             s.num_outputs() > 1 ? &part.output_losses : nullptr, &part.masks));
     part.grads = tape.gradient(part.loss, vars);
   }
-  // Counting metrics count inside the part (with the halves of a split step: on both threads at once).
+  // Counting metrics count inside the part (with the halves of a split step: on both threads at once). With an
+  // output's mask, a mean metric counts the unmasked steps (eager steps only: the rows are picked on the host).
   part.metric_counts.clear();
-  for (auto& m : s.metrics) part.metric_counts.push_back(m.metric->batch_count(part.y[m.output], part.y_pred[m.output]));
+  part.metric_samples.clear();
+  for (auto& m : s.metrics) {
+    const auto [t, p] = metric_inputs(*m.metric, part.y[m.output], part.y_pred[m.output], part.masks[m.output]);
+    part.metric_counts.push_back(m.metric->batch_count(t, p));
+    part.metric_samples.push_back(static_cast<double>(p.shape()[0]));
+  }
 }
 
 // out = a's rows then b's (host memory; allocated when its shape or dtype changes).
@@ -203,7 +211,7 @@ static double finish_step(State& s, std::vector<Part>& parts, std::vector<Tensor
     double count = 0.0, samples = 0.0;
     for (auto& part : parts) {
       count += part.metric_counts[i].item();
-      samples += static_cast<double>(part.y_pred[s.metrics[i].output].shape()[0]);
+      samples += part.metric_samples[i];
     }
     s.metrics[i].metric->add_count(count, samples);
   }
@@ -211,7 +219,9 @@ static double finish_step(State& s, std::vector<Part>& parts, std::vector<Tensor
   if (parts.size() == 1) {
     for (std::size_t i = 0; i < s.metrics.size(); ++i) {
       const int o = s.metrics[i].output;
-      if (!parts[0].metric_counts[i].defined()) s.metrics[i].metric->update_state(parts[0].y[o], parts[0].y_pred[o]);
+      if (parts[0].metric_counts[i].defined()) continue;
+      const auto [t, p] = metric_inputs(*s.metrics[i].metric, parts[0].y[o], parts[0].y_pred[o], parts[0].masks[o]);
+      s.metrics[i].metric->update_state(t, p);
     }
     return loss;
   }
@@ -226,9 +236,9 @@ static double finish_step(State& s, std::vector<Part>& parts, std::vector<Tensor
 // After an error in one half of a split step: the forward pass and loss of the whole batch (no update), so that
 // the error raised names the shapes the user passed, not a half's. Returns if only the halves fail.
 static void repeat_unsplit(Model& model, State& s, const Batch& b) {
-  std::vector<Tensor> logits;
-  const auto y_pred = forward(model, s, b.x, true, &logits);
-  (void)batch_loss(s, b.y, y_pred, b.w, &logits);
+  std::vector<Tensor> logits, masks;
+  const auto y_pred = forward(model, s, b.x, true, &logits, &masks);
+  (void)batch_loss(s, b.y, y_pred, b.w, &logits, nullptr, &masks);
 }
 
 static void part_passes(Model& model, State& s, std::vector<Part>& parts, const std::vector<Variable*>& vars,

@@ -29,12 +29,19 @@ inline bool distributed(const State& s) { return s.strategy && s.strategy->num_r
 void check_inputs(Model& model, State& s, const std::vector<Tensor>& xs);
 /// The forward pass; with `logits` and the TF logits shortcut compiled in, each output's Dense also leaves its
 /// pre-activation there.
+/// With `masks`, each output's mask (undefined where it has none; a loss follows: without `masks`, an output mask is
+/// a ValueError, as where Osprey does not weight losses by them yet).
 std::vector<Tensor> forward(Model& model, State& s, const std::vector<Tensor>& xs, bool training,
-                            std::vector<Tensor>* logits);
+                            std::vector<Tensor>* logits, std::vector<Tensor>* masks = nullptr);
 /// The compiled loss of a batch, Σ loss_weight·loss per output (with sample weights when given: Σ(w·loss_i) / n).
-/// `per_output`, when given, receives each output's unweighted loss (multi-output models log them).
+/// `per_output`, when given, receives each output's unweighted loss (multi-output models log them). An output with
+/// a mask in `masks` has Keras's masked loss: its steps' losses weighted by the mask, over the unmasked steps.
 Tensor batch_loss(State& s, const std::vector<Tensor>& y, const std::vector<Tensor>& y_pred, const Tensor& w,
-                  const std::vector<Tensor>* logits, std::vector<Tensor>* per_output = nullptr);
+                  const std::vector<Tensor>* logits, std::vector<Tensor>* per_output = nullptr,
+                  const std::vector<Tensor>* masks = nullptr);
+/// What a metric sees of an output: (y, y_pred), or with the output's mask and a mean metric (Keras's
+/// MeanMetricWrapper family weights them by the mask) only the unmasked steps, each step a row.
+std::pair<Tensor, Tensor> metric_inputs(const metrics::Metric& metric, const Tensor& y, const Tensor& y_pred, const Tensor& mask);
 bool has_penalties(State& s);
 /// Σ of every layer's weight penalties (a scalar 0 without any).
 Tensor penalty_sum(State& s);
