@@ -14,6 +14,7 @@
 #include "osprey/autodiff.h"
 #include "osprey/errors.h"
 #include "osprey/keras.h"
+#include "osprey/random.h"
 
 using namespace osprey;
 using namespace osprey::keras;
@@ -230,6 +231,33 @@ TEST(AttentionLayers, GroupedQueryAttentionInAModelAndItsFile) {
   EXPECT_THAT(osprey::testing::error_of([] { layers::GroupedQueryAttention(3, 4, 3); }), HasSubstr("divisible"));
   EXPECT_THAT(osprey::testing::error_of([] { layers::GroupedQueryAttention(3, 4, 2, {.value_dim = 5}); }),
               HasSubstr("no value_dim"));
+}
+
+TEST(AttentionLayers, AttentionScoresAreASecondOutputInAModel) {
+  // Keras's mha(q, v, return_attention_scores=True) in a functional model: outputs [output, scores].
+  auto in = keras::Input({5, 6}, {.name = "seq"});
+  auto mha = std::make_shared<layers::MultiHeadAttention>(
+      2, 3, layers::MultiHeadAttentionOptions{.return_attention_scores = true, .name = "mha"});
+  auto outs = mha->call_all({in, in});
+  ASSERT_EQ(outs.size(), 2u);
+  EXPECT_EQ(outs[1].shape(), Shape({2, 5, 5}));
+  EXPECT_THROW((void)(*mha)({in, in}), ValueError);  // two outputs: call_all
+  Model model(in, std::vector<KerasTensor>{outs[0], outs[1]});
+  const Tensor x = osprey::random::uniform({3, 5, 6});
+  const auto got = model.predict_all(x, {.verbose = 0});
+  layers::AttentionCall call;
+  call.return_attention_scores = true;
+  const auto [y, scores] = mha->attend(x, x, Tensor(), call);
+  EXPECT_EQ(got[0].to_vector<float>(), y.to_vector<float>());
+  EXPECT_EQ(got[1].to_vector<float>(), scores.to_vector<float>());
+  // Its node as Keras writes it: the call argument, and the outputs [["mha", 0, 0], ["mha", 0, 1]].
+  const json cfg = json::parse(model.to_json()).at("config");
+  EXPECT_EQ(cfg.at("layers")[1].at("inbound_nodes")[0].at("kwargs"), json::parse(R"({"return_attention_scores": true})"));
+  EXPECT_EQ(cfg.at("output_layers"), json::parse(R"([["mha", 0, 0], ["mha", 0, 1]])"));
+  auto back = models::model_from_json(model.to_json());
+  back->set_weights(model.get_weights());
+  EXPECT_EQ(back->predict_all(x, {.verbose = 0})[1].to_vector<float>(), scores.to_vector<float>());
+  EXPECT_EQ(json::parse(back->to_json()).at("config"), cfg);
 }
 
 TEST(AttentionLayers, ConcatenateMergesMasksAsKeras) {

@@ -37,6 +37,9 @@ struct MultiHeadAttentionOptions {
   /// Keras's call argument use_causal_mask, for every call of this layer in a model (each query attends to the
   /// keys up to its own step); a Keras file's calls with it load as this.
   bool use_causal_mask = false;
+  /// Keras's call argument return_attention_scores, for every call in a model: a second output, the attention
+  /// probabilities (batch, num_heads, T, S) (`auto outs = mha.call_all({q, v})`).
+  bool return_attention_scores = false;
   std::string name{};
 };
 
@@ -75,6 +78,11 @@ class MultiHeadAttention : public Layer {
   Tensor call_masked_list(const std::vector<Tensor>& inputs, bool training, const std::vector<Tensor>& masks) override;
   /// The output's mask: the query's (Keras).
   Tensor compute_mask_list(const std::vector<Tensor>& inputs, const std::vector<Tensor>& masks) override;
+  int num_outputs() const override { return o_.return_attention_scores ? 2 : 1; }
+  std::vector<Shape> output_shapes() const override;
+  std::vector<Tensor> call_outputs(const std::vector<Tensor>& inputs, bool training) override;
+  std::vector<Tensor> call_outputs_masked(const std::vector<Tensor>& inputs, bool training,
+                                          const std::vector<Tensor>& masks, std::vector<Tensor>& output_masks) override;
   std::vector<std::pair<std::string, Layer*>> sublayers() override;
   std::vector<Variable*> variables() override;
   void append_trainable_variables(std::vector<Variable*>& out) override;
@@ -94,6 +102,7 @@ class MultiHeadAttention : public Layer {
   const MultiHeadAttentionOptions& options() const { return o_; }
   /// Keras's call argument for every later call (see MultiHeadAttentionOptions::use_causal_mask).
   void set_use_causal_mask(bool on) { o_.use_causal_mask = on; }
+  void set_return_attention_scores(bool on) { o_.return_attention_scores = on; }
   EinsumDense* query_dense() { return query_.get(); }
   EinsumDense* key_dense() { return key_.get(); }
   EinsumDense* value_dense() { return value_.get(); }
@@ -109,6 +118,7 @@ class MultiHeadAttention : public Layer {
   Tensor attention_mask(const Tensor& query, const Tensor& value, const AttentionCall& call) const;
 
   int64_t num_heads_, key_dim_, value_dim_;
+  Shape scores_shape_;  // (num_heads, T, S) of the last build
   MultiHeadAttentionOptions o_;
   std::shared_ptr<EinsumDense> query_, key_, value_, output_, gate_;
   std::shared_ptr<Softmax> softmax_;

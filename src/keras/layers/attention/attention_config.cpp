@@ -168,12 +168,22 @@ OSPREY_REGISTER_LAYERS(attention) {
       m.set_use_causal_mask(v.get<bool>());
       return true;
     }
-    if (key == "return_attention_scores" && v.is_boolean() && !v.get<bool>()) return true;
+    if (key == "return_attention_scores" && v.is_boolean()) {
+      if (m.built() && m.options().return_attention_scores != v.get<bool>()) {
+        ser::unsupported("MultiHeadAttention call argument", "return_attention_scores differing between the calls "
+                         "of '" + m.name() + "'", "one value for every call of a layer");
+      }
+      m.set_return_attention_scores(v.get<bool>());
+      return true;
+    }
     return false;
   };
   mha.call_arguments = [](const Layer& layer) {
     const auto& m = static_cast<const MultiHeadAttention&>(layer);
-    return m.options().use_causal_mask ? json{{"use_causal_mask", true}} : json::object();
+    json args = json::object();
+    if (m.options().use_causal_mask) args["use_causal_mask"] = true;
+    if (m.options().return_attention_scores) args["return_attention_scores"] = true;
+    return args;
   };
   ser::register_layer_class("MultiHeadAttention", mha);
   ser::LayerClass gqa = mha;

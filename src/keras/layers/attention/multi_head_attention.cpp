@@ -90,6 +90,7 @@ Shape MultiHeadAttention::build(const std::vector<Shape>& shapes) {
                                  "value_shape=(None, {}) and key_shape=(None, {})",
                                  fmt::join(v.dims(), ", "), fmt::join(k.dims(), ", ")));
   }
+  scores_shape_ = Shape({num_heads_, q[0], v[0]});
   std::vector<int64_t> out{q[0]};
   if (o_.output_shape.empty()) out.push_back(q[1]);
   for (auto d : o_.output_shape) out.push_back(d);
@@ -244,6 +245,23 @@ Tensor MultiHeadAttention::call(const std::vector<Tensor>& inputs, bool training
 
 Tensor MultiHeadAttention::call_masked_list(const std::vector<Tensor>& inputs, bool training,
                                             const std::vector<Tensor>& masks) {
+  std::vector<Tensor> unused;
+  return call_outputs_masked(inputs, training, masks, unused)[0];
+}
+
+std::vector<Shape> MultiHeadAttention::output_shapes() const {
+  if (!o_.return_attention_scores) return {output_shape_};
+  return {output_shape_, scores_shape_};
+}
+
+std::vector<Tensor> MultiHeadAttention::call_outputs(const std::vector<Tensor>& inputs, bool training) {
+  std::vector<Tensor> unused;
+  return call_outputs_masked(inputs, training, {}, unused);
+}
+
+std::vector<Tensor> MultiHeadAttention::call_outputs_masked(const std::vector<Tensor>& inputs, bool training,
+                                                            const std::vector<Tensor>& masks,
+                                                            std::vector<Tensor>& output_masks) {
   if (inputs.size() < 2 || inputs.size() > 3) {
     throw ValueError(fmt::format("MultiHeadAttention '{}' is called on [query, value] or [query, value, key]; got {} "
                                  "inputs",
@@ -255,7 +273,12 @@ Tensor MultiHeadAttention::call_masked_list(const std::vector<Tensor>& inputs, b
   if (masks.size() > 0) c.query_mask = masks[0];
   if (masks.size() > 1) c.value_mask = masks[1];
   if (masks.size() > 2) c.key_mask = masks[2];
-  return attend(inputs[0], inputs[1], inputs.size() == 3 ? inputs[2] : Tensor(), c).first;
+  c.return_attention_scores = o_.return_attention_scores;
+  auto [out, scores] = attend(inputs[0], inputs[1], inputs.size() == 3 ? inputs[2] : Tensor(), c);
+  output_masks.assign(c.return_attention_scores ? 2 : 1, Tensor());
+  output_masks[0] = c.query_mask;  // the query's mask passes on; the scores have none
+  if (!c.return_attention_scores) return {out};
+  return {out, scores};
 }
 
 Tensor MultiHeadAttention::compute_mask_list(const std::vector<Tensor>&, const std::vector<Tensor>& masks) {
