@@ -30,6 +30,7 @@ std::vector<float> run_on(void (*f)(const float*, float*, int64_t), const std::v
 using osprey::cpu::exp_values;
 using osprey::cpu::log_values;
 using osprey::cpu::sigmoid_values;
+using osprey::cpu::tanh_values;
 
 TEST(VectorMath, ExpWithinTwoUlpsOverItsRange) {
   std::vector<float> x;
@@ -38,6 +39,28 @@ TEST(VectorMath, ExpWithinTwoUlpsOverItsRange) {
   for (std::size_t i = 0; i < x.size(); ++i) {
     ASSERT_LE(ulps(y[i], static_cast<float>(std::exp(static_cast<double>(x[i])))), 2) << "exp(" << x[i] << ")";
   }
+}
+
+TEST(VectorMath, TanhWithinTwoUlpsAndItsLimits) {
+  std::vector<float> x;
+  for (float v = -12.f; v <= 12.f; v += 0.00377f) x.push_back(v);
+  for (double v = 1e-30; v < 1.0; v *= 1.37) {  // tiny magnitudes, where tanh(x) is x
+    x.push_back(static_cast<float>(v));
+    x.push_back(static_cast<float>(-v));
+  }
+  const auto y = run_on(tanh_values, x);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    ASSERT_LE(ulps(y[i], static_cast<float>(std::tanh(static_cast<double>(x[i])))), 2) << "tanh(" << x[i] << ")";
+  }
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const auto t = run_on(tanh_values, {nan, inf, -inf, 50.f, -50.f, 0.f, -0.f});
+  EXPECT_TRUE(std::isnan(t[0]));
+  EXPECT_EQ(t[1], 1.f);
+  EXPECT_EQ(t[2], -1.f);
+  EXPECT_EQ(t[3], 1.f);
+  EXPECT_EQ(t[4], -1.f);
+  EXPECT_EQ(t[5], 0.f);
+  EXPECT_TRUE(std::signbit(t[6]));
 }
 
 TEST(VectorMath, LogWithinTwoUlpsFromTinyToHuge) {

@@ -54,7 +54,7 @@ void apply_activation(Activation act, const float* z, float* y, int64_t n, int64
     case Activation::linear: if (y != z) std::memcpy(y, z, sizeof(float) * n); break;
     case Activation::relu: for (int64_t i = 0; i < n; ++i) y[i] = std::max(z[i], 0.f); break;
     case Activation::sigmoid: sigmoid_values(z, y, n); break;
-    case Activation::tanh: for (int64_t i = 0; i < n; ++i) y[i] = std::tanh(z[i]); break;
+    case Activation::tanh: tanh_values(z, y, n); break;
     case Activation::gelu:
       for (int64_t i = 0; i < n; ++i) y[i] = 0.5f * z[i] * (1.f + std::erf(z[i] * 0.70710678118654752f));
       break;

@@ -81,6 +81,25 @@ OSPREY_AVX2 inline __m256 sigmoid8(__m256 x) {
   return _mm256_div_ps(one, _mm256_add_ps(one, exp8(_mm256_sub_ps(_mm256_setzero_ps(), x))));
 }
 
+// Cephes tanhf: |x| < 0.625: x + x³·P(x²); else sign(x) · (1 − 2 / (exp(2|x|) + 1)) (1 beyond |x| = 44).
+OSPREY_AVX2 inline __m256 tanh8(__m256 x) {
+  const __m256 sign = _mm256_and_ps(x, _mm256_set1_ps(-0.0f));
+  const __m256 a = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x);
+  const __m256 s = _mm256_mul_ps(x, x);
+  __m256 p = _mm256_set1_ps(-5.70498872745e-3f);
+  p = _mm256_fmadd_ps(p, s, _mm256_set1_ps(2.06390887954e-2f));
+  p = _mm256_fmadd_ps(p, s, _mm256_set1_ps(-5.37397155531e-2f));
+  p = _mm256_fmadd_ps(p, s, _mm256_set1_ps(1.33314422036e-1f));
+  p = _mm256_fmadd_ps(p, s, _mm256_set1_ps(-3.33332819422e-1f));
+  const __m256 small = _mm256_or_ps(_mm256_fmadd_ps(_mm256_mul_ps(p, s), x, x), sign);  // keeps -0
+  const __m256 e = exp8(_mm256_add_ps(_mm256_min_ps(a, _mm256_set1_ps(44.f)), _mm256_min_ps(a, _mm256_set1_ps(44.f))));
+  const __m256 one = _mm256_set1_ps(1.f);
+  __m256 large = _mm256_sub_ps(one, _mm256_div_ps(_mm256_set1_ps(2.f), _mm256_add_ps(e, one)));
+  large = _mm256_or_ps(large, sign);
+  const __m256 y = _mm256_blendv_ps(large, small, _mm256_cmp_ps(a, _mm256_set1_ps(0.625f), _CMP_LT_OQ));
+  return _mm256_blendv_ps(y, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));  // NaN stays NaN
+}
+
 // f over n values: whole vectors, then the tail through a zero-padded vector (every value is computed by the same
 // vector code, wherever it sits in the array).
 template <__m256 (*F)(__m256)>
@@ -105,6 +124,11 @@ void exp_values(const float* x, float* y, int64_t n) {
 void log_values(const float* x, float* y, int64_t n) {
   if (cpu_has_avx2_fma()) return map8<log8>(x, y, n);
   for (int64_t i = 0; i < n; ++i) y[i] = std::log(x[i]);
+}
+
+void tanh_values(const float* x, float* y, int64_t n) {
+  if (cpu_has_avx2_fma()) return map8<tanh8>(x, y, n);
+  for (int64_t i = 0; i < n; ++i) y[i] = std::tanh(x[i]);
 }
 
 void sigmoid_values(const float* x, float* y, int64_t n) {

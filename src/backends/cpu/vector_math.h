@@ -15,5 +15,7 @@ void exp_values(const float* x, float* y, int64_t n);
 void log_values(const float* x, float* y, int64_t n);
 /// y[i] = 1 / (1 + exp(-x[i])); NaN stays NaN. x and y may alias.
 void sigmoid_values(const float* x, float* y, int64_t n);
+/// y = tanh(x) (Cephes's tanhf, within 2 ulp).
+void tanh_values(const float* x, float* y, int64_t n);
 
 }  // namespace osprey::cpu
