@@ -54,6 +54,11 @@ Tensor masked_softmax(const Tensor& x, const Tensor& mask, const MaskedSoftmaxOp
 /// backward (Keras's LayerNormalization over the last axis).
 Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double epsilon);
 
+/// One LSTM step's gates as one op each way (Keras's LSTMCell with its default activations): from the gate inputs
+/// z (batch, 4·units) in Keras's order i, f, c, o (the inputs' and the recurrent products, biases added) and the
+/// previous carry c_prev (batch, units): c = σ(f)·c_prev + σ(i)·tanh(c̃), h = σ(o)·tanh(c). Returns {h, c}.
+std::vector<Tensor> lstm_cell(const Tensor& z, const Tensor& c_prev);
+
 /// Element-wise arithmetic. `b` may have a's shape, be a scalar, or be a row vector matching a's last axis.
 Tensor add(const Tensor& a, const Tensor& b);
 Tensor sub(const Tensor& a, const Tensor& b);

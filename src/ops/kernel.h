@@ -52,6 +52,8 @@ enum class OpId : int {
   MaskedSoftmaxGrad,  // dy, y, [mask] -> dx (attrs MaskedSoftmaxAttrs)
   LayerNorm,       // x (rows, d), [gamma], [beta] -> y, mean (rows), rstd (rows) (attrs LayerNormAttrs)
   LayerNormGrad,   // dy, x, [gamma], mean, rstd -> dx, dy ⊙ x̂ (the latter's column sums are gamma's gradient)
+  LstmCell,        // z (n, 4u), c_prev (n, u) -> h, c (n, u)
+  LstmCellGrad,    // dh, dc, z, c_prev, c -> dz (n, 4u), dc_prev (n, u)
   kCount
 };
 

@@ -1,5 +1,6 @@
 // Layer normalization as one op each way: the forward keeps each row's mean and 1/sqrt(var + epsilon) for the
-// backward, whose second output (dy ⊙ x̂) is summed over the rows for gamma's gradient by the Reduce op.
+// backward, whose second output (dy ⊙ x̂) is summed over the rows for gamma's gradient by the Reduce op. An LSTM
+// step's gates as one op each way (the backward recomputes the gates from z).
 #include <fmt/format.h>
 
 #include "ops/attrs.h"
@@ -41,6 +42,32 @@ Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, doub
     });
   });
   return outs[0];
+}
+
+std::vector<Tensor> lstm_cell(const Tensor& z, const Tensor& c_prev) {
+  const auto& zs = z.shape();
+  const auto& cs = c_prev.shape();
+  if (zs.rank() != 2 || cs.rank() != 2 || z.dtype() != DType::float32 || c_prev.dtype() != DType::float32 ||
+      zs[0] != cs[0] || zs[1] != 4 * cs[1]) {
+    throw InvalidArgumentError(fmt::format("lstm_cell needs float32 gates z (batch, 4·units) and a carry c_prev (batch, "
+                                           "units); got z {} {} and c_prev {} {}",
+                                           dtype_name(z.dtype()), zs.to_string(), dtype_name(c_prev.dtype()),
+                                           cs.to_string()));
+  }
+  Tensor in[2] = {z, c_prev};
+  auto& dev = place(OpId::LstmCell, "LstmCell", in);
+  std::vector<Tensor> outs{Tensor::empty(cs, DType::float32, &dev), Tensor::empty(cs, DType::float32, &dev)};
+  run(OpId::LstmCell, dev, in, outs, nullptr);
+  maybe_record("LstmCell", in, outs, [&] {
+    return BackwardFn([z = in[0], cp = in[1], c = outs[1]](const std::vector<Tensor>& grads) {
+      Tensor gin[5] = {grads[0], grads[1], z, cp, c};
+      auto& d = place(OpId::LstmCellGrad, "LstmCellGrad", gin);
+      Tensor gout[2] = {Tensor::empty(z.shape(), DType::float32, &d), Tensor::empty(cp.shape(), DType::float32, &d)};
+      run(OpId::LstmCellGrad, d, gin, gout, nullptr);
+      return std::vector<Tensor>{gout[0], gout[1]};
+    });
+  });
+  return outs;
 }
 
 }  // namespace osprey::ops

@@ -147,6 +147,14 @@ void check_every_op() {
       return affine ? Outputs{y, grads[0], grads[1], grads[2]} : Outputs{y, grads[0]};
     });
   }
+  // An LSTM step's gates, forward and backward (both outputs used).
+  expect_same("lstm_cell", [&] {
+    Variable z(host_uniform({33, 4 * 19}, -3, 3, 14), "z"), cp(host_uniform({33, 19}, -2, 2, 15), "cp");
+    GradientTape tape;
+    const auto hc = ops::lstm_cell(z.value(), cp.value());
+    auto grads = tape.gradient(ops::add(ops::reduce_sum(ops::mul(hc[0], hc[0])), ops::reduce_sum(hc[1])), Vars{&z, &cp});
+    return Outputs{hc[0], hc[1], grads[0], grads[1]};
+  });
   // Dense with every activation, with and without bias, forward and backward.
   for (int act = 0; act <= static_cast<int>(ops::Activation::exponential); ++act) {
     for (bool with_bias : {true, false}) {
@@ -427,6 +435,7 @@ TEST(CrossBackend, BadInputsRaiseTheCpuErrorsOnTheGpu) {
   EXPECT_THROW((void)ops::slice_axis(probs, 1, 2, 5), InvalidArgumentError);
   EXPECT_THROW((void)ops::matmul(Tensor::zeros({2, 3, 4}), Tensor::zeros({3, 4, 5})), InvalidArgumentError);
   EXPECT_THROW((void)ops::masked_softmax(probs, Tensor::ones({4, 2})), InvalidArgumentError);
+  EXPECT_THROW((void)ops::lstm_cell(Tensor::zeros({4, 10}), Tensor::zeros({4, 3})), InvalidArgumentError);
   const ops::ConvParams p{{1, 1}, {1, 1}, {0, 0}, {0, 0}, 1};
   EXPECT_THROW((void)ops::conv(Tensor::zeros({1, 4, 4, 3}), Tensor::zeros({5, 5, 3, 2}), Tensor(), p),
                InvalidArgumentError);

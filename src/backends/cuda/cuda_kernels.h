@@ -135,5 +135,11 @@ void launch_layer_norm(const float* x, const float* gamma, const float* beta, fl
 /// Its gradient: dx, and dy ⊙ x̂ (summed over rows by the caller for gamma's gradient).
 void launch_layer_norm_grad(const float* dy, const float* x, const float* gamma, const float* mean, const float* rstd,
                             float* dx, float* dyx, int64_t rows, int64_t d, cudaStream_t s);
+/// ops::lstm_cell (kernels_rnn.cu): z (rows, 4·units) in Keras's gate order, c_prev (rows, units) -> h, c.
+void launch_lstm_cell(const float* z, const float* c_prev, float* h, float* c, int64_t rows, int64_t units,
+                      cudaStream_t s);
+/// Its gradient: dh, dc, z, c_prev, c -> dz (rows, 4·units), dc_prev (rows, units).
+void launch_lstm_cell_grad(const float* dh, const float* dc, const float* z, const float* c_prev, const float* c,
+                           float* dz, float* dc_prev, int64_t rows, int64_t units, cudaStream_t s);
 
 }  // namespace osprey::cuda

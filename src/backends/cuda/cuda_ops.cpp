@@ -390,6 +390,23 @@ void layer_norm_grad_kernel(const KernelContext& ctx) {
   l.done("LayerNormGrad");
 }
 
+void lstm_cell_kernel(const KernelContext& ctx) {
+  Launch l(ctx);
+  const Tensor& z = ctx.inputs[0];
+  launch_lstm_cell(z.data<float>(), ctx.inputs[1].data<float>(), ctx.outputs[0].data<float>(),
+                   ctx.outputs[1].data<float>(), z.shape()[0], z.shape()[1] / 4, l.s());
+  l.done("LstmCell");
+}
+
+void lstm_cell_grad_kernel(const KernelContext& ctx) {
+  Launch l(ctx);
+  const Tensor& z = ctx.inputs[2];
+  launch_lstm_cell_grad(ctx.inputs[0].data<float>(), ctx.inputs[1].data<float>(), z.data<float>(),
+                        ctx.inputs[3].data<float>(), ctx.inputs[4].data<float>(), ctx.outputs[0].data<float>(),
+                        ctx.outputs[1].data<float>(), z.shape()[0], z.shape()[1] / 4, l.s());
+  l.done("LstmCellGrad");
+}
+
 void transpose_kernel(const KernelContext& ctx) {
   Launch l(ctx);
   const auto& a = ctx.attr<ops::TransposeAttrs>();
@@ -521,6 +538,8 @@ void register_cuda_kernels() {
   ops::register_kernel(OpId::MaskedSoftmax, DeviceType::GPU, masked_softmax_kernel);
   ops::register_kernel(OpId::LayerNorm, DeviceType::GPU, layer_norm_kernel);
   ops::register_kernel(OpId::LayerNormGrad, DeviceType::GPU, layer_norm_grad_kernel);
+  ops::register_kernel(OpId::LstmCell, DeviceType::GPU, lstm_cell_kernel);
+  ops::register_kernel(OpId::LstmCellGrad, DeviceType::GPU, lstm_cell_grad_kernel);
   ops::register_kernel(OpId::MaskedSoftmaxGrad, DeviceType::GPU, masked_softmax_grad_kernel);
   ops::register_kernel(OpId::RandomUniformState, DeviceType::GPU, random_uniform_state_kernel);
   ops::register_kernel(OpId::Loss, DeviceType::GPU, loss_kernel);

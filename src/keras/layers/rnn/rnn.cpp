@@ -173,7 +173,10 @@ std::vector<Tensor> RNNCell::step(const Tensor& xp, const std::vector<Tensor>& s
     case Kind::simple:
       return {act(ops::add(xp, recurrent_product(h, recurrent_->value(), rm, 0, u)))};
     case Kind::lstm: {
-      const auto z = gate_blocks(ops::add(xp, recurrent_product(h, recurrent_->value(), rm, 0, u)), 4, u);
+      const Tensor gates_in = ops::add(xp, recurrent_product(h, recurrent_->value(), rm, 0, u));
+      // Keras's default activations: the gates as one op each way.
+      if (o_.activation == "tanh" && o_.recurrent_activation == "sigmoid") return ops::lstm_cell(gates_in, states[1]);
+      const auto z = gate_blocks(gates_in, 4, u);
       const Tensor i = rec(z[0]), f = rec(z[1]);
       const Tensor c = ops::add(ops::mul(f, states[1]), ops::mul(i, act(z[2])));
       const Tensor o = rec(z[3]);
