@@ -321,6 +321,14 @@ case("seq2seq", keras.Model([enc_in, dec_in], L.Dense(2, name="out")(d), name="s
      np.tanh(np.cumsum(xdec, axis=1) * 0.5 + xe[:, -1:, :2]).astype("float32"),
      dict(optimizer=keras.optimizers.Adam(0.01), loss="mse", metrics=["mae"]))
 
+# 23. StackedRNNCells (issue 18): keras.layers.RNN over an LSTMCell and a GRUCell, on masked token ids.
+tokens = keras.Input((8,), dtype="int32", name="tokens")
+h = L.RNN([L.LSTMCell(5, name="lower"), L.GRUCell(4, name="upper")], name="stacked")(
+    L.Embedding(25, 5, mask_zero=True, name="embed")(tokens))
+case("stacked_cells", keras.Model(tokens, L.Dense(1, activation="sigmoid", name="out")(h), name="stacked_cells"), xt,
+     (xt.sum(axis=1) > lengths * 12).astype("float32").reshape(N, 1),
+     dict(optimizer=keras.optimizers.SGD(0.3, momentum=0.8), loss="binary_crossentropy", metrics=["accuracy"]))
+
 if ONLY:  # the other cases' entries as they were
     with open(os.path.join(HERE, "..", "data", "keras_files.json")) as f:
         cases = {**json.load(f), **{k: v for k, v in cases.items() if k in ONLY}}

@@ -145,6 +145,19 @@ ref["masked_regression"] = {"x": series.tolist(), "y": target.tolist(), "init": 
                             "history": hist.history, "weights_after": lists(model.get_weights()),
                             "evaluate": model.evaluate(series, target, batch_size=4, verbose=0, return_dict=True)}
 
+# StackedRNNCells (keras.layers.RNN([cells])): an LSTM, a GRU and an LSTM cell stacked, every step and the states
+# of each, over masked steps; values and every weight's gradient.
+layer = L.RNN([L.LSTMCell(4), L.GRUCell(2), L.LSTMCell(3)], return_sequences=True, return_state=True)
+layer.build((None, 5, 3))
+weights = set_random(layer)
+with tf.GradientTape() as tape:
+    outs = keras.tree.flatten(layer(x, mask=mask))
+    ws = [rng.uniform(-1, 1, o.shape).astype("float32") for o in outs]
+    loss = sum(tf.reduce_sum(o * w) for o, w in zip(outs, ws))
+grads = tape.gradient(loss, layer.trainable_weights)
+ref["stacked"] = {"weights": lists(weights), "ws": lists(ws), "outputs": lists(outs), "grads": lists(grads),
+                  "paths": [v.path for v in layer.trainable_weights], "config": layer.get_config()}
+
 with open(os.path.join(os.path.dirname(__file__), "..", "data", "keras_recurrent.json"), "w") as f:
     json.dump(ref, f)
 print("wrote", sorted(ref))

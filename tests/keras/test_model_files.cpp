@@ -399,6 +399,10 @@ TEST(ModelFiles, AnEncoderDecoderWhoseBidirectionalEncoderStatesStartTheDecoder)
   SKIP_WITHOUT_HDF5();
   check_file("seq2seq");
 }
+TEST(ModelFiles, StackedRnnCellsOverMaskedTokens) {
+  SKIP_WITHOUT_HDF5();
+  check_file("stacked_cells");
+}
 TEST(ModelFiles, AGruRegressorOnATimeSeries) {
   SKIP_WITHOUT_HDF5();
   check_file("gru_series");

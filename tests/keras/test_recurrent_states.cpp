@@ -307,3 +307,42 @@ TEST(RecurrentStates, MaskedOutputsWeightTheLossAndMetricsPerStepAsKeras) {
     expect_masked_training_as_keras(model, ref, tensor_of(ref.at("x")), "mae");
   }
 }
+
+TEST(RecurrentStates, StackedCellsMatchKerasWithStatesAndGradients) {
+  const json& ref = reference().at("stacked");
+  const Tensor x = tensor_of(reference().at("states").at("x")), mask = tensor_of(reference().at("states").at("mask"));
+  layers::RNN rnn(std::vector<std::shared_ptr<layers::RNNCell>>{std::make_shared<layers::LSTMCell>(4),
+                                                                std::make_shared<layers::GRUCell>(2),
+                                                                std::make_shared<layers::LSTMCell>(3)},
+                  {.return_sequences = true, .return_state = true});
+  rnn.build(Shape({5, 3}));
+  set_weights(rnn, ref.at("weights"));
+  ASSERT_EQ(rnn.num_outputs(), 6);  // the output, then h, c of the first LSTM, the GRU's h, h, c of the last
+  std::vector<std::string> paths;
+  for (auto* v : rnn.variables()) paths.push_back(v->path().substr(v->path().find('/') + 1));
+  std::vector<std::string> want;
+  for (const auto& p : ref.at("paths")) want.push_back(p.get<std::string>().substr(p.get<std::string>().find('/') + 1));
+  EXPECT_EQ(paths, want);
+  GradientTape tape;
+  std::vector<Tensor> out_masks;
+  const auto outs = rnn.call_outputs_masked({x}, false, {mask}, out_masks);
+  ASSERT_EQ(outs.size(), ref.at("outputs").size());
+  Tensor loss = Tensor::scalar(0.0);
+  for (std::size_t i = 0; i < outs.size(); ++i) {
+    expect_close(outs[i], ref.at("outputs")[i], 2e-6, "output " + std::to_string(i));
+    loss = ops::add(loss, ops::reduce_sum(ops::mul(outs[i], tensor_of(ref.at("ws")[i]))));
+  }
+  const auto vars = rnn.trainable_variables();
+  const auto g = tape.gradient(loss, vars);
+  for (std::size_t i = 0; i < vars.size(); ++i) expect_close(g[i], ref.at("grads")[i], 1e-5, vars[i]->path());
+  // Keras's config builds the same layer; dropout inside stacked cells is a clear error.
+  const json cfg = json::parse(rnn.get_config());
+  EXPECT_EQ(cfg.at("cell").at("class_name"), "StackedRNNCells");
+  EXPECT_EQ(cfg.at("cell").at("config").at("cells").size(), 3u);
+  EXPECT_EQ(ref.at("config").at("cell").at("config").at("cells").size(), 3u);
+  EXPECT_THAT(osprey::testing::error_of([] {
+                layers::StackedRNNCells({std::make_shared<layers::LSTMCell>(2, layers::RecurrentOptions{.dropout = 0.5})});
+              }),
+              HasSubstr("not implemented"));
+  EXPECT_THROW(layers::StackedRNNCells({}), ValueError);
+}

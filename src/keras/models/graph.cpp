@@ -171,6 +171,11 @@ std::vector<KerasTensor> Layer::call_symbolic(std::shared_ptr<Layer> self, const
   try {
     Shape first = self->build(shapes);  // builds once; a built layer checks the shapes against its weights
     node->shapes = self->num_outputs() > 1 ? self->output_shapes() : std::vector<Shape>{std::move(first)};
+    if (node->shapes.size() != static_cast<std::size_t>(self->num_outputs())) {
+      throw ValueError(fmt::format("the layer declares {} outputs, but output_shapes() gives {} shapes (override "
+                                   "output_shapes() with one shape per output)",
+                                   self->num_outputs(), node->shapes.size()));
+    }
   } catch (const ValueError& e) {
     throw ValueError(fmt::format("Exception encountered when calling {}.call() of layer '{}' on input(s) {}: {}",
                                  self->class_name(), self->name(), shown, e.what()));

@@ -1,8 +1,9 @@
 // Recurrent layers (keras.layers.SimpleRNN, LSTM, GRU and their cells), as Keras 3 builds them: a cell holds the
 // weights and computes one time step; RNN runs a cell over a sequence (masks, go_backwards, return_sequences).
 // The steps are ops (the inputs' projection for every step in one product, then one small product and the gates
-// per step), so they run on every device and train through the tape; oneDNN's and cuDNN's RNN primitives are not
-// used yet.
+// per step, an LSTM's gates one fused op), so they run on every device and train through the tape; oneDNN's and
+// cuDNN's RNN primitives are not used yet. StackedRNNCells stacks cells; layers with states give several outputs
+// (Layer::call_all).
 #pragma once
 
 #include <memory>
@@ -46,27 +47,37 @@ class RNNCell : public Layer {
   /// One step on a batch (batch, features) from zero states; the layers call the step functions below.
   Tensor call(const Tensor& inputs, bool training) override;
 
+  /// The output's size (a stack's: its last cell's).
   int64_t units() const { return units_; }
   Kind kind() const { return kind_; }
   const RecurrentOptions& options() const { return o_; }
-  /// How many state tensors the cell carries (h; LSTM: h and c), each (batch, units).
-  int num_states() const { return kind_ == Kind::lstm ? 2 : 1; }
+  /// How many state tensors the cell carries (h; LSTM: h and c; a stack: its cells' in order).
+  virtual int num_states() const { return kind_ == Kind::lstm ? 2 : 1; }
+  /// Each state's size: (batch, size) tensors (a single cell's are all `units`).
+  virtual std::vector<int64_t> state_sizes() const;
+  /// Which of step()'s new states is the step's output (0; a stack's: its last cell's h).
+  virtual int output_index() const { return 0; }
   /// The inputs' part of every step at once: (rows, features) -> (rows, gates · units), input bias included.
-  Tensor project(const Tensor& inputs) const;
+  virtual Tensor project(const Tensor& inputs) const;
   /// The same from one input per gate (the inputs under each gate's dropout mask).
-  Tensor project(const std::vector<Tensor>& per_gate) const;
-  /// One step from a row block of project()'s result and the states: the new states (the output is the first).
-  /// `recurrent_masks`: none, or recurrent dropout's (one per gate; SimpleRNN: one), each (batch, units).
-  std::vector<Tensor> step(const Tensor& projected, const std::vector<Tensor>& states,
-                           const std::vector<Tensor>& recurrent_masks = {}) const;
+  virtual Tensor project(const std::vector<Tensor>& per_gate) const;
+  /// One step from a row block of project()'s result and the states: the new states (the output among them at
+  /// output_index()). `recurrent_masks`: none, or recurrent dropout's (one per gate; SimpleRNN: one), each
+  /// (batch, units).
+  virtual std::vector<Tensor> step(const Tensor& projected, const std::vector<Tensor>& states,
+                                   const std::vector<Tensor>& recurrent_masks = {}) const;
   /// Training's dropout masks for a sequence of `batch` rows, on the current device: the inputs' (none, one, or
   /// one per gate; each (batch, features), kept values 1/(1 - rate)) and the previous output's (each (batch, units)).
-  std::vector<Tensor> input_dropout_masks(int64_t batch, int64_t features);
-  std::vector<Tensor> recurrent_dropout_masks(int64_t batch);
+  virtual std::vector<Tensor> input_dropout_masks(int64_t batch, int64_t features);
+  virtual std::vector<Tensor> recurrent_dropout_masks(int64_t batch);
 
   std::vector<Tensor> regularization_losses() override;
   bool has_regularization() const override;
   void apply_constraints() override;
+
+ protected:
+  /// A cell made of other cells (StackedRNNCells): no weights of its own.
+  RNNCell(const std::string& name, const std::string& default_prefix, int64_t units);
 
  private:
   Kind kind_;
@@ -94,6 +105,40 @@ class GRUCell : public RNNCell {
   OSPREY_KERAS_LAYER(GRUCell)
 };
 
+/// keras.layers.StackedRNNCells(cells) (what keras.layers.RNN([cell, cell, ...]) makes): the cells one on top of
+/// the other at every step, each one's output the next one's input; the states are every cell's in order, the
+/// output the last cell's. Dropout inside the stacked cells is not implemented (a ValueError).
+class StackedRNNCells : public RNNCell {
+ public:
+  explicit StackedRNNCells(std::vector<std::shared_ptr<RNNCell>> cells, std::string name = "");
+  OSPREY_KERAS_LAYER(StackedRNNCells)
+  std::string class_name() const override { return "StackedRNNCells"; }
+  std::string get_config() const override;
+  Shape build(const Shape& input_shape) override;
+  Tensor call(const Tensor& inputs, bool training) override;
+  int num_states() const override;
+  std::vector<int64_t> state_sizes() const override;
+  int output_index() const override;
+  Tensor project(const Tensor& inputs) const override;
+  Tensor project(const std::vector<Tensor>& per_gate) const override;
+  std::vector<Tensor> step(const Tensor& projected, const std::vector<Tensor>& states,
+                           const std::vector<Tensor>& recurrent_masks = {}) const override;
+  std::vector<Tensor> input_dropout_masks(int64_t, int64_t) override { return {}; }
+  std::vector<Tensor> recurrent_dropout_masks(int64_t) override { return {}; }
+  /// Keras's weights files key the cells as a list: "cells/lstm_cell", "cells/gru_cell", "cells/lstm_cell_1".
+  std::vector<std::pair<std::string, Layer*>> sublayers() override;
+  std::vector<Variable*> variables() override;
+  void append_trainable_variables(std::vector<Variable*>& out) override;
+  int64_t count_params() const override;
+  std::vector<Tensor> regularization_losses() override;
+  bool has_regularization() const override;
+  void apply_constraints() override;
+  const std::vector<std::shared_ptr<RNNCell>>& cells() const { return cells_; }
+
+ private:
+  std::vector<std::shared_ptr<RNNCell>> cells_;
+};
+
 /// How an RNN runs its cell over a sequence.
 struct RNNOptions {
   bool return_sequences = false;  ///< every step's output (batch, steps, units), else the last (batch, units)
@@ -116,6 +161,8 @@ struct RNNOptions {
 class RNN : public Layer {
  public:
   RNN(std::shared_ptr<RNNCell> cell, RNNOptions options = {});
+  /// keras.layers.RNN([cell, cell, ...]): the cells stacked (StackedRNNCells).
+  RNN(std::vector<std::shared_ptr<RNNCell>> cells, RNNOptions options = {});
   OSPREY_KERAS_LAYER(RNN)
   std::string class_name() const override { return "RNN"; }
   std::string get_config() const override;

@@ -1,6 +1,8 @@
 // keras.layers.SimpleRNNCell, LSTMCell, GRUCell and RNN over them (SimpleRNN, LSTM, GRU), as Keras 3 computes
 // them (keras/src/layers/rnn/*.py; the masked steps as its TensorFlow backend's rnn()): the inputs' projection of
 // every step in one product, then per step one recurrent product and the gates.
+#include <map>
+
 #include <fmt/format.h>
 
 #include "keras/activations/activations.h"
@@ -64,6 +66,13 @@ RNNCell::RNNCell(Kind kind, int64_t units, RecurrentOptions options)
   if (o_.recurrent_dropout > 0.0 && o_.recurrent_dropout < 1.0) {
     recurrent_dropout_ = std::make_shared<Dropout>(o_.recurrent_dropout, name_ + "_recurrent_dropout");
   }
+}
+
+RNNCell::RNNCell(const std::string& name, const std::string& default_prefix, int64_t units)
+    : Layer(name, default_prefix), kind_(Kind::simple), units_(units) {}
+
+std::vector<int64_t> RNNCell::state_sizes() const {
+  return std::vector<int64_t>(static_cast<std::size_t>(num_states()), units_);
 }
 
 int RNNCell::mask_count() const { return kind_ != Kind::simple && recurrent_dropout_ ? gates(kind_) : 1; }
@@ -226,6 +235,8 @@ void RNNCell::apply_constraints() { detail::constrain(OSPREY_CELL_RULES); }
 // ---- RNN ----
 
 RNN::RNN(std::shared_ptr<RNNCell> cell, RNNOptions options) : RNN(std::move(cell), std::move(options), "rnn") {}
+RNN::RNN(std::vector<std::shared_ptr<RNNCell>> cells, RNNOptions options)
+    : RNN(std::make_shared<StackedRNNCells>(std::move(cells)), std::move(options), "rnn") {}
 
 RNN::RNN(std::shared_ptr<RNNCell> cell, RNNOptions options, const std::string& default_prefix)
     : Layer(options.name, default_prefix), cell_(std::move(cell)), r_(std::move(options)) {
@@ -251,23 +262,25 @@ Shape RNN::build(const std::vector<Shape>& input_shapes) {
   if (input_shapes.empty()) throw ValueError(fmt::format("Layer '{}' was called on no inputs", name_));
   const Shape out = build(input_shapes[0]);
   if (input_shapes.size() == 1) return out;
-  const int64_t u = cell_->units();
-  const std::size_t want = static_cast<std::size_t>(cell_->num_states());
-  bool fits = input_shapes.size() - 1 == want;
-  for (std::size_t i = 1; fits && i < input_shapes.size(); ++i) fits = input_shapes[i] == Shape({u});
+  const auto sizes = cell_->state_sizes();
+  bool fits = input_shapes.size() - 1 == sizes.size();
+  for (std::size_t i = 1; fits && i < input_shapes.size(); ++i) fits = input_shapes[i] == Shape({sizes[i - 1]});
   if (!fits) {
-    std::vector<std::string> got;
+    std::vector<std::string> got, want;
     for (std::size_t i = 1; i < input_shapes.size(); ++i) got.push_back(detail::with_batch(input_shapes[i]));
+    for (auto size : sizes) want.push_back(fmt::format("(None, {})", size));
     throw ValueError(fmt::format("An `initial_state` was passed that is not compatible with `cell.state_size` of "
-                                 "layer '{}' ({}): it takes {} state(s) of shape (None, {}); received [{}]",
-                                 name_, class_name(), want, u, fmt::join(got, ", ")));
+                                 "layer '{}' ({}): it takes {} state(s) of shapes [{}]; received [{}]",
+                                 name_, class_name(), sizes.size(), fmt::join(want, ", "), fmt::join(got, ", ")));
   }
   return out;
 }
 
 std::vector<Shape> RNN::output_shapes() const {
   std::vector<Shape> out{output_shape_};
-  if (r_.return_state) out.insert(out.end(), static_cast<std::size_t>(cell_->num_states()), Shape({cell_->units()}));
+  if (r_.return_state) {
+    for (auto size : cell_->state_sizes()) out.push_back(Shape({size}));
+  }
   return out;
 }
 
@@ -309,7 +322,10 @@ std::vector<Tensor> RNN::call_outputs_masked(const std::vector<Tensor>& inputs, 
 }
 
 void RNN::reset_states() {
-  for (auto& s : states_) s = Tensor::zeros(s.shape());
+  for (auto& s : states_) {  // zeros where the states are (the device of the batches)
+    Tensor z = Tensor::zeros(s.shape());
+    s = &z.device_ref() == &s.device_ref() ? z : z.to(s.device_ref());
+  }
 }
 
 std::vector<Tensor> RNN::run(const Tensor& inputs, bool training, const Tensor& mask,
@@ -323,17 +339,19 @@ std::vector<Tensor> RNN::run(const Tensor& inputs, bool training, const Tensor& 
     throw ValueError(fmt::format("Layer '{}': the mask has shape {}, but the inputs {} need ({}, {})", name_,
                                  mask.shape().to_string(), inputs.shape().to_string(), n, t));
   }
-  const auto num_states = static_cast<std::size_t>(cell_->num_states());
+  const auto sizes = cell_->state_sizes();
+  const auto num_states = sizes.size();
   std::vector<Tensor> states;
   if (!initial_states.empty()) {
     if (initial_states.size() != num_states) {
       throw ValueError(fmt::format("Layer '{}' ({}) takes {} initial state(s); received {}", name_, class_name(),
                                    num_states, initial_states.size()));
     }
-    for (const auto& s : initial_states) {
-      if (s.shape() != Shape({n, u})) {
-        throw ValueError(fmt::format("Layer '{}': an initial state has shape {}; the inputs {} need ({}, {})", name_,
-                                     s.shape().to_string(), inputs.shape().to_string(), n, u));
+    for (std::size_t i = 0; i < num_states; ++i) {
+      const Tensor& s = initial_states[i];
+      if (s.shape() != Shape({n, sizes[i]})) {
+        throw ValueError(fmt::format("Layer '{}': initial state {} has shape {}; the inputs {} need ({}, {})", name_,
+                                     i, s.shape().to_string(), inputs.shape().to_string(), n, sizes[i]));
       }
       states.push_back(s.dtype() == DType::float32 ? s : s.cast(DType::float32));
     }
@@ -346,7 +364,7 @@ std::vector<Tensor> RNN::run(const Tensor& inputs, bool training, const Tensor& 
     }
     states = states_;
   } else {
-    states.assign(num_states, Tensor::zeros(Shape({n, u})));
+    for (auto size : sizes) states.push_back(Tensor::zeros(Shape({n, size})));
   }
   if (r_.stateful && current_replica_id() > 0) {
     throw ValueError(fmt::format("Layer '{}': a stateful RNN keeps one batch's states; it cannot run on several "
@@ -375,21 +393,30 @@ std::vector<Tensor> RNN::run(const Tensor& inputs, bool training, const Tensor& 
   const Tensor m = mask.defined() ? (mask.dtype() == DType::float32 ? mask : mask.cast(DType::float32)) : Tensor();
   const auto mask_steps = m.defined() ? ops::split(m, 1, std::vector<int64_t>(static_cast<std::size_t>(t), 1))
                                       : std::vector<Tensor>{};
-  const Tensor ones_row = m.defined() ? Tensor::ones(Shape({1, u})) : Tensor();
+  const int out_at = cell_->output_index();
   Tensor output = Tensor::zeros(Shape({n, u}));
   std::vector<Tensor> outputs;
   if (r_.return_sequences) outputs.reserve(static_cast<std::size_t>(t));
   for (int64_t k = 0; k < t; ++k) {
     const int64_t s = r_.go_backwards ? t - 1 - k : k;
     auto next = cell_->step(ops::reshape(steps[static_cast<std::size_t>(s)], Shape({n, g})), states, rec_masks);
-    Tensor out = next[0];
+    Tensor out = next[static_cast<std::size_t>(out_at)];
     if (m.defined()) {  // masked rows keep their states and repeat the last output (or output zeros)
-      const Tensor keep = ops::matmul(mask_steps[static_cast<std::size_t>(s)], ones_row);  // (n, u) of 1 and 0
-      const Tensor drop = one_minus(keep);
+      std::map<int64_t, std::pair<Tensor, Tensor>> keep_of;  // width -> (n, width) of 1 and 0, and 1 - that
+      auto keep = [&](int64_t width) -> const std::pair<Tensor, Tensor>& {
+        auto it = keep_of.find(width);
+        if (it == keep_of.end()) {
+          const Tensor k = ops::matmul(mask_steps[static_cast<std::size_t>(s)], Tensor::ones(Shape({1, width})));
+          it = keep_of.emplace(width, std::make_pair(k, one_minus(k))).first;
+        }
+        return it->second;
+      };
       for (std::size_t i = 0; i < states.size(); ++i) {
-        next[i] = ops::add(ops::mul(next[i], keep), ops::mul(states[i], drop));
+        const auto& [k, drop] = keep(sizes[i]);
+        next[i] = ops::add(ops::mul(next[i], k), ops::mul(states[i], drop));
       }
-      out = r_.zero_output_for_mask ? ops::mul(out, keep) : ops::add(ops::mul(out, keep), ops::mul(output, drop));
+      const auto& [k, drop] = keep(u);
+      out = r_.zero_output_for_mask ? ops::mul(out, k) : ops::add(ops::mul(out, k), ops::mul(output, drop));
     }
     states = std::move(next);
     output = out;

@@ -140,8 +140,8 @@ OSPREY_REGISTER_LAYERS(rnn) {
     if (!c.contains("cell") || !c["cell"].is_object()) throw ValueError("RNN: the config has no `cell` object");
     auto cell = std::dynamic_pointer_cast<RNNCell>(ser::layer_from_object(c["cell"]));
     if (!cell) {
-      throw ValueError("RNN: the `cell` must be a SimpleRNNCell, LSTMCell or GRUCell in Osprey (StackedRNNCells and "
-                       "cells of your own are not implemented yet)");
+      throw ValueError("RNN: the `cell` must be a SimpleRNNCell, LSTMCell, GRUCell or StackedRNNCells in Osprey "
+                       "(cells of your own are not implemented yet)");
     }
     return std::make_shared<RNN>(std::move(cell), rnn_from(c, "RNN"));
   }));
