@@ -58,6 +58,11 @@ Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, doub
 /// z (batch, 4·units) in Keras's order i, f, c, o (the inputs' and the recurrent products, biases added) and the
 /// previous carry c_prev (batch, units): c = σ(f)·c_prev + σ(i)·tanh(c̃), h = σ(o)·tanh(c). Returns {h, c}.
 std::vector<Tensor> lstm_cell(const Tensor& z, const Tensor& c_prev);
+/// One GRU step's gates as one op each way (Keras's GRUCell with reset_after and its default activations): from
+/// the inputs' part x (batch, 3·units) and the recurrent part r (batch, 3·units), both in Keras's order z, r, h and
+/// with their biases, and the previous h_prev (batch, units): z = σ(x_z + r_z), ρ = σ(x_r + r_r),
+/// h̃ = tanh(x_h + ρ·r_h), h = z·h_prev + (1 − z)·h̃. Returns h.
+Tensor gru_cell(const Tensor& x, const Tensor& r, const Tensor& h_prev);
 
 /// Element-wise arithmetic. `b` may have a's shape, be a scalar, or be a row vector matching a's last axis.
 Tensor add(const Tensor& a, const Tensor& b);

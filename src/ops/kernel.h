@@ -54,6 +54,8 @@ enum class OpId : int {
   LayerNormGrad,   // dy, x, [gamma], mean, rstd -> dx, dy ⊙ x̂ (the latter's column sums are gamma's gradient)
   LstmCell,        // z (n, 4u), c_prev (n, u) -> h, c (n, u)
   LstmCellGrad,    // dh, dc, z, c_prev, c -> dz (n, 4u), dc_prev (n, u)
+  GruCell,         // x (n, 3u), r (n, 3u), h_prev (n, u) -> h (n, u)
+  GruCellGrad,     // dh, x, r, h_prev -> dx (n, 3u), dr (n, 3u), dh_prev (n, u)
   kCount
 };
 

@@ -70,4 +70,31 @@ std::vector<Tensor> lstm_cell(const Tensor& z, const Tensor& c_prev) {
   return outs;
 }
 
+Tensor gru_cell(const Tensor& x, const Tensor& r, const Tensor& h_prev) {
+  const auto& xs = x.shape();
+  const auto& hs = h_prev.shape();
+  if (xs.rank() != 2 || hs.rank() != 2 || r.shape() != xs || x.dtype() != DType::float32 ||
+      r.dtype() != DType::float32 || h_prev.dtype() != DType::float32 || xs[0] != hs[0] || xs[1] != 3 * hs[1]) {
+    throw InvalidArgumentError(fmt::format("gru_cell needs float32 x and r (batch, 3·units) and h_prev (batch, units); "
+                                           "got x {} {}, r {} {} and h_prev {} {}",
+                                           dtype_name(x.dtype()), xs.to_string(), dtype_name(r.dtype()),
+                                           r.shape().to_string(), dtype_name(h_prev.dtype()), hs.to_string()));
+  }
+  Tensor in[3] = {x, r, h_prev};
+  auto& dev = place(OpId::GruCell, "GruCell", in);
+  Tensor out = Tensor::empty(hs, DType::float32, &dev);
+  run(OpId::GruCell, dev, in, {&out, 1}, nullptr);
+  maybe_record("GruCell", in, {&out, 1}, [&] {
+    return BackwardFn([x = in[0], r = in[1], hp = in[2]](const std::vector<Tensor>& grads) {
+      Tensor gin[4] = {grads[0], x, r, hp};
+      auto& d = place(OpId::GruCellGrad, "GruCellGrad", gin);
+      Tensor gout[3] = {Tensor::empty(x.shape(), DType::float32, &d), Tensor::empty(x.shape(), DType::float32, &d),
+                        Tensor::empty(hp.shape(), DType::float32, &d)};
+      run(OpId::GruCellGrad, d, gin, gout, nullptr);
+      return std::vector<Tensor>{gout[0], gout[1], gout[2]};
+    });
+  });
+  return out;
+}
+
 }  // namespace osprey::ops

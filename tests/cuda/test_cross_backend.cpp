@@ -155,6 +155,15 @@ void check_every_op() {
     auto grads = tape.gradient(ops::add(ops::reduce_sum(ops::mul(hc[0], hc[0])), ops::reduce_sum(hc[1])), Vars{&z, &cp});
     return Outputs{hc[0], hc[1], grads[0], grads[1]};
   });
+  // A GRU step's gates, forward and backward.
+  expect_same("gru_cell", [&] {
+    Variable x(host_uniform({29, 3 * 17}, -3, 3, 16), "x"), r(host_uniform({29, 3 * 17}, -3, 3, 17), "r"),
+        hp(host_uniform({29, 17}, -1, 1, 18), "hp");
+    GradientTape tape;
+    const Tensor h = ops::gru_cell(x.value(), r.value(), hp.value());
+    auto grads = tape.gradient(ops::reduce_sum(ops::mul(h, h)), Vars{&x, &r, &hp});
+    return Outputs{h, grads[0], grads[1], grads[2]};
+  });
   // Dense with every activation, with and without bias, forward and backward.
   for (int act = 0; act <= static_cast<int>(ops::Activation::exponential); ++act) {
     for (bool with_bias : {true, false}) {
@@ -436,6 +445,8 @@ TEST(CrossBackend, BadInputsRaiseTheCpuErrorsOnTheGpu) {
   EXPECT_THROW((void)ops::matmul(Tensor::zeros({2, 3, 4}), Tensor::zeros({3, 4, 5})), InvalidArgumentError);
   EXPECT_THROW((void)ops::masked_softmax(probs, Tensor::ones({4, 2})), InvalidArgumentError);
   EXPECT_THROW((void)ops::lstm_cell(Tensor::zeros({4, 10}), Tensor::zeros({4, 3})), InvalidArgumentError);
+  EXPECT_THROW((void)ops::gru_cell(Tensor::zeros({4, 9}), Tensor::zeros({4, 6}), Tensor::zeros({4, 3})),
+               InvalidArgumentError);
   const ops::ConvParams p{{1, 1}, {1, 1}, {0, 0}, {0, 0}, 1};
   EXPECT_THROW((void)ops::conv(Tensor::zeros({1, 4, 4, 3}), Tensor::zeros({5, 5, 3, 2}), Tensor(), p),
                InvalidArgumentError);

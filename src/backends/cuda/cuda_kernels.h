@@ -141,5 +141,11 @@ void launch_lstm_cell(const float* z, const float* c_prev, float* h, float* c, i
 /// Its gradient: dh, dc, z, c_prev, c -> dz (rows, 4·units), dc_prev (rows, units).
 void launch_lstm_cell_grad(const float* dh, const float* dc, const float* z, const float* c_prev, const float* c,
                            float* dz, float* dc_prev, int64_t rows, int64_t units, cudaStream_t s);
+/// ops::gru_cell (kernels_rnn.cu): x, r (rows, 3·units) in Keras's gate order, h_prev (rows, units) -> h.
+void launch_gru_cell(const float* x, const float* r, const float* h_prev, float* h, int64_t rows, int64_t units,
+                     cudaStream_t s);
+/// Its gradient: dh, x, r, h_prev -> dx, dr (rows, 3·units), dh_prev (rows, units).
+void launch_gru_cell_grad(const float* dh, const float* x, const float* r, const float* h_prev, float* dx, float* dr,
+                          float* dh_prev, int64_t rows, int64_t units, cudaStream_t s);
 
 }  // namespace osprey::cuda

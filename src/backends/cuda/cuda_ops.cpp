@@ -407,6 +407,23 @@ void lstm_cell_grad_kernel(const KernelContext& ctx) {
   l.done("LstmCellGrad");
 }
 
+void gru_cell_kernel(const KernelContext& ctx) {
+  Launch l(ctx);
+  const Tensor& x = ctx.inputs[0];
+  launch_gru_cell(x.data<float>(), ctx.inputs[1].data<float>(), ctx.inputs[2].data<float>(),
+                  ctx.outputs[0].data<float>(), x.shape()[0], x.shape()[1] / 3, l.s());
+  l.done("GruCell");
+}
+
+void gru_cell_grad_kernel(const KernelContext& ctx) {
+  Launch l(ctx);
+  const Tensor& x = ctx.inputs[1];
+  launch_gru_cell_grad(ctx.inputs[0].data<float>(), x.data<float>(), ctx.inputs[2].data<float>(),
+                       ctx.inputs[3].data<float>(), ctx.outputs[0].data<float>(), ctx.outputs[1].data<float>(),
+                       ctx.outputs[2].data<float>(), x.shape()[0], x.shape()[1] / 3, l.s());
+  l.done("GruCellGrad");
+}
+
 void transpose_kernel(const KernelContext& ctx) {
   Launch l(ctx);
   const auto& a = ctx.attr<ops::TransposeAttrs>();
@@ -540,6 +557,8 @@ void register_cuda_kernels() {
   ops::register_kernel(OpId::LayerNormGrad, DeviceType::GPU, layer_norm_grad_kernel);
   ops::register_kernel(OpId::LstmCell, DeviceType::GPU, lstm_cell_kernel);
   ops::register_kernel(OpId::LstmCellGrad, DeviceType::GPU, lstm_cell_grad_kernel);
+  ops::register_kernel(OpId::GruCell, DeviceType::GPU, gru_cell_kernel);
+  ops::register_kernel(OpId::GruCellGrad, DeviceType::GPU, gru_cell_grad_kernel);
   ops::register_kernel(OpId::MaskedSoftmaxGrad, DeviceType::GPU, masked_softmax_grad_kernel);
   ops::register_kernel(OpId::RandomUniformState, DeviceType::GPU, random_uniform_state_kernel);
   ops::register_kernel(OpId::Loss, DeviceType::GPU, loss_kernel);

@@ -1,4 +1,4 @@
-// The CUDA plug-in's LSTM step gates (ops::lstm_cell) and their gradient: one thread per (row, unit), the CPU
+// The CUDA plug-in's LSTM and GRU step gates (ops::lstm_cell, ops::gru_cell) and their gradients: one thread per (row, unit), the CPU
 // kernels' formulas (kernels_rnn.cpp).
 #include <cstdint>
 
@@ -43,7 +43,57 @@ __global__ void lstm_cell_grad_k(const float* dh, const float* dc, const float* 
   }
 }
 
+__global__ void gru_cell_k(const float* x, const float* r, const float* hp, float* h, long long rows, long long u) {
+  const long long n = rows * u;
+  for (long long e = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; e < n;
+       e += static_cast<long long>(gridDim.x) * blockDim.x) {
+    const long long row = e / u, k = e % u;
+    const float* xr = x + row * 3 * u;
+    const float* rr = r + row * 3 * u;
+    const float z = sigmoid_f(xr[k] + rr[k]), rho = sigmoid_f(xr[u + k] + rr[u + k]);
+    const float hh = tanhf(xr[2 * u + k] + rho * rr[2 * u + k]);
+    h[e] = z * hp[e] + (1.f - z) * hh;
+  }
+}
+
+__global__ void gru_cell_grad_k(const float* dh, const float* x, const float* r, const float* hp, float* dx, float* dr,
+                                float* dhp, long long rows, long long u) {
+  const long long n = rows * u;
+  for (long long e = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; e < n;
+       e += static_cast<long long>(gridDim.x) * blockDim.x) {
+    const long long row = e / u, k = e % u;
+    const float* xr = x + row * 3 * u;
+    const float* rr = r + row * 3 * u;
+    const float z = sigmoid_f(xr[k] + rr[k]), rho = sigmoid_f(xr[u + k] + rr[u + k]);
+    const float hh = tanhf(xr[2 * u + k] + rho * rr[2 * u + k]);
+    const float dhh = dh[e] * (1.f - z) * (1.f - hh * hh);
+    const float dz = dh[e] * (hp[e] - hh) * z * (1.f - z);
+    const float drho = dhh * rr[2 * u + k] * rho * (1.f - rho);
+    float* dxr = dx + row * 3 * u;
+    float* drr = dr + row * 3 * u;
+    dxr[k] = dz;
+    drr[k] = dz;
+    dxr[u + k] = drho;
+    drr[u + k] = drho;
+    dxr[2 * u + k] = dhh;
+    drr[2 * u + k] = dhh * rho;
+    dhp[e] = dh[e] * z;
+  }
+}
+
 }  // namespace
+
+void launch_gru_cell(const float* x, const float* r, const float* h_prev, float* h, int64_t rows, int64_t units,
+                     cudaStream_t s) {
+  if (rows == 0 || units == 0) return;
+  gru_cell_k<<<blocks_for(rows * units), kThreads, 0, s>>>(x, r, h_prev, h, rows, units);
+}
+
+void launch_gru_cell_grad(const float* dh, const float* x, const float* r, const float* h_prev, float* dx, float* dr,
+                          float* dh_prev, int64_t rows, int64_t units, cudaStream_t s) {
+  if (rows == 0 || units == 0) return;
+  gru_cell_grad_k<<<blocks_for(rows * units), kThreads, 0, s>>>(dh, x, r, h_prev, dx, dr, dh_prev, rows, units);
+}
 
 void launch_lstm_cell(const float* z, const float* c_prev, float* h, float* c, int64_t rows, int64_t units,
                       cudaStream_t s) {

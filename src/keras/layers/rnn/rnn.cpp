@@ -193,11 +193,16 @@ std::vector<Tensor> RNNCell::step(const Tensor& xp, const std::vector<Tensor>& s
     }
     case Kind::gru: {
       const Tensor& w = recurrent_->value();
+      Tensor rz;
+      if (o_.reset_after) {
+        rz = recurrent_product(h, w, rm, 0, u);
+        if (bias_) rz = ops::add(rz, ops::reshape(ops::slice_axis(bias_->value(), 0, 1, 1), Shape({3 * u})));
+        // Keras's default activations: the gates as one op each way.
+        if (o_.activation == "tanh" && o_.recurrent_activation == "sigmoid") return {ops::gru_cell(xp, rz, h)};
+      }
       const auto x3 = gate_blocks(xp, 3, u);
       Tensor z, r, hh;
       if (o_.reset_after) {
-        Tensor rz = recurrent_product(h, w, rm, 0, u);
-        if (bias_) rz = ops::add(rz, ops::reshape(ops::slice_axis(bias_->value(), 0, 1, 1), Shape({3 * u})));
         const auto r3 = gate_blocks(rz, 3, u);
         z = rec(ops::add(x3[0], r3[0]));
         r = rec(ops::add(x3[1], r3[1]));
