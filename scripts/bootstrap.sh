@@ -2,7 +2,8 @@
 # Installs the Debian packages Osprey builds with, when any is missing (DESIGN.md §4). Needs root (or sudo).
 set -euo pipefail
 packages=(build-essential cmake ninja-build libdnnl-dev libfmt-dev nlohmann-json3-dev libcli11-dev
-          libgtest-dev libgmock-dev libbenchmark-dev libhdf5-dev libpng-dev libturbojpeg0-dev)
+          libgtest-dev libgmock-dev libbenchmark-dev libhdf5-dev libpng-dev libturbojpeg0-dev
+          libopenmpi-dev openmpi-bin)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

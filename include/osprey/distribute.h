@@ -1,8 +1,10 @@
-// tf.distribute for one machine: MirroredStrategy (data parallelism over local devices, one thread per replica,
-// gradients all-reduced with SUM, identical updates everywhere). spec/distribute.md §1.
+// tf.distribute: MirroredStrategy (data parallelism over local devices, one thread per replica, gradients
+// all-reduced with SUM, identical updates everywhere; spec/distribute.md §1) and MultiWorkerMirroredStrategy (the
+// same over the worker processes of an MPI launch).
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -44,7 +46,7 @@ struct ReplicaContext {
 class StrategyImpl;
 
 /// What an input function learns about the input pipelines (tf.distribute.InputContext). On one machine there is
-/// one pipeline feeding every replica.
+/// one pipeline feeding every replica; under a MultiWorkerMirroredStrategy one per worker.
 struct InputContext {
   int num_input_pipelines = 1;
   int input_pipeline_id = 0;
@@ -119,6 +121,65 @@ class MirroredStrategy {
   const std::shared_ptr<StrategyImpl>& impl() const { return impl_; }
 
  private:
+  std::shared_ptr<StrategyImpl> impl_;
+};
+
+/// tf.distribute.experimental.CommunicationImplementation: how gradients travel between workers. AUTO and RING:
+/// MPI's all-reduce (Open MPI picks ring or tree algorithms by size); NCCL: asks for NCCL, which needs GPUs.
+enum class CommunicationImplementation { AUTO, RING, NCCL };
+
+/// tf.distribute.experimental.CommunicationOptions.
+struct CommunicationOptions {
+  int64_t bytes_per_pack = 0;  ///< local packing of gradients before they are reduced (0: one pack)
+  /// Each collective waits at most this long for the other workers (TensorFlow's default is no limit; Osprey's is
+  /// 300 s): a worker that died, hangs or never joined is a DeadlineExceededError naming it, not a hang. <= 0: no
+  /// limit. The environment variable OSPREY_COLLECTIVE_TIMEOUT (seconds) overrides it.
+  double timeout_seconds = 300.0;
+  CommunicationImplementation implementation = CommunicationImplementation::AUTO;
+};
+
+/// tf.distribute.MultiWorkerMirroredStrategy: synchronous data parallelism over the replicas of several worker
+/// processes, each mirroring its local devices as MirroredStrategy does (all GPUs, else all logical CPUs). The
+/// workers are the processes of one MPI launch (`mpirun -np 2 ./train`, `srun -n 2 ./train`); TF_CONFIG, when set,
+/// must describe the same cluster (worker i is MPI rank i, the chief first). A process started alone without
+/// TF_CONFIG is a cluster of one worker. fit/evaluate/predict under its scope split each global batch over all
+/// replicas (worker w's replicas take the rows after workers 0..w-1's), sum gradients across every replica (MPI's
+/// all-reduce between workers), report metrics and losses over the whole global batch on every worker, and print
+/// progress on the chief only; ModelCheckpoint writes on the chief only. The chief's random seed is every worker's
+/// (the same initial weights and shuffles), and the chief's weights are broadcast before the first step.
+class MultiWorkerMirroredStrategy {
+ public:
+  explicit MultiWorkerMirroredStrategy(CommunicationOptions communication_options = {});
+
+  int num_replicas_in_sync() const;  ///< workers × local replicas
+  int num_workers() const;
+  /// This worker's number (0 is the chief; MPI rank), its TF_CONFIG task type ("chief" / "worker") and index.
+  int worker_index() const;
+  std::string task_type() const;
+  int task_id() const;
+  bool is_chief() const;
+  /// Job name -> task addresses (TF_CONFIG's, or this launch's host names under "worker").
+  std::map<std::string, std::vector<std::string>> cluster_spec() const;
+  /// This worker's replica devices, e.g. "/job:worker/replica:0/task:1/device:CPU:0".
+  std::vector<std::string> devices() const;
+  const CommunicationOptions& communication_options() const { return options_; }
+
+  StrategyScope scope() const;
+  /// Runs `fn` once per local replica (their ReplicaContext ids are global: worker × local replicas + r).
+  PerReplica run(const std::function<Tensor(const ReplicaContext&)>& fn) const;
+  /// SUM or MEAN over every worker's replicas (`values` are this worker's); every worker gets the result.
+  Tensor reduce(ReduceOp op, const PerReplica& values, std::optional<int> axis = std::nullopt) const;
+  /// Waits until every worker arrived (within the time limit).
+  void barrier() const;
+  /// tf.distribute's distribute_datasets_from_function: `fn` is called once in each worker with its InputContext
+  /// (num_input_pipelines = workers, input_pipeline_id = this worker, num_replicas_in_sync) and must shard and batch
+  /// per replica itself; its batches feed this worker's replicas.
+  DistributedDataset distribute_datasets_from_function(const std::function<BatchGenerator(const InputContext&)>& fn) const;
+
+  const std::shared_ptr<StrategyImpl>& impl() const { return impl_; }
+
+ private:
+  CommunicationOptions options_;
   std::shared_ptr<StrategyImpl> impl_;
 };
 

@@ -43,6 +43,12 @@ class AbortedError : public Error {
  public:
   using Error::Error;
 };
+/// An operation did not complete in its time limit, e.g. a collective whose peers never arrived (TensorFlow's
+/// DeadlineExceededError).
+class DeadlineExceededError : public Error {
+ public:
+  using Error::Error;
+};
 /// An invariant of Osprey itself broke: a bug, please report it (TensorFlow's InternalError).
 class InternalError : public Error {
  public:

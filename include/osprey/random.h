@@ -64,4 +64,9 @@ Tensor uniform_from_state(const Shape& shape, const Tensor& state);
 /// A new generator state for uniform_from_state(), on `device` (the current device when null).
 Tensor new_state(runtime::Device* device = nullptr);
 
+/// The global generator's (seed, next stream), seeding it first when it was never seeded, and setting them: how the
+/// workers of a MultiWorkerMirroredStrategy start from the chief's (the same initial weights and shuffles).
+std::pair<uint64_t, uint64_t> global_state();
+void set_global_state(uint64_t seed, uint64_t next_stream);
+
 }  // namespace osprey::random

@@ -9,6 +9,7 @@
 
 #include "core/logging.h"
 #include "distribute/strategy_impl.h"
+#include "distribute/worker_group.h"
 #include "osprey/device.h"
 #include "osprey/errors.h"
 #include "osprey/ops.h"
@@ -58,8 +59,8 @@ static thread_local StrategyImpl* t_replica_strategy = nullptr;
 std::shared_ptr<StrategyImpl> current_strategy() { return t_current; }
 
 int replicas_in_sync() {
-  if (t_replica_strategy) return t_replica_strategy->num_replicas();
-  return t_current ? t_current->num_replicas() : 1;
+  if (t_replica_strategy) return t_replica_strategy->num_replicas_in_sync();
+  return t_current ? t_current->num_replicas_in_sync() : 1;
 }
 
 StrategyScope::StrategyScope(std::shared_ptr<StrategyImpl> impl) : impl_(std::move(impl)), previous_(t_current) {
@@ -87,14 +88,24 @@ StrategyScope::~StrategyScope() {
 
 // ---- StrategyImpl ----
 
-static std::string tuple_repr(const std::vector<Device*>& devices) {
+std::string tuple_repr(const std::vector<std::string>& names) {
   std::string s = "(";
-  for (size_t i = 0; i < devices.size(); ++i) s += (i ? ", '" : "'") + devices[i]->full_name() + "'";
-  return s + (devices.size() == 1 ? ",)" : ")");
+  for (size_t i = 0; i < names.size(); ++i) s += (i ? ", '" : "'") + names[i] + "'";
+  return s + (names.size() == 1 ? ",)" : ")");
 }
 
-StrategyImpl::StrategyImpl(std::vector<Device*> devices, std::optional<CrossDeviceOps> cdo)
-    : devices_(std::move(devices)), barrier_(static_cast<int>(devices_.size())), merge_slots_(devices_.size()) {
+static std::string tuple_repr(const std::vector<Device*>& devices) {
+  std::vector<std::string> names;
+  for (auto* d : devices) names.push_back(d->full_name());
+  return tuple_repr(names);
+}
+
+int StrategyImpl::num_workers() const { return workers_ ? workers_->size() : 1; }
+int StrategyImpl::worker_index() const { return workers_ ? workers_->rank() : 0; }
+
+StrategyImpl::StrategyImpl(std::vector<Device*> devices, std::optional<CrossDeviceOps> cdo, WorkerGroup* workers)
+    : devices_(std::move(devices)), barrier_(static_cast<int>(devices_.size())), merge_slots_(devices_.size()),
+      workers_(workers) {
   log::info("Using MirroredStrategy with devices " + tuple_repr(devices_));
   for (auto* d : devices_) host_memory_ &= d->host_memory();
 
@@ -352,24 +363,80 @@ void StrategyImpl::reduce_own_slices(std::vector<std::vector<Tensor>>& grads, in
 }
 
 void StrategyImpl::all_reduce_sum(std::vector<std::vector<Tensor>>& grads, int r) {
-  barrier_.arrive_and_wait();  // every replica's gradients are ready
-  if (num_replicas() == 1) return;  // identity: nothing to communicate
-  if (reduces_on_host()) {
-    reduce_on_host(grads, r, true);
-  } else if (r == 0) {
-    if (use_collective_) {
-      reduce_collective(grads);
-    } else {
-      reduce_to_one_device(grads);
+  const bool across = num_workers() > 1;
+  if (num_replicas() == 1 && !across) return;  // identity: nothing to communicate
+  if (num_replicas() > 1) {
+    barrier_.arrive_and_wait();  // every replica's gradients are ready
+    if (reduces_on_host()) {
+      reduce_on_host(grads, r, !across);  // across workers: replica 0's gradients hold the local sums
+      if (across) barrier_.arrive_and_wait();
+    } else if (r == 0) {
+      if (use_collective_) {
+        reduce_collective(grads);
+      } else {
+        reduce_to_one_device(grads);
+      }
     }
   }
-  barrier_.arrive_and_wait();  // every replica's gradients hold the sum
+  if (across && r == 0) reduce_across_workers(grads);
+  if (num_replicas() > 1) barrier_.arrive_and_wait();  // every replica's gradients hold the sum
+}
+
+// Replica 0's (local) sums packed into one host buffer, added across the workers, and written into every local
+// replica's gradients.
+void StrategyImpl::reduce_across_workers(std::vector<std::vector<Tensor>>& grads) {
+  int64_t total = 0;
+  for (const auto& g : grads[0]) total += g.num_elements();
+  std::vector<float> buffer(static_cast<std::size_t>(total));
+  int64_t at = 0;
+  for (const auto& g : grads[0]) {
+    const Tensor h = g.device_ref().host_memory() ? g : g.to(DeviceManager::get().host_device());
+    std::memcpy(buffer.data() + at, h.data<float>(), static_cast<std::size_t>(g.nbytes()));
+    at += g.num_elements();
+  }
+  // One message, or buckets of bytes_per_pack (CommunicationOptions).
+  const int64_t chunk = bytes_per_pack_ > 0 ? std::max<int64_t>(1, bytes_per_pack_ / 4) : std::max<int64_t>(1, total);
+  for (int64_t b = 0; b < total; b += chunk) workers_->all_reduce_sum(buffer.data() + b, std::min(chunk, total - b));
+  for (int q = 0; q < num_replicas(); ++q) {
+    at = 0;
+    for (auto& g : grads[q]) {
+      if (g.device_ref().host_memory()) {
+        std::memcpy(g.data<float>(), buffer.data() + at, static_cast<std::size_t>(g.nbytes()));
+      } else {
+        g = Tensor::from_host(buffer.data() + at, g.shape()).to(*devices_[q]);
+      }
+      at += g.num_elements();
+    }
+  }
 }
 
 Tensor StrategyImpl::merge(int r, const Tensor& value, VariableAggregation aggregation) {
   merge_slots_[r] = value;
   barrier_.arrive_and_wait();  // every replica's value is there
   Device& device = *devices_[r];
+  if (num_workers() > 1) {  // replica 0 combines the local values with the other workers'
+    if (r == 0) {
+      Device& host = DeviceManager::get().host_device();
+      Tensor local = merge_slots_[0].to(host).cast(DType::float64);
+      if (aggregation != VariableAggregation::ONLY_FIRST_REPLICA) {
+        for (int q = 1; q < num_replicas(); ++q) local = ops::add(local, merge_slots_[q].to(host).cast(DType::float64));
+      }
+      Tensor mine = Tensor::from_host(local.data<double>(), local.shape());  // a buffer of its own to reduce into
+      if (aggregation == VariableAggregation::ONLY_FIRST_REPLICA) {
+        workers_->broadcast(mine.data<double>(), mine.nbytes(), 0);
+      } else {
+        workers_->all_reduce_sum(mine.data<double>(), mine.num_elements());
+        if (aggregation == VariableAggregation::MEAN) {
+          mine = ops::div(mine, Tensor::scalar(static_cast<double>(num_replicas_in_sync()), DType::float64));
+        }
+      }
+      merged_ = mine.cast(value.dtype());
+    }
+    barrier_.arrive_and_wait();  // replica 0 has the result
+    Tensor out = merged_.to(device);
+    barrier_.arrive_and_wait();  // every replica has read it
+    return out;
+  }
   Tensor out = merge_slots_[0].to(device);
   if (aggregation != VariableAggregation::ONLY_FIRST_REPLICA) {
     for (int q = 1; q < num_replicas(); ++q) out = ops::add(out, merge_slots_[q].to(device));  // fixed order
@@ -397,7 +464,7 @@ Tensor scale_regularization_loss(const Tensor& regularization_loss) {
 
 // ---- MirroredStrategy ----
 
-static std::vector<Device*> default_devices() {
+std::vector<Device*> default_devices() {
   auto& dm = DeviceManager::get();
   std::vector<Device*> gpus, cpus;
   for (auto* d : dm.devices()) (d->type() == DeviceType::GPU ? gpus : cpus).push_back(d);

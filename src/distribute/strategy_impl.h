@@ -35,13 +35,27 @@ class ReplicaBarrier {
   bool broken_ = false;
 };
 
+class WorkerGroup;
+
 class StrategyImpl {
  public:
-  StrategyImpl(std::vector<runtime::Device*> devices, std::optional<CrossDeviceOps> cross_device_ops);
+  /// `workers`: the process's worker group for a MultiWorkerMirroredStrategy (every worker must have as many local
+  /// devices), null for a MirroredStrategy.
+  StrategyImpl(std::vector<runtime::Device*> devices, std::optional<CrossDeviceOps> cross_device_ops,
+               WorkerGroup* workers = nullptr);
   ~StrategyImpl();
 
   const std::vector<runtime::Device*>& devices() const { return devices_; }
+  /// This process's replicas (one per local device, one thread each).
   int num_replicas() const { return static_cast<int>(devices_.size()); }
+  /// Every worker's replicas: num_replicas() × workers.
+  int num_replicas_in_sync() const { return num_replicas() * num_workers(); }
+  int num_workers() const;
+  int worker_index() const;
+  bool is_chief() const { return worker_index() == 0; }
+  /// The global id of this process's replica 0 (worker index × local replicas).
+  int replica_offset() const { return worker_index() * num_replicas(); }
+  WorkerGroup* workers() const { return workers_; }
   bool use_collective() const { return use_collective_; }
   int num_packs() const { return num_packs_; }
 
@@ -51,6 +65,8 @@ class StrategyImpl {
   /// Collective, called by every replica inside run_replicas with its float32 gradients (all defined, on its
   /// device, same shapes on every replica): on return every replica's grads hold the SUM over replicas, bit for
   /// bit the same everywhere. The order of summation is fixed (replica 0, 1, ...), so runs are reproducible.
+  /// With several workers the local sums are then added across the workers (MPI's all-reduce, the same on every
+  /// worker: two workers' sums are the same bits in either order).
   void all_reduce_sum(std::vector<std::vector<Tensor>>& grads, int replica);
   /// True when the replicas share host memory and reduce by slices (logical CPUs, no collective).
   bool reduces_on_host() const;
@@ -59,7 +75,7 @@ class StrategyImpl {
   /// sums of each slice once its replica returned. For the sharded optimizer update.
   void reduce_own_slices(std::vector<std::vector<Tensor>>& grads, int replica);
   /// Collective merge of one value per replica (a variable assigned in replica context): every replica gets the
-  /// same combination (SUM, MEAN or replica 0's value) on its own device.
+  /// same combination (SUM, MEAN or replica 0's value) on its own device, over every worker's replicas.
   Tensor merge(int replica, const Tensor& value, VariableAggregation aggregation);
   /// Mirrors variables that are not yet mirrored onto the replica devices (they must live on the first one).
   void mirror(const std::vector<Variable*>& vars) const;
@@ -69,6 +85,7 @@ class StrategyImpl {
   void reduce_on_host(std::vector<std::vector<Tensor>>& grads, int replica, bool copy_back);
   void reduce_to_one_device(std::vector<std::vector<Tensor>>& grads);
   void reduce_collective(std::vector<std::vector<Tensor>>& grads);
+  void reduce_across_workers(std::vector<std::vector<Tensor>>& grads);
 
   std::vector<runtime::Device*> devices_;
   runtime::Device* reduce_device_ = nullptr;
@@ -88,12 +105,19 @@ class StrategyImpl {
   std::exception_ptr error_;
   ReplicaBarrier barrier_;
   std::vector<Tensor> merge_slots_;
+  Tensor merged_;  // a cross-worker merge's result (set by replica 0)
+  WorkerGroup* workers_ = nullptr;
 };
+
+/// A strategy's devices when none are named: all logical GPUs, else all logical CPUs.
+std::vector<runtime::Device*> default_devices();
+/// "'a', 'b'" as a Python tuple: "('a', 'b')", "('a',)".
+std::string tuple_repr(const std::vector<std::string>& names);
 
 /// The strategy whose scope() is active on this thread, or null.
 std::shared_ptr<StrategyImpl> current_strategy();
-/// The number of replicas of the strategy this thread works for: in a replica thread its strategy's, else the
-/// one of the active scope(), else 1.
+/// The number of replicas in sync of the strategy this thread works for (every worker's): in a replica thread its
+/// strategy's, else the one of the active scope(), else 1.
 int replicas_in_sync();
 
 }  // namespace osprey::distribute

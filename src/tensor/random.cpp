@@ -135,6 +135,25 @@ std::pair<uint64_t, uint64_t> next_seed_and_stream() {
   return {s.seed, s.next_stream++};
 }
 
+std::pair<uint64_t, uint64_t> global_state() {
+  auto& s = state();
+  std::lock_guard lock(s.mu);
+  if (!s.seeded) {
+    std::random_device rd;
+    s.seed = (uint64_t{rd()} << 32) ^ rd();
+    s.seeded = true;
+  }
+  return {s.seed, s.next_stream};
+}
+
+void set_global_state(uint64_t seed, uint64_t next_stream) {
+  auto& s = state();
+  std::lock_guard lock(s.mu);
+  s.seed = seed;
+  s.seeded = true;
+  s.next_stream = next_stream;
+}
+
 Philox next_generator() {
   const auto [seed, stream] = next_seed_and_stream();
   return Philox(seed, stream);

@@ -231,6 +231,41 @@ class ModelCheckpoint : public Callback {
   int epoch_ = 0, batches_ = 0;
 };
 
+struct BackupAndRestoreOptions {
+  /// 0: a backup at the end of every epoch (Keras's "epoch"); n > 0: every n batches.
+  int save_freq = 0;
+  /// Remove the backup when fit ends normally (a run that was interrupted keeps it to resume from).
+  bool delete_checkpoint = true;
+};
+/// keras.callbacks.BackupAndRestore: backs up the training state in `backup_dir` (every epoch or every
+/// `save_freq` batches), and a fit started again with the same command resumes from the last backup. Where Keras
+/// restores the weights and restarts the epoch, Osprey restores the weights, the optimizer's state (slots,
+/// iterations, learning rate), the position (epoch and batch), the global random generator and the data order
+/// (the pass's shuffle drawn again, its used batches passed over), so that a run killed at any point and started
+/// again ends with the same weights, bit for bit, as one never interrupted. A backup is a new file and then
+/// training_metadata.json naming it, each written atomically: a kill at any moment leaves the previous backup or
+/// the new one. Under a MultiWorkerMirroredStrategy the chief writes and every worker reads (one folder all
+/// workers see). The epoch's running loss and metrics before the backup are not restored (the resumed epoch's
+/// logs cover its remaining batches), nor are other callbacks' states, as in Keras.
+class BackupAndRestore : public Callback {
+ public:
+  explicit BackupAndRestore(std::string backup_dir, BackupAndRestoreOptions options = {});
+  void on_train_begin(Logs& logs) override;
+  void on_train_batch_end(int batch, Logs& logs) override;
+  void on_epoch_end(int epoch, Logs& logs) override;
+  void on_train_end(Logs& logs) override;
+  /// Backups written by this callback in this process (for tests and logs).
+  int backups_written() const { return written_; }
+
+ private:
+  void save();
+  std::string dir_;
+  BackupAndRestoreOptions o_;
+  int64_t since_last_ = 0;
+  int written_ = 0;
+  uint64_t generation_ = 0;
+};
+
 /// The hooks of keras.callbacks.LambdaCallback: any of them, as functions or lambdas.
 struct LambdaCallbackOptions {
   std::function<void(int epoch, Logs&)> on_epoch_begin{}, on_epoch_end{};
@@ -278,6 +313,8 @@ class CallbackRef {
 
 /// keras.callbacks: the callbacks under Keras's module name (keras::callbacks::EarlyStopping).
 namespace callbacks {
+using keras::BackupAndRestore;
+using keras::BackupAndRestoreOptions;
 using keras::Callback;
 using keras::CallbackRef;
 using keras::CSVLogger;

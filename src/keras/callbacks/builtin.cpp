@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "core/logging.h"
+#include "distribute/worker_group.h"
 #include "osprey/errors.h"
 #include "osprey/keras/callbacks.h"
 #include "osprey/keras/model.h"
@@ -263,7 +264,12 @@ void ModelCheckpoint::save(int epoch, const Logs& logs) {
   } catch (const fmt::format_error& e) {
     throw ValueError(fmt::format("Failed to format this callback filepath: \"{}\". Reason: {}", filepath_, e.what()));
   }
-  if (auto dir = std::filesystem::path(path).parent_path(); !dir.empty()) {
+  // Under a MultiWorkerMirroredStrategy only the chief writes (Keras's other workers write to temporary places
+  // and delete them); every worker keeps `best` the same way.
+  const auto* group = distribute::WorkerGroup::existing();
+  const bool writes = !group || group->is_chief();
+  const int verbose = writes ? o_.verbose : 0;
+  if (auto dir = std::filesystem::path(path).parent_path(); writes && !dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);  // not std::filesystem_error: Osprey's error with the path
     if (ec) {
@@ -272,8 +278,8 @@ void ModelCheckpoint::save(int epoch, const Logs& logs) {
     }
   }
   if (!o_.save_best_only) {
-    whole_model_ ? model()->save(path) : model()->save_weights(path);
-    if (o_.verbose > 0) std::cout << fmt::format("\nEpoch {}: finished saving model to {}\n", epoch + 1, path);
+    if (writes) whole_model_ ? model()->save(path) : model()->save_weights(path);
+    if (verbose > 0) std::cout << fmt::format("\nEpoch {}: finished saving model to {}\n", epoch + 1, path);
     return;
   }
   auto it = logs.find(o_.monitor);
@@ -284,13 +290,13 @@ void ModelCheckpoint::save(int epoch, const Logs& logs) {
   const double current = it->second;
   const bool better = !best || (minimize_ ? current < *best : current > *best);
   if (better) {
-    if (o_.verbose > 0) {
+    if (verbose > 0) {
       std::cout << fmt::format("\nEpoch {}: {} improved from {} to {:.5f}, saving model to {}\n", epoch + 1, o_.monitor,
                                best ? py_repr(*best) : std::string("None"), current, path);
     }
     best = current;
-    whole_model_ ? model()->save(path) : model()->save_weights(path);
-  } else if (o_.verbose > 0) {
+    if (writes) whole_model_ ? model()->save(path) : model()->save_weights(path);
+  } else if (verbose > 0) {
     std::cout << fmt::format("\nEpoch {}: {} did not improve from {:.5f}\n", epoch + 1, o_.monitor, *best);
   }
 }

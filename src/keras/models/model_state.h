@@ -61,6 +61,21 @@ struct Model::State {
   std::vector<double> loss_weights;
   std::vector<CompiledMetric> metrics;
   std::shared_ptr<distribute::StrategyImpl> strategy;  // the scope() the model was created or compiled in
+  bool weights_from_chief = false;  // a multi-worker strategy's workers start from the chief's weights (once)
+  /// Whether save()/save_weights() write: under a multi-worker strategy only the chief does (Keras's other workers
+  /// write to temporary places and delete them).
+  bool saves_files() const { return !strategy || strategy->is_chief(); }
+  // Where fit is, for BackupAndRestore: the next step (epoch, step within it), the global generator's state before
+  // the current pass drew its order, and how many of that pass's batches were used (0: the next step starts a pass).
+  struct FitPosition {
+    int epoch = 0;
+    int64_t step = 0;
+    uint64_t pass_seed = 0, pass_stream = 0;
+    int64_t pass_used = 0;
+    uint64_t seed = 0, stream = 0;  // the generator at the position (filled by the callback when it saves)
+  };
+  FitPosition fit_position;
+  std::optional<FitPosition> resume_from;  // set in on_train_begin by BackupAndRestore: fit continues from there  // a multi-worker strategy's workers start from the chief's weights (once)
   bool run_eagerly = false;
   std::vector<Variable*> step_variables;  // a recorded step's list of trainable variables, refilled every step
   std::optional<CompileOptions> compile_options;  // what compile() was given (compile_config writes it back)

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "keras/initializers/initializers.h"
+#include "keras/models/model_state.h"
 #include "keras/saving/serialization.h"
 #include "keras/saving/weights_h5.h"
 #include "keras/saving/zip_store.h"
@@ -87,6 +88,7 @@ void Model::save(const std::string& path) const {
   const std::string metadata = fmt::format(R"({{"keras_version": "3.15.1", "date_saved": "{}", "osprey_version": "{}"}})",
                                            date, osprey::version());
   const std::string config = to_json();  // first: a model that cannot be described fails before anything is written
+  if (!state().saves_files()) return;  // a multi-worker strategy's other workers: the chief writes
   detail::write_zip(path, {{kMetadata, metadata}, {kConfig, config}, {kWeights, detail::weights_h5_image(*this)}});
 }
 

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "core/atomic_file.h"
+#include "keras/models/model_state.h"
 #include "keras/saving/weights_h5.h"
 #include "osprey/errors.h"
 #include "osprey/keras/model.h"
@@ -77,7 +78,9 @@ static const Model& h5_model(const Model& m, const std::string& path) {
 }
 
 void Model::save_weights(const std::string& path) const {
-  if (keras_format(path)) return detail::save_weights_h5(h5_model(*this, path), path);
+  const bool h5 = keras_format(path);
+  if (!state().saves_files()) return;  // a multi-worker strategy's other workers: the chief writes
+  if (h5) return detail::save_weights_h5(h5_model(*this, path), path);
   const auto vars = variables();
   const auto weights = get_weights();
   std::ostringstream out(std::ios::binary);

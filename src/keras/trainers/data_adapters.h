@@ -1,6 +1,8 @@
 // Where fit's batches come from (Keras's data adapters): arrays held on the host, or a PyDataset. Private.
 #pragma once
 
+#include <algorithm>
+
 #include <condition_variable>
 #include <exception>
 #include <map>
@@ -24,6 +26,14 @@ class BatchSource {
   /// Fills `out` with the pass's next batch (its vectors keep their memory from step to step); false when the
   /// data ran out (a generator that ended).
   virtual bool next(Batch& out) = 0;
+  /// Passes over the pass's next `n` batches (BackupAndRestore resuming mid-pass); false when the data ended first.
+  virtual bool skip(int64_t n) {
+    Batch b;
+    for (int64_t i = 0; i < n; ++i) {
+      if (!next(b)) return false;
+    }
+    return true;
+  }
   virtual void end_epoch() {}
 };
 
@@ -37,6 +47,10 @@ class ArraySource : public BatchSource {
   int64_t batches_per_pass() const override { return (n_ + batch_ - 1) / batch_; }
   void begin_pass() override;
   bool next(Batch& out) override;
+  bool skip(int64_t n) override {
+    cursor_ = std::min(n_, cursor_ + n * batch_);
+    return true;
+  }
 
  private:
   static constexpr int64_t kShuffleCopyBytes = int64_t{64} << 20;

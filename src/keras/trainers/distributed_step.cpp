@@ -1,14 +1,139 @@
-// Training and inference steps under a strategy: each replica runs its shard of the global batch.
+// Training and inference steps under a strategy: each replica runs its shard of the global batch. Under a
+// MultiWorkerMirroredStrategy every worker holds the whole global batch and runs the shards of its replicas (global
+// replica ids worker × local replicas + r); the predictions and losses of every replica are then gathered from the
+// workers, so that losses, metrics and predictions cover the whole global batch, in replica order, on every worker.
 #include <algorithm>
+#include <cstring>
 
+#include <fmt/format.h>
+
+#include "distribute/worker_group.h"
 #include "keras/trainers/trainer.h"
 #include "osprey/autodiff.h"
 #include "osprey/ops.h"
+#include "tensor/tensor_impl.h"
 
 namespace osprey::keras::trainer {
 
+namespace {
+
+runtime::Device& host() { return runtime::DeviceManager::get().host_device(); }
+
+// Tensors of each replica of this worker, as bytes: per replica its count, then per tensor (defined, dtype, rank,
+// dims..., bytes padded to 8).
+void put(std::vector<int64_t>& out, const std::vector<Tensor>& ts) {
+  out.push_back(static_cast<int64_t>(ts.size()));
+  for (const auto& t0 : ts) {
+    out.push_back(t0.defined());
+    if (!t0.defined()) continue;
+    const Tensor t = &t0.device_ref() == &host() ? t0 : t0.to(host());
+    out.push_back(static_cast<int64_t>(t.dtype()));
+    out.push_back(t.shape().rank());
+    for (int64_t d : t.shape().dims()) out.push_back(d);
+    const auto words = static_cast<std::size_t>((t.nbytes() + 7) / 8);
+    const std::size_t at = out.size();
+    out.resize(at + words, 0);
+    if (t.nbytes()) std::memcpy(out.data() + at, t.impl()->data(), static_cast<std::size_t>(t.nbytes()));
+  }
+}
+
+std::vector<Tensor> take(const int64_t*& p, const int64_t* end) {
+  auto next = [&] {
+    if (p >= end) throw InternalError("a worker's gathered tensors ended early");
+    return *p++;
+  };
+  std::vector<Tensor> out(static_cast<std::size_t>(next()));
+  for (auto& t : out) {
+    if (!next()) continue;
+    const auto dtype = static_cast<DType>(next());
+    std::vector<int64_t> dims(static_cast<std::size_t>(next()));
+    for (auto& d : dims) d = next();
+    t = Tensor::empty(Shape(dims), dtype, &host());
+    const auto words = (t.nbytes() + 7) / 8;
+    if (end - p < words) throw InternalError("a worker's gathered tensors ended early");
+    if (t.nbytes()) std::memcpy(t.impl()->data(), p, static_cast<std::size_t>(t.nbytes()));
+    p += words;
+  }
+  return out;
+}
+
+}  // namespace
+
+// Every worker's replicas' tensors: `all` has one entry per replica in sync; this worker's entries are filled, the
+// others are filled here (host tensors), in the order the workers hold them.
+static void gather_from_workers(distribute::StrategyImpl& st, std::vector<std::vector<Tensor>>& all) {
+  auto& group = *st.workers();
+  const int n = st.num_replicas(), off = st.replica_offset();
+  std::vector<int64_t> mine;
+  for (int r = 0; r < n; ++r) put(mine, all[static_cast<std::size_t>(off + r)]);
+  const auto sizes = group.all_gather(std::vector<int64_t>{static_cast<int64_t>(mine.size())});
+  std::vector<int64_t> counts;
+  int64_t total = 0;
+  for (int64_t words : sizes) {
+    counts.push_back(words * 8);
+    total += words;
+  }
+  std::vector<int64_t> everything(static_cast<std::size_t>(total));
+  group.all_gather(mine.data(), everything.data(), counts);
+  const int64_t* p = everything.data();
+  for (int w = 0; w < group.size(); ++w) {
+    const int64_t* end = p + sizes[static_cast<std::size_t>(w)];
+    for (int r = 0; r < n; ++r) {
+      auto ts = take(p, end);
+      if (w != group.rank()) all[static_cast<std::size_t>(w * n + r)] = std::move(ts);
+    }
+    p = end;
+  }
+}
+
 void prepare_replicas(Model& model, State& s) {
-  if (distributed(s)) s.strategy->mirror(model.variables());
+  if (!distributed(s)) return;
+  s.strategy->mirror(model.variables());
+  if (s.strategy->num_workers() > 1 && !s.weights_from_chief) {
+    auto& group = *s.strategy->workers();
+    // Every worker must have built the same model: its variables' count, sizes and shapes (hashed) compared first,
+    // so that a mismatch is an error here and not a mangled all-reduce.
+    const auto vars = model.variables();
+    uint64_t hash = 1469598103934665603ull;  // FNV-1a over the shapes
+    int64_t elements = 0;
+    for (auto* v : vars) {
+      elements += v->num_elements();
+      for (int64_t d : v->shape().dims()) hash = (hash ^ static_cast<uint64_t>(d + 1)) * 1099511628211ull;
+      hash = (hash ^ 0xffu) * 1099511628211ull;
+    }
+    const auto all = group.all_gather(std::vector<int64_t>{static_cast<int64_t>(vars.size()), elements,
+                                                           static_cast<int64_t>(hash)});
+    for (int w = 0; w < group.size(); ++w) {
+      const int64_t* theirs = all.data() + 3 * w;
+      if (theirs[0] != static_cast<int64_t>(vars.size()) || theirs[1] != elements ||
+          theirs[2] != static_cast<int64_t>(hash)) {
+        throw ValueError(fmt::format("Worker {}'s model '{}' has {} variables ({} weights), and worker {}'s has {} "
+                                     "variables ({} weights){}: every worker of a MultiWorkerMirroredStrategy must "
+                                     "build the same model",
+                                     group.rank(), model.name(), vars.size(), elements, w, theirs[0], theirs[1],
+                                     theirs[0] == static_cast<int64_t>(vars.size()) && theirs[1] == elements
+                                         ? " of other shapes"
+                                         : ""));
+      }
+    }
+    // The chief's values in every component of every variable (TensorFlow broadcasts initial values the same way).
+    for (auto* v : model.variables()) {
+      Tensor value = v->component(0).to(host());
+      group.broadcast(value.impl()->data(), value.nbytes(), 0);
+      for (int c = 0; c < v->num_components(); ++c) {
+        const Tensor& component = v->component(c);
+        runtime::Device& d = component.device_ref();
+        if (component.impl()->data() == value.impl()->data()) continue;  // broadcast into it already
+        if (d.host_memory()) {
+          std::memcpy(component.impl()->data(), value.impl()->data(), static_cast<std::size_t>(value.nbytes()));
+        } else {
+          d.platform().copy(d, component.impl()->data(), true, value.impl()->data(), false,
+                            static_cast<std::size_t>(value.nbytes()));
+        }
+      }
+    }
+    s.weights_from_chief = true;
+  }
 }
 
 // The rows of a global batch of B that replica r gets: ceil(B/N) each, the last ones short or empty
@@ -30,19 +155,19 @@ static std::vector<Tensor> shard(const std::vector<Tensor>& ts, int64_t b, int64
 // components. Metrics see every shard, in replica order. Returns the global batch's mean loss.
 double distributed_train_step(Model& model, State& s, const Batch& batch_in) {
   auto& st = *s.strategy;
-  const int n = st.num_replicas();
+  const int n = st.num_replicas(), in_sync = st.num_replicas_in_sync(), off = st.replica_offset();
   const int64_t batch = batch_in.x[0].shape()[0];
   const auto vars = model.trainable_variables();
   s.optimizer->build_slots(vars);  // cross-replica: slots mirrored like the variables
   std::vector<std::vector<Tensor>> xs(n), ys(n), preds(n);
   std::vector<std::vector<Tensor>> grads(n);
   std::vector<double> losses(n, 0.0);
-  const bool sharded = st.reduces_on_host() && s.optimizer->shardable();
+  const bool sharded = st.reduces_on_host() && s.optimizer->shardable() && st.num_workers() == 1;
   if (!sharded) s.optimizer->sync_slots();  // whole-variable updates read every slice of their slots
   s.optimizer->begin_step();  // once per step: the schedule's rate, per-step state
   const bool sum_reduction = s.losses[0] && s.losses[0]->reduction() == losses::Reduction::sum;
   st.run_replicas([&](int r) {
-    const auto [b, e] = replica_rows(batch, n, r);
+    const auto [b, e] = replica_rows(batch, in_sync, off + r);
     auto& device = *st.devices()[r];
     grads[r].resize(vars.size());
     if (e > b) {
@@ -58,7 +183,7 @@ double distributed_train_step(Model& model, State& s, const Batch& batch_in) {
       const double share = sum_reduction ? 1.0 : static_cast<double>(e - b) / batch;
       Tensor loss = ops::mul(batch_loss(s, ys[r], preds[r], wr, &logits), Tensor::scalar(share));
       if (has_penalties(s)) {
-        loss = ops::add(loss, ops::mul(penalty_sum(s), Tensor::scalar(1.0 / n)));
+        loss = ops::add(loss, ops::mul(penalty_sum(s), Tensor::scalar(1.0 / in_sync)));
       }
       grads[r] = tape.gradient(loss, vars);
       losses[r] = loss.item();
@@ -80,10 +205,31 @@ double distributed_train_step(Model& model, State& s, const Batch& batch_in) {
   if (sharded) s.optimizer->defer_slot_sync(n);
   for (auto& l : s.layers) l->apply_constraints();
   double total = 0.0;
+  if (st.num_workers() == 1) {
+    for (int r = 0; r < n; ++r) {
+      total += losses[r];
+      if (preds[r].empty()) continue;
+      for (auto& m : s.metrics) m.metric->update_state(ys[r][m.output], preds[r][m.output]);
+    }
+    return total;
+  }
+  // Several workers: every replica's predictions and loss, in replica order, on every worker.
+  std::vector<std::vector<Tensor>> all(static_cast<std::size_t>(in_sync));
   for (int r = 0; r < n; ++r) {
-    total += losses[r];
+    auto& mine = all[static_cast<std::size_t>(off + r)];
     if (preds[r].empty()) continue;
-    for (auto& m : s.metrics) m.metric->update_state(ys[r][m.output], preds[r][m.output]);
+    mine = preds[r];
+    mine.push_back(Tensor::scalar(losses[r], DType::float64));
+  }
+  gather_from_workers(st, all);
+  for (int q = 0; q < in_sync; ++q) {
+    auto& p = all[static_cast<std::size_t>(q)];
+    if (p.empty()) continue;
+    total += p.back().item();
+    const auto [b, e] = replica_rows(batch, in_sync, q);
+    const bool local = q >= off && q < off + n;
+    const auto y = local ? ys[q - off] : shard(batch_in.y, b, e, host());
+    for (auto& m : s.metrics) m.metric->update_state(y[m.output], p[m.output]);
   }
   return total;
 }
@@ -92,18 +238,41 @@ void distributed_forward(Model& model, State& s, const std::vector<Tensor>& x, c
                          std::vector<std::vector<Tensor>>& ys, std::vector<std::vector<Tensor>>& preds,
                          std::vector<std::vector<Tensor>>* logits) {
   auto& st = *s.strategy;
-  const int n = st.num_replicas();
+  const int n = st.num_replicas(), in_sync = st.num_replicas_in_sync(), off = st.replica_offset();
   const int64_t batch = x[0].shape()[0];
-  ys.assign(n, {});
-  preds.assign(n, {});
-  if (logits) logits->assign(n, {});
+  ys.assign(in_sync, {});
+  preds.assign(in_sync, {});
+  if (logits) logits->assign(in_sync, {});
   st.run_replicas([&](int r) {
-    const auto [b, e] = replica_rows(batch, n, r);
+    const auto [b, e] = replica_rows(batch, in_sync, off + r);
     if (e == b) return;
     auto& device = *st.devices()[r];
-    preds[r] = forward(model, s, shard(x, b, e, device), false, logits ? &(*logits)[r] : nullptr);
-    if (y) ys[r] = shard(*y, b, e, device);
+    preds[off + r] = forward(model, s, shard(x, b, e, device), false, logits ? &(*logits)[off + r] : nullptr);
+    if (y) ys[off + r] = shard(*y, b, e, device);
   });
+  if (st.num_workers() == 1) return;
+  // Several workers: the other workers' predictions (and logits), their labels from the global batch.
+  const auto outputs = static_cast<std::size_t>(s.num_outputs());
+  if (logits) {
+    for (int r = 0; r < n; ++r) {
+      auto& p = preds[static_cast<std::size_t>(off + r)];
+      if (p.empty()) continue;
+      auto& l = (*logits)[static_cast<std::size_t>(off + r)];
+      l.resize(outputs);
+      p.insert(p.end(), l.begin(), l.end());
+    }
+  }
+  gather_from_workers(st, preds);
+  for (int q = 0; q < in_sync; ++q) {
+    auto& p = preds[static_cast<std::size_t>(q)];
+    if (p.empty()) continue;
+    if (logits) {
+      (*logits)[static_cast<std::size_t>(q)].assign(p.begin() + static_cast<std::ptrdiff_t>(outputs), p.end());
+      p.resize(outputs);
+    }
+    const auto [b, e] = replica_rows(batch, in_sync, q);
+    if (y && (q < off || q >= off + n)) ys[static_cast<std::size_t>(q)] = shard(*y, b, e, host());
+  }
 }
 
 }  // namespace osprey::keras::trainer

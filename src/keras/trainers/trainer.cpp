@@ -3,6 +3,8 @@
 #include <chrono>
 #include <cmath>
 #include <functional>
+#include <tuple>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -11,6 +13,7 @@
 #include "keras/trainers/trainer.h"
 #include "osprey/errors.h"
 #include "osprey/ops.h"
+#include "osprey/random.h"
 
 namespace osprey::keras {
 
@@ -75,7 +78,7 @@ static FitHistory fit_loop(Model& model, State& s, BatchSource& source, const Fi
   for (auto& c : o.callbacks) cbs.all.push_back(c.get());
   cbs.all.push_back(history);
   cbs.all.push_back(std::make_shared<ProgbarLogger>(std::cout));
-  TrainingParams params{o.verbose, o.epochs, steps};
+  TrainingParams params{prints_progress(s) ? o.verbose : 0, o.epochs, steps};
   cbs.each([&](Callback& c) {
     c.set_model(&model);
     c.set_params(params);
@@ -84,21 +87,51 @@ static FitHistory fit_loop(Model& model, State& s, BatchSource& source, const Fi
   using clock = std::chrono::steady_clock;
   model.stop_training = false;
   Logs logs;
+  s.resume_from.reset();
+  s.fit_position = {};
   cbs.each([&](Callback& c) { c.on_train_begin(logs); });
   int64_t left_in_pass = 0;  // steps_per_epoch continues a pass across epochs
+  auto& at = s.fit_position;
+  // A new pass: its order is drawn from the global generator, whose state before it is kept (BackupAndRestore).
+  auto begin_pass = [&] {
+    std::tie(at.pass_seed, at.pass_stream) = random::global_state();
+    source.begin_pass();
+    left_in_pass = per_pass;
+    at.pass_used = 0;
+  };
+  // BackupAndRestore's position: the pass's order drawn again from the same state, its used batches passed over,
+  // the generator as it was at the backup.
+  const std::optional<State::FitPosition> resume = std::exchange(s.resume_from, std::nullopt);
+  const int first_epoch = resume ? resume->epoch : o.initial_epoch;
   Batch batch;
-  for (int epoch = o.initial_epoch; epoch < o.epochs && !model.stop_training; ++epoch) {
+  for (int epoch = first_epoch; epoch < o.epochs && !model.stop_training; ++epoch) {
     if (!o.steps_per_epoch) left_in_pass = 0;  // without steps_per_epoch every epoch is one full pass
+    int first_step = 0;
+    if (resume && epoch == first_epoch) {
+      if (resume->pass_used > 0) {
+        random::set_global_state(resume->pass_seed, resume->pass_stream);
+        begin_pass();
+        if (!source.skip(resume->pass_used)) {
+          throw ValueError(fmt::format("BackupAndRestore: the backup was taken after {} batches of a pass, but this "
+                                       "fit's data has fewer: resume with the data and batch size of the run that "
+                                       "made the backup",
+                                       resume->pass_used));
+        }
+        left_in_pass -= resume->pass_used;
+        at.pass_used = resume->pass_used;
+      }
+      random::set_global_state(resume->seed, resume->stream);
+      first_step = static_cast<int>(resume->step);
+    }
+    at.epoch = epoch;
+    at.step = first_step;
     logs.clear();
     cbs.each([&](Callback& c) { c.on_epoch_begin(epoch, logs); });
     s.reset_metrics();
     double input_s = 0.0, step_s = 0.0;
-    for (int step = 0; step < steps; ++step) {
+    for (int step = first_step; step < steps; ++step) {
       const auto t0 = clock::now();
-      if (left_in_pass == 0) {
-        source.begin_pass();
-        left_in_pass = per_pass;
-      }
+      if (left_in_pass == 0) begin_pass();
       if (!source.next(batch)) {  // Keras's words for a generator that ended
         log::warning(fmt::format("Your input ran out of data; interrupting training. Make sure that your dataset or "
                                  "generator can generate at least `steps_per_epoch * epochs` batches. You may need "
@@ -109,6 +142,7 @@ static FitHistory fit_loop(Model& model, State& s, BatchSource& source, const Fi
         break;
       }
       --left_in_pass;
+      ++at.pass_used;
       const auto t1 = clock::now();
       Logs batch_logs;
       cbs.each([&](Callback& c) { c.on_train_batch_begin(step, batch_logs); });
@@ -118,6 +152,12 @@ static FitHistory fit_loop(Model& model, State& s, BatchSource& source, const Fi
       model.train_step(data, logs);
       input_s += std::chrono::duration<double>(t1 - t0).count();
       step_s += std::chrono::duration<double>(clock::now() - t2).count();
+      at.step = step + 1;
+      if (at.step == steps) {  // the epoch's last step: a backup here resumes at the next epoch
+        at.epoch = epoch + 1;
+        at.step = 0;
+        if (!o.steps_per_epoch || left_in_pass == 0) at.pass_used = 0;
+      }
       cbs.each([&](Callback& c) { c.on_train_batch_end(step, logs); });
       if (model.stop_training) break;
     }
@@ -137,6 +177,10 @@ static FitHistory fit_loop(Model& model, State& s, BatchSource& source, const Fi
       run_evaluation(model, s, val->first, val->second, val_batch_size, cbs, val_logs);
       for (const auto& [k, v] : val_logs) epoch_logs["val_" + k] = v;
     }
+    // The next position: the next epoch's first step, in the same pass only where steps_per_epoch continues it.
+    at.epoch = epoch + 1;
+    at.step = 0;
+    if (!o.steps_per_epoch || left_in_pass == 0) at.pass_used = 0;
     cbs.each([&](Callback& c) { c.on_epoch_end(epoch, epoch_logs); });
   }
   Logs end_logs;
@@ -251,7 +295,7 @@ std::map<std::string, double> Model::evaluate_dict(const Arrays& x, const Arrays
   const int steps = static_cast<int>((xs[0].shape()[0] + batch_size - 1) / batch_size);
   cbs.each([&](Callback& c) {
     c.set_model(this);
-    c.set_params({o.verbose, 1, steps});
+    c.set_params({prints_progress(s) ? o.verbose : 0, 1, steps});
   });
   Logs logs;
   run_evaluation(*this, s, xs, ys, batch_size, cbs, logs);
@@ -326,7 +370,7 @@ std::vector<Tensor> Model::predict_all(const Arrays& x, PredictOptions o) {
   cbs.all.push_back(std::make_shared<ProgbarLogger>(std::cout));
   cbs.each([&](Callback& c) {
     c.set_model(this);
-    c.set_params({o.verbose, 1, steps});
+    c.set_params({prints_progress(s) ? o.verbose : 0, 1, steps});
   });
   Logs logs;
   cbs.each([&](Callback& c) { c.on_predict_begin(logs); });

@@ -21,8 +21,10 @@ struct Batch {
   int64_t size() const { return rows.defined() ? rows.shape()[0] : x[0].shape()[0]; }
 };
 
-/// True when steps run on several replicas (a strategy with more than one device).
-inline bool distributed(const State& s) { return s.strategy && s.strategy->num_replicas() > 1; }
+/// True when steps run on several replicas (a strategy with more than one device, or several workers).
+inline bool distributed(const State& s) { return s.strategy && s.strategy->num_replicas_in_sync() > 1; }
+/// Whether this process prints progress (the chief of a multi-worker strategy, or any process without one).
+inline bool prints_progress(const State& s) { return !s.strategy || s.strategy->is_chief(); }
 
 /// Checks a batch of inputs (count, rank, per-sample shape) before any computation; builds a Sequential model on
 /// first use.

@@ -1,0 +1,237 @@
+// The multi-process checks of MultiWorkerMirroredStrategy (run by tests/distribute/multi_worker_test.sh under
+// mpirun): one program that trains the same model on the same data alone, under MirroredStrategy on N logical CPUs,
+// or as one worker of an MPI launch, and writes what it got (weights, history, evaluate, predict) as doubles, so
+// that the script can compare the runs; and the failure cases (a worker that hangs, one that is killed).
+//   multi_worker_check train <logical CPUs> <none|mirrored|workers> <out>   (workers write <out> on the chief,
+//                                                                            <out>.rank<k> on the others)
+//   multi_worker_check compare <a> <b> <tolerance>
+//   multi_worker_check backup <logical CPUs> <none|workers> <backup dir> <out> [kill at step]
+//                          (BackupAndRestore every 4 batches; with a step, the process -- worker 1 of workers --
+//                          SIGKILLs itself before that global step unless <backup dir>.killed exists, which it
+//                          creates first: the same command run again resumes)
+//   multi_worker_check hang | die | mismatch                                 (under mpirun -np 2)
+//   multi_worker_check cluster                                               (prints the strategy's cluster)
+#include <signal.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <osprey/osprey.h>
+
+using namespace osprey;
+namespace keras = osprey::keras;
+namespace layers = osprey::keras::layers;
+
+namespace {
+
+void split_cpu(int n) {
+  std::vector<LogicalDeviceConfiguration> configs(static_cast<std::size_t>(n));
+  config::set_logical_device_configuration(config::list_physical_devices("CPU")[0], configs);
+}
+
+struct Data {
+  Tensor x, y;
+};
+Data make_data() {
+  random::set_seed(7);
+  DeviceScope cpu("/CPU:0");
+  return {random::uniform({300, 12}, -1, 1), random::randint(0, 3, {300}).cast(DType::float32)};
+}
+
+std::unique_ptr<keras::Sequential> make_model() {
+  random::set_seed(3);
+  auto m = std::make_unique<keras::Sequential>(std::vector<keras::LayerRef>{
+      layers::Input({12}), layers::Dense(16, "relu"), layers::Dense(3, "softmax")});
+  m->compile({.optimizer = "adam", .loss = "sparse_categorical_crossentropy", .metrics = {"accuracy"}});
+  return m;
+}
+
+// Trains 3 epochs of 32-row batches (the last one short), shuffled, then evaluates and predicts.
+std::vector<double> train_and_report(keras::Sequential& m, int verbose) {
+  const Data d = make_data();
+  random::set_seed(5);  // the shuffles
+  auto h = m.fit(d.x, d.y, {.epochs = 3, .batch_size = 32, .verbose = verbose});
+  std::vector<double> out;
+  for (auto* v : m.variables()) {
+    for (float f : v->component(0).to_vector<float>()) out.push_back(f);
+  }
+  for (const auto& key : {"loss", "accuracy"}) {
+    for (double x : h.history.at(key)) out.push_back(x);
+  }
+  for (double x : m.evaluate(d.x, d.y, {.batch_size = 64, .verbose = 0})) out.push_back(x);
+  for (float f : m.predict(d.x, {.batch_size = 50, .verbose = 0}).to_vector<float>()) out.push_back(f);
+  return out;
+}
+
+void write(const std::string& path, const std::vector<double>& v) {
+  std::ofstream f(path, std::ios::binary);
+  f.write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(double)));
+}
+
+std::vector<double> read(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw std::runtime_error("cannot read " + path);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::vector<double> v(bytes.size() / sizeof(double));
+  std::memcpy(v.data(), bytes.data(), v.size() * sizeof(double));
+  return v;
+}
+
+int train(int cpus, const std::string& how, const std::string& out) {
+  split_cpu(cpus);
+  if (how == "none") {
+    auto m = make_model();
+    write(out, train_and_report(*m, 0));
+    return 0;
+  }
+  if (how == "mirrored") {
+    distribute::MirroredStrategy strategy;
+    auto scope = strategy.scope();
+    auto m = make_model();
+    write(out, train_and_report(*m, 0));
+    return 0;
+  }
+  distribute::MultiWorkerMirroredStrategy strategy;
+  std::unique_ptr<keras::Sequential> m;
+  {
+    auto scope = strategy.scope();
+    m = make_model();
+  }
+  std::cout << "worker " << strategy.worker_index() << " of " << strategy.num_workers() << ", "
+            << strategy.num_replicas_in_sync() << " replicas in sync" << std::endl;
+  const auto v = train_and_report(*m, 2);  // only the chief prints (a test checks)
+  write(strategy.is_chief() ? out : out + ".rank" + std::to_string(strategy.worker_index()), v);
+  // Saving writes on the chief only (the test checks that worker 1's file does not exist).
+  m->save_weights(out + ".worker" + std::to_string(strategy.worker_index()) + ".weights.osp");
+  return 0;
+}
+
+// Trains with BackupAndRestore; writes the weights, evaluate and predict (not the history: a resumed run's covers
+// only its own epochs).
+int backup(int cpus, const std::string& how, const std::string& dir, const std::string& out, int kill_at) {
+  split_cpu(cpus);
+  std::unique_ptr<distribute::MultiWorkerMirroredStrategy> strategy;
+  std::unique_ptr<keras::Sequential> m;
+  if (how == "workers") {
+    strategy = std::make_unique<distribute::MultiWorkerMirroredStrategy>();
+    auto scope = strategy->scope();
+    m = make_model();
+  } else {
+    m = make_model();
+  }
+  const int worker = strategy ? strategy->worker_index() : 0;
+  const Data d = make_data();
+  random::set_seed(5);  // the shuffles
+  auto backup = std::make_shared<keras::callbacks::BackupAndRestore>(dir, keras::callbacks::BackupAndRestoreOptions{.save_freq = 4});
+  int step = 0;
+  const std::string marker = dir + ".killed";
+  auto killer = std::make_shared<keras::callbacks::LambdaCallback>(keras::callbacks::LambdaCallbackOptions{
+      .on_train_batch_begin = [&](int, keras::Logs&) {
+        if (++step == kill_at && worker == (strategy ? 1 : 0) && !std::ifstream(marker)) {
+          std::ofstream(marker) << "killed at step " << step << "\n";
+          std::cout << "worker " << worker << ": SIGKILL before step " << step << std::endl;
+          raise(SIGKILL);
+        }
+      }});
+  auto h = m->fit(d.x, d.y, {.epochs = 3, .batch_size = 32, .verbose = 0, .callbacks = {backup, killer}});
+  std::cout << "worker " << worker << ": ran " << step << " steps, epochs";
+  for (int e : h.epoch) std::cout << " " << e;
+  std::cout << std::endl;
+  std::vector<double> v;
+  for (auto* var : m->variables()) {
+    for (float f : var->component(0).to_vector<float>()) v.push_back(f);
+  }
+  for (double x : m->evaluate(d.x, d.y, {.batch_size = 64, .verbose = 0})) v.push_back(x);
+  for (float f : m->predict(d.x, {.batch_size = 50, .verbose = 0}).to_vector<float>()) v.push_back(f);
+  write(worker == 0 ? out : out + ".rank" + std::to_string(worker), v);
+  return 0;
+}
+
+int compare(const std::string& a, const std::string& b, double tolerance) {
+  const auto x = read(a), y = read(b);
+  if (x.size() != y.size() || x.empty()) {
+    std::cout << a << " has " << x.size() << " values, " << b << " has " << y.size() << "\n";
+    return 1;
+  }
+  double worst = 0;
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const double d = std::fabs(x[i] - y[i]);
+    if (!(d <= worst)) {
+      worst = d;
+      at = i;
+    }
+  }
+  std::cout << a << " vs " << b << ": " << x.size() << " values, largest difference " << worst << " (value " << at
+            << ")" << (worst <= tolerance ? "" : " > tolerance") << "\n";
+  return worst <= tolerance ? 0 : 1;
+}
+
+// Under mpirun -np 2: worker 1 stops taking part after a few steps (sleeps), or is killed.
+int misbehave(bool die) {
+  distribute::MultiWorkerMirroredStrategy strategy;
+  std::unique_ptr<keras::Sequential> m;
+  {
+    auto scope = strategy.scope();
+    m = make_model();
+  }
+  const Data d = make_data();
+  int steps = 0;
+  auto cb = std::make_shared<keras::callbacks::LambdaCallback>(keras::callbacks::LambdaCallbackOptions{
+      .on_train_batch_begin = [&](int, keras::Logs&) {
+        if (strategy.worker_index() == 1 && ++steps == 4) {
+          if (die) raise(SIGKILL);
+          sleep(600);
+        }
+      }});
+  try {
+    m->fit(d.x, d.y, {.epochs = 2, .batch_size = 32, .verbose = 0, .callbacks = {cb}});
+  } catch (const DeadlineExceededError& e) {
+    std::cout << "worker " << strategy.worker_index() << ": DeadlineExceededError: " << e.what() << std::endl;
+    return 3;
+  }
+  std::cout << "worker " << strategy.worker_index() << " finished training\n";
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "";
+  try {
+    if (mode == "train" && argc == 5) return train(std::atoi(argv[2]), argv[3], argv[4]);
+    if (mode == "backup" && (argc == 6 || argc == 7)) {
+      return backup(std::atoi(argv[2]), argv[3], argv[4], argv[5], argc == 7 ? std::atoi(argv[6]) : -1);
+    }
+    if (mode == "compare" && argc == 5) return compare(argv[2], argv[3], std::atof(argv[4]));
+    if (mode == "hang" || mode == "die") return misbehave(mode == "die");
+    if (mode == "mismatch") {  // worker 1 builds a wider first layer
+      distribute::MultiWorkerMirroredStrategy strategy;
+      auto scope = strategy.scope();
+      keras::Sequential m({layers::Input({12}), layers::Dense(16 + strategy.worker_index(), "relu"), layers::Dense(3)});
+      m.compile({.optimizer = "sgd", .loss = "mse"});
+      const Data d = make_data();
+      m.fit(d.x, d.y, {.epochs = 1, .verbose = 0});
+      std::cout << "worker " << strategy.worker_index() << " trained a mismatched model\n";
+      return 0;
+    }
+    if (mode == "cluster") {
+      distribute::MultiWorkerMirroredStrategy strategy;
+      std::cout << "task " << strategy.task_type() << " " << strategy.task_id() << ", worker "
+                << strategy.worker_index() << " of " << strategy.num_workers() << std::endl;
+      return 0;
+    }
+  } catch (const Error& e) {
+    std::cout << "error: " << e.what() << std::endl;
+    return 2;
+  }
+  std::cerr << "usage: see the header of tests/distribute/multi_worker_check.cpp\n";
+  return 64;
+}
