@@ -1,9 +1,11 @@
 // Data parallelism on one CPU: the wide MLP (784 -> 512 -> 512 -> 10, Adam, sparse CE, batch 256) trained on
 //   single:   one logical CPU with every intra-op thread, or
-//   mirrored: MirroredStrategy over N logical CPUs, the threads shared out between the replicas.
+//   mirrored: MirroredStrategy over N logical CPUs, the threads shared out between the replicas, or
+//   workers:  MultiWorkerMirroredStrategy, one worker per process of `mpirun -np W` (N logical CPUs each; batch 256
+//             is the global batch), printed by the chief.
 // Steps by train_on_batch (the default) or by fit() over `steps` batches (one epoch, no shuffle).
 // Prints one JSON line: µs per step (best of three rounds) and samples/s.
-// Usage: mirrored_step <single|mirrored> [replicas] [steps] [train_on_batch|fit]
+// Usage: mirrored_step <single|mirrored|workers> [replicas] [steps] [train_on_batch|fit]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -22,7 +24,7 @@ int main(int argc, char** argv) {
   const int steps = argc > 3 ? std::atoi(argv[3]) : 30;
   const bool by_fit = argc > 4 && std::string(argv[4]) == "fit";
   const int batch = 256;
-  if (mode == "mirrored") {
+  if (mode == "mirrored" || (mode == "workers" && replicas > 1)) {
     std::vector<osprey::LogicalDeviceConfiguration> configs(replicas);
     osprey::config::set_logical_device_configuration(osprey::config::list_physical_devices("CPU")[0], configs);
   }
@@ -38,7 +40,12 @@ int main(int argc, char** argv) {
   };
   keras::Sequential model;
   std::unique_ptr<osprey::distribute::MirroredStrategy> strategy;
-  if (mode == "mirrored") {
+  std::unique_ptr<osprey::distribute::MultiWorkerMirroredStrategy> workers;
+  if (mode == "workers") {
+    workers = std::make_unique<osprey::distribute::MultiWorkerMirroredStrategy>();
+    auto scope = workers->scope();
+    model = build();
+  } else if (mode == "mirrored") {
     strategy = std::make_unique<osprey::distribute::MirroredStrategy>();
     auto scope = strategy->scope();
     model = build();
@@ -60,9 +67,14 @@ int main(int argc, char** argv) {
     run(steps);
     us = std::min(us, std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / steps);
   }
+  if (workers && !workers->is_chief()) return 0;
+  const std::string where = workers ? " of " + std::to_string(workers->num_workers()) + " x " +
+                                          std::to_string(replicas) + " logical CPU(s)"
+                            : mode == "mirrored" ? " over " + std::to_string(replicas) + " logical CPUs"
+                                                 : " (1 device)";
   std::printf("{\"case\": \"wide MLP batch %d, %s%s, %s\", \"threads\": %u, \"us_per_step\": %.1f, "
               "\"samples_per_s\": %.0f}\n",
-              batch, mode.c_str(), mode == "mirrored" ? (" over " + std::to_string(replicas) + " logical CPUs").c_str() : " (1 device)",
+              batch, mode.c_str(), where.c_str(),
               by_fit ? "fit" : "train_on_batch", std::thread::hardware_concurrency(), us, batch / us * 1e6);
   return 0;
 }

@@ -54,6 +54,7 @@ if ((have_tf)); then python3 bench/keras_bench.py cnn 128 0 2>/dev/null; fi
 
 echo "## LSTM(256) over 100 steps of 128 inputs, Dense(1), Adam, batch 64 (issue 18)"
 "$build/bench/lstm_step" 64 3
+"$build/bench/lstm_floor" 5  # oneDNN's LSTM primitive alone, forward + backward
 if ((have_torch)); then for t in 1 2; do /usr/bin/python3 bench/torch_lstm.py "$t" 3; done; fi
 if ((have_tf)); then python3 bench/keras_bench.py lstm 64 0 2>/dev/null; fi
 
@@ -76,6 +77,22 @@ for run in 1 2; do  # the same through fit() (one epoch of 30 batches)
   "$build/bench/mirrored_step" single 2 30 fit 2>/dev/null
   "$build/bench/mirrored_step" mirrored 2 30 fit 2>/dev/null
 done
+
+# MultiWorkerMirroredStrategy: 2 worker processes (mpirun, one core each) vs 1 process with both threads, and the
+# gradients' all-reduce against a bare MPI_Allreduce (issue 19).
+if command -v mpirun >/dev/null && [ -x "$build/bench/allreduce_step" ]; then
+  echo "## MultiWorkerMirroredStrategy: 2 workers x 1 core vs 1 process x 2 threads (wide MLP, global batch 256)"
+  mpi=(mpirun --allow-run-as-root --oversubscribe -np 2 --bind-to core)
+  for i in 1 2 3; do
+    "$build/bench/mirrored_step" single 1 30 2>/dev/null
+    "${mpi[@]}" "$build/bench/mirrored_step" workers 1 30 2>/dev/null | grep '^{'
+  done
+  for run in 1 2; do
+    "$build/bench/mirrored_step" single 1 30 fit 2>/dev/null
+    "${mpi[@]}" "$build/bench/mirrored_step" workers 1 30 fit 2>/dev/null | grep '^{'
+  done
+  "${mpi[@]}" "$build/bench/allreduce_step" 200 2>/dev/null | grep '^{'
+fi
 
 echo "## input pipeline: a PyDataset taking 5 ms per batch, wide MLP batch 128"
 "$build/bench/input_pipeline" 5 40 2>&1 | grep -E '^\{|bottleneck' | sed 's/^.*W [^]]*] /warning: /'

@@ -382,9 +382,27 @@ void StrategyImpl::all_reduce_sum(std::vector<std::vector<Tensor>>& grads, int r
   if (num_replicas() > 1) barrier_.arrive_and_wait();  // every replica's gradients hold the sum
 }
 
-// Replica 0's (local) sums packed into one host buffer, added across the workers, and written into every local
-// replica's gradients.
+// Replica 0's (local) sums added across the workers and written into every local replica's gradients: in place
+// when they are in host memory and not packed (no copies), else packed into one host buffer.
 void StrategyImpl::reduce_across_workers(std::vector<std::vector<Tensor>>& grads) {
+  const bool on_host = std::all_of(grads[0].begin(), grads[0].end(),
+                                   [](const Tensor& g) { return g.device_ref().host_memory(); });
+  if (on_host && bytes_per_pack_ == 0) {
+    std::vector<float*> data;
+    std::vector<int64_t> counts;
+    for (auto& g : grads[0]) {  // each buffer once: two variables' gradients may be one tensor
+      if (std::find(data.begin(), data.end(), g.data<float>()) != data.end()) continue;
+      data.push_back(g.data<float>());
+      counts.push_back(g.num_elements());
+    }
+    workers_->all_reduce_sum(data, counts);
+    for (int q = 1; q < num_replicas(); ++q) {
+      for (std::size_t j = 0; j < grads[0].size(); ++j) {
+        std::memcpy(grads[q][j].data<float>(), grads[0][j].data<float>(), static_cast<std::size_t>(grads[0][j].nbytes()));
+      }
+    }
+    return;
+  }
   int64_t total = 0;
   for (const auto& g : grads[0]) total += g.num_elements();
   std::vector<float> buffer(static_cast<std::size_t>(total));

@@ -271,6 +271,11 @@ void WorkerGroup::all_reduce_sum(float* data, int64_t count) {
 void WorkerGroup::all_reduce_sum(double* data, int64_t count) {
   OSPREY_COLLECTIVE("the all-reduce", api_->all_reduce_sum_f64(data, count, timeout_s_, err, sizeof err));
 }
+void WorkerGroup::all_reduce_sum(const std::vector<float*>& data, const std::vector<int64_t>& counts) {
+  OSPREY_COLLECTIVE("the all-reduce", api_->all_reduce_sum_f32_many(data.data(), counts.data(),
+                                                                    static_cast<int>(data.size()), timeout_s_, err,
+                                                                    sizeof err));
+}
 void WorkerGroup::all_gather(const void* send, void* recv, const std::vector<int64_t>& counts) {
   if (size() == 1 && counts.size() == 1) {
     if (counts[0] > 0 && recv != send) std::memcpy(recv, send, static_cast<std::size_t>(counts[0]));

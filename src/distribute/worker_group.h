@@ -53,6 +53,8 @@ class WorkerGroup {
 
   void all_reduce_sum(float* data, int64_t count);
   void all_reduce_sum(double* data, int64_t count);
+  /// Several buffers summed in place with one rendezvous.
+  void all_reduce_sum(const std::vector<float*>& data, const std::vector<int64_t>& counts);
   /// Every worker's bytes, worker by worker (`counts` the byte count of each; this worker's is counts[rank()]).
   void all_gather(const void* send, void* recv, const std::vector<int64_t>& counts);
   /// Each worker's int64 values (n each) into out (size n · workers).

@@ -7,7 +7,7 @@
 
 namespace osprey::distribute {
 
-constexpr int kMpiApiVersion = 1;
+constexpr int kMpiApiVersion = 2;
 
 /// Return codes of the collectives.
 enum MpiStatus : int { kMpiOk = 0, kMpiTimedOut = 1, kMpiFailed = 2 };
@@ -17,11 +17,14 @@ struct MpiApi {
   /// MPI_Init_thread (MPI_THREAD_SERIALIZED: calls come from one thread at a time, not always the same one) unless
   /// MPI is initialised already; the rank and size of MPI_COMM_WORLD and this host's name.
   int (*init)(int* rank, int* size, char* host, int host_len, char* err, int err_len);
-  /// Collectives over MPI_COMM_WORLD. Each waits at most `timeout_s` seconds (<= 0: as long as it takes) and returns
-  /// kMpiOk, kMpiTimedOut (the operation is then still pending: the caller must not use MPI again) or kMpiFailed with
-  /// MPI's message in `err`.
+  /// Collectives over MPI_COMM_WORLD. Each waits at most `timeout_s` seconds (<= 0: as long as it takes) for every
+  /// rank to arrive and returns kMpiOk, kMpiTimedOut (a barrier is then still pending: the caller must not use MPI
+  /// again) or kMpiFailed with MPI's message in `err`.
   int (*all_reduce_sum_f32)(float* data, int64_t count, double timeout_s, char* err, int err_len);
   int (*all_reduce_sum_f64)(double* data, int64_t count, double timeout_s, char* err, int err_len);
+  /// `n` buffers summed in place, one rendezvous for all of them (a step's gradients, without packing copies).
+  int (*all_reduce_sum_f32_many)(float* const* data, const int64_t* counts, int n, double timeout_s, char* err,
+                                 int err_len);
   /// Every rank's `bytes` (counts[r] from rank r) into `recv`, rank by rank.
   int (*all_gather)(const void* send, int64_t bytes, void* recv, const int64_t* counts, double timeout_s, char* err,
                     int err_len);
