@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # MultiWorkerMirroredStrategy across processes (issue 19), run by ctest: Open MPI over loopback on this machine,
 # as root where CI runs (with the flags Open MPI needs for that), oversubscribed.
-#   multi_worker_test.sh <multi_worker_check> <scratch dir> <case>
+#   multi_worker_test.sh <multi_worker_check> <scratch dir> <case> [examples/multi_worker, for the case "example"]
 # cases: same_as_one_process (2 workers x 1 logical CPU == 1 process x 2 logical CPUs, bit for bit; == one device
 # within 1e-5), four_replicas (2 workers x 2 logical CPUs == 1 process x 4, within 1e-6), progress_on_chief,
 # hang (a worker that stops taking part: the other's DeadlineExceededError names it, in bounded time), killed (a
@@ -96,6 +96,13 @@ case "$case_" in
     [ "$rc" != 0 ] || fail "the job should fail"
     grep -q "must build the same model" <<<"$out" || fail "no error about the models"
     ! grep -q "trained a mismatched model" <<<"$out" || fail "a worker trained anyway"
+    ;;
+  example)  # the README's command: examples/multi_worker (4th argument) under mpirun -np 2
+    out=$(cd "$dir" && mpirun_ -np 2 "$4" 2>&1); rc=$?; echo "$out"
+    [ "$rc" = 0 ] || fail "mpirun -np 2 examples/multi_worker exited with $rc"
+    grep -q "^Workers: 2, replicas in sync: 2" <<<"$out" || fail "the chief's first line"
+    grep -q "^final loss " <<<"$out" || fail "the chief's last line"
+    [ "$(grep -c '^Epoch 3/3' <<<"$out")" = 1 ] || fail "progress from the chief only"
     ;;
   tf_config)
     two='{"cluster": {"worker": ["localhost:1", "localhost:2"]}, "task": {"type": "worker", "index": 0}}'
