@@ -116,36 +116,6 @@ GlobalState& state() {
 }
 }  // namespace
 
-void set_seed(uint64_t seed) {
-  auto& s = state();
-  std::lock_guard lock(s.mu);
-  s.seed = seed;
-  s.seeded = true;
-  s.next_stream = 0;
-}
-
-std::pair<uint64_t, uint64_t> next_seed_and_stream() {
-  auto& s = state();
-  std::lock_guard lock(s.mu);
-  if (!s.seeded) {
-    std::random_device rd;
-    s.seed = (uint64_t{rd()} << 32) ^ rd();
-    s.seeded = true;
-  }
-  return {s.seed, s.next_stream++};
-}
-
-std::pair<uint64_t, uint64_t> global_state() {
-  auto& s = state();
-  std::lock_guard lock(s.mu);
-  if (!s.seeded) {
-    std::random_device rd;
-    s.seed = (uint64_t{rd()} << 32) ^ rd();
-    s.seeded = true;
-  }
-  return {s.seed, s.next_stream};
-}
-
 void set_global_state(uint64_t seed, uint64_t next_stream) {
   auto& s = state();
   std::lock_guard lock(s.mu);
@@ -153,6 +123,24 @@ void set_global_state(uint64_t seed, uint64_t next_stream) {
   s.seeded = true;
   s.next_stream = next_stream;
 }
+
+void set_seed(uint64_t seed) { set_global_state(seed, 0); }
+
+// The global (seed, next stream), drawing the seed from std::random_device at first use; with `take`, that stream is
+// handed out (the next one follows).
+static std::pair<uint64_t, uint64_t> seed_and_stream(bool take) {
+  auto& s = state();
+  std::lock_guard lock(s.mu);
+  if (!s.seeded) {
+    std::random_device rd;
+    s.seed = (uint64_t{rd()} << 32) ^ rd();
+    s.seeded = true;
+  }
+  return {s.seed, take ? s.next_stream++ : s.next_stream};
+}
+
+std::pair<uint64_t, uint64_t> next_seed_and_stream() { return seed_and_stream(true); }
+std::pair<uint64_t, uint64_t> global_state() { return seed_and_stream(false); }
 
 Philox next_generator() {
   const auto [seed, stream] = next_seed_and_stream();
