@@ -9,7 +9,6 @@
 
 #include "core/logging.h"
 #include "distribute/strategy_impl.h"
-#include "distribute/worker_group.h"
 #include "osprey/device.h"
 #include "osprey/errors.h"
 #include "osprey/ops.h"
@@ -99,9 +98,6 @@ static std::string tuple_repr(const std::vector<Device*>& devices) {
   for (auto* d : devices) names.push_back(d->full_name());
   return tuple_repr(names);
 }
-
-int StrategyImpl::num_workers() const { return workers_ ? workers_->size() : 1; }
-int StrategyImpl::worker_index() const { return workers_ ? workers_->rank() : 0; }
 
 StrategyImpl::StrategyImpl(std::vector<Device*> devices, std::optional<CrossDeviceOps> cdo, WorkerGroup* workers)
     : devices_(std::move(devices)), barrier_(static_cast<int>(devices_.size())), merge_slots_(devices_.size()),
@@ -382,79 +378,11 @@ void StrategyImpl::all_reduce_sum(std::vector<std::vector<Tensor>>& grads, int r
   if (num_replicas() > 1) barrier_.arrive_and_wait();  // every replica's gradients hold the sum
 }
 
-// Replica 0's (local) sums added across the workers and written into every local replica's gradients: in place
-// when they are in host memory and not packed (no copies), else packed into one host buffer.
-void StrategyImpl::reduce_across_workers(std::vector<std::vector<Tensor>>& grads) {
-  const bool on_host = std::all_of(grads[0].begin(), grads[0].end(),
-                                   [](const Tensor& g) { return g.device_ref().host_memory(); });
-  if (on_host && bytes_per_pack_ == 0) {
-    std::vector<float*> data;
-    std::vector<int64_t> counts;
-    for (auto& g : grads[0]) {  // each buffer once: two variables' gradients may be one tensor
-      if (std::find(data.begin(), data.end(), g.data<float>()) != data.end()) continue;
-      data.push_back(g.data<float>());
-      counts.push_back(g.num_elements());
-    }
-    workers_->all_reduce_sum(data, counts);
-    for (int q = 1; q < num_replicas(); ++q) {
-      for (std::size_t j = 0; j < grads[0].size(); ++j) {
-        std::memcpy(grads[q][j].data<float>(), grads[0][j].data<float>(), static_cast<std::size_t>(grads[0][j].nbytes()));
-      }
-    }
-    return;
-  }
-  int64_t total = 0;
-  for (const auto& g : grads[0]) total += g.num_elements();
-  std::vector<float> buffer(static_cast<std::size_t>(total));
-  int64_t at = 0;
-  for (const auto& g : grads[0]) {
-    const Tensor h = g.device_ref().host_memory() ? g : g.to(DeviceManager::get().host_device());
-    std::memcpy(buffer.data() + at, h.data<float>(), static_cast<std::size_t>(g.nbytes()));
-    at += g.num_elements();
-  }
-  // One message, or buckets of bytes_per_pack (CommunicationOptions).
-  const int64_t chunk = bytes_per_pack_ > 0 ? std::max<int64_t>(1, bytes_per_pack_ / 4) : std::max<int64_t>(1, total);
-  for (int64_t b = 0; b < total; b += chunk) workers_->all_reduce_sum(buffer.data() + b, std::min(chunk, total - b));
-  for (int q = 0; q < num_replicas(); ++q) {
-    at = 0;
-    for (auto& g : grads[q]) {
-      if (g.device_ref().host_memory()) {
-        std::memcpy(g.data<float>(), buffer.data() + at, static_cast<std::size_t>(g.nbytes()));
-      } else {
-        g = Tensor::from_host(buffer.data() + at, g.shape()).to(*devices_[q]);
-      }
-      at += g.num_elements();
-    }
-  }
-}
-
 Tensor StrategyImpl::merge(int r, const Tensor& value, VariableAggregation aggregation) {
   merge_slots_[r] = value;
   barrier_.arrive_and_wait();  // every replica's value is there
   Device& device = *devices_[r];
-  if (num_workers() > 1) {  // replica 0 combines the local values with the other workers'
-    if (r == 0) {
-      Device& host = DeviceManager::get().host_device();
-      Tensor local = merge_slots_[0].to(host).cast(DType::float64);
-      if (aggregation != VariableAggregation::ONLY_FIRST_REPLICA) {
-        for (int q = 1; q < num_replicas(); ++q) local = ops::add(local, merge_slots_[q].to(host).cast(DType::float64));
-      }
-      Tensor mine = Tensor::from_host(local.data<double>(), local.shape());  // a buffer of its own to reduce into
-      if (aggregation == VariableAggregation::ONLY_FIRST_REPLICA) {
-        workers_->broadcast(mine.data<double>(), mine.nbytes(), 0);
-      } else {
-        workers_->all_reduce_sum(mine.data<double>(), mine.num_elements());
-        if (aggregation == VariableAggregation::MEAN) {
-          mine = ops::div(mine, Tensor::scalar(static_cast<double>(num_replicas_in_sync()), DType::float64));
-        }
-      }
-      merged_ = mine.cast(value.dtype());
-    }
-    barrier_.arrive_and_wait();  // replica 0 has the result
-    Tensor out = merged_.to(device);
-    barrier_.arrive_and_wait();  // every replica has read it
-    return out;
-  }
+  if (num_workers() > 1) return merge_across_workers(r, value, aggregation);
   Tensor out = merge_slots_[0].to(device);
   if (aggregation != VariableAggregation::ONLY_FIRST_REPLICA) {
     for (int q = 1; q < num_replicas(); ++q) out = ops::add(out, merge_slots_[q].to(device));  // fixed order

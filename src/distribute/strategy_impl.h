@@ -85,7 +85,9 @@ class StrategyImpl {
   void reduce_on_host(std::vector<std::vector<Tensor>>& grads, int replica, bool copy_back);
   void reduce_to_one_device(std::vector<std::vector<Tensor>>& grads);
   void reduce_collective(std::vector<std::vector<Tensor>>& grads);
+  // Across workers (multi_worker_strategy.cpp).
   void reduce_across_workers(std::vector<std::vector<Tensor>>& grads);
+  Tensor merge_across_workers(int r, const Tensor& value, VariableAggregation aggregation);
 
   std::vector<runtime::Device*> devices_;
   runtime::Device* reduce_device_ = nullptr;
