@@ -23,7 +23,7 @@ namespace {
 struct Data {
   Tensor x, y;
 };
-Data data() {
+Data sample_data() {
   random::set_seed(9);
   return {random::uniform({40, 3}), random::randint(0, 2, {40, 1}).cast(DType::float32)};
 }
@@ -79,7 +79,7 @@ TEST(Callbacks, HooksRunInKerasOrderAndUserCallbacksComeFirst) {
   };
   auto rec = std::make_shared<Recorder>();
   Sequential m = model();
-  const Data d = data();
+  const Data d = sample_data();
   auto h = m.fit(d.x.slice_rows(0, 20), d.y.slice_rows(0, 20),
                  {.epochs = 1, .batch_size = 10, .verbose = 0, .callbacks = {rec},
                   .validation_data = std::make_pair(d.x.slice_rows(20, 25), d.y.slice_rows(20, 25))});
@@ -90,7 +90,7 @@ TEST(Callbacks, HooksRunInKerasOrderAndUserCallbacksComeFirst) {
 }
 
 TEST(Callbacks, EarlyStoppingStopsAfterPatienceAndRestoresTheBestWeights) {
-  const Data d = data();
+  const Data d = sample_data();
   Sequential m = model();
   auto snaps = std::make_shared<Snapshots>();
   auto es = std::make_shared<keras::EarlyStopping>(
@@ -111,7 +111,7 @@ TEST(Callbacks, EarlyStoppingStopsAfterPatienceAndRestoresTheBestWeights) {
 }
 
 TEST(Callbacks, EarlyStoppingRestoresEvenWithoutStoppingAndHonoursMinDelta) {
-  const Data d = data();
+  const Data d = sample_data();
   Sequential m = model();
   auto snaps = std::make_shared<Snapshots>();
   auto es = std::make_shared<keras::EarlyStopping>(keras::EarlyStoppingOptions{
@@ -125,7 +125,7 @@ TEST(Callbacks, EarlyStoppingRestoresEvenWithoutStoppingAndHonoursMinDelta) {
 }
 
 TEST(Callbacks, ReduceLROnPlateauReducesAfterPatienceAndLogsTheRate) {
-  const Data d = data();
+  const Data d = sample_data();
   Sequential m = model();
   ::testing::internal::CaptureStdout();
   auto h = m.fit(d.x, d.y,
@@ -148,7 +148,7 @@ TEST(Callbacks, ReduceLROnPlateauReducesAfterPatienceAndLogsTheRate) {
 }
 
 TEST(Callbacks, LearningRateSchedulerAndProgbarShowsTheRateLast) {
-  const Data d = data();
+  const Data d = sample_data();
   Sequential m = model();
   std::ostringstream unused;
   ::testing::internal::CaptureStdout();
@@ -161,7 +161,7 @@ TEST(Callbacks, LearningRateSchedulerAndProgbarShowsTheRateLast) {
 }
 
 TEST(Callbacks, CsvLoggerWritesSortedKeysZeroBasedEpochsAndNA) {
-  const Data d = data();
+  const Data d = sample_data();
   Sequential m = model();
   const std::string path = temp_path("log.csv");
   m.fit(d.x, d.y, {.epochs = 2, .batch_size = 10, .verbose = 0, .callbacks = {keras::CSVLogger(path)}});
@@ -176,7 +176,7 @@ TEST(Callbacks, CsvLoggerWritesSortedKeysZeroBasedEpochsAndNA) {
 }
 
 TEST(Callbacks, TerminateOnNaNStopsAtTheFirstBadBatch) {
-  const Data d = data();
+  const Data d = sample_data();
   Sequential m = model();
   class NaNAt2 : public keras::Callback {
     void on_train_batch_end(int b, Logs& logs) override {
@@ -190,7 +190,7 @@ TEST(Callbacks, TerminateOnNaNStopsAtTheFirstBadBatch) {
 }
 
 TEST(Callbacks, ModelCheckpointSavesTheBestWeightsAtomically) {
-  const Data d = data();
+  const Data d = sample_data();
   Sequential m = model();
   const std::string pattern = temp_path("ckpt-{epoch:02d}.weights.osp");
   const std::string best = temp_path("best.weights.osp");
@@ -251,13 +251,13 @@ TEST(Callbacks, PredictHooks) {
   };
   auto rec = std::make_shared<Recorder>();
   Sequential m = model();
-  m.predict(data().x.slice_rows(0, 15), {.batch_size = 10, .verbose = 0, .callbacks = {rec}});
+  m.predict(sample_data().x.slice_rows(0, 15), {.batch_size = 10, .verbose = 0, .callbacks = {rec}});
   EXPECT_EQ(rec->events, (std::vector<std::string>{"begin", "batch_begin 0", "batch_end 0", "batch_begin 1",
                                                    "batch_end 1", "end"}));
 }
 
 TEST(Callbacks, ACallbackPassedByNameIsTheOneFitCallsNotACopy) {
-  const Data d = data();
+  const Data d = sample_data();
   Sequential m = model();
   keras::EarlyStopping es({.monitor = "loss", .patience = 1});
   Script scripted("loss", {1.0, 1.1, 1.2, 1.3});
@@ -271,7 +271,7 @@ TEST(Callbacks, ACallbackPassedByNameIsTheOneFitCallsNotACopy) {
 }
 
 TEST(Callbacks, LambdaCallbackAndKerasModuleNames) {
-  const Data d = data();
+  const Data d = sample_data();
   Sequential m = model();
   std::vector<double> losses;
   int batches = 0;

@@ -61,7 +61,7 @@ class NoCall : public Model {
   NoCall() { track(layers::Dense(2)); }
 };
 
-std::pair<Tensor, Tensor> data(int n) {
+std::pair<Tensor, Tensor> sample_data(int n) {
   random::set_seed(3);
   return {random::uniform({n, 5}, -1, 1), random::randint(0, 2, {n, 1}).cast(DType::float32)};
 }
@@ -77,7 +77,7 @@ Model functional_twin() {
 }  // namespace
 
 TEST(Subclassing, AModelWithItsOwnCallTrainsAsTheSameFunctionalModel) {
-  const auto [x, y] = data(64);
+  const auto [x, y] = sample_data(64);
   ResidualMlp sub;
   EXPECT_EQ(sub.name(), "residual_mlp");
   EXPECT_EQ(sub.layers().size(), 3u);
@@ -104,7 +104,7 @@ TEST(Subclassing, AModelWithItsOwnCallTrainsAsTheSameFunctionalModel) {
 }
 
 TEST(Subclassing, OverriddenStepsRunInFitEvaluateAndPredict) {
-  const auto [x, y] = data(64);
+  const auto [x, y] = sample_data(64);
   CustomStep custom;
   custom.compile({.optimizer = "sgd", .loss = "binary_crossentropy", .metrics = {"accuracy"}});
   auto hc = custom.fit(x, y, {.epochs = 2, .batch_size = 16, .verbose = 0, .validation_data = {x, y}});
@@ -125,7 +125,7 @@ TEST(Subclassing, OverriddenStepsRunInFitEvaluateAndPredict) {
 }
 
 TEST(Subclassing, TheGuidesStepGivesTheDefaultStepsNumbers) {
-  const auto [x, y] = data(48);
+  const auto [x, y] = sample_data(48);
   CustomStep custom;
   ResidualMlp plain;
   (void)custom.predict(x, {.verbose = 0});
@@ -198,7 +198,7 @@ TEST(Subclassing, ACustomLayerBuildsCallsTrainsAndGivesItsConfig) {
 // Keras builds a subclassed model on the first batch before any train_step: a step that lists
 // trainable_variables() before its forward pass (as Keras's guide does) finds them on the first batch too.
 TEST(Subclassing, AnOverridingStepSeesTheVariablesFromTheFirstBatch) {
-  const auto [x, y] = data(32);
+  const auto [x, y] = sample_data(32);
   CustomStep never_called;  // not built before fit
   never_called.compile({.optimizer = "adam", .loss = "binary_crossentropy"});
   auto h = never_called.fit(x, y, {.epochs = 1, .batch_size = 16, .verbose = 0});

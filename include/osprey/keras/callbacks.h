@@ -25,7 +25,7 @@ using Logs = std::map<std::string, double>;
 struct TrainingParams {
   int verbose = 1;
   int epochs = 1;
-  int steps = 0;
+  int steps = 0;  ///< batches per epoch; -1 when unknown until a pass ends (a dataset after filter())
 };
 
 /// Base class with every hook Keras calls, in Keras's order; override the ones you need.
@@ -74,6 +74,8 @@ class Progbar {
   Progbar(int target, int verbose, std::ostream& out, double interval = 0.05, std::string unit_name = "step");
   /// Shows progress `current` with `values`; `finalize` ends the line.
   void update(int current, const Logs& values, bool finalize);
+  /// A target < 0 is unknown (a pass whose length is known only at its end): "12/Unknown" with the elapsed time.
+  void set_target(int target) { target_ = target; }
 
  private:
   double estimate_step_duration(int current, double now);
@@ -106,8 +108,10 @@ class ProgbarLogger : public Callback {
 
  private:
   std::ostream& out_;
+  int target() const;
   std::unique_ptr<Progbar> bar_;
   bool in_fit_ = false;
+  int seen_ = 0, learned_steps_ = -1;
 };
 
 /// Whether a monitored value should go down ("min") or up ("max"); "auto" decides from its name.

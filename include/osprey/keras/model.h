@@ -17,6 +17,7 @@
 #include "osprey/keras/keras_tensor.h"
 #include "osprey/keras/layers.h"
 #include "osprey/keras/losses.h"
+#include "osprey/data.h"
 #include "osprey/keras/metrics.h"
 #include "osprey/keras/optimizers.h"
 #include "osprey/tensor.h"
@@ -35,15 +36,18 @@ struct Arrays {
   std::vector<std::string> keys;  ///< the map's keys, when given as a map
 };
 
-/// fit()'s validation_data: `{x_val, y_val}`, `{{x_a, x_b}, y_val}` or `std::make_pair(x_val, y_val)`.
+/// fit()'s validation_data: `{x_val, y_val}`, `{{x_a, x_b}, y_val}`, `std::make_pair(x_val, y_val)` or a
+/// data::Dataset of (x, y) batches.
 struct ValidationData {
   ValidationData() = default;
   ValidationData(Arrays x_val, Arrays y_val) : x(std::move(x_val)), y(std::move(y_val)) {}
   template <typename X, typename Y>
   ValidationData(const std::pair<X, Y>& p) : x(p.first), y(p.second) {}
+  ValidationData(const data::Dataset& d) : dataset(d) {}
   Arrays x, y;
+  std::optional<data::Dataset> dataset{};
   /// Whether validation data was given.
-  bool given() const { return !x.tensors.empty(); }
+  bool given() const { return !x.tensors.empty() || dataset.has_value(); }
 };
 
 /// One batch from a generator: x and y as fit takes them.
@@ -130,18 +134,22 @@ struct FitOptions {
   /// Weight per class (integer label, the argmax of one-hot labels, or 0/1 for binary), multiplied into the
   /// sample weights. Metrics are not weighted, as Keras's `metrics=`.
   std::map<int, double> class_weight{};
+  /// With a Dataset as validation_data: batches of it per validation (default: all of it).
+  std::optional<int> validation_steps{};
 };
 
 struct EvaluateOptions {
   std::optional<int> batch_size{};  ///< default 32
   int verbose = 1;
   std::vector<CallbackRef> callbacks{};
+  std::optional<int> steps{};  ///< with a Dataset: batches to evaluate (default: all of it)
 };
 
 struct PredictOptions {
   std::optional<int> batch_size{};  ///< default 32
   int verbose = 1;
   std::vector<CallbackRef> callbacks{};  ///< on_predict_begin, on_predict_batch_begin/end, on_predict_end
+  std::optional<int> steps{};  ///< with a Dataset: batches to predict (default: all of it)
 };
 
 /// What fit() returns: per-epoch values by key, the epochs run and the parameters.
@@ -219,14 +227,24 @@ class Model : public Layer {
   FitHistory fit(utils::PyDataset& dataset, FitOptions options = {});
   /// Trains on a generator's batches: steps_per_epoch of them per epoch (required); batches of any size.
   FitHistory fit(Generator generator, FitOptions options);
+  /// fit() on a data::Dataset of (x, y) or (x, y, sample_weight) batches, as Keras takes a tf.data.Dataset: each
+  /// epoch one pass over it (a repeating one needs steps_per_epoch); batch_size, shuffle and validation_split do
+  /// not apply (the dataset batches and shuffles).
+  FitHistory fit(const data::Dataset& dataset, FitOptions options = {});
   /// [loss, metrics in compile order].
   std::vector<double> evaluate(const Arrays& x, const Arrays& y, EvaluateOptions options = {});
   /// The same as a dict with sorted keys (return_dict=True).
   std::map<std::string, double> evaluate_dict(const Arrays& x, const Arrays& y, EvaluateOptions options = {});
+  /// evaluate() on a Dataset of (x, y) or (x, y, sample_weight) batches.
+  std::vector<double> evaluate(const data::Dataset& dataset, EvaluateOptions options = {});
+  std::map<std::string, double> evaluate_dict(const data::Dataset& dataset, EvaluateOptions options = {});
   /// Outputs for x, batch by batch, concatenated on CPU:0 (a single-output model; predict_all for several).
   Tensor predict(const Arrays& x, PredictOptions options = {});
   /// Every output for x, in outputs() order.
   std::vector<Tensor> predict_all(const Arrays& x, PredictOptions options = {});
+  /// predict() on a Dataset of x batches (or (x, ...) tuples, whose other parts are ignored).
+  Tensor predict(const data::Dataset& dataset, PredictOptions options = {});
+  std::vector<Tensor> predict_all(const data::Dataset& dataset, PredictOptions options = {});
   /// One training step on one batch; returns [loss, per-output losses of a multi-output model, metrics] (metrics
   /// reset first, as Keras does). The *_on_batch calls take their arrays by value: they run every step.
   std::vector<double> train_on_batch(Arrays x, Arrays y);

@@ -65,9 +65,23 @@ void Progbar::update(int current, const Logs& values, bool finalize) {
     std::string message(static_cast<std::size_t>(prev_total_width_), '\b');
     message += '\r';
     const int nd = num_digits(target_);
-    std::string bar = fmt::format("\x1b[1m{:>{}}/{}\x1b[0m ", current, nd, target_);
-    int special = 8;
+    std::string bar;
+    int special = 0;
     const int width = 20;
+    if (target_ < 0) {  // a pass of unknown length (Keras: target None)
+      bar = fmt::format("{:>7}/Unknown", current);
+      std::string info = fmt::format(" \x1b[1m{:.0f}s\x1b[0m", now - start_) + format_time(per_unit);
+      for (const auto& [k, v] : ordered(values)) info += " - " + k + ": " + format_value(v, true);
+      const int total_width = code_points(bar) + code_points(info) - 8;
+      if (prev_total_width_ > total_width) info += std::string(static_cast<std::size_t>(prev_total_width_ - total_width), ' ');
+      if (finalize) info += "\n";
+      out_ << message << bar << info << std::flush;
+      prev_total_width_ = total_width;
+      last_update_ = now;
+      return;
+    }
+    bar = fmt::format("\x1b[1m{:>{}}/{}\x1b[0m ", current, nd, target_);
+    special = 8;
     const int prog_width = target_ > 0 ? static_cast<int>(width * (static_cast<double>(current) / target_)) : 0;
     std::string segment;
     if (prog_width > 0) {
@@ -113,29 +127,40 @@ ProgbarLogger::ProgbarLogger(std::ostream& out) : out_(out) {}
 void ProgbarLogger::on_train_begin(Logs&) { in_fit_ = true; }
 void ProgbarLogger::on_train_end(Logs&) { in_fit_ = false; }
 
+// fit's steps: params' or, for passes of unknown length, the first epoch's count once it ended (Keras's target).
+int ProgbarLogger::target() const { return params().steps >= 0 ? params().steps : learned_steps_; }
+
 void ProgbarLogger::on_epoch_begin(int epoch, Logs&) {
   bar_.reset();
-  if (params().verbose) bar_ = std::make_unique<Progbar>(params().steps, params().verbose, out_);
+  seen_ = 0;
+  if (params().verbose) bar_ = std::make_unique<Progbar>(target(), params().verbose, out_);
   if (params().verbose && params().epochs > 1) out_ << "Epoch " << epoch + 1 << "/" << params().epochs << "\n";
 }
 
 void ProgbarLogger::on_train_batch_end(int batch, Logs& logs) {
+  seen_ = batch + 1;
   if (!params().verbose) return;
-  if (!bar_) bar_ = std::make_unique<Progbar>(params().steps, params().verbose, out_);
+  if (!bar_) bar_ = std::make_unique<Progbar>(target(), params().verbose, out_);
   bar_->update(batch + 1, logs, false);
 }
 
 void ProgbarLogger::on_epoch_end(int, Logs& logs) {
+  if (params().steps < 0 && learned_steps_ < 0) learned_steps_ = seen_;
   if (!params().verbose) return;
-  if (!bar_) bar_ = std::make_unique<Progbar>(params().steps, params().verbose, out_);
-  bar_->update(params().steps, logs, true);
+  if (!bar_) bar_ = std::make_unique<Progbar>(target(), params().verbose, out_);
+  bar_->set_target(target());
+  bar_->update(target(), logs, true);
 }
 
 // Validation inside fit() is silent; a standalone evaluate() draws its own bar.
 void ProgbarLogger::on_test_begin(Logs&) {
-  if (!in_fit_) bar_.reset();
+  if (!in_fit_) {
+    bar_.reset();
+    seen_ = 0;
+  }
 }
 void ProgbarLogger::on_test_batch_end(int batch, Logs& logs) {
+  if (!in_fit_) seen_ = batch + 1;
   if (in_fit_ || !params().verbose) return;
   if (!bar_) bar_ = std::make_unique<Progbar>(params().steps, params().verbose, out_);
   bar_->update(batch + 1, logs, false);
@@ -143,10 +168,16 @@ void ProgbarLogger::on_test_batch_end(int batch, Logs& logs) {
 void ProgbarLogger::on_test_end(Logs& logs) {
   if (in_fit_ || !params().verbose) return;
   if (!bar_) bar_ = std::make_unique<Progbar>(params().steps, params().verbose, out_);
-  bar_->update(params().steps, logs, true);
+  const int steps = params().steps >= 0 ? params().steps : seen_;
+  bar_->set_target(steps);
+  bar_->update(steps, logs, true);
 }
-void ProgbarLogger::on_predict_begin(Logs&) { bar_.reset(); }
+void ProgbarLogger::on_predict_begin(Logs&) {
+  bar_.reset();
+  seen_ = 0;
+}
 void ProgbarLogger::on_predict_batch_end(int batch, Logs&) {
+  seen_ = batch + 1;
   if (!params().verbose) return;
   if (!bar_) bar_ = std::make_unique<Progbar>(params().steps, params().verbose, out_);
   bar_->update(batch + 1, {}, false);
@@ -154,7 +185,9 @@ void ProgbarLogger::on_predict_batch_end(int batch, Logs&) {
 void ProgbarLogger::on_predict_end(Logs&) {
   if (!params().verbose) return;
   if (!bar_) bar_ = std::make_unique<Progbar>(params().steps, params().verbose, out_);
-  bar_->update(params().steps, {}, true);
+  const int steps = params().steps >= 0 ? params().steps : seen_;
+  bar_->set_target(steps);
+  bar_->update(steps, {}, true);
 }
 
 }  // namespace osprey::keras

@@ -11,12 +11,41 @@
 
 #include <fmt/format.h>
 
+#if OSPREY_WITH_ZLIB
+#include <zlib.h>
+#endif
+
 #include "core/atomic_file.h"
 #include "osprey/errors.h"
 
 namespace osprey::keras::detail {
 
 namespace {
+
+// A raw deflate stream (ZIP method 8) inflated to exactly `size` bytes.
+template <typename Bad>
+std::string inflate_raw(const std::string& in, uint32_t size, Bad bad) {
+#if OSPREY_WITH_ZLIB
+  std::string out(size, '\0');
+  z_stream z{};
+  if (inflateInit2(&z, -MAX_WBITS) != Z_OK) throw bad("zlib could not start");
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  z.avail_in = static_cast<uInt>(in.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = size;
+  const int rc = inflate(&z, Z_FINISH);
+  const uLong produced = z.total_out;
+  inflateEnd(&z);
+  if (rc != Z_STREAM_END || produced != size) {
+    throw bad(fmt::format("its deflate stream is damaged or does not inflate to its stated {} bytes", size));
+  }
+  return out;
+#else
+  (void)in;
+  (void)size;
+  throw bad("it is deflated, and this Osprey was built without zlib (Debian: zlib1g-dev)");
+#endif
+}
 
 uint32_t crc32(const std::string& data) {
   static const std::array<uint32_t, 256> table = [] {
@@ -110,12 +139,12 @@ void write_zip(const std::string& path, const std::vector<ZipEntry>& entries) {
   core::write_file_atomically(path, body, "save");
 }
 
-std::map<std::string, std::string> read_zip(const std::string& path) {
+std::map<std::string, std::string> read_zip(const std::string& path, const ZipReadOptions& o) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw NotFoundError(fmt::format("load_model: cannot open '{}': {}", path, std::strerror(errno)));
+  if (!in) throw NotFoundError(fmt::format("{}: cannot open '{}': {}", o.what, path, std::strerror(errno)));
   const std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const auto bad = [&](const std::string& why) {
-    return ValueError(fmt::format("load_model: '{}' is not a valid .keras (ZIP) file: {}", path, why));
+    return ValueError(fmt::format("{}: '{}' is not a valid {} file: {}", o.what, path, o.kind, why));
   };
   if (s.size() < 22) throw bad("too short");
   // The end record is the last 22 bytes plus an optional comment of up to 65535 bytes.
@@ -142,9 +171,14 @@ std::map<std::string, std::string> read_zip(const std::string& path) {
     if (at + 46 + name_len > end) throw bad("a damaged central directory");
     const std::string name = s.substr(at + 46, name_len);
     at += 46u + name_len + extra_len + comment_len;
-    if (method != 0 || csize != usize) {
-      throw bad(fmt::format("entry '{}' is compressed (method {}); .keras files store their entries uncompressed",
-                            name, method));
+    const bool deflated = o.allow_deflate && method == 8;
+    if (!deflated && (method != 0 || csize != usize)) {
+      throw bad(fmt::format("entry '{}' is compressed (method {}); {} files store their entries uncompressed{}", name,
+                            method, o.kind, o.allow_deflate ? " or deflated" : ""));
+    }
+    if (deflated && static_cast<uint64_t>(usize) > 1032ull * csize + 64) {
+      throw bad(fmt::format("entry '{}' claims {} bytes from {} deflated bytes, more than deflate can give", name,
+                            usize, csize));
     }
     if (static_cast<uint64_t>(local) + 30 > s.size() || get32(s, local) != kLocalSig) {
       throw bad(fmt::format("entry '{}' has no local header", name));
@@ -154,8 +188,30 @@ std::map<std::string, std::string> read_zip(const std::string& path) {
     // (With a data descriptor, flag bit 3, the local header's CRC and sizes are left 0 and come after the data.)
     const uint16_t local_name_len = get16(s, local + 26);
     const bool descriptor = (get16(s, local + 6) & 0x8) != 0;
-    const bool sizes_agree = descriptor || (get32(s, local + 14) == crc && get32(s, local + 18) == csize &&
-                                            get32(s, local + 22) == usize);
+    uint64_t local_csize = get32(s, local + 18), local_usize = get32(s, local + 22);
+    if (local_csize == 0xFFFFFFFFu || local_usize == 0xFFFFFFFFu) {
+      // ZIP64 sizes in the local header's extra field (id 1: the sizes that are 0xFFFFFFFF above, uncompressed
+      // first), as Python's zipfile writes with force_zip64 (NumPy's savez does).
+      const std::size_t extra_at = local + 30u + get16(s, local + 26), extra_end = extra_at + get16(s, local + 28);
+      for (std::size_t e = extra_at; e + 4 <= extra_end && extra_end <= s.size();) {
+        const uint16_t id = get16(s, e), len = get16(s, e + 2);
+        if (id == 1) {
+          std::size_t f = e + 4;
+          auto take = [&](uint64_t& v) {
+            if (v == 0xFFFFFFFFu && f + 8 <= e + 4 + len) {
+              v = get32(s, f) | (static_cast<uint64_t>(get32(s, f + 4)) << 32);
+              f += 8;
+            }
+          };
+          take(local_usize);
+          take(local_csize);
+          break;
+        }
+        e += 4u + len;
+      }
+    }
+    const bool sizes_agree =
+        descriptor || (get32(s, local + 14) == crc && local_csize == csize && local_usize == usize);
     if (get16(s, local + 8) != method || !sizes_agree || local_name_len != name_len ||
         static_cast<uint64_t>(local) + 30 + local_name_len > s.size() || s.compare(local + 30, name_len, name) != 0) {
       throw bad(fmt::format("entry '{}': its local header disagrees with the central directory", name));
@@ -163,6 +219,7 @@ std::map<std::string, std::string> read_zip(const std::string& path) {
     const std::size_t data_at = local + 30u + local_name_len + get16(s, local + 28);
     if (static_cast<uint64_t>(data_at) + csize > s.size()) throw bad(fmt::format("entry '{}' is truncated", name));
     std::string data = s.substr(data_at, csize);
+    if (deflated) data = inflate_raw(data, usize, [&](const std::string& why) { return bad(fmt::format("entry '{}': {}", name, why)); });
     if (crc32(data) != crc) throw bad(fmt::format("entry '{}' fails its CRC-32 check", name));
     // Two entries of one name: Osprey would read one and Python's zipfile (Keras) the other.
     if (!out.emplace(name, std::move(data)).second) throw bad(fmt::format("entry '{}' appears twice", name));

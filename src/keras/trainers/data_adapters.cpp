@@ -204,3 +204,88 @@ void DatasetSource::stop() {
 }
 
 }  // namespace osprey::keras::trainer
+
+namespace osprey::keras::trainer {
+
+namespace {
+
+// An element's x or y as fit takes it: a tensor, a tuple of tensors (one per input or output) or a name map.
+Arrays arrays_of(const data::Element& e, const char* fn, const char* what) {
+  if (e.is_tensor()) return Arrays(e.tensor());
+  std::vector<Tensor> ts;
+  std::map<std::string, Tensor> named;
+  for (int64_t i = 0; i < e.size(); ++i) {
+    const auto& item = e.items()[static_cast<std::size_t>(i)];
+    if (!item.is_tensor()) {
+      throw ValueError(fmt::format("{}: the dataset's {} is {}; Osprey takes a tensor, a tuple of tensors or a name "
+                                   "map of tensors there",
+                                   fn, what, e.spec()));
+    }
+    if (e.kind() == data::Element::Kind::map) named.emplace(e.keys()[static_cast<std::size_t>(i)], item.tensor());
+    else ts.push_back(item.tensor());
+  }
+  if (e.kind() == data::Element::Kind::map) return Arrays(named);
+  return Arrays(std::move(ts));
+}
+
+}  // namespace
+
+PipelineSource::PipelineSource(const data::Dataset& d, Model& model, State& s, const char* fn, bool targets,
+                               const std::map<int, double>* class_weight, runtime::Device* copy_to)
+    : d_(d), model_(model), s_(s), fn_(fn), targets_(targets), class_weight_(class_weight),
+      cardinality_(d.cardinality()) {
+  if (copy_to) {  // host-to-device copies on the prefetch thread, overlapping the step
+    d_ = d_.map([copy_to](const data::Element& e) {
+             std::vector<Tensor> flat = e.flatten();
+             for (auto& t : flat) t = t.to(*copy_to);
+             return e.with_tensors(flat);
+           })
+             .prefetch(2);
+  }
+}
+
+int64_t PipelineSource::batches_per_pass() const { return cardinality_ >= 0 ? cardinality_ : INT64_MAX; }
+
+void PipelineSource::begin_pass() {
+  it_.reset();  // the previous pass's threads stop first
+  it_.emplace(d_.make_iterator());
+}
+
+bool PipelineSource::next(Batch& out) {
+  if (!it_) begin_pass();
+  auto e = it_->next();
+  if (!e) return false;
+  // Keras's unpack_x_y_sample_weight: a tuple of 1, 2 or 3 is (x), (x, y), (x, y, sample_weight); else all is x.
+  const data::Element* parts[3] = {&*e, nullptr, nullptr};
+  if (e->kind() == data::Element::Kind::tuple) {
+    if (e->size() < 1 || e->size() > 3) {
+      throw ValueError(fmt::format("{}: Data is expected to be in format `x`, `(x,)`, `(x, y)`, or `(x, y, "
+                                   "sample_weight)`, found: a dataset element {}",
+                                   fn_, e->spec()));
+    }
+    for (int64_t i = 0; i < 3; ++i) parts[i] = i < e->size() ? &(*e)[i] : nullptr;
+  }
+  if (targets_ && !parts[1]) {
+    throw ValueError(fmt::format("{}: the dataset's elements are {}; {} needs (x, y) or (x, y, sample_weight) "
+                                 "tuples",
+                                 fn_, e->spec(), fn_));
+  }
+  Arrays y = parts[1] && targets_ ? arrays_of(*parts[1], fn_, "y") : Arrays();
+  auto [xs, ys] = data_of(model_, s_, arrays_of(*parts[0], fn_, "x"), targets_ ? &y : nullptr, fn_);
+  Tensor w;
+  if ((parts[2] && targets_) || (class_weight_ && !class_weight_->empty())) {
+    FitOptions o;
+    if (parts[2] && targets_) {
+      if (!parts[2]->is_tensor()) {
+        throw ValueError(fmt::format("{}: the dataset's sample_weight is {}; it must be one tensor", fn_, parts[2]->spec()));
+      }
+      o.sample_weight = parts[2]->tensor();
+    }
+    if (class_weight_) o.class_weight = *class_weight_;
+    w = sample_weights(xs[0].shape()[0], ys[0], o);
+  }
+  out = Batch{std::move(xs), std::move(ys), std::move(w), Tensor()};
+  return true;
+}
+
+}  // namespace osprey::keras::trainer

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "keras/trainers/trainer.h"
+#include "osprey/data.h"
 #include "osprey/keras/data.h"
 
 namespace osprey::keras::trainer {
@@ -35,6 +36,9 @@ class BatchSource {
     return true;
   }
   virtual void end_epoch() {}
+  /// True when the pass's length is not known before it ends (a dataset after filter()): without steps_per_epoch,
+  /// an epoch is then one pass, however long.
+  virtual bool ends_pass_itself() const { return false; }
 };
 
 /// Tensors held on the host, cut into batches (gathered in a shuffled order, or sliced in order).
@@ -112,6 +116,31 @@ class DatasetSource : public BatchSource {
   std::map<int64_t, Slot> slots_;
   std::vector<std::thread> threads_;
   bool stopping_ = false;
+};
+
+/// A data::Dataset's elements as batches (Keras's TFDatasetAdapter): each element `x`, `(x,)`, `(x, y)` or
+/// `(x, y, sample_weight)`, x and y a tensor, a tuple (one per input or output) or a name map. Each pass iterates
+/// the dataset anew. When the model sits on another device than the host (and is not distributed), the batches
+/// are copied to it on a background thread, a batch ahead of the step.
+class PipelineSource : public BatchSource {
+ public:
+  /// `targets`: whether elements must carry y (fit, evaluate); `class_weight`: fit's, applied to y.
+  PipelineSource(const data::Dataset& d, Model& model, State& s, const char* fn, bool targets,
+                 const std::map<int, double>* class_weight, runtime::Device* copy_to);
+  int64_t batches_per_pass() const override;
+  bool ends_pass_itself() const override { return cardinality_ == data::UNKNOWN_CARDINALITY; }
+  void begin_pass() override;
+  bool next(Batch& out) override;
+
+ private:
+  data::Dataset d_;
+  Model& model_;
+  State& s_;
+  const char* fn_;
+  bool targets_;
+  const std::map<int, double>* class_weight_;
+  int64_t cardinality_;
+  std::optional<data::Iterator> it_;
 };
 
 }  // namespace osprey::keras::trainer

@@ -1,6 +1,7 @@
 // The training engine every model shares (Keras's Trainer): compile, fit, evaluate, predict and the *_on_batch
 // calls, over one or several inputs and outputs.
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <functional>
 #include <tuple>
@@ -19,32 +20,56 @@ namespace osprey::keras {
 
 using namespace trainer;
 
-namespace {
-struct CallbackList {
-  std::vector<std::shared_ptr<Callback>> all;
-  void each(const std::function<void(Callback&)>& f) {
-    for (auto& c : all) f(*c);
-  }
-};
-}  // namespace
 
-// Evaluates batches of (x, y) with test_step into `logs` (loss + metrics), calling test hooks.
-static void run_evaluation(Model& model, State& s, const std::vector<Tensor>& x, const std::vector<Tensor>& y,
-                           int batch_size, CallbackList& cbs, Logs& logs) {
-  const int64_t n = x[0].shape()[0];
-  const int steps = static_cast<int>((n + batch_size - 1) / batch_size);
+// Gives the evaluation's next batch; false at the end.
+using NextBatch = std::function<bool(Batch&)>;
+
+// Evaluates batches with test_step into `logs` (loss + metrics), calling test hooks: `steps` of them, or (-1)
+// until next() ends.
+static void run_evaluation(Model& model, State& s, int steps, const NextBatch& next, CallbackList& cbs, Logs& logs) {
   s.reset_metrics();
   Logs empty;
   cbs.each([&](Callback& c) { c.on_test_begin(empty); });
-  for (int step = 0; step < steps; ++step) {
-    const int64_t b = step * static_cast<int64_t>(batch_size), e = std::min<int64_t>(n, b + batch_size);
+  Batch batch;
+  for (int step = 0; steps < 0 || step < steps; ++step) {
+    if (!next(batch)) {
+      if (step == 0) throw ValueError("evaluate: the data gave no batches; there is nothing to evaluate");
+      break;
+    }
     cbs.each([&](Callback& c) { c.on_test_batch_begin(step, empty); });
-    const StepData data(rows_of(x, b, e), rows_of(y, b, e));
+    const StepData data(batch);
     logs.clear();
     model.test_step(data, logs);
     cbs.each([&](Callback& c) { c.on_test_batch_end(step, logs); });
   }
   cbs.each([&](Callback& c) { c.on_test_end(logs); });
+}
+
+// Batches of `batch_size` rows of x and y, in order.
+static NextBatch array_batches(const std::vector<Tensor>& x, const std::vector<Tensor>& y, int batch_size) {
+  return [&x, &y, batch_size, at = int64_t{0}](Batch& b) mutable {
+    const int64_t n = x[0].shape()[0];
+    if (at >= n) return false;
+    const int64_t e = std::min<int64_t>(n, at + batch_size);
+    b = Batch{rows_of(x, at, e), rows_of(y, at, e), Tensor(), Tensor()};
+    at = e;
+    return true;
+  };
+}
+
+int trainer::steps_of(int64_t n, int batch_size) { return static_cast<int>((n + batch_size - 1) / batch_size); }
+
+int trainer::dataset_steps(const data::Dataset& d, const std::optional<int>& steps, const char* fn) {
+  if (steps) {
+    if (*steps <= 0) throw ValueError(fmt::format("{}: steps must be positive, got {}", fn, *steps));
+    return *steps;
+  }
+  const int64_t c = d.cardinality();
+  if (c == data::INFINITE_CARDINALITY) {
+    throw ValueError(fmt::format("{}: the dataset repeats for ever ({}); give `steps`, the number of batches to use",
+                                 fn, d.describe()));
+  }
+  return c >= 0 ? static_cast<int>(std::min<int64_t>(c, INT_MAX)) : -1;
 }
 
 static void check_fit_options(const FitOptions& o) {
@@ -55,7 +80,40 @@ static void check_fit_options(const FitOptions& o) {
   }
 }
 
-using Validation = std::optional<std::pair<std::vector<Tensor>, std::vector<Tensor>>>;
+// fit()'s validation data: arrays, or a dataset with validation_steps.
+struct Validation {
+  std::optional<std::pair<std::vector<Tensor>, std::vector<Tensor>>> arrays;
+  std::optional<data::Dataset> dataset;
+  std::optional<int> steps;
+  explicit operator bool() const { return arrays || dataset; }
+};
+
+static Validation validation_of(Model& model, State& s, FitOptions& o) {
+  Validation val;
+  val.steps = o.validation_steps;
+  if (o.validation_data.dataset) val.dataset = o.validation_data.dataset;
+  else if (o.validation_data.given()) {
+    val.arrays = data_of(model, s, o.validation_data.x, &o.validation_data.y, "fit (validation_data)");
+  }
+  return val;
+}
+
+runtime::Device* trainer::copy_target(const State& s) {
+  runtime::Device& host = runtime::DeviceManager::get().host_device();
+  return s.device && s.device != &host && !distributed(s) ? s.device : nullptr;
+}
+
+static void validate(Model& model, State& s, const Validation& val, int batch_size, CallbackList& cbs, Logs& logs) {
+  if (val.arrays) {
+    const auto& [x, y] = *val.arrays;
+    const int steps = steps_of(x[0].shape()[0], batch_size);
+    run_evaluation(model, s, val.steps ? std::min(*val.steps, steps) : steps, array_batches(x, y, batch_size), cbs, logs);
+    return;
+  }
+  PipelineSource source(*val.dataset, model, s, "fit (validation_data)", true, nullptr, copy_target(s));
+  source.begin_pass();
+  run_evaluation(model, s, val.steps ? *val.steps : -1, [&](Batch& b) { return source.next(b); }, cbs, logs);
+}
 
 // A subclassed model's layers make their variables at its first call: Keras builds the model on the first batch
 // before any train_step, so that an overriding step finds its trainable_variables(). An inference pass does it.
@@ -70,7 +128,11 @@ static void build_subclass(Model& model, State& s, const StepData& data) {
 static FitHistory fit_loop(Model& model, State& s, BatchSource& source, const FitOptions& o, const Validation& val,
                            int val_batch_size) {
   const int64_t per_pass = source.batches_per_pass();
-  const int steps = o.steps_per_epoch ? *o.steps_per_epoch : static_cast<int>(per_pass);
+  // A pass of unknown length without steps_per_epoch: each epoch runs until the data ends (Keras's "Unknown").
+  const bool until_end = !o.steps_per_epoch && source.ends_pass_itself();
+  const int steps = o.steps_per_epoch ? *o.steps_per_epoch
+                    : until_end       ? INT_MAX
+                                      : static_cast<int>(std::min<int64_t>(per_pass, INT_MAX));
   if (steps <= 0) throw ValueError(fmt::format("fit: steps_per_epoch must be positive, got {}", steps));
 
   auto history = std::make_shared<History>();
@@ -78,7 +140,7 @@ static FitHistory fit_loop(Model& model, State& s, BatchSource& source, const Fi
   for (auto& c : o.callbacks) cbs.all.push_back(c.get());
   cbs.all.push_back(history);
   cbs.all.push_back(std::make_shared<ProgbarLogger>(std::cout));
-  TrainingParams params{prints_progress(s) ? o.verbose : 0, o.epochs, steps};
+  TrainingParams params{prints_progress(s) ? o.verbose : 0, o.epochs, until_end ? -1 : steps};
   cbs.each([&](Callback& c) {
     c.set_model(&model);
     c.set_params(params);
@@ -132,7 +194,9 @@ static FitHistory fit_loop(Model& model, State& s, BatchSource& source, const Fi
     for (int step = first_step; step < steps; ++step) {
       const auto t0 = clock::now();
       if (left_in_pass == 0) begin_pass();
-      if (!source.next(batch)) {  // Keras's words for a generator that ended
+      if (!source.next(batch)) {
+        if (until_end && step > 0) break;  // the pass's end is the epoch's
+        // Keras's words for a generator that ended
         log::warning(fmt::format("Your input ran out of data; interrupting training. Make sure that your dataset or "
                                  "generator can generate at least `steps_per_epoch * epochs` batches. You may need "
                                  "to use the `.repeat()` function when building your dataset (here: {} of {} steps "
@@ -174,7 +238,7 @@ static FitHistory fit_loop(Model& model, State& s, BatchSource& source, const Fi
     Logs epoch_logs = logs;
     if (val) {
       Logs val_logs;
-      run_evaluation(model, s, val->first, val->second, val_batch_size, cbs, val_logs);
+      validate(model, s, val, val_batch_size, cbs, val_logs);
       for (const auto& [k, v] : val_logs) epoch_logs["val_" + k] = v;
     }
     // The next position: the next epoch's first step, in the same pass only where steps_per_epoch continues it.
@@ -207,10 +271,8 @@ FitHistory Model::fit(const Arrays& x_all, const Arrays& y_all, FitOptions o) {
   check_fit_options(o);
   const int64_t n = xs[0].shape()[0];
   Tensor w = sample_weights(n, ys[0], o);
-  Validation val;
-  if (o.validation_data.given()) {
-    val = data_of(*this, s, o.validation_data.x, &o.validation_data.y, "fit (validation_data)");
-  } else if (o.validation_split > 0.0) {
+  Validation val = validation_of(*this, s, o);
+  if (!val && o.validation_split > 0.0) {
     // The tail, before any shuffling (keras array_slicing.train_validation_split).
     const auto split_at = static_cast<int64_t>(std::floor(static_cast<double>(n) * (1.0 - o.validation_split)));
     if (split_at == 0 || split_at == n) {
@@ -219,7 +281,7 @@ FitHistory Model::fit(const Arrays& x_all, const Arrays& y_all, FitOptions o) {
                                    "more data, or a different value for the `validation_split` argument.",
                                    n, o.validation_split));
     }
-    val = std::make_pair(rows_of(xs, split_at, n), rows_of(ys, split_at, n));
+    val.arrays = std::make_pair(rows_of(xs, split_at, n), rows_of(ys, split_at, n));
     xs = rows_of(xs, 0, split_at);
     ys = rows_of(ys, 0, split_at);
     if (w.defined()) w = w.slice_rows(0, split_at);
@@ -245,10 +307,7 @@ FitHistory Model::fit(Generator generator, FitOptions o) {
     throw ValueError("fit: batch_size and validation_split do not apply to a generator: it makes the batches; pass "
                      "validation_data instead");
   }
-  Validation val;
-  if (o.validation_data.given()) {
-    val = data_of(*this, s, o.validation_data.x, &o.validation_data.y, "fit (validation_data)");
-  }
+  Validation val = validation_of(*this, s, o);
   prepare_replicas(*this, s);
   GeneratorSource source(*this, s, std::move(generator));
   return fit_loop(*this, s, source, o, val, 32);
@@ -270,15 +329,48 @@ FitHistory Model::fit(utils::PyDataset& dataset, FitOptions o) {
   if (dataset.num_batches() <= 0) {
     throw ValueError(fmt::format("fit: the PyDataset has {} batches; it needs at least one", dataset.num_batches()));
   }
-  Validation val;
-  if (o.validation_data.given()) {
-    val = data_of(*this, s, o.validation_data.x, &o.validation_data.y, "fit (validation_data)");
-  }
+  Validation val = validation_of(*this, s, o);
   if (s.sequential && !static_cast<Sequential&>(*this).built()) {  // build from the first batch
     check_inputs(*this, s, dataset.get_batch_lists(0).first);
   }
   prepare_replicas(*this, s);
   DatasetSource source(dataset, o.shuffle);
+  return fit_loop(*this, s, source, o, val, 32);
+}
+
+FitHistory Model::fit(const data::Dataset& dataset, FitOptions o) {
+  auto& s = state();
+  require_compiled(s, name(), "fit");
+  check_fit_options(o);
+  if (o.batch_size) {
+    throw ValueError(fmt::format("fit: batch_size={} cannot be used with a Dataset: it makes the batches (batch()). "
+                                 "Remove batch_size.",
+                                 *o.batch_size));
+  }
+  if (o.validation_split > 0.0) {
+    throw ValueError("fit: `validation_split` is only supported for Tensors or NumPy arrays, not for a Dataset; pass "
+                     "validation_data instead.");
+  }
+  if (o.sample_weight) {
+    throw ValueError("fit: `sample_weight` is not supported with a Dataset: give the sample weights as the third "
+                     "item of its elements, (x, y, sample_weight).");
+  }
+  const int64_t c = dataset.cardinality();
+  if (c == data::INFINITE_CARDINALITY && !o.steps_per_epoch) {
+    throw ValueError(fmt::format("fit: When passing an infinitely repeating dataset, please specify a `steps_per_epoch` "
+                                 "value so that epoch level callbacks continue to work. The value can be arbitrary, or "
+                                 "a number that you think correctly defines the size of an epoch. ({})",
+                                 dataset.describe()));
+  }
+  if (c == 0) throw ValueError(fmt::format("fit: the dataset is empty ({}); it needs at least one batch", dataset.describe()));
+  Validation val = validation_of(*this, s, o);
+  if (s.sequential && !static_cast<Sequential&>(*this).built() && distributed(s)) {  // replicas need the weights
+    PipelineSource first(dataset.take(1), *this, s, "fit", true, nullptr, nullptr);
+    Batch b;
+    first.next(b);  // data_of builds the model from the first batch
+  }
+  prepare_replicas(*this, s);
+  PipelineSource source(dataset, *this, s, "fit", true, &o.class_weight, copy_target(s));
   return fit_loop(*this, s, source, o, val, 32);
 }
 
@@ -292,14 +384,45 @@ std::map<std::string, double> Model::evaluate_dict(const Arrays& x, const Arrays
   CallbackList cbs;
   for (auto& c : o.callbacks) cbs.all.push_back(c.get());
   cbs.all.push_back(std::make_shared<ProgbarLogger>(std::cout));
-  const int steps = static_cast<int>((xs[0].shape()[0] + batch_size - 1) / batch_size);
+  const int steps = steps_of(xs[0].shape()[0], batch_size);
   cbs.each([&](Callback& c) {
     c.set_model(this);
     c.set_params({prints_progress(s) ? o.verbose : 0, 1, steps});
   });
   Logs logs;
-  run_evaluation(*this, s, xs, ys, batch_size, cbs, logs);
+  run_evaluation(*this, s, steps, array_batches(xs, ys, batch_size), cbs, logs);
   return {logs.begin(), logs.end()};
+}
+
+std::map<std::string, double> Model::evaluate_dict(const data::Dataset& dataset, EvaluateOptions o) {
+  auto& s = state();
+  require_compiled(s, name(), "evaluate");
+  if (o.batch_size) {
+    throw ValueError(fmt::format("evaluate: batch_size={} cannot be used with a Dataset: it makes the batches. Remove "
+                                 "batch_size.",
+                                 *o.batch_size));
+  }
+  const int steps = dataset_steps(dataset, o.steps, "evaluate");
+  prepare_replicas(*this, s);
+  CallbackList cbs;
+  for (auto& c : o.callbacks) cbs.all.push_back(c.get());
+  cbs.all.push_back(std::make_shared<ProgbarLogger>(std::cout));
+  cbs.each([&](Callback& c) {
+    c.set_model(this);
+    c.set_params({prints_progress(s) ? o.verbose : 0, 1, steps});
+  });
+  PipelineSource source(dataset, *this, s, "evaluate", true, nullptr, copy_target(s));
+  source.begin_pass();
+  Logs logs;
+  run_evaluation(*this, s, steps, [&](Batch& b) { return source.next(b); }, cbs, logs);
+  return {logs.begin(), logs.end()};
+}
+
+std::vector<double> Model::evaluate(const data::Dataset& dataset, EvaluateOptions o) {
+  auto logs = evaluate_dict(dataset, std::move(o));
+  std::vector<double> out;
+  for (const auto& name : metrics_names()) out.push_back(logs.at(name));
+  return out;
 }
 
 std::vector<double> Model::evaluate(const Arrays& x, const Arrays& y, EvaluateOptions o) {
@@ -358,55 +481,6 @@ Tensor Model::predict_on_batch(Arrays x) {
   return out[0];
 }
 
-std::vector<Tensor> Model::predict_all(const Arrays& x, PredictOptions o) {
-  auto& s = state();
-  const auto [xs, unused] = data_of(*this, s, x, nullptr, "predict");
-  prepare_replicas(*this, s);
-  const int batch_size = resolve_batch_size(o.batch_size, "predict");
-  const int64_t n = xs[0].shape()[0];
-  const int steps = static_cast<int>((n + batch_size - 1) / batch_size);
-  CallbackList cbs;  // user callbacks, then the progress bar (Keras's order)
-  for (auto& c : o.callbacks) cbs.all.push_back(c.get());
-  cbs.all.push_back(std::make_shared<ProgbarLogger>(std::cout));
-  cbs.each([&](Callback& c) {
-    c.set_model(this);
-    c.set_params({prints_progress(s) ? o.verbose : 0, 1, steps});
-  });
-  Logs logs;
-  cbs.each([&](Callback& c) { c.on_predict_begin(logs); });
-  const int outputs = s.num_outputs();
-  std::vector<std::vector<float>> values(static_cast<std::size_t>(outputs));
-  std::vector<Shape> out_rows(static_cast<std::size_t>(outputs));
-  for (int step = 0; step < steps; ++step) {
-    const int64_t b = step * static_cast<int64_t>(batch_size), e = std::min<int64_t>(n, b + batch_size);
-    cbs.each([&](Callback& c) { c.on_predict_batch_begin(step, logs); });
-    const auto part = predict_step(StepData(rows_of(xs, b, e)));
-    if (part.size() != static_cast<std::size_t>(outputs)) {
-      throw ValueError(fmt::format("predict_step() of model '{}' returned {} tensor(s) for its {} output(s)", name(),
-                                   part.size(), outputs));
-    }
-    for (std::size_t o = 0; o < part.size(); ++o) {
-      auto v = part[o].to_vector<float>();
-      values[o].insert(values[o].end(), v.begin(), v.end());
-      out_rows[o] = part[o].shape();
-    }
-    cbs.each([&](Callback& c) { c.on_predict_batch_end(step, logs); });
-  }
-  cbs.each([&](Callback& c) { c.on_predict_end(logs); });
-  runtime::Device& host = runtime::DeviceManager::get().host_device();
-  std::vector<Tensor> out;
-  for (int o = 0; o < outputs; ++o) out.push_back(Tensor::from_host(values[o].data(), out_rows[o].with_dim(0, n)).to(host));
-  return out;
-}
-
-Tensor Model::predict(const Arrays& x, PredictOptions o) {
-  if (state().num_outputs() != 1) {
-    throw ValueError(fmt::format("predict: model '{}' has {} outputs; use predict_all(), which returns one tensor per "
-                                 "output",
-                                 name(), state().num_outputs()));
-  }
-  return predict_all(x, std::move(o))[0];
-}
 
 std::vector<double> Model::train_on_batch(Arrays x, Arrays y) {
   auto& s = state();

@@ -76,6 +76,20 @@ Tensor sample_weights(int64_t n, const Tensor& y, const FitOptions& o);
 /// Writes a batch's logs: the loss, the per-output losses of a multi-output model, the metrics; the previous
 /// batch's entries are overwritten in place unless a callback changed the keys.
 void set_logs(Logs& logs, const State& s);
+/// Callbacks in the order fit/evaluate/predict call them.
+struct CallbackList {
+  std::vector<std::shared_ptr<Callback>> all;
+  void each(const std::function<void(Callback&)>& f) {
+    for (auto& c : all) f(*c);
+  }
+};
+/// Batches of batch_size in n rows.
+int steps_of(int64_t n, int batch_size);
+/// The batches evaluate/predict run on a dataset: `steps`, else its length (-1: until it ends); ValueError for a
+/// dataset that repeats for ever without steps.
+int dataset_steps(const data::Dataset& d, const std::optional<int>& steps, const char* fn);
+/// The device batches are copied to ahead of the step: the model's, unless it is the host or replicas split them.
+runtime::Device* copy_target(const State& s);
 /// The whole rows [b, e) of each tensor.
 std::vector<Tensor> rows_of(const std::vector<Tensor>& ts, int64_t b, int64_t e);
 

@@ -1,0 +1,200 @@
+// Input pipelines in tf.data's shape: data::Dataset (from_tensor_slices, map, shuffle, batch, cache, prefetch...)
+// and readers for .npy/.npz files and CSV. fit/evaluate/predict take a Dataset as Keras takes a tf.data.Dataset.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "osprey/tensor.h"
+
+namespace osprey::data {
+
+/// One element of a dataset (tf.data's nested structure): a tensor, a tuple of elements, or a name map of
+/// elements. `Element(t)` is one tensor; `Element{x, y}` a tuple (as Python's `(x, y)`); `Element::named(...)` a
+/// name map (as a dict). fit() reads a tuple as (x, y) or (x, y, sample_weight), and anything else as x alone.
+class Element {
+ public:
+  enum class Kind { tensor, tuple, map };
+  /// An empty tuple.
+  Element() : kind_(Kind::tuple) {}
+  Element(Tensor t) : kind_(Kind::tensor), tensor_(std::move(t)) {}
+  Element(std::initializer_list<Element> items) : kind_(Kind::tuple), items_(items) {}
+  static Element tuple(std::vector<Element> items);
+  static Element named(std::map<std::string, Element> items);
+
+  Kind kind() const { return kind_; }
+  bool is_tensor() const { return kind_ == Kind::tensor; }
+  /// The tensor of a tensor element; ValueError otherwise.
+  const Tensor& tensor() const;
+  /// Items of a tuple or map (a map's in key order).
+  int64_t size() const { return static_cast<int64_t>(items_.size()); }
+  const Element& operator[](int64_t i) const;
+  const Element& operator[](const std::string& key) const;
+  const std::vector<Element>& items() const { return items_; }
+  /// A map's keys, sorted.
+  const std::vector<std::string>& keys() const { return keys_; }
+  /// Every tensor, depth first (a map's in key order): tf.nest.flatten.
+  std::vector<Tensor> flatten() const;
+  /// The same structure with these tensors in flatten()'s order: tf.nest.pack_sequence_as.
+  Element with_tensors(const std::vector<Tensor>& flat) const;
+  /// The structure and each tensor's dtype and shape, e.g. "(float32[4], {age: int64[]})".
+  std::string spec() const;
+  /// The structure alone, e.g. "(tensor, {age: tensor})".
+  std::string structure() const;
+
+ private:
+  Kind kind_;
+  Tensor tensor_;
+  std::vector<Element> items_;
+  std::vector<std::string> keys_;
+  void flatten_into(std::vector<Tensor>& out) const;
+  Element with_tensors_from(const std::vector<Tensor>& flat, std::size_t& at) const;
+};
+
+/// tf.data.AUTOTUNE: let the pipeline pick (for num_parallel_calls: one call per core; for prefetch: 2 elements).
+inline constexpr int64_t AUTOTUNE = -1;
+/// cardinality() of a dataset that never ends (repeat()) and of one whose length is not known before iterating it
+/// (filter(), from_generator()), as tf.data.INFINITE_CARDINALITY and tf.data.UNKNOWN_CARDINALITY.
+inline constexpr int64_t INFINITE_CARDINALITY = -1;
+inline constexpr int64_t UNKNOWN_CARDINALITY = -2;
+
+namespace detail {
+class Node;
+class IteratorImpl;
+}  // namespace detail
+
+/// padded_batch()'s arguments. padded_shapes: per component (flatten() order), the shape to pad to, -1 for a
+/// dimension padded to the longest in the batch; empty: every dimension to the longest. padding_values: per
+/// component, else `padding_value` for all.
+struct PaddedBatchOptions {
+  bool drop_remainder = false;
+  std::vector<std::vector<int64_t>> padded_shapes{};
+  double padding_value = 0.0;
+  std::vector<double> padding_values{};
+};
+
+/// A pass over a dataset (Python's `iter(dataset)`): next() gives the elements in order, then std::nullopt.
+/// Background threads of map(num_parallel_calls) and prefetch() start with it and stop when it is destroyed.
+class Iterator {
+ public:
+  Iterator(Iterator&&) noexcept;
+  Iterator& operator=(Iterator&&) noexcept;
+  ~Iterator();
+  std::optional<Element> next();
+
+ private:
+  friend class Dataset;
+  explicit Iterator(std::unique_ptr<detail::IteratorImpl> impl);
+  std::unique_ptr<detail::IteratorImpl> impl_;
+};
+
+/// tf.data.Dataset: an immutable description of a pipeline; each transformation returns a new Dataset, each
+/// iteration (make_iterator(), an epoch of fit) runs it from the start. Functions given to map() and filter() run
+/// on the pipeline's threads with CPU:0 as their device; with num_parallel_calls they run on several at once and
+/// must be safe to call so. An exception they throw reaches whoever iterates (fit, evaluate...), with the index of
+/// the element; the pipeline's threads then stop.
+class Dataset {
+ public:
+  using MapFn = std::function<Element(const Element&)>;
+  using Predicate = std::function<bool(const Element&)>;
+  /// A generator: the next element, or std::nullopt at its end.
+  using GeneratorFn = std::function<std::optional<Element>()>;
+
+  /// The rows of every tensor in `e`, one element per row; all tensors need the same number of rows.
+  static Dataset from_tensor_slices(const Element& e);
+  static Dataset from_tensor_slices(const std::map<std::string, Tensor>& named);
+  /// `e` as the only element.
+  static Dataset from_tensors(const Element& e);
+  /// Scalars start, start + step, ... before stop (int64), as tf.data.Dataset.range.
+  static Dataset range(int64_t stop);
+  static Dataset range(int64_t start, int64_t stop, int64_t step = 1);
+  /// Elements of a generator; `make` is called at the start of every iteration for a fresh one (tf.data calls the
+  /// Python generator function again each epoch).
+  static Dataset from_generator(std::function<GeneratorFn()> make);
+  /// Tuples of the datasets' elements, until the shortest ends.
+  static Dataset zip(const std::vector<Dataset>& datasets);
+
+  /// fn applied to every element; num_parallel_calls 0 runs it on the iterating thread, n > 0 (or AUTOTUNE) on
+  /// that many background threads, elements still in order (tf.data's deterministic=True).
+  Dataset map(MapFn fn, int64_t num_parallel_calls = 0) const;
+  /// The elements for which `predicate` is true.
+  Dataset filter(Predicate predicate) const;
+  /// tf.data's shuffle: a buffer of `buffer_size` elements, each output drawn from it at random and replaced by
+  /// the next input. With a seed the orders are reproducible; reshuffle_each_iteration: a new order every pass
+  /// (else every pass repeats the first's). Without a seed, orders come from the global seed (random::set_seed).
+  Dataset shuffle(int64_t buffer_size, std::optional<uint64_t> seed = std::nullopt,
+                  bool reshuffle_each_iteration = true) const;
+  /// Consecutive elements stacked into batches of `batch_size` (the last one smaller unless drop_remainder).
+  Dataset batch(int64_t batch_size, bool drop_remainder = false) const;
+  /// batch() for elements whose shapes differ: each component padded (at the end of every dimension).
+  Dataset padded_batch(int64_t batch_size, PaddedBatchOptions options = {}) const;
+  /// The rows of every element as elements (the inverse of batch()).
+  Dataset unbatch() const;
+  /// The elements `count` times over (-1: for ever).
+  Dataset repeat(int64_t count = -1) const;
+  /// The first `count` elements (-1: all).
+  Dataset take(int64_t count) const;
+  /// All but the first `count` elements (-1: none).
+  Dataset skip(int64_t count) const;
+  /// Every num_shards-th element from `index` on (tf.data's shard).
+  Dataset shard(int64_t num_shards, int64_t index) const;
+  /// The first complete pass is kept, in memory (no filename) or in a file, and later passes read it instead of
+  /// running the pipeline above. A pass that stops early keeps nothing. A file is written whole or not at all
+  /// (a temporary file renamed at the end); an existing cache file is read, checked, before any pipeline runs.
+  Dataset cache(const std::string& filename = "") const;
+  /// Elements made ahead of need on a background thread, at most buffer_size (AUTOTUNE: 2) waiting.
+  Dataset prefetch(int64_t buffer_size = AUTOTUNE) const;
+  /// This dataset's elements, then other's (the same structure).
+  Dataset concatenate(const Dataset& other) const;
+
+  /// The number of elements, or INFINITE_CARDINALITY / UNKNOWN_CARDINALITY.
+  int64_t cardinality() const;
+  /// A new pass (Python's iter(dataset)).
+  Iterator make_iterator() const;
+  /// Every element of one pass (as list(dataset.as_numpy_iterator())); ValueError for an infinite dataset.
+  std::vector<Element> collect() const;
+  /// The pipeline, e.g. "TensorSliceDataset -> MapDataset -> BatchDataset".
+  std::string describe() const;
+
+  explicit Dataset(std::shared_ptr<const detail::Node> node) : node_(std::move(node)) {}
+  const std::shared_ptr<const detail::Node>& node() const { return node_; }
+
+ private:
+  std::shared_ptr<const detail::Node> node_;
+};
+
+/// make_csv_dataset's arguments (tf.data.experimental.make_csv_dataset). Columns are numeric: int64 where every
+/// value of the column is an integer, else float32 (column_defaults fill empty fields; none: empty is an error).
+struct CsvOptions {
+  int64_t batch_size = 32;
+  std::vector<std::string> column_names{};  ///< default: the header line's
+  std::string label_name{};                 ///< this column becomes the label; empty: elements are features only
+  std::vector<std::string> select_columns{};
+  std::vector<double> column_defaults{};
+  char field_delim = ',';
+  bool header = true;
+  int64_t num_epochs = -1;  ///< -1: repeat for ever, as tf.data
+  bool shuffle = true;
+  int64_t shuffle_buffer_size = 10000;
+  std::optional<uint64_t> shuffle_seed{};
+  bool drop_remainder = false;
+};
+/// Batches of (features by column name, label), or the feature map alone without a label_name, read from the
+/// CSV files (paths or glob patterns).
+Dataset make_csv_dataset(const std::vector<std::string>& file_patterns, CsvOptions options = {});
+
+/// A NumPy .npy file (np.save): float32, float64, int32 and int64 as they are; bool and the smaller integer
+/// types widened to int32, uint32 to int64, float16 to float32; both byte orders, C or Fortran order. Object
+/// arrays (pickles) are refused.
+Tensor load_npy(const std::string& path);
+/// Writes a .npy file NumPy reads (np.load).
+void save_npy(const std::string& path, const Tensor& t);
+/// The arrays of a .npz file (np.savez, np.savez_compressed) by name.
+std::map<std::string, Tensor> load_npz(const std::string& path);
+
+}  // namespace osprey::data

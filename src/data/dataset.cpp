@@ -1,0 +1,642 @@
+// data::Dataset's sources (tensor slices, range, generators, zip) and the transformations that run on the iterating
+// thread (map, filter, batch, padded_batch, unbatch, repeat, take, skip, shard, concatenate).
+#include <algorithm>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "data/pipeline.h"
+#include "osprey/device.h"
+#include "osprey/errors.h"
+
+namespace osprey::data {
+
+using detail::IteratorImpl;
+using detail::Node;
+
+namespace detail {
+
+int64_t autotuned_threads() { return std::max<int64_t>(1, std::thread::hardware_concurrency()); }
+
+namespace {
+
+// A node whose iterator is a lambda over its input's iterator.
+class SliceNode : public Node {
+ public:
+  SliceNode(Element e, int64_t n) : element_(std::move(e)), n_(n) {}
+  std::unique_ptr<IteratorImpl> iterate() const override {
+    struct It : IteratorImpl {
+      const SliceNode& node;
+      std::vector<Tensor> flat;
+      int64_t i = 0;
+      explicit It(const SliceNode& n) : node(n), flat(n.element_.flatten()) {}
+      std::optional<Element> next() override {
+        if (i >= node.n_) return std::nullopt;
+        std::vector<Tensor> row;
+        row.reserve(flat.size());
+        for (const auto& t : flat) row.push_back(row_of(t, i));
+        ++i;
+        return node.element_.with_tensors(row);
+      }
+    };
+    return std::make_unique<It>(*this);
+  }
+  int64_t cardinality() const override { return n_; }
+  std::string name() const override { return "TensorSliceDataset"; }
+
+ private:
+  Element element_;
+  int64_t n_;
+};
+
+class TensorsNode : public Node {
+ public:
+  explicit TensorsNode(Element e) : element_(std::move(e)) {}
+  std::unique_ptr<IteratorImpl> iterate() const override {
+    struct It : IteratorImpl {
+      const Element& e;
+      bool done = false;
+      explicit It(const Element& el) : e(el) {}
+      std::optional<Element> next() override {
+        if (done) return std::nullopt;
+        done = true;
+        return e;
+      }
+    };
+    return std::make_unique<It>(element_);
+  }
+  int64_t cardinality() const override { return 1; }
+  std::string name() const override { return "TensorDataset"; }
+
+ private:
+  Element element_;
+};
+
+class RangeNode : public Node {
+ public:
+  RangeNode(int64_t start, int64_t stop, int64_t step) : start_(start), stop_(stop), step_(step) {}
+  std::unique_ptr<IteratorImpl> iterate() const override {
+    struct It : IteratorImpl {
+      int64_t at, stop, step;
+      std::optional<Element> next() override {
+        if (step > 0 ? at >= stop : at <= stop) return std::nullopt;
+        Tensor t = Tensor::empty(Shape{}, int64, &host());
+        *t.data<int64_t>() = at;
+        at += step;
+        return Element(std::move(t));
+      }
+    };
+    auto it = std::make_unique<It>();
+    it->at = start_;
+    it->stop = stop_;
+    it->step = step_;
+    return it;
+  }
+  int64_t cardinality() const override {
+    if (step_ > 0) return stop_ > start_ ? (stop_ - start_ + step_ - 1) / step_ : 0;
+    return start_ > stop_ ? (start_ - stop_ - step_ - 1) / -step_ : 0;
+  }
+  std::string name() const override { return "RangeDataset"; }
+
+ private:
+  int64_t start_, stop_, step_;
+};
+
+class GeneratorNode : public Node {
+ public:
+  explicit GeneratorNode(std::function<Dataset::GeneratorFn()> make) : make_(std::move(make)) {}
+  std::unique_ptr<IteratorImpl> iterate() const override {
+    struct It : IteratorImpl {
+      Dataset::GeneratorFn gen;
+      int64_t index = 0;
+      std::optional<Element> next() override {
+        std::optional<Element> e;
+        try {
+          e = gen();
+        } catch (...) {
+          rethrow_with_context(std::current_exception(),
+                               fmt::format("from_generator: the generator failed at element {}: ", index));
+        }
+        ++index;
+        return e;
+      }
+    };
+    auto it = std::make_unique<It>();
+    it->gen = make_();
+    if (!it->gen) throw ValueError("from_generator: the function returned an empty generator (std::function)");
+    return it;
+  }
+  int64_t cardinality() const override { return UNKNOWN_CARDINALITY; }
+  std::string name() const override { return "FlatMapDataset(generator)"; }
+
+ private:
+  std::function<Dataset::GeneratorFn()> make_;
+};
+
+class ZipNode : public Node {
+ public:
+  explicit ZipNode(std::vector<std::shared_ptr<const Node>> inputs) : inputs_(std::move(inputs)) {}
+  std::unique_ptr<IteratorImpl> iterate() const override {
+    struct It : IteratorImpl {
+      std::vector<std::unique_ptr<IteratorImpl>> its;
+      std::optional<Element> next() override {
+        std::vector<Element> items;
+        for (auto& it : its) {
+          auto e = it->next();
+          if (!e) return std::nullopt;
+          items.push_back(std::move(*e));
+        }
+        return Element::tuple(std::move(items));
+      }
+    };
+    auto it = std::make_unique<It>();
+    for (const auto& n : inputs_) it->its.push_back(n->iterate());
+    return it;
+  }
+  int64_t cardinality() const override {
+    int64_t out = INFINITE_CARDINALITY;
+    bool unknown = false;
+    for (const auto& n : inputs_) {
+      const int64_t c = n->cardinality();
+      if (c == UNKNOWN_CARDINALITY) unknown = true;
+      else if (c >= 0) out = out == INFINITE_CARDINALITY ? c : std::min(out, c);
+    }
+    if (unknown && out == INFINITE_CARDINALITY) return UNKNOWN_CARDINALITY;
+    return out;
+  }
+  std::string name() const override { return "ZipDataset"; }
+
+ private:
+  std::vector<std::shared_ptr<const Node>> inputs_;
+};
+
+// A transformation of one input: `Derived::It` is its iterator, constructed from the node and the input's.
+class UnaryNode : public Node {
+ public:
+  explicit UnaryNode(std::shared_ptr<const Node> input) : input_(std::move(input)) {}
+  const Node* input() const override { return input_.get(); }
+
+ protected:
+  std::shared_ptr<const Node> input_;
+};
+
+class MapNode : public UnaryNode {
+ public:
+  MapNode(std::shared_ptr<const Node> input, Dataset::MapFn fn) : UnaryNode(std::move(input)), fn_(std::move(fn)) {}
+  std::unique_ptr<IteratorImpl> iterate() const override {
+    struct It : IteratorImpl {
+      const MapNode& node;
+      std::unique_ptr<IteratorImpl> in;
+      int64_t index = 0;
+      It(const MapNode& n, std::unique_ptr<IteratorImpl> i) : node(n), in(std::move(i)) {}
+      std::optional<Element> next() override {
+        auto e = in->next();
+        if (!e) return std::nullopt;
+        const int64_t at = index++;
+        try {
+          DeviceScope on_cpu("CPU:0");
+          return node.fn_(*e);
+        } catch (...) {
+          rethrow_with_context(std::current_exception(), fmt::format("map: the function failed on element {}: ", at));
+        }
+      }
+    };
+    return std::make_unique<It>(*this, input_->iterate());
+  }
+  int64_t cardinality() const override { return input_->cardinality(); }
+  std::string name() const override { return "MapDataset"; }
+
+ private:
+  Dataset::MapFn fn_;
+};
+
+class FilterNode : public UnaryNode {
+ public:
+  FilterNode(std::shared_ptr<const Node> input, Dataset::Predicate p) : UnaryNode(std::move(input)), p_(std::move(p)) {}
+  std::unique_ptr<IteratorImpl> iterate() const override {
+    struct It : IteratorImpl {
+      const FilterNode& node;
+      std::unique_ptr<IteratorImpl> in;
+      int64_t index = 0;
+      It(const FilterNode& n, std::unique_ptr<IteratorImpl> i) : node(n), in(std::move(i)) {}
+      std::optional<Element> next() override {
+        while (auto e = in->next()) {
+          const int64_t at = index++;
+          bool keep = false;
+          try {
+            DeviceScope on_cpu("CPU:0");
+            keep = node.p_(*e);
+          } catch (...) {
+            rethrow_with_context(std::current_exception(),
+                                 fmt::format("filter: the predicate failed on element {}: ", at));
+          }
+          if (keep) return e;
+        }
+        return std::nullopt;
+      }
+    };
+    return std::make_unique<It>(*this, input_->iterate());
+  }
+  int64_t cardinality() const override {
+    const int64_t c = input_->cardinality();
+    return c == INFINITE_CARDINALITY ? c : UNKNOWN_CARDINALITY;
+  }
+  std::string name() const override { return "FilterDataset"; }
+
+ private:
+  Dataset::Predicate p_;
+};
+
+class BatchNode : public UnaryNode {
+ public:
+  BatchNode(std::shared_ptr<const Node> input, int64_t n, bool drop, std::optional<PaddedBatchOptions> pad)
+      : UnaryNode(std::move(input)), n_(n), drop_(drop), pad_(std::move(pad)) {}
+  std::unique_ptr<IteratorImpl> iterate() const override {
+    struct It : IteratorImpl {
+      const BatchNode& node;
+      std::unique_ptr<IteratorImpl> in;
+      int64_t index = 0;
+      It(const BatchNode& n, std::unique_ptr<IteratorImpl> i) : node(n), in(std::move(i)) {}
+      std::optional<Element> next() override {
+        std::vector<Element> rows;
+        rows.reserve(static_cast<std::size_t>(std::min<int64_t>(node.n_, 4096)));
+        const int64_t first = index;
+        while (static_cast<int64_t>(rows.size()) < node.n_) {
+          auto e = in->next();
+          if (!e) break;
+          ++index;
+          rows.push_back(std::move(*e));
+        }
+        if (rows.empty() || (node.drop_ && static_cast<int64_t>(rows.size()) < node.n_)) return std::nullopt;
+        return node.pad_ ? pad_stack(rows, *node.pad_, first) : stack(rows, first);
+      }
+    };
+    return std::make_unique<It>(*this, input_->iterate());
+  }
+  int64_t cardinality() const override {
+    const int64_t c = input_->cardinality();
+    if (c < 0) return c;
+    return drop_ ? c / n_ : (c + n_ - 1) / n_;
+  }
+  std::string name() const override { return pad_ ? "PaddedBatchDataset" : "BatchDataset"; }
+
+ private:
+  int64_t n_;
+  bool drop_;
+  std::optional<PaddedBatchOptions> pad_;
+};
+
+class UnbatchNode : public UnaryNode {
+ public:
+  using UnaryNode::UnaryNode;
+  std::unique_ptr<IteratorImpl> iterate() const override {
+    struct It : IteratorImpl {
+      std::unique_ptr<IteratorImpl> in;
+      std::optional<Element> current;
+      std::vector<Tensor> flat;
+      int64_t row = 0, rows = 0, index = 0;
+      std::optional<Element> next() override {
+        while (row >= rows) {
+          current = in->next();
+          if (!current) return std::nullopt;
+          flat = current->flatten();
+          if (flat.empty() || flat[0].shape().rank() == 0) {
+            throw InvalidArgumentError(fmt::format("unbatch: element {} ({}) has a scalar component; unbatch needs "
+                                                   "every component to have a first dimension",
+                                                   index, current->spec()));
+          }
+          rows = flat[0].shape()[0];
+          for (const auto& t : flat) {
+            if (t.shape().rank() == 0 || t.shape()[0] != rows) {
+              throw InvalidArgumentError(fmt::format("unbatch: the components of element {} ({}) have different "
+                                                     "first dimensions",
+                                                     index, current->spec()));
+            }
+          }
+          ++index;
+          row = 0;
+        }
+        std::vector<Tensor> r;
+        for (const auto& t : flat) r.push_back(row_of(t, row));
+        ++row;
+        return current->with_tensors(r);
+      }
+    };
+    auto it = std::make_unique<It>();
+    it->in = input_->iterate();
+    return it;
+  }
+  int64_t cardinality() const override {
+    const int64_t c = input_->cardinality();
+    return c == INFINITE_CARDINALITY ? c : UNKNOWN_CARDINALITY;
+  }
+  std::string name() const override { return "UnbatchDataset"; }
+};
+
+class RepeatNode : public UnaryNode {
+ public:
+  RepeatNode(std::shared_ptr<const Node> input, int64_t count) : UnaryNode(std::move(input)), count_(count) {}
+  std::unique_ptr<IteratorImpl> iterate() const override {
+    struct It : IteratorImpl {
+      const RepeatNode& node;
+      std::unique_ptr<IteratorImpl> in;
+      int64_t pass = 0;
+      bool empty_pass = true;
+      explicit It(const RepeatNode& n) : node(n) {}
+      std::optional<Element> next() override {
+        while (node.count_ < 0 || pass < node.count_) {
+          if (!in) {
+            in = node.input_->iterate();
+            empty_pass = true;
+          }
+          if (auto e = in->next()) {
+            empty_pass = false;
+            return e;
+          }
+          in.reset();
+          ++pass;
+          if (empty_pass) return std::nullopt;  // an empty input repeated for ever is still empty (tf.data)
+        }
+        return std::nullopt;
+      }
+    };
+    return std::make_unique<It>(*this);
+  }
+  int64_t cardinality() const override {
+    const int64_t c = input_->cardinality();
+    if (c == 0 || count_ == 0) return 0;
+    if (count_ < 0 || c == INFINITE_CARDINALITY) return INFINITE_CARDINALITY;
+    if (c == UNKNOWN_CARDINALITY) return c;
+    return c * count_;
+  }
+  std::string name() const override { return "RepeatDataset"; }
+
+ private:
+  int64_t count_;
+};
+
+// take(n) when !skip, skip(n) when skip; shard(k, i) keeps every k-th from i.
+class CountNode : public UnaryNode {
+ public:
+  enum class Mode { take, skip, shard };
+  CountNode(std::shared_ptr<const Node> input, Mode mode, int64_t a, int64_t b = 0)
+      : UnaryNode(std::move(input)), mode_(mode), a_(a), b_(b) {}
+  std::unique_ptr<IteratorImpl> iterate() const override {
+    struct It : IteratorImpl {
+      const CountNode& node;
+      std::unique_ptr<IteratorImpl> in;
+      int64_t seen = 0;
+      It(const CountNode& n, std::unique_ptr<IteratorImpl> i) : node(n), in(std::move(i)) {}
+      std::optional<Element> next() override {
+        switch (node.mode_) {
+          case Mode::take:
+            if (node.a_ >= 0 && seen >= node.a_) return std::nullopt;
+            ++seen;
+            return in->next();
+          case Mode::skip:
+            while (node.a_ < 0 || seen < node.a_) {
+              ++seen;
+              if (!in->next()) return std::nullopt;
+            }
+            return in->next();
+          case Mode::shard:
+            while (auto e = in->next()) {
+              if (seen++ % node.a_ == node.b_) return e;
+            }
+            return std::nullopt;
+        }
+        return std::nullopt;
+      }
+    };
+    return std::make_unique<It>(*this, input_->iterate());
+  }
+  int64_t cardinality() const override {
+    const int64_t c = input_->cardinality();
+    switch (mode_) {
+      case Mode::take:
+        if (a_ < 0) return c;
+        if (c == INFINITE_CARDINALITY) return a_;
+        return c == UNKNOWN_CARDINALITY ? c : std::min(c, a_);
+      case Mode::skip:
+        if (c < 0) return c;
+        return a_ < 0 ? 0 : std::max<int64_t>(0, c - a_);
+      case Mode::shard:
+        if (c < 0) return c;
+        return c / a_ + (b_ < c % a_ ? 1 : 0);
+    }
+    return UNKNOWN_CARDINALITY;
+  }
+  std::string name() const override {
+    return mode_ == Mode::take ? "TakeDataset" : mode_ == Mode::skip ? "SkipDataset" : "ShardDataset";
+  }
+
+ private:
+  Mode mode_;
+  int64_t a_, b_;
+};
+
+class ConcatenateNode : public UnaryNode {
+ public:
+  ConcatenateNode(std::shared_ptr<const Node> input, std::shared_ptr<const Node> other)
+      : UnaryNode(std::move(input)), other_(std::move(other)) {}
+  std::unique_ptr<IteratorImpl> iterate() const override {
+    struct It : IteratorImpl {
+      const ConcatenateNode& node;
+      std::unique_ptr<IteratorImpl> in;
+      bool second = false;
+      std::optional<std::string> first_structure;
+      int64_t index = 0;
+      explicit It(const ConcatenateNode& n) : node(n), in(n.input_->iterate()) {}
+      std::optional<Element> next() override {
+        for (;;) {
+          if (auto e = in->next()) {
+            if (!first_structure) first_structure = e->structure();
+            else if (second && e->structure() != *first_structure) {
+              throw InvalidArgumentError(fmt::format("concatenate: the second dataset's element {} has the structure "
+                                                     "{}, the first's {}",
+                                                     index, e->structure(), *first_structure));
+            }
+            ++index;
+            return e;
+          }
+          if (second) return std::nullopt;
+          second = true;
+          index = 0;
+          in = node.other_->iterate();
+        }
+      }
+    };
+    return std::make_unique<It>(*this);
+  }
+  int64_t cardinality() const override {
+    const int64_t a = input_->cardinality(), b = other_->cardinality();
+    if (a == INFINITE_CARDINALITY || b == INFINITE_CARDINALITY) return INFINITE_CARDINALITY;
+    if (a < 0 || b < 0) return UNKNOWN_CARDINALITY;
+    return a + b;
+  }
+  std::string name() const override { return "ConcatenateDataset"; }
+
+ private:
+  std::shared_ptr<const Node> other_;
+};
+
+}  // namespace
+}  // namespace detail
+
+using namespace detail;
+
+Iterator::Iterator(std::unique_ptr<IteratorImpl> impl) : impl_(std::move(impl)) {}
+Iterator::Iterator(Iterator&&) noexcept = default;
+Iterator& Iterator::operator=(Iterator&&) noexcept = default;
+Iterator::~Iterator() = default;
+std::optional<Element> Iterator::next() {
+  if (!impl_) return std::nullopt;
+  return impl_->next();
+}
+
+Dataset Dataset::from_tensor_slices(const Element& e) {
+  const auto flat = e.flatten();
+  if (flat.empty()) throw ValueError("from_tensor_slices: the element has no tensors");
+  std::vector<Tensor> hosted;
+  for (const auto& t : flat) {
+    const Tensor h = on_host(t);
+    if (h.shape().rank() == 0) {
+      throw ValueError(fmt::format("from_tensor_slices: component {} is a scalar ({}); slicing needs a first "
+                                   "dimension. Use from_tensors() for one element.",
+                                   hosted.size(), e.spec()));
+    }
+    hosted.push_back(h);
+  }
+  const int64_t n = hosted[0].shape()[0];
+  for (std::size_t i = 1; i < hosted.size(); ++i) {
+    if (hosted[i].shape()[0] != n) {
+      throw ValueError(fmt::format("from_tensor_slices: all components must have the same size in the 0th dimension: "
+                                   "component 0 has {} rows and component {} has {} ({})",
+                                   n, i, hosted[i].shape()[0], e.spec()));
+    }
+  }
+  return Dataset(std::make_shared<SliceNode>(e.with_tensors(hosted), n));
+}
+
+Dataset Dataset::from_tensor_slices(const std::map<std::string, Tensor>& named) {
+  std::map<std::string, Element> m;
+  for (const auto& [k, t] : named) m.emplace(k, Element(t));
+  return from_tensor_slices(Element::named(std::move(m)));
+}
+
+Dataset Dataset::from_tensors(const Element& e) {
+  std::vector<Tensor> hosted;
+  for (const auto& t : e.flatten()) hosted.push_back(on_host(t));
+  return Dataset(std::make_shared<TensorsNode>(e.with_tensors(hosted)));
+}
+
+Dataset Dataset::range(int64_t stop) { return range(0, stop, 1); }
+Dataset Dataset::range(int64_t start, int64_t stop, int64_t step) {
+  if (step == 0) throw InvalidArgumentError("range: step must not be 0");
+  return Dataset(std::make_shared<RangeNode>(start, stop, step));
+}
+
+Dataset Dataset::from_generator(std::function<GeneratorFn()> make) {
+  if (!make) throw ValueError("from_generator: the generator function is empty (a default-constructed std::function)");
+  return Dataset(std::make_shared<GeneratorNode>(std::move(make)));
+}
+
+Dataset Dataset::zip(const std::vector<Dataset>& datasets) {
+  if (datasets.empty()) throw ValueError("zip: needs at least one dataset");
+  std::vector<std::shared_ptr<const Node>> nodes;
+  for (const auto& d : datasets) nodes.push_back(d.node_);
+  return Dataset(std::make_shared<ZipNode>(std::move(nodes)));
+}
+
+Dataset Dataset::map(MapFn fn, int64_t num_parallel_calls) const {
+  if (!fn) throw ValueError("map: the function is empty (a default-constructed std::function)");
+  if (num_parallel_calls < AUTOTUNE) {
+    throw ValueError(fmt::format("map: num_parallel_calls must be >= 0 or AUTOTUNE (-1), got {}", num_parallel_calls));
+  }
+  if (num_parallel_calls == 0) return Dataset(std::make_shared<MapNode>(node_, std::move(fn)));
+  const int64_t threads = num_parallel_calls == AUTOTUNE ? autotuned_threads() : num_parallel_calls;
+  return Dataset(make_parallel_map(node_, std::move(fn), threads));
+}
+
+Dataset Dataset::filter(Predicate predicate) const {
+  if (!predicate) throw ValueError("filter: the predicate is empty (a default-constructed std::function)");
+  return Dataset(std::make_shared<FilterNode>(node_, std::move(predicate)));
+}
+
+Dataset Dataset::shuffle(int64_t buffer_size, std::optional<uint64_t> seed, bool reshuffle_each_iteration) const {
+  if (buffer_size <= 0) throw ValueError(fmt::format("shuffle: buffer_size must be positive, got {}", buffer_size));
+  return Dataset(make_shuffle(node_, buffer_size, seed, reshuffle_each_iteration));
+}
+
+Dataset Dataset::batch(int64_t batch_size, bool drop_remainder) const {
+  if (batch_size <= 0) throw ValueError(fmt::format("batch: batch_size must be positive, got {}", batch_size));
+  return Dataset(std::make_shared<BatchNode>(node_, batch_size, drop_remainder, std::nullopt));
+}
+
+Dataset Dataset::padded_batch(int64_t batch_size, PaddedBatchOptions options) const {
+  if (batch_size <= 0) throw ValueError(fmt::format("padded_batch: batch_size must be positive, got {}", batch_size));
+  const bool drop = options.drop_remainder;
+  return Dataset(std::make_shared<BatchNode>(node_, batch_size, drop, std::move(options)));
+}
+
+Dataset Dataset::unbatch() const { return Dataset(std::make_shared<UnbatchNode>(node_)); }
+
+Dataset Dataset::repeat(int64_t count) const {
+  if (count < -1) throw ValueError(fmt::format("repeat: count must be >= 0, or -1 for ever; got {}", count));
+  return Dataset(std::make_shared<RepeatNode>(node_, count));
+}
+
+Dataset Dataset::take(int64_t count) const {
+  if (count < -1) throw ValueError(fmt::format("take: count must be >= 0, or -1 for all; got {}", count));
+  return Dataset(std::make_shared<CountNode>(node_, CountNode::Mode::take, count));
+}
+
+Dataset Dataset::skip(int64_t count) const {
+  if (count < -1) throw ValueError(fmt::format("skip: count must be >= 0, or -1 for all; got {}", count));
+  return Dataset(std::make_shared<CountNode>(node_, CountNode::Mode::skip, count));
+}
+
+Dataset Dataset::shard(int64_t num_shards, int64_t index) const {
+  if (num_shards <= 0) throw InvalidArgumentError(fmt::format("shard: num_shards must be positive, got {}", num_shards));
+  if (index < 0 || index >= num_shards) {
+    throw InvalidArgumentError(fmt::format("shard: index must be in [0, {}), got {}", num_shards, index));
+  }
+  return Dataset(std::make_shared<CountNode>(node_, CountNode::Mode::shard, num_shards, index));
+}
+
+Dataset Dataset::cache(const std::string& filename) const { return Dataset(make_cache(node_, filename)); }
+
+Dataset Dataset::prefetch(int64_t buffer_size) const {
+  if (buffer_size < AUTOTUNE || buffer_size == 0) {
+    throw ValueError(fmt::format("prefetch: buffer_size must be positive or AUTOTUNE (-1), got {}", buffer_size));
+  }
+  return Dataset(make_prefetch(node_, buffer_size == AUTOTUNE ? 2 : buffer_size));
+}
+
+Dataset Dataset::concatenate(const Dataset& other) const {
+  return Dataset(std::make_shared<ConcatenateNode>(node_, other.node_));
+}
+
+int64_t Dataset::cardinality() const { return node_->cardinality(); }
+
+Iterator Dataset::make_iterator() const { return Iterator(node_->iterate()); }
+
+std::vector<Element> Dataset::collect() const {
+  if (cardinality() == INFINITE_CARDINALITY) {
+    throw ValueError(fmt::format("collect: the dataset is infinite ({}); take() a part of it first", describe()));
+  }
+  std::vector<Element> out;
+  auto it = make_iterator();
+  while (auto e = it.next()) out.push_back(std::move(*e));
+  return out;
+}
+
+std::string Dataset::describe() const {
+  std::vector<std::string> names;
+  for (const Node* n = node_.get(); n; n = n->input()) names.push_back(n->name());
+  std::string out;
+  for (auto it = names.rbegin(); it != names.rend(); ++it) out += (out.empty() ? "" : " -> ") + *it;
+  return out;
+}
+
+}  // namespace osprey::data

@@ -1,0 +1,62 @@
+// The pieces of data::Dataset: a Node per transformation (immutable, shared by the Datasets built on it) and an
+// IteratorImpl per pass. Private.
+#pragma once
+
+#include <exception>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "osprey/data.h"
+#include "runtime/device_manager.h"
+
+namespace osprey::data::detail {
+
+class IteratorImpl {
+ public:
+  virtual ~IteratorImpl() = default;
+  /// The next element, std::nullopt at the end.
+  virtual std::optional<Element> next() = 0;
+};
+
+class Node {
+ public:
+  virtual ~Node() = default;
+  virtual std::unique_ptr<IteratorImpl> iterate() const = 0;
+  virtual int64_t cardinality() const = 0;
+  /// tf.data's name of the dataset class, e.g. "MapDataset".
+  virtual std::string name() const = 0;
+  /// The dataset this one transforms (null for a source).
+  virtual const Node* input() const { return nullptr; }
+};
+
+/// A shape as tf.data's messages write it: "[2, 3]".
+std::string dims_text(const Shape& s);
+/// The host (CPU:0) device, where every pipeline tensor lives.
+runtime::Device& host();
+/// t on the host (a copy when it is elsewhere); ValueError for an undefined tensor.
+Tensor on_host(const Tensor& t);
+/// Row i of t without its first dimension (a view).
+Tensor row_of(const Tensor& t, int64_t i);
+/// InvalidArgumentError unless e has first's structure.
+void check_same_structure(const Element& first, const Element& e, int64_t index, const char* what);
+/// The elements stacked along a new first dimension (each component the same shape and dtype, else
+/// InvalidArgumentError with tf.data's words); `first_index`: the first row's index in the input, for errors.
+Element stack(const std::vector<Element>& rows, int64_t first_index);
+/// The same with every component padded to the batch's longest (or to options.padded_shapes).
+Element pad_stack(const std::vector<Element>& rows, const PaddedBatchOptions& options, int64_t first_index);
+/// Throws error again, its message after `prefix`, as the same Osprey error class (other exceptions become
+/// InvalidArgumentError).
+[[noreturn]] void rethrow_with_context(std::exception_ptr error, const std::string& prefix);
+/// The thread count AUTOTUNE stands for (the cores).
+int64_t autotuned_threads();
+
+// Transformations with threads or state, made in their own files.
+std::shared_ptr<const Node> make_parallel_map(std::shared_ptr<const Node> input, Dataset::MapFn fn, int64_t threads);
+std::shared_ptr<const Node> make_prefetch(std::shared_ptr<const Node> input, int64_t buffer);
+std::shared_ptr<const Node> make_shuffle(std::shared_ptr<const Node> input, int64_t buffer,
+                                         std::optional<uint64_t> seed, bool reshuffle);
+std::shared_ptr<const Node> make_cache(std::shared_ptr<const Node> input, const std::string& filename);
+
+}  // namespace osprey::data::detail

@@ -1,0 +1,368 @@
+// Files into tensors and datasets: NumPy's .npy and .npz (format 1.0-3.0: magic, version, header length, a
+// Python-literal header with descr, fortran_order and shape, then the data) and CSV (make_csv_dataset).
+// Untrusted input: the header is bounded, the shape's size is checked against the bytes present before anything
+// is allocated, and only plain numeric dtypes are read (never pickles).
+#include <glob.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <iterator>
+
+#include <fmt/format.h>
+
+#include "core/atomic_file.h"
+#include "data/pipeline.h"
+#include "keras/saving/zip_store.h"
+#include "osprey/errors.h"
+#include "osprey/ops.h"
+
+namespace osprey::data {
+
+namespace {
+
+constexpr std::size_t kMaxHeader = 65535;
+
+float half_to_float(uint16_t h) {
+  const uint32_t sign = (h >> 15) & 1, exp = (h >> 10) & 0x1f, frac = h & 0x3ff;
+  float v;
+  if (exp == 0) v = std::ldexp(static_cast<float>(frac), -24);
+  else if (exp == 31) v = frac ? NAN : INFINITY;
+  else v = std::ldexp(static_cast<float>(frac | 0x400), static_cast<int>(exp) - 25);
+  return sign ? -v : v;
+}
+
+// One key's value from the header dict, e.g. 'descr': '<f4' -> "'<f4'".
+std::string header_value(const std::string& h, const std::string& key, const std::function<ValueError(std::string)>& bad) {
+  const std::string k = "'" + key + "'";
+  const auto at = h.find(k);
+  if (at == std::string::npos) throw bad("its header has no " + k);
+  auto v = h.find(':', at + k.size());
+  if (v == std::string::npos) throw bad("its header's " + k + " has no value");
+  ++v;
+  while (v < h.size() && h[v] == ' ') ++v;
+  std::size_t end = v;
+  if (v < h.size() && h[v] == '(') end = h.find(')', v) + 1;
+  else if (v < h.size() && h[v] == '\'') end = h.find('\'', v + 1) + 1;
+  else end = h.find_first_of(",}", v);
+  if (end == std::string::npos || end == 0 || end > h.size()) throw bad("its header's " + k + " is not closed");
+  return h.substr(v, end - v);
+}
+
+Tensor parse_npy(const std::string& s, const std::string& what) {
+  const auto bad = [&](const std::string& why) {
+    return ValueError(fmt::format("load_npy: {} is not a valid .npy array: {}", what, why));
+  };
+  if (s.size() < 10 || s.compare(0, 6, "\x93NUMPY") != 0) throw bad("it does not start with the .npy magic");
+  const auto major = static_cast<uint8_t>(s[6]);
+  std::size_t header_len = 0, at = 0;
+  if (major == 1) {
+    header_len = static_cast<uint8_t>(s[8]) | (static_cast<std::size_t>(static_cast<uint8_t>(s[9])) << 8);
+    at = 10;
+  } else if (major == 2 || major == 3) {
+    if (s.size() < 12) throw bad("it is truncated in its header length");
+    for (int i = 3; i >= 0; --i) header_len = (header_len << 8) | static_cast<uint8_t>(s[8 + static_cast<std::size_t>(i)]);
+    at = 12;
+  } else {
+    throw bad(fmt::format("format version {} is not 1, 2 or 3", major));
+  }
+  if (header_len > kMaxHeader) throw bad(fmt::format("its header is {} bytes, over the {} allowed", header_len, kMaxHeader));
+  if (header_len > s.size() - at) throw bad("it is truncated in its header");
+  const std::string h = s.substr(at, header_len);
+  at += header_len;
+  std::string descr = header_value(h, "descr", bad);
+  const std::string fortran = header_value(h, "fortran_order", bad);
+  const std::string shape_text = header_value(h, "shape", bad);
+  if (descr.size() < 2 || descr.front() != '\'' || descr.back() != '\'') {
+    throw bad("descr " + descr + " is not a plain numeric dtype (structured and object arrays are not read)");
+  }
+  descr = descr.substr(1, descr.size() - 2);
+  if (fortran != "False" && fortran != "True") throw bad("fortran_order is " + fortran);
+  if (shape_text.size() < 2 || shape_text.front() != '(' || shape_text.back() != ')') throw bad("shape is " + shape_text);
+  std::vector<int64_t> dims;
+  {
+    std::string inner = shape_text.substr(1, shape_text.size() - 2);
+    std::size_t p = 0;
+    while (p < inner.size()) {
+      while (p < inner.size() && (inner[p] == ' ' || inner[p] == ',')) ++p;
+      if (p >= inner.size()) break;
+      std::size_t q = p;
+      while (q < inner.size() && std::isdigit(static_cast<unsigned char>(inner[q]))) ++q;
+      if (q == p || q - p > 18) throw bad("shape " + shape_text + " has a dimension that is not a small integer");
+      dims.push_back(std::stoll(inner.substr(p, q - p)));
+      p = q;
+    }
+    if (dims.size() > 32) throw bad(fmt::format("rank {} is over 32", dims.size()));
+  }
+  if (descr.size() < 3) throw bad("dtype '" + descr + "' is not read (float16/32/64, bool, int8-64 and uint8-64 are)");
+  const char order = descr[0], kind = descr[1];
+  const int size = std::atoi(descr.c_str() + 2);
+  const bool swap = order == '>' && size > 1;
+  if (order != '<' && order != '>' && order != '|' && order != '=') throw bad("descr '" + descr + "' has no byte order");
+  DType out;
+  if (kind == 'f' && (size == 2 || size == 4)) out = float32;
+  else if (kind == 'f' && size == 8) out = float64;
+  else if ((kind == 'i' && size <= 4) || (kind == 'u' && size <= 2) || (kind == 'b' && size == 1)) out = int32;
+  else if ((kind == 'i' && size == 8) || (kind == 'u' && (size == 4 || size == 8))) out = int64;
+  else throw bad("dtype '" + descr + "' is not read (float16/32/64, bool, int8-64 and uint8-64 are)");
+  if (size != 1 && size != 2 && size != 4 && size != 8) throw bad("descr '" + descr + "' has an odd item size");
+  uint64_t count = 1;
+  for (int64_t d : dims) {
+    if (d > 0 && count > (s.size() / static_cast<uint64_t>(d)) + 1) throw bad("its shape holds more than the file");
+    count *= static_cast<uint64_t>(d);
+  }
+  const uint64_t bytes = count * static_cast<uint64_t>(size);
+  if (bytes != s.size() - at) {
+    throw bad(fmt::format("shape {} of {} needs {} data bytes, the file has {}", shape_text, descr, bytes, s.size() - at));
+  }
+  const bool is_fortran = fortran == "True";
+  std::vector<int64_t> store = dims;  // Fortran order: read as the reversed shape, then transposed
+  if (is_fortran) std::reverse(store.begin(), store.end());
+  Tensor t = Tensor::empty(Shape(store), out, &detail::host());
+  const char* src = s.data() + at;
+  auto raw = [&](uint64_t i) {
+    unsigned char b[8];
+    std::memcpy(b, src + i * static_cast<uint64_t>(size), static_cast<std::size_t>(size));
+    if (swap) std::reverse(b, b + size);
+    uint64_t u = 0;
+    std::memcpy(&u, b, static_cast<std::size_t>(size));
+    return u;
+  };
+  for (uint64_t i = 0; i < count; ++i) {
+    const uint64_t u = raw(i);
+    switch (out) {
+      case DType::float32: {
+        float v;
+        if (size == 2) v = half_to_float(static_cast<uint16_t>(u));
+        else std::memcpy(&v, &u, 4);
+        t.data<float>()[i] = v;
+        break;
+      }
+      case DType::float64: {
+        double v;
+        std::memcpy(&v, &u, 8);
+        t.data<double>()[i] = v;
+        break;
+      }
+      case DType::int32: {
+        int32_t v;
+        if (kind == 'i') v = size == 1 ? static_cast<int8_t>(u) : size == 2 ? static_cast<int16_t>(u) : static_cast<int32_t>(u);
+        else v = static_cast<int32_t>(u);
+        t.data<int32_t>()[i] = v;
+        break;
+      }
+      case DType::int64: {
+        if (kind == 'u' && size == 8 && u > static_cast<uint64_t>(INT64_MAX)) {
+          throw bad(fmt::format("uint64 value {} at index {} does not fit int64", u, i));
+        }
+        t.data<int64_t>()[i] = kind == 'u' && size == 4 ? static_cast<int64_t>(static_cast<uint32_t>(u)) : static_cast<int64_t>(u);
+        break;
+      }
+    }
+  }
+  if (is_fortran && dims.size() > 1) {
+    std::vector<int> perm;
+    for (int i = static_cast<int>(dims.size()) - 1; i >= 0; --i) perm.push_back(i);
+    t = ops::transpose(t, perm).to(detail::host());
+  }
+  return t;
+}
+
+std::string read_file(const std::string& path, const char* fn) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw NotFoundError(fmt::format("{}: cannot open '{}': {}", fn, path, std::strerror(errno)));
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+}  // namespace
+
+Tensor load_npy(const std::string& path) { return parse_npy(read_file(path, "load_npy"), "'" + path + "'"); }
+
+std::map<std::string, Tensor> load_npz(const std::string& path) {
+  keras::detail::ZipReadOptions o{"load_npz", ".npz (ZIP)", true};
+  std::map<std::string, Tensor> out;
+  for (auto& [name, bytes] : keras::detail::read_zip(path, o)) {
+    std::string key = name;
+    if (key.size() > 4 && key.compare(key.size() - 4, 4, ".npy") == 0) key.resize(key.size() - 4);
+    out.emplace(key, parse_npy(bytes, fmt::format("entry '{}' of '{}'", name, path)));
+  }
+  return out;
+}
+
+void save_npy(const std::string& path, const Tensor& t) {
+  const Tensor h = detail::on_host(t);
+  const char* descr = h.dtype() == float32 ? "<f4" : h.dtype() == float64 ? "<f8" : h.dtype() == int32 ? "<i4" : "<i8";
+  std::string shape = "(";
+  for (int64_t d : h.shape().dims()) shape += std::to_string(d) + ", ";
+  if (h.shape().rank() > 1) shape.resize(shape.size() - 2);
+  else if (h.shape().rank() == 1) shape.resize(shape.size() - 1);
+  shape += ")";
+  std::string header = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}", descr, shape);
+  const std::size_t total = 10 + header.size() + 1;
+  header.append((64 - total % 64) % 64, ' ');
+  header += '\n';
+  std::string out = "\x93NUMPY";
+  out += '\x01';
+  out += '\x00';
+  out += static_cast<char>(header.size() & 0xff);
+  out += static_cast<char>((header.size() >> 8) & 0xff);
+  out += header;
+  out.append(static_cast<const char*>(h.raw_data()), static_cast<std::size_t>(h.nbytes()));
+  core::write_file_atomically(path, out, "save_npy");
+}
+
+// ---- CSV ----
+
+namespace {
+
+std::vector<std::string> split_csv_line(const std::string& line, char delim) {
+  std::vector<std::string> out;
+  std::string field;
+  bool quoted = false;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') field += '"', ++i;
+      else if (c == '"') quoted = false;
+      else field += c;
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == delim) {
+      out.push_back(std::move(field));
+      field.clear();
+    } else if (c != '\r') {
+      field += c;
+    }
+  }
+  out.push_back(std::move(field));
+  return out;
+}
+
+std::vector<std::string> expand(const std::vector<std::string>& patterns) {
+  std::vector<std::string> files;
+  for (const auto& p : patterns) {
+    glob_t g{};
+    const int rc = glob(p.c_str(), 0, nullptr, &g);
+    if (rc == 0) {
+      for (std::size_t i = 0; i < g.gl_pathc; ++i) files.emplace_back(g.gl_pathv[i]);
+    }
+    globfree(&g);
+  }
+  if (files.empty()) {
+    std::string all;
+    for (const auto& p : patterns) all += (all.empty() ? "" : ", ") + p;
+    throw ValueError(fmt::format("make_csv_dataset: no files match `file_pattern` [{}]", all));
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+}  // namespace
+
+Dataset make_csv_dataset(const std::vector<std::string>& file_patterns, CsvOptions o) {
+  if (o.batch_size <= 0) throw ValueError(fmt::format("make_csv_dataset: batch_size must be positive, got {}", o.batch_size));
+  if (o.num_epochs < -1 || o.num_epochs == 0) {
+    throw ValueError(fmt::format("make_csv_dataset: num_epochs must be positive or -1 (for ever), got {}", o.num_epochs));
+  }
+  const auto files = expand(file_patterns);
+  std::vector<std::string> names = o.column_names;
+  std::vector<std::vector<double>> columns;
+  std::vector<bool> integral;
+  for (const auto& file : files) {
+    std::ifstream in(file);
+    if (!in) throw NotFoundError(fmt::format("make_csv_dataset: cannot open '{}': {}", file, std::strerror(errno)));
+    std::string line;
+    int64_t line_no = 0;
+    if (o.header) {
+      if (!std::getline(in, line)) throw ValueError(fmt::format("make_csv_dataset: '{}' is empty; it has no header line", file));
+      ++line_no;
+      auto header = split_csv_line(line, o.field_delim);
+      if (names.empty()) names = header;
+      else if (o.column_names.empty() && header != names) {
+        throw ValueError(fmt::format("make_csv_dataset: '{}' has other columns than the first file", file));
+      }
+    }
+    if (names.empty()) throw ValueError("make_csv_dataset: column_names are needed when header is false");
+    if (columns.empty()) {
+      columns.resize(names.size());
+      integral.assign(names.size(), true);
+      if (!o.column_defaults.empty() && o.column_defaults.size() != names.size()) {
+        throw ValueError(fmt::format("make_csv_dataset: column_defaults has {} values for {} columns",
+                                     o.column_defaults.size(), names.size()));
+      }
+    }
+    while (std::getline(in, line)) {
+      ++line_no;
+      if (line.empty() || line == "\r") continue;
+      const auto fields = split_csv_line(line, o.field_delim);
+      if (fields.size() != names.size()) {
+        throw ValueError(fmt::format("make_csv_dataset: '{}' line {} has {} fields, the header {} columns", file,
+                                     line_no, fields.size(), names.size()));
+      }
+      for (std::size_t c = 0; c < fields.size(); ++c) {
+        const std::string& f = fields[c];
+        double v;
+        if (f.empty()) {
+          if (o.column_defaults.empty()) {
+            throw ValueError(fmt::format("make_csv_dataset: '{}' line {} column '{}' is empty and no column_defaults "
+                                         "were given",
+                                         file, line_no, names[c]));
+          }
+          v = o.column_defaults[c];
+        } else {
+          char* end = nullptr;
+          v = std::strtod(f.c_str(), &end);
+          if (end == f.c_str() || *end != '\0') {
+            throw ValueError(fmt::format("make_csv_dataset: '{}' line {} column '{}' is '{}', not a number (Osprey's "
+                                         "tensors are numeric: encode text columns before reading them)",
+                                         file, line_no, names[c], f));
+          }
+        }
+        if (v != std::floor(v) || std::abs(v) > 9.0e15) integral[c] = false;
+        columns[c].push_back(v);
+      }
+    }
+  }
+  std::vector<std::size_t> keep;
+  for (std::size_t c = 0; c < names.size(); ++c) {
+    if (o.select_columns.empty() || std::find(o.select_columns.begin(), o.select_columns.end(), names[c]) != o.select_columns.end() ||
+        names[c] == o.label_name) {
+      keep.push_back(c);
+    }
+  }
+  for (const auto& s : o.select_columns) {
+    if (std::find(names.begin(), names.end(), s) == names.end()) {
+      throw ValueError(fmt::format("make_csv_dataset: select_columns names '{}', which is not a column", s));
+    }
+  }
+  if (!o.label_name.empty() && std::find(names.begin(), names.end(), o.label_name) == names.end()) {
+    throw ValueError(fmt::format("make_csv_dataset: label_name '{}' is not a column", o.label_name));
+  }
+  if (columns.empty() || columns[0].empty()) throw ValueError("make_csv_dataset: the files have no data rows");
+  const auto n = static_cast<int64_t>(columns[0].size());
+  std::map<std::string, Element> features;
+  Tensor label;
+  for (std::size_t c : keep) {
+    Tensor t;
+    if (integral[c]) {
+      std::vector<int64_t> v(columns[c].begin(), columns[c].end());
+      t = Tensor::empty(Shape{n}, int64, &detail::host());
+      std::copy(v.begin(), v.end(), t.data<int64_t>());
+    } else {
+      t = Tensor::empty(Shape{n}, float32, &detail::host());
+      std::transform(columns[c].begin(), columns[c].end(), t.data<float>(), [](double v) { return static_cast<float>(v); });
+    }
+    if (names[c] == o.label_name) label = t;
+    else features.emplace(names[c], Element(t));
+  }
+  Element e = Element::named(std::move(features));
+  if (label.defined()) e = Element{e, Element(label)};
+  Dataset d = Dataset::from_tensor_slices(e);
+  if (o.shuffle) d = d.shuffle(o.shuffle_buffer_size, o.shuffle_seed);
+  if (o.num_epochs != 1) d = d.repeat(o.num_epochs);
+  return d.batch(o.batch_size, o.drop_remainder).prefetch(AUTOTUNE);
+}
+
+}  // namespace osprey::data
