@@ -96,3 +96,7 @@ fi
 
 echo "## input pipeline: a PyDataset taking 5 ms per batch, wide MLP batch 128"
 "$build/bench/input_pipeline" 5 40 2>&1 | grep -E '^\{|bottleneck' | sed 's/^.*W [^]]*] /warning: /'
+echo "## data::Dataset pipeline with a 2 ms map per batch (issue 20), against tf.data"
+"$build/bench/dataset_pipeline" 200 2
+if ((have_tf)); then python3 bench/tf_dataset.py 200 2 2>/dev/null | grep '^{'
+else skip tf.data "tensorflow is not installed (pip install tensorflow-cpu)"; fi

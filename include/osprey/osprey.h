@@ -5,6 +5,7 @@
 
 #include "osprey/autodiff.h"
 #include "osprey/config.h"
+#include "osprey/data.h"
 #include "osprey/device.h"
 #include "osprey/distribute.h"
 #include "osprey/dtype.h"

@@ -38,6 +38,16 @@ class SliceNode : public Node {
         ++i;
         return node.element_.with_tensors(row);
       }
+      bool gives_rows() const override { return true; }
+      std::optional<Element> next_rows(int64_t n) override {
+        if (i >= node.n_) return std::nullopt;
+        const int64_t e = std::min(node.n_, i + n);
+        std::vector<Tensor> rows;
+        rows.reserve(flat.size());
+        for (const auto& t : flat) rows.push_back(t.slice_rows(i, e));
+        i = e;
+        return node.element_.with_tensors(rows);
+      }
     };
     return std::make_unique<It>(*this);
   }
@@ -258,6 +268,11 @@ class BatchNode : public UnaryNode {
       int64_t index = 0;
       It(const BatchNode& n, std::unique_ptr<IteratorImpl> i) : node(n), in(std::move(i)) {}
       std::optional<Element> next() override {
+        if (!node.pad_ && in->gives_rows()) {  // slices of contiguous rows: the batch is a view, nothing is copied
+          auto b = in->next_rows(node.n_);
+          if (!b || (node.drop_ && b->flatten()[0].shape()[0] < node.n_)) return std::nullopt;
+          return b;
+        }
         std::vector<Element> rows;
         rows.reserve(static_cast<std::size_t>(std::min<int64_t>(node.n_, 4096)));
         const int64_t first = index;

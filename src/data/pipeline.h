@@ -18,6 +18,11 @@ class IteratorImpl {
   virtual ~IteratorImpl() = default;
   /// The next element, std::nullopt at the end.
   virtual std::optional<Element> next() = 0;
+  /// The next n elements stacked (fewer at the end), as views of contiguous rows, by an iterator that has them so
+  /// (tensor slices): batch() then copies nothing. Others return std::nullopt and batch() stacks next()'s.
+  virtual std::optional<Element> next_rows(int64_t /*n*/) { return std::nullopt; }
+  /// Whether next_rows() gives rows.
+  virtual bool gives_rows() const { return false; }
 };
 
 class Node {
