@@ -2,8 +2,9 @@
 // mpirun): one program that trains the same model on the same data alone, under MirroredStrategy on N logical CPUs,
 // or as one worker of an MPI launch, and writes what it got (weights, history, evaluate, predict) as doubles, so
 // that the script can compare the runs; and the failure cases (a worker that hangs, one that is killed).
-//   multi_worker_check train <logical CPUs> <none|mirrored|workers> <out>   (workers write <out> on the chief,
-//                                                                            <out>.rank<k> on the others)
+//   multi_worker_check train <logical CPUs> <none|mirrored|workers> <out> [dataset]
+//                          (workers write <out> on the chief, <out>.rank<k> on the others; with "dataset" the
+//                          batches come from a data::Dataset)
 //   multi_worker_check compare <a> <b> <tolerance>
 //   multi_worker_check backup <logical CPUs> <none|workers> <backup dir> <out> [kill at step]
 //                          (BackupAndRestore every 4 batches; with a step, the process -- worker 1 of workers --
@@ -53,11 +54,19 @@ std::unique_ptr<keras::Sequential> make_model() {
   return m;
 }
 
-// Trains 3 epochs of 32-row batches (the last one short), shuffled, then evaluates and predicts.
-std::vector<double> train_and_report(keras::Sequential& m, int verbose) {
+// Trains 3 epochs of 32-row batches (the last one short), shuffled, then evaluates and predicts. With `dataset`, the
+// batches come from a data::Dataset (seeded shuffle, a parallel map, prefetch): every worker reads all of it and
+// trains on its replicas' rows of each global batch (tf.data's auto-shard DATA).
+std::vector<double> train_and_report(keras::Sequential& m, int verbose, bool dataset = false) {
   const Data d = make_data();
   random::set_seed(5);  // the shuffles
-  auto h = m.fit(d.x, d.y, {.epochs = 3, .batch_size = 32, .verbose = verbose});
+  const auto ds = data::Dataset::from_tensor_slices(data::Element{d.x, d.y})
+                      .shuffle(300, 11)
+                      .batch(32)
+                      .map([](const data::Element& e) { return e; }, 2)
+                      .prefetch(data::AUTOTUNE);
+  auto h = dataset ? m.fit(ds, {.epochs = 3, .verbose = verbose})
+                   : m.fit(d.x, d.y, {.epochs = 3, .batch_size = 32, .verbose = verbose});
   std::vector<double> out;
   for (auto* v : m.variables()) {
     for (float f : v->component(0).to_vector<float>()) out.push_back(f);
@@ -84,18 +93,18 @@ std::vector<double> read(const std::string& path) {
   return v;
 }
 
-int train(int cpus, const std::string& how, const std::string& out) {
+int train(int cpus, const std::string& how, const std::string& out, bool dataset) {
   split_cpu(cpus);
   if (how == "none") {
     auto m = make_model();
-    write(out, train_and_report(*m, 0));
+    write(out, train_and_report(*m, 0, dataset));
     return 0;
   }
   if (how == "mirrored") {
     distribute::MirroredStrategy strategy;
     auto scope = strategy.scope();
     auto m = make_model();
-    write(out, train_and_report(*m, 0));
+    write(out, train_and_report(*m, 0, dataset));
     return 0;
   }
   distribute::MultiWorkerMirroredStrategy strategy;
@@ -106,7 +115,7 @@ int train(int cpus, const std::string& how, const std::string& out) {
   }
   std::cout << "worker " << strategy.worker_index() << " of " << strategy.num_workers() << ", "
             << strategy.num_replicas_in_sync() << " replicas in sync" << std::endl;
-  const auto v = train_and_report(*m, 2);  // only the chief prints (a test checks)
+  const auto v = train_and_report(*m, 2, dataset);  // only the chief prints (a test checks)
   write(strategy.is_chief() ? out : out + ".rank" + std::to_string(strategy.worker_index()), v);
   // Saving writes on the chief only (the test checks that worker 1's file does not exist).
   m->save_weights(out + ".worker" + std::to_string(strategy.worker_index()) + ".weights.osp");
@@ -206,7 +215,9 @@ int misbehave(bool die) {
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   try {
-    if (mode == "train" && argc == 5) return train(std::atoi(argv[2]), argv[3], argv[4]);
+    if (mode == "train" && (argc == 5 || argc == 6)) {
+      return train(std::atoi(argv[2]), argv[3], argv[4], argc == 6 && std::string(argv[5]) == "dataset");
+    }
     if (mode == "backup" && (argc == 6 || argc == 7)) {
       return backup(std::atoi(argv[2]), argv[3], argv[4], argv[5], argc == 7 ? std::atoi(argv[6]) : -1);
     }

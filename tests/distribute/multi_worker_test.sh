@@ -3,7 +3,7 @@
 # as root where CI runs (with the flags Open MPI needs for that), oversubscribed.
 #   multi_worker_test.sh <multi_worker_check> <scratch dir> <case> [examples/multi_worker, for the case "example"]
 # cases: same_as_one_process (2 workers x 1 logical CPU == 1 process x 2 logical CPUs, bit for bit; == one device
-# within 1e-5), four_replicas (2 workers x 2 logical CPUs == 1 process x 4, within 1e-6), progress_on_chief,
+# within 1e-5), dataset (the same with a data::Dataset: every worker reads all of it, auto-shard DATA), four_replicas (2 workers x 2 logical CPUs == 1 process x 4, within 1e-6), progress_on_chief,
 # hang (a worker that stops taking part: the other's DeadlineExceededError names it, in bounded time), killed (a
 # worker SIGKILLed mid-epoch: the job ends in bounded time and the launcher names it), tf_config (TF_CONFIG that
 # does not match the launch, or a cluster started alone: clear errors), backup_resume / backup_resume_workers
@@ -29,6 +29,14 @@ case "$case_" in
     "$check" compare "$dir/$case_.workers" "$dir/$case_.single" 1e-5 || fail "2 workers vs one device"
     [ -f "$dir/$case_.workers.worker0.weights.osp" ] || fail "the chief did not save its weights"
     [ ! -e "$dir/$case_.workers.worker1.weights.osp" ] || fail "worker 1 saved a file: only the chief writes"
+    ;;
+  dataset)
+    "$check" train 2 mirrored "$dir/$case_.mirrored2" dataset || fail "MirroredStrategy on 2 logical CPUs"
+    "$check" train 1 none "$dir/$case_.single" dataset || fail "one device"
+    mpirun_ -np 2 "$check" train 1 workers "$dir/$case_.workers" dataset || fail "mpirun -np 2"
+    "$check" compare "$dir/$case_.workers" "$dir/$case_.workers.rank1" 0 || fail "the two workers differ"
+    "$check" compare "$dir/$case_.workers" "$dir/$case_.mirrored2" 0 || fail "2 workers != 1 process x 2 CPUs"
+    "$check" compare "$dir/$case_.workers" "$dir/$case_.single" 1e-5 || fail "2 workers vs one device"
     ;;
   four_replicas)
     "$check" train 4 mirrored "$dir/$case_.mirrored4" || fail "MirroredStrategy on 4 logical CPUs"
