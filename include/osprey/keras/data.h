@@ -1,10 +1,13 @@
-// Feeding fit() from code: keras.utils.PyDataset (a batch source with a length and random access).
+// Feeding fit() from code: keras.utils.PyDataset (a batch source with a length and random access), and keras.utils'
+// data helpers (to_categorical, normalize, split_dataset, confusion_matrix).
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <utility>
 #include <vector>
 
+#include "osprey/data.h"
 #include "osprey/tensor.h"
 
 namespace osprey::keras::utils {
@@ -38,5 +41,44 @@ class PyDataset {
  private:
   Options options_{};
 };
+
+}  // namespace osprey::keras::utils
+
+namespace osprey::keras::utils {
+
+/// keras.utils.to_categorical: integer class labels (any shape; a trailing dimension of 1 is dropped) as one-hot
+/// float32 rows of num_classes (default: the largest label + 1). ValueError for a negative label or one >= num_classes.
+Tensor to_categorical(const Tensor& y, std::optional<int64_t> num_classes = std::nullopt);
+
+/// keras.utils.normalize: x divided by its L`order` norm along `axis` (order 1 or 2; rows of zeros stay zeros).
+Tensor normalize(const Tensor& x, int axis = -1, int order = 2);
+
+/// A split size for split_dataset: an integer is a count of elements, a floating-point number a fraction in (0, 1)
+/// (Keras tells them apart by their Python type).
+struct SplitSize {
+  SplitSize(int count) : value(count), fraction(false) {}
+  SplitSize(int64_t count) : value(static_cast<double>(count)), fraction(false) {}
+  SplitSize(double f) : value(f), fraction(true) {}
+  double value;
+  bool fraction;
+};
+
+/// keras.utils.split_dataset: the dataset's elements (a finite dataset, each component of one shape) as a left and
+/// a right dataset: the first left_size elements and the last right_size (either may be omitted: the other's
+/// complement; a fraction is rounded as Python's round()). With shuffle, the elements are shuffled first (Osprey's
+/// generator from `seed`, not NumPy's: another order than Keras for the same seed).
+std::pair<data::Dataset, data::Dataset> split_dataset(const data::Dataset& dataset,
+                                                      std::optional<SplitSize> left_size,
+                                                      std::optional<SplitSize> right_size = std::nullopt,
+                                                      bool shuffle = false, std::optional<uint64_t> seed = std::nullopt);
+/// The same for tensors sliced along their first dimension (a tuple of tensors slices them together).
+std::pair<data::Dataset, data::Dataset> split_dataset(const data::Element& arrays, std::optional<SplitSize> left_size,
+                                                      std::optional<SplitSize> right_size = std::nullopt,
+                                                      bool shuffle = false, std::optional<uint64_t> seed = std::nullopt);
+
+/// tf.math.confusion_matrix: counts (num_classes, num_classes) int64 with rows the true labels and columns the
+/// predicted ones (num_classes default: the largest label + 1); optional per-sample weights (then float32).
+Tensor confusion_matrix(const Tensor& labels, const Tensor& predictions, std::optional<int64_t> num_classes = std::nullopt,
+                        const Tensor& weights = Tensor());
 
 }  // namespace osprey::keras::utils
