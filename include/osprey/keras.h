@@ -9,6 +9,7 @@
 #include "osprey/keras/metrics.h"
 #include "osprey/keras/model.h"
 #include "osprey/keras/optimizers.h"
+#include "osprey/keras/plot.h"
 #include "osprey/keras/saving.h"
 
 namespace osprey::keras::utils {

@@ -1,0 +1,183 @@
+// keras.utils.model_to_dot / plot_model: the functional graph (Sequential's too, once built) as DOT; `dot` is run
+// as a child process with an argument vector (no shell), the DOT on its stdin and the drawing on its stdout.
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/atomic_file.h"
+#include "keras/models/model_state.h"
+#include "osprey/errors.h"
+#include "osprey/keras/plot.h"
+
+extern char** environ;
+
+namespace osprey::keras::utils {
+
+namespace {
+
+// A DOT string literal's contents.
+std::string escaped(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+std::string shape_text(const Shape& per_sample) {
+  std::vector<int64_t> dims{0};  // the batch: None
+  for (auto d : per_sample.dims()) dims.push_back(d);
+  return Shape(dims).to_keras_string();
+}
+
+// The `dot` program on PATH, or "".
+std::string find_dot() {
+  const char* path = std::getenv("PATH");
+  std::string p = path ? path : "/usr/bin:/bin";
+  std::size_t at = 0;
+  while (at <= p.size()) {
+    const std::size_t end = std::min(p.find(':', at), p.size());
+    const std::string dir = p.substr(at, end - at);
+    const std::string candidate = (dir.empty() ? "." : dir) + "/dot";
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    at = end + 1;
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string model_to_dot(const Model& model, const PlotOptions& o) {
+  const auto& s = model.state();
+  if (s.subclassed) {
+    throw ValueError(fmt::format("model_to_dot: model '{}' is a subclassed model; it has no graph of layers to draw",
+                                 model.name()));
+  }
+  if (!s.graph) {
+    throw ValueError(fmt::format("model_to_dot: model '{}' is not built yet; give it an Input or call it on data "
+                                 "first",
+                                 model.name()));
+  }
+  if (o.rankdir != "TB" && o.rankdir != "LR" && o.rankdir != "BT" && o.rankdir != "RL") {
+    throw ValueError(fmt::format("model_to_dot: rankdir must be \"TB\", \"LR\", \"BT\" or \"RL\", got \"{}\"", o.rankdir));
+  }
+  std::string out = fmt::format("digraph \"{}\" {{\n  graph [rankdir={}, dpi={}];\n  node [shape=box];\n",
+                                escaped(model.name()), o.rankdir, o.dpi);
+  const auto& g = *s.graph;
+  std::map<int, std::size_t> node_of_slot;  // a slot's producing step
+  for (std::size_t i = 0; i < g.steps.size(); ++i) {
+    const auto& step = g.steps[i];
+    for (std::size_t k = 0; k < std::max<std::size_t>(1, step.node->shapes.size()); ++k) {
+      node_of_slot[step.slot + static_cast<int>(k)] = i;
+    }
+    const Node& n = *step.node;
+    const std::string cls = n.is_input() ? "InputLayer" : n.layer->class_name();
+    std::string label = o.show_layer_names ? fmt::format("{} ({})", n.name, cls) : cls;
+    if (o.show_layer_activations && !n.is_input()) {
+      const auto config = nlohmann::json::parse(n.layer->get_config(), nullptr, false);
+      if (config.is_object()) {
+        if (auto it = config.find("activation"); it != config.end() && it->is_string()) {
+          label += "\nActivation: " + it->get<std::string>();
+        }
+      }
+    }
+    if (o.show_shapes) {
+      std::string shapes;
+      for (const auto& sh : n.shapes) shapes += (shapes.empty() ? "" : ", ") + shape_text(sh);
+      label += "\nOutput shape: " + shapes;
+    }
+    if (o.show_dtype) label += "\nOutput dtype: " + dtype_name(n.dtype);
+    if (o.show_trainable && !n.is_input()) label += n.layer->trainable ? "\nTrainable: yes" : "\nTrainable: no";
+    out += fmt::format("  n{} [label=\"{}\"];\n", i, escaped(label));
+  }
+  for (std::size_t i = 0; i < g.steps.size(); ++i) {
+    for (int parent : g.steps[i].parents) {
+      out += fmt::format("  n{} -> n{};\n", node_of_slot.at(parent), i);
+    }
+  }
+  return out + "}\n";
+}
+
+void plot_model(const Model& model, const std::string& to_file, const PlotOptions& options) {
+  const std::string dot_text = model_to_dot(model, options);
+  std::string ext = std::filesystem::path(to_file).extension().string();
+  if (!ext.empty()) ext = ext.substr(1);
+  if (ext.empty()) {
+    throw ValueError(fmt::format("plot_model: '{}' has no extension to say the format (png, svg, pdf, dot...)", to_file));
+  }
+  if (ext == "dot") {
+    core::write_file_atomically(to_file, dot_text, "plot_model");
+    return;
+  }
+  for (char c : ext) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) throw ValueError(fmt::format("plot_model: odd extension '{}'", ext));
+  }
+  const std::string dot = find_dot();
+  if (dot.empty()) {
+    throw NotFoundError("plot_model: Graphviz's `dot` program was not found on PATH; install Graphviz (Debian: "
+                        "apt-get install graphviz), or write the DOT text with a \".dot\" file name");
+  }
+  int in_pipe[2], out_pipe[2];
+  if (::pipe(in_pipe) != 0 || ::pipe(out_pipe) != 0) throw InternalError("plot_model: pipe() failed");
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, in_pipe[0], 0);
+  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
+  for (int fd : {in_pipe[0], in_pipe[1], out_pipe[0], out_pipe[1]}) posix_spawn_file_actions_addclose(&actions, fd);
+  const std::string format = "-T" + ext;
+  char* argv[] = {const_cast<char*>(dot.c_str()), const_cast<char*>(format.c_str()), nullptr};
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, dot.c_str(), &actions, nullptr, argv, environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(in_pipe[0]);
+  ::close(out_pipe[1]);
+  if (rc != 0) {
+    ::close(in_pipe[1]);
+    ::close(out_pipe[0]);
+    throw InternalError(fmt::format("plot_model: could not start '{}': {}", dot, std::strerror(rc)));
+  }
+  // Feed the DOT from another thread while this one reads the drawing (neither pipe can fill up and block).
+  std::thread feeder([fd = in_pipe[1], &dot_text] {
+    std::size_t at = 0;
+    while (at < dot_text.size()) {
+      const ssize_t n = ::write(fd, dot_text.data() + at, dot_text.size() - at);
+      if (n <= 0) break;
+      at += static_cast<std::size_t>(n);
+    }
+    ::close(fd);
+  });
+  std::string image;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(out_pipe[0], buf, sizeof buf);
+    if (n > 0) image.append(buf, static_cast<std::size_t>(n));
+    else if (n == 0 || errno != EINTR) break;
+  }
+  ::close(out_pipe[0]);
+  feeder.join();
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || image.empty()) {
+    throw InternalError(fmt::format("plot_model: '{} {}' failed (exit status {}); is '{}' a format Graphviz writes?",
+                                    dot, format, WIFEXITED(status) ? WEXITSTATUS(status) : -1, ext));
+  }
+  core::write_file_atomically(to_file, image, "plot_model");
+}
+
+}  // namespace osprey::keras::utils

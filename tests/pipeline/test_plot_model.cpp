@@ -1,0 +1,89 @@
+// keras::utils::model_to_dot and plot_model: the graph's nodes and edges, the labels Keras's options add, and the
+// drawing by Graphviz's `dot` (installed by scripts/bootstrap.sh; without it, the NotFoundError that says so).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "osprey/errors.h"
+#include "osprey/keras.h"
+#include "test_util.h"
+
+using namespace osprey;
+using ::testing::HasSubstr;
+namespace layers = osprey::keras::layers;
+namespace utils = osprey::keras::utils;
+
+namespace {
+
+int count(const std::string& s, const std::string& what) {
+  int n = 0;
+  for (auto at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
+  return n;
+}
+
+bool have_dot() {
+  for (const char* dir : {"/usr/bin", "/usr/local/bin", "/bin"}) {
+    if (::access((std::string(dir) + "/dot").c_str(), X_OK) == 0) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST(PlotModel, TheGraphAsDotWithKerasLabels) {
+  auto a = keras::Input({3}, {.name = "a"});
+  auto b = keras::Input({2}, {.name = "b"});
+  auto h = layers::Concatenate(-1, "joined")({a, b});
+  auto out = layers::Dense(4, "relu", {.name = "dense_out"})(h);
+  keras::Model m({a, b}, {out}, "two_inputs");
+  const std::string dot = utils::model_to_dot(m, {.show_shapes = true, .show_dtype = true, .rankdir = "LR"});
+  EXPECT_THAT(dot, HasSubstr("digraph \"two_inputs\""));
+  EXPECT_THAT(dot, HasSubstr("rankdir=LR"));
+  EXPECT_THAT(dot, HasSubstr("a (InputLayer)"));
+  EXPECT_THAT(dot, HasSubstr("joined (Concatenate)\\nOutput shape: (None, 5)\\nOutput dtype: float32"));
+  EXPECT_THAT(dot, HasSubstr("dense_out (Dense)\\nOutput shape: (None, 4)"));
+  EXPECT_EQ(count(dot, " -> "), 3) << dot;  // a -> joined, b -> joined, joined -> dense_out
+  EXPECT_EQ(count(dot, "[label="), 4) << dot;
+  const std::string plain = utils::model_to_dot(m, {.show_layer_names = false});
+  EXPECT_THAT(plain, Not(HasSubstr("dense_out")));
+  EXPECT_THAT(plain, HasSubstr("\"Dense\""));
+  EXPECT_THAT(osprey::testing::error_of<ValueError>([&] { utils::model_to_dot(m, {.rankdir = "UP"}); }),
+              HasSubstr("rankdir must be"));
+}
+
+TEST(PlotModel, SequentialOnceBuilt) {
+  keras::Sequential built({layers::Input({8}), layers::Dense(4), layers::Dense(1)});
+  EXPECT_EQ(count(utils::model_to_dot(built), " -> "), 2);
+  keras::Sequential unbuilt({layers::Dense(4)});
+  EXPECT_THAT(osprey::testing::error_of<ValueError>([&] { utils::model_to_dot(unbuilt); }), HasSubstr("not built yet"));
+}
+
+TEST(PlotModel, DrawsWithGraphvizOrSaysItIsMissing) {
+  keras::Sequential m({layers::Input({8}), layers::Dense(4, "relu"), layers::Dense(1)});
+  const auto dir = std::filesystem::temp_directory_path() / ("osprey_plot_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto dot_file = (dir / "m.dot").string();
+  utils::plot_model(m, dot_file);
+  std::ifstream in(dot_file);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, utils::model_to_dot(m));
+  const auto png = (dir / "m.png").string();
+  if (have_dot()) {
+    utils::plot_model(m, png, {.show_shapes = true});
+    std::ifstream img(png, std::ios::binary);
+    char magic[8] = {};
+    img.read(magic, 8);
+    EXPECT_EQ(std::string(magic, 8), std::string("\x89PNG\r\n\x1a\n", 8));
+    EXPECT_THROW(utils::plot_model(m, (dir / "m.nosuchformat").string()), InternalError);
+    EXPECT_FALSE(std::filesystem::exists(dir / "m.nosuchformat")) << "a failed drawing leaves no file";
+  } else {
+    EXPECT_THAT(osprey::testing::error_of<NotFoundError>([&] { utils::plot_model(m, png); }),
+                HasSubstr("apt-get install graphviz"));
+  }
+  EXPECT_THROW(utils::plot_model(m, (dir / "noextension").string()), ValueError);
+  std::filesystem::remove_all(dir);
+}
