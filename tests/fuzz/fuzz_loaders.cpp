@@ -1,9 +1,9 @@
 // A mutation fuzzer for Osprey's loaders of untrusted files (issue 16): .weights.h5, .keras, .weights.osp and JSON
-// configs. It mutates the seed files (bit flips, special bytes, overwritten integers, truncation, repeated chunks)
+// configs, images, and the input pipeline's files ("data": NumPy .npy/.npz and data::Dataset cache files). It mutates the seed files (bit flips, special bytes, overwritten integers, truncation, repeated chunks)
 // and loads each result; a loader must answer with an Osprey error or succeed -- any other exception, a crash or a
 // sanitizer report is a finding. ctest runs each kind for OSPREY_FUZZ_SECONDS (default 5; CI's sanitizer run: 60)
 // under ASan+UBSan there.
-//   fuzz_loaders <h5|keras|osp|json> <work dir> <seed files...>
+//   fuzz_loaders <h5|keras|osp|json|img|data> <work dir> <seed files...>
 // The input being loaded is always <work dir>/input.<ext>: after a crash it is the crashing file.
 #include <chrono>
 #include <cstdint>
@@ -17,6 +17,7 @@
 #include <typeinfo>
 #include <vector>
 
+#include "osprey/data.h"
 #include "osprey/errors.h"
 #include "osprey/keras.h"
 #include "osprey/keras/image.h"
@@ -83,7 +84,7 @@ keras::Sequential target_model() {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::cerr << "usage: fuzz_loaders <h5|keras|osp|json|img> <work dir> [seed files...]\n";
+    std::cerr << "usage: fuzz_loaders <h5|keras|osp|json|img|data> <work dir> [seed files...]\n";
     return 2;
   }
   const std::string kind = argv[1];
@@ -91,11 +92,15 @@ int main(int argc, char** argv) {
                           : kind == "keras" ? ".keras"
                           : kind == "osp"   ? ".weights.osp"
                           : kind == "img"   ? ".png"
+                          : kind == "data"  ? ".npy"
                                             : ".json";
   fs::create_directories(argv[2]);
   const std::string input = (fs::path(argv[2]) / ("input" + ext)).string();
-  std::vector<std::string> corpus;
-  for (int i = 3; i < argc; ++i) corpus.push_back(read(argv[i]));
+  std::vector<std::string> corpus, corpus_ext;  // "data": each seed's kind by its extension (.npy, .npz, .cache)
+  for (int i = 3; i < argc; ++i) {
+    corpus.push_back(read(argv[i]));
+    corpus_ext.push_back(fs::path(argv[i]).extension().string());
+  }
   const char* env = std::getenv("OSPREY_FUZZ_SECONDS");
   const double seconds = env ? std::atof(env) : 5.0;
   // The seed is printed first, so that a crash (which leaves no finding file behind) can be replayed with
@@ -113,6 +118,13 @@ int main(int argc, char** argv) {
     if (kind == "json") {
       corpus.push_back(model.to_json());
     } else if (kind == "img") {  // images: the seed files (PNG and JPEG) are the corpus
+    } else if (kind == "data") {  // a cache file of nested elements joins the NumPy seeds
+      const std::string cache = (fs::path(argv[2]) / "seed.cache").string();
+      fs::remove(cache);
+      const Tensor a = Tensor::ones(Shape({4, 3})), b = Tensor::zeros(Shape({4}));
+      (void)data::Dataset::from_tensor_slices(data::Element{data::Element::named({{"a", a}}), b}).cache(cache).collect();
+      corpus.push_back(read(cache));
+      corpus_ext.push_back(".cache");
     } else {
       if (kind == "keras") model.save(seed);
       else model.save_weights(seed);
@@ -122,11 +134,17 @@ int main(int argc, char** argv) {
   const auto start = std::chrono::steady_clock::now();
   uint64_t runs = 0, accepted = 0;
   while (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < seconds) {
-    const std::string data = mutate(corpus[rng() % corpus.size()], rng);
-    write(input, data);
+    const std::size_t pick = rng() % corpus.size();
+    const std::string data = mutate(corpus[pick], rng);
+    const std::string path = kind == "data" ? (fs::path(argv[2]) / ("input" + corpus_ext[pick])).string() : input;
+    write(path, data);
     ++runs;
     try {
-      if (kind == "json") {
+      if (kind == "data") {
+        if (corpus_ext[pick] == ".npz") (void)data::load_npz(path);
+        else if (corpus_ext[pick] == ".cache") (void)data::Dataset::range(1).cache(path).collect();
+        else (void)data::load_npy(path);
+      } else if (kind == "json") {
         (void)keras::models::model_from_json(data);
       } else if (kind == "img") {
         (void)keras::utils::load_img(input, rng() % 2 ? "rgb" : "grayscale", std::pair<int64_t, int64_t>{8, 8});
@@ -139,7 +157,7 @@ int main(int argc, char** argv) {
     } catch (const Error&) {
       // the answer a bad file must get
     } catch (const std::exception& e) {
-      const std::string kept = (fs::path(argv[2]) / ("finding" + ext)).string();
+      const std::string kept = (fs::path(argv[2]) / ("finding" + (kind == "data" ? corpus_ext[pick] : ext))).string();
       write(kept, data);
       std::cerr << "fuzz_loaders " << kind << ": a " << typeid(e).name() << " that is not an Osprey error: "
                 << e.what() << " (input kept as " << kept << ")\n";
