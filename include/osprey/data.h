@@ -79,7 +79,8 @@ struct PaddedBatchOptions {
 };
 
 /// A pass over a dataset (Python's `iter(dataset)`): next() gives the elements in order, then std::nullopt.
-/// Background threads of map(num_parallel_calls) and prefetch() start with it and stop when it is destroyed.
+/// Background threads of map(num_parallel_calls) and prefetch() start with it and stop when it is destroyed. It
+/// keeps its pipeline alive: the Dataset it came from may be gone.
 class Iterator {
  public:
   Iterator(Iterator&&) noexcept;
@@ -89,7 +90,8 @@ class Iterator {
 
  private:
   friend class Dataset;
-  explicit Iterator(std::unique_ptr<detail::IteratorImpl> impl);
+  Iterator(std::unique_ptr<detail::IteratorImpl> impl, std::shared_ptr<const detail::Node> pipeline);
+  std::shared_ptr<const detail::Node> pipeline_;  // declared first: destroyed after impl_, whose threads use it
   std::unique_ptr<detail::IteratorImpl> impl_;
 };
 

@@ -11,6 +11,7 @@
 #include <variant>
 #include <vector>
 
+#include "osprey/data.h"
 #include "osprey/tensor.h"
 
 namespace osprey::distribute {
@@ -117,6 +118,10 @@ class MirroredStrategy {
   /// tf.distribute's distribute_datasets_from_function: `fn` is called once per input pipeline (once here) with
   /// its InputContext and must batch per replica itself; its batches are not rebatched.
   DistributedDataset distribute_datasets_from_function(const std::function<BatchGenerator(const InputContext&)>& fn) const;
+  /// tf.distribute's experimental_distribute_dataset: each element of `dataset` is a global batch, and each step
+  /// gives every replica its rows of the next one (ceil(batch / replicas) each, as fit splits batches), one
+  /// PerReplica per tensor of the element (flattened).
+  DistributedDataset experimental_distribute_dataset(const data::Dataset& dataset) const;
 
   const std::shared_ptr<StrategyImpl>& impl() const { return impl_; }
 
@@ -171,6 +176,9 @@ class MultiWorkerMirroredStrategy {
   Tensor reduce(ReduceOp op, const PerReplica& values, std::optional<int> axis = std::nullopt) const;
   /// Waits until every worker arrived (within the time limit).
   void barrier() const;
+  /// experimental_distribute_dataset: every worker reads the whole dataset (tf.data's auto-shard DATA; iterate it
+  /// in the same order everywhere: seeded shuffles) and its replicas take their rows of each global batch.
+  DistributedDataset experimental_distribute_dataset(const data::Dataset& dataset) const;
   /// tf.distribute's distribute_datasets_from_function: `fn` is called once in each worker with its InputContext
   /// (num_input_pipelines = workers, input_pipeline_id = this worker, num_replicas_in_sync) and must shard and batch
   /// per replica itself; its batches feed this worker's replicas.

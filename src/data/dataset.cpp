@@ -500,10 +500,16 @@ class ConcatenateNode : public UnaryNode {
 
 using namespace detail;
 
-Iterator::Iterator(std::unique_ptr<IteratorImpl> impl) : impl_(std::move(impl)) {}
+Iterator::Iterator(std::unique_ptr<IteratorImpl> impl, std::shared_ptr<const Node> pipeline)
+    : pipeline_(std::move(pipeline)), impl_(std::move(impl)) {}
 Iterator::Iterator(Iterator&&) noexcept = default;
-Iterator& Iterator::operator=(Iterator&&) noexcept = default;
-Iterator::~Iterator() = default;
+Iterator& Iterator::operator=(Iterator&& other) noexcept {
+  impl_.reset();  // this pass's threads stop while its pipeline still exists
+  pipeline_ = std::move(other.pipeline_);
+  impl_ = std::move(other.impl_);
+  return *this;
+}
+Iterator::~Iterator() { impl_.reset(); }
 std::optional<Element> Iterator::next() {
   if (!impl_) return std::nullopt;
   return impl_->next();
@@ -634,7 +640,7 @@ Dataset Dataset::concatenate(const Dataset& other) const {
 
 int64_t Dataset::cardinality() const { return node_->cardinality(); }
 
-Iterator Dataset::make_iterator() const { return Iterator(node_->iterate()); }
+Iterator Dataset::make_iterator() const { return Iterator(node_->iterate(), node_); }
 
 std::vector<Element> Dataset::collect() const {
   if (cardinality() == INFINITE_CARDINALITY) {

@@ -540,4 +540,45 @@ DistributedDataset MirroredStrategy::distribute_datasets_from_function(
   return DistributedDataset(impl_, fn(ctx));
 }
 
+BatchGenerator rebatching_generator(std::shared_ptr<StrategyImpl> strategy, const data::Dataset& dataset) {
+  struct Rebatch {
+    std::shared_ptr<StrategyImpl> strategy;
+    data::Dataset dataset;
+    std::optional<data::Iterator> it;
+    std::vector<std::vector<Tensor>> pending;  // the current global batch's shards not handed out yet, in order
+    std::size_t next = 0;
+  };
+  auto st = std::make_shared<Rebatch>(Rebatch{std::move(strategy), dataset, std::nullopt, {}, 0});
+  return [st]() -> std::optional<std::vector<Tensor>> {
+    if (st->next == st->pending.size()) {
+      if (!st->it) st->it.emplace(st->dataset.make_iterator());
+      auto e = st->it->next();
+      if (!e) return std::nullopt;
+      const auto flat = e->flatten();
+      const int64_t batch = flat.empty() || flat[0].shape().rank() == 0 ? -1 : flat[0].shape()[0];
+      for (const auto& t : flat) {
+        if (t.shape().rank() == 0 || t.shape()[0] != batch) {
+          throw ValueError(fmt::format("experimental_distribute_dataset: an element ({}) is not a global batch: "
+                                       "every tensor needs the same first (batch) dimension",
+                                       e->spec()));
+        }
+      }
+      const int in_sync = st->strategy->num_replicas_in_sync(), off = st->strategy->replica_offset();
+      st->pending.clear();
+      st->next = 0;
+      for (int r = 0; r < st->strategy->num_replicas(); ++r) {
+        const auto [b, end] = replica_rows(batch, in_sync, off + r);
+        std::vector<Tensor> rows;
+        for (const auto& t : flat) rows.push_back(t.slice_rows(b, end));
+        st->pending.push_back(std::move(rows));
+      }
+    }
+    return st->pending[st->next++];
+  };
+}
+
+DistributedDataset MirroredStrategy::experimental_distribute_dataset(const data::Dataset& dataset) const {
+  return DistributedDataset(impl_, rebatching_generator(impl_, dataset));
+}
+
 }  // namespace osprey::distribute

@@ -278,4 +278,8 @@ DistributedDataset MultiWorkerMirroredStrategy::distribute_datasets_from_functio
   return DistributedDataset(impl_, fn(ctx));
 }
 
+DistributedDataset MultiWorkerMirroredStrategy::experimental_distribute_dataset(const data::Dataset& dataset) const {
+  return DistributedDataset(impl_, rebatching_generator(impl_, dataset));
+}
+
 }  // namespace osprey::distribute

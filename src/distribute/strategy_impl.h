@@ -2,6 +2,7 @@
 // the gradient all-reduce (SUM) that every replica calls collectively. Used by Keras's fit/evaluate/predict.
 #pragma once
 
+#include <algorithm>
 #include <condition_variable>
 #include <exception>
 #include <functional>
@@ -11,11 +12,24 @@
 #include <thread>
 #include <vector>
 
+#include "osprey/data.h"
 #include "osprey/distribute.h"
 #include "osprey/variable.h"
 #include "runtime/device_manager.h"
 
 namespace osprey::distribute {
+
+/// The rows [begin, end) of a global batch that replica r of `replicas` (in sync, across workers) takes: ceil(batch
+/// / replicas) each in order, the last ones shorter or empty.
+inline std::pair<int64_t, int64_t> replica_rows(int64_t batch, int replicas, int r) {
+  const int64_t per = (batch + replicas - 1) / replicas;
+  const int64_t b = std::min(batch, per * r);
+  return {b, std::min(batch, b + per)};
+}
+
+/// experimental_distribute_dataset's generator: each call gives the next local replica's rows of the dataset's
+/// current global batch (a new one after the last local replica's), every component of the element flattened.
+BatchGenerator rebatching_generator(std::shared_ptr<StrategyImpl> strategy, const data::Dataset& dataset);
 
 /// A barrier for the replica threads that can be broken: when one replica fails, the others stop waiting and
 /// throw instead of hanging.

@@ -115,6 +115,21 @@ int train(int cpus, const std::string& how, const std::string& out, bool dataset
   }
   std::cout << "worker " << strategy.worker_index() << " of " << strategy.num_workers() << ", "
             << strategy.num_replicas_in_sync() << " replicas in sync" << std::endl;
+  if (dataset) {  // experimental_distribute_dataset: worker w's replica takes the global batch's rows of replica w
+    std::vector<float> rows;
+    for (int i = 0; i < 10; ++i) rows.push_back(static_cast<float>(i));
+    auto dist = strategy.experimental_distribute_dataset(
+        data::Dataset::from_tensor_slices(data::Element(Tensor::from_vector(rows, {10}))).batch(6));
+    const int w = strategy.worker_index();
+    const auto first = dist.next(), second = dist.next();
+    const auto want_first = w == 0 ? std::vector<float>{0, 1, 2} : std::vector<float>{3, 4, 5};
+    const auto want_second = w == 0 ? std::vector<float>{6, 7} : std::vector<float>{8, 9};
+    if (!first || !second || (*first)[0].values[0].to_vector<float>() != want_first ||
+        (*second)[0].values[0].to_vector<float>() != want_second || dist.next()) {
+      std::cerr << "worker " << w << ": experimental_distribute_dataset gave other rows than its replica's\n";
+      return 1;
+    }
+  }
   const auto v = train_and_report(*m, 2, dataset);  // only the chief prints (a test checks)
   write(strategy.is_chief() ? out : out + ".rank" + std::to_string(strategy.worker_index()), v);
   // Saving writes on the chief only (the test checks that worker 1's file does not exist).

@@ -548,3 +548,33 @@ TEST_F(MirroredStrategyTest, DatasetsFromAFunctionAreNotRebatched) {
   EXPECT_FALSE((*step2)[0].values[1].defined());
   EXPECT_FALSE(dataset.next().has_value());
 }
+
+TEST_F(MirroredStrategyTest, ExperimentalDistributeDatasetSplitsEachGlobalBatch) {
+  split_cpu(2);
+  MirroredStrategy strategy;
+  // 11 rows in global batches of 4: each replica takes 2 rows, the last batch of 3 splits 2 + 1.
+  std::vector<float> xs, ys;
+  for (int i = 0; i < 11; ++i) {
+    xs.push_back(static_cast<float>(i));
+    ys.push_back(static_cast<float>(100 + i));
+  }
+  const auto ds = data::Dataset::from_tensor_slices(data::Element{Tensor::from_vector(xs, {11}), Tensor::from_vector(ys, {11})})
+                      .batch(4);
+  auto dist = strategy.experimental_distribute_dataset(ds);
+  auto step1 = dist.next();
+  ASSERT_TRUE(step1.has_value());
+  ASSERT_EQ(step1->size(), 2u);  // x and y
+  EXPECT_EQ((*step1)[0].values[0].to_vector<float>(), (std::vector<float>{0, 1}));
+  EXPECT_EQ((*step1)[0].values[1].to_vector<float>(), (std::vector<float>{2, 3}));
+  EXPECT_EQ((*step1)[1].values[1].to_vector<float>(), (std::vector<float>{102, 103}));
+  EXPECT_EQ((*step1)[0].values[1].device().name, "/device:CPU:1");
+  ASSERT_TRUE(dist.next().has_value());
+  auto step3 = dist.next();
+  ASSERT_TRUE(step3.has_value());
+  EXPECT_EQ((*step3)[0].values[0].to_vector<float>(), (std::vector<float>{8, 9}));
+  EXPECT_EQ((*step3)[0].values[1].to_vector<float>(), (std::vector<float>{10}));
+  EXPECT_FALSE(dist.next().has_value());
+  // A scalar element is not a batch.
+  auto bad = strategy.experimental_distribute_dataset(data::Dataset::range(3));
+  EXPECT_THROW(bad.next(), ValueError);
+}

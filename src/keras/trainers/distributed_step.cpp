@@ -138,11 +138,7 @@ void prepare_replicas(Model& model, State& s) {
 
 // The rows of a global batch of B that replica r gets: ceil(B/N) each, the last ones short or empty
 // (tf.distribute's rebatching: 4 rows on 3 replicas are 2|2|0).
-static std::pair<int64_t, int64_t> replica_rows(int64_t batch, int replicas, int r) {
-  const int64_t per = (batch + replicas - 1) / replicas;
-  const int64_t b = std::min(batch, per * r);
-  return {b, std::min(batch, b + per)};
-}
+using distribute::replica_rows;
 
 static std::vector<Tensor> shard(const std::vector<Tensor>& ts, int64_t b, int64_t e, runtime::Device& device) {
   std::vector<Tensor> out;
