@@ -1,12 +1,11 @@
-// data::Dataset's sources (tensor slices, range, generators, zip) and the transformations that run on the iterating
-// thread (map, filter, batch, padded_batch, unbatch, repeat, take, skip, shard, concatenate).
+// data::Dataset: its sources (tensor slices, range, generators, zip), the Iterator, and the public methods that
+// check their arguments and make the transformations' nodes (transforms.cpp, parallel.cpp, shuffle_cache.cpp).
 #include <algorithm>
 #include <thread>
 
 #include <fmt/format.h>
 
 #include "data/pipeline.h"
-#include "osprey/device.h"
 #include "osprey/errors.h"
 
 namespace osprey::data {
@@ -180,321 +179,6 @@ class ZipNode : public Node {
   std::vector<std::shared_ptr<const Node>> inputs_;
 };
 
-// A transformation of one input: `Derived::It` is its iterator, constructed from the node and the input's.
-class UnaryNode : public Node {
- public:
-  explicit UnaryNode(std::shared_ptr<const Node> input) : input_(std::move(input)) {}
-  const Node* input() const override { return input_.get(); }
-
- protected:
-  std::shared_ptr<const Node> input_;
-};
-
-class MapNode : public UnaryNode {
- public:
-  MapNode(std::shared_ptr<const Node> input, Dataset::MapFn fn) : UnaryNode(std::move(input)), fn_(std::move(fn)) {}
-  std::unique_ptr<IteratorImpl> iterate() const override {
-    struct It : IteratorImpl {
-      const MapNode& node;
-      std::unique_ptr<IteratorImpl> in;
-      int64_t index = 0;
-      It(const MapNode& n, std::unique_ptr<IteratorImpl> i) : node(n), in(std::move(i)) {}
-      std::optional<Element> next() override {
-        auto e = in->next();
-        if (!e) return std::nullopt;
-        const int64_t at = index++;
-        try {
-          DeviceScope on_cpu("CPU:0");
-          return node.fn_(*e);
-        } catch (...) {
-          rethrow_with_context(std::current_exception(), fmt::format("map: the function failed on element {}: ", at));
-        }
-      }
-    };
-    return std::make_unique<It>(*this, input_->iterate());
-  }
-  int64_t cardinality() const override { return input_->cardinality(); }
-  std::string name() const override { return "MapDataset"; }
-
- private:
-  Dataset::MapFn fn_;
-};
-
-class FilterNode : public UnaryNode {
- public:
-  FilterNode(std::shared_ptr<const Node> input, Dataset::Predicate p) : UnaryNode(std::move(input)), p_(std::move(p)) {}
-  std::unique_ptr<IteratorImpl> iterate() const override {
-    struct It : IteratorImpl {
-      const FilterNode& node;
-      std::unique_ptr<IteratorImpl> in;
-      int64_t index = 0;
-      It(const FilterNode& n, std::unique_ptr<IteratorImpl> i) : node(n), in(std::move(i)) {}
-      std::optional<Element> next() override {
-        while (auto e = in->next()) {
-          const int64_t at = index++;
-          bool keep = false;
-          try {
-            DeviceScope on_cpu("CPU:0");
-            keep = node.p_(*e);
-          } catch (...) {
-            rethrow_with_context(std::current_exception(),
-                                 fmt::format("filter: the predicate failed on element {}: ", at));
-          }
-          if (keep) return e;
-        }
-        return std::nullopt;
-      }
-    };
-    return std::make_unique<It>(*this, input_->iterate());
-  }
-  int64_t cardinality() const override {
-    const int64_t c = input_->cardinality();
-    return c == INFINITE_CARDINALITY ? c : UNKNOWN_CARDINALITY;
-  }
-  std::string name() const override { return "FilterDataset"; }
-
- private:
-  Dataset::Predicate p_;
-};
-
-class BatchNode : public UnaryNode {
- public:
-  BatchNode(std::shared_ptr<const Node> input, int64_t n, bool drop, std::optional<PaddedBatchOptions> pad)
-      : UnaryNode(std::move(input)), n_(n), drop_(drop), pad_(std::move(pad)) {}
-  std::unique_ptr<IteratorImpl> iterate() const override {
-    struct It : IteratorImpl {
-      const BatchNode& node;
-      std::unique_ptr<IteratorImpl> in;
-      int64_t index = 0;
-      It(const BatchNode& n, std::unique_ptr<IteratorImpl> i) : node(n), in(std::move(i)) {}
-      std::optional<Element> next() override {
-        if (!node.pad_ && in->gives_rows()) {  // slices of contiguous rows: the batch is a view, nothing is copied
-          auto b = in->next_rows(node.n_);
-          if (!b || (node.drop_ && b->flatten()[0].shape()[0] < node.n_)) return std::nullopt;
-          return b;
-        }
-        std::vector<Element> rows;
-        rows.reserve(static_cast<std::size_t>(std::min<int64_t>(node.n_, 4096)));
-        const int64_t first = index;
-        while (static_cast<int64_t>(rows.size()) < node.n_) {
-          auto e = in->next();
-          if (!e) break;
-          ++index;
-          rows.push_back(std::move(*e));
-        }
-        if (rows.empty() || (node.drop_ && static_cast<int64_t>(rows.size()) < node.n_)) return std::nullopt;
-        return node.pad_ ? pad_stack(rows, *node.pad_, first) : stack(rows, first);
-      }
-    };
-    return std::make_unique<It>(*this, input_->iterate());
-  }
-  int64_t cardinality() const override {
-    const int64_t c = input_->cardinality();
-    if (c < 0) return c;
-    return drop_ ? c / n_ : (c + n_ - 1) / n_;
-  }
-  std::string name() const override { return pad_ ? "PaddedBatchDataset" : "BatchDataset"; }
-
- private:
-  int64_t n_;
-  bool drop_;
-  std::optional<PaddedBatchOptions> pad_;
-};
-
-class UnbatchNode : public UnaryNode {
- public:
-  using UnaryNode::UnaryNode;
-  std::unique_ptr<IteratorImpl> iterate() const override {
-    struct It : IteratorImpl {
-      std::unique_ptr<IteratorImpl> in;
-      std::optional<Element> current;
-      std::vector<Tensor> flat;
-      int64_t row = 0, rows = 0, index = 0;
-      std::optional<Element> next() override {
-        while (row >= rows) {
-          current = in->next();
-          if (!current) return std::nullopt;
-          flat = current->flatten();
-          if (flat.empty() || flat[0].shape().rank() == 0) {
-            throw InvalidArgumentError(fmt::format("unbatch: element {} ({}) has a scalar component; unbatch needs "
-                                                   "every component to have a first dimension",
-                                                   index, current->spec()));
-          }
-          rows = flat[0].shape()[0];
-          for (const auto& t : flat) {
-            if (t.shape().rank() == 0 || t.shape()[0] != rows) {
-              throw InvalidArgumentError(fmt::format("unbatch: the components of element {} ({}) have different "
-                                                     "first dimensions",
-                                                     index, current->spec()));
-            }
-          }
-          ++index;
-          row = 0;
-        }
-        std::vector<Tensor> r;
-        for (const auto& t : flat) r.push_back(row_of(t, row));
-        ++row;
-        return current->with_tensors(r);
-      }
-    };
-    auto it = std::make_unique<It>();
-    it->in = input_->iterate();
-    return it;
-  }
-  int64_t cardinality() const override {
-    const int64_t c = input_->cardinality();
-    return c == INFINITE_CARDINALITY ? c : UNKNOWN_CARDINALITY;
-  }
-  std::string name() const override { return "UnbatchDataset"; }
-};
-
-class RepeatNode : public UnaryNode {
- public:
-  RepeatNode(std::shared_ptr<const Node> input, int64_t count) : UnaryNode(std::move(input)), count_(count) {}
-  std::unique_ptr<IteratorImpl> iterate() const override {
-    struct It : IteratorImpl {
-      const RepeatNode& node;
-      std::unique_ptr<IteratorImpl> in;
-      int64_t pass = 0;
-      bool empty_pass = true;
-      explicit It(const RepeatNode& n) : node(n) {}
-      std::optional<Element> next() override {
-        while (node.count_ < 0 || pass < node.count_) {
-          if (!in) {
-            in = node.input_->iterate();
-            empty_pass = true;
-          }
-          if (auto e = in->next()) {
-            empty_pass = false;
-            return e;
-          }
-          in.reset();
-          ++pass;
-          if (empty_pass) return std::nullopt;  // an empty input repeated for ever is still empty (tf.data)
-        }
-        return std::nullopt;
-      }
-    };
-    return std::make_unique<It>(*this);
-  }
-  int64_t cardinality() const override {
-    const int64_t c = input_->cardinality();
-    if (c == 0 || count_ == 0) return 0;
-    if (count_ < 0 || c == INFINITE_CARDINALITY) return INFINITE_CARDINALITY;
-    if (c == UNKNOWN_CARDINALITY) return c;
-    return c * count_;
-  }
-  std::string name() const override { return "RepeatDataset"; }
-
- private:
-  int64_t count_;
-};
-
-// take(n) when !skip, skip(n) when skip; shard(k, i) keeps every k-th from i.
-class CountNode : public UnaryNode {
- public:
-  enum class Mode { take, skip, shard };
-  CountNode(std::shared_ptr<const Node> input, Mode mode, int64_t a, int64_t b = 0)
-      : UnaryNode(std::move(input)), mode_(mode), a_(a), b_(b) {}
-  std::unique_ptr<IteratorImpl> iterate() const override {
-    struct It : IteratorImpl {
-      const CountNode& node;
-      std::unique_ptr<IteratorImpl> in;
-      int64_t seen = 0;
-      It(const CountNode& n, std::unique_ptr<IteratorImpl> i) : node(n), in(std::move(i)) {}
-      std::optional<Element> next() override {
-        switch (node.mode_) {
-          case Mode::take:
-            if (node.a_ >= 0 && seen >= node.a_) return std::nullopt;
-            ++seen;
-            return in->next();
-          case Mode::skip:
-            while (node.a_ < 0 || seen < node.a_) {
-              ++seen;
-              if (!in->next()) return std::nullopt;
-            }
-            return in->next();
-          case Mode::shard:
-            while (auto e = in->next()) {
-              if (seen++ % node.a_ == node.b_) return e;
-            }
-            return std::nullopt;
-        }
-        return std::nullopt;
-      }
-    };
-    return std::make_unique<It>(*this, input_->iterate());
-  }
-  int64_t cardinality() const override {
-    const int64_t c = input_->cardinality();
-    switch (mode_) {
-      case Mode::take:
-        if (a_ < 0) return c;
-        if (c == INFINITE_CARDINALITY) return a_;
-        return c == UNKNOWN_CARDINALITY ? c : std::min(c, a_);
-      case Mode::skip:
-        if (c < 0) return c;
-        return a_ < 0 ? 0 : std::max<int64_t>(0, c - a_);
-      case Mode::shard:
-        if (c < 0) return c;
-        return c / a_ + (b_ < c % a_ ? 1 : 0);
-    }
-    return UNKNOWN_CARDINALITY;
-  }
-  std::string name() const override {
-    return mode_ == Mode::take ? "TakeDataset" : mode_ == Mode::skip ? "SkipDataset" : "ShardDataset";
-  }
-
- private:
-  Mode mode_;
-  int64_t a_, b_;
-};
-
-class ConcatenateNode : public UnaryNode {
- public:
-  ConcatenateNode(std::shared_ptr<const Node> input, std::shared_ptr<const Node> other)
-      : UnaryNode(std::move(input)), other_(std::move(other)) {}
-  std::unique_ptr<IteratorImpl> iterate() const override {
-    struct It : IteratorImpl {
-      const ConcatenateNode& node;
-      std::unique_ptr<IteratorImpl> in;
-      bool second = false;
-      std::optional<std::string> first_structure;
-      int64_t index = 0;
-      explicit It(const ConcatenateNode& n) : node(n), in(n.input_->iterate()) {}
-      std::optional<Element> next() override {
-        for (;;) {
-          if (auto e = in->next()) {
-            if (!first_structure) first_structure = e->structure();
-            else if (second && e->structure() != *first_structure) {
-              throw InvalidArgumentError(fmt::format("concatenate: the second dataset's element {} has the structure "
-                                                     "{}, the first's {}",
-                                                     index, e->structure(), *first_structure));
-            }
-            ++index;
-            return e;
-          }
-          if (second) return std::nullopt;
-          second = true;
-          index = 0;
-          in = node.other_->iterate();
-        }
-      }
-    };
-    return std::make_unique<It>(*this);
-  }
-  int64_t cardinality() const override {
-    const int64_t a = input_->cardinality(), b = other_->cardinality();
-    if (a == INFINITE_CARDINALITY || b == INFINITE_CARDINALITY) return INFINITE_CARDINALITY;
-    if (a < 0 || b < 0) return UNKNOWN_CARDINALITY;
-    return a + b;
-  }
-  std::string name() const override { return "ConcatenateDataset"; }
-
- private:
-  std::shared_ptr<const Node> other_;
-};
-
 }  // namespace
 }  // namespace detail
 
@@ -574,14 +258,14 @@ Dataset Dataset::map(MapFn fn, int64_t num_parallel_calls) const {
   if (num_parallel_calls < AUTOTUNE) {
     throw ValueError(fmt::format("map: num_parallel_calls must be >= 0 or AUTOTUNE (-1), got {}", num_parallel_calls));
   }
-  if (num_parallel_calls == 0) return Dataset(std::make_shared<MapNode>(node_, std::move(fn)));
+  if (num_parallel_calls == 0) return Dataset(make_map(node_, std::move(fn)));
   const int64_t threads = num_parallel_calls == AUTOTUNE ? autotuned_threads() : num_parallel_calls;
   return Dataset(make_parallel_map(node_, std::move(fn), threads));
 }
 
 Dataset Dataset::filter(Predicate predicate) const {
   if (!predicate) throw ValueError("filter: the predicate is empty (a default-constructed std::function)");
-  return Dataset(std::make_shared<FilterNode>(node_, std::move(predicate)));
+  return Dataset(make_filter(node_, std::move(predicate)));
 }
 
 Dataset Dataset::shuffle(int64_t buffer_size, std::optional<uint64_t> seed, bool reshuffle_each_iteration) const {
@@ -591,30 +275,30 @@ Dataset Dataset::shuffle(int64_t buffer_size, std::optional<uint64_t> seed, bool
 
 Dataset Dataset::batch(int64_t batch_size, bool drop_remainder) const {
   if (batch_size <= 0) throw ValueError(fmt::format("batch: batch_size must be positive, got {}", batch_size));
-  return Dataset(std::make_shared<BatchNode>(node_, batch_size, drop_remainder, std::nullopt));
+  return Dataset(make_batch(node_, batch_size, drop_remainder, std::nullopt));
 }
 
 Dataset Dataset::padded_batch(int64_t batch_size, PaddedBatchOptions options) const {
   if (batch_size <= 0) throw ValueError(fmt::format("padded_batch: batch_size must be positive, got {}", batch_size));
   const bool drop = options.drop_remainder;
-  return Dataset(std::make_shared<BatchNode>(node_, batch_size, drop, std::move(options)));
+  return Dataset(make_batch(node_, batch_size, drop, std::move(options)));
 }
 
-Dataset Dataset::unbatch() const { return Dataset(std::make_shared<UnbatchNode>(node_)); }
+Dataset Dataset::unbatch() const { return Dataset(make_unbatch(node_)); }
 
 Dataset Dataset::repeat(int64_t count) const {
   if (count < -1) throw ValueError(fmt::format("repeat: count must be >= 0, or -1 for ever; got {}", count));
-  return Dataset(std::make_shared<RepeatNode>(node_, count));
+  return Dataset(make_repeat(node_, count));
 }
 
 Dataset Dataset::take(int64_t count) const {
   if (count < -1) throw ValueError(fmt::format("take: count must be >= 0, or -1 for all; got {}", count));
-  return Dataset(std::make_shared<CountNode>(node_, CountNode::Mode::take, count));
+  return Dataset(make_take(node_, count));
 }
 
 Dataset Dataset::skip(int64_t count) const {
   if (count < -1) throw ValueError(fmt::format("skip: count must be >= 0, or -1 for all; got {}", count));
-  return Dataset(std::make_shared<CountNode>(node_, CountNode::Mode::skip, count));
+  return Dataset(make_skip(node_, count));
 }
 
 Dataset Dataset::shard(int64_t num_shards, int64_t index) const {
@@ -622,7 +306,7 @@ Dataset Dataset::shard(int64_t num_shards, int64_t index) const {
   if (index < 0 || index >= num_shards) {
     throw InvalidArgumentError(fmt::format("shard: index must be in [0, {}), got {}", num_shards, index));
   }
-  return Dataset(std::make_shared<CountNode>(node_, CountNode::Mode::shard, num_shards, index));
+  return Dataset(make_shard(node_, num_shards, index));
 }
 
 Dataset Dataset::cache(const std::string& filename) const { return Dataset(make_cache(node_, filename)); }
@@ -635,7 +319,7 @@ Dataset Dataset::prefetch(int64_t buffer_size) const {
 }
 
 Dataset Dataset::concatenate(const Dataset& other) const {
-  return Dataset(std::make_shared<ConcatenateNode>(node_, other.node_));
+  return Dataset(make_concatenate(node_, other.node_));
 }
 
 int64_t Dataset::cardinality() const { return node_->cardinality(); }

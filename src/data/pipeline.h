@@ -57,7 +57,18 @@ Element pad_stack(const std::vector<Element>& rows, const PaddedBatchOptions& op
 /// The thread count AUTOTUNE stands for (the cores).
 int64_t autotuned_threads();
 
-// Transformations with threads or state, made in their own files.
+// The transformations' nodes: on the iterating thread (transforms.cpp); with threads or state (parallel.cpp,
+// shuffle_cache.cpp).
+std::shared_ptr<const Node> make_map(std::shared_ptr<const Node> input, Dataset::MapFn fn);
+std::shared_ptr<const Node> make_filter(std::shared_ptr<const Node> input, Dataset::Predicate predicate);
+std::shared_ptr<const Node> make_batch(std::shared_ptr<const Node> input, int64_t n, bool drop_remainder,
+                                       std::optional<PaddedBatchOptions> padding);
+std::shared_ptr<const Node> make_unbatch(std::shared_ptr<const Node> input);
+std::shared_ptr<const Node> make_repeat(std::shared_ptr<const Node> input, int64_t count);
+std::shared_ptr<const Node> make_take(std::shared_ptr<const Node> input, int64_t count);
+std::shared_ptr<const Node> make_skip(std::shared_ptr<const Node> input, int64_t count);
+std::shared_ptr<const Node> make_shard(std::shared_ptr<const Node> input, int64_t num_shards, int64_t index);
+std::shared_ptr<const Node> make_concatenate(std::shared_ptr<const Node> input, std::shared_ptr<const Node> other);
 std::shared_ptr<const Node> make_parallel_map(std::shared_ptr<const Node> input, Dataset::MapFn fn, int64_t threads);
 std::shared_ptr<const Node> make_prefetch(std::shared_ptr<const Node> input, int64_t buffer);
 std::shared_ptr<const Node> make_shuffle(std::shared_ptr<const Node> input, int64_t buffer,
