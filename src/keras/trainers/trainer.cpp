@@ -72,6 +72,20 @@ int trainer::dataset_steps(const data::Dataset& d, const std::optional<int>& ste
   return c >= 0 ? static_cast<int>(std::min<int64_t>(c, INT_MAX)) : -1;
 }
 
+// batch_size and validation_split slice arrays; a source that makes its own batches (`what`) takes neither.
+static void reject_array_options(const FitOptions& o, const char* what) {
+  if (o.batch_size) {
+    throw ValueError(fmt::format("fit: batch_size={} cannot be used with a {}: it makes the batches. Remove "
+                                 "batch_size.",
+                                 *o.batch_size, what));
+  }
+  if (o.validation_split > 0.0) {
+    throw ValueError(fmt::format("fit: `validation_split` is only supported for Tensors, not for a {}; pass "
+                                 "validation_data instead.",
+                                 what));
+  }
+}
+
 static void check_fit_options(const FitOptions& o) {
   if (o.epochs < 0) throw ValueError(fmt::format("fit: epochs must be >= 0, got {}", o.epochs));
   if (o.verbose < 0 || o.verbose > 2) throw ValueError(fmt::format("fit: verbose must be 0, 1 or 2, got {}", o.verbose));
@@ -317,15 +331,7 @@ FitHistory Model::fit(utils::PyDataset& dataset, FitOptions o) {
   auto& s = state();
   require_compiled(s, name(), "fit");
   check_fit_options(o);
-  if (o.batch_size) {
-    throw ValueError(fmt::format("fit: batch_size={} cannot be used with a PyDataset: its get_batch() makes the "
-                                 "batches. Remove batch_size.",
-                                 *o.batch_size));
-  }
-  if (o.validation_split > 0.0) {
-    throw ValueError("fit: `validation_split` is only supported for Tensors, not for a PyDataset; pass "
-                     "validation_data instead.");
-  }
+  reject_array_options(o, "PyDataset");
   if (dataset.num_batches() <= 0) {
     throw ValueError(fmt::format("fit: the PyDataset has {} batches; it needs at least one", dataset.num_batches()));
   }
@@ -342,15 +348,7 @@ FitHistory Model::fit(const data::Dataset& dataset, FitOptions o) {
   auto& s = state();
   require_compiled(s, name(), "fit");
   check_fit_options(o);
-  if (o.batch_size) {
-    throw ValueError(fmt::format("fit: batch_size={} cannot be used with a Dataset: it makes the batches (batch()). "
-                                 "Remove batch_size.",
-                                 *o.batch_size));
-  }
-  if (o.validation_split > 0.0) {
-    throw ValueError("fit: `validation_split` is only supported for Tensors or NumPy arrays, not for a Dataset; pass "
-                     "validation_data instead.");
-  }
+  reject_array_options(o, "Dataset");
   if (o.sample_weight) {
     throw ValueError("fit: `sample_weight` is not supported with a Dataset: give the sample weights as the third "
                      "item of its elements, (x, y, sample_weight).");
