@@ -3,7 +3,7 @@
 set -euo pipefail
 packages=(build-essential cmake ninja-build libdnnl-dev libfmt-dev nlohmann-json3-dev libcli11-dev
           libgtest-dev libgmock-dev libbenchmark-dev libhdf5-dev libpng-dev libturbojpeg0-dev
-          libopenmpi-dev openmpi-bin zlib1g-dev graphviz)
+          libopenmpi-dev openmpi-bin zlib1g-dev graphviz libprotobuf-dev protobuf-compiler libisal-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -14,6 +14,7 @@
 #include "osprey/ops.h"
 #include "osprey/random.h"
 #include "osprey/shape.h"
+#include "osprey/summary.h"
 #include "osprey/tensor.h"
 #include "osprey/variable.h"
 

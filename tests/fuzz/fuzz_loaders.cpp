@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -21,6 +22,10 @@
 #include "osprey/errors.h"
 #include "osprey/keras.h"
 #include "osprey/keras/image.h"
+#include "osprey/summary.h"
+#if OSPREY_HAVE_TENSORBOARD
+#include "summary/record_io.h"
+#endif
 
 using namespace osprey;
 namespace fs = std::filesystem;
@@ -82,9 +87,27 @@ keras::Sequential target_model() {
 
 }  // namespace
 
+// Recomputes the CRCs of every whole record in an event file's bytes, so that a mutation reaches the records'
+// lengths and payloads instead of stopping at the first checksum.
+static void reseal_records([[maybe_unused]] std::string& bytes) {
+#if OSPREY_HAVE_TENSORBOARD
+  std::size_t at = 0;
+  while (at + 12 <= bytes.size()) {
+    uint64_t length = 0;
+    std::memcpy(&length, bytes.data() + at, 8);
+    const uint32_t head = summary::detail::masked_crc32c(std::string_view(bytes.data() + at, 8));
+    std::memcpy(bytes.data() + at + 8, &head, 4);
+    if (length > bytes.size() - at - 12 || bytes.size() - at - 12 - length < 4) return;
+    const uint32_t body = summary::detail::masked_crc32c(std::string_view(bytes.data() + at + 12, length));
+    std::memcpy(bytes.data() + at + 12 + length, &body, 4);
+    at += 12 + length + 4;
+  }
+#endif
+}
+
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::cerr << "usage: fuzz_loaders <h5|keras|osp|json|img|data> <work dir> [seed files...]\n";
+    std::cerr << "usage: fuzz_loaders <h5|keras|osp|json|img|data|events> <work dir> [seed files...]\n";
     return 2;
   }
   const std::string kind = argv[1];
@@ -93,6 +116,7 @@ int main(int argc, char** argv) {
                           : kind == "osp"   ? ".weights.osp"
                           : kind == "img"   ? ".png"
                           : kind == "data"  ? ".npy"
+                          : kind == "events" ? ".tfevents"
                                             : ".json";
   fs::create_directories(argv[2]);
   const std::string input = (fs::path(argv[2]) / ("input" + ext)).string();
@@ -117,6 +141,23 @@ int main(int argc, char** argv) {
     const std::string seed = (fs::path(argv[2]) / ("seed" + ext)).string();
     if (kind == "json") {
       corpus.push_back(model.to_json());
+    } else if (kind == "events") {  // a TensorBoard event file of every kind of value the writer makes
+      if (!summary::available()) {
+        std::cout << "fuzz_loaders events: skipped (built without TensorBoard event files)\n";
+        return 0;
+      }
+      const std::string dir = (fs::path(argv[2]) / "seed_events").string();
+      fs::remove_all(dir);
+      std::string path;
+      {
+        summary::SummaryWriter w(dir);
+        path = w.path();
+        w.scalars({{"loss", 0.5}, {"accuracy", 0.75}}, 1, "epoch_");
+        w.histogram("w/histogram", Tensor::ones(Shape({4, 3})), 1);
+        w.text("note", "hello", 2);
+        w.write_string("keras", model.to_json(), 0, "graph_keras_model", "1");
+      }
+      corpus.push_back(read(path));
     } else if (kind == "img") {  // images: the seed files (PNG and JPEG) are the corpus
     } else if (kind == "data") {  // a cache file of nested elements joins the NumPy seeds
       const std::string cache = (fs::path(argv[2]) / "seed.cache").string();
@@ -135,7 +176,8 @@ int main(int argc, char** argv) {
   uint64_t runs = 0, accepted = 0;
   while (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < seconds) {
     const std::size_t pick = rng() % corpus.size();
-    const std::string data = mutate(corpus[pick], rng);
+    std::string data = mutate(corpus[pick], rng);
+    if (kind == "events" && rng() % 2) reseal_records(data);  // past the CRCs, into the protocol buffers
     const std::string path = kind == "data" ? (fs::path(argv[2]) / ("input" + corpus_ext[pick])).string() : input;
     write(path, data);
     ++runs;
@@ -144,6 +186,8 @@ int main(int argc, char** argv) {
         if (corpus_ext[pick] == ".npz") (void)data::load_npz(path);
         else if (corpus_ext[pick] == ".cache") (void)data::Dataset::range(1).cache(path).collect();
         else (void)data::load_npy(path);
+      } else if (kind == "events") {
+        (void)summary::read_events(path, {}, rng() % 2 == 0);
       } else if (kind == "json") {
         (void)keras::models::model_from_json(data);
       } else if (kind == "img") {

@@ -12,6 +12,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "osprey/summary.h"
 #include "osprey/tensor.h"
 
 namespace osprey::keras {
@@ -270,6 +271,65 @@ class BackupAndRestore : public Callback {
   uint64_t generation_ = 0;
 };
 
+/// TensorBoard's update_freq: "epoch" (scalars once per epoch), "batch" (every batch) or a number n (every n
+/// batches). Anything else is a ValueError.
+class UpdateFreq {
+ public:
+  UpdateFreq(const char* name) : UpdateFreq(std::string(name)) {}
+  UpdateFreq(const std::string& name);
+  UpdateFreq(int batches);
+  /// 0 for "epoch".
+  int batches() const { return batches_; }
+
+ private:
+  int batches_ = 0;
+};
+
+struct TensorBoardOptions {
+  /// Every this many epochs, a histogram of every weight of every layer ("<variable path>/histogram"); 0: none.
+  int histogram_freq = 0;
+  /// The model's config (to_json()) under the tag "keras", which TensorBoard's Graphs tab draws as Keras's
+  /// conceptual graph (there is no op graph to write: Osprey runs no TensorFlow graph).
+  bool write_graph = true;
+  /// Also "batch_steps_per_second" (with batch updates) and "epoch_steps_per_second".
+  bool write_steps_per_second = false;
+  UpdateFreq update_freq = "epoch";
+};
+
+/// keras.callbacks.TensorBoard: writes the run as Keras 3 does, into `log_dir`/train and `log_dir`/validation,
+/// one TensorBoard event file per folder and fit (osprey::summary's writer): "epoch_<metric>" at every epoch
+/// (step: the epoch, 0-based) including "epoch_learning_rate"; with batch updates "batch_<metric>" (the epoch's
+/// running values, step: the batch counted from 1 across epochs); after each validation
+/// "evaluation_<metric>_vs_iterations" (step: the optimizer's iterations); histograms; the model's graph. Then
+/// `tensorboard --logdir <log_dir>` shows it. The folders are made when training begins: a log_dir that cannot be
+/// written is a PermissionDeniedError (or NotFoundError) before the first step. Where Keras 3.15 writes batch
+/// scalars at every batch whatever update_freq's number, this writes them every update_freq batches, as Keras
+/// documents. Not written: profiles (profile_batch), weight images (write_images), embeddings.
+class TensorBoard : public Callback {
+ public:
+  explicit TensorBoard(std::string log_dir = "logs", TensorBoardOptions options = {});
+  void on_train_begin(Logs&) override;
+  void on_train_end(Logs&) override;
+  void on_epoch_begin(int epoch, Logs&) override;
+  void on_epoch_end(int epoch, Logs& logs) override;
+  void on_train_batch_begin(int batch, Logs&) override;
+  void on_train_batch_end(int batch, Logs& logs) override;
+  void on_test_end(Logs& logs) override;
+  /// The run's folders.
+  std::string train_dir() const;
+  std::string validation_dir() const;
+
+ private:
+  summary::SummaryWriter& train_writer();
+  summary::SummaryWriter& val_writer();
+  std::string log_dir_;
+  TensorBoardOptions o_;
+  std::unique_ptr<summary::SummaryWriter> train_, val_;
+  bool training_ = false;
+  int64_t global_train_batch_ = 0, epoch_start_iterations_ = 0;
+  std::chrono::steady_clock::time_point batch_start_{}, epoch_start_{};
+};
+
 /// The hooks of keras.callbacks.LambdaCallback: any of them, as functions or lambdas.
 struct LambdaCallbackOptions {
   std::function<void(int epoch, Logs&)> on_epoch_begin{}, on_epoch_end{};
@@ -333,7 +393,10 @@ using keras::ModelCheckpointOptions;
 using keras::ProgbarLogger;
 using keras::ReduceLROnPlateau;
 using keras::ReduceLROnPlateauOptions;
+using keras::TensorBoard;
+using keras::TensorBoardOptions;
 using keras::TerminateOnNaN;
+using keras::UpdateFreq;
 }  // namespace callbacks
 
 }  // namespace osprey::keras
