@@ -100,3 +100,5 @@ echo "## data::Dataset pipeline with a 2 ms map per batch (issue 20), against tf
 "$build/bench/dataset_pipeline" 200 2
 if ((have_tf)); then python3 bench/tf_dataset.py 200 2 2>/dev/null | grep '^{'
 else skip tf.data "tensorflow is not installed (pip install tensorflow-cpu)"; fi
+echo "## the TensorBoard callback on the seed model (issue 20: update_freq=\"batch\" adds <= 3 % to the epoch)"
+"$build/bench/tensorboard_overhead" 20 10
