@@ -102,3 +102,5 @@ if ((have_tf)); then python3 bench/tf_dataset.py 200 2 2>/dev/null | grep '^{'
 else skip tf.data "tensorflow is not installed (pip install tensorflow-cpu)"; fi
 echo "## the TensorBoard callback on the seed model (issue 20: update_freq=\"batch\" adds <= 3 % to the epoch)"
 "$build/bench/tensorboard_overhead" 20 10
+if ((have_tf)); then python3 bench/keras_tensorboard.py 5 6 2>/dev/null | grep '^{'
+else skip tensorflow-keras "tensorflow is not installed (pip install tensorflow-cpu)"; fi

@@ -30,7 +30,9 @@ struct WriterOptions {
 /// TensorFlow names them ("events.out.tfevents.<seconds>.<host>.<pid>.<n><suffix>"), whose first record is the
 /// file version. PermissionDeniedError / NotFoundError (with the path and the system's reason) when the folder
 /// cannot be made or written. Values are tensor summaries tagged with TensorBoard's plugin names, as TensorFlow 2
-/// writes them; steps are the caller's. Not thread-safe: one thread writes through a writer.
+/// writes them (a scalar's plugin metadata in its tag's first record of the file only, which is where TensorBoard
+/// reads it); steps are the caller's. Scalars are queued as values and encoded when the queue is written out.
+/// Not thread-safe: one thread writes through a writer.
 class SummaryWriter {
  public:
   explicit SummaryWriter(const std::string& logdir, WriterOptions options = {});
@@ -70,7 +72,8 @@ std::vector<double> histogram_buckets(const std::vector<double>& values, int buc
 /// One value of one event as read back.
 struct Value {
   std::string tag;
-  std::string plugin;          ///< metadata's plugin name ("scalars", "histograms", ...); "" when absent
+  std::string plugin;          ///< metadata's plugin name ("scalars", "histograms", ...): the record's, else (as
+                               ///< TensorBoard reads it) the tag's first in the file; "" when none
   std::string plugin_content;  ///< metadata's plugin content bytes
   enum class Kind { simple_value, tensor, histogram } kind = Kind::tensor;
   std::string dtype;           ///< "float32", "float64", "int32", "int64", "string", "bool", ...

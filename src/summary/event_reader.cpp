@@ -6,6 +6,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <map>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -141,6 +143,7 @@ std::vector<Event> read_events(const std::string& path, const ReadOptions& optio
   const std::string bytes = read_regular_file(path);
   detail::RecordReader records(bytes, path, options.max_record_bytes);
   std::vector<Event> events;
+  std::map<std::string, std::pair<std::string, std::string>> plugins;  // tag -> its metadata's plugin and content
   std::string_view payload;
   pb::Event event;
   while (records.next(payload, allow_partial_tail)) {
@@ -173,8 +176,16 @@ std::vector<Event> read_events(const std::string& path, const ReadOptions& optio
             continue;  // images, audio: not read
         }
         v.tag = value.tag();
-        v.plugin = value.metadata().plugin_data().plugin_name();
-        v.plugin_content = value.metadata().plugin_data().content();
+        if (value.has_metadata()) {
+          auto& first = plugins[v.tag];
+          if (first.first.empty()) first = {value.metadata().plugin_data().plugin_name(),
+                                            value.metadata().plugin_data().content()};
+          v.plugin = value.metadata().plugin_data().plugin_name();
+          v.plugin_content = value.metadata().plugin_data().content();
+        } else if (auto it = plugins.find(v.tag); it != plugins.end()) {  // as TensorBoard: the tag's first record's
+          v.plugin = it->second.first;
+          v.plugin_content = it->second.second;
+        }
         out.values.push_back(std::move(v));
       }
     }

@@ -8,6 +8,10 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -59,29 +63,103 @@ struct SummaryWriter::Impl {
   std::FILE* file = nullptr;
   std::string pending;  // framed records not yet written
   int queued = 0;
-  std::chrono::steady_clock::time_point last_flush = std::chrono::steady_clock::now();
-  pb::Event scalar;  // a scalar's event, kept between calls: only its tag, step, time and value change
+  double last_flush = wall_time_now();
+  // Scalars are kept as values until the queue is written out, then encoded together: a training step's writes
+  // cost a copy of a few numbers, and the encoding runs as one warm loop every max_queue records.
+  struct Deferred {
+    int64_t step = 0;
+    double wall_time = 0;
+    std::vector<std::pair<std::string, float>> values;  // full tags
+  };
+  std::vector<Deferred> deferred;
+  std::size_t deferred_count = 0;
+  pb::Event scalar;  // the scalars' event, reused: only tags, step, time and values change
+  // Tags whose metadata this file already holds: TensorBoard (and tf.summary's readers) take a tag's plugin from its
+  // first record, so later records of a scalar leave it out (half of a scalar record's bytes and encoding).
+  std::unordered_set<std::string> described;
 
-  void add(const pb::Event& event) {
+  void check_open() const {
     if (!file) throw FailedPreconditionError(fmt::format("SummaryWriter: '{}' is closed", path));
+  }
+
+  void frame(const pb::Event& event) {
     const std::size_t size = event.ByteSizeLong();
     const std::size_t at = detail::begin_record(pending, size);
     event.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(pending.data() + at));
     detail::end_record(pending, at, size);
+  }
+
+  void count(double now) {
     ++queued;
-    if (queued >= options.max_queue ||
-        std::chrono::steady_clock::now() - last_flush >= std::chrono::milliseconds(options.flush_millis))
+    if (queued >= options.max_queue || (now - last_flush) * 1000.0 >= static_cast<double>(options.flush_millis))
       write_out();
   }
 
+  void add(const pb::Event& event) {
+    check_open();
+    encode_deferred();  // records keep the order they were written in
+    frame(event);
+    count(event.wall_time());
+  }
+
+  void defer(const std::map<std::string, double>& values, int64_t step, const std::string& prefix) {
+    check_open();
+    if (deferred_count == deferred.size()) deferred.emplace_back();
+    Deferred& d = deferred[deferred_count++];
+    d.step = step;
+    d.wall_time = wall_time_now();
+    d.values.resize(values.size());  // the slots keep their strings' storage from earlier records
+    std::size_t i = 0;
+    for (const auto& [name, v] : values) {
+      auto& slot = d.values[i++];
+      slot.first.assign(prefix);
+      slot.first.append(name);
+      slot.second = static_cast<float>(v);
+    }
+    count(d.wall_time);
+  }
+
+  void encode_deferred() {
+    auto* summary = scalar.mutable_summary();
+    for (std::size_t r = 0; r < deferred_count; ++r) {
+      const Deferred& d = deferred[r];
+      const int n = static_cast<int>(d.values.size());
+      while (summary->value_size() < n) {
+        auto* tensor = summary->add_value()->mutable_tensor();
+        tensor->set_dtype(pb::DT_FLOAT);
+        tensor->mutable_tensor_shape();
+        tensor->add_float_val(0.0f);
+      }
+      while (summary->value_size() > n) summary->mutable_value()->RemoveLast();
+      scalar.set_wall_time(d.wall_time);
+      scalar.set_step(d.step);
+      for (int i = 0; i < n; ++i) {
+        auto* value = summary->mutable_value(i);
+        const auto& [tag, v] = d.values[static_cast<std::size_t>(i)];
+        value->set_tag(tag);
+        value->mutable_tensor()->set_float_val(0, v);
+        if (described.insert(tag).second) {  // the tag's first record in this file
+          auto* meta = value->mutable_metadata();
+          meta->mutable_plugin_data()->set_plugin_name("scalars");
+          meta->set_data_class(kDataClassScalar);
+        } else if (value->has_metadata()) {
+          value->clear_metadata();
+        }
+      }
+      frame(scalar);
+    }
+    deferred_count = 0;
+  }
+
   void write_out() {
+    encode_deferred();
     if (!pending.empty()) {
       if (std::fwrite(pending.data(), 1, pending.size(), file) != pending.size() || std::fflush(file) != 0)
         throw_io("SummaryWriter: cannot write the event file", path, errno);
       pending.clear();
     }
     queued = 0;
-    last_flush = std::chrono::steady_clock::now();
+    last_flush = wall_time_now();
   }
 
   pb::Summary::Value* new_value(pb::Event& event, const std::string& tag, int64_t step, const std::string& plugin,
@@ -137,31 +215,7 @@ void SummaryWriter::scalar(const std::string& tag, double value, int64_t step) {
 }
 
 void SummaryWriter::scalars(const std::map<std::string, double>& values, int64_t step, const std::string& prefix) {
-  if (values.empty()) return;
-  pb::Event& event = impl_->scalar;
-  auto* summary = event.mutable_summary();
-  while (summary->value_size() < static_cast<int>(values.size())) {
-    auto* value = summary->add_value();
-    auto* meta = value->mutable_metadata();
-    meta->mutable_plugin_data()->set_plugin_name("scalars");
-    meta->set_data_class(kDataClassScalar);
-    auto* tensor = value->mutable_tensor();
-    tensor->set_dtype(pb::DT_FLOAT);
-    tensor->mutable_tensor_shape();
-    tensor->add_float_val(0.0f);
-  }
-  while (summary->value_size() > static_cast<int>(values.size())) summary->mutable_value()->RemoveLast();
-  event.set_wall_time(wall_time_now());
-  event.set_step(step);
-  int i = 0;
-  for (const auto& [name, v] : values) {
-    auto* value = summary->mutable_value(i++);
-    std::string* tag = value->mutable_tag();
-    tag->assign(prefix);
-    tag->append(name);
-    value->mutable_tensor()->set_float_val(0, static_cast<float>(v));
-  }
-  impl_->add(event);
+  if (!values.empty()) impl_->defer(values, step, prefix);
 }
 
 void SummaryWriter::histogram(const std::string& tag, const Tensor& values, int64_t step, int buckets) {
@@ -202,7 +256,7 @@ void SummaryWriter::text(const std::string& tag, const std::string& value, int64
 }
 
 void SummaryWriter::flush() {
-  if (!impl_->file) throw FailedPreconditionError(fmt::format("SummaryWriter: '{}' is closed", impl_->path));
+  impl_->check_open();
   impl_->write_out();
 }
 

@@ -21,6 +21,9 @@ struct SummaryWriter::Impl {};
 SummaryWriter::SummaryWriter(const std::string&, WriterOptions) { unavailable("SummaryWriter"); }
 SummaryWriter::~SummaryWriter() = default;
 void SummaryWriter::scalar(const std::string&, double, int64_t) { unavailable("SummaryWriter::scalar"); }
+void SummaryWriter::scalars(const std::map<std::string, double>&, int64_t, const std::string&) {
+  unavailable("SummaryWriter::scalars");
+}
 void SummaryWriter::histogram(const std::string&, const Tensor&, int64_t, int) { unavailable("SummaryWriter::histogram"); }
 void SummaryWriter::text(const std::string&, const std::string&, int64_t) { unavailable("SummaryWriter::text"); }
 void SummaryWriter::write_string(const std::string&, const std::string&, int64_t, const std::string&,
