@@ -70,13 +70,23 @@ const char* dtype_name(int dtype) {
   }
 }
 
-template <typename T>
-void append_content(const std::string& content, std::vector<double>& out) {
-  const std::size_t n = content.size() / sizeof(T);
-  out.reserve(out.size() + n);
-  for (std::size_t i = 0; i < n; ++i) {
+// A numeric tensor's elements: from tensor_content (little-endian T, its size checked against the shape), else
+// from the typed repeated field.
+template <typename T, typename Repeated>
+void read_numbers(const pb::Tensor& t, const Repeated& typed, uint64_t elements, const std::string& where,
+                  std::vector<double>& out) {
+  const std::string& c = t.tensor_content();
+  if (c.empty()) {
+    out.assign(typed.begin(), typed.end());
+    return;
+  }
+  if (c.size() != elements * sizeof(T))
+    throw ValueError(fmt::format("read_events: {}: tensor_content holds {} bytes where its shape needs {} ({} x {})",
+                                 where, c.size(), elements * sizeof(T), elements, sizeof(T)));
+  out.reserve(elements);
+  for (uint64_t i = 0; i < elements; ++i) {
     T v;
-    std::memcpy(&v, content.data() + i * sizeof(T), sizeof(T));
+    std::memcpy(&v, c.data() + i * sizeof(T), sizeof(T));
     out.push_back(static_cast<double>(v));
   }
 }
@@ -92,42 +102,15 @@ Value read_tensor(const pb::Tensor& t, const std::string& where) {
     elements *= static_cast<uint64_t>(d.size());
     v.shape.push_back(d.size());
   }
-  const std::string& c = t.tensor_content();
-  auto check_content = [&](std::size_t item) {
-    if (c.size() != elements * item)
-      throw ValueError(fmt::format("read_events: {}: tensor_content holds {} bytes where its shape needs {} ({} x {})",
-                                   where, c.size(), elements * item, elements, item));
-  };
   switch (t.dtype()) {
-    case pb::DT_FLOAT:
-      if (!c.empty()) check_content(4), append_content<float>(c, v.numbers);
-      else v.numbers.assign(t.float_val().begin(), t.float_val().end());
-      break;
-    case pb::DT_DOUBLE:
-      if (!c.empty()) check_content(8), append_content<double>(c, v.numbers);
-      else v.numbers.assign(t.double_val().begin(), t.double_val().end());
-      break;
-    case pb::DT_INT32:
-    case pb::DT_INT16:
-    case pb::DT_INT8:
-    case pb::DT_UINT8:
-      if (!c.empty()) {
-        if (t.dtype() == pb::DT_INT32) check_content(4), append_content<int32_t>(c, v.numbers);
-        else if (t.dtype() == pb::DT_INT16) check_content(2), append_content<int16_t>(c, v.numbers);
-        else if (t.dtype() == pb::DT_INT8) check_content(1), append_content<int8_t>(c, v.numbers);
-        else check_content(1), append_content<uint8_t>(c, v.numbers);
-      } else {
-        v.numbers.assign(t.int_val().begin(), t.int_val().end());
-      }
-      break;
-    case pb::DT_INT64:
-      if (!c.empty()) check_content(8), append_content<int64_t>(c, v.numbers);
-      else v.numbers.assign(t.int64_val().begin(), t.int64_val().end());
-      break;
-    case pb::DT_BOOL:
-      if (!c.empty()) check_content(1), append_content<uint8_t>(c, v.numbers);
-      else v.numbers.assign(t.bool_val().begin(), t.bool_val().end());
-      break;
+    case pb::DT_FLOAT: read_numbers<float>(t, t.float_val(), elements, where, v.numbers); break;
+    case pb::DT_DOUBLE: read_numbers<double>(t, t.double_val(), elements, where, v.numbers); break;
+    case pb::DT_INT32: read_numbers<int32_t>(t, t.int_val(), elements, where, v.numbers); break;
+    case pb::DT_INT16: read_numbers<int16_t>(t, t.int_val(), elements, where, v.numbers); break;
+    case pb::DT_INT8: read_numbers<int8_t>(t, t.int_val(), elements, where, v.numbers); break;
+    case pb::DT_UINT8: read_numbers<uint8_t>(t, t.int_val(), elements, where, v.numbers); break;
+    case pb::DT_INT64: read_numbers<int64_t>(t, t.int64_val(), elements, where, v.numbers); break;
+    case pb::DT_BOOL: read_numbers<uint8_t>(t, t.bool_val(), elements, where, v.numbers); break;
     case pb::DT_STRING:
       v.strings.assign(t.string_val().begin(), t.string_val().end());
       break;

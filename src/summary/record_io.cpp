@@ -40,14 +40,6 @@ static uint64_t get_le(const char* p, int bytes) {
   return v;
 }
 
-void append_record(std::string& out, std::string_view payload) {
-  const std::size_t start = out.size();
-  put_le(out, payload.size(), 8);
-  put_le(out, masked_crc32c(std::string_view(out).substr(start, 8)), 4);
-  out.append(payload);
-  put_le(out, masked_crc32c(payload), 4);
-}
-
 std::size_t begin_record(std::string& out, std::size_t size) {
   const std::size_t start = out.size();
   put_le(out, size, 8);
@@ -58,6 +50,12 @@ std::size_t begin_record(std::string& out, std::size_t size) {
 
 void end_record(std::string& out, std::size_t payload_offset, std::size_t size) {
   put_le(out, masked_crc32c(std::string_view(out).substr(payload_offset, size)), 4);
+}
+
+void append_record(std::string& out, std::string_view payload) {
+  const std::size_t at = begin_record(out, payload.size());
+  std::copy(payload.begin(), payload.end(), out.begin() + static_cast<std::ptrdiff_t>(at));
+  end_record(out, at, payload.size());
 }
 
 bool RecordReader::next(std::string_view& payload, bool allow_partial_tail) {

@@ -33,10 +33,9 @@ std::vector<double> histogram_buckets(const std::vector<double>& values, int buc
     const int b = index >= buckets - 1 ? buckets - 1 : static_cast<int>(index);  // the maximum: the last bucket
     rows[b * 3 + 2] += 1;
   }
-  const double step = range / buckets;  // tf.linspace(min, max, buckets + 1) with its last edge set to max
-  for (int b = 0; b < buckets; ++b) {
-    rows[b * 3] = lo + b * step;
-    rows[b * 3 + 1] = b + 1 == buckets ? hi : lo + (b + 1) * step;
+  for (int b = 0; b < buckets; ++b) {  // tf.linspace(min, max, buckets + 1) with its last edge set to max
+    rows[b * 3] = lo + b * width;
+    rows[b * 3 + 1] = b + 1 == buckets ? hi : lo + (b + 1) * width;
   }
   return rows;
 }
