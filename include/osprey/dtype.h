@@ -7,19 +7,21 @@
 
 namespace osprey {
 
-/// The element type of a tensor. float32 is Keras's floatx; int32/int64 hold labels and indices.
-enum class DType : uint8_t { float32, float64, int32, int64 };
+/// The element type of a tensor. float32 is Keras's floatx; int32/int64 hold labels and indices; bool_ (one byte,
+/// 0 or 1) is what comparisons give (Keras's "bool").
+enum class DType : uint8_t { float32, float64, int32, int64, bool_ };
 
 inline constexpr DType float32 = DType::float32;
 inline constexpr DType float64 = DType::float64;
 inline constexpr DType int32 = DType::int32;
 inline constexpr DType int64 = DType::int64;
+inline constexpr DType bool_ = DType::bool_;
 
 /// Size of one element in bytes.
 std::size_t dtype_size(DType dtype);
 /// TensorFlow's name of the type: "float32", "int64", ...
 std::string dtype_name(DType dtype);
-/// Parses "float32", "float64", "int32", "int64"; throws ValueError otherwise.
+/// Parses "float32", "float64", "int32", "int64", "bool"; throws ValueError otherwise.
 DType dtype_from_name(const std::string& name);
 
 /// Maps a C++ element type to its DType.
@@ -33,5 +35,7 @@ template <>
 constexpr DType dtype_of<int32_t>() { return DType::int32; }
 template <>
 constexpr DType dtype_of<int64_t>() { return DType::int64; }
+template <>
+constexpr DType dtype_of<bool>() { return DType::bool_; }
 
 }  // namespace osprey

@@ -64,7 +64,9 @@ std::vector<Tensor> lstm_cell(const Tensor& z, const Tensor& c_prev);
 /// h̃ = tanh(x_h + ρ·r_h), h = z·h_prev + (1 − z)·h̃. Returns h.
 Tensor gru_cell(const Tensor& x, const Tensor& r, const Tensor& h_prev);
 
-/// Element-wise arithmetic. `b` may have a's shape, be a scalar, or be a row vector matching a's last axis.
+/// Element-wise arithmetic with NumPy broadcasting (shapes aligned at the last axis; each pair of dimensions equal
+/// or one of them 1); one dtype on both sides (bool refused: use the logical comparisons). InvalidArgumentError
+/// naming both shapes when they do not broadcast.
 Tensor add(const Tensor& a, const Tensor& b);
 Tensor sub(const Tensor& a, const Tensor& b);
 Tensor mul(const Tensor& a, const Tensor& b);
@@ -101,8 +103,37 @@ Tensor transpose(const Tensor& x, const std::vector<int>& perm);
 /// Copies src's values into dst's buffer in place (same shape and dtype; src is copied to dst's device first), by a
 /// kernel: a recorded training step repeats it (a layer's running statistics). Not recorded on tapes.
 void assign(const Tensor& dst, const Tensor& src);
-/// min(a, b) element-wise, with a's broadcasting rules (ties give the gradient to a).
+/// min(a, b) element-wise (ties give the gradient to a).
 Tensor minimum(const Tensor& a, const Tensor& b);
+/// a to the power b element-wise (floating point; the gradient in b is 0 where a <= 0, as TensorFlow's).
+Tensor pow(const Tensor& a, const Tensor& b);
+
+/// The shape two shapes broadcast to (NumPy's rules); InvalidArgumentError naming both when they do not.
+Shape broadcast_shapes(const Shape& a, const Shape& b);
+/// x repeated along its broadcast axes to `shape` (a copy); its gradient sums back down to x's shape.
+Tensor broadcast_to(const Tensor& x, const Shape& shape);
+
+/// Element-wise comparisons and logical operations with broadcasting, giving bool tensors (no gradient). The
+/// logical kinds read their operands as bool (nonzero is true).
+enum class CompareKind { equal, not_equal, less, less_equal, greater, greater_equal, logical_and, logical_or,
+                         logical_xor };
+Tensor compare(const Tensor& a, const Tensor& b, CompareKind kind);
+/// x where `condition` (bool) is true, else y; the three broadcast together; x and y of one dtype. Differentiable
+/// in x and y.
+Tensor where(const Tensor& condition, const Tensor& x, const Tensor& y);
+
+/// Reductions over a set of axes (negative count from the end; empty: all axes), keeping them as 1s with
+/// `keepdims`. sum/prod/max/min keep the dtype (bool is summed as int32); argmax/argmin take one axis and give
+/// int32 (the first index of a tie); any/all give bool. sum, prod, max and min are differentiable (max/min share
+/// the gradient between ties, as TensorFlow). InvalidArgumentError for an axis out of range or repeated.
+enum class ReduceOp { sum, prod, max, min, argmax, argmin, any, all };
+Tensor reduce_axes(const Tensor& x, ReduceOp op, const std::vector<int>& axes, bool keepdims = false);
+/// The running sum (product) along `axis`: `exclusive` leaves out the element itself, `reverse` runs from the end.
+/// Differentiable.
+Tensor cumulative(const Tensor& x, int axis, bool prod, bool exclusive = false, bool reverse = false);
+/// The k largest (largest = false: smallest) entries along the last axis, in order, ties by lower index first, and
+/// their int32 indices: {values, indices}. Differentiable in the values.
+std::vector<Tensor> top_k(const Tensor& x, int64_t k, bool largest = true);
 
 /// Rows of x at the given int64 indices.
 Tensor gather_rows(const Tensor& x, const Tensor& indices);

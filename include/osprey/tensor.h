@@ -34,6 +34,7 @@ class Tensor {
   static Tensor from_host(const double* data, const Shape& shape);
   static Tensor from_host(const int32_t* data, const Shape& shape);
   static Tensor from_host(const int64_t* data, const Shape& shape);
+  static Tensor from_host(const bool* data, const Shape& shape);
   /// Copies a host vector; throws InvalidArgumentError if its size does not match the shape.
   template <typename T>
   static Tensor from_vector(const std::vector<T>& data, const Shape& shape);
@@ -58,6 +59,12 @@ class Tensor {
   Tensor clone() const;
   /// Rows [begin, end) of the first dimension, sharing the buffer.
   Tensor slice_rows(int64_t begin, int64_t end) const;
+  /// x[i]: entry i of the first axis (negative: from the end), that axis removed; a copy, recorded on gradient
+  /// tapes. InvalidArgumentError when out of range.
+  Tensor operator[](int64_t i) const;
+  /// The block of `size` elements per axis starting at `begin` (one entry per axis; a size of -1: to the end), as
+  /// keras.ops.slice; recorded on gradient tapes.
+  Tensor slice(const std::vector<int64_t>& begin, const std::vector<int64_t>& size) const;
   /// The same buffer with another shape of the same element count.
   Tensor reshape(const Shape& shape) const;
 

@@ -10,6 +10,7 @@ std::size_t dtype_size(DType dtype) {
     case DType::float64: return 8;
     case DType::int32: return 4;
     case DType::int64: return 8;
+    case DType::bool_: return 1;
   }
   throw InternalError("dtype_size: unknown dtype");
 }
@@ -20,6 +21,7 @@ std::string dtype_name(DType dtype) {
     case DType::float64: return "float64";
     case DType::int32: return "int32";
     case DType::int64: return "int64";
+    case DType::bool_: return "bool";
   }
   throw InternalError("dtype_name: unknown dtype");
 }
@@ -29,7 +31,8 @@ DType dtype_from_name(const std::string& name) {
   if (name == "float64") return DType::float64;
   if (name == "int32") return DType::int32;
   if (name == "int64") return DType::int64;
-  throw ValueError("Unknown dtype '" + name + "'. Supported: float32, float64, int32, int64.");
+  if (name == "bool") return DType::bool_;
+  throw ValueError("Unknown dtype '" + name + "'. Supported: float32, float64, int32, int64, bool.");
 }
 
 }  // namespace osprey

@@ -211,6 +211,7 @@ void fill_value(Tensor& t, double v) {
     case DType::float64: std::fill_n(t.data<double>(), n, v); break;
     case DType::int32: std::fill_n(t.data<int32_t>(), n, static_cast<int32_t>(v)); break;
     case DType::int64: std::fill_n(t.data<int64_t>(), n, static_cast<int64_t>(v)); break;
+    case DType::bool_: std::fill_n(t.data<bool>(), n, v != 0.0); break;
   }
 }
 }  // namespace

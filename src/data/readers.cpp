@@ -160,6 +160,7 @@ Tensor parse_npy(const std::string& s, const std::string& what) {
         t.data<int64_t>()[i] = kind == 'u' && size == 4 ? static_cast<int64_t>(static_cast<uint32_t>(u)) : static_cast<int64_t>(u);
         break;
       }
+      case DType::bool_: break;  // bool arrays are read as int32 (NumPy's 0/1)
     }
   }
   if (is_fortran && dims.size() > 1) {

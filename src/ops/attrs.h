@@ -12,9 +12,28 @@ struct DenseGradAttrs { Activation activation; bool need_dx; bool has_bias; };
 struct ActivationAttrs { Activation activation; };
 enum class UnaryKind { neg, exp, log, sqrt, square, abs };
 struct UnaryAttrs { UnaryKind kind; };
-enum class BinaryKind { add, sub, mul, div, maximum, greater_equal /* 1.0 where a >= b, else 0.0 */ };
-enum class Broadcast { same, scalar_b, row_b, scalar_a };
-struct BinaryAttrs { BinaryKind kind; Broadcast broadcast; };
+enum class BinaryKind { add, sub, mul, div, maximum, greater_equal /* 1.0 where a >= b, else 0.0 */, minimum, pow };
+/// How the operands of an element-wise op map onto its output: the fast patterns, or `general` (NumPy
+/// broadcasting through a StridedGeometry).
+enum class Broadcast { same, scalar_b, row_b, scalar_a, general };
+/// Up to three operands read through one output's index space: the output's dims (adjacent axes merged where every
+/// operand allows it) and each operand's element stride per axis (0 where it is broadcast).
+inline constexpr int kMaxBroadcastRank = 8;
+struct StridedGeometry {
+  int rank;
+  int64_t dims[kMaxBroadcastRank];
+  int64_t strides[3][kMaxBroadcastRank];
+};
+struct BinaryAttrs { BinaryKind kind; Broadcast broadcast; StridedGeometry geometry; };
+/// Compare: bool output; the logical kinds read their operands as bool (nonzero is true).
+struct CompareAttrs { CompareKind kind; StridedGeometry geometry; };
+/// ReduceAxis over the middle axis of (outer, r, inner) to (outer, inner).
+struct ReduceAxisAttrs { ReduceOp op; int64_t outer, r, inner; };
+/// Cumulative sum or product along the middle axis of (outer, r, inner).
+struct CumulativeAttrs { bool prod, exclusive, reverse; int64_t outer, r, inner; };
+/// TopK over the last axis of (rows, r): the k largest (or smallest) values in order, ties by lower index first,
+/// and their int32 indices.
+struct TopKAttrs { int64_t rows, r, k; bool largest; };
 enum class ReduceKind { sum_all, mean_all, sum_axis0, sum_axis1 };
 struct ReduceAttrs { ReduceKind kind; };
 enum class LossKind { binary_crossentropy, categorical_crossentropy, sparse_categorical_crossentropy,

@@ -22,7 +22,7 @@ enum class OpId : int {
   Activation,      // attrs ActivationAttrs
   ActivationGrad,  // dy, y, [z] -> dz (attrs ActivationAttrs)
   Unary,           // attrs UnaryAttrs
-  Binary,          // attrs BinaryAttrs; b may be a scalar or a row broadcast over a
+  Binary,          // attrs BinaryAttrs; NumPy broadcasting (fast patterns: same shape, a scalar, a row of b)
   Reduce,          // attrs ReduceAttrs
   GatherRows,      // x, indices(int64) -> rows
   Loss,            // y_true, y_pred -> per-sample values (attrs LossAttrs)
@@ -56,6 +56,12 @@ enum class OpId : int {
   LstmCellGrad,    // dh, dc, z, c_prev, c -> dz (n, 4u), dc_prev (n, u)
   GruCell,         // x (n, 3u), r (n, 3u), h_prev (n, u) -> h (n, u)
   GruCellGrad,     // dh, x, r, h_prev -> dx (n, 3u), dr (n, 3u), dh_prev (n, u)
+  BroadcastTo,     // x -> x repeated along its broadcast axes (attrs StridedGeometry, one operand)
+  Compare,         // a, b -> bool (attrs CompareAttrs)
+  Select,          // condition (bool), x, y -> x where condition else y (attrs StridedGeometry, three operands)
+  ReduceAxis,      // x (outer, r, inner) -> (outer, inner) (attrs ReduceAxisAttrs)
+  Cumulative,      // x -> running sums or products along one axis (attrs CumulativeAttrs)
+  TopK,            // x (rows, r) -> values (rows, k), int32 indices (rows, k) (attrs TopKAttrs)
   kCount
 };
 

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "ops/attrs.h"
+#include "ops/broadcast.h"
 #include "ops/gradient_recorder.h"
 #include "ops/kernel.h"
 #include "osprey/errors.h"
@@ -91,16 +92,17 @@ static Broadcast broadcast_of(const Tensor& a, const Tensor& b) {
   if (b.num_elements() == 1 && b.shape().rank() <= a.shape().rank()) return Broadcast::scalar_b;
   if (a.num_elements() == 1 && a.shape().rank() <= b.shape().rank()) return Broadcast::scalar_a;
   if (b.shape().rank() == 1 && a.shape().rank() >= 1 && b.shape()[0] == a.shape()[-1]) return Broadcast::row_b;
-  throw InvalidArgumentError(fmt::format("Incompatible shapes: {} vs. {} (supported: equal shapes, a scalar, or a "
-                                         "vector matching the last axis)",
-                                         a.shape().to_string(), b.shape().to_string()));
+  return Broadcast::general;
 }
 
 // The gradient of a broadcast operand: summed back down to its own shape.
 static Tensor unbroadcast(const Tensor& g, const Tensor& like) {
-  if (g.shape() == like.shape()) return g;
+  if (!g.defined() || g.shape() == like.shape()) return g;
   if (like.num_elements() == 1) return reduce_sum(g).reshape(like.shape());
-  return reduce_sum(g.reshape({g.num_elements() / like.num_elements(), like.num_elements()}), 0);
+  if (like.shape().rank() == 1 && g.shape().rank() >= 1 && g.shape()[-1] == like.shape()[0]) {
+    return reduce_sum(g.reshape({g.num_elements() / like.num_elements(), like.num_elements()}), 0);
+  }
+  return reduce_axes(g, ReduceOp::sum, broadcast_axes(like.shape(), g.shape()), false).reshape(like.shape());
 }
 
 static Tensor binary(const Tensor& a, const Tensor& b, BinaryKind kind, const char* name) {
@@ -108,13 +110,25 @@ static Tensor binary(const Tensor& a, const Tensor& b, BinaryKind kind, const ch
     throw InvalidArgumentError(fmt::format("{}: dtypes differ ({} vs {}); cast one side first", name,
                                            dtype_name(a.dtype()), dtype_name(b.dtype())));
   }
-  BinaryAttrs attrs{kind, broadcast_of(a, b)};
+  if (a.dtype() == DType::bool_) {
+    throw InvalidArgumentError(fmt::format("{} is not defined for bool tensors; use logical_and/logical_or or cast "
+                                           "to a number first", name));
+  }
+  if (kind == BinaryKind::pow && a.dtype() != DType::float32 && a.dtype() != DType::float64) {
+    throw InvalidArgumentError(fmt::format("Pow needs floating-point tensors, got {}", dtype_name(a.dtype())));
+  }
+  BinaryAttrs attrs{kind, broadcast_of(a, b), {}};
+  Shape out_shape = attrs.broadcast == Broadcast::scalar_a ? b.shape() : a.shape();
+  if (attrs.broadcast == Broadcast::general) {
+    out_shape = broadcast_shapes(a.shape(), b.shape());
+    attrs.geometry = strided_geometry(out_shape, {&a.shape(), &b.shape()});
+  }
   Tensor in[2] = {a, b};
   auto& dev = place(OpId::Binary, name, in);
-  Tensor out = Tensor::empty(attrs.broadcast == Broadcast::scalar_a ? b.shape() : a.shape(), a.dtype(), &dev);
+  Tensor out = Tensor::empty(out_shape, a.dtype(), &dev);
   run(OpId::Binary, dev, in, {&out, 1}, &attrs);
   maybe_record(name, in, {&out, 1}, [&] {
-    return BackwardFn([a = in[0], b = in[1], kind](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+    return BackwardFn([a = in[0], b = in[1], y = out, kind](const std::vector<Tensor>& g) -> std::vector<Tensor> {
       const Tensor& go = g[0];
       switch (kind) {
         case BinaryKind::add: return {unbroadcast(go, a), unbroadcast(go, b)};
@@ -125,6 +139,19 @@ static Tensor binary(const Tensor& a, const Tensor& b, BinaryKind kind, const ch
         case BinaryKind::maximum: {
           Tensor ga = mul(go, binary(a, b, BinaryKind::greater_equal, "GreaterEqual"));  // ties go to a
           return {unbroadcast(ga, a), unbroadcast(sub(go, ga), b)};
+        }
+        case BinaryKind::minimum: {
+          Tensor ga = mul(go, binary(b, a, BinaryKind::greater_equal, "GreaterEqual"));  // a <= b: ties go to a
+          return {unbroadcast(ga, a), unbroadcast(sub(go, ga), b)};
+        }
+        case BinaryKind::pow: {
+          // d/da = b·a^(b−1); d/db = log(a)·a^b where a > 0, else 0 (TensorFlow's).
+          const Tensor one = Tensor::scalar(1.0, a.dtype()), zero = Tensor::scalar(0.0, a.dtype());
+          Tensor ga = mul(go, mul(b, pow(a, sub(b, one))));
+          const Tensor positive = compare(a, zero, CompareKind::greater);
+          Tensor safe_a = where(positive, a, Tensor::ones(a.shape(), a.dtype()));
+          Tensor gb = mul(go, where(positive, mul(log(safe_a), y), zero));
+          return {unbroadcast(ga, a), unbroadcast(gb, b)};
         }
         case BinaryKind::greater_equal: return {Tensor(), Tensor()};
       }
@@ -149,7 +176,8 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
   return out;
 }
 Tensor maximum(const Tensor& a, const Tensor& b) { return binary(a, b, BinaryKind::maximum, "Maximum"); }
-Tensor minimum(const Tensor& a, const Tensor& b) { return neg(maximum(neg(a), neg(b))); }
+Tensor minimum(const Tensor& a, const Tensor& b) { return binary(a, b, BinaryKind::minimum, "Minimum"); }
+Tensor pow(const Tensor& a, const Tensor& b) { return binary(a, b, BinaryKind::pow, "Pow"); }
 
 static Tensor reduce(const Tensor& x, ReduceKind kind, const char* name) {
   Shape out_shape;

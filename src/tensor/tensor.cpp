@@ -4,6 +4,7 @@
 #include <cstring>
 #include <functional>
 #include <sstream>
+#include <type_traits>
 
 #include <fmt/format.h>
 
@@ -29,6 +30,7 @@ static std::string tf_type_name(DType t) {
     case DType::float64: return "double";
     case DType::int32: return "int32";
     case DType::int64: return "int64";
+    case DType::bool_: return "bool";
   }
   return "?";
 }
@@ -101,6 +103,7 @@ Tensor Tensor::full(const Shape& shape, double value, DType dtype) {
     case DType::float64: return filled<double>(shape, value, dtype);
     case DType::int32: return filled<int32_t>(shape, value, dtype);
     case DType::int64: return filled<int64_t>(shape, value, dtype);
+    case DType::bool_: return filled<uint8_t>(shape, value != 0.0 ? 1.0 : 0.0, dtype);  // bool bytes: 0 or 1
   }
   throw InternalError("full: unknown dtype");
 }
@@ -112,6 +115,7 @@ Tensor Tensor::from_host(const float* data, const Shape& shape) { return upload(
 Tensor Tensor::from_host(const double* data, const Shape& shape) { return upload(data, shape, DType::float64); }
 Tensor Tensor::from_host(const int32_t* data, const Shape& shape) { return upload(data, shape, DType::int32); }
 Tensor Tensor::from_host(const int64_t* data, const Shape& shape) { return upload(data, shape, DType::int64); }
+Tensor Tensor::from_host(const bool* data, const Shape& shape) { return upload(data, shape, DType::bool_); }
 
 template <typename T>
 Tensor Tensor::from_vector(const std::vector<T>& data, const Shape& shape) {
@@ -119,12 +123,19 @@ Tensor Tensor::from_vector(const std::vector<T>& data, const Shape& shape) {
     throw InvalidArgumentError(fmt::format("from_vector: {} values cannot fill shape {} ({} elements)", data.size(),
                                            shape.to_string(), shape.num_elements()));
   }
-  return from_host(data.data(), shape);
+  if constexpr (std::is_same_v<T, bool>) {
+    const std::unique_ptr<bool[]> bytes(new bool[data.size()]);  // std::vector<bool> packs bits
+    std::copy(data.begin(), data.end(), bytes.get());
+    return from_host(bytes.get(), shape);
+  } else {
+    return from_host(data.data(), shape);
+  }
 }
 template Tensor Tensor::from_vector(const std::vector<float>&, const Shape&);
 template Tensor Tensor::from_vector(const std::vector<double>&, const Shape&);
 template Tensor Tensor::from_vector(const std::vector<int32_t>&, const Shape&);
 template Tensor Tensor::from_vector(const std::vector<int64_t>&, const Shape&);
+template Tensor Tensor::from_vector(const std::vector<bool>&, const Shape&);
 
 static const TensorImpl& checked(const std::shared_ptr<TensorImpl>& impl) {
   if (!impl) throw FailedPreconditionError("Use of an undefined Tensor (default-constructed); assign a value first.");
@@ -159,6 +170,7 @@ template float* Tensor::data<float>() const;
 template double* Tensor::data<double>() const;
 template int32_t* Tensor::data<int32_t>() const;
 template int64_t* Tensor::data<int64_t>() const;
+template bool* Tensor::data<bool>() const;
 
 // Copies raw bytes between any two devices (staging through the host when neither side is host memory).
 static thread_local uint64_t t_copies = 0;
@@ -215,6 +227,33 @@ Tensor Tensor::slice_rows(int64_t begin, int64_t end) const {
   return Tensor(std::move(impl));
 }
 
+Tensor Tensor::operator[](int64_t i) const {
+  const auto& s = shape();
+  if (s.rank() == 0) throw InvalidArgumentError("Indexing a scalar tensor (shape ()); it has no axis to index");
+  const int64_t at = i < 0 ? i + s[0] : i;
+  if (at < 0 || at >= s[0]) {
+    throw InvalidArgumentError(fmt::format("index {} is out of bounds for axis 0 with size {}", i, s[0]));
+  }
+  const auto& dims = s.dims();
+  return ops::reshape(ops::slice_axis(*this, 0, at, 1), Shape(dims.subspan(1)));
+}
+
+Tensor Tensor::slice(const std::vector<int64_t>& begin, const std::vector<int64_t>& size) const {
+  const auto& s = shape();
+  if (static_cast<int>(begin.size()) != s.rank() || static_cast<int>(size.size()) != s.rank()) {
+    throw InvalidArgumentError(fmt::format("slice: {} begin and {} size entries for shape {} (one per axis)",
+                                           begin.size(), size.size(), s.to_string()));
+  }
+  Tensor out = *this;
+  for (int i = 0; i < s.rank(); ++i) {
+    const auto u = static_cast<std::size_t>(i);
+    const int64_t n = size[u] == -1 ? s[i] - begin[u] : size[u];
+    if (begin[u] == 0 && n == s[i]) continue;
+    out = ops::slice_axis(out, i, begin[u], n);
+  }
+  return out;
+}
+
 Tensor Tensor::reshape(const Shape& new_shape) const {
   if (new_shape.num_elements() != num_elements()) {
     throw InvalidArgumentError(fmt::format("Cannot reshape a tensor with {} elements to shape {} ({} elements)",
@@ -262,6 +301,7 @@ double Tensor::item() const {
     case DType::float64: return *static_cast<const double*>(p);
     case DType::int32: return *static_cast<const int32_t*>(p);
     case DType::int64: return static_cast<double>(*static_cast<const int64_t*>(p));
+    case DType::bool_: return *static_cast<const bool*>(p) ? 1.0 : 0.0;
   }
   throw InternalError("item(): unknown dtype");
 }

@@ -393,6 +393,98 @@ void check_every_op() {
   });
 }
 
+// The ops behind keras::ops: NumPy broadcasting of every binary kind and dtype, comparisons, where, broadcast_to,
+// reductions over any axes (rows long enough to use every lane of the GPU's warps), cumulative ops, top_k; forward
+// and backward.
+void check_toolkit_ops() {
+  const Tensor a = host_uniform({4, 1, 6}, 0.5, 2, 101), b = host_uniform({3, 1}, -1, 1, 102);
+  for (auto [kind, name] : {std::pair{0, "add"}, {1, "sub"}, {2, "mul"}, {3, "div"}, {4, "maximum"}, {5, "minimum"},
+                            {6, "pow"}}) {
+    expect_same(fmt::format("broadcast {}", name), [&, kind = kind] {
+      Variable va(a, "a"), vb(b, "b");
+      GradientTape tape;
+      const Tensor x = va.value(), y = kind == 6 ? ops::add(vb.value(), Tensor::scalar(1.5)) : vb.value();
+      Tensor z = kind == 0 ? ops::add(x, y) : kind == 1 ? ops::sub(x, y) : kind == 2 ? ops::mul(x, y)
+               : kind == 3 ? ops::div(x, y) : kind == 4 ? ops::maximum(x, y) : kind == 5 ? ops::minimum(x, y)
+               : ops::pow(x, y);
+      auto g = tape.gradient(ops::reduce_sum(ops::square(z)), Vars{&va, &vb});
+      return Outputs{z, g[0], g[1]};
+    });
+  }
+  for (DType t : {DType::float64, DType::int32, DType::int64}) {
+    expect_same(fmt::format("broadcast dtype {}", dtype_name(t)), [&] {
+      const Tensor x = ops::cast(ops::mul(a, Tensor::scalar(10.0)), t), y = ops::cast(ops::mul(b, Tensor::scalar(10.0)), t);
+      return Outputs{ops::add(x, y), ops::mul(y, x), ops::maximum(x, y), ops::sub(y, x)};
+    });
+  }
+  expect_same("compare and where", [&] {
+    const Tensor x = ops::cast(ops::mul(a, Tensor::scalar(3.0)), DType::int32), y = ops::cast(b, DType::int32);
+    Outputs out;
+    for (auto k : {ops::CompareKind::equal, ops::CompareKind::not_equal, ops::CompareKind::less,
+                   ops::CompareKind::less_equal, ops::CompareKind::greater, ops::CompareKind::greater_equal}) {
+      out.push_back(ops::compare(a, b, k));
+      out.push_back(ops::compare(x, y, k));
+    }
+    const Tensor p = ops::compare(a, Tensor::scalar(1.2), ops::CompareKind::greater);
+    const Tensor q = ops::compare(b, Tensor::scalar(0.0), ops::CompareKind::less);
+    for (auto k : {ops::CompareKind::logical_and, ops::CompareKind::logical_or, ops::CompareKind::logical_xor}) {
+      out.push_back(ops::compare(p, q, k));
+    }
+    Variable va(a, "a"), vb(b, "b");
+    GradientTape tape;
+    Tensor w = ops::where(ops::compare(a, b, ops::CompareKind::greater), va.value(), vb.value());
+    auto g = tape.gradient(ops::reduce_sum(ops::square(w)), Vars{&va, &vb});
+    out.insert(out.end(), {w, g[0], g[1], ops::where(q, ops::cast(a, DType::int64), ops::cast(b, DType::int64)),
+                           ops::broadcast_to(p, {2, 4, 3, 6}), ops::broadcast_to(b, {5, 3, 7})});
+    return out;
+  });
+  // Reductions: every op over adjacent and non-adjacent axes, long rows, other dtypes; gradients of the
+  // differentiable ones (max with ties).
+  const Tensor x = host_uniform({3, 70, 5}, -2, 2, 103), rows = host_uniform({2, 1000}, -1, 1, 104);
+  const Tensor ties = ops::cast(ops::cast(ops::mul(x, Tensor::scalar(2.0)), DType::int32), DType::float32);
+  for (auto op : {ops::ReduceOp::sum, ops::ReduceOp::prod, ops::ReduceOp::max, ops::ReduceOp::min,
+                  ops::ReduceOp::argmax, ops::ReduceOp::argmin, ops::ReduceOp::any, ops::ReduceOp::all}) {
+    expect_same(fmt::format("reduce_axes {}", int(op)), [&] {
+      const bool arg = op == ops::ReduceOp::argmax || op == ops::ReduceOp::argmin;
+      const Tensor src = op == ops::ReduceOp::prod ? ops::add(ops::mul(x, Tensor::scalar(0.05)), Tensor::scalar(1.0))
+                         : op == ops::ReduceOp::any || op == ops::ReduceOp::all
+                             ? ops::compare(x, Tensor::scalar(-1.9), ops::CompareKind::greater)
+                             : ties;
+      Outputs out{ops::reduce_axes(src, op, {1}), ops::reduce_axes(src, op, {-1}, true),
+                  ops::reduce_axes(rows, op == ops::ReduceOp::any || op == ops::ReduceOp::all ? ops::ReduceOp::sum : op, {1}),
+                  ops::reduce_axes(ops::cast(ties, DType::int32), op, {0})};
+      if (!arg) out.push_back(ops::reduce_axes(src, op, {0, 2}));
+      if (!arg && op != ops::ReduceOp::any && op != ops::ReduceOp::all) {
+        Variable v(src, "v");
+        GradientTape tape;
+        auto g = tape.gradient(ops::reduce_sum(ops::square(ops::reduce_axes(v.value(), op, {0, 2}))), Vars{&v});
+        out.push_back(g[0]);
+      }
+      return out;
+    });
+  }
+  expect_same("cumulative", [&] {
+    Variable v(ops::add(ops::mul(x, Tensor::scalar(0.1)), Tensor::scalar(1.0)), "v");
+    GradientTape tape;
+    Outputs out{ops::cumulative(v.value(), 1, false), ops::cumulative(v.value(), 1, true, true, false),
+                ops::cumulative(v.value(), -1, false, true, true), ops::cumulative(v.value(), 0, true, false, true)};
+    Tensor total = ops::reduce_sum(ops::square(out[0]));
+    for (int i = 1; i < 4; ++i) total = ops::add(total, ops::reduce_sum(ops::square(out[static_cast<std::size_t>(i)])));
+    out.push_back(tape.gradient(total, Vars{&v})[0]);
+    out.push_back(ops::cumulative(ops::cast(ties, DType::int64), 1, false));
+    return out;
+  });
+  expect_same("top_k", [&] {
+    Variable v(ties, "v");
+    GradientTape tape;
+    auto tk = ops::top_k(v.value(), 3);
+    auto g = tape.gradient(ops::reduce_sum(ops::square(tk[0])), Vars{&v});
+    auto small = ops::top_k(ops::cast(rows, DType::float64), 1000, false);
+    auto ints = ops::top_k(ops::cast(ties, DType::int32), 5);
+    return Outputs{tk[0], tk[1], g[0], small[0], small[1], ints[0], ints[1]};
+  });
+}
+
 }  // namespace
 
 // Full float32 products on the GPU: with TF32 (the runtime's default) a K = 17 product differs from the CPU's by
@@ -404,6 +496,7 @@ TEST(CrossBackend, EveryOpOnTheRealGpuMatchesTheCpu) {
   }
   config::experimental::enable_tensor_float_32_execution(false);
   check_every_op();
+  check_toolkit_ops();
   config::experimental::enable_tensor_float_32_execution(true);
 }
 
@@ -424,6 +517,7 @@ TEST(CrossBackend, Tf32ProductsOnTheRealGpuStayCloseToTheCpu) {
 TEST(CrossBackend, HarnessOnTheTestPlatform) {
   osprey::testing::install_test_platform({.gpus = osprey::testing::default_test_gpus(1), .missing_kernels = {}});
   check_every_op();
+  check_toolkit_ops();
   osprey::testing::reset_runtime();
 }
 
@@ -452,4 +546,8 @@ TEST(CrossBackend, BadInputsRaiseTheCpuErrorsOnTheGpu) {
                InvalidArgumentError);
   EXPECT_THROW((void)ops::pool(Tensor::zeros({1, 4, 4, 3}), {ops::PoolKind::max, {5, 1}, {1, 1}, {0, 0}, {0, 0}}),
                InvalidArgumentError);
+  EXPECT_THROW((void)ops::add(probs, Tensor::ones({2, 3})), InvalidArgumentError);
+  EXPECT_THROW((void)ops::reduce_axes(probs, ops::ReduceOp::sum, {2}), InvalidArgumentError);
+  EXPECT_THROW((void)ops::top_k(probs, 4), InvalidArgumentError);
+  EXPECT_THROW((void)ops::reduce_axes(Tensor::zeros({0, 3}), ops::ReduceOp::argmax, {0}), InvalidArgumentError);
 }

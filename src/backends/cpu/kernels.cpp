@@ -12,6 +12,7 @@ void register_cpu_kernels() {
   register_image_kernels();
   register_attention_kernels();
   register_norm_kernels();
+  register_toolkit_kernels();
   register_rnn_kernels();
 }
 

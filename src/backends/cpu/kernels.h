@@ -56,6 +56,7 @@ void register_image_kernels();
 void register_attention_kernels();
 void register_norm_kernels();
 void register_rnn_kernels();
+void register_toolkit_kernels();
 
 /// y = act(z) over n values; softmax works on rows of length `cols`. z and y may alias.
 void apply_activation(ops::Activation act, const float* z, float* y, int64_t n, int64_t cols);

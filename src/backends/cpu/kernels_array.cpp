@@ -102,6 +102,8 @@ static void transpose_kernel(const ops::KernelContext& ctx) {
   }
   if (dtype_size(x.dtype()) == 8) {
     transpose_typed(a, static_cast<const int64_t*>(x.raw_data()), static_cast<int64_t*>(y.raw_data()), y.num_elements());
+  } else if (dtype_size(x.dtype()) == 1) {  // bool
+    transpose_typed(a, static_cast<const uint8_t*>(x.raw_data()), static_cast<uint8_t*>(y.raw_data()), y.num_elements());
   } else {
     transpose_typed(a, static_cast<const int32_t*>(x.raw_data()), static_cast<int32_t*>(y.raw_data()), y.num_elements());
   }

@@ -28,6 +28,7 @@ class Labels {
       case DType::float64: convert(t.data<double>(), n); break;
       case DType::int32: convert(t.data<int32_t>(), n); break;
       case DType::int64: convert(t.data<int64_t>(), n); break;
+      case DType::bool_: convert(t.data<bool>(), n); break;
     }
     data_ = copy_.data();
   }

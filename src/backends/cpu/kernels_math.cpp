@@ -1,10 +1,12 @@
 // CPU kernels for casts, element-wise arithmetic, reductions and gathers.
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include <fmt/format.h>
 
 #include "backends/cpu/kernels.h"
+#include "backends/cpu/strided.h"
 #include "core/row_copy.h"
 #include "osprey/errors.h"
 
@@ -17,7 +19,11 @@ template <typename From, typename To>
 static void convert(const void* src, void* dst, int64_t n) {
   const From* s = static_cast<const From*>(src);
   To* d = static_cast<To*>(dst);
-  for (int64_t i = 0; i < n; ++i) d[i] = static_cast<To>(s[i]);
+  if constexpr (std::is_same_v<To, bool>) {
+    for (int64_t i = 0; i < n; ++i) d[i] = s[i] != From(0);  // NaN is true, as in NumPy
+  } else {
+    for (int64_t i = 0; i < n; ++i) d[i] = static_cast<To>(s[i]);
+  }
 }
 
 template <typename From>
@@ -27,6 +33,7 @@ static void convert_from(DType to, const void* src, void* dst, int64_t n) {
     case DType::float64: return convert<From, double>(src, dst, n);
     case DType::int32: return convert<From, int32_t>(src, dst, n);
     case DType::int64: return convert<From, int64_t>(src, dst, n);
+    case DType::bool_: return convert<From, bool>(src, dst, n);
   }
 }
 
@@ -40,6 +47,7 @@ static void cast_kernel(const KernelContext& ctx) {
     case DType::float64: return convert_from<double>(to, x.raw_data(), dst, n);
     case DType::int32: return convert_from<int32_t>(to, x.raw_data(), dst, n);
     case DType::int64: return convert_from<int64_t>(to, x.raw_data(), dst, n);
+    case DType::bool_: return convert_from<bool>(to, x.raw_data(), dst, n);
   }
 }
 
@@ -89,13 +97,42 @@ static inline T binary_op(ops::BinaryKind k, T a, T b) {
     case ops::BinaryKind::div: return a / b;
     case ops::BinaryKind::maximum: return a > b ? a : b;
     case ops::BinaryKind::greater_equal: return a >= b ? T(1) : T(0);
+    case ops::BinaryKind::minimum: return a < b ? a : b;
+    case ops::BinaryKind::pow: return static_cast<T>(std::pow(a, b));
   }
   return T(0);
 }
 
+// NumPy broadcasting: the innermost rows of the geometry, split between threads; the common inner strides (1 and
+// 0) as their own loops so that they vectorise.
 template <typename T, ops::BinaryKind K>
-static void binary_loop(ops::Broadcast bc, const T* a, const T* b, T* y, int64_t n, int64_t cols) {
-  switch (bc) {
+static void binary_general(const ops::StridedGeometry& g, const T* a, const T* b, T* y) {
+  const int64_t rows = strided_rows(g), inner = g.dims[g.rank - 1];
+  const int64_t sa = g.strides[0][g.rank - 1], sb = g.strides[1][g.rank - 1];
+  parallel_chunks(rows, [&](int64_t begin, int64_t end) {
+    for_strided_rows<2>(g, begin, end, [&](int64_t row, const int64_t* off) {
+      const T* pa = a + off[0];
+      const T* pb = b + off[1];
+      T* py = y + row * inner;
+      if (sa == 1 && sb == 1) {
+        for (int64_t j = 0; j < inner; ++j) py[j] = binary_op(K, pa[j], pb[j]);
+      } else if (sa == 1 && sb == 0) {
+        const T v = pb[0];
+        for (int64_t j = 0; j < inner; ++j) py[j] = binary_op(K, pa[j], v);
+      } else if (sa == 0 && sb == 1) {
+        const T v = pa[0];
+        for (int64_t j = 0; j < inner; ++j) py[j] = binary_op(K, v, pb[j]);
+      } else {
+        for (int64_t j = 0; j < inner; ++j) py[j] = binary_op(K, pa[j * sa], pb[j * sb]);
+      }
+    });
+  }, std::max<int64_t>(1, (int64_t{1} << 14) / std::max<int64_t>(inner, 1)));
+}
+
+template <typename T, ops::BinaryKind K>
+static void binary_loop(const ops::BinaryAttrs& at, const T* a, const T* b, T* y, int64_t n, int64_t cols) {
+  switch (at.broadcast) {
+    case ops::Broadcast::general: return binary_general<T, K>(at.geometry, a, b, y);
     case ops::Broadcast::same: for (int64_t i = 0; i < n; ++i) y[i] = binary_op(K, a[i], b[i]); break;
     case ops::Broadcast::scalar_b: {
       const T s = b[0];
@@ -118,13 +155,15 @@ static void binary_loop(ops::Broadcast bc, const T* a, const T* b, T* y, int64_t
 template <typename T>
 static void binary_typed(const ops::BinaryAttrs& at, const T* a, const T* b, T* y, int64_t n, int64_t cols) {
   switch (at.kind) {
-    case ops::BinaryKind::add: return binary_loop<T, ops::BinaryKind::add>(at.broadcast, a, b, y, n, cols);
-    case ops::BinaryKind::sub: return binary_loop<T, ops::BinaryKind::sub>(at.broadcast, a, b, y, n, cols);
-    case ops::BinaryKind::mul: return binary_loop<T, ops::BinaryKind::mul>(at.broadcast, a, b, y, n, cols);
-    case ops::BinaryKind::div: return binary_loop<T, ops::BinaryKind::div>(at.broadcast, a, b, y, n, cols);
-    case ops::BinaryKind::maximum: return binary_loop<T, ops::BinaryKind::maximum>(at.broadcast, a, b, y, n, cols);
+    case ops::BinaryKind::add: return binary_loop<T, ops::BinaryKind::add>(at, a, b, y, n, cols);
+    case ops::BinaryKind::sub: return binary_loop<T, ops::BinaryKind::sub>(at, a, b, y, n, cols);
+    case ops::BinaryKind::mul: return binary_loop<T, ops::BinaryKind::mul>(at, a, b, y, n, cols);
+    case ops::BinaryKind::div: return binary_loop<T, ops::BinaryKind::div>(at, a, b, y, n, cols);
+    case ops::BinaryKind::maximum: return binary_loop<T, ops::BinaryKind::maximum>(at, a, b, y, n, cols);
     case ops::BinaryKind::greater_equal:
-      return binary_loop<T, ops::BinaryKind::greater_equal>(at.broadcast, a, b, y, n, cols);
+      return binary_loop<T, ops::BinaryKind::greater_equal>(at, a, b, y, n, cols);
+    case ops::BinaryKind::minimum: return binary_loop<T, ops::BinaryKind::minimum>(at, a, b, y, n, cols);
+    case ops::BinaryKind::pow: return binary_loop<T, ops::BinaryKind::pow>(at, a, b, y, n, cols);
   }
 }
 
@@ -140,6 +179,7 @@ static void binary_kernel(const KernelContext& ctx) {
     case DType::float64: return binary_typed(at, a.data<double>(), b.data<double>(), y.data<double>(), n, cols);
     case DType::int32: return binary_typed(at, a.data<int32_t>(), b.data<int32_t>(), y.data<int32_t>(), n, cols);
     case DType::int64: return binary_typed(at, a.data<int64_t>(), b.data<int64_t>(), y.data<int64_t>(), n, cols);
+    case DType::bool_: throw InternalError("Binary kernel on bool tensors (the op wrapper refuses them)");
   }
 }
 

@@ -14,6 +14,7 @@
 
 #include "backends/cuda/cuda_platform.h"
 #include "backends/cuda/cudnn_api.h"
+#include "backends/cuda/kernel_launch.h"
 #include "ops/attrs.h"
 #include "ops/kernel.h"
 #include "osprey/errors.h"
@@ -104,12 +105,6 @@ namespace {
 
 using ops::KernelContext;
 using runtime::DeviceType;
-
-struct Launch {
-  CudaDevice& dev;
-  explicit Launch(const KernelContext& ctx) : dev(cuda_device(*ctx.device)) { dev.activate(); }
-  cudaStream_t s() const { return dev.stream(); }
-};
 
 // A cuDNN handle per (thread, device), bound to the device's stream.
 cudnn::Handle handle_for(CudaDevice& dev) {

@@ -10,10 +10,19 @@ namespace osprey::cuda {
 
 enum class Act : int { linear, relu, sigmoid, tanh, softmax, gelu, elu, selu, softplus, softsign, silu, leaky_relu,
                        exponential };
-enum class Dt : int { f32, f64, i32, i64 };
+enum class Dt : int { f32, f64, i32, i64, b8 };
 enum class UnaryOp : int { neg, exp, log, sqrt, square, abs };
-enum class BinaryOp : int { add, sub, mul, div, maximum, greater_equal };
-enum class Bcast : int { same, scalar_b, row_b, scalar_a };
+enum class BinaryOp : int { add, sub, mul, div, maximum, greater_equal, minimum, pow };
+enum class Bcast : int { same, scalar_b, row_b, scalar_a, general };
+enum class CmpOp : int { eq, ne, lt, le, gt, ge, logical_and, logical_or, logical_xor };
+enum class RedOp : int { sum, prod, max, min, argmax, argmin, any, all };
+/// Up to three operands read through one output's index space (ops::StridedGeometry's layout): the output's dims
+/// and each operand's element stride per axis (0 where broadcast).
+struct Strided {
+  int rank;
+  long long dims[8];
+  long long strides[3][8];
+};
 enum class LossOp : int { bce, cce, scce, mse, mae };
 enum class AccOp : int { binary, categorical, sparse_categorical };
 
@@ -29,6 +38,24 @@ void launch_cast(Dt from, Dt to, const void* x, void* y, int64_t n, cudaStream_t
 void launch_unary(UnaryOp op, Dt dt, const void* x, void* y, int64_t n, cudaStream_t s);
 void launch_binary(BinaryOp op, Bcast bc, Dt dt, const void* a, const void* b, void* y, int64_t n, int64_t cols,
                    cudaStream_t s);
+/// NumPy broadcasting (kernels.cu): y[i] = op(a, b) through the geometry; n output elements.
+void launch_binary_general(BinaryOp op, Dt dt, const Strided& g, const void* a, const void* b, void* y, int64_t n,
+                           cudaStream_t s);
+/// The ops behind keras::ops (kernels_toolkit.cu). broadcast_to and select copy elements of `elem_bytes` (1, 4, 8).
+void launch_broadcast_to(const Strided& g, int elem_bytes, const void* x, void* y, int64_t n, cudaStream_t s);
+void launch_compare(CmpOp op, Dt dt, const Strided& g, const void* a, const void* b, bool* y, int64_t n,
+                    cudaStream_t s);
+void launch_select(const Strided& g, int elem_bytes, const bool* c, const void* x, const void* z, void* y, int64_t n,
+                   cudaStream_t s);
+/// (outer, r, inner) -> (outer, inner): a warp per output, lanes over r, combined in a fixed order.
+void launch_reduce_axis(RedOp op, Dt dt, const void* x, void* y, int64_t outer, int64_t r, int64_t inner,
+                        cudaStream_t s);
+/// Running sums or products along the middle axis of (outer, r, inner): a thread per (outer, inner) column.
+void launch_cumulative(Dt dt, bool prod, bool exclusive, bool reverse, const void* x, void* y, int64_t outer,
+                       int64_t r, int64_t inner, cudaStream_t s);
+/// The k first of each row of (rows, r) by (value, then index): a thread per row keeps them by insertion.
+void launch_top_k(Dt dt, const void* x, void* values, int32_t* indices, int64_t rows, int64_t r, int64_t k,
+                  bool largest, cudaStream_t s);
 void launch_activation(Act act, const float* z, float* y, int64_t n, int64_t cols, cudaStream_t s);
 void launch_activation_grad(Act act, const float* dy, const float* y, const float* z, float* dz, int64_t n,
                             int64_t cols, cudaStream_t s);
@@ -46,7 +73,7 @@ void launch_gather_rows(const char* src, const int64_t* idx, char* dst, int64_t 
 void launch_scatter_add_rows(const float* upd, const int64_t* idx, float* out, int64_t count, int64_t rows,
                              int64_t cols, Scratch scratch, cudaStream_t s);
 /// y = x with its axes permuted: out axis i is x's axis perm[i]; `in_dims` x's shape; elements of `elem_bytes`
-/// (4 or 8) bytes; rank <= 8.
+/// (1, 4 or 8) bytes; rank <= 8.
 void launch_transpose(const void* x, void* y, int rank, const int64_t* in_dims, const int* perm, int64_t n,
                       int elem_bytes, cudaStream_t s);
 /// y[i] = uniform float in [0, 1) from Philox(state[0], state[1]) starting at block state[2] (all read on the

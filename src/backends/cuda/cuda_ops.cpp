@@ -11,6 +11,7 @@
 
 #include "backends/cuda/cublaslt_api.h"
 #include "backends/cuda/cuda_platform.h"
+#include "backends/cuda/kernel_launch.h"
 #include "ops/attrs.h"
 #include "ops/kernel.h"
 #include "osprey/errors.h"
@@ -23,31 +24,13 @@ using runtime::DeviceType;
 
 namespace {
 
-Dt dt_of(DType t) {
-  switch (t) {
-    case DType::float32: return Dt::f32;
-    case DType::float64: return Dt::f64;
-    case DType::int32: return Dt::i32;
-    case DType::int64: return Dt::i64;
-  }
-  return Dt::f32;
-}
-
 Act act_of(ops::Activation a) { return static_cast<Act>(static_cast<int>(a)); }
 static_assert(static_cast<int>(ops::Activation::exponential) == static_cast<int>(Act::exponential));
 static_assert(static_cast<int>(ops::UnaryKind::abs) == static_cast<int>(UnaryOp::abs));
-static_assert(static_cast<int>(ops::BinaryKind::greater_equal) == static_cast<int>(BinaryOp::greater_equal));
-static_assert(static_cast<int>(ops::Broadcast::scalar_a) == static_cast<int>(Bcast::scalar_a));
+static_assert(static_cast<int>(ops::BinaryKind::pow) == static_cast<int>(BinaryOp::pow));
+static_assert(static_cast<int>(ops::Broadcast::general) == static_cast<int>(Bcast::general));
 static_assert(static_cast<int>(ops::LossKind::mean_absolute_error) == static_cast<int>(LossOp::mae));
 static_assert(static_cast<int>(ops::AccuracyKind::sparse_categorical) == static_cast<int>(AccOp::sparse_categorical));
-
-// The device of the running kernel, made current, with launch errors checked after the launches.
-struct Launch {
-  CudaDevice& dev;
-  explicit Launch(const KernelContext& ctx) : dev(cuda_device(*ctx.device)) { dev.activate(); }
-  cudaStream_t s() const { return dev.stream(); }
-  void done(const char* what) const { check(cudaGetLastError(), what); }
-};
 
 // ---- matmul through cuBLASLt ----
 
@@ -243,6 +226,12 @@ void binary_kernel(const KernelContext& ctx) {
   Launch l(ctx);
   const auto& at = ctx.attr<ops::BinaryAttrs>();
   auto& y = ctx.outputs[0];
+  if (at.broadcast == ops::Broadcast::general) {
+    launch_binary_general(static_cast<BinaryOp>(at.kind), dt_of(y.dtype()), strided_of(at.geometry),
+                          ctx.inputs[0].raw_data(), ctx.inputs[1].raw_data(), y.raw_data(), y.num_elements(), l.s());
+    l.done("Binary");
+    return;
+  }
   const int64_t cols = y.shape().rank() ? y.shape()[-1] : 1;
   launch_binary(static_cast<BinaryOp>(at.kind), static_cast<Bcast>(at.broadcast), dt_of(y.dtype()),
                 ctx.inputs[0].raw_data(), ctx.inputs[1].raw_data(), y.raw_data(), y.num_elements(),
@@ -569,6 +558,7 @@ void register_cuda_kernels() {
   ops::register_kernel(OpId::ApplyAdamMany, DeviceType::GPU, adam_many_kernel);
   ops::register_kernel(OpId::ApplyRmsprop, DeviceType::GPU, rmsprop_kernel);
   register_cuda_conv_kernels();
+  register_cuda_toolkit_kernels();
 }
 
 }  // namespace osprey::cuda

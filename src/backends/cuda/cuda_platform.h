@@ -104,5 +104,7 @@ CudaDevice& cuda_device(runtime::Device& device);
 void register_cuda_kernels();
 /// Registers the convolution and pooling kernels (cuda_conv.cpp): cuDNN, opened on first use, and own pooling.
 void register_cuda_conv_kernels();
+/// Registers the kernels of the ops behind keras::ops (cuda_toolkit.cpp).
+void register_cuda_toolkit_kernels();
 
 }  // namespace osprey::cuda

@@ -29,6 +29,17 @@ __device__ inline float warp_max(float v) {
   return v;
 }
 
+/// Operand offsets of output element i of a Strided geometry (the first `n_ops` operands).
+template <int N, typename G>
+__device__ inline void strided_offsets(const G& g, int64_t i, int64_t* off) {
+  for (int k = 0; k < N; ++k) off[k] = 0;
+  for (int d = g.rank - 1; d >= 0; --d) {
+    const int64_t q = i % g.dims[d];
+    i /= g.dims[d];
+    for (int k = 0; k < N; ++k) off[k] += q * g.strides[k][d];
+  }
+}
+
 }  // namespace osprey::cuda
 
 #define GRID_STRIDE(i, n) \

@@ -17,7 +17,7 @@ constexpr float kSeluAlpha = 1.6732632423543772848f, kSeluScale = 1.050700987355
 
 template <typename F, typename T>
 __global__ void cast_k(const F* x, T* y, int64_t n) {
-  GRID_STRIDE(i, n) y[i] = static_cast<T>(x[i]);
+  GRID_STRIDE(i, n) y[i] = static_cast<T>(x[i]);  // to bool: nonzero (NaN too) is true, as on the CPU
 }
 
 template <typename F>
@@ -27,6 +27,7 @@ void cast_from(Dt to, const F* x, void* y, int64_t n, cudaStream_t s) {
     case Dt::f64: cast_k<<<blocks_for(n), kThreads, 0, s>>>(x, static_cast<double*>(y), n); break;
     case Dt::i32: cast_k<<<blocks_for(n), kThreads, 0, s>>>(x, static_cast<int32_t*>(y), n); break;
     case Dt::i64: cast_k<<<blocks_for(n), kThreads, 0, s>>>(x, static_cast<int64_t*>(y), n); break;
+    case Dt::b8: cast_k<<<blocks_for(n), kThreads, 0, s>>>(x, static_cast<bool*>(y), n); break;
   }
 }
 
@@ -54,8 +55,19 @@ __device__ inline T binary_op(BinaryOp op, T a, T b) {
     case BinaryOp::div: return a / b;
     case BinaryOp::maximum: return a > b ? a : b;
     case BinaryOp::greater_equal: return a >= b ? T(1) : T(0);
+    case BinaryOp::minimum: return a < b ? a : b;
+    case BinaryOp::pow: return static_cast<T>(pow(static_cast<double>(a), static_cast<double>(b)));
   }
   return T(0);
+}
+
+template <typename T>
+__global__ void binary_general_k(BinaryOp op, Strided g, const T* a, const T* b, T* y, int64_t n) {
+  GRID_STRIDE(i, n) {
+    int64_t off[2];
+    strided_offsets<2>(g, i, off);
+    y[i] = binary_op(op, a[off[0]], b[off[1]]);
+  }
 }
 
 template <typename T>
@@ -66,6 +78,7 @@ __global__ void binary_k(BinaryOp op, Bcast bc, const T* a, const T* b, T* y, in
       case Bcast::scalar_b: y[i] = binary_op(op, a[i], b[0]); break;
       case Bcast::scalar_a: y[i] = binary_op(op, a[0], b[i]); break;
       case Bcast::row_b: y[i] = binary_op(op, a[i], b[i % cols]); break;
+      case Bcast::general: break;  // binary_general_k
     }
   }
 }
@@ -239,6 +252,7 @@ __device__ inline float label_at(Dt dt, const void* p, int64_t i) {
     case Dt::f64: return static_cast<float>(static_cast<const double*>(p)[i]);
     case Dt::i32: return static_cast<float>(static_cast<const int32_t*>(p)[i]);
     case Dt::i64: return static_cast<float>(static_cast<const int64_t*>(p)[i]);
+    case Dt::b8: return static_cast<const bool*>(p)[i] ? 1.f : 0.f;
   }
   return 0.f;
 }
@@ -400,6 +414,7 @@ void launch_cast(Dt from, Dt to, const void* x, void* y, int64_t n, cudaStream_t
     case Dt::f64: return cast_from(to, static_cast<const double*>(x), y, n, s);
     case Dt::i32: return cast_from(to, static_cast<const int32_t*>(x), y, n, s);
     case Dt::i64: return cast_from(to, static_cast<const int64_t*>(x), y, n, s);
+    case Dt::b8: return cast_from(to, static_cast<const bool*>(x), y, n, s);
   }
 }
 
@@ -433,6 +448,32 @@ void launch_binary(BinaryOp op, Bcast bc, Dt dt, const void* a, const void* b, v
       binary_k<<<g, kThreads, 0, s>>>(op, bc, static_cast<const int64_t*>(a), static_cast<const int64_t*>(b),
                                       static_cast<int64_t*>(y), n, cols);
       break;
+    case Dt::b8: break;  // the op wrapper refuses arithmetic on bool tensors
+  }
+}
+
+void launch_binary_general(BinaryOp op, Dt dt, const Strided& g, const void* a, const void* b, void* y, int64_t n,
+                           cudaStream_t s) {
+  if (n == 0) return;
+  const int blocks = blocks_for(n);
+  switch (dt) {
+    case Dt::f32:
+      binary_general_k<<<blocks, kThreads, 0, s>>>(op, g, static_cast<const float*>(a), static_cast<const float*>(b),
+                                                   static_cast<float*>(y), n);
+      break;
+    case Dt::f64:
+      binary_general_k<<<blocks, kThreads, 0, s>>>(op, g, static_cast<const double*>(a), static_cast<const double*>(b),
+                                                   static_cast<double*>(y), n);
+      break;
+    case Dt::i32:
+      binary_general_k<<<blocks, kThreads, 0, s>>>(op, g, static_cast<const int32_t*>(a),
+                                                   static_cast<const int32_t*>(b), static_cast<int32_t*>(y), n);
+      break;
+    case Dt::i64:
+      binary_general_k<<<blocks, kThreads, 0, s>>>(op, g, static_cast<const int64_t*>(a),
+                                                   static_cast<const int64_t*>(b), static_cast<int64_t*>(y), n);
+      break;
+    case Dt::b8: break;  // refused by the op wrapper
   }
 }
 

@@ -1,0 +1,80 @@
+// The CUDA plug-in's kernels of the ops behind keras::ops (kernels_toolkit.cu) in Osprey's op table.
+#include "backends/cuda/cuda_kernels.h"
+#include "backends/cuda/kernel_launch.h"
+#include "ops/attrs.h"
+#include "ops/kernel.h"
+
+namespace osprey::cuda {
+
+using ops::KernelContext;
+using runtime::DeviceType;
+
+namespace {
+
+static_assert(static_cast<int>(ops::CompareKind::logical_xor) == static_cast<int>(CmpOp::logical_xor));
+static_assert(static_cast<int>(ops::ReduceOp::all) == static_cast<int>(RedOp::all));
+
+int elem_bytes(const Tensor& t) { return static_cast<int>(dtype_size(t.dtype())); }
+
+void broadcast_to_kernel(const KernelContext& ctx) {
+  Launch l(ctx);
+  Tensor& y = ctx.outputs[0];
+  launch_broadcast_to(strided_of(ctx.attr<ops::StridedGeometry>()), elem_bytes(y), ctx.inputs[0].raw_data(),
+                      y.raw_data(), y.num_elements(), l.s());
+  l.done("BroadcastTo");
+}
+
+void compare_kernel(const KernelContext& ctx) {
+  Launch l(ctx);
+  const auto& at = ctx.attr<ops::CompareAttrs>();
+  Tensor& y = ctx.outputs[0];
+  launch_compare(static_cast<CmpOp>(at.kind), dt_of(ctx.inputs[0].dtype()), strided_of(at.geometry),
+                 ctx.inputs[0].raw_data(), ctx.inputs[1].raw_data(), y.data<bool>(), y.num_elements(), l.s());
+  l.done("Compare");
+}
+
+void select_kernel(const KernelContext& ctx) {
+  Launch l(ctx);
+  Tensor& y = ctx.outputs[0];
+  launch_select(strided_of(ctx.attr<ops::StridedGeometry>()), elem_bytes(y), ctx.inputs[0].data<bool>(),
+                ctx.inputs[1].raw_data(), ctx.inputs[2].raw_data(), y.raw_data(), y.num_elements(), l.s());
+  l.done("Select");
+}
+
+void reduce_axis_kernel(const KernelContext& ctx) {
+  Launch l(ctx);
+  const auto& at = ctx.attr<ops::ReduceAxisAttrs>();
+  launch_reduce_axis(static_cast<RedOp>(at.op), dt_of(ctx.inputs[0].dtype()), ctx.inputs[0].raw_data(),
+                     ctx.outputs[0].raw_data(), at.outer, at.r, at.inner, l.s());
+  l.done("ReduceAxis");
+}
+
+void cumulative_kernel(const KernelContext& ctx) {
+  Launch l(ctx);
+  const auto& at = ctx.attr<ops::CumulativeAttrs>();
+  launch_cumulative(dt_of(ctx.inputs[0].dtype()), at.prod, at.exclusive, at.reverse, ctx.inputs[0].raw_data(),
+                    ctx.outputs[0].raw_data(), at.outer, at.r, at.inner, l.s());
+  l.done("Cumulative");
+}
+
+void top_k_kernel(const KernelContext& ctx) {
+  Launch l(ctx);
+  const auto& at = ctx.attr<ops::TopKAttrs>();
+  launch_top_k(dt_of(ctx.inputs[0].dtype()), ctx.inputs[0].raw_data(), ctx.outputs[0].raw_data(),
+               ctx.outputs[1].data<int32_t>(), at.rows, at.r, at.k, at.largest, l.s());
+  l.done("TopK");
+}
+
+}  // namespace
+
+void register_cuda_toolkit_kernels() {
+  using ops::OpId;
+  ops::register_kernel(OpId::BroadcastTo, DeviceType::GPU, broadcast_to_kernel);
+  ops::register_kernel(OpId::Compare, DeviceType::GPU, compare_kernel);
+  ops::register_kernel(OpId::Select, DeviceType::GPU, select_kernel);
+  ops::register_kernel(OpId::ReduceAxis, DeviceType::GPU, reduce_axis_kernel);
+  ops::register_kernel(OpId::Cumulative, DeviceType::GPU, cumulative_kernel);
+  ops::register_kernel(OpId::TopK, DeviceType::GPU, top_k_kernel);
+}
+
+}  // namespace osprey::cuda

@@ -1,0 +1,42 @@
+// What every CUDA kernel of the op table starts with: its logical device made current, its stream, and launch
+// errors checked after the launches.
+#pragma once
+
+#include <cstddef>
+#include <cstring>
+
+#include "backends/cuda/cuda_kernels.h"
+#include "backends/cuda/cuda_platform.h"
+#include "ops/attrs.h"
+#include "ops/kernel.h"
+
+namespace osprey::cuda {
+
+struct Launch {
+  CudaDevice& dev;
+  explicit Launch(const ops::KernelContext& ctx) : dev(cuda_device(*ctx.device)) { dev.activate(); }
+  cudaStream_t s() const { return dev.stream(); }
+  void done(const char* what) const { check(cudaGetLastError(), what); }
+};
+
+inline Dt dt_of(DType t) {
+  switch (t) {
+    case DType::float32: return Dt::f32;
+    case DType::float64: return Dt::f64;
+    case DType::int32: return Dt::i32;
+    case DType::int64: return Dt::i64;
+    case DType::bool_: return Dt::b8;
+  }
+  return Dt::f32;
+}
+
+/// The launchers' copy of a StridedGeometry (the same layout in plain types).
+static_assert(sizeof(Strided) == sizeof(ops::StridedGeometry) && offsetof(Strided, dims) == offsetof(ops::StridedGeometry, dims) &&
+              offsetof(Strided, strides) == offsetof(ops::StridedGeometry, strides) && sizeof(long long) == sizeof(int64_t));
+inline Strided strided_of(const ops::StridedGeometry& g) {
+  Strided s;
+  std::memcpy(&s, &g, sizeof s);
+  return s;
+}
+
+}  // namespace osprey::cuda
