@@ -1,0 +1,164 @@
+// keras::ops: Keras 3's backend-neutral ops (keras.ops), with NumPy's broadcasting, dtype promotion and axis
+// conventions. Each runs through Osprey's dispatch (CPU or GPU, placement log) and is differentiable under a
+// GradientTape where Keras's is.
+#pragma once
+
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "osprey/tensor.h"
+
+namespace osprey::keras::ops {
+
+/// A tensor, or a plain number that takes the other operand's dtype (Keras's weak Python scalars: x + 1 stays
+/// int32 for an int32 x; x + 0.5 makes an integer x float32).
+class TensorLike {
+ public:
+  TensorLike(const Tensor& t) : tensor_(t) {}  // NOLINT: implicit, as Python passes either
+  TensorLike(double v) : scalar_(v) {}         // NOLINT
+  TensorLike(int v) : scalar_(v), integral_(true) {}  // NOLINT
+  TensorLike(int64_t v) : scalar_(static_cast<double>(v)), integral_(true) {}  // NOLINT
+  TensorLike(bool v) : scalar_(v ? 1.0 : 0.0), integral_(true), boolean_(true) {}  // NOLINT
+
+  bool is_tensor() const { return tensor_.defined(); }
+  const Tensor& tensor() const { return tensor_; }
+  double scalar() const { return scalar_; }
+  bool integral() const { return integral_; }
+  bool boolean() const { return boolean_; }
+  /// The tensor, or the number as a 0-d tensor of `dtype`.
+  Tensor as_tensor(DType dtype) const;
+
+ private:
+  Tensor tensor_;
+  double scalar_ = 0;
+  bool integral_ = false, boolean_ = false;
+};
+
+/// An `axis` argument: one axis, several, or none given (every axis, Keras's axis=None).
+class Axes {
+ public:
+  Axes() = default;                                                // NOLINT: axis=None
+  Axes(int axis) : axes_{axis}, all_(false) {}                     // NOLINT
+  Axes(std::initializer_list<int> axes) : axes_(axes), all_(false) {}  // NOLINT
+  Axes(std::vector<int> axes) : axes_(std::move(axes)), all_(false) {}  // NOLINT
+  bool all() const { return all_; }
+  const std::vector<int>& axes() const { return axes_; }
+
+ private:
+  std::vector<int> axes_;
+  bool all_ = true;
+};
+
+/// The dtype two operands promote to (keras.ops.result_type): bool < int32 < int64 < float32 < float64, numbers
+/// weak.
+DType result_type(const TensorLike& a, const TensorLike& b);
+Tensor convert_to_tensor(const TensorLike& x, std::optional<DType> dtype = std::nullopt);
+Tensor cast(const Tensor& x, DType dtype);
+/// x, with no gradient flowing back through it.
+Tensor stop_gradient(const Tensor& x);
+
+// ---- element-wise (NumPy broadcasting) ----
+Tensor add(const TensorLike& a, const TensorLike& b);
+Tensor subtract(const TensorLike& a, const TensorLike& b);
+Tensor multiply(const TensorLike& a, const TensorLike& b);
+/// True division: integers give float32 (as Keras).
+Tensor divide(const TensorLike& a, const TensorLike& b);
+Tensor true_divide(const TensorLike& a, const TensorLike& b);
+Tensor power(const TensorLike& a, const TensorLike& b);
+Tensor maximum(const TensorLike& a, const TensorLike& b);
+Tensor minimum(const TensorLike& a, const TensorLike& b);
+Tensor negative(const Tensor& x);
+Tensor abs(const Tensor& x);
+Tensor absolute(const Tensor& x);
+Tensor square(const Tensor& x);
+Tensor sqrt(const Tensor& x);
+Tensor exp(const Tensor& x);
+Tensor log(const Tensor& x);
+Tensor sign(const Tensor& x);
+/// x limited to [x_min, x_max] (the gradient passes where x is inside, bounds included).
+Tensor clip(const Tensor& x, const TensorLike& x_min, const TensorLike& x_max);
+/// x1 where condition, else x2 (all three broadcast together).
+Tensor where(const TensorLike& condition, const TensorLike& x1, const TensorLike& x2);
+
+// ---- comparisons and logic (bool results) ----
+Tensor equal(const TensorLike& a, const TensorLike& b);
+Tensor not_equal(const TensorLike& a, const TensorLike& b);
+Tensor less(const TensorLike& a, const TensorLike& b);
+Tensor less_equal(const TensorLike& a, const TensorLike& b);
+Tensor greater(const TensorLike& a, const TensorLike& b);
+Tensor greater_equal(const TensorLike& a, const TensorLike& b);
+Tensor logical_and(const TensorLike& a, const TensorLike& b);
+Tensor logical_or(const TensorLike& a, const TensorLike& b);
+Tensor logical_xor(const TensorLike& a, const TensorLike& b);
+Tensor logical_not(const Tensor& x);
+
+// ---- reductions (axis=None: all axes) ----
+Tensor sum(const Tensor& x, const Axes& axis = {}, bool keepdims = false);
+/// Integers give float32 means (as Keras).
+Tensor mean(const Tensor& x, const Axes& axis = {}, bool keepdims = false);
+Tensor max(const Tensor& x, const Axes& axis = {}, bool keepdims = false);
+Tensor min(const Tensor& x, const Axes& axis = {}, bool keepdims = false);
+Tensor prod(const Tensor& x, const Axes& axis = {}, bool keepdims = false);
+Tensor any(const Tensor& x, const Axes& axis = {}, bool keepdims = false);
+Tensor all(const Tensor& x, const Axes& axis = {}, bool keepdims = false);
+/// log(sum(exp(x))) computed stably (the maximum taken out first).
+Tensor logsumexp(const Tensor& x, const Axes& axis = {}, bool keepdims = false);
+/// Population variance and standard deviation (NumPy's ddof = 0).
+Tensor var(const Tensor& x, const Axes& axis = {}, bool keepdims = false);
+Tensor std(const Tensor& x, const Axes& axis = {}, bool keepdims = false);
+/// int32 index of the first maximum (minimum); axis=None: into the flattened tensor.
+Tensor argmax(const Tensor& x, std::optional<int> axis = std::nullopt, bool keepdims = false);
+Tensor argmin(const Tensor& x, std::optional<int> axis = std::nullopt, bool keepdims = false);
+/// Running sum (product) along axis; axis=None: over the flattened tensor.
+Tensor cumsum(const Tensor& x, std::optional<int> axis = std::nullopt);
+Tensor cumprod(const Tensor& x, std::optional<int> axis = std::nullopt);
+
+// ---- shapes and indexing ----
+/// new_shape may hold one -1 (inferred).
+Tensor reshape(const Tensor& x, const std::vector<int64_t>& new_shape);
+/// axes=None reverses the axes.
+Tensor transpose(const Tensor& x, std::optional<std::vector<int>> axes = std::nullopt);
+Tensor expand_dims(const Tensor& x, int axis);
+/// axis=None drops every axis of size 1; a given axis must be of size 1.
+Tensor squeeze(const Tensor& x, std::optional<int> axis = std::nullopt);
+Tensor broadcast_to(const Tensor& x, const std::vector<int64_t>& shape);
+Tensor concatenate(const std::vector<Tensor>& xs, int axis = 0);
+Tensor stack(const std::vector<Tensor>& xs, int axis = 0);
+/// Into `sections` equal pieces along axis (InvalidArgumentError when it does not divide).
+std::vector<Tensor> split(const Tensor& x, int64_t sections, int axis = 0);
+/// At the given indices along axis (NumPy's np.split with a list).
+std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& indices, int axis = 0);
+/// Elements of x at integer `indices` (any shape; negative count from the end) along axis; axis=None: of the
+/// flattened x. Output shape: x.shape[:axis] + indices.shape + x.shape[axis+1:]. Differentiable in x.
+Tensor take(const Tensor& x, const Tensor& indices, std::optional<int> axis = std::nullopt);
+/// NumPy's take_along_axis: indices of x's rank (broadcast on the other axes) picking along axis.
+Tensor take_along_axis(const Tensor& x, const Tensor& indices, int axis);
+/// keras.ops.slice: the block of `shape` starting at `start_indices` (one per axis).
+Tensor slice(const Tensor& x, const std::vector<int64_t>& start_indices, const std::vector<int64_t>& shape);
+/// x[i] along the first axis (negative from the end): the axis removed.
+Tensor get_item(const Tensor& x, int64_t i);
+/// One-hot vectors of `num_classes` along a new axis (default last); indices outside [0, num_classes) give zeros.
+Tensor one_hot(const Tensor& x, int64_t num_classes, int axis = -1, DType dtype = DType::float32);
+Tensor arange(double start, std::optional<double> stop = std::nullopt, double step = 1.0,
+              std::optional<DType> dtype = std::nullopt);
+Tensor zeros(const std::vector<int64_t>& shape, DType dtype = DType::float32);
+Tensor ones(const std::vector<int64_t>& shape, DType dtype = DType::float32);
+Tensor zeros_like(const Tensor& x);
+Tensor ones_like(const Tensor& x);
+
+// ---- linear algebra, sorting ----
+/// NumPy's matmul: 1-D operands promoted and the added axis removed, batch axes broadcast.
+Tensor matmul(const Tensor& a, const Tensor& b);
+/// Einstein summation for one or two operands without repeated labels inside an operand ("ij,jk->ik",
+/// "bij,bjk->bik", "bhqd,bhkd->bhqk", "ij->ji", "ii" is not supported); "->" optional (NumPy's implicit output);
+/// no ellipsis. Runs as transposes, reshapes and one batched matmul.
+Tensor einsum(const std::string& subscripts, const std::vector<Tensor>& operands);
+/// {values, indices} of the k largest along the last axis (indices int32; ties by lower index).
+std::vector<Tensor> top_k(const Tensor& x, int64_t k, bool sorted = true);
+/// Sorted ascending along axis; argsort: the int32 indices that sort it (stable).
+Tensor sort(const Tensor& x, int axis = -1);
+Tensor argsort(const Tensor& x, int axis = -1);
+
+}  // namespace osprey::keras::ops

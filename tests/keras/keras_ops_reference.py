@@ -1,0 +1,124 @@
+"""Expected values for keras::ops (tests/ops/test_keras_ops.cpp): each case runs a keras.ops call of real Keras 3 (the
+TensorFlow backend) on stored inputs and records its outputs (values, shape, dtype) and, for float inputs, the
+gradients of sum(output * cotangent) under tf.GradientTape. `python3 tests/keras/keras_ops_reference.py` (pip
+tensorflow-cpu keras) writes tests/data/keras_ops.json."""
+import json
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+import keras  # noqa: E402
+from keras import ops  # noqa: E402
+
+rng = np.random.default_rng(20261202)
+
+
+def f32(*shape, lo=-2.0, hi=2.0):
+    return rng.uniform(lo, hi, size=shape).astype("float32")
+
+
+def i32(*shape, lo=0, hi=5):
+    return rng.integers(lo, hi, size=shape).astype("int32")
+
+
+ties = np.array([[1, 3, 3, 0], [2, 2, -1, 2], [0, 0, 0, 0]], dtype="float32")
+cases = [
+    ("add_broadcast", lambda a, b: ops.add(a, b), [f32(2, 3, 4), f32(3, 1)]),
+    ("subtract_broadcast", lambda a, b: ops.subtract(a, b), [f32(4, 1, 3), f32(2, 3)]),
+    ("multiply_broadcast", lambda a, b: ops.multiply(a, b), [f32(2, 1, 4), f32(3, 1)]),
+    ("divide_broadcast", lambda a, b: ops.divide(a, b), [f32(2, 3), f32(2, 1, lo=0.5, hi=2.0)]),
+    ("maximum_outer", lambda a, b: ops.maximum(a, b), [f32(3, 1), f32(1, 4)]),
+    ("minimum_row", lambda a, b: ops.minimum(a, b), [f32(3, 4), f32(4)]),
+    ("power", lambda a, b: ops.power(a, b), [f32(2, 3, lo=0.5, hi=2.0), f32(3)]),
+    ("where", lambda c, a, b: ops.where(c, a, b), [f32(2, 3) > 0, f32(2, 3), f32(3)]),
+    ("clip", lambda x: ops.clip(x, -1.0, 1.5), [f32(3, 4)]),
+    ("sum_axis1_keepdims", lambda x: ops.sum(x, axis=1, keepdims=True), [f32(2, 3, 4)]),
+    ("sum_axes02", lambda x: ops.sum(x, axis=(0, 2)), [f32(2, 3, 4)]),
+    ("sum_all", lambda x: ops.sum(x), [f32(2, 3, 4)]),
+    ("mean_last", lambda x: ops.mean(x, axis=-1), [f32(3, 5)]),
+    ("max_ties", lambda x: ops.max(x, axis=1), [ties]),
+    ("min_axis0", lambda x: ops.min(x, axis=0), [f32(4, 3)]),
+    ("prod_with_zero", lambda x: ops.prod(x, axis=1), [np.array([[1.5, 0.0, 2.0], [0.5, -1.0, 3.0]], "float32")]),
+    ("logsumexp_last", lambda x: ops.logsumexp(x, axis=-1), [f32(3, 6, lo=-5, hi=5)]),
+    ("var_axis0", lambda x: ops.var(x, axis=0), [f32(5, 3)]),
+    ("std_keepdims", lambda x: ops.std(x, axis=(0, 1), keepdims=True), [f32(2, 3, 2)]),
+    ("argmax_axis1", lambda x: ops.argmax(x, axis=1), [ties]),
+    ("argmin_axis0", lambda x: ops.argmin(x, axis=0), [ties]),
+    ("argmax_flat", lambda x: ops.argmax(x), [f32(3, 4)]),
+    ("any_axis1", lambda x: ops.any(x, axis=1), [np.array([[True, False], [False, False], [True, True]])]),
+    ("all_axis0", lambda x: ops.all(x, axis=0), [np.array([[True, False], [True, True], [True, True]])]),
+    ("cumsum_axis1", lambda x: ops.cumsum(x, axis=1), [f32(2, 4)]),
+    ("cumprod_axis0", lambda x: ops.cumprod(x, axis=0), [f32(3, 2, lo=0.5, hi=1.5)]),
+    ("cumsum_flat_int", lambda x: ops.cumsum(x), [i32(2, 3)]),
+    ("one_hot", lambda x: ops.one_hot(x, 4), [np.array([0, 3, 5, -1, 2], "int32")]),
+    ("one_hot_axis0", lambda x: ops.one_hot(x, 3, axis=0), [np.array([[0, 2], [1, 1]], "int32")]),
+    ("take_axis1", lambda x, i: ops.take(x, i, axis=1), [f32(2, 5, 3), np.array([[0, -1], [2, 2]], "int32")]),
+    ("take_flat", lambda x, i: ops.take(x, i), [f32(3, 4), np.array([11, 0, 5], "int32")]),
+    ("take_along_axis", lambda x, i: ops.take_along_axis(x, i, axis=1),
+     [f32(3, 4), np.array([[0, 3], [1, 1], [2, 0]], "int32")]),
+    ("top_k", lambda x: ops.top_k(x, 2), [ties]),
+    ("sort_axis0", lambda x: ops.sort(x, axis=0), [f32(4, 3)]),
+    ("argsort_last", lambda x: ops.argsort(x, axis=-1), [f32(3, 5)]),
+    ("einsum_bmm", lambda a, b: ops.einsum("bij,bjk->bik", a, b), [f32(2, 3, 4), f32(2, 4, 5)]),
+    ("einsum_attention", lambda a, b: ops.einsum("bhqd,bhkd->bhqk", a, b), [f32(2, 2, 3, 4), f32(2, 2, 5, 4)]),
+    ("einsum_matvec", lambda a, b: ops.einsum("ij,j->i", a, b), [f32(3, 4), f32(4)]),
+    ("einsum_transpose_sum", lambda a: ops.einsum("ijk->ki", a), [f32(2, 3, 4)]),
+    ("einsum_outer_implicit", lambda a, b: ops.einsum("i,j", a, b), [f32(3), f32(2)]),
+    ("matmul_broadcast", lambda a, b: ops.matmul(a, b), [f32(2, 1, 3, 4), f32(3, 4, 5)]),
+    ("matmul_vector", lambda a, b: ops.matmul(a, b), [f32(4), f32(2, 4, 3)]),
+    ("stack_axis1", lambda a, b: ops.stack([a, b], axis=1), [f32(2, 3), f32(2, 3)]),
+    ("concatenate_last", lambda a, b: ops.concatenate([a, b], axis=-1), [f32(2, 3), f32(2, 1)]),
+    ("split_sections", lambda x: ops.split(x, 3, axis=1), [f32(2, 6)]),
+    ("split_indices", lambda x: ops.split(x, [1, 3], axis=0), [f32(5, 2)]),
+    ("equal_int", lambda a, b: ops.equal(a, b), [i32(3, 4), i32(4)]),
+    ("less_float", lambda a, b: ops.less(a, b), [f32(2, 1, 3), f32(4, 1)]),
+    ("greater_equal_scalar", lambda a: ops.greater_equal(a, 0.25), [f32(3, 3)]),
+    ("logical_xor", lambda a, b: ops.logical_xor(a, b), [f32(3, 2) > 0, f32(2) > 0]),
+    ("expand_squeeze", lambda x: ops.squeeze(ops.expand_dims(x, 1), axis=1), [f32(3, 2)]),
+    ("transpose_default", lambda x: ops.transpose(x), [f32(2, 3, 4)]),
+    ("reshape_infer", lambda x: ops.reshape(x, (-1, 6)), [f32(2, 3, 2)]),
+    ("int_plus_half", lambda x: ops.add(x, 0.5), [i32(2, 3)]),
+    ("int_times_two", lambda x: ops.multiply(x, 2), [i32(2, 3)]),
+    ("mean_int", lambda x: ops.mean(x, axis=0), [i32(4, 3)]),
+    ("broadcast_to", lambda x: ops.broadcast_to(x, (2, 3, 4)), [f32(3, 1)]),
+    ("slice", lambda x: ops.slice(x, (1, 0, 2), (2, 3, 2)), [f32(3, 3, 4)]),
+    ("abs_sign", lambda x: ops.multiply(ops.abs(x), ops.sign(x)), [f32(3, 4)]),
+]
+
+
+def dtype_name(d):
+    return tf.as_dtype(d).name
+
+
+def record(t):
+    a = np.asarray(t)
+    return {"shape": list(a.shape), "dtype": dtype_name(a.dtype),
+            "values": a.astype("float64").reshape(-1).tolist()}
+
+
+out = {"keras": keras.__version__, "tensorflow": tf.__version__, "cases": []}
+for name, fn, inputs in cases:
+    tensors = [tf.constant(x) for x in inputs]
+    with tf.GradientTape(persistent=True) as tape:
+        for t in tensors:
+            if t.dtype.is_floating:
+                tape.watch(t)
+        result = fn(*tensors)
+        results = list(result) if isinstance(result, (list, tuple)) else [result]
+        cotangents = [np.cos(np.arange(np.size(r))).reshape(np.shape(r)).astype("float32") for r in results]
+        losses = [tf.reduce_sum(tf.cast(r, tf.float32) * c) for r, c in zip(results, cotangents)
+                  if r.dtype.is_floating]
+        loss = tf.add_n(losses) if losses else None
+    grads = []
+    for t in tensors:
+        g = tape.gradient(loss, t) if (loss is not None and t.dtype.is_floating) else None
+        grads.append(None if g is None else np.asarray(g).astype("float64").reshape(-1).tolist())
+    out["cases"].append({"name": name, "inputs": [record(x) for x in inputs],
+                         "outputs": [record(r) for r in results], "grads": grads})
+
+path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "keras_ops.json")
+with open(path, "w") as f:
+    json.dump(out, f, indent=None, separators=(",", ":"))
+    f.write("\n")
+print(f"wrote {path}: {len(cases)} cases (Keras {keras.__version__}, TensorFlow {tf.__version__})")

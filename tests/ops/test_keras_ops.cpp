@@ -1,0 +1,231 @@
+// keras::ops against real Keras 3 (tests/keras/keras_ops_reference.py wrote tests/data/keras_ops.json): every
+// case's outputs (values, shape, dtype) and the gradients of sum(output · cotangent) with respect to its float
+// inputs; then the typed errors of bad input.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "osprey/autodiff.h"
+#include "osprey/errors.h"
+#include "osprey/keras/ops.h"
+#include "osprey/ops.h"
+#include "test_util.h"
+
+using namespace osprey;
+namespace ko = osprey::keras::ops;
+using json = nlohmann::json;
+using Ts = std::vector<Tensor>;
+
+namespace {
+
+const json& ref() {
+  static const json j = [] {
+    std::ifstream in(osprey::testing::data_file("keras_ops.json"));
+    return json::parse(in);
+  }();
+  return j;
+}
+
+// The C++ spelling of each reference case (same names as keras_ops_reference.py).
+const std::map<std::string, std::function<Ts(const Ts&)>>& cases() {
+  static const std::map<std::string, std::function<Ts(const Ts&)>> m = {
+      {"add_broadcast", [](const Ts& i) { return Ts{ko::add(i[0], i[1])}; }},
+      {"subtract_broadcast", [](const Ts& i) { return Ts{ko::subtract(i[0], i[1])}; }},
+      {"multiply_broadcast", [](const Ts& i) { return Ts{ko::multiply(i[0], i[1])}; }},
+      {"divide_broadcast", [](const Ts& i) { return Ts{ko::divide(i[0], i[1])}; }},
+      {"maximum_outer", [](const Ts& i) { return Ts{ko::maximum(i[0], i[1])}; }},
+      {"minimum_row", [](const Ts& i) { return Ts{ko::minimum(i[0], i[1])}; }},
+      {"power", [](const Ts& i) { return Ts{ko::power(i[0], i[1])}; }},
+      {"where", [](const Ts& i) { return Ts{ko::where(i[0], i[1], i[2])}; }},
+      {"clip", [](const Ts& i) { return Ts{ko::clip(i[0], -1.0, 1.5)}; }},
+      {"sum_axis1_keepdims", [](const Ts& i) { return Ts{ko::sum(i[0], 1, true)}; }},
+      {"sum_axes02", [](const Ts& i) { return Ts{ko::sum(i[0], {0, 2})}; }},
+      {"sum_all", [](const Ts& i) { return Ts{ko::sum(i[0])}; }},
+      {"mean_last", [](const Ts& i) { return Ts{ko::mean(i[0], -1)}; }},
+      {"max_ties", [](const Ts& i) { return Ts{ko::max(i[0], 1)}; }},
+      {"min_axis0", [](const Ts& i) { return Ts{ko::min(i[0], 0)}; }},
+      {"prod_with_zero", [](const Ts& i) { return Ts{ko::prod(i[0], 1)}; }},
+      {"logsumexp_last", [](const Ts& i) { return Ts{ko::logsumexp(i[0], -1)}; }},
+      {"var_axis0", [](const Ts& i) { return Ts{ko::var(i[0], 0)}; }},
+      {"std_keepdims", [](const Ts& i) { return Ts{ko::std(i[0], {0, 1}, true)}; }},
+      {"argmax_axis1", [](const Ts& i) { return Ts{ko::argmax(i[0], 1)}; }},
+      {"argmin_axis0", [](const Ts& i) { return Ts{ko::argmin(i[0], 0)}; }},
+      {"argmax_flat", [](const Ts& i) { return Ts{ko::argmax(i[0])}; }},
+      {"any_axis1", [](const Ts& i) { return Ts{ko::any(i[0], 1)}; }},
+      {"all_axis0", [](const Ts& i) { return Ts{ko::all(i[0], 0)}; }},
+      {"cumsum_axis1", [](const Ts& i) { return Ts{ko::cumsum(i[0], 1)}; }},
+      {"cumprod_axis0", [](const Ts& i) { return Ts{ko::cumprod(i[0], 0)}; }},
+      {"cumsum_flat_int", [](const Ts& i) { return Ts{ko::cumsum(i[0])}; }},
+      {"one_hot", [](const Ts& i) { return Ts{ko::one_hot(i[0], 4)}; }},
+      {"one_hot_axis0", [](const Ts& i) { return Ts{ko::one_hot(i[0], 3, 0)}; }},
+      {"take_axis1", [](const Ts& i) { return Ts{ko::take(i[0], i[1], 1)}; }},
+      {"take_flat", [](const Ts& i) { return Ts{ko::take(i[0], i[1])}; }},
+      {"take_along_axis", [](const Ts& i) { return Ts{ko::take_along_axis(i[0], i[1], 1)}; }},
+      {"top_k", [](const Ts& i) { return ko::top_k(i[0], 2); }},
+      {"sort_axis0", [](const Ts& i) { return Ts{ko::sort(i[0], 0)}; }},
+      {"argsort_last", [](const Ts& i) { return Ts{ko::argsort(i[0], -1)}; }},
+      {"einsum_bmm", [](const Ts& i) { return Ts{ko::einsum("bij,bjk->bik", i)}; }},
+      {"einsum_attention", [](const Ts& i) { return Ts{ko::einsum("bhqd,bhkd->bhqk", i)}; }},
+      {"einsum_matvec", [](const Ts& i) { return Ts{ko::einsum("ij,j->i", i)}; }},
+      {"einsum_transpose_sum", [](const Ts& i) { return Ts{ko::einsum("ijk->ki", i)}; }},
+      {"einsum_outer_implicit", [](const Ts& i) { return Ts{ko::einsum("i,j", i)}; }},
+      {"matmul_broadcast", [](const Ts& i) { return Ts{ko::matmul(i[0], i[1])}; }},
+      {"matmul_vector", [](const Ts& i) { return Ts{ko::matmul(i[0], i[1])}; }},
+      {"stack_axis1", [](const Ts& i) { return Ts{ko::stack({i[0], i[1]}, 1)}; }},
+      {"concatenate_last", [](const Ts& i) { return Ts{ko::concatenate({i[0], i[1]}, -1)}; }},
+      {"split_sections", [](const Ts& i) { return ko::split(i[0], int64_t{3}, 1); }},
+      {"split_indices", [](const Ts& i) { return ko::split(i[0], std::vector<int64_t>{1, 3}, 0); }},
+      {"equal_int", [](const Ts& i) { return Ts{ko::equal(i[0], i[1])}; }},
+      {"less_float", [](const Ts& i) { return Ts{ko::less(i[0], i[1])}; }},
+      {"greater_equal_scalar", [](const Ts& i) { return Ts{ko::greater_equal(i[0], 0.25)}; }},
+      {"logical_xor", [](const Ts& i) { return Ts{ko::logical_xor(i[0], i[1])}; }},
+      {"expand_squeeze", [](const Ts& i) { return Ts{ko::squeeze(ko::expand_dims(i[0], 1), 1)}; }},
+      {"transpose_default", [](const Ts& i) { return Ts{ko::transpose(i[0])}; }},
+      {"reshape_infer", [](const Ts& i) { return Ts{ko::reshape(i[0], {-1, 6})}; }},
+      {"int_plus_half", [](const Ts& i) { return Ts{ko::add(i[0], 0.5)}; }},
+      {"int_times_two", [](const Ts& i) { return Ts{ko::multiply(i[0], 2)}; }},
+      {"mean_int", [](const Ts& i) { return Ts{ko::mean(i[0], 0)}; }},
+      {"broadcast_to", [](const Ts& i) { return Ts{ko::broadcast_to(i[0], {2, 3, 4})}; }},
+      {"slice", [](const Ts& i) { return Ts{ko::slice(i[0], {1, 0, 2}, {2, 3, 2})}; }},
+      {"abs_sign", [](const Ts& i) { return Ts{ko::multiply(ko::abs(i[0]), ko::sign(i[0]))}; }},
+  };
+  return m;
+}
+
+Tensor tensor_of(const json& j) {
+  std::vector<int64_t> dims = j["shape"].get<std::vector<int64_t>>();
+  const std::vector<double> values = j["values"].get<std::vector<double>>();
+  return Tensor::from_vector(values, Shape(dims)).cast(dtype_from_name(j["dtype"].get<std::string>()));
+}
+
+bool is_float(DType t) { return t == DType::float32 || t == DType::float64; }
+
+void expect_values(const std::string& what, const std::vector<double>& expected, const std::vector<double>& got,
+                   double tol) {
+  ASSERT_EQ(expected.size(), got.size()) << what;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    EXPECT_NEAR(got[i], expected[i], tol * std::max(1.0, std::abs(expected[i]))) << what << "[" << i << "]";
+  }
+}
+
+}  // namespace
+
+TEST(KerasOps, EveryCaseMatchesKeras) {
+  const json& r = ref();
+  std::set<std::string> seen;
+  for (const auto& c : r["cases"]) {
+    const std::string name = c["name"];
+    seen.insert(name);
+    SCOPED_TRACE(name);
+    auto it = cases().find(name);
+    ASSERT_NE(it, cases().end()) << "no C++ spelling of reference case " << name;
+    Ts inputs;
+    for (const auto& in : c["inputs"]) inputs.push_back(tensor_of(in));
+    GradientTape tape;
+    Ts watched;
+    for (const auto& t : inputs) {
+      if (is_float(t.dtype())) tape.watch(t), watched.push_back(t);
+    }
+    const Ts outs = it->second(inputs);
+    ASSERT_EQ(outs.size(), c["outputs"].size());
+    Tensor loss;
+    for (std::size_t o = 0; o < outs.size(); ++o) {
+      const json& e = c["outputs"][o];
+      EXPECT_EQ(outs[o].shape(), Shape(e["shape"].get<std::vector<int64_t>>())) << "output " << o;
+      EXPECT_EQ(dtype_name(outs[o].dtype()), e["dtype"].get<std::string>()) << "output " << o;
+      expect_values(name + " output " + std::to_string(o), e["values"].get<std::vector<double>>(),
+                    outs[o].to_vector<double>(), 2e-5);
+      if (!is_float(outs[o].dtype())) continue;
+      std::vector<float> cot(static_cast<std::size_t>(outs[o].num_elements()));
+      for (std::size_t i = 0; i < cot.size(); ++i) cot[i] = static_cast<float>(std::cos(static_cast<double>(i)));
+      const Tensor term = ops::reduce_sum(ops::mul(outs[o], Tensor::from_vector(cot, outs[o].shape())));
+      loss = loss.defined() ? ops::add(loss, term) : term;
+    }
+    if (!loss.defined()) continue;
+    const Ts grads = tape.gradient(loss, watched);
+    std::size_t w = 0;
+    for (std::size_t k = 0; k < inputs.size(); ++k) {
+      if (!is_float(inputs[k].dtype())) continue;
+      const json& e = c["grads"][k];
+      const Tensor& g = grads[w++];
+      if (e.is_null()) {
+        if (g.defined()) {
+          EXPECT_EQ(ops::reduce_sum(ops::abs(g)).item(), 0.0) << "input " << k << ": Keras has no gradient";
+        }
+        continue;
+      }
+      ASSERT_TRUE(g.defined()) << "input " << k << " has no gradient; Keras has one";
+      expect_values(name + " grad " + std::to_string(k), e.get<std::vector<double>>(), g.to_vector<double>(), 2e-5);
+    }
+  }
+  for (const auto& [name, fn] : cases()) EXPECT_TRUE(seen.count(name)) << name << " is not in keras_ops.json";
+}
+
+TEST(KerasOps, BroadcastingErrorsNameBothShapes) {
+  try {
+    (void)ko::add(Tensor::zeros({2, 3}), Tensor::zeros({4}));
+    FAIL() << "no error";
+  } catch (const InvalidArgumentError& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("(2, 3)"));
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("(4,)"));
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("could not be broadcast"));
+  }
+  EXPECT_THROW((void)ko::where(Tensor::zeros({2}, DType::bool_), Tensor::zeros({3}), 1.0), InvalidArgumentError);
+  EXPECT_THROW((void)ko::broadcast_to(Tensor::zeros({3}), {3, 2}), InvalidArgumentError);
+  EXPECT_THROW((void)ko::matmul(Tensor::zeros({2, 3}), Tensor::zeros({4, 2})), InvalidArgumentError);
+}
+
+TEST(KerasOps, AxesOutOfRangeOrRepeatedAreErrors) {
+  const Tensor x = Tensor::ones({2, 3});
+  EXPECT_THROW((void)ko::sum(x, 2), InvalidArgumentError);
+  EXPECT_THROW((void)ko::sum(x, {0, -2}), InvalidArgumentError);
+  EXPECT_THROW((void)ko::argmax(x, -3), InvalidArgumentError);
+  EXPECT_THROW((void)ko::cumsum(x, 5), InvalidArgumentError);
+  EXPECT_THROW((void)ko::expand_dims(x, 4), InvalidArgumentError);
+  EXPECT_THROW((void)ko::squeeze(x, 0), InvalidArgumentError);
+  EXPECT_THROW((void)ko::split(x, int64_t{2}, 1), InvalidArgumentError);
+  EXPECT_THROW((void)ko::top_k(x, 4), InvalidArgumentError);
+  EXPECT_THROW((void)ko::take(x, Tensor::from_vector<int32_t>({0, 3}, {2}), 1), InvalidArgumentError);
+  EXPECT_THROW((void)ko::get_item(x, 2), InvalidArgumentError);
+  EXPECT_THROW((void)ko::reshape(x, {-1, 4}), InvalidArgumentError);
+  EXPECT_THROW((void)ko::einsum("ii->i", {Tensor::ones({2, 2})}), InvalidArgumentError);
+  EXPECT_THROW((void)ko::einsum("ij,jk->ik", {x, Tensor::ones({2, 2})}), InvalidArgumentError);
+  EXPECT_THROW((void)ko::einsum("ij->k", {x}), InvalidArgumentError);
+  EXPECT_THROW((void)ops::add(Tensor::zeros({2}, DType::bool_), Tensor::zeros({2}, DType::bool_)), InvalidArgumentError);
+}
+
+TEST(KerasOps, BoolTensorsCastCompareAndReduce) {
+  const Tensor b = ko::greater(Tensor::from_vector<float>({-1, 0, 2, 3}, {4}), 0.5);
+  EXPECT_EQ(b.dtype(), DType::bool_);
+  EXPECT_EQ(b.to_vector<int32_t>(), (std::vector<int32_t>{0, 0, 1, 1}));
+  EXPECT_EQ(ko::sum(b).dtype(), DType::int32);
+  EXPECT_EQ(ko::sum(b).item(), 2.0);
+  EXPECT_EQ(ko::logical_not(b).to_vector<int32_t>(), (std::vector<int32_t>{1, 1, 0, 0}));
+  EXPECT_EQ(Tensor::from_vector<bool>({true, false}, {2}).to_vector<float>(), (std::vector<float>{1, 0}));
+  EXPECT_EQ(Tensor::ones({2}, DType::bool_).to_vector<int32_t>(), (std::vector<int32_t>{1, 1}));
+  EXPECT_EQ(dtype_from_name("bool"), DType::bool_);
+  EXPECT_EQ(ko::cast(Tensor::from_vector<float>({0.f, NAN, -2.f}, {3}), DType::bool_).to_vector<int32_t>(),
+            (std::vector<int32_t>{0, 1, 1}));
+}
+
+// A classifier's evaluation written with keras::ops, as a Keras user would: argmax, equal, mean, one_hot,
+// top-k accuracy.
+TEST(KerasOps, ClassifierEvaluationWithoutHandWrittenLoops) {
+  const Tensor probs = Tensor::from_vector<float>({0.1f, 0.7f, 0.2f, 0.5f, 0.3f, 0.2f, 0.2f, 0.3f, 0.5f, 0.4f, 0.4f, 0.2f},
+                                                  {4, 3});
+  const Tensor labels = Tensor::from_vector<int32_t>({1, 2, 2, 1}, {4});
+  const Tensor predicted = ko::argmax(probs, -1);
+  EXPECT_EQ(predicted.to_vector<int32_t>(), (std::vector<int32_t>{1, 0, 2, 0}));
+  EXPECT_DOUBLE_EQ(ko::mean(ko::cast(ko::equal(predicted, labels), DType::float32)).item(), 0.5);
+  const Tensor top2 = ko::top_k(probs, 2)[1];
+  const Tensor hit = ko::any(ko::equal(top2, ko::expand_dims(labels, -1)), -1);
+  EXPECT_EQ(hit.to_vector<int32_t>(), (std::vector<int32_t>{1, 0, 1, 1}));
+  EXPECT_EQ(ko::sum(ko::one_hot(labels, 3), 0).to_vector<float>(), (std::vector<float>{0, 2, 2}));
+}
