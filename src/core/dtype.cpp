@@ -11,6 +11,8 @@ std::size_t dtype_size(DType dtype) {
     case DType::int32: return 4;
     case DType::int64: return 8;
     case DType::bool_: return 1;
+    case DType::float16:
+    case DType::bfloat16: return 2;
   }
   throw InternalError("dtype_size: unknown dtype");
 }
@@ -22,6 +24,8 @@ std::string dtype_name(DType dtype) {
     case DType::int32: return "int32";
     case DType::int64: return "int64";
     case DType::bool_: return "bool";
+    case DType::float16: return "float16";
+    case DType::bfloat16: return "bfloat16";
   }
   throw InternalError("dtype_name: unknown dtype");
 }
@@ -32,7 +36,9 @@ DType dtype_from_name(const std::string& name) {
   if (name == "int32") return DType::int32;
   if (name == "int64") return DType::int64;
   if (name == "bool") return DType::bool_;
-  throw ValueError("Unknown dtype '" + name + "'. Supported: float32, float64, int32, int64, bool.");
+  if (name == "float16") return DType::float16;
+  if (name == "bfloat16") return DType::bfloat16;
+  throw ValueError("Unknown dtype '" + name + "'. Supported: float32, float64, int32, int64, bool, float16, bfloat16.");
 }
 
 }  // namespace osprey

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "core/half.h"
 #include "data/pipeline.h"
 #include "osprey/errors.h"
 
@@ -212,6 +213,12 @@ void fill_value(Tensor& t, double v) {
     case DType::int32: std::fill_n(t.data<int32_t>(), n, static_cast<int32_t>(v)); break;
     case DType::int64: std::fill_n(t.data<int64_t>(), n, static_cast<int64_t>(v)); break;
     case DType::bool_: std::fill_n(t.data<bool>(), n, v != 0.0); break;
+    case DType::float16:
+      std::fill_n(static_cast<uint16_t*>(t.raw_data()), n, float_to_half(static_cast<float>(v)));
+      break;
+    case DType::bfloat16:
+      std::fill_n(static_cast<uint16_t*>(t.raw_data()), n, float_to_bf16(static_cast<float>(v)));
+      break;
   }
 }
 }  // namespace

@@ -16,6 +16,7 @@
 #include "core/atomic_file.h"
 #include "data/pipeline.h"
 #include "keras/saving/zip_store.h"
+#include "core/half.h"
 #include "osprey/errors.h"
 #include "osprey/ops.h"
 
@@ -24,15 +25,6 @@ namespace osprey::data {
 namespace {
 
 constexpr std::size_t kMaxHeader = 65535;
-
-float half_to_float(uint16_t h) {
-  const uint32_t sign = (h >> 15) & 1, exp = (h >> 10) & 0x1f, frac = h & 0x3ff;
-  float v;
-  if (exp == 0) v = std::ldexp(static_cast<float>(frac), -24);
-  else if (exp == 31) v = frac ? NAN : INFINITY;
-  else v = std::ldexp(static_cast<float>(frac | 0x400), static_cast<int>(exp) - 25);
-  return sign ? -v : v;
-}
 
 // One key's value from the header dict, e.g. 'descr': '<f4' -> "'<f4'".
 std::string header_value(const std::string& h, const std::string& key, const std::function<ValueError(std::string)>& bad) {
@@ -160,7 +152,9 @@ Tensor parse_npy(const std::string& s, const std::string& what) {
         t.data<int64_t>()[i] = kind == 'u' && size == 4 ? static_cast<int64_t>(static_cast<uint32_t>(u)) : static_cast<int64_t>(u);
         break;
       }
-      case DType::bool_: break;  // bool arrays are read as int32 (NumPy's 0/1)
+      case DType::bool_:  // bool arrays are read as int32 (NumPy's 0/1), float16 as float32
+      case DType::float16:
+      case DType::bfloat16: break;
     }
   }
   if (is_fortran && dims.size() > 1) {

@@ -2,6 +2,7 @@
 
 #include "core/env.h"
 #include "core/logging.h"
+#include "ops/attrs.h"
 #include "ops/kernel.h"
 #include "osprey/errors.h"
 #include "runtime/device_scope_state.h"
@@ -12,8 +13,30 @@
 
 namespace osprey::ops {
 
-void register_kernel(OpId op, runtime::DeviceType type, KernelFn kernel) {
+// The half dtypes each (op, device type) kernel takes natively (HalfTypes bits).
+static uint8_t g_half[runtime::kMaxOps][2] = {};
+
+void register_kernel(OpId op, runtime::DeviceType type, KernelFn kernel, HalfTypes half) {
   runtime::set_kernel(static_cast<int>(op), type, reinterpret_cast<runtime::ErasedKernel>(kernel));
+  g_half[static_cast<int>(op)][static_cast<int>(type)] = half;
+}
+
+static uint8_t half_bit(DType t) { return t == DType::float16 ? kFloat16 : t == DType::bfloat16 ? kBFloat16 : 0; }
+
+// Whether a tensor of a half dtype the kernel does not take is among the op's inputs or outputs.
+static bool needs_float32(OpId op, runtime::DeviceType type, std::span<const Tensor> inputs,
+                          std::span<const Tensor> outputs) {
+  const uint8_t ok = g_half[static_cast<int>(op)][static_cast<int>(type)];
+  for (auto span : {inputs, outputs}) {
+    for (const Tensor& t : span) {
+      if (t.defined() && (half_bit(t.dtype()) & ~ok)) return true;
+    }
+  }
+  return false;
+}
+
+static bool updates_inputs_in_place(OpId op) {
+  return op == OpId::ApplySgd || op == OpId::ApplyAdam || op == OpId::ApplyRmsprop || op == OpId::ApplyAdamMany;
 }
 
 static KernelFn lookup(OpId op, runtime::DeviceType type) {
@@ -81,8 +104,39 @@ static thread_local StepRecording* t_recording = nullptr;
 static thread_local uint64_t t_dispatched = 0;
 uint64_t kernels_dispatched_on_this_thread() { return t_dispatched; }
 
+// The op in float32: half inputs cast to float32 copies, the kernel on them with float32 outputs where the op's
+// are half, those cast back into the op's outputs. Each of these is a launch of its own (a recorded step keeps them).
+static void run_in_float32(OpId op, runtime::Device& device, std::span<const Tensor> inputs, std::span<Tensor> outputs,
+                           const void* attrs, std::size_t attrs_size) {
+  if (updates_inputs_in_place(op)) {
+    throw InvalidArgumentError("An optimizer update on float16/bfloat16 variables: variables stay float32 under "
+                               "mixed precision (Keras's variable_dtype); only the computation runs in half precision");
+  }
+  const CastAttrs to_float{DType::float32};
+  std::vector<Tensor> in(inputs.begin(), inputs.end());
+  for (Tensor& t : in) {
+    if (!t.defined() || !is_half(t.dtype())) continue;
+    Tensor f = Tensor::empty(t.shape(), DType::float32, &device);
+    run(OpId::Cast, device, {&t, 1}, {&f, 1}, &to_float);
+    t = std::move(f);
+  }
+  std::vector<Tensor> out(outputs.begin(), outputs.end());
+  for (Tensor& t : out) {
+    if (t.defined() && is_half(t.dtype())) t = Tensor::empty(t.shape(), DType::float32, &device);
+  }
+  run(op, device, in, out, attrs, attrs_size);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (!outputs[i].defined() || !is_half(outputs[i].dtype())) continue;
+    const CastAttrs back{outputs[i].dtype()};
+    run(OpId::Cast, device, {&out[i], 1}, {&outputs[i], 1}, &back);
+  }
+}
+
 void run(OpId op, runtime::Device& device, std::span<const Tensor> inputs, std::span<Tensor> outputs,
          const void* attrs, std::size_t attrs_size) {
+  if (needs_float32(op, device.type(), inputs, outputs)) {
+    return run_in_float32(op, device, inputs, outputs, attrs, attrs_size);
+  }
   ++t_dispatched;
   KernelFn fn = lookup(op, device.type());
   if (!fn) throw InternalError("run(): no kernel for the device place() chose");

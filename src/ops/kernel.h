@@ -79,8 +79,13 @@ struct KernelContext {
 };
 using KernelFn = void (*)(const KernelContext&);
 
+/// Which half-precision dtypes a kernel takes as they are (a bit set). run() gives every other kernel float32
+/// copies of float16/bfloat16 inputs and outputs (cast in, the float32 kernel, cast out: recorded steps replay the
+/// three), so every op takes half tensors and computes them in float32 unless its kernel says otherwise.
+enum HalfTypes : uint8_t { kNoHalf = 0, kFloat16 = 1, kBFloat16 = 2, kAnyHalf = 3 };
+
 /// Puts a kernel into the table (called by platforms' register_kernels()).
-void register_kernel(OpId op, runtime::DeviceType type, KernelFn kernel);
+void register_kernel(OpId op, runtime::DeviceType type, KernelFn kernel, HalfTypes half = kNoHalf);
 
 /// Whether `type`'s backend has a kernel for `op`.
 bool has_kernel(OpId op, runtime::DeviceType type);

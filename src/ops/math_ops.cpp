@@ -16,7 +16,7 @@ Tensor cast(const Tensor& x, DType dtype) {
   Tensor out = Tensor::empty(x.shape(), dtype, &dev);
   CastAttrs a{dtype};
   run(OpId::Cast, dev, in, {&out, 1}, &a);
-  if (dtype == DType::float32 || dtype == DType::float64) {
+  if (is_floating(dtype) && is_floating(x.dtype())) {  // a float variable read in half precision gets float grads
     const DType from = x.dtype();
     maybe_record("Cast", in, {&out, 1}, [from] {
       return BackwardFn([from](const std::vector<Tensor>& g) { return std::vector<Tensor>{cast(g[0], from)}; });
@@ -40,10 +40,15 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
                                            "transpose_b={})",
                                            a.shape().to_string(), b.shape().to_string(), ta, tb));
   }
+  if ((is_half(a.dtype()) || is_half(b.dtype())) && a.dtype() != b.dtype()) {
+    throw InvalidArgumentError(fmt::format("matmul: operands of {} and {}; cast one side first", dtype_name(a.dtype()),
+                                           dtype_name(b.dtype())));
+  }
   const Shape out_shape = r == 2 ? Shape{m, n} : Shape{a.shape()[0], m, n};
   Tensor in[2] = {a, b};
   auto& dev = place(OpId::MatMul, r == 2 ? "MatMul" : "BatchMatMulV2", in);
-  Tensor out = Tensor::empty(out_shape, DType::float32, &dev);
+  // Half operands give a half product (float32 accumulation inside); every other dtype a float32 one.
+  Tensor out = Tensor::empty(out_shape, is_half(a.dtype()) ? a.dtype() : DType::float32, &dev);
   MatMulAttrs attrs{ta, tb};
   run(OpId::MatMul, dev, in, {&out, 1}, &attrs);
   maybe_record(r == 2 ? "MatMul" : "BatchMatMulV2", in, {&out, 1}, [&] {
@@ -70,9 +75,9 @@ static Tensor unary(const Tensor& x, UnaryKind kind, const char* name) {
         case UnaryKind::neg: return {neg(g[0])};
         case UnaryKind::exp: return {mul(g[0], y)};
         case UnaryKind::log: return {div(g[0], x)};
-        case UnaryKind::sqrt: return {div(g[0], mul(y, Tensor::scalar(2.0)))};
-        case UnaryKind::square: return {mul(g[0], mul(x, Tensor::scalar(2.0)))};
-        case UnaryKind::abs: return {mul(g[0], div(x, maximum(abs(x), Tensor::scalar(1e-30))))};
+        case UnaryKind::sqrt: return {div(g[0], mul(y, Tensor::scalar(2.0, x.dtype())))};
+        case UnaryKind::square: return {mul(g[0], mul(x, Tensor::scalar(2.0, x.dtype())))};
+        case UnaryKind::abs: return {mul(g[0], div(x, maximum(abs(x), Tensor::scalar(1e-30, x.dtype()))))};
       }
       return {Tensor()};
     });
@@ -190,19 +195,20 @@ static Tensor reduce(const Tensor& x, ReduceKind kind, const char* name) {
   }
   Tensor in[1] = {x};
   auto& dev = place(OpId::Reduce, name, in);
-  Tensor out = Tensor::empty(out_shape, DType::float32, &dev);
+  Tensor out = Tensor::empty(out_shape, is_half(x.dtype()) ? x.dtype() : DType::float32, &dev);
   ReduceAttrs attrs{kind};
   run(OpId::Reduce, dev, in, {&out, 1}, &attrs);
   maybe_record(name, in, {&out, 1}, [&] {
-    return BackwardFn([shape = x.shape(), kind](const std::vector<Tensor>& g) -> std::vector<Tensor> {
-      Tensor ones = Tensor::ones(shape);
+    return BackwardFn([shape = x.shape(), kind, dt = x.dtype()](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+      const DType gt = is_half(dt) ? dt : DType::float32;  // the reduction's output dtype, and its gradient's
+      Tensor ones = Tensor::ones(shape, gt);
       switch (kind) {
         case ReduceKind::sum_all: return {mul(ones, g[0])};
         case ReduceKind::mean_all:
-          return {mul(ones, div(g[0], Tensor::scalar(static_cast<double>(std::max<int64_t>(shape.num_elements(), 1)))))};
+          return {mul(ones, div(g[0], Tensor::scalar(static_cast<double>(std::max<int64_t>(shape.num_elements(), 1)), gt)))};
         case ReduceKind::sum_axis0: return {mul(ones, g[0])};
         case ReduceKind::sum_axis1:
-          return {matmul(g[0].reshape({shape[0], 1}), Tensor::ones({1, shape[1]}))};
+          return {matmul(g[0].reshape({shape[0], 1}), Tensor::ones({1, shape[1]}, gt))};
       }
       return {Tensor()};
     });
@@ -224,7 +230,7 @@ Tensor reduce_sum(const Tensor& x, int axis) {
 Tensor reduce_mean(const Tensor& x, int axis) {
   Tensor s = reduce_sum(x, axis);
   const int ax = axis < 0 ? axis + x.shape().rank() : axis;
-  return div(s, Tensor::scalar(static_cast<double>(x.shape()[ax])));
+  return div(s, Tensor::scalar(static_cast<double>(x.shape()[ax]), s.dtype()));
 }
 
 Tensor gather_rows(const Tensor& x, const Tensor& indices) {

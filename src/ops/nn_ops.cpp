@@ -68,7 +68,7 @@ static Tensor activation_grad(const Tensor& dy, const Tensor& y, const Tensor& z
   if (act == Activation::linear) return dy;
   Tensor in[3] = {dy, y, z};
   auto& dev = place(OpId::ActivationGrad, "ActivationGrad", in);
-  Tensor out = Tensor::empty(dy.shape(), DType::float32, &dev);
+  Tensor out = Tensor::empty(dy.shape(), is_half(dy.dtype()) ? dy.dtype() : DType::float32, &dev);
   ActivationAttrs attrs{act};
   run(OpId::ActivationGrad, dev, in, {&out, 1}, &attrs);
   return out;
@@ -82,7 +82,7 @@ Tensor activation(const Tensor& x, Activation act) {
   const char* name = activation_op_name(act);
   Tensor in[1] = {x};
   auto& dev = place(OpId::Activation, name, in);
-  Tensor out = Tensor::empty(x.shape(), DType::float32, &dev);
+  Tensor out = Tensor::empty(x.shape(), is_half(x.dtype()) ? x.dtype() : DType::float32, &dev);
   ActivationAttrs attrs{act};
   run(OpId::Activation, dev, in, {&out, 1}, &attrs);
   maybe_record(name, in, {&out, 1}, [&] {
@@ -148,6 +148,18 @@ Tensor dense(const Tensor& x, const Tensor& kernel, const Tensor& bias, Activati
   if (bias.defined() && (bias.shape().rank() != 1 || bias.shape()[0] != ks[1])) {
     throw InvalidArgumentError(fmt::format("dense: bias of shape {} does not match kernel of shape {}",
                                            bias.shape().to_string(), ks.to_string()));
+  }
+  if (is_half(x.dtype())) {
+    // Half precision (mixed precision's compute dtype): the product through the half matmul kernel, the bias and
+    // the activation as ops of their own, each rounded to the half type, as TensorFlow runs a bfloat16 Dense.
+    if (kernel.dtype() != x.dtype() || (bias.defined() && bias.dtype() != x.dtype())) {
+      throw InvalidArgumentError(fmt::format("dense: input {}, kernel {}{}: cast them to one dtype first",
+                                             dtype_name(x.dtype()), dtype_name(kernel.dtype()),
+                                             bias.defined() ? ", bias " + dtype_name(bias.dtype()) : ""));
+    }
+    Tensor z = matmul(x, kernel);
+    if (bias.defined()) z = add(z, bias);
+    return activation(z, act);
   }
   DenseAttrs attrs{act, bias.defined(), grad_needs_preactivation(act)};
   Tensor in[3] = {x, kernel, bias};

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "core/half.h"
 #include "osprey/errors.h"
 #include "osprey/ops.h"
 #include "runtime/device_scope_state.h"
@@ -31,6 +32,8 @@ static std::string tf_type_name(DType t) {
     case DType::int32: return "int32";
     case DType::int64: return "int64";
     case DType::bool_: return "bool";
+    case DType::float16: return "half";
+    case DType::bfloat16: return "bfloat16";
   }
   return "?";
 }
@@ -104,6 +107,8 @@ Tensor Tensor::full(const Shape& shape, double value, DType dtype) {
     case DType::int32: return filled<int32_t>(shape, value, dtype);
     case DType::int64: return filled<int64_t>(shape, value, dtype);
     case DType::bool_: return filled<uint8_t>(shape, value != 0.0 ? 1.0 : 0.0, dtype);  // bool bytes: 0 or 1
+    case DType::float16: return filled<uint16_t>(shape, float_to_half(static_cast<float>(value)), dtype);
+    case DType::bfloat16: return filled<uint16_t>(shape, float_to_bf16(static_cast<float>(value)), dtype);
   }
   throw InternalError("full: unknown dtype");
 }
@@ -302,6 +307,8 @@ double Tensor::item() const {
     case DType::int32: return *static_cast<const int32_t*>(p);
     case DType::int64: return static_cast<double>(*static_cast<const int64_t*>(p));
     case DType::bool_: return *static_cast<const bool*>(p) ? 1.0 : 0.0;
+    case DType::float16: return half_to_float(*static_cast<const uint16_t*>(p));
+    case DType::bfloat16: return bf16_to_float(*static_cast<const uint16_t*>(p));
   }
   throw InternalError("item(): unknown dtype");
 }

@@ -58,6 +58,9 @@ void register_norm_kernels();
 void register_rnn_kernels();
 void register_toolkit_kernels();
 
+/// MatMul of bfloat16 operands through oneDNN (kernels_bf16.cpp).
+void matmul_bf16(const ops::KernelContext& ctx);
+
 /// y = act(z) over n values; softmax works on rows of length `cols`. z and y may alias.
 void apply_activation(ops::Activation act, const float* z, float* y, int64_t n, int64_t cols);
 /// Row-major C[m,n] = op(A)·op(B) (+ beta·C): Osprey's own kernel where own_gemm() takes the product (small

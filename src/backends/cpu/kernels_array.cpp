@@ -104,6 +104,8 @@ static void transpose_kernel(const ops::KernelContext& ctx) {
     transpose_typed(a, static_cast<const int64_t*>(x.raw_data()), static_cast<int64_t*>(y.raw_data()), y.num_elements());
   } else if (dtype_size(x.dtype()) == 1) {  // bool
     transpose_typed(a, static_cast<const uint8_t*>(x.raw_data()), static_cast<uint8_t*>(y.raw_data()), y.num_elements());
+  } else if (dtype_size(x.dtype()) == 2) {  // float16, bfloat16
+    transpose_typed(a, static_cast<const uint16_t*>(x.raw_data()), static_cast<uint16_t*>(y.raw_data()), y.num_elements());
   } else {
     transpose_typed(a, static_cast<const int32_t*>(x.raw_data()), static_cast<int32_t*>(y.raw_data()), y.num_elements());
   }
@@ -126,9 +128,9 @@ static void random_uniform_state_kernel(const ops::KernelContext& ctx) {
 
 void register_array_kernels() {
   ops::register_kernel(ops::OpId::RandomUniformState, DeviceType::CPU, random_uniform_state_kernel);
-  ops::register_kernel(ops::OpId::Transpose, DeviceType::CPU, transpose_kernel);
-  ops::register_kernel(ops::OpId::Concat, DeviceType::CPU, concat_kernel);
-  ops::register_kernel(ops::OpId::Slice, DeviceType::CPU, slice_kernel);
+  ops::register_kernel(ops::OpId::Transpose, DeviceType::CPU, transpose_kernel, ops::kAnyHalf);
+  ops::register_kernel(ops::OpId::Concat, DeviceType::CPU, concat_kernel, ops::kAnyHalf);
+  ops::register_kernel(ops::OpId::Slice, DeviceType::CPU, slice_kernel, ops::kAnyHalf);
 }
 
 }  // namespace osprey::cpu

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <omp.h>
 
+#include "backends/cpu/dnnl_common.h"
 #include "backends/cpu/kernels.h"
 #include "osprey/errors.h"
 
@@ -23,15 +24,6 @@ using dt = dnnl::memory::data_type;
 using tag = dnnl::memory::format_tag;
 
 namespace {
-
-dnnl::engine& engine() {
-  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
-  return e;
-}
-dnnl::stream& stream() {
-  thread_local dnnl::stream s(engine());
-  return s;
-}
 
 tag activation_tag(int rank) { return rank == 1 ? tag::nwc : rank == 2 ? tag::nhwc : tag::ndhwc; }
 tag weight_tag(int rank, bool grouped) {
@@ -94,13 +86,13 @@ struct ConvPrimitive {
 
 void bind_weights(ConvPrimitive& p, const dnnl::memory::desc& chosen, const dnnl::memory::desc& plain,
                   bool from_plain) {
-  p.plain_weights = dnnl::memory(plain, engine(), nullptr);
+  p.plain_weights = dnnl::memory(plain, dnnl_engine(), nullptr);
   p.reorder = chosen != plain;
   if (!p.reorder) {
     p.weights = p.plain_weights;
     return;
   }
-  p.weights = dnnl::memory(chosen, engine());
+  p.weights = dnnl::memory(chosen, dnnl_engine());
   if (from_plain) p.to_primitive = dnnl::reorder(p.plain_weights, p.weights);
   else p.to_plain = dnnl::reorder(p.weights, p.plain_weights);
 }
@@ -123,7 +115,7 @@ dnnl::convolution_forward::primitive_desc forward_pd(const ConvDescs& d, bool bi
   const auto desc = dnnl::convolution_forward::desc(kind, dnnl::algorithm::convolution_direct, d.src, d.wei_any,
                                                     bias ? d.bias : dnnl::memory::desc(), d.dst, d.g.strides,
                                                     d.g.dilates, d.g.pad_l, d.g.pad_r);
-  return dnnl::convolution_forward::primitive_desc(desc, engine());
+  return dnnl::convolution_forward::primitive_desc(desc, dnnl_engine());
 }
 
 // One cached primitive per (which, shapes, attributes, threads) and thread, made by `make` on first use.
@@ -138,8 +130,8 @@ ConvPrimitive& cached(std::vector<int64_t> key, Make&& make) {
 int64_t work_of(const Shape& y, const Shape& k) { return y.num_elements() * (k.num_elements() / k[-1]); }
 
 void execute(ConvPrimitive& p, std::unordered_map<int, dnnl::memory> args) {
-  p.prim.execute(stream(), args);
-  stream().wait();
+  p.prim.execute(dnnl_stream(), args);
+  dnnl_stream().wait();
 }
 
 void rethrow(const dnnl::error& e, const char* op, const Shape& x, const Shape& k) {
@@ -160,16 +152,16 @@ void conv_kernel(const KernelContext& ctx) {
       const auto pd = forward_pd(d, a.has_bias, dnnl::prop_kind::forward_inference);
       ConvPrimitive cp;
       cp.prim = dnnl::convolution_forward(pd);
-      cp.a = dnnl::memory(d.src, engine(), nullptr);
-      cp.bias = dnnl::memory(d.bias, engine(), nullptr);
-      cp.c = dnnl::memory(d.dst, engine(), nullptr);
+      cp.a = dnnl::memory(d.src, dnnl_engine(), nullptr);
+      cp.bias = dnnl::memory(d.bias, dnnl_engine(), nullptr);
+      cp.c = dnnl::memory(d.dst, dnnl_engine(), nullptr);
       bind_weights(cp, pd.weights_desc(), d.wei_plain, true);
       return cp;
     });
     p.a.set_data_handle(x.raw_data());
     p.plain_weights.set_data_handle(w.raw_data());
     p.c.set_data_handle(y.raw_data());
-    if (p.reorder) p.to_primitive.execute(stream(), p.plain_weights, p.weights);
+    if (p.reorder) p.to_primitive.execute(dnnl_stream(), p.plain_weights, p.weights);
     std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, p.a}, {DNNL_ARG_WEIGHTS, p.weights}, {DNNL_ARG_DST, p.c}};
     if (a.has_bias) {
       p.bias.set_data_handle(ctx.inputs[2].raw_data());
@@ -198,18 +190,18 @@ void conv_backprop_input_kernel(const KernelContext& ctx) {
       const auto hint = forward_pd(d, false, dnnl::prop_kind::forward_training);
       const auto desc = dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, d.src, d.wei_any,
                                                               d.dst, d.g.strides, d.g.dilates, d.g.pad_l, d.g.pad_r);
-      const dnnl::convolution_backward_data::primitive_desc pd(desc, engine(), hint);
+      const dnnl::convolution_backward_data::primitive_desc pd(desc, dnnl_engine(), hint);
       ConvPrimitive cp;
       cp.prim = dnnl::convolution_backward_data(pd);
-      cp.a = dnnl::memory(d.dst, engine(), nullptr);
-      cp.c = dnnl::memory(d.src, engine(), nullptr);
+      cp.a = dnnl::memory(d.dst, dnnl_engine(), nullptr);
+      cp.c = dnnl::memory(d.src, dnnl_engine(), nullptr);
       bind_weights(cp, pd.weights_desc(), d.wei_plain, true);
       return cp;
     });
     p.a.set_data_handle(dy.raw_data());
     p.plain_weights.set_data_handle(w.raw_data());
     p.c.set_data_handle(dx.raw_data());
-    if (p.reorder) p.to_primitive.execute(stream(), p.plain_weights, p.weights);
+    if (p.reorder) p.to_primitive.execute(dnnl_stream(), p.plain_weights, p.weights);
     execute(p, {{DNNL_ARG_DIFF_DST, p.a}, {DNNL_ARG_WEIGHTS, p.weights}, {DNNL_ARG_DIFF_SRC, p.c}});
   } catch (const dnnl::error& e) {
     rethrow(e, "convolution backward data", dx.shape(), w.shape());
@@ -238,12 +230,12 @@ void conv_backprop_filter_kernel(const KernelContext& ctx) {
                             : dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, d.src,
                                                                        d.wei_any, d.dst, d.g.strides, d.g.dilates,
                                                                        d.g.pad_l, d.g.pad_r);
-      const dnnl::convolution_backward_weights::primitive_desc pd(desc, engine(), hint);
+      const dnnl::convolution_backward_weights::primitive_desc pd(desc, dnnl_engine(), hint);
       ConvPrimitive cp;
       cp.prim = dnnl::convolution_backward_weights(pd);
-      cp.a = dnnl::memory(d.src, engine(), nullptr);
-      cp.b = dnnl::memory(d.dst, engine(), nullptr);
-      cp.bias = dnnl::memory(d.bias, engine(), nullptr);
+      cp.a = dnnl::memory(d.src, dnnl_engine(), nullptr);
+      cp.b = dnnl::memory(d.dst, dnnl_engine(), nullptr);
+      cp.bias = dnnl::memory(d.bias, dnnl_engine(), nullptr);
       bind_weights(cp, pd.diff_weights_desc(), d.wei_plain, false);
       return cp;
     });
@@ -258,8 +250,8 @@ void conv_backprop_filter_kernel(const KernelContext& ctx) {
     }
     execute(p, std::move(args));
     if (p.reorder) {
-      p.to_plain.execute(stream(), p.weights, p.plain_weights);
-      stream().wait();
+      p.to_plain.execute(dnnl_stream(), p.weights, p.plain_weights);
+      dnnl_stream().wait();
     }
   } catch (const dnnl::error& e) {
     rethrow(e, "convolution backward weights", x.shape(), dw.shape());
@@ -289,7 +281,7 @@ PoolDescs pool_descs(const Shape& x, const Shape& y, const ops::PoolAttrs& a) {
 }
 dnnl::pooling_forward::primitive_desc pool_pd(const PoolDescs& d, dnnl::prop_kind kind) {
   return dnnl::pooling_forward::primitive_desc(
-      dnnl::pooling_forward::desc(kind, d.alg, d.src, d.dst, d.strides, d.window, d.pad_l, d.pad_r), engine());
+      dnnl::pooling_forward::desc(kind, d.alg, d.src, d.dst, d.strides, d.window, d.pad_l, d.pad_r), dnnl_engine());
 }
 
 struct PoolPrimitive {
@@ -318,14 +310,14 @@ void pool_kernel(const KernelContext& ctx) {
       const PoolDescs d = pool_descs(x.shape(), y.shape(), a);
       PoolPrimitive pp;
       pp.forward = dnnl::pooling_forward(pool_pd(d, dnnl::prop_kind::forward_inference));
-      pp.src = dnnl::memory(d.src, engine(), nullptr);
-      pp.dst = dnnl::memory(d.dst, engine(), nullptr);
+      pp.src = dnnl::memory(d.src, dnnl_engine(), nullptr);
+      pp.dst = dnnl::memory(d.dst, dnnl_engine(), nullptr);
       return pp;
     });
     p.src.set_data_handle(x.raw_data());
     p.dst.set_data_handle(y.raw_data());
-    p.forward.execute(stream(), {{DNNL_ARG_SRC, p.src}, {DNNL_ARG_DST, p.dst}});
-    stream().wait();
+    p.forward.execute(dnnl_stream(), {{DNNL_ARG_SRC, p.src}, {DNNL_ARG_DST, p.dst}});
+    dnnl_stream().wait();
   } catch (const dnnl::error& e) {
     rethrow(e, "pooling", x.shape(), y.shape());
   }
@@ -349,17 +341,17 @@ void pool_grad_kernel(const KernelContext& ctx) {
       const PoolDescs d = pool_descs(x.shape(), dy.shape(), a);
       const auto fwd = pool_pd(d, dnnl::prop_kind::forward_training);
       const dnnl::pooling_backward::primitive_desc bwd(
-          dnnl::pooling_backward::desc(d.alg, d.src, d.dst, d.strides, d.window, d.pad_l, d.pad_r), engine(), fwd);
+          dnnl::pooling_backward::desc(d.alg, d.src, d.dst, d.strides, d.window, d.pad_l, d.pad_r), dnnl_engine(), fwd);
       PoolPrimitive pp;
       pp.forward = dnnl::pooling_forward(fwd);
       pp.backward = dnnl::pooling_backward(bwd);
-      pp.src = dnnl::memory(d.src, engine(), nullptr);
-      pp.diff_dst = dnnl::memory(d.dst, engine(), nullptr);
-      pp.diff_src = dnnl::memory(d.src, engine(), nullptr);
+      pp.src = dnnl::memory(d.src, dnnl_engine(), nullptr);
+      pp.diff_dst = dnnl::memory(d.dst, dnnl_engine(), nullptr);
+      pp.diff_src = dnnl::memory(d.src, dnnl_engine(), nullptr);
       pp.max = a.kind == ops::PoolKind::max;
       if (pp.max) {
-        pp.dst = dnnl::memory(d.dst, engine());
-        pp.workspace = dnnl::memory(fwd.workspace_desc(), engine());
+        pp.dst = dnnl::memory(d.dst, dnnl_engine());
+        pp.workspace = dnnl::memory(fwd.workspace_desc(), dnnl_engine());
       }
       return pp;
     });
@@ -368,11 +360,11 @@ void pool_grad_kernel(const KernelContext& ctx) {
     p.diff_src.set_data_handle(dx.raw_data());
     if (p.max) {
       p.src.set_data_handle(x.raw_data());
-      p.forward.execute(stream(), {{DNNL_ARG_SRC, p.src}, {DNNL_ARG_DST, p.dst}, {DNNL_ARG_WORKSPACE, p.workspace}});
+      p.forward.execute(dnnl_stream(), {{DNNL_ARG_SRC, p.src}, {DNNL_ARG_DST, p.dst}, {DNNL_ARG_WORKSPACE, p.workspace}});
       args.emplace(DNNL_ARG_WORKSPACE, p.workspace);
     }
-    p.backward.execute(stream(), args);
-    stream().wait();
+    p.backward.execute(dnnl_stream(), args);
+    dnnl_stream().wait();
   } catch (const dnnl::error& e) {
     rethrow(e, "pooling backward", x.shape(), dy.shape());
   }

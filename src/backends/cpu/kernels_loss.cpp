@@ -29,6 +29,8 @@ class Labels {
       case DType::int32: convert(t.data<int32_t>(), n); break;
       case DType::int64: convert(t.data<int64_t>(), n); break;
       case DType::bool_: convert(t.data<bool>(), n); break;
+      case DType::float16:
+      case DType::bfloat16: throw InternalError("Labels of half floats reach a loss kernel (dispatch computes them in float32)");
     }
     data_ = copy_.data();
   }

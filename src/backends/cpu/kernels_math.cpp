@@ -7,6 +7,7 @@
 
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/strided.h"
+#include "core/half.h"
 #include "core/row_copy.h"
 #include "osprey/errors.h"
 
@@ -34,6 +35,91 @@ static void convert_from(DType to, const void* src, void* dst, int64_t n) {
     case DType::int32: return convert<From, int32_t>(src, dst, n);
     case DType::int64: return convert<From, int64_t>(src, dst, n);
     case DType::bool_: return convert<From, bool>(src, dst, n);
+    case DType::float16:
+    case DType::bfloat16: return;  // cast_half
+  }
+}
+
+// Casts from or to float16/bfloat16 go through float (rounding to nearest even into the half types).
+static float half_bits_to_float(bool bf, uint16_t v) { return bf ? bf16_to_float(v) : half_to_float(v); }
+
+template <typename To>
+static void from_half(bool bf, const uint16_t* s, To* d, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float f = half_bits_to_float(bf, s[i]);
+    if constexpr (std::is_same_v<To, bool>) d[i] = f != 0.f;
+    else d[i] = static_cast<To>(f);
+  }
+}
+
+template <typename From>
+static void to_half(bool bf, const From* s, uint16_t* d, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float f = static_cast<float>(s[i]);
+    d[i] = bf ? float_to_bf16(f) : float_to_half(f);
+  }
+}
+
+// float32 <-> bfloat16, the casts of every mixed-precision step (its weights in, its gradients out): branch-free
+// loops the compiler vectorises (AVX2 clone), split between the intra-op threads. The same bits as float_to_bf16.
+OSPREY_VECTOR_CLONES static void floats_to_bf16(const float* s, uint16_t* d, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t u;
+    std::memcpy(&u, s + i, 4);
+    const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+    const uint32_t quiet = (u >> 16) | 0x40u;
+    d[i] = static_cast<uint16_t>((u & 0x7fffffffu) > 0x7f800000u ? quiet : rounded);
+  }
+}
+
+OSPREY_VECTOR_CLONES static void bf16_to_floats(const uint16_t* s, float* d, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const uint32_t u = static_cast<uint32_t>(s[i]) << 16;
+    std::memcpy(d + i, &u, 4);
+  }
+}
+
+static void cast_half(DType from, DType to, const void* src, void* dst, int64_t n) {
+  if (from == DType::float32 && to == DType::bfloat16) {
+    return parallel_chunks(n, [&](int64_t b, int64_t e) {
+      floats_to_bf16(static_cast<const float*>(src) + b, static_cast<uint16_t*>(dst) + b, e - b);
+    });
+  }
+  if (from == DType::bfloat16 && to == DType::float32) {
+    return parallel_chunks(n, [&](int64_t b, int64_t e) {
+      bf16_to_floats(static_cast<const uint16_t*>(src) + b, static_cast<float*>(dst) + b, e - b);
+    });
+  }
+  if (is_half(from)) {
+    const bool bf = from == DType::bfloat16;
+    const auto* s = static_cast<const uint16_t*>(src);
+    switch (to) {
+      case DType::float32: return from_half(bf, s, static_cast<float*>(dst), n);
+      case DType::float64: return from_half(bf, s, static_cast<double*>(dst), n);
+      case DType::int32: return from_half(bf, s, static_cast<int32_t*>(dst), n);
+      case DType::int64: return from_half(bf, s, static_cast<int64_t*>(dst), n);
+      case DType::bool_: return from_half(bf, s, static_cast<bool*>(dst), n);
+      case DType::float16:
+      case DType::bfloat16: {
+        auto* d = static_cast<uint16_t*>(dst);
+        for (int64_t i = 0; i < n; ++i) {
+          const float f = half_bits_to_float(bf, s[i]);
+          d[i] = to == DType::bfloat16 ? float_to_bf16(f) : float_to_half(f);
+        }
+        return;
+      }
+    }
+  }
+  const bool bf = to == DType::bfloat16;
+  auto* d = static_cast<uint16_t*>(dst);
+  switch (from) {
+    case DType::float32: return to_half(bf, static_cast<const float*>(src), d, n);
+    case DType::float64: return to_half(bf, static_cast<const double*>(src), d, n);
+    case DType::int32: return to_half(bf, static_cast<const int32_t*>(src), d, n);
+    case DType::int64: return to_half(bf, static_cast<const int64_t*>(src), d, n);
+    case DType::bool_: return to_half(bf, static_cast<const bool*>(src), d, n);
+    case DType::float16:
+    case DType::bfloat16: return;  // handled above
   }
 }
 
@@ -42,16 +128,20 @@ static void cast_kernel(const KernelContext& ctx) {
   const DType to = ctx.attr<ops::CastAttrs>().to;
   const int64_t n = x.num_elements();
   void* dst = ctx.outputs[0].raw_data();
+  if (is_half(x.dtype()) || is_half(to)) return cast_half(x.dtype(), to, x.raw_data(), dst, n);
   switch (x.dtype()) {
     case DType::float32: return convert_from<float>(to, x.raw_data(), dst, n);
     case DType::float64: return convert_from<double>(to, x.raw_data(), dst, n);
     case DType::int32: return convert_from<int32_t>(to, x.raw_data(), dst, n);
     case DType::int64: return convert_from<int64_t>(to, x.raw_data(), dst, n);
     case DType::bool_: return convert_from<bool>(to, x.raw_data(), dst, n);
+    case DType::float16:
+    case DType::bfloat16: return;  // cast_half
   }
 }
 
 static void matmul_kernel(const KernelContext& ctx) {
+  if (ctx.inputs[0].dtype() == DType::bfloat16) return matmul_bf16(ctx);
   const auto& a = ctx.inputs[0];
   const auto& b = ctx.inputs[1];
   const auto& attrs = ctx.attr<ops::MatMulAttrs>();
@@ -179,7 +269,9 @@ static void binary_kernel(const KernelContext& ctx) {
     case DType::float64: return binary_typed(at, a.data<double>(), b.data<double>(), y.data<double>(), n, cols);
     case DType::int32: return binary_typed(at, a.data<int32_t>(), b.data<int32_t>(), y.data<int32_t>(), n, cols);
     case DType::int64: return binary_typed(at, a.data<int64_t>(), b.data<int64_t>(), y.data<int64_t>(), n, cols);
-    case DType::bool_: throw InternalError("Binary kernel on bool tensors (the op wrapper refuses them)");
+    case DType::bool_:
+    case DType::float16:
+    case DType::bfloat16: throw InternalError("Binary kernel on bool or half tensors (refused, or computed in float32 by dispatch)");
   }
 }
 
@@ -253,12 +345,12 @@ static void scatter_add_rows_kernel(const KernelContext& ctx) {
 }
 
 void register_math_kernels() {
-  ops::register_kernel(ops::OpId::Cast, DeviceType::CPU, cast_kernel);
-  ops::register_kernel(ops::OpId::MatMul, DeviceType::CPU, matmul_kernel);
+  ops::register_kernel(ops::OpId::Cast, DeviceType::CPU, cast_kernel, ops::kAnyHalf);
+  ops::register_kernel(ops::OpId::MatMul, DeviceType::CPU, matmul_kernel, ops::kBFloat16);
   ops::register_kernel(ops::OpId::Unary, DeviceType::CPU, unary_kernel);
   ops::register_kernel(ops::OpId::Binary, DeviceType::CPU, binary_kernel);
   ops::register_kernel(ops::OpId::Reduce, DeviceType::CPU, reduce_kernel);
-  ops::register_kernel(ops::OpId::GatherRows, DeviceType::CPU, gather_rows_kernel);
+  ops::register_kernel(ops::OpId::GatherRows, DeviceType::CPU, gather_rows_kernel, ops::kAnyHalf);
   ops::register_kernel(ops::OpId::ScatterAddRows, DeviceType::CPU, scatter_add_rows_kernel);
 }
 

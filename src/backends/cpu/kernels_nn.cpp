@@ -9,6 +9,7 @@
 #include <omp.h>
 #include <fmt/format.h>
 
+#include "backends/cpu/dnnl_common.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/vector_math.h"
 #include "osprey/errors.h"
@@ -18,11 +19,6 @@ namespace osprey::cpu {
 using ops::Activation;
 using ops::KernelContext;
 using runtime::DeviceType;
-
-static dnnl::engine& engine() {
-  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
-  return e;
-}
 
 GemmThreadLimit::GemmThreadLimit(int64_t m, int64_t n, int64_t k) {
   if ((m * n * k < kSmallGemmMaxWork || runtime::in_pair_half()) && omp_get_max_threads() > 1) {
@@ -121,9 +117,9 @@ static DensePrimitive& dense_primitive(int64_t m, int64_t k, int64_t n, bool has
     attr.set_post_ops(po);
   }
   auto desc = has_bias ? dnnl::matmul::desc(src_md, wei_md, bias_md, dst_md) : dnnl::matmul::desc(src_md, wei_md, dst_md);
-  dnnl::matmul::primitive_desc pd(desc, attr, engine());
-  DensePrimitive p{dnnl::matmul(pd), dnnl::memory(src_md, engine(), nullptr), dnnl::memory(wei_md, engine(), nullptr),
-                   dnnl::memory(bias_md, engine(), nullptr), dnnl::memory(dst_md, engine(), nullptr)};
+  dnnl::matmul::primitive_desc pd(desc, attr, dnnl_engine());
+  DensePrimitive p{dnnl::matmul(pd), dnnl::memory(src_md, dnnl_engine(), nullptr), dnnl::memory(wei_md, dnnl_engine(), nullptr),
+                   dnnl::memory(bias_md, dnnl_engine(), nullptr), dnnl::memory(dst_md, dnnl_engine(), nullptr)};
   return cache.emplace(key, std::move(p)).first->second;
 }
 
@@ -159,9 +155,8 @@ static void fused_matmul_kernel(const KernelContext& ctx) {
       p.bias.set_data_handle(ctx.inputs[2].raw_data());
       args.emplace(DNNL_ARG_BIAS, p.bias);
     }
-    thread_local dnnl::stream stream(engine());
-    p.prim.execute(stream, args);
-    stream.wait();
+    p.prim.execute(dnnl_stream(), args);
+    dnnl_stream().wait();
   }
   if (!fused && at.activation != Activation::linear) apply_activation(at.activation, z, y.data<float>(), m * n, n);
   if (k == 0 && fused) apply_activation(at.activation, z, z, m * n, n);

@@ -40,6 +40,7 @@ void broadcast_to_kernel(const KernelContext& ctx) {
   Tensor& y = ctx.outputs[0];
   switch (dtype_size(x.dtype())) {
     case 1: return broadcast_copy(g, static_cast<const uint8_t*>(x.raw_data()), static_cast<uint8_t*>(y.raw_data()));
+    case 2: return broadcast_copy(g, static_cast<const uint16_t*>(x.raw_data()), static_cast<uint16_t*>(y.raw_data()));
     case 4: return broadcast_copy(g, static_cast<const uint32_t*>(x.raw_data()), static_cast<uint32_t*>(y.raw_data()));
     default: return broadcast_copy(g, static_cast<const uint64_t*>(x.raw_data()), static_cast<uint64_t*>(y.raw_data()));
   }
@@ -85,6 +86,8 @@ void compare_kernel(const KernelContext& ctx) {
     case DType::int32: return compare_typed(at, a.data<int32_t>(), b.data<int32_t>(), y);
     case DType::int64: return compare_typed(at, a.data<int64_t>(), b.data<int64_t>(), y);
     case DType::bool_: return compare_typed(at, a.data<bool>(), b.data<bool>(), y);
+    case DType::float16:
+    case DType::bfloat16: throw InternalError("Compare kernel on half floats (dispatch computes them in float32)");
   }
 }
 
@@ -108,6 +111,8 @@ void select_kernel(const KernelContext& ctx) {
   switch (dtype_size(ctx.inputs[1].dtype())) {
     case 1:
       return select_copy(g, c, static_cast<const uint8_t*>(x), static_cast<const uint8_t*>(z), static_cast<uint8_t*>(y));
+    case 2:
+      return select_copy(g, c, static_cast<const uint16_t*>(x), static_cast<const uint16_t*>(z), static_cast<uint16_t*>(y));
     case 4:
       return select_copy(g, c, static_cast<const uint32_t*>(x), static_cast<const uint32_t*>(z), static_cast<uint32_t*>(y));
     default:
@@ -188,6 +193,8 @@ void reduce_axis_kernel(const KernelContext& ctx) {
     case DType::int32: return reduce_typed(at, x.data<int32_t>(), y);
     case DType::int64: return reduce_typed(at, x.data<int64_t>(), y);
     case DType::bool_: return reduce_typed(at, reinterpret_cast<const uint8_t*>(x.data<bool>()), y);
+    case DType::float16:
+    case DType::bfloat16: throw InternalError("ReduceAxis kernel on half floats (dispatch computes them in float32)");
   }
 }
 
@@ -218,7 +225,9 @@ void cumulative_kernel(const KernelContext& ctx) {
     case DType::float64: return cumulative_typed(at, x.data<double>(), y.data<double>());
     case DType::int32: return cumulative_typed(at, x.data<int32_t>(), y.data<int32_t>());
     case DType::int64: return cumulative_typed(at, x.data<int64_t>(), y.data<int64_t>());
-    case DType::bool_: throw InternalError("Cumulative kernel on bool (the op wrapper casts to int32)");
+    case DType::bool_:
+    case DType::float16:
+    case DType::bfloat16: throw InternalError("Cumulative kernel on bool or half floats (cast or computed in float32 first)");
   }
 }
 
@@ -256,16 +265,18 @@ void top_k_kernel(const KernelContext& ctx) {
     case DType::float64: return top_k_typed(at, x.data<double>(), ctx.outputs[0].data<double>(), idx);
     case DType::int32: return top_k_typed(at, x.data<int32_t>(), ctx.outputs[0].data<int32_t>(), idx);
     case DType::int64: return top_k_typed(at, x.data<int64_t>(), ctx.outputs[0].data<int64_t>(), idx);
-    case DType::bool_: throw InternalError("TopK kernel on bool (the op wrapper refuses it)");
+    case DType::bool_:
+    case DType::float16:
+    case DType::bfloat16: throw InternalError("TopK kernel on bool or half floats (refused or computed in float32 first)");
   }
 }
 
 }  // namespace
 
 void register_toolkit_kernels() {
-  ops::register_kernel(ops::OpId::BroadcastTo, DeviceType::CPU, broadcast_to_kernel);
+  ops::register_kernel(ops::OpId::BroadcastTo, DeviceType::CPU, broadcast_to_kernel, ops::kAnyHalf);
   ops::register_kernel(ops::OpId::Compare, DeviceType::CPU, compare_kernel);
-  ops::register_kernel(ops::OpId::Select, DeviceType::CPU, select_kernel);
+  ops::register_kernel(ops::OpId::Select, DeviceType::CPU, select_kernel, ops::kAnyHalf);
   ops::register_kernel(ops::OpId::ReduceAxis, DeviceType::CPU, reduce_axis_kernel);
   ops::register_kernel(ops::OpId::Cumulative, DeviceType::CPU, cumulative_kernel);
   ops::register_kernel(ops::OpId::TopK, DeviceType::CPU, top_k_kernel);

@@ -10,7 +10,7 @@ namespace osprey::cuda {
 
 enum class Act : int { linear, relu, sigmoid, tanh, softmax, gelu, elu, selu, softplus, softsign, silu, leaky_relu,
                        exponential };
-enum class Dt : int { f32, f64, i32, i64, b8 };
+enum class Dt : int { f32, f64, i32, i64, b8, f16, bf16 };
 enum class UnaryOp : int { neg, exp, log, sqrt, square, abs };
 enum class BinaryOp : int { add, sub, mul, div, maximum, greater_equal, minimum, pow };
 enum class Bcast : int { same, scalar_b, row_b, scalar_a, general };
@@ -41,7 +41,7 @@ void launch_binary(BinaryOp op, Bcast bc, Dt dt, const void* a, const void* b, v
 /// NumPy broadcasting (kernels.cu): y[i] = op(a, b) through the geometry; n output elements.
 void launch_binary_general(BinaryOp op, Dt dt, const Strided& g, const void* a, const void* b, void* y, int64_t n,
                            cudaStream_t s);
-/// The ops behind keras::ops (kernels_toolkit.cu). broadcast_to and select copy elements of `elem_bytes` (1, 4, 8).
+/// The ops behind keras::ops (kernels_toolkit.cu). broadcast_to and select copy elements of `elem_bytes` (1, 2, 4, 8).
 void launch_broadcast_to(const Strided& g, int elem_bytes, const void* x, void* y, int64_t n, cudaStream_t s);
 void launch_compare(CmpOp op, Dt dt, const Strided& g, const void* a, const void* b, bool* y, int64_t n,
                     cudaStream_t s);
@@ -73,7 +73,7 @@ void launch_gather_rows(const char* src, const int64_t* idx, char* dst, int64_t 
 void launch_scatter_add_rows(const float* upd, const int64_t* idx, float* out, int64_t count, int64_t rows,
                              int64_t cols, Scratch scratch, cudaStream_t s);
 /// y = x with its axes permuted: out axis i is x's axis perm[i]; `in_dims` x's shape; elements of `elem_bytes`
-/// (1, 4 or 8) bytes; rank <= 8.
+/// (1, 2, 4 or 8) bytes; rank <= 8.
 void launch_transpose(const void* x, void* y, int rank, const int64_t* in_dims, const int* perm, int64_t n,
                       int elem_bytes, cudaStream_t s);
 /// y[i] = uniform float in [0, 1) from Philox(state[0], state[1]) starting at block state[2] (all read on the

@@ -527,7 +527,7 @@ void rmsprop_kernel(const KernelContext& ctx) {
 
 void register_cuda_kernels() {
   using ops::OpId;
-  ops::register_kernel(OpId::Cast, DeviceType::GPU, cast_kernel);
+  ops::register_kernel(OpId::Cast, DeviceType::GPU, cast_kernel, ops::kAnyHalf);
   ops::register_kernel(OpId::MatMul, DeviceType::GPU, matmul_kernel);
   ops::register_kernel(OpId::FusedMatMul, DeviceType::GPU, fused_matmul_kernel);
   ops::register_kernel(OpId::BiasAddGrad, DeviceType::GPU, bias_add_grad_kernel);
@@ -536,11 +536,11 @@ void register_cuda_kernels() {
   ops::register_kernel(OpId::Unary, DeviceType::GPU, unary_kernel);
   ops::register_kernel(OpId::Binary, DeviceType::GPU, binary_kernel);
   ops::register_kernel(OpId::Reduce, DeviceType::GPU, reduce_kernel);
-  ops::register_kernel(OpId::GatherRows, DeviceType::GPU, gather_rows_kernel);
+  ops::register_kernel(OpId::GatherRows, DeviceType::GPU, gather_rows_kernel, ops::kAnyHalf);
   ops::register_kernel(OpId::ScatterAddRows, DeviceType::GPU, scatter_add_rows_kernel);
-  ops::register_kernel(OpId::Concat, DeviceType::GPU, concat_kernel);
-  ops::register_kernel(OpId::Slice, DeviceType::GPU, slice_kernel);
-  ops::register_kernel(OpId::Transpose, DeviceType::GPU, transpose_kernel);
+  ops::register_kernel(OpId::Concat, DeviceType::GPU, concat_kernel, ops::kAnyHalf);
+  ops::register_kernel(OpId::Slice, DeviceType::GPU, slice_kernel, ops::kAnyHalf);
+  ops::register_kernel(OpId::Transpose, DeviceType::GPU, transpose_kernel, ops::kAnyHalf);
   ops::register_kernel(OpId::MaskedSoftmax, DeviceType::GPU, masked_softmax_kernel);
   ops::register_kernel(OpId::LayerNorm, DeviceType::GPU, layer_norm_kernel);
   ops::register_kernel(OpId::LayerNormGrad, DeviceType::GPU, layer_norm_grad_kernel);

@@ -69,9 +69,9 @@ void top_k_kernel(const KernelContext& ctx) {
 
 void register_cuda_toolkit_kernels() {
   using ops::OpId;
-  ops::register_kernel(OpId::BroadcastTo, DeviceType::GPU, broadcast_to_kernel);
+  ops::register_kernel(OpId::BroadcastTo, DeviceType::GPU, broadcast_to_kernel, ops::kAnyHalf);
   ops::register_kernel(OpId::Compare, DeviceType::GPU, compare_kernel);
-  ops::register_kernel(OpId::Select, DeviceType::GPU, select_kernel);
+  ops::register_kernel(OpId::Select, DeviceType::GPU, select_kernel, ops::kAnyHalf);
   ops::register_kernel(OpId::ReduceAxis, DeviceType::GPU, reduce_axis_kernel);
   ops::register_kernel(OpId::Cumulative, DeviceType::GPU, cumulative_kernel);
   ops::register_kernel(OpId::TopK, DeviceType::GPU, top_k_kernel);

@@ -26,6 +26,8 @@ inline Dt dt_of(DType t) {
     case DType::int32: return Dt::i32;
     case DType::int64: return Dt::i64;
     case DType::bool_: return Dt::b8;
+    case DType::float16: return Dt::f16;
+    case DType::bfloat16: return Dt::bf16;
   }
   return Dt::f32;
 }

@@ -1,6 +1,10 @@
 // The CUDA plug-in's device kernels: the same formulas as the CPU kernels (src/backends/cpu), one thread per
 // element (or per row/sample where the CPU loops over a row), grid-stride loops, deterministic reductions.
 #include <cstdint>
+#include <type_traits>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 #include "backends/cuda/cuda_kernels.h"
 #include "backends/cuda/kernel_grid.cuh"
@@ -15,9 +19,27 @@ constexpr float kSeluAlpha = 1.6732632423543772848f, kSeluScale = 1.050700987355
 
 // ---- casts, unary, binary ----
 
+template <typename T>
+__device__ inline float to_f32(T v) {
+  if constexpr (std::is_same_v<T, __half>) return __half2float(v);
+  else if constexpr (std::is_same_v<T, __nv_bfloat16>) return __bfloat162float(v);
+  else return static_cast<float>(v);
+}
+
+// One element converted: through float where a half type is involved (rounding to nearest even, as the CPU).
+template <typename T, typename F>
+__device__ inline T convert(F v) {
+  constexpr bool from_half = std::is_same_v<F, __half> || std::is_same_v<F, __nv_bfloat16>;
+  if constexpr (std::is_same_v<T, __half>) return __float2half_rn(to_f32(v));
+  else if constexpr (std::is_same_v<T, __nv_bfloat16>) return __float2bfloat16_rn(to_f32(v));
+  else if constexpr (from_half && std::is_same_v<T, bool>) return to_f32(v) != 0.f;
+  else if constexpr (from_half) return static_cast<T>(to_f32(v));
+  else return static_cast<T>(v);  // to bool: nonzero (NaN too) is true, as on the CPU
+}
+
 template <typename F, typename T>
 __global__ void cast_k(const F* x, T* y, int64_t n) {
-  GRID_STRIDE(i, n) y[i] = static_cast<T>(x[i]);  // to bool: nonzero (NaN too) is true, as on the CPU
+  GRID_STRIDE(i, n) y[i] = convert<T>(x[i]);
 }
 
 template <typename F>
@@ -28,6 +50,8 @@ void cast_from(Dt to, const F* x, void* y, int64_t n, cudaStream_t s) {
     case Dt::i32: cast_k<<<blocks_for(n), kThreads, 0, s>>>(x, static_cast<int32_t*>(y), n); break;
     case Dt::i64: cast_k<<<blocks_for(n), kThreads, 0, s>>>(x, static_cast<int64_t*>(y), n); break;
     case Dt::b8: cast_k<<<blocks_for(n), kThreads, 0, s>>>(x, static_cast<bool*>(y), n); break;
+    case Dt::f16: cast_k<<<blocks_for(n), kThreads, 0, s>>>(x, static_cast<__half*>(y), n); break;
+    case Dt::bf16: cast_k<<<blocks_for(n), kThreads, 0, s>>>(x, static_cast<__nv_bfloat16*>(y), n); break;
   }
 }
 
@@ -253,6 +277,8 @@ __device__ inline float label_at(Dt dt, const void* p, int64_t i) {
     case Dt::i32: return static_cast<float>(static_cast<const int32_t*>(p)[i]);
     case Dt::i64: return static_cast<float>(static_cast<const int64_t*>(p)[i]);
     case Dt::b8: return static_cast<const bool*>(p)[i] ? 1.f : 0.f;
+    case Dt::f16:
+    case Dt::bf16: return 0.f;  // labels reach the loss kernels as float32 (dispatch)
   }
   return 0.f;
 }
@@ -415,6 +441,8 @@ void launch_cast(Dt from, Dt to, const void* x, void* y, int64_t n, cudaStream_t
     case Dt::i32: return cast_from(to, static_cast<const int32_t*>(x), y, n, s);
     case Dt::i64: return cast_from(to, static_cast<const int64_t*>(x), y, n, s);
     case Dt::b8: return cast_from(to, static_cast<const bool*>(x), y, n, s);
+    case Dt::f16: return cast_from(to, static_cast<const __half*>(x), y, n, s);
+    case Dt::bf16: return cast_from(to, static_cast<const __nv_bfloat16*>(x), y, n, s);
   }
 }
 
@@ -448,7 +476,9 @@ void launch_binary(BinaryOp op, Bcast bc, Dt dt, const void* a, const void* b, v
       binary_k<<<g, kThreads, 0, s>>>(op, bc, static_cast<const int64_t*>(a), static_cast<const int64_t*>(b),
                                       static_cast<int64_t*>(y), n, cols);
       break;
-    case Dt::b8: break;  // the op wrapper refuses arithmetic on bool tensors
+    case Dt::b8:  // the op wrapper refuses arithmetic on bool tensors
+    case Dt::f16:
+    case Dt::bf16: break;  // computed in float32 (dispatch)
   }
 }
 
@@ -473,7 +503,9 @@ void launch_binary_general(BinaryOp op, Dt dt, const Strided& g, const void* a, 
       binary_general_k<<<blocks, kThreads, 0, s>>>(op, g, static_cast<const int64_t*>(a),
                                                    static_cast<const int64_t*>(b), static_cast<int64_t*>(y), n);
       break;
-    case Dt::b8: break;  // refused by the op wrapper
+    case Dt::b8:  // refused by the op wrapper
+    case Dt::f16:
+    case Dt::bf16: break;  // computed in float32 (dispatch)
   }
 }
 

@@ -65,6 +65,8 @@ void launch_transpose(const void* x, void* y, int rank, const int64_t* in_dims, 
     transpose_k<<<blocks_for(n), kThreads, 0, s>>>(static_cast<const long long*>(x), static_cast<long long*>(y), t, n);
   } else if (elem_bytes == 1) {  // bool
     transpose_k<<<blocks_for(n), kThreads, 0, s>>>(static_cast<const unsigned char*>(x), static_cast<unsigned char*>(y), t, n);
+  } else if (elem_bytes == 2) {  // float16, bfloat16
+    transpose_k<<<blocks_for(n), kThreads, 0, s>>>(static_cast<const unsigned short*>(x), static_cast<unsigned short*>(y), t, n);
   } else {
     transpose_k<<<blocks_for(n), kThreads, 0, s>>>(static_cast<const int*>(x), static_cast<int*>(y), t, n);
   }

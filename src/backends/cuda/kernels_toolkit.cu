@@ -197,6 +197,7 @@ __global__ void top_k_k(const T* x, T* values, int32_t* indices, int64_t rows, i
 template <typename F>
 void by_elem_bytes(int elem_bytes, F&& f) {
   if (elem_bytes == 1) f(uint8_t{});
+  else if (elem_bytes == 2) f(uint16_t{});
   else if (elem_bytes == 4) f(uint32_t{});
   else f(uint64_t{});
 }
@@ -209,6 +210,8 @@ void by_dtype(Dt dt, F&& f) {
     case Dt::i32: return f(int32_t{});
     case Dt::i64: return f(int64_t{});
     case Dt::b8: return f(uint8_t{});
+    case Dt::f16:
+    case Dt::bf16: return;  // computed in float32 (dispatch)
   }
 }
 
