@@ -6,6 +6,7 @@
 #include "osprey/keras/layers.h"
 #include "osprey/keras/layers/merging.h"
 #include "osprey/keras/losses.h"
+#include "osprey/keras/mixed_precision.h"
 #include "osprey/keras/metrics.h"
 #include "osprey/keras/model.h"
 #include "osprey/keras/optimizers.h"

@@ -339,11 +339,18 @@ TEST(ModelFiles, WhatOspreyCannotLoadIsAClearErrorNamingIt) {
                                                  R"("class_name": "Mine", "config")"));
               }),
               HasSubstr("register_keras_serializable"));
-  // Mixed precision: not silently loaded as float32.
+  // Mixed precision: a layer's policy loads with it (not silently as float32); a policy that does not exist is a
+  // ValueError naming it.
+  {
+    auto m = models::model_from_json(replaced(R"({"name": "float32"})", R"({"name": "mixed_float16"})"));
+    bool found = false;
+    for (const auto& l : m->layers()) found = found || l->dtype_policy().name() == "mixed_float16";
+    EXPECT_TRUE(found);
+  }
   EXPECT_THAT(osprey::testing::error_of([&] {
-                models::model_from_json(replaced(R"({"name": "float32"})", R"({"name": "mixed_float16"})"));
+                models::model_from_json(replaced(R"({"name": "float32"})", R"({"name": "mixed_int4"})"));
               }),
-              HasSubstr("mixed_float16"));
+              HasSubstr("mixed_int4"));
   // A node that calls a layer on a tensor nothing makes.
   EXPECT_THAT(osprey::testing::error_of([&] {
                 models::model_from_json(replaced(R"("keras_history": ["x", 0, 0])", R"("keras_history": ["y", 0, 0])"));

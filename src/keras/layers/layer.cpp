@@ -41,6 +41,24 @@ void clear_session() {
 Layer::Layer(const std::string& name, const std::string& default_prefix)
     : name_(name.empty() && !default_prefix.empty() ? auto_name(default_prefix) : name) {}
 
+DType Layer::compute_dtype() const {
+  const DType c = dtype_policy_.compute_dtype();
+  return is_half(c) && !supports_half_compute() ? DType::float32 : c;
+}
+
+Tensor Layer::autocast_input(const Tensor& x) const {
+  if (!x.defined() || !is_floating(x.dtype())) return x;
+  const DType c = compute_dtype();
+  if (x.dtype() == c || !(is_half(c) || is_half(x.dtype()))) return x;  // float32 policies leave float64 alone
+  return ops::cast(x, c);
+}
+
+Tensor Layer::autocast_variable(const Variable& v) const {
+  const Tensor& value = v.value();
+  const DType c = compute_dtype();
+  return is_half(c) && is_floating(value.dtype()) && value.dtype() != c ? ops::cast(value, c) : value;
+}
+
 Variable& Layer::add_weight(const std::string& name, const Tensor& initial_value, bool trainable) {
   weights_.emplace_back(initial_value, name, trainable);
   weights_.back().set_path(name_ + "/" + name);

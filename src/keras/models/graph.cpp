@@ -108,7 +108,7 @@ static Shape sample_shape(const Tensor& t, const std::string& layer) {
 
 Tensor Layer::operator()(const Tensor& inputs, bool training) {
   if (!built_) build(sample_shape(inputs, name_));
-  return call(inputs, training);
+  return call(autocast_input(inputs), training);
 }
 
 Tensor Layer::operator()(const std::vector<Tensor>& inputs, bool training) {
@@ -117,7 +117,9 @@ Tensor Layer::operator()(const std::vector<Tensor>& inputs, bool training) {
     for (const auto& t : inputs) shapes.push_back(sample_shape(t, name_));
     build(shapes);
   }
-  return call(inputs, training);
+  std::vector<Tensor> cast;
+  for (const auto& t : inputs) cast.push_back(autocast_input(t));
+  return call(cast, training);
 }
 
 std::shared_ptr<Layer> Layer::owner(bool temporary) {
@@ -317,7 +319,7 @@ std::vector<Tensor> Graph::run(const std::vector<Tensor>& xs, bool training, con
     arg_masks.clear();
     bool any_mask = false;
     for (int p : step.parents) {
-      args.push_back(values[p]);
+      args.push_back(step.node->layer->autocast_input(values[p]));
       if (masked) arg_masks.push_back(masks[p]);
       any_mask = any_mask || (masked && masks[p].defined());
     }
@@ -348,14 +350,14 @@ std::vector<Tensor> Graph::run(const std::vector<Tensor>& xs, bool training, con
     if (shortcut_at[at] >= 0 && values[step.parents[0]].shape().rank() == 2) {
       auto& dense = static_cast<layers::Dense&>(layer);
       Tensor& z = (*logits)[shortcut_at[at]];
-      z = ops::dense(values[step.parents[0]], dense.kernel()->value(),
-                     dense.bias() ? dense.bias()->value() : Tensor(), ops::Activation::linear);
+      z = ops::dense(layer.autocast_input(values[step.parents[0]]), layer.autocast_variable(*dense.kernel()),
+                     dense.bias() ? layer.autocast_variable(*dense.bias()) : Tensor(), ops::Activation::linear);
       values[at] = ops::activation(z, dense.activation());
       if (masked) masks[at] = masks[step.parents[0]];  // Dense keeps its input's mask
       continue;
     }
     if (step.parents.size() == 1 && layer.num_inputs() == 1) {
-      const Tensor& x = values[step.parents[0]];
+      const Tensor x = layer.autocast_input(values[step.parents[0]]);
       if (!masked) {
         values[at] = layer.call(x, training);
       } else if (layer.supports_masking()) {

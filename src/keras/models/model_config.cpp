@@ -136,7 +136,8 @@ json sequential_config(const Sequential& m) {
     layers.push_back(ser::layer_object(*l, {shape}));
     if (l->built()) shape = l->output_shape();
   }
-  json cfg{{"name", m.name()}, {"trainable", m.trainable}, {"dtype", ser::dtype_policy()}, {"layers", layers}};
+  json cfg{{"name", m.name()}, {"trainable", m.trainable}, {"dtype", ser::dtype_policy(m.dtype_policy().name())},
+           {"layers", layers}};
   if (in) cfg["build_input_shape"] = ser::shape_with_batch(*in);
   return cfg;
 }

@@ -17,13 +17,21 @@ int rank_of(DType t) {
     case DType::bool_: return 0;
     case DType::int32: return 1;
     case DType::int64: return 2;
-    case DType::float32: return 3;
-    case DType::float64: return 4;
+    case DType::float16:
+    case DType::bfloat16: return 3;
+    case DType::float32: return 4;
+    case DType::float64: return 5;
   }
-  return 3;
+  return 4;
 }
 
-bool is_float(DType t) { return t == DType::float32 || t == DType::float64; }
+bool is_float(DType t) { return is_floating(t); }
+
+// The wider of two dtypes (float16 with bfloat16: float32, as Keras).
+DType wider(DType x, DType y) {
+  if (is_half(x) && is_half(y) && x != y) return DType::float32;
+  return rank_of(x) >= rank_of(y) ? x : y;
+}
 
 // Both operands as tensors of their result type.
 std::pair<Tensor, Tensor> promoted(const TensorLike& a, const TensorLike& b) {
@@ -52,8 +60,7 @@ DType result_type(const TensorLike& a, const TensorLike& b) {
     return s.boolean() ? DType::bool_ : s.integral() ? DType::int32 : DType::float32;
   };
   if (a.is_tensor() && b.is_tensor()) {
-    const DType x = a.tensor().dtype(), y = b.tensor().dtype();
-    return rank_of(x) >= rank_of(y) ? x : y;
+    return wider(a.tensor().dtype(), b.tensor().dtype());
   }
   if (!a.is_tensor() && !b.is_tensor()) {
     const DType x = weak(a), y = weak(b);

@@ -106,10 +106,20 @@ json object(const std::string& module, const std::string& class_name, json confi
   return o;
 }
 
-json dtype_policy() { return object("keras", "DTypePolicy", json{{"name", "float32"}}); }
+json dtype_policy(const std::string& name) { return object("keras", "DTypePolicy", json{{"name", name}}); }
+
+std::string dtype_policy_name(const json& d) {
+  if (d.is_null()) return "float32";
+  if (d.is_string()) return d.get<std::string>();
+  if (d.is_object()) {
+    const json name = d.value("config", json::object()).value("name", json("float32"));
+    if (name.is_string()) return name.get<std::string>();
+  }
+  throw ValueError(fmt::format("A layer's \"dtype\" is {}; expected a DTypePolicy config or a dtype name", d.dump()));
+}
 
 json base_config(const Layer& l) {
-  return json{{"name", l.name()}, {"trainable", l.trainable}, {"dtype", dtype_policy()}};
+  return json{{"name", l.name()}, {"trainable", l.trainable}, {"dtype", dtype_policy(l.dtype_policy().name())}};
 }
 
 std::string config_text(const Layer& l, std::initializer_list<std::pair<const char*, json>> entries) {
@@ -380,15 +390,9 @@ std::shared_ptr<Layer> layer_from_object(const json& j) {
   auto layer = found->from_config(c);
   if (c.contains("trainable") && c["trainable"].is_boolean()) layer->trainable = c["trainable"].get<bool>();
   if (c.contains("dtype")) {
-    const json& d = c["dtype"];
-    const json policy = d.is_object() ? d.value("config", json::object()).value("name", json("float32")) : d;
-    const bool ids = cls == "InputLayer" && (policy == json("int32") || policy == json("int64"));  // token ids
-    if (!d.is_null() && policy != json("float32") && !ids) {
-      throw ValueError(fmt::format("model_from_json: layer '{}' has dtype policy {}; Osprey loads float32 models "
-                                   "only (mixed precision is not implemented yet, and loading such a model as "
-                                   "float32 would change its numbers)",
-                                   layer->name(), policy.dump()));
-    }
+    const std::string policy = dtype_policy_name(c["dtype"]);
+    const bool ids = cls == "InputLayer" && (policy == "int32" || policy == "int64");  // token ids
+    if (!ids) layer->set_dtype_policy(mixed_precision::DTypePolicy(policy));  // ValueError for unknown policies
   }
   return layer;
 }

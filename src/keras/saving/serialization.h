@@ -30,8 +30,10 @@ json parse(const std::string& text, const std::string& what);
 
 /// {"module": module, "class_name": class_name, "config": config, "registered_name": null}
 json object(const std::string& module, const std::string& class_name, json config);
-/// The float32 DTypePolicy every layer config carries.
-json dtype_policy();
+/// The DTypePolicy config a layer config carries (Keras's {"module": "keras", "class_name": "DTypePolicy", ...}).
+json dtype_policy(const std::string& name = "float32");
+/// The policy named by a layer config's "dtype" (a DTypePolicy object or a plain name; null and absent: float32).
+std::string dtype_policy_name(const json& dtype);
 /// A layer's base entries: name, trainable, dtype.
 json base_config(const Layer& layer);
 /// The layer's base entries followed by `entries`, as JSON text (a built-in layer's get_config()).

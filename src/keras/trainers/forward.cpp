@@ -86,8 +86,15 @@ struct ForwardPass {
 };
 }  // namespace
 
+// Half-precision outputs as float32 (see forward()).
+static void to_float32(std::vector<Tensor>& ts) {
+  for (auto& t : ts) {
+    if (t.defined() && is_half(t.dtype())) t = ops::cast(t, DType::float32);
+  }
+}
+
 std::vector<Tensor> forward(Model& model, State& s, const std::vector<Tensor>& xs_in, bool training,
-                            std::vector<Tensor>* logits, std::vector<Tensor>* output_masks) {
+                            std::vector<Tensor>* logits, std::vector<Tensor>* output_masks, bool float32_outputs) {
   const ForwardPass pass;
   check_inputs(model, s, xs_in);
   runtime::Device* device = s.device;
@@ -117,6 +124,7 @@ std::vector<Tensor> forward(Model& model, State& s, const std::vector<Tensor>& x
       }
     }
     if (output_masks) output_masks->assign(out.size(), Tensor());
+    if (float32_outputs) to_float32(out);
     return out;
   }
   std::vector<Tensor> masks;
@@ -147,6 +155,8 @@ std::vector<Tensor> forward(Model& model, State& s, const std::vector<Tensor>& x
     *output_masks = std::move(masks);
     output_masks->resize(out.size());
   }
+  if (float32_outputs) to_float32(out);
+  if (logits) to_float32(*logits);
   return out;
 }
 
@@ -154,7 +164,7 @@ std::vector<Tensor> forward(Model& model, State& s, const std::vector<Tensor>& x
 
 namespace osprey::keras {
 std::vector<Tensor> Model::call_all(const std::vector<Tensor>& inputs, bool training) {
-  return trainer::forward(*this, state(), inputs, training, nullptr);
+  return trainer::forward(*this, state(), inputs, training, nullptr, nullptr, /*float32_outputs=*/false);
 }
 }  // namespace osprey::keras
 

@@ -33,8 +33,11 @@ void check_inputs(Model& model, State& s, const std::vector<Tensor>& xs);
 /// pre-activation there.
 /// With `masks`, each output's mask (undefined where it has none; a loss follows: without `masks`, an output mask is
 /// a ValueError, as where Osprey does not weight losses by them yet).
+/// Outputs computed in half precision (a mixed policy) come back as float32 for the losses, metrics and predict()
+/// (Keras's losses and metrics cast them), unless `float32_outputs` is false (an eager model(x): the compute dtype).
 std::vector<Tensor> forward(Model& model, State& s, const std::vector<Tensor>& xs, bool training,
-                            std::vector<Tensor>* logits, std::vector<Tensor>* masks = nullptr);
+                            std::vector<Tensor>* logits, std::vector<Tensor>* masks = nullptr,
+                            bool float32_outputs = true);
 /// The compiled loss of a batch, Σ loss_weight·loss per output (with sample weights when given: Σ(w·loss_i) / n).
 /// `per_output`, when given, receives each output's unweighted loss (multi-output models log them). An output with
 /// a mask in `masks` has Keras's masked loss: its steps' losses weighted by the mask, over the unmasked steps.

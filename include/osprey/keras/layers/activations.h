@@ -15,6 +15,8 @@ class Activation : public Layer {
   explicit Activation(const std::string& activation, std::string name = "");
   OSPREY_KERAS_LAYER(Activation)
   bool recordable() const override { return true; }
+  /// The activations with a kernel of their own compute in half precision; the ones made of ops in float32.
+  bool supports_half_compute() const override { return kernel_activation_; }
   std::string class_name() const override { return "Activation"; }
   bool supports_masking() const override { return true; }
   std::string get_config() const override;
@@ -24,6 +26,7 @@ class Activation : public Layer {
 
  private:
   std::string name_of_activation_;
+  bool kernel_activation_ = false;
 };
 
 /// x where x ≥ 0, negative_slope·x elsewhere; the layer's default slope is 0.3 (the "leaky_relu" activation's is

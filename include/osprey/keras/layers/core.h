@@ -44,6 +44,8 @@ class Dense : public Layer {
   explicit Dense(int units, const std::string& activation = "", DenseOptions options = {});
   OSPREY_KERAS_LAYER(Dense)
   bool recordable() const override { return true; }
+  /// In half precision unless its activation is made of ops (mish, ...), which run in float32.
+  bool supports_half_compute() const override { return !composite_; }
   std::string class_name() const override { return "Dense"; }
   bool supports_masking() const override { return true; }
   std::string get_config() const override;

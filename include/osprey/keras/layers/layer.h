@@ -13,6 +13,7 @@
 #include <variant>
 #include <vector>
 
+#include "osprey/keras/mixed_precision.h"
 #include "osprey/ops.h"
 #include "osprey/tensor.h"
 #include "osprey/variable.h"
@@ -112,6 +113,24 @@ class Layer : public std::enable_shared_from_this<Layer> {
   KerasTensor operator()(const KerasTensor& input) &&;
   KerasTensor operator()(const std::vector<KerasTensor>& inputs) &&;
 
+  // ---- Mixed precision (keras.mixed_precision) ----
+  /// The layer's dtype policy: the global policy when the layer was made, or the one set here (Keras's `dtype`
+  /// argument; a file's layer config).
+  const mixed_precision::DTypePolicy& dtype_policy() const { return dtype_policy_; }
+  void set_dtype_policy(const mixed_precision::DTypePolicy& policy) { dtype_policy_ = policy; }
+  /// The dtype the layer computes in: its policy's compute dtype where the layer supports half precision, else
+  /// float32 (such a layer under a mixed policy takes float32 inputs and gives float32 outputs).
+  DType compute_dtype() const;
+  DType variable_dtype() const { return dtype_policy_.variable_dtype(); }
+  /// Whether the layer computes in float16/bfloat16 when its policy says so (Dense, activations, Dropout, shape
+  /// layers); false by default.
+  virtual bool supports_half_compute() const { return false; }
+  /// A floating input in the layer's compute dtype (Keras's autocasting of a layer's inputs), where a mixed
+  /// policy or a half input makes them differ; others as they are.
+  Tensor autocast_input(const Tensor& x) const;
+  /// A variable's value in the compute dtype (Keras's AutocastScope for variables read in call()).
+  Tensor autocast_variable(const Variable& v) const;
+
   /// Keras's layer.trainable: false freezes the layer's weights (they leave trainable_variables(); summary() counts
   /// them as non-trainable) and makes BatchNormalization run in inference mode, as in Keras.
   bool trainable = true;
@@ -152,6 +171,7 @@ class Layer : public std::enable_shared_from_this<Layer> {
   }
 
   std::string name_;
+  mixed_precision::DTypePolicy dtype_policy_ = mixed_precision::global_policy();
   bool built_ = false;
   Shape output_shape_;
   std::deque<Variable> weights_;  // deque: pointers stay valid as weights are added

@@ -19,6 +19,7 @@ class Dropout : public Layer {
  public:
   explicit Dropout(double rate, std::string name = "");
   OSPREY_KERAS_LAYER(Dropout)
+  bool supports_half_compute() const override { return true; }
   /// Its mask comes from a generator in a device tensor, advanced by the kernel that draws (counter-based).
   bool recordable() const override { return true; }
   std::string class_name() const override { return "Dropout"; }

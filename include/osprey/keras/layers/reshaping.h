@@ -15,6 +15,7 @@ class Flatten : public Layer {
   explicit Flatten(std::string name = "");
   OSPREY_KERAS_LAYER(Flatten)
   bool recordable() const override { return true; }
+  bool supports_half_compute() const override { return true; }
   std::string class_name() const override { return "Flatten"; }
   std::string get_config() const override;
   Shape build(const Shape& input_shape) override;
@@ -27,6 +28,7 @@ class Reshape : public Layer {
   explicit Reshape(std::vector<int64_t> target_shape, std::string name = "");
   OSPREY_KERAS_LAYER(Reshape)
   bool recordable() const override { return true; }
+  bool supports_half_compute() const override { return true; }
   std::string class_name() const override { return "Reshape"; }
   std::string get_config() const override;
   Shape build(const Shape& input_shape) override;

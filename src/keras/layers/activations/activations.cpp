@@ -15,7 +15,14 @@ static Tensor scalar(double v) { return Tensor::scalar(v); }
 // ---- Activation ----
 
 Activation::Activation(const std::string& activation, std::string name)
-    : Layer(name, "activation"), name_of_activation_(ActivationFn::get(activation).name) {}
+    : Layer(name, "activation"), name_of_activation_(ActivationFn::get(activation).name) {
+  try {
+    (void)ops::activation_from_name(name_of_activation_);
+    kernel_activation_ = true;
+  } catch (const ValueError&) {
+    kernel_activation_ = false;
+  }
+}
 Shape Activation::build(const Shape& input_shape) {
   return finish_build(input_shape);
 }
@@ -156,7 +163,7 @@ std::string ReLU::get_config() const {
                       {"threshold", o_.threshold}});
 }
 std::string ELU::get_config() const {  // Keras puts alpha before trainable
-  return ser::dumps(json{{"name", name_}, {"alpha", alpha_}, {"trainable", trainable}, {"dtype", ser::dtype_policy()}});
+  return ser::dumps(json{{"name", name_}, {"alpha", alpha_}, {"trainable", trainable}, {"dtype", ser::dtype_policy(dtype_policy().name())}});
 }
 std::string Softmax::get_config() const { return with(*this, {{"axis", -1}}); }
 std::string PReLU::get_config() const {

@@ -79,7 +79,7 @@ Tensor Dense::call(const Tensor& inputs, bool) {
   }
   // Rank > 2: the leading axes are rows of one product (a view), and the result takes their shape back.
   const Tensor x = s.rank() == 2 ? inputs : ops::reshape(inputs, Shape({s.num_elements() / s[-1], s[-1]}));
-  Tensor y = ops::dense(x, kernel_->value(), bias_ ? bias_->value() : Tensor(), activation_);
+  Tensor y = ops::dense(x, autocast_variable(*kernel_), bias_ ? autocast_variable(*bias_) : Tensor(), activation_);
   if (composite_) y = ActivationFn::get(activation_name_)(y);
   return s.rank() == 2 ? y : ops::reshape(y, s.with_dim(s.rank() - 1, units_));
 }

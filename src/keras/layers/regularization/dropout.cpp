@@ -30,7 +30,9 @@ Shape Dropout::build(const Shape& input_shape) {
 Tensor Dropout::call(const Tensor& x, bool training) {
   if (!training || rate_ == 0.0) return x;
   // keep = uniform >= rate (probability 1 − rate), a constant for the tape; kept values scaled by 1/(1 − rate).
-  return ops::mul(ops::mul(x, keep_mask(x.shape(), x.device_ref())), scalar(1.0 / (1.0 - rate_)));
+  Tensor keep = keep_mask(x.shape(), x.device_ref());
+  if (keep.dtype() != x.dtype()) keep = ops::cast(keep, x.dtype());  // a half-precision input (mixed policy)
+  return ops::mul(ops::mul(x, keep), Tensor::scalar(1.0 / (1.0 - rate_), x.dtype()));
 }
 
 // The uniforms come from this layer's generator on the device (a new stream of the global seed).

@@ -1,0 +1,288 @@
+// Mixed precision against real Keras 3 (tests/keras/keras_mixed_precision_reference.py wrote
+// tests/data/keras_mixed_precision.json and keras_files/mixed_bf16.keras): float16/bfloat16 rounding, dtype
+// policies, an MLP under mixed_bfloat16 (outputs, loss, gradients, one SGD step) and mixed_float16 (outputs), a
+// Keras-saved mixed_bfloat16 model; the bfloat16 product and ops computed in float32 for half tensors.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "osprey/autodiff.h"
+#include "osprey/errors.h"
+#include "osprey/keras.h"
+#include "osprey/keras/mixed_precision.h"
+#include "osprey/ops.h"
+#include "osprey/random.h"
+#include "test_util.h"
+
+using namespace osprey;
+namespace mp = osprey::keras::mixed_precision;
+using json = nlohmann::json;
+
+namespace {
+
+const json& ref() {
+  static const json j = [] {
+    std::ifstream in(osprey::testing::data_file("keras_mixed_precision.json"));
+    return json::parse(in);
+  }();
+  return j;
+}
+
+// A number, or "inf"/"-inf" (JSON has no infinities).
+double number(const json& v) {
+  if (v.is_string()) return v.get<std::string>() == "inf" ? INFINITY : -INFINITY;
+  return v.is_null() ? NAN : v.get<double>();
+}
+
+// A nested JSON array of numbers as a float32 tensor.
+Tensor tensor_of(const json& j) {
+  std::vector<int64_t> dims;
+  for (const json* p = &j; p->is_array(); p = &(*p)[0]) dims.push_back(static_cast<int64_t>(p->size()));
+  std::vector<float> flat;
+  std::function<void(const json&)> walk = [&](const json& v) {
+    if (v.is_array()) {
+      for (const auto& e : v) walk(e);
+    } else {
+      flat.push_back(static_cast<float>(number(v)));
+    }
+  };
+  walk(j);
+  return Tensor::from_vector(flat, Shape(dims));
+}
+
+std::vector<double> flat_of(const json& j) {
+  std::vector<double> out;
+  std::function<void(const json&)> walk = [&](const json& v) {
+    if (v.is_array()) {
+      for (const auto& e : v) walk(e);
+    } else {
+      out.push_back(number(v));
+    }
+  };
+  walk(j);
+  return out;
+}
+
+void expect_close(const std::string& what, const std::vector<double>& expected, const std::vector<double>& got,
+                  double atol, double rtol) {
+  ASSERT_EQ(expected.size(), got.size()) << what;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    EXPECT_NEAR(got[i], expected[i], atol + rtol * std::abs(expected[i])) << what << "[" << i << "]";
+  }
+}
+
+std::shared_ptr<keras::Sequential> make_mlp() {
+  return std::make_shared<keras::Sequential>(
+      std::vector<keras::LayerRef>{keras::layers::Input({8}), keras::layers::Dense(16, "relu", {.name = "hidden"}),
+                                   keras::layers::Dense(4, "softmax", {.name = "probs"})},
+      "mlp");
+}
+
+std::vector<Tensor> reference_weights() {
+  std::vector<Tensor> w;
+  for (const auto& v : ref()["weights"]) w.push_back(tensor_of(v));
+  return w;
+}
+
+// Restores the float32 policy whatever a test does.
+struct PolicyScope {
+  explicit PolicyScope(const std::string& name) { mp::set_global_policy(name); }
+  ~PolicyScope() { mp::set_global_policy("float32"); }
+};
+
+}  // namespace
+
+TEST(MixedPrecision, HalfRoundingMatchesTensorFlow) {
+  const auto& c = ref()["casts"];
+  const Tensor x = tensor_of(c["x"]);
+  for (const auto& [name, dtype] : {std::pair{"bfloat16", DType::bfloat16}, {"float16", DType::float16}}) {
+    const Tensor h = ops::cast(x, dtype);
+    EXPECT_EQ(h.dtype(), dtype);
+    EXPECT_EQ(h.nbytes(), x.num_elements() * 2);
+    const std::vector<float> back = ops::cast(h, DType::float32).to_vector<float>();
+    const std::vector<double> want = flat_of(c[name]);
+    for (std::size_t i = 0; i < back.size(); ++i) {
+      EXPECT_EQ(static_cast<double>(back[i]), want[i]) << name << " of " << x.to_vector<float>()[i];
+    }
+  }
+  // NaN stays NaN; integers and bool go through float.
+  EXPECT_TRUE(std::isnan(ops::cast(ops::cast(Tensor::scalar(NAN), DType::bfloat16), DType::float32).item()));
+  EXPECT_EQ(ops::cast(Tensor::from_vector<int32_t>({7, -300}, {2}), DType::float16).to_vector<float>(),
+            (std::vector<float>{7.f, -300.f}));
+  EXPECT_EQ(ops::cast(Tensor::scalar(2.75, DType::bfloat16), DType::int32).item(), 2.0);
+  EXPECT_EQ(Tensor::full({2}, 0.1, DType::bfloat16).to_vector<float>()[0], 0.10009765625f);
+}
+
+TEST(MixedPrecision, PoliciesAsKeras) {
+  const mp::DTypePolicy mixed("mixed_bfloat16");
+  EXPECT_EQ(mixed.compute_dtype(), DType::bfloat16);
+  EXPECT_EQ(mixed.variable_dtype(), DType::float32);
+  EXPECT_EQ(mp::DTypePolicy("mixed_float16").compute_dtype(), DType::float16);
+  EXPECT_EQ(mp::DTypePolicy("float64").variable_dtype(), DType::float64);
+  try {
+    mp::set_global_policy("mixed_int8");
+    FAIL() << "no error";
+  } catch (const ValueError& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("mixed_int8"));
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("mixed_bfloat16"));
+  }
+  EXPECT_EQ(mp::global_policy().name(), "float32");
+  PolicyScope scope("mixed_bfloat16");
+  keras::layers::Dense dense(4);
+  EXPECT_EQ(dense.dtype_policy().name(), "mixed_bfloat16");
+  EXPECT_EQ(dense.compute_dtype(), DType::bfloat16);
+  EXPECT_EQ(dense.variable_dtype(), DType::float32);
+  const Tensor y = dense(random::uniform({3, 5}));
+  EXPECT_EQ(y.dtype(), DType::bfloat16);
+  EXPECT_EQ(dense.kernel()->value().dtype(), DType::float32);
+  // A layer without half kernels computes in float32 under the policy.
+  keras::layers::Dense mish(4, "mish");
+  EXPECT_EQ(mish.compute_dtype(), DType::float32);
+  EXPECT_EQ(mish(random::uniform({3, 5})).dtype(), DType::float32);
+}
+
+TEST(MixedPrecision, Bfloat16ProductsRoundTheFloat32ProductOfTheRoundedOperands) {
+  random::set_seed(3);
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      const Tensor a = ops::cast(random::uniform(ta ? Shape{50, 37} : Shape{37, 50}, -1, 1), DType::bfloat16);
+      const Tensor b = ops::cast(random::uniform(tb ? Shape{23, 50} : Shape{50, 23}, -1, 1), DType::bfloat16);
+      const Tensor p = ops::matmul(a, b, ta, tb);
+      EXPECT_EQ(p.dtype(), DType::bfloat16);
+      const auto exact = ops::matmul(ops::cast(a, DType::float32), ops::cast(b, DType::float32), ta, tb).to_vector<float>();
+      const auto got = ops::cast(p, DType::float32).to_vector<float>();
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        EXPECT_NEAR(got[i], exact[i], 1e-5 + std::abs(exact[i]) * (1.0 / 256)) << "ta=" << ta << " tb=" << tb << " " << i;
+      }
+    }
+  }
+  const Tensor a3 = ops::cast(random::uniform({3, 4, 6}), DType::bfloat16), b3 = ops::cast(random::uniform({3, 6, 5}), DType::bfloat16);
+  const auto got = ops::cast(ops::matmul(a3, b3), DType::float32).to_vector<float>();
+  const auto exact = ops::matmul(ops::cast(a3, DType::float32), ops::cast(b3, DType::float32)).to_vector<float>();
+  for (std::size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], exact[i], 1e-5 + std::abs(exact[i]) / 256);
+  EXPECT_THROW((void)ops::matmul(a3, ops::cast(b3, DType::float32)), InvalidArgumentError);
+}
+
+TEST(MixedPrecision, OpsWithoutHalfKernelsComputeInFloat32AndRound) {
+  random::set_seed(4);
+  const Tensor x = ops::cast(random::uniform({5, 7}, -2, 2), DType::bfloat16);
+  const Tensor xf = ops::cast(x, DType::float32);
+  const Tensor y = ops::activation(ops::mul(x, x), ops::Activation::tanh);
+  EXPECT_EQ(y.dtype(), DType::bfloat16);
+  const Tensor want = ops::cast(ops::activation(ops::cast(ops::mul(xf, xf), DType::bfloat16), ops::Activation::tanh),
+                                DType::bfloat16);
+  EXPECT_EQ(ops::cast(y, DType::float32).to_vector<float>(), ops::cast(want, DType::float32).to_vector<float>());
+  // Gradients flow back through the casts to a float32 variable, as float32.
+  Variable v(random::uniform({5, 7}), "v");
+  GradientTape tape;
+  const Tensor h = ops::cast(v.value(), DType::float16);
+  const Tensor loss = ops::reduce_sum(ops::cast(ops::square(h), DType::float32));
+  const auto g = tape.gradient(loss, std::vector<Variable*>{&v});
+  ASSERT_TRUE(g[0].defined());
+  EXPECT_EQ(g[0].dtype(), DType::float32);
+  const auto gv = g[0].to_vector<float>(), vv = v.value().to_vector<float>();
+  for (std::size_t i = 0; i < gv.size(); ++i) EXPECT_NEAR(gv[i], 2 * vv[i], 2e-3 * (1 + std::abs(vv[i])));
+  // Optimizer updates need float32 variables.
+  Tensor w = ops::cast(random::uniform({3}), DType::bfloat16);
+  EXPECT_THROW(ops::apply_sgd(w, w, nullptr, 0.1, 0.0, false), InvalidArgumentError);
+}
+
+TEST(MixedPrecision, MixedBfloat16MlpMatchesKeras) {
+  const auto& r = ref()["mixed_bfloat16"];
+  PolicyScope scope("mixed_bfloat16");
+  auto model = make_mlp();
+  model->set_weights(reference_weights());
+  const auto layers = model->layers();
+  ASSERT_EQ(layers.size(), r["layers"].size());
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    const auto& want = r["layers"][i];
+    const auto& layer = layers[i];
+    EXPECT_EQ(layer->name(), want["name"].get<std::string>());
+    EXPECT_EQ(dtype_name(layer->compute_dtype()), want["compute_dtype"].get<std::string>());
+    EXPECT_EQ(dtype_name(layer->variable_dtype()), want["variable_dtype"].get<std::string>());
+  }
+  const Tensor x = tensor_of(ref()["x"]);
+  const Tensor y = Tensor::from_vector(ref()["y"].get<std::vector<int32_t>>(), {6});
+  // The layers' output is bfloat16; predict() gives it as float32 (as Keras's losses see it).
+  EXPECT_EQ((*model)(x).dtype(), DType::bfloat16);
+  expect_close("predict", flat_of(r["predict"]), model->predict(x, {.verbose = 0}).to_vector<double>(), 4e-3, 1e-2);
+  // The loss and the float32 gradients of the variables.
+  keras::losses::SparseCategoricalCrossentropy loss_fn;
+  GradientTape tape;
+  const Tensor out = ops::cast((*model)(x, true), DType::float32);
+  const Tensor loss = loss_fn(y, out);
+  EXPECT_NEAR(loss.item(), r["loss"].get<double>(), 1e-2);
+  const auto grads = tape.gradient(loss, model->trainable_variables());
+  ASSERT_EQ(grads.size(), r["grads"].size());
+  for (std::size_t i = 0; i < grads.size(); ++i) {
+    EXPECT_EQ(dtype_name(grads[i].dtype()), r["grad_dtypes"][i].get<std::string>());
+    expect_close("grad " + std::to_string(i), flat_of(r["grads"][i]), grads[i].to_vector<double>(), 4e-3, 3e-2);
+  }
+  // One SGD step through compile/train_on_batch updates the float32 variables as Keras's.
+  model->compile({.optimizer = keras::optimizers::SGD({.learning_rate = 0.1}), .loss = "sparse_categorical_crossentropy"});
+  model->train_on_batch(x, y);
+  const auto after = model->get_weights();
+  for (std::size_t i = 0; i < after.size(); ++i) {
+    EXPECT_EQ(after[i].dtype(), DType::float32);
+    expect_close("after step " + std::to_string(i), flat_of(r["after_sgd_step"][i]), after[i].to_vector<double>(), 1e-3,
+                 1e-3);
+  }
+}
+
+TEST(MixedPrecision, MixedFloat16OutputsMatchKeras) {
+  const auto& r = ref()["mixed_float16"];
+  PolicyScope scope("mixed_float16");
+  auto model = make_mlp();
+  model->set_weights(reference_weights());
+  EXPECT_EQ(model->layers()[0]->compute_dtype(), DType::float16);
+  const Tensor x = tensor_of(ref()["x"]);
+  EXPECT_EQ((*model)(x).dtype(), DType::float16);
+  expect_close("predict", flat_of(r["predict"]), model->predict(x, {.verbose = 0}).to_vector<double>(), 1e-3, 2e-3);
+  // Training in float16 needs loss scaling, which Osprey does not have: a clear error, nothing trained.
+  model->compile({.optimizer = "sgd", .loss = "sparse_categorical_crossentropy"});
+  const auto before = model->get_weights();
+  const Tensor y = Tensor::from_vector(ref()["y"].get<std::vector<int32_t>>(), {6});
+  try {
+    model->train_on_batch(x, y);
+    FAIL() << "no error";
+  } catch (const NotImplementedError& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("LossScaleOptimizer"));
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("mixed_bfloat16"));
+  }
+  EXPECT_THROW(model->fit(x, y, {.epochs = 1, .verbose = 0}), NotImplementedError);
+  EXPECT_EQ(model->get_weights()[0].to_vector<float>(), before[0].to_vector<float>());
+  EXPECT_EQ(model->evaluate(x, y, {.verbose = 0}).size(), 1u);
+}
+
+TEST(MixedPrecision, KerasSavedMixedBfloat16ModelLoadsWithItsPolicy) {
+  auto model = keras::models::load_model(osprey::testing::data_file("keras_files/mixed_bf16.keras"));
+  EXPECT_EQ(mp::global_policy().name(), "float32");  // loading leaves the global policy alone
+  for (const auto& layer : model->layers()) EXPECT_EQ(layer->dtype_policy().name(), "mixed_bfloat16") << layer->name();
+  const Tensor x = tensor_of(ref()["x"]);
+  expect_close("loaded predict", flat_of(ref()["mixed_bfloat16"]["predict"]), model->predict(x, {.verbose = 0}).to_vector<double>(),
+               4e-3, 1e-2);
+  EXPECT_THAT(model->to_json(), ::testing::HasSubstr("\"mixed_bfloat16\""));
+}
+
+// Training under mixed_bfloat16 (recorded steps, both intra-op threads) learns what float32 learns.
+TEST(MixedPrecision, FitUnderMixedBfloat16Learns) {
+  random::set_seed(11);
+  const Tensor x = random::uniform({256, 8}, -1, 1);
+  const Tensor y = ops::cast(ops::greater_equal(ops::reduce_sum(x, 1), Tensor::scalar(0.0)), DType::float32).reshape({256, 1});
+  double final_loss[2];
+  for (int mixed = 0; mixed < 2; ++mixed) {
+    PolicyScope scope(mixed ? "mixed_bfloat16" : "float32");
+    random::set_seed(12);
+    keras::Sequential model({keras::layers::Input({8}), keras::layers::Dense(16, "relu"), keras::layers::Dense(1, "sigmoid")});
+    model.compile({.optimizer = "adam", .loss = "binary_crossentropy", .metrics = {"accuracy"}});
+    auto h = model.fit(x, y, {.epochs = 100, .batch_size = 32, .verbose = 0});
+    final_loss[mixed] = h.history["loss"].back();
+    EXPECT_LT(h.history["loss"].back(), 0.5 * h.history["loss"].front()) << (mixed ? "mixed_bfloat16" : "float32");
+    EXPECT_GT(h.history["accuracy"].back(), 0.9);
+  }
+  EXPECT_NEAR(final_loss[1], final_loss[0], 0.05);
+}
