@@ -41,6 +41,7 @@ echo "## wide MLP (784 -> 512 -> 512 -> 10, Adam, sparse CE)"
 for b in 128 1024; do
   steps=$((b == 128 ? 30 : 8))
   "$build/bench/wide_step" "$b" "$steps" 0 2>/dev/null
+  "$build/bench/wide_step" "$b" "$steps" 0 mixed_bfloat16 2>/dev/null
   if ((have_torch)); then for t in 1 2; do /usr/bin/python3 bench/torch_wide.py "$b" "$t" "$steps"; done; fi
   if [ -n "$libtorch" ]; then for t in 1 2; do "$libtorch" wide "$b" "$t" "$steps"; done; fi
   if ((have_tf)); then python3 bench/keras_bench.py wide "$b" 0 2>/dev/null; fi

@@ -1,7 +1,8 @@
 // A convolutional network on scikit-learn's 8x8 digits (tests/data/digits.csv: 1797 images, 10 classes): the
 // images as 8x8x1 tensors, two Conv2D + MaxPooling2D stages and a Dense head, trained with Adam; the last 20 % are
-// the validation set. Exits 1 when validation accuracy is below 98 %.
-//   build/release/examples/cnn_digits [path/to/digits.csv]
+// the validation set. Exits 1 when validation accuracy is below 98 %. A dtype policy as the second argument trains
+// under it (mixed_bfloat16: the Dense head in bfloat16; the convolutions have no half kernels and run in float32).
+//   build/release/examples/cnn_digits [path/to/digits.csv] [policy]
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -34,6 +35,7 @@ int main(int argc, char** argv) {
   const auto n = static_cast<int64_t>(labels.size());
   const Tensor x = Tensor::from_vector(pixels, {n, 8, 8, 1}), y = Tensor::from_vector(labels, {n});
 
+  if (argc > 2) mixed_precision::set_global_policy(argv[2]);
   utils::set_random_seed(3);
   Sequential model({layers::Input({8, 8, 1}),
                     layers::Conv2D(32, 3, {.padding = "same", .activation = "relu"}),
