@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -266,6 +267,12 @@ TEST(MixedPrecision, KerasSavedMixedBfloat16ModelLoadsWithItsPolicy) {
   expect_close("loaded predict", flat_of(ref()["mixed_bfloat16"]["predict"]), model->predict(x, {.verbose = 0}).to_vector<double>(),
                4e-3, 1e-2);
   EXPECT_THAT(model->to_json(), ::testing::HasSubstr("\"mixed_bfloat16\""));
+  // For tests/keras/keras_load_osprey_mixed.py: Osprey's file of it, and Osprey's predictions, for Keras to load.
+  if (const char* out = std::getenv("OSPREY_KERAS_FILES_OUT")) {
+    model->save(std::string(out) + "/mixed_bf16.keras");
+    std::ofstream(std::string(out) + "/mixed_bf16.json")
+        << json{{"predict", model->predict(x, {.verbose = 0}).to_vector<double>()}}.dump();
+  }
 }
 
 // Training under mixed_bfloat16 (recorded steps, both intra-op threads) learns what float32 learns.

@@ -1,0 +1,33 @@
+# Keras 3 loads a mixed_bfloat16 model that Osprey saved (issue 20), run by ctest
+# (keras.loads_osprey_mixed_precision_file): runs MixedPrecision.KerasSavedMixedBfloat16ModelLoadsWithItsPolicy of
+# the given keras_ops_tests binary, which loads Keras's mixed_bf16.keras, saves it again and records its
+# predictions; then Keras loads Osprey's file and checks every layer's policy and the predictions (bfloat16's
+# precision). Exits 77 (skipped) when Keras is not installed.
+#   python3 tests/keras/keras_load_osprey_mixed.py build/release/tests/keras_ops_tests
+import json, os, subprocess, sys, tempfile
+
+try:
+    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    import numpy as np
+    import keras
+except Exception as e:  # noqa: BLE001 -- any import failure means: no Keras here
+    print(f"SKIPPED: Keras is not installed ({type(e).__name__}: {e}); pip install tensorflow-cpu keras")
+    sys.exit(77)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+out = tempfile.mkdtemp(prefix="osprey_mixed_")
+env = dict(os.environ, OSPREY_KERAS_FILES_OUT=out)
+subprocess.run([sys.argv[1], "--gtest_filter=MixedPrecision.KerasSavedMixedBfloat16ModelLoadsWithItsPolicy"],
+               check=True, env=env, stdout=subprocess.DEVNULL)
+ref = json.load(open(os.path.join(HERE, "..", "data", "keras_mixed_precision.json")))
+model = keras.models.load_model(os.path.join(out, "mixed_bf16.keras"))
+failures = [f"layer {l.name}: policy {l.dtype_policy.name}" for l in model.layers if l.dtype_policy.name != "mixed_bfloat16"]
+got = np.asarray(keras.ops.cast(model(np.asarray(ref["x"], "float32")), "float32")).reshape(-1)
+want = np.asarray(json.load(open(os.path.join(out, "mixed_bf16.json")))["predict"])
+if got.shape != want.shape or not np.allclose(got, want, atol=4e-3, rtol=1e-2):
+    failures.append(f"Keras's predictions of Osprey's file {got} differ from Osprey's {want}")
+if failures:
+    print("\n".join(failures))
+    sys.exit(1)
+print(f"Keras loads Osprey's mixed_bfloat16 file: policies {[l.dtype_policy.name for l in model.layers]}, "
+      f"predictions within bfloat16 of Osprey's")
