@@ -2,6 +2,7 @@
 // keras_layers_reference.py regenerates tests/data/keras_layers.json): each branch's forward values, the model's
 // predictions, evaluate (with the activity penalty), two epochs of training and the trained weights. The random
 // layers (GaussianNoise, GaussianDropout, AlphaDropout) are checked by their statistics and their inference identity.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "keras/reference_json.h"
+#include "osprey/autodiff.h"
 #include "osprey/errors.h"
 #include "osprey/keras.h"
 #include "osprey/random.h"
@@ -147,4 +149,58 @@ TEST(LayersGraph, SavingALambdaIsAClearError) {
   auto in = keras::Input({3});
   Model functional(in, layers::Lambda([](const Tensor& t) { return ops::square(t); })(in));
   EXPECT_THROW((void)functional.to_json(), ValueError);
+}
+
+// Element-wise merges of broadcastable inputs, as Keras's Merge: (None, 4) with (None, 1), and an input of lower
+// rank getting axes after the batch axis; the gradient of the broadcast input sums over what it was repeated along.
+TEST(LayersGraph, ElementwiseMergesBroadcastAsKeras) {
+  random::set_seed(5);
+  auto a = keras::Input({4}, {.name = "a"});
+  auto b = keras::Input({1}, {.name = "b"});
+  auto c = keras::Input({3, 4}, {.name = "c"});
+  auto sum = layers::Add()({a, b});
+  auto prod = layers::Multiply()({sum, c});
+  keras::Model model({a, b, c}, {prod}, "merges");
+  EXPECT_EQ(model.layers()[3]->output_shape(), Shape({4}));
+  EXPECT_EQ(model.layers()[4]->output_shape(), Shape({3, 4}));
+  const Tensor xa = random::uniform({2, 4}), xb = random::uniform({2, 1}), xc = random::uniform({2, 3, 4});
+  const auto got = model.predict({xa, xb, xc}, {.verbose = 0}).to_vector<float>();
+  const auto va = xa.to_vector<float>(), vb = xb.to_vector<float>(), vc = xc.to_vector<float>();
+  for (int n = 0; n < 2; ++n) {
+    for (int i = 0; i < 3; ++i) {
+      for (int j = 0; j < 4; ++j) {
+        EXPECT_FLOAT_EQ(got[(n * 3 + i) * 4 + j], (va[n * 4 + j] + vb[n]) * vc[(n * 3 + i) * 4 + j]);
+      }
+    }
+  }
+  Tensor wb = xb;
+  GradientTape tape;
+  tape.watch(wb);
+  const Tensor y = layers::Average()(std::vector<Tensor>{xa, wb});
+  EXPECT_EQ(y.shape(), Shape({2, 4}));
+  const auto g = tape.gradient(ops::reduce_sum(y), std::vector<Tensor>{wb});
+  EXPECT_EQ(g[0].to_vector<float>(), (std::vector<float>{2.f, 2.f}));  // 4 columns · 1/2
+  EXPECT_THROW((void)layers::Add()({keras::Input({3}), keras::Input({4})}), ValueError);
+  EXPECT_THROW((void)layers::Add()(std::vector<Tensor>{Tensor::zeros({2, 3}), Tensor::zeros({3, 3})}), ValueError);
+}
+
+// Softmax over another axis than the last (Keras's Softmax(axis=1)), its config keeping the axis.
+TEST(LayersGraph, SoftmaxOverAnyFeatureAxis) {
+  random::set_seed(6);
+  const Tensor x = random::uniform({2, 3, 4}, -2, 2);
+  const auto v = x.to_vector<float>();
+  const auto y = layers::Softmax(1)(x).to_vector<float>();
+  for (int n = 0; n < 2; ++n) {
+    for (int j = 0; j < 4; ++j) {
+      double total = 0;
+      for (int i = 0; i < 3; ++i) total += std::exp(static_cast<double>(v[(n * 3 + i) * 4 + j]));
+      for (int i = 0; i < 3; ++i) {
+        EXPECT_NEAR(y[(n * 3 + i) * 4 + j], std::exp(static_cast<double>(v[(n * 3 + i) * 4 + j])) / total, 1e-6);
+      }
+    }
+  }
+  EXPECT_EQ(layers::Softmax(-2)(x).to_vector<float>(), y);
+  EXPECT_THAT(layers::Softmax(1).get_config(), ::testing::HasSubstr("\"axis\": 1"));
+  EXPECT_THROW((void)layers::Softmax(0), ValueError);
+  EXPECT_THROW((void)layers::Softmax(3)(x), ValueError);
 }

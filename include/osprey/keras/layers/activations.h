@@ -102,6 +102,11 @@ class Softmax : public Layer {
   /// Masked positions left out of the softmax (their outputs 0), the mask aligned with the inputs' trailing axes
   /// (each of its dimensions 1 or the input's, else a ValueError), as Keras 3.
   Tensor call_masked(const Tensor& inputs, bool training, const Tensor& mask) override;
+  int axis() const { return axis_; }
+
+ private:
+  int axis_ = -1;  ///< any axis but the batch axis (negative: from the end); other axes than the last are
+                   ///< transposed to the end and back
 };
 
 /// keras.layers.PReLU: max(x, 0) − alpha·max(−x, 0) with a learned alpha per input element (alpha_initializer

@@ -29,17 +29,28 @@ Shape ElementwiseMerge::build(const std::vector<Shape>& shapes) {
                                  class_name(), max_inputs_ == min_inputs_ ? "exactly" : "at least", min_inputs_,
                                  shapes.size(), shapes_text(shapes)));
   }
-  for (const auto& s : shapes) {
-    if (s != shapes[0]) {
-      throw ValueError(fmt::format("Layer '{}' ({}): inputs have incompatible shapes. Received shapes {}", name_,
-                                   class_name(), shapes_text(shapes)));
+  // Keras's _compute_elemwise_op_output_shape: per-sample shapes aligned at the last axis, each pair of dimensions
+  // equal or one of them 1 (an input of lower rank gets axes after the batch axis in call()).
+  std::vector<int64_t> out = shapes[0].dims_vector();
+  for (std::size_t k = 1; k < shapes.size(); ++k) {
+    std::vector<int64_t> a = out, b = shapes[k].dims_vector();
+    if (a.size() < b.size()) std::swap(a, b);
+    std::vector<int64_t> merged(a.begin(), a.end() - static_cast<std::ptrdiff_t>(b.size()));
+    for (std::size_t i = 0; i < b.size(); ++i) {
+      const int64_t x = a[a.size() - b.size() + i], y = b[i];
+      if (x != y && x != 1 && y != 1) {
+        throw ValueError(fmt::format("Layer '{}' ({}): inputs have incompatible shapes. Received shapes {}", name_,
+                                     class_name(), shapes_text(shapes)));
+      }
+      merged.push_back(x == 1 ? y : x);
     }
+    out = merged;
   }
-  if (built_ && shapes[0] != output_shape_) {
+  if (built_ && Shape(out) != output_shape_) {
     throw ValueError(fmt::format("Layer '{}' ({}) was built for inputs of shape {}, but it was called on {}", name_,
                                  class_name(), shapes_text({output_shape_}), shapes_text(shapes)));
   }
-  return finish_build(shapes[0]);
+  return finish_build(Shape(out));
 }
 
 Tensor ElementwiseMerge::call(const std::vector<Tensor>& inputs, bool) {
@@ -47,13 +58,34 @@ Tensor ElementwiseMerge::call(const std::vector<Tensor>& inputs, bool) {
     throw ValueError(fmt::format("Layer '{}' ({}) needs {} {} inputs, got {}", name_, class_name(),
                                  max_inputs_ == min_inputs_ ? "exactly" : "at least", min_inputs_, inputs.size()));
   }
+  int rank = 0;
   for (const auto& t : inputs) {
-    if (t.shape() != inputs[0].shape()) {
+    if (t.shape().rank() < 1 || t.shape()[0] != inputs[0].shape()[0]) {
+      throw ValueError(fmt::format("Layer '{}' ({}): cannot merge tensors with different batch sizes: shapes {} and {}",
+                                   name_, class_name(), inputs[0].shape().to_string(), t.shape().to_string()));
+    }
+    rank = std::max(rank, t.shape().rank());
+  }
+  // Inputs of lower rank get axes of 1 after the batch axis (Keras's Merge); then NumPy broadcasting.
+  std::vector<Tensor> xs;
+  for (const auto& t : inputs) {
+    if (t.shape().rank() == rank) {
+      xs.push_back(t);
+      continue;
+    }
+    std::vector<int64_t> dims = t.shape().dims_vector();
+    dims.insert(dims.begin() + 1, static_cast<std::size_t>(rank - t.shape().rank()), int64_t{1});
+    xs.push_back(ops::reshape(t, Shape(dims)));
+  }
+  for (const auto& t : xs) {
+    try {
+      (void)ops::broadcast_shapes(xs[0].shape(), t.shape());
+    } catch (const InvalidArgumentError&) {
       throw ValueError(fmt::format("Layer '{}' ({}): inputs have incompatible shapes {} and {}", name_, class_name(),
                                    inputs[0].shape().to_string(), t.shape().to_string()));
     }
   }
-  return merge(inputs);
+  return merge(xs);
 }
 
 Tensor ElementwiseMerge::call_masked_list(const std::vector<Tensor>& inputs, bool training, const std::vector<Tensor>&) {
@@ -80,7 +112,8 @@ Tensor Add::merge(const std::vector<Tensor>& xs) const { return fold(xs, ops::ad
 Tensor Subtract::merge(const std::vector<Tensor>& xs) const { return ops::sub(xs[0], xs[1]); }
 Tensor Multiply::merge(const std::vector<Tensor>& xs) const { return fold(xs, ops::mul); }
 Tensor Average::merge(const std::vector<Tensor>& xs) const {
-  return ops::div(fold(xs, ops::add), Tensor::scalar(static_cast<double>(xs.size())));
+  const Tensor sum = fold(xs, ops::add);
+  return ops::div(sum, Tensor::scalar(static_cast<double>(xs.size()), sum.dtype()));
 }
 Tensor Maximum::merge(const std::vector<Tensor>& xs) const { return fold(xs, ops::maximum); }
 Tensor Minimum::merge(const std::vector<Tensor>& xs) const { return fold(xs, ops::minimum); }
