@@ -26,6 +26,7 @@ static uint8_t half_bit(DType t) { return t == DType::float16 ? kFloat16 : t == 
 // Whether a tensor of a half dtype the kernel does not take is among the op's inputs or outputs.
 static bool needs_float32(OpId op, runtime::DeviceType type, std::span<const Tensor> inputs,
                           std::span<const Tensor> outputs) {
+  if (op == OpId::Cast) return false;  // the fallback's own op: every backend's Cast takes the half types
   const uint8_t ok = g_half[static_cast<int>(op)][static_cast<int>(type)];
   for (auto span : {inputs, outputs}) {
     for (const Tensor& t : span) {
