@@ -22,6 +22,8 @@ Tensor cast(const Tensor& x, DType dtype);
 /// Matrix product of 2-D tensors, optionally transposing either side; of 3-D tensors (batch, rows, cols) with one
 /// batch size, a product per batch entry (tf.linalg.matmul's batched form; the transposes apply to the last two
 /// axes).
+/// The product is float32, or of the operands' dtype for float16/bfloat16 ones (float32 accumulation; bfloat16
+/// through oneDNN on the CPU).
 Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false, bool transpose_b = false);
 /// activation(x @ kernel + bias) as one fused op (and one tape node). `bias` may be undefined.
 Tensor dense(const Tensor& x, const Tensor& kernel, const Tensor& bias, Activation activation);
@@ -132,7 +134,7 @@ Tensor reduce_axes(const Tensor& x, ReduceOp op, const std::vector<int>& axes, b
 /// Differentiable.
 Tensor cumulative(const Tensor& x, int axis, bool prod, bool exclusive = false, bool reverse = false);
 /// The k largest (largest = false: smallest) entries along the last axis, in order, ties by lower index first, and
-/// their int32 indices: {values, indices}. Differentiable in the values.
+/// their int32 indices: {values, indices}. Differentiable in float32 values.
 std::vector<Tensor> top_k(const Tensor& x, int64_t k, bool largest = true);
 
 /// Rows of x at the given int64 indices.

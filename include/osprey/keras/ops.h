@@ -51,8 +51,8 @@ class Axes {
   bool all_ = true;
 };
 
-/// The dtype two operands promote to (keras.ops.result_type): bool < int32 < int64 < float32 < float64, numbers
-/// weak.
+/// The dtype two operands promote to (keras.ops.result_type): bool < int32 < int64 < float16, bfloat16 < float32 <
+/// float64 (float16 with bfloat16: float32), numbers weak.
 DType result_type(const TensorLike& a, const TensorLike& b);
 Tensor convert_to_tensor(const TensorLike& x, std::optional<DType> dtype = std::nullopt);
 Tensor cast(const Tensor& x, DType dtype);
