@@ -197,10 +197,8 @@ Tensor logsumexp(const Tensor& x_in, const Axes& axis, bool keepdims) {
   Tensor m = core::reduce_axes(stop_gradient(x), core::ReduceOp::max, axes_of(axis), true);
   const Tensor finite = core::compare(core::abs(m), Tensor::scalar(INFINITY, x.dtype()), core::CompareKind::less);
   m = core::where(finite, m, Tensor::scalar(0.0, x.dtype()));
-  const Tensor s = core::reduce_axes(core::exp(core::sub(x, m)), core::ReduceOp::sum, axes_of(axis), true);
-  Tensor out = core::add(core::log(s), m);
-  if (!keepdims) out = core::reshape(out, core::reduce_axes(m, core::ReduceOp::sum, axes_of(axis), false).shape());
-  return out;
+  const Tensor s = core::reduce_axes(core::exp(core::sub(x, m)), core::ReduceOp::sum, axes_of(axis), keepdims);
+  return core::add(core::log(s), keepdims ? m : core::reshape(m, s.shape()));
 }
 Tensor var(const Tensor& x_in, const Axes& axis, bool keepdims) {
   const Tensor x = cast(x_in, float_of(x_in.dtype()));

@@ -280,25 +280,20 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
   if (!va) dims.push_back(m);
   if (!vb) dims.push_back(n);
   out = core::reshape(out, Shape(dims));
-  return t == DType::float32 || t == DType::float64 ? (t == DType::float64 ? core::cast(out, t) : out) : core::cast(out, t);
+  return t == DType::float32 ? out : core::cast(out, t);
 }
 
 std::vector<Tensor> top_k(const Tensor& x, int64_t k, bool /*sorted*/) { return core::top_k(x, k, true); }
 
-Tensor sort(const Tensor& x, int axis) {
+// The ascending sort along `axis` (top_k of the whole axis, smallest first): output 0 the values, 1 the indices.
+static Tensor sorted_along(const Tensor& x, int axis, const char* op, int output) {
   const int r = x.shape().rank();
-  const int ax = normalized(axis, r, "sort");
-  const std::vector<int> last = moved(r, ax, r - 1);
+  const std::vector<int> last = moved(r, normalized(axis, r, op), r - 1);
   const Tensor xs = permuted(x, last);
-  return permuted(core::top_k(xs, xs.shape()[-1], false)[0], inverse(last));
+  return permuted(core::top_k(xs, xs.shape()[-1], false)[static_cast<std::size_t>(output)], inverse(last));
 }
 
-Tensor argsort(const Tensor& x, int axis) {
-  const int r = x.shape().rank();
-  const int ax = normalized(axis, r, "argsort");
-  const std::vector<int> last = moved(r, ax, r - 1);
-  const Tensor xs = permuted(x, last);
-  return permuted(core::top_k(xs, xs.shape()[-1], false)[1], inverse(last));
-}
+Tensor sort(const Tensor& x, int axis) { return sorted_along(x, axis, "sort", 0); }
+Tensor argsort(const Tensor& x, int axis) { return sorted_along(x, axis, "argsort", 1); }
 
 }  // namespace osprey::keras::ops
