@@ -1,8 +1,9 @@
-# Keras 3 loads a mixed_bfloat16 model that Osprey saved (issue 20), run by ctest
-# (keras.loads_osprey_mixed_precision_file): runs MixedPrecision.KerasSavedMixedBfloat16ModelLoadsWithItsPolicy of
-# the given keras_ops_tests binary, which loads Keras's mixed_bf16.keras, saves it again and records its
-# predictions; then Keras loads Osprey's file and checks every layer's policy and the predictions (bfloat16's
-# precision). Exits 77 (skipped) when Keras is not installed.
+# Keras 3 loads a mixed_bfloat16 model and a loss-scaled mixed_float16 model that Osprey saved (issue 20), run by
+# ctest (keras.loads_osprey_mixed_precision_file): runs MixedPrecision.KerasSavedMixedBfloat16ModelLoadsWithItsPolicy
+# and LossScale.KerasSavedLossScaleModelResumesAsKeras of the given keras_ops_tests binary, which load Keras's
+# mixed_bf16.keras and loss_scale.keras and save them again; then Keras loads Osprey's files and checks every
+# layer's policy and the predictions (bfloat16's precision), and the LossScaleOptimizer's state and its next
+# training step. Exits 77 (skipped) when Keras is not installed.
 #   python3 tests/keras/keras_load_osprey_mixed.py build/release/tests/keras_ops_tests
 import json, os, subprocess, sys, tempfile
 
@@ -17,7 +18,8 @@ except Exception as e:  # noqa: BLE001 -- any import failure means: no Keras her
 HERE = os.path.dirname(os.path.abspath(__file__))
 out = tempfile.mkdtemp(prefix="osprey_mixed_")
 env = dict(os.environ, OSPREY_KERAS_FILES_OUT=out)
-subprocess.run([sys.argv[1], "--gtest_filter=MixedPrecision.KerasSavedMixedBfloat16ModelLoadsWithItsPolicy"],
+subprocess.run([sys.argv[1], "--gtest_filter=MixedPrecision.KerasSavedMixedBfloat16ModelLoadsWithItsPolicy:"
+                "LossScale.KerasSavedLossScaleModelResumesAsKeras"],
                check=True, env=env, stdout=subprocess.DEVNULL)
 ref = json.load(open(os.path.join(HERE, "..", "data", "keras_mixed_precision.json")))
 model = keras.models.load_model(os.path.join(out, "mixed_bf16.keras"))
@@ -26,8 +28,25 @@ got = np.asarray(keras.ops.cast(model(np.asarray(ref["x"], "float32")), "float32
 want = np.asarray(json.load(open(os.path.join(out, "mixed_bf16.json")))["predict"])
 if got.shape != want.shape or not np.allclose(got, want, atol=4e-3, rtol=1e-2):
     failures.append(f"Keras's predictions of Osprey's file {got} differ from Osprey's {want}")
+
+# The loss-scaled model: Keras finds its LossScaleOptimizer with the state Osprey saved, and trains on as Keras did.
+ls = json.load(open(os.path.join(HERE, "..", "data", "keras_loss_scale.json")))
+m = keras.models.load_model(os.path.join(out, "loss_scale.keras"))
+o = m.optimizer
+state = {"optimizer": type(o).__name__, "dynamic_scale": float(o.dynamic_scale.numpy()),
+         "step_counter": int(o.step_counter.numpy()), "iterations": int(o.iterations.numpy()),
+         "initial_scale": o.initial_scale, "dynamic_growth_steps": o.dynamic_growth_steps}
+want_state = dict(ls["from_file"]["before"], optimizer="LossScaleOptimizer", initial_scale=2.0**24,
+                  dynamic_growth_steps=2)
+if state != want_state:
+    failures.append(f"Keras reads Osprey's loss-scale state as {state}, expected {want_state}")
+loss = float(m.train_on_batch(np.asarray(ls["x"], "float32"), np.asarray(ls["y"], "float32")))
+after = ls["from_file"]["after_step"]
+if abs(loss - after["loss"]) > 2e-3 or float(o.dynamic_scale.numpy()) != after["dynamic_scale"]:
+    failures.append(f"Keras's step on Osprey's file: loss {loss}, scale {float(o.dynamic_scale.numpy())}; "
+                    f"expected {after}")
 if failures:
     print("\n".join(failures))
     sys.exit(1)
 print(f"Keras loads Osprey's mixed_bfloat16 file: policies {[l.dtype_policy.name for l in model.layers]}, "
-      f"predictions within bfloat16 of Osprey's")
+      f"predictions within bfloat16 of Osprey's; and Osprey's loss-scaled file: {state}, next step's loss {loss}")

@@ -116,6 +116,10 @@ struct CompileOptions {
   bool tf_logits_shortcut = false;
   /// Multi-output models: the total loss is Σ loss_weights[i] · loss_i (default 1 each).
   LossWeights loss_weights{};
+  /// Keras's auto_scale_loss: for a model under the mixed_float16 policy, the optimizer gets dynamic loss scaling
+  /// (Keras's LossScaleOptimizer with its defaults; optimizers::LossScaleOptimizer), so that float16 gradients
+  /// neither underflow nor overflow.
+  bool auto_scale_loss = true;
 };
 
 /// model.fit's keyword arguments (epochs first so that `{.epochs = 3, .batch_size = 64}` reads as in Keras).

@@ -108,6 +108,23 @@ struct BaseOptions {
   std::optional<double> weight_decay{};
 };
 
+/// Keras's LossScaleOptimizer arguments (keras.optimizers.LossScaleOptimizer; see LossScaleOptimizer below).
+struct LossScaleOptions {
+  double initial_scale = 32768.0;  ///< 2^15
+  int64_t dynamic_growth_steps = 2000;
+  std::string name = "loss_scale_optimizer";
+};
+/// Dynamic loss scaling's state: Keras's dynamic_scale (a float32 variable) and step_counter (the finite steps since
+/// the scale last changed).
+struct LossScaleState {
+  LossScaleOptions options;
+  float dynamic_scale = 32768.0f;
+  int64_t step_counter = 0;
+  /// True when the user asked for it (LossScaleOptimizer(...)); false when compile() turned it on for a model under
+  /// mixed_float16, as Keras wraps the optimizer then: files record the optimizer as the user gave it.
+  bool requested = true;
+};
+
 /// Base class: applies gradients to variables. Slot variables live on each variable's device.
 class Optimizer {
  public:
@@ -183,6 +200,30 @@ class Optimizer {
   bool has_schedule() const { return schedule_ != nullptr; }
   const std::shared_ptr<schedules::LearningRateSchedule>& schedule() const { return schedule_; }
 
+  // ---- Dynamic loss scaling: what Keras's LossScaleOptimizer adds around an optimizer (LossScaleOptimizer below
+  // turns it on, and compile() does for a model under mixed_float16). The loss is multiplied by the scale before
+  // the gradients are taken; apply_gradients() then skips the update and halves the scale when a gradient has an
+  // inf or NaN, else divides the gradients by the scale, updates, and doubles the scale after
+  // dynamic_growth_steps finite steps in a row. Skipped steps leave iterations unchanged.
+
+  /// Turns dynamic loss scaling on. ValueError for an initial_scale that is not a positive finite number, a
+  /// dynamic_growth_steps below 1, or when it is on already.
+  void enable_loss_scaling(const LossScaleOptions& options, bool requested = true);
+  /// The loss-scaling state, or nullptr without loss scaling.
+  const LossScaleState* loss_scale() const { return loss_scale_ ? &*loss_scale_ : nullptr; }
+  /// Sets the scale and the step counter (a loaded file's or a backup's). ValueError for a scale that is not a
+  /// positive finite number or a negative counter.
+  void set_loss_scale_state(double dynamic_scale, int64_t step_counter);
+  /// Keras's optimizer.scale_loss(): loss × the current scale with loss scaling, else `loss` itself. Take the
+  /// gradients of what it returns (recorded steps read the scale from a tensor that changes in place).
+  Tensor scale_loss(const Tensor& loss);
+  /// With loss scaling: whether every element of every defined gradient is finite, and if so `out` = each
+  /// gradient ÷ the scale (undefined ones stay undefined). Without: `out` = `scaled`, true.
+  bool unscale_gradients(const std::vector<Tensor>& scaled, std::vector<Tensor>& out);
+  /// After a step with loss scaling: a finite step counts towards doubling the scale; a non-finite one halves it
+  /// and resets the count.
+  void update_loss_scale(bool finite);
+
  protected:
   /// Creates the slot variables for `vars` (called once, at the first apply).
   virtual void build(const std::vector<Variable*>& vars) = 0;
@@ -211,6 +252,12 @@ class Optimizer {
   static void write_into(Tensor& dst, const Tensor& src);
   /// Clipping then update_step() for every defined gradient.
   void update_all(const std::vector<Tensor>& gradients, const std::vector<Variable*>& variables);
+  /// apply_gradient_halves() once the gradients are known to be applied.
+  void apply_halves(const std::vector<Tensor>& a, const std::vector<Tensor>& b, const std::vector<Variable*>& variables,
+                    std::vector<Tensor>& scratch);
+  /// The current scale as a scalar of `dtype` on `device`, kept between steps and overwritten in place when the
+  /// scale changes.
+  Tensor scale_tensor(runtime::Device& device, DType dtype);
 
   std::string name_;
   float learning_rate_;
@@ -221,6 +268,8 @@ class Optimizer {
   std::size_t num_tracked_ = 0;
   int64_t slot_elements_ = 0;
   int stale_slot_shards_ = 0;  // defer_slot_sync()'s shard count; 0: every slot component is current
+  std::optional<LossScaleState> loss_scale_;
+  std::vector<Tensor> scale_tensors_;  // scale_tensor()'s, one per device and dtype
 };
 
 struct SGDOptions {
@@ -413,6 +462,10 @@ std::shared_ptr<Optimizer> get(const std::string& name);
 
 }  // namespace osprey::keras::optimizers
 
+namespace osprey::keras::optimizers {
+class LossScaleOptimizer;
+}
+
 namespace osprey::keras {
 /// An optimizer given by name or as an object: `.optimizer = "adam"` or `.optimizer = optimizers::Adam({...})`.
 class OptimizerRef {
@@ -423,9 +476,37 @@ class OptimizerRef {
     requires std::derived_from<std::decay_t<O>, optimizers::Optimizer>
   OptimizerRef(O&& o) : ptr_(std::make_shared<std::decay_t<O>>(std::forward<O>(o))) {}
   OptimizerRef(std::shared_ptr<optimizers::Optimizer> o) : ptr_(std::move(o)) {}
+  OptimizerRef(const optimizers::LossScaleOptimizer& o);
   const std::shared_ptr<optimizers::Optimizer>& get() const { return ptr_; }
 
  private:
   std::shared_ptr<optimizers::Optimizer> ptr_;
 };
+}  // namespace osprey::keras
+
+namespace osprey::keras::optimizers {
+/// keras.optimizers.LossScaleOptimizer (also keras::mixed_precision::LossScaleOptimizer): dynamic loss scaling
+/// around `inner`, for training in float16 —
+///   `.optimizer = keras::mixed_precision::LossScaleOptimizer(keras::optimizers::Adam(), {.initial_scale = 1024})`.
+/// compile() does this by itself for a model under mixed_float16 (CompileOptions::auto_scale_loss). In Osprey the
+/// scaling is part of the inner optimizer object (Optimizer::loss_scale() gives its state, model.optimizer() is
+/// that object): iterations, the learning rate and the slots are the inner optimizer's, as Keras's wrapper
+/// forwards them. An optimizer given as an object is copied first; one given as a shared_ptr gets the scaling.
+class LossScaleOptimizer {
+ public:
+  explicit LossScaleOptimizer(OptimizerRef inner, LossScaleOptions options = {});
+  /// The inner optimizer, now scaling losses.
+  const std::shared_ptr<Optimizer>& optimizer() const { return inner_; }
+
+ private:
+  std::shared_ptr<Optimizer> inner_;
+};
+}  // namespace osprey::keras::optimizers
+
+namespace osprey::keras {
+inline OptimizerRef::OptimizerRef(const optimizers::LossScaleOptimizer& o) : ptr_(o.optimizer()) {}
+namespace mixed_precision {
+using optimizers::LossScaleOptimizer;
+using optimizers::LossScaleOptions;
+}  // namespace mixed_precision
 }  // namespace osprey::keras

@@ -5,6 +5,7 @@
 //   backup-<n>.osprey: "OSPREYB1" | u32 variables | per variable: u8 dtype, u32 rank, i64 dims..., raw data |
 //   u8 optimizer built | i64 iterations | f32 learning rate | u32 tracked | u32 slot kinds |
 //   per tracked variable and kind: u8 present [, u8 dtype, u32 rank, i64 dims..., raw data]
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -167,14 +168,26 @@ void BackupAndRestore::on_train_begin(Logs&) {
       }
     }
     if (r.at != image.size()) r.corrupt(fmt::format("{} bytes left over", image.size() - r.at));
+    const json& pos = meta.at("osprey_position");
+    double scale = 1.0;
+    int64_t counter = 0;
+    if (pos.contains("loss_scale")) {
+      scale = pos["loss_scale"].at(0).get<double>();
+      counter = pos["loss_scale"].at(1).get<int64_t>();
+      if (!(scale > 0.0) || !std::isfinite(scale) || counter < 0) {
+        throw ValueError(fmt::format("BackupAndRestore: '{}' gives the loss scale {} and step counter {}; delete the "
+                                     "backup folder to start afresh",
+                                     meta_path.string(), scale, counter));
+      }
+    }
     // Everything read and checked: now the model changes.
     m.set_weights(weights);
     for (auto& [v, t] : slots) v->assign(t);
+    if (opt && opt->loss_scale() && pos.contains("loss_scale")) opt->set_loss_scale_state(scale, counter);
     if (opt_built) {
       opt->set_iterations(iterations);
       if (!opt->has_schedule()) opt->set_learning_rate(lr);
     }
-    const json& pos = meta.at("osprey_position");
     Model::State::FitPosition p;
     p.epoch = meta.at("epoch").get<int>();
     p.step = meta.at("batch").get<int64_t>();
@@ -226,7 +239,7 @@ void BackupAndRestore::save() {
   core::write_file_atomically((fs::path(dir_) / file).string(), image, "BackupAndRestore");
   auto p = m.state().fit_position;
   std::tie(p.seed, p.stream) = random::global_state();
-  const json meta = {{"epoch", p.epoch},
+  json meta = {{"epoch", p.epoch},
                      {"batch", p.step},
                      {"checkpoint", file},
                      {"generation", generation_},
@@ -236,6 +249,9 @@ void BackupAndRestore::save() {
                        {"pass_used", p.pass_used},
                        {"seed", p.seed},
                        {"stream", p.stream}}}};
+  if (opt && opt->loss_scale()) {  // dynamic loss scaling's state: the scale and the finite steps counted
+    meta["osprey_position"]["loss_scale"] = {opt->loss_scale()->dynamic_scale, opt->loss_scale()->step_counter};
+  }
   core::write_file_atomically((fs::path(dir_) / kMetadata).string(), meta.dump(), "BackupAndRestore");
   // The metadata names the new backup: older ones go.
   for (const auto& entry : fs::directory_iterator(dir_, ec)) {

@@ -404,6 +404,11 @@ void Model::compile(CompileOptions options) {
   s.recordable = -1;
   s.run_eagerly = options.run_eagerly;
   s.optimizer = options.optimizer.get();
+  // Keras wraps the optimizer in a LossScaleOptimizer for a model under mixed_float16 (auto_scale_loss).
+  if (options.auto_scale_loss && s.optimizer && !s.optimizer->loss_scale() &&
+      dtype_policy().name() == "mixed_float16") {
+    s.optimizer->enable_loss_scaling({}, false);
+  }
   s.losses.clear();
   s.logits_losses.assign(n, nullptr);
   for (std::size_t o = 0; o < n; ++o) {

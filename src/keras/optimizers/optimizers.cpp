@@ -63,8 +63,9 @@ void Optimizer::write_into(Tensor& dst, const Tensor& src) {
 }
 
 // Keras's optimizer.variables: iterations, learning_rate (not with a schedule), the slots, per-step state.
+// With loss scaling, also LossScaleOptimizer's own: iterations, learning_rate, step_counter and dynamic_scale.
 int64_t Optimizer::count_params() const {
-  return built_ ? (schedule_ ? 1 : 2) + slot_elements_ + step_state_params() : 0;
+  return built_ ? (schedule_ ? 1 : 2) + slot_elements_ + step_state_params() + (loss_scale_ ? 4 : 0) : 0;
 }
 
 Variable Optimizer::make_slot(const Variable& var, double value) const {
@@ -111,10 +112,16 @@ void Optimizer::apply_gradients(const std::vector<Tensor>& gradients, const std:
                      "called: list trainable_variables() after the forward pass (or build the model first).");
   }
   build_slots(variables);
-  sync_slots();
-  begin_step();
-  update_all(gradients, variables);
-  ++iterations_;
+  std::vector<Tensor> unscaled;
+  // With loss scaling: skipped when a gradient is not finite, else the unscaled gradients.
+  const bool finite = !loss_scale_ || unscale_gradients(gradients, unscaled);
+  if (finite) {
+    sync_slots();
+    begin_step();
+    update_all(loss_scale_ ? unscaled : gradients, variables);
+    ++iterations_;
+  }
+  update_loss_scale(finite);
 }
 
 // out[i] = (a[i] + b[i]) · 0.5 per element, in float32 (host memory); allocates `out`'s tensors on first use.
@@ -143,6 +150,18 @@ void Optimizer::apply_gradient_halves(const std::vector<Tensor>& a, const std::v
                                            b.size(), variables.size()));
   }
   build_slots(variables);
+  if (loss_scale_) {  // both halves finite, or the step is skipped; then the halves of the unscaled gradients
+    std::vector<Tensor> ua, ub;
+    const bool finite = unscale_gradients(a, ua) && unscale_gradients(b, ub);
+    if (finite) apply_halves(ua, ub, variables, scratch);
+    update_loss_scale(finite);
+    return;
+  }
+  apply_halves(a, b, variables, scratch);
+}
+
+void Optimizer::apply_halves(const std::vector<Tensor>& a, const std::vector<Tensor>& b,
+                             const std::vector<Variable*>& variables, std::vector<Tensor>& scratch) {
   sync_slots();
   begin_step();
   // Clipping and weight decay need the whole averaged gradient first (shardable() says neither is set).

@@ -92,7 +92,15 @@ json optimizer_json(const optimizers::Optimizer& o) {
     cfg["beta_2"] = n->options().beta_2;
     cfg["epsilon"] = n->options().epsilon;
   }
-  return object("keras.optimizers", cls, cfg);
+  const auto* ls = o.loss_scale();
+  if (!ls || !ls->requested) return object("keras.optimizers", cls, cfg);
+  // An explicit LossScaleOptimizer around it (compile()'s own wrapping under mixed_float16 is not recorded: Keras
+  // records the optimizer given to compile, and wraps it again when the file is compiled).
+  return object("keras.optimizers", "LossScaleOptimizer",
+                json{{"name", ls->options.name},
+                     {"inner_optimizer", object("keras.optimizers", cls, cfg)},
+                     {"initial_scale", ls->options.initial_scale},
+                     {"dynamic_growth_steps", ls->options.dynamic_growth_steps}});
 }
 
 optimizers::LearningRate learning_rate(const json& j) {
@@ -128,11 +136,58 @@ optimizers::LearningRate learning_rate(const json& j) {
   unsupported("learning-rate schedule", cls, "ExponentialDecay, InverseTimeDecay, PiecewiseConstantDecay, CosineDecay");
 }
 
+static OptimizerRef plain_optimizer_from(const std::string& cls, const json& c);
+OptimizerRef optimizer_from(const json& j);
+
+// keras.optimizers.LossScaleOptimizer's config: its name, the inner optimizer, initial_scale, dynamic_growth_steps;
+// the base options Keras still accepts at their defaults (older files), nothing else.
+static OptimizerRef loss_scale_optimizer_from(const json& c) {
+  if (c.contains("dynamic") && c["dynamic"] == json(false)) {
+    throw ValueError("LossScaleOptimizer no longer supports `dynamic=False`. Instead, simply set `loss_scale_factor` "
+                     "directly on the `inner_optimizer`.");
+  }
+  static const std::map<std::string, json> defaults = {
+      {"weight_decay", nullptr},       {"clipnorm", nullptr},        {"global_clipnorm", nullptr},
+      {"clipvalue", nullptr},          {"use_ema", false},           {"ema_momentum", 0.99},
+      {"ema_overwrite_frequency", nullptr}, {"loss_scale_factor", nullptr}, {"gradient_accumulation_steps", nullptr}};
+  for (const auto& [k, v] : c.items()) {
+    if (k == "name" || k == "inner_optimizer" || k == "initial_scale" || k == "dynamic_growth_steps" || k == "dynamic") {
+      continue;
+    }
+    const auto d = defaults.find(k);
+    if (d == defaults.end()) throw ValueError(fmt::format("LossScaleOptimizer does not support arguments: `{}`.", k));
+    if (v != d->second) {
+      throw ValueError(fmt::format("LossScaleOptimizer does not support `{}`. Instead, set `{}` on the "
+                                   "`inner_optimizer`.",
+                                   k, k));
+    }
+  }
+  if (!c.contains("inner_optimizer")) throw ValueError("LossScaleOptimizer's config has no `inner_optimizer`");
+  optimizers::LossScaleOptions ls;
+  if (c.contains("name") && c["name"].is_string()) ls.name = c["name"].get<std::string>();
+  ls.initial_scale = value_or(c, "initial_scale", ls.initial_scale);
+  if (c.contains("dynamic_growth_steps")) {
+    ls.dynamic_growth_steps = integer(c, "dynamic_growth_steps", 1, int64_t{1} << 62, "LossScaleOptimizer's");
+  }
+  const json& inner = c["inner_optimizer"];
+  if (inner.is_object() && inner.value("class_name", "") == "LossScaleOptimizer") {
+    throw ValueError("LossScaleOptimizer: the inner optimizer is itself a LossScaleOptimizer");
+  }
+  return optimizers::LossScaleOptimizer(optimizer_from(inner), ls);
+}
+
 OptimizerRef optimizer_from(const json& j) {
-  namespace o = optimizers;
   if (j.is_string()) return j.get<std::string>();
   const std::string cls = j.value("class_name", "");
   const json& c = config_of(j, "the optimizer");
+  if (cls == "LossScaleOptimizer") return loss_scale_optimizer_from(c);
+  OptimizerRef o = plain_optimizer_from(cls, c);
+  if (c.contains("name") && c["name"].is_string()) o.get()->set_name(c["name"].get<std::string>());
+  return o;
+}
+
+static OptimizerRef plain_optimizer_from(const std::string& cls, const json& c) {
+  namespace o = optimizers;
   for (const char* key : {"use_ema", "loss_scale_factor", "gradient_accumulation_steps"}) {
     if (c.contains(key) && !c[key].is_null() && c[key] != json(false)) unsupported("optimizer option", key, "the others");
   }
@@ -396,11 +451,6 @@ void compile_from_config(Model& model, const json& cc, bool tf_logits_shortcut) 
   if (steps != json(1) && !steps.is_null()) unsupported("compile option steps_per_execution", steps.dump(), "1");
   CompileOptions o;
   o.optimizer = optimizer_from(cc.at("optimizer"));
-  const json& oc = cc.at("optimizer");
-  if (oc.is_object() && oc.contains("config") && oc["config"].is_object() && oc["config"].contains("name") &&
-      oc["config"]["name"].is_string()) {
-    o.optimizer.get()->set_name(oc["config"]["name"].get<std::string>());
-  }
   const json loss = cc.value("loss", json());
   if (loss.is_object() && !loss.contains("class_name")) {  // per output, by name
     std::map<std::string, LossRef> named;

@@ -158,9 +158,13 @@ double distributed_train_step(Model& model, State& s, const Batch& batch_in) {
   std::vector<std::vector<Tensor>> xs(n), ys(n), preds(n);
   std::vector<std::vector<Tensor>> grads(n);
   std::vector<double> losses(n, 0.0);
-  const bool sharded = st.reduces_on_host() && s.optimizer->shardable() && st.num_workers() == 1;
+  // With loss scaling, the update waits until every replica knows whether the all-reduced gradients are finite
+  // (the same answer everywhere): the replicas reduce, then apply in a second round, or the step is skipped.
+  const bool scaled = s.optimizer->loss_scale() != nullptr;
+  std::vector<char> finite(static_cast<std::size_t>(n), 1);
+  const bool sharded = !scaled && st.reduces_on_host() && s.optimizer->shardable() && st.num_workers() == 1;
   if (!sharded) s.optimizer->sync_slots();  // whole-variable updates read every slice of their slots
-  s.optimizer->begin_step();  // once per step: the schedule's rate, per-step state
+  if (!scaled) s.optimizer->begin_step();  // once per step: the schedule's rate, per-step state
   const bool sum_reduction = s.losses[0] && s.losses[0]->reduction() == losses::Reduction::sum;
   st.run_replicas([&](int r) {
     const auto [b, e] = replica_rows(batch, in_sync, off + r);
@@ -181,7 +185,7 @@ double distributed_train_step(Model& model, State& s, const Batch& batch_in) {
       if (has_penalties(s)) {
         loss = ops::add(loss, ops::mul(penalty_sum(s), Tensor::scalar(1.0 / in_sync)));
       }
-      grads[r] = tape.gradient(loss, vars);
+      grads[r] = tape.gradient(s.optimizer->scale_loss(loss), vars);
       losses[r] = loss.item();
     }
     for (size_t j = 0; j < vars.size(); ++j) {  // an empty shard (or an unused variable) contributes zeros
@@ -192,10 +196,26 @@ double distributed_train_step(Model& model, State& s, const Batch& batch_in) {
       s.optimizer->apply_sharded_gradients(grads[0], vars, r, n);
     } else {
       st.all_reduce_sum(grads, r);
-      s.optimizer->apply_replica_gradients(grads[r], vars);
+      if (scaled) {
+        std::vector<Tensor> unscaled;
+        finite[static_cast<std::size_t>(r)] = s.optimizer->unscale_gradients(grads[r], unscaled);
+        grads[r] = std::move(unscaled);
+      } else {
+        s.optimizer->apply_replica_gradients(grads[r], vars);
+      }
     }
   });
-  s.optimizer->finish_replica_step();
+  if (scaled) {
+    const bool ok = std::all_of(finite.begin(), finite.end(), [](char f) { return f != 0; });
+    if (ok) {
+      s.optimizer->begin_step();
+      st.run_replicas([&](int r) { s.optimizer->apply_replica_gradients(grads[r], vars); });
+      s.optimizer->finish_replica_step();
+    }
+    s.optimizer->update_loss_scale(ok);
+  } else {
+    s.optimizer->finish_replica_step();
+  }
   // The slots' other replica components are copied when something reads them (a replica only reads its own slice
   // of its own component), not every step.
   if (sharded) s.optimizer->defer_slot_sync(n);

@@ -160,7 +160,8 @@ static void part_pass(Model& model, State& s, Part& part, const std::vector<Vari
     part.y_pred = forward(model, s, x, true, &logits, &part.masks);
     part.loss = with_penalties(s, batch_loss(s, y, part.y_pred, part.w, &logits,
                                              s.num_outputs() > 1 ? &part.output_losses : nullptr, &part.masks));
-    part.grads = tape.gradient(part.loss, vars);
+    // With loss scaling, the gradients of loss × scale (the optimizer divides them again).
+    part.grads = tape.gradient(s.optimizer->scale_loss(part.loss), vars);
   }
   // Counting metrics count inside the part (with the halves of a split step: on both threads at once). With an
   // output's mask, a mean metric counts the unmasked steps (eager steps only: the rows are picked on the host).

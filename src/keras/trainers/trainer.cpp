@@ -276,24 +276,9 @@ static void require_compiled(const State& s, const std::string& name, const char
   }
 }
 
-// Training in float16 needs Keras's dynamic loss scaling (LossScaleOptimizer, which Keras wraps around the
-// optimizer under mixed_float16): without it small gradients underflow to zero. Osprey does not have it yet.
-static void require_trainable_policy(Model& model, const char* fn) {
-  for (const auto& layer : model.layers()) {
-    if (layer->compute_dtype() != DType::float16) continue;
-    throw NotImplementedError(fmt::format(
-        "{}() on model '{}': layer '{}' computes in float16 (policy '{}'), whose training needs dynamic loss scaling "
-        "(Keras's LossScaleOptimizer), not implemented in Osprey yet. Train under 'mixed_bfloat16' (same speed on "
-        "CPUs with AVX-512 BF16, no loss scaling needed) or 'float32'; predict() and evaluate() work under "
-        "mixed_float16.",
-        fn, model.name(), layer->name(), layer->dtype_policy().name()));
-  }
-}
-
 FitHistory Model::fit(const Arrays& x_all, const Arrays& y_all, FitOptions o) {
   auto& s = state();
   require_compiled(s, name(), "fit");
-  require_trainable_policy(*this, "fit");
   Arrays y_copy = y_all;
   auto [xs, ys] = data_of(*this, s, x_all, &y_copy, "fit");
   const int batch_size = resolve_batch_size(o.batch_size, "fit");
@@ -326,7 +311,6 @@ FitHistory Model::fit(const Arrays& x_all, const Arrays& y_all, FitOptions o) {
 FitHistory Model::fit(Generator generator, FitOptions o) {
   auto& s = state();
   require_compiled(s, name(), "fit");
-  require_trainable_policy(*this, "fit");
   check_fit_options(o);
   if (!generator) throw ValueError("fit: the generator is empty (a default-constructed std::function)");
   if (!o.steps_per_epoch) {
@@ -346,7 +330,6 @@ FitHistory Model::fit(Generator generator, FitOptions o) {
 FitHistory Model::fit(utils::PyDataset& dataset, FitOptions o) {
   auto& s = state();
   require_compiled(s, name(), "fit");
-  require_trainable_policy(*this, "fit");
   check_fit_options(o);
   reject_array_options(o, "PyDataset");
   if (dataset.num_batches() <= 0) {
@@ -364,7 +347,6 @@ FitHistory Model::fit(utils::PyDataset& dataset, FitOptions o) {
 FitHistory Model::fit(const data::Dataset& dataset, FitOptions o) {
   auto& s = state();
   require_compiled(s, name(), "fit");
-  require_trainable_policy(*this, "fit");
   check_fit_options(o);
   reject_array_options(o, "Dataset");
   if (o.sample_weight) {
@@ -497,11 +479,9 @@ Tensor Model::predict_on_batch(Arrays x) {
   return out[0];
 }
 
-
 std::vector<double> Model::train_on_batch(Arrays x, Arrays y) {
   auto& s = state();
   require_compiled(s, name(), "train_on_batch");
-  require_trainable_policy(*this, "train_on_batch");
   auto [xs, ys] = data_of(*this, s, std::move(x), &y, "train_on_batch");
   s.reset_metrics();
   prepare_replicas(*this, s);

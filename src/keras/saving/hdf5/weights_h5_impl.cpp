@@ -8,7 +8,11 @@
 //                              (a functional model's InputLayers too, without datasets; a nested model is a
 //                              /layers/<key> group of its own /layers/... and /vars)
 //   /optimizer/vars            attr name = the optimizer's name; "0" iterations (int64 scalar), "1" learning_rate
-//                              (float32 scalar; absent with a schedule), then the slots in the optimizer's order
+//                              (float32 scalar; absent with a schedule), then the slots in the optimizer's order.
+//                              With loss scaling (a LossScaleOptimizer): first the wrapper's own iterations (0),
+//                              learning_rate (0.0), step_counter (int64) and dynamic_scale (float32), then the inner
+//                              optimizer's variables as above; the inner ones once more in
+//                              /optimizer/inner_optimizer/vars (attr name = the inner optimizer's name)
 // <key> is the snake_case class name, made unique within the model in layer order: dense, dense_1, dropout, ...
 // Files are matched by those keys, not by layer names, so weights move between models built the same way.
 #include "keras/saving/weights_h5.h"
@@ -21,6 +25,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -210,14 +215,21 @@ Handle ensure_group(hid_t file, const std::string& path) {
 // ---- the optimizer's variables in Keras's order ----
 
 struct OptimizerEntry {
-  enum Kind { iterations, learning_rate, slot, u_product } kind;
+  enum Kind { iterations, learning_rate, slot, u_product, wrapper_iterations, wrapper_learning_rate, step_counter,
+              dynamic_scale } kind;
   Variable* variable = nullptr;
+  bool int64_valued() const { return kind == iterations || kind == wrapper_iterations || kind == step_counter; }
 };
 
 /// Keras's optimizer.variables: iterations, learning_rate (not with a schedule), then -- once built -- the slots
-/// and per-step state.
-std::vector<OptimizerEntry> optimizer_layout(optimizers::Optimizer& opt) {
-  std::vector<OptimizerEntry> out{{OptimizerEntry::iterations}};
+/// and per-step state; with loss scaling and not `inner_only`, LossScaleOptimizer's four variables before them.
+std::vector<OptimizerEntry> optimizer_layout(optimizers::Optimizer& opt, bool inner_only = false) {
+  std::vector<OptimizerEntry> out;
+  if (opt.loss_scale() && !inner_only) {
+    out = {{OptimizerEntry::wrapper_iterations}, {OptimizerEntry::wrapper_learning_rate},
+           {OptimizerEntry::step_counter}, {OptimizerEntry::dynamic_scale}};
+  }
+  out.push_back({OptimizerEntry::iterations});
   if (!opt.has_schedule()) out.push_back({OptimizerEntry::learning_rate});
   if (!opt.built()) return out;
   const std::size_t n = opt.num_tracked();
@@ -394,21 +406,33 @@ static std::string save_impl(const Model& model) {
     auto opt = model.compiled() ? model.optimizer() : nullptr;
     if (opt) {
       Handle og = create_group(file, "optimizer");
-      Handle vg = create_group(og, "vars");
-      write_name_attr(vg, opt->name());
-      const auto layout = optimizer_layout(*opt);
-      for (std::size_t j = 0; j < layout.size(); ++j) {
-        const auto& e = layout[j];
-        Tensor t;
-        switch (e.kind) {
-          case OptimizerEntry::iterations: t = Tensor::scalar(static_cast<double>(opt->iterations()), int64); break;
-          case OptimizerEntry::learning_rate: t = Tensor::scalar(opt->learning_rate(), float32); break;
-          case OptimizerEntry::u_product:
-            t = Tensor::scalar(dynamic_cast<optimizers::Nadam&>(*opt).u_product(), float32);
-            break;
-          case OptimizerEntry::slot: t = e.variable->component(0); break;
+      const auto* ls = opt->loss_scale();
+      auto write_vars = [&](hid_t parent, const std::string& name, bool inner_only) {
+        Handle vg = create_group(parent, "vars");
+        write_name_attr(vg, name);
+        const auto layout = optimizer_layout(*opt, inner_only);
+        for (std::size_t j = 0; j < layout.size(); ++j) {
+          const auto& e = layout[j];
+          Tensor t;
+          switch (e.kind) {
+            case OptimizerEntry::iterations: t = Tensor::scalar(static_cast<double>(opt->iterations()), int64); break;
+            case OptimizerEntry::learning_rate: t = Tensor::scalar(opt->learning_rate(), float32); break;
+            case OptimizerEntry::u_product:
+              t = Tensor::scalar(dynamic_cast<optimizers::Nadam&>(*opt).u_product(), float32);
+              break;
+            case OptimizerEntry::slot: t = e.variable->component(0); break;
+            case OptimizerEntry::wrapper_iterations: t = Tensor::scalar(0.0, int64); break;
+            case OptimizerEntry::wrapper_learning_rate: t = Tensor::scalar(0.0, float32); break;
+            case OptimizerEntry::step_counter: t = Tensor::scalar(static_cast<double>(ls->step_counter), int64); break;
+            case OptimizerEntry::dynamic_scale: t = Tensor::scalar(ls->dynamic_scale, float32); break;
+          }
+          write_dataset(vg, std::to_string(j), host_copy(t));
         }
-        write_dataset(vg, std::to_string(j), host_copy(t));
+      };
+      write_vars(og, ls ? ls->options.name : opt->name(), false);
+      if (ls) {  // Keras also saves the inner optimizer as a child of its wrapper
+        Handle ig = create_group(og, "inner_optimizer");
+        write_vars(ig, opt->name(), true);
       }
     }
     {
@@ -514,10 +538,22 @@ static void read_all(Model& model, hid_t file, const std::string& path, bool dry
         for (std::size_t j = 0; j < layout.size(); ++j) {
           const OptimizerEntry& e = layout[j];
           const Shape want = e.kind == OptimizerEntry::slot ? e.variable->shape() : Shape({});
-          opt_values.emplace_back(e, read_dataset(group, std::to_string(j),
-                                                  e.kind == OptimizerEntry::iterations ? int64 : float32,
+          opt_values.emplace_back(e, read_dataset(group, std::to_string(j), e.int64_valued() ? int64 : float32,
                                                   "optimizer/vars", want, fmt::format("optimizer variable {}", j),
                                                   dry));
+          if ((e.kind == OptimizerEntry::dynamic_scale || e.kind == OptimizerEntry::step_counter) && !dry) {
+            const auto& t = opt_values.back().second;
+            const double v = e.kind == OptimizerEntry::dynamic_scale ? static_cast<const float*>(t.raw_data())[0]
+                                                                     : static_cast<double>(
+                                                                           static_cast<const int64_t*>(t.raw_data())[0]);
+            const bool bad = e.kind == OptimizerEntry::dynamic_scale ? !(v > 0.0) || !std::isfinite(v) : v < 0.0;
+            if (bad) {
+              throw ValueError(fmt::format("load_weights: '{}' gives the loss scale's {} the value {} (a damaged file: "
+                                           "the scale must be positive and finite, the step counter at least 0)",
+                                           path, e.kind == OptimizerEntry::dynamic_scale ? "dynamic_scale" : "step_counter",
+                                           v));
+            }
+          }
           if (e.kind == OptimizerEntry::iterations && !dry) {
             const int64_t it = static_cast<const int64_t*>(opt_values.back().second.raw_data())[0];
             if (it < 0 || it > (int64_t{1} << 62)) {
@@ -537,6 +573,13 @@ static void read_all(Model& model, hid_t file, const std::string& path, bool dry
 
   if (dry) return;
   for (auto& [v, t] : assignments) v->assign(t);
+  double scale = 0.0;
+  int64_t counter = -1;
+  for (auto& [e, t] : opt_values) {
+    if (e.kind == OptimizerEntry::dynamic_scale) scale = static_cast<const float*>(t.raw_data())[0];
+    if (e.kind == OptimizerEntry::step_counter) counter = static_cast<const int64_t*>(t.raw_data())[0];
+  }
+  if (counter != -1) opt->set_loss_scale_state(scale, counter);  // checked when read
   for (auto& [e, t] : opt_values) {
     switch (e.kind) {
       case OptimizerEntry::iterations: opt->set_iterations(static_cast<const int64_t*>(t.raw_data())[0]); break;
@@ -545,6 +588,7 @@ static void read_all(Model& model, hid_t file, const std::string& path, bool dry
         dynamic_cast<optimizers::Nadam&>(*opt).set_u_product(static_cast<const float*>(t.raw_data())[0]);
         break;
       case OptimizerEntry::slot: e.variable->assign(t); break;
+      default: break;  // the wrapper's own iterations and learning rate (unused), the loss scale (above)
     }
   }
 }
