@@ -107,7 +107,14 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target, const std::vect
       const Tensor& in = it->inputs[i];
       if (!in.defined() || !in_grads[i].defined()) continue;
       auto [slot, inserted] = grads.try_emplace(in.impl(), in_grads[i]);
-      if (!inserted) slot->second = ops::add(slot->second, in_grads[i]);
+      if (inserted) continue;
+      // A half tensor's gradients may come in float32 from some ops (a half Dense's parameter gradients): summed
+      // in float32.
+      if (slot->second.dtype() != in_grads[i].dtype()) {
+        slot->second = ops::add(ops::cast(slot->second, DType::float32), ops::cast(in_grads[i], DType::float32));
+      } else {
+        slot->second = ops::add(slot->second, in_grads[i]);
+      }
     }
   }
   std::vector<Tensor> out;
@@ -115,6 +122,11 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target, const std::vect
   for (const auto& s : sources) {
     auto g = grads.find(s.impl());
     out.push_back(g == grads.end() ? Tensor() : g->second);
+    // A source's gradient in its own dtype (a half source's float32 gradient rounded), as TensorFlow returns it.
+    const Tensor& got = out.back();
+    if (got.defined() && got.dtype() != s.dtype() && is_floating(got.dtype()) && is_floating(s.dtype())) {
+      out.back() = ops::cast(got, s.dtype());
+    }
   }
   if (!impl_->persistent) impl_->entries.clear();
   return out;

@@ -19,7 +19,10 @@ Tensor cast(const Tensor& x, DType dtype) {
   if (is_floating(dtype) && is_floating(x.dtype())) {  // a float variable read in half precision gets float grads
     const DType from = x.dtype();
     maybe_record("Cast", in, {&out, 1}, [from] {
-      return BackwardFn([from](const std::vector<Tensor>& g) { return std::vector<Tensor>{cast(g[0], from)}; });
+      // A gradient already in the source's dtype (a half op's float32 parameter gradient) passes through.
+      return BackwardFn([from](const std::vector<Tensor>& g) {
+        return std::vector<Tensor>{g[0].dtype() == from ? g[0] : cast(g[0], from)};
+      });
     });
   }
   return out;

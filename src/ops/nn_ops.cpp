@@ -149,23 +149,21 @@ Tensor dense(const Tensor& x, const Tensor& kernel, const Tensor& bias, Activati
     throw InvalidArgumentError(fmt::format("dense: bias of shape {} does not match kernel of shape {}",
                                            bias.shape().to_string(), ks.to_string()));
   }
-  if (is_half(x.dtype())) {
-    // Half precision (mixed precision's compute dtype): the product through the half matmul kernel, the bias and
-    // the activation as ops of their own, each rounded to the half type, as TensorFlow runs a bfloat16 Dense.
-    if (kernel.dtype() != x.dtype() || (bias.defined() && bias.dtype() != x.dtype())) {
-      throw InvalidArgumentError(fmt::format("dense: input {}, kernel {}{}: cast them to one dtype first",
-                                             dtype_name(x.dtype()), dtype_name(kernel.dtype()),
-                                             bias.defined() ? ", bias " + dtype_name(bias.dtype()) : ""));
-    }
-    Tensor z = matmul(x, kernel);
-    if (bias.defined()) z = add(z, bias);
-    return activation(z, act);
+  // Half precision (mixed precision's compute dtype): the same fused op on half tensors. The bias and the
+  // activation are applied to the product's float32 result and rounded once (TensorFlow rounds after each of its
+  // three ops: results differ by at most a rounding); kernels without half support get float32 copies.
+  const DType dtype = x.dtype();
+  if (is_half(dtype) && (kernel.dtype() != dtype || (bias.defined() && bias.dtype() != dtype))) {
+    throw InvalidArgumentError(fmt::format("dense: input {}, kernel {}{}: cast them to one dtype first",
+                                           dtype_name(dtype), dtype_name(kernel.dtype()),
+                                           bias.defined() ? ", bias " + dtype_name(bias.dtype()) : ""));
   }
   DenseAttrs attrs{act, bias.defined(), grad_needs_preactivation(act)};
   Tensor in[3] = {x, kernel, bias};
   auto& dev = place(OpId::FusedMatMul, "_FusedMatMul", in);
-  Tensor outs[2] = {Tensor::empty({xs[0], ks[1]}, DType::float32, &dev),
-                    attrs.keep_preactivation ? Tensor::empty({xs[0], ks[1]}, DType::float32, &dev) : Tensor()};
+  const DType out = is_half(dtype) ? dtype : DType::float32;
+  Tensor outs[2] = {Tensor::empty({xs[0], ks[1]}, out, &dev),
+                    attrs.keep_preactivation ? Tensor::empty({xs[0], ks[1]}, out, &dev) : Tensor()};
   run(OpId::FusedMatMul, dev, in, outs, &attrs);
   maybe_record("_FusedMatMul", std::span<const Tensor>(in, bias.defined() ? 3 : 2), {outs, 1}, [&] {
     // The input's gradient only when something upstream needs it (not for the first layer's data batch: that
@@ -178,10 +176,13 @@ Tensor dense(const Tensor& x, const Tensor& kernel, const Tensor& bias, Activati
         // recorded step has four fewer launches per layer); the same kernels in the same order inside.
         Tensor gin[5] = {g[0], y, z, x, w};
         auto& d = place(OpId::DenseGrad, "DenseGrad", gin);
-        Tensor gout[4] = {need_dx ? Tensor::empty(x.shape(), DType::float32, &d) : Tensor(),
-                          Tensor::empty(w.shape(), DType::float32, &d),
-                          has_bias ? Tensor::empty({w.shape()[1]}, DType::float32, &d) : Tensor(),
-                          act != Activation::linear ? Tensor::empty(g[0].shape(), DType::float32, &d) : Tensor()};
+        // A bfloat16 Dense's kernel and bias gradients in float32, unrounded: its variables are float32, and the
+        // cast that read them passes a float32 gradient through (GradientTape casts a half source's gradient
+        // back). float16 ones stay float16: loss scaling must see them overflow where TensorFlow's do.
+        const DType t = g[0].dtype(), params = t == DType::bfloat16 ? DType::float32 : t;
+        Tensor gout[4] = {need_dx ? Tensor::empty(x.shape(), t, &d) : Tensor(), Tensor::empty(w.shape(), params, &d),
+                          has_bias ? Tensor::empty({w.shape()[1]}, params, &d) : Tensor(),
+                          act != Activation::linear ? Tensor::empty(g[0].shape(), t, &d) : Tensor()};
         DenseGradAttrs attrs{act, need_dx, has_bias};
         run(OpId::DenseGrad, d, gin, gout, &attrs);
         std::vector<Tensor> grads{gout[0], gout[1]};
@@ -193,7 +194,7 @@ Tensor dense(const Tensor& x, const Tensor& kernel, const Tensor& bias, Activati
       if (has_bias) {
         Tensor in1[1] = {dz};
         auto& d = place(OpId::BiasAddGrad, "BiasAddGrad", in1);
-        Tensor db = Tensor::empty({dz.shape()[1]}, DType::float32, &d);
+        Tensor db = Tensor::empty({dz.shape()[1]}, dz.dtype(), &d);
         run(OpId::BiasAddGrad, d, in1, {&db, 1}, nullptr);
         grads.push_back(db);
       }

@@ -184,6 +184,20 @@ void check_every_op() {
       });
     }
   }
+  // Dense in bfloat16 (mixed_bfloat16's layers): the CPU's own bfloat16 kernels against the GPU's (float32 copies
+  // rounded, where the CUDA plug-in has no bfloat16 Dense): the same up to bfloat16's rounding of the gradients.
+  for (const auto activation : {ops::Activation::relu, ops::Activation::tanh, ops::Activation::linear}) {
+    expect_same("dense bfloat16 " + ops::activation_name(activation), [&] {
+      const Tensor ah = ops::cast(a, DType::bfloat16);
+      Variable w(ops::cast(ops::mul(b, Tensor::scalar(0.3)), DType::bfloat16), "w"),
+          bias(ops::cast(row.slice_rows(0, 9), DType::bfloat16), "b");
+      GradientTape tape;
+      Tensor y = ops::dense(ah, w.value(), bias.value(), activation);
+      auto g = tape.gradient(ops::reduce_mean(ops::mul(ops::cast(y, DType::float32), ops::cast(y, DType::float32))),
+                             Vars{&w, &bias});
+      return Outputs{ops::cast(y, DType::float32), ops::cast(g[0], DType::float32), ops::cast(g[1], DType::float32)};
+    }, 1.0 / 64);
+  }
   // Unary and binary ops (every broadcast form), with gradients.
   expect_same("unary", [&] {
     Variable v(pos, "v");

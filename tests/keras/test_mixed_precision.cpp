@@ -168,6 +168,58 @@ TEST(MixedPrecision, Bfloat16ProductsRoundTheFloat32ProductOfTheRoundedOperands)
   EXPECT_THROW((void)ops::matmul(a3, ops::cast(b3, DType::float32)), InvalidArgumentError);
 }
 
+// A bfloat16 Dense (forward and backward in one op each, on the CPU without float32 copies of its tensors) is the
+// float32 Dense of the same rounded operands, rounded: within a bfloat16 rounding of the outputs and gradients
+// (the activation's gradient is rounded to bfloat16 before the products, as TensorFlow's is).
+TEST(MixedPrecision, Bfloat16DenseIsTheFloat32DenseRounded) {
+  using A = ops::Activation;
+  random::set_seed(8);
+  // Within `rel` of each value, or of the largest one (sums whose terms cancel: their rounding is the terms').
+  auto close = [](const Tensor& got, const Tensor& want, double rel, double rel_of_largest, const std::string& what) {
+    ASSERT_EQ(got.shape(), want.shape()) << what;
+    const auto g = ops::cast(got, DType::float32).to_vector<float>(), w = want.to_vector<float>();
+    double largest = 0;
+    for (float v : w) largest = std::max(largest, static_cast<double>(std::abs(v)));
+    for (std::size_t i = 0; i < g.size(); ++i) {
+      ASSERT_NEAR(g[i], w[i], 1e-6 + std::max(rel * std::abs(w[i]), rel_of_largest * largest)) << what << " " << i;
+    }
+  };
+  for (const A act : {A::linear, A::relu, A::tanh, A::gelu, A::softmax, A::softplus}) {
+    for (const bool with_bias : {true, false}) {
+      const std::string what = ops::activation_name(act) + (with_bias ? " with bias" : " without bias");
+      const Tensor x = ops::cast(random::uniform({33, 40}, -1, 1), DType::bfloat16);
+      const Tensor w = ops::cast(random::uniform({40, 24}, -0.5, 0.5), DType::bfloat16);
+      const Tensor b = with_bias ? ops::cast(random::uniform({24}, -0.5, 0.5), DType::bfloat16) : Tensor();
+      const Tensor cot = random::uniform({33, 24}, -1, 1);  // the loss is sum(y · cot)
+      std::vector<Tensor> half_grads, exact_grads;
+      Tensor y, y_exact;
+      {
+        GradientTape tape;
+        for (const auto& t : {x, w, b}) if (t.defined()) tape.watch(t);
+        y = ops::dense(x, w, b, act);
+        half_grads = tape.gradient(ops::reduce_sum(ops::mul(ops::cast(y, DType::float32), cot)),
+                                   with_bias ? std::vector<Tensor>{x, w, b} : std::vector<Tensor>{x, w});
+      }
+      const Tensor xf = ops::cast(x, DType::float32), wf = ops::cast(w, DType::float32);
+      const Tensor bf = with_bias ? ops::cast(b, DType::float32) : Tensor();
+      {
+        GradientTape tape;
+        for (const auto& t : {xf, wf, bf}) if (t.defined()) tape.watch(t);
+        y_exact = ops::dense(xf, wf, bf, act);
+        exact_grads = tape.gradient(ops::reduce_sum(ops::mul(y_exact, cot)),
+                                    with_bias ? std::vector<Tensor>{xf, wf, bf} : std::vector<Tensor>{xf, wf});
+      }
+      EXPECT_EQ(y.dtype(), DType::bfloat16) << what;
+      close(y, y_exact, 1.0 / 128, 1.0 / 1024, what + ": y");
+      ASSERT_EQ(half_grads.size(), exact_grads.size());
+      for (std::size_t i = 0; i < half_grads.size(); ++i) {
+        EXPECT_EQ(half_grads[i].dtype(), DType::bfloat16) << what;
+        close(half_grads[i], exact_grads[i], 1.0 / 64, 1.0 / 64, what + ": gradient " + std::to_string(i));
+      }
+    }
+  }
+}
+
 TEST(MixedPrecision, OpsWithoutHalfKernelsComputeInFloat32AndRound) {
   random::set_seed(4);
   const Tensor x = ops::cast(random::uniform({5, 7}, -2, 2), DType::bfloat16);

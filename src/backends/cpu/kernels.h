@@ -60,6 +60,17 @@ void register_toolkit_kernels();
 
 /// MatMul of bfloat16 operands through oneDNN (kernels_bf16.cpp).
 void matmul_bf16(const ops::KernelContext& ctx);
+/// Row-major C[m,n] = op(A)·op(B) of bfloat16 operands, C in bfloat16 (float32 accumulation).
+void gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void* a, const void* b, void* c);
+/// FusedMatMul and DenseGrad (a Dense layer's forward and backward) of bfloat16 tensors: the product with the bias
+/// and the activation applied to its float32 result before the one rounding to bfloat16 (kernels_bf16.cpp).
+void dense_bf16(const ops::KernelContext& ctx);
+void dense_grad_bf16(const ops::KernelContext& ctx);
+/// The float32 kernel of ActivationGrad (kernels_nn.cpp).
+void activation_grad_kernel(const ops::KernelContext& ctx);
+/// float32 <-> bfloat16 conversion of n values (round to nearest even; NaN stays NaN), vectorised.
+void floats_to_bf16(const float* s, uint16_t* d, int64_t n);
+void bf16_to_floats(const uint16_t* s, float* d, int64_t n);
 
 /// y = act(z) over n values; softmax works on rows of length `cols`. z and y may alias.
 void apply_activation(ops::Activation act, const float* z, float* y, int64_t n, int64_t cols);

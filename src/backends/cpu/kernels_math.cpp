@@ -62,7 +62,7 @@ static void to_half(bool bf, const From* s, uint16_t* d, int64_t n) {
 
 // float32 <-> bfloat16, the casts of every mixed-precision step (its weights in, its gradients out): branch-free
 // loops the compiler vectorises (AVX2 clone), split between the intra-op threads. The same bits as float_to_bf16.
-OSPREY_VECTOR_CLONES static void floats_to_bf16(const float* s, uint16_t* d, int64_t n) {
+OSPREY_VECTOR_CLONES void floats_to_bf16(const float* s, uint16_t* d, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     uint32_t u;
     std::memcpy(&u, s + i, 4);
@@ -72,7 +72,7 @@ OSPREY_VECTOR_CLONES static void floats_to_bf16(const float* s, uint16_t* d, int
   }
 }
 
-OSPREY_VECTOR_CLONES static void bf16_to_floats(const uint16_t* s, float* d, int64_t n) {
+OSPREY_VECTOR_CLONES void bf16_to_floats(const uint16_t* s, float* d, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     const uint32_t u = static_cast<uint32_t>(s[i]) << 16;
     std::memcpy(d + i, &u, 4);

@@ -81,7 +81,7 @@ void apply_activation(Activation act, const float* z, float* y, int64_t n, int64
 }
 
 // The oneDNN post-op for activations it implements exactly as Keras defines them; others run after the matmul.
-static bool post_op_for(Activation act, dnnl::algorithm& alg, float& alpha) {
+bool post_op_for(Activation act, dnnl::algorithm& alg, float& alpha) {
   alpha = 0.f;
   switch (act) {
     case Activation::relu: alg = dnnl::algorithm::eltwise_relu; return true;
@@ -124,6 +124,7 @@ static DensePrimitive& dense_primitive(int64_t m, int64_t k, int64_t n, bool has
 }
 
 static void fused_matmul_kernel(const KernelContext& ctx) {
+  if (ctx.inputs[0].dtype() == DType::bfloat16) return dense_bf16(ctx);
   const auto& at = ctx.attr<ops::DenseAttrs>();
   const auto& x = ctx.inputs[0];
   const auto& w = ctx.inputs[1];
@@ -240,7 +241,7 @@ OSPREY_VECTOR_CLONES static void activation_grad_range(const KernelContext& ctx,
 }
 
 // Element-wise (softmax: whole rows), split between the intra-op threads for large tensors.
-static void activation_grad_kernel(const KernelContext& ctx) {
+void activation_grad_kernel(const KernelContext& ctx) {
   const int64_t n = ctx.outputs[0].num_elements();
   if (ctx.attr<ops::ActivationAttrs>().activation == Activation::softmax) return activation_grad_range(ctx, 0, n);
   parallel_chunks(n, [&](int64_t b, int64_t e) { activation_grad_range(ctx, b, e); });
@@ -269,6 +270,7 @@ static void bias_add_grad_kernel(const KernelContext& ctx) {
 // A Dense layer's backward in one launch: dz = act'(dy) (into outputs[3]; dy itself when linear), db = Σ_rows dz,
 // dW = xᵀ·dz, dx = dz·wᵀ — the ActivationGrad, BiasAddGrad and MatMul kernels, called in turn.
 static void dense_grad_kernel(const KernelContext& ctx) {
+  if (ctx.inputs[0].dtype() == DType::bfloat16) return dense_grad_bf16(ctx);
   const auto& at = ctx.attr<ops::DenseGradAttrs>();
   const Tensor& dy = ctx.inputs[0];
   const Tensor& x = ctx.inputs[3];
@@ -288,11 +290,11 @@ static void dense_grad_kernel(const KernelContext& ctx) {
 }
 
 void register_nn_kernels() {
-  ops::register_kernel(ops::OpId::FusedMatMul, DeviceType::CPU, fused_matmul_kernel);
+  ops::register_kernel(ops::OpId::FusedMatMul, DeviceType::CPU, fused_matmul_kernel, ops::kBFloat16);
   ops::register_kernel(ops::OpId::Activation, DeviceType::CPU, activation_kernel);
   ops::register_kernel(ops::OpId::ActivationGrad, DeviceType::CPU, activation_grad_kernel);
   ops::register_kernel(ops::OpId::BiasAddGrad, DeviceType::CPU, bias_add_grad_kernel);
-  ops::register_kernel(ops::OpId::DenseGrad, DeviceType::CPU, dense_grad_kernel);
+  ops::register_kernel(ops::OpId::DenseGrad, DeviceType::CPU, dense_grad_kernel, ops::kBFloat16);
 }
 
 }  // namespace osprey::cpu
