@@ -1,12 +1,13 @@
 // The CIFAR-shaped benchmark of issue 17: a small VGG-style network on 32x32x3 inputs, batch 128, Adam, sparse
 // categorical crossentropy; time per train_on_batch step (one JSON line, or a Markdown row with "row").
-//   cnn_step [batch] [steps] [device] [row]
+//   cnn_step [batch] [steps] [device] [row|json] [policy]   (policy: a dtype policy, "mixed_bfloat16")
 //   conv 32 3x3 same relu -> conv 32 -> maxpool 2 -> conv 64 -> conv 64 -> maxpool 2 -> flatten -> dense 128 relu
 //   -> dense 10 softmax (bench/torch_cnn.py and bench/keras_bench.py cnn build the same network)
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
+#include <osprey/keras/mixed_precision.h>
 #include <osprey/osprey.h>
 
 #include "train_step_timing.h"
@@ -19,6 +20,8 @@ int main(int argc, char** argv) {
   const int steps = argc > 2 ? std::atoi(argv[2]) : 10;
   const std::string device = argc > 3 ? argv[3] : "/CPU:0";
   const bool row = argc > 4 && std::string(argv[4]) == "row";
+  const std::string policy = argc > 5 ? argv[5] : "float32";
+  keras::mixed_precision::set_global_policy(policy);
   if (bench::skip_without_gpu("cnn", batch, device)) return 0;
   osprey::config::set_soft_device_placement(false);
   osprey::random::set_seed(0);
@@ -33,7 +36,8 @@ int main(int argc, char** argv) {
   model.compile({.optimizer = "adam", .loss = "sparse_categorical_crossentropy"});
   // Three warm-up steps: the primitives, the pools, the recorded step.
   bench::report(row, "cnn", batch, device,
-                "VGG-style CNN 32x32x3 batch " + std::to_string(batch) + ", train_on_batch, default threads",
+                "VGG-style CNN 32x32x3 batch " + std::to_string(batch) + ", train_on_batch, default threads" +
+                    (policy == "float32" ? "" : ", " + policy),
                 bench::best_us_per_step(model, x, y, steps, 3));
   return 0;
 }

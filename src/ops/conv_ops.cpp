@@ -99,8 +99,10 @@ std::vector<Tensor> conv_backprop_filter(const Tensor& x, const Tensor& dy, cons
                                          const ConvAttrs& attrs, bool with_bias) {
   Tensor in[2] = {x, dy};
   auto& dev = place(OpId::ConvBackpropFilter, "Conv2DBackpropFilter", in);
-  Tensor outs[2] = {Tensor::empty(kernel_shape, DType::float32, &dev),
-                    with_bias ? Tensor::empty({kernel_shape[-1]}, DType::float32, &dev) : Tensor()};
+  // A bfloat16 convolution's kernel and bias gradients in float32 (its variables' dtype), as Dense's.
+  const DType params = dy.dtype() == DType::float16 ? DType::float16 : DType::float32;
+  Tensor outs[2] = {Tensor::empty(kernel_shape, params, &dev),
+                    with_bias ? Tensor::empty({kernel_shape[-1]}, params, &dev) : Tensor()};
   ConvAttrs a = attrs;
   a.has_bias = with_bias;
   run(OpId::ConvBackpropFilter, dev, in, outs, &a);
@@ -113,7 +115,7 @@ Tensor conv_forward(const Tensor& x, const Tensor& kernel, const Tensor& bias, c
   const Shape out_shape = conv_output("Conv", x.shape(), kernel.shape(), attrs);
   Tensor in[3] = {x, kernel, bias};
   auto& dev = place(OpId::Conv, "Conv2D", in);
-  Tensor out = Tensor::empty(out_shape, DType::float32, &dev);
+  Tensor out = Tensor::empty(out_shape, is_half(x.dtype()) ? x.dtype() : DType::float32, &dev);
   run(OpId::Conv, dev, in, {&out, 1}, &attrs);
   maybe_record("Conv2D", std::span<const Tensor>(in, attrs.has_bias ? 3 : 2), {&out, 1}, [&] {
     const bool need_dx = active_recorder()->should_record(std::span<const Tensor>(in, 1));
@@ -129,7 +131,7 @@ Tensor conv_forward(const Tensor& x, const Tensor& kernel, const Tensor& bias, c
 Tensor backprop_input(const Tensor& dy, const Tensor& kernel, const Shape& x_shape, const ConvAttrs& attrs) {
   Tensor in[2] = {dy, kernel};
   auto& dev = place(OpId::ConvBackpropInput, "Conv2DBackpropInput", in);
-  Tensor out = Tensor::empty(x_shape, DType::float32, &dev);
+  Tensor out = Tensor::empty(x_shape, is_half(dy.dtype()) ? dy.dtype() : DType::float32, &dev);
   ConvAttrs a = attrs;
   a.has_bias = false;
   run(OpId::ConvBackpropInput, dev, in, {&out, 1}, &a);
@@ -152,10 +154,22 @@ void check_float32(const char* op, std::initializer_list<const Tensor*> ts) {
   }
 }
 
+// float32 tensors, or tensors of one half type (mixed precision's compute dtype).
+void check_conv_dtypes(const char* op, std::initializer_list<const Tensor*> ts) {
+  const DType first = (*ts.begin())->dtype();
+  if (!is_half(first)) return check_float32(op, ts);
+  for (const Tensor* t : ts) {
+    if (t->defined() && t->dtype() != first) {
+      throw InvalidArgumentError(fmt::format("{}: expects tensors of one dtype, got {} and {} {}: cast them first", op,
+                                             dtype_name(first), dtype_name(t->dtype()), t->shape().to_string()));
+    }
+  }
+}
+
 }  // namespace
 
 Tensor conv(const Tensor& x, const Tensor& kernel, const Tensor& bias, const ConvParams& params) {
-  check_float32("Conv", {&x, &kernel, &bias});
+  check_conv_dtypes("Conv", {&x, &kernel, &bias});
   const ConvAttrs attrs = conv_attrs("Conv", x.shape(), kernel.shape(), params, bias.defined());
   if (bias.defined() && (bias.shape().rank() != 1 || bias.shape()[0] != kernel.shape()[-1])) {
     throw InvalidArgumentError(fmt::format("Conv: bias of shape {} does not match kernel of shape {}",
@@ -166,7 +180,7 @@ Tensor conv(const Tensor& x, const Tensor& kernel, const Tensor& bias, const Con
 
 Tensor conv_backprop_input(const Tensor& dy, const Tensor& kernel, const std::vector<int64_t>& input_spatial,
                            const ConvParams& params) {
-  check_float32("Conv2DBackpropInput", {&dy, &kernel});
+  check_conv_dtypes("Conv2DBackpropInput", {&dy, &kernel});
   const Shape& k = kernel.shape();
   if (static_cast<int>(input_spatial.size()) != dy.shape().rank() - 2 || k.rank() != dy.shape().rank()) {
     throw InvalidArgumentError(fmt::format("Conv2DBackpropInput: input spatial shape {} does not fit dy {} and kernel "

@@ -220,6 +220,96 @@ TEST(MixedPrecision, Bfloat16DenseIsTheFloat32DenseRounded) {
   }
 }
 
+// A bfloat16 convolution (oneDNN's bfloat16 primitives, forward and both backward ones) is the float32 one of the
+// same rounded operands, rounded: plain with bias and strides, grouped (depthwise), and 1-D.
+TEST(MixedPrecision, Bfloat16ConvolutionIsTheFloat32ConvolutionRounded) {
+  random::set_seed(9);
+  struct Case {
+    std::string name;
+    Shape x, k;
+    ops::ConvParams p;
+  };
+  const std::vector<Case> cases = {
+      {"2-D, stride 2, padded", {4, 9, 9, 6}, {3, 3, 6, 8}, {{2, 2}, {1, 1}, {1, 1}, {1, 1}, 1}},
+      {"2-D depthwise", {3, 7, 7, 6}, {3, 3, 1, 6}, {{1, 1}, {1, 1}, {0, 0}, {0, 0}, 6}},
+      {"1-D dilated", {5, 20, 4}, {3, 4, 7}, {{1}, {2}, {2}, {2}, 1}},
+  };
+  for (const auto& c : cases) {
+    const Tensor x = ops::cast(random::uniform(c.x, -1, 1), DType::bfloat16);
+    const Tensor k = ops::cast(random::uniform(c.k, -0.5, 0.5), DType::bfloat16);
+    const Tensor b = ops::cast(random::uniform({c.k[-1]}, -0.5, 0.5), DType::bfloat16);
+    std::vector<Tensor> half_grads, exact_grads;
+    Tensor y, y_exact, cot;
+    {
+      GradientTape tape;
+      for (const auto& t : {x, k, b}) tape.watch(t);
+      y = ops::conv(x, k, b, c.p);
+      cot = random::uniform(y.shape(), -1, 1);
+      half_grads = tape.gradient(ops::reduce_sum(ops::mul(ops::cast(y, DType::float32), cot)), {x, k, b});
+    }
+    const Tensor xf = ops::cast(x, DType::float32), kf = ops::cast(k, DType::float32), bf = ops::cast(b, DType::float32);
+    {
+      GradientTape tape;
+      for (const auto& t : {xf, kf, bf}) tape.watch(t);
+      y_exact = ops::conv(xf, kf, bf, c.p);
+      exact_grads = tape.gradient(ops::reduce_sum(ops::mul(y_exact, cot)), {xf, kf, bf});
+    }
+    EXPECT_EQ(y.dtype(), DType::bfloat16) << c.name;
+    std::vector<Tensor> got{y}, want{y_exact};
+    for (std::size_t i = 0; i < 3; ++i) {
+      EXPECT_EQ(half_grads[i].dtype(), DType::bfloat16) << c.name << " gradient " << i;  // the sources' dtype
+      got.push_back(half_grads[i]);
+      want.push_back(exact_grads[i]);
+    }
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      const auto g = ops::cast(got[i], DType::float32).to_vector<float>(), w = want[i].to_vector<float>();
+      ASSERT_EQ(g.size(), w.size());
+      double largest = 0;
+      for (float v : w) largest = std::max(largest, static_cast<double>(std::abs(v)));
+      for (std::size_t j = 0; j < g.size(); ++j) {
+        ASSERT_NEAR(g[j], w[j], 1e-6 + std::max(std::abs(w[j]) / 64.0, largest / 64.0)) << c.name << " output " << i
+                                                                                          << " [" << j << "]";
+      }
+    }
+  }
+}
+
+// Activations of bfloat16 tensors (computed in float32 a block at a time; softmax a row at a time) equal the
+// float32 activation of the same values, rounded; their gradients are within bfloat16's rounding of float32's.
+TEST(MixedPrecision, Bfloat16ActivationsAreTheFloat32OnesRounded) {
+  using A = ops::Activation;
+  random::set_seed(10);
+  for (const A act : {A::relu, A::tanh, A::sigmoid, A::gelu, A::softmax, A::elu, A::silu}) {
+    const std::string what = ops::activation_name(act);
+    const Tensor x = ops::cast(random::uniform({37, 300}, -3, 3), DType::bfloat16);  // several blocks per thread
+    const Tensor xf = ops::cast(x, DType::float32);
+    const Tensor cot = random::uniform({37, 300}, -1, 1);
+    Tensor y, g, gf;
+    {
+      GradientTape tape;
+      tape.watch(x);
+      y = ops::activation(x, act);
+      g = tape.gradient(ops::reduce_sum(ops::mul(ops::cast(y, DType::float32), cot)), {x})[0];
+    }
+    {
+      GradientTape tape;
+      tape.watch(xf);
+      gf = tape.gradient(ops::reduce_sum(ops::mul(ops::activation(xf, act), cot)), {xf})[0];
+    }
+    EXPECT_EQ(y.dtype(), DType::bfloat16) << what;
+    EXPECT_EQ(ops::cast(y, DType::float32).to_vector<float>(),
+              ops::cast(ops::cast(ops::activation(xf, act), DType::bfloat16), DType::float32).to_vector<float>())
+        << what;
+    ASSERT_EQ(g.dtype(), DType::bfloat16) << what;
+    const auto got = ops::cast(g, DType::float32).to_vector<float>(), want = gf.to_vector<float>();
+    double largest = 0;
+    for (float v : want) largest = std::max(largest, static_cast<double>(std::abs(v)));
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      ASSERT_NEAR(got[i], want[i], 1e-6 + std::max(std::abs(want[i]) / 32.0, largest / 128.0)) << what << " " << i;
+    }
+  }
+}
+
 TEST(MixedPrecision, OpsWithoutHalfKernelsComputeInFloat32AndRound) {
   random::set_seed(4);
   const Tensor x = ops::cast(random::uniform({5, 7}, -2, 2), DType::bfloat16);

@@ -103,13 +103,18 @@ struct ConvDescs {
   dnnl::memory::desc src, wei_plain, wei_any, bias, dst;
   Geometry g;
 };
-ConvDescs descs(const Shape& x, const Shape& k, const Shape& y, const ops::ConvAttrs& a) {
+// The descriptors in float32, or with `bf16` the activations, weights and bias in bfloat16 — except with
+// `f32_params` (the weight gradient's primitive), where the weights and bias (their gradients) stay float32.
+ConvDescs descs(const Shape& x, const Shape& k, const Shape& y, const ops::ConvAttrs& a, bool bf16 = false,
+                bool f32_params = false) {
   const tag act = activation_tag(a.rank);
   const dims wd = weight_dims(k, a.groups);
-  return {dnnl::memory::desc(logical(x), dt::f32, act), dnnl::memory::desc(wd, dt::f32, weight_tag(a.rank, a.groups > 1)),
-          dnnl::memory::desc(wd, dt::f32, tag::any), dnnl::memory::desc({k[-1]}, dt::f32, tag::a),
-          dnnl::memory::desc(logical(y), dt::f32, act), geometry(a)};
+  const dt t = bf16 ? dt::bf16 : dt::f32, pt = bf16 && !f32_params ? dt::bf16 : dt::f32;
+  return {dnnl::memory::desc(logical(x), t, act), dnnl::memory::desc(wd, pt, weight_tag(a.rank, a.groups > 1)),
+          dnnl::memory::desc(wd, pt, tag::any), dnnl::memory::desc({k[-1]}, pt, tag::a),
+          dnnl::memory::desc(logical(y), t, act), geometry(a)};
 }
+bool is_bf16(const Tensor& t) { return t.dtype() == DType::bfloat16; }
 
 dnnl::convolution_forward::primitive_desc forward_pd(const ConvDescs& d, bool bias, dnnl::prop_kind kind) {
   const auto desc = dnnl::convolution_forward::desc(kind, dnnl::algorithm::convolution_direct, d.src, d.wei_any,
@@ -147,8 +152,8 @@ void conv_kernel(const KernelContext& ctx) {
   if (y.num_elements() == 0) return;
   GemmThreadLimit limit(work_of(y.shape(), w.shape()), 1, 1);
   try {
-    auto& p = cached(key_of(kForward, {&x.shape(), &w.shape()}, &a, sizeof a), [&] {
-      const ConvDescs d = descs(x.shape(), w.shape(), y.shape(), a);
+    auto& p = cached(key_of(kForward + 8 * is_bf16(x), {&x.shape(), &w.shape()}, &a, sizeof a), [&] {
+      const ConvDescs d = descs(x.shape(), w.shape(), y.shape(), a, is_bf16(x));
       const auto pd = forward_pd(d, a.has_bias, dnnl::prop_kind::forward_inference);
       ConvPrimitive cp;
       cp.prim = dnnl::convolution_forward(pd);
@@ -185,8 +190,8 @@ void conv_backprop_input_kernel(const KernelContext& ctx) {
   }
   GemmThreadLimit limit(work_of(dy.shape(), w.shape()), 1, 1);
   try {
-    auto& p = cached(key_of(kBackwardData, {&dx.shape(), &w.shape()}, &a, sizeof a), [&] {
-      const ConvDescs d = descs(dx.shape(), w.shape(), dy.shape(), a);
+    auto& p = cached(key_of(kBackwardData + 8 * is_bf16(dy), {&dx.shape(), &w.shape()}, &a, sizeof a), [&] {
+      const ConvDescs d = descs(dx.shape(), w.shape(), dy.shape(), a, is_bf16(dy));
       const auto hint = forward_pd(d, false, dnnl::prop_kind::forward_training);
       const auto desc = dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, d.src, d.wei_any,
                                                               d.dst, d.g.strides, d.g.dilates, d.g.pad_l, d.g.pad_r);
@@ -220,9 +225,11 @@ void conv_backprop_filter_kernel(const KernelContext& ctx) {
   }
   GemmThreadLimit limit(work_of(dy.shape(), dw.shape()), 1, 1);
   try {
-    auto& p = cached(key_of(kBackwardWeights, {&x.shape(), &dw.shape()}, &a, sizeof a), [&] {
-      const ConvDescs d = descs(x.shape(), dw.shape(), dy.shape(), a);
-      const auto hint = forward_pd(d, a.has_bias, dnnl::prop_kind::forward_training);
+    auto& p = cached(key_of(kBackwardWeights + 8 * is_bf16(x), {&x.shape(), &dw.shape()}, &a, sizeof a), [&] {
+      // bfloat16 activations give float32 weight and bias gradients (the variables' dtype), unrounded.
+      const ConvDescs d = descs(x.shape(), dw.shape(), dy.shape(), a, is_bf16(x), true);
+      const auto hint = forward_pd(is_bf16(x) ? descs(x.shape(), dw.shape(), dy.shape(), a, true) : d, a.has_bias,
+                                   dnnl::prop_kind::forward_training);
       const auto desc = a.has_bias
                             ? dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, d.src,
                                                                        d.wei_any, d.bias, d.dst, d.g.strides,
@@ -373,9 +380,9 @@ void pool_grad_kernel(const KernelContext& ctx) {
 }  // namespace
 
 void register_conv_kernels() {
-  ops::register_kernel(ops::OpId::Conv, DeviceType::CPU, conv_kernel);
-  ops::register_kernel(ops::OpId::ConvBackpropInput, DeviceType::CPU, conv_backprop_input_kernel);
-  ops::register_kernel(ops::OpId::ConvBackpropFilter, DeviceType::CPU, conv_backprop_filter_kernel);
+  ops::register_kernel(ops::OpId::Conv, DeviceType::CPU, conv_kernel, ops::kBFloat16);
+  ops::register_kernel(ops::OpId::ConvBackpropInput, DeviceType::CPU, conv_backprop_input_kernel, ops::kBFloat16);
+  ops::register_kernel(ops::OpId::ConvBackpropFilter, DeviceType::CPU, conv_backprop_filter_kernel, ops::kBFloat16);
   ops::register_kernel(ops::OpId::Pool, DeviceType::CPU, pool_kernel);
   ops::register_kernel(ops::OpId::PoolGrad, DeviceType::CPU, pool_grad_kernel);
 }

@@ -2,8 +2,10 @@
 // activations and their gradients.
 #include <cmath>
 #include <cstring>
+#include <algorithm>
 #include <map>
 #include <tuple>
+#include <vector>
 
 #include <dnnl.hpp>
 #include <omp.h>
@@ -163,7 +165,8 @@ static void fused_matmul_kernel(const KernelContext& ctx) {
   if (k == 0 && fused) apply_activation(at.activation, z, z, m * n, n);
 }
 
-static void activation_kernel(const KernelContext& ctx) {
+static void activation_kernel(const KernelContext& ctx);
+static void activation_kernel_impl(const KernelContext& ctx) {
   const auto& x = ctx.inputs[0];
   const Tensor xf = x.dtype() == DType::float32 ? x : x.cast(DType::float32);
   const int64_t cols = x.shape().rank() ? x.shape()[-1] : 1;
@@ -171,15 +174,12 @@ static void activation_kernel(const KernelContext& ctx) {
                    x.num_elements(), std::max<int64_t>(cols, 1));
 }
 
-OSPREY_VECTOR_CLONES static void activation_grad_range(const KernelContext& ctx, int64_t begin, int64_t end) {
-  const Activation act = ctx.attr<ops::ActivationAttrs>().activation;
+// dz = act'(dy) over n values (softmax: rows of `cols`), from the output y and, where needed, the input z.
+OSPREY_VECTOR_CLONES static void activation_grad_values(Activation act, const float* __restrict dy,
+                                                        const float* __restrict y, const float* __restrict z,
+                                                        float* __restrict dz, int64_t n, int64_t cols) {
   // Loads first, then a select: GCC vectorises that form (a conditional load, or a multiply by a bool, stays
   // a branch per element, which mispredicts on random signs: it was a fifth of the seed model's step).
-  const float* __restrict dy = ctx.inputs[0].data<float>() + begin;
-  const float* __restrict y = ctx.inputs[1].data<float>() + begin;
-  const float* __restrict z = ctx.inputs[2].defined() ? ctx.inputs[2].data<float>() + begin : nullptr;
-  float* __restrict dz = ctx.outputs[0].data<float>() + begin;
-  const int64_t n = end - begin;
   switch (act) {
     case Activation::linear: std::memcpy(dz, dy, sizeof(float) * n); break;
     case Activation::relu:
@@ -227,7 +227,6 @@ OSPREY_VECTOR_CLONES static void activation_grad_range(const KernelContext& ctx,
       }
       break;
     case Activation::softmax: {
-      const int64_t cols = ctx.outputs[0].shape()[-1];
       for (int64_t r = 0; r < n / cols; ++r) {
         const float* yr = y + r * cols;
         const float* gr = dy + r * cols;
@@ -240,11 +239,72 @@ OSPREY_VECTOR_CLONES static void activation_grad_range(const KernelContext& ctx,
   }
 }
 
+static void activation_grad_range(const KernelContext& ctx, int64_t begin, int64_t end) {
+  const float* z = ctx.inputs[2].defined() ? ctx.inputs[2].data<float>() + begin : nullptr;
+  activation_grad_values(ctx.attr<ops::ActivationAttrs>().activation, ctx.inputs[0].data<float>() + begin,
+                         ctx.inputs[1].data<float>() + begin, z, ctx.outputs[0].data<float>() + begin, end - begin,
+                         ctx.outputs[0].shape()[-1]);
+}
+
+// bfloat16 tensors through the float32 code a block at a time (converted in and out within the cache): no float32
+// copies of the tensors. Softmax (whole rows) is left to dispatch's float32 copies.
+constexpr int64_t kHalfBlock = 2048;
+template <typename F>
+void bf16_blocks(int64_t n, F&& f) {
+  parallel_chunks(n, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; i += kHalfBlock) f(i, std::min(kHalfBlock, e - i));
+  });
+}
+
+static const uint16_t* bits(const Tensor& t) { return static_cast<const uint16_t*>(t.raw_data()); }
+
 // Element-wise (softmax: whole rows), split between the intra-op threads for large tensors.
 void activation_grad_kernel(const KernelContext& ctx) {
   const int64_t n = ctx.outputs[0].num_elements();
-  if (ctx.attr<ops::ActivationAttrs>().activation == Activation::softmax) return activation_grad_range(ctx, 0, n);
+  const Activation act = ctx.attr<ops::ActivationAttrs>().activation;
+  if (ctx.inputs[0].dtype() == DType::bfloat16 && act == Activation::softmax) {  // whole rows: float32 copies
+    const int64_t cols = ctx.outputs[0].shape()[-1];
+    std::vector<float> dy(static_cast<std::size_t>(n)), y(static_cast<std::size_t>(n));
+    bf16_to_floats(bits(ctx.inputs[0]), dy.data(), n);
+    bf16_to_floats(bits(ctx.inputs[1]), y.data(), n);
+    std::vector<float> dz(static_cast<std::size_t>(n));
+    activation_grad_values(act, dy.data(), y.data(), nullptr, dz.data(), n, cols);
+    return floats_to_bf16(dz.data(), static_cast<uint16_t*>(ctx.outputs[0].raw_data()), n);
+  }
+  if (ctx.inputs[0].dtype() == DType::bfloat16) {
+    const bool with_z = ctx.inputs[2].defined();
+    auto* dz = static_cast<uint16_t*>(ctx.outputs[0].raw_data());
+    return bf16_blocks(n, [&](int64_t i, int64_t len) {
+      float dy[kHalfBlock], y[kHalfBlock], z[kHalfBlock], out[kHalfBlock];
+      bf16_to_floats(bits(ctx.inputs[0]) + i, dy, len);
+      bf16_to_floats(bits(ctx.inputs[1]) + i, y, len);
+      if (with_z) bf16_to_floats(bits(ctx.inputs[2]) + i, z, len);
+      activation_grad_values(act, dy, y, with_z ? z : nullptr, out, len, len);
+      floats_to_bf16(out, dz + i, len);
+    });
+  }
+  if (act == Activation::softmax) return activation_grad_range(ctx, 0, n);
   parallel_chunks(n, [&](int64_t b, int64_t e) { activation_grad_range(ctx, b, e); });
+}
+
+static void activation_kernel(const KernelContext& ctx) {
+  const Activation act = ctx.attr<ops::ActivationAttrs>().activation;
+  if (ctx.inputs[0].dtype() != DType::bfloat16) return activation_kernel_impl(ctx);
+  auto* y = static_cast<uint16_t*>(ctx.outputs[0].raw_data());
+  if (act == Activation::softmax) {  // whole rows: a float32 copy
+    const auto& shape = ctx.inputs[0].shape();
+    const int64_t n = ctx.inputs[0].num_elements(), cols = std::max<int64_t>(shape.rank() ? shape[-1] : 1, 1);
+    std::vector<float> v(static_cast<std::size_t>(n));
+    bf16_to_floats(bits(ctx.inputs[0]), v.data(), n);
+    apply_activation(act, v.data(), v.data(), n, cols);
+    return floats_to_bf16(v.data(), y, n);
+  }
+  bf16_blocks(ctx.inputs[0].num_elements(), [&](int64_t i, int64_t len) {
+    float v[kHalfBlock];
+    bf16_to_floats(bits(ctx.inputs[0]) + i, v, len);
+    apply_activation(act, v, v, len, len);
+    floats_to_bf16(v, y + i, len);
+  });
 }
 
 // out[c] = Σ_r m[r, cb + c] for c < w, summed over the rows in order.
@@ -291,8 +351,8 @@ static void dense_grad_kernel(const KernelContext& ctx) {
 
 void register_nn_kernels() {
   ops::register_kernel(ops::OpId::FusedMatMul, DeviceType::CPU, fused_matmul_kernel, ops::kBFloat16);
-  ops::register_kernel(ops::OpId::Activation, DeviceType::CPU, activation_kernel);
-  ops::register_kernel(ops::OpId::ActivationGrad, DeviceType::CPU, activation_grad_kernel);
+  ops::register_kernel(ops::OpId::Activation, DeviceType::CPU, activation_kernel, ops::kBFloat16);
+  ops::register_kernel(ops::OpId::ActivationGrad, DeviceType::CPU, activation_grad_kernel, ops::kBFloat16);
   ops::register_kernel(ops::OpId::BiasAddGrad, DeviceType::CPU, bias_add_grad_kernel);
   ops::register_kernel(ops::OpId::DenseGrad, DeviceType::CPU, dense_grad_kernel, ops::kBFloat16);
 }

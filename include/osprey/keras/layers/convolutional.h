@@ -49,6 +49,8 @@ class BaseConv : public Layer {
   enum class Kind { standard, depthwise, separable };
   BaseConv(Kind kind, int rank, int64_t filters, const Ints& kernel_size, ConvOptions options);
   bool recordable() const override { return true; }
+  /// Computes in the policy's half type under a mixed policy (bfloat16: oneDNN's bfloat16 convolutions).
+  bool supports_half_compute() const override { return true; }
   std::string class_name() const override;
   std::string get_config() const override;
   Shape build(const Shape& input_shape) override;

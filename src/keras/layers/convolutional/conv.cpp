@@ -232,20 +232,23 @@ Tensor BaseConv::call(const Tensor& inputs, bool) {
   }
   const Tensor x = first ? ops::transpose(inputs, detail::to_channels_last(rank_)) : inputs;
   ops::ConvParams p = params_for(x.shape());
-  const Tensor bias = bias_ ? bias_->value() : Tensor();
+  // Under a mixed policy the variables are read in the compute dtype (bfloat16 convolutions run natively on the
+  // CPU through oneDNN; others compute in float32 copies).
+  const Tensor bias = bias_ ? autocast_variable(*bias_) : Tensor();
+  const Tensor kernel = autocast_variable(*kernel_);
   Tensor y;
   if (kind_ == Kind::standard) {
-    y = ops::conv(x, kernel_->value(), bias, p);
+    y = ops::conv(x, kernel, bias, p);
   } else {
     // (window..., C, multiplier) is the grouped kernel (window..., 1, C·multiplier) with one group per channel.
     const Shape& ks = kernel_->shape();
-    const Tensor dk = ops::reshape(kernel_->value(), ks.with_dim(ks.rank() - 2, 1).with_dim(ks.rank() - 1, ks[-2] * ks[-1]));
+    const Tensor dk = ops::reshape(kernel, ks.with_dim(ks.rank() - 2, 1).with_dim(ks.rank() - 1, ks[-2] * ks[-1]));
     p.groups = ks[-2];
     if (kind_ == Kind::depthwise) {
       y = ops::conv(x, dk, bias, p);
     } else {
       const std::vector<int64_t> ones(static_cast<std::size_t>(rank_), 1), zeros(static_cast<std::size_t>(rank_), 0);
-      y = ops::conv(ops::conv(x, dk, Tensor(), p), pointwise_->value(), bias, {ones, ones, zeros, zeros, 1});
+      y = ops::conv(ops::conv(x, dk, Tensor(), p), autocast_variable(*pointwise_), bias, {ones, ones, zeros, zeros, 1});
     }
   }
   y = ActivationFn::get(activation_name_)(y);
