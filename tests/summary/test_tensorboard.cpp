@@ -6,11 +6,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
 
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <thread>
 #include <regex>
 #include <set>
 
@@ -340,6 +342,28 @@ TEST(TensorBoardCallback, UpdateFreqNWritesEveryNthBatch) {
   model.fit(x, y, {.epochs = 2, .batch_size = 4, .verbose = 0,
                    .callbacks = {keras::TensorBoard(dir.string(), {.update_freq = 2})}});
   EXPECT_EQ(series_of(read_run(dir / "train")).at("batch_loss").steps, (std::vector<int64_t>{2, 4, 6}));
+}
+
+// While training, the run reaches the file within a second of a record (not only at the end): a callback after
+// TensorBoard finds epoch 0's scalars in the file once an epoch took longer than that.
+TEST(TensorBoardCallback, RecordsReachTheFileWithinASecondWhileTraining) {
+  REQUIRE_EVENT_FILES();
+  auto [x, y] = problem();
+  auto model = small_model();
+  const auto dir = fresh_dir("live");
+  struct Look : keras::Callback {
+    fs::path train;
+    std::vector<int64_t> seen_at_epoch_1;
+    void on_epoch_end(int epoch, keras::Logs&) override {
+      if (epoch == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+      if (epoch == 1) seen_at_epoch_1 = series_of(read_run(train)).at("epoch_loss").steps;
+    }
+  } look;
+  look.train = dir / "train";
+  model.fit(x, y, {.epochs = 3, .batch_size = 4, .verbose = 0,
+                   .callbacks = {keras::TensorBoard(dir.string(), {}), look}});
+  EXPECT_EQ(look.seen_at_epoch_1, (std::vector<int64_t>{0, 1}));  // epoch 1's record came > 1 s after the last write
+  EXPECT_EQ(series_of(read_run(dir / "train")).at("epoch_loss").steps, (std::vector<int64_t>{0, 1, 2}));
 }
 
 TEST(TensorBoardCallback, EvaluateAloneWritesTheEvaluationSeries) {
