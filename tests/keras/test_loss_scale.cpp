@@ -14,6 +14,7 @@
 #include "osprey/errors.h"
 #include "osprey/keras.h"
 #include "osprey/keras/mixed_precision.h"
+#include "keras/saving/serialization.h"
 #include "osprey/ops.h"
 #include "reference_json.h"
 #include "test_util.h"
@@ -192,6 +193,43 @@ TEST(LossScale, BadArgumentsAreValueErrors) {
   EXPECT_THROW(shared->set_loss_scale_state(-1.0, 0), ValueError);
   EXPECT_THROW(shared->set_loss_scale_state(2.0, -3), ValueError);
   EXPECT_THROW(opt::Adam().set_loss_scale_state(2.0, 0), FailedPreconditionError);
+}
+
+// A LossScaleOptimizer in a compile config: Keras's own config round-trips; Keras's refusals are ValueErrors.
+TEST(LossScale, CompileConfigsRoundTripAndBadOnesAreValueErrors) {
+  namespace ser = osprey::keras::serialization;
+  auto model = make_regressor();
+  model->compile({.optimizer = overflow_optimizer(), .loss = "mse"});
+  const json cc = ser::compile_config(*model);
+  EXPECT_EQ(cc["optimizer"]["class_name"], "LossScaleOptimizer");
+  EXPECT_EQ(cc["optimizer"]["config"]["inner_optimizer"]["class_name"], "SGD");
+  EXPECT_EQ(cc["optimizer"]["config"]["initial_scale"], 16777216.0);
+  EXPECT_EQ(cc["optimizer"]["config"]["dynamic_growth_steps"], 2);
+  auto again = make_regressor();
+  ser::compile_from_config(*again, cc, false);
+  ASSERT_NE(again->optimizer()->loss_scale(), nullptr);
+  EXPECT_EQ(again->optimizer()->loss_scale()->options.dynamic_growth_steps, 2);
+  EXPECT_EQ(again->optimizer()->name(), "sgd");
+  const std::vector<std::pair<std::string, std::function<void(json&)>>> bad = {
+      {"dynamic=False", [](json& c) { c["dynamic"] = false; }},
+      {"clipnorm", [](json& c) { c["clipnorm"] = 1.0; }},
+      {"an unknown argument", [](json& c) { c["momentum"] = 0.5; }},
+      {"no inner optimizer", [](json& c) { c.erase("inner_optimizer"); }},
+      {"a nested wrapper", [](json& c) { c["inner_optimizer"] = json{{"class_name", "LossScaleOptimizer"}, {"config", c}}; }},
+      {"growth steps 0", [](json& c) { c["dynamic_growth_steps"] = 0; }},
+      {"a zero scale", [](json& c) { c["initial_scale"] = 0.0; }},
+  };
+  for (const auto& [what, mutate] : bad) {
+    json broken = cc;
+    mutate(broken["optimizer"]["config"]);
+    auto m = make_regressor();
+    EXPECT_THROW(ser::compile_from_config(*m, broken, false), ValueError) << what;
+  }
+  // Under mixed_float16 compile's own wrapping is not recorded (Keras records the optimizer it was given).
+  PolicyScope scope("mixed_float16");
+  auto mixed = make_regressor();
+  mixed->compile({.optimizer = "adam", .loss = "mse"});
+  EXPECT_EQ(ser::compile_config(*mixed)["optimizer"]["class_name"], "Adam");
 }
 
 // Keras's file (trained with loss scaling, its state in the weights) loads with that state and takes the next step
