@@ -1,6 +1,8 @@
 // keras.mixed_precision: dtype policies. A layer computes in its policy's compute dtype and keeps its variables in
 // the variable dtype (float32): "mixed_bfloat16" computes in bfloat16 (oneDNN's bfloat16 products on CPUs with
 // AVX-512 BF16), "mixed_float16" in float16. Losses and metrics take the outputs as float32, as Keras's do.
+// Training in float16 uses dynamic loss scaling: keras::mixed_precision::LossScaleOptimizer is declared in
+// osprey/keras/optimizers.h, and compile() applies it by itself under "mixed_float16".
 #pragma once
 
 #include <string>
