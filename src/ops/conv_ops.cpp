@@ -204,7 +204,7 @@ Tensor conv_backprop_input(const Tensor& dy, const Tensor& kernel, const std::ve
 
 Tensor pool(const Tensor& x, const PoolParams& p) {
   const char* op = p.kind == PoolKind::max ? "MaxPool" : "AvgPool";
-  check_float32(op, {&x});
+  check_conv_dtypes(op, {&x});
   const int r = spatial_rank(op, x.shape(), {&p.window, &p.strides, &p.pad_before, &p.pad_after});
   check_positive(op, "the pool size", p.window, 1);
   check_positive(op, "strides", p.strides, 1);
@@ -232,13 +232,13 @@ Tensor pool(const Tensor& x, const PoolParams& p) {
   dims.push_back(x.shape()[-1]);
   Tensor in[1] = {x};
   auto& dev = place(OpId::Pool, op, in);
-  Tensor out = Tensor::empty(Shape(dims), DType::float32, &dev);
+  Tensor out = Tensor::empty(Shape(dims), is_half(x.dtype()) ? x.dtype() : DType::float32, &dev);
   run(OpId::Pool, dev, in, {&out, 1}, &a);
   maybe_record(op, in, {&out, 1}, [&] {
     return BackwardFn([x = in[0], a](const std::vector<Tensor>& g) {
       Tensor gin[2] = {x, g[0]};
       auto& d = place(OpId::PoolGrad, a.kind == PoolKind::max ? "MaxPoolGrad" : "AvgPoolGrad", gin);
-      Tensor dx = Tensor::empty(x.shape(), DType::float32, &d);
+      Tensor dx = Tensor::empty(x.shape(), x.dtype(), &d);
       run(OpId::PoolGrad, d, gin, {&dx, 1}, &a);
       return std::vector<Tensor>{dx};
     });

@@ -274,6 +274,40 @@ TEST(MixedPrecision, Bfloat16ConvolutionIsTheFloat32ConvolutionRounded) {
   }
 }
 
+// bfloat16 max and average pooling (oneDNN's bfloat16 primitives, forward and backward) are float32's on the same
+// values, rounded: a maximum exactly, an average and the gradients within a rounding.
+TEST(MixedPrecision, Bfloat16PoolingIsTheFloat32PoolingRounded) {
+  random::set_seed(12);
+  for (const auto kind : {ops::PoolKind::max, ops::PoolKind::average}) {
+    const ops::PoolParams p{kind, {3, 3}, {2, 2}, {1, 1}, {1, 1}};
+    const Tensor x = ops::cast(random::uniform({3, 11, 9, 5}, -2, 2), DType::bfloat16);
+    const Tensor xf = ops::cast(x, DType::float32);
+    Tensor y, g, gf;
+    Tensor cot;
+    {
+      GradientTape tape;
+      tape.watch(x);
+      y = ops::pool(x, p);
+      cot = random::uniform(y.shape(), -1, 1);
+      g = tape.gradient(ops::reduce_sum(ops::mul(ops::cast(y, DType::float32), cot)), {x})[0];
+    }
+    {
+      GradientTape tape;
+      tape.watch(xf);
+      gf = tape.gradient(ops::reduce_sum(ops::mul(ops::pool(xf, p), cot)), {xf})[0];
+    }
+    const auto want = ops::pool(xf, p).to_vector<float>(), got = ops::cast(y, DType::float32).to_vector<float>();
+    ASSERT_EQ(y.dtype(), DType::bfloat16);
+    ASSERT_EQ(g.dtype(), DType::bfloat16);
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      if (kind == ops::PoolKind::max) ASSERT_EQ(got[i], want[i]) << i;
+      else ASSERT_NEAR(got[i], want[i], 1e-6 + std::abs(want[i]) / 128) << i;
+    }
+    const auto gg = ops::cast(g, DType::float32).to_vector<float>(), gw = gf.to_vector<float>();
+    for (std::size_t i = 0; i < gg.size(); ++i) ASSERT_NEAR(gg[i], gw[i], 1e-6 + std::abs(gw[i]) / 64 + 1.0 / 128) << i;
+  }
+}
+
 // Activations of bfloat16 tensors (computed in float32 a block at a time; softmax a row at a time) equal the
 // float32 activation of the same values, rounded; their gradients are within bfloat16's rounding of float32's.
 TEST(MixedPrecision, Bfloat16ActivationsAreTheFloat32OnesRounded) {

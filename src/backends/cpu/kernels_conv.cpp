@@ -272,9 +272,10 @@ struct PoolDescs {
   dims strides, window, pad_l, pad_r;
   dnnl::algorithm alg;
 };
-PoolDescs pool_descs(const Shape& x, const Shape& y, const ops::PoolAttrs& a) {
-  PoolDescs d{dnnl::memory::desc(logical(x), dt::f32, activation_tag(a.rank)),
-              dnnl::memory::desc(logical(y), dt::f32, activation_tag(a.rank)),
+PoolDescs pool_descs(const Shape& x, const Shape& y, const ops::PoolAttrs& a, bool bf16) {
+  const dt t = bf16 ? dt::bf16 : dt::f32;
+  PoolDescs d{dnnl::memory::desc(logical(x), t, activation_tag(a.rank)),
+              dnnl::memory::desc(logical(y), t, activation_tag(a.rank)),
               {}, {}, {}, {},
               a.kind == ops::PoolKind::max ? dnnl::algorithm::pooling_max
                                            : dnnl::algorithm::pooling_avg_exclude_padding};
@@ -313,8 +314,8 @@ void pool_kernel(const KernelContext& ctx) {
   if (y.num_elements() == 0) return;
   GemmThreadLimit limit(y.num_elements(), 1, 1);
   try {
-    auto& p = cached_pool(key_of(kPool, {&x.shape()}, &a, sizeof a), [&] {
-      const PoolDescs d = pool_descs(x.shape(), y.shape(), a);
+    auto& p = cached_pool(key_of(kPool + 8 * is_bf16(x), {&x.shape()}, &a, sizeof a), [&] {
+      const PoolDescs d = pool_descs(x.shape(), y.shape(), a, is_bf16(x));
       PoolPrimitive pp;
       pp.forward = dnnl::pooling_forward(pool_pd(d, dnnl::prop_kind::forward_inference));
       pp.src = dnnl::memory(d.src, dnnl_engine(), nullptr);
@@ -344,8 +345,8 @@ void pool_grad_kernel(const KernelContext& ctx) {
   }
   GemmThreadLimit limit(x.num_elements(), 1, 1);
   try {
-    auto& p = cached_pool(key_of(kPoolGrad, {&x.shape(), &dy.shape()}, &a, sizeof a), [&] {
-      const PoolDescs d = pool_descs(x.shape(), dy.shape(), a);
+    auto& p = cached_pool(key_of(kPoolGrad + 8 * is_bf16(x), {&x.shape(), &dy.shape()}, &a, sizeof a), [&] {
+      const PoolDescs d = pool_descs(x.shape(), dy.shape(), a, is_bf16(x));
       const auto fwd = pool_pd(d, dnnl::prop_kind::forward_training);
       const dnnl::pooling_backward::primitive_desc bwd(
           dnnl::pooling_backward::desc(d.alg, d.src, d.dst, d.strides, d.window, d.pad_l, d.pad_r), dnnl_engine(), fwd);
@@ -383,8 +384,8 @@ void register_conv_kernels() {
   ops::register_kernel(ops::OpId::Conv, DeviceType::CPU, conv_kernel, ops::kBFloat16);
   ops::register_kernel(ops::OpId::ConvBackpropInput, DeviceType::CPU, conv_backprop_input_kernel, ops::kBFloat16);
   ops::register_kernel(ops::OpId::ConvBackpropFilter, DeviceType::CPU, conv_backprop_filter_kernel, ops::kBFloat16);
-  ops::register_kernel(ops::OpId::Pool, DeviceType::CPU, pool_kernel);
-  ops::register_kernel(ops::OpId::PoolGrad, DeviceType::CPU, pool_grad_kernel);
+  ops::register_kernel(ops::OpId::Pool, DeviceType::CPU, pool_kernel, ops::kBFloat16);
+  ops::register_kernel(ops::OpId::PoolGrad, DeviceType::CPU, pool_grad_kernel, ops::kBFloat16);
 }
 
 }  // namespace osprey::cpu

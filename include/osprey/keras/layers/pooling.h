@@ -22,6 +22,8 @@ class BasePooling : public Layer {
  public:
   BasePooling(ops::PoolKind kind, int rank, const Ints& pool_size, PoolOptions options);
   bool recordable() const override { return true; }
+  /// Pools in the policy's half type under a mixed policy (bfloat16: oneDNN's bfloat16 pooling on the CPU).
+  bool supports_half_compute() const override { return true; }
   std::string class_name() const override;
   std::string get_config() const override;
   Shape build(const Shape& input_shape) override;
