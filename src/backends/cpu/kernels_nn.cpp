@@ -247,7 +247,7 @@ static void activation_grad_range(const KernelContext& ctx, int64_t begin, int64
 }
 
 // bfloat16 tensors through the float32 code a block at a time (converted in and out within the cache): no float32
-// copies of the tensors. Softmax (whole rows) is left to dispatch's float32 copies.
+// copies of the tensors. Softmax needs whole rows: the kernels below convert its whole tensor instead.
 constexpr int64_t kHalfBlock = 2048;
 template <typename F>
 void bf16_blocks(int64_t n, F&& f) {
