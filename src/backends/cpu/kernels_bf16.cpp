@@ -4,7 +4,8 @@
 // A Dense layer's forward (FusedMatMul) and backward (DenseGrad) of bfloat16 tensors run here too, without a
 // float32 copy of their tensors: the bias and the activation are applied to the product's float32 result (oneDNN
 // post-ops, or Osprey's float32 activations on a scratch row block) and rounded once; the backward's activation
-// gradient and input gradient are bfloat16, its kernel and bias gradients float32 (summed in float32 and kept).
+// gradient (ActivationGrad's bfloat16 path) and input gradient are bfloat16, its kernel and bias gradients float32
+// (summed in float32 and kept).
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -82,19 +83,15 @@ float bf16_value(uint16_t h) {
 }
 
 // A float32 scratch block of n values, kept per thread between steps.
-float* scratch(int64_t n, int which) {
-  thread_local std::vector<float> blocks[3];
-  auto& b = blocks[which];
-  if (b.size() < static_cast<std::size_t>(n)) b.resize(static_cast<std::size_t>(n));
-  return b.data();
+float* scratch(int64_t n) {
+  thread_local std::vector<float> block;
+  if (block.size() < static_cast<std::size_t>(n)) block.resize(static_cast<std::size_t>(n));
+  return block.data();
 }
 
 const uint16_t* bf16_of(const Tensor& t) { return static_cast<const uint16_t*>(t.raw_data()); }
 uint16_t* bf16_of(Tensor& t) { return static_cast<uint16_t*>(t.raw_data()); }
 
-void to_floats(const uint16_t* s, float* d, int64_t n) {
-  parallel_chunks(n, [&](int64_t b, int64_t e) { bf16_to_floats(s + b, d + b, e - b); });
-}
 void to_bf16(const float* s, uint16_t* d, int64_t n) {
   parallel_chunks(n, [&](int64_t b, int64_t e) { floats_to_bf16(s + b, d + b, e - b); });
 }
@@ -158,7 +155,7 @@ void dense_bf16(const ops::KernelContext& ctx) {
               x.raw_data(), w.raw_data(), bias, y.raw_data());
       return;
     }
-    float* z = scratch(m * n, 0);
+    float* z = scratch(m * n);
     if (k > 0) {
       execute(primitive(false, false, 1, m, n, k, bias != nullptr, -1, 0.f, true), x.raw_data(), w.raw_data(), bias, z);
     } else {  // oneDNN rejects empty reductions: the product is zero, plus the bias
@@ -181,29 +178,11 @@ void dense_grad_bf16(const ops::KernelContext& ctx) {
   const Tensor& dy = ctx.inputs[0];
   const Tensor& x = ctx.inputs[3];
   const Tensor& w = ctx.inputs[4];
-  const int64_t rows = x.shape()[0], in = w.shape()[0], out = w.shape()[1], n = rows * out;
+  const int64_t rows = x.shape()[0], in = w.shape()[0], out = w.shape()[1];
   const uint16_t* dz = bf16_of(dy);
-  if (at.activation == Activation::relu) {  // the gradient passes where the output is positive: no arithmetic
-    uint16_t* d = bf16_of(ctx.outputs[3]);
-    const uint16_t* g = bf16_of(dy);
-    const uint16_t* y = bf16_of(ctx.inputs[1]);
-    // y > 0 for a bfloat16 y: its bits in [1, 0x7f80] (positive, up to +inf; NaN excluded): one unsigned compare.
-    parallel_chunks(n, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) d[i] = static_cast<uint16_t>(y[i] - 1u) < 0x7f80u ? g[i] : uint16_t{0};
-    });
-    dz = d;
-  } else if (at.activation != Activation::linear) {  // the float32 kernel on float32 copies of the rows
-    const Tensor* z = ctx.inputs[2].defined() ? &ctx.inputs[2] : nullptr;
-    Tensor f[3] = {Tensor::empty(dy.shape(), DType::float32, &dy.device_ref()),
-                   Tensor::empty(dy.shape(), DType::float32, &dy.device_ref()),
-                   z ? Tensor::empty(dy.shape(), DType::float32, &dy.device_ref()) : Tensor()};
-    to_floats(bf16_of(dy), f[0].data<float>(), n);
-    to_floats(bf16_of(ctx.inputs[1]), f[1].data<float>(), n);
-    if (z) to_floats(bf16_of(*z), f[2].data<float>(), n);
-    Tensor dzf = Tensor::empty(dy.shape(), DType::float32, &dy.device_ref());
+  if (at.activation != Activation::linear) {  // ActivationGrad's own bfloat16 path, into outputs[3]
     const ops::ActivationAttrs act{at.activation};
-    activation_grad_kernel(ops::KernelContext{std::span<const Tensor>(f, 3), std::span<Tensor>(&dzf, 1), &act, ctx.device});
-    to_bf16(dzf.data<float>(), bf16_of(ctx.outputs[3]), n);
+    activation_grad_kernel(ops::KernelContext{ctx.inputs.subspan(0, 3), ctx.outputs.subspan(3, 1), &act, ctx.device});
     dz = bf16_of(ctx.outputs[3]);
   }
   if (at.has_bias) {  // column sums in float32, each column over the rows in order

@@ -165,8 +165,7 @@ static void fused_matmul_kernel(const KernelContext& ctx) {
   if (k == 0 && fused) apply_activation(at.activation, z, z, m * n, n);
 }
 
-static void activation_kernel(const KernelContext& ctx);
-static void activation_kernel_impl(const KernelContext& ctx) {
+static void float_activation_kernel(const KernelContext& ctx) {
   const auto& x = ctx.inputs[0];
   const Tensor xf = x.dtype() == DType::float32 ? x : x.cast(DType::float32);
   const int64_t cols = x.shape().rank() ? x.shape()[-1] : 1;
@@ -289,7 +288,7 @@ void activation_grad_kernel(const KernelContext& ctx) {
 
 static void activation_kernel(const KernelContext& ctx) {
   const Activation act = ctx.attr<ops::ActivationAttrs>().activation;
-  if (ctx.inputs[0].dtype() != DType::bfloat16) return activation_kernel_impl(ctx);
+  if (ctx.inputs[0].dtype() != DType::bfloat16) return float_activation_kernel(ctx);
   auto* y = static_cast<uint16_t*>(ctx.outputs[0].raw_data());
   if (act == Activation::softmax) {  // whole rows: a float32 copy
     const auto& shape = ctx.inputs[0].shape();
