@@ -1,4 +1,5 @@
-# Keras 3 loads a mixed_bfloat16 model and a loss-scaled mixed_float16 model that Osprey saved (issue 20), run by
+# Keras 3 loads a mixed_bfloat16 model, a model with per-layer policies (Keras's dtype argument) and a loss-scaled
+# mixed_float16 model that Osprey saved (issue 20), run by
 # ctest (keras.loads_osprey_mixed_precision_file): runs MixedPrecision.KerasSavedMixedBfloat16ModelLoadsWithItsPolicy
 # and LossScale.KerasSavedLossScaleModelResumesAsKeras of the given keras_ops_tests binary, which load Keras's
 # mixed_bf16.keras and loss_scale.keras and save them again; then Keras loads Osprey's files and checks every
@@ -19,7 +20,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 out = tempfile.mkdtemp(prefix="osprey_mixed_")
 env = dict(os.environ, OSPREY_KERAS_FILES_OUT=out)
 subprocess.run([sys.argv[1], "--gtest_filter=MixedPrecision.KerasSavedMixedBfloat16ModelLoadsWithItsPolicy:"
-                "LossScale.KerasSavedLossScaleModelResumesAsKeras"],
+                "LossScale.KerasSavedLossScaleModelResumesAsKeras:LayerDtype.KerasSavedPerLayerPoliciesLoadAndRoundTrip"],
                check=True, env=env, stdout=subprocess.DEVNULL)
 ref = json.load(open(os.path.join(HERE, "..", "data", "keras_mixed_precision.json")))
 model = keras.models.load_model(os.path.join(out, "mixed_bf16.keras"))
@@ -28,6 +29,20 @@ got = np.asarray(keras.ops.cast(model(np.asarray(ref["x"], "float32")), "float32
 want = np.asarray(json.load(open(os.path.join(out, "mixed_bf16.json")))["predict"])
 if got.shape != want.shape or not np.allclose(got, want, atol=4e-3, rtol=1e-2):
     failures.append(f"Keras's predictions of Osprey's file {got} differ from Osprey's {want}")
+
+# Per-layer policies: mixed_bfloat16 layers and a float32 softmax, as Keras saved them (keras_layer_dtype.json).
+ld = json.load(open(os.path.join(HERE, "..", "data", "keras_layer_dtype.json")))
+per_layer = keras.models.load_model(os.path.join(out, "layer_dtype.keras"))
+policies = {l.name: l.dtype_policy.name for l in per_layer.layers}
+want_policies = {l["name"]: l["policy"] for l in ld["guide"]["layers"]}
+if policies != want_policies:
+    failures.append(f"Keras reads Osprey's per-layer policies as {policies}, expected {want_policies}")
+got = per_layer(np.asarray(ld["x"], "float32"))
+if keras.backend.standardize_dtype(got.dtype) != "float32":
+    failures.append(f"Osprey's per-layer file: Keras's output dtype is {got.dtype}, expected float32")
+want = np.asarray(json.load(open(os.path.join(out, "layer_dtype.json")))["predict"])
+if not np.allclose(np.asarray(got).reshape(-1), want, atol=4e-3, rtol=1e-2):
+    failures.append(f"Keras's predictions of Osprey's per-layer file {np.asarray(got)} differ from Osprey's {want}")
 
 # The loss-scaled model: Keras finds its LossScaleOptimizer with the state Osprey saved, and trains on as Keras did.
 ls = json.load(open(os.path.join(HERE, "..", "data", "keras_loss_scale.json")))
@@ -49,4 +64,5 @@ if failures:
     print("\n".join(failures))
     sys.exit(1)
 print(f"Keras loads Osprey's mixed_bfloat16 file: policies {[l.dtype_policy.name for l in model.layers]}, "
+      f"its per-layer file: {policies}, "
       f"predictions within bfloat16 of Osprey's; and Osprey's loss-scaled file: {state}, next step's loss {loss}")

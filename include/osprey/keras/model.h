@@ -207,6 +207,11 @@ class Model : public Layer {
   ~Model() override;
   OSPREY_KERAS_LAYER(Model)
 
+  /// A model's own dtype policy (a file's model config; compile() turns loss scaling on under "mixed_float16"),
+  /// settable once built: its layers keep their own, as in Keras.
+  using Layer::set_dtype_policy;
+  void set_dtype_policy(const mixed_precision::DTypePolicy& policy) override { dtype_policy_ = policy; }
+
   std::string class_name() const override;
   /// A functional model is built by its constructor: these check that inputs of these shapes fit it.
   Shape build(const Shape& input_shape) override;

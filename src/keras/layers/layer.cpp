@@ -38,8 +38,24 @@ void clear_session() {
   name_counts().clear();
 }
 
-Layer::Layer(const std::string& name, const std::string& default_prefix)
-    : name_(name.empty() && !default_prefix.empty() ? auto_name(default_prefix) : name) {}
+Layer::Layer(const std::string& name, const std::string& default_prefix, const std::string& dtype)
+    : name_(name.empty() && !default_prefix.empty() ? auto_name(default_prefix) : name) {
+  if (!dtype.empty()) dtype_policy_ = mixed_precision::DTypePolicy(dtype);  // ValueError for unknown names
+}
+
+void Layer::set_dtype_policy(const mixed_precision::DTypePolicy& policy) {
+  if (built_ && !(policy == dtype_policy_)) {
+    throw ValueError(fmt::format("Layer '{}' is already built with the dtype policy '{}'; it cannot change to '{}'. "
+                                 "Give the layer its policy when it is made (Keras's dtype argument: "
+                                 "`.dtype = \"{}\"` in its options or `.with_dtype(\"{}\")`), before its first call.",
+                                 name_, dtype_policy_.name(), policy.name(), policy.name(), policy.name()));
+  }
+  dtype_policy_ = policy;
+  if (!passes_dtype_policy_on()) return;
+  for (auto& [key, sub] : sublayers()) {
+    if (sub) sub->set_dtype_policy(policy);
+  }
+}
 
 DType Layer::compute_dtype() const {
   const DType c = dtype_policy_.compute_dtype();

@@ -52,6 +52,7 @@ struct ReLUOptions {
   double negative_slope = 0.0;        ///< slope below the threshold
   double threshold = 0.0;             ///< values below it are 0 (or follow negative_slope)
   std::string name{};
+  std::string dtype{};  ///< Keras's dtype: a policy name ("float32", "mixed_bfloat16"); empty: the global policy
 };
 /// keras.layers.ReLU: max(x, 0), or with Keras's options x for x > threshold, negative_slope·(x − threshold)
 /// below, clipped at max_value.

@@ -41,6 +41,7 @@ struct MultiHeadAttentionOptions {
   /// probabilities (batch, num_heads, T, S) (`auto outs = mha.call_all({q, v})`).
   bool return_attention_scores = false;
   std::string name{};
+  std::string dtype{};  ///< Keras's dtype: a policy name ("float32", "mixed_bfloat16"); empty: the global policy
 };
 
 /// What one eager call of MultiHeadAttention::attend takes besides the tensors (Keras's call arguments).
@@ -156,6 +157,7 @@ class Attention : public Layer {
     std::optional<int64_t> seed{};   ///< kept in the config (Osprey's dropout draws from its own generator)
     bool use_causal_mask = false;    ///< Keras's call argument, for every call of this layer
     std::string name{};
+    std::string dtype{};  ///< Keras's dtype: a policy name ("float32", "mixed_bfloat16"); empty: the global policy
   };
   explicit Attention(Options options);
   Attention() : Attention(Options{}) {}
@@ -177,6 +179,9 @@ class Attention : public Layer {
                                    bool training = false, bool return_attention_scores = false);
   const Options& options() const { return o_; }
   void set_use_causal_mask(bool on) { o_.use_causal_mask = on; }
+  /// Also its dropout's (Keras makes it with the layer's dtype policy).
+  using Layer::set_dtype_policy;
+  void set_dtype_policy(const mixed_precision::DTypePolicy& policy) override;
   Variable* scale() { return scale_; }
   Variable* concat_score_weight() { return concat_weight_; }
 

@@ -39,6 +39,7 @@ struct ConvOptions {
   std::string name{};
   std::optional<Regularizer> kernel_regularizer{}, pointwise_regularizer{}, bias_regularizer{};
   std::optional<Constraint> kernel_constraint{}, pointwise_constraint{}, bias_constraint{};
+  std::string dtype{};  ///< Keras's dtype: a policy name ("float32", "mixed_bfloat16"); empty: the global policy
 };
 
 /// Keras's BaseConv: the shared part of every convolution layer (one, two or three spatial axes). Inputs are

@@ -35,6 +35,7 @@ struct DenseOptions {
   std::string name{};
   std::optional<Regularizer> kernel_regularizer{}, bias_regularizer{};
   std::optional<Constraint> kernel_constraint{}, bias_constraint{};
+  std::string dtype{};  ///< Keras's dtype: a policy name ("float32", "mixed_bfloat16"); empty: the global policy
 };
 
 /// activation(inputs @ kernel + bias) as one fused op. Kernel (in, units) with glorot_uniform, bias zeros.
@@ -82,6 +83,7 @@ struct EinsumDenseOptions {
   std::optional<Regularizer> kernel_regularizer{}, bias_regularizer{};
   std::optional<Constraint> kernel_constraint{}, bias_constraint{};
   std::string name{};
+  std::string dtype{};  ///< Keras's dtype: a policy name ("float32", "mixed_bfloat16"); empty: the global policy
 };
 
 /// keras.layers.EinsumDense: ops.einsum(equation, inputs, kernel) + bias, then the activation, for the equations
@@ -162,6 +164,7 @@ struct EmbeddingOptions {
   /// Keras's mask_zero: id 0 is padding, masked for the layers after (GlobalAveragePooling1D leaves it out).
   bool mask_zero = false;
   std::string name{};
+  std::string dtype{};  ///< Keras's dtype: a policy name ("float32", "mixed_bfloat16"); empty: the global policy
 };
 
 /// Row `id` of an (input_dim, output_dim) table for every id of the input (keras.layers.Embedding): inputs of

@@ -30,8 +30,9 @@ class KerasTensor;
 /// that the model keeps it alive; calling one layer at several places shares its weights.
 class Layer : public std::enable_shared_from_this<Layer> {
  public:
-  /// `name`, or when empty the next auto-name for `default_prefix` (none when that is empty too).
-  explicit Layer(const std::string& name, const std::string& default_prefix);
+  /// `name`, or when empty the next auto-name for `default_prefix` (none when that is empty too). `dtype`: the
+  /// layer's dtype policy by name (Keras's `dtype` argument); empty: the global policy.
+  explicit Layer(const std::string& name, const std::string& default_prefix, const std::string& dtype = "");
   virtual ~Layer() = default;
   Layer(const Layer&) = default;
   Layer(Layer&&) = default;
@@ -114,10 +115,15 @@ class Layer : public std::enable_shared_from_this<Layer> {
   KerasTensor operator()(const std::vector<KerasTensor>& inputs) &&;
 
   // ---- Mixed precision (keras.mixed_precision) ----
-  /// The layer's dtype policy: the global policy when the layer was made, or the one set here (Keras's `dtype`
-  /// argument; a file's layer config).
+  /// The layer's dtype policy: the global policy when the layer was made, or the one given by Keras's `dtype`
+  /// argument (`DenseOptions{.dtype = "float32"}`, `layers::Activation("softmax").with_dtype("float32")`), set
+  /// here, or read from a file's layer config.
   const mixed_precision::DTypePolicy& dtype_policy() const { return dtype_policy_; }
-  void set_dtype_policy(const mixed_precision::DTypePolicy& policy) { dtype_policy_ = policy; }
+  /// Sets the policy before the layer is built (ValueError after, naming the layer and both policies; ValueError
+  /// for an unknown name). A layer passes it on to the sublayers it makes itself (an LSTM's cell, ...), as Keras
+  /// does; wrappers (Bidirectional, TimeDistributed, RNN over a given cell) leave the wrapped layers' own.
+  virtual void set_dtype_policy(const mixed_precision::DTypePolicy& policy);
+  void set_dtype_policy(const std::string& name) { set_dtype_policy(mixed_precision::DTypePolicy(name)); }
   /// The dtype the layer computes in: its policy's compute dtype where the layer supports half precision, else
   /// float32 (such a layer under a mixed policy takes float32 inputs and gives float32 outputs).
   DType compute_dtype() const;
@@ -160,6 +166,9 @@ class Layer : public std::enable_shared_from_this<Layer> {
   virtual std::shared_ptr<Layer> move_to_shared() { return nullptr; }
 
  protected:
+  /// Whether set_dtype_policy passes the policy on to sublayers(): true for layers that make their sublayers
+  /// themselves, false for wrappers of layers given to them.
+  virtual bool passes_dtype_policy_on() const { return true; }
   /// Adds a variable whose path is "<layer name>/<name>".
   Variable& add_weight(const std::string& name, const Tensor& initial_value, bool trainable = true);
   Variable& add_weight(const std::string& name, const Tensor& initial_value, VariableOptions options);
@@ -182,9 +191,19 @@ class Layer : public std::enable_shared_from_this<Layer> {
   std::shared_ptr<Layer> owner(bool temporary);
 };
 
-/// In a layer class: lets a temporary of it be called on symbolic tensors (`layers::Dense(8)(x)`).
-#define OSPREY_KERAS_LAYER(Class) \
-  std::shared_ptr<::osprey::keras::Layer> move_to_shared() override { return std::make_shared<Class>(std::move(*this)); }
+/// In a layer class: lets a temporary of it be called on symbolic tensors (`layers::Dense(8)(x)`), and gives it
+/// `with_dtype(policy)`, Keras's `dtype` argument for any layer: `layers::Activation("softmax").with_dtype("float32")(x)`
+/// (the layer itself, with set_dtype_policy(policy) applied).
+#define OSPREY_KERAS_LAYER(Class)                                                                                 \
+  std::shared_ptr<::osprey::keras::Layer> move_to_shared() override { return std::make_shared<Class>(std::move(*this)); } \
+  Class&& with_dtype(const std::string& policy) && {                                                             \
+    set_dtype_policy(policy);                                                                                     \
+    return std::move(*this);                                                                                      \
+  }                                                                                                               \
+  Class& with_dtype(const std::string& policy) & {                                                               \
+    set_dtype_policy(policy);                                                                                     \
+    return *this;                                                                                                 \
+  }
 
 /// A layer passed by value or by pointer: `Sequential({layers::Input({20}), layers::Dense(64, "relu")})`.
 class LayerRef {

@@ -15,6 +15,7 @@ struct BatchNormalizationOptions {
   bool center = true;  ///< a trainable offset beta (zeros)
   bool scale = true;   ///< a trainable factor gamma (ones)
   std::string name{};
+  std::string dtype{};  ///< Keras's dtype: a policy name ("float32", "mixed_bfloat16"); empty: the global policy
 };
 /// Normalises each feature (the last axis) with the batch's mean and variance in training, updating moving
 /// averages (moving = moving·momentum + batch·(1 − momentum)); with the moving averages in evaluate/predict.
@@ -47,6 +48,7 @@ struct LayerNormalizationOptions {
   bool center = true;
   bool scale = true;
   std::string name{};
+  std::string dtype{};  ///< Keras's dtype: a policy name ("float32", "mixed_bfloat16"); empty: the global policy
 };
 /// Normalises each sample over its last axis, then gamma·x + beta per feature (keras.layers.LayerNormalization).
 class LayerNormalization : public Layer {
@@ -85,6 +87,7 @@ struct GroupNormalizationOptions {
   bool center = true;
   bool scale = true;
   std::string name{};
+  std::string dtype{};  ///< Keras's dtype: a policy name ("float32", "mixed_bfloat16"); empty: the global policy
 };
 /// Normalises each sample over groups of channels (the last axis split in `groups`, with the other non-batch axes),
 /// then gamma·x + beta per channel (keras.layers.GroupNormalization).

@@ -15,6 +15,7 @@ struct PoolOptions {
   std::string padding = "valid";  ///< or "same" (windows at the edges average only the elements inside)
   std::string data_format = "channels_last";
   std::string name{};
+  std::string dtype{};  ///< Keras's dtype: a policy name ("float32", "mixed_bfloat16"); empty: the global policy
 };
 
 /// Keras's BasePooling: max or average over windows of one, two or three spatial axes.

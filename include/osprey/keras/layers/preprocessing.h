@@ -38,6 +38,7 @@ struct ResizingOptions {
   std::string name{};
   bool pad_to_aspect_ratio = false;  ///< or first pad evenly on both sides to the target's aspect ratio, with
   double fill_value = 0.0;           ///< this value (Keras's fill_mode "constant", its only one)
+  std::string dtype{};  ///< Keras's dtype: a policy name ("float32", "mixed_bfloat16"); empty: the global policy
 };
 
 /// Images (batch, height, width, channels) resized as tf.image.resize does (keras.layers.Resizing):
@@ -92,6 +93,7 @@ struct AugmentOptions {
   double fill_value = 0.0;                 ///< with fill_mode "constant"
   std::string data_format = "channels_last";
   std::string name{};
+  std::string dtype{};  ///< Keras's dtype: a policy name ("float32", "mixed_bfloat16"); empty: the global policy
 };
 
 /// Keras's random spatial augmentations (RandomRotation, RandomTranslation, RandomZoom, RandomFlip) in training
@@ -204,6 +206,7 @@ struct NormalizationOptions {
   std::optional<Tensor> mean{}, variance{};
   bool invert = false;  ///< undo the normalisation: mean + x · std
   std::string name{};
+  std::string dtype{};  ///< Keras's dtype: a policy name ("float32", "mixed_bfloat16"); empty: the global policy
 };
 
 /// (x - mean) / max(sqrt(variance), 1e-7) per position of the kept axes (keras.layers.Normalization). Without given

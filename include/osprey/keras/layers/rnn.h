@@ -33,6 +33,7 @@ struct RecurrentOptions {
   /// gate (Keras's implementation 1); with dropout alone, one input mask. Rates of 0 or 1 drop nothing, as Keras.
   double dropout = 0.0, recurrent_dropout = 0.0;
   std::string name{};
+  std::string dtype{};  ///< Keras's dtype: a policy name ("float32", "mixed_bfloat16"); empty: the global policy
 };
 
 /// A recurrent cell (Keras's SimpleRNNCell, LSTMCell, GRUCell): its weights and one time step.
@@ -137,6 +138,10 @@ class StackedRNNCells : public RNNCell {
 
  private:
   std::vector<std::shared_ptr<RNNCell>> cells_;
+
+ protected:
+  /// The wrapped layers keep their own dtype policies (Keras).
+  bool passes_dtype_policy_on() const override { return false; }
 };
 
 /// How an RNN runs its cell over a sequence.
@@ -152,6 +157,7 @@ struct RNNOptions {
   bool unroll = false;            ///< Keras's unroll: accepted; the steps are the same ops either way
   bool zero_output_for_mask = false;  ///< masked steps output zeros instead of the previous output
   std::string name{};
+  std::string dtype{};  ///< Keras's dtype: a policy name ("float32", "mixed_bfloat16"); empty: the global policy
 };
 
 /// keras.layers.RNN(cell): the cell over the steps of (batch, steps, features) inputs. A masked step (Embedding
@@ -208,6 +214,9 @@ class RNN : public Layer {
   RNN(std::shared_ptr<RNNCell> cell, RNNOptions options, const std::string& default_prefix);
   /// The config entries of the RNN (return_sequences, ...) merged with the cell's (the LSTM/GRU/SimpleRNN form).
   std::string flat_config() const;
+  /// LSTM, GRU and SimpleRNN make their cell and pass their dtype policy on to it; RNN(cell) keeps the cell's.
+  bool passes_dtype_policy_on() const override { return owns_cell_; }
+  bool owns_cell_ = false;
 
  private:
   std::shared_ptr<RNNCell> cell_;
@@ -287,6 +296,10 @@ class Bidirectional : public Layer {
   std::string merge_mode_;
   std::vector<Shape> output_shapes_;
   std::vector<Tensor> run(const std::vector<Tensor>& inputs, bool training, const Tensor& mask);
+
+ protected:
+  /// The wrapped layers keep their own dtype policies (Keras).
+  bool passes_dtype_policy_on() const override { return false; }
 };
 
 }  // namespace osprey::keras::layers
@@ -319,6 +332,10 @@ class TimeDistributed : public Layer {
  private:
   std::shared_ptr<Layer> layer_;
   Shape step_shape_;  ///< the inner layer's input shape (a step's, without the batch)
+
+ protected:
+  /// The wrapped layers keep their own dtype policies (Keras).
+  bool passes_dtype_policy_on() const override { return false; }
 };
 
 }  // namespace osprey::keras::layers

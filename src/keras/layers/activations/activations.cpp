@@ -48,7 +48,7 @@ Tensor LeakyReLU::call(const Tensor& x, bool) {
 }
 
 
-ReLU::ReLU(ReLUOptions options) : Layer(options.name, "re_lu"), o_(std::move(options)) {
+ReLU::ReLU(ReLUOptions options) : Layer(options.name, "re_lu", options.dtype), o_(std::move(options)) {
   if (o_.max_value && *o_.max_value < 0) {
     throw ValueError(fmt::format("max_value of a ReLU layer cannot be a negative value. Received: max_value={}",
                                  *o_.max_value));

@@ -17,7 +17,7 @@ namespace osprey::keras::layers {
 Attention::Attention(Options options) : Attention(std::move(options), false) {}
 
 Attention::Attention(Options options, bool additive)
-    : Layer(options.name, additive ? "additive_attention" : "attention"), o_(std::move(options)), additive_(additive) {
+    : Layer(options.name, additive ? "additive_attention" : "attention", options.dtype), o_(std::move(options)), additive_(additive) {
   if (o_.score_mode != "dot" && o_.score_mode != "concat") {
     throw ValueError(fmt::format("Invalid value for argument score_mode. Expected one of {{'dot', 'concat'}}. "
                                  "Received: score_mode={}",
@@ -26,7 +26,15 @@ Attention::Attention(Options options, bool additive)
   if (!(o_.dropout >= 0.0 && o_.dropout < 1.0)) {
     throw ValueError(fmt::format("{}: dropout must be in [0, 1), got {}", class_name(), o_.dropout));
   }
-  if (o_.dropout > 0.0) dropout_ = std::make_shared<Dropout>(o_.dropout, name_ + "_dropout");
+  if (o_.dropout > 0.0) {
+    dropout_ = std::make_shared<Dropout>(o_.dropout, name_ + "_dropout");
+    dropout_->set_dtype_policy(dtype_policy_);
+  }
+}
+
+void Attention::set_dtype_policy(const mixed_precision::DTypePolicy& policy) {
+  Layer::set_dtype_policy(policy);
+  if (dropout_) dropout_->set_dtype_policy(policy);
 }
 
 AdditiveAttention::AdditiveAttention(bool use_scale, double dropout, std::string name)

@@ -20,7 +20,7 @@ MultiHeadAttention::MultiHeadAttention(int64_t num_heads, int64_t key_dim, Multi
 
 MultiHeadAttention::MultiHeadAttention(int64_t num_heads, int64_t key_dim, int64_t kv_heads,
                                        MultiHeadAttentionOptions options, const std::string& default_prefix)
-    : Layer(options.name, default_prefix), kv_heads_(kv_heads), num_heads_(num_heads), key_dim_(key_dim),
+    : Layer(options.name, default_prefix, options.dtype), kv_heads_(kv_heads), num_heads_(num_heads), key_dim_(key_dim),
       value_dim_(options.value_dim.value_or(key_dim)), o_(std::move(options)) {
   if (num_heads <= 0) {
     throw ValueError(fmt::format("Received an invalid value for argument `num_heads`, expected a positive integer. "
@@ -107,7 +107,7 @@ Shape MultiHeadAttention::build(const std::vector<Shape>& shapes) {
   auto projection = [&](const char* name, int64_t per_head, const std::string& activation, int64_t heads) {
     EinsumDenseOptions e{activation,           o_.use_bias ? "de" : "", o_.kernel_initializer, o_.bias_initializer,
                          o_.kernel_regularizer, o_.bias_regularizer,     o_.kernel_constraint,  o_.bias_constraint,
-                         name};
+                         name,                 dtype_policy_.name()};
     return std::make_shared<EinsumDense>("abc,cde->abde", std::vector<int64_t>{0, heads, per_head}, e);
   };
   // Keras's order: query, key, gate, value, the softmax and dropout (auto-named), the output.
@@ -123,6 +123,8 @@ Shape MultiHeadAttention::build(const std::vector<Shape>& shapes) {
   value_->build(v);
   softmax_ = std::make_shared<Softmax>();
   dropout_ = std::make_shared<Dropout>(o_.dropout);
+  softmax_->set_dtype_policy(dtype_policy_);  // Keras makes MultiHeadAttention's sublayers with its dtype policy
+  dropout_->set_dtype_policy(dtype_policy_);
   const std::vector<int64_t> out_dims = o_.output_shape.empty() ? std::vector<int64_t>{q[1]} : o_.output_shape;
   const std::string out_letters = std::string("efghijkl").substr(0, out_dims.size());
   std::vector<int64_t> out_partial{0};
@@ -131,7 +133,7 @@ Shape MultiHeadAttention::build(const std::vector<Shape>& shapes) {
       "abcd,cd" + out_letters + "->ab" + out_letters, out_partial,
       EinsumDenseOptions{"", o_.use_bias ? out_letters : "", o_.kernel_initializer, o_.bias_initializer,
                          o_.kernel_regularizer, o_.bias_regularizer, o_.kernel_constraint, o_.bias_constraint,
-                         "attention_output"});
+                         "attention_output", dtype_policy_.name()});
   output_->build(Shape({q[0], num_heads_, value_dim_}));
   for (EinsumDense* d : {query_.get(), key_.get(), gate_.get(), value_.get(), output_.get()}) {
     if (!d) continue;

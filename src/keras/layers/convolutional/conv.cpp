@@ -99,7 +99,7 @@ std::string class_of(BaseConv::Kind kind, int rank) {
 using detail::with_batch;
 
 BaseConv::BaseConv(Kind kind, int rank, int64_t filters, const Ints& kernel_size, ConvOptions options)
-    : Layer(options.name, prefix_of(kind, rank)), kind_(kind), rank_(rank), filters_(filters),
+    : Layer(options.name, prefix_of(kind, rank), options.dtype), kind_(kind), rank_(rank), filters_(filters),
       options_(std::move(options)) {
   const std::string cls = class_of(kind, rank);
   activation_name_ = ActivationFn::get(options_.activation).name;  // ValueError for unknown names

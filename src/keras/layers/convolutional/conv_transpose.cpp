@@ -14,7 +14,7 @@
 namespace osprey::keras::layers {
 
 BaseConvTranspose::BaseConvTranspose(int rank, int64_t filters, const Ints& kernel_size, ConvOptions options)
-    : Layer(options.name, fmt::format("conv{}d_transpose", rank)), rank_(rank), filters_(filters),
+    : Layer(options.name, fmt::format("conv{}d_transpose", rank), options.dtype), rank_(rank), filters_(filters),
       options_(std::move(options)) {
   const std::string cls = class_name();
   activation_name_ = ActivationFn::get(options_.activation).name;

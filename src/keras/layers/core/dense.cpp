@@ -27,7 +27,7 @@ Shape Input::build(const Shape& input_shape) {
 }
 
 Dense::Dense(int units, const std::string& activation, DenseOptions options)
-    : Layer(options.name, "dense"), units_(units), options_(std::move(options)) {
+    : Layer(options.name, "dense", options.dtype), units_(units), options_(std::move(options)) {
   const ActivationFn fn = ActivationFn::get(activation);  // ValueError for unknown names
   activation_ = fn.kernel;
   activation_name_ = fn.name;

@@ -46,7 +46,7 @@ int64_t product(const std::vector<int64_t>& d, std::size_t b, std::size_t e) {
 }  // namespace
 
 EinsumDense::EinsumDense(std::string equation, std::vector<int64_t> output_shape, EinsumDenseOptions options)
-    : Layer(options.name, "einsum_dense"), equation_(std::move(equation)),
+    : Layer(options.name, "einsum_dense", options.dtype), equation_(std::move(equation)),
       partial_output_shape_(std::move(output_shape)), options_(std::move(options)) {
   const ActivationFn fn = ActivationFn::get(options_.activation);
   activation_ = fn.kernel;

@@ -22,7 +22,7 @@ static void check_epsilon(const char* layer, double epsilon) {
   }
 }
 
-BatchNormalization::BatchNormalization(BatchNormalizationOptions o) : Layer(o.name, "batch_normalization"), o_(o) {
+BatchNormalization::BatchNormalization(BatchNormalizationOptions o) : Layer(o.name, "batch_normalization", o.dtype), o_(o) {
   check_epsilon("BatchNormalization", o.epsilon);
 }
 
@@ -91,7 +91,7 @@ Tensor BatchNormalization::call(const Tensor& inputs, bool training) {
 
 // ---- LayerNormalization ----
 
-LayerNormalization::LayerNormalization(LayerNormalizationOptions o) : Layer(o.name, "layer_normalization"), o_(o) {
+LayerNormalization::LayerNormalization(LayerNormalizationOptions o) : Layer(o.name, "layer_normalization", o.dtype), o_(o) {
   check_epsilon("LayerNormalization", o.epsilon);
 }
 
@@ -137,7 +137,7 @@ Tensor UnitNormalization::call(const Tensor& x, bool) {
   return ops::reshape(times_rows(rows, inv), x.shape());
 }
 
-GroupNormalization::GroupNormalization(GroupNormalizationOptions o) : Layer(o.name, "group_normalization"), o_(o) {
+GroupNormalization::GroupNormalization(GroupNormalizationOptions o) : Layer(o.name, "group_normalization", o.dtype), o_(o) {
   if (o.groups < 1) throw ValueError(fmt::format("GroupNormalization: groups={} must be >= 1", o.groups));
   check_epsilon("GroupNormalization", o.epsilon);
 }

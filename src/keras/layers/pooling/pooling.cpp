@@ -23,7 +23,7 @@ using detail::with_batch;
 }  // namespace
 
 BasePooling::BasePooling(ops::PoolKind kind, int rank, const Ints& pool_size, PoolOptions options)
-    : Layer(options.name, pool_prefix(kind, rank, false)), kind_(kind), rank_(rank), options_(std::move(options)) {
+    : Layer(options.name, pool_prefix(kind, rank, false), options.dtype), kind_(kind), rank_(rank), options_(std::move(options)) {
   const std::string cls = pool_class(kind, rank, false);
   pool_size_ = detail::per_axis(pool_size, rank, 1, cls, "pool_size");
   strides_ = options_.strides.values.empty() ? pool_size_ : detail::per_axis(options_.strides, rank, 1, cls, "strides");

@@ -66,7 +66,7 @@ std::vector<float> draws(int64_t n, const FactorRange& r, double scale) {
 
 RandomAffine::RandomAffine(Kind kind, FactorRange a, std::optional<FactorRange> b, std::string flip_mode,
                            AugmentOptions options)
-    : Layer(options.name, prefix_of(kind)), kind_(kind), a_(a), b_(b), flip_mode_(std::move(flip_mode)),
+    : Layer(options.name, prefix_of(kind), options.dtype), kind_(kind), a_(a), b_(b), flip_mode_(std::move(flip_mode)),
       options_(std::move(options)) {
   const std::string cls = class_of(kind);
   (void)fill_mode_of(options_.fill_mode, cls);

@@ -81,7 +81,7 @@ Tensor Rescaling::call(const Tensor& x, bool) {
 }
 
 Resizing::Resizing(int64_t height, int64_t width, ResizingOptions options)
-    : Layer(options.name, "resizing"), height_(height), width_(width), options_(std::move(options)) {
+    : Layer(options.name, "resizing", options.dtype), height_(height), width_(width), options_(std::move(options)) {
   check_size("Resizing", height, width);
   if (options_.interpolation != "bilinear" && options_.interpolation != "nearest") {
     throw ValueError(fmt::format("Resizing: interpolation \"{}\" is not implemented in Osprey (\"bilinear\", "

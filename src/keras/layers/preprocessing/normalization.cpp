@@ -80,7 +80,7 @@ Stats stats_of(const Tensor& x, const std::vector<int>& keep) {
 
 }  // namespace
 
-Normalization::Normalization(NormalizationOptions options) : Layer(options.name, "normalization"), o_(std::move(options)) {
+Normalization::Normalization(NormalizationOptions options) : Layer(options.name, "normalization", options.dtype), o_(std::move(options)) {
   if (o_.mean.has_value() != o_.variance.has_value()) {
     throw ValueError(fmt::format("When setting values directly, both `mean` and `variance` must be set. Received: "
                                  "mean={} and variance={}",

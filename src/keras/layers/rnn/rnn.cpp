@@ -45,7 +45,7 @@ Tensor one_minus(const Tensor& x) { return ops::neg(ops::sub(x, Tensor::scalar(1
 }  // namespace
 
 RNNCell::RNNCell(Kind kind, int64_t units, RecurrentOptions options)
-    : Layer(options.name, cell_prefix(kind)), kind_(kind), units_(units), o_(std::move(options)) {
+    : Layer(options.name, cell_prefix(kind), options.dtype), kind_(kind), units_(units), o_(std::move(options)) {
   const std::string cls = cell_class(kind);
   if (units <= 0 || units > (int64_t{1} << 20)) {
     throw ValueError(fmt::format("Received an invalid value for argument `units`, expected a positive integer, got "
@@ -244,7 +244,7 @@ RNN::RNN(std::vector<std::shared_ptr<RNNCell>> cells, RNNOptions options)
     : RNN(std::make_shared<StackedRNNCells>(std::move(cells)), std::move(options), "rnn") {}
 
 RNN::RNN(std::shared_ptr<RNNCell> cell, RNNOptions options, const std::string& default_prefix)
-    : Layer(options.name, default_prefix), cell_(std::move(cell)), r_(std::move(options)) {
+    : Layer(options.name, default_prefix, options.dtype), cell_(std::move(cell)), r_(std::move(options)) {
   if (!cell_) throw ValueError("RNN: the cell is empty (a null pointer)");
 }
 
@@ -436,21 +436,31 @@ std::vector<Tensor> RNN::run(const Tensor& inputs, bool training, const Tensor& 
 namespace {
 // The layer's name from either options struct; its cell is named after its class ("lstm_cell" in every LSTM), as
 // Keras names it.
+// LSTM(units, RecurrentOptions, RNNOptions): a name or dtype in either applies to the layer; its cell takes the
+// layer's dtype policy, as Keras's LSTM makes its cell with dtype=self.dtype_policy.
 RNNOptions named(RNNOptions rnn, const RecurrentOptions& o) {
   if (rnn.name.empty()) rnn.name = o.name;
+  if (rnn.dtype.empty()) rnn.dtype = o.dtype;
   return rnn;
 }
-RecurrentOptions cell_named(RecurrentOptions o, const char* name) {
+RecurrentOptions cell_named(RecurrentOptions o, const RNNOptions& rnn, const char* name) {
   o.name = name;
+  if (o.dtype.empty()) o.dtype = rnn.dtype;
   return o;
 }
 }  // namespace
 
 SimpleRNN::SimpleRNN(int64_t units, RecurrentOptions options, RNNOptions rnn)
-    : RNN(std::make_shared<SimpleRNNCell>(units, cell_named(options, "simple_rnn_cell")), named(std::move(rnn), options), "simple_rnn") {}
+    : RNN(std::make_shared<SimpleRNNCell>(units, cell_named(options, rnn, "simple_rnn_cell")), named(rnn, options), "simple_rnn") {
+  owns_cell_ = true;
+}
 LSTM::LSTM(int64_t units, RecurrentOptions options, RNNOptions rnn)
-    : RNN(std::make_shared<LSTMCell>(units, cell_named(options, "lstm_cell")), named(std::move(rnn), options), "lstm") {}
+    : RNN(std::make_shared<LSTMCell>(units, cell_named(options, rnn, "lstm_cell")), named(rnn, options), "lstm") {
+  owns_cell_ = true;
+}
 GRU::GRU(int64_t units, RecurrentOptions options, RNNOptions rnn)
-    : RNN(std::make_shared<GRUCell>(units, cell_named(options, "gru_cell")), named(std::move(rnn), options), "gru") {}
+    : RNN(std::make_shared<GRUCell>(units, cell_named(options, rnn, "gru_cell")), named(rnn, options), "gru") {
+  owns_cell_ = true;
+}
 
 }  // namespace osprey::keras::layers

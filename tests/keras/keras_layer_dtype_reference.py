@@ -1,0 +1,87 @@
+"""Expected values for Keras's per-layer `dtype` argument (tests/keras/test_layer_dtype.cpp) from real Keras 3
+(TensorFlow backend): a model under the global "mixed_bfloat16" policy whose last layer is
+Activation("softmax", dtype="float32") (the Keras mixed-precision guide's pattern: layer dtypes, float32 output,
+predictions, loss, gradients, one SGD step), saved as tests/data/keras_files/layer_dtype.keras; a float32 model with
+one Dense(dtype="mixed_bfloat16"); and the sublayers Keras gives a layer's policy (an LSTM's cell, MultiHeadAttention's
+projections). `python3 tests/keras/keras_layer_dtype_reference.py` (pip tensorflow-cpu keras) writes
+tests/data/keras_layer_dtype.json and that file."""
+import json
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+import keras  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+rng = np.random.default_rng(21)
+out = {"keras": keras.__version__, "tensorflow": tf.__version__}
+x = rng.uniform(-1, 1, size=(5, 8)).astype("float32")
+y = np.array([0, 3, 1, 2, 3], dtype="int32")
+weights = [rng.uniform(-0.5, 0.5, size=s).astype("float32") for s in [(8, 16), (16,), (16, 4), (4,)]]
+out["x"], out["y"] = x.tolist(), y.tolist()
+out["weights"] = [w.astype("float64").tolist() for w in weights]
+
+
+def dtypes(model):
+    return [{"name": l.name, "policy": l.dtype_policy.name, "compute_dtype": l.compute_dtype,
+             "variable_dtype": l.variable_dtype} for l in model.layers]
+
+
+def name(d):
+    return d.name if hasattr(d, "name") else str(d)
+
+
+# A: mixed_bfloat16 everywhere but the float32 softmax.
+keras.mixed_precision.set_global_policy("mixed_bfloat16")
+def make_a():
+    return keras.Sequential([keras.Input((8,)), keras.layers.Dense(16, activation="relu", name="hidden"),
+                             keras.layers.Dense(4, name="logits"),
+                             keras.layers.Activation("softmax", dtype="float32", name="probs")], name="guide")
+a = make_a()
+a.set_weights(weights)
+rec = {"layers": dtypes(a)}
+pred = a(x, training=False)
+rec["output_dtype"] = name(pred.dtype)
+rec["predict"] = np.asarray(pred).tolist()
+with tf.GradientTape() as tape:
+    loss = keras.losses.SparseCategoricalCrossentropy()(y, a(x, training=True))
+grads = tape.gradient(loss, a.trainable_variables)
+rec["loss"] = float(loss)
+rec["grads"] = [np.asarray(g).astype("float64").tolist() for g in grads]
+a.compile(optimizer=keras.optimizers.SGD(0.1), loss="sparse_categorical_crossentropy")
+a.train_on_batch(x, y)
+rec["after_sgd_step"] = [w.astype("float64").tolist() for w in a.get_weights()]
+out["guide"] = rec
+saved = make_a()
+saved.set_weights(weights)
+os.makedirs(os.path.join(HERE, "..", "data", "keras_files"), exist_ok=True)
+saved.save(os.path.join(HERE, "..", "data", "keras_files", "layer_dtype.keras"))
+
+# B: float32 everywhere but one mixed_bfloat16 Dense.
+keras.mixed_precision.set_global_policy("float32")
+inp = keras.Input((8,))
+h = keras.layers.Dense(16, activation="relu", dtype="mixed_bfloat16", name="hidden")(inp)
+b = keras.Model(inp, keras.layers.Dense(4, activation="softmax", name="probs")(h), name="one_mixed")
+b.set_weights(weights)
+hidden = keras.Model(inp, h)
+rec = {"layers": dtypes(b), "hidden_dtype": name(hidden(x).dtype), "output_dtype": name(b(x).dtype),
+       "predict": np.asarray(b(x)).tolist()}
+out["one_mixed"] = rec
+
+# Sublayers that take their layer's policy.
+lstm = keras.layers.LSTM(4, dtype="mixed_bfloat16")
+lstm.build((None, 3, 2))
+keras.mixed_precision.set_global_policy("mixed_bfloat16")
+mha = keras.layers.MultiHeadAttention(2, 3, dtype="float32")
+mha.build((None, 4, 6), (None, 4, 6))
+out["sublayers"] = {"lstm": lstm.dtype_policy.name, "lstm_cell": lstm.cell.dtype_policy.name,
+                    "mha": mha.dtype_policy.name, "mha_query": mha._query_dense.dtype_policy.name,
+                    "mha_output": mha._output_dense.dtype_policy.name}
+keras.mixed_precision.set_global_policy("float32")
+
+path = os.path.join(HERE, "..", "data", "keras_layer_dtype.json")
+with open(path, "w") as f:
+    json.dump(out, f, indent=None, separators=(",", ":"), allow_nan=False)
+    f.write("\n")
+print(f"wrote {path} (Keras {keras.__version__}, TensorFlow {tf.__version__})")

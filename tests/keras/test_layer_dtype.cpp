@@ -1,0 +1,184 @@
+// Keras's per-layer `dtype` argument (`DenseOptions{.dtype = ...}`, `.with_dtype(...)`) against real Keras 3:
+// tests/keras/keras_layer_dtype_reference.py wrote tests/data/keras_layer_dtype.json and
+// keras_files/layer_dtype.keras (the mixed-precision guide's float32 softmax under mixed_bfloat16, one bfloat16 layer
+// in a float32 model, the sublayers that take a layer's policy, a Keras-saved model's per-layer policies).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "osprey/autodiff.h"
+#include "osprey/errors.h"
+#include "osprey/keras.h"
+#include "osprey/keras/mixed_precision.h"
+#include "reference_json.h"
+#include "test_util.h"
+
+using namespace osprey;
+using osprey::testing::expect_close;
+using osprey::testing::tensor_of;
+namespace mp = osprey::keras::mixed_precision;
+using json = nlohmann::json;
+
+namespace {
+
+const json& layer_dtype_ref() {
+  static const json j = osprey::testing::read_reference("keras_layer_dtype.json");
+  return j;
+}
+
+// Restores the float32 policy whatever a test does.
+struct PolicyScope {
+  explicit PolicyScope(const std::string& name) { mp::set_global_policy(name); }
+  ~PolicyScope() { mp::set_global_policy("float32"); }
+};
+
+// Every non-input layer's name, policy and dtypes as Keras recorded them.
+void expect_layer_dtypes(const keras::Model& model, const json& want) {
+  std::vector<std::shared_ptr<keras::Layer>> layers;
+  for (const auto& l : model.layers()) {
+    if (l->class_name() != "InputLayer") layers.push_back(l);
+  }
+  std::vector<const json*> expected;
+  for (const auto& w : want) {
+    if (w["name"].get<std::string>().rfind("input_layer", 0) != 0) expected.push_back(&w);
+  }
+  ASSERT_EQ(layers.size(), expected.size());
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    const json& w = *expected[i];
+    EXPECT_EQ(layers[i]->name(), w["name"].get<std::string>());
+    EXPECT_EQ(layers[i]->dtype_policy().name(), w["policy"].get<std::string>()) << layers[i]->name();
+    EXPECT_EQ(dtype_name(layers[i]->compute_dtype()), w["compute_dtype"].get<std::string>()) << layers[i]->name();
+    EXPECT_EQ(dtype_name(layers[i]->variable_dtype()), w["variable_dtype"].get<std::string>()) << layers[i]->name();
+  }
+}
+
+std::vector<Tensor> layer_dtype_weights() {
+  std::vector<Tensor> w;
+  for (const auto& v : layer_dtype_ref()["weights"]) w.push_back(tensor_of(v));
+  return w;
+}
+
+}  // namespace
+
+// The mixed-precision guide's model: mixed_bfloat16 globally, the softmax in float32 through its dtype argument.
+TEST(LayerDtype, Float32SoftmaxUnderMixedBfloat16MatchesKeras) {
+  const auto& r = layer_dtype_ref()["guide"];
+  PolicyScope scope("mixed_bfloat16");
+  keras::Sequential model({keras::layers::Input({8}), keras::layers::Dense(16, "relu", {.name = "hidden"}),
+                           keras::layers::Dense(4, "", {.name = "logits"}),
+                           keras::layers::Activation("softmax", "probs").with_dtype("float32")},
+                          "guide");
+  model.set_weights(layer_dtype_weights());
+  expect_layer_dtypes(model, r["layers"]);
+  const Tensor x = tensor_of(layer_dtype_ref()["x"]);
+  const Tensor y = Tensor::from_vector(layer_dtype_ref()["y"].get<std::vector<int32_t>>(), {5});
+  const Tensor out = model(x);
+  EXPECT_EQ(dtype_name(out.dtype()), r["output_dtype"].get<std::string>());  // float32 straight from the model
+  expect_close(out, r["predict"], 1e-2, "predict");
+  keras::losses::SparseCategoricalCrossentropy loss_fn;
+  GradientTape tape;
+  const Tensor loss = loss_fn(y, model(x, true));
+  EXPECT_NEAR(loss.item(), r["loss"].get<double>(), 1e-2);
+  const auto grads = tape.gradient(loss, model.trainable_variables());
+  ASSERT_EQ(grads.size(), r["grads"].size());
+  for (std::size_t i = 0; i < grads.size(); ++i) {
+    EXPECT_EQ(grads[i].dtype(), DType::float32);
+    expect_close(grads[i], r["grads"][i], 1e-2, "grad " + std::to_string(i));
+  }
+  model.compile({.optimizer = keras::optimizers::SGD({.learning_rate = 0.1}), .loss = "sparse_categorical_crossentropy"});
+  model.train_on_batch(x, y);
+  const auto after = model.get_weights();
+  for (std::size_t i = 0; i < after.size(); ++i) {
+    expect_close(after[i], r["after_sgd_step"][i], 1e-3, "after step " + std::to_string(i));
+  }
+}
+
+// A float32 model with one mixed_bfloat16 Dense (the options' dtype): bfloat16 between it and the next layer,
+// float32 out.
+TEST(LayerDtype, OneMixedBfloat16DenseInAFloat32ModelMatchesKeras) {
+  const auto& r = layer_dtype_ref()["one_mixed"];
+  ASSERT_EQ(mp::global_policy().name(), "float32");
+  auto inputs = keras::Input({8});
+  auto h = keras::layers::Dense(16, "relu", {.name = "hidden", .dtype = "mixed_bfloat16"})(inputs);
+  keras::Model model(inputs, keras::layers::Dense(4, "softmax", {.name = "probs"})(h), "one_mixed");
+  keras::Model hidden(inputs, h);
+  model.set_weights(layer_dtype_weights());
+  expect_layer_dtypes(model, r["layers"]);
+  const Tensor x = tensor_of(layer_dtype_ref()["x"]);
+  EXPECT_EQ(dtype_name(hidden(x).dtype()), r["hidden_dtype"].get<std::string>());
+  EXPECT_EQ(dtype_name(model(x).dtype()), r["output_dtype"].get<std::string>());
+  expect_close(model.predict(x, {.verbose = 0}), r["predict"], 1e-2, "predict");
+  // It trains: the float32 variables of the bfloat16 layer take float32 gradients.
+  model.compile({.optimizer = "adam", .loss = "sparse_categorical_crossentropy"});
+  const auto before = model.get_weights();
+  model.fit(x, Tensor::from_vector(layer_dtype_ref()["y"].get<std::vector<int32_t>>(), {5}), {.epochs = 2, .verbose = 0});
+  EXPECT_NE(model.get_weights()[0].to_vector<float>(), before[0].to_vector<float>());
+  EXPECT_EQ(model.get_weights()[0].dtype(), DType::float32);
+}
+
+// Keras gives an LSTM's cell and MultiHeadAttention's projections their layer's policy; wrappers keep the wrapped
+// layer's own.
+TEST(LayerDtype, SublayersTakeTheLayersPolicyAsKeras) {
+  const auto& r = layer_dtype_ref()["sublayers"];
+  keras::layers::LSTM lstm(4, {.dtype = "mixed_bfloat16"});
+  EXPECT_EQ(lstm.dtype_policy().name(), r["lstm"].get<std::string>());
+  EXPECT_EQ(lstm.cell().dtype_policy().name(), r["lstm_cell"].get<std::string>());
+  keras::layers::GRU gru(4, {}, {.dtype = "mixed_bfloat16"});  // the RNN options' dtype reaches the cell too
+  EXPECT_EQ(gru.cell().dtype_policy().name(), "mixed_bfloat16");
+  PolicyScope scope("mixed_bfloat16");
+  auto mha = keras::layers::MultiHeadAttention(2, 3).with_dtype("float32");
+  mha.build(std::vector<Shape>{Shape({4, 6}), Shape({4, 6})});
+  EXPECT_EQ(mha.dtype_policy().name(), r["mha"].get<std::string>());
+  EXPECT_EQ(mha.query_dense()->dtype_policy().name(), r["mha_query"].get<std::string>());
+  EXPECT_EQ(mha.output_dense()->dtype_policy().name(), r["mha_output"].get<std::string>());
+  // RNN over a given cell and Bidirectional leave the wrapped layers' policies alone.
+  auto cell = std::make_shared<keras::layers::LSTMCell>(3);
+  keras::layers::RNN rnn(cell);
+  rnn.set_dtype_policy("float32");
+  EXPECT_EQ(cell->dtype_policy().name(), "mixed_bfloat16");
+}
+
+TEST(LayerDtype, BadPoliciesAndLateChangesAreValueErrors) {
+  EXPECT_THROW(keras::layers::Dense(4, "", {.dtype = "float8"}), ValueError);
+  try {
+    keras::layers::Activation("relu").with_dtype("mixed_half");
+    FAIL() << "an unknown policy name was taken";
+  } catch (const ValueError& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("mixed_half"));
+  }
+  keras::layers::Dense dense(4);
+  dense(Tensor::from_vector(std::vector<float>(6, 1.0f), {2, 3}));  // built in float32
+  dense.set_dtype_policy("float32");                                // the same policy: fine
+  try {
+    dense.set_dtype_policy("mixed_bfloat16");
+    FAIL() << "a built layer changed its policy";
+  } catch (const ValueError& e) {
+    EXPECT_THAT(e.what(), ::testing::AllOf(::testing::HasSubstr(dense.name()), ::testing::HasSubstr("float32"),
+                                           ::testing::HasSubstr("mixed_bfloat16"), ::testing::HasSubstr("before")));
+  }
+}
+
+TEST(LayerDtype, KerasSavedPerLayerPoliciesLoadAndRoundTrip) {
+  SKIP_WITHOUT_HDF5();
+  const auto& r = layer_dtype_ref()["guide"];
+  auto model = keras::models::load_model(osprey::testing::data_file("keras_files/layer_dtype.keras"));
+  EXPECT_EQ(mp::global_policy().name(), "float32");
+  expect_layer_dtypes(*model, r["layers"]);
+  const Tensor x = tensor_of(layer_dtype_ref()["x"]);
+  EXPECT_EQ((*model)(x).dtype(), DType::float32);
+  expect_close(model->predict(x, {.verbose = 0}), r["predict"], 1e-2, "loaded predict");
+  // Osprey's own save keeps every layer's policy; for tests/keras/keras_load_osprey_mixed.py, Keras loads it.
+  const std::string dir = ::testing::TempDir();
+  const std::string path = std::getenv("OSPREY_KERAS_FILES_OUT") ? std::string(std::getenv("OSPREY_KERAS_FILES_OUT"))
+                                                                  : dir;
+  model->save(path + "/layer_dtype.keras");
+  auto again = keras::models::load_model(path + "/layer_dtype.keras");
+  expect_layer_dtypes(*again, r["layers"]);
+  if (std::getenv("OSPREY_KERAS_FILES_OUT")) {
+    std::ofstream(path + "/layer_dtype.json") << json{{"predict", model->predict(x, {.verbose = 0}).to_vector<double>()}}.dump();
+  }
+}
