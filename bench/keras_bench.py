@@ -3,7 +3,8 @@ batch 64, Adam, BCE, accuracy) and the wide MLP (784->512->512->10, sparse CE, o
 from interpreter start to the first completed training step. One JSON line per case.
 "cnn" is bench/cnn_step's VGG-style CNN on 32x32x3 (one repeated batch); "lstm" bench/lstm_step's LSTM(256) over
 100 steps of 128 inputs, then Dense(1), Adam, mse (batch 64).
-Usage: keras_bench.py <seed|wide|cnn|lstm|first_step> [batch] [threads]"""
+A 4th argument sets Keras's global dtype policy ("mixed_bfloat16": bfloat16 compute on TensorFlow's CPU kernels).
+Usage: keras_bench.py <seed|wide|cnn|lstm|first_step> [batch] [threads] [policy]"""
 import json
 import os
 import sys
@@ -14,6 +15,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 case = sys.argv[1] if len(sys.argv) > 1 else "seed"
 batch = int(sys.argv[2]) if len(sys.argv) > 2 else 64
 threads = int(sys.argv[3]) if len(sys.argv) > 3 else 0
+policy = sys.argv[4] if len(sys.argv) > 4 else "float32"
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
@@ -24,6 +26,7 @@ if threads:
     tf.config.threading.set_intra_op_parallelism_threads(threads)
     tf.config.threading.set_inter_op_parallelism_threads(1)
 keras.utils.set_random_seed(0)
+keras.mixed_precision.set_global_policy(policy)
 
 if case in ("seed", "first_step"):
     x = np.random.rand(2048, 20).astype("float32")
@@ -80,5 +83,5 @@ else:
     model.fit(xs, ys, epochs=3, batch_size=batch, verbose=0, shuffle=False)
     us = (time.perf_counter() - t0) / 60 * 1e6
     name = f"wide MLP fit batch {batch}"
-print(json.dumps({"framework": "tensorflow-keras", "case": f"{name}, threads={threads or 'default'}, "
+print(json.dumps({"framework": "tensorflow-keras", "case": f"{name}, threads={threads or 'default'}, {policy}, "
                   f"tf {tf.__version__}, keras {keras.__version__}", "us_per_step": round(us, 1)}))

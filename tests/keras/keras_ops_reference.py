@@ -84,6 +84,13 @@ cases = [
     ("broadcast_to", lambda x: ops.broadcast_to(x, (2, 3, 4)), [f32(3, 1)]),
     ("slice", lambda x: ops.slice(x, (1, 0, 2), (2, 3, 2)), [f32(3, 3, 4)]),
     ("abs_sign", lambda x: ops.multiply(ops.abs(x), ops.sign(x)), [f32(3, 4)]),
+    # Ellipses (broadcast between the operands) and repeated labels (diagonals).
+    ("einsum_ellipsis_bmm", lambda a, b: ops.einsum("...ij,...jk->...ik", a, b), [f32(2, 1, 3, 4), f32(3, 4, 2)]),
+    ("einsum_ellipsis_middle", lambda a: ops.einsum("i...j->j...i", a), [f32(2, 3, 4, 5)]),
+    ("einsum_ellipsis_sum", lambda a, b: ops.einsum("...d,...d->...", a, b), [f32(2, 3, 4), f32(4)]),
+    ("einsum_trace", lambda a: ops.einsum("ii", a), [f32(3, 3)]),
+    ("einsum_diagonal_batch", lambda a: ops.einsum("bii->bi", a), [f32(2, 3, 3)]),
+    ("einsum_diagonal_product", lambda a, b: ops.einsum("iij,jk->ik", a, b), [f32(2, 2, 3), f32(3, 4)]),
 ]
 
 

@@ -95,6 +95,12 @@ const std::map<std::string, std::function<Ts(const Ts&)>>& cases() {
       {"broadcast_to", [](const Ts& i) { return Ts{ko::broadcast_to(i[0], {2, 3, 4})}; }},
       {"slice", [](const Ts& i) { return Ts{ko::slice(i[0], {1, 0, 2}, {2, 3, 2})}; }},
       {"abs_sign", [](const Ts& i) { return Ts{ko::multiply(ko::abs(i[0]), ko::sign(i[0]))}; }},
+      {"einsum_ellipsis_bmm", [](const Ts& i) { return Ts{ko::einsum("...ij,...jk->...ik", i)}; }},
+      {"einsum_ellipsis_middle", [](const Ts& i) { return Ts{ko::einsum("i...j->j...i", i)}; }},
+      {"einsum_ellipsis_sum", [](const Ts& i) { return Ts{ko::einsum("...d,...d->...", i)}; }},
+      {"einsum_trace", [](const Ts& i) { return Ts{ko::einsum("ii", i)}; }},
+      {"einsum_diagonal_batch", [](const Ts& i) { return Ts{ko::einsum("bii->bi", i)}; }},
+      {"einsum_diagonal_product", [](const Ts& i) { return Ts{ko::einsum("iij,jk->ik", i)}; }},
   };
   return m;
 }
@@ -195,7 +201,18 @@ TEST(KerasOps, AxesOutOfRangeOrRepeatedAreErrors) {
   EXPECT_THROW((void)ko::take(x, Tensor::from_vector<int32_t>({0, 3}, {2}), 1), InvalidArgumentError);
   EXPECT_THROW((void)ko::get_item(x, 2), InvalidArgumentError);
   EXPECT_THROW((void)ko::reshape(x, {-1, 4}), InvalidArgumentError);
-  EXPECT_THROW((void)ko::einsum("ii->i", {Tensor::ones({2, 2})}), InvalidArgumentError);
+  EXPECT_THROW((void)ko::einsum("ij->ii", {Tensor::ones({2, 2})}), InvalidArgumentError);      // output repeats
+  EXPECT_THROW((void)ko::einsum("ii->i", {Tensor::ones({2, 3})}), InvalidArgumentError);       // a non-square diagonal
+  EXPECT_THROW((void)ko::einsum("...ij->ij", {Tensor::ones({4, 2, 2})}), InvalidArgumentError);  // no output ellipsis
+  EXPECT_THROW((void)ko::einsum("...i...->i", {Tensor::ones({2, 2})}), InvalidArgumentError);  // two ellipses
+  EXPECT_THROW((void)ko::einsum("..i->i", {Tensor::ones({2, 2})}), InvalidArgumentError);      // a stray '.'
+  EXPECT_THROW((void)ko::einsum("...ijk->k", {Tensor::ones({2, 2})}), InvalidArgumentError);   // rank below the labels
+  try {  // ellipsis axes of 3 and 4 do not broadcast: both shapes in the message
+    (void)ko::einsum("...i,...i->...", {Tensor::ones({3, 2}), Tensor::ones({4, 2})});
+    ADD_FAILURE() << "broadcast 3 against 4";
+  } catch (const InvalidArgumentError& e) {
+    EXPECT_THAT(e.what(), ::testing::AllOf(::testing::HasSubstr("(3, 2)"), ::testing::HasSubstr("(4, 2)")));
+  }
   EXPECT_THROW((void)ko::einsum("ij,jk->ik", {x, Tensor::ones({2, 2})}), InvalidArgumentError);
   EXPECT_THROW((void)ko::einsum("ij->k", {x}), InvalidArgumentError);
   EXPECT_THROW((void)ops::add(Tensor::zeros({2}, DType::bool_), Tensor::zeros({2}, DType::bool_)), InvalidArgumentError);

@@ -151,9 +151,11 @@ Tensor ones_like(const Tensor& x);
 // ---- linear algebra, sorting ----
 /// NumPy's matmul: 1-D operands promoted and the added axis removed, batch axes broadcast.
 Tensor matmul(const Tensor& a, const Tensor& b);
-/// Einstein summation for one or two operands without repeated labels inside an operand ("ij,jk->ik",
-/// "bij,bjk->bik", "bhqd,bhkd->bhqk", "ij->ji", "ii" is not supported); "->" optional (NumPy's implicit output);
-/// no ellipsis. Runs as transposes, reshapes and one batched matmul.
+/// Einstein summation for one or two operands ("ij,jk->ik", "bhqd,bhkd->bhqk", "ij->ji"); "->" optional (NumPy's
+/// implicit output: the ellipsis axes, then the labels seen once, alphabetically). An ellipsis ("...ij,...jk->...ik")
+/// names the axes the labels leave, broadcast between the operands as TensorFlow's (right-aligned, 1 stretches);
+/// a label repeated within an operand takes its diagonal ("ii" is the trace, "iij->ij"). Runs as diagonals,
+/// transposes, reshapes and one batched matmul. InvalidArgumentError for subscripts that do not fit the operands.
 Tensor einsum(const std::string& subscripts, const std::vector<Tensor>& operands);
 /// {values, indices} of the k largest along the last axis (indices int32; ties by lower index).
 std::vector<Tensor> top_k(const Tensor& x, int64_t k, bool sorted = true);

@@ -1,5 +1,7 @@
-// keras::ops::einsum for one or two operands: labels summed out where only one operand has them, the rest as one
-// batched matmul (batch labels, the first operand's free labels, the contracted ones, the second's free labels).
+// keras::ops::einsum for one or two operands: an ellipsis becomes fresh labels (its axes broadcast between the
+// operands, as TensorFlow's), a label repeated within an operand takes the diagonal, labels summed out where only
+// one operand has them, the rest as one batched matmul (batch labels, the first operand's free labels, the
+// contracted ones, the second's free labels).
 #include <algorithm>
 #include <cctype>
 #include <map>
@@ -49,6 +51,26 @@ Tensor arranged(const Operand& x, const std::string& order) {
   return identity ? x.t : core::transpose(x.t, perm);
 }
 
+// x's diagonal over each label it repeats (NumPy's "ii->i", "iij->ij"): x times an identity over the two axes,
+// summed over the second, so that the gradient is the same ops'.
+Operand diagonal(Operand x) {
+  for (std::size_t q = 1; q < x.labels.size(); ++q) {
+    const auto p = x.labels.find(x.labels[q]);
+    if (p == q) continue;
+    const int64_t d = x.t.shape()[static_cast<int>(q)];
+    std::vector<int64_t> dims(x.labels.size(), 1);
+    dims[p] = dims[q] = d;
+    std::vector<float> eye(static_cast<std::size_t>(d * d), 0.0f);
+    for (int64_t i = 0; i < d; ++i) eye[static_cast<std::size_t>(i * d + i)] = 1.0f;
+    Tensor mask = Tensor::from_vector(eye, Shape(dims));
+    if (x.t.dtype() != DType::float32) mask = core::cast(mask, x.t.dtype());
+    x.t = core::reduce_axes(core::mul(x.t, mask), core::ReduceOp::sum, {static_cast<int>(q)}, false);
+    x.labels.erase(q, 1);
+    --q;
+  }
+  return x;
+}
+
 int64_t extent(const std::map<char, int64_t>& size, const std::string& labels) {
   int64_t p = 1;
   for (char c : labels) p *= size.at(c);
@@ -62,7 +84,6 @@ Tensor einsum(const std::string& subscripts, const std::vector<Tensor>& operands
   for (char c : subscripts) {
     if (c != ' ') spec += c;
   }
-  if (spec.find("...") != std::string::npos) bad(subscripts, "ellipses are not supported");
   const auto arrow = spec.find("->");
   const std::string lhs = spec.substr(0, arrow);
   std::vector<std::string> inputs;
@@ -76,6 +97,39 @@ Tensor einsum(const std::string& subscripts, const std::vector<Tensor>& operands
     bad(subscripts, fmt::format("{} operand subscripts for {} operands", inputs.size(), operands.size()));
   }
   if (inputs.size() < 1 || inputs.size() > 2) bad(subscripts, "one or two operands are supported");
+  // An ellipsis stands for the axes the labels do not name: they become fresh labels, the last ones of a shorter
+  // ellipsis lined up with the last ones of a longer one (broadcasting, right-aligned).
+  const auto ellipsis_at = [&](const std::string& s, const std::string& what) {
+    const auto e = s.find("...");
+    if (e != std::string::npos && s.find("...", e + 1) != std::string::npos) {
+      bad(subscripts, fmt::format("{} has more than one ellipsis", what));
+    }
+    if (s.find('.') != e || (e != std::string::npos && s.find('.', e + 3) != std::string::npos)) {
+      bad(subscripts, fmt::format("{} has a '.' outside an ellipsis", what));
+    }
+    return e;
+  };
+  std::vector<int> ellipsis_rank(inputs.size(), 0);
+  int widest = 0;
+  for (std::size_t o = 0; o < inputs.size(); ++o) {
+    const auto e = ellipsis_at(inputs[o], fmt::format("operand {}", o));
+    if (e == std::string::npos) continue;
+    const int named = static_cast<int>(inputs[o].size()) - 3, rank = operands[o].shape().rank();
+    if (rank < named) {
+      bad(subscripts, fmt::format("operand {} has rank {} but {} subscripts besides its ellipsis", o, rank, named));
+    }
+    ellipsis_rank[o] = rank - named;
+    widest = std::max(widest, ellipsis_rank[o]);
+  }
+  std::string fresh;
+  for (char c : std::string("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")) {
+    if (static_cast<int>(fresh.size()) < widest && spec.find(c) == std::string::npos) fresh += c;
+  }
+  if (static_cast<int>(fresh.size()) < widest) bad(subscripts, "too many axes under the ellipsis");
+  for (std::size_t o = 0; o < inputs.size(); ++o) {
+    const auto e = inputs[o].find("...");
+    if (e != std::string::npos) inputs[o].replace(e, 3, fresh.substr(fresh.size() - ellipsis_rank[o]));
+  }
   std::map<char, int64_t> size;
   std::map<char, int> count;
   for (std::size_t o = 0; o < inputs.size(); ++o) {
@@ -86,11 +140,21 @@ Tensor einsum(const std::string& subscripts, const std::vector<Tensor>& operands
     for (std::size_t i = 0; i < in.size(); ++i) {
       const char c = in[i];
       if (!std::isalpha(static_cast<unsigned char>(c))) bad(subscripts, fmt::format("'{}' is not a label", c));
-      if (in.find(c) != i) bad(subscripts, fmt::format("label '{}' repeats within operand {} (diagonals are not supported)", c, o));
       const int64_t d = operands[o].shape()[static_cast<int>(i)];
-      auto [it, fresh] = size.emplace(c, d);
-      if (!fresh && it->second != d) {
-        bad(subscripts, fmt::format("label '{}' is {} in one operand and {} in another", c, it->second, d));
+      auto [it, first] = size.emplace(c, d);
+      const bool broadcast = fresh.find(c) != std::string::npos;  // an ellipsis axis: 1 stretches to the other
+      if (!first && it->second != d) {
+        if (in.find(c) != i) {
+          bad(subscripts, fmt::format("label '{}' repeats within operand {} with sizes {} and {}", c, o, it->second, d));
+        }
+        if (!broadcast || (it->second != 1 && d != 1)) {
+          if (broadcast) {
+            bad(subscripts, fmt::format("the ellipsis axes of the operands, shapes {} and {}, do not broadcast",
+                                        operands[0].shape().to_string(), operands[1].shape().to_string()));
+          }
+          bad(subscripts, fmt::format("label '{}' is {} in one operand and {} in another", c, it->second, d));
+        }
+        it->second = std::max(it->second, d);
       }
       ++count[c];
     }
@@ -98,23 +162,40 @@ Tensor einsum(const std::string& subscripts, const std::vector<Tensor>& operands
   std::string out;
   if (arrow != std::string::npos) {
     out = spec.substr(arrow + 2);
+    const auto e = ellipsis_at(out, "the output");
+    if (e != std::string::npos) {
+      out.replace(e, 3, fresh);
+    } else if (widest > 0) {
+      bad(subscripts, fmt::format("the output has no ellipsis for the {} axes under the operands' ellipsis", widest));
+    }
     for (std::size_t i = 0; i < out.size(); ++i) {
       if (!size.count(out[i])) bad(subscripts, fmt::format("output label '{}' is in no operand", out[i]));
       if (out.find(out[i]) != i) bad(subscripts, fmt::format("output label '{}' repeats", out[i]));
     }
   } else {
+    out = fresh;  // NumPy's implicit output: the ellipsis axes, then the labels seen once in alphabetical order
     for (const auto& [c, n] : count) {
-      if (n == 1) out += c;  // NumPy's implicit output: the labels seen once, in alphabetical order
+      if (n == 1 && fresh.find(c) == std::string::npos) out += c;
     }
   }
-
-  if (inputs.size() == 1) {
-    const Operand x = sum_out({inputs[0], operands[0]}, out);
-    return arranged(x, out);
+  // Each operand's diagonals, and its ellipsis axes of size 1 stretched to the other operand's.
+  std::vector<Operand> ready;
+  for (std::size_t o = 0; o < inputs.size(); ++o) {
+    Operand x = diagonal({inputs[o], operands[o]});
+    std::vector<int64_t> dims;
+    bool stretch = false;
+    for (char c : x.labels) {
+      dims.push_back(size.at(c));
+      stretch = stretch || x.t.shape()[static_cast<int>(dims.size() - 1)] != dims.back();
+    }
+    if (stretch) x.t = core::broadcast_to(x.t, Shape(dims));
+    ready.push_back(std::move(x));
   }
+
+  if (inputs.size() == 1) return arranged(sum_out(ready[0], out), out);
   // Labels only one operand has and the output lacks are summed out first.
-  Operand a = sum_out({inputs[0], operands[0]}, out + inputs[1]);
-  Operand b = sum_out({inputs[1], operands[1]}, out + inputs[0]);
+  Operand a = sum_out(ready[0], out + ready[1].labels);
+  Operand b = sum_out(ready[1], out + ready[0].labels);
   std::string batch, free_a, free_b, contracted;
   for (char c : a.labels) {
     const bool in_b = b.labels.find(c) != std::string::npos, in_out = out.find(c) != std::string::npos;
