@@ -87,3 +87,43 @@ TEST(PlotModel, DrawsWithGraphvizOrSaysItIsMissing) {
   EXPECT_THROW(utils::plot_model(m, (dir / "noextension").string()), ValueError);
   std::filesystem::remove_all(dir);
 }
+
+// expand_nested: a functional model inside a Sequential inside the outer model, drawn as nested clusters, with the
+// edges into and out of each nested model attached to its first and last nodes (Keras's drawing).
+TEST(PlotModel, ExpandNestedDrawsNestedModelsAsClusters) {
+  auto ei = keras::Input({4}, {.name = "enc_in"});
+  auto encoder = std::make_shared<keras::Model>(keras::KerasTensors{ei},
+                                                keras::KerasTensors{layers::Dense(3, "relu", {.name = "enc_dense"})(ei)},
+                                                "encoder");
+  auto block = std::make_shared<keras::Sequential>(
+      std::vector<keras::LayerRef>{layers::Input({4}), encoder, layers::Dense(2, "", {.name = "block_dense"})}, "block");
+  auto x = keras::Input({4}, {.name = "x"});
+  keras::Model outer(x, layers::Dense(1, "", {.name = "head"})((*block)(x)), "outer");
+
+  const std::string flat = utils::model_to_dot(outer);
+  EXPECT_THAT(flat, HasSubstr("block (Sequential)"));
+  EXPECT_THAT(flat, Not(HasSubstr("subgraph")));
+  EXPECT_EQ(count(flat, " -> "), 2) << flat;  // x -> block -> head
+
+  const std::string dot = utils::model_to_dot(outer, {.expand_nested = true});
+  EXPECT_EQ(count(dot, "subgraph \"cluster_"), 2) << dot;
+  EXPECT_THAT(dot, HasSubstr("label=\"block\""));
+  EXPECT_THAT(dot, HasSubstr("label=\"encoder\""));
+  EXPECT_THAT(dot, Not(HasSubstr("block (Sequential)")));
+  EXPECT_THAT(dot, HasSubstr("enc_dense (Dense)"));
+  EXPECT_THAT(dot, HasSubstr("block_dense (Dense)"));
+  // Boxes: x, head; block's input, block_dense; encoder's enc_in, enc_dense.
+  EXPECT_EQ(count(dot, "[label=") - count(dot, "graph [label="), 6) << dot;
+  // Edges: x -> block's input -> enc_in -> enc_dense -> block_dense -> head.
+  EXPECT_EQ(count(dot, " -> "), 5) << dot;
+  if (have_dot()) {
+    const auto dir = std::filesystem::temp_directory_path() / ("osprey_plot_nested_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    utils::plot_model(outer, (dir / "nested.svg").string(), {.show_shapes = true, .expand_nested = true});
+    std::ifstream svg(dir / "nested.svg");
+    const std::string text((std::istreambuf_iterator<char>(svg)), std::istreambuf_iterator<char>());
+    EXPECT_THAT(text, HasSubstr("enc_dense"));  // Graphviz took the clusters
+    EXPECT_THAT(text, HasSubstr("encoder"));
+    std::filesystem::remove_all(dir);
+  }
+}

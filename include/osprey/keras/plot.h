@@ -16,9 +16,14 @@ struct PlotOptions {
   int dpi = 200;
   bool show_layer_activations = false;
   bool show_trainable = false;
+  /// Nested models (a functional or Sequential model used as a layer) drawn with their own layers, in a dashed
+  /// cluster named after the model; edges into it reach its first node and leave from its last, as Keras draws
+  /// them. A subclassed nested model stays one box.
+  bool expand_nested = false;
 };
 
-/// The model's graph in Graphviz's DOT language: one node per layer call (Inputs included), an edge per tensor.
+/// The model's graph in Graphviz's DOT language: one node per layer call (Inputs included), an edge per tensor
+/// (with expand_nested, a nested model's nodes in a "cluster_" subgraph).
 /// ValueError for a model that is not built (a Sequential without an Input before its first batch) or a subclassed
 /// model (it has no graph).
 std::string model_to_dot(const Model& model, const PlotOptions& options = {});

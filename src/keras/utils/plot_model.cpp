@@ -62,6 +62,77 @@ std::string find_dot() {
 
 }  // namespace
 
+namespace {
+
+// A layer's box label, with what the options add.
+std::string node_label(const Node& n, const PlotOptions& o) {
+  const std::string cls = n.is_input() ? "InputLayer" : n.layer->class_name();
+  std::string label = o.show_layer_names ? fmt::format("{} ({})", n.name, cls) : cls;
+  if (o.show_layer_activations && !n.is_input()) {
+    const auto config = nlohmann::json::parse(n.layer->get_config(), nullptr, false);
+    if (config.is_object()) {
+      if (auto it = config.find("activation"); it != config.end() && it->is_string()) {
+        label += "\nActivation: " + it->get<std::string>();
+      }
+    }
+  }
+  if (o.show_shapes) {
+    std::string shapes;
+    for (const auto& sh : n.shapes) shapes += (shapes.empty() ? "" : ", ") + shape_text(sh);
+    label += "\nOutput shape: " + shapes;
+  }
+  if (o.show_dtype) label += "\nOutput dtype: " + dtype_name(n.dtype);
+  if (o.show_trainable && !n.is_input()) label += n.layer->trainable ? "\nTrainable: yes" : "\nTrainable: no";
+  return label;
+}
+
+// A nested model drawn as its own graph (expand_nested): one with a graph of layers (functional, Sequential once
+// built); subclassed ones stay one box.
+const Model* expandable(const Node& n, const PlotOptions& o) {
+  if (!o.expand_nested || n.is_input()) return nullptr;
+  const auto* m = dynamic_cast<const Model*>(n.layer.get());
+  return m && !m->state().subclassed && m->state().graph ? m : nullptr;
+}
+
+struct Ends {
+  std::string first, last;  // the DOT nodes edges into and out of a drawn graph attach to
+};
+
+// `model`'s nodes and edges into `out`, node ids prefixed by `prefix`; nested models as clusters (Keras's
+// expand_nested: edges into a nested model go to its first node, edges out leave from its last).
+Ends emit_graph(const Model& model, const PlotOptions& o, const std::string& prefix, const std::string& indent,
+                int& clusters, std::string& out) {
+  const auto& g = *model.state().graph;
+  std::map<int, std::size_t> node_of_slot;  // a slot's producing step
+  std::vector<Ends> ends(g.steps.size());
+  for (std::size_t i = 0; i < g.steps.size(); ++i) {
+    const auto& step = g.steps[i];
+    for (std::size_t k = 0; k < std::max<std::size_t>(1, step.node->shapes.size()); ++k) {
+      node_of_slot[step.slot + static_cast<int>(k)] = i;
+    }
+    if (const Model* inner = expandable(*step.node, o)) {
+      const std::string id = fmt::format("m{}_", clusters++);
+      out += fmt::format("{}subgraph \"cluster_{}\" {{\n{}  graph [label=\"{}\", style=dashed, labeljust=l];\n", indent,
+                         escaped(id + inner->name()), indent, escaped(inner->name()));
+      ends[i] = emit_graph(*inner, o, id, indent + "  ", clusters, out);
+      out += indent + "}\n";
+      continue;
+    }
+    const std::string id = fmt::format("{}n{}", prefix, i);
+    ends[i] = {id, id};
+    out += fmt::format("{}{} [label=\"{}\"];\n", indent, id, escaped(node_label(*step.node, o)));
+  }
+  for (std::size_t i = 0; i < g.steps.size(); ++i) {
+    for (int parent : g.steps[i].parents) {
+      out += fmt::format("{}{} -> {};\n", indent, ends[node_of_slot.at(parent)].last, ends[i].first);
+    }
+  }
+  if (g.steps.empty()) return {};
+  return {ends.front().first, ends.back().last};
+}
+
+}  // namespace
+
 std::string model_to_dot(const Model& model, const PlotOptions& o) {
   const auto& s = model.state();
   if (s.subclassed) {
@@ -78,38 +149,8 @@ std::string model_to_dot(const Model& model, const PlotOptions& o) {
   }
   std::string out = fmt::format("digraph \"{}\" {{\n  graph [rankdir={}, dpi={}];\n  node [shape=box];\n",
                                 escaped(model.name()), o.rankdir, o.dpi);
-  const auto& g = *s.graph;
-  std::map<int, std::size_t> node_of_slot;  // a slot's producing step
-  for (std::size_t i = 0; i < g.steps.size(); ++i) {
-    const auto& step = g.steps[i];
-    for (std::size_t k = 0; k < std::max<std::size_t>(1, step.node->shapes.size()); ++k) {
-      node_of_slot[step.slot + static_cast<int>(k)] = i;
-    }
-    const Node& n = *step.node;
-    const std::string cls = n.is_input() ? "InputLayer" : n.layer->class_name();
-    std::string label = o.show_layer_names ? fmt::format("{} ({})", n.name, cls) : cls;
-    if (o.show_layer_activations && !n.is_input()) {
-      const auto config = nlohmann::json::parse(n.layer->get_config(), nullptr, false);
-      if (config.is_object()) {
-        if (auto it = config.find("activation"); it != config.end() && it->is_string()) {
-          label += "\nActivation: " + it->get<std::string>();
-        }
-      }
-    }
-    if (o.show_shapes) {
-      std::string shapes;
-      for (const auto& sh : n.shapes) shapes += (shapes.empty() ? "" : ", ") + shape_text(sh);
-      label += "\nOutput shape: " + shapes;
-    }
-    if (o.show_dtype) label += "\nOutput dtype: " + dtype_name(n.dtype);
-    if (o.show_trainable && !n.is_input()) label += n.layer->trainable ? "\nTrainable: yes" : "\nTrainable: no";
-    out += fmt::format("  n{} [label=\"{}\"];\n", i, escaped(label));
-  }
-  for (std::size_t i = 0; i < g.steps.size(); ++i) {
-    for (int parent : g.steps[i].parents) {
-      out += fmt::format("  n{} -> n{};\n", node_of_slot.at(parent), i);
-    }
-  }
+  int clusters = 0;
+  emit_graph(model, o, "", "  ", clusters, out);
   return out + "}\n";
 }
 
