@@ -60,6 +60,16 @@ Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, doub
 /// z (batch, 4·units) in Keras's order i, f, c, o (the inputs' and the recurrent products, biases added) and the
 /// previous carry c_prev (batch, units): c = σ(f)·c_prev + σ(i)·tanh(c̃), h = σ(o)·tanh(c). Returns {h, c}.
 std::vector<Tensor> lstm_cell(const Tensor& z, const Tensor& c_prev);
+/// A whole LSTM sequence as one op each way (Keras's LSTM with its default activations, no mask, no dropout; on
+/// the CPU oneDNN's LSTM primitive): x (batch, steps, features), initial states h0 and c0 (batch, units), Keras's
+/// kernel (features, 4·units), recurrent_kernel (units, 4·units) and bias (4·units), gates in Keras's order i, f,
+/// c, o. Returns {every step's h (batch, steps, units), the last h, the last c}. InvalidArgumentError for shapes or
+/// dtypes that do not fit; NotFoundError where no device has its kernel (see lstm_sequence_runs_here).
+std::vector<Tensor> lstm_sequence(const Tensor& x, const Tensor& h0, const Tensor& c0, const Tensor& kernel,
+                                  const Tensor& recurrent_kernel, const Tensor& bias);
+/// Whether lstm_sequence has a kernel where it would run for these inputs (the device scope's type, else every
+/// input's device): layers take the step-by-step ops where it has not (the CUDA plug-in has no kernel yet).
+bool lstm_sequence_runs_here(std::span<const Tensor> inputs);
 /// One GRU step's gates as one op each way (Keras's GRUCell with reset_after and its default activations): from
 /// the inputs' part x (batch, 3·units) and the recurrent part r (batch, 3·units), both in Keras's order z, r, h and
 /// with their biases, and the previous h_prev (batch, units): z = σ(x_z + r_z), ρ = σ(x_r + r_r),

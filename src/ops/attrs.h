@@ -73,6 +73,8 @@ struct LayerNormAttrs { float epsilon; bool has_gamma, has_beta; };
 struct ResizeAttrs { ResizeMethod method; };
 struct TransformAttrs { ResizeMethod interpolation; FillMode fill_mode; float fill_value; };
 struct RmspropAttrs { float learning_rate, rho, momentum, epsilon; bool centered; };
+/// An LSTM over a whole sequence: batch, steps, input features, units (Keras's activations, no mask or dropout).
+struct LstmSequenceAttrs { int64_t batch, steps, features, units; };
 
 /// True when the activation's gradient needs the pre-activation value (it cannot be derived from the output).
 inline bool grad_needs_preactivation(Activation a) {

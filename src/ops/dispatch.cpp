@@ -46,6 +46,17 @@ static KernelFn lookup(OpId op, runtime::DeviceType type) {
 
 bool has_kernel(OpId op, runtime::DeviceType type) { return lookup(op, type) != nullptr; }
 
+static WorkspaceFn g_workspace[runtime::kMaxOps][2] = {};
+
+void register_workspace(OpId op, runtime::DeviceType type, WorkspaceFn fn) {
+  g_workspace[static_cast<int>(op)][static_cast<int>(type)] = fn;
+}
+
+int64_t workspace_bytes(OpId op, runtime::DeviceType type, const void* attrs) {
+  const WorkspaceFn fn = g_workspace[static_cast<int>(op)][static_cast<int>(type)];
+  return fn ? fn(attrs) : 0;
+}
+
 // TensorFlow's small-op pinning: an op whose inputs are all small (< 64 elements) int32/int64 tensors on the CPU
 // stays on the CPU instead of being sent to the GPU. OSPREY_/TF_EAGER_ENABLE_SMALL_TENSOR_CPU_PINNING=0|false
 // turns it off (read once).

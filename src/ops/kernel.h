@@ -54,6 +54,10 @@ enum class OpId : int {
   LayerNormGrad,   // dy, x, [gamma], mean, rstd -> dx, dy ⊙ x̂ (the latter's column sums are gamma's gradient)
   LstmCell,        // z (n, 4u), c_prev (n, u) -> h, c (n, u)
   LstmCellGrad,    // dh, dc, z, c_prev, c -> dz (n, 4u), dc_prev (n, u)
+  LstmSequence,    // x (t, n, f), h0, c0 (n, u), kernel (f, 4u), recurrent (u, 4u), bias (4u) -> y (t, n, u), hT,
+                   // cT (n, u), workspace (attrs LstmSequenceAttrs; time-major x and y)
+  LstmSequenceGrad,  // dy, dhT, dcT, x, h0, c0, kernel, recurrent, bias, y, hT, cT, workspace -> dx, dh0, dc0,
+                     // dkernel, drecurrent, dbias
   GruCell,         // x (n, 3u), r (n, 3u), h_prev (n, u) -> h (n, u)
   GruCellGrad,     // dh, x, r, h_prev -> dx (n, 3u), dr (n, 3u), dh_prev (n, u)
   BroadcastTo,     // x -> x repeated along its broadcast axes (attrs StridedGeometry, one operand)
@@ -89,6 +93,13 @@ void register_kernel(OpId op, runtime::DeviceType type, KernelFn kernel, HalfTyp
 
 /// Whether `type`'s backend has a kernel for `op`.
 bool has_kernel(OpId op, runtime::DeviceType type);
+
+/// How many bytes of scratch an op's forward kernel keeps for its backward one (oneDNN's RNN workspace), from the
+/// op's attributes: registered by a backend whose kernel needs it; the op gives the kernel an output of that size.
+using WorkspaceFn = int64_t (*)(const void* attrs);
+void register_workspace(OpId op, runtime::DeviceType type, WorkspaceFn fn);
+/// The registered size, or 0.
+int64_t workspace_bytes(OpId op, runtime::DeviceType type, const void* attrs);
 
 /// The dispatch point: picks the device (scope, else the inputs' device, else the default; CPU fallback under
 /// soft placement when the device has no kernel), copies inputs there, and logs the placement when enabled.

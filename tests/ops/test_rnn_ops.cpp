@@ -1,6 +1,8 @@
-// The recurrent layers' fused ops: ops::lstm_cell and ops::gru_cell against their definitions as separate ops (values and gradients of
+// The recurrent layers' fused ops: ops::lstm_cell, ops::gru_cell and ops::lstm_sequence against their definitions as separate ops (values and gradients of
 // both outputs for both inputs) and against central finite differences; bad shapes are typed errors.
 #include <gtest/gtest.h>
+
+#include <array>
 
 #include "ops/op_checks.h"
 #include "osprey/autodiff.h"
@@ -88,4 +90,58 @@ TEST(RnnOps, LstmCellMatchesItsDefinitionWithGradients) {
   EXPECT_THROW((void)ops::lstm_cell(Tensor::zeros({4, 10}), Tensor::zeros({4, 3})), InvalidArgumentError);
   EXPECT_THROW((void)ops::lstm_cell(Tensor::zeros({4, 12}), Tensor::zeros({5, 3})), InvalidArgumentError);
   EXPECT_THROW((void)ops::lstm_cell(Tensor::zeros({4, 12, 1}), Tensor::zeros({4, 3})), InvalidArgumentError);
+}
+
+// The whole sequence as one op (oneDNN's LSTM primitive on the CPU) against the steps as ops::lstm_cell over
+// Keras's products: every step's h, the last h and c, and the gradients of x, both initial states and the three
+// weights, for a loss that uses all three outputs.
+TEST(RnnOps, LstmSequenceIsTheStepsOfTheCellWithGradients) {
+  random::set_seed(8);
+  for (const auto& [n, t, f, u] : std::vector<std::array<int64_t, 4>>{{1, 1, 1, 1}, {5, 7, 3, 4}, {16, 12, 9, 6}}) {
+    SCOPED_TRACE(::testing::Message() << n << "x" << t << "x" << f << ", units " << u);
+    Tensor x = random::uniform({n, t, f}, -1, 1), h0 = random::uniform({n, u}, -1, 1), c0 = random::uniform({n, u}, -1, 1),
+           w = random::uniform({f, 4 * u}, -0.6, 0.6), r = random::uniform({u, 4 * u}, -0.6, 0.6),
+           b = random::uniform({4 * u}, -0.5, 0.5);
+    const Tensor wy = random::uniform({n, t, u}, -1, 1), wh = random::uniform({n, u}, -1, 1),
+                 wc = random::uniform({n, u}, -1, 1);
+    std::vector<Tensor> outs[2], grads[2];
+    for (int pass = 0; pass < 2; ++pass) {
+      GradientTape tape;
+      for (const Tensor* p : {&x, &h0, &c0, &w, &r, &b}) tape.watch(*p);
+      std::vector<Tensor> out;
+      if (pass == 0) {
+        ASSERT_TRUE(ops::lstm_sequence_runs_here(std::vector<Tensor>{x, h0, c0, w, r, b}));
+        out = ops::lstm_sequence(x, h0, c0, w, r, b);
+      } else {
+        const Tensor xp = ops::reshape(ops::dense(ops::reshape(x, {n * t, f}), w, b, ops::Activation::linear), {n, t, 4 * u});
+        const auto steps = ops::split(xp, 1, std::vector<int64_t>(static_cast<std::size_t>(t), 1));
+        Tensor h = h0, c = c0;
+        std::vector<Tensor> ys;
+        for (const Tensor& s : steps) {
+          auto hc = ops::lstm_cell(ops::add(ops::reshape(s, {n, 4 * u}), ops::matmul(h, r)), c);
+          h = hc[0], c = hc[1];
+          ys.push_back(ops::reshape(h, {n, 1, u}));
+        }
+        out = {ops::concat(ys, 1), h, c};
+      }
+      const Tensor loss = ops::add(ops::add(ops::reduce_sum(ops::mul(out[0], wy)), ops::reduce_sum(ops::mul(out[1], wh))),
+                                   ops::reduce_sum(ops::mul(out[2], wc)));
+      grads[pass] = tape.gradient(loss, {x, h0, c0, w, r, b});
+      outs[pass] = out;
+    }
+    for (int i = 0; i < 3; ++i) expect_close(host(outs[0][i]), host(outs[1][i]), 1e-5);
+    for (int i = 0; i < 6; ++i) {
+      SCOPED_TRACE(i);
+      expect_close(host(grads[0][i]), host(grads[1][i]), 1e-4);
+    }
+  }
+  // Only the last h used (an LSTM without return_sequences): the other outputs' gradients are zeros.
+  check_gradients([](auto& in) { return ops::lstm_sequence(in[0], in[1], in[2], in[3], in[4], in[5])[1]; },
+                  {random::uniform({2, 3, 2}, -1, 1), random::uniform({2, 2}, -1, 1), random::uniform({2, 2}, -1, 1),
+                   random::uniform({2, 8}, -0.5, 0.5), random::uniform({2, 8}, -0.5, 0.5), random::uniform({8}, -0.5, 0.5)});
+  const Tensor z2 = Tensor::zeros({2, 3}), w = Tensor::zeros({4, 12}), r = Tensor::zeros({3, 12}), b = Tensor::zeros({12});
+  EXPECT_THROW((void)ops::lstm_sequence(Tensor::zeros({2, 5, 4}), z2, z2, w, r, Tensor::zeros({8})), InvalidArgumentError);
+  EXPECT_THROW((void)ops::lstm_sequence(Tensor::zeros({2, 5, 3}), z2, z2, w, r, b), InvalidArgumentError);  // features
+  EXPECT_THROW((void)ops::lstm_sequence(Tensor::zeros({2, 0, 4}), z2, z2, w, r, b), InvalidArgumentError);  // no steps
+  EXPECT_THROW((void)ops::lstm_sequence(Tensor::zeros({3, 5, 4}), z2, z2, w, r, b), InvalidArgumentError);  // batch
 }

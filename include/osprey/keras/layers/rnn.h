@@ -67,6 +67,11 @@ class RNNCell : public Layer {
   /// (batch, units).
   virtual std::vector<Tensor> step(const Tensor& projected, const std::vector<Tensor>& states,
                                    const std::vector<Tensor>& recurrent_masks = {}) const;
+  /// The whole sequence (batch, steps, features) from `states` as one op, where that computes what step() over
+  /// the steps would: an LSTM cell with Keras's default activations, no dropout in this call, on a device with
+  /// ops::lstm_sequence's kernel (oneDNN's LSTM primitive on the CPU). {every step's output (batch, steps, units),
+  /// the last states}; empty where the steps must run one by one.
+  virtual std::vector<Tensor> run_sequence(const Tensor& x, const std::vector<Tensor>& states, bool training) const;
   /// Training's dropout masks for a sequence of `batch` rows, on the current device: the inputs' (none, one, or
   /// one per gate; each (batch, features), kept values 1/(1 - rate)) and the previous output's (each (batch, units)).
   virtual std::vector<Tensor> input_dropout_masks(int64_t batch, int64_t features);
@@ -124,6 +129,7 @@ class StackedRNNCells : public RNNCell {
   Tensor project(const std::vector<Tensor>& per_gate) const override;
   std::vector<Tensor> step(const Tensor& projected, const std::vector<Tensor>& states,
                            const std::vector<Tensor>& recurrent_masks = {}) const override;
+  std::vector<Tensor> run_sequence(const Tensor&, const std::vector<Tensor>&, bool) const override { return {}; }
   std::vector<Tensor> input_dropout_masks(int64_t, int64_t) override { return {}; }
   std::vector<Tensor> recurrent_dropout_masks(int64_t) override { return {}; }
   /// Keras's weights files key the cells as a list: "cells/lstm_cell", "cells/gru_cell", "cells/lstm_cell_1".

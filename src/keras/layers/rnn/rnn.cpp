@@ -173,6 +173,18 @@ Tensor recurrent_product(const Tensor& h, const Tensor& w, const std::vector<Ten
 }
 }  // namespace
 
+std::vector<Tensor> RNNCell::run_sequence(const Tensor& x, const std::vector<Tensor>& states, bool training) const {
+  const auto drops = [](double rate) { return rate > 0.0 && rate < 1.0; };
+  if (kind_ != Kind::lstm || o_.activation != "tanh" || o_.recurrent_activation != "sigmoid" ||
+      (training && (drops(o_.dropout) || drops(o_.recurrent_dropout)))) {
+    return {};
+  }
+  const Tensor bias = bias_ ? bias_->value() : Tensor::zeros(Shape({4 * units_}));
+  const Tensor in[] = {x, states[0], states[1], kernel_->value(), recurrent_->value(), bias};
+  if (!ops::lstm_sequence_runs_here(in)) return {};
+  return ops::lstm_sequence(x, states[0], states[1], kernel_->value(), recurrent_->value(), bias);
+}
+
 std::vector<Tensor> RNNCell::step(const Tensor& xp, const std::vector<Tensor>& states,
                                   const std::vector<Tensor>& rm) const {
   const ActivationFn act = ActivationFn::get(o_.activation), rec = ActivationFn::get(o_.recurrent_activation);
@@ -377,6 +389,15 @@ std::vector<Tensor> RNN::run(const Tensor& inputs, bool training, const Tensor& 
                                  name_));
   }
   Tensor x = inputs.dtype() == DType::float32 ? inputs : inputs.cast(DType::float32);
+  if (!mask.defined() && !r_.go_backwards) {  // the sequence as one op where the cell can (an LSTM on the CPU)
+    if (auto fused = cell_->run_sequence(x, states, training); !fused.empty()) {
+      std::vector<Tensor> last(fused.begin() + 1, fused.end());
+      if (r_.stateful) states_ = last;
+      std::vector<Tensor> result{r_.return_sequences ? fused[0] : last[static_cast<std::size_t>(cell_->output_index())]};
+      result.insert(result.end(), last.begin(), last.end());
+      return result;
+    }
+  }
   const std::vector<Tensor> rec_masks = training ? cell_->recurrent_dropout_masks(n) : std::vector<Tensor>{};
   Tensor xp;
   if (auto in_masks = training ? cell_->input_dropout_masks(n, f) : std::vector<Tensor>{}; !in_masks.empty()) {
