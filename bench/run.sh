@@ -48,10 +48,13 @@ for b in 128 1024; do
 done
 
 echo "## CIFAR-shaped CNN (32x32x3, conv 32-32-pool-64-64-pool, dense 128-10, Adam, batch 128; issue 17)"
-"$build/bench/conv_floor" 128 5
-"$build/bench/cnn_step" 128 5
-if ((have_torch)); then for t in 1 2; do /usr/bin/python3 bench/torch_cnn.py 128 "$t" 5; done; fi
-if ((have_tf)); then python3 bench/keras_bench.py cnn 128 0 2>/dev/null; fi
+# float32, then each framework's bfloat16 mixed precision (Osprey's and Keras's mixed_bfloat16, torch.autocast).
+for p in f32 bf16; do "$build/bench/conv_floor" 128 5 "$p"; done
+for p in float32 mixed_bfloat16; do "$build/bench/cnn_step" 128 5 /CPU:0 json "$p"; done
+if ((have_torch)); then
+  for p in float32 bfloat16; do for t in 1 2; do /usr/bin/python3 bench/torch_cnn.py 128 "$t" 5 "$p"; done; done
+fi
+if ((have_tf)); then for p in float32 mixed_bfloat16; do python3 bench/keras_bench.py cnn 128 0 "$p" 2>/dev/null; done; fi
 
 echo "## LSTM(256) over 100 steps of 128 inputs, Dense(1), Adam, batch 64 (issue 18)"
 "$build/bench/lstm_step" 64 3

@@ -67,8 +67,16 @@ std::vector<Tensor> lstm_cell(const Tensor& z, const Tensor& c_prev);
 /// dtypes that do not fit; NotFoundError where no device has its kernel (see lstm_sequence_runs_here).
 std::vector<Tensor> lstm_sequence(const Tensor& x, const Tensor& h0, const Tensor& c0, const Tensor& kernel,
                                   const Tensor& recurrent_kernel, const Tensor& bias);
-/// Whether lstm_sequence has a kernel where it would run for these inputs (the device scope's type, else every
-/// input's device): layers take the step-by-step ops where it has not (the CUDA plug-in has no kernel yet).
+/// A whole GRU sequence as one op each way (Keras's GRU with reset_after=True and its default activations, no mask,
+/// no dropout; on the CPU oneDNN's linear-before-reset GRU): x (batch, steps, features), h0 (batch, units), Keras's
+/// kernel (features, 3·units), recurrent_kernel (units, 3·units) and bias (2, 3·units) or (6·units) (the inputs'
+/// and the recurrent biases), gates in Keras's order z, r, h. Returns {every step's h (batch, steps, units), the
+/// last h}.
+std::vector<Tensor> gru_sequence(const Tensor& x, const Tensor& h0, const Tensor& kernel,
+                                 const Tensor& recurrent_kernel, const Tensor& bias);
+/// Whether lstm_sequence and gru_sequence have kernels where they would run for these inputs (the device scope's
+/// type, else every input's device): layers take the step-by-step ops where they have not (the CUDA plug-in has
+/// none yet).
 bool lstm_sequence_runs_here(std::span<const Tensor> inputs);
 /// One GRU step's gates as one op each way (Keras's GRUCell with reset_after and its default activations): from
 /// the inputs' part x (batch, 3·units) and the recurrent part r (batch, 3·units), both in Keras's order z, r, h and

@@ -73,8 +73,12 @@ struct LayerNormAttrs { float epsilon; bool has_gamma, has_beta; };
 struct ResizeAttrs { ResizeMethod method; };
 struct TransformAttrs { ResizeMethod interpolation; FillMode fill_mode; float fill_value; };
 struct RmspropAttrs { float learning_rate, rho, momentum, epsilon; bool centered; };
-/// An LSTM over a whole sequence: batch, steps, input features, units (Keras's activations, no mask or dropout).
-struct LstmSequenceAttrs { int64_t batch, steps, features, units; };
+/// An LSTM or a GRU over a whole sequence: batch, steps, input features, units (Keras's activations, no mask or
+/// dropout).
+struct RnnSequenceAttrs {
+  static constexpr int64_t kLstm = 0, kGru = 1;
+  int64_t batch, steps, features, units, kind;
+};
 
 /// True when the activation's gradient needs the pre-activation value (it cannot be derived from the output).
 inline bool grad_needs_preactivation(Activation a) {

@@ -55,9 +55,12 @@ enum class OpId : int {
   LstmCell,        // z (n, 4u), c_prev (n, u) -> h, c (n, u)
   LstmCellGrad,    // dh, dc, z, c_prev, c -> dz (n, 4u), dc_prev (n, u)
   LstmSequence,    // x (t, n, f), h0, c0 (n, u), kernel (f, 4u), recurrent (u, 4u), bias (4u) -> y (t, n, u), hT,
-                   // cT (n, u), workspace (attrs LstmSequenceAttrs; time-major x and y)
+                   // cT (n, u), workspace (attrs RnnSequenceAttrs; time-major x and y)
   LstmSequenceGrad,  // dy, dhT, dcT, x, h0, c0, kernel, recurrent, bias, y, hT, cT, workspace -> dx, dh0, dc0,
                      // dkernel, drecurrent, dbias
+  GruSequence,     // x (t, n, f), h0 (n, u), kernel (f, 3u), recurrent (u, 3u), bias (4u: z, r, h, recurrent h)
+                   // -> y (t, n, u), hT (n, u), workspace (attrs RnnSequenceAttrs)
+  GruSequenceGrad,  // dy, dhT, x, h0, kernel, recurrent, bias, y, hT, workspace -> dx, dh0, dkernel, drecurrent, dbias
   GruCell,         // x (n, 3u), r (n, 3u), h_prev (n, u) -> h (n, u)
   GruCellGrad,     // dh, x, r, h_prev -> dx (n, 3u), dr (n, 3u), dh_prev (n, u)
   BroadcastTo,     // x -> x repeated along its broadcast axes (attrs StridedGeometry, one operand)

@@ -1,5 +1,5 @@
-// A whole LSTM sequence as one op each way (ops::lstm_sequence): the forward keeps the backend's workspace (oneDNN's
-// RNN workspace on the CPU) as a fourth output that only its backward reads.
+// A whole LSTM or GRU sequence as one op each way (ops::lstm_sequence, ops::gru_sequence): the forward keeps the
+// backend's workspace (oneDNN's RNN workspace on the CPU) as a last output that only its backward reads.
 #include <fmt/format.h>
 
 #include "ops/attrs.h"
@@ -15,62 +15,108 @@ namespace osprey::ops {
 bool lstm_sequence_runs_here(std::span<const Tensor> inputs) {
   const auto& spec = runtime::current_device_spec();
   if (spec && spec->device_type) {
-    return has_kernel(OpId::LstmSequence, runtime::device_type_from_name(*spec->device_type).value_or(
-                                              runtime::DeviceType::GPU));
+    const auto type = runtime::device_type_from_name(*spec->device_type);
+    return type && has_kernel(OpId::LstmSequence, *type) && has_kernel(OpId::GruSequence, *type);
   }
   for (const Tensor& t : inputs) {
-    if (t.defined() && !has_kernel(OpId::LstmSequence, t.device_ref().type())) return false;
+    if (t.defined() && !(has_kernel(OpId::LstmSequence, t.device_ref().type()) &&
+                         has_kernel(OpId::GruSequence, t.device_ref().type()))) {
+      return false;
+    }
   }
   return true;
 }
 
-std::vector<Tensor> lstm_sequence(const Tensor& x, const Tensor& h0, const Tensor& c0, const Tensor& kernel,
-                                  const Tensor& recurrent_kernel, const Tensor& bias) {
-  const auto& xs = x.shape();
-  const bool ranks = xs.rank() == 3 && h0.shape().rank() == 2 && kernel.shape().rank() == 2;
-  const int64_t n = ranks ? xs[0] : 0, t = ranks ? xs[1] : 0, f = ranks ? xs[2] : 0,
-                u = ranks ? h0.shape()[1] : 0;
-  bool fits = ranks && t > 0 && n > 0 && u > 0 && h0.shape() == Shape({n, u}) && c0.shape() == Shape({n, u}) &&
-              kernel.shape() == Shape({f, 4 * u}) && recurrent_kernel.shape() == Shape({u, 4 * u}) &&
-              bias.shape() == Shape({4 * u});
-  for (const Tensor* p : {&x, &h0, &c0, &kernel, &recurrent_kernel, &bias}) fits = fits && p->dtype() == DType::float32;
-  if (!fits) {
-    throw InvalidArgumentError(fmt::format(
-        "lstm_sequence needs float32 x (batch, steps > 0, features), h0 and c0 (batch, units), kernel (features, "
-        "4·units), recurrent_kernel (units, 4·units) and bias (4·units); got x {} {}, h0 {}, c0 {}, kernel {}, "
-        "recurrent_kernel {}, bias {}",
-        dtype_name(x.dtype()), xs.to_string(), h0.shape().to_string(), c0.shape().to_string(),
-        kernel.shape().to_string(), recurrent_kernel.shape().to_string(), bias.shape().to_string()));
-  }
-  const LstmSequenceAttrs attrs{n, t, f, u};
-  // The kernel takes the sequence time-major (oneDNN's fastest layout); the transposes are ops of their own.
-  Tensor in[6] = {transpose(x, {1, 0, 2}), h0, c0, kernel, recurrent_kernel, bias};
-  auto& dev = place(OpId::LstmSequence, "LstmSequence", in);
-  const int64_t ws = workspace_bytes(OpId::LstmSequence, dev.type(), &attrs);
+namespace {
+
+// The sequence op of `kind` on inputs {x (batch-major), states..., kernel, recurrent, bias}: {y (batch-major), the
+// last states...}, its backward recorded on the tape. The kernel takes the sequence time-major (oneDNN's fastest
+// layout); the transposes are ops of their own.
+std::vector<Tensor> run_sequence(OpId op, OpId grad_op, const char* name, const RnnSequenceAttrs& attrs,
+                                 std::vector<Tensor> in) {
+  const int64_t n = attrs.batch, t = attrs.steps, u = attrs.units;
+  const std::size_t states = in.size() - 4;
+  in[0] = transpose(in[0], {1, 0, 2});
+  auto& dev = place(op, name, in);
+  const int64_t ws = workspace_bytes(op, dev.type(), &attrs);
   if (ws <= 0) {
-    throw InternalError(fmt::format("LstmSequence: the {} backend registered its kernel without a workspace size",
+    throw InternalError(fmt::format("{}: the {} backend registered its kernel without a workspace size", name,
                                     runtime::device_type_name(dev.type())));
   }
-  std::vector<Tensor> outs{Tensor::empty({t, n, u}, DType::float32, &dev), Tensor::empty({n, u}, DType::float32, &dev),
-                           Tensor::empty({n, u}, DType::float32, &dev),
-                           Tensor::empty({(ws + 3) / 4}, DType::float32, &dev)};
-  run(OpId::LstmSequence, dev, in, outs, &attrs);
-  std::vector<Tensor> results(outs.begin(), outs.begin() + 3);
-  maybe_record("LstmSequence", in, results, [&] {
-    std::vector<Tensor> kept(in, in + 6);
+  std::vector<Tensor> outs{Tensor::empty({t, n, u}, DType::float32, &dev)};
+  for (std::size_t i = 0; i < states; ++i) outs.push_back(Tensor::empty({n, u}, DType::float32, &dev));
+  outs.push_back(Tensor::empty({(ws + 3) / 4}, DType::float32, &dev));
+  run(op, dev, in, outs, &attrs);
+  std::vector<Tensor> results(outs.begin(), outs.end() - 1);
+  maybe_record(name, in, results, [&] {
+    std::vector<Tensor> kept = in;
     kept.insert(kept.end(), outs.begin(), outs.end());
-    return BackwardFn([kept, attrs](const std::vector<Tensor>& grads) {
-      std::vector<Tensor> gin(grads.begin(), grads.begin() + 3);  // the tape gives unused outputs zeros
+    return BackwardFn([kept, attrs, grad_op, name, inputs = in.size()](const std::vector<Tensor>& grads) {
+      std::vector<Tensor> gin = grads;  // the tape gives unused outputs zeros
       gin.insert(gin.end(), kept.begin(), kept.end());
-      auto& d = place(OpId::LstmSequenceGrad, "LstmSequenceGrad", gin);
+      auto& d = place(grad_op, name, gin);
       std::vector<Tensor> gout;
-      for (std::size_t i = 0; i < 6; ++i) gout.push_back(Tensor::empty(kept[i].shape(), DType::float32, &d));
-      run(OpId::LstmSequenceGrad, d, gin, gout, &attrs);
+      for (std::size_t i = 0; i < inputs; ++i) gout.push_back(Tensor::empty(kept[i].shape(), DType::float32, &d));
+      run(grad_op, d, gin, gout, &attrs);
       return gout;
     });
   });
   results[0] = transpose(results[0], {1, 0, 2});
   return results;
+}
+
+// InvalidArgumentError unless x (batch, steps > 0, features), states (batch, units), kernel (features,
+// gates·units), recurrent (units, gates·units) and bias (bias_size) are float32 and fit.
+RnnSequenceAttrs check(const char* what, const Tensor& x, std::initializer_list<const Tensor*> states,
+                       const Tensor& kernel, const Tensor& recurrent, const Tensor& bias, int64_t gates,
+                       int64_t bias_gates, int64_t kind) {
+  const auto& xs = x.shape();
+  const Tensor& h0 = **states.begin();
+  const bool ranks = xs.rank() == 3 && h0.shape().rank() == 2 && kernel.shape().rank() == 2;
+  const int64_t n = ranks ? xs[0] : 0, t = ranks ? xs[1] : 0, f = ranks ? xs[2] : 0, u = ranks ? h0.shape()[1] : 0;
+  bool fits = ranks && t > 0 && n > 0 && u > 0 && kernel.shape() == Shape({f, gates * u}) &&
+              recurrent.shape() == Shape({u, gates * u}) && bias.shape() == Shape({bias_gates * u});
+  std::string got = fmt::format("x {} {}", dtype_name(x.dtype()), xs.to_string());
+  for (const Tensor* s : states) {
+    fits = fits && s->shape() == Shape({n, u}) && s->dtype() == DType::float32;
+    got += fmt::format(", state {}", s->shape().to_string());
+  }
+  for (const Tensor* p : {&x, &kernel, &recurrent, &bias}) fits = fits && p->dtype() == DType::float32;
+  if (!fits) {
+    throw InvalidArgumentError(fmt::format(
+        "{} needs float32 x (batch, steps > 0, features), states (batch, units), kernel (features, {}·units), "
+        "recurrent_kernel (units, {}·units) and bias ({}·units); got {}, kernel {}, recurrent_kernel {}, bias {}",
+        what, gates, gates, bias_gates, got, kernel.shape().to_string(), recurrent.shape().to_string(),
+        bias.shape().to_string()));
+  }
+  return {n, t, f, u, kind};
+}
+
+}  // namespace
+
+std::vector<Tensor> lstm_sequence(const Tensor& x, const Tensor& h0, const Tensor& c0, const Tensor& kernel,
+                                  const Tensor& recurrent_kernel, const Tensor& bias) {
+  const auto attrs =
+      check("lstm_sequence", x, {&h0, &c0}, kernel, recurrent_kernel, bias, 4, 4, RnnSequenceAttrs::kLstm);
+  return run_sequence(OpId::LstmSequence, OpId::LstmSequenceGrad, "LstmSequence", attrs,
+                      {x, h0, c0, kernel, recurrent_kernel, bias});
+}
+
+std::vector<Tensor> gru_sequence(const Tensor& x, const Tensor& h0, const Tensor& kernel,
+                                 const Tensor& recurrent_kernel, const Tensor& bias) {
+  const auto& bs = bias.shape();
+  const Tensor flat = bs.rank() == 2 && bs[0] == 2 ? reshape(bias, {2 * bs[1]}) : bias;  // Keras's (2, 3·units)
+  const auto attrs = check("gru_sequence", x, {&h0}, kernel, recurrent_kernel, flat, 3, 2 * 3, RnnSequenceAttrs::kGru);
+  const int64_t u = attrs.units;
+  // Keras's bias rows (input, recurrent) as oneDNN's linear-before-reset GRU takes them: z and r summed, then the
+  // input's h, then the recurrent h (added inside the reset gate's product).
+  const Tensor rows = reshape(flat, {2, 3 * u});
+  const Tensor in_b = reshape(slice_axis(rows, 0, 0, 1), {3 * u}), rec_b = reshape(slice_axis(rows, 0, 1, 1), {3 * u});
+  const Tensor b4 = concat({add(slice_axis(in_b, 0, 0, 2 * u), slice_axis(rec_b, 0, 0, 2 * u)),
+                            slice_axis(in_b, 0, 2 * u, u), slice_axis(rec_b, 0, 2 * u, u)},
+                           0);
+  return run_sequence(OpId::GruSequence, OpId::GruSequenceGrad, "GruSequence", attrs,
+                      {x, h0, kernel, recurrent_kernel, b4});
 }
 
 }  // namespace osprey::ops

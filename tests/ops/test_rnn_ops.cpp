@@ -1,5 +1,6 @@
-// The recurrent layers' fused ops: ops::lstm_cell, ops::gru_cell and ops::lstm_sequence against their definitions as separate ops (values and gradients of
-// both outputs for both inputs) and against central finite differences; bad shapes are typed errors.
+// The recurrent layers' fused ops: ops::lstm_cell, ops::gru_cell, ops::lstm_sequence and ops::gru_sequence against
+// their definitions as separate ops (values and gradients of every output for every input) and against central
+// finite differences; bad shapes are typed errors.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -144,4 +145,52 @@ TEST(RnnOps, LstmSequenceIsTheStepsOfTheCellWithGradients) {
   EXPECT_THROW((void)ops::lstm_sequence(Tensor::zeros({2, 5, 3}), z2, z2, w, r, b), InvalidArgumentError);  // features
   EXPECT_THROW((void)ops::lstm_sequence(Tensor::zeros({2, 0, 4}), z2, z2, w, r, b), InvalidArgumentError);  // no steps
   EXPECT_THROW((void)ops::lstm_sequence(Tensor::zeros({3, 5, 4}), z2, z2, w, r, b), InvalidArgumentError);  // batch
+}
+
+// The same for a GRU (Keras's reset_after form, on oneDNN's linear-before-reset GRU): Keras's (2, 3·units) bias,
+// against the steps of gru_cell over Keras's products, values and the gradients of x, h0 and the three weights.
+TEST(RnnOps, GruSequenceIsTheStepsOfTheCellWithGradients) {
+  random::set_seed(9);
+  for (const auto& [n, t, f, u] : std::vector<std::array<int64_t, 4>>{{1, 1, 1, 1}, {4, 6, 3, 5}, {16, 11, 7, 8}}) {
+    SCOPED_TRACE(::testing::Message() << n << "x" << t << "x" << f << ", units " << u);
+    Tensor x = random::uniform({n, t, f}, -1, 1), h0 = random::uniform({n, u}, -1, 1),
+           w = random::uniform({f, 3 * u}, -0.6, 0.6), r = random::uniform({u, 3 * u}, -0.6, 0.6),
+           b = random::uniform({2, 3 * u}, -0.5, 0.5);
+    const Tensor wy = random::uniform({n, t, u}, -1, 1), wh = random::uniform({n, u}, -1, 1);
+    std::vector<Tensor> outs[2], grads[2];
+    for (int pass = 0; pass < 2; ++pass) {
+      GradientTape tape;
+      for (const Tensor* p : {&x, &h0, &w, &r, &b}) tape.watch(*p);
+      std::vector<Tensor> out;
+      if (pass == 0) {
+        out = ops::gru_sequence(x, h0, w, r, b);
+      } else {
+        const Tensor b_in = ops::reshape(ops::slice_axis(b, 0, 0, 1), {3 * u});
+        const Tensor b_rec = ops::reshape(ops::slice_axis(b, 0, 1, 1), {3 * u});
+        const Tensor xp = ops::reshape(ops::dense(ops::reshape(x, {n * t, f}), w, b_in, ops::Activation::linear), {n, t, 3 * u});
+        Tensor h = h0;
+        std::vector<Tensor> ys;
+        for (const Tensor& s : ops::split(xp, 1, std::vector<int64_t>(static_cast<std::size_t>(t), 1))) {
+          h = ops::gru_cell(ops::reshape(s, {n, 3 * u}), ops::add(ops::matmul(h, r), b_rec), h);
+          ys.push_back(ops::reshape(h, {n, 1, u}));
+        }
+        out = {ops::concat(ys, 1), h};
+      }
+      const Tensor loss = ops::add(ops::reduce_sum(ops::mul(out[0], wy)), ops::reduce_sum(ops::mul(out[1], wh)));
+      grads[pass] = tape.gradient(loss, {x, h0, w, r, b});
+      outs[pass] = out;
+    }
+    for (int i = 0; i < 2; ++i) expect_close(host(outs[0][i]), host(outs[1][i]), 1e-5);
+    for (int i = 0; i < 5; ++i) {
+      SCOPED_TRACE(i);
+      expect_close(host(grads[0][i]), host(grads[1][i]), 1e-4);
+    }
+  }
+  check_gradients([](auto& in) { return ops::gru_sequence(in[0], in[1], in[2], in[3], in[4])[1]; },
+                  {random::uniform({2, 3, 2}, -1, 1), random::uniform({2, 2}, -1, 1), random::uniform({2, 6}, -0.5, 0.5),
+                   random::uniform({2, 6}, -0.5, 0.5), random::uniform({2, 6}, -0.5, 0.5)});
+  const Tensor h = Tensor::zeros({2, 3}), w = Tensor::zeros({4, 9}), r = Tensor::zeros({3, 9});
+  EXPECT_THROW((void)ops::gru_sequence(Tensor::zeros({2, 5, 4}), h, w, r, Tensor::zeros({9})), InvalidArgumentError);
+  EXPECT_THROW((void)ops::gru_sequence(Tensor::zeros({2, 5, 4}), h, w, Tensor::zeros({3, 12}), Tensor::zeros({2, 9})),
+               InvalidArgumentError);
 }

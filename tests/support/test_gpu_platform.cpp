@@ -31,8 +31,8 @@ std::vector<TestGpu> default_test_gpus(int n) {
 int cross_device_copies = 0;
 
 std::set<ops::OpId> ops_missing_on_cuda() {
-  return {ops::OpId::DenseGrad, ops::OpId::LossMean, ops::OpId::LossMeanGrad, ops::OpId::LstmSequence,
-          ops::OpId::LstmSequenceGrad};
+  return {ops::OpId::DenseGrad,    ops::OpId::LossMean,         ops::OpId::LossMeanGrad, ops::OpId::LstmSequence,
+          ops::OpId::LstmSequenceGrad, ops::OpId::GruSequence, ops::OpId::GruSequenceGrad};
 }
 
 namespace {
@@ -142,8 +142,8 @@ class TestGpuPlatform : public runtime::Platform {
   void register_kernels() override {
     for (int op = 0; op < static_cast<int>(ops::OpId::kCount); ++op) {
       if (o_.missing_kernels.count(static_cast<ops::OpId>(op))) continue;
-      // The CPU's oneDNN LSTM sizes its workspace for the CPU only (and the CUDA plug-in has no such kernel).
-      if (op == static_cast<int>(ops::OpId::LstmSequence) || op == static_cast<int>(ops::OpId::LstmSequenceGrad)) continue;
+      // The CPU's oneDNN RNNs size their workspace for the CPU only (and the CUDA plug-in has no such kernels).
+      if (op >= static_cast<int>(ops::OpId::LstmSequence) && op <= static_cast<int>(ops::OpId::GruSequenceGrad)) continue;
       if (auto k = runtime::get_kernel(op, DeviceType::CPU)) runtime::set_kernel(op, DeviceType::GPU, k);
     }
   }

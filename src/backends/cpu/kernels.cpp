@@ -14,7 +14,7 @@ void register_cpu_kernels() {
   register_norm_kernels();
   register_toolkit_kernels();
   register_rnn_kernels();
-  register_lstm_kernels();
+  register_rnn_sequence_kernels();
 }
 
 }  // namespace osprey::cpu

@@ -56,7 +56,7 @@ void register_image_kernels();
 void register_attention_kernels();
 void register_norm_kernels();
 void register_rnn_kernels();
-void register_lstm_kernels();
+void register_rnn_sequence_kernels();
 void register_toolkit_kernels();
 
 /// MatMul of bfloat16 operands through oneDNN (kernels_bf16.cpp).

@@ -68,8 +68,8 @@ class RNNCell : public Layer {
   virtual std::vector<Tensor> step(const Tensor& projected, const std::vector<Tensor>& states,
                                    const std::vector<Tensor>& recurrent_masks = {}) const;
   /// The whole sequence (batch, steps, features) from `states` as one op, where that computes what step() over
-  /// the steps would: an LSTM cell with Keras's default activations, no dropout in this call, on a device with
-  /// ops::lstm_sequence's kernel (oneDNN's LSTM primitive on the CPU). {every step's output (batch, steps, units),
+  /// the steps would: an LSTM cell, or a GRU cell with reset_after, with Keras's default activations, no dropout
+  /// in this call, on a device with the kernels (oneDNN's LSTM and GRU primitives on the CPU). {every step's output (batch, steps, units),
   /// the last states}; empty where the steps must run one by one.
   virtual std::vector<Tensor> run_sequence(const Tensor& x, const std::vector<Tensor>& states, bool training) const;
   /// Training's dropout masks for a sequence of `batch` rows, on the current device: the inputs' (none, one, or

@@ -175,13 +175,15 @@ Tensor recurrent_product(const Tensor& h, const Tensor& w, const std::vector<Ten
 
 std::vector<Tensor> RNNCell::run_sequence(const Tensor& x, const std::vector<Tensor>& states, bool training) const {
   const auto drops = [](double rate) { return rate > 0.0 && rate < 1.0; };
-  if (kind_ != Kind::lstm || o_.activation != "tanh" || o_.recurrent_activation != "sigmoid" ||
-      (training && (drops(o_.dropout) || drops(o_.recurrent_dropout)))) {
+  if (!(kind_ == Kind::lstm || (kind_ == Kind::gru && o_.reset_after)) || o_.activation != "tanh" ||
+      o_.recurrent_activation != "sigmoid" || (training && (drops(o_.dropout) || drops(o_.recurrent_dropout)))) {
     return {};
   }
-  const Tensor bias = bias_ ? bias_->value() : Tensor::zeros(Shape({4 * units_}));
-  const Tensor in[] = {x, states[0], states[1], kernel_->value(), recurrent_->value(), bias};
+  const bool lstm = kind_ == Kind::lstm;
+  const Tensor bias = bias_ ? bias_->value() : Tensor::zeros(lstm ? Shape({4 * units_}) : Shape({2, 3 * units_}));
+  const Tensor in[] = {x, states[0], kernel_->value(), recurrent_->value(), bias, lstm ? states[1] : Tensor()};
   if (!ops::lstm_sequence_runs_here(in)) return {};
+  if (!lstm) return ops::gru_sequence(x, states[0], kernel_->value(), recurrent_->value(), bias);
   return ops::lstm_sequence(x, states[0], states[1], kernel_->value(), recurrent_->value(), bias);
 }
 
