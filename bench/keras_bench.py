@@ -4,7 +4,8 @@ from interpreter start to the first completed training step. One JSON line per c
 "cnn" is bench/cnn_step's VGG-style CNN on 32x32x3 (one repeated batch); "lstm" bench/lstm_step's LSTM(256) over
 100 steps of 128 inputs, then Dense(1), Adam, mse (batch 64).
 A 4th argument sets Keras's global dtype policy ("mixed_bfloat16": bfloat16 compute on TensorFlow's CPU kernels).
-Usage: keras_bench.py <seed|wide|cnn|lstm|first_step> [batch] [threads] [policy]"""
+"gru" the same with GRU(256).
+Usage: keras_bench.py <seed|wide|cnn|lstm|gru|first_step> [batch] [threads] [policy]"""
 import json
 import os
 import sys
@@ -60,17 +61,18 @@ elif case == "cnn":
     model.fit(xs, ys, epochs=2, batch_size=batch, verbose=0, shuffle=False)
     us = (time.perf_counter() - t0) / 10 * 1e6
     name = f"VGG-style CNN fit batch {batch}"
-elif case == "lstm":
+elif case in ("lstm", "gru"):
     x = np.random.rand(batch, 100, 128).astype("float32")
     y = np.random.rand(batch, 1).astype("float32")
-    model = keras.Sequential([layers.Input(shape=(100, 128)), layers.LSTM(256), layers.Dense(1)])
+    rnn = layers.GRU(256) if case == "gru" else layers.LSTM(256)
+    model = keras.Sequential([layers.Input(shape=(100, 128)), rnn, layers.Dense(1)])
     model.compile(optimizer="adam", loss="mse")
     xs, ys = np.tile(x, (3, 1, 1)), np.tile(y, (3, 1))  # 3 steps per epoch on the same batch
     model.fit(xs, ys, epochs=1, batch_size=batch, verbose=0, shuffle=False)
     t0 = time.perf_counter()
     model.fit(xs, ys, epochs=2, batch_size=batch, verbose=0, shuffle=False)
     us = (time.perf_counter() - t0) / 6 * 1e6
-    name = f"LSTM(256) over 100 steps fit batch {batch}"
+    name = f"{case.upper()}(256) over 100 steps fit batch {batch}"
 else:
     x = np.random.rand(batch, 784).astype("float32")
     y = np.random.randint(0, 10, (batch,)).astype("float32")

@@ -1,6 +1,8 @@
 // Issue 18's LSTM benchmark: batch 64, 100 steps of 128 inputs, LSTM(256) then Dense(1), Adam, mse; time per
 // train_on_batch step (one JSON line). bench/torch_lstm.py builds the same network.
-//   lstm_step [batch] [steps] [time_steps] [device] [row]   ("row": a Markdown row for scripts/gpu-check.sh)
+// "gru" as the 6th argument: GRU(256) (Keras's reset_after form) instead.
+//   lstm_step [batch] [steps] [time_steps] [device] [row|json] [lstm|gru]   ("row": a Markdown row for
+//   scripts/gpu-check.sh)
 #include <cstdlib>
 #include <string>
 
@@ -17,15 +19,17 @@ int main(int argc, char** argv) {
   const int time_steps = argc > 3 ? std::atoi(argv[3]) : 100;
   const std::string device = argc > 4 ? argv[4] : "/CPU:0";
   const bool row = argc > 5 && std::string(argv[5]) == "row";
+  const bool gru = argc > 6 && std::string(argv[6]) == "gru";
   if (bench::skip_without_gpu("lstm", batch, device)) return 0;
   osprey::DeviceScope on(device);
   osprey::random::set_seed(0);
   auto x = osprey::random::uniform({batch, time_steps, 128});
   auto y = osprey::random::uniform({batch, 1});
-  keras::Sequential model({layers::Input({time_steps, 128}), layers::LSTM(256), layers::Dense(1)});
+  keras::Sequential model({layers::Input({time_steps, 128}),
+                           gru ? keras::LayerRef(layers::GRU(256)) : keras::LayerRef(layers::LSTM(256)), layers::Dense(1)});
   model.compile({.optimizer = "adam", .loss = "mse"});
   bench::report(row, "lstm", batch, device,
-                "LSTM(256) over " + std::to_string(time_steps) + " steps of 128, batch " + std::to_string(batch) +
+                std::string(gru ? "GRU" : "LSTM") + "(256) over " + std::to_string(time_steps) + " steps of 128, batch " + std::to_string(batch) +
                     ", train_on_batch",
                 bench::best_us_per_step(model, x, y, steps));
   return 0;

@@ -61,6 +61,10 @@ echo "## LSTM(256) over 100 steps of 128 inputs, Dense(1), Adam, batch 64 (issue
 "$build/bench/lstm_floor" 5  # oneDNN's LSTM primitive alone, forward + backward
 if ((have_torch)); then for t in 1 2; do /usr/bin/python3 bench/torch_lstm.py "$t" 3; done; fi
 if ((have_tf)); then python3 bench/keras_bench.py lstm 64 0 2>/dev/null; fi
+echo "## GRU(256) (reset_after), the same shapes (issue 18)"
+"$build/bench/lstm_step" 64 3 100 /CPU:0 json gru
+if ((have_torch)); then for t in 1 2; do /usr/bin/python3 bench/torch_lstm.py "$t" 3 gru; done; fi
+if ((have_tf)); then python3 bench/keras_bench.py gru 64 0 2>/dev/null; fi
 
 echo "## Transformer encoder block: MultiHeadAttention 4x64, width 256, 128 steps, FFN 1024, batch 32 (issue 18)"
 "$build/bench/transformer_step" 32 3
