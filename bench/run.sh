@@ -4,7 +4,8 @@
 # the oneDNN GEMM floor; the seed model (also as a two-input functional model), the wide MLP at batch 128 and 1024,
 # start to first step, and
 # MirroredStrategy on 2 logical CPUs. References that are not installed are reported as skipped.
-# Debian's torch uses the reference BLAS unless an optimised one is installed: `apt-get install libopenblas0-openmp`.
+# Debian's torch uses the reference BLAS unless an optimised one is installed: `apt-get install libopenblas0-pthread`
+# (its OpenMP build made PyTorch's two-thread LSTM 3x slower than its one-thread one in session 17).
 # Usage: bench/run.sh [build-dir] [seed-epochs]
 set -uo pipefail
 build=${1:-build/release}
