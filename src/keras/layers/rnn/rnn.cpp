@@ -391,7 +391,8 @@ std::vector<Tensor> RNN::run(const Tensor& inputs, bool training, const Tensor& 
                                  name_));
   }
   Tensor x = inputs.dtype() == DType::float32 ? inputs : inputs.cast(DType::float32);
-  if (!mask.defined() && !r_.go_backwards) {  // the sequence as one op where the cell can (an LSTM on the CPU)
+  // The sequence as one op where the cell can (an LSTM or a GRU on the CPU).
+  if (!mask.defined() && !r_.go_backwards && n > 0) {
     if (auto fused = cell_->run_sequence(x, states, training); !fused.empty()) {
       std::vector<Tensor> last(fused.begin() + 1, fused.end());
       if (r_.stateful) states_ = last;
