@@ -182,3 +182,13 @@ TEST(LayerDtype, KerasSavedPerLayerPoliciesLoadAndRoundTrip) {
     std::ofstream(path + "/layer_dtype.json") << json{{"predict", model->predict(x, {.verbose = 0}).to_vector<double>()}}.dump();
   }
 }
+
+// A file loads the same whatever the global policy is when it loads (its Inputs are built when made).
+TEST(LayerDtype, FilesLoadWithTheirPoliciesUnderAnotherGlobalPolicy) {
+  SKIP_WITHOUT_HDF5();
+  PolicyScope scope("mixed_bfloat16");
+  auto model = keras::models::load_model(osprey::testing::data_file("keras_files/layer_dtype.keras"));
+  expect_layer_dtypes(*model, layer_dtype_ref()["guide"]["layers"]);
+  auto mixed = keras::models::load_model(osprey::testing::data_file("keras_files/mixed_bf16.keras"));
+  for (const auto& layer : mixed->layers()) EXPECT_EQ(layer->dtype_policy().name(), "mixed_bfloat16") << layer->name();
+}

@@ -21,6 +21,9 @@ class Input : public Layer {
   Shape build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool) override { return inputs; }
   const Shape& shape() const { return shape_; }
+  /// An Input is built when made and computes nothing: its policy (a file's InputLayer dtype) can be set any time.
+  using Layer::set_dtype_policy;
+  void set_dtype_policy(const mixed_precision::DTypePolicy& policy) override { dtype_policy_ = policy; }
 
  private:
   Shape shape_;
