@@ -15,12 +15,14 @@
 #include "osprey/keras.h"
 #include "osprey/keras/mixed_precision.h"
 #include "reference_json.h"
+#include "policy_scope.h"
 #include "test_util.h"
 
 using namespace osprey;
 using osprey::testing::expect_close;
 using osprey::testing::tensor_of;
 namespace mp = osprey::keras::mixed_precision;
+using osprey::testing::PolicyScope;
 using json = nlohmann::json;
 
 namespace {
@@ -30,11 +32,6 @@ const json& layer_dtype_ref() {
   return j;
 }
 
-// Restores the float32 policy whatever a test does.
-struct PolicyScope {
-  explicit PolicyScope(const std::string& name) { mp::set_global_policy(name); }
-  ~PolicyScope() { mp::set_global_policy("float32"); }
-};
 
 // Every non-input layer's name, policy and dtypes as Keras recorded them.
 void expect_layer_dtypes(const keras::Model& model, const json& want) {

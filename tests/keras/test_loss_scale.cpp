@@ -17,10 +17,12 @@
 #include "keras/saving/serialization.h"
 #include "osprey/ops.h"
 #include "reference_json.h"
+#include "policy_scope.h"
 #include "test_util.h"
 
 using namespace osprey;
 namespace mp = osprey::keras::mixed_precision;
+using osprey::testing::PolicyScope;
 namespace opt = osprey::keras::optimizers;
 using json = nlohmann::json;
 using osprey::testing::expect_close;
@@ -33,10 +35,6 @@ const json& ref() {
   return j;
 }
 
-struct PolicyScope {
-  explicit PolicyScope(const std::string& name) { mp::set_global_policy(name); }
-  ~PolicyScope() { mp::set_global_policy("float32"); }
-};
 
 std::shared_ptr<keras::Sequential> make_regressor() {
   auto m = std::make_shared<keras::Sequential>(

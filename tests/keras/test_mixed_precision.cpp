@@ -17,10 +17,12 @@
 #include "osprey/keras/mixed_precision.h"
 #include "osprey/ops.h"
 #include "osprey/random.h"
+#include "policy_scope.h"
 #include "test_util.h"
 
 using namespace osprey;
 namespace mp = osprey::keras::mixed_precision;
+using osprey::testing::PolicyScope;
 using json = nlohmann::json;
 
 namespace {
@@ -89,11 +91,6 @@ std::vector<Tensor> reference_weights() {
   return w;
 }
 
-// Restores the float32 policy whatever a test does.
-struct PolicyScope {
-  explicit PolicyScope(const std::string& name) { mp::set_global_policy(name); }
-  ~PolicyScope() { mp::set_global_policy("float32"); }
-};
 
 }  // namespace
 

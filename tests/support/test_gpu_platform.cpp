@@ -143,7 +143,9 @@ class TestGpuPlatform : public runtime::Platform {
     for (int op = 0; op < static_cast<int>(ops::OpId::kCount); ++op) {
       if (o_.missing_kernels.count(static_cast<ops::OpId>(op))) continue;
       // The CPU's oneDNN RNNs size their workspace for the CPU only (and the CUDA plug-in has no such kernels).
-      if (op >= static_cast<int>(ops::OpId::LstmSequence) && op <= static_cast<int>(ops::OpId::GruSequenceGrad)) continue;
+      static const std::set<ops::OpId> cpu_workspace{ops::OpId::LstmSequence, ops::OpId::LstmSequenceGrad,
+                                                     ops::OpId::GruSequence, ops::OpId::GruSequenceGrad};
+      if (cpu_workspace.count(static_cast<ops::OpId>(op))) continue;
       if (auto k = runtime::get_kernel(op, DeviceType::CPU)) runtime::set_kernel(op, DeviceType::GPU, k);
     }
   }

@@ -60,6 +60,12 @@ SequencePrimitives& primitives(const ops::RnnSequenceAttrs& a) {
   try {
     SequencePrimitives p;
     dnnl::memory::desc fw, fr, bw, br, dw, dr;
+    // The same for either cell once its forward and backward primitive descriptors are made.
+    auto take = [&](const auto& fpd, const auto& bpd, auto fwd, auto bwd) {
+      p.fwd = fwd, p.bwd = bwd, p.workspace = fpd.workspace_desc();
+      fw = fpd.weights_layer_desc(), fr = fpd.weights_iter_desc(), bw = bpd.weights_layer_desc();
+      br = bpd.weights_iter_desc(), dw = bpd.diff_weights_layer_desc(), dr = bpd.diff_weights_iter_desc();
+    };
     if (gru) {
       dnnl::lbr_gru_forward::primitive_desc fpd(
           dnnl::lbr_gru_forward::desc(fwd_kind, dir, x, state, w_any, r_any, b, y, state), eng);
@@ -67,11 +73,7 @@ SequencePrimitives& primitives(const ops::RnnSequenceAttrs& a) {
           dnnl::lbr_gru_backward::desc(dnnl::prop_kind::backward, dir, x, state, w_any, r_any, b, y, state, x, state,
                                        w_any, r_any, b, y, state),
           eng, fpd);
-      p.fwd = dnnl::lbr_gru_forward(fpd);
-      p.bwd = dnnl::lbr_gru_backward(bpd);
-      p.workspace = fpd.workspace_desc();
-      fw = fpd.weights_layer_desc(), fr = fpd.weights_iter_desc(), bw = bpd.weights_layer_desc();
-      br = bpd.weights_iter_desc(), dw = bpd.diff_weights_layer_desc(), dr = bpd.diff_weights_iter_desc();
+      take(fpd, bpd, dnnl::lbr_gru_forward(fpd), dnnl::lbr_gru_backward(bpd));
     } else {
       dnnl::lstm_forward::primitive_desc fpd(
           dnnl::lstm_forward::desc(fwd_kind, dir, x, state, state, w_any, r_any, b, y, state, state), eng);
@@ -79,11 +81,7 @@ SequencePrimitives& primitives(const ops::RnnSequenceAttrs& a) {
           dnnl::lstm_backward::desc(dnnl::prop_kind::backward, dir, x, state, state, w_any, r_any, b, y, state, state,
                                     x, state, state, w_any, r_any, b, y, state, state),
           eng, fpd);
-      p.fwd = dnnl::lstm_forward(fpd);
-      p.bwd = dnnl::lstm_backward(bpd);
-      p.workspace = fpd.workspace_desc();
-      fw = fpd.weights_layer_desc(), fr = fpd.weights_iter_desc(), bw = bpd.weights_layer_desc();
-      br = bpd.weights_iter_desc(), dw = bpd.diff_weights_layer_desc(), dr = bpd.diff_weights_iter_desc();
+      take(fpd, bpd, dnnl::lstm_forward(fpd), dnnl::lstm_backward(bpd));
     }
     p.x = x, p.y = y, p.state = state, p.w = w, p.r = r, p.b = b;
     p.w_fwd = dnnl::memory(fw, eng), p.r_fwd = dnnl::memory(fr, eng), p.w_bwd = dnnl::memory(bw, eng);
