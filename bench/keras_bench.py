@@ -4,8 +4,9 @@ from interpreter start to the first completed training step. One JSON line per c
 "cnn" is bench/cnn_step's VGG-style CNN on 32x32x3 (one repeated batch); "lstm" bench/lstm_step's LSTM(256) over
 100 steps of 128 inputs, then Dense(1), Adam, mse (batch 64).
 A 4th argument sets Keras's global dtype policy ("mixed_bfloat16": bfloat16 compute on TensorFlow's CPU kernels).
-"gru" the same with GRU(256).
-Usage: keras_bench.py <seed|wide|cnn|lstm|gru|first_step> [batch] [threads] [policy]"""
+"gru" the same with GRU(256). "text" bench/text_step's classifier: Embedding(10000, 128, mask_zero) +
+Bidirectional(LSTM(128)) + Dense(1, sigmoid) over 100 right-padded token ids (the same ids), Adam, BCE.
+Usage: keras_bench.py <seed|wide|cnn|lstm|gru|text|first_step> [batch] [threads] [policy]"""
 import json
 import os
 import sys
@@ -73,6 +74,30 @@ elif case in ("lstm", "gru"):
     model.fit(xs, ys, epochs=2, batch_size=batch, verbose=0, shuffle=False)
     us = (time.perf_counter() - t0) / 6 * 1e6
     name = f"{case.upper()}(256) over 100 steps fit batch {batch}"
+elif case == "text":
+    state = 12345  # bench/text_step's linear congruential sequence: the same lengths, ids and labels
+
+    def nxt():
+        global state
+        state = (state * 6364136223846793005 + 1442695040888963407) % (1 << 64)
+        return state >> 33
+
+    x = np.zeros((batch, 100), dtype="int32")
+    y = np.zeros((batch, 1), dtype="float32")
+    for b in range(batch):
+        n = 20 + nxt() % 81
+        for k in range(n):
+            x[b, k] = 1 + nxt() % 9999
+        y[b, 0] = nxt() % 2
+    model = keras.Sequential([layers.Input(shape=(100,), dtype="int32"), layers.Embedding(10000, 128, mask_zero=True),
+                              layers.Bidirectional(layers.LSTM(128)), layers.Dense(1, activation="sigmoid")])
+    model.compile(optimizer="adam", loss="binary_crossentropy")
+    xs, ys = np.tile(x, (3, 1)), np.tile(y, (3, 1))  # 3 steps per epoch on the same batch
+    model.fit(xs, ys, epochs=1, batch_size=batch, verbose=0, shuffle=False)
+    t0 = time.perf_counter()
+    model.fit(xs, ys, epochs=2, batch_size=batch, verbose=0, shuffle=False)
+    us = (time.perf_counter() - t0) / 6 * 1e6
+    name = f"Embedding + Bidirectional(LSTM(128)) text classifier, 100 right-padded tokens, fit batch {batch}"
 else:
     x = np.random.rand(batch, 784).astype("float32")
     y = np.random.randint(0, 10, (batch,)).astype("float32")

@@ -66,6 +66,10 @@ echo "## GRU(256) (reset_after), the same shapes (issue 18)"
 "$build/bench/lstm_step" 64 3 100 /CPU:0 json gru
 if ((have_torch)); then for t in 1 2; do /usr/bin/python3 bench/torch_lstm.py "$t" 3 gru; done; fi
 if ((have_tf)); then python3 bench/keras_bench.py gru 64 0 2>/dev/null; fi
+echo "## Text classifier: Embedding(mask_zero) + Bidirectional(LSTM(128)), 100 right-padded tokens, batch 64 (issue 18)"
+for m in auto steps; do "$build/bench/text_step" 64 3 "$m"; done  # oneDNN's primitive, then the steps
+if ((have_torch)); then for m in text textpad; do for t in 1 2; do /usr/bin/python3 bench/torch_lstm.py "$t" 3 "$m"; done; done; fi
+if ((have_tf)); then python3 bench/keras_bench.py text 64 0 2>/dev/null; fi
 
 echo "## Transformer encoder block: MultiHeadAttention 4x64, width 256, 128 steps, FFN 1024, batch 32 (issue 18)"
 "$build/bench/transformer_step" 32 3

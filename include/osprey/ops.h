@@ -74,9 +74,16 @@ std::vector<Tensor> lstm_sequence(const Tensor& x, const Tensor& h0, const Tenso
 /// last h}.
 std::vector<Tensor> gru_sequence(const Tensor& x, const Tensor& h0, const Tensor& kernel,
                                  const Tensor& recurrent_kernel, const Tensor& bias);
-/// Whether lstm_sequence and gru_sequence have kernels where they would run for these inputs (the device scope's
-/// type, else every input's device): layers take the step-by-step ops where they have not (the CUDA plug-in has
-/// none yet).
+/// A whole simple RNN sequence as one op each way (Keras's SimpleRNN; on the CPU oneDNN's vanilla RNN primitive):
+/// h_t = activation(x_t · kernel + h_{t-1} · recurrent_kernel + bias), activation tanh, relu or sigmoid; x (batch,
+/// steps, features), h0 (batch, units), kernel (features, units), recurrent_kernel (units, units), bias (units).
+/// Returns {every step's h (batch, steps, units), the last h}. InvalidArgumentError for other activations, shapes
+/// or dtypes.
+std::vector<Tensor> simple_rnn_sequence(const Tensor& x, const Tensor& h0, const Tensor& kernel,
+                                        const Tensor& recurrent_kernel, const Tensor& bias, Activation activation);
+/// Whether lstm_sequence, gru_sequence and simple_rnn_sequence have kernels where they would run for these inputs
+/// (the device scope's type, else every input's device): layers take the step-by-step ops where they have not (the
+/// CUDA plug-in has none yet).
 bool lstm_sequence_runs_here(std::span<const Tensor> inputs);
 /// One GRU step's gates as one op each way (Keras's GRUCell with reset_after and its default activations): from
 /// the inputs' part x (batch, 3·units) and the recurrent part r (batch, 3·units), both in Keras's order z, r, h and

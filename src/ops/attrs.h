@@ -73,10 +73,9 @@ struct LayerNormAttrs { float epsilon; bool has_gamma, has_beta; };
 struct ResizeAttrs { ResizeMethod method; };
 struct TransformAttrs { ResizeMethod interpolation; FillMode fill_mode; float fill_value; };
 struct RmspropAttrs { float learning_rate, rho, momentum, epsilon; bool centered; };
-/// An LSTM or a GRU over a whole sequence: batch, steps, input features, units (Keras's activations, no mask or
-/// dropout).
+/// An LSTM, a GRU or a simple RNN (by its activation) over a whole sequence: batch, steps, input features, units.
 struct RnnSequenceAttrs {
-  static constexpr int64_t kLstm = 0, kGru = 1;
+  static constexpr int64_t kLstm = 0, kGru = 1, kSimpleTanh = 2, kSimpleRelu = 3, kSimpleSigmoid = 4;
   int64_t batch, steps, features, units, kind;
 };
 

@@ -61,6 +61,9 @@ enum class OpId : int {
   GruSequence,     // x (t, n, f), h0 (n, u), kernel (f, 3u), recurrent (u, 3u), bias (4u: z, r, h, recurrent h)
                    // -> y (t, n, u), hT (n, u), workspace (attrs RnnSequenceAttrs)
   GruSequenceGrad,  // dy, dhT, x, h0, kernel, recurrent, bias, y, hT, workspace -> dx, dh0, dkernel, drecurrent, dbias
+  RnnSequence,     // x (t, n, f), h0 (n, u), kernel (f, u), recurrent (u, u), bias (u) -> y (t, n, u), hT (n, u),
+                   // workspace (attrs RnnSequenceAttrs: its kind names the activation)
+  RnnSequenceGrad,  // dy, dhT, x, h0, kernel, recurrent, bias, y, hT, workspace -> dx, dh0, dkernel, drecurrent, dbias
   GruCell,         // x (n, 3u), r (n, 3u), h_prev (n, u) -> h (n, u)
   GruCellGrad,     // dh, x, r, h_prev -> dx (n, 3u), dr (n, 3u), dh_prev (n, u)
   BroadcastTo,     // x -> x repeated along its broadcast axes (attrs StridedGeometry, one operand)

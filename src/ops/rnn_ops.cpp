@@ -1,5 +1,5 @@
-// A whole LSTM or GRU sequence as one op each way (ops::lstm_sequence, ops::gru_sequence): the forward keeps the
-// backend's workspace (oneDNN's RNN workspace on the CPU) as a last output that only its backward reads.
+// A whole LSTM, GRU or simple RNN sequence as one op each way (ops::lstm_sequence, ops::gru_sequence,
+// ops::simple_rnn_sequence): the forward keeps the backend's workspace (oneDNN's RNN workspace on the CPU) as a last output that only its backward reads.
 #include <fmt/format.h>
 
 #include "ops/attrs.h"
@@ -12,17 +12,21 @@
 
 namespace osprey::ops {
 
+namespace {
+bool has_all(runtime::DeviceType type) {
+  return has_kernel(OpId::LstmSequence, type) && has_kernel(OpId::GruSequence, type) &&
+         has_kernel(OpId::RnnSequence, type);
+}
+}  // namespace
+
 bool lstm_sequence_runs_here(std::span<const Tensor> inputs) {
   const auto& spec = runtime::current_device_spec();
   if (spec && spec->device_type) {
     const auto type = runtime::device_type_from_name(*spec->device_type);
-    return type && has_kernel(OpId::LstmSequence, *type) && has_kernel(OpId::GruSequence, *type);
+    return type && has_all(*type);
   }
   for (const Tensor& t : inputs) {
-    if (t.defined() && !(has_kernel(OpId::LstmSequence, t.device_ref().type()) &&
-                         has_kernel(OpId::GruSequence, t.device_ref().type()))) {
-      return false;
-    }
+    if (t.defined() && !has_all(t.device_ref().type())) return false;
   }
   return true;
 }
@@ -117,6 +121,22 @@ std::vector<Tensor> gru_sequence(const Tensor& x, const Tensor& h0, const Tensor
                            0);
   return run_sequence(OpId::GruSequence, OpId::GruSequenceGrad, "GruSequence", attrs,
                       {x, h0, kernel, recurrent_kernel, b4});
+}
+
+std::vector<Tensor> simple_rnn_sequence(const Tensor& x, const Tensor& h0, const Tensor& kernel,
+                                        const Tensor& recurrent_kernel, const Tensor& bias, Activation activation) {
+  int64_t kind = 0;
+  switch (activation) {
+    case Activation::tanh: kind = RnnSequenceAttrs::kSimpleTanh; break;
+    case Activation::relu: kind = RnnSequenceAttrs::kSimpleRelu; break;
+    case Activation::sigmoid: kind = RnnSequenceAttrs::kSimpleSigmoid; break;
+    default:
+      throw InvalidArgumentError(fmt::format("simple_rnn_sequence takes the activations tanh, relu and sigmoid; got {}",
+                                             activation_name(activation)));
+  }
+  const auto attrs = check("simple_rnn_sequence", x, {&h0}, kernel, recurrent_kernel, bias, 1, 1, kind);
+  return run_sequence(OpId::RnnSequence, OpId::RnnSequenceGrad, "RnnSequence", attrs,
+                      {x, h0, kernel, recurrent_kernel, bias});
 }
 
 }  // namespace osprey::ops

@@ -235,7 +235,8 @@ TEST(SequenceLayers, MaskedRecurrentLayersTrainAsKeras) {
   const Tensor shorter = Tensor::from_vector<int32_t>({3, 4, 0, 0, 0, 0}, {1, 6});
   const auto both = seq.predict(ids, {.verbose = 0}).to_vector<float>();
   EXPECT_EQ(both[0], both[1]);
-  EXPECT_EQ(seq.predict(shorter, {.verbose = 0}).to_vector<float>()[0], both[0]);
+  // oneDNN's LSTM rounds a batch of one and a batch of two differently (by an ulp), as TensorFlow's kernels may.
+  EXPECT_NEAR(seq.predict(shorter, {.verbose = 0}).to_vector<float>()[0], both[0], 1e-6);
   // Bad arguments and inputs.
   EXPECT_THROW(layers::LSTM(0), ValueError);
   EXPECT_THROW(layers::LSTM(2)(Tensor::zeros({2, 0, 3})), ValueError);

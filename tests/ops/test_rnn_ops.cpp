@@ -1,4 +1,4 @@
-// The recurrent layers' fused ops: ops::lstm_cell, ops::gru_cell, ops::lstm_sequence and ops::gru_sequence against
+// The recurrent layers' fused ops: ops::lstm_cell, ops::gru_cell and the sequence ops (LSTM, GRU, simple RNN) against
 // their definitions as separate ops (values and gradients of every output for every input) and against central
 // finite differences; bad shapes are typed errors.
 #include <gtest/gtest.h>
@@ -192,5 +192,54 @@ TEST(RnnOps, GruSequenceIsTheStepsOfTheCellWithGradients) {
   const Tensor h = Tensor::zeros({2, 3}), w = Tensor::zeros({4, 9}), r = Tensor::zeros({3, 9});
   EXPECT_THROW((void)ops::gru_sequence(Tensor::zeros({2, 5, 4}), h, w, r, Tensor::zeros({9})), InvalidArgumentError);
   EXPECT_THROW((void)ops::gru_sequence(Tensor::zeros({2, 5, 4}), h, w, Tensor::zeros({3, 12}), Tensor::zeros({2, 9})),
+               InvalidArgumentError);
+}
+
+// The same for a simple RNN (oneDNN's vanilla RNN) with each activation it takes: h = act(x·W + h·R + b) step by
+// step as ops, values and the gradients of x, h0 and the three weights.
+TEST(RnnOps, SimpleRnnSequenceIsTheStepsWithGradients) {
+  random::set_seed(10);
+  for (const auto act : {ops::Activation::tanh, ops::Activation::relu, ops::Activation::sigmoid}) {
+    for (const auto& [n, t, f, u] : std::vector<std::array<int64_t, 4>>{{1, 1, 1, 1}, {4, 6, 3, 5}, {16, 11, 7, 8}}) {
+      SCOPED_TRACE(::testing::Message() << ops::activation_name(act) << " " << n << "x" << t << "x" << f << ", units " << u);
+      Tensor x = random::uniform({n, t, f}, -1, 1), h0 = random::uniform({n, u}, -1, 1),
+             w = random::uniform({f, u}, -0.6, 0.6), r = random::uniform({u, u}, -0.6, 0.6),
+             b = random::uniform({u}, -0.5, 0.5);
+      const Tensor wy = random::uniform({n, t, u}, -1, 1), wh = random::uniform({n, u}, -1, 1);
+      std::vector<Tensor> outs[2], grads[2];
+      for (int pass = 0; pass < 2; ++pass) {
+        GradientTape tape;
+        for (const Tensor* p : {&x, &h0, &w, &r, &b}) tape.watch(*p);
+        std::vector<Tensor> out;
+        if (pass == 0) {
+          out = ops::simple_rnn_sequence(x, h0, w, r, b, act);
+        } else {
+          const Tensor xp = ops::reshape(ops::dense(ops::reshape(x, {n * t, f}), w, b, ops::Activation::linear), {n, t, u});
+          Tensor h = h0;
+          std::vector<Tensor> ys;
+          for (const Tensor& s : ops::split(xp, 1, std::vector<int64_t>(static_cast<std::size_t>(t), 1))) {
+            h = ops::activation(ops::add(ops::reshape(s, {n, u}), ops::matmul(h, r)), act);
+            ys.push_back(ops::reshape(h, {n, 1, u}));
+          }
+          out = {ops::concat(ys, 1), h};
+        }
+        const Tensor loss = ops::add(ops::reduce_sum(ops::mul(out[0], wy)), ops::reduce_sum(ops::mul(out[1], wh)));
+        grads[pass] = tape.gradient(loss, {x, h0, w, r, b});
+        outs[pass] = out;
+      }
+      for (int i = 0; i < 2; ++i) expect_close(host(outs[0][i]), host(outs[1][i]), 1e-5);
+      for (int i = 0; i < 5; ++i) {
+        SCOPED_TRACE(i);
+        expect_close(host(grads[0][i]), host(grads[1][i]), 1e-4);
+      }
+    }
+  }
+  check_gradients([](auto& in) { return ops::simple_rnn_sequence(in[0], in[1], in[2], in[3], in[4], ops::Activation::tanh)[1]; },
+                  {random::uniform({2, 3, 2}, -1, 1), random::uniform({2, 2}, -1, 1), random::uniform({2, 2}, -0.5, 0.5),
+                   random::uniform({2, 2}, -0.5, 0.5), random::uniform({2}, -0.5, 0.5)});
+  const Tensor h = Tensor::zeros({2, 3}), w = Tensor::zeros({4, 3}), r = Tensor::zeros({3, 3}), b = Tensor::zeros({3});
+  EXPECT_THROW((void)ops::simple_rnn_sequence(Tensor::zeros({2, 5, 4}), h, w, r, Tensor::zeros({4}), ops::Activation::tanh),
+               InvalidArgumentError);
+  EXPECT_THROW((void)ops::simple_rnn_sequence(Tensor::zeros({2, 5, 4}), h, w, r, b, ops::Activation::gelu),
                InvalidArgumentError);
 }

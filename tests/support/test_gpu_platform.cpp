@@ -31,8 +31,9 @@ std::vector<TestGpu> default_test_gpus(int n) {
 int cross_device_copies = 0;
 
 std::set<ops::OpId> ops_missing_on_cuda() {
-  return {ops::OpId::DenseGrad,    ops::OpId::LossMean,         ops::OpId::LossMeanGrad, ops::OpId::LstmSequence,
-          ops::OpId::LstmSequenceGrad, ops::OpId::GruSequence, ops::OpId::GruSequenceGrad};
+  return {ops::OpId::DenseGrad,       ops::OpId::LossMean,    ops::OpId::LossMeanGrad,    ops::OpId::LstmSequence,
+          ops::OpId::LstmSequenceGrad, ops::OpId::GruSequence, ops::OpId::GruSequenceGrad, ops::OpId::RnnSequence,
+          ops::OpId::RnnSequenceGrad};
 }
 
 namespace {
@@ -144,7 +145,8 @@ class TestGpuPlatform : public runtime::Platform {
       if (o_.missing_kernels.count(static_cast<ops::OpId>(op))) continue;
       // The CPU's oneDNN RNNs size their workspace for the CPU only (and the CUDA plug-in has no such kernels).
       static const std::set<ops::OpId> cpu_workspace{ops::OpId::LstmSequence, ops::OpId::LstmSequenceGrad,
-                                                     ops::OpId::GruSequence, ops::OpId::GruSequenceGrad};
+                                                     ops::OpId::GruSequence,  ops::OpId::GruSequenceGrad,
+                                                     ops::OpId::RnnSequence,  ops::OpId::RnnSequenceGrad};
       if (cpu_workspace.count(static_cast<ops::OpId>(op))) continue;
       if (auto k = runtime::get_kernel(op, DeviceType::CPU)) runtime::set_kernel(op, DeviceType::GPU, k);
     }

@@ -1,9 +1,9 @@
-// The CPU kernels of ops::lstm_sequence and ops::gru_sequence: oneDNN's LSTM and linear-before-reset GRU
-// primitives, forward (training, its workspace kept in the op's last output) and backward, over the whole sequence.
+// The CPU kernels of ops::lstm_sequence, ops::gru_sequence and ops::simple_rnn_sequence: oneDNN's LSTM,
+// linear-before-reset GRU and vanilla RNN primitives, forward (training, its workspace kept in the op's last output) and backward, over the whole sequence.
 // Keras's layouts map onto oneDNN's plain ones without a copy: the time-major x and y (steps, batch, ·) are "tnc"
 // (oneDNN 2.6's reference LSTM takes 12 % longer on batch-major "ntc"), the states (batch, units) "ldnc", the
 // kernel (features, gates·units) and recurrent kernel (units, gates·units) "ldigo" with Keras's gate orders (an
-// LSTM's i, f, c, o and a GRU's z, r, h are oneDNN's), the bias "ldgo". The weights are reordered into the layouts
+// LSTM's i, f, c, o and a GRU's z, r, h are oneDNN's; a simple RNN has one gate), the bias "ldgo". The weights are reordered into the layouts
 // the primitives choose (and the weight gradients back) on every call.
 #include <omp.h>
 
@@ -41,26 +41,36 @@ void reorder(const dnnl::reorder& r, const dnnl::memory& from, const dnnl::memor
   r.execute(dnnl_stream(), {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
 }
 
-// The primitives of an LSTM (gates i, f, c, o) or a linear-before-reset GRU (gates u, r, o; Keras's reset_after
-// GRU, its bias (4, units): u, r, o and the recurrent candidate's).
+const char* kind_name(int64_t kind) {
+  switch (kind) {
+    case ops::RnnSequenceAttrs::kLstm: return "LstmSequence";
+    case ops::RnnSequenceAttrs::kGru: return "GruSequence";
+    default: return "RnnSequence";
+  }
+}
+
+// The primitives of an LSTM (gates i, f, c, o), a linear-before-reset GRU (gates u, r, o; Keras's reset_after
+// GRU, its bias (4, units): u, r, o and the recurrent candidate's) or a vanilla RNN (one gate, its activation
+// from the kind).
 SequencePrimitives& primitives(const ops::RnnSequenceAttrs& a) {
   thread_local std::map<std::vector<int64_t>, SequencePrimitives> cache;
   std::vector<int64_t> key{a.kind, a.batch, a.steps, a.features, a.units, omp_get_max_threads()};
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
   auto& eng = dnnl_engine();
-  const bool gru = a.kind == ops::RnnSequenceAttrs::kGru;
-  const dnnl::memory::dim n = a.batch, t = a.steps, f = a.features, u = a.units, g = gru ? 3 : 4;
+  const bool gru = a.kind == ops::RnnSequenceAttrs::kGru, lstm = a.kind == ops::RnnSequenceAttrs::kLstm;
+  const dnnl::memory::dim n = a.batch, t = a.steps, f = a.features, u = a.units, g = lstm ? 4 : gru ? 3 : 1;
   auto md = [](dnnl::memory::dims d, tag tg) { return dnnl::memory::desc(d, dt::f32, tg); };
   const auto x = md({t, n, f}, tag::tnc), y = md({t, n, u}, tag::tnc), state = md({1, 1, n, u}, tag::ldnc);
-  const auto w = md({1, 1, f, g, u}, tag::ldigo), r = md({1, 1, u, g, u}, tag::ldigo), b = md({1, 1, 4, u}, tag::ldgo);
+  const auto w = md({1, 1, f, g, u}, tag::ldigo), r = md({1, 1, u, g, u}, tag::ldigo);
+  const auto b = md({1, 1, lstm || gru ? 4 : 1, u}, tag::ldgo);
   const auto w_any = md({1, 1, f, g, u}, tag::any), r_any = md({1, 1, u, g, u}, tag::any);
   const auto dir = dnnl::rnn_direction::unidirectional_left2right;
   const auto fwd_kind = dnnl::prop_kind::forward_training;
   try {
     SequencePrimitives p;
     dnnl::memory::desc fw, fr, bw, br, dw, dr;
-    // The same for either cell once its forward and backward primitive descriptors are made.
+    // The same for any cell once its forward and backward primitive descriptors are made.
     auto take = [&](const auto& fpd, const auto& bpd, auto fwd, auto bwd) {
       p.fwd = fwd, p.bwd = bwd, p.workspace = fpd.workspace_desc();
       fw = fpd.weights_layer_desc(), fr = fpd.weights_iter_desc(), bw = bpd.weights_layer_desc();
@@ -74,7 +84,7 @@ SequencePrimitives& primitives(const ops::RnnSequenceAttrs& a) {
                                        w_any, r_any, b, y, state),
           eng, fpd);
       take(fpd, bpd, dnnl::lbr_gru_forward(fpd), dnnl::lbr_gru_backward(bpd));
-    } else {
+    } else if (lstm) {
       dnnl::lstm_forward::primitive_desc fpd(
           dnnl::lstm_forward::desc(fwd_kind, dir, x, state, state, w_any, r_any, b, y, state, state), eng);
       dnnl::lstm_backward::primitive_desc bpd(
@@ -82,6 +92,17 @@ SequencePrimitives& primitives(const ops::RnnSequenceAttrs& a) {
                                     x, state, state, w_any, r_any, b, y, state, state),
           eng, fpd);
       take(fpd, bpd, dnnl::lstm_forward(fpd), dnnl::lstm_backward(bpd));
+    } else {
+      const auto act = a.kind == ops::RnnSequenceAttrs::kSimpleRelu      ? dnnl::algorithm::eltwise_relu
+                       : a.kind == ops::RnnSequenceAttrs::kSimpleSigmoid ? dnnl::algorithm::eltwise_logistic
+                                                                         : dnnl::algorithm::eltwise_tanh;
+      dnnl::vanilla_rnn_forward::primitive_desc fpd(
+          dnnl::vanilla_rnn_forward::desc(fwd_kind, act, dir, x, state, w_any, r_any, b, y, state), eng);
+      dnnl::vanilla_rnn_backward::primitive_desc bpd(
+          dnnl::vanilla_rnn_backward::desc(dnnl::prop_kind::backward, act, dir, x, state, w_any, r_any, b, y, state,
+                                           x, state, w_any, r_any, b, y, state),
+          eng, fpd);
+      take(fpd, bpd, dnnl::vanilla_rnn_forward(fpd), dnnl::vanilla_rnn_backward(bpd));
     }
     p.x = x, p.y = y, p.state = state, p.w = w, p.r = r, p.b = b;
     p.w_fwd = dnnl::memory(fw, eng), p.r_fwd = dnnl::memory(fr, eng), p.w_bwd = dnnl::memory(bw, eng);
@@ -94,9 +115,8 @@ SequencePrimitives& primitives(const ops::RnnSequenceAttrs& a) {
     p.from_dr = dnnl::reorder(dnnl::reorder::primitive_desc(eng, dr, eng, r));
     return cache.emplace(std::move(key), std::move(p)).first->second;
   } catch (const dnnl::error& e) {
-    throw InternalError(fmt::format("{}Sequence: oneDNN has no primitive for batch {}, {} steps, {} features, {} "
-                                    "units: {}",
-                                    gru ? "Gru" : "Lstm", n, t, f, u, e.what()));
+    throw InternalError(fmt::format("{}: oneDNN has no primitive for batch {}, {} steps, {} features, {} units: {}",
+                                    kind_name(a.kind), n, t, f, u, e.what()));
   }
 }
 
@@ -106,7 +126,8 @@ int64_t workspace(const void* attrs) {
 
 dnnl::memory wrap(const dnnl::memory::desc& d, const Tensor& t) { return dnnl::memory(d, dnnl_engine(), t.data<float>()); }
 
-// LSTM inputs: x, h0, c0, kernel, recurrent, bias; outputs: y, hT, cT, workspace. GRU: the same without c0 and cT.
+// LSTM inputs: x, h0, c0, kernel, recurrent, bias; outputs: y, hT, cT, workspace. GRU and simple RNN: the same
+// without c0 and cT.
 void sequence_kernel(const ops::KernelContext& ctx) {
   const auto& a = ctx.attr<ops::RnnSequenceAttrs>();
   const bool lstm = a.kind == ops::RnnSequenceAttrs::kLstm;
@@ -133,7 +154,7 @@ void sequence_kernel(const ops::KernelContext& ctx) {
 }
 
 // LSTM inputs: dy, dhT, dcT, x, h0, c0, kernel, recurrent, bias, y, hT, cT, workspace; outputs: dx, dh0, dc0,
-// dkernel, drecurrent, dbias. GRU: the same without dcT, c0, cT and dc0.
+// dkernel, drecurrent, dbias. GRU and simple RNN: the same without dcT, c0, cT and dc0.
 void sequence_grad_kernel(const ops::KernelContext& ctx) {
   const auto& a = ctx.attr<ops::RnnSequenceAttrs>();
   const bool lstm = a.kind == ops::RnnSequenceAttrs::kLstm;
@@ -178,7 +199,8 @@ void sequence_grad_kernel(const ops::KernelContext& ctx) {
 
 void register_rnn_sequence_kernels() {
   for (auto [op, grad] : {std::pair{ops::OpId::LstmSequence, ops::OpId::LstmSequenceGrad},
-                          std::pair{ops::OpId::GruSequence, ops::OpId::GruSequenceGrad}}) {
+                          std::pair{ops::OpId::GruSequence, ops::OpId::GruSequenceGrad},
+                          std::pair{ops::OpId::RnnSequence, ops::OpId::RnnSequenceGrad}}) {
     ops::register_kernel(op, DeviceType::CPU, sequence_kernel);
     ops::register_kernel(grad, DeviceType::CPU, sequence_grad_kernel);
     ops::register_workspace(op, DeviceType::CPU, workspace);

@@ -67,11 +67,14 @@ class RNNCell : public Layer {
   /// (batch, units).
   virtual std::vector<Tensor> step(const Tensor& projected, const std::vector<Tensor>& states,
                                    const std::vector<Tensor>& recurrent_masks = {}) const;
-  /// The whole sequence (batch, steps, features) from `states` as one op, where that computes what step() over
-  /// the steps would: an LSTM cell, or a GRU cell with reset_after, with Keras's default activations, no dropout
-  /// in this call, on a device with the kernels (oneDNN's LSTM and GRU primitives on the CPU). {every step's output (batch, steps, units),
-  /// the last states}; empty where the steps must run one by one.
-  virtual std::vector<Tensor> run_sequence(const Tensor& x, const std::vector<Tensor>& states, bool training) const;
+  /// Whether run_sequence computes what step() over the steps would in this call: a cell of Keras's (SimpleRNN
+  /// with tanh, relu or sigmoid; LSTM, and GRU with reset_after, with their default activations), no recurrent
+  /// dropout in training, on a device with the sequence kernels (oneDNN's RNN primitives on the CPU). Input
+  /// dropout is the layer's to apply to the sequence first.
+  virtual bool runs_as_sequence(const Tensor& x, const std::vector<Tensor>& states, bool training) const;
+  /// The whole sequence (batch, steps, features) from `states` as one op (where runs_as_sequence): {every step's
+  /// output (batch, steps, units), the last states}.
+  virtual std::vector<Tensor> run_sequence(const Tensor& x, const std::vector<Tensor>& states) const;
   /// Training's dropout masks for a sequence of `batch` rows, on the current device: the inputs' (none, one, or
   /// one per gate; each (batch, features), kept values 1/(1 - rate)) and the previous output's (each (batch, units)).
   virtual std::vector<Tensor> input_dropout_masks(int64_t batch, int64_t features);
@@ -129,7 +132,7 @@ class StackedRNNCells : public RNNCell {
   Tensor project(const std::vector<Tensor>& per_gate) const override;
   std::vector<Tensor> step(const Tensor& projected, const std::vector<Tensor>& states,
                            const std::vector<Tensor>& recurrent_masks = {}) const override;
-  std::vector<Tensor> run_sequence(const Tensor&, const std::vector<Tensor>&, bool) const override { return {}; }
+  bool runs_as_sequence(const Tensor&, const std::vector<Tensor>&, bool) const override { return false; }
   std::vector<Tensor> input_dropout_masks(int64_t, int64_t) override { return {}; }
   std::vector<Tensor> recurrent_dropout_masks(int64_t) override { return {}; }
   /// Keras's weights files key the cells as a list: "cells/lstm_cell", "cells/gru_cell", "cells/lstm_cell_1".
@@ -162,6 +165,12 @@ struct RNNOptions {
   bool stateful = false;
   bool unroll = false;            ///< Keras's unroll: accepted; the steps are the same ops either way
   bool zero_output_for_mask = false;  ///< masked steps output zeros instead of the previous output
+  /// Keras's use_cudnn: unset ("auto") runs the whole sequence as one op each way where that computes what the
+  /// steps would (oneDNN's RNN primitives on the CPU: a lone cell of Keras's, LSTM and reset_after GRU with their
+  /// default activations, SimpleRNN with tanh, relu or sigmoid; no recurrent dropout; masks right-padded; not for
+  /// an LSTM's states after padded rows), true requires that (a ValueError where it cannot), false runs the steps
+  /// one by one. Not saved, as in Keras.
+  std::optional<bool> use_cudnn{};
   std::string name{};
   std::string dtype{};  ///< Keras's dtype: a policy name ("float32", "mixed_bfloat16"); empty: the global policy
 };
@@ -197,9 +206,10 @@ class RNN : public Layer {
   std::vector<Tensor> call_outputs_masked(const std::vector<Tensor>& inputs, bool training,
                                           const std::vector<Tensor>& masks, std::vector<Tensor>& output_masks) override;
   /// The output and the last states for `inputs` from `initial_states` (zeros, or a stateful layer's states, when
-  /// empty), with the steps' mask (undefined: none).
+  /// empty), with the steps' mask (undefined: none). `states_used` false: the caller takes the output only (an
+  /// LSTM's last carry may then be left undefined).
   std::vector<Tensor> run(const Tensor& inputs, bool training, const Tensor& mask,
-                          const std::vector<Tensor>& initial_states);
+                          const std::vector<Tensor>& initial_states, bool states_used = true);
   /// A stateful RNN's states back to zeros (Keras's reset_states / reset_state); nothing for another.
   void reset_states();
   /// A stateful RNN's current states (empty before its first batch).
@@ -228,6 +238,10 @@ class RNN : public Layer {
   std::shared_ptr<RNNCell> cell_;
   RNNOptions r_;
   std::vector<Tensor> states_;  ///< a stateful RNN's states between batches
+  /// run() with the cell's sequence op (rnn_sequence.cpp): {output, last states}, or empty where the steps must
+  /// run one by one.
+  std::vector<Tensor> run_as_sequence(const Tensor& x, bool training, const Tensor& mask,
+                                      const std::vector<Tensor>& states, bool states_used);
 };
 
 /// keras.layers.SimpleRNN(units), LSTM(units), GRU(units): RNN over their cell, with the cell's arguments and the

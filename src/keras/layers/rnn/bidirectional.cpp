@@ -24,6 +24,7 @@ std::shared_ptr<RNN> copy_of(const RNN& layer, const std::string& name, std::opt
   c["name"] = name;
   if (go_backwards) c["go_backwards"] = *go_backwards;
   c["zero_output_for_mask"] = layer.rnn_options().return_sequences;
+  if (const auto use = layer.rnn_options().use_cudnn) c["use_cudnn"] = *use;  // not in configs, but the copies keep it
   auto made = std::dynamic_pointer_cast<RNN>(ser::layer_from_object(ser::object("keras.layers", layer.class_name(), c)));
   if (!made) throw ValueError(fmt::format("Bidirectional: could not copy layer '{}'", layer.name()));
   return made;
@@ -124,8 +125,9 @@ std::vector<Tensor> Bidirectional::run(const std::vector<Tensor>& inputs, bool t
   const std::size_t half = inputs.size() / 2;  // inputs: the sequence, then both layers' initial states
   const std::vector<Tensor> f_states(inputs.begin() + 1, inputs.begin() + 1 + static_cast<std::ptrdiff_t>(half));
   const std::vector<Tensor> b_states(inputs.begin() + 1 + static_cast<std::ptrdiff_t>(half), inputs.end());
-  const auto y = forward_->run(inputs[0], training, mask, f_states);
-  const auto y_back = backward_->run(inputs[0], training, mask, b_states);
+  const bool states_used = forward_->rnn_options().return_state;
+  const auto y = forward_->run(inputs[0], training, mask, f_states, states_used);
+  const auto y_back = backward_->run(inputs[0], training, mask, b_states, states_used);
   Tensor y_rev = y_back[0];
   if (forward_->rnn_options().return_sequences) y_rev = flip_steps(y_rev);
   std::vector<Tensor> out;

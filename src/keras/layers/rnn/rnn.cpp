@@ -173,18 +173,33 @@ Tensor recurrent_product(const Tensor& h, const Tensor& w, const std::vector<Ten
 }
 }  // namespace
 
-std::vector<Tensor> RNNCell::run_sequence(const Tensor& x, const std::vector<Tensor>& states, bool training) const {
-  const auto drops = [](double rate) { return rate > 0.0 && rate < 1.0; };
-  if (!(kind_ == Kind::lstm || (kind_ == Kind::gru && o_.reset_after)) || o_.activation != "tanh" ||
-      o_.recurrent_activation != "sigmoid" || (training && (drops(o_.dropout) || drops(o_.recurrent_dropout)))) {
-    return {};
+bool RNNCell::runs_as_sequence(const Tensor& x, const std::vector<Tensor>& states, bool training) const {
+  if (!kernel_) return false;
+  const bool simple = kind_ == Kind::simple &&
+                      (o_.activation == "tanh" || o_.activation == "relu" || o_.activation == "sigmoid");
+  const bool gated = (kind_ == Kind::lstm || (kind_ == Kind::gru && o_.reset_after)) && o_.activation == "tanh" &&
+                     o_.recurrent_activation == "sigmoid";
+  if (!(simple || gated) || (training && recurrent_dropout_)) return false;
+  const Tensor in[] = {x, states[0], kernel_->value(), recurrent_->value(), bias_ ? bias_->value() : Tensor(),
+                       states.size() > 1 ? states[1] : Tensor()};
+  return ops::lstm_sequence_runs_here(in);
+}
+
+std::vector<Tensor> RNNCell::run_sequence(const Tensor& x, const std::vector<Tensor>& states) const {
+  const int64_t u = units_;
+  switch (kind_) {
+    case Kind::simple:
+      return ops::simple_rnn_sequence(x, states[0], kernel_->value(), recurrent_->value(),
+                                      bias_ ? bias_->value() : Tensor::zeros(Shape({u})),
+                                      ops::activation_from_name(o_.activation));
+    case Kind::gru:
+      return ops::gru_sequence(x, states[0], kernel_->value(), recurrent_->value(),
+                               bias_ ? bias_->value() : Tensor::zeros(Shape({2, 3 * u})));
+    case Kind::lstm:
+      break;
   }
-  const bool lstm = kind_ == Kind::lstm;
-  const Tensor bias = bias_ ? bias_->value() : Tensor::zeros(lstm ? Shape({4 * units_}) : Shape({2, 3 * units_}));
-  const Tensor in[] = {x, states[0], kernel_->value(), recurrent_->value(), bias, lstm ? states[1] : Tensor()};
-  if (!ops::lstm_sequence_runs_here(in)) return {};
-  if (!lstm) return ops::gru_sequence(x, states[0], kernel_->value(), recurrent_->value(), bias);
-  return ops::lstm_sequence(x, states[0], states[1], kernel_->value(), recurrent_->value(), bias);
+  return ops::lstm_sequence(x, states[0], states[1], kernel_->value(), recurrent_->value(),
+                            bias_ ? bias_->value() : Tensor::zeros(Shape({4 * u})));
 }
 
 std::vector<Tensor> RNNCell::step(const Tensor& xp, const std::vector<Tensor>& states,
@@ -317,23 +332,23 @@ static std::vector<Tensor> states_of(const std::vector<Tensor>& inputs) {
 }
 
 Tensor RNN::call_masked(const Tensor& inputs, bool training, const Tensor& mask) {
-  return run(inputs, training, mask, {})[0];
+  return run(inputs, training, mask, {}, false)[0];
 }
 Tensor RNN::call(const std::vector<Tensor>& inputs, bool training) {
-  return run(inputs.at(0), training, Tensor(), states_of(inputs))[0];
+  return run(inputs.at(0), training, Tensor(), states_of(inputs), false)[0];
 }
 Tensor RNN::call_masked_list(const std::vector<Tensor>& inputs, bool training, const std::vector<Tensor>& masks) {
-  return run(inputs.at(0), training, masks.empty() ? Tensor() : masks[0], states_of(inputs))[0];
+  return run(inputs.at(0), training, masks.empty() ? Tensor() : masks[0], states_of(inputs), false)[0];
 }
 std::vector<Tensor> RNN::call_outputs(const std::vector<Tensor>& inputs, bool training) {
-  auto out = run(inputs.at(0), training, Tensor(), states_of(inputs));
+  auto out = run(inputs.at(0), training, Tensor(), states_of(inputs), r_.return_state);
   if (!r_.return_state) out.resize(1);
   return out;
 }
 std::vector<Tensor> RNN::call_outputs_masked(const std::vector<Tensor>& inputs, bool training,
                                              const std::vector<Tensor>& masks, std::vector<Tensor>& output_masks) {
   const Tensor mask = masks.empty() ? Tensor() : masks[0];
-  auto out = run(inputs.at(0), training, mask, states_of(inputs));
+  auto out = run(inputs.at(0), training, mask, states_of(inputs), r_.return_state);
   if (!r_.return_state) out.resize(1);
   output_masks.assign(out.size(), Tensor());
   output_masks[0] = compute_mask(inputs[0], mask);
@@ -348,7 +363,7 @@ void RNN::reset_states() {
 }
 
 std::vector<Tensor> RNN::run(const Tensor& inputs, bool training, const Tensor& mask,
-                             const std::vector<Tensor>& initial_states) {
+                             const std::vector<Tensor>& initial_states, bool states_used) {
   const auto d = inputs.shape().dims();
   if (d.size() != 3) build(Shape(std::vector<int64_t>(d.begin() + (d.empty() ? 0 : 1), d.end())));
   if (!built_) build(Shape({d[1], d[2]}));
@@ -391,14 +406,19 @@ std::vector<Tensor> RNN::run(const Tensor& inputs, bool training, const Tensor& 
                                  name_));
   }
   Tensor x = inputs.dtype() == DType::float32 ? inputs : inputs.cast(DType::float32);
-  // The sequence as one op where the cell can (an LSTM or a GRU on the CPU).
-  if (!mask.defined() && !r_.go_backwards && n > 0) {
-    if (auto fused = cell_->run_sequence(x, states, training); !fused.empty()) {
-      std::vector<Tensor> last(fused.begin() + 1, fused.end());
-      if (r_.stateful) states_ = last;
-      std::vector<Tensor> result{r_.return_sequences ? fused[0] : last[static_cast<std::size_t>(cell_->output_index())]};
-      result.insert(result.end(), last.begin(), last.end());
-      return result;
+  // The sequence as one op where the cell can (oneDNN's RNN primitives on the CPU).
+  if (n > 0 && r_.use_cudnn != false) {
+    if (auto fused = run_as_sequence(x, training, mask, states, states_used || r_.stateful); !fused.empty()) {
+      if (r_.stateful) states_.assign(fused.begin() + 1, fused.end());
+      return fused;
+    }
+    if (r_.use_cudnn == true) {
+      throw ValueError(fmt::format(
+          "use_cudnn=True was specified, but cuDNN is not supported for this layer configuration with this backend "
+          "(layer '{}': Osprey's fused sequence kernels take Keras's LSTM, reset_after GRU and tanh/relu/sigmoid "
+          "SimpleRNN cells without recurrent dropout, right-padded masks, on the CPU). Pass use_cudnn='auto' "
+          "(leave it unset) to fallback to a non-cuDNN implementation.",
+          name_));
     }
   }
   const std::vector<Tensor> rec_masks = training ? cell_->recurrent_dropout_masks(n) : std::vector<Tensor>{};

@@ -69,14 +69,25 @@ RecurrentOptions recurrent_from(const json& c, const std::string& cls) {
   return o;
 }
 
+// Keras's use_cudnn argument: "auto" (or absent), true or false; not written by get_config, as in Keras.
+std::optional<bool> use_cudnn_of(const json& c, const std::string& cls) {
+  if (!c.contains("use_cudnn") || c.at("use_cudnn") == "auto") return std::nullopt;
+  if (!c.at("use_cudnn").is_boolean()) {
+    throw ValueError(fmt::format("Invalid valid received for argument `use_cudnn`. Expected one of {{'auto', True, "
+                                 "False}}. Received: use_cudnn={} ({})",
+                                 c.at("use_cudnn").dump(), cls));
+  }
+  return c.at("use_cudnn").get<bool>();
+}
+
 RNNOptions rnn_from(const json& c, const std::string& cls) {
-  (void)cls;
   return {.return_sequences = ser::value_or(c, "return_sequences", false),
           .return_state = ser::value_or(c, "return_state", false),
           .go_backwards = ser::value_or(c, "go_backwards", false),
           .stateful = ser::value_or(c, "stateful", false),
           .unroll = ser::value_or(c, "unroll", false),
           .zero_output_for_mask = ser::value_or(c, "zero_output_for_mask", false),
+          .use_cudnn = use_cudnn_of(c, cls),
           .name = ser::name_of(c)};
 }
 

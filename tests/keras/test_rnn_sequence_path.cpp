@@ -1,0 +1,191 @@
+// The recurrent layers' whole-sequence path (oneDNN's RNN primitives, Keras's use_cudnn="auto") against the same
+// layers run step by step (use_cudnn=false): every cell the primitives take, forwards and go_backwards, with and
+// without return_sequences, unmasked, under right-padded masks (rows of every length from 0 to all steps) and
+// zero_output_for_mask, with input dropout in training: outputs, last states and the gradients of the inputs, the
+// initial states and the weights. use_cudnn=true takes the path or refuses with Keras's ValueError.
+#include <gtest/gtest.h>
+#include <gmock/gmock.h>
+
+#include <cmath>
+#include <memory>
+#include <optional>
+
+#include "osprey/autodiff.h"
+#include "osprey/errors.h"
+#include "osprey/keras.h"
+#include "osprey/random.h"
+
+using namespace osprey;
+using namespace osprey::keras;
+using ::testing::HasSubstr;
+
+namespace {
+
+void expect_close(const Tensor& got, const Tensor& want, double tol, const std::string& what) {
+  SCOPED_TRACE(what);
+  ASSERT_EQ(got.shape(), want.shape());
+  const auto a = got.to_vector<double>(), b = want.to_vector<double>();
+  for (std::size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], tol * (1.0 + std::abs(b[i]))) << "at " << i;
+}
+
+struct Case {
+  std::string cls, activation = "tanh";
+  bool go_backwards = false, return_sequences = false, zero_output_for_mask = false;
+  double dropout = 0.0, recurrent_dropout = 0.0;
+  bool reset_after = true;
+};
+
+std::unique_ptr<layers::RNN> make(const Case& c, std::optional<bool> use_cudnn, bool stateful = false) {
+  layers::RecurrentOptions o{.activation = c.activation, .reset_after = c.reset_after, .dropout = c.dropout,
+                             .recurrent_dropout = c.recurrent_dropout};
+  const layers::RNNOptions r{.return_sequences = c.return_sequences, .go_backwards = c.go_backwards,
+                             .stateful = stateful, .zero_output_for_mask = c.zero_output_for_mask,
+                             .use_cudnn = use_cudnn};
+  if (c.cls == "LSTM") return std::make_unique<layers::LSTM>(5, o, r);
+  if (c.cls == "GRU") return std::make_unique<layers::GRU>(5, o, r);
+  return std::make_unique<layers::SimpleRNN>(5, o, r);
+}
+
+// Rows of lengths 6, 3, 0 and 1 of 6 steps, right-padded; or every step.
+Tensor right_padded(bool whole) {
+  std::vector<bool> m(24);
+  const int lengths[] = {6, 3, 0, 1};
+  for (int b = 0; b < 4; ++b) {
+    for (int k = 0; k < 6; ++k) m[static_cast<std::size_t>(b * 6 + k)] = whole || k < lengths[b];
+  }
+  std::unique_ptr<bool[]> raw(new bool[24]);
+  for (int i = 0; i < 24; ++i) raw[i] = m[static_cast<std::size_t>(i)];
+  return Tensor::from_host(raw.get(), Shape({4, 6}));
+}
+
+struct PathRun {
+  std::vector<Tensor> out, grads;
+};
+
+// The layer of `c` on x (4, 6, 3) from initial states, the same seed each time (weights and dropout masks alike).
+PathRun run(const Case& c, std::optional<bool> use_cudnn, const Tensor& x, const Tensor& mask, bool training, bool states_used) {
+  osprey::random::set_seed(21);
+  auto layer = make(c, use_cudnn);
+  layer->build(Shape({6, 3}));
+  const std::size_t num_states = c.cls == "LSTM" ? 2 : 1;
+  std::vector<Tensor> states;
+  for (std::size_t i = 0; i < num_states; ++i) states.push_back(osprey::random::uniform({4, 5}, -0.8, 0.8));
+  GradientTape tape(true);
+  tape.watch(x);
+  for (const auto& s : states) tape.watch(s);
+  PathRun r;
+  r.out = layer->run(x, training, mask, states, states_used);
+  Tensor loss = ops::reduce_sum(ops::mul(r.out[0], osprey::random::uniform(r.out[0].shape(), -1, 1)));
+  for (std::size_t i = 1; i < r.out.size(); ++i) {
+    if (i == 1 || states_used) loss = ops::add(loss, ops::reduce_sum(ops::mul(r.out[i], osprey::random::uniform({4, 5}, -1, 1))));
+  }
+  std::vector<Tensor> sources{x};
+  sources.insert(sources.end(), states.begin(), states.end());
+  r.grads = tape.gradient(loss, sources);
+  const auto g = tape.gradient(loss, layer->trainable_variables());
+  r.grads.insert(r.grads.end(), g.begin(), g.end());
+  return r;
+}
+
+void expect_same(const PathRun& fused, const PathRun& steps) {
+  ASSERT_EQ(fused.out.size(), steps.out.size());
+  for (std::size_t i = 0; i < fused.out.size(); ++i) {
+    if (!fused.out[i].defined()) continue;  // an LSTM's carry after padded rows, its states unused
+    expect_close(fused.out[i], steps.out[i], 2e-6, "output " + std::to_string(i));
+  }
+  ASSERT_EQ(fused.grads.size(), steps.grads.size());
+  for (std::size_t i = 0; i < fused.grads.size(); ++i) {
+    expect_close(fused.grads[i], steps.grads[i], 2e-5, "gradient " + std::to_string(i));
+  }
+}
+
+}  // namespace
+
+TEST(RecurrentSequencePath, IsTheStepsForEveryCellDirectionMaskAndDropout) {
+  const Tensor x = (osprey::random::set_seed(3), osprey::random::uniform({4, 6, 3}, -1, 1));
+  std::vector<Case> cells{{.cls = "SimpleRNN"}, {.cls = "SimpleRNN", .activation = "relu"},
+                          {.cls = "SimpleRNN", .activation = "sigmoid"}, {.cls = "LSTM"}, {.cls = "GRU"}};
+  int compared = 0;
+  for (Case c : cells) {
+    for (const bool back : {false, true}) {
+      for (const bool seqs : {false, true}) {
+        for (const int masking : {0, 1, 2}) {  // none, every step unmasked, right-padded rows
+          for (const bool zero_out : {false, true}) {
+            for (const double dropout : {0.0, 0.4}) {
+              if (zero_out && masking != 2) continue;
+              c.go_backwards = back, c.return_sequences = seqs, c.zero_output_for_mask = zero_out, c.dropout = dropout;
+              const Tensor mask = masking == 0 ? Tensor() : right_padded(masking == 1);
+              const bool training = dropout > 0.0;
+              // An LSTM's carry after padded rows is not the primitive's: its states are then read by the steps.
+              const bool states_used = !(c.cls == "LSTM" && masking == 2);
+              SCOPED_TRACE(::testing::Message() << c.cls << " " << c.activation << (back ? " go_backwards" : "")
+                                                << (seqs ? " return_sequences" : "") << " mask " << masking
+                                                << (zero_out ? " zero_output_for_mask" : "") << " dropout " << dropout);
+              const PathRun fused = run(c, true, x, mask, training, states_used);
+              const PathRun steps = run(c, false, x, mask, training, states_used);
+              expect_same(fused, steps);
+              expect_same(run(c, std::nullopt, x, mask, training, states_used), fused);
+              ++compared;
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(compared, 5 * 2 * 2 * 4 * 2);
+}
+
+TEST(RecurrentSequencePath, OtherMasksAndCellsRunTheStepsOrRefuseWithUseCudnnTrue) {
+  osprey::random::set_seed(4);
+  const Tensor x = osprey::random::uniform({4, 6, 3}, -1, 1);
+  // A mask with a hole (not right-padded): "auto" runs the steps, which Keras's semantics need.
+  std::unique_ptr<bool[]> raw(new bool[24]);
+  for (int i = 0; i < 24; ++i) raw[i] = i % 6 != 2;
+  const Tensor holes = Tensor::from_host(raw.get(), Shape({4, 6}));
+  for (const char* cls : {"SimpleRNN", "LSTM", "GRU"}) {
+    SCOPED_TRACE(cls);
+    const Case c{.cls = cls, .return_sequences = true};
+    expect_same(run(c, std::nullopt, x, holes, false, true), run(c, false, x, holes, false, true));
+    try {
+      (void)run(c, true, x, holes, false, true);
+      ADD_FAILURE() << "use_cudnn=True took a mask with holes";
+    } catch (const ValueError& e) {
+      EXPECT_THAT(e.what(), HasSubstr("use_cudnn=True was specified"));
+      EXPECT_THAT(e.what(), HasSubstr("right-padded masks"));
+    }
+  }
+  // Cells the primitives do not take: other activations, recurrent dropout in training, reset_after=False.
+  const Case others[] = {{.cls = "SimpleRNN", .activation = "elu"},
+                         {.cls = "LSTM", .activation = "relu"},
+                         {.cls = "GRU", .reset_after = false},
+                         {.cls = "LSTM", .recurrent_dropout = 0.3}};
+  for (const Case& c : others) {
+    SCOPED_TRACE(c.cls + " " + c.activation);
+    EXPECT_THROW((void)run(c, true, x, Tensor(), true, true), ValueError);
+    expect_same(run(c, std::nullopt, x, Tensor(), true, true), run(c, false, x, Tensor(), true, true));
+  }
+  // Recurrent dropout is training's only: inference takes the path.
+  EXPECT_NO_THROW((void)run({.cls = "LSTM", .recurrent_dropout = 0.3}, true, x, Tensor(), false, true));
+  // An LSTM's states after padded rows: the steps ("auto"), a refusal (true).
+  EXPECT_THROW((void)run({.cls = "LSTM"}, true, x, right_padded(false), false, true), ValueError);
+  const PathRun lstm = run({.cls = "LSTM"}, std::nullopt, x, right_padded(false), false, true);
+  ASSERT_EQ(lstm.out.size(), 3u);
+  EXPECT_TRUE(lstm.out[2].defined());
+}
+
+// A stateful GRU over right-padded batches keeps each row's state after its last unmasked step, as the steps do.
+TEST(RecurrentSequencePath, StatefulLayersKeepEachRowsLastState) {
+  osprey::random::set_seed(5);
+  const Tensor x1 = osprey::random::uniform({4, 6, 3}, -1, 1), x2 = osprey::random::uniform({4, 6, 3}, -1, 1);
+  std::vector<Tensor> last[2];
+  for (int pass = 0; pass < 2; ++pass) {
+    osprey::random::set_seed(22);
+    auto layer = make({.cls = "GRU", .return_sequences = true}, pass == 0 ? std::optional<bool>(true) : false, true);
+    layer->build(Shape({6, 3}));
+    (void)layer->run(x1, false, right_padded(false), {}, false);
+    last[pass].push_back(layer->states()[0]);
+    last[pass].push_back(layer->run(x2, false, Tensor(), {}, false)[0]);
+  }
+  expect_close(last[0][0], last[1][0], 2e-6, "states after the padded batch");
+  expect_close(last[0][1], last[1][1], 2e-6, "the next batch's outputs");
+}
