@@ -10,6 +10,8 @@
 #include <memory>
 #include <optional>
 
+#include <nlohmann/json.hpp>
+
 #include "osprey/autodiff.h"
 #include "osprey/errors.h"
 #include "osprey/keras.h"
@@ -188,4 +190,38 @@ TEST(RecurrentSequencePath, StatefulLayersKeepEachRowsLastState) {
   }
   expect_close(last[0][0], last[1][0], 2e-6, "states after the padded batch");
   expect_close(last[0][1], last[1][1], 2e-6, "the next batch's outputs");
+}
+
+// Bidirectional's two copies keep the layer's use_cudnn (Keras's copies lose it: it is not in configs); a config
+// that names it takes "auto", true or false, as Keras's LSTM and GRU constructors do.
+TEST(RecurrentSequencePath, BidirectionalCopiesKeepUseCudnnAndConfigsReadIt) {
+  osprey::random::set_seed(6);
+  const Tensor x = osprey::random::uniform({4, 6, 3}, -1, 1);
+  std::unique_ptr<bool[]> raw(new bool[24]);
+  for (int i = 0; i < 24; ++i) raw[i] = i % 6 != 2;
+  const Tensor holes = Tensor::from_host(raw.get(), Shape({4, 6}));
+  layers::Bidirectional strict(std::make_shared<layers::LSTM>(5, layers::RecurrentOptions{},
+                                                               layers::RNNOptions{.use_cudnn = true}));
+  EXPECT_NO_THROW((void)strict.call_masked(x, false, right_padded(false)));
+  EXPECT_THROW((void)strict.call_masked(x, false, holes), ValueError);
+  layers::Bidirectional steps(std::make_shared<layers::GRU>(5, layers::RecurrentOptions{},
+                                                             layers::RNNOptions{.use_cudnn = false}));
+  EXPECT_NO_THROW((void)steps.call_masked(x, false, holes));
+
+  auto in = keras::Input({6, 3});
+  Model model(in, layers::GRU(2, {}, {.name = "gru"})(in));
+  auto config = nlohmann::json::parse(model.to_json());
+  EXPECT_FALSE(config.dump().find("use_cudnn") != std::string::npos);  // not saved, as in Keras
+  for (const auto& [value, valid] : std::vector<std::pair<nlohmann::json, bool>>{
+           {"auto", true}, {true, true}, {false, true}, {"yes", false}, {1, false}}) {
+    SCOPED_TRACE(value.dump());
+    for (auto& layer : config["config"]["layers"]) {
+      if (layer["class_name"] == "GRU") layer["config"]["use_cudnn"] = value;
+    }
+    if (valid) {
+      EXPECT_NO_THROW((void)models::model_from_json(config.dump()));
+    } else {
+      EXPECT_THROW((void)models::model_from_json(config.dump()), ValueError);
+    }
+  }
 }
