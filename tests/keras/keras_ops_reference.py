@@ -91,6 +91,13 @@ cases = [
     ("einsum_trace", lambda a: ops.einsum("ii", a), [f32(3, 3)]),
     ("einsum_diagonal_batch", lambda a: ops.einsum("bii->bi", a), [f32(2, 3, 3)]),
     ("einsum_diagonal_product", lambda a, b: ops.einsum("iij,jk->ik", a, b), [f32(2, 2, 3), f32(3, 4)]),
+    # Three and four operands (contracted pairwise).
+    ("einsum_chain3", lambda a, b, c: ops.einsum("ij,jk,kl->il", a, b, c), [f32(2, 3), f32(3, 4), f32(4, 2)]),
+    ("einsum_bilinear", lambda a, b, c: ops.einsum("bi,bij,bj->b", a, b, c), [f32(3, 2), f32(3, 2, 4), f32(3, 4)]),
+    ("einsum_chain3_implicit", lambda a, b, c: ops.einsum("ij,jk,kl", a, b, c), [f32(2, 3), f32(3, 4), f32(4, 2)]),
+    ("einsum_ellipsis3", lambda a, b, c: ops.einsum("...i,ij,...j->...", a, b, c), [f32(2, 3), f32(3, 4), f32(5, 2, 4)]),
+    ("einsum_four", lambda a, b, c, d: ops.einsum("ab,bc,cd,de->ae", a, b, c, d),
+     [f32(2, 3), f32(3, 2), f32(2, 4), f32(4, 3)]),
 ]
 
 

@@ -101,6 +101,11 @@ const std::map<std::string, std::function<Ts(const Ts&)>>& cases() {
       {"einsum_trace", [](const Ts& i) { return Ts{ko::einsum("ii", i)}; }},
       {"einsum_diagonal_batch", [](const Ts& i) { return Ts{ko::einsum("bii->bi", i)}; }},
       {"einsum_diagonal_product", [](const Ts& i) { return Ts{ko::einsum("iij,jk->ik", i)}; }},
+      {"einsum_chain3", [](const Ts& i) { return Ts{ko::einsum("ij,jk,kl->il", i)}; }},
+      {"einsum_bilinear", [](const Ts& i) { return Ts{ko::einsum("bi,bij,bj->b", i)}; }},
+      {"einsum_chain3_implicit", [](const Ts& i) { return Ts{ko::einsum("ij,jk,kl", i)}; }},
+      {"einsum_ellipsis3", [](const Ts& i) { return Ts{ko::einsum("...i,ij,...j->...", i)}; }},
+      {"einsum_four", [](const Ts& i) { return Ts{ko::einsum("ab,bc,cd,de->ae", i)}; }},
   };
   return m;
 }

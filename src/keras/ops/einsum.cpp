@@ -1,7 +1,8 @@
-// keras::ops::einsum for one or two operands: an ellipsis becomes fresh labels (its axes broadcast between the
+// keras::ops::einsum over any number of operands: an ellipsis becomes fresh labels (its axes broadcast between the
 // operands, as TensorFlow's), a label repeated within an operand takes the diagonal, labels summed out where only
-// one operand has them, the rest as one batched matmul (batch labels, the first operand's free labels, the
-// contracted ones, the second's free labels).
+// one operand has them and nothing later needs them; two operands are one batched matmul (batch labels, the first
+// operand's free labels, the contracted ones, the second's free labels), more are contracted pairwise from the left
+// (NumPy's order without `optimize`).
 #include <algorithm>
 #include <cctype>
 #include <map>
@@ -77,6 +78,36 @@ int64_t extent(const std::map<char, int64_t>& size, const std::string& labels) {
   return p;
 }
 
+// a and b contracted, keeping the labels in `keep` (the output's and the later operands'): the labels both have
+// and `keep` lacks are summed over in one batched matmul. The result's labels: the shared kept ones, a's own, b's
+// own.
+Operand contract(Operand a, Operand b, const std::string& keep, const std::map<char, int64_t>& size) {
+  a = sum_out(std::move(a), keep + b.labels);  // labels only one operand has and nothing later needs
+  b = sum_out(std::move(b), keep + a.labels);
+  std::string batch, free_a, free_b, contracted;
+  for (char c : a.labels) {
+    const bool in_b = b.labels.find(c) != std::string::npos, kept = keep.find(c) != std::string::npos;
+    if (in_b && kept) batch += c;
+    else if (in_b) contracted += c;
+    else free_a += c;
+  }
+  for (char c : b.labels) {
+    if (a.labels.find(c) == std::string::npos) free_b += c;
+  }
+  const int64_t nb = extent(size, batch), m = extent(size, free_a), k = extent(size, contracted),
+                n = extent(size, free_b);
+  const DType t = a.t.dtype();
+  Tensor ta = arranged(a, batch + free_a + contracted), tb = arranged(b, batch + contracted + free_b);
+  if (ta.dtype() != DType::float32) ta = core::cast(ta, DType::float32);
+  if (tb.dtype() != DType::float32) tb = core::cast(tb, DType::float32);
+  Tensor product = core::matmul(core::reshape(ta, {nb, m, k}), core::reshape(tb, {nb, k, n}));
+  const std::string labels = batch + free_a + free_b;
+  std::vector<int64_t> dims;
+  for (char c : labels) dims.push_back(size.at(c));
+  product = core::reshape(product, Shape(dims));
+  return {labels, t == DType::float32 ? product : core::cast(product, t)};
+}
+
 }  // namespace
 
 Tensor einsum(const std::string& subscripts, const std::vector<Tensor>& operands) {
@@ -96,7 +127,7 @@ Tensor einsum(const std::string& subscripts, const std::vector<Tensor>& operands
   if (inputs.size() != operands.size()) {
     bad(subscripts, fmt::format("{} operand subscripts for {} operands", inputs.size(), operands.size()));
   }
-  if (inputs.size() < 1 || inputs.size() > 2) bad(subscripts, "one or two operands are supported");
+  if (inputs.empty() || operands.empty()) bad(subscripts, "no operands");
   // An ellipsis stands for the axes the labels do not name: they become fresh labels, the last ones of a shorter
   // ellipsis lined up with the last ones of a longer one (broadcasting, right-aligned).
   const auto ellipsis_at = [&](const std::string& s, const std::string& what) {
@@ -149,8 +180,9 @@ Tensor einsum(const std::string& subscripts, const std::vector<Tensor>& operands
         }
         if (!broadcast || (it->second != 1 && d != 1)) {
           if (broadcast) {
-            bad(subscripts, fmt::format("the ellipsis axes of the operands, shapes {} and {}, do not broadcast",
-                                        operands[0].shape().to_string(), operands[1].shape().to_string()));
+            std::string shapes;
+            for (const Tensor& x : operands) shapes += (shapes.empty() ? "" : " and ") + x.shape().to_string();
+            bad(subscripts, fmt::format("the ellipsis axes of the operands, shapes {}, do not broadcast", shapes));
           }
           bad(subscripts, fmt::format("label '{}' is {} in one operand and {} in another", c, it->second, d));
         }
@@ -193,31 +225,13 @@ Tensor einsum(const std::string& subscripts, const std::vector<Tensor>& operands
   }
 
   if (inputs.size() == 1) return arranged(sum_out(ready[0], out), out);
-  // Labels only one operand has and the output lacks are summed out first.
-  Operand a = sum_out(ready[0], out + ready[1].labels);
-  Operand b = sum_out(ready[1], out + ready[0].labels);
-  std::string batch, free_a, free_b, contracted;
-  for (char c : a.labels) {
-    const bool in_b = b.labels.find(c) != std::string::npos, in_out = out.find(c) != std::string::npos;
-    if (in_b && in_out) batch += c;
-    else if (in_b) contracted += c;
-    else free_a += c;
+  Operand acc = ready[0];
+  for (std::size_t o = 1; o < ready.size(); ++o) {
+    std::string keep = out;
+    for (std::size_t later = o + 1; later < ready.size(); ++later) keep += ready[later].labels;
+    acc = contract(std::move(acc), ready[o], keep, size);
   }
-  for (char c : b.labels) {
-    if (a.labels.find(c) == std::string::npos) free_b += c;
-  }
-  const int64_t nb = extent(size, batch), m = extent(size, free_a), k = extent(size, contracted),
-                n = extent(size, free_b);
-  const DType t = a.t.dtype();
-  Tensor ta = arranged(a, batch + free_a + contracted), tb = arranged(b, batch + contracted + free_b);
-  if (ta.dtype() != DType::float32) ta = core::cast(ta, DType::float32);
-  if (tb.dtype() != DType::float32) tb = core::cast(tb, DType::float32);
-  Tensor product = core::matmul(core::reshape(ta, {nb, m, k}), core::reshape(tb, {nb, k, n}));
-  const std::string labels = batch + free_a + free_b;
-  std::vector<int64_t> dims;
-  for (char c : labels) dims.push_back(size.at(c));
-  Tensor result = arranged({labels, core::reshape(product, Shape(dims))}, out);
-  return t == DType::float32 ? result : core::cast(result, t);
+  return arranged(sum_out(acc, out), out);
 }
 
 }  // namespace osprey::keras::ops
