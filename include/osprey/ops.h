@@ -67,13 +67,13 @@ std::vector<Tensor> lstm_cell(const Tensor& z, const Tensor& c_prev);
 /// dtypes that do not fit; NotFoundError where no device has its kernel (see lstm_sequence_runs_here).
 std::vector<Tensor> lstm_sequence(const Tensor& x, const Tensor& h0, const Tensor& c0, const Tensor& kernel,
                                   const Tensor& recurrent_kernel, const Tensor& bias);
-/// A whole GRU sequence as one op each way (Keras's GRU with reset_after=True and its default activations, no mask,
-/// no dropout; on the CPU oneDNN's linear-before-reset GRU): x (batch, steps, features), h0 (batch, units), Keras's
-/// kernel (features, 3·units), recurrent_kernel (units, 3·units) and bias (2, 3·units) or (6·units) (the inputs'
-/// and the recurrent biases), gates in Keras's order z, r, h. Returns {every step's h (batch, steps, units), the
-/// last h}.
+/// A whole GRU sequence as one op each way (Keras's GRU with its default activations; on the CPU oneDNN's
+/// linear-before-reset GRU for reset_after, its GRU for reset_after=False): x (batch, steps, features), h0 (batch,
+/// units), Keras's kernel (features, 3·units), recurrent_kernel (units, 3·units) and bias: (2, 3·units) or
+/// (6·units) (the inputs' and the recurrent biases) with reset_after, (3·units) without; gates in Keras's order z,
+/// r, h. Returns {every step's h (batch, steps, units), the last h}.
 std::vector<Tensor> gru_sequence(const Tensor& x, const Tensor& h0, const Tensor& kernel,
-                                 const Tensor& recurrent_kernel, const Tensor& bias);
+                                 const Tensor& recurrent_kernel, const Tensor& bias, bool reset_after = true);
 /// A whole simple RNN sequence as one op each way (Keras's SimpleRNN; on the CPU oneDNN's vanilla RNN primitive):
 /// h_t = activation(x_t · kernel + h_{t-1} · recurrent_kernel + bias), activation tanh, relu or sigmoid; x (batch,
 /// steps, features), h0 (batch, units), kernel (features, units), recurrent_kernel (units, units), bias (units).

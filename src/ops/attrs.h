@@ -75,7 +75,8 @@ struct TransformAttrs { ResizeMethod interpolation; FillMode fill_mode; float fi
 struct RmspropAttrs { float learning_rate, rho, momentum, epsilon; bool centered; };
 /// An LSTM, a GRU or a simple RNN (by its activation) over a whole sequence: batch, steps, input features, units.
 struct RnnSequenceAttrs {
-  static constexpr int64_t kLstm = 0, kGru = 1, kSimpleTanh = 2, kSimpleRelu = 3, kSimpleSigmoid = 4;
+  static constexpr int64_t kLstm = 0, kGru = 1, kSimpleTanh = 2, kSimpleRelu = 3, kSimpleSigmoid = 4,
+                           kGruResetBefore = 5;  ///< kGru: Keras's reset_after GRU; kGruResetBefore: reset_after=False
   int64_t batch, steps, features, units, kind;
 };
 

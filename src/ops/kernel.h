@@ -58,8 +58,8 @@ enum class OpId : int {
                    // cT (n, u), workspace (attrs RnnSequenceAttrs; time-major x and y)
   LstmSequenceGrad,  // dy, dhT, dcT, x, h0, c0, kernel, recurrent, bias, y, hT, cT, workspace -> dx, dh0, dc0,
                      // dkernel, drecurrent, dbias
-  GruSequence,     // x (t, n, f), h0 (n, u), kernel (f, 3u), recurrent (u, 3u), bias (4u: z, r, h, recurrent h)
-                   // -> y (t, n, u), hT (n, u), workspace (attrs RnnSequenceAttrs)
+  GruSequence,     // x (t, n, f), h0 (n, u), kernel (f, 3u), recurrent (u, 3u), bias (4u: z, r, h, recurrent h;
+                   // reset_after=False: 3u) -> y (t, n, u), hT (n, u), workspace (attrs RnnSequenceAttrs)
   GruSequenceGrad,  // dy, dhT, x, h0, kernel, recurrent, bias, y, hT, workspace -> dx, dh0, dkernel, drecurrent, dbias
   RnnSequence,     // x (t, n, f), h0 (n, u), kernel (f, u), recurrent (u, u), bias (u) -> y (t, n, u), hT (n, u),
                    // workspace (attrs RnnSequenceAttrs: its kind names the activation)

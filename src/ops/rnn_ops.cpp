@@ -107,7 +107,13 @@ std::vector<Tensor> lstm_sequence(const Tensor& x, const Tensor& h0, const Tenso
 }
 
 std::vector<Tensor> gru_sequence(const Tensor& x, const Tensor& h0, const Tensor& kernel,
-                                 const Tensor& recurrent_kernel, const Tensor& bias) {
+                                 const Tensor& recurrent_kernel, const Tensor& bias, bool reset_after) {
+  if (!reset_after) {  // Keras's one (3·units) bias is oneDNN's GRU's
+    const auto attrs = check("gru_sequence (reset_after=False)", x, {&h0}, kernel, recurrent_kernel, bias, 3, 3,
+                             RnnSequenceAttrs::kGruResetBefore);
+    return run_sequence(OpId::GruSequence, OpId::GruSequenceGrad, "GruSequence", attrs,
+                        {x, h0, kernel, recurrent_kernel, bias});
+  }
   const auto& bs = bias.shape();
   const Tensor flat = bs.rank() == 2 && bs[0] == 2 ? reshape(bias, {2 * bs[1]}) : bias;  // Keras's (2, 3·units)
   const auto attrs = check("gru_sequence", x, {&h0}, kernel, recurrent_kernel, flat, 3, 2 * 3, RnnSequenceAttrs::kGru);

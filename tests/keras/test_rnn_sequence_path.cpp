@@ -1,5 +1,5 @@
 // The recurrent layers' whole-sequence path (oneDNN's RNN primitives, Keras's use_cudnn="auto") against the same
-// layers run step by step (use_cudnn=false): every cell the primitives take, forwards and go_backwards, with and
+// layers run step by step (use_cudnn=false): every cell the primitives take (GRU both ways of reset_after), forwards and go_backwards, with and
 // without return_sequences, unmasked, under right-padded masks (rows of every length from 0 to all steps) and
 // zero_output_for_mask, with input dropout in training: outputs, last states and the gradients of the inputs, the
 // initial states and the weights. use_cudnn=true takes the path or refuses with Keras's ValueError.
@@ -106,7 +106,8 @@ void expect_same(const PathRun& fused, const PathRun& steps) {
 TEST(RecurrentSequencePath, IsTheStepsForEveryCellDirectionMaskAndDropout) {
   const Tensor x = (osprey::random::set_seed(3), osprey::random::uniform({4, 6, 3}, -1, 1));
   std::vector<Case> cells{{.cls = "SimpleRNN"}, {.cls = "SimpleRNN", .activation = "relu"},
-                          {.cls = "SimpleRNN", .activation = "sigmoid"}, {.cls = "LSTM"}, {.cls = "GRU"}};
+                          {.cls = "SimpleRNN", .activation = "sigmoid"}, {.cls = "LSTM"}, {.cls = "GRU"},
+                          {.cls = "GRU", .reset_after = false}};
   int compared = 0;
   for (Case c : cells) {
     for (const bool back : {false, true}) {
@@ -120,7 +121,8 @@ TEST(RecurrentSequencePath, IsTheStepsForEveryCellDirectionMaskAndDropout) {
               const bool training = dropout > 0.0;
               // An LSTM's carry after padded rows is not the primitive's: its states are then read by the steps.
               const bool states_used = !(c.cls == "LSTM" && masking == 2);
-              SCOPED_TRACE(::testing::Message() << c.cls << " " << c.activation << (back ? " go_backwards" : "")
+              SCOPED_TRACE(::testing::Message() << c.cls << " " << c.activation << (c.reset_after ? "" : " reset_before")
+                                                << (back ? " go_backwards" : "")
                                                 << (seqs ? " return_sequences" : "") << " mask " << masking
                                                 << (zero_out ? " zero_output_for_mask" : "") << " dropout " << dropout);
               const PathRun fused = run(c, true, x, mask, training, states_used);
@@ -134,7 +136,7 @@ TEST(RecurrentSequencePath, IsTheStepsForEveryCellDirectionMaskAndDropout) {
       }
     }
   }
-  EXPECT_EQ(compared, 5 * 2 * 2 * 4 * 2);
+  EXPECT_EQ(compared, 6 * 2 * 2 * 4 * 2);
 }
 
 TEST(RecurrentSequencePath, OtherMasksAndCellsRunTheStepsOrRefuseWithUseCudnnTrue) {
@@ -156,10 +158,10 @@ TEST(RecurrentSequencePath, OtherMasksAndCellsRunTheStepsOrRefuseWithUseCudnnTru
       EXPECT_THAT(e.what(), HasSubstr("right-padded masks"));
     }
   }
-  // Cells the primitives do not take: other activations, recurrent dropout in training, reset_after=False.
+  // Cells the primitives do not take: other activations, recurrent dropout in training.
   const Case others[] = {{.cls = "SimpleRNN", .activation = "elu"},
                          {.cls = "LSTM", .activation = "relu"},
-                         {.cls = "GRU", .reset_after = false},
+                         {.cls = "GRU", .activation = "relu", .reset_after = false},
                          {.cls = "LSTM", .recurrent_dropout = 0.3}};
   for (const Case& c : others) {
     SCOPED_TRACE(c.cls + " " + c.activation);

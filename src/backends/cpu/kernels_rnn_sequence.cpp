@@ -44,13 +44,15 @@ void reorder(const dnnl::reorder& r, const dnnl::memory& from, const dnnl::memor
 const char* kind_name(int64_t kind) {
   switch (kind) {
     case ops::RnnSequenceAttrs::kLstm: return "LstmSequence";
-    case ops::RnnSequenceAttrs::kGru: return "GruSequence";
+    case ops::RnnSequenceAttrs::kGru:
+    case ops::RnnSequenceAttrs::kGruResetBefore: return "GruSequence";
     default: return "RnnSequence";
   }
 }
 
 // The primitives of an LSTM (gates i, f, c, o), a linear-before-reset GRU (gates u, r, o; Keras's reset_after
-// GRU, its bias (4, units): u, r, o and the recurrent candidate's) or a vanilla RNN (one gate, its activation
+// GRU, its bias (4, units): u, r, o and the recurrent candidate's), a GRU (Keras's reset_after=False: the reset
+// gate on h before its product, one bias (3, units)) or a vanilla RNN (one gate, its activation
 // from the kind).
 SequencePrimitives& primitives(const ops::RnnSequenceAttrs& a) {
   thread_local std::map<std::vector<int64_t>, SequencePrimitives> cache;
@@ -59,11 +61,13 @@ SequencePrimitives& primitives(const ops::RnnSequenceAttrs& a) {
   if (it != cache.end()) return it->second;
   auto& eng = dnnl_engine();
   const bool gru = a.kind == ops::RnnSequenceAttrs::kGru, lstm = a.kind == ops::RnnSequenceAttrs::kLstm;
-  const dnnl::memory::dim n = a.batch, t = a.steps, f = a.features, u = a.units, g = lstm ? 4 : gru ? 3 : 1;
+  const bool gru_before = a.kind == ops::RnnSequenceAttrs::kGruResetBefore;
+  const dnnl::memory::dim n = a.batch, t = a.steps, f = a.features, u = a.units;
+  const dnnl::memory::dim g = lstm ? 4 : gru || gru_before ? 3 : 1;
   auto md = [](dnnl::memory::dims d, tag tg) { return dnnl::memory::desc(d, dt::f32, tg); };
   const auto x = md({t, n, f}, tag::tnc), y = md({t, n, u}, tag::tnc), state = md({1, 1, n, u}, tag::ldnc);
   const auto w = md({1, 1, f, g, u}, tag::ldigo), r = md({1, 1, u, g, u}, tag::ldigo);
-  const auto b = md({1, 1, lstm || gru ? 4 : 1, u}, tag::ldgo);
+  const auto b = md({1, 1, lstm || gru ? 4 : g, u}, tag::ldgo);
   const auto w_any = md({1, 1, f, g, u}, tag::any), r_any = md({1, 1, u, g, u}, tag::any);
   const auto dir = dnnl::rnn_direction::unidirectional_left2right;
   const auto fwd_kind = dnnl::prop_kind::forward_training;
@@ -84,6 +88,14 @@ SequencePrimitives& primitives(const ops::RnnSequenceAttrs& a) {
                                        w_any, r_any, b, y, state),
           eng, fpd);
       take(fpd, bpd, dnnl::lbr_gru_forward(fpd), dnnl::lbr_gru_backward(bpd));
+    } else if (gru_before) {
+      dnnl::gru_forward::primitive_desc fpd(dnnl::gru_forward::desc(fwd_kind, dir, x, state, w_any, r_any, b, y, state),
+                                            eng);
+      dnnl::gru_backward::primitive_desc bpd(
+          dnnl::gru_backward::desc(dnnl::prop_kind::backward, dir, x, state, w_any, r_any, b, y, state, x, state,
+                                   w_any, r_any, b, y, state),
+          eng, fpd);
+      take(fpd, bpd, dnnl::gru_forward(fpd), dnnl::gru_backward(bpd));
     } else if (lstm) {
       dnnl::lstm_forward::primitive_desc fpd(
           dnnl::lstm_forward::desc(fwd_kind, dir, x, state, state, w_any, r_any, b, y, state, state), eng);

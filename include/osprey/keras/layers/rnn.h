@@ -68,7 +68,7 @@ class RNNCell : public Layer {
   virtual std::vector<Tensor> step(const Tensor& projected, const std::vector<Tensor>& states,
                                    const std::vector<Tensor>& recurrent_masks = {}) const;
   /// Whether run_sequence computes what step() over the steps would in this call: a cell of Keras's (SimpleRNN
-  /// with tanh, relu or sigmoid; LSTM, and GRU with reset_after, with their default activations), no recurrent
+  /// with tanh, relu or sigmoid; LSTM and GRU (reset_after either way) with their default activations), no recurrent
   /// dropout in training, on a device with the sequence kernels (oneDNN's RNN primitives on the CPU). Input
   /// dropout is the layer's to apply to the sequence first.
   virtual bool runs_as_sequence(const Tensor& x, const std::vector<Tensor>& states, bool training) const;
@@ -166,8 +166,8 @@ struct RNNOptions {
   bool unroll = false;            ///< Keras's unroll: accepted; the steps are the same ops either way
   bool zero_output_for_mask = false;  ///< masked steps output zeros instead of the previous output
   /// Keras's use_cudnn: unset ("auto") runs the whole sequence as one op each way where that computes what the
-  /// steps would (oneDNN's RNN primitives on the CPU: a lone cell of Keras's, LSTM and reset_after GRU with their
-  /// default activations, SimpleRNN with tanh, relu or sigmoid; no recurrent dropout; masks right-padded; not for
+  /// steps would (oneDNN's RNN primitives on the CPU: a lone cell of Keras's, LSTM and GRU with their default
+  /// activations, SimpleRNN with tanh, relu or sigmoid; no recurrent dropout; masks right-padded; not for
   /// an LSTM's states after padded rows), true requires that (a ValueError where it cannot), false runs the steps
   /// one by one. Not saved, as in Keras.
   std::optional<bool> use_cudnn{};

@@ -177,7 +177,7 @@ bool RNNCell::runs_as_sequence(const Tensor& x, const std::vector<Tensor>& state
   if (!kernel_) return false;
   const bool simple = kind_ == Kind::simple &&
                       (o_.activation == "tanh" || o_.activation == "relu" || o_.activation == "sigmoid");
-  const bool gated = (kind_ == Kind::lstm || (kind_ == Kind::gru && o_.reset_after)) && o_.activation == "tanh" &&
+  const bool gated = (kind_ == Kind::lstm || kind_ == Kind::gru) && o_.activation == "tanh" &&
                      o_.recurrent_activation == "sigmoid";
   if (!(simple || gated) || (training && recurrent_dropout_)) return false;
   const Tensor in[] = {x, states[0], kernel_->value(), recurrent_->value(), bias_ ? bias_->value() : Tensor(),
@@ -193,6 +193,10 @@ std::vector<Tensor> RNNCell::run_sequence(const Tensor& x, const std::vector<Ten
                                       bias_ ? bias_->value() : Tensor::zeros(Shape({u})),
                                       ops::activation_from_name(o_.activation));
     case Kind::gru:
+      if (!o_.reset_after) {
+        return ops::gru_sequence(x, states[0], kernel_->value(), recurrent_->value(),
+                                 bias_ ? bias_->value() : Tensor::zeros(Shape({3 * u})), false);
+      }
       return ops::gru_sequence(x, states[0], kernel_->value(), recurrent_->value(),
                                bias_ ? bias_->value() : Tensor::zeros(Shape({2, 3 * u})));
     case Kind::lstm:
@@ -415,8 +419,9 @@ std::vector<Tensor> RNN::run(const Tensor& inputs, bool training, const Tensor& 
     if (r_.use_cudnn == true) {
       throw ValueError(fmt::format(
           "use_cudnn=True was specified, but cuDNN is not supported for this layer configuration with this backend "
-          "(layer '{}': Osprey's fused sequence kernels take Keras's LSTM, reset_after GRU and tanh/relu/sigmoid "
-          "SimpleRNN cells without recurrent dropout, right-padded masks, on the CPU). Pass use_cudnn='auto' "
+          "(layer '{}': Osprey's fused sequence kernels take Keras's LSTM and GRU cells with their default "
+          "activations and tanh/relu/sigmoid SimpleRNN cells without recurrent dropout, right-padded masks, on the "
+          "CPU). Pass use_cudnn='auto' "
           "(leave it unset) to fallback to a non-cuDNN implementation.",
           name_));
     }
