@@ -1,8 +1,8 @@
 // The recurrent layers' whole-sequence path (oneDNN's RNN primitives, Keras's use_cudnn="auto") against the same
 // layers run step by step (use_cudnn=false): every cell the primitives take (GRU both ways of reset_after), forwards and go_backwards, with and
 // without return_sequences, unmasked, under right-padded masks (rows of every length from 0 to all steps) and
-// zero_output_for_mask, with input dropout in training: outputs, last states and the gradients of the inputs, the
-// initial states and the weights. use_cudnn=true takes the path or refuses with Keras's ValueError.
+// zero_output_for_mask, with input dropout in training: outputs, last states (an LSTM's carry held through the
+// padded steps) and the gradients of the inputs, the initial states and the weights. use_cudnn=true takes the path or refuses with Keras's ValueError.
 #include <gtest/gtest.h>
 #include <gmock/gmock.h>
 
@@ -119,24 +119,29 @@ TEST(RecurrentSequencePath, IsTheStepsForEveryCellDirectionMaskAndDropout) {
               c.go_backwards = back, c.return_sequences = seqs, c.zero_output_for_mask = zero_out, c.dropout = dropout;
               const Tensor mask = masking == 0 ? Tensor() : right_padded(masking == 1);
               const bool training = dropout > 0.0;
-              // An LSTM's carry after padded rows is not the primitive's: its states are then read by the steps.
-              const bool states_used = !(c.cls == "LSTM" && masking == 2);
-              SCOPED_TRACE(::testing::Message() << c.cls << " " << c.activation << (c.reset_after ? "" : " reset_before")
-                                                << (back ? " go_backwards" : "")
-                                                << (seqs ? " return_sequences" : "") << " mask " << masking
-                                                << (zero_out ? " zero_output_for_mask" : "") << " dropout " << dropout);
-              const PathRun fused = run(c, true, x, mask, training, states_used);
-              const PathRun steps = run(c, false, x, mask, training, states_used);
-              expect_same(fused, steps);
-              expect_same(run(c, std::nullopt, x, mask, training, states_used), fused);
-              ++compared;
+              // An LSTM's carry after padded rows: held through them by the op when the states are used, else
+              // left out.
+              for (const bool states_used : {true, false}) {
+                if (!states_used && !(c.cls == "LSTM" && masking == 2)) continue;
+                SCOPED_TRACE(::testing::Message()
+                             << c.cls << " " << c.activation << (c.reset_after ? "" : " reset_before")
+                             << (back ? " go_backwards" : "") << (seqs ? " return_sequences" : "") << " mask " << masking
+                             << (zero_out ? " zero_output_for_mask" : "") << " dropout " << dropout
+                             << (states_used ? "" : ", states unused"));
+                const PathRun fused = run(c, true, x, mask, training, states_used);
+                const PathRun steps = run(c, false, x, mask, training, states_used);
+                expect_same(fused, steps);
+                expect_same(run(c, std::nullopt, x, mask, training, states_used), fused);
+                EXPECT_EQ(fused.out.back().defined(), states_used);
+                ++compared;
+              }
             }
           }
         }
       }
     }
   }
-  EXPECT_EQ(compared, 6 * 2 * 2 * 4 * 2);
+  EXPECT_EQ(compared, 6 * 2 * 2 * 4 * 2 + 2 * 2 * 2 * 2);  // and the LSTM's padded rows with unused states
 }
 
 TEST(RecurrentSequencePath, OtherMasksAndCellsRunTheStepsOrRefuseWithUseCudnnTrue) {
@@ -170,28 +175,29 @@ TEST(RecurrentSequencePath, OtherMasksAndCellsRunTheStepsOrRefuseWithUseCudnnTru
   }
   // Recurrent dropout is training's only: inference takes the path.
   EXPECT_NO_THROW((void)run({.cls = "LSTM", .recurrent_dropout = 0.3}, true, x, Tensor(), false, true));
-  // An LSTM's states after padded rows: the steps ("auto"), a refusal (true).
-  EXPECT_THROW((void)run({.cls = "LSTM"}, true, x, right_padded(false), false, true), ValueError);
-  const PathRun lstm = run({.cls = "LSTM"}, std::nullopt, x, right_padded(false), false, true);
-  ASSERT_EQ(lstm.out.size(), 3u);
-  EXPECT_TRUE(lstm.out[2].defined());
 }
 
-// A stateful GRU over right-padded batches keeps each row's state after its last unmasked step, as the steps do.
+// Stateful layers over right-padded batches keep each row's states after its last unmasked step (an LSTM's carry
+// too), as the steps do.
 TEST(RecurrentSequencePath, StatefulLayersKeepEachRowsLastState) {
   osprey::random::set_seed(5);
   const Tensor x1 = osprey::random::uniform({4, 6, 3}, -1, 1), x2 = osprey::random::uniform({4, 6, 3}, -1, 1);
-  std::vector<Tensor> last[2];
-  for (int pass = 0; pass < 2; ++pass) {
-    osprey::random::set_seed(22);
-    auto layer = make({.cls = "GRU", .return_sequences = true}, pass == 0 ? std::optional<bool>(true) : false, true);
-    layer->build(Shape({6, 3}));
-    (void)layer->run(x1, false, right_padded(false), {}, false);
-    last[pass].push_back(layer->states()[0]);
-    last[pass].push_back(layer->run(x2, false, Tensor(), {}, false)[0]);
+  for (const char* cls : {"GRU", "LSTM"}) {
+    SCOPED_TRACE(cls);
+    std::vector<Tensor> last[2];
+    for (int pass = 0; pass < 2; ++pass) {
+      osprey::random::set_seed(22);
+      auto layer = make({.cls = cls, .return_sequences = true}, pass == 0 ? std::optional<bool>(true) : false, true);
+      layer->build(Shape({6, 3}));
+      (void)layer->run(x1, false, right_padded(false), {}, false);
+      last[pass] = layer->states();
+      last[pass].push_back(layer->run(x2, false, Tensor(), {}, false)[0]);
+    }
+    ASSERT_EQ(last[0].size(), last[1].size());
+    for (std::size_t i = 0; i < last[0].size(); ++i) {
+      expect_close(last[0][i], last[1][i], 2e-6, i + 1 < last[0].size() ? "a state after the padded batch" : "the next batch's outputs");
+    }
   }
-  expect_close(last[0][0], last[1][0], 2e-6, "states after the padded batch");
-  expect_close(last[0][1], last[1][1], 2e-6, "the next batch's outputs");
 }
 
 // Bidirectional's two copies keep the layer's use_cudnn (Keras's copies lose it: it is not in configs); a config

@@ -73,8 +73,11 @@ class RNNCell : public Layer {
   /// dropout is the layer's to apply to the sequence first.
   virtual bool runs_as_sequence(const Tensor& x, const std::vector<Tensor>& states, bool training) const;
   /// The whole sequence (batch, steps, features) from `states` as one op (where runs_as_sequence): {every step's
-  /// output (batch, steps, units), the last states}.
-  virtual std::vector<Tensor> run_sequence(const Tensor& x, const std::vector<Tensor>& states) const;
+  /// output (batch, steps, units), the last states}. `padded` (an LSTM's, optional): (batch, steps, 1), 1 at the
+  /// steps after each row's end, where the carry must stay what it was (its forget gate held at 1, its input gate
+  /// at 0), so that the last carry is each row's own.
+  virtual std::vector<Tensor> run_sequence(const Tensor& x, const std::vector<Tensor>& states,
+                                           const Tensor& padded = Tensor()) const;
   /// Training's dropout masks for a sequence of `batch` rows, on the current device: the inputs' (none, one, or
   /// one per gate; each (batch, features), kept values 1/(1 - rate)) and the previous output's (each (batch, units)).
   virtual std::vector<Tensor> input_dropout_masks(int64_t batch, int64_t features);
@@ -167,8 +170,8 @@ struct RNNOptions {
   bool zero_output_for_mask = false;  ///< masked steps output zeros instead of the previous output
   /// Keras's use_cudnn: unset ("auto") runs the whole sequence as one op each way where that computes what the
   /// steps would (oneDNN's RNN primitives on the CPU: a lone cell of Keras's, LSTM and GRU with their default
-  /// activations, SimpleRNN with tanh, relu or sigmoid; no recurrent dropout; masks right-padded; not for
-  /// an LSTM's states after padded rows), true requires that (a ValueError where it cannot), false runs the steps
+  /// activations, SimpleRNN with tanh, relu or sigmoid; no recurrent dropout; masks right-padded),
+  /// true requires that (a ValueError where it cannot), false runs the steps
   /// one by one. Not saved, as in Keras.
   std::optional<bool> use_cudnn{};
   std::string name{};

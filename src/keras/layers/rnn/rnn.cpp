@@ -185,7 +185,8 @@ bool RNNCell::runs_as_sequence(const Tensor& x, const std::vector<Tensor>& state
   return ops::lstm_sequence_runs_here(in);
 }
 
-std::vector<Tensor> RNNCell::run_sequence(const Tensor& x, const std::vector<Tensor>& states) const {
+std::vector<Tensor> RNNCell::run_sequence(const Tensor& x, const std::vector<Tensor>& states,
+                                          const Tensor& padded) const {
   const int64_t u = units_;
   switch (kind_) {
     case Kind::simple:
@@ -202,8 +203,18 @@ std::vector<Tensor> RNNCell::run_sequence(const Tensor& x, const std::vector<Ten
     case Kind::lstm:
       break;
   }
-  return ops::lstm_sequence(x, states[0], states[1], kernel_->value(), recurrent_->value(),
-                            bias_ ? bias_->value() : Tensor::zeros(Shape({4 * u})));
+  const Tensor bias = bias_ ? bias_->value() : Tensor::zeros(Shape({4 * u}));
+  if (!padded.defined()) return ops::lstm_sequence(x, states[0], states[1], kernel_->value(), recurrent_->value(), bias);
+  // The padding as one more input feature whose kernel row adds -kHold to the input gate's and +kHold to the forget
+  // gate's pre-activations: at padded steps σ gives exactly 0 and 1 in float32, c = 1·c + 0·g stays (and so do its
+  // gradients: σ' is 0 there); at the others the row adds 0.
+  constexpr float kHold = 1e4f;
+  std::vector<float> row(static_cast<std::size_t>(4 * u), 0.0f);
+  for (int64_t j = 0; j < u; ++j) row[static_cast<std::size_t>(j)] = -kHold, row[static_cast<std::size_t>(u + j)] = kHold;
+  Tensor hold = Tensor::from_vector(row, Shape({1, 4 * u}));
+  if (&hold.device_ref() != &x.device_ref()) hold = hold.to(x.device_ref());
+  return ops::lstm_sequence(ops::concat({x, padded}, 2), states[0], states[1],
+                            ops::concat({kernel_->value(), hold}, 0), recurrent_->value(), bias);
 }
 
 std::vector<Tensor> RNNCell::step(const Tensor& xp, const std::vector<Tensor>& states,

@@ -8,8 +8,9 @@
 // down to its first: the op's outputs y'[0, L) are the row's, what follows them is never read. Keras's outputs,
 // in the order of its steps, are then gathers: forwards y'[k] for k < L, and for the masked steps after them the
 // last output again (or zeros with zero_output_for_mask); backwards the masked steps come first and output zeros,
-// then y'[0, L). The last h is y'[L - 1] (the initial h for L = 0). An LSTM's last carry exists only where every row
-// is whole: with padded rows it is left undefined, and such a layer runs the steps when its states are used.
+// then y'[0, L). The last h is y'[L - 1] (the initial h for L = 0). An LSTM's last carry is the op's own when every
+// row is whole; with padded rows and the states used, the op holds the carry through each row's padded steps (an
+// input that saturates the forget and input gates there, RNNCell::run_sequence), else it is left undefined.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -64,7 +65,6 @@ std::vector<Tensor> RNN::run_as_sequence(const Tensor& x, bool training, const T
     if (lengths.empty()) return {};  // not right-padded: the steps
   }
   const bool whole = std::all_of(lengths.begin(), lengths.end(), [t](int64_t len) { return len == t; });
-  if (!whole && states_used && states.size() > 1) return {};  // an LSTM's carry after each row's last step
 
   Tensor seq = x;
   if (auto in_masks = training ? cell_->input_dropout_masks(n, f) : std::vector<Tensor>{}; !in_masks.empty()) {
@@ -79,7 +79,16 @@ std::vector<Tensor> RNN::run_as_sequence(const Tensor& x, bool training, const T
     }
     seq = gather_steps(seq, index, t);
   }
-  std::vector<Tensor> ran = cell_->run_sequence(seq, states);
+  Tensor held;  // an LSTM's carry is held through each row's padded steps (see RNNCell::run_sequence)
+  if (!whole && states_used && states.size() > 1) {
+    std::vector<float> p(static_cast<std::size_t>(n * t), 0.0f);
+    for (int64_t b = 0; b < n; ++b) {
+      for (int64_t k = lengths[static_cast<std::size_t>(b)]; k < t; ++k) p[static_cast<std::size_t>(b * t + k)] = 1.0f;
+    }
+    held = Tensor::from_vector(p, Shape({n, t, 1}));
+    if (&held.device_ref() != &x.device_ref()) held = held.to(x.device_ref());
+  }
+  std::vector<Tensor> ran = cell_->run_sequence(seq, states, held);
   const Tensor& y = ran[0];
   std::vector<Tensor> out{Tensor()};
   if (whole) {  // every row to its end: the op's outputs and last states are the layer's
@@ -105,7 +114,8 @@ std::vector<Tensor> RNN::run_as_sequence(const Tensor& x, bool training, const T
   // The last h: y'[L - 1], the initial h for L = 0.
   const Tensor with_h0 = ops::concat({ops::reshape(states[0], Shape({n, 1, u})), y}, 1);
   out.push_back(ops::reshape(gather_steps(with_h0, lengths, 1), Shape({n, u})));
-  if (states.size() > 1) out.push_back(Tensor());  // unused: see above
+  // An LSTM's carry: held through the padded steps when the states are used, else left out.
+  if (states.size() > 1) out.push_back(held.defined() ? ran[2] : Tensor());
   return out;
 }
 
