@@ -40,8 +40,8 @@ std::vector<int64_t> right_padded_lengths(const Tensor& mask, int64_t n, int64_t
   return lengths;
 }
 
-// Rows of `rows` (the (n·width, ·) rows of a (n, width, ·) tensor made flat) at row b·width + index[b·count + k]:
-// (n, count, ·).
+// Steps of x (n, width, ·) picked per row: entry k of row b is x[b, index[b·count + k]]; (n, count, ·), one gather
+// of the flat (n·width, ·) rows.
 Tensor gather_steps(const Tensor& x, const std::vector<int64_t>& index, int64_t count) {
   const auto& d = x.shape();
   const int64_t n = d[0], width = d[1], c = d[2];
@@ -97,7 +97,7 @@ std::vector<Tensor> RNN::run_as_sequence(const Tensor& x, bool training, const T
     return out;
   }
   // Outputs in Keras's order as gathers from [zeros, y'] per row: index 0 the zeros, 1 + k the op's output k.
-  const Tensor padded = ops::concat({Tensor::zeros(Shape({n, 1, u})), y}, 1);
+  const Tensor with_zeros = ops::concat({Tensor::zeros(Shape({n, 1, u})), y}, 1);
   auto source = [&](int64_t b, int64_t p) -> int64_t {
     const int64_t len = lengths[static_cast<std::size_t>(b)];
     if (r_.go_backwards) return p < t - len ? 0 : 1 + p - (t - len);
@@ -109,7 +109,7 @@ std::vector<Tensor> RNN::run_as_sequence(const Tensor& x, bool training, const T
   for (int64_t b = 0; b < n; ++b) {
     for (int64_t p = 0; p < count; ++p) index[static_cast<std::size_t>(b * count + p)] = source(b, r_.return_sequences ? p : t - 1);
   }
-  const Tensor o = gather_steps(padded, index, count);
+  const Tensor o = gather_steps(with_zeros, index, count);
   out[0] = r_.return_sequences ? o : ops::reshape(o, Shape({n, u}));
   // The last h: y'[L - 1], the initial h for L = 0.
   const Tensor with_h0 = ops::concat({ops::reshape(states[0], Shape({n, 1, u})), y}, 1);
