@@ -1,5 +1,6 @@
 // A whole LSTM, GRU or simple RNN sequence as one op each way (ops::lstm_sequence, ops::gru_sequence,
-// ops::simple_rnn_sequence): the forward keeps the backend's workspace (oneDNN's RNN workspace on the CPU) as a last output that only its backward reads.
+// ops::simple_rnn_sequence): the forward keeps the backend's workspace (oneDNN's RNN workspace on the CPU) as a
+// last output that only its backward reads.
 #include <fmt/format.h>
 
 #include "ops/attrs.h"

@@ -48,16 +48,23 @@ std::unique_ptr<layers::RNN> make(const Case& c, std::optional<bool> use_cudnn, 
   return std::make_unique<layers::SimpleRNN>(5, o, r);
 }
 
+// A (4, 6) bool mask with step k of row b where keep(b, k).
+template <typename Keep>
+Tensor mask_of(Keep keep) {
+  bool m[24];
+  for (int i = 0; i < 24; ++i) m[i] = keep(i / 6, i % 6);
+  return Tensor::from_host(m, Shape({4, 6}));
+}
+
 // Rows of lengths 6, 3, 0 and 1 of 6 steps, right-padded; or every step.
 Tensor right_padded(bool whole) {
-  std::vector<bool> m(24);
-  const int lengths[] = {6, 3, 0, 1};
-  for (int b = 0; b < 4; ++b) {
-    for (int k = 0; k < 6; ++k) m[static_cast<std::size_t>(b * 6 + k)] = whole || k < lengths[b];
-  }
-  std::unique_ptr<bool[]> raw(new bool[24]);
-  for (int i = 0; i < 24; ++i) raw[i] = m[static_cast<std::size_t>(i)];
-  return Tensor::from_host(raw.get(), Shape({4, 6}));
+  static constexpr int kLengths[] = {6, 3, 0, 1};
+  return mask_of([whole](int b, int k) { return whole || k < kLengths[b]; });
+}
+
+// Step 2 of every row masked: not right-padded.
+Tensor with_holes() {
+  return mask_of([](int, int k) { return k != 2; });
 }
 
 struct PathRun {
@@ -148,9 +155,7 @@ TEST(RecurrentSequencePath, OtherMasksAndCellsRunTheStepsOrRefuseWithUseCudnnTru
   osprey::random::set_seed(4);
   const Tensor x = osprey::random::uniform({4, 6, 3}, -1, 1);
   // A mask with a hole (not right-padded): "auto" runs the steps, which Keras's semantics need.
-  std::unique_ptr<bool[]> raw(new bool[24]);
-  for (int i = 0; i < 24; ++i) raw[i] = i % 6 != 2;
-  const Tensor holes = Tensor::from_host(raw.get(), Shape({4, 6}));
+  const Tensor holes = with_holes();
   for (const char* cls : {"SimpleRNN", "LSTM", "GRU"}) {
     SCOPED_TRACE(cls);
     const Case c{.cls = cls, .return_sequences = true};
@@ -205,9 +210,7 @@ TEST(RecurrentSequencePath, StatefulLayersKeepEachRowsLastState) {
 TEST(RecurrentSequencePath, BidirectionalCopiesKeepUseCudnnAndConfigsReadIt) {
   osprey::random::set_seed(6);
   const Tensor x = osprey::random::uniform({4, 6, 3}, -1, 1);
-  std::unique_ptr<bool[]> raw(new bool[24]);
-  for (int i = 0; i < 24; ++i) raw[i] = i % 6 != 2;
-  const Tensor holes = Tensor::from_host(raw.get(), Shape({4, 6}));
+  const Tensor holes = with_holes();
   layers::Bidirectional strict(std::make_shared<layers::LSTM>(5, layers::RecurrentOptions{},
                                                                layers::RNNOptions{.use_cudnn = true}));
   EXPECT_NO_THROW((void)strict.call_masked(x, false, right_padded(false)));

@@ -33,6 +33,17 @@ Tensor gru_by_ops(const Tensor& x, const Tensor& r, const Tensor& h_prev) {
   return ops::add(ops::mul(z, h_prev), ops::mul(ops::sub(Tensor::ones(z.shape()), z), hh));
 }
 
+// A sequence op's run (0) against the steps' (1): every output within 1e-5, every gradient within 1e-4.
+void expect_same_runs(const std::vector<Tensor> (&outs)[2], const std::vector<Tensor> (&grads)[2]) {
+  ASSERT_EQ(outs[0].size(), outs[1].size());
+  ASSERT_EQ(grads[0].size(), grads[1].size());
+  for (std::size_t i = 0; i < outs[0].size(); ++i) expect_close(host(outs[0][i]), host(outs[1][i]), 1e-5);
+  for (std::size_t i = 0; i < grads[0].size(); ++i) {
+    SCOPED_TRACE(i);
+    expect_close(host(grads[0][i]), host(grads[1][i]), 1e-4);
+  }
+}
+
 }  // namespace
 
 TEST(RnnOps, GruCellMatchesItsDefinitionWithGradients) {
@@ -130,11 +141,7 @@ TEST(RnnOps, LstmSequenceIsTheStepsOfTheCellWithGradients) {
       grads[pass] = tape.gradient(loss, {x, h0, c0, w, r, b});
       outs[pass] = out;
     }
-    for (int i = 0; i < 3; ++i) expect_close(host(outs[0][i]), host(outs[1][i]), 1e-5);
-    for (int i = 0; i < 6; ++i) {
-      SCOPED_TRACE(i);
-      expect_close(host(grads[0][i]), host(grads[1][i]), 1e-4);
-    }
+    expect_same_runs(outs, grads);
   }
   // Only the last h used (an LSTM without return_sequences): the other outputs' gradients are zeros.
   check_gradients([](auto& in) { return ops::lstm_sequence(in[0], in[1], in[2], in[3], in[4], in[5])[1]; },
@@ -180,11 +187,7 @@ TEST(RnnOps, GruSequenceIsTheStepsOfTheCellWithGradients) {
       grads[pass] = tape.gradient(loss, {x, h0, w, r, b});
       outs[pass] = out;
     }
-    for (int i = 0; i < 2; ++i) expect_close(host(outs[0][i]), host(outs[1][i]), 1e-5);
-    for (int i = 0; i < 5; ++i) {
-      SCOPED_TRACE(i);
-      expect_close(host(grads[0][i]), host(grads[1][i]), 1e-4);
-    }
+    expect_same_runs(outs, grads);
   }
   check_gradients([](auto& in) { return ops::gru_sequence(in[0], in[1], in[2], in[3], in[4])[1]; },
                   {random::uniform({2, 3, 2}, -1, 1), random::uniform({2, 2}, -1, 1), random::uniform({2, 6}, -0.5, 0.5),
@@ -227,11 +230,7 @@ TEST(RnnOps, SimpleRnnSequenceIsTheStepsWithGradients) {
         grads[pass] = tape.gradient(loss, {x, h0, w, r, b});
         outs[pass] = out;
       }
-      for (int i = 0; i < 2; ++i) expect_close(host(outs[0][i]), host(outs[1][i]), 1e-5);
-      for (int i = 0; i < 5; ++i) {
-        SCOPED_TRACE(i);
-        expect_close(host(grads[0][i]), host(grads[1][i]), 1e-4);
-      }
+      expect_same_runs(outs, grads);
     }
   }
   check_gradients([](auto& in) { return ops::simple_rnn_sequence(in[0], in[1], in[2], in[3], in[4], ops::Activation::tanh)[1]; },

@@ -157,8 +157,8 @@ static void matmul_kernel(const KernelContext& ctx) {
   const float* pa = a.data<float>();
   const float* pb = b.data<float>();
   float* pc = ctx.outputs[0].data<float>();
-  const int threads = runtime::in_pair_half() ? 1 : omp_get_max_threads();
-  if (batch >= 2 * threads && threads > 1 && m > 0 && n > 0 && k > 0) {
+  const int threads = batch > 1 && !runtime::in_pair_half() ? omp_get_max_threads() : 1;
+  if (threads > 1 && batch >= 2 * threads && m > 0 && n > 0 && k > 0) {
     // Many products (attention's, one per batch row and head): the threads share out whole products, each on one
     // thread (Osprey's kernel for the small ones, else oneDNN's sgemm, sequential inside a parallel region), in
     // one OpenMP region instead of one region and a split of every product. The Transformer benchmark's step:
@@ -169,9 +169,10 @@ static void matmul_kernel(const KernelContext& ctx) {
     for (int64_t i = 0; i < batch; ++i) {
       const float *ai = pa + i * m * k, *bi = pb + i * k * n;
       float* ci = pc + i * m * n;
-      const bool own = small_gemm_applies(m, n, k) &&
-                       own_gemm_on_this_thread(attrs.transpose_a, attrs.transpose_b, m, n, k, ai, bi, ci);
-      if (own) continue;
+      if (small_gemm_applies(m, n, k)) {
+        small_gemm_on_this_thread(attrs.transpose_a, attrs.transpose_b, m, n, k, ai, bi, ci);
+        continue;
+      }
       const auto status = dnnl_sgemm(attrs.transpose_a ? 'T' : 'N', attrs.transpose_b ? 'T' : 'N', m, n, k, 1.0f, ai,
                                      attrs.transpose_a ? m : k, bi, attrs.transpose_b ? k : n, 0.0f, ci, n);
       if (status != dnnl_success) failed = static_cast<int>(status);

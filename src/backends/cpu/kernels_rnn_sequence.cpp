@@ -1,13 +1,15 @@
 // The CPU kernels of ops::lstm_sequence, ops::gru_sequence and ops::simple_rnn_sequence: oneDNN's LSTM,
-// linear-before-reset GRU and vanilla RNN primitives, forward (training, its workspace kept in the op's last output) and backward, over the whole sequence.
+// linear-before-reset GRU, GRU and vanilla RNN primitives, forward (training, its workspace kept in the op's last
+// output) and backward, over the whole sequence.
 // Keras's layouts map onto oneDNN's plain ones without a copy: the time-major x and y (steps, batch, ·) are "tnc"
 // (oneDNN 2.6's reference LSTM takes 12 % longer on batch-major "ntc"), the states (batch, units) "ldnc", the
 // kernel (features, gates·units) and recurrent kernel (units, gates·units) "ldigo" with Keras's gate orders (an
-// LSTM's i, f, c, o and a GRU's z, r, h are oneDNN's; a simple RNN has one gate), the bias "ldgo". The weights are reordered into the layouts
-// the primitives choose (and the weight gradients back) on every call.
+// LSTM's i, f, c, o and a GRU's z, r, h are oneDNN's; a simple RNN has one gate), the bias "ldgo". The weights are
+// reordered into the layouts the primitives choose (and the weight gradients back) on every call.
 #include <omp.h>
 
 #include <cstring>
+#include <type_traits>
 #include <map>
 #include <unordered_map>
 #include <utility>
@@ -80,22 +82,23 @@ SequencePrimitives& primitives(const ops::RnnSequenceAttrs& a) {
       fw = fpd.weights_layer_desc(), fr = fpd.weights_iter_desc(), bw = bpd.weights_layer_desc();
       br = bpd.weights_iter_desc(), dw = bpd.diff_weights_layer_desc(), dr = bpd.diff_weights_iter_desc();
     };
+    // A cell with one state (either GRU, the vanilla RNN): its primitives of types Fwd and Bwd, their descriptors
+    // taking `lead` (the vanilla RNN's activation) before the direction.
+    auto one_state = [&](auto fwd_type, auto bwd_type, auto... lead) {
+      using Fwd = typename decltype(fwd_type)::type;
+      using Bwd = typename decltype(bwd_type)::type;
+      typename Fwd::primitive_desc fpd(typename Fwd::desc(fwd_kind, lead..., dir, x, state, w_any, r_any, b, y, state),
+                                       eng);
+      typename Bwd::primitive_desc bpd(typename Bwd::desc(dnnl::prop_kind::backward, lead..., dir, x, state, w_any,
+                                                          r_any, b, y, state, x, state, w_any, r_any, b, y, state),
+                                       eng, fpd);
+      take(fpd, bpd, Fwd(fpd), Bwd(bpd));
+    };
+    using std::type_identity;
     if (gru) {
-      dnnl::lbr_gru_forward::primitive_desc fpd(
-          dnnl::lbr_gru_forward::desc(fwd_kind, dir, x, state, w_any, r_any, b, y, state), eng);
-      dnnl::lbr_gru_backward::primitive_desc bpd(
-          dnnl::lbr_gru_backward::desc(dnnl::prop_kind::backward, dir, x, state, w_any, r_any, b, y, state, x, state,
-                                       w_any, r_any, b, y, state),
-          eng, fpd);
-      take(fpd, bpd, dnnl::lbr_gru_forward(fpd), dnnl::lbr_gru_backward(bpd));
+      one_state(type_identity<dnnl::lbr_gru_forward>{}, type_identity<dnnl::lbr_gru_backward>{});
     } else if (gru_before) {
-      dnnl::gru_forward::primitive_desc fpd(dnnl::gru_forward::desc(fwd_kind, dir, x, state, w_any, r_any, b, y, state),
-                                            eng);
-      dnnl::gru_backward::primitive_desc bpd(
-          dnnl::gru_backward::desc(dnnl::prop_kind::backward, dir, x, state, w_any, r_any, b, y, state, x, state,
-                                   w_any, r_any, b, y, state),
-          eng, fpd);
-      take(fpd, bpd, dnnl::gru_forward(fpd), dnnl::gru_backward(bpd));
+      one_state(type_identity<dnnl::gru_forward>{}, type_identity<dnnl::gru_backward>{});
     } else if (lstm) {
       dnnl::lstm_forward::primitive_desc fpd(
           dnnl::lstm_forward::desc(fwd_kind, dir, x, state, state, w_any, r_any, b, y, state, state), eng);
@@ -108,13 +111,7 @@ SequencePrimitives& primitives(const ops::RnnSequenceAttrs& a) {
       const auto act = a.kind == ops::RnnSequenceAttrs::kSimpleRelu      ? dnnl::algorithm::eltwise_relu
                        : a.kind == ops::RnnSequenceAttrs::kSimpleSigmoid ? dnnl::algorithm::eltwise_logistic
                                                                          : dnnl::algorithm::eltwise_tanh;
-      dnnl::vanilla_rnn_forward::primitive_desc fpd(
-          dnnl::vanilla_rnn_forward::desc(fwd_kind, act, dir, x, state, w_any, r_any, b, y, state), eng);
-      dnnl::vanilla_rnn_backward::primitive_desc bpd(
-          dnnl::vanilla_rnn_backward::desc(dnnl::prop_kind::backward, act, dir, x, state, w_any, r_any, b, y, state,
-                                           x, state, w_any, r_any, b, y, state),
-          eng, fpd);
-      take(fpd, bpd, dnnl::vanilla_rnn_forward(fpd), dnnl::vanilla_rnn_backward(bpd));
+      one_state(type_identity<dnnl::vanilla_rnn_forward>{}, type_identity<dnnl::vanilla_rnn_backward>{}, act);
     }
     p.x = x, p.y = y, p.state = state, p.w = w, p.r = r, p.b = b;
     p.w_fwd = dnnl::memory(fw, eng), p.r_fwd = dnnl::memory(fr, eng), p.w_bwd = dnnl::memory(bw, eng);

@@ -345,12 +345,9 @@ void packed_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float*
   }
 }
 
-bool own_gemm_on_this_thread(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, const float* b,
-                             float* c) {
-  const bool small = small_gemm_applies(m, n, k);
-  if (!small && !packed_gemm_applies(m, n, k, ta)) return false;
-  gemm_row_range(ta, tb, m, n, k, a, b, c, nullptr, false, false, !small, 0, m);
-  return true;
+void small_gemm_on_this_thread(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, const float* b,
+                               float* c) {
+  gemm_row_range(ta, tb, m, n, k, a, b, c, nullptr, false, false, false, 0, m);
 }
 
 bool own_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c,

@@ -37,10 +37,9 @@ bool packed_gemm_applies(int64_t m, int64_t n, int64_t k, bool a_transposed);
 void packed_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c,
                  const float* bias = nullptr, bool accumulate = false, bool relu = false);
 
-/// The same product on the calling thread alone (one product of a batch that the threads share): Osprey's kernel
-/// where small_gemm() or packed_gemm() would take it (the same bits as they give), else false.
-bool own_gemm_on_this_thread(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, const float* b,
-                             float* c);
+/// small_gemm() on the calling thread alone (one product of a batch that the threads share out); the same bits.
+void small_gemm_on_this_thread(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, const float* b,
+                               float* c);
 /// The product on Osprey's own kernel when one of the two paths above applies (small_gemm(), else packed_gemm());
 /// false, with nothing done, when it belongs to oneDNN.
 bool own_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c,

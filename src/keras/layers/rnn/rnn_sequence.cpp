@@ -40,6 +40,11 @@ std::vector<int64_t> right_padded_lengths(const Tensor& mask, int64_t n, int64_t
   return lengths;
 }
 
+// t (made on the current device) where `like` is.
+Tensor where_is(Tensor t, const Tensor& like) {
+  return &t.device_ref() == &like.device_ref() ? t : t.to(like.device_ref());
+}
+
 // Steps of x (n, width, ·) picked per row: entry k of row b is x[b, index[b·count + k]]; (n, count, ·), one gather
 // of the flat (n·width, ·) rows.
 Tensor gather_steps(const Tensor& x, const std::vector<int64_t>& index, int64_t count) {
@@ -47,8 +52,7 @@ Tensor gather_steps(const Tensor& x, const std::vector<int64_t>& index, int64_t 
   const int64_t n = d[0], width = d[1], c = d[2];
   std::vector<int64_t> rows(index.size());
   for (std::size_t i = 0; i < index.size(); ++i) rows[i] = static_cast<int64_t>(i) / count * width + index[i];
-  Tensor at = Tensor::from_vector(rows, Shape({static_cast<int64_t>(rows.size())}));
-  if (&at.device_ref() != &x.device_ref()) at = at.to(x.device_ref());
+  const Tensor at = where_is(Tensor::from_vector(rows, Shape({static_cast<int64_t>(rows.size())})), x);
   return ops::reshape(ops::gather_rows(ops::reshape(x, Shape({n * width, c})), at), Shape({n, count, c}));
 }
 
@@ -85,8 +89,7 @@ std::vector<Tensor> RNN::run_as_sequence(const Tensor& x, bool training, const T
     for (int64_t b = 0; b < n; ++b) {
       for (int64_t k = lengths[static_cast<std::size_t>(b)]; k < t; ++k) p[static_cast<std::size_t>(b * t + k)] = 1.0f;
     }
-    held = Tensor::from_vector(p, Shape({n, t, 1}));
-    if (&held.device_ref() != &x.device_ref()) held = held.to(x.device_ref());
+    held = where_is(Tensor::from_vector(p, Shape({n, t, 1})), x);
   }
   std::vector<Tensor> ran = cell_->run_sequence(seq, states, held);
   const Tensor& y = ran[0];
