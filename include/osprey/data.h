@@ -78,6 +78,38 @@ struct PaddedBatchOptions {
   std::vector<double> padding_values{};
 };
 
+/// tf.data.experimental.AutoShardPolicy: how a MultiWorkerMirroredStrategy splits a dataset between its workers
+/// (fit, evaluate, predict and experimental_distribute_dataset).
+///  - AUTO: DATA (TensorFlow tries FILE first; no Osprey source reads files lazily, so AUTO is always DATA here).
+///  - FILE: shard the files a source reads; Osprey's sources hold their data in memory, so FILE is a NotFoundError
+///    naming the source, as TensorFlow's for a dataset without a file reader.
+///  - DATA: every worker iterates the whole dataset and takes its replicas' rows of each global batch.
+///  - OFF: no sharding: every worker iterates its own copy, cut into pieces of
+///    distribute::batch_sizes_for_worker's sizes (tf.data's rebatch, across batch boundaries), and takes
+///    replicas-per-worker of them each step; an epoch is still the dataset's cardinality in steps (Keras 3), so
+///    with identical copies every worker reads the first 1/workers of its copy. Steps continue until every
+///    worker's copy has ended (a worker whose copy ended contributes nothing).
+enum class AutoShardPolicy { AUTO, FILE, DATA, OFF };
+
+/// tf.data.experimental.DistributeOptions.
+struct DistributeOptions {
+  std::optional<AutoShardPolicy> auto_shard_policy{};  ///< unset: AUTO
+};
+
+/// tf.data.Options: set on a dataset with with_options(), read with options(). Fields left unset do not override
+/// what an earlier with_options() (or an input dataset's) set.
+struct Options {
+  DistributeOptions experimental_distribute{};
+  /// The policy in effect (AUTO when unset).
+  AutoShardPolicy auto_shard_policy() const {
+    return experimental_distribute.auto_shard_policy.value_or(AutoShardPolicy::AUTO);
+  }
+  /// These options with `other`'s set fields over them (tf.data.Options.merge).
+  Options merge(const Options& other) const;
+};
+/// "AUTO", "FILE", "DATA", "OFF".
+const char* to_string(AutoShardPolicy p);
+
 /// A pass over a dataset (Python's `iter(dataset)`): next() gives the elements in order, then std::nullopt.
 /// Background threads of map(num_parallel_calls) and prefetch() start with it and stop when it is destroyed. It
 /// keeps its pipeline alive: the Dataset it came from may be gone.
@@ -104,6 +136,8 @@ class Dataset {
  public:
   using MapFn = std::function<Element(const Element&)>;
   using Predicate = std::function<bool(const Element&)>;
+  /// interleave()'s function: the dataset an input element opens.
+  using InterleaveFn = std::function<Dataset(const Element&)>;
   /// A generator: the next element, or std::nullopt at its end.
   using GeneratorFn = std::function<std::optional<Element>()>;
 
@@ -124,6 +158,14 @@ class Dataset {
   /// fn applied to every element; num_parallel_calls 0 runs it on the iterating thread, n > 0 (or AUTOTUNE) on
   /// that many background threads, elements still in order (tf.data's deterministic=True).
   Dataset map(MapFn fn, int64_t num_parallel_calls = 0) const;
+  /// tf.data's interleave: `fn` makes a dataset of each input element; up to cycle_length of them (AUTOTUNE: one
+  /// per core) are read in turn, block_length consecutive elements from each, and one that ends leaves its place to
+  /// the next input element's dataset when the turn comes back to it (e.g. reading several files at once). With
+  /// num_parallel_calls (n > 0 or AUTOTUNE) each open dataset makes its elements ahead on a background thread; the
+  /// order stays the same (tf.data's deterministic=True). An exception in `fn` or in an opened dataset reaches the
+  /// iterating side with the input element's index.
+  Dataset interleave(InterleaveFn fn, int64_t cycle_length = AUTOTUNE, int64_t block_length = 1,
+                     int64_t num_parallel_calls = 0) const;
   /// The elements for which `predicate` is true.
   Dataset filter(Predicate predicate) const;
   /// tf.data's shuffle: a buffer of `buffer_size` elements, each output drawn from it at random and replaced by
@@ -135,6 +177,12 @@ class Dataset {
   Dataset batch(int64_t batch_size, bool drop_remainder = false) const;
   /// batch() for elements whose shapes differ: each component padded (at the end of every dimension).
   Dataset padded_batch(int64_t batch_size, PaddedBatchOptions options = {}) const;
+  /// tf.data's rebatch: the rows of consecutive elements (every component batched alike) cut into batches of
+  /// `batch_size` rows, across the input's element boundaries (unbatch().batch(n) without copying twice); the last
+  /// one smaller unless drop_remainder.
+  Dataset rebatch(int64_t batch_size, bool drop_remainder = false) const;
+  /// The same with the sizes cycled through in order (a size of 0 gives an element with no rows).
+  Dataset rebatch(std::vector<int64_t> batch_sizes, bool drop_remainder = false) const;
   /// The rows of every element as elements (the inverse of batch()).
   Dataset unbatch() const;
   /// The elements `count` times over (-1: for ever).
@@ -153,6 +201,11 @@ class Dataset {
   Dataset prefetch(int64_t buffer_size = AUTOTUNE) const;
   /// This dataset's elements, then other's (the same structure).
   Dataset concatenate(const Dataset& other) const;
+  /// The same elements with `options` set (merged over those already set; tf.data's with_options).
+  Dataset with_options(const Options& options) const;
+  /// The options in effect: those of every with_options() in the pipeline, inputs first, later ones winning
+  /// (zip and concatenate merge their inputs' in order).
+  Options options() const;
 
   /// The number of elements, or INFINITE_CARDINALITY / UNKNOWN_CARDINALITY.
   int64_t cardinality() const;

@@ -174,6 +174,20 @@ class ZipNode : public Node {
     return out;
   }
   std::string name() const override { return "ZipDataset"; }
+  std::vector<const Node*> inputs() const override {
+    std::vector<const Node*> out;
+    for (const auto& n : inputs_) out.push_back(n.get());
+    return out;
+  }
+  std::optional<int64_t> static_batch_size() const override {
+    std::optional<int64_t> out;
+    for (std::size_t i = 0; i < inputs_.size(); ++i) {
+      const auto b = inputs_[i]->static_batch_size();
+      if (!b || (i > 0 && b != out)) return std::nullopt;
+      out = b;
+    }
+    return out;
+  }
 
  private:
   std::vector<std::shared_ptr<const Node>> inputs_;
@@ -284,6 +298,37 @@ Dataset Dataset::padded_batch(int64_t batch_size, PaddedBatchOptions options) co
   return Dataset(make_batch(node_, batch_size, drop, std::move(options)));
 }
 
+Dataset Dataset::rebatch(int64_t batch_size, bool drop_remainder) const {
+  if (batch_size <= 0) throw ValueError(fmt::format("rebatch: batch_size must be positive, got {}", batch_size));
+  return rebatch(std::vector<int64_t>{batch_size}, drop_remainder);
+}
+
+Dataset Dataset::rebatch(std::vector<int64_t> batch_sizes, bool drop_remainder) const {
+  if (batch_sizes.empty()) throw ValueError("rebatch: batch_sizes is empty");
+  int64_t total = 0;
+  for (int64_t n : batch_sizes) {
+    if (n < 0) throw ValueError(fmt::format("rebatch: batch sizes must be >= 0, got {}", n));
+    total += n;
+  }
+  if (total == 0) throw ValueError("rebatch: batch_sizes are all 0; at least one must be positive");
+  return Dataset(make_rebatch(node_, [batch_sizes](int64_t) { return batch_sizes; }, drop_remainder));
+}
+
+Dataset Dataset::interleave(InterleaveFn fn, int64_t cycle_length, int64_t block_length,
+                            int64_t num_parallel_calls) const {
+  if (!fn) throw ValueError("interleave: the function is empty");
+  if (cycle_length <= 0 && cycle_length != AUTOTUNE) {
+    throw ValueError(fmt::format("interleave: cycle_length must be positive or AUTOTUNE (-1), got {}", cycle_length));
+  }
+  if (block_length <= 0) throw ValueError(fmt::format("interleave: block_length must be positive, got {}", block_length));
+  if (num_parallel_calls < 0 && num_parallel_calls != AUTOTUNE) {
+    throw ValueError(fmt::format("interleave: num_parallel_calls must be >= 0 or AUTOTUNE (-1), got {}",
+                                 num_parallel_calls));
+  }
+  return Dataset(make_interleave(node_, std::move(fn), cycle_length == AUTOTUNE ? autotuned_threads() : cycle_length,
+                                 block_length, num_parallel_calls != 0));
+}
+
 Dataset Dataset::unbatch() const { return Dataset(make_unbatch(node_)); }
 
 Dataset Dataset::repeat(int64_t count) const {
@@ -320,6 +365,46 @@ Dataset Dataset::prefetch(int64_t buffer_size) const {
 
 Dataset Dataset::concatenate(const Dataset& other) const {
   return Dataset(make_concatenate(node_, other.node_));
+}
+
+Dataset Dataset::with_options(const Options& options) const { return Dataset(make_options(node_, options)); }
+
+namespace {
+// The options of a node's pipeline: its inputs' (in order) merged, then its own over them. Iterative over the
+// unary chain, so a long pipeline does not recurse deeply; zip/concatenate recurse once per branch.
+Options options_of(const Node* node) {
+  std::vector<const Node*> chain;
+  for (const Node* n = node; n; n = n->inputs().size() == 1 ? n->inputs()[0] : nullptr) chain.push_back(n);
+  Options out;
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+    const auto ins = (*it)->inputs();
+    if (ins.size() > 1) {
+      for (const Node* in : ins) out = out.merge(options_of(in));
+    }
+    if (const Options* own = (*it)->own_options()) out = out.merge(*own);
+  }
+  return out;
+}
+}  // namespace
+
+Options Dataset::options() const { return options_of(node_.get()); }
+
+Options Options::merge(const Options& other) const {
+  Options out = *this;
+  if (other.experimental_distribute.auto_shard_policy) {
+    out.experimental_distribute.auto_shard_policy = other.experimental_distribute.auto_shard_policy;
+  }
+  return out;
+}
+
+const char* to_string(AutoShardPolicy p) {
+  switch (p) {
+    case AutoShardPolicy::AUTO: return "AUTO";
+    case AutoShardPolicy::FILE: return "FILE";
+    case AutoShardPolicy::DATA: return "DATA";
+    case AutoShardPolicy::OFF: return "OFF";
+  }
+  return "?";
 }
 
 int64_t Dataset::cardinality() const { return node_->cardinality(); }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <exception>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -34,6 +35,19 @@ class Node {
   virtual std::string name() const = 0;
   /// The dataset this one transforms (null for a source).
   virtual const Node* input() const { return nullptr; }
+  /// Every dataset this one reads (zip and concatenate: several).
+  virtual std::vector<const Node*> inputs() const {
+    const Node* in = input();
+    return in ? std::vector<const Node*>{in} : std::vector<const Node*>{};
+  }
+  /// The batch size of the elements when the pipeline fixes it (tf.data's compute_batch_size: the nearest batch()
+  /// above, through transformations that keep the batch dimension); nullopt when it does not.
+  virtual std::optional<int64_t> static_batch_size() const {
+    const auto ins = inputs();
+    return ins.size() == 1 ? ins[0]->static_batch_size() : std::nullopt;
+  }
+  /// The options a with_options() node sets (null for every other node).
+  virtual const Options* own_options() const { return nullptr; }
 };
 
 /// A shape as tf.data's messages write it: "[2, 3]".
@@ -68,6 +82,12 @@ std::shared_ptr<const Node> make_repeat(std::shared_ptr<const Node> input, int64
 std::shared_ptr<const Node> make_take(std::shared_ptr<const Node> input, int64_t count);
 std::shared_ptr<const Node> make_skip(std::shared_ptr<const Node> input, int64_t count);
 std::shared_ptr<const Node> make_shard(std::shared_ptr<const Node> input, int64_t num_shards, int64_t index);
+/// rebatch()'s sizes, given the rows of the first element (called once per pass).
+using RebatchSizes = std::function<std::vector<int64_t>(int64_t first_rows)>;
+std::shared_ptr<const Node> make_rebatch(std::shared_ptr<const Node> input, RebatchSizes sizes, bool drop_remainder);
+std::shared_ptr<const Node> make_interleave(std::shared_ptr<const Node> input, Dataset::InterleaveFn fn,
+                                            int64_t cycle_length, int64_t block_length, bool parallel);
+std::shared_ptr<const Node> make_options(std::shared_ptr<const Node> input, Options options);
 std::shared_ptr<const Node> make_concatenate(std::shared_ptr<const Node> input, std::shared_ptr<const Node> other);
 std::shared_ptr<const Node> make_parallel_map(std::shared_ptr<const Node> input, Dataset::MapFn fn, int64_t threads);
 std::shared_ptr<const Node> make_prefetch(std::shared_ptr<const Node> input, int64_t buffer);

@@ -7,6 +7,7 @@
 #include "data/pipeline.h"
 #include "osprey/device.h"
 #include "osprey/errors.h"
+#include "osprey/ops.h"
 
 namespace osprey::data::detail {
 
@@ -126,6 +127,7 @@ class BatchNode : public UnaryNode {
     return drop_ ? c / n_ : (c + n_ - 1) / n_;
   }
   std::string name() const override { return pad_ ? "PaddedBatchDataset" : "BatchDataset"; }
+  std::optional<int64_t> static_batch_size() const override { return n_; }
 
  private:
   int64_t n_;
@@ -178,6 +180,7 @@ class UnbatchNode : public UnaryNode {
     return c == INFINITE_CARDINALITY ? c : UNKNOWN_CARDINALITY;
   }
   std::string name() const override { return "UnbatchDataset"; }
+  std::optional<int64_t> static_batch_size() const override { return std::nullopt; }
 };
 
 class RepeatNode : public UnaryNode {
@@ -322,9 +325,116 @@ class ConcatenateNode : public UnaryNode {
     return a + b;
   }
   std::string name() const override { return "ConcatenateDataset"; }
+  std::vector<const Node*> inputs() const override { return {input_.get(), other_.get()}; }
+  std::optional<int64_t> static_batch_size() const override {
+    const auto a = input_->static_batch_size();
+    return a == other_->static_batch_size() ? a : std::nullopt;
+  }
 
  private:
   std::shared_ptr<const Node> other_;
+};
+
+// rebatch(): the rows of the input's elements cut into batches of the sizes given, cycled through, across the
+// input's element boundaries (tf.data's RebatchDatasetV2). The sizes may depend on the first element's rows (the
+// global batch a MultiWorkerMirroredStrategy splits); a size of 0 gives an element with no rows.
+class RebatchNode : public UnaryNode {
+ public:
+  RebatchNode(std::shared_ptr<const Node> input, RebatchSizes sizes, bool drop)
+      : UnaryNode(std::move(input)), sizes_(std::move(sizes)), drop_(drop) {}
+  std::unique_ptr<IteratorImpl> iterate() const override {
+    struct It : IteratorImpl {
+      const RebatchNode& node;
+      std::unique_ptr<IteratorImpl> in;
+      std::vector<int64_t> sizes;
+      std::optional<Element> current;
+      std::vector<Tensor> flat;
+      int64_t row = 0, rows = 0, index = 0, k = 0;
+      It(const RebatchNode& n, std::unique_ptr<IteratorImpl> i) : node(n), in(std::move(i)) {}
+      // The next input element with rows left; false at the end.
+      bool fill() {
+        while (row >= rows) {
+          auto e = in->next();
+          if (!e) return false;
+          auto f = e->flatten();
+          if (f.empty() || f[0].shape().rank() == 0) {
+            throw InvalidArgumentError(fmt::format("rebatch: element {} ({}) has a scalar component; rebatch needs "
+                                                   "batched elements (every component with a first dimension)",
+                                                   index, e->spec()));
+          }
+          for (const auto& t : f) {
+            if (t.shape().rank() == 0 || t.shape()[0] != f[0].shape()[0]) {
+              throw InvalidArgumentError(fmt::format("rebatch: the components of element {} ({}) have different "
+                                                     "first dimensions",
+                                                     index, e->spec()));
+            }
+          }
+          if (current && (f.size() != flat.size() || e->structure() != current->structure())) {
+            throw InvalidArgumentError(fmt::format("rebatch: element {} ({}) has another structure than element 0 "
+                                                   "({})",
+                                                   index, e->spec(), current->spec()));
+          }
+          if (sizes.empty()) {
+            sizes = node.sizes_(f[0].shape()[0]);
+            if (std::all_of(sizes.begin(), sizes.end(), [](int64_t n) { return n <= 0; })) {
+              throw ValueError(fmt::format("rebatch: no positive batch size to cut element {} ({}) into", index,
+                                           e->spec()));
+            }
+          }
+          current = std::move(e);
+          flat = std::move(f);
+          rows = flat[0].shape()[0];
+          row = 0;
+          ++index;
+        }
+        return true;
+      }
+      std::optional<Element> next() override {
+        if (!fill()) return std::nullopt;
+        const int64_t want = sizes[static_cast<std::size_t>(k % static_cast<int64_t>(sizes.size()))];
+        std::vector<std::vector<Tensor>> parts(flat.size());
+        int64_t got = 0;
+        if (want == 0) {
+          for (std::size_t c = 0; c < flat.size(); ++c) parts[c].push_back(flat[c].slice_rows(row, row));
+        }
+        while (got < want && fill()) {
+          const int64_t m = std::min(want - got, rows - row);
+          for (std::size_t c = 0; c < flat.size(); ++c) parts[c].push_back(flat[c].slice_rows(row, row + m));
+          row += m;
+          got += m;
+        }
+        if (got < want && node.drop_) return std::nullopt;
+        ++k;
+        std::vector<Tensor> out;
+        for (auto& p : parts) out.push_back(p.size() == 1 ? p[0] : ops::concat(p, 0));
+        return current->with_tensors(out);
+      }
+    };
+    return std::make_unique<It>(*this, input_->iterate());
+  }
+  int64_t cardinality() const override {
+    const int64_t c = input_->cardinality();
+    return c == INFINITE_CARDINALITY ? c : UNKNOWN_CARDINALITY;
+  }
+  std::string name() const override { return "RebatchDataset"; }
+  std::optional<int64_t> static_batch_size() const override { return std::nullopt; }
+
+ private:
+  RebatchSizes sizes_;
+  bool drop_;
+};
+
+// with_options(): the elements pass through unchanged; the node only carries the options.
+class OptionsNode : public UnaryNode {
+ public:
+  OptionsNode(std::shared_ptr<const Node> input, Options options) : UnaryNode(std::move(input)), options_(options) {}
+  std::unique_ptr<IteratorImpl> iterate() const override { return input_->iterate(); }
+  int64_t cardinality() const override { return input_->cardinality(); }
+  std::string name() const override { return "OptionsDataset"; }
+  const Options* own_options() const override { return &options_; }
+
+ private:
+  Options options_;
 };
 
 }  // namespace
@@ -354,6 +464,14 @@ std::shared_ptr<const Node> make_skip(std::shared_ptr<const Node> input, int64_t
 std::shared_ptr<const Node> make_shard(std::shared_ptr<const Node> input, int64_t num_shards, int64_t index) {
   return std::make_shared<CountNode>(std::move(input), CountNode::Mode::shard, num_shards, index);
 }
+std::shared_ptr<const Node> make_rebatch(std::shared_ptr<const Node> input, RebatchSizes sizes, bool drop_remainder) {
+  return std::make_shared<RebatchNode>(std::move(input), std::move(sizes), drop_remainder);
+}
+
+std::shared_ptr<const Node> make_options(std::shared_ptr<const Node> input, Options options) {
+  return std::make_shared<OptionsNode>(std::move(input), options);
+}
+
 std::shared_ptr<const Node> make_concatenate(std::shared_ptr<const Node> input, std::shared_ptr<const Node> other) {
   return std::make_shared<ConcatenateNode>(std::move(input), std::move(other));
 }

@@ -291,3 +291,119 @@ TEST(Dataset, ArgumentsOutOfRangeAreValueErrors) {
   EXPECT_THAT(osprey::testing::error_of<ValueError>([] { Element(Tensor::scalar(1.0))[0]; }), HasSubstr("out of range"));
   EXPECT_THAT(osprey::testing::error_of<ValueError>([] { (Element{Tensor::scalar(1.0)}).tensor(); }), HasSubstr("not a tensor"));
 }
+
+namespace {
+std::vector<std::vector<int64_t>> int_batches(const Dataset& d) {
+  std::vector<std::vector<int64_t>> out;
+  for (const auto& e : d.collect()) out.push_back(e.flatten()[0].to_vector<int64_t>());
+  return out;
+}
+}  // namespace
+
+TEST(Dataset, RebatchCutsTheRowsAcrossElementBoundariesAsTfData) {
+  using V = std::vector<std::vector<int64_t>>;
+  // tf.data.Dataset.rebatch's documented examples.
+  EXPECT_EQ(int_batches(Dataset::range(6).batch(2).rebatch(3)), (V{{0, 1, 2}, {3, 4, 5}}));
+  EXPECT_EQ(int_batches(Dataset::range(7).batch(4).rebatch(3)), (V{{0, 1, 2}, {3, 4, 5}, {6}}));
+  EXPECT_EQ(int_batches(Dataset::range(7).batch(2).rebatch(3, true)), (V{{0, 1, 2}, {3, 4, 5}}));
+  EXPECT_EQ(int_batches(Dataset::range(8).batch(4).rebatch({2, 1, 1})), (V{{0, 1}, {2}, {3}, {4, 5}, {6}, {7}}));
+  // A size of 0 gives an element of no rows; every component is cut alike and keeps the structure.
+  EXPECT_EQ(int_batches(Dataset::range(5).batch(5).rebatch({0, 2})), (V{{}, {0, 1}, {}, {2, 3}, {}, {4}}));
+  const auto pairs = Dataset::from_tensor_slices(Element{iota(5, 2), iota(5)}).batch(3).rebatch(2).collect();
+  ASSERT_EQ(pairs.size(), 3u);
+  EXPECT_EQ(pairs[1].spec(), "(float32[2, 2], float32[2])");
+  EXPECT_EQ(pairs[1][0].tensor().to_vector<float>(), (std::vector<float>{4, 5, 6, 7}));
+  EXPECT_EQ(pairs[2][1].tensor().to_vector<float>(), (std::vector<float>{4}));
+  EXPECT_EQ(Dataset::range(8).batch(4).rebatch(3).cardinality(), data::UNKNOWN_CARDINALITY);
+  EXPECT_EQ(Dataset::range(8).batch(4).repeat().rebatch(3).cardinality(), data::INFINITE_CARDINALITY);
+}
+
+TEST(Dataset, RebatchRefusesScalarsMismatchedRowsAndNoSizes) {
+  EXPECT_THAT(osprey::testing::error_of<InvalidArgumentError>([] { Dataset::range(3).rebatch(2).collect(); }),
+              HasSubstr("rebatch: element 0 (int64[]) has a scalar component"));
+  EXPECT_THAT(osprey::testing::error_of<ValueError>([] { Dataset::range(3).batch(2).rebatch({1, -1}); }),
+              HasSubstr("batch sizes must be >= 0, got -1"));
+  EXPECT_THAT(osprey::testing::error_of<ValueError>([] { Dataset::range(3).batch(2).rebatch({0, 0}); }),
+              HasSubstr("are all 0"));
+  EXPECT_THAT(osprey::testing::error_of<ValueError>([] { Dataset::range(3).batch(2).rebatch(0); }),
+              HasSubstr("batch_size must be positive, got 0"));
+  EXPECT_THAT(osprey::testing::error_of<ValueError>([] { Dataset::range(3).batch(2).rebatch(std::vector<int64_t>{}); }),
+              HasSubstr("batch_sizes is empty"));
+}
+
+TEST(Dataset, OptionsAreSetByWithOptionsAndMergedThroughThePipeline) {
+  using data::AutoShardPolicy;
+  data::Options off, file, none;
+  off.experimental_distribute.auto_shard_policy = AutoShardPolicy::OFF;
+  file.experimental_distribute.auto_shard_policy = AutoShardPolicy::FILE;
+  const Dataset plain = Dataset::range(4);
+  EXPECT_EQ(plain.options().auto_shard_policy(), AutoShardPolicy::AUTO);
+  EXPECT_FALSE(plain.options().experimental_distribute.auto_shard_policy.has_value());
+  // Kept through later transformations; a later with_options wins; unset fields do not override.
+  const Dataset d = plain.with_options(off).map([](const Element& e) { return e; }).batch(2);
+  EXPECT_EQ(d.options().auto_shard_policy(), AutoShardPolicy::OFF);
+  EXPECT_EQ(d.with_options(file).options().auto_shard_policy(), AutoShardPolicy::FILE);
+  EXPECT_EQ(d.with_options(none).options().auto_shard_policy(), AutoShardPolicy::OFF);
+  // zip and concatenate merge their inputs' in order.
+  EXPECT_EQ(Dataset::zip({plain, d}).options().auto_shard_policy(), AutoShardPolicy::OFF);
+  EXPECT_EQ(Dataset::zip({plain.with_options(file), plain.with_options(off)}).options().auto_shard_policy(),
+            AutoShardPolicy::OFF);
+  EXPECT_EQ(plain.with_options(off).concatenate(plain.with_options(file)).options().auto_shard_policy(),
+            AutoShardPolicy::FILE);
+  // The elements pass through unchanged.
+  EXPECT_EQ(scalars(plain.with_options(off)), range_values(4));
+  EXPECT_EQ(plain.with_options(off).cardinality(), 4);
+  EXPECT_EQ(plain.with_options(off).describe(), "RangeDataset -> OptionsDataset");
+  EXPECT_STREQ(data::to_string(AutoShardPolicy::DATA), "DATA");
+}
+
+TEST(Dataset, InterleaveReadsCycleLengthDatasetsInBlocksAsTfData) {
+  // Expected orders printed by TensorFlow 2 (tf.data.Dataset.interleave) for the same pipelines.
+  const auto repeated = [](const Element& e) { return Dataset::from_tensors(e).repeat(6); };
+  const std::vector<double> doc = {1, 1, 1, 1, 2, 2, 2, 2, 1, 1, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 3, 3, 4, 4, 5, 5, 5, 5, 5, 5};
+  EXPECT_EQ(scalars(Dataset::range(1, 6).interleave(repeated, 2, 4)), doc);
+  EXPECT_EQ(scalars(Dataset::range(1, 6).interleave(repeated, 2, 4, 2)), doc);  // threads, the same order
+  EXPECT_EQ(scalars(Dataset::range(1, 6).interleave(repeated, 2, 4, data::AUTOTUNE)), doc);
+  // Datasets of different lengths: one that ends leaves its place to the next input element's.
+  const std::vector<std::vector<float>> lists = {{10, 11, 12}, {20}, {30, 31}, {40}};
+  const auto open = [&lists](const Element& e) {
+    const auto& l = lists[static_cast<std::size_t>(e.tensor().item())];
+    return Dataset::from_tensor_slices(Element(Tensor::from_vector(l, {static_cast<int64_t>(l.size())})));
+  };
+  EXPECT_EQ(scalars(Dataset::range(4).interleave(open, 2, 1)), (std::vector<double>{10, 20, 11, 12, 30, 31, 40}));
+  EXPECT_EQ(scalars(Dataset::range(4).interleave(open, 2, 1, 2)), (std::vector<double>{10, 20, 11, 12, 30, 31, 40}));
+  EXPECT_EQ(scalars(Dataset::range(4).interleave(open, 3, 2)), (std::vector<double>{10, 11, 20, 30, 31, 12, 40}));
+  EXPECT_EQ(Dataset::range(4).interleave(open, 2).cardinality(), data::UNKNOWN_CARDINALITY);
+  EXPECT_EQ(Dataset::range(4).interleave(open, 2, 1, 2).describe(), "RangeDataset -> ParallelInterleaveDataset");
+  // A pass can stop early and start again.
+  auto it = Dataset::range(4).interleave(open, 2, 1, 2).make_iterator();
+  EXPECT_EQ(it.next()->tensor().item(), 10.0);
+  EXPECT_EQ(scalars(Dataset::range(4).interleave(open, 1)), (std::vector<double>{10, 11, 12, 20, 30, 31, 40}));
+}
+
+TEST(Dataset, InterleaveErrorsNameTheInputElement) {
+  const auto failing = [](const Element& e) -> Dataset {
+    if (e.tensor().item() == 2) throw ValueError("no file for 2");
+    return Dataset::from_tensors(e);
+  };
+  for (int64_t parallel : {0, 2}) {
+    EXPECT_THAT(osprey::testing::error_of<ValueError>([&] { Dataset::range(4).interleave(failing, 2, 1, parallel).collect(); }),
+                HasSubstr("interleave: the function failed on element 2: no file for 2"));
+    const auto bad_inner = [](const Element& e) {
+      return Dataset::from_tensors(e).map([](const Element& x) -> Element {
+        if (x.tensor().item() == 1) throw InvalidArgumentError("bad row");
+        return x;
+      });
+    };
+    EXPECT_THAT(osprey::testing::error_of<InvalidArgumentError>(
+                    [&] { Dataset::range(3).interleave(bad_inner, 2, 1, parallel).collect(); }),
+                HasSubstr("interleave: the dataset of element 1 failed: "));
+  }
+  const auto same = [](const Element& e) { return Dataset::from_tensors(e); };
+  EXPECT_THAT(osprey::testing::error_of<ValueError>([&] { Dataset::range(2).interleave(same, 0); }),
+              HasSubstr("cycle_length must be positive or AUTOTUNE (-1), got 0"));
+  EXPECT_THAT(osprey::testing::error_of<ValueError>([&] { Dataset::range(2).interleave(same, 2, 0); }),
+              HasSubstr("block_length must be positive, got 0"));
+  EXPECT_THAT(osprey::testing::error_of<ValueError>([&] { Dataset::range(2).interleave(same, 2, 1, -3); }),
+              HasSubstr("num_parallel_calls must be >= 0 or AUTOTUNE (-1), got -3"));
+}
