@@ -59,19 +59,31 @@ struct InputContext {
 /// A source of per-replica batches: each call returns the next batch (x, y, ...), or nothing at the end.
 using BatchGenerator = std::function<std::optional<std::vector<Tensor>>()>;
 
+/// tf.distribute's batch_sizes_for_worker: the sizes of the workers × replicas_per_worker pieces a global batch is
+/// cut into for worker `worker_index` (tf.data's rebatch then takes them in turn). floor(G/N) or ceil(G/N) rows each
+/// (the ceil ones first for worker 0), rotated by worker_index × replicas_per_worker, so that every step (each
+/// worker taking replicas_per_worker pieces) sums to G over the workers. E.g. G = 7, 2 workers × 2 replicas:
+/// worker 0 [2, 2, 2, 1], worker 1 [2, 1, 2, 2]. ValueError for non-positive counts or an index out of range.
+std::vector<int64_t> batch_sizes_for_worker(int64_t global_batch_size, int num_workers, int num_replicas_per_worker,
+                                            int worker_index);
+
 /// Batches handed to the replicas as they come, not rebatched: each step gives replica r the next batch of the
 /// generator (replicas past the end of the data get undefined tensors). From distribute_datasets_from_function().
+/// Under a MultiWorkerMirroredStrategy every next() is collective: the workers agree whether any of them still has
+/// data (TensorFlow's get_next_as_optional across workers), so a worker whose data ended gets steps of undefined
+/// values until every worker's has.
 class DistributedDataset {
  public:
   DistributedDataset(std::shared_ptr<StrategyImpl> strategy, BatchGenerator generator);
   /// The next step's values, one PerReplica per tensor of a batch (each on its replica's device); nothing when
-  /// the generator is exhausted.
+  /// the generator is exhausted (on every worker).
   std::optional<std::vector<PerReplica>> next();
 
  private:
   std::shared_ptr<StrategyImpl> strategy_;
   BatchGenerator generator_;
-  bool done_ = false;
+  bool done_ = false, finished_ = false;
+  std::size_t width_ = 0;  // tensors per batch, once known
 };
 
 /// Keeps a strategy current on this thread: variables created meanwhile are mirrored, and Keras models created
@@ -176,8 +188,11 @@ class MultiWorkerMirroredStrategy {
   Tensor reduce(ReduceOp op, const PerReplica& values, std::optional<int> axis = std::nullopt) const;
   /// Waits until every worker arrived (within the time limit).
   void barrier() const;
-  /// experimental_distribute_dataset: every worker reads the whole dataset (tf.data's auto-shard DATA; iterate it
-  /// in the same order everywhere: seeded shuffles) and its replicas take their rows of each global batch.
+  /// experimental_distribute_dataset, by the dataset's auto-shard policy (data::Options; AUTO is DATA):
+  ///  - DATA: every worker reads the whole dataset (iterate it in the same order everywhere: seeded shuffles) and
+  ///    its replicas take their rows of each global batch;
+  ///  - OFF: every worker reads its own copy, cut into batch_sizes_for_worker's pieces, one per replica per step;
+  ///  - FILE: NotFoundError (no Osprey source reads files lazily).
   DistributedDataset experimental_distribute_dataset(const data::Dataset& dataset) const;
   /// tf.distribute's distribute_datasets_from_function: `fn` is called once in each worker with its InputContext
   /// (num_input_pipelines = workers, input_pipeline_id = this worker, num_replicas_in_sync) and must shard and batch

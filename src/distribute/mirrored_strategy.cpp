@@ -9,6 +9,7 @@
 
 #include "core/logging.h"
 #include "distribute/strategy_impl.h"
+#include "distribute/worker_group.h"
 #include "osprey/device.h"
 #include "osprey/errors.h"
 #include "osprey/ops.h"
@@ -513,24 +514,44 @@ DistributedDataset::DistributedDataset(std::shared_ptr<StrategyImpl> strategy, B
     : strategy_(std::move(strategy)), generator_(std::move(generator)) {}
 
 std::optional<std::vector<PerReplica>> DistributedDataset::next() {
-  if (done_) return std::nullopt;
+  if (finished_) return std::nullopt;
   const int n = strategy_->num_replicas();
   std::vector<PerReplica> out;
+  int got = 0;
   for (int r = 0; r < n; ++r) {
     std::optional<std::vector<Tensor>> batch = done_ ? std::nullopt : generator_();
     if (!batch) {
       done_ = true;
-      if (r == 0) return std::nullopt;
-      for (auto& pr : out) pr.values.emplace_back();  // past the end: an empty (undefined) value
-      continue;
+      break;
     }
-    if (out.empty()) out.resize(batch->size());
+    if (width_ == 0) width_ = batch->size();
+    if (out.empty()) out.resize(width_);
     if (batch->size() != out.size()) {
       throw ValueError(fmt::format("The input function's batches changed from {} to {} tensors", out.size(),
                                    batch->size()));
     }
     for (size_t k = 0; k < batch->size(); ++k) out[k].values.push_back((*batch)[k].to(*strategy_->devices()[r]));
+    ++got;
   }
+  if (strategy_->num_workers() > 1) {  // does any worker still have data?
+    const auto all = strategy_->workers()->all_gather(std::vector<int64_t>{got});
+    if (std::all_of(all.begin(), all.end(), [](int64_t g) { return g == 0; })) {
+      finished_ = true;
+      return std::nullopt;
+    }
+    if (got == 0) {
+      if (width_ == 0) {
+        throw ValueError(fmt::format("Worker {}'s input has no batch at all while other workers' have: its replicas "
+                                     "cannot take part without knowing the batches' structure",
+                                     strategy_->worker_index()));
+      }
+      out.resize(width_);
+    }
+  } else if (got == 0) {
+    finished_ = true;
+    return std::nullopt;
+  }
+  for (auto& pr : out) pr.values.resize(static_cast<std::size_t>(n));  // past the end: undefined values
   return out;
 }
 

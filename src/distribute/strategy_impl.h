@@ -31,6 +31,13 @@ inline std::pair<int64_t, int64_t> replica_rows(int64_t batch, int replicas, int
 /// current global batch (a new one after the last local replica's), every component of the element flattened.
 BatchGenerator rebatching_generator(std::shared_ptr<StrategyImpl> strategy, const data::Dataset& dataset);
 
+/// The auto-shard policy a MultiWorkerMirroredStrategy applies to `dataset` under `fn` (fit, evaluate...): AUTO is
+/// DATA; FILE is a NotFoundError naming the source (no Osprey source reads files lazily).
+data::AutoShardPolicy shard_policy(const data::Dataset& dataset, const char* fn);
+/// AutoShardPolicy::OFF: the dataset this worker iterates, its rows cut into batch_sizes_for_worker's pieces of
+/// the first element's rows (the global batch), one piece per replica per step.
+data::Dataset rebatched_for_worker(const StrategyImpl& strategy, const data::Dataset& dataset);
+
 /// A barrier for the replica threads that can be broken: when one replica fails, the others stop waiting and
 /// throw instead of hanging.
 class ReplicaBarrier {

@@ -2,9 +2,10 @@
 // mpirun): one program that trains the same model on the same data alone, under MirroredStrategy on N logical CPUs,
 // or as one worker of an MPI launch, and writes what it got (weights, history, evaluate, predict) as doubles, so
 // that the script can compare the runs; and the failure cases (a worker that hangs, one that is killed).
-//   multi_worker_check train <logical CPUs> <none|mirrored|workers> <out> [dataset]
-//                          (workers write <out> on the chief, <out>.rank<k> on the others; with "dataset" the
-//                          batches come from a data::Dataset)
+//   multi_worker_check train <logical CPUs> <none|mirrored|workers> <out> [dataset|off|off_end|off_ref|off_end_ref]
+//                          (workers write <out> on the chief, <out>.rank<k> on the others; with a data mode the
+//                          batches come from a data::Dataset: see dataset_for)
+//   multi_worker_check off_checks <out>                                      (under mpirun -np 2)
 //   multi_worker_check compare <a> <b> <tolerance>
 //   multi_worker_check backup <logical CPUs> <none|workers> <backup dir> <out> [kill at step]
 //                          (BackupAndRestore every 4 batches; with a step, the process -- worker 1 of workers --
@@ -21,6 +22,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,19 +56,41 @@ std::unique_ptr<keras::Sequential> make_model() {
   return m;
 }
 
-// Trains 3 epochs of 32-row batches (the last one short), shuffled, then evaluates and predicts. With `dataset`, the
-// batches come from a data::Dataset (seeded shuffle, a parallel map, prefetch): every worker reads all of it and
-// trains on its replicas' rows of each global batch (tf.data's auto-shard DATA).
-std::vector<double> train_and_report(keras::Sequential& m, int verbose, bool dataset = false) {
+// Trains 3 epochs of 32-row batches (the last one short), shuffled, then evaluates and predicts. The batches come
+// from the arrays, or (`data`):
+//   dataset      a data::Dataset (seeded shuffle, a parallel map, prefetch): every worker reads all of it and trains
+//                on its replicas' rows of each global batch (tf.data's auto-shard DATA);
+//   off          the same shuffled 32-row batches with AutoShardPolicy::OFF: every worker reads its own copy in
+//                16-row pieces (batch_sizes_for_worker for 2 workers), so each step's global batch is a piece twice;
+//                an epoch is the dataset's 10 batches, as in Keras 3;
+//   off_end      the same after filter() (cardinality unknown): an epoch runs until the copies end (19 steps, the
+//                last of 12 rows on each worker);
+//   off_ref, off_end_ref   what those are on one process: 16-row batches, each joined with itself, 10 or all 19
+//                of them (under MirroredStrategy on 2 logical CPUs each replica takes one copy of a piece).
+// With a dataset, evaluate and predict also run on it.
+data::Dataset dataset_for(const Data& d, const std::string& data) {
+  auto shuffled = data::Dataset::from_tensor_slices(data::Element{d.x, d.y}).shuffle(300, 11);
+  if (data == "dataset") return shuffled.batch(32).map([](const data::Element& e) { return e; }, 2).prefetch(data::AUTOTUNE);
+  data::Options off;
+  off.experimental_distribute.auto_shard_policy = data::AutoShardPolicy::OFF;
+  const auto keep = [](const data::Element&) { return true; };
+  if (data == "off") return shuffled.batch(32).with_options(off);
+  if (data == "off_end") return shuffled.batch(32).filter(keep).with_options(off);
+  auto twice = shuffled.batch(16).map([](const data::Element& e) {
+    return data::Element{ops::concat({e[0].tensor(), e[0].tensor()}, 0), ops::concat({e[1].tensor(), e[1].tensor()}, 0)};
+  });
+  if (data == "off_ref") return twice.take(10);
+  if (data == "off_end_ref") return twice.filter(keep);
+  throw ValueError("unknown data " + data);
+}
+
+std::vector<double> train_and_report(keras::Sequential& m, int verbose, const std::string& data = "") {
   const Data d = make_data();
   random::set_seed(5);  // the shuffles
-  const auto ds = data::Dataset::from_tensor_slices(data::Element{d.x, d.y})
-                      .shuffle(300, 11)
-                      .batch(32)
-                      .map([](const data::Element& e) { return e; }, 2)
-                      .prefetch(data::AUTOTUNE);
-  auto h = dataset ? m.fit(ds, {.epochs = 3, .verbose = verbose})
-                   : m.fit(d.x, d.y, {.epochs = 3, .batch_size = 32, .verbose = verbose});
+  std::optional<data::Dataset> ds;
+  if (!data.empty()) ds = dataset_for(d, data);
+  auto h = ds ? m.fit(*ds, {.epochs = 3, .verbose = verbose})
+              : m.fit(d.x, d.y, {.epochs = 3, .batch_size = 32, .verbose = verbose});
   std::vector<double> out;
   for (auto* v : m.variables()) {
     for (float f : v->component(0).to_vector<float>()) out.push_back(f);
@@ -76,6 +100,10 @@ std::vector<double> train_and_report(keras::Sequential& m, int verbose, bool dat
   }
   for (double x : m.evaluate(d.x, d.y, {.batch_size = 64, .verbose = 0})) out.push_back(x);
   for (float f : m.predict(d.x, {.batch_size = 50, .verbose = 0}).to_vector<float>()) out.push_back(f);
+  if (ds && data != "dataset") {
+    for (double x : m.evaluate(*ds, {.verbose = 0})) out.push_back(x);
+    for (float f : m.predict(*ds, {.verbose = 0}).to_vector<float>()) out.push_back(f);
+  }
   return out;
 }
 
@@ -93,7 +121,7 @@ std::vector<double> read(const std::string& path) {
   return v;
 }
 
-int train(int cpus, const std::string& how, const std::string& out, bool dataset) {
+int train(int cpus, const std::string& how, const std::string& out, const std::string& dataset) {
   split_cpu(cpus);
   if (how == "none") {
     auto m = make_model();
@@ -115,7 +143,7 @@ int train(int cpus, const std::string& how, const std::string& out, bool dataset
   }
   std::cout << "worker " << strategy.worker_index() << " of " << strategy.num_workers() << ", "
             << strategy.num_replicas_in_sync() << " replicas in sync" << std::endl;
-  if (dataset) {  // experimental_distribute_dataset: worker w's replica takes the global batch's rows of replica w
+  if (dataset == "dataset") {  // experimental_distribute_dataset: worker w's replica takes replica w's rows
     std::vector<float> rows;
     for (int i = 0; i < 10; ++i) rows.push_back(static_cast<float>(i));
     auto dist = strategy.experimental_distribute_dataset(
@@ -225,17 +253,92 @@ int misbehave(bool die) {
   return 0;
 }
 
+// AutoShardPolicy OFF beyond fit's equality with one process (under mpirun -np 2): experimental_distribute_dataset's
+// pieces; copies of different lengths (worker 1's ends first: the steps go on until worker 0's ends, the same on
+// both, and the weights stay the same); FILE, which no Osprey source supports, is a NotFoundError. Prints
+// "worker <w>: off checks passed" or what went wrong.
+int off_checks(const std::string& out) {
+  distribute::MultiWorkerMirroredStrategy strategy;
+  const int w = strategy.worker_index();
+  auto fail = [&](const std::string& what) {
+    std::cout << "worker " << w << ": " << what << std::endl;
+    return 1;
+  };
+  data::Options off;
+  off.experimental_distribute.auto_shard_policy = data::AutoShardPolicy::OFF;
+  auto rows = [](int64_t n) {
+    std::vector<float> v;
+    for (int64_t i = 0; i < n; ++i) v.push_back(static_cast<float>(i));
+    return data::Dataset::from_tensor_slices(data::Element(Tensor::from_vector(v, {n})));
+  };
+  // 10 rows in global batches of 7: worker 0's pieces are 4, 3, 4... rows, worker 1's 3, 4, 3... (its copy cut the
+  // other way round), across the batches' boundaries; worker 1's copy of 5 rows ends after two steps.
+  for (const bool uneven : {false, true}) {
+    auto dist = strategy.experimental_distribute_dataset(rows(uneven && w == 1 ? 5 : 10).batch(7).with_options(off));
+    std::vector<std::vector<float>> want = w == 0 ? std::vector<std::vector<float>>{{0, 1, 2, 3}, {4, 5, 6}, {7, 8, 9}}
+                                                  : std::vector<std::vector<float>>{{0, 1, 2}, {3, 4, 5, 6}, {7, 8, 9}};
+    if (uneven && w == 1) want = {{0, 1, 2}, {3, 4}};
+    for (std::size_t step = 0; step < 3; ++step) {
+      const auto got = dist.next();
+      if (!got) return fail("experimental_distribute_dataset ended before step " + std::to_string(step));
+      const auto& value = (*got)[0].values[0];
+      if (step < want.size() ? !value.defined() || value.to_vector<float>() != want[step] : value.defined()) {
+        return fail("experimental_distribute_dataset's step " + std::to_string(step) + " is " +
+                    (value.defined() ? value.to_string() : std::string("undefined")));
+      }
+    }
+    if (dist.next()) return fail("experimental_distribute_dataset did not end after 3 steps");
+  }
+  // fit on copies of different lengths.
+  std::unique_ptr<keras::Sequential> m;
+  {
+    auto scope = strategy.scope();
+    m = make_model();
+  }
+  const Data d = make_data();
+  const auto keep = [](const data::Element&) { return true; };
+  const auto ds = data::Dataset::from_tensor_slices(data::Element{d.x, d.y})
+                      .take(w == 1 ? 200 : 300)
+                      .batch(32)
+                      .filter(keep)
+                      .with_options(off);
+  int steps = 0;
+  auto count = std::make_shared<keras::callbacks::LambdaCallback>(
+      keras::callbacks::LambdaCallbackOptions{.on_train_batch_end = [&](int, keras::Logs&) { ++steps; }});
+  m->fit(ds, {.epochs = 2, .verbose = 0, .callbacks = {count}});
+  if (steps != 2 * 19) return fail("fit ran " + std::to_string(steps) + " steps; 19 per epoch expected (300 rows in 16s)");
+  std::vector<double> v;
+  for (auto* var : m->variables()) {
+    for (float f : var->component(0).to_vector<float>()) v.push_back(f);
+  }
+  write(w == 0 ? out : out + ".rank" + std::to_string(w), v);
+  // FILE: a NotFoundError naming the source, on every worker, before any step.
+  data::Options file;
+  file.experimental_distribute.auto_shard_policy = data::AutoShardPolicy::FILE;
+  try {
+    m->fit(ds.with_options(file), {.epochs = 1, .verbose = 0});
+    return fail("FILE did not fail");
+  } catch (const NotFoundError& e) {
+    if (std::string(e.what()).find("Found an unshardable source dataset: TensorSliceDataset") == std::string::npos) {
+      return fail(std::string("FILE's error: ") + e.what());
+    }
+  }
+  std::cout << "worker " << w << ": off checks passed" << std::endl;
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   try {
     if (mode == "train" && (argc == 5 || argc == 6)) {
-      return train(std::atoi(argv[2]), argv[3], argv[4], argc == 6 && std::string(argv[5]) == "dataset");
+      return train(std::atoi(argv[2]), argv[3], argv[4], argc == 6 ? argv[5] : "");
     }
     if (mode == "backup" && (argc == 6 || argc == 7)) {
       return backup(std::atoi(argv[2]), argv[3], argv[4], argv[5], argc == 7 ? std::atoi(argv[6]) : -1);
     }
+    if (mode == "off_checks" && argc == 3) return off_checks(argv[2]);
     if (mode == "compare" && argc == 5) return compare(argv[2], argv[3], std::atof(argv[4]));
     if (mode == "hang" || mode == "die") return misbehave(mode == "die");
     if (mode == "mismatch") {  // worker 1 builds a wider first layer

@@ -3,7 +3,9 @@
 # as root where CI runs (with the flags Open MPI needs for that), oversubscribed.
 #   multi_worker_test.sh <multi_worker_check> <scratch dir> <case> [examples/multi_worker, for the case "example"]
 # cases: same_as_one_process (2 workers x 1 logical CPU == 1 process x 2 logical CPUs, bit for bit; == one device
-# within 1e-5), dataset (the same with a data::Dataset: every worker reads all of it, auto-shard DATA), four_replicas (2 workers x 2 logical CPUs == 1 process x 4, within 1e-6), progress_on_chief,
+# within 1e-5), dataset (the same with a data::Dataset: every worker reads all of it, auto-shard DATA), shard_off
+# (auto-shard OFF: each worker its own copy, against one process; experimental_distribute_dataset's pieces; copies
+# of different lengths; FILE refused), four_replicas (2 workers x 2 logical CPUs == 1 process x 4, within 1e-6), progress_on_chief,
 # hang (a worker that stops taking part: the other's DeadlineExceededError names it, in bounded time), killed (a
 # worker SIGKILLed mid-epoch: the job ends in bounded time and the launcher names it), tf_config (TF_CONFIG that
 # does not match the launch, or a cluster started alone: clear errors), backup_resume / backup_resume_workers
@@ -37,6 +39,20 @@ case "$case_" in
     "$check" compare "$dir/$case_.workers" "$dir/$case_.workers.rank1" 0 || fail "the two workers differ"
     "$check" compare "$dir/$case_.workers" "$dir/$case_.mirrored2" 0 || fail "2 workers != 1 process x 2 CPUs"
     "$check" compare "$dir/$case_.workers" "$dir/$case_.single" 1e-5 || fail "2 workers vs one device"
+    ;;
+  shard_off)
+    # AutoShardPolicy OFF: each worker trains on 16-row pieces of its own copy; one process on 2 logical CPUs
+    # with each piece twice is the same computation, bit for bit (fit, evaluate and predict on the datasets).
+    for d in off off_end; do
+      "$check" train 2 mirrored "$dir/$case_.$d.ref" ${d}_ref || fail "MirroredStrategy on ${d}_ref"
+      mpirun_ -np 2 "$check" train 1 workers "$dir/$case_.$d" $d || fail "mpirun -np 2 ($d)"
+      "$check" compare "$dir/$case_.$d" "$dir/$case_.$d.rank1" 0 || fail "the two workers differ ($d)"
+      "$check" compare "$dir/$case_.$d" "$dir/$case_.$d.ref" 0 || fail "2 workers ($d) != 1 process on ${d}_ref"
+    done
+    out=$(OSPREY_COLLECTIVE_TIMEOUT=30 mpirun_ -np 2 "$check" off_checks "$dir/$case_.checks" 2>&1); rc=$?; echo "$out"
+    [ "$rc" = 0 ] || fail "off_checks exited with $rc"
+    [ "$(grep -c 'off checks passed' <<<"$out")" = 2 ] || fail "off_checks on both workers"
+    "$check" compare "$dir/$case_.checks" "$dir/$case_.checks.rank1" 0 || fail "uneven copies: the workers differ"
     ;;
   four_replicas)
     "$check" train 4 mirrored "$dir/$case_.mirrored4" || fail "MirroredStrategy on 4 logical CPUs"

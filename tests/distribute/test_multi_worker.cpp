@@ -4,6 +4,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <numeric>
+
 #include <cstdlib>
 
 #include "distribute/worker_group.h"
@@ -176,6 +179,60 @@ TEST(MultiWorkerMirroredStrategy, BadOptionsAreValueErrors) {
   EXPECT_THAT(error_of<ValueError>([] { distribute::MultiWorkerMirroredStrategy s; }),
               HasSubstr("OSPREY_COLLECTIVE_TIMEOUT must be a number of seconds, got 'soon'"));
   unsetenv("OSPREY_COLLECTIVE_TIMEOUT");
+}
+
+TEST(BatchSizesForWorker, AreTensorFlowsPiecesSummingToTheGlobalBatchEveryStep) {
+  // TensorFlow's documented example: G = 7, 2 workers x 2 replicas.
+  EXPECT_EQ(distribute::batch_sizes_for_worker(7, 2, 2, 0), (std::vector<int64_t>{2, 2, 2, 1}));
+  EXPECT_EQ(distribute::batch_sizes_for_worker(7, 2, 2, 1), (std::vector<int64_t>{2, 1, 2, 2}));
+  EXPECT_EQ(distribute::batch_sizes_for_worker(7, 2, 1, 1), (std::vector<int64_t>{3, 4}));
+  EXPECT_EQ(distribute::batch_sizes_for_worker(2, 2, 2, 0), (std::vector<int64_t>{1, 1, 0, 0}));
+  // Its constraints, over many shapes: W*R pieces summing to G, sizes within one of each other, and each step (R
+  // pieces from every worker, taken in turn) summing to G.
+  for (int64_t g : {0, 1, 5, 7, 32, 33, 100}) {
+    for (int w = 1; w <= 4; ++w) {
+      for (int r = 1; r <= 3; ++r) {
+        std::vector<std::vector<int64_t>> all;
+        for (int k = 0; k < w; ++k) all.push_back(distribute::batch_sizes_for_worker(g, w, r, k));
+        for (const auto& sizes : all) {
+          ASSERT_EQ(sizes.size(), static_cast<std::size_t>(w * r));
+          EXPECT_EQ(std::accumulate(sizes.begin(), sizes.end(), int64_t{0}), g);
+          const auto [lo, hi] = std::minmax_element(sizes.begin(), sizes.end());
+          EXPECT_LE(*hi - *lo, 1);
+        }
+        for (int step = 0; step < w; ++step) {
+          int64_t sum = 0;
+          for (int k = 0; k < w; ++k) {
+            for (int j = 0; j < r; ++j) sum += all[static_cast<std::size_t>(k)][static_cast<std::size_t>(step * r + j)];
+          }
+          EXPECT_EQ(sum, g) << "G " << g << ", " << w << " workers x " << r << ", step " << step;
+        }
+      }
+    }
+  }
+  EXPECT_THAT(error_of<ValueError>([] { distribute::batch_sizes_for_worker(8, 2, 1, 2); }),
+              HasSubstr("worker_index 2 is not in [0, 2)"));
+  EXPECT_THAT(error_of<ValueError>([] { distribute::batch_sizes_for_worker(8, 0, 1, 0); }),
+              HasSubstr("num_workers and num_replicas_per_worker positive; got 8, 0 and 1"));
+}
+
+TEST(MultiWorkerMirroredStrategy, OneWorkerIgnoresTheAutoShardPolicy) {
+  // Sharding is between workers: a cluster of one trains on the dataset as it is, whatever the policy says (as
+  // TensorFlow, which only shards with several workers).
+  osprey::testing::reset_runtime();
+  distribute::MultiWorkerMirroredStrategy strategy;
+  for (auto policy : {data::AutoShardPolicy::OFF, data::AutoShardPolicy::FILE}) {
+    data::Options o;
+    o.experimental_distribute.auto_shard_policy = policy;
+    auto dist = strategy.experimental_distribute_dataset(
+        data::Dataset::from_tensor_slices(data::Element(Tensor::from_vector(std::vector<float>{1, 2, 3}, {3})))
+            .batch(2)
+            .with_options(o));
+    auto first = dist.next();
+    ASSERT_TRUE(first.has_value());
+    EXPECT_EQ((*first)[0].values[0].to_vector<float>(), (std::vector<float>{1, 2}));
+  }
+  osprey::testing::reset_runtime();
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "distribute/strategy_impl.h"
+#include "distribute/worker_group.h"
 #include "osprey/errors.h"
 #include "osprey/ops.h"
 #include "osprey/random.h"
@@ -234,6 +236,10 @@ PipelineSource::PipelineSource(const data::Dataset& d, Model& model, State& s, c
                                const std::map<int, double>* class_weight, runtime::Device* copy_to)
     : d_(d), model_(model), s_(s), fn_(fn), targets_(targets), class_weight_(class_weight),
       cardinality_(d.cardinality()) {
+  if (s.strategy && s.strategy->num_workers() > 1 && distribute::shard_policy(d, fn) == data::AutoShardPolicy::OFF) {
+    off_ = true;
+    d_ = distribute::rebatched_for_worker(*s.strategy, d_);
+  }
   if (copy_to) {  // host-to-device copies on the prefetch thread, overlapping the step
     d_ = d_.map([copy_to](const data::Element& e) {
              std::vector<Tensor> flat = e.flatten();
@@ -251,7 +257,60 @@ void PipelineSource::begin_pass() {
   it_.emplace(d_.make_iterator());
 }
 
-bool PipelineSource::next(Batch& out) {
+bool PipelineSource::next(Batch& out) { return off_ ? next_pieces(out) : next_element(out); }
+
+// AutoShardPolicy::OFF: one piece of this worker's copy per local replica, joined into one batch; the workers'
+// rows are then gathered, so that every worker knows the global batch, and whether any worker still has data.
+bool PipelineSource::next_pieces(Batch& out) {
+  auto& st = *s_.strategy;
+  const int n = st.num_replicas();
+  std::vector<Batch> pieces;
+  std::vector<int64_t> offsets{0};
+  for (int r = 0; r < n; ++r) {
+    Batch b;
+    if (!next_element(b)) break;
+    offsets.push_back(offsets.back() + b.x[0].shape()[0]);
+    pieces.push_back(std::move(b));
+  }
+  offsets.resize(static_cast<std::size_t>(n) + 1, offsets.back());
+  if (pieces.size() == 1) {
+    out = std::move(pieces[0]);
+  } else if (!pieces.empty()) {
+    auto join = [&](auto get) {
+      std::vector<Tensor> parts;
+      for (auto& p : pieces) parts.push_back(get(p));
+      return parts[0].defined() ? ops::concat(parts, 0) : Tensor();
+    };
+    out = Batch{};
+    for (std::size_t i = 0; i < pieces[0].x.size(); ++i) out.x.push_back(join([&](Batch& p) { return p.x[i]; }));
+    for (std::size_t i = 0; i < pieces[0].y.size(); ++i) out.y.push_back(join([&](Batch& p) { return p.y[i]; }));
+    out.w = join([](Batch& p) { return p.w; });
+  }
+  if (!pieces.empty() && !no_rows_) {
+    no_rows_ = Batch{rows_of(out.x, 0, 0), rows_of(out.y, 0, 0), out.w.defined() ? out.w.slice_rows(0, 0) : Tensor(),
+                     Tensor()};
+  }
+  const int64_t rows = offsets.back();
+  const auto all = st.workers()->all_gather(std::vector<int64_t>{rows, no_rows_ ? 1 : 0});
+  int64_t global = 0;
+  std::vector<int> without;
+  for (std::size_t w = 0; w < all.size() / 2; ++w) {
+    global += all[2 * w];
+    if (!all[2 * w + 1]) without.push_back(static_cast<int>(w));
+  }
+  if (global == 0) return false;
+  if (!without.empty()) {
+    throw ValueError(fmt::format("{}: with auto_shard_policy OFF, worker {}'s dataset gave no batch at all while "
+                                 "other workers' did: every worker's copy needs at least one batch",
+                                 fn_, without[0]));
+  }
+  if (pieces.empty()) out = *no_rows_;
+  out.replica_offsets = std::move(offsets);
+  out.global_rows = global;
+  return true;
+}
+
+bool PipelineSource::next_element(Batch& out) {
   if (!it_) begin_pass();
   auto e = it_->next();
   if (!e) return false;

@@ -121,7 +121,10 @@ class DatasetSource : public BatchSource {
 /// A data::Dataset's elements as batches (Keras's TFDatasetAdapter): each element `x`, `(x,)`, `(x, y)` or
 /// `(x, y, sample_weight)`, x and y a tensor, a tuple (one per input or output) or a name map. Each pass iterates
 /// the dataset anew. When the model sits on another device than the host (and is not distributed), the batches
-/// are copied to it on a background thread, a batch ahead of the step.
+/// are copied to it on a background thread, a batch ahead of the step. Under a MultiWorkerMirroredStrategy with
+/// AutoShardPolicy::OFF each batch is this worker's pieces of its own copy (Batch::replica_offsets), and next() is
+/// collective: the workers agree on the step's global rows, and the pass ends when every worker's copy has.
+/// The number of batches of a pass stays the dataset's cardinality, as in Keras 3.
 class PipelineSource : public BatchSource {
  public:
   /// `targets`: whether elements must carry y (fit, evaluate); `class_weight`: fit's, applied to y.
@@ -133,6 +136,9 @@ class PipelineSource : public BatchSource {
   bool next(Batch& out) override;
 
  private:
+  bool next_element(Batch& out);
+  bool next_pieces(Batch& out);
+
   data::Dataset d_;
   Model& model_;
   State& s_;
@@ -141,6 +147,8 @@ class PipelineSource : public BatchSource {
   const std::map<int, double>* class_weight_;
   int64_t cardinality_;
   std::optional<data::Iterator> it_;
+  bool off_ = false;  // AutoShardPolicy::OFF across workers
+  std::optional<Batch> no_rows_;  // a batch of no rows, for steps after this worker's copy ended
 };
 
 }  // namespace osprey::keras::trainer

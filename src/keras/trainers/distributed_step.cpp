@@ -140,6 +140,13 @@ void prepare_replicas(Model& model, State& s) {
 // (tf.distribute's rebatching: 4 rows on 3 replicas are 2|2|0).
 using distribute::replica_rows;
 
+// The rows local replica r takes of the batch this worker holds: its pieces of a worker-local batch (`local`), or
+// its share of the whole global batch.
+static std::pair<int64_t, int64_t> rows_for(const std::vector<int64_t>* local, int64_t batch, const State& s, int r) {
+  if (local) return {(*local)[static_cast<std::size_t>(r)], (*local)[static_cast<std::size_t>(r) + 1]};
+  return replica_rows(batch, s.strategy->num_replicas_in_sync(), s.strategy->replica_offset() + r);
+}
+
 static std::vector<Tensor> shard(const std::vector<Tensor>& ts, int64_t b, int64_t e, runtime::Device& device) {
   std::vector<Tensor> out;
   for (const auto& t : ts) out.push_back(t.slice_rows(b, e).to(device));
@@ -153,6 +160,9 @@ double distributed_train_step(Model& model, State& s, const Batch& batch_in) {
   auto& st = *s.strategy;
   const int n = st.num_replicas(), in_sync = st.num_replicas_in_sync(), off = st.replica_offset();
   const int64_t batch = batch_in.x[0].shape()[0];
+  const std::vector<int64_t>* local = batch_in.local() ? &batch_in.replica_offsets : nullptr;
+  // What the replicas' mean losses are shares of: the global batch (over every worker's local rows).
+  const int64_t global = local ? batch_in.global_rows : batch;
   const auto vars = model.trainable_variables();
   s.optimizer->build_slots(vars);  // cross-replica: slots mirrored like the variables
   std::vector<std::vector<Tensor>> xs(n), ys(n), preds(n);
@@ -167,7 +177,7 @@ double distributed_train_step(Model& model, State& s, const Batch& batch_in) {
   if (!scaled) s.optimizer->begin_step();  // once per step: the schedule's rate, per-step state
   const bool sum_reduction = s.losses[0] && s.losses[0]->reduction() == losses::Reduction::sum;
   st.run_replicas([&](int r) {
-    const auto [b, e] = replica_rows(batch, in_sync, off + r);
+    const auto [b, e] = rows_for(local, batch, s, r);
     auto& device = *st.devices()[r];
     grads[r].resize(vars.size());
     if (e > b) {
@@ -180,7 +190,7 @@ double distributed_train_step(Model& model, State& s, const Batch& batch_in) {
       // replicas' gradients is the single-device one).
       const Tensor wr = batch_in.w.defined() ? batch_in.w.slice_rows(b, e).to(device) : Tensor();
       // A "sum" reduction adds up across replicas as it is; the means are weighted by the replica's share.
-      const double share = sum_reduction ? 1.0 : static_cast<double>(e - b) / batch;
+      const double share = sum_reduction ? 1.0 : static_cast<double>(e - b) / global;
       Tensor loss = ops::mul(batch_loss(s, ys[r], preds[r], wr, &logits), Tensor::scalar(share));
       if (has_penalties(s)) {
         loss = ops::add(loss, ops::mul(penalty_sum(s), Tensor::scalar(1.0 / in_sync)));
@@ -229,22 +239,32 @@ double distributed_train_step(Model& model, State& s, const Batch& batch_in) {
     }
     return total;
   }
-  // Several workers: every replica's predictions and loss, in replica order, on every worker.
+  // Several workers: every replica's predictions and loss (and with worker-local batches, labels), in replica
+  // order, on every worker.
+  const auto outputs = static_cast<std::size_t>(s.num_outputs());
   std::vector<std::vector<Tensor>> all(static_cast<std::size_t>(in_sync));
   for (int r = 0; r < n; ++r) {
     auto& mine = all[static_cast<std::size_t>(off + r)];
     if (preds[r].empty()) continue;
     mine = preds[r];
     mine.push_back(Tensor::scalar(losses[r], DType::float64));
+    if (local) mine.insert(mine.end(), ys[r].begin(), ys[r].end());
   }
   gather_from_workers(st, all);
   for (int q = 0; q < in_sync; ++q) {
     auto& p = all[static_cast<std::size_t>(q)];
     if (p.empty()) continue;
-    total += p.back().item();
-    const auto [b, e] = replica_rows(batch, in_sync, q);
-    const bool local = q >= off && q < off + n;
-    const auto y = local ? ys[q - off] : shard(batch_in.y, b, e, host());
+    total += p[outputs].item();
+    const bool mine = q >= off && q < off + n;
+    std::vector<Tensor> y;
+    if (mine) {
+      y = ys[q - off];
+    } else if (local) {
+      y.assign(p.begin() + static_cast<std::ptrdiff_t>(outputs) + 1, p.end());
+    } else {
+      const auto [b, e] = replica_rows(batch, in_sync, q);
+      y = shard(batch_in.y, b, e, host());
+    }
     for (auto& m : s.metrics) m.metric->update_state(y[m.output], p[m.output]);
   }
   return total;
@@ -252,7 +272,7 @@ double distributed_train_step(Model& model, State& s, const Batch& batch_in) {
 
 void distributed_forward(Model& model, State& s, const std::vector<Tensor>& x, const std::vector<Tensor>* y,
                          std::vector<std::vector<Tensor>>& ys, std::vector<std::vector<Tensor>>& preds,
-                         std::vector<std::vector<Tensor>>* logits) {
+                         std::vector<std::vector<Tensor>>* logits, const std::vector<int64_t>* local) {
   auto& st = *s.strategy;
   const int n = st.num_replicas(), in_sync = st.num_replicas_in_sync(), off = st.replica_offset();
   const int64_t batch = x[0].shape()[0];
@@ -260,34 +280,42 @@ void distributed_forward(Model& model, State& s, const std::vector<Tensor>& x, c
   preds.assign(in_sync, {});
   if (logits) logits->assign(in_sync, {});
   st.run_replicas([&](int r) {
-    const auto [b, e] = replica_rows(batch, in_sync, off + r);
+    const auto [b, e] = rows_for(local, batch, s, r);
     if (e == b) return;
     auto& device = *st.devices()[r];
     preds[off + r] = forward(model, s, shard(x, b, e, device), false, logits ? &(*logits)[off + r] : nullptr);
     if (y) ys[off + r] = shard(*y, b, e, device);
   });
   if (st.num_workers() == 1) return;
-  // Several workers: the other workers' predictions (and logits), their labels from the global batch.
+  // Several workers: the other workers' predictions (and logits); their labels from the global batch, or with
+  // worker-local batches gathered too.
   const auto outputs = static_cast<std::size_t>(s.num_outputs());
-  if (logits) {
+  const bool send_y = y && local;
+  if (logits || send_y) {
     for (int r = 0; r < n; ++r) {
       auto& p = preds[static_cast<std::size_t>(off + r)];
       if (p.empty()) continue;
-      auto& l = (*logits)[static_cast<std::size_t>(off + r)];
-      l.resize(outputs);
-      p.insert(p.end(), l.begin(), l.end());
+      if (logits) {
+        auto& l = (*logits)[static_cast<std::size_t>(off + r)];
+        l.resize(outputs);
+        p.insert(p.end(), l.begin(), l.end());
+      }
+      if (send_y) p.insert(p.end(), ys[static_cast<std::size_t>(off + r)].begin(), ys[static_cast<std::size_t>(off + r)].end());
     }
   }
   gather_from_workers(st, preds);
   for (int q = 0; q < in_sync; ++q) {
     auto& p = preds[static_cast<std::size_t>(q)];
     if (p.empty()) continue;
-    if (logits) {
-      (*logits)[static_cast<std::size_t>(q)].assign(p.begin() + static_cast<std::ptrdiff_t>(outputs), p.end());
-      p.resize(outputs);
+    const auto at = [&](std::size_t k) { return p.begin() + static_cast<std::ptrdiff_t>(k); };
+    const std::size_t y_at = logits ? 2 * outputs : outputs;
+    if (send_y) ys[static_cast<std::size_t>(q)].assign(at(y_at), p.end());
+    if (logits) (*logits)[static_cast<std::size_t>(q)].assign(at(outputs), at(2 * outputs));
+    p.resize(outputs);
+    if (y && !local && (q < off || q >= off + n)) {
+      const auto [b, e] = replica_rows(batch, in_sync, q);
+      ys[static_cast<std::size_t>(q)] = shard(*y, b, e, host());
     }
-    const auto [b, e] = replica_rows(batch, in_sync, q);
-    if (y && (q < off || q >= off + n)) ys[static_cast<std::size_t>(q)] = shard(*y, b, e, host());
   }
 }
 

@@ -13,8 +13,8 @@ namespace osprey::keras {
 
 using namespace trainer;
 
-// Gives predict's next batch of x; false at the end.
-using NextInputs = std::function<bool(std::vector<Tensor>&)>;
+// Gives predict's next batch (its x); false at the end.
+using NextInputs = std::function<bool(Batch&)>;
 
 // Runs predict_step on `steps` batches (-1: until next() ends) and concatenates each output's rows on the host.
 static std::vector<Tensor> predict_loop(Model& model, State& s, int steps, const NextInputs& next,
@@ -32,15 +32,15 @@ static std::vector<Tensor> predict_loop(Model& model, State& s, int steps, const
   std::vector<std::vector<float>> values(static_cast<std::size_t>(outputs));
   std::vector<Shape> out_rows(static_cast<std::size_t>(outputs));
   int64_t n = 0;
-  std::vector<Tensor> x;
+  Batch x;
   for (int step = 0; steps < 0 || step < steps; ++step) {
     if (!next(x)) {
       if (step == 0) throw ValueError("predict: the data gave no batches; there is nothing to predict");
       break;
     }
     cbs.each([&](Callback& c) { c.on_predict_batch_begin(step, logs); });
-    const auto part = model.predict_step(StepData(std::move(x)));
-    x.clear();
+    const auto part = model.predict_step(StepData(x));
+    x = Batch{};
     if (part.size() != static_cast<std::size_t>(outputs)) {
       throw ValueError(fmt::format("predict_step() of model '{}' returned {} tensor(s) for its {} output(s)",
                                    model.name(), part.size(), outputs));
@@ -67,10 +67,10 @@ std::vector<Tensor> Model::predict_all(const Arrays& x, PredictOptions o) {
   const int batch_size = resolve_batch_size(o.batch_size, "predict");
   const int64_t n = xs[0].shape()[0];
   int64_t at = 0;
-  return predict_loop(*this, s, steps_of(n, batch_size), [&](std::vector<Tensor>& batch) {
+  return predict_loop(*this, s, steps_of(n, batch_size), [&](Batch& batch) {
     if (at >= n) return false;
     const int64_t e = std::min<int64_t>(n, at + batch_size);
-    batch = rows_of(xs, at, e);
+    batch.x = rows_of(xs, at, e);
     at = e;
     return true;
   }, o);
@@ -87,12 +87,7 @@ std::vector<Tensor> Model::predict_all(const data::Dataset& dataset, PredictOpti
   prepare_replicas(*this, s);
   PipelineSource source(dataset, *this, s, "predict", false, nullptr, copy_target(s));
   source.begin_pass();
-  Batch b;
-  return predict_loop(*this, s, steps, [&](std::vector<Tensor>& batch) {
-    if (!source.next(b)) return false;
-    batch = std::move(b.x);
-    return true;
-  }, o);
+  return predict_loop(*this, s, steps, [&](Batch& batch) { return source.next(batch); }, o);
 }
 
 Tensor Model::predict(const data::Dataset& dataset, PredictOptions o) {

@@ -79,7 +79,8 @@ void Model::test_step(const StepData& data, Logs& logs) {
   std::vector<double> values;
   if (distributed(s)) {
     std::vector<std::vector<Tensor>> ys, preds, logits;
-    distributed_forward(*this, s, x, &y, ys, preds, &logits);
+    const auto& b = data.batch();
+    distributed_forward(*this, s, x, &y, ys, preds, &logits, b.local() ? &b.replica_offsets : nullptr);
     // Keras's evaluate loss includes the penalties (activity penalties of this pass: after the forward pass).
     const double penalty = has_penalties(s) ? penalty_sum(s).item() : 0.0;
     for (size_t r = 0; r < preds.size(); ++r) {
@@ -109,7 +110,8 @@ std::vector<Tensor> Model::predict_step(const StepData& data) {
   auto& s = state();
   if (!distributed(s)) return forward(*this, s, data.x(), false, nullptr);
   std::vector<std::vector<Tensor>> unused, parts;
-  distributed_forward(*this, s, data.x(), nullptr, unused, parts);
+  const auto& b = data.batch();
+  distributed_forward(*this, s, data.x(), nullptr, unused, parts, nullptr, b.local() ? &b.replica_offsets : nullptr);
   // Replica order is row order: each output's shards joined on the host.
   runtime::Device& host = runtime::DeviceManager::get().host_device();
   std::vector<Tensor> out;

@@ -18,7 +18,14 @@ using State = Model::State;
 struct Batch {
   std::vector<Tensor> x, y;
   Tensor w, rows;
-  int64_t size() const { return rows.defined() ? rows.shape()[0] : x[0].shape()[0]; }
+  /// Set when the batch holds this worker's rows only (a dataset with AutoShardPolicy::OFF under a
+  /// MultiWorkerMirroredStrategy): local replica r takes rows [replica_offsets[r], replica_offsets[r + 1]), and the
+  /// step's global batch has global_rows rows over every worker. Empty: the batch is the whole global batch.
+  std::vector<int64_t> replica_offsets{};
+  int64_t global_rows = 0;
+  bool local() const { return !replica_offsets.empty(); }
+  /// The global batch's rows.
+  int64_t size() const { return local() ? global_rows : rows.defined() ? rows.shape()[0] : x[0].shape()[0]; }
 };
 
 /// True when steps run on several replicas (a strategy with more than one device, or several workers).
@@ -60,9 +67,11 @@ bool planned_takes(const State& s, const Batch& b);
 double train_step(Model& model, State& s, const Batch& b);
 /// The forward pass of a global batch under a strategy: each replica runs its shard. The shards' labels and
 /// predictions (per output) in replica order; empty shards are left undefined.
+/// `local`: the local replicas' row offsets when x and y hold this worker's rows only (Batch::replica_offsets).
 void distributed_forward(Model& model, State& s, const std::vector<Tensor>& x, const std::vector<Tensor>* y,
                          std::vector<std::vector<Tensor>>& ys, std::vector<std::vector<Tensor>>& preds,
-                         std::vector<std::vector<Tensor>>* logits = nullptr);
+                         std::vector<std::vector<Tensor>>* logits = nullptr,
+                         const std::vector<int64_t>* local = nullptr);
 /// Makes every variable of the model one component per replica (created in scope() they already are).
 void prepare_replicas(Model& model, State& s);
 /// A model's x or y in the order of its inputs (`inputs`) or outputs: a list of the right length (moved out of
