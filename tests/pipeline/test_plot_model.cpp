@@ -43,14 +43,37 @@ TEST(PlotModel, TheGraphAsDotWithKerasLabels) {
   const std::string dot = utils::model_to_dot(m, {.show_shapes = true, .show_dtype = true, .rankdir = "LR"});
   EXPECT_THAT(dot, HasSubstr("digraph \"two_inputs\""));
   EXPECT_THAT(dot, HasSubstr("rankdir=LR"));
-  EXPECT_THAT(dot, HasSubstr("a (InputLayer)"));
-  EXPECT_THAT(dot, HasSubstr("joined (Concatenate)\\nOutput shape: (None, 5)\\nOutput dtype: float32"));
-  EXPECT_THAT(dot, HasSubstr("dense_out (Dense)\\nOutput shape: (None, 4)"));
+  // Keras 3's HTML-table boxes (model_visualization.make_layer_label): a title row, then a cell per option.
+  const std::string title = "<tr><td colspan=\"3\" bgcolor=\"black\"><font point-size=\"16\" color=\"white\">";
+  EXPECT_THAT(dot, HasSubstr(title + "<b>a</b> (InputLayer)</font></td></tr><tr><td bgcolor=\"white\"><font "
+                             "point-size=\"14\">Output shape: <b>(None, 3)</b></font></td>"));
+  EXPECT_THAT(dot, HasSubstr(title + "<b>joined</b> (Concatenate)</font></td></tr><tr><td bgcolor=\"white\"><font "
+                             "point-size=\"14\">Input shape: <b>[(None, 3), (None, 2)]</b></font></td>"
+                             "<td bgcolor=\"white\"><font point-size=\"14\">Output shape: <b>(None, 5)</b></font></td>"
+                             "<td bgcolor=\"white\"><font point-size=\"14\">Output dtype: <b>float32</b></font></td>"
+                             "</tr></table>>"));
+  EXPECT_THAT(dot, HasSubstr("Input shape: <b>(None, 5)</b></font></td><td bgcolor=\"white\"><font "
+                             "point-size=\"14\">Output shape: <b>(None, 4)</b>"));
   EXPECT_EQ(count(dot, " -> "), 3) << dot;  // a -> joined, b -> joined, joined -> dense_out
-  EXPECT_EQ(count(dot, "[label="), 4) << dot;
+  EXPECT_EQ(count(dot, "[label=<<table"), 4) << dot;
   const std::string plain = utils::model_to_dot(m, {.show_layer_names = false});
   EXPECT_THAT(plain, Not(HasSubstr("dense_out")));
-  EXPECT_THAT(plain, HasSubstr("\"Dense\""));
+  EXPECT_THAT(plain, HasSubstr("<td colspan=\"1\" bgcolor=\"black\"><font point-size=\"16\" color=\"white\"><b>Dense</b>"
+                               "</font></td></tr></table>"));
+  // Activations, and Trainable / Non-trainable for layers with weights only; names are escaped for HTML.
+  auto x = keras::Input({2}, {.name = "x<1>"});
+  auto frozen = std::make_shared<layers::Dense>(2, "tanh", layers::DenseOptions{.name = "frozen"});
+  keras::Model t(x, layers::Dense(1, "", {.name = "head"})(layers::Activation("relu")((*frozen)(x))));
+  frozen->trainable = false;
+  const std::string flags = utils::model_to_dot(t, {.show_layer_activations = true, .show_trainable = true});
+  EXPECT_THAT(flags, HasSubstr("<b>x&lt;1&gt;</b> (InputLayer)</font></td></tr></table>"));
+  EXPECT_THAT(flags, HasSubstr("Activation: <b>tanh</b></font></td></tr><tr><td bgcolor=\"firebrick\"><font "
+                               "point-size=\"14\" color=\"white\"><b>Non-trainable</b></font></td></tr></table>"));
+  EXPECT_THAT(flags, HasSubstr("(Activation)</font></td></tr><tr><td bgcolor=\"white\" colspan=\"1\"><font "
+                               "point-size=\"14\">Activation: <b>relu</b></font></td></tr></table>"));
+  EXPECT_THAT(flags, HasSubstr("<b>head</b> (Dense)</font></td></tr><tr><td bgcolor=\"white\" colspan=\"1\"><font "
+                               "point-size=\"14\">Activation: <b>linear</b></font></td></tr><tr><td "
+                               "bgcolor=\"forestgreen\"><font point-size=\"14\" color=\"white\"><b>Trainable</b>"));
   EXPECT_THAT(osprey::testing::error_of<ValueError>([&] { utils::model_to_dot(m, {.rankdir = "UP"}); }),
               HasSubstr("rankdir must be"));
 }
@@ -101,7 +124,7 @@ TEST(PlotModel, ExpandNestedDrawsNestedModelsAsClusters) {
   keras::Model outer(x, layers::Dense(1, "", {.name = "head"})((*block)(x)), "outer");
 
   const std::string flat = utils::model_to_dot(outer);
-  EXPECT_THAT(flat, HasSubstr("block (Sequential)"));
+  EXPECT_THAT(flat, HasSubstr("<b>block</b> (Sequential)"));
   EXPECT_THAT(flat, Not(HasSubstr("subgraph")));
   EXPECT_EQ(count(flat, " -> "), 2) << flat;  // x -> block -> head
 
@@ -109,9 +132,9 @@ TEST(PlotModel, ExpandNestedDrawsNestedModelsAsClusters) {
   EXPECT_EQ(count(dot, "subgraph \"cluster_"), 2) << dot;
   EXPECT_THAT(dot, HasSubstr("label=\"block\""));
   EXPECT_THAT(dot, HasSubstr("label=\"encoder\""));
-  EXPECT_THAT(dot, Not(HasSubstr("block (Sequential)")));
-  EXPECT_THAT(dot, HasSubstr("enc_dense (Dense)"));
-  EXPECT_THAT(dot, HasSubstr("block_dense (Dense)"));
+  EXPECT_THAT(dot, Not(HasSubstr("<b>block</b> (Sequential)")));
+  EXPECT_THAT(dot, HasSubstr("<b>enc_dense</b> (Dense)"));
+  EXPECT_THAT(dot, HasSubstr("<b>block_dense</b> (Dense)"));
   // Boxes: x, head; block's input, block_dense; encoder's enc_in, enc_dense.
   EXPECT_EQ(count(dot, "[label=") - count(dot, "graph [label="), 6) << dot;
   // Edges: x -> block's input -> enc_in -> enc_dense -> block_dense -> head.

@@ -23,7 +23,9 @@ struct PlotOptions {
 };
 
 /// The model's graph in Graphviz's DOT language: one node per layer call (Inputs included), an edge per tensor
-/// (with expand_nested, a nested model's nodes in a "cluster_" subgraph).
+/// (with expand_nested, a nested model's nodes in a "cluster_" subgraph). Each node is Keras 3's HTML-like table:
+/// the name and class on a black row, then a cell each for the input and output shapes, the output dtype, and
+/// Trainable / Non-trainable (layers with weights), as the options ask; the activation on a row of its own.
 /// ValueError for a model that is not built (a Sequential without an Input before its first batch) or a subclassed
 /// model (it has no graph).
 std::string model_to_dot(const Model& model, const PlotOptions& options = {});

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -64,26 +65,71 @@ std::string find_dot() {
 
 namespace {
 
-// A layer's box label, with what the options add.
+// Text inside a Graphviz HTML-like label.
+std::string html(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+// Shapes as Keras prints layer.input / layer.output's: one "(None, 8)", several "[(None, 8), (None, 4)]".
+std::string shapes_text(const std::vector<Shape>& shapes) {
+  if (shapes.empty()) return "?";
+  if (shapes.size() == 1) return shape_text(shapes[0]);
+  std::string out;
+  for (const auto& sh : shapes) out += (out.empty() ? "" : ", ") + shape_text(sh);
+  return "[" + out + "]";
+}
+
+// A layer's box: Keras 3's HTML table (model_visualization.make_layer_label): a black title row with the name and
+// class, a row for the activation, then one cell each for the input and output shapes, the output dtype and
+// whether a layer with weights trains.
 std::string node_label(const Node& n, const PlotOptions& o) {
   const std::string cls = n.is_input() ? "InputLayer" : n.layer->class_name();
-  std::string label = o.show_layer_names ? fmt::format("{} ({})", n.name, cls) : cls;
+  const int colspan = std::max(1, (o.show_dtype ? 1 : 0) + (o.show_trainable ? 1 : 0) + (o.show_shapes ? 2 : 0));
+  std::string t = "<table border=\"0\" cellborder=\"1\" bgcolor=\"black\" cellpadding=\"10\">";
+  t += fmt::format("<tr><td colspan=\"{}\" bgcolor=\"black\"><font point-size=\"16\" color=\"white\">", colspan);
+  t += o.show_layer_names ? fmt::format("<b>{}</b> ({})", html(n.name), html(cls)) : fmt::format("<b>{}</b>", html(cls));
+  t += "</font></td></tr>";
   if (o.show_layer_activations && !n.is_input()) {
     const auto config = nlohmann::json::parse(n.layer->get_config(), nullptr, false);
     if (config.is_object()) {
       if (auto it = config.find("activation"); it != config.end() && it->is_string()) {
-        label += "\nActivation: " + it->get<std::string>();
+        t += fmt::format("<tr><td bgcolor=\"white\" colspan=\"{}\"><font point-size=\"14\">Activation: "
+                         "<b>{}</b></font></td></tr>",
+                         colspan, html(it->get<std::string>()));
       }
     }
   }
+  std::string cols;
+  const auto cell = [](const std::string& text) {
+    return "<td bgcolor=\"white\"><font point-size=\"14\">" + text + "</font></td>";
+  };
   if (o.show_shapes) {
-    std::string shapes;
-    for (const auto& sh : n.shapes) shapes += (shapes.empty() ? "" : ", ") + shape_text(sh);
-    label += "\nOutput shape: " + shapes;
+    if (!n.is_input()) {
+      std::vector<Shape> in;
+      for (const auto& t_in : n.inputs) in.push_back(t_in.shape());
+      cols += cell("Input shape: <b>" + html(shapes_text(in)) + "</b>");
+    }
+    cols += cell("Output shape: <b>" + html(shapes_text(n.shapes)) + "</b>");
   }
-  if (o.show_dtype) label += "\nOutput dtype: " + dtype_name(n.dtype);
-  if (o.show_trainable && !n.is_input()) label += n.layer->trainable ? "\nTrainable: yes" : "\nTrainable: no";
-  return label;
+  if (o.show_dtype) cols += cell("Output dtype: <b>" + dtype_name(n.dtype) + "</b>");
+  if (o.show_trainable && !n.is_input() && n.layer->count_params() > 0) {
+    cols += n.layer->trainable ? "<td bgcolor=\"forestgreen\"><font point-size=\"14\" color=\"white\"><b>Trainable</b>"
+                                 "</font></td>"
+                               : "<td bgcolor=\"firebrick\"><font point-size=\"14\" color=\"white\"><b>Non-trainable"
+                                 "</b></font></td>";
+  }
+  if (!cols.empty()) t += "<tr>" + cols + "</tr>";
+  return t + "</table>";
 }
 
 // A nested model drawn as its own graph (expand_nested): one with a graph of layers (functional, Sequential once
@@ -120,7 +166,7 @@ Ends emit_graph(const Model& model, const PlotOptions& o, const std::string& pre
     }
     const std::string id = fmt::format("{}n{}", prefix, i);
     ends[i] = {id, id};
-    out += fmt::format("{}{} [label=\"{}\"];\n", indent, id, escaped(node_label(*step.node, o)));
+    out += fmt::format("{}{} [label=<{}>];\n", indent, id, node_label(*step.node, o));
   }
   for (std::size_t i = 0; i < g.steps.size(); ++i) {
     for (int parent : g.steps[i].parents) {
@@ -147,7 +193,9 @@ std::string model_to_dot(const Model& model, const PlotOptions& o) {
   if (o.rankdir != "TB" && o.rankdir != "LR" && o.rankdir != "BT" && o.rankdir != "RL") {
     throw ValueError(fmt::format("model_to_dot: rankdir must be \"TB\", \"LR\", \"BT\" or \"RL\", got \"{}\"", o.rankdir));
   }
-  std::string out = fmt::format("digraph \"{}\" {{\n  graph [rankdir={}, dpi={}];\n  node [shape=box];\n",
+  // Keras's graph and node settings: boxes of HTML tables without a border of their own, thick edges.
+  std::string out = fmt::format("digraph \"{}\" {{\n  graph [rankdir={}, concentrate=true, dpi={}, splines=ortho];\n"
+                                "  node [shape=plain, fontname=\"Helvetica\", margin=0];\n  edge [penwidth=2];\n",
                                 escaped(model.name()), o.rankdir, o.dpi);
   int clusters = 0;
   emit_graph(model, o, "", "  ", clusters, out);
