@@ -58,6 +58,8 @@ struct InputContext {
 
 /// A source of per-replica batches: each call returns the next batch (x, y, ...), or nothing at the end.
 using BatchGenerator = std::function<std::optional<std::vector<Tensor>>()>;
+/// The elements of one pass over `dataset`, each flattened (tf.nest.flatten), as a BatchGenerator.
+BatchGenerator generator_of(const data::Dataset& dataset);
 
 /// tf.distribute's batch_sizes_for_worker: the sizes of the workers × replicas_per_worker pieces a global batch is
 /// cut into for worker `worker_index` (tf.data's rebatch then takes them in turn). floor(G/N) or ceil(G/N) rows each
@@ -130,6 +132,10 @@ class MirroredStrategy {
   /// tf.distribute's distribute_datasets_from_function: `fn` is called once per input pipeline (once here) with
   /// its InputContext and must batch per replica itself; its batches are not rebatched.
   DistributedDataset distribute_datasets_from_function(const std::function<BatchGenerator(const InputContext&)>& fn) const;
+  /// The same with `fn` returning a data::Dataset of per-replica batches (TensorFlow's usual form:
+  /// `ds.shard(ctx.num_input_pipelines, ctx.input_pipeline_id).batch(ctx.get_per_replica_batch_size(64))`); each
+  /// element, flattened, is one replica's batch.
+  DistributedDataset distribute_datasets_from_function(const std::function<data::Dataset(const InputContext&)>& fn) const;
   /// tf.distribute's experimental_distribute_dataset: each element of `dataset` is a global batch, and each step
   /// gives every replica its rows of the next one (ceil(batch / replicas) each, as fit splits batches), one
   /// PerReplica per tensor of the element (flattened).
@@ -198,6 +204,8 @@ class MultiWorkerMirroredStrategy {
   /// (num_input_pipelines = workers, input_pipeline_id = this worker, num_replicas_in_sync) and must shard and batch
   /// per replica itself; its batches feed this worker's replicas.
   DistributedDataset distribute_datasets_from_function(const std::function<BatchGenerator(const InputContext&)>& fn) const;
+  /// The same with `fn` returning a data::Dataset of per-replica batches (see MirroredStrategy's).
+  DistributedDataset distribute_datasets_from_function(const std::function<data::Dataset(const InputContext&)>& fn) const;
 
   const std::shared_ptr<StrategyImpl>& impl() const { return impl_; }
 

@@ -561,6 +561,22 @@ DistributedDataset MirroredStrategy::distribute_datasets_from_function(
   return DistributedDataset(impl_, fn(ctx));
 }
 
+BatchGenerator generator_of(const data::Dataset& dataset) {
+  auto it = std::make_shared<std::optional<data::Iterator>>();
+  return [it, dataset]() -> std::optional<std::vector<Tensor>> {
+    if (!*it) it->emplace(dataset.make_iterator());
+    auto e = (*it)->next();
+    if (!e) return std::nullopt;
+    return e->flatten();
+  };
+}
+
+DistributedDataset MirroredStrategy::distribute_datasets_from_function(
+    const std::function<data::Dataset(const InputContext&)>& fn) const {
+  InputContext ctx{1, 0, impl_->num_replicas()};
+  return DistributedDataset(impl_, generator_of(fn(ctx)));
+}
+
 BatchGenerator rebatching_generator(std::shared_ptr<StrategyImpl> strategy, const data::Dataset& dataset) {
   struct Rebatch {
     std::shared_ptr<StrategyImpl> strategy;

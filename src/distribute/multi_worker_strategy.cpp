@@ -326,18 +326,17 @@ data::Dataset rebatched_for_worker(const StrategyImpl& strategy, const data::Dat
       false));
 }
 
+DistributedDataset MultiWorkerMirroredStrategy::distribute_datasets_from_function(
+    const std::function<data::Dataset(const InputContext&)>& fn) const {
+  InputContext ctx{num_workers(), worker_index(), num_replicas_in_sync()};
+  return DistributedDataset(impl_, generator_of(fn(ctx)));
+}
+
 DistributedDataset MultiWorkerMirroredStrategy::experimental_distribute_dataset(const data::Dataset& dataset) const {
   if (impl_->num_workers() > 1 &&
       shard_policy(dataset, "experimental_distribute_dataset") == data::AutoShardPolicy::OFF) {
     // One piece per replica call: the worker's copy, rebatched.
-    auto it = std::make_shared<std::optional<data::Iterator>>();
-    auto pieces = rebatched_for_worker(*impl_, dataset);
-    return DistributedDataset(impl_, [it, pieces]() -> std::optional<std::vector<Tensor>> {
-      if (!*it) it->emplace(pieces.make_iterator());
-      auto e = (*it)->next();
-      if (!e) return std::nullopt;
-      return e->flatten();
-    });
+    return DistributedDataset(impl_, generator_of(rebatched_for_worker(*impl_, dataset)));
   }
   return DistributedDataset(impl_, rebatching_generator(impl_, dataset));
 }

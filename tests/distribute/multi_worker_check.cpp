@@ -289,6 +289,18 @@ int off_checks(const std::string& out) {
     }
     if (dist.next()) return fail("experimental_distribute_dataset did not end after 3 steps");
   }
+  // distribute_datasets_from_function with a Dataset: each worker shards by its input pipeline.
+  auto sharded = strategy.distribute_datasets_from_function([&](const distribute::InputContext& ctx) {
+    return rows(8).shard(ctx.num_input_pipelines, ctx.input_pipeline_id).batch(ctx.get_per_replica_batch_size(4));
+  });
+  for (int step = 0; step < 2; ++step) {
+    const auto got = sharded.next();
+    const std::vector<float> want = {static_cast<float>(4 * step + w), static_cast<float>(4 * step + w + 2)};
+    if (!got || (*got)[0].values[0].to_vector<float>() != want) {
+      return fail("distribute_datasets_from_function's step " + std::to_string(step) + " is not its shard's rows");
+    }
+  }
+  if (sharded.next()) return fail("distribute_datasets_from_function did not end after 2 steps");
   // fit on copies of different lengths.
   std::unique_ptr<keras::Sequential> m;
   {

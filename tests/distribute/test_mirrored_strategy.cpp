@@ -549,6 +549,30 @@ TEST_F(MirroredStrategyTest, DatasetsFromAFunctionAreNotRebatched) {
   EXPECT_FALSE(dataset.next().has_value());
 }
 
+TEST_F(MirroredStrategyTest, DatasetsFromAFunctionMayBeDatasets) {
+  // TensorFlow's usual input function: shard by pipeline, batch per replica.
+  split_cpu(2);
+  MirroredStrategy strategy;
+  std::vector<float> rows;
+  for (int i = 0; i < 10; ++i) rows.push_back(static_cast<float>(i));
+  auto dataset = strategy.distribute_datasets_from_function([&](const distribute::InputContext& ctx) {
+    return data::Dataset::from_tensor_slices(data::Element{Tensor::from_vector(rows, {10}), Tensor::from_vector(rows, {10})})
+        .shard(ctx.num_input_pipelines, ctx.input_pipeline_id)
+        .batch(ctx.get_per_replica_batch_size(8));
+  });
+  auto step1 = dataset.next();
+  ASSERT_TRUE(step1.has_value());
+  ASSERT_EQ(step1->size(), 2u);  // x and y
+  EXPECT_EQ((*step1)[0].values[0].to_vector<float>(), (std::vector<float>{0, 1, 2, 3}));
+  EXPECT_EQ((*step1)[1].values[1].to_vector<float>(), (std::vector<float>{4, 5, 6, 7}));
+  EXPECT_EQ((*step1)[1].values[1].device().name, "/device:CPU:1");
+  auto step2 = dataset.next();
+  ASSERT_TRUE(step2.has_value());
+  EXPECT_EQ((*step2)[0].values[0].to_vector<float>(), (std::vector<float>{8, 9}));
+  EXPECT_FALSE((*step2)[0].values[1].defined());
+  EXPECT_FALSE(dataset.next().has_value());
+}
+
 TEST_F(MirroredStrategyTest, ExperimentalDistributeDatasetSplitsEachGlobalBatch) {
   split_cpu(2);
   MirroredStrategy strategy;
