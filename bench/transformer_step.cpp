@@ -2,7 +2,8 @@
 // width 256, residual Add + LayerNormalization, a 1024-unit ReLU feed-forward, residual Add + LayerNormalization),
 // batch 32, Adam, mse against a random target; time per train_on_batch step (one JSON line).
 // bench/torch_transformer.py builds the same block.
-//   transformer_step [batch] [steps] [time_steps] [device] [row]   ("row": a Markdown row for scripts/gpu-check.sh)
+//   transformer_step [batch] [steps] [time_steps] [device] [row|json] [policy]
+//   ("row": a Markdown row for scripts/gpu-check.sh; policy: a keras::mixed_precision policy, e.g. mixed_bfloat16)
 #include <cstdlib>
 #include <string>
 
@@ -19,6 +20,7 @@ int main(int argc, char** argv) {
   const int time_steps = argc > 3 ? std::atoi(argv[3]) : 128;
   const std::string device = argc > 4 ? argv[4] : "/CPU:0";
   const bool row = argc > 5 && std::string(argv[5]) == "row";
+  if (argc > 6) keras::mixed_precision::set_global_policy(argv[6]);
   constexpr int width = 256;
   if (bench::skip_without_gpu("transformer", batch, device)) return 0;
   osprey::DeviceScope on(device);
@@ -29,7 +31,7 @@ int main(int argc, char** argv) {
   auto a = layers::MultiHeadAttention(4, width / 4)({in, in});
   auto h = layers::LayerNormalization()(layers::Add()({in, a}));
   auto f = layers::Dense(width)(layers::Dense(4 * width, "relu")(h));
-  keras::Model model(in, layers::LayerNormalization()(layers::Add()({h, f})));
+  keras::Model model(in, layers::LayerNormalization({.dtype = "float32"})(layers::Add()({h, f})));
   model.compile({.optimizer = "adam", .loss = "mse"});
   bench::report(row, "transformer", batch, device,
                 "Transformer encoder block (4 heads, width " + std::to_string(width) + ", " + std::to_string(time_steps) +

@@ -99,6 +99,9 @@ Tensor masked_softmax(const Tensor& x, const Tensor& mask, const MaskedSoftmaxOp
     throw InvalidArgumentError(fmt::format("masked_softmax needs a tensor of rank 1 to {}, got shape {}", kMaxMaskRank,
                                            xs.to_string()));
   }
+  // Half-precision logits: the softmax runs in float32 between casts (so does its gradient), the result in the
+  // logits' dtype.
+  if (is_half(x.dtype())) return cast(masked_softmax(cast(x, DType::float32), mask, o), x.dtype());
   MaskedSoftmaxAttrs attrs{};
   attrs.rank = xs.rank();
   attrs.has_mask = mask.defined();

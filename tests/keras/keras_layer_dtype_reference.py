@@ -2,8 +2,8 @@
 (TensorFlow backend): a model under the global "mixed_bfloat16" policy whose last layer is
 Activation("softmax", dtype="float32") (the Keras mixed-precision guide's pattern: layer dtypes, float32 output,
 predictions, loss, gradients, one SGD step), saved as tests/data/keras_files/layer_dtype.keras; a float32 model with
-one Dense(dtype="mixed_bfloat16"); and the sublayers Keras gives a layer's policy (an LSTM's cell, MultiHeadAttention's
-projections). `python3 tests/keras/keras_layer_dtype_reference.py` (pip tensorflow-cpu keras) writes
+one Dense(dtype="mixed_bfloat16"); the sublayers Keras gives a layer's policy (an LSTM's cell, MultiHeadAttention's
+projections); and a MultiHeadAttention computing in bfloat16. `python3 tests/keras/keras_layer_dtype_reference.py` (pip tensorflow-cpu keras) writes
 tests/data/keras_layer_dtype.json and that file."""
 import json
 import os
@@ -79,6 +79,22 @@ out["sublayers"] = {"lstm": lstm.dtype_policy.name, "lstm_cell": lstm.cell.dtype
                     "mha": mha.dtype_policy.name, "mha_query": mha._query_dense.dtype_policy.name,
                     "mha_output": mha._output_dense.dtype_policy.name}
 keras.mixed_precision.set_global_policy("float32")
+
+# MultiHeadAttention(dtype="mixed_bfloat16"): its projections and the attention between them in bfloat16; the output
+# (dot_product_attention's path) and, called with return_attention_scores, the Softmax path's output and scores.
+q = rng.uniform(-1, 1, size=(3, 5, 8)).astype("float32")
+mha = keras.layers.MultiHeadAttention(2, 4, dtype="mixed_bfloat16")
+mha(q, q)
+mha_weights = [rng.uniform(-0.5, 0.5, size=w.shape).astype("float32") for w in mha.get_weights()]
+mha.set_weights(mha_weights)
+y = mha(q, q)
+y_scored, scores = mha(q, q, return_attention_scores=True)
+out["mha_bf16"] = {"x": q.tolist(), "weights": [w.astype("float64").tolist() for w in mha_weights],
+                   "compute_dtype": mha.compute_dtype, "output_dtype": name(y.dtype),
+                   "scores_dtype": name(scores.dtype),
+                   "output": np.asarray(y).astype("float64").tolist(),
+                   "output_scored": np.asarray(y_scored).astype("float64").tolist(),
+                   "scores": np.asarray(scores).astype("float64").tolist()}
 
 path = os.path.join(HERE, "..", "data", "keras_layer_dtype.json")
 with open(path, "w") as f:

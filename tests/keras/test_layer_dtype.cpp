@@ -139,6 +139,32 @@ TEST(LayerDtype, SublayersTakeTheLayersPolicyAsKeras) {
   EXPECT_EQ(cell->dtype_policy().name(), "mixed_bfloat16");
 }
 
+// MultiHeadAttention(dtype="mixed_bfloat16") computes its projections and the attention between them in bfloat16
+// and returns bfloat16 outputs and scores, as Keras's; the values agree within bfloat16's precision (Keras's softmax
+// runs in bfloat16, Osprey's in float32 between casts).
+TEST(LayerDtype, MultiHeadAttentionComputesInBfloat16AsKeras) {
+  const auto& r = layer_dtype_ref()["mha_bf16"];
+  const Tensor x = tensor_of(r["x"]);
+  for (const bool scored : {false, true}) {
+    SCOPED_TRACE(scored ? "return_attention_scores" : "dot_product_attention");
+    keras::layers::MultiHeadAttention mha(2, 4, {.return_attention_scores = scored, .dtype = "mixed_bfloat16"});
+    mha.build(std::vector<Shape>{Shape({5, 8}), Shape({5, 8})});
+    EXPECT_EQ(dtype_name(mha.compute_dtype()), r["compute_dtype"].get<std::string>());
+    const auto vars = mha.variables();
+    ASSERT_EQ(vars.size(), r["weights"].size());
+    for (std::size_t i = 0; i < vars.size(); ++i) vars[i]->assign(tensor_of(r["weights"][i]));
+    const auto out = mha.call_outputs({x, x}, false);
+    ASSERT_EQ(out.size(), scored ? 2u : 1u);
+    EXPECT_EQ(dtype_name(out[0].dtype()), r["output_dtype"].get<std::string>());
+    expect_close(out[0].cast(DType::float32), r[scored ? "output_scored" : "output"], 3e-2, "output");
+    if (scored) {
+      EXPECT_EQ(dtype_name(out[1].dtype()), r["scores_dtype"].get<std::string>());
+      expect_close(out[1].cast(DType::float32), r["scores"], 1e-2, "scores");
+    }
+    EXPECT_EQ(vars[0]->value().dtype(), DType::float32);  // the variables stay float32
+  }
+}
+
 TEST(LayerDtype, BadPoliciesAndLateChangesAreValueErrors) {
   EXPECT_THROW(keras::layers::Dense(4, "", {.dtype = "float8"}), ValueError);
   try {

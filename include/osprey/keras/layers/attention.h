@@ -68,6 +68,9 @@ class MultiHeadAttention : public Layer {
   ~MultiHeadAttention() override;
   MultiHeadAttention(MultiHeadAttention&&) noexcept;
   OSPREY_KERAS_LAYER(MultiHeadAttention)
+  /// Under a mixed policy the projections and the attention between them run in the compute dtype (the softmax in
+  /// float32 between casts), and the output is in it, as Keras's.
+  bool supports_half_compute() const override { return true; }
   std::string class_name() const override { return "MultiHeadAttention"; }
   std::string get_config() const override;
   int num_inputs() const override { return 0; }

@@ -102,6 +102,7 @@ class EinsumDense : public Layer {
   EinsumDense(std::string equation, std::vector<int64_t> output_shape, EinsumDenseOptions options = {});
   OSPREY_KERAS_LAYER(EinsumDense)
   bool recordable() const override { return true; }
+  bool supports_half_compute() const override { return !composite_; }
   std::string class_name() const override { return "EinsumDense"; }
   std::string get_config() const override;
   Shape build(const Shape& input_shape) override;

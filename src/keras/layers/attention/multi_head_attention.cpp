@@ -212,8 +212,11 @@ std::pair<Tensor, Tensor> MultiHeadAttention::attend(const Tensor& query, const 
   // Keras 3 computes dot_product_attention unless there is dropout or the scores are asked for.
   const bool dot_product = !(o_.dropout > 0.0 || c.return_attention_scores);
   const double scale = 1.0 / std::sqrt(static_cast<double>(key_dim_));
-  Tensor q = query_->call(query, c.training);
-  if (!dot_product) q = ops::mul(q, Tensor::scalar(scale));  // the Softmax path scales the query first
+  // The projections compute in their policy's dtype (bfloat16 under mixed_bfloat16), and so does the attention
+  // between them, as in Keras; called directly, they cast their inputs themselves.
+  auto project = [&](Layer& layer, const Tensor& x) { return layer.call(layer.autocast_input(x), c.training); };
+  Tensor q = project(*query_, query);
+  if (!dot_product) q = ops::mul(q, Tensor::scalar(scale, q.dtype()));  // the Softmax path scales the query first
   auto heads_first = [&](const Tensor& x, int64_t steps, int64_t dim) {  // (B, steps, H, dim) -> (B·H, steps, dim)
     return ops::reshape(ops::transpose(x, {0, 2, 1, 3}), Shape({B * H, steps, dim}));
   };
@@ -222,21 +225,21 @@ std::pair<Tensor, Tensor> MultiHeadAttention::attend(const Tensor& query, const 
   auto per_query_head = [&](const Tensor& x, int64_t steps, int64_t dim) {  // (B, steps, G, dim) -> (B·H, steps, dim)
     const Tensor g = ops::reshape(ops::transpose(x, {0, 2, 1, 3}), Shape({B * kv_heads_, 1, steps * dim}));
     if (kv_heads_ == H) return ops::reshape(g, Shape({B * H, steps, dim}));
-    return ops::reshape(ops::matmul(Tensor::ones({B * kv_heads_, H / kv_heads_, 1}), g), Shape({B * H, steps, dim}));
+    return ops::reshape(ops::matmul(Tensor::ones({B * kv_heads_, H / kv_heads_, 1}, g.dtype()), g), Shape({B * H, steps, dim}));
   };
   const Tensor qh = heads_first(q, T, key_dim_);
-  const Tensor kh = per_query_head(key_->call(key, c.training), S, key_dim_);
-  const Tensor vh = per_query_head(value_->call(value, c.training), S, value_dim_);
+  const Tensor kh = per_query_head(project(*key_, key), S, key_dim_);
+  const Tensor vh = per_query_head(project(*value_, value), S, value_dim_);
   Tensor logits = ops::reshape(ops::matmul(qh, kh, false, true), Shape({B, H, T, S}));
-  if (dot_product) logits = ops::mul(logits, Tensor::scalar(scale));
+  if (dot_product) logits = ops::mul(logits, Tensor::scalar(scale, logits.dtype()));
   Tensor probs = ops::masked_softmax(logits, mask,
                                      dot_product ? ops::MaskedSoftmaxOptions{causal, -0.7f * 3.38953e38f, false}
                                                  : ops::MaskedSoftmaxOptions{causal, -1e9f, true});
   const Tensor used = o_.dropout > 0.0 ? dropout_->call(probs, c.training) : probs;
   Tensor out = ops::matmul(ops::reshape(used, Shape({B * H, T, S})), vh);  // (B·H, T, value_dim)
   out = ops::transpose(ops::reshape(out, Shape({B, H, T, value_dim_})), {0, 2, 1, 3});
-  if (gate_) out = ops::mul(out, gate_->call(query, c.training));
-  return {output_->call(out, c.training), c.return_attention_scores ? probs : Tensor()};
+  if (gate_) out = ops::mul(out, project(*gate_, query));
+  return {project(*output_, out), c.return_attention_scores ? probs : Tensor()};
 }
 
 Tensor MultiHeadAttention::call(const Tensor& inputs, bool training) { return call({inputs, inputs}, training); }

@@ -160,15 +160,17 @@ Tensor EinsumDense::call(const Tensor& inputs, bool) {
   }
   const int64_t rows = s.num_elements() / contracted_;
   const Tensor x = ops::reshape(inputs, Shape({rows, contracted_}));
-  const Tensor w = ops::reshape(kernel_->value(), Shape({contracted_, new_}));
+  // Under a mixed policy the product runs in the compute dtype (Keras's autocast of the variables).
+  const Tensor w = ops::reshape(autocast_variable(*kernel_), Shape({contracted_, new_}));
+  const Tensor bias = bias_ ? autocast_variable(*bias_) : Tensor();
   const bool fused_bias = bias_ && bias_size_ == new_;
-  Tensor y = ops::dense(x, w, fused_bias ? ops::reshape(bias_->value(), Shape({new_})) : Tensor(),
+  Tensor y = ops::dense(x, w, fused_bias ? ops::reshape(bias, Shape({new_})) : Tensor(),
                         bias_ && !fused_bias ? ops::Activation::linear : activation_);
   std::vector<int64_t> out{s[0]};
   for (auto d : output_shape_.dims()) out.push_back(d);
   if (bias_ && !fused_bias) {  // a bias over fewer trailing elements than the new ones, or over kept ones too
     const int64_t total = y.num_elements();
-    y = ops::add(ops::reshape(y, Shape({total / bias_size_, bias_size_})), ops::reshape(bias_->value(), Shape({bias_size_})));
+    y = ops::add(ops::reshape(y, Shape({total / bias_size_, bias_size_})), ops::reshape(bias, Shape({bias_size_})));
     y = ops::activation(ops::reshape(y, Shape({rows, new_})), activation_);
   }
   if (composite_) y = ActivationFn::get(activation_name_)(y);
