@@ -72,8 +72,10 @@ if ((have_torch)); then for m in text textpad; do for t in 1 2; do /usr/bin/pyth
 if ((have_tf)); then python3 bench/keras_bench.py text 64 0 2>/dev/null; fi
 
 echo "## Transformer encoder block: MultiHeadAttention 4x64, width 256, 128 steps, FFN 1024, batch 32 (issue 18)"
-"$build/bench/transformer_step" 32 3
-if ((have_torch)); then for t in 1 2; do /usr/bin/python3 bench/torch_transformer.py "$t" 3; done; fi
+for p in float32 mixed_bfloat16; do "$build/bench/transformer_step" 32 3 128 /CPU:0 json "$p"; done
+if ((have_torch)); then
+  for p in float32 bfloat16; do for t in 1 2; do /usr/bin/python3 bench/torch_transformer.py "$t" 3 "$p"; done; done
+fi
 
 echo "## start to first training step"
 for i in 1 2 3; do "$build/bench/first_step" "$(date +%s%N)" 2>/dev/null; done
