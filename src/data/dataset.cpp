@@ -373,15 +373,17 @@ namespace {
 // The options of a node's pipeline: its inputs' (in order) merged, then its own over them. Iterative over the
 // unary chain, so a long pipeline does not recurse deeply; zip/concatenate recurse once per branch.
 Options options_of(const Node* node) {
-  std::vector<const Node*> chain;
-  for (const Node* n = node; n; n = n->inputs().size() == 1 ? n->inputs()[0] : nullptr) chain.push_back(n);
+  std::vector<std::pair<const Node*, std::vector<const Node*>>> chain;  // each node with its inputs
+  for (const Node* n = node; n;) {
+    chain.emplace_back(n, n->inputs());
+    n = chain.back().second.size() == 1 ? chain.back().second[0] : nullptr;
+  }
   Options out;
   for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
-    const auto ins = (*it)->inputs();
-    if (ins.size() > 1) {
-      for (const Node* in : ins) out = out.merge(options_of(in));
+    if (it->second.size() > 1) {
+      for (const Node* in : it->second) out = out.merge(options_of(in));
     }
-    if (const Options* own = (*it)->own_options()) out = out.merge(*own);
+    if (const Options* own = it->first->own_options()) out = out.merge(*own);
   }
   return out;
 }

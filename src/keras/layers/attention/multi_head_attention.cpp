@@ -213,8 +213,8 @@ std::pair<Tensor, Tensor> MultiHeadAttention::attend(const Tensor& query, const 
   const bool dot_product = !(o_.dropout > 0.0 || c.return_attention_scores);
   const double scale = 1.0 / std::sqrt(static_cast<double>(key_dim_));
   // The projections compute in their policy's dtype (bfloat16 under mixed_bfloat16), and so does the attention
-  // between them, as in Keras; called directly, they cast their inputs themselves.
-  auto project = [&](Layer& layer, const Tensor& x) { return layer.call(layer.autocast_input(x), c.training); };
+  // between them, as in Keras: each is called as a layer (Layer::operator() casts its input).
+  auto project = [&](Layer& layer, const Tensor& x) { return layer(x, c.training); };
   Tensor q = project(*query_, query);
   if (!dot_product) q = ops::mul(q, Tensor::scalar(scale, q.dtype()));  // the Softmax path scales the query first
   auto heads_first = [&](const Tensor& x, int64_t steps, int64_t dim) {  // (B, steps, H, dim) -> (B·H, steps, dim)
