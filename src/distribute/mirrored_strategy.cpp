@@ -9,7 +9,6 @@
 
 #include "core/logging.h"
 #include "distribute/strategy_impl.h"
-#include "distribute/worker_group.h"
 #include "osprey/device.h"
 #include "osprey/errors.h"
 #include "osprey/ops.h"
@@ -496,126 +495,6 @@ Tensor MirroredStrategy::reduce(ReduceOp op, const PerReplica& values, std::opti
     total = ops::div(total, Tensor::scalar(n, total.dtype()));
   }
   return total;
-}
-
-}  // namespace osprey::distribute
-
-namespace osprey::distribute {
-
-int64_t InputContext::get_per_replica_batch_size(int64_t global_batch_size) const {
-  if (num_replicas_in_sync <= 0 || global_batch_size % num_replicas_in_sync != 0) {
-    throw ValueError(fmt::format("The `global_batch_size` {} is not divisible by `num_replicas_in_sync` {} ",
-                                 global_batch_size, num_replicas_in_sync));
-  }
-  return global_batch_size / num_replicas_in_sync;
-}
-
-DistributedDataset::DistributedDataset(std::shared_ptr<StrategyImpl> strategy, BatchGenerator generator)
-    : strategy_(std::move(strategy)), generator_(std::move(generator)) {}
-
-std::optional<std::vector<PerReplica>> DistributedDataset::next() {
-  if (finished_) return std::nullopt;
-  const int n = strategy_->num_replicas();
-  std::vector<PerReplica> out;
-  int got = 0;
-  for (int r = 0; r < n; ++r) {
-    std::optional<std::vector<Tensor>> batch = done_ ? std::nullopt : generator_();
-    if (!batch) {
-      done_ = true;
-      break;
-    }
-    if (width_ == 0) width_ = batch->size();
-    if (out.empty()) out.resize(width_);
-    if (batch->size() != out.size()) {
-      throw ValueError(fmt::format("The input function's batches changed from {} to {} tensors", out.size(),
-                                   batch->size()));
-    }
-    for (size_t k = 0; k < batch->size(); ++k) out[k].values.push_back((*batch)[k].to(*strategy_->devices()[r]));
-    ++got;
-  }
-  if (strategy_->num_workers() > 1) {  // does any worker still have data?
-    const auto all = strategy_->workers()->all_gather(std::vector<int64_t>{got});
-    if (std::all_of(all.begin(), all.end(), [](int64_t g) { return g == 0; })) {
-      finished_ = true;
-      return std::nullopt;
-    }
-    if (got == 0) {
-      if (width_ == 0) {
-        throw ValueError(fmt::format("Worker {}'s input has no batch at all while other workers' have: its replicas "
-                                     "cannot take part without knowing the batches' structure",
-                                     strategy_->worker_index()));
-      }
-      out.resize(width_);
-    }
-  } else if (got == 0) {
-    finished_ = true;
-    return std::nullopt;
-  }
-  for (auto& pr : out) pr.values.resize(static_cast<std::size_t>(n));  // past the end: undefined values
-  return out;
-}
-
-DistributedDataset MirroredStrategy::distribute_datasets_from_function(
-    const std::function<BatchGenerator(const InputContext&)>& fn) const {
-  InputContext ctx{1, 0, impl_->num_replicas()};
-  return DistributedDataset(impl_, fn(ctx));
-}
-
-BatchGenerator generator_of(const data::Dataset& dataset) {
-  auto it = std::make_shared<std::optional<data::Iterator>>();
-  return [it, dataset]() -> std::optional<std::vector<Tensor>> {
-    if (!*it) it->emplace(dataset.make_iterator());
-    auto e = (*it)->next();
-    if (!e) return std::nullopt;
-    return e->flatten();
-  };
-}
-
-DistributedDataset MirroredStrategy::distribute_datasets_from_function(
-    const std::function<data::Dataset(const InputContext&)>& fn) const {
-  InputContext ctx{1, 0, impl_->num_replicas()};
-  return DistributedDataset(impl_, generator_of(fn(ctx)));
-}
-
-BatchGenerator rebatching_generator(std::shared_ptr<StrategyImpl> strategy, const data::Dataset& dataset) {
-  struct Rebatch {
-    std::shared_ptr<StrategyImpl> strategy;
-    data::Dataset dataset;
-    std::optional<data::Iterator> it;
-    std::vector<std::vector<Tensor>> pending;  // the current global batch's shards not handed out yet, in order
-    std::size_t next = 0;
-  };
-  auto st = std::make_shared<Rebatch>(Rebatch{std::move(strategy), dataset, std::nullopt, {}, 0});
-  return [st]() -> std::optional<std::vector<Tensor>> {
-    if (st->next == st->pending.size()) {
-      if (!st->it) st->it.emplace(st->dataset.make_iterator());
-      auto e = st->it->next();
-      if (!e) return std::nullopt;
-      const auto flat = e->flatten();
-      const int64_t batch = flat.empty() || flat[0].shape().rank() == 0 ? -1 : flat[0].shape()[0];
-      for (const auto& t : flat) {
-        if (t.shape().rank() == 0 || t.shape()[0] != batch) {
-          throw ValueError(fmt::format("experimental_distribute_dataset: an element ({}) is not a global batch: "
-                                       "every tensor needs the same first (batch) dimension",
-                                       e->spec()));
-        }
-      }
-      const int in_sync = st->strategy->num_replicas_in_sync(), off = st->strategy->replica_offset();
-      st->pending.clear();
-      st->next = 0;
-      for (int r = 0; r < st->strategy->num_replicas(); ++r) {
-        const auto [b, end] = replica_rows(batch, in_sync, off + r);
-        std::vector<Tensor> rows;
-        for (const auto& t : flat) rows.push_back(t.slice_rows(b, end));
-        st->pending.push_back(std::move(rows));
-      }
-    }
-    return st->pending[st->next++];
-  };
-}
-
-DistributedDataset MirroredStrategy::experimental_distribute_dataset(const data::Dataset& dataset) const {
-  return DistributedDataset(impl_, rebatching_generator(impl_, dataset));
 }
 
 }  // namespace osprey::distribute

@@ -9,7 +9,6 @@
 
 #include "core/env.h"
 #include "core/logging.h"
-#include "data/pipeline.h"
 #include "distribute/strategy_impl.h"
 #include "distribute/worker_group.h"
 #include "osprey/device.h"
@@ -272,73 +271,5 @@ Tensor MultiWorkerMirroredStrategy::reduce(ReduceOp op, const PerReplica& values
 }
 
 void MultiWorkerMirroredStrategy::barrier() const { WorkerGroup::get().barrier(); }
-
-DistributedDataset MultiWorkerMirroredStrategy::distribute_datasets_from_function(
-    const std::function<BatchGenerator(const InputContext&)>& fn) const {
-  InputContext ctx{num_workers(), worker_index(), num_replicas_in_sync()};
-  return DistributedDataset(impl_, fn(ctx));
-}
-
-std::vector<int64_t> batch_sizes_for_worker(int64_t global_batch_size, int num_workers, int num_replicas_per_worker,
-                                            int worker_index) {
-  if (global_batch_size < 0 || num_workers <= 0 || num_replicas_per_worker <= 0) {
-    throw ValueError(fmt::format("batch_sizes_for_worker: global_batch_size must be >= 0 and num_workers and "
-                                 "num_replicas_per_worker positive; got {}, {} and {}",
-                                 global_batch_size, num_workers, num_replicas_per_worker));
-  }
-  if (worker_index < 0 || worker_index >= num_workers) {
-    throw ValueError(fmt::format("batch_sizes_for_worker: worker_index {} is not in [0, {})", worker_index, num_workers));
-  }
-  const int64_t pieces = static_cast<int64_t>(num_workers) * num_replicas_per_worker;
-  const int64_t floor = global_batch_size / pieces, ceil_count = global_batch_size - floor * pieces;
-  const int64_t offset = static_cast<int64_t>(worker_index) * num_replicas_per_worker;
-  std::vector<int64_t> out(static_cast<std::size_t>(pieces));
-  for (int64_t i = 0; i < pieces; ++i) {
-    const int64_t at_worker0 = (i + offset) % pieces;  // worker 0's list rotated left by the offset
-    out[static_cast<std::size_t>(i)] = floor + (at_worker0 < ceil_count ? 1 : 0);
-  }
-  return out;
-}
-
-data::AutoShardPolicy shard_policy(const data::Dataset& dataset, const char* fn) {
-  const auto policy = dataset.options().auto_shard_policy();
-  if (policy == data::AutoShardPolicy::FILE) {
-    std::string source = dataset.describe();
-    source = source.substr(0, source.find(' '));
-    throw NotFoundError(fmt::format("{}: the dataset's auto_shard_policy is FILE, but it has no source that reads "
-                                    "files: Found an unshardable source dataset: {} (Osprey's sources, "
-                                    "make_csv_dataset's included, hold their data in memory). Set "
-                                    "data::Options().experimental_distribute.auto_shard_policy to DATA or OFF.",
-                                    fn, source));
-  }
-  return policy == data::AutoShardPolicy::OFF ? policy : data::AutoShardPolicy::DATA;
-}
-
-data::Dataset rebatched_for_worker(const StrategyImpl& strategy, const data::Dataset& dataset) {
-  const int workers = strategy.num_workers(), replicas = strategy.num_replicas(), me = strategy.worker_index();
-  // The global batch: the pipeline's batch() size (as tf.data's compute_batch_size), else the first element's rows.
-  const auto fixed = dataset.node()->static_batch_size();
-  return data::Dataset(data::detail::make_rebatch(
-      dataset.node(),
-      [workers, replicas, me, fixed](int64_t first_rows) {
-        return batch_sizes_for_worker(fixed.value_or(first_rows), workers, replicas, me);
-      },
-      false));
-}
-
-DistributedDataset MultiWorkerMirroredStrategy::distribute_datasets_from_function(
-    const std::function<data::Dataset(const InputContext&)>& fn) const {
-  InputContext ctx{num_workers(), worker_index(), num_replicas_in_sync()};
-  return DistributedDataset(impl_, generator_of(fn(ctx)));
-}
-
-DistributedDataset MultiWorkerMirroredStrategy::experimental_distribute_dataset(const data::Dataset& dataset) const {
-  if (impl_->num_workers() > 1 &&
-      shard_policy(dataset, "experimental_distribute_dataset") == data::AutoShardPolicy::OFF) {
-    // One piece per replica call: the worker's copy, rebatched.
-    return DistributedDataset(impl_, generator_of(rebatched_for_worker(*impl_, dataset)));
-  }
-  return DistributedDataset(impl_, rebatching_generator(impl_, dataset));
-}
 
 }  // namespace osprey::distribute
