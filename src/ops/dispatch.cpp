@@ -21,6 +21,10 @@ void register_kernel(OpId op, runtime::DeviceType type, KernelFn kernel, HalfTyp
   g_half[static_cast<int>(op)][static_cast<int>(type)] = half;
 }
 
+HalfTypes half_types(OpId op, runtime::DeviceType type) {
+  return static_cast<HalfTypes>(g_half[static_cast<int>(op)][static_cast<int>(type)]);
+}
+
 static uint8_t half_bit(DType t) { return t == DType::float16 ? kFloat16 : t == DType::bfloat16 ? kBFloat16 : 0; }
 
 // Whether a tensor of a half dtype the kernel does not take is among the op's inputs or outputs.

@@ -96,6 +96,8 @@ enum HalfTypes : uint8_t { kNoHalf = 0, kFloat16 = 1, kBFloat16 = 2, kAnyHalf = 
 
 /// Puts a kernel into the table (called by platforms' register_kernels()).
 void register_kernel(OpId op, runtime::DeviceType type, KernelFn kernel, HalfTypes half = kNoHalf);
+/// The half dtypes `type`'s kernel for `op` takes as they are (what it was registered with).
+HalfTypes half_types(OpId op, runtime::DeviceType type);
 
 /// Whether `type`'s backend has a kernel for `op`.
 bool has_kernel(OpId op, runtime::DeviceType type);

@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "runtime/executing_device.h"
+
 namespace osprey::runtime {
 
 namespace detail {
@@ -36,10 +38,20 @@ bool in_pair_half();
 /// (an exception in either is rethrown here). Returns false without running anything when the helper cannot be
 /// used: intra-op threads set to 1, or the helper busy with another thread's kernel. The caller then runs the
 /// work itself.
+/// Both halves run as parts of the calling thread's kernel (executing_device() is the caller's on the helper too).
 template <typename F>
 bool run_pair(F&& f) {
-  return detail::run_pair([](void* ctx, int half) { (*static_cast<std::remove_reference_t<F>*>(ctx))(half); },
-                          const_cast<void*>(static_cast<const void*>(&f)));
+  struct Ctx {
+    std::remove_reference_t<F>* f;
+    const Device* device;
+  } ctx{&f, executing_device()};
+  return detail::run_pair(
+      [](void* p, int half) {
+        const auto* c = static_cast<const Ctx*>(p);
+        ExecutingDevice on(c->device);
+        (*c->f)(half);
+      },
+      &ctx);
 }
 
 /// Runs f(begin, end) over [0, n): as two parts split at the multiple of `align` nearest to n/2, on the calling

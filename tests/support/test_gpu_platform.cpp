@@ -8,6 +8,7 @@
 
 #include "core/env.h"
 #include "core/logging.h"
+#include "ops/kernel.h"
 #include "runtime/device_manager.h"
 #include "runtime/kernel_table.h"
 #include "runtime/memory_policy.h"
@@ -148,7 +149,11 @@ class TestGpuPlatform : public runtime::Platform {
                                                      ops::OpId::GruSequence,  ops::OpId::GruSequenceGrad,
                                                      ops::OpId::RnnSequence,  ops::OpId::RnnSequenceGrad};
       if (cpu_workspace.count(static_cast<ops::OpId>(op))) continue;
-      if (auto k = runtime::get_kernel(op, DeviceType::CPU)) runtime::set_kernel(op, DeviceType::GPU, k);
+      // The CPU's kernels with the half dtypes they take (replacing whatever a real plug-in registered before).
+      const auto id = static_cast<ops::OpId>(op);
+      if (auto k = runtime::get_kernel(op, DeviceType::CPU)) {
+        ops::register_kernel(id, DeviceType::GPU, reinterpret_cast<ops::KernelFn>(k), ops::half_types(id, DeviceType::CPU));
+      }
     }
   }
 

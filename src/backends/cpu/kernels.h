@@ -35,8 +35,10 @@ void parallel_chunks(int64_t n, F&& f, int64_t grain = int64_t{1} << 14) {
     return;
   }
   const int use = static_cast<int>(std::min<int64_t>(threads, n / grain));
+  const runtime::Device* device = runtime::executing_device();  // the team's threads run parts of this kernel
 #pragma omp parallel num_threads(use)
   {
+    runtime::ExecutingDevice on(device);
     const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
     const int64_t b = std::min(n, (n * t / nt) & ~int64_t{15}), e = t + 1 == nt ? n : std::min(n, (n * (t + 1) / nt) & ~int64_t{15});
     if (e > b) f(b, e);

@@ -271,13 +271,17 @@ void activation_grad_kernel(const KernelContext& ctx) {
     return floats_to_bf16(dz.data(), static_cast<uint16_t*>(ctx.outputs[0].raw_data()), n);
   }
   if (ctx.inputs[0].dtype() == DType::bfloat16) {
-    const bool with_z = ctx.inputs[2].defined();
+    // The pointers are taken here, on the calling thread (a device's tensors may be read only where its kernel runs).
+    const uint16_t* dy_bits = bits(ctx.inputs[0]);
+    const uint16_t* y_bits = bits(ctx.inputs[1]);
+    const uint16_t* z_bits = ctx.inputs[2].defined() ? bits(ctx.inputs[2]) : nullptr;
+    const bool with_z = z_bits != nullptr;
     auto* dz = static_cast<uint16_t*>(ctx.outputs[0].raw_data());
     return bf16_blocks(n, [&](int64_t i, int64_t len) {
       float dy[kHalfBlock], y[kHalfBlock], z[kHalfBlock], out[kHalfBlock];
-      bf16_to_floats(bits(ctx.inputs[0]) + i, dy, len);
-      bf16_to_floats(bits(ctx.inputs[1]) + i, y, len);
-      if (with_z) bf16_to_floats(bits(ctx.inputs[2]) + i, z, len);
+      bf16_to_floats(dy_bits + i, dy, len);
+      bf16_to_floats(y_bits + i, y, len);
+      if (with_z) bf16_to_floats(z_bits + i, z, len);
       activation_grad_values(act, dy, y, with_z ? z : nullptr, out, len, len);
       floats_to_bf16(out, dz + i, len);
     });
@@ -298,9 +302,10 @@ static void activation_kernel(const KernelContext& ctx) {
     apply_activation(act, v.data(), v.data(), n, cols);
     return floats_to_bf16(v.data(), y, n);
   }
+  const uint16_t* x = bits(ctx.inputs[0]);  // on the calling thread, as above
   bf16_blocks(ctx.inputs[0].num_elements(), [&](int64_t i, int64_t len) {
     float v[kHalfBlock];
-    bf16_to_floats(bits(ctx.inputs[0]) + i, v, len);
+    bf16_to_floats(x + i, v, len);
     apply_activation(act, v, v, len, len);
     floats_to_bf16(v, y + i, len);
   });
