@@ -12,10 +12,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "osprey/autodiff.h"
-#include "osprey/errors.h"
+// keras/ops.h first, then the whole API: the Keras headers name Osprey's ops as osprey::ops, never as ops::
+// (which inside namespace keras would be keras::ops once this header is in).
 #include "osprey/keras/ops.h"
-#include "osprey/ops.h"
+#include "osprey/osprey.h"
 #include "test_util.h"
 
 using namespace osprey;

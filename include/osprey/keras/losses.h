@@ -21,8 +21,8 @@ class Loss {
   virtual ~Loss() = default;
   /// Per-sample losses, shape (N,).
   virtual Tensor per_sample(const Tensor& y_true, const Tensor& y_pred) const = 0;
-  /// Their mean over the batch (sum_over_batch_size without weights): ops::reduce_mean(per_sample(...)); the
-  /// kernel-backed losses compute the same value as one fused op (ops::batch_mean_loss).
+  /// Their mean over the batch (sum_over_batch_size without weights): osprey::ops::reduce_mean(per_sample(...)); the
+  /// kernel-backed losses compute the same value as one fused op (osprey::ops::batch_mean_loss).
   virtual Tensor batch_mean(const Tensor& y_true, const Tensor& y_pred) const;
   /// The reduced loss (a scalar unless the reduction is none).
   Tensor operator()(const Tensor& y_true, const Tensor& y_pred) const;

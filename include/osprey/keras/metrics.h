@@ -55,13 +55,13 @@ class Metric {
 class Accuracy : public Metric {
  public:
   bool weighs_by_mask() const override { return true; }
-  Accuracy(std::string name, ops::AccuracyKind kind, double threshold = 0.5)
+  Accuracy(std::string name, osprey::ops::AccuracyKind kind, double threshold = 0.5)
       : Metric(std::move(name)), kind_(kind), threshold_(threshold) {}
   void update_state(const Tensor& y_true, const Tensor& y_pred) override;
   Tensor batch_count(const Tensor& y_true, const Tensor& y_pred) override;
 
  private:
-  ops::AccuracyKind kind_;
+  osprey::ops::AccuracyKind kind_;
 
  protected:
   double threshold_;
@@ -70,7 +70,7 @@ class Accuracy : public Metric {
 class BinaryAccuracy : public Accuracy {
  public:
   explicit BinaryAccuracy(double threshold = 0.5, std::string name = "binary_accuracy")
-      : Accuracy(std::move(name), ops::AccuracyKind::binary, threshold) {}
+      : Accuracy(std::move(name), osprey::ops::AccuracyKind::binary, threshold) {}
   std::string class_name() const override { return "BinaryAccuracy"; }
   std::string get_config() const override;
   double threshold() const { return threshold_; }
@@ -78,13 +78,13 @@ class BinaryAccuracy : public Accuracy {
 class CategoricalAccuracy : public Accuracy {
  public:
   explicit CategoricalAccuracy(std::string name = "categorical_accuracy")
-      : Accuracy(std::move(name), ops::AccuracyKind::categorical) {}
+      : Accuracy(std::move(name), osprey::ops::AccuracyKind::categorical) {}
   std::string class_name() const override { return "CategoricalAccuracy"; }
 };
 class SparseCategoricalAccuracy : public Accuracy {
  public:
   explicit SparseCategoricalAccuracy(std::string name = "sparse_categorical_accuracy")
-      : Accuracy(std::move(name), ops::AccuracyKind::sparse_categorical) {}
+      : Accuracy(std::move(name), osprey::ops::AccuracyKind::sparse_categorical) {}
   std::string class_name() const override { return "SparseCategoricalAccuracy"; }
 };
 /// Keras's "accuracy": Binary, Sparse or Categorical, chosen from the shapes of the first batch.
@@ -95,10 +95,10 @@ class AutoAccuracy : public Metric {
   void update_state(const Tensor& y_true, const Tensor& y_pred) override;
   Tensor batch_count(const Tensor& y_true, const Tensor& y_pred) override;
   /// The kind chosen, once a batch was seen.
-  std::optional<ops::AccuracyKind> kind() const { return kind_; }
+  std::optional<osprey::ops::AccuracyKind> kind() const { return kind_; }
 
  private:
-  std::optional<ops::AccuracyKind> kind_;
+  std::optional<osprey::ops::AccuracyKind> kind_;
 };
 class MeanAbsoluteError : public Metric {
  public:

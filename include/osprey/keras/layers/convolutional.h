@@ -74,7 +74,7 @@ class BaseConv : public Layer {
 
  private:
   // The explicit padding of each spatial axis for an input of these extents ("same": TensorFlow's split).
-  ops::ConvParams params_for(const Shape& channels_last_input) const;
+  osprey::ops::ConvParams params_for(const Shape& channels_last_input) const;
   Shape output_shape_for(const Shape& input_shape) const;
 
   Kind kind_;

@@ -57,7 +57,7 @@ class Dense : public Layer {
   Tensor call(const Tensor& inputs, bool training) override;
   int units() const { return units_; }
   /// The fused (kernel) activation; linear when the activation is a composite one (see activation_name()).
-  ops::Activation activation() const { return activation_; }
+  osprey::ops::Activation activation() const { return activation_; }
   /// Keras's name of the activation ("relu", "mish", ...).
   const std::string& activation_name() const { return activation_name_; }
   Variable* kernel() { return kernel_; }
@@ -69,7 +69,7 @@ class Dense : public Layer {
 
  private:
   int units_;
-  ops::Activation activation_ = ops::Activation::linear;
+  osprey::ops::Activation activation_ = osprey::ops::Activation::linear;
   std::string activation_name_;
   bool composite_ = false;  ///< applied with ops after the fused linear product
   DenseOptions options_;
@@ -121,7 +121,7 @@ class EinsumDense : public Layer {
   int kept_ = 0;                   ///< input letters kept, the batch's included
   int64_t contracted_ = 0, new_ = 0;  ///< the product's inner size and its new columns
   int64_t bias_size_ = 0;          ///< elements of the bias (a row over the output's last bias_size_ elements)
-  ops::Activation activation_ = ops::Activation::linear;
+  osprey::ops::Activation activation_ = osprey::ops::Activation::linear;
   bool composite_ = false;
   std::string activation_name_;
   Variable* kernel_ = nullptr;
@@ -141,7 +141,7 @@ class Identity : public Layer {
 };
 
 /// A function of the input as a layer (keras.layers.Lambda): `layers::Lambda([](const Tensor& x) { return
-/// ops::square(x); })`, written with ops so that it trains through the tape. Its output shape comes from one
+/// osprey::ops::square(x); })`, written with ops so that it trains through the tape. Its output shape comes from one
 /// sample of zeros through the function, unless given. Saving a model with a Lambda is a ValueError (its code
 /// cannot be serialised, as in Keras with safe_mode).
 class Lambda : public Layer {

@@ -21,7 +21,7 @@ struct PoolOptions {
 /// Keras's BasePooling: max or average over windows of one, two or three spatial axes.
 class BasePooling : public Layer {
  public:
-  BasePooling(ops::PoolKind kind, int rank, const Ints& pool_size, PoolOptions options);
+  BasePooling(osprey::ops::PoolKind kind, int rank, const Ints& pool_size, PoolOptions options);
   bool recordable() const override { return true; }
   /// Pools in the policy's half type under a mixed policy (bfloat16: oneDNN's bfloat16 pooling on the CPU).
   bool supports_half_compute() const override { return true; }
@@ -33,7 +33,7 @@ class BasePooling : public Layer {
   const std::vector<int64_t>& strides() const { return strides_; }
 
  private:
-  ops::PoolKind kind_;
+  osprey::ops::PoolKind kind_;
   int rank_;
   std::vector<int64_t> pool_size_, strides_;
   PoolOptions options_;
@@ -43,7 +43,7 @@ class BasePooling : public Layer {
   class Class : public BasePooling {                                                              \
    public:                                                                                        \
     explicit Class(const Ints& pool_size = default_size, PoolOptions options = {})                \
-        : BasePooling(ops::PoolKind::kind, rank, pool_size, std::move(options)) {}                \
+        : BasePooling(osprey::ops::PoolKind::kind, rank, pool_size, std::move(options)) {}                \
     OSPREY_KERAS_LAYER(Class)                                                                     \
   };
 /// keras.layers.MaxPooling2D(pool_size=(2, 2), strides=None, padding="valid"): `layers::MaxPooling2D(2)`.
@@ -59,7 +59,7 @@ OSPREY_POOLING_LAYER(AveragePooling3D, average, 3, 2)
 /// (batch, 1..., channels).
 class BaseGlobalPooling : public Layer {
  public:
-  BaseGlobalPooling(ops::PoolKind kind, int rank, const std::string& data_format, bool keepdims,
+  BaseGlobalPooling(osprey::ops::PoolKind kind, int rank, const std::string& data_format, bool keepdims,
                     const std::string& name);
   bool recordable() const override { return true; }
   std::string class_name() const override;
@@ -68,13 +68,13 @@ class BaseGlobalPooling : public Layer {
   Tensor call(const Tensor& inputs, bool training) override;
   /// GlobalAveragePooling1D averages over the kept time steps of a masked sequence (all masked: NaN, as Keras)
   /// and ends the mask there.
-  bool supports_masking() const override { return kind_ == ops::PoolKind::average && rank_ == 1; }
+  bool supports_masking() const override { return kind_ == osprey::ops::PoolKind::average && rank_ == 1; }
   Tensor call_masked(const Tensor& inputs, bool training, const Tensor& mask) override;
   Tensor compute_mask(const Tensor&, const Tensor&) override { return Tensor(); }
   bool keepdims() const { return keepdims_; }
 
  private:
-  ops::PoolKind kind_;
+  osprey::ops::PoolKind kind_;
   int rank_;
   std::string data_format_;
   bool keepdims_;
@@ -84,7 +84,7 @@ class BaseGlobalPooling : public Layer {
   class Class : public BaseGlobalPooling {                                                                     \
    public:                                                                                                     \
     explicit Class(const std::string& data_format = "channels_last", bool keepdims = false, std::string name = "") \
-        : BaseGlobalPooling(ops::PoolKind::kind, rank, data_format, keepdims, name) {}                         \
+        : BaseGlobalPooling(osprey::ops::PoolKind::kind, rank, data_format, keepdims, name) {}                         \
     OSPREY_KERAS_LAYER(Class)                                                                                  \
   };
 /// keras.layers.GlobalAveragePooling2D(data_format, keepdims): `layers::GlobalAveragePooling2D()`.

@@ -99,7 +99,7 @@ struct AugmentOptions {
 /// Keras's random spatial augmentations (RandomRotation, RandomTranslation, RandomZoom, RandomFlip) in training
 /// (fit, or a call with training=true); the identity in evaluate and predict. Each sample gets its own transform,
 /// drawn from Osprey's global generator (keras::utils::set_random_seed makes them repeat; Keras's own seed does
-/// not give Keras's draws), applied by ops::affine_transform as TensorFlow applies it. No gradient flows through
+/// not give Keras's draws), applied by osprey::ops::affine_transform as TensorFlow applies it. No gradient flows through
 /// them (as in TensorFlow): put them at the front of a model.
 class RandomAffine : public Layer {
  public:
