@@ -35,7 +35,9 @@ int main(int argc, char** argv) {
                            layers::Dense(10, "softmax")});
   model.compile({.optimizer = "adam", .loss = "sparse_categorical_crossentropy"});
   // Three warm-up steps: the primitives, the pools, the recorded step.
-  bench::report(row, "cnn", batch, device,
+  // A row names the policy with the device (scripts/gpu-check.sh prints float32 and mixed rows together).
+  const std::string where = row && policy != "float32" ? device + ", " + policy : device;
+  bench::report(row, "cnn", batch, where,
                 "VGG-style CNN 32x32x3 batch " + std::to_string(batch) + ", train_on_batch, default threads" +
                     (policy == "float32" ? "" : ", " + policy),
                 bench::best_us_per_step(model, x, y, steps, 3));

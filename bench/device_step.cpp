@@ -1,6 +1,6 @@
 // Time per training step of a model on one device, as train_on_batch() runs it (it returns the loss, so every
 // step's work is complete when it returns). Prints one Markdown table row.
-//   device_step <seed|wide> <batch> <device> [steps]
+//   device_step <seed|wide> <batch> <device> [steps] [policy]   (policy: a dtype policy, "mixed_bfloat16")
 //   seed: 20 -> 64 -> 32 -> 1 (relu, relu, sigmoid), Adam, binary crossentropy
 //   wide: 784 -> 512 -> 512 -> 10 (relu, relu, softmax), Adam, sparse categorical crossentropy
 #include <chrono>
@@ -15,16 +15,19 @@ namespace layers = osprey::keras::layers;
 
 int main(int argc, char** argv) {
   if (argc < 4) {
-    std::fprintf(stderr, "usage: %s <seed|wide> <batch> <device> [steps]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s <seed|wide> <batch> <device> [steps] [policy]\n", argv[0]);
     return 2;
   }
   const std::string model_name = argv[1], device = argv[3];
   const int batch = std::atoi(argv[2]);
   const int steps = argc > 4 ? std::atoi(argv[4]) : 200;
+  const std::string policy = argc > 5 ? argv[5] : "float32";
+  keras::mixed_precision::set_global_policy(policy);
+  const std::string label = policy == "float32" ? device : device + ", " + policy;
   const bool wide = model_name == "wide";
   if (osprey::DeviceSpec::from_string(device).device_type == "GPU" &&
       osprey::config::list_logical_devices("GPU").empty()) {
-    std::printf("| %s | %d | %s | skipped: no GPU |\n", model_name.c_str(), batch, device.c_str());
+    std::printf("| %s | %d | %s | skipped: no GPU |\n", model_name.c_str(), batch, label.c_str());
     return 0;
   }
   osprey::config::set_soft_device_placement(false);  // a step that cannot run on the device is an error here
@@ -45,6 +48,6 @@ int main(int argc, char** argv) {
   const auto t0 = clock::now();
   for (int i = 0; i < steps; ++i) model.train_on_batch(x, y);
   const double us = std::chrono::duration<double, std::micro>(clock::now() - t0).count() / steps;
-  std::printf("| %s | %d | %s | %.1f |\n", model_name.c_str(), batch, device.c_str(), us);
+  std::printf("| %s | %d | %s | %.1f |\n", model_name.c_str(), batch, label.c_str(), us);
   return 0;
 }

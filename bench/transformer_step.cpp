@@ -20,7 +20,8 @@ int main(int argc, char** argv) {
   const int time_steps = argc > 3 ? std::atoi(argv[3]) : 128;
   const std::string device = argc > 4 ? argv[4] : "/CPU:0";
   const bool row = argc > 5 && std::string(argv[5]) == "row";
-  if (argc > 6) keras::mixed_precision::set_global_policy(argv[6]);
+  const std::string policy = argc > 6 ? argv[6] : "float32";
+  keras::mixed_precision::set_global_policy(policy);
   constexpr int width = 256;
   if (bench::skip_without_gpu("transformer", batch, device)) return 0;
   osprey::DeviceScope on(device);
@@ -33,7 +34,9 @@ int main(int argc, char** argv) {
   auto f = layers::Dense(width)(layers::Dense(4 * width, "relu")(h));
   keras::Model model(in, layers::LayerNormalization({.dtype = "float32"})(layers::Add()({h, f})));
   model.compile({.optimizer = "adam", .loss = "mse"});
-  bench::report(row, "transformer", batch, device,
+  // A row names the policy with the device (scripts/gpu-check.sh prints float32 and mixed rows together).
+  const std::string where = row && policy != "float32" ? device + ", " + policy : device;
+  bench::report(row, "transformer", batch, where,
                 "Transformer encoder block (4 heads, width " + std::to_string(width) + ", " + std::to_string(time_steps) +
                     " steps), batch " + std::to_string(batch) + ", train_on_batch",
                 bench::best_us_per_step(model, x, y, steps));

@@ -158,6 +158,13 @@ timings+=("$(timeout 180 "$build/bench/cnn_step" 128 3 /CPU:0 row 2>/dev/null ||
 # softmax): the LSTM(256) over 100 steps at batch 64 and the Transformer encoder block at batch 32.
 timings+=("$(timeout 120 "$build/bench/lstm_step" 64 3 100 /GPU:0 row 2>"$results/step-lstm-gpu.log" || echo "| lstm | 64 | /GPU:0 | failed: $(tail -1 "$results/step-lstm-gpu.log") |")")
 timings+=("$(timeout 120 "$build/bench/transformer_step" 32 5 128 /GPU:0 row 2>"$results/step-transformer-gpu.log" || echo "| transformer | 32 | /GPU:0 | failed: $(tail -1 "$results/step-transformer-gpu.log") |")")
+# Mixed precision on the tensor cores (issue 20): the wide MLP at batch 8192 and the CNN at 256 in bfloat16 and
+# float16 (cuBLASLt's and cuDNN's half kernels), the Transformer block in bfloat16.
+for policy in mixed_bfloat16 mixed_float16; do
+  timings+=("$(timeout 120 "$build/bench/device_step" wide 8192 /GPU:0 10 "$policy" 2>"$results/step-wide-$policy.log" || echo "| wide | 8192 | /GPU:0, $policy | failed: $(tail -1 "$results/step-wide-$policy.log") |")")
+  timings+=("$(timeout 180 "$build/bench/cnn_step" 256 20 /GPU:0 row "$policy" 2>"$results/step-cnn-$policy.log" || echo "| cnn | 256 | /GPU:0, $policy | failed: $(tail -1 "$results/step-cnn-$policy.log") |")")
+done
+timings+=("$(timeout 120 "$build/bench/transformer_step" 32 5 128 /GPU:0 row mixed_bfloat16 2>"$results/step-transformer-bf16.log" || echo "| transformer | 32 | /GPU:0, mixed_bfloat16 | failed: $(tail -1 "$results/step-transformer-bf16.log") |")")
 printf '%s\n' "${timings[@]}"
 for spec in "seed 64" "wide 128"; do  # whether the GPU steps replayed as CUDA graphs (the plug-in says why not)
   set -- $spec

@@ -184,8 +184,8 @@ void check_every_op() {
       });
     }
   }
-  // Dense in bfloat16 (mixed_bfloat16's layers): the CPU's own bfloat16 kernels against the GPU's (float32 copies
-  // rounded, where the CUDA plug-in has no bfloat16 Dense): the same up to bfloat16's rounding of the gradients.
+  // Dense in bfloat16 (mixed_bfloat16's layers): the CPU's own bfloat16 kernels against the GPU's (cuBLASLt on the
+  // tensor cores): the same up to bfloat16's rounding of the gradients. check_half_ops() has the rest.
   for (const auto activation : {ops::Activation::relu, ops::Activation::tanh, ops::Activation::linear}) {
     expect_same("dense bfloat16 " + ops::activation_name(activation), [&] {
       const Tensor ah = ops::cast(a, DType::bfloat16);
@@ -499,6 +499,81 @@ void check_toolkit_ops() {
   });
 }
 
+// float16 and bfloat16 (mixed precision's compute types): the GPU's own half kernels (cuBLASLt and cuDNN on the
+// tensor cores, activations, bias gradients, arithmetic) against the CPU (oneDNN's bfloat16, float32 copies for
+// float16), each result rounded once to the half type: equal up to a few roundings of the type.
+void check_half_ops() {
+  for (const DType half : {DType::float16, DType::bfloat16}) {
+    const double tol = half == DType::float16 ? 1.0 / 256 : 1.0 / 32;
+    const std::string name = half == DType::float16 ? "float16" : "bfloat16";
+    auto h = [&](const Tensor& t) { return ops::cast(t, half); };
+    auto f = [](const Tensor& t) { return ops::cast(t, DType::float32); };
+    const Tensor a = host_uniform({33, 17}, -2, 2, 201), b = host_uniform({17, 9}, -1, 1, 202);
+    const Tensor bias = host_uniform({9}, -1, 1, 203);
+    for (const auto act : {ops::Activation::relu, ops::Activation::gelu, ops::Activation::softmax,
+                           ops::Activation::sigmoid, ops::Activation::linear}) {
+      expect_same(name + " dense " + ops::activation_name(act), [&] {
+        Variable x(h(a), "x"), w(h(b), "w"), bv(h(bias), "b");
+        GradientTape tape;
+        Tensor y = ops::dense(x.value(), w.value(), bv.value(), act);
+        EXPECT_EQ(y.dtype(), half);
+        auto g = tape.gradient(ops::reduce_sum(ops::square(f(y))), Vars{&x, &w, &bv});
+        return Outputs{f(y), f(g[0]), f(g[1]), f(g[2])};
+      }, tol);
+    }
+    for (bool ta : {false, true}) {
+      for (bool tb : {false, true}) {
+        const Tensor x = host_uniform(ta ? Shape{3, 24, 8} : Shape{3, 8, 24}, -1, 1, 204);
+        const Tensor y = host_uniform(tb ? Shape{3, 16, 24} : Shape{3, 24, 16}, -1, 1, 205);
+        expect_same(fmt::format("{} batched matmul ta={} tb={}", name, ta, tb), [&] {
+          Variable vx(h(x), "x"), vy(h(y), "y");
+          GradientTape tape;
+          Tensor c = ops::matmul(vx.value(), vy.value(), ta, tb);
+          EXPECT_EQ(c.dtype(), half);
+          auto g = tape.gradient(ops::reduce_sum(ops::square(f(c))), Vars{&vx, &vy});
+          return Outputs{f(c), f(g[0]), f(g[1])};
+        }, tol);
+      }
+    }
+    expect_same(name + " activations and arithmetic", [&] {
+      const Tensor t = host_uniform({4, 3, 6}, -2, 2, 206), r = host_uniform({3, 1}, 0.5, 2, 207);
+      Variable v(h(t), "v");
+      GradientTape tape;
+      Outputs ys{ops::activation(v.value(), ops::Activation::tanh), ops::activation(v.value(), ops::Activation::softmax),
+                 ops::activation(v.value(), ops::Activation::silu), ops::add(v.value(), h(r)),
+                 ops::mul(v.value(), h(host_uniform({6}, -1, 1, 208))), ops::sub(v.value(), h(Tensor::scalar(0.5)))};
+      Tensor total = ops::reduce_sum(ops::square(f(ys[0])));
+      for (std::size_t i = 1; i < ys.size(); ++i) total = ops::add(total, ops::reduce_sum(ops::square(f(ys[i]))));
+      const Tensor g = tape.gradient(total, Vars{&v})[0];
+      for (auto& y : ys) y = f(y);
+      ys.push_back(f(g));
+      return ys;
+    }, tol);
+    // Symmetric padding and strides, asymmetric padding (the explicitly padded input), groups.
+    struct ConvCase {
+      Shape x, k;
+      ops::ConvParams p;
+    };
+    const std::vector<ConvCase> convs{
+        {{2, 9, 7, 8}, {3, 3, 8, 16}, {{2, 1}, {1, 1}, {1, 1}, {1, 1}, 1}},
+        {{2, 8, 8, 8}, {2, 2, 8, 8}, {{1, 1}, {1, 1}, {0, 0}, {1, 1}, 1}},
+        {{3, 11, 8}, {3, 4, 8}, {{1}, {2}, {2}, {2}, 2}},
+    };
+    for (std::size_t c = 0; c < convs.size(); ++c) {
+      const Tensor x = host_uniform(convs[c].x, -1, 1, 210 + c), k = host_uniform(convs[c].k, -0.5, 0.5, 220 + c);
+      const Tensor cb = host_uniform({convs[c].k[-1]}, -1, 1, 230 + c);
+      expect_same(fmt::format("{} conv case {}", name, c), [&] {
+        Variable vx(h(x), "x"), vk(h(k), "k"), vb(h(cb), "b");
+        GradientTape tape;
+        Tensor y = ops::conv(vx.value(), vk.value(), vb.value(), convs[c].p);
+        EXPECT_EQ(y.dtype(), half);
+        auto g = tape.gradient(ops::reduce_sum(ops::square(f(y))), Vars{&vx, &vk, &vb});
+        return Outputs{f(y), f(g[0]), f(g[1]), f(g[2])};
+      }, tol);
+    }
+  }
+}
+
 }  // namespace
 
 // Full float32 products on the GPU: with TF32 (the runtime's default) a K = 17 product differs from the CPU's by
@@ -511,6 +586,7 @@ TEST(CrossBackend, EveryOpOnTheRealGpuMatchesTheCpu) {
   config::experimental::enable_tensor_float_32_execution(false);
   check_every_op();
   check_toolkit_ops();
+  check_half_ops();
   config::experimental::enable_tensor_float_32_execution(true);
 }
 
@@ -532,6 +608,7 @@ TEST(CrossBackend, HarnessOnTheTestPlatform) {
   osprey::testing::install_test_platform({.gpus = osprey::testing::default_test_gpus(1), .missing_kernels = {}});
   check_every_op();
   check_toolkit_ops();
+  check_half_ops();
   osprey::testing::reset_runtime();
 }
 

@@ -33,6 +33,8 @@ static_assert(CUDNN_STATUS_SUCCESS == osprey::cuda::cudnn::kSuccess && CUDNN_DAT
 static_assert(CUDNN_TENSOR_NHWC == osprey::cuda::cudnn::kTensorNhwc);
 static_assert(CUDNN_CROSS_CORRELATION == osprey::cuda::cudnn::kCrossCorrelation);
 static_assert(CUDNN_DEFAULT_MATH == osprey::cuda::cudnn::kDefaultMath && CUDNN_FMA_MATH == osprey::cuda::cudnn::kFmaMath);
+static_assert(CUDNN_TENSOR_OP_MATH == osprey::cuda::cudnn::kTensorOpMath);
+static_assert(CUDNN_DATA_HALF == osprey::cuda::cudnn::kDataHalf && CUDNN_DATA_BFLOAT16 == osprey::cuda::cudnn::kDataBfloat16);
 static_assert(CUDNN_DETERMINISTIC == osprey::cuda::cudnn::kDeterministic);
 static_assert(CUDNN_MAJOR == 9, "cudnn_api.h loads libcudnn.so.9");
 #endif
@@ -152,11 +154,14 @@ int narrow(int64_t v, const char* what) {
   return static_cast<int>(v);
 }
 
-// The plan for a convolution of an input (N, s..., C) with a kernel (k..., C/g, K) and attributes `a`, cached per
-// thread, device, shapes, attributes and TF32 setting (descriptors and the algorithms cuDNN's heuristics chose).
-ConvPlan& plan_for(CudaDevice& dev, const Shape& xs, const Shape& ks, const ops::ConvAttrs& a) {
-  const bool tf32 = runtime::DeviceManager::get().tensor_float_32.load(std::memory_order_relaxed);
-  std::vector<int64_t> key{dev.ordinal(), tf32, a.rank, a.groups};
+// The plan for a convolution of an input (N, s..., C) with a kernel (k..., C/g, K) and attributes `a`, its tensors
+// of type `dtype` (float32, or float16/bfloat16 on the tensor cores with float32 accumulation: cuDNN's
+// pseudo-half configurations), cached per thread, device, type, shapes, attributes and TF32 setting (descriptors
+// and the algorithms cuDNN's heuristics chose).
+ConvPlan& plan_for(CudaDevice& dev, DType dtype, const Shape& xs, const Shape& ks, const ops::ConvAttrs& a) {
+  const bool half = is_half(dtype);
+  const bool tf32 = !half && runtime::DeviceManager::get().tensor_float_32.load(std::memory_order_relaxed);
+  std::vector<int64_t> key{dev.ordinal(), static_cast<int64_t>(dtype), tf32, a.rank, a.groups};
   for (int64_t d : xs.dims()) key.push_back(d);
   for (int64_t d : ks.dims()) key.push_back(d);
   for (int i = 0; i < a.rank; ++i) key.insert(key.end(), {a.strides[i], a.dilation[i], a.pad_before[i], a.pad_after[i]});
@@ -200,14 +205,17 @@ ConvPlan& plan_for(CudaDevice& dev, const Shape& xs, const Shape& ks, const ops:
   cudnn::check(api.create_filter(&p.wd), "cudnnCreateFilterDescriptor");
   cudnn::check(api.create_conv(&p.cd), "cudnnCreateConvolutionDescriptor");
   const auto xs_strides = nhwc_strides(p.x), ys_strides = nhwc_strides(p.y);
-  cudnn::check(api.set_tensor(p.xd, cudnn::kDataFloat, nd, p.x.data(), xs_strides.data()), "cudnnSetTensorNdDescriptor");
-  cudnn::check(api.set_tensor(p.yd, cudnn::kDataFloat, nd, p.y.data(), ys_strides.data()), "cudnnSetTensorNdDescriptor");
-  cudnn::check(api.set_filter(p.wd, cudnn::kDataFloat, cudnn::kTensorNhwc, nd, p.w.data()), "cudnnSetFilterNdDescriptor");
+  const int type = dtype == DType::float16 ? cudnn::kDataHalf : dtype == DType::bfloat16 ? cudnn::kDataBfloat16
+                                                                                          : cudnn::kDataFloat;
+  cudnn::check(api.set_tensor(p.xd, type, nd, p.x.data(), xs_strides.data()), "cudnnSetTensorNdDescriptor");
+  cudnn::check(api.set_tensor(p.yd, type, nd, p.y.data(), ys_strides.data()), "cudnnSetTensorNdDescriptor");
+  cudnn::check(api.set_filter(p.wd, type, cudnn::kTensorNhwc, nd, p.w.data()), "cudnnSetFilterNdDescriptor");
   cudnn::check(api.set_conv(p.cd, p.rank, p.pad.data(), p.stride.data(), p.dilation.data(), cudnn::kCrossCorrelation,
                             cudnn::kDataFloat),
                "cudnnSetConvolutionNdDescriptor");
   cudnn::check(api.set_groups(p.cd, static_cast<int>(a.groups)), "cudnnSetConvolutionGroupCount");
-  cudnn::check(api.set_math(p.cd, tf32 ? cudnn::kDefaultMath : cudnn::kFmaMath), "cudnnSetConvolutionMathType");
+  cudnn::check(api.set_math(p.cd, half ? cudnn::kTensorOpMath : tf32 ? cudnn::kDefaultMath : cudnn::kFmaMath),
+               "cudnnSetConvolutionMathType");
   // The heuristics' best algorithm that fits the device's workspace, deterministic ones first (the gradients'
   // algorithms may use atomics otherwise).
   auto choose = [](const cudnn::AlgoPerf* perf, int count, const char* what) {
@@ -243,8 +251,9 @@ Tensor to_cudnn_filter(const Launch& l, const Tensor& w, runtime::Device* device
   for (int i = 0; i < r - 1; ++i) perm.push_back(i);
   std::vector<int64_t> out_dims;
   for (int p : perm) out_dims.push_back(in[static_cast<std::size_t>(p)]);
-  Tensor t = Tensor::empty(Shape(out_dims), DType::float32, device);
-  launch_transpose(w.raw_data(), t.raw_data(), r, in.data(), perm.data(), w.num_elements(), 4, l.s());
+  Tensor t = Tensor::empty(Shape(out_dims), w.dtype(), device);
+  launch_transpose(w.raw_data(), t.raw_data(), r, in.data(), perm.data(), w.num_elements(),
+                   static_cast<int>(dtype_size(w.dtype())), l.s());
   return t;
 }
 void from_cudnn_filter(const Launch& l, const Tensor& t, Tensor& w) {
@@ -253,7 +262,8 @@ void from_cudnn_filter(const Launch& l, const Tensor& t, Tensor& w) {
   std::vector<int> perm;
   for (int i = 1; i < r; ++i) perm.push_back(i);
   perm.push_back(0);
-  launch_transpose(t.raw_data(), w.raw_data(), r, in.data(), perm.data(), w.num_elements(), 4, l.s());
+  launch_transpose(t.raw_data(), w.raw_data(), r, in.data(), perm.data(), w.num_elements(),
+                   static_cast<int>(dtype_size(w.dtype())), l.s());
 }
 
 // The region of the explicitly padded input that the unpadded one fills.
@@ -281,9 +291,10 @@ Tensor padded_input(const Launch& l, const Tensor& x, const ConvPlan& p, const o
                     runtime::Device* device) {
   if (!p.explicit_pad) return x;
   const RegionGeometry g = region_of(x.shape(), p, a);
-  Tensor big = Tensor::empty(big_shape(g), DType::float32, device);
+  Tensor big = Tensor::empty(big_shape(g), x.dtype(), device);
   check(cudaMemsetAsync(big.raw_data(), 0, big.nbytes(), l.s()), "cudaMemsetAsync");
-  launch_region_copy(g, x.data<float>(), big.data<float>(), true, l.s());
+  launch_region_copy(g, x.raw_data(), big.raw_data(), static_cast<int>(dtype_size(x.dtype())), true,
+                     l.s());
   return big;
 }
 
@@ -294,7 +305,7 @@ void conv_kernel(const KernelContext& ctx) {
   const Tensor& w = ctx.inputs[1];
   Tensor& y = ctx.outputs[0];
   if (y.num_elements() == 0) return;
-  ConvPlan& p = plan_for(l.dev, x.shape(), w.shape(), a);
+  ConvPlan& p = plan_for(l.dev, x.dtype(), x.shape(), w.shape(), a);
   const Tensor xin = padded_input(l, x, p, a, ctx.device);
   const Tensor wt = to_cudnn_filter(l, w, ctx.device);
   const float one = 1.f, zero = 0.f;
@@ -303,8 +314,8 @@ void conv_kernel(const KernelContext& ctx) {
                "cudnnConvolutionForward");
   if (a.has_bias) {
     const int64_t cols = y.shape()[-1];
-    launch_binary(BinaryOp::add, Bcast::row_b, Dt::f32, y.raw_data(), ctx.inputs[2].raw_data(), y.raw_data(),
-                  y.num_elements(), cols, l.s());
+    launch_binary(BinaryOp::add, Bcast::row_b, dt_of(y.dtype()), y.raw_data(), ctx.inputs[2].raw_data(),
+                  y.raw_data(), y.num_elements(), cols, l.s());
   }
   check(cudaGetLastError(), "Conv2D");
 }
@@ -320,16 +331,18 @@ void conv_backprop_input_kernel(const KernelContext& ctx) {
     check(cudaMemsetAsync(dx.raw_data(), 0, dx.nbytes(), l.s()), "cudaMemsetAsync");
     return;
   }
-  ConvPlan& p = plan_for(l.dev, dx.shape(), w.shape(), a);
+  ConvPlan& p = plan_for(l.dev, dx.dtype(), dx.shape(), w.shape(), a);
   const RegionGeometry g = region_of(dx.shape(), p, a);
-  Tensor dxin = p.explicit_pad ? Tensor::empty(big_shape(g), DType::float32, ctx.device) : dx;
+  Tensor dxin = p.explicit_pad ? Tensor::empty(big_shape(g), dx.dtype(), ctx.device) : dx;
   const Tensor wt = to_cudnn_filter(l, w, ctx.device);
   const float one = 1.f, zero = 0.f;
   cudnn::check(cudnn::api().backward_data(handle_for(l.dev), &one, p.wd, wt.raw_data(), p.yd, dy.raw_data(), p.cd,
                                           p.bwd_data_algo, l.dev.workspace(), CudaDevice::kWorkspaceBytes, &zero,
                                           p.xd, dxin.raw_data()),
                "cudnnConvolutionBackwardData");
-  if (p.explicit_pad) launch_region_copy(g, dx.data<float>(), dxin.data<float>(), false, l.s());
+  if (p.explicit_pad) {
+    launch_region_copy(g, dx.raw_data(), dxin.raw_data(), static_cast<int>(dtype_size(dx.dtype())), false, l.s());
+  }
   check(cudaGetLastError(), "Conv2DBackpropInput");
 }
 
@@ -344,11 +357,11 @@ void conv_backprop_filter_kernel(const KernelContext& ctx) {
     if (a.has_bias) check(cudaMemsetAsync(ctx.outputs[1].raw_data(), 0, ctx.outputs[1].nbytes(), l.s()), "cudaMemsetAsync");
     return;
   }
-  ConvPlan& p = plan_for(l.dev, x.shape(), dw.shape(), a);
+  ConvPlan& p = plan_for(l.dev, x.dtype(), x.shape(), dw.shape(), a);
   const Tensor xin = padded_input(l, x, p, a, ctx.device);
   std::vector<int64_t> td{dw.shape()[-1]};
   for (int i = 0; i + 1 < dw.shape().rank(); ++i) td.push_back(dw.shape()[i]);
-  Tensor dwt = Tensor::empty(Shape(td), DType::float32, ctx.device);
+  Tensor dwt = Tensor::empty(Shape(td), dw.dtype(), ctx.device);
   const float one = 1.f, zero = 0.f;
   cudnn::check(cudnn::api().backward_filter(handle_for(l.dev), &one, p.xd, xin.raw_data(), p.yd, dy.raw_data(), p.cd,
                                             p.bwd_filter_algo, l.dev.workspace(), CudaDevice::kWorkspaceBytes, &zero,
@@ -357,7 +370,8 @@ void conv_backprop_filter_kernel(const KernelContext& ctx) {
   from_cudnn_filter(l, dwt, dw);
   if (a.has_bias) {
     const int64_t cols = dy.shape()[-1];
-    launch_sum_axis0(dy.data<float>(), ctx.outputs[1].data<float>(), dy.num_elements() / cols, cols, l.s());
+    launch_sum_axis0(dt_of(dy.dtype()), dy.raw_data(), ctx.outputs[1].raw_data(), dy.num_elements() / cols, cols,
+                     l.s());
   }
   check(cudaGetLastError(), "Conv2DBackpropFilter");
 }
@@ -428,9 +442,11 @@ void affine_transform_kernel(const KernelContext& ctx) {
 
 void register_cuda_conv_kernels() {
   using ops::OpId;
-  ops::register_kernel(OpId::Conv, DeviceType::GPU, conv_kernel);
-  ops::register_kernel(OpId::ConvBackpropInput, DeviceType::GPU, conv_backprop_input_kernel);
-  ops::register_kernel(OpId::ConvBackpropFilter, DeviceType::GPU, conv_backprop_filter_kernel);
+  // float16/bfloat16 convolutions in cuDNN itself (mixed precision); pooling and resizing of half tensors through
+  // float32 copies.
+  ops::register_kernel(OpId::Conv, DeviceType::GPU, conv_kernel, ops::kAnyHalf);
+  ops::register_kernel(OpId::ConvBackpropInput, DeviceType::GPU, conv_backprop_input_kernel, ops::kAnyHalf);
+  ops::register_kernel(OpId::ConvBackpropFilter, DeviceType::GPU, conv_backprop_filter_kernel, ops::kAnyHalf);
   ops::register_kernel(OpId::Pool, DeviceType::GPU, pool_kernel);
   ops::register_kernel(OpId::PoolGrad, DeviceType::GPU, pool_grad_kernel);
   ops::register_kernel(OpId::Resize, DeviceType::GPU, resize_kernel);

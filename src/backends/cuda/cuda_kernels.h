@@ -56,11 +56,15 @@ void launch_cumulative(Dt dt, bool prod, bool exclusive, bool reverse, const voi
 /// The k first of each row of (rows, r) by (value, then index): a thread per row keeps them by insertion.
 void launch_top_k(Dt dt, const void* x, void* values, int32_t* indices, int64_t rows, int64_t r, int64_t k,
                   bool largest, cudaStream_t s);
-void launch_activation(Act act, const float* z, float* y, int64_t n, int64_t cols, cudaStream_t s);
-void launch_activation_grad(Act act, const float* dy, const float* y, const float* z, float* dz, int64_t n,
+/// Activations and their gradients on float32, float16 or bfloat16 tensors (`dt`; every operand of that type): the
+/// arithmetic in float32, each result rounded once. z and y may alias; z of the gradient may be null where the
+/// activation's gradient reads only y.
+void launch_activation(Act act, Dt dt, const void* z, void* y, int64_t n, int64_t cols, cudaStream_t s);
+void launch_activation_grad(Act act, Dt dt, const void* dy, const void* y, const void* z, void* dz, int64_t n,
                             int64_t cols, cudaStream_t s);
-/// y[c] = Σ_r x[r, c] (also the bias gradient).
-void launch_sum_axis0(const float* x, float* y, int64_t rows, int64_t cols, cudaStream_t s);
+/// y[c] = Σ_r x[r, c] (also the bias gradient), x and y of type `dt` (float32, float16 or bfloat16), summed in
+/// float32.
+void launch_sum_axis0(Dt dt, const void* x, void* y, int64_t rows, int64_t cols, cudaStream_t s);
 /// y[r] = Σ_c x[r, c].
 void launch_sum_axis1(const float* x, float* y, int64_t rows, int64_t cols, cudaStream_t s);
 /// y[0] = Σ x (or the mean), accumulated in double in a fixed order (deterministic).
@@ -108,8 +112,8 @@ struct AdamGroup {
 void launch_adam_many(const AdamGroup& group, float alpha, float beta_1, float beta_2, float epsilon, cudaStream_t s);
 void launch_rmsprop(float* var, float* v, const float* g, float* mom, float* mg, int64_t n, float lr, float rho,
                     float momentum, float epsilon, cudaStream_t s);
-/// z[r, c] = bias[c] (or 0): the product of an empty reduction, for k == 0 matmuls.
-void launch_fill_rows(float* z, const float* bias, int64_t rows, int64_t cols, cudaStream_t s);
+/// z[r, c] = bias[c] (or 0): the product of an empty reduction, for k == 0 matmuls (float32, float16 or bfloat16).
+void launch_fill_rows(Dt dt, void* z, const void* bias, int64_t rows, int64_t cols, cudaStream_t s);
 
 /// A pooling window over channels-last (N, d0, d1, d2, C) tensors: up to three spatial axes, missing leading ones
 /// of extent 1 (window 1, stride 1, no padding). `pad` is the padding before each axis (the one after only shortens
@@ -125,12 +129,12 @@ void launch_pool(const PoolGeometry& g, const float* x, float* y, cudaStream_t s
 void launch_pool_grad(const PoolGeometry& g, const float* x, const float* dy, float* dx, cudaStream_t s);
 /// Copies between a tensor and a region of a larger one (both rank <= 5, row-major): `into_big` writes `small` at
 /// `offset` inside `big` (whose other elements the caller zeroed); otherwise reads that region of `big` into
-/// `small`.
+/// `small`. Elements of `elem_bytes` (2 or 4) bytes.
 struct RegionGeometry {
   int rank;
   long long small[5], big[5], offset[5];
 };
-void launch_region_copy(const RegionGeometry& g, float* small, float* big, bool into_big, cudaStream_t s);
+void launch_region_copy(const RegionGeometry& g, void* small, void* big, int elem_bytes, bool into_big, cudaStream_t s);
 
 /// tf.image.resize of (n, h, w, c) images to (n, oh, ow, c): bilinear or nearest, half-pixel centres.
 void launch_resize(const float* x, float* y, int64_t n, int64_t h, int64_t w, int64_t c, int64_t oh, int64_t ow,

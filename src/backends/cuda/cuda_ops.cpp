@@ -44,13 +44,18 @@ struct MatmulPlan {
 
 int alignment_of(const void* p) {
   const auto v = reinterpret_cast<std::uintptr_t>(p);
-  return v % 16 == 0 ? 16 : v % 8 == 0 ? 8 : 4;
+  return v % 16 == 0 ? 16 : v % 8 == 0 ? 8 : v % 4 == 0 ? 4 : 2;
 }
 
+// cuBLASLt's element type of a matmul's operands: float32, or float16/bfloat16 (accumulated in float32, the bias of
+// the output's type, as cuBLASLt's default).
+cudaDataType_t lt_type(Dt dt) { return dt == Dt::f16 ? CUDA_R_16F : dt == Dt::bf16 ? CUDA_R_16BF : CUDA_R_32F; }
+
 // A cuBLASLt plan (descriptors and the heuristic's best algorithm), or nothing when cuBLASLt has none.
-std::optional<MatmulPlan> make_plan(CudaDevice& dev, bool ta, bool tb, int64_t m, int64_t n, int64_t k, Epilogue epi,
-                                    bool tf32, int align, int64_t batch) {
+std::optional<MatmulPlan> make_plan(CudaDevice& dev, Dt dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                                    Epilogue epi, bool tf32, int align, int64_t batch) {
   MatmulPlan p;
+  const cudaDataType_t type = lt_type(dt);
   check(lt_api().desc_create(&p.desc, tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F),
         "cublasLtMatmulDescCreate");
   // cuBLAS's first operand is B viewed column-major, the second A.
@@ -63,9 +68,9 @@ std::optional<MatmulPlan> make_plan(CudaDevice& dev, bool ta, bool tb, int64_t m
                                                       : CUBLASLT_EPILOGUE_DEFAULT;
   check(lt_api().desc_set(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof(e)), "set EPILOGUE");
   // B row-major (k×n) is column-major (n×k), ld n; transposed it is stored (n×k) row-major: (k×n), ld k.
-  check(lt_api().layout_create(&p.a, CUDA_R_32F, tb ? k : n, tb ? n : k, tb ? k : n), "layout B");
-  check(lt_api().layout_create(&p.b, CUDA_R_32F, ta ? m : k, ta ? k : m, ta ? m : k), "layout A");
-  check(lt_api().layout_create(&p.c, CUDA_R_32F, n, m, n), "layout C");
+  check(lt_api().layout_create(&p.a, type, tb ? k : n, tb ? n : k, tb ? k : n), "layout B");
+  check(lt_api().layout_create(&p.b, type, ta ? m : k, ta ? k : m, ta ? m : k), "layout A");
+  check(lt_api().layout_create(&p.c, type, n, m, n), "layout C");
   if (batch > 1) {  // strided batches: one product per batch entry, the matrices one after another
     const int32_t count = static_cast<int32_t>(batch);
     const std::pair<cublasLtMatrixLayout_t, int64_t> layouts[] = {{p.a, k * n}, {p.b, m * k}, {p.c, m * n}};
@@ -102,28 +107,33 @@ std::optional<MatmulPlan> make_plan(CudaDevice& dev, bool ta, bool tb, int64_t m
 }
 
 // Row-major C[m,n] = op(A)·op(B) (+bias[n], ReLU) as the column-major product C^T = op(B)^T·op(A)^T; with
-// `batch`, that many such products of matrices stored one after another (cuBLASLt's strided batches).
-void lt_matmul(CudaDevice& dev, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* A, const float* B,
-               float* C, const float* bias, Epilogue epi, int64_t batch = 1) {
+// `batch`, that many such products of matrices stored one after another (cuBLASLt's strided batches). Every operand
+// of type `dt`: float32 (TF32 when enabled), or float16/bfloat16 on the tensor cores with float32 accumulation.
+void lt_matmul(CudaDevice& dev, Dt dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void* A,
+               const void* B, void* C, const void* bias, Epilogue epi, int64_t batch = 1) {
   if (m == 0 || n == 0 || batch == 0) return;
   if (k == 0) {
-    launch_fill_rows(C, bias, m * batch, n, dev.stream());
-    if (epi == Epilogue::relu || epi == Epilogue::relu_bias) launch_activation(Act::relu, C, C, m * n, n, dev.stream());
+    launch_fill_rows(dt, C, bias, m * batch, n, dev.stream());
+    if (epi == Epilogue::relu || epi == Epilogue::relu_bias) {
+      launch_activation(Act::relu, dt, C, C, m * n * batch, n, dev.stream());
+    }
     check(cudaGetLastError(), "fill (k == 0)");
     return;
   }
-  const bool tf32 = runtime::DeviceManager::get().tensor_float_32.load(std::memory_order_relaxed);
+  // TF32 concerns float32 operands only: half ones use the tensor cores as they are.
+  const bool tf32 = dt == Dt::f32 && runtime::DeviceManager::get().tensor_float_32.load(std::memory_order_relaxed);
   const int align = std::min({alignment_of(A), alignment_of(B), alignment_of(C), bias ? alignment_of(bias) : 16});
-  using Key = std::tuple<int, int64_t, int64_t, int64_t, bool, bool, int, bool, int, int64_t>;
+  using Key = std::tuple<int, int, int64_t, int64_t, int64_t, bool, bool, int, bool, int, int64_t>;
   thread_local std::map<Key, MatmulPlan> plans;
-  const Key key{dev.ordinal(), m, n, k, ta, tb, static_cast<int>(epi), tf32, align, batch};
+  const Key key{dev.ordinal(), static_cast<int>(dt), m, n, k, ta, tb, static_cast<int>(epi), tf32, align, batch};
   auto it = plans.find(key);
   if (it == plans.end()) {
     // TF32 first when enabled; if cuBLASLt has no TF32 algorithm for this shape and alignment, plain FP32.
-    std::optional<MatmulPlan> plan = make_plan(dev, ta, tb, m, n, k, epi, tf32, align, batch);
-    if (!plan && tf32) plan = make_plan(dev, ta, tb, m, n, k, epi, false, align, batch);
+    std::optional<MatmulPlan> plan = make_plan(dev, dt, ta, tb, m, n, k, epi, tf32, align, batch);
+    if (!plan && tf32) plan = make_plan(dev, dt, ta, tb, m, n, k, epi, false, align, batch);
     if (!plan) {
-      throw InternalError(fmt::format("cuBLASLt has no algorithm for a {}x{}x{} matmul (alignment {} bytes)", m, n, k,
+      throw InternalError(fmt::format("cuBLASLt has no algorithm for a {}x{}x{} {} matmul (alignment {} bytes)", m,
+                                      n, k, dt == Dt::f32 ? "float32" : dt == Dt::f16 ? "float16" : "bfloat16",
                                       align));
     }
     it = plans.emplace(key, *plan).first;
@@ -156,8 +166,8 @@ void matmul_kernel(const KernelContext& ctx) {
   const int o = out.rank() - 2;  // 1 for a batched product
   const int64_t m = out[o], n = out[o + 1];
   const int64_t k = at.transpose_a ? a.shape()[o] : a.shape()[o + 1];
-  lt_matmul(l.dev, at.transpose_a, at.transpose_b, m, n, k, a.data<float>(), ctx.inputs[1].data<float>(),
-            ctx.outputs[0].data<float>(), nullptr, Epilogue::none, o ? out[0] : 1);
+  lt_matmul(l.dev, dt_of(a.dtype()), at.transpose_a, at.transpose_b, m, n, k, a.raw_data(), ctx.inputs[1].raw_data(),
+            ctx.outputs[0].raw_data(), nullptr, Epilogue::none, o ? out[0] : 1);
   l.done("MatMul");
 }
 
@@ -167,21 +177,22 @@ void fused_matmul_kernel(const KernelContext& ctx) {
   const auto& x = ctx.inputs[0];
   const auto& w = ctx.inputs[1];
   auto& y = ctx.outputs[0];
+  const Dt dt = dt_of(x.dtype());  // x, w, the bias and the outputs alike (ops::dense casts them to one type)
   const int64_t m = x.shape()[0], k = x.shape()[1], n = w.shape()[1];
-  const float* bias = at.has_bias ? ctx.inputs[2].data<float>() : nullptr;
+  const void* bias = at.has_bias ? ctx.inputs[2].raw_data() : nullptr;
   if (at.keep_preactivation) {  // z = xW + b for the backward pass, then y = act(z)
-    float* z = ctx.outputs[1].data<float>();
-    lt_matmul(l.dev, false, false, m, n, k, x.data<float>(), w.data<float>(), z, bias,
+    void* z = ctx.outputs[1].raw_data();
+    lt_matmul(l.dev, dt, false, false, m, n, k, x.raw_data(), w.raw_data(), z, bias,
               bias ? Epilogue::bias : Epilogue::none);
-    launch_activation(act_of(at.activation), z, y.data<float>(), m * n, n, l.s());
+    launch_activation(act_of(at.activation), dt, z, y.raw_data(), m * n, n, l.s());
   } else if (at.activation == ops::Activation::relu) {
-    lt_matmul(l.dev, false, false, m, n, k, x.data<float>(), w.data<float>(), y.data<float>(), bias,
+    lt_matmul(l.dev, dt, false, false, m, n, k, x.raw_data(), w.raw_data(), y.raw_data(), bias,
               bias ? Epilogue::relu_bias : Epilogue::relu);
   } else {
-    lt_matmul(l.dev, false, false, m, n, k, x.data<float>(), w.data<float>(), y.data<float>(), bias,
+    lt_matmul(l.dev, dt, false, false, m, n, k, x.raw_data(), w.raw_data(), y.raw_data(), bias,
               bias ? Epilogue::bias : Epilogue::none);
     if (at.activation != ops::Activation::linear) {
-      launch_activation(act_of(at.activation), y.data<float>(), y.data<float>(), m * n, n, l.s());
+      launch_activation(act_of(at.activation), dt, y.raw_data(), y.raw_data(), m * n, n, l.s());
     }
   }
   l.done("_FusedMatMul");
@@ -190,17 +201,19 @@ void fused_matmul_kernel(const KernelContext& ctx) {
 void bias_add_grad_kernel(const KernelContext& ctx) {
   Launch l(ctx);
   const auto& dz = ctx.inputs[0];
-  launch_sum_axis0(dz.data<float>(), ctx.outputs[0].data<float>(), dz.shape()[0], dz.shape()[1], l.s());
+  launch_sum_axis0(dt_of(dz.dtype()), dz.raw_data(), ctx.outputs[0].raw_data(), dz.shape()[0], dz.shape()[1], l.s());
   l.done("BiasAddGrad");
 }
 
+// float32 or half tensors as they are (float64 ones through a float32 copy, into the float32 output).
 void activation_kernel(const KernelContext& ctx) {
   Launch l(ctx);
   const auto& x = ctx.inputs[0];
-  const Tensor xf = x.dtype() == DType::float32 ? x : x.cast(DType::float32);
+  const bool native = x.dtype() == DType::float32 || is_half(x.dtype());
+  const Tensor xf = native ? x : x.cast(DType::float32);
   const int64_t cols = x.shape().rank() ? x.shape()[-1] : 1;
-  launch_activation(act_of(ctx.attr<ops::ActivationAttrs>().activation), xf.data<float>(),
-                    ctx.outputs[0].data<float>(), x.num_elements(), std::max<int64_t>(cols, 1), l.s());
+  launch_activation(act_of(ctx.attr<ops::ActivationAttrs>().activation), dt_of(xf.dtype()), xf.raw_data(),
+                    ctx.outputs[0].raw_data(), x.num_elements(), std::max<int64_t>(cols, 1), l.s());
   l.done("Activation");
 }
 
@@ -208,9 +221,10 @@ void activation_grad_kernel(const KernelContext& ctx) {
   Launch l(ctx);
   auto& dz = ctx.outputs[0];
   const int64_t cols = dz.shape().rank() ? dz.shape()[-1] : 1;
-  launch_activation_grad(act_of(ctx.attr<ops::ActivationAttrs>().activation), ctx.inputs[0].data<float>(),
-                         ctx.inputs[1].data<float>(), ctx.inputs[2].defined() ? ctx.inputs[2].data<float>() : nullptr,
-                         dz.data<float>(), dz.num_elements(), std::max<int64_t>(cols, 1), l.s());
+  launch_activation_grad(act_of(ctx.attr<ops::ActivationAttrs>().activation), dt_of(dz.dtype()),
+                         ctx.inputs[0].raw_data(), ctx.inputs[1].raw_data(),
+                         ctx.inputs[2].defined() ? ctx.inputs[2].raw_data() : nullptr, dz.raw_data(),
+                         dz.num_elements(), std::max<int64_t>(cols, 1), l.s());
   l.done("ActivationGrad");
 }
 
@@ -251,7 +265,9 @@ void reduce_kernel(const KernelContext& ctx) {
     case ops::ReduceKind::mean_all:
       launch_sum_all(xf.data<float>(), y, x.num_elements(), true, l.dev.scratch(), l.s());
       break;
-    case ops::ReduceKind::sum_axis0: launch_sum_axis0(xf.data<float>(), y, x.shape()[0], x.shape()[1], l.s()); break;
+    case ops::ReduceKind::sum_axis0:
+      launch_sum_axis0(Dt::f32, xf.data<float>(), y, x.shape()[0], x.shape()[1], l.s());
+      break;
     case ops::ReduceKind::sum_axis1: launch_sum_axis1(xf.data<float>(), y, x.shape()[0], x.shape()[1], l.s()); break;
   }
   l.done("Reduce");
@@ -528,13 +544,16 @@ void rmsprop_kernel(const KernelContext& ctx) {
 void register_cuda_kernels() {
   using ops::OpId;
   ops::register_kernel(OpId::Cast, DeviceType::GPU, cast_kernel, ops::kAnyHalf);
-  ops::register_kernel(OpId::MatMul, DeviceType::GPU, matmul_kernel);
-  ops::register_kernel(OpId::FusedMatMul, DeviceType::GPU, fused_matmul_kernel);
-  ops::register_kernel(OpId::BiasAddGrad, DeviceType::GPU, bias_add_grad_kernel);
-  ops::register_kernel(OpId::Activation, DeviceType::GPU, activation_kernel);
-  ops::register_kernel(OpId::ActivationGrad, DeviceType::GPU, activation_grad_kernel);
+  // Half precision (mixed_float16 / mixed_bfloat16): products on the tensor cores through cuBLASLt, activations,
+  // their gradients, bias gradients and element-wise arithmetic on the half tensors themselves; every other op
+  // through float32 copies (ops/dispatch.cpp).
+  ops::register_kernel(OpId::MatMul, DeviceType::GPU, matmul_kernel, ops::kAnyHalf);
+  ops::register_kernel(OpId::FusedMatMul, DeviceType::GPU, fused_matmul_kernel, ops::kAnyHalf);
+  ops::register_kernel(OpId::BiasAddGrad, DeviceType::GPU, bias_add_grad_kernel, ops::kAnyHalf);
+  ops::register_kernel(OpId::Activation, DeviceType::GPU, activation_kernel, ops::kAnyHalf);
+  ops::register_kernel(OpId::ActivationGrad, DeviceType::GPU, activation_grad_kernel, ops::kAnyHalf);
   ops::register_kernel(OpId::Unary, DeviceType::GPU, unary_kernel);
-  ops::register_kernel(OpId::Binary, DeviceType::GPU, binary_kernel);
+  ops::register_kernel(OpId::Binary, DeviceType::GPU, binary_kernel, ops::kAnyHalf);
   ops::register_kernel(OpId::Reduce, DeviceType::GPU, reduce_kernel);
   ops::register_kernel(OpId::GatherRows, DeviceType::GPU, gather_rows_kernel, ops::kAnyHalf);
   ops::register_kernel(OpId::ScatterAddRows, DeviceType::GPU, scatter_add_rows_kernel);

@@ -17,9 +17,12 @@ using ConvDesc = struct cudnnConvolutionStruct*;
 using Status = int;
 inline constexpr Status kSuccess = 0;
 inline constexpr int kDataFloat = 0;            // CUDNN_DATA_FLOAT
+inline constexpr int kDataHalf = 2;             // CUDNN_DATA_HALF
+inline constexpr int kDataBfloat16 = 9;         // CUDNN_DATA_BFLOAT16
 inline constexpr int kTensorNhwc = 1;           // CUDNN_TENSOR_NHWC (filters: K, spatial..., C)
 inline constexpr int kCrossCorrelation = 1;     // CUDNN_CROSS_CORRELATION
 inline constexpr int kDefaultMath = 0;          // CUDNN_DEFAULT_MATH: TF32 tensor cores allowed for float32
+inline constexpr int kTensorOpMath = 1;         // CUDNN_TENSOR_OP_MATH: tensor cores for float16/bfloat16
 inline constexpr int kFmaMath = 3;              // CUDNN_FMA_MATH: full float32
 inline constexpr int kDeterministic = 1;        // CUDNN_DETERMINISTIC
 

@@ -94,6 +94,25 @@ __global__ void binary_general_k(BinaryOp op, Strided g, const T* a, const T* b,
   }
 }
 
+// float16/bfloat16 operands: the operation in float32, the result rounded once (the CPU's float32 fallback's values).
+template <typename T>
+__global__ void binary_half_k(BinaryOp op, Bcast bc, const T* a, const T* b, T* y, int64_t n, int64_t cols) {
+  GRID_STRIDE(i, n) {
+    const int64_t ia = bc == Bcast::scalar_a ? 0 : i;
+    const int64_t ib = bc == Bcast::scalar_b ? 0 : bc == Bcast::row_b ? i % cols : i;
+    y[i] = convert<T>(binary_op(op, to_f32(a[ia]), to_f32(b[ib])));
+  }
+}
+
+template <typename T>
+__global__ void binary_half_general_k(BinaryOp op, Strided g, const T* a, const T* b, T* y, int64_t n) {
+  GRID_STRIDE(i, n) {
+    int64_t off[2];
+    strided_offsets<2>(g, i, off);
+    y[i] = convert<T>(binary_op(op, to_f32(a[off[0]]), to_f32(b[off[1]])));
+  }
+}
+
 template <typename T>
 __global__ void binary_k(BinaryOp op, Bcast bc, const T* a, const T* b, T* y, int64_t n, int64_t cols) {
   GRID_STRIDE(i, n) {
@@ -128,65 +147,70 @@ __device__ inline float act_one(Act act, float z) {
   return z;
 }
 
-__global__ void act_k(Act act, const float* z, float* y, int64_t n) {
-  GRID_STRIDE(i, n) y[i] = act_one(act, z[i]);
+// The element types of the float kernels: float32, and float16/bfloat16 read into float32 and rounded once on the
+// way out (the CPU's bfloat16 kernels' values).
+template <typename T>
+__global__ void act_k(Act act, const T* z, T* y, int64_t n) {
+  GRID_STRIDE(i, n) y[i] = convert<T>(act_one(act, to_f32(z[i])));
 }
 
 // One thread per row; z and y may alias (each element is read before it is written in the last pass).
-__global__ void softmax_k(const float* z, float* y, int64_t rows, int64_t cols) {
+template <typename T>
+__global__ void softmax_k(const T* z, T* y, int64_t rows, int64_t cols) {
   GRID_STRIDE(r, rows) {
-    const float* zr = z + r * cols;
-    float* yr = y + r * cols;
-    float mx = zr[0];
-    for (int64_t c = 1; c < cols; ++c) mx = fmaxf(mx, zr[c]);
+    const T* zr = z + r * cols;
+    T* yr = y + r * cols;
+    float mx = to_f32(zr[0]);
+    for (int64_t c = 1; c < cols; ++c) mx = fmaxf(mx, to_f32(zr[c]));
     float sum = 0.f;
-    for (int64_t c = 0; c < cols; ++c) sum += expf(zr[c] - mx);
+    for (int64_t c = 0; c < cols; ++c) sum += expf(to_f32(zr[c]) - mx);
     const float inv = 1.f / sum;
-    for (int64_t c = 0; c < cols; ++c) yr[c] = expf(zr[c] - mx) * inv;
+    for (int64_t c = 0; c < cols; ++c) yr[c] = convert<T>(expf(to_f32(zr[c]) - mx) * inv);
   }
 }
 
-__global__ void act_grad_k(Act act, const float* dy, const float* y, const float* z, float* dz, int64_t n) {
-  GRID_STRIDE(i, n) {
-    const float g = dy[i];
-    switch (act) {
-      case Act::linear: dz[i] = g; break;
-      case Act::relu: dz[i] = y[i] > 0.f ? g : 0.f; break;
-      case Act::sigmoid: dz[i] = g * y[i] * (1.f - y[i]); break;
-      case Act::tanh: dz[i] = g * (1.f - y[i] * y[i]); break;
-      case Act::elu: dz[i] = y[i] > 0.f ? g : g * (y[i] + 1.f); break;
-      case Act::selu: dz[i] = g * (y[i] > 0.f ? kSeluScale : y[i] + kSeluScale * kSeluAlpha); break;
-      case Act::leaky_relu: dz[i] = y[i] > 0.f ? g : 0.2f * g; break;
-      case Act::exponential: dz[i] = g * y[i]; break;
-      case Act::gelu: {
-        const float cdf = 0.5f * (1.f + erff(z[i] * 0.70710678118654752f));
-        const float pdf = 0.39894228040143268f * expf(-0.5f * z[i] * z[i]);
-        dz[i] = g * (cdf + z[i] * pdf);
-        break;
-      }
-      case Act::softplus: dz[i] = g / (1.f + expf(-z[i])); break;
-      case Act::softsign: {
-        const float d = 1.f + fabsf(z[i]);
-        dz[i] = g / (d * d);
-        break;
-      }
-      case Act::silu: {
-        const float sg = 1.f / (1.f + expf(-z[i]));
-        dz[i] = g * sg * (1.f + z[i] * (1.f - sg));
-        break;
-      }
-      case Act::softmax: break;  // row-wise, in softmax_grad_k
+__device__ inline float act_grad_one(Act act, float g, float y, float z) {
+  switch (act) {
+    case Act::linear: return g;
+    case Act::relu: return y > 0.f ? g : 0.f;
+    case Act::sigmoid: return g * y * (1.f - y);
+    case Act::tanh: return g * (1.f - y * y);
+    case Act::elu: return y > 0.f ? g : g * (y + 1.f);
+    case Act::selu: return g * (y > 0.f ? kSeluScale : y + kSeluScale * kSeluAlpha);
+    case Act::leaky_relu: return y > 0.f ? g : 0.2f * g;
+    case Act::exponential: return g * y;
+    case Act::gelu: {
+      const float cdf = 0.5f * (1.f + erff(z * 0.70710678118654752f));
+      const float pdf = 0.39894228040143268f * expf(-0.5f * z * z);
+      return g * (cdf + z * pdf);
     }
+    case Act::softplus: return g / (1.f + expf(-z));
+    case Act::softsign: {
+      const float d = 1.f + fabsf(z);
+      return g / (d * d);
+    }
+    case Act::silu: {
+      const float sg = 1.f / (1.f + expf(-z));
+      return g * sg * (1.f + z * (1.f - sg));
+    }
+    case Act::softmax: break;  // row-wise, in softmax_grad_k
   }
+  return 0.f;
 }
 
-__global__ void softmax_grad_k(const float* dy, const float* y, float* dz, int64_t rows, int64_t cols) {
+template <typename T>
+__global__ void act_grad_k(Act act, const T* dy, const T* y, const T* z, T* dz, int64_t n) {
+  GRID_STRIDE(i, n) dz[i] = convert<T>(act_grad_one(act, to_f32(dy[i]), to_f32(y[i]), z ? to_f32(z[i]) : 0.f));
+}
+
+template <typename T>
+__global__ void softmax_grad_k(const T* dy, const T* y, T* dz, int64_t rows, int64_t cols) {
   GRID_STRIDE(r, rows) {
-    const float* yr = y + r * cols;
-    const float* gr = dy + r * cols;
+    const T* yr = y + r * cols;
+    const T* gr = dy + r * cols;
     float dot = 0.f;
-    for (int64_t c = 0; c < cols; ++c) dot += gr[c] * yr[c];
-    for (int64_t c = 0; c < cols; ++c) dz[r * cols + c] = yr[c] * (gr[c] - dot);
+    for (int64_t c = 0; c < cols; ++c) dot += to_f32(gr[c]) * to_f32(yr[c]);
+    for (int64_t c = 0; c < cols; ++c) dz[r * cols + c] = convert<T>(to_f32(yr[c]) * (to_f32(gr[c]) - dot));
   }
 }
 
@@ -196,19 +220,20 @@ __global__ void softmax_grad_k(const float* dy, const float* y, float* dz, int64
 // one column (a warp reads 32 adjacent columns: coalesced), then each column's 32 partial sums are added in a
 // fixed order (deterministic). One thread per column looping over every row took ~1 ms at 8192 × 512.
 constexpr int kColumnTile = 32;
-__global__ void sum_axis0_k(const float* x, float* y, int64_t rows, int64_t cols) {
+template <typename T>
+__global__ void sum_axis0_k(const T* x, T* y, int64_t rows, int64_t cols) {
   __shared__ float partial[kColumnTile][kColumnTile + 1];
   const int64_t c = static_cast<int64_t>(blockIdx.x) * kColumnTile + threadIdx.x;
   float s = 0.f;
   if (c < cols) {
-    for (int64_t r = threadIdx.y; r < rows; r += kColumnTile) s += x[r * cols + c];
+    for (int64_t r = threadIdx.y; r < rows; r += kColumnTile) s += to_f32(x[r * cols + c]);
   }
   partial[threadIdx.y][threadIdx.x] = s;
   __syncthreads();
   if (threadIdx.y == 0 && c < cols) {
     float total = 0.f;
     for (int i = 0; i < kColumnTile; ++i) total += partial[i][threadIdx.x];
-    y[c] = total;
+    y[c] = convert<T>(total);
   }
 }
 
@@ -422,13 +447,28 @@ __global__ void rmsprop_k(float* var, float* v, const float* g, float* mom, floa
   }
 }
 
-__global__ void fill_rows_k(float* z, const float* bias, int64_t rows, int64_t cols) {
-  GRID_STRIDE(i, rows * cols) z[i] = bias ? bias[i % cols] : 0.f;
+template <typename T>
+__global__ void fill_rows_k(T* z, const T* bias, int64_t rows, int64_t cols) {
+  GRID_STRIDE(i, rows * cols) z[i] = bias ? bias[i % cols] : convert<T>(0.f);
 }
 
 int partial_blocks(int64_t n) {
   const int64_t b = (n + kThreads - 1) / kThreads;
   return static_cast<int>(b < 1 ? 1 : (b > kMaxBlocks ? kMaxBlocks : b));
+}
+
+template <typename T>
+struct Tag {
+  using type = T;
+};
+// f(Tag<T>{}) for the float kernels' element type of dt (float32, float16 or bfloat16).
+template <typename F>
+void by_float_type(Dt dt, F&& f) {
+  switch (dt) {
+    case Dt::f16: return f(Tag<__half>{});
+    case Dt::bf16: return f(Tag<__nv_bfloat16>{});
+    default: return f(Tag<float>{});
+  }
 }
 
 }  // namespace
@@ -476,9 +516,15 @@ void launch_binary(BinaryOp op, Bcast bc, Dt dt, const void* a, const void* b, v
       binary_k<<<g, kThreads, 0, s>>>(op, bc, static_cast<const int64_t*>(a), static_cast<const int64_t*>(b),
                                       static_cast<int64_t*>(y), n, cols);
       break;
-    case Dt::b8:  // the op wrapper refuses arithmetic on bool tensors
     case Dt::f16:
-    case Dt::bf16: break;  // computed in float32 (dispatch)
+    case Dt::bf16:
+      by_float_type(dt, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        binary_half_k<<<g, kThreads, 0, s>>>(op, bc, static_cast<const T*>(a), static_cast<const T*>(b),
+                                             static_cast<T*>(y), n, cols);
+      });
+      break;
+    case Dt::b8: break;  // the op wrapper refuses arithmetic on bool tensors
   }
 }
 
@@ -503,37 +549,57 @@ void launch_binary_general(BinaryOp op, Dt dt, const Strided& g, const void* a, 
       binary_general_k<<<blocks, kThreads, 0, s>>>(op, g, static_cast<const int64_t*>(a),
                                                    static_cast<const int64_t*>(b), static_cast<int64_t*>(y), n);
       break;
-    case Dt::b8:  // refused by the op wrapper
     case Dt::f16:
-    case Dt::bf16: break;  // computed in float32 (dispatch)
+    case Dt::bf16:
+      by_float_type(dt, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        binary_half_general_k<<<blocks, kThreads, 0, s>>>(op, g, static_cast<const T*>(a), static_cast<const T*>(b),
+                                                          static_cast<T*>(y), n);
+      });
+      break;
+    case Dt::b8: break;  // refused by the op wrapper
   }
 }
 
-void launch_activation(Act act, const float* z, float* y, int64_t n, int64_t cols, cudaStream_t s) {
+void launch_activation(Act act, Dt dt, const void* z, void* y, int64_t n, int64_t cols, cudaStream_t s) {
   if (n == 0) return;
-  if (act == Act::softmax) {
-    const int64_t rows = n / cols;
-    softmax_k<<<blocks_for(rows), kThreads, 0, s>>>(z, y, rows, cols);
-  } else {
-    act_k<<<blocks_for(n), kThreads, 0, s>>>(act, z, y, n);
-  }
+  by_float_type(dt, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* zt = static_cast<const T*>(z);
+    T* yt = static_cast<T*>(y);
+    if (act == Act::softmax) {
+      const int64_t rows = n / cols;
+      softmax_k<<<blocks_for(rows), kThreads, 0, s>>>(zt, yt, rows, cols);
+    } else {
+      act_k<<<blocks_for(n), kThreads, 0, s>>>(act, zt, yt, n);
+    }
+  });
 }
 
-void launch_activation_grad(Act act, const float* dy, const float* y, const float* z, float* dz, int64_t n,
+void launch_activation_grad(Act act, Dt dt, const void* dy, const void* y, const void* z, void* dz, int64_t n,
                             int64_t cols, cudaStream_t s) {
   if (n == 0) return;
-  if (act == Act::softmax) {
-    const int64_t rows = n / cols;
-    softmax_grad_k<<<blocks_for(rows), kThreads, 0, s>>>(dy, y, dz, rows, cols);
-  } else {
-    act_grad_k<<<blocks_for(n), kThreads, 0, s>>>(act, dy, y, z, dz, n);
-  }
+  by_float_type(dt, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if (act == Act::softmax) {
+      const int64_t rows = n / cols;
+      softmax_grad_k<<<blocks_for(rows), kThreads, 0, s>>>(static_cast<const T*>(dy), static_cast<const T*>(y),
+                                                           static_cast<T*>(dz), rows, cols);
+    } else {
+      act_grad_k<<<blocks_for(n), kThreads, 0, s>>>(act, static_cast<const T*>(dy), static_cast<const T*>(y),
+                                                    static_cast<const T*>(z), static_cast<T*>(dz), n);
+    }
+  });
 }
 
-void launch_sum_axis0(const float* x, float* y, int64_t rows, int64_t cols, cudaStream_t s) {
+void launch_sum_axis0(Dt dt, const void* x, void* y, int64_t rows, int64_t cols, cudaStream_t s) {
   if (cols == 0) return;
   const dim3 block(kColumnTile, kColumnTile);
-  sum_axis0_k<<<static_cast<unsigned>((cols + kColumnTile - 1) / kColumnTile), block, 0, s>>>(x, y, rows, cols);
+  const auto grid = static_cast<unsigned>((cols + kColumnTile - 1) / kColumnTile);
+  by_float_type(dt, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    sum_axis0_k<<<grid, block, 0, s>>>(static_cast<const T*>(x), static_cast<T*>(y), rows, cols);
+  });
 }
 
 void launch_sum_axis1(const float* x, float* y, int64_t rows, int64_t cols, cudaStream_t s) {
@@ -617,9 +683,13 @@ void launch_rmsprop(float* var, float* v, const float* g, float* mom, float* mg,
   rmsprop_k<<<blocks_for(n), kThreads, 0, s>>>(var, v, g, mom, mg, n, lr, rho, momentum, epsilon);
 }
 
-void launch_fill_rows(float* z, const float* bias, int64_t rows, int64_t cols, cudaStream_t s) {
+void launch_fill_rows(Dt dt, void* z, const void* bias, int64_t rows, int64_t cols, cudaStream_t s) {
   if (rows * cols == 0) return;
-  fill_rows_k<<<blocks_for(rows * cols), kThreads, 0, s>>>(z, bias, rows, cols);
+  by_float_type(dt, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    fill_rows_k<<<blocks_for(rows * cols), kThreads, 0, s>>>(static_cast<T*>(z), static_cast<const T*>(bias), rows,
+                                                             cols);
+  });
 }
 
 }  // namespace osprey::cuda

@@ -106,7 +106,8 @@ __global__ void pool_grad_k(PoolGeometry g, const float* x, const float* dy, flo
   }
 }
 
-__global__ void region_copy_k(RegionGeometry g, float* small, float* big, bool into_big, int64_t total) {
+template <typename T>
+__global__ void region_copy_k(RegionGeometry g, T* small, T* big, bool into_big, int64_t total) {
   GRID_STRIDE(k, total) {
     long long rest = k, at = 0, stride = 1;
     for (int a = g.rank - 1; a >= 0; --a) {
@@ -131,10 +132,17 @@ void launch_pool_grad(const PoolGeometry& g, const float* x, const float* dy, fl
   if (total > 0) pool_grad_k<<<blocks_for(total), kThreads, 0, s>>>(g, x, dy, dx, total);
 }
 
-void launch_region_copy(const RegionGeometry& g, float* small, float* big, bool into_big, cudaStream_t s) {
+void launch_region_copy(const RegionGeometry& g, void* small, void* big, int elem_bytes, bool into_big, cudaStream_t s) {
   int64_t total = 1;
   for (int a = 0; a < g.rank; ++a) total *= g.small[a];
-  if (total > 0) region_copy_k<<<blocks_for(total), kThreads, 0, s>>>(g, small, big, into_big, total);
+  if (total == 0) return;
+  if (elem_bytes == 2) {
+    region_copy_k<<<blocks_for(total), kThreads, 0, s>>>(g, static_cast<uint16_t*>(small), static_cast<uint16_t*>(big),
+                                                         into_big, total);
+  } else {
+    region_copy_k<<<blocks_for(total), kThreads, 0, s>>>(g, static_cast<float*>(small), static_cast<float*>(big),
+                                                         into_big, total);
+  }
 }
 
 }  // namespace osprey::cuda
