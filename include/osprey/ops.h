@@ -109,6 +109,25 @@ Tensor log(const Tensor& x);
 Tensor sqrt(const Tensor& x);
 Tensor square(const Tensor& x);
 Tensor abs(const Tensor& x);
+/// Trigonometric and hyperbolic functions and their inverses, floor, ceil, round (halves to even, as TensorFlow's
+/// Round), log(1 + x) and exp(x) - 1, of float tensors, element-wise and differentiable (floor, ceil and round with
+/// zero gradients). Outside a function's domain the result is NaN (asin(2)) or infinite (atanh(1)), as in NumPy.
+Tensor sin(const Tensor& x);
+Tensor cos(const Tensor& x);
+Tensor tan(const Tensor& x);
+Tensor asin(const Tensor& x);
+Tensor acos(const Tensor& x);
+Tensor atan(const Tensor& x);
+Tensor sinh(const Tensor& x);
+Tensor cosh(const Tensor& x);
+Tensor asinh(const Tensor& x);
+Tensor acosh(const Tensor& x);
+Tensor atanh(const Tensor& x);
+Tensor floor(const Tensor& x);
+Tensor ceil(const Tensor& x);
+Tensor round(const Tensor& x);
+Tensor log1p(const Tensor& x);
+Tensor expm1(const Tensor& x);
 
 /// Sum / mean of all elements (a scalar).
 Tensor reduce_sum(const Tensor& x);

@@ -10,7 +10,8 @@ struct MatMulAttrs { bool transpose_a, transpose_b; };
 struct DenseAttrs { Activation activation; bool has_bias; bool keep_preactivation; };
 struct DenseGradAttrs { Activation activation; bool need_dx; bool has_bias; };
 struct ActivationAttrs { Activation activation; };
-enum class UnaryKind { neg, exp, log, sqrt, square, abs };
+/// round: halves to even (TensorFlow's Round, NumPy's).
+enum class UnaryKind { neg, exp, log, sqrt, square, abs, sin, cos, tan, asin, acos, atan, sinh, cosh, asinh, acosh, atanh, floor, ceil, round, log1p, expm1 };
 struct UnaryAttrs { UnaryKind kind; };
 enum class BinaryKind { add, sub, mul, div, maximum, greater_equal /* 1.0 where a >= b, else 0.0 */, minimum, pow };
 /// How the operands of an element-wise op map onto its output: the fast patterns, or `general` (NumPy

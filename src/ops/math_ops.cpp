@@ -66,7 +66,36 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
   return out;
 }
 
+static Tensor unary(const Tensor& x, UnaryKind kind, const char* name);
+
+// The gradients of the trigonometric, hyperbolic, rounding and log1p/expm1 functions (TensorFlow's: floor, ceil and
+// round pass none, a zero gradient here).
+static Tensor math_gradient(UnaryKind kind, const Tensor& x, const Tensor& y, const Tensor& g) {
+  const Tensor one = Tensor::scalar(1.0, x.dtype());
+  switch (kind) {
+    case UnaryKind::sin: return mul(g, cos(x));
+    case UnaryKind::cos: return neg(mul(g, sin(x)));
+    case UnaryKind::tan: return mul(g, add(one, square(y)));
+    case UnaryKind::asin: return div(g, sqrt(sub(one, square(x))));
+    case UnaryKind::acos: return neg(div(g, sqrt(sub(one, square(x)))));
+    case UnaryKind::atan: return div(g, add(one, square(x)));
+    case UnaryKind::sinh: return mul(g, cosh(x));
+    case UnaryKind::cosh: return mul(g, sinh(x));
+    case UnaryKind::asinh: return div(g, sqrt(add(square(x), one)));
+    case UnaryKind::acosh: return div(g, sqrt(sub(square(x), one)));
+    case UnaryKind::atanh: return div(g, sub(one, square(x)));
+    case UnaryKind::log1p: return div(g, add(x, one));
+    case UnaryKind::expm1: return mul(g, add(y, one));
+    default: return mul(g, Tensor::scalar(0.0, x.dtype()));  // floor, ceil, round
+  }
+}
+
 static Tensor unary(const Tensor& x, UnaryKind kind, const char* name) {
+  if (!is_floating(x.dtype())) {  // before placement: the same error on every device
+    throw InvalidArgumentError(fmt::format("{} takes a float tensor, got {} of shape {}; cast it first "
+                                           "(ops::cast(x, DType::float32)) or use keras::ops, which promotes",
+                                           name, dtype_name(x.dtype()), x.shape().to_string()));
+  }
   Tensor in[1] = {x};
   auto& dev = place(OpId::Unary, name, in);
   Tensor out = Tensor::empty(x.shape(), x.dtype(), &dev);
@@ -81,8 +110,8 @@ static Tensor unary(const Tensor& x, UnaryKind kind, const char* name) {
         case UnaryKind::sqrt: return {div(g[0], mul(y, Tensor::scalar(2.0, x.dtype())))};
         case UnaryKind::square: return {mul(g[0], mul(x, Tensor::scalar(2.0, x.dtype())))};
         case UnaryKind::abs: return {mul(g[0], div(x, maximum(abs(x), Tensor::scalar(1e-30, x.dtype()))))};
+        default: return {math_gradient(kind, x, y, g[0])};
       }
-      return {Tensor()};
     });
   });
   return out;
@@ -94,6 +123,22 @@ Tensor log(const Tensor& x) { return unary(x, UnaryKind::log, "Log"); }
 Tensor sqrt(const Tensor& x) { return unary(x, UnaryKind::sqrt, "Sqrt"); }
 Tensor square(const Tensor& x) { return unary(x, UnaryKind::square, "Square"); }
 Tensor abs(const Tensor& x) { return unary(x, UnaryKind::abs, "Abs"); }
+Tensor sin(const Tensor& x) { return unary(x, UnaryKind::sin, "Sin"); }
+Tensor cos(const Tensor& x) { return unary(x, UnaryKind::cos, "Cos"); }
+Tensor tan(const Tensor& x) { return unary(x, UnaryKind::tan, "Tan"); }
+Tensor asin(const Tensor& x) { return unary(x, UnaryKind::asin, "Asin"); }
+Tensor acos(const Tensor& x) { return unary(x, UnaryKind::acos, "Acos"); }
+Tensor atan(const Tensor& x) { return unary(x, UnaryKind::atan, "Atan"); }
+Tensor sinh(const Tensor& x) { return unary(x, UnaryKind::sinh, "Sinh"); }
+Tensor cosh(const Tensor& x) { return unary(x, UnaryKind::cosh, "Cosh"); }
+Tensor asinh(const Tensor& x) { return unary(x, UnaryKind::asinh, "Asinh"); }
+Tensor acosh(const Tensor& x) { return unary(x, UnaryKind::acosh, "Acosh"); }
+Tensor atanh(const Tensor& x) { return unary(x, UnaryKind::atanh, "Atanh"); }
+Tensor floor(const Tensor& x) { return unary(x, UnaryKind::floor, "Floor"); }
+Tensor ceil(const Tensor& x) { return unary(x, UnaryKind::ceil, "Ceil"); }
+Tensor round(const Tensor& x) { return unary(x, UnaryKind::round, "Round"); }
+Tensor log1p(const Tensor& x) { return unary(x, UnaryKind::log1p, "Log1p"); }
+Tensor expm1(const Tensor& x) { return unary(x, UnaryKind::expm1, "Expm1"); }
 
 static Broadcast broadcast_of(const Tensor& a, const Tensor& b) {
   if (a.shape() == b.shape()) return Broadcast::same;

@@ -210,6 +210,31 @@ void check_every_op() {
     ys.push_back(g[0]);
     return ys;
   });
+  // The trigonometric, hyperbolic and rounding functions, log1p/expm1, in float32 and float64, with gradients
+  // (rounding's are zero); arguments inside each domain, halves for round.
+  for (const DType dt : {DType::float32, DType::float64}) {
+    expect_same(fmt::format("math functions {}", int(dt)), [&] {
+      Variable u(ops::cast(host_uniform({33, 17}, -0.9, 0.9, 11), dt), "u");
+      Variable w(ops::cast(host_uniform({33, 17}, 1.1, 3, 12), dt), "w");
+      const Tensor halves = ops::cast(ops::mul(ops::cast(ops::cast(ops::mul(sq, Tensor::scalar(4.0)), DType::int32),
+                                                         DType::float32),
+                                               Tensor::scalar(0.5)),
+                                      dt);
+      GradientTape tape;
+      const Tensor x = u.value();
+      Outputs ys{ops::sin(x),  ops::cos(x),   ops::tan(x),   ops::asin(x),  ops::acos(x),  ops::atan(x),
+                 ops::sinh(x), ops::cosh(x),  ops::asinh(x), ops::atanh(x), ops::log1p(x), ops::expm1(x),
+                 ops::floor(ops::mul(x, Tensor::scalar(3.0, dt))), ops::ceil(ops::mul(x, Tensor::scalar(3.0, dt))),
+                 ops::acosh(w.value()), ops::round(halves)};
+      auto sum = [](const Tensor& t) { return ops::reduce_axes(t, ops::ReduceOp::sum, {0, 1}); };  // keeps float64
+      Tensor total = sum(ys[0]);
+      for (size_t i = 1; i < ys.size(); ++i) total = ops::add(total, sum(ys[i]));
+      auto g = tape.gradient(total, Vars{&u, &w});
+      ys.push_back(g[0]);
+      ys.push_back(g[1]);
+      return ys;
+    });
+  }
   expect_same("binary", [&] {
     Variable x(sq, "x"), y(pos, "y"), r(row, "r");
     GradientTape tape;
@@ -641,4 +666,5 @@ TEST(CrossBackend, BadInputsRaiseTheCpuErrorsOnTheGpu) {
   EXPECT_THROW((void)ops::reduce_axes(probs, ops::ReduceOp::sum, {2}), InvalidArgumentError);
   EXPECT_THROW((void)ops::top_k(probs, 4), InvalidArgumentError);
   EXPECT_THROW((void)ops::reduce_axes(Tensor::zeros({0, 3}), ops::ReduceOp::argmax, {0}), InvalidArgumentError);
+  EXPECT_THROW((void)ops::sin(Tensor::zeros({2, 3}, DType::int32)), InvalidArgumentError);
 }

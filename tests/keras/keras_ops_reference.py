@@ -98,6 +98,22 @@ cases = [
     ("einsum_ellipsis3", lambda a, b, c: ops.einsum("...i,ij,...j->...", a, b, c), [f32(2, 3), f32(3, 4), f32(5, 2, 4)]),
     ("einsum_four", lambda a, b, c, d: ops.einsum("ab,bc,cd,de->ae", a, b, c, d),
      [f32(2, 3), f32(3, 2), f32(2, 4), f32(4, 3)]),
+    # Trigonometric, hyperbolic and rounding functions, log1p/expm1/log2/log10/reciprocal; integer inputs.
+    ("sin_cos_tan", lambda x: [ops.sin(x), ops.cos(x), ops.tan(x)], [f32(3, 4, lo=-1.2, hi=1.2)]),
+    ("inverse_trig", lambda x: [ops.arcsin(x), ops.arccos(x), ops.arctan(x)], [f32(2, 5, lo=-0.9, hi=0.9)]),
+    ("hyperbolic", lambda x: [ops.sinh(x), ops.cosh(x), ops.tanh(x), ops.arcsinh(x)], [f32(2, 4)]),
+    ("arccosh", lambda x: ops.arccosh(x), [f32(3, 3, lo=1.2, hi=4.0)]),
+    ("arctanh", lambda x: ops.arctanh(x), [f32(3, 3, lo=-0.9, hi=0.9)]),
+    ("floor_ceil", lambda x: [ops.floor(x), ops.ceil(x)], [f32(3, 4, lo=-3.0, hi=3.0)]),
+    ("round_halves", lambda x: ops.round(x), [np.array([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 0.4, -0.6], "float32")]),
+    ("round_decimals", lambda x: ops.round(x, 2), [f32(3, 3)]),
+    ("round_int", lambda x: ops.round(x), [i32(2, 3)]),
+    ("round_int_negative_decimals", lambda x: ops.round(x, -1), [np.array([14, 16, 26, -16, 123], "int32")]),
+    ("log1p_expm1", lambda x: [ops.log1p(x), ops.expm1(x)], [f32(3, 4, lo=-0.5, hi=2.0)]),
+    ("log2_log10_reciprocal", lambda x: [ops.log2(x), ops.log10(x), ops.reciprocal(x)], [f32(2, 3, lo=0.5, hi=4.0)]),
+    ("sin_int", lambda x: ops.sin(x), [i32(2, 3)]),
+    ("floor_int", lambda x: ops.floor(x), [i32(2, 3)]),
+    ("negative_int", lambda x: ops.negative(x), [i32(2, 3)]),
 ]
 
 

@@ -95,6 +95,21 @@ const std::map<std::string, std::function<Ts(const Ts&)>>& cases() {
       {"broadcast_to", [](const Ts& i) { return Ts{ko::broadcast_to(i[0], {2, 3, 4})}; }},
       {"slice", [](const Ts& i) { return Ts{ko::slice(i[0], {1, 0, 2}, {2, 3, 2})}; }},
       {"abs_sign", [](const Ts& i) { return Ts{ko::multiply(ko::abs(i[0]), ko::sign(i[0]))}; }},
+      {"sin_cos_tan", [](const Ts& i) { return Ts{ko::sin(i[0]), ko::cos(i[0]), ko::tan(i[0])}; }},
+      {"inverse_trig", [](const Ts& i) { return Ts{ko::arcsin(i[0]), ko::arccos(i[0]), ko::arctan(i[0])}; }},
+      {"hyperbolic", [](const Ts& i) { return Ts{ko::sinh(i[0]), ko::cosh(i[0]), ko::tanh(i[0]), ko::arcsinh(i[0])}; }},
+      {"arccosh", [](const Ts& i) { return Ts{ko::arccosh(i[0])}; }},
+      {"arctanh", [](const Ts& i) { return Ts{ko::arctanh(i[0])}; }},
+      {"floor_ceil", [](const Ts& i) { return Ts{ko::floor(i[0]), ko::ceil(i[0])}; }},
+      {"round_halves", [](const Ts& i) { return Ts{ko::round(i[0])}; }},
+      {"round_decimals", [](const Ts& i) { return Ts{ko::round(i[0], 2)}; }},
+      {"round_int", [](const Ts& i) { return Ts{ko::round(i[0])}; }},
+      {"round_int_negative_decimals", [](const Ts& i) { return Ts{ko::round(i[0], -1)}; }},
+      {"log1p_expm1", [](const Ts& i) { return Ts{ko::log1p(i[0]), ko::expm1(i[0])}; }},
+      {"log2_log10_reciprocal", [](const Ts& i) { return Ts{ko::log2(i[0]), ko::log10(i[0]), ko::reciprocal(i[0])}; }},
+      {"sin_int", [](const Ts& i) { return Ts{ko::sin(i[0])}; }},
+      {"floor_int", [](const Ts& i) { return Ts{ko::floor(i[0])}; }},
+      {"negative_int", [](const Ts& i) { return Ts{ko::negative(i[0])}; }},
       {"einsum_ellipsis_bmm", [](const Ts& i) { return Ts{ko::einsum("...ij,...jk->...ik", i)}; }},
       {"einsum_ellipsis_middle", [](const Ts& i) { return Ts{ko::einsum("i...j->j...i", i)}; }},
       {"einsum_ellipsis_sum", [](const Ts& i) { return Ts{ko::einsum("...d,...d->...", i)}; }},
@@ -177,6 +192,22 @@ TEST(KerasOps, EveryCaseMatchesKeras) {
     }
   }
   for (const auto& [name, fn] : cases()) EXPECT_TRUE(seen.count(name)) << name << " is not in keras_ops.json";
+}
+
+TEST(KerasOps, MathFunctionsTakeFloatsOutsideTheirDomainNaNAndCoreOpsRefuseIntegers) {
+  const Tensor x = Tensor::from_vector<float>({2.f, -1.f, 1.f}, {3});
+  const auto asin = ko::arcsin(x).to_vector<double>();
+  EXPECT_TRUE(std::isnan(asin[0]));
+  EXPECT_NEAR(asin[1], -M_PI / 2, 1e-6);
+  EXPECT_TRUE(std::isinf(ko::arctanh(x).to_vector<double>()[2]));
+  try {
+    (void)ops::sin(Tensor::zeros({2, 3}, DType::int32));
+    FAIL() << "no error";
+  } catch (const InvalidArgumentError& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("Sin takes a float tensor, got int32 of shape (2, 3)"));
+  }
+  EXPECT_EQ(ko::sin(Tensor::zeros({2}, DType::int64)).dtype(), DType::float32);
+  EXPECT_NEAR(ko::round(Tensor::from_vector<float>({0.125f}, {1}), 2).item(), 0.12, 1e-6);  // halves to even
 }
 
 TEST(KerasOps, BroadcastingErrorsNameBothShapes) {

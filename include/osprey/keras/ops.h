@@ -77,6 +77,31 @@ Tensor sqrt(const Tensor& x);
 Tensor exp(const Tensor& x);
 Tensor log(const Tensor& x);
 Tensor sign(const Tensor& x);
+/// The trigonometric and hyperbolic functions, their inverses, floor and ceil, log1p, expm1, log2, log10,
+/// reciprocal: integers and bools computed as float32 (Keras's dtypes); differentiable (floor, ceil, round with zero
+/// gradients).
+Tensor sin(const Tensor& x);
+Tensor cos(const Tensor& x);
+Tensor tan(const Tensor& x);
+Tensor arcsin(const Tensor& x);
+Tensor arccos(const Tensor& x);
+Tensor arctan(const Tensor& x);
+Tensor sinh(const Tensor& x);
+Tensor cosh(const Tensor& x);
+Tensor tanh(const Tensor& x);
+Tensor arcsinh(const Tensor& x);
+Tensor arccosh(const Tensor& x);
+Tensor arctanh(const Tensor& x);
+Tensor floor(const Tensor& x);
+Tensor ceil(const Tensor& x);
+Tensor log1p(const Tensor& x);
+Tensor expm1(const Tensor& x);
+Tensor log2(const Tensor& x);
+Tensor log10(const Tensor& x);
+Tensor reciprocal(const Tensor& x);
+/// keras.ops.round: halves to even, `decimals` digits after the point (negative: before it); an integer tensor
+/// stays itself unless decimals < 0.
+Tensor round(const Tensor& x, int decimals = 0);
 /// x limited to [x_min, x_max] (the gradient passes where x is inside, bounds included).
 Tensor clip(const Tensor& x, const TensorLike& x_min, const TensorLike& x_max);
 /// x1 where condition, else x2 (all three broadcast together).

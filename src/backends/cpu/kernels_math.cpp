@@ -194,6 +194,22 @@ static void unary_typed(ops::UnaryKind kind, const T* x, T* y, int64_t n) {
     case ops::UnaryKind::sqrt: for (int64_t i = 0; i < n; ++i) y[i] = std::sqrt(x[i]); break;
     case ops::UnaryKind::square: for (int64_t i = 0; i < n; ++i) y[i] = x[i] * x[i]; break;
     case ops::UnaryKind::abs: for (int64_t i = 0; i < n; ++i) y[i] = std::abs(x[i]); break;
+    case ops::UnaryKind::sin: for (int64_t i = 0; i < n; ++i) y[i] = std::sin(x[i]); break;
+    case ops::UnaryKind::cos: for (int64_t i = 0; i < n; ++i) y[i] = std::cos(x[i]); break;
+    case ops::UnaryKind::tan: for (int64_t i = 0; i < n; ++i) y[i] = std::tan(x[i]); break;
+    case ops::UnaryKind::asin: for (int64_t i = 0; i < n; ++i) y[i] = std::asin(x[i]); break;
+    case ops::UnaryKind::acos: for (int64_t i = 0; i < n; ++i) y[i] = std::acos(x[i]); break;
+    case ops::UnaryKind::atan: for (int64_t i = 0; i < n; ++i) y[i] = std::atan(x[i]); break;
+    case ops::UnaryKind::sinh: for (int64_t i = 0; i < n; ++i) y[i] = std::sinh(x[i]); break;
+    case ops::UnaryKind::cosh: for (int64_t i = 0; i < n; ++i) y[i] = std::cosh(x[i]); break;
+    case ops::UnaryKind::asinh: for (int64_t i = 0; i < n; ++i) y[i] = std::asinh(x[i]); break;
+    case ops::UnaryKind::acosh: for (int64_t i = 0; i < n; ++i) y[i] = std::acosh(x[i]); break;
+    case ops::UnaryKind::atanh: for (int64_t i = 0; i < n; ++i) y[i] = std::atanh(x[i]); break;
+    case ops::UnaryKind::floor: for (int64_t i = 0; i < n; ++i) y[i] = std::floor(x[i]); break;
+    case ops::UnaryKind::ceil: for (int64_t i = 0; i < n; ++i) y[i] = std::ceil(x[i]); break;
+    case ops::UnaryKind::round: for (int64_t i = 0; i < n; ++i) y[i] = std::nearbyint(x[i]); break;  // the default rounding mode: halves to even
+    case ops::UnaryKind::log1p: for (int64_t i = 0; i < n; ++i) y[i] = std::log1p(x[i]); break;
+    case ops::UnaryKind::expm1: for (int64_t i = 0; i < n; ++i) y[i] = std::expm1(x[i]); break;
   }
 }
 

@@ -66,6 +66,22 @@ __global__ void unary_k(UnaryOp op, const T* x, T* y, int64_t n) {
       case UnaryOp::sqrt: y[i] = sqrt(v); break;
       case UnaryOp::square: y[i] = v * v; break;
       case UnaryOp::abs: y[i] = v < T(0) ? -v : v; break;
+      case UnaryOp::sin: y[i] = sin(v); break;
+      case UnaryOp::cos: y[i] = cos(v); break;
+      case UnaryOp::tan: y[i] = tan(v); break;
+      case UnaryOp::asin: y[i] = asin(v); break;
+      case UnaryOp::acos: y[i] = acos(v); break;
+      case UnaryOp::atan: y[i] = atan(v); break;
+      case UnaryOp::sinh: y[i] = sinh(v); break;
+      case UnaryOp::cosh: y[i] = cosh(v); break;
+      case UnaryOp::asinh: y[i] = asinh(v); break;
+      case UnaryOp::acosh: y[i] = acosh(v); break;
+      case UnaryOp::atanh: y[i] = atanh(v); break;
+      case UnaryOp::floor: y[i] = floor(v); break;
+      case UnaryOp::ceil: y[i] = ceil(v); break;
+      case UnaryOp::round: y[i] = rint(v); break;  // halves to even
+      case UnaryOp::log1p: y[i] = log1p(v); break;
+      case UnaryOp::expm1: y[i] = expm1(v); break;
     }
   }
 }

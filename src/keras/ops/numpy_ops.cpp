@@ -118,7 +118,11 @@ Tensor minimum(const TensorLike& a, const TensorLike& b) {
   auto [x, y] = promoted(a, b);
   return core::minimum(x, y);
 }
-Tensor negative(const Tensor& x) { return core::neg(x); }
+Tensor negative(const Tensor& x) {
+  if (is_float(x.dtype())) return core::neg(x);
+  const DType t = x.dtype() == DType::bool_ ? DType::int32 : x.dtype();
+  return core::sub(Tensor::scalar(0, t), cast(x, t));
+}
 Tensor abs(const Tensor& x) {
   if (is_float(x.dtype())) return core::abs(x);
   return core::where(core::compare(x, Tensor::scalar(0, x.dtype()), core::CompareKind::less), core::neg(x), x);
@@ -128,6 +132,48 @@ Tensor square(const Tensor& x) { return is_float(x.dtype()) ? core::square(x) : 
 Tensor sqrt(const Tensor& x) { return core::sqrt(cast(x, float_of(x.dtype()))); }
 Tensor exp(const Tensor& x) { return core::exp(cast(x, float_of(x.dtype()))); }
 Tensor log(const Tensor& x) { return core::log(cast(x, float_of(x.dtype()))); }
+
+// The element-wise math functions: integers and bools computed as float32, as Keras's (int64 too: floatx()).
+#define OSPREY_KERAS_FLOAT_FN(name, core_fn) \
+  Tensor name(const Tensor& x) { return core::core_fn(cast(x, float_of(x.dtype()))); }
+OSPREY_KERAS_FLOAT_FN(sin, sin)
+OSPREY_KERAS_FLOAT_FN(cos, cos)
+OSPREY_KERAS_FLOAT_FN(tan, tan)
+OSPREY_KERAS_FLOAT_FN(arcsin, asin)
+OSPREY_KERAS_FLOAT_FN(arccos, acos)
+OSPREY_KERAS_FLOAT_FN(arctan, atan)
+OSPREY_KERAS_FLOAT_FN(sinh, sinh)
+OSPREY_KERAS_FLOAT_FN(cosh, cosh)
+OSPREY_KERAS_FLOAT_FN(tanh, tanh)
+OSPREY_KERAS_FLOAT_FN(arcsinh, asinh)
+OSPREY_KERAS_FLOAT_FN(arccosh, acosh)
+OSPREY_KERAS_FLOAT_FN(arctanh, atanh)
+OSPREY_KERAS_FLOAT_FN(floor, floor)
+OSPREY_KERAS_FLOAT_FN(ceil, ceil)
+OSPREY_KERAS_FLOAT_FN(log1p, log1p)
+OSPREY_KERAS_FLOAT_FN(expm1, expm1)
+#undef OSPREY_KERAS_FLOAT_FN
+Tensor log2(const Tensor& x) {
+  const Tensor f = cast(x, float_of(x.dtype()));
+  return core::div(core::log(f), core::log(Tensor::scalar(2.0, f.dtype())));
+}
+Tensor log10(const Tensor& x) {
+  const Tensor f = cast(x, float_of(x.dtype()));
+  return core::div(core::log(f), core::log(Tensor::scalar(10.0, f.dtype())));
+}
+Tensor reciprocal(const Tensor& x) {
+  const Tensor f = cast(x, float_of(x.dtype()));
+  return core::div(Tensor::scalar(1.0, f.dtype()), f);
+}
+Tensor round(const Tensor& x, int decimals) {
+  if (decimals == 0 && is_float(x.dtype())) return core::round(x);
+  if (!is_float(x.dtype()) && decimals >= 0) return x;  // an integer has no digits after the point
+  // x·10^d rounded, then divided back (integers with d < 0 through float32, cast back as Keras).
+  const Tensor f = cast(x, float_of(x.dtype()));
+  const Tensor factor = Tensor::scalar(std::pow(10.0, decimals), f.dtype());
+  const Tensor r = core::div(core::round(core::mul(f, factor)), factor);
+  return is_float(x.dtype()) ? r : cast(r, x.dtype());
+}
 Tensor sign(const Tensor& x) {
   const Tensor zero = Tensor::scalar(0, x.dtype());
   const Tensor pos = core::cast(core::compare(x, zero, core::CompareKind::greater), x.dtype());
