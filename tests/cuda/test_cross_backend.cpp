@@ -12,6 +12,7 @@
 #include "osprey/config.h"
 #include "osprey/device.h"
 #include "osprey/errors.h"
+#include "osprey/keras/ops.h"
 #include "osprey/ops.h"
 #include "osprey/random.h"
 #include "osprey/tensor.h"
@@ -524,6 +525,25 @@ void check_toolkit_ops() {
   });
 }
 
+// keras::ops built from the ops above (pad, tile, repeat, arctan2, hypot): placed on the GPU as a whole.
+void check_composite_ops() {
+  namespace ko = osprey::keras::ops;
+  const Tensor a = host_uniform({4, 5}, -2, 2, 301), b = host_uniform({5}, -2, 2, 302);
+  expect_same("pad, tile, repeat, arctan2, hypot", [&] {
+    Variable va(a, "a"), vb(b, "b");
+    GradientTape tape;
+    Outputs ys{ko::pad(va.value(), {{1, 2}, {0, 3}}, "constant", 0.5), ko::pad(va.value(), {{2, 1}, {3, 1}}, "reflect"),
+               ko::pad(va.value(), {{0, 4}, {5, 0}}, "symmetric"), ko::tile(va.value(), {2, 1, 3}),
+               ko::repeat(va.value(), std::vector<int64_t>{2, 0, 1, 3}, 0), ko::arctan2(va.value(), vb.value()),
+               ko::hypot(va.value(), vb.value())};
+    Tensor total = ops::reduce_sum(ops::square(ys[0]));
+    for (std::size_t i = 1; i < ys.size(); ++i) total = ops::add(total, ops::reduce_sum(ops::square(ys[i])));
+    auto g = tape.gradient(total, Vars{&va, &vb});
+    ys.insert(ys.end(), g.begin(), g.end());
+    return ys;
+  });
+}
+
 // float16 and bfloat16 (mixed precision's compute types): the GPU's own half kernels (cuBLASLt and cuDNN on the
 // tensor cores, activations, bias gradients, arithmetic) against the CPU (oneDNN's bfloat16, float32 copies for
 // float16), each result rounded once to the half type: equal up to a few roundings of the type.
@@ -611,6 +631,7 @@ TEST(CrossBackend, EveryOpOnTheRealGpuMatchesTheCpu) {
   config::experimental::enable_tensor_float_32_execution(false);
   check_every_op();
   check_toolkit_ops();
+  check_composite_ops();
   check_half_ops();
   config::experimental::enable_tensor_float_32_execution(true);
 }
@@ -633,6 +654,7 @@ TEST(CrossBackend, HarnessOnTheTestPlatform) {
   osprey::testing::install_test_platform({.gpus = osprey::testing::default_test_gpus(1), .missing_kernels = {}});
   check_every_op();
   check_toolkit_ops();
+  check_composite_ops();
   check_half_ops();
   osprey::testing::reset_runtime();
 }

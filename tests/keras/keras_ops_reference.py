@@ -114,6 +114,23 @@ cases = [
     ("sin_int", lambda x: ops.sin(x), [i32(2, 3)]),
     ("floor_int", lambda x: ops.floor(x), [i32(2, 3)]),
     ("negative_int", lambda x: ops.negative(x), [i32(2, 3)]),
+    # pad, tile, repeat; arctan2 (every quadrant, the axes, signed zeros) and hypot.
+    ("pad_constant", lambda x: ops.pad(x, ((1, 2), (0, 1)), constant_values=1.5), [f32(2, 3)]),
+    ("pad_reflect", lambda x: ops.pad(x, ((2, 1), (1, 3)), mode="reflect"), [f32(3, 4)]),
+    ("pad_symmetric", lambda x: ops.pad(x, ((0, 3), (2, 2), (1, 0)), mode="symmetric"), [f32(3, 3, 2)]),
+    ("pad_int", lambda x: ops.pad(x, ((1, 1), (2, 0))), [i32(2, 2)]),
+    ("tile", lambda x: ops.tile(x, (2, 1, 3)), [f32(2, 3)]),
+    ("tile_short_repeats", lambda x: ops.tile(x, (2,)), [f32(2, 3)]),
+    ("repeat_flat", lambda x: ops.repeat(x, 2), [f32(2, 2)]),
+    ("repeat_per_element", lambda x: ops.repeat(x, [1, 0, 3], axis=1), [f32(2, 3)]),
+    ("arctan2", lambda y, x: ops.arctan2(y, x), [f32(3, 4), f32(4)]),
+    ("arctan2_axes", lambda y, x: ops.arctan2(y, x),
+     [np.array([1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 0.0, -0.0], "float32"),
+      np.array([0.0, 0.0, -0.0, -0.0, -3.0, -3.0, -3.0, -3.0], "float32")]),
+    # The origins' values by the zeros' signs (TensorFlow's gradient there is NaN: none taken).
+    ("arctan2_origins", lambda y, x: ops.arctan2(ops.stop_gradient(y), ops.stop_gradient(x)),
+     [np.array([0.0, -0.0, 0.0, -0.0], "float32"), np.array([0.0, 0.0, -0.0, -0.0], "float32")]),
+    ("hypot", lambda a, b: ops.hypot(a, b), [f32(2, 3), f32(3)]),
 ]
 
 

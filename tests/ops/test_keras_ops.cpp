@@ -110,6 +110,19 @@ const std::map<std::string, std::function<Ts(const Ts&)>>& cases() {
       {"sin_int", [](const Ts& i) { return Ts{ko::sin(i[0])}; }},
       {"floor_int", [](const Ts& i) { return Ts{ko::floor(i[0])}; }},
       {"negative_int", [](const Ts& i) { return Ts{ko::negative(i[0])}; }},
+      {"pad_constant", [](const Ts& i) { return Ts{ko::pad(i[0], {{1, 2}, {0, 1}}, "constant", 1.5)}; }},
+      {"pad_reflect", [](const Ts& i) { return Ts{ko::pad(i[0], {{2, 1}, {1, 3}}, "reflect")}; }},
+      {"pad_symmetric", [](const Ts& i) { return Ts{ko::pad(i[0], {{0, 3}, {2, 2}, {1, 0}}, "symmetric")}; }},
+      {"pad_int", [](const Ts& i) { return Ts{ko::pad(i[0], {{1, 1}, {2, 0}})}; }},
+      {"tile", [](const Ts& i) { return Ts{ko::tile(i[0], {2, 1, 3})}; }},
+      {"tile_short_repeats", [](const Ts& i) { return Ts{ko::tile(i[0], {2})}; }},
+      {"repeat_flat", [](const Ts& i) { return Ts{ko::repeat(i[0], 2)}; }},
+      {"repeat_per_element", [](const Ts& i) { return Ts{ko::repeat(i[0], std::vector<int64_t>{1, 0, 3}, 1)}; }},
+      {"arctan2", [](const Ts& i) { return Ts{ko::arctan2(i[0], i[1])}; }},
+      {"arctan2_axes", [](const Ts& i) { return Ts{ko::arctan2(i[0], i[1])}; }},
+      {"arctan2_origins",
+       [](const Ts& i) { return Ts{ko::arctan2(ko::stop_gradient(i[0]), ko::stop_gradient(i[1]))}; }},
+      {"hypot", [](const Ts& i) { return Ts{ko::hypot(i[0], i[1])}; }},
       {"einsum_ellipsis_bmm", [](const Ts& i) { return Ts{ko::einsum("...ij,...jk->...ik", i)}; }},
       {"einsum_ellipsis_middle", [](const Ts& i) { return Ts{ko::einsum("i...j->j...i", i)}; }},
       {"einsum_ellipsis_sum", [](const Ts& i) { return Ts{ko::einsum("...d,...d->...", i)}; }},
@@ -208,6 +221,27 @@ TEST(KerasOps, MathFunctionsTakeFloatsOutsideTheirDomainNaNAndCoreOpsRefuseInteg
   }
   EXPECT_EQ(ko::sin(Tensor::zeros({2}, DType::int64)).dtype(), DType::float32);
   EXPECT_NEAR(ko::round(Tensor::from_vector<float>({0.125f}, {1}), 2).item(), 0.12, 1e-6);  // halves to even
+}
+
+TEST(KerasOps, PadTileAndRepeatRefuseBadArguments) {
+  const Tensor x = Tensor::ones({3, 2});
+  EXPECT_THROW((void)ko::pad(x, {{1, 1}}, "wrap"), ValueError);
+  EXPECT_THROW((void)ko::pad(x, {{1, 1}}, "reflect", 2.0), ValueError);
+  EXPECT_THROW((void)ko::pad(x, {{1, 1}, {1, 1}, {1, 1}}), InvalidArgumentError);
+  EXPECT_THROW((void)ko::pad(x, {{-1, 0}, {0, 0}}), InvalidArgumentError);
+  try {
+    (void)ko::pad(x, {{0, 0}, {2, 0}}, "reflect");
+    FAIL() << "no error";
+  } catch (const InvalidArgumentError& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("padding (2, 0) on axis 1 of size 2 is larger than mode 'reflect' "
+                                               "allows (1 per side)"));
+  }
+  EXPECT_EQ(ko::pad(x, {{0, 0}, {2, 2}}, "symmetric").shape(), Shape({3, 6}));
+  EXPECT_EQ(ko::pad(x, {{1, 2}}).shape(), Shape({6, 5}));  // one pair for every axis, as NumPy
+  EXPECT_THROW((void)ko::tile(x, {2, -1}), InvalidArgumentError);
+  EXPECT_THROW((void)ko::repeat(x, std::vector<int64_t>{1, 2}, 0), InvalidArgumentError);
+  EXPECT_THROW((void)ko::repeat(x, -1), InvalidArgumentError);
+  EXPECT_EQ(ko::repeat(x, 0, 1).shape(), Shape({3, 0}));
 }
 
 TEST(KerasOps, BroadcastingErrorsNameBothShapes) {

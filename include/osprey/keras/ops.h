@@ -6,6 +6,7 @@
 #include <initializer_list>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "osprey/tensor.h"
@@ -99,6 +100,10 @@ Tensor expm1(const Tensor& x);
 Tensor log2(const Tensor& x);
 Tensor log10(const Tensor& x);
 Tensor reciprocal(const Tensor& x);
+/// The angle of (x2, x1) in (-π, π] (NumPy's arctan2(y, x)) and sqrt(x1² + x2²), with broadcasting; integers as
+/// float32. Differentiable (arctan2 where x2 != 0).
+Tensor arctan2(const TensorLike& x1, const TensorLike& x2);
+Tensor hypot(const TensorLike& x1, const TensorLike& x2);
 /// keras.ops.round: halves to even, `decimals` digits after the point (negative: before it); an integer tensor
 /// stays itself unless decimals < 0.
 Tensor round(const Tensor& x, int decimals = 0);
@@ -164,6 +169,18 @@ Tensor take_along_axis(const Tensor& x, const Tensor& indices, int axis);
 Tensor slice(const Tensor& x, const std::vector<int64_t>& start_indices, const std::vector<int64_t>& shape);
 /// x[i] along the first axis (negative from the end): the axis removed.
 Tensor get_item(const Tensor& x, int64_t i);
+/// keras.ops.pad: `pad_width` one (before, after) pair per axis, or one pair for every axis; mode "constant" (with
+/// `constant_values`), "reflect" (the edge not repeated: at most n - 1 per side) or "symmetric" (the edge
+/// repeated: at most n), TensorFlow's modes. Differentiable in x.
+Tensor pad(const Tensor& x, const std::vector<std::pair<int64_t, int64_t>>& pad_width,
+           const std::string& mode = "constant", double constant_values = 0);
+/// keras.ops.tile: x repeated `repeats[i]` times along axis i (a shorter list applies to the last axes; a longer
+/// one adds leading axes). Differentiable in x.
+Tensor tile(const Tensor& x, const std::vector<int64_t>& repeats);
+/// keras.ops.repeat: each element repeated `repeats` times along axis (axis=None: of the flattened x), or
+/// repeats[i] times for element i. Differentiable in x.
+Tensor repeat(const Tensor& x, const std::vector<int64_t>& repeats, std::optional<int> axis = std::nullopt);
+Tensor repeat(const Tensor& x, int64_t repeats, std::optional<int> axis = std::nullopt);
 /// One-hot vectors of `num_classes` along a new axis (default last); indices outside [0, num_classes) give zeros.
 Tensor one_hot(const Tensor& x, int64_t num_classes, int axis = -1, DType dtype = DType::float32);
 Tensor arange(double start, std::optional<double> stop = std::nullopt, double step = 1.0,

@@ -165,6 +165,32 @@ Tensor reciprocal(const Tensor& x) {
   const Tensor f = cast(x, float_of(x.dtype()));
   return core::div(Tensor::scalar(1.0, f.dtype()), f);
 }
+Tensor arctan2(const TensorLike& a, const TensorLike& b) {
+  const DType t = float_of(result_type(a, b));
+  const Tensor y = a.as_tensor(t), x = b.as_tensor(t);
+  const Tensor zero = Tensor::scalar(0.0, t), one = Tensor::scalar(1.0, t), pi = Tensor::scalar(M_PI, t);
+  // Signs with signed zeros (1/-0 = -inf), as NumPy's arctan2(-0., -1.) = -π.
+  auto negative = [&](const Tensor& v) { return core::compare(core::div(one, v), zero, core::CompareKind::less); };
+  const Tensor x_zero = core::compare(x, zero, core::CompareKind::equal);
+  const Tensor x_neg = negative(x), y_neg = negative(y);
+  // atan(y / x), shifted by ±π where x < 0 (x replaced by 1 where it is 0, so that no gradient is NaN there).
+  const Tensor base = core::atan(core::div(y, core::where(x_zero, one, x)));
+  const Tensor shifted = core::where(y_neg, core::sub(base, pi), core::add(base, pi));
+  const Tensor off_axis = core::where(x_neg, shifted, base);
+  // x == 0: ±π/2 by y's sign, written as ±π/2 - atan(x / y) for TensorFlow's gradient in x there (-1/y); y == 0
+  // too: y itself (±0), or ±π where x is -0.
+  const Tensor y_zero = core::compare(y, zero, core::CompareKind::equal);
+  const Tensor origin = core::where(x_neg, core::where(y_neg, core::neg(pi), pi), y);
+  const Tensor vertical = core::sub(core::mul(sign(y), Tensor::scalar(M_PI / 2, t)),
+                                    core::atan(core::div(x, core::where(y_zero, one, y))));
+  const Tensor on_axis = core::where(y_zero, origin, vertical);
+  return core::where(x_zero, on_axis, off_axis);
+}
+Tensor hypot(const TensorLike& a, const TensorLike& b) {
+  const DType t = float_of(result_type(a, b));
+  const Tensor x = a.as_tensor(t), y = b.as_tensor(t);
+  return core::sqrt(core::add(core::square(x), core::square(y)));
+}
 Tensor round(const Tensor& x, int decimals) {
   if (decimals == 0 && is_float(x.dtype())) return core::round(x);
   if (!is_float(x.dtype()) && decimals >= 0) return x;  // an integer has no digits after the point

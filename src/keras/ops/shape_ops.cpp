@@ -296,4 +296,97 @@ static Tensor sorted_along(const Tensor& x, int axis, const char* op, int output
 Tensor sort(const Tensor& x, int axis) { return sorted_along(x, axis, "sort", 0); }
 Tensor argsort(const Tensor& x, int axis) { return sorted_along(x, axis, "argsort", 1); }
 
+Tensor pad(const Tensor& x, const std::vector<std::pair<int64_t, int64_t>>& pad_width, const std::string& mode,
+           double constant_values) {
+  const int r = x.shape().rank();
+  if (mode != "constant" && mode != "reflect" && mode != "symmetric") {
+    throw ValueError(fmt::format("pad: mode '{}' is not supported; use 'constant', 'reflect' or 'symmetric'", mode));
+  }
+  if (mode != "constant" && constant_values != 0) {
+    throw ValueError(fmt::format("pad: constant_values ({}) is only used with mode 'constant', not '{}'",
+                                 constant_values, mode));
+  }
+  if (pad_width.size() != 1 && pad_width.size() != static_cast<std::size_t>(r)) {
+    throw InvalidArgumentError(fmt::format("pad: {} (before, after) pairs for a tensor of rank {} of shape {}; give "
+                                           "one per axis or one for all",
+                                           pad_width.size(), r, x.shape().to_string()));
+  }
+  Tensor out = x;
+  for (int ax = 0; ax < r; ++ax) {
+    const auto [before, after] = pad_width.size() == 1 ? pad_width[0] : pad_width[static_cast<std::size_t>(ax)];
+    const int64_t n = x.shape()[ax];
+    if (before < 0 || after < 0) {
+      throw InvalidArgumentError(fmt::format("pad: negative padding ({}, {}) on axis {}", before, after, ax));
+    }
+    if (before == 0 && after == 0) continue;
+    if (mode == "constant") {
+      std::vector<Tensor> parts;
+      auto block = [&](int64_t m) {
+        std::vector<int64_t> d = dims_of(out.shape());
+        d[static_cast<std::size_t>(ax)] = m;
+        return Tensor::full(Shape(d), constant_values, x.dtype());
+      };
+      if (before) parts.push_back(block(before));
+      parts.push_back(out);
+      if (after) parts.push_back(block(after));
+      out = core::concat(parts, ax);
+      continue;
+    }
+    // reflect: ... x2 x1 | x0 x1 ... x(n-1) | x(n-2) ...; symmetric: ... x1 x0 | x0 ... x(n-1) | x(n-1) x(n-2) ...
+    const int64_t edge = mode == "reflect" ? 1 : 0, limit = n - edge;
+    if (before > limit || after > limit) {
+      throw InvalidArgumentError(fmt::format("pad: padding ({}, {}) on axis {} of size {} is larger than mode '{}' "
+                                             "allows ({} per side)",
+                                             before, after, ax, n, mode, limit));
+    }
+    std::vector<int64_t> idx;
+    for (int64_t i = before; i >= 1; --i) idx.push_back(i - 1 + edge);
+    for (int64_t i = 0; i < n; ++i) idx.push_back(i);
+    for (int64_t i = 1; i <= after; ++i) idx.push_back(n - i - edge);
+    out = take(out, Tensor::from_vector(idx, {static_cast<int64_t>(idx.size())}), ax);
+  }
+  return out;
+}
+
+Tensor tile(const Tensor& x, const std::vector<int64_t>& repeats) {
+  for (int64_t k : repeats) {
+    if (k < 0) throw InvalidArgumentError(fmt::format("tile: repeats must be >= 0, got {}", k));
+  }
+  const int d = std::max<int>(x.shape().rank(), static_cast<int>(repeats.size()));
+  std::vector<int64_t> dims(static_cast<std::size_t>(d - x.shape().rank()), 1), reps(static_cast<std::size_t>(d) - repeats.size(), 1);
+  for (int64_t v : dims_of(x.shape())) dims.push_back(v);
+  reps.insert(reps.end(), repeats.begin(), repeats.end());
+  // (1, a1, 1, a2, ...) broadcast to (r1, a1, r2, a2, ...), then each pair merged.
+  std::vector<int64_t> spread, target, out;
+  for (int i = 0; i < d; ++i) {
+    const auto u = static_cast<std::size_t>(i);
+    spread.insert(spread.end(), {1, dims[u]});
+    target.insert(target.end(), {reps[u], dims[u]});
+    out.push_back(reps[u] * dims[u]);
+  }
+  return core::reshape(core::broadcast_to(core::reshape(x, Shape(spread)), Shape(target)), Shape(out));
+}
+
+Tensor repeat(const Tensor& x_in, const std::vector<int64_t>& repeats, std::optional<int> axis) {
+  const Tensor x = axis ? x_in : core::reshape(x_in, {x_in.num_elements()});
+  const int ax = normalized(axis ? *axis : 0, x.shape().rank(), "repeat");
+  const int64_t n = x.shape()[ax];
+  if (repeats.size() != 1 && static_cast<int64_t>(repeats.size()) != n) {
+    throw InvalidArgumentError(fmt::format("repeat: {} repeat counts for an axis of {} elements; give one, or one per "
+                                           "element",
+                                           repeats.size(), n));
+  }
+  std::vector<int64_t> idx;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t k = repeats.size() == 1 ? repeats[0] : repeats[static_cast<std::size_t>(i)];
+    if (k < 0) throw InvalidArgumentError(fmt::format("repeat: repeats must be >= 0, got {}", k));
+    idx.insert(idx.end(), static_cast<std::size_t>(k), i);
+  }
+  return take(x, Tensor::from_vector(idx, {static_cast<int64_t>(idx.size())}), ax);
+}
+
+Tensor repeat(const Tensor& x, int64_t repeats, std::optional<int> axis) {
+  return repeat(x, std::vector<int64_t>{repeats}, axis);
+}
+
 }  // namespace osprey::keras::ops
