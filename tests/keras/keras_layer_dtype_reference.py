@@ -41,6 +41,12 @@ def make_a():
 a = make_a()
 a.set_weights(weights)
 rec = {"layers": dtypes(a)}
+# The symbolic outputs' dtypes (KerasTensor.dtype) of the same layers called on a keras.Input.
+sym = keras.Input((8,), name="symbolic")  # named: the auto-named inputs after it keep their names
+rec["symbolic_dtypes"] = [name(sym.dtype)]
+for layer in a.layers:
+    sym = layer(sym)
+    rec["symbolic_dtypes"].append(name(sym.dtype))
 pred = a(x, training=False)
 rec["output_dtype"] = name(pred.dtype)
 rec["predict"] = np.asarray(pred).tolist()

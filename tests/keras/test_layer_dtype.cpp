@@ -94,6 +94,21 @@ TEST(LayerDtype, Float32SoftmaxUnderMixedBfloat16MatchesKeras) {
   }
 }
 
+// The same layers called on a keras::Input: their symbolic outputs have Keras's dtypes (KerasTensor.dtype).
+TEST(LayerDtype, SymbolicOutputsHaveTheLayersComputeDtypes) {
+  const auto& expected = layer_dtype_ref()["guide"]["symbolic_dtypes"];
+  PolicyScope scope("mixed_bfloat16");
+  std::vector<keras::KerasTensor> ts{keras::Input({8})};
+  ts.push_back(keras::layers::Dense(16, "relu", {.name = "hidden"})(ts.back()));
+  ts.push_back(keras::layers::Dense(4, "", {.name = "logits"})(ts.back()));
+  ts.push_back(keras::layers::Activation("softmax", "probs").with_dtype("float32")(ts.back()));
+  ASSERT_EQ(ts.size(), expected.size());
+  for (std::size_t i = 0; i < ts.size(); ++i) {
+    EXPECT_EQ(dtype_name(ts[i].dtype()), expected[i].get<std::string>()) << ts[i].to_string();
+  }
+  EXPECT_THAT(ts[1].to_string(), ::testing::HasSubstr("dtype=bfloat16"));
+}
+
 // A float32 model with one mixed_bfloat16 Dense (the options' dtype): bfloat16 between it and the next layer,
 // float32 out.
 TEST(LayerDtype, OneMixedBfloat16DenseInAFloat32ModelMatchesKeras) {

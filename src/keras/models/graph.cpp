@@ -182,9 +182,12 @@ std::vector<KerasTensor> Layer::call_symbolic(std::shared_ptr<Layer> self, const
     throw ValueError(fmt::format("Exception encountered when calling {}.call() of layer '{}' on input(s) {}: {}",
                                  self->class_name(), self->name(), shown, e.what()));
   }
+  // A layer's output has its compute dtype, as Keras's KerasTensor (bfloat16 under mixed_bfloat16); float32 where
+  // the policy's compute dtype is float64, which Osprey computes in float32.
+  const DType compute = self->dtype_policy().compute_dtype();
   node->layer = std::move(self);
   node->inputs = inputs;
-  node->dtype = DType::float32;  // a layer's output has its compute dtype (an Embedding's ids may be integers)
+  node->dtype = is_half(compute) ? compute : DType::float32;
   node->name = node->layer->name();
   node->batch_size = inputs[0].node()->batch_size;
   std::vector<KerasTensor> outs;
