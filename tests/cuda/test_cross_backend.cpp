@@ -547,7 +547,8 @@ void check_toolkit_ops() {
   });
 }
 
-// keras::ops built from the ops above (pad, tile, repeat, arctan2, hypot): placed on the GPU as a whole.
+// keras::ops built from the ops above (pad, tile, repeat, arctan2, hypot, the nn functions and norms): placed on the
+// GPU as a whole.
 void check_composite_ops() {
   namespace ko = osprey::keras::ops;
   const Tensor a = host_uniform({4, 5}, -2, 2, 301), b = host_uniform({5}, -2, 2, 302);
@@ -562,6 +563,20 @@ void check_composite_ops() {
     for (std::size_t i = 1; i < ys.size(); ++i) total = ops::add(total, ops::reduce_sum(ops::square(ys[i])));
     auto g = tape.gradient(total, Vars{&va, &vb});
     ys.insert(ys.end(), g.begin(), g.end());
+    return ys;
+  });
+  expect_same("keras::ops nn functions and norms", [&] {
+    Variable va(a, "a");
+    GradientTape tape;
+    const Tensor x = va.value();
+    Outputs ys{ko::softmax(x, 0),        ko::log_softmax(x),         ko::gelu(x),          ko::hard_silu(x),
+               ko::elu(x, 0.5),          ko::leaky_relu(x, 0.1),     ko::normalize(x),     ko::normalize(x, 0, 1),
+               ko::norm(x, 3.0, 1),      ko::norm(x, INFINITY, {0, 1}), ko::moments(x, {0})[1]};
+    Tensor total = ops::reduce_sum(ops::square(ys[0]));
+    for (std::size_t i = 1; i < ys.size(); ++i) {
+      total = ops::add(total, ops::reduce_sum(ops::square(ops::reshape(ys[i], {ys[i].num_elements()}))));
+    }
+    ys.push_back(tape.gradient(total, Vars{&va})[0]);
     return ys;
   });
 }

@@ -131,6 +131,28 @@ cases = [
     ("arctan2_origins", lambda y, x: ops.arctan2(ops.stop_gradient(y), ops.stop_gradient(x)),
      [np.array([0.0, -0.0, 0.0, -0.0], "float32"), np.array([0.0, 0.0, -0.0, -0.0], "float32")]),
     ("hypot", lambda a, b: ops.hypot(a, b), [f32(2, 3), f32(3)]),
+    # Neural-network functions, moments, normalize, norm.
+    ("activations", lambda x: [ops.relu(x), ops.relu6(ops.multiply(x, 4.0)), ops.sigmoid(x), ops.softplus(x),
+                               ops.softsign(x), ops.silu(x), ops.selu(x), ops.elu(x), ops.leaky_relu(x)],
+     [f32(3, 4, lo=-3.0, hi=3.0)]),
+    ("activations_parametric", lambda x: [ops.elu(x, alpha=0.5), ops.leaky_relu(x, negative_slope=0.1),
+                                          ops.hard_sigmoid(x), ops.hard_silu(x)], [f32(3, 4, lo=-4.0, hi=4.0)]),
+    ("gelu_both", lambda x: [ops.gelu(x), ops.gelu(x, approximate=False)], [f32(3, 5, lo=-3.0, hi=3.0)]),
+    ("softmax_axes", lambda x: [ops.softmax(x), ops.softmax(x, axis=1), ops.softmax(x, axis=0)], [f32(2, 3, 4)]),
+    ("log_softmax", lambda x: [ops.log_softmax(x), ops.log_softmax(x, axis=0)], [f32(3, 4)]),
+    ("moments", lambda x: list(ops.moments(x, axes=[0, 2])), [f32(3, 2, 4)]),
+    ("moments_keepdims", lambda x: list(ops.moments(x, axes=[1], keepdims=True)), [f32(3, 4)]),
+    ("normalize", lambda x: [ops.normalize(x), ops.normalize(x, axis=0, order=1)], [f32(3, 4)]),
+    ("norm_vector", lambda x: [ops.norm(x, axis=1), ops.norm(x, ord=1, axis=1), ops.norm(x, ord=float("inf"), axis=0),
+                               ops.norm(x, ord=float("-inf"), axis=1, keepdims=True), ops.norm(x, ord=3, axis=-1)],
+     [f32(3, 4)]),
+    ("norm_zero_count", lambda x: ops.norm(x, ord=0, axis=0), [np.array([[0, 1.5], [2, 0], [0, 0]], "float32")]),
+    ("norm_matrix", lambda x: [ops.norm(x), ops.norm(x, ord=1, axis=(0, 1)), ops.norm(x, ord=float("inf"), axis=(0, 1)),
+                               ops.norm(x, ord=-1, axis=(0, 1)), ops.norm(x, ord=float("-inf"), axis=(1, 0))],
+     [f32(3, 4)]),
+    ("norm_batched_matrix", lambda x: [ops.norm(x, ord=1, axis=(2, 1)), ops.norm(x, axis=(0, 2), keepdims=True)],
+     [f32(2, 3, 4)]),
+    ("norm_int", lambda x: ops.norm(x, axis=0), [i32(3, 2, lo=1, hi=5)]),
 ]
 
 

@@ -123,6 +123,39 @@ const std::map<std::string, std::function<Ts(const Ts&)>>& cases() {
       {"arctan2_origins",
        [](const Ts& i) { return Ts{ko::arctan2(ko::stop_gradient(i[0]), ko::stop_gradient(i[1]))}; }},
       {"hypot", [](const Ts& i) { return Ts{ko::hypot(i[0], i[1])}; }},
+      {"activations",
+       [](const Ts& i) {
+         const Tensor& x = i[0];
+         return Ts{ko::relu(x), ko::relu6(ko::multiply(x, 4.0)), ko::sigmoid(x), ko::softplus(x), ko::softsign(x),
+                   ko::silu(x), ko::selu(x), ko::elu(x), ko::leaky_relu(x)};
+       }},
+      {"activations_parametric",
+       [](const Ts& i) {
+         return Ts{ko::elu(i[0], 0.5), ko::leaky_relu(i[0], 0.1), ko::hard_sigmoid(i[0]), ko::hard_silu(i[0])};
+       }},
+      {"gelu_both", [](const Ts& i) { return Ts{ko::gelu(i[0]), ko::gelu(i[0], false)}; }},
+      {"softmax_axes",
+       [](const Ts& i) { return Ts{ko::softmax(i[0]), ko::softmax(i[0], 1), ko::softmax(i[0], 0)}; }},
+      {"log_softmax", [](const Ts& i) { return Ts{ko::log_softmax(i[0]), ko::log_softmax(i[0], 0)}; }},
+      {"moments", [](const Ts& i) { return ko::moments(i[0], {0, 2}); }},
+      {"moments_keepdims", [](const Ts& i) { return ko::moments(i[0], {1}, true); }},
+      {"normalize", [](const Ts& i) { return Ts{ko::normalize(i[0]), ko::normalize(i[0], 0, 1)}; }},
+      {"norm_vector",
+       [](const Ts& i) {
+         const Tensor& x = i[0];
+         return Ts{ko::norm(x, std::nullopt, 1), ko::norm(x, 1.0, 1), ko::norm(x, INFINITY, 0),
+                   ko::norm(x, -INFINITY, 1, true), ko::norm(x, 3.0, -1)};
+       }},
+      {"norm_zero_count", [](const Ts& i) { return Ts{ko::norm(i[0], 0.0, 0)}; }},
+      {"norm_matrix",
+       [](const Ts& i) {
+         const Tensor& x = i[0];
+         return Ts{ko::norm(x), ko::norm(x, 1.0, {0, 1}), ko::norm(x, INFINITY, {0, 1}), ko::norm(x, -1.0, {0, 1}),
+                   ko::norm(x, -INFINITY, {1, 0})};
+       }},
+      {"norm_batched_matrix",
+       [](const Ts& i) { return Ts{ko::norm(i[0], 1.0, {2, 1}), ko::norm(i[0], std::nullopt, {0, 2}, true)}; }},
+      {"norm_int", [](const Ts& i) { return Ts{ko::norm(i[0], std::nullopt, 0)}; }},
       {"einsum_ellipsis_bmm", [](const Ts& i) { return Ts{ko::einsum("...ij,...jk->...ik", i)}; }},
       {"einsum_ellipsis_middle", [](const Ts& i) { return Ts{ko::einsum("i...j->j...i", i)}; }},
       {"einsum_ellipsis_sum", [](const Ts& i) { return Ts{ko::einsum("...d,...d->...", i)}; }},
@@ -242,6 +275,17 @@ TEST(KerasOps, PadTileAndRepeatRefuseBadArguments) {
   EXPECT_THROW((void)ko::repeat(x, std::vector<int64_t>{1, 2}, 0), InvalidArgumentError);
   EXPECT_THROW((void)ko::repeat(x, -1), InvalidArgumentError);
   EXPECT_EQ(ko::repeat(x, 0, 1).shape(), Shape({3, 0}));
+}
+
+TEST(KerasOps, NormAndNormalizeRefuseWhatKerasRefuses) {
+  const Tensor x = Tensor::ones({2, 3, 2});
+  EXPECT_THROW((void)ko::norm(x), ValueError);  // three axes, as Keras
+  EXPECT_THROW((void)ko::norm(x, 2.0, {0, 1}), InvalidArgumentError);  // singular values: not offered
+  EXPECT_THROW((void)ko::norm(x, std::nullopt, {0, 0}), InvalidArgumentError);
+  EXPECT_THROW((void)ko::norm(x, std::nullopt, 3), InvalidArgumentError);
+  EXPECT_THROW((void)ko::normalize(x, -1, 0), ValueError);
+  EXPECT_THROW((void)ko::softmax(Tensor::scalar(1.0)), InvalidArgumentError);
+  EXPECT_EQ(ko::relu(Tensor::ones({2}, DType::float64)).dtype(), DType::float64);
 }
 
 TEST(KerasOps, BroadcastingErrorsNameBothShapes) {

@@ -190,6 +190,37 @@ Tensor ones(const std::vector<int64_t>& shape, DType dtype = DType::float32);
 Tensor zeros_like(const Tensor& x);
 Tensor ones_like(const Tensor& x);
 
+// ---- neural-network functions (keras.ops.relu ...; nn_ops.cpp) ----
+/// Activations element-wise (softmax and log_softmax along `axis`): integers as float32, float64 computed in
+/// float32 by the activation kernels (the composite ones stay float64). Differentiable.
+Tensor relu(const Tensor& x);
+Tensor relu6(const Tensor& x);
+Tensor sigmoid(const Tensor& x);
+Tensor softplus(const Tensor& x);
+Tensor softsign(const Tensor& x);
+Tensor silu(const Tensor& x);
+Tensor swish(const Tensor& x);
+Tensor selu(const Tensor& x);
+Tensor elu(const Tensor& x, double alpha = 1.0);
+Tensor leaky_relu(const Tensor& x, double negative_slope = 0.2);
+/// relu6(x + 3) / 6, and x times it (Keras 3's hard_sigmoid and hard_silu).
+Tensor hard_sigmoid(const Tensor& x);
+Tensor hard_silu(const Tensor& x);
+/// keras.ops.gelu: the tanh approximation by default (as Keras's ops), the erf form with approximate = false.
+Tensor gelu(const Tensor& x, bool approximate = true);
+Tensor softmax(const Tensor& x, int axis = -1);
+Tensor log_softmax(const Tensor& x, int axis = -1);
+/// {mean, variance} over `axes` (keras.ops.moments).
+std::vector<Tensor> moments(const Tensor& x, const Axes& axes, bool keepdims = false);
+/// x divided by its `order`-norm along axis, the norm at least epsilon (keras.ops.normalize; order 2 as
+/// x·min(1/√Σx², 1/ε)). ValueError for order < 1.
+Tensor normalize(const Tensor& x, int axis = -1, int order = 2, double epsilon = 1e-7);
+/// keras.ops.norm: over one axis a vector norm (ord unset or 2: Euclidean; ±inf: max/min |x|; 0: the count of
+/// nonzeros; p: (Σ|x|^p)^(1/p)); over two axes (or every axis of a matrix) a matrix norm (unset: Frobenius; 1, -1:
+/// max/min column sum of |x|; ±inf: max/min row sum); more axes are a ValueError, as Keras. Matrix norms 2, -2
+/// and 'nuc' (singular values) are an InvalidArgumentError.
+Tensor norm(const Tensor& x, std::optional<double> ord = std::nullopt, const Axes& axis = {}, bool keepdims = false);
+
 // ---- linear algebra, sorting ----
 /// NumPy's matmul: 1-D operands promoted and the added axis removed, batch axes broadcast.
 Tensor matmul(const Tensor& a, const Tensor& b);

@@ -1,0 +1,156 @@
+// keras::ops's neural-network functions (keras.ops.relu ... log_softmax, moments, normalize) and norm, on the
+// activation kernels and the element-wise and reduction ops of osprey::ops.
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "osprey/errors.h"
+#include "osprey/keras/ops.h"
+#include "osprey/ops.h"
+
+namespace osprey::keras::ops {
+
+namespace core = osprey::ops;
+
+namespace {
+
+// Integers and bools as float32 (Keras's dtypes); float types as they are.
+Tensor floating(const Tensor& x) { return is_floating(x.dtype()) ? x : core::cast(x, DType::float32); }
+
+// An activation kernel (float32 and half tensors): float64 through float32 and back, integers as float32.
+Tensor act(const Tensor& x, core::Activation a) {
+  if (x.dtype() == DType::float64) return core::cast(core::activation(core::cast(x, DType::float32), a), DType::float64);
+  return core::activation(floating(x), a);
+}
+
+Tensor scalar(double v, const Tensor& like) { return Tensor::scalar(v, like.dtype()); }
+
+int normalized(int axis, int rank, const char* op) {
+  if (axis < -rank || axis >= rank) {
+    throw InvalidArgumentError(fmt::format("{}: axis {} is out of range for a tensor of rank {} (valid: [{}, {}))", op,
+                                           axis, rank, -rank, rank));
+  }
+  return axis < 0 ? axis + rank : axis;
+}
+
+}  // namespace
+
+Tensor relu(const Tensor& x) { return act(x, core::Activation::relu); }
+Tensor relu6(const Tensor& x) {
+  const Tensor r = relu(x);
+  return core::minimum(r, scalar(6.0, r));
+}
+Tensor sigmoid(const Tensor& x) { return act(x, core::Activation::sigmoid); }
+Tensor softplus(const Tensor& x) { return act(x, core::Activation::softplus); }
+Tensor softsign(const Tensor& x) { return act(x, core::Activation::softsign); }
+Tensor silu(const Tensor& x) { return act(x, core::Activation::silu); }
+Tensor swish(const Tensor& x) { return silu(x); }
+Tensor selu(const Tensor& x) { return act(x, core::Activation::selu); }
+Tensor elu(const Tensor& x, double alpha) {
+  if (alpha == 1.0) return act(x, core::Activation::elu);
+  const Tensor f = floating(x);
+  return core::where(core::compare(f, scalar(0.0, f), core::CompareKind::greater), f,
+                     core::mul(core::expm1(f), scalar(alpha, f)));
+}
+Tensor leaky_relu(const Tensor& x, double negative_slope) {
+  if (negative_slope == 0.2) return act(x, core::Activation::leaky_relu);
+  const Tensor f = floating(x);
+  return core::where(core::compare(f, scalar(0.0, f), core::CompareKind::greater), f,
+                     core::mul(f, scalar(negative_slope, f)));
+}
+Tensor hard_sigmoid(const Tensor& x) {
+  const Tensor f = floating(x);
+  return core::div(relu6(core::add(f, scalar(3.0, f))), scalar(6.0, f));
+}
+Tensor hard_silu(const Tensor& x) { return core::mul(floating(x), hard_sigmoid(x)); }
+Tensor gelu(const Tensor& x, bool approximate) {
+  if (!approximate) return act(x, core::Activation::gelu);  // the erf form
+  // 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))), TensorFlow's approximate GELU.
+  const Tensor f = floating(x);
+  const Tensor inner = core::mul(core::add(f, core::mul(core::mul(core::square(f), f), scalar(0.044715, f))),
+                                 scalar(std::sqrt(2.0 / M_PI), f));
+  const Tensor t = f.dtype() == DType::float64 ? core::cast(core::tanh(core::cast(inner, DType::float32)), DType::float64)
+                                               : core::tanh(inner);
+  return core::mul(core::mul(f, scalar(0.5, f)), core::add(t, scalar(1.0, f)));
+}
+
+Tensor softmax(const Tensor& x, int axis) {
+  const int r = x.shape().rank();
+  if (r == 0) throw InvalidArgumentError("softmax needs a tensor of rank >= 1, got a scalar");
+  const int ax = normalized(axis, r, "softmax");
+  if (ax == r - 1) return act(x, core::Activation::softmax);
+  std::vector<int> perm;  // the axis last, the others in order; then back
+  for (int i = 0; i < r; ++i) {
+    if (i != ax) perm.push_back(i);
+  }
+  perm.push_back(ax);
+  std::vector<int> back(static_cast<std::size_t>(r));
+  for (int i = 0; i < r; ++i) back[static_cast<std::size_t>(perm[static_cast<std::size_t>(i)])] = i;
+  return core::transpose(act(core::transpose(x, perm), core::Activation::softmax), back);
+}
+Tensor log_softmax(const Tensor& x, int axis) {
+  const Tensor f = floating(x);
+  normalized(axis, f.shape().rank(), "log_softmax");
+  return core::sub(f, logsumexp(f, axis, true));
+}
+
+std::vector<Tensor> moments(const Tensor& x, const Axes& axes, bool keepdims) {
+  return {mean(x, axes, keepdims), var(x, axes, keepdims)};
+}
+
+Tensor normalize(const Tensor& x_in, int axis, int order, double epsilon) {
+  if (order < 1) throw ValueError(fmt::format("normalize: order must be an int >= 1, got {}", order));
+  const Tensor x = x_in.shape().rank() == 0 ? core::reshape(x_in, Shape({1})) : x_in;
+  if (order == 2) {  // x·min(1/√Σx², 1/ε), as Keras
+    const Tensor f = floating(x);
+    const Tensor inv = core::div(scalar(1.0, f), core::sqrt(sum(core::square(f), axis, true)));
+    return core::mul(f, core::minimum(inv, scalar(1.0 / epsilon, f)));
+  }
+  const Tensor n = norm(x, static_cast<double>(order), axis, true);
+  return core::div(floating(x), core::maximum(n, scalar(epsilon, n)));
+}
+
+Tensor norm(const Tensor& x_in, std::optional<double> ord, const Axes& axis, bool keepdims) {
+  const Tensor x = floating(x_in);
+  const int r = x.shape().rank();
+  std::vector<int> axes;
+  if (axis.all()) {
+    for (int i = 0; i < r; ++i) axes.push_back(i);
+  } else {
+    for (int a : axis.axes()) axes.push_back(normalized(a, r, "norm"));
+  }
+  const Tensor a = core::abs(x);
+  if (axes.size() == 1) {
+    const int ax = axes[0];
+    if (!ord || *ord == 2) return core::sqrt(sum(core::square(x), ax, keepdims));
+    if (std::isinf(*ord)) return *ord > 0 ? max(a, ax, keepdims) : min(a, ax, keepdims);
+    if (*ord == 0) {
+      return sum(core::cast(core::compare(x, scalar(0.0, x), core::CompareKind::not_equal), x.dtype()), ax, keepdims);
+    }
+    const Tensor p = scalar(*ord, x);
+    return core::pow(sum(core::pow(a, p), ax, keepdims), scalar(1.0 / *ord, x));
+  }
+  if (axes.size() != 2) {  // Keras's ValueError (a rank-3 tensor with axis unset, too)
+    throw ValueError(fmt::format("norm: {} axes of a tensor of shape {}; a vector norm takes one axis, a matrix norm "
+                                 "two (give axis)",
+                                 axes.size(), x.shape().to_string()));
+  }
+  int row = axes[0], col = axes[1];
+  if (row == col) throw InvalidArgumentError(fmt::format("norm: the matrix axes are both {}", row));
+  if (!ord) return core::sqrt(sum(core::square(x), Axes(axes), keepdims));  // Frobenius
+  if (*ord == 1 || *ord == -1) {  // column sums, then their max (min)
+    if (!keepdims && col > row) --col;
+    const Tensor s = sum(a, row, keepdims);
+    return *ord > 0 ? max(s, col, keepdims) : min(s, col, keepdims);
+  }
+  if (std::isinf(*ord)) {  // row sums, then their max (min)
+    if (!keepdims && row > col) --row;
+    const Tensor s = sum(a, col, keepdims);
+    return *ord > 0 ? max(s, row, keepdims) : min(s, row, keepdims);
+  }
+  throw InvalidArgumentError(fmt::format("norm: matrix norm ord {} is not offered (1, -1, inf, -inf and the Frobenius "
+                                         "norm are; 2, -2 and 'nuc' need singular values)",
+                                         *ord));
+}
+
+}  // namespace osprey::keras::ops
