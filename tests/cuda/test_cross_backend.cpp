@@ -547,8 +547,8 @@ void check_toolkit_ops() {
   });
 }
 
-// keras::ops built from the ops above (pad, tile, repeat, arctan2, hypot, the nn functions and norms): placed on the
-// GPU as a whole.
+// keras::ops built from the ops above (pad, tile, repeat, arctan2, hypot, the nn functions and norms, convolution
+// and pooling): placed on the GPU as a whole.
 void check_composite_ops() {
   namespace ko = osprey::keras::ops;
   const Tensor a = host_uniform({4, 5}, -2, 2, 301), b = host_uniform({5}, -2, 2, 302);
@@ -577,6 +577,24 @@ void check_composite_ops() {
       total = ops::add(total, ops::reduce_sum(ops::square(ops::reshape(ys[i], {ys[i].num_elements()}))));
     }
     ys.push_back(tape.gradient(total, Vars{&va})[0]);
+    return ys;
+  });
+  const Tensor img = host_uniform({2, 3, 7, 6}, -1, 1, 303), k = host_uniform({3, 3, 3, 4}, -1, 1, 304);
+  const Tensor dk = host_uniform({3, 3, 3, 2}, -1, 1, 305);
+  expect_same("keras::ops convolutions and pooling (channels_first)", [&] {
+    Variable vx(img, "x"), vk(k, "k"), vd(dk, "d");
+    GradientTape tape;
+    const Tensor x = vx.value();
+    Outputs ys{ko::conv(x, vk.value(), {2}, "same", "channels_first"),
+               ko::depthwise_conv(x, vd.value(), {1}, "same", "channels_first", {2}),
+               ko::max_pool(x, {3}, std::vector<int64_t>{2}, "same", "channels_first"),
+               ko::average_pool(x, {2, 3}, std::nullopt, "valid", "channels_first")};
+    Tensor total = ops::reduce_sum(ops::square(ops::reshape(ys[0], {ys[0].num_elements()})));
+    for (std::size_t i = 1; i < ys.size(); ++i) {
+      total = ops::add(total, ops::reduce_sum(ops::square(ops::reshape(ys[i], {ys[i].num_elements()}))));
+    }
+    auto g = tape.gradient(total, Vars{&vx, &vk, &vd});
+    ys.insert(ys.end(), g.begin(), g.end());
     return ys;
   });
 }

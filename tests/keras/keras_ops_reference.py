@@ -153,6 +153,19 @@ cases = [
     ("norm_batched_matrix", lambda x: [ops.norm(x, ord=1, axis=(2, 1)), ops.norm(x, axis=(0, 2), keepdims=True)],
      [f32(2, 3, 4)]),
     ("norm_int", lambda x: ops.norm(x, axis=0), [i32(3, 2, lo=1, hi=5)]),
+    # Convolution and pooling.
+    ("conv2d_same_strided", lambda x, k: ops.conv(x, k, strides=2, padding="same"), [f32(2, 7, 6, 3), f32(3, 3, 3, 4)]),
+    ("conv1d_dilated", lambda x, k: ops.conv(x, k, dilation_rate=2), [f32(2, 9, 2), f32(3, 2, 3)]),
+    ("conv3d_valid", lambda x, k: ops.conv(x, k, strides=(1, 2, 1)), [f32(1, 4, 5, 4, 2), f32(2, 2, 2, 2, 3)]),
+    ("conv2d_grouped", lambda x, k: ops.conv(x, k, padding="same"), [f32(2, 5, 5, 4), f32(3, 3, 2, 6)]),
+    ("conv2d_channels_first", lambda x, k: ops.conv(x, k, padding="same", data_format="channels_first"),
+     [f32(2, 3, 6, 5), f32(3, 3, 3, 2)]),
+    ("depthwise_conv", lambda x, k: ops.depthwise_conv(x, k, padding="same"), [f32(2, 6, 6, 3), f32(3, 3, 3, 2)]),
+    ("max_pool_same", lambda x: ops.max_pool(x, 3, strides=2, padding="same"), [f32(2, 7, 6, 3)]),
+    ("max_pool_1d", lambda x: ops.max_pool(x, 2), [f32(2, 7, 3)]),
+    ("average_pool_same", lambda x: ops.average_pool(x, (2, 3), strides=(2, 1), padding="same"), [f32(2, 7, 6, 3)]),
+    ("average_pool_channels_first", lambda x: ops.average_pool(x, 2, data_format="channels_first"),
+     [f32(2, 3, 6, 4)]),
 ]
 
 

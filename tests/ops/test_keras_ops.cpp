@@ -156,6 +156,18 @@ const std::map<std::string, std::function<Ts(const Ts&)>>& cases() {
       {"norm_batched_matrix",
        [](const Ts& i) { return Ts{ko::norm(i[0], 1.0, {2, 1}), ko::norm(i[0], std::nullopt, {0, 2}, true)}; }},
       {"norm_int", [](const Ts& i) { return Ts{ko::norm(i[0], std::nullopt, 0)}; }},
+      {"conv2d_same_strided", [](const Ts& i) { return Ts{ko::conv(i[0], i[1], {2}, "same")}; }},
+      {"conv1d_dilated", [](const Ts& i) { return Ts{ko::conv(i[0], i[1], {1}, "valid", "channels_last", {2})}; }},
+      {"conv3d_valid", [](const Ts& i) { return Ts{ko::conv(i[0], i[1], {1, 2, 1})}; }},
+      {"conv2d_grouped", [](const Ts& i) { return Ts{ko::conv(i[0], i[1], {1}, "same")}; }},
+      {"conv2d_channels_first", [](const Ts& i) { return Ts{ko::conv(i[0], i[1], {1}, "same", "channels_first")}; }},
+      {"depthwise_conv", [](const Ts& i) { return Ts{ko::depthwise_conv(i[0], i[1], {1}, "same")}; }},
+      {"max_pool_same", [](const Ts& i) { return Ts{ko::max_pool(i[0], {3}, std::vector<int64_t>{2}, "same")}; }},
+      {"max_pool_1d", [](const Ts& i) { return Ts{ko::max_pool(i[0], {2})}; }},
+      {"average_pool_same",
+       [](const Ts& i) { return Ts{ko::average_pool(i[0], {2, 3}, std::vector<int64_t>{2, 1}, "same")}; }},
+      {"average_pool_channels_first",
+       [](const Ts& i) { return Ts{ko::average_pool(i[0], {2}, std::nullopt, "valid", "channels_first")}; }},
       {"einsum_ellipsis_bmm", [](const Ts& i) { return Ts{ko::einsum("...ij,...jk->...ik", i)}; }},
       {"einsum_ellipsis_middle", [](const Ts& i) { return Ts{ko::einsum("i...j->j...i", i)}; }},
       {"einsum_ellipsis_sum", [](const Ts& i) { return Ts{ko::einsum("...d,...d->...", i)}; }},
@@ -286,6 +298,26 @@ TEST(KerasOps, NormAndNormalizeRefuseWhatKerasRefuses) {
   EXPECT_THROW((void)ko::normalize(x, -1, 0), ValueError);
   EXPECT_THROW((void)ko::softmax(Tensor::scalar(1.0)), InvalidArgumentError);
   EXPECT_EQ(ko::relu(Tensor::ones({2}, DType::float64)).dtype(), DType::float64);
+}
+
+TEST(KerasOps, ConvolutionAndPoolingRefuseBadArguments) {
+  const Tensor x = Tensor::ones({2, 5, 5, 4}), k = Tensor::ones({3, 3, 4, 2});
+  EXPECT_THROW((void)ko::conv(x, k, {1}, "causal"), ValueError);
+  EXPECT_THROW((void)ko::conv(x, k, {1, 1, 1}), ValueError);
+  EXPECT_THROW((void)ko::conv(x, k, {0}), ValueError);
+  EXPECT_THROW((void)ko::conv(x, k, {1}, "valid", "channels_middle"), ValueError);
+  EXPECT_THROW((void)ko::conv(Tensor::ones({2, 5}), k), InvalidArgumentError);
+  try {
+    (void)ko::conv(x, Tensor::ones({3, 3, 3, 2}));
+    FAIL() << "no error";
+  } catch (const InvalidArgumentError& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("inputs have 4 channels, the kernel of shape (3, 3, 3, 2) takes 3"));
+  }
+  EXPECT_THROW((void)ko::depthwise_conv(x, Tensor::ones({3, 3, 2, 2})), InvalidArgumentError);
+  EXPECT_THROW((void)ko::max_pool(x, {2, 2, 2}), ValueError);
+  EXPECT_THROW((void)ko::average_pool(x, {2}, std::vector<int64_t>{1}, "full"), ValueError);
+  EXPECT_EQ(ko::conv(Tensor::ones({1, 4, 4, 2}, DType::int32), Tensor::ones({2, 2, 2, 1}, DType::int32)).dtype(),
+            DType::float32);
 }
 
 TEST(KerasOps, BroadcastingErrorsNameBothShapes) {

@@ -221,6 +221,28 @@ Tensor normalize(const Tensor& x, int axis = -1, int order = 2, double epsilon =
 /// and 'nuc' (singular values) are an InvalidArgumentError.
 Tensor norm(const Tensor& x, std::optional<double> ord = std::nullopt, const Axes& axis = {}, bool keepdims = false);
 
+// ---- convolution and pooling (keras.ops.conv ...; conv_ops.cpp) ----
+/// Inputs (batch, spatial..., channels) of 1 to 3 spatial axes ("channels_first": (batch, channels, spatial...));
+/// strides, dilation_rate, pool_size: one value for every axis or one per axis; padding "valid" or "same"
+/// (TensorFlow's split, the extra element after). conv's kernel is (window..., in_channels / groups,
+/// out_channels), groups read from the channels; depthwise_conv's (window..., in_channels, multiplier). Integers
+/// as float32. Differentiable in the inputs and the kernel. ValueError for bad arguments, InvalidArgumentError for
+/// shapes that do not fit.
+Tensor conv(const Tensor& inputs, const Tensor& kernel, const std::vector<int64_t>& strides = {1},
+            const std::string& padding = "valid", const std::string& data_format = "channels_last",
+            const std::vector<int64_t>& dilation_rate = {1});
+Tensor depthwise_conv(const Tensor& inputs, const Tensor& kernel, const std::vector<int64_t>& strides = {1},
+                      const std::string& padding = "valid", const std::string& data_format = "channels_last",
+                      const std::vector<int64_t>& dilation_rate = {1});
+/// Pooling windows; strides unset: the pool size (Keras's default). Average pooling counts only the elements
+/// inside the input (TensorFlow's "same").
+Tensor max_pool(const Tensor& inputs, const std::vector<int64_t>& pool_size,
+                const std::optional<std::vector<int64_t>>& strides = std::nullopt, const std::string& padding = "valid",
+                const std::string& data_format = "channels_last");
+Tensor average_pool(const Tensor& inputs, const std::vector<int64_t>& pool_size,
+                    const std::optional<std::vector<int64_t>>& strides = std::nullopt,
+                    const std::string& padding = "valid", const std::string& data_format = "channels_last");
+
 // ---- linear algebra, sorting ----
 /// NumPy's matmul: 1-D operands promoted and the added axis removed, batch axes broadcast.
 Tensor matmul(const Tensor& a, const Tensor& b);
