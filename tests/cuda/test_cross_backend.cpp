@@ -565,13 +565,18 @@ void check_composite_ops() {
     ys.insert(ys.end(), g.begin(), g.end());
     return ys;
   });
-  expect_same("keras::ops nn functions and norms", [&] {
+  const Tensor b4 = host_uniform({4, 5}, -2, 2, 306);
+  const Tensor labels = Tensor::from_vector<int32_t>({4, 0, 2, 1}, {4});
+  expect_same("keras::ops nn functions, norms and cross-entropies", [&] {
     Variable va(a, "a");
     GradientTape tape;
     const Tensor x = va.value();
     Outputs ys{ko::softmax(x, 0),        ko::log_softmax(x),         ko::gelu(x),          ko::hard_silu(x),
                ko::elu(x, 0.5),          ko::leaky_relu(x, 0.1),     ko::normalize(x),     ko::normalize(x, 0, 1),
-               ko::norm(x, 3.0, 1),      ko::norm(x, INFINITY, {0, 1}), ko::moments(x, {0})[1]};
+               ko::norm(x, 3.0, 1),      ko::norm(x, INFINITY, {0, 1}), ko::moments(x, {0})[1],
+               ko::binary_crossentropy(ko::sigmoid(b4), x, true),
+               ko::categorical_crossentropy(ko::softmax(b4), ko::sigmoid(x)),
+               ko::sparse_categorical_crossentropy(labels, x, true)};
     Tensor total = ops::reduce_sum(ops::square(ys[0]));
     for (std::size_t i = 1; i < ys.size(); ++i) {
       total = ops::add(total, ops::reduce_sum(ops::square(ops::reshape(ys[i], {ys[i].num_elements()}))));

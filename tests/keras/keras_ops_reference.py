@@ -166,6 +166,21 @@ cases = [
     ("average_pool_same", lambda x: ops.average_pool(x, (2, 3), strides=(2, 1), padding="same"), [f32(2, 7, 6, 3)]),
     ("average_pool_channels_first", lambda x: ops.average_pool(x, 2, data_format="channels_first"),
      [f32(2, 3, 6, 4)]),
+    # Cross-entropies (not reduced), with clipped probabilities and from logits; gradients in targets too.
+    ("binary_crossentropy_probs", lambda t, o: ops.binary_crossentropy(t, o),
+     [np.array([[0, 1, 1, 0], [1, 0, 0.3, 1]], "float32"),
+      np.array([[0.2, 0.9, 0.0, 0.4], [0.7, 0.1, 0.5, 1.0]], "float32")]),
+    ("binary_crossentropy_logits", lambda t, o: ops.binary_crossentropy(t, o, from_logits=True),
+     [f32(3, 4, lo=0.0, hi=1.0), f32(3, 4, lo=-4.0, hi=4.0)]),
+    ("categorical_crossentropy_probs", lambda t, o: ops.categorical_crossentropy(t, o),
+     [np.array([[1, 0, 0], [0, 0.5, 0.5]], "float32"), f32(2, 3, lo=0.05, hi=1.0)]),
+    # Soft labels adding up to 1 along the axis (TensorFlow's gradient in the logits, softmax - labels, assumes it).
+    ("categorical_crossentropy_logits_axis1", lambda t, o: ops.categorical_crossentropy(t, o, from_logits=True, axis=1),
+     [(lambda t: t / t.sum(axis=1, keepdims=True))(f32(2, 3, 4, lo=0.1, hi=1.0)), f32(2, 3, 4)]),
+    ("sparse_categorical_crossentropy_probs", lambda t, o: ops.sparse_categorical_crossentropy(t, o),
+     [np.array([0, 2, 1], "int32"), f32(3, 3, lo=0.05, hi=1.0)]),
+    ("sparse_categorical_crossentropy_logits", lambda t, o: ops.sparse_categorical_crossentropy(t, o, from_logits=True),
+     [np.array([[1], [3]], "int32"), f32(2, 4, lo=-3.0, hi=3.0)]),
 ]
 
 

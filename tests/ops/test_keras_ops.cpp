@@ -166,6 +166,15 @@ const std::map<std::string, std::function<Ts(const Ts&)>>& cases() {
       {"max_pool_1d", [](const Ts& i) { return Ts{ko::max_pool(i[0], {2})}; }},
       {"average_pool_same",
        [](const Ts& i) { return Ts{ko::average_pool(i[0], {2, 3}, std::vector<int64_t>{2, 1}, "same")}; }},
+      {"binary_crossentropy_probs", [](const Ts& i) { return Ts{ko::binary_crossentropy(i[0], i[1])}; }},
+      {"binary_crossentropy_logits", [](const Ts& i) { return Ts{ko::binary_crossentropy(i[0], i[1], true)}; }},
+      {"categorical_crossentropy_probs", [](const Ts& i) { return Ts{ko::categorical_crossentropy(i[0], i[1])}; }},
+      {"categorical_crossentropy_logits_axis1",
+       [](const Ts& i) { return Ts{ko::categorical_crossentropy(i[0], i[1], true, 1)}; }},
+      {"sparse_categorical_crossentropy_probs",
+       [](const Ts& i) { return Ts{ko::sparse_categorical_crossentropy(i[0], i[1])}; }},
+      {"sparse_categorical_crossentropy_logits",
+       [](const Ts& i) { return Ts{ko::sparse_categorical_crossentropy(i[0], i[1], true)}; }},
       {"average_pool_channels_first",
        [](const Ts& i) { return Ts{ko::average_pool(i[0], {2}, std::nullopt, "valid", "channels_first")}; }},
       {"einsum_ellipsis_bmm", [](const Ts& i) { return Ts{ko::einsum("...ij,...jk->...ik", i)}; }},
@@ -298,6 +307,22 @@ TEST(KerasOps, NormAndNormalizeRefuseWhatKerasRefuses) {
   EXPECT_THROW((void)ko::normalize(x, -1, 0), ValueError);
   EXPECT_THROW((void)ko::softmax(Tensor::scalar(1.0)), InvalidArgumentError);
   EXPECT_EQ(ko::relu(Tensor::ones({2}, DType::float64)).dtype(), DType::float64);
+}
+
+TEST(KerasOps, CrossEntropiesRefuseMismatchedShapesAndLabelsOutOfRange) {
+  const Tensor p = Tensor::full({2, 3}, 1.0 / 3);
+  EXPECT_THROW((void)ko::binary_crossentropy(Tensor::ones({2, 2}), p), ValueError);
+  EXPECT_THROW((void)ko::categorical_crossentropy(Tensor::ones({3, 2}), p), ValueError);
+  EXPECT_THROW((void)ko::sparse_categorical_crossentropy(Tensor::zeros({3}, DType::int32), p), ValueError);
+  EXPECT_THROW((void)ko::sparse_categorical_crossentropy(Tensor::zeros({2}, DType::int32), p, false, 0), ValueError);
+  try {
+    (void)ko::sparse_categorical_crossentropy(Tensor::from_vector<int32_t>({0, 3}, {2}), p);
+    FAIL() << "no error";
+  } catch (const InvalidArgumentError& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("label value of 3 which is outside the valid range of [0, 3)"));
+  }
+  EXPECT_THROW((void)ko::sparse_categorical_crossentropy(Tensor::from_vector<int32_t>({-1, 0}, {2}), p),
+               InvalidArgumentError);
 }
 
 TEST(KerasOps, ConvolutionAndPoolingRefuseBadArguments) {

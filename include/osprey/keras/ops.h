@@ -210,6 +210,16 @@ Tensor hard_silu(const Tensor& x);
 Tensor gelu(const Tensor& x, bool approximate = true);
 Tensor softmax(const Tensor& x, int axis = -1);
 Tensor log_softmax(const Tensor& x, int axis = -1);
+/// keras.ops's cross-entropies, not reduced: binary per element, categorical per row along `axis`, sparse per label
+/// (integer labels, a trailing axis of 1 allowed; only axis -1, as Keras). Probabilities are clipped to
+/// [1e-7, 1 - 1e-7] (categorical ones first scaled to add up to 1), logits go through a stable log-sigmoid or
+/// log-softmax. Differentiable in the output (and in float targets; from logits the exact gradient, which is
+/// TensorFlow's softmax - labels where the labels add up to 1). ValueError for shapes that do not match,
+/// InvalidArgumentError for a sparse label outside [0, classes).
+Tensor binary_crossentropy(const Tensor& target, const Tensor& output, bool from_logits = false);
+Tensor categorical_crossentropy(const Tensor& target, const Tensor& output, bool from_logits = false, int axis = -1);
+Tensor sparse_categorical_crossentropy(const Tensor& target, const Tensor& output, bool from_logits = false,
+                                       int axis = -1);
 /// {mean, variance} over `axes` (keras.ops.moments).
 std::vector<Tensor> moments(const Tensor& x, const Axes& axes, bool keepdims = false);
 /// x divided by its `order`-norm along axis, the norm at least epsilon (keras.ops.normalize; order 2 as

@@ -110,6 +110,85 @@ Tensor normalize(const Tensor& x_in, int axis, int order, double epsilon) {
   return core::div(floating(x), core::maximum(n, scalar(epsilon, n)));
 }
 
+namespace {
+
+constexpr double kEpsilon = 1e-7;  // keras.backend.epsilon()
+
+void check_same_shape(const Tensor& target, const Tensor& output, const char* op) {
+  if (target.shape() != output.shape()) {
+    throw ValueError(fmt::format("{}: arguments `target` and `output` must have the same shape. Received: "
+                                 "target.shape={}, output.shape={}",
+                                 op, target.shape().to_string(), output.shape().to_string()));
+  }
+}
+
+}  // namespace
+
+Tensor binary_crossentropy(const Tensor& target_in, const Tensor& output_in, bool from_logits) {
+  check_same_shape(target_in, output_in, "binary_crossentropy");
+  const Tensor output = floating(output_in), target = cast(target_in, output.dtype());
+  const Tensor one = scalar(1.0, output);
+  if (from_logits) {  // max(x, 0) - x·t + log(1 + exp(-|x|)), TensorFlow's sigmoid_cross_entropy_with_logits
+    return core::add(core::sub(relu(output), core::mul(output, target)),
+                     core::log1p(core::exp(core::neg(core::abs(output)))));
+  }
+  const Tensor o = clip(output, kEpsilon, 1.0 - kEpsilon);
+  const Tensor bce = core::add(core::mul(target, core::log(o)), core::mul(core::sub(one, target), core::log(core::sub(one, o))));
+  return core::neg(bce);
+}
+
+Tensor categorical_crossentropy(const Tensor& target_in, const Tensor& output_in, bool from_logits, int axis) {
+  if (target_in.shape().rank() < 1) {
+    throw ValueError(fmt::format("categorical_crossentropy: arguments `target` and `output` must be at least rank 1. "
+                                 "Received: target.shape={}, output.shape={}",
+                                 target_in.shape().to_string(), output_in.shape().to_string()));
+  }
+  check_same_shape(target_in, output_in, "categorical_crossentropy");
+  const Tensor output = floating(output_in), target = cast(target_in, output.dtype());
+  normalized(axis, output.shape().rank(), "categorical_crossentropy");
+  if (from_logits) return core::neg(sum(core::mul(target, log_softmax(output, axis)), axis));
+  // Each row's probabilities scaled to add up to 1, clipped, as Keras.
+  const Tensor o = clip(core::div(output, sum(output, axis, true)), kEpsilon, 1.0 - kEpsilon);
+  return core::neg(sum(core::mul(target, core::log(o)), axis));
+}
+
+Tensor sparse_categorical_crossentropy(const Tensor& target_in, const Tensor& output_in, bool from_logits, int axis) {
+  const Tensor output = floating(output_in);
+  const int r = output.shape().rank();
+  if (r < 1) {
+    throw ValueError(fmt::format("sparse_categorical_crossentropy: argument `output` must be at least rank 1. "
+                                 "Received: output.shape={}",
+                                 output.shape().to_string()));
+  }
+  if (axis != -1 && axis != r - 1) {
+    throw ValueError(fmt::format("sparse_categorical_crossentropy: only axis=-1 is supported, as Keras. Received: "
+                                 "axis={}",
+                                 axis));
+  }
+  Tensor target = target_in;
+  if (target.shape().rank() == r && target.shape()[-1] == 1) target = squeeze(target, -1);
+  std::vector<int64_t> lead = output.shape().dims_vector();
+  lead.pop_back();
+  if (target.shape() != Shape(lead)) {
+    throw ValueError(fmt::format("sparse_categorical_crossentropy: arguments `target` and `output` must have the same "
+                                 "shape up until the last dimension: target.shape={}, output.shape={}",
+                                 target_in.shape().to_string(), output.shape().to_string()));
+  }
+  const Tensor labels = core::cast(target, DType::int64);
+  const int64_t classes = output.shape()[-1];
+  if (labels.num_elements() > 0) {  // TensorFlow's check of every label (read back: a synchronisation on a GPU)
+    const int64_t lo = static_cast<int64_t>(min(labels).item()), hi = static_cast<int64_t>(max(labels).item());
+    if (lo < 0 || hi >= classes) {
+      throw InvalidArgumentError(fmt::format("sparse_categorical_crossentropy: received a label value of {} which is "
+                                             "outside the valid range of [0, {})",
+                                             lo < 0 ? lo : hi, classes));
+    }
+  }
+  const Tensor logits = from_logits ? output : core::log(clip(output, kEpsilon, 1.0 - kEpsilon));
+  const Tensor picked = take_along_axis(log_softmax(logits, -1), expand_dims(labels, -1), -1);
+  return core::neg(squeeze(picked, -1));
+}
+
 Tensor norm(const Tensor& x_in, std::optional<double> ord, const Axes& axis, bool keepdims) {
   const Tensor x = floating(x_in);
   const int r = x.shape().rank();
