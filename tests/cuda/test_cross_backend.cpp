@@ -1,4 +1,5 @@
-// Every op, forward and backward, on every GPU backend present, against the CPU (float32 relative bounds).
+// Every op, forward and backward, on every GPU backend present, against the CPU (float32 relative bounds; keras::ops
+// and half precision in test_cross_backend_keras_half.cpp).
 // On a machine without a GPU the real-GPU case skips with the runtime's reason; the same checks run on the test
 // platform's simulated GPU so that the harness itself is always exercised.
 #include <gtest/gtest.h>
@@ -11,8 +12,8 @@
 #include "osprey/autodiff.h"
 #include "osprey/config.h"
 #include "osprey/device.h"
+#include "cuda/cross_backend.h"
 #include "osprey/errors.h"
-#include "osprey/keras/ops.h"
 #include "osprey/ops.h"
 #include "osprey/random.h"
 #include "osprey/tensor.h"
@@ -24,76 +25,7 @@ using namespace osprey;
 
 namespace {
 
-using Outputs = std::vector<Tensor>;
-using Vars = std::vector<Variable*>;
-
-// Runs `f` with every op placed on `device` (soft placement off: nothing may silently fall back) and returns
-// the outputs' host values, checking that they were computed there.
-std::vector<std::vector<double>> run_on(const std::string& device, const std::function<Outputs()>& f) {
-  config::set_soft_device_placement(false);
-  DeviceScope on(device);
-  std::vector<std::vector<double>> out;
-  for (const auto& t : f()) {
-    EXPECT_EQ(t.device().name, DeviceSpec::from_string(device).device_type == "GPU" ? "/device:GPU:0" : "/device:CPU:0");
-    const Tensor h = t.to("CPU:0").cast(DType::float64);
-    out.push_back(h.to_vector<double>());
-  }
-  config::set_soft_device_placement(true);
-  return out;
-}
-
-void expect_same(const std::string& what, const std::function<Outputs()>& f, double rtol = 2e-4) {
-  const auto cpu = run_on("/CPU:0", f);
-  const auto gpu = run_on("/GPU:0", f);
-  ASSERT_EQ(cpu.size(), gpu.size()) << what;
-  for (size_t o = 0; o < cpu.size(); ++o) {
-    ASSERT_EQ(cpu[o].size(), gpu[o].size()) << what << " output " << o;
-    for (size_t i = 0; i < cpu[o].size(); ++i) {
-      const double a = cpu[o][i], b = gpu[o][i];
-      if (std::isnan(a)) {
-        EXPECT_TRUE(std::isnan(b)) << what << " output " << o << "[" << i << "]";
-        continue;
-      }
-      EXPECT_LE(std::abs(a - b), rtol * std::max(1.0, std::abs(a)))
-          << what << " output " << o << "[" << i << "]: CPU " << a << ", GPU " << b;
-    }
-  }
-}
-
-// Half-precision results: the CPU and the GPU round at different points (a fused Dense against a product rounded
-// before its activation; float16 through float32 copies on the CPU), and a sum of rounded terms can cancel to
-// near zero, so each output is compared against its largest magnitude: max |cpu - gpu| <= tol · max(1, max |cpu|).
-// A wrong layout, transpose or type read gives errors of the order of the values themselves.
-void expect_close_to_max(const std::string& what, const std::function<Outputs()>& f, double tol) {
-  const auto cpu = run_on("/CPU:0", f);
-  const auto gpu = run_on("/GPU:0", f);
-  ASSERT_EQ(cpu.size(), gpu.size()) << what;
-  for (size_t o = 0; o < cpu.size(); ++o) {
-    ASSERT_EQ(cpu[o].size(), gpu[o].size()) << what << " output " << o;
-    double scale = 1.0, worst = 0.0;
-    size_t at = 0;
-    for (size_t i = 0; i < cpu[o].size(); ++i) {
-      scale = std::max(scale, std::abs(cpu[o][i]));
-      const double d = std::abs(cpu[o][i] - gpu[o][i]);
-      if (!(d <= worst)) worst = d, at = i;  // NaN counts as the worst
-    }
-    EXPECT_LE(worst, tol * scale) << what << " output " << o << "[" << at << "]: CPU " << cpu[o][at] << ", GPU "
-                                  << gpu[o][at] << " (largest |CPU| value " << scale << ")";
-  }
-}
-
-// Host-built inputs (on the CPU), so both runs see identical values.
-Tensor host_uniform(const Shape& shape, double lo, double hi, uint64_t seed) {
-  random::set_seed(seed);
-  DeviceScope cpu("/CPU:0");
-  return random::uniform(shape, lo, hi);
-}
-
-Tensor host_labels(int64_t n, int classes, uint64_t seed, DType dtype) {
-  random::set_seed(seed);
-  DeviceScope cpu("/CPU:0");
-  return random::randint(0, classes, {n}).cast(dtype);
-}
+using namespace osprey::testing::cross_backend;
 
 void check_every_op() {
   const Tensor a = host_uniform({33, 17}, -2, 2, 1), b = host_uniform({17, 9}, -2, 2, 2);
@@ -547,138 +479,6 @@ void check_toolkit_ops() {
   });
 }
 
-// keras::ops built from the ops above (pad, tile, repeat, arctan2, hypot, the nn functions and norms, convolution
-// and pooling): placed on the GPU as a whole.
-void check_composite_ops() {
-  namespace ko = osprey::keras::ops;
-  const Tensor a = host_uniform({4, 5}, -2, 2, 301), b = host_uniform({5}, -2, 2, 302);
-  expect_same("pad, tile, repeat, arctan2, hypot", [&] {
-    Variable va(a, "a"), vb(b, "b");
-    GradientTape tape;
-    Outputs ys{ko::pad(va.value(), {{1, 2}, {0, 3}}, "constant", 0.5), ko::pad(va.value(), {{2, 1}, {3, 1}}, "reflect"),
-               ko::pad(va.value(), {{0, 4}, {5, 0}}, "symmetric"), ko::tile(va.value(), {2, 1, 3}),
-               ko::repeat(va.value(), std::vector<int64_t>{2, 0, 1, 3}, 0), ko::arctan2(va.value(), vb.value()),
-               ko::hypot(va.value(), vb.value())};
-    Tensor total = ops::reduce_sum(ops::square(ys[0]));
-    for (std::size_t i = 1; i < ys.size(); ++i) total = ops::add(total, ops::reduce_sum(ops::square(ys[i])));
-    auto g = tape.gradient(total, Vars{&va, &vb});
-    ys.insert(ys.end(), g.begin(), g.end());
-    return ys;
-  });
-  const Tensor b4 = host_uniform({4, 5}, -2, 2, 306);
-  const Tensor labels = Tensor::from_vector<int32_t>({4, 0, 2, 1}, {4});
-  expect_same("keras::ops nn functions, norms and cross-entropies", [&] {
-    Variable va(a, "a");
-    GradientTape tape;
-    const Tensor x = va.value();
-    Outputs ys{ko::softmax(x, 0),        ko::log_softmax(x),         ko::gelu(x),          ko::hard_silu(x),
-               ko::elu(x, 0.5),          ko::leaky_relu(x, 0.1),     ko::normalize(x),     ko::normalize(x, 0, 1),
-               ko::norm(x, 3.0, 1),      ko::norm(x, INFINITY, {0, 1}), ko::moments(x, {0})[1],
-               ko::binary_crossentropy(ko::sigmoid(b4), x, true),
-               ko::categorical_crossentropy(ko::softmax(b4), ko::sigmoid(x)),
-               ko::sparse_categorical_crossentropy(labels, x, true)};
-    Tensor total = ops::reduce_sum(ops::square(ys[0]));
-    for (std::size_t i = 1; i < ys.size(); ++i) {
-      total = ops::add(total, ops::reduce_sum(ops::square(ops::reshape(ys[i], {ys[i].num_elements()}))));
-    }
-    ys.push_back(tape.gradient(total, Vars{&va})[0]);
-    return ys;
-  });
-  const Tensor img = host_uniform({2, 3, 7, 6}, -1, 1, 303), k = host_uniform({3, 3, 3, 4}, -1, 1, 304);
-  const Tensor dk = host_uniform({3, 3, 3, 2}, -1, 1, 305);
-  expect_same("keras::ops convolutions and pooling (channels_first)", [&] {
-    Variable vx(img, "x"), vk(k, "k"), vd(dk, "d");
-    GradientTape tape;
-    const Tensor x = vx.value();
-    Outputs ys{ko::conv(x, vk.value(), {2}, "same", "channels_first"),
-               ko::depthwise_conv(x, vd.value(), {1}, "same", "channels_first", {2}),
-               ko::max_pool(x, {3}, std::vector<int64_t>{2}, "same", "channels_first"),
-               ko::average_pool(x, {2, 3}, std::nullopt, "valid", "channels_first")};
-    Tensor total = ops::reduce_sum(ops::square(ops::reshape(ys[0], {ys[0].num_elements()})));
-    for (std::size_t i = 1; i < ys.size(); ++i) {
-      total = ops::add(total, ops::reduce_sum(ops::square(ops::reshape(ys[i], {ys[i].num_elements()}))));
-    }
-    auto g = tape.gradient(total, Vars{&vx, &vk, &vd});
-    ys.insert(ys.end(), g.begin(), g.end());
-    return ys;
-  });
-}
-
-// float16 and bfloat16 (mixed precision's compute types): the GPU's own half kernels (cuBLASLt and cuDNN on the
-// tensor cores, activations, bias gradients, arithmetic) against the CPU (oneDNN's bfloat16, float32 copies for
-// float16): equal up to a few roundings of the type, relative to each output's largest value.
-void check_half_ops() {
-  for (const DType half : {DType::float16, DType::bfloat16}) {
-    const double tol = half == DType::float16 ? 1.0 / 64 : 1.0 / 16;
-    const std::string name = half == DType::float16 ? "float16" : "bfloat16";
-    auto h = [&](const Tensor& t) { return ops::cast(t, half); };
-    auto f = [](const Tensor& t) { return ops::cast(t, DType::float32); };
-    const Tensor a = host_uniform({33, 17}, -2, 2, 201), b = host_uniform({17, 9}, -1, 1, 202);
-    const Tensor bias = host_uniform({9}, -1, 1, 203);
-    for (const auto act : {ops::Activation::relu, ops::Activation::gelu, ops::Activation::softmax,
-                           ops::Activation::sigmoid, ops::Activation::linear}) {
-      expect_close_to_max(name + " dense " + ops::activation_name(act), [&] {
-        Variable x(h(a), "x"), w(h(b), "w"), bv(h(bias), "b");
-        GradientTape tape;
-        Tensor y = ops::dense(x.value(), w.value(), bv.value(), act);
-        EXPECT_EQ(y.dtype(), half);
-        auto g = tape.gradient(ops::reduce_sum(ops::square(f(y))), Vars{&x, &w, &bv});
-        return Outputs{f(y), f(g[0]), f(g[1]), f(g[2])};
-      }, tol);
-    }
-    for (bool ta : {false, true}) {
-      for (bool tb : {false, true}) {
-        const Tensor x = host_uniform(ta ? Shape{3, 24, 8} : Shape{3, 8, 24}, -1, 1, 204);
-        const Tensor y = host_uniform(tb ? Shape{3, 16, 24} : Shape{3, 24, 16}, -1, 1, 205);
-        expect_close_to_max(fmt::format("{} batched matmul ta={} tb={}", name, ta, tb), [&] {
-          Variable vx(h(x), "x"), vy(h(y), "y");
-          GradientTape tape;
-          Tensor c = ops::matmul(vx.value(), vy.value(), ta, tb);
-          EXPECT_EQ(c.dtype(), half);
-          auto g = tape.gradient(ops::reduce_sum(ops::square(f(c))), Vars{&vx, &vy});
-          return Outputs{f(c), f(g[0]), f(g[1])};
-        }, tol);
-      }
-    }
-    expect_close_to_max(name + " activations and arithmetic", [&] {
-      const Tensor t = host_uniform({4, 3, 6}, -2, 2, 206), r = host_uniform({3, 1}, 0.5, 2, 207);
-      Variable v(h(t), "v");
-      GradientTape tape;
-      Outputs ys{ops::activation(v.value(), ops::Activation::tanh), ops::activation(v.value(), ops::Activation::softmax),
-                 ops::activation(v.value(), ops::Activation::silu), ops::add(v.value(), h(r)),
-                 ops::mul(v.value(), h(host_uniform({6}, -1, 1, 208))), ops::sub(v.value(), h(Tensor::scalar(0.5)))};
-      Tensor total = ops::reduce_sum(ops::square(f(ys[0])));
-      for (std::size_t i = 1; i < ys.size(); ++i) total = ops::add(total, ops::reduce_sum(ops::square(f(ys[i]))));
-      const Tensor g = tape.gradient(total, Vars{&v})[0];
-      for (auto& y : ys) y = f(y);
-      ys.push_back(f(g));
-      return ys;
-    }, tol);
-    // Symmetric padding and strides, asymmetric padding (the explicitly padded input), groups.
-    struct ConvCase {
-      Shape x, k;
-      ops::ConvParams p;
-    };
-    const std::vector<ConvCase> convs{
-        {{2, 9, 7, 8}, {3, 3, 8, 16}, {{2, 1}, {1, 1}, {1, 1}, {1, 1}, 1}},
-        {{2, 8, 8, 8}, {2, 2, 8, 8}, {{1, 1}, {1, 1}, {0, 0}, {1, 1}, 1}},
-        {{3, 11, 8}, {3, 4, 8}, {{1}, {2}, {2}, {2}, 2}},
-    };
-    for (std::size_t c = 0; c < convs.size(); ++c) {
-      const Tensor x = host_uniform(convs[c].x, -1, 1, 210 + c), k = host_uniform(convs[c].k, -0.5, 0.5, 220 + c);
-      const Tensor cb = host_uniform({convs[c].k[-1]}, -1, 1, 230 + c);
-      expect_close_to_max(fmt::format("{} conv case {}", name, c), [&] {
-        Variable vx(h(x), "x"), vk(h(k), "k"), vb(h(cb), "b");
-        GradientTape tape;
-        Tensor y = ops::conv(vx.value(), vk.value(), vb.value(), convs[c].p);
-        EXPECT_EQ(y.dtype(), half);
-        auto g = tape.gradient(ops::reduce_sum(ops::square(f(y))), Vars{&vx, &vk, &vb});
-        return Outputs{f(y), f(g[0]), f(g[1]), f(g[2])};
-      }, tol);
-    }
-  }
-}
-
 }  // namespace
 
 // Full float32 products on the GPU: with TF32 (the runtime's default) a K = 17 product differs from the CPU's by
@@ -691,8 +491,6 @@ TEST(CrossBackend, EveryOpOnTheRealGpuMatchesTheCpu) {
   config::experimental::enable_tensor_float_32_execution(false);
   check_every_op();
   check_toolkit_ops();
-  check_composite_ops();
-  check_half_ops();
   config::experimental::enable_tensor_float_32_execution(true);
 }
 
@@ -714,8 +512,6 @@ TEST(CrossBackend, HarnessOnTheTestPlatform) {
   osprey::testing::install_test_platform({.gpus = osprey::testing::default_test_gpus(1), .missing_kernels = {}});
   check_every_op();
   check_toolkit_ops();
-  check_composite_ops();
-  check_half_ops();
   osprey::testing::reset_runtime();
 }
 
