@@ -393,7 +393,8 @@ void pool_kernel(const KernelContext& ctx) {
   Launch l(ctx);
   const Tensor& x = ctx.inputs[0];
   Tensor& y = ctx.outputs[0];
-  launch_pool(pool_geometry(x.shape(), y.shape(), ctx.attr<ops::PoolAttrs>()), x.data<float>(), y.data<float>(), l.s());
+  launch_pool(pool_geometry(x.shape(), y.shape(), ctx.attr<ops::PoolAttrs>()), dt_of(x.dtype()), x.raw_data(),
+              y.raw_data(), l.s());
   check(cudaGetLastError(), "Pool");
 }
 
@@ -401,8 +402,8 @@ void pool_grad_kernel(const KernelContext& ctx) {
   Launch l(ctx);
   const Tensor& x = ctx.inputs[0];
   const Tensor& dy = ctx.inputs[1];
-  launch_pool_grad(pool_geometry(x.shape(), dy.shape(), ctx.attr<ops::PoolAttrs>()), x.data<float>(), dy.data<float>(),
-                   ctx.outputs[0].data<float>(), l.s());
+  launch_pool_grad(pool_geometry(x.shape(), dy.shape(), ctx.attr<ops::PoolAttrs>()), dt_of(x.dtype()), x.raw_data(),
+                   dy.raw_data(), ctx.outputs[0].raw_data(), l.s());
   check(cudaGetLastError(), "PoolGrad");
 }
 
@@ -442,13 +443,13 @@ void affine_transform_kernel(const KernelContext& ctx) {
 
 void register_cuda_conv_kernels() {
   using ops::OpId;
-  // float16/bfloat16 convolutions in cuDNN itself (mixed precision); pooling and resizing of half tensors through
-  // float32 copies.
+  // float16/bfloat16 convolutions in cuDNN itself and pooling in the plug-in's kernels (mixed precision); resizing
+  // of half tensors through float32 copies.
   ops::register_kernel(OpId::Conv, DeviceType::GPU, conv_kernel, ops::kAnyHalf);
   ops::register_kernel(OpId::ConvBackpropInput, DeviceType::GPU, conv_backprop_input_kernel, ops::kAnyHalf);
   ops::register_kernel(OpId::ConvBackpropFilter, DeviceType::GPU, conv_backprop_filter_kernel, ops::kAnyHalf);
-  ops::register_kernel(OpId::Pool, DeviceType::GPU, pool_kernel);
-  ops::register_kernel(OpId::PoolGrad, DeviceType::GPU, pool_grad_kernel);
+  ops::register_kernel(OpId::Pool, DeviceType::GPU, pool_kernel, ops::kAnyHalf);
+  ops::register_kernel(OpId::PoolGrad, DeviceType::GPU, pool_grad_kernel, ops::kAnyHalf);
   ops::register_kernel(OpId::Resize, DeviceType::GPU, resize_kernel);
   ops::register_kernel(OpId::ResizeGrad, DeviceType::GPU, resize_grad_kernel);
   ops::register_kernel(OpId::AffineTransform, DeviceType::GPU, affine_transform_kernel);

@@ -123,10 +123,11 @@ struct PoolGeometry {
   long long in[3], out[3], window[3], stride[3], pad[3];
   int max;  ///< 1: maximum (the first maximum of a window, in row-major order); 0: mean of the elements inside
 };
-void launch_pool(const PoolGeometry& g, const float* x, float* y, cudaStream_t s);
+/// Every tensor of type `dt` (float32, float16 or bfloat16; half values summed in float32, rounded once).
+void launch_pool(const PoolGeometry& g, Dt dt, const void* x, void* y, cudaStream_t s);
 /// dx of the pooling: each input element gathers the gradients of the windows that took it (a fixed order: no
 /// atomics, the same bits every run).
-void launch_pool_grad(const PoolGeometry& g, const float* x, const float* dy, float* dx, cudaStream_t s);
+void launch_pool_grad(const PoolGeometry& g, Dt dt, const void* x, const void* dy, void* dx, cudaStream_t s);
 /// Copies between a tensor and a region of a larger one (both rank <= 5, row-major): `into_big` writes `small` at
 /// `offset` inside `big` (whose other elements the caller zeroed); otherwise reads that region of `big` into
 /// `small`. Elements of `elem_bytes` (2 or 4) bytes.

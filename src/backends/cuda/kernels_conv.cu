@@ -4,6 +4,7 @@
 
 #include "backends/cuda/cuda_kernels.h"
 #include "backends/cuda/kernel_grid.cuh"
+#include "backends/cuda/kernel_types.cuh"
 
 namespace osprey::cuda {
 
@@ -18,8 +19,9 @@ __device__ inline void window_of(const PoolGeometry& g, int a, long long o, long
 }
 
 // The input offset (within one sample and channel plane) of the first maximum of output window (o0, o1, o2), and
-// the window's mean when averaging.
-__device__ inline long long pool_window(const PoolGeometry& g, const float* x, long long base, const long long o[3],
+// the window's mean when averaging (float16/bfloat16 inputs read as float32).
+template <typename T>
+__device__ inline long long pool_window(const PoolGeometry& g, const T* x, long long base, const long long o[3],
                                         float& value) {
   long long lo[3], hi[3];
   for (int a = 0; a < 3; ++a) window_of(g, a, o[a], lo[a], hi[a]);
@@ -29,7 +31,7 @@ __device__ inline long long pool_window(const PoolGeometry& g, const float* x, l
     for (long long i1 = lo[1]; i1 < hi[1]; ++i1) {
       for (long long i2 = lo[2]; i2 < hi[2]; ++i2) {
         const long long at = base + ((i0 * g.in[1] + i1) * g.in[2] + i2) * g.c;
-        const float v = x[at];
+        const float v = to_f32(x[at]);
         if (arg < 0 || v > best) {
           best = v;
           arg = at;
@@ -43,7 +45,8 @@ __device__ inline long long pool_window(const PoolGeometry& g, const float* x, l
   return arg;
 }
 
-__global__ void pool_k(PoolGeometry g, const float* x, float* y, int64_t total) {
+template <typename T>
+__global__ void pool_k(PoolGeometry g, const T* x, T* y, int64_t total) {
   GRID_STRIDE(k, total) {
     long long rest = k;
     const long long c = rest % g.c;
@@ -56,7 +59,7 @@ __global__ void pool_k(PoolGeometry g, const float* x, float* y, int64_t total) 
     const long long base = rest * g.in[0] * g.in[1] * g.in[2] * g.c + c;
     float v;
     pool_window(g, x, base, o, v);
-    y[k] = v;
+    y[k] = convert<T>(v);
   }
 }
 
@@ -68,7 +71,8 @@ __device__ inline void outputs_of(const PoolGeometry& g, int a, long long i, lon
   if (hi > g.out[a]) hi = g.out[a];
 }
 
-__global__ void pool_grad_k(PoolGeometry g, const float* x, const float* dy, float* dx, int64_t total) {
+template <typename T>
+__global__ void pool_grad_k(PoolGeometry g, const T* x, const T* dy, T* dx, int64_t total) {
   GRID_STRIDE(k, total) {
     long long rest = k;
     const long long c = rest % g.c;
@@ -90,19 +94,19 @@ __global__ void pool_grad_k(PoolGeometry g, const float* x, const float* dy, flo
           const long long out_at = (((sample * g.out[0] + o0) * g.out[1] + o1) * g.out[2] + o2) * g.c + c;
           if (g.max) {
             float v;
-            if (pool_window(g, x, base, o, v) == k) sum += dy[out_at];
+            if (pool_window(g, x, base, o, v) == k) sum += to_f32(dy[out_at]);
           } else {
             long long wl, wh, count = 1;
             for (int a = 0; a < 3; ++a) {
               window_of(g, a, o[a], wl, wh);
               count *= wh - wl;
             }
-            sum += dy[out_at] / static_cast<float>(count);
+            sum += to_f32(dy[out_at]) / static_cast<float>(count);
           }
         }
       }
     }
-    dx[k] = sum;
+    dx[k] = convert<T>(sum);
   }
 }
 
@@ -122,14 +126,23 @@ __global__ void region_copy_k(RegionGeometry g, T* small, T* big, bool into_big,
 
 }  // namespace
 
-void launch_pool(const PoolGeometry& g, const float* x, float* y, cudaStream_t s) {
+void launch_pool(const PoolGeometry& g, Dt dt, const void* x, void* y, cudaStream_t s) {
   const int64_t total = g.n * g.out[0] * g.out[1] * g.out[2] * g.c;
-  if (total > 0) pool_k<<<blocks_for(total), kThreads, 0, s>>>(g, x, y, total);
+  if (total == 0) return;
+  by_float_type(dt, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    pool_k<<<blocks_for(total), kThreads, 0, s>>>(g, static_cast<const T*>(x), static_cast<T*>(y), total);
+  });
 }
 
-void launch_pool_grad(const PoolGeometry& g, const float* x, const float* dy, float* dx, cudaStream_t s) {
+void launch_pool_grad(const PoolGeometry& g, Dt dt, const void* x, const void* dy, void* dx, cudaStream_t s) {
   const int64_t total = g.n * g.in[0] * g.in[1] * g.in[2] * g.c;
-  if (total > 0) pool_grad_k<<<blocks_for(total), kThreads, 0, s>>>(g, x, dy, dx, total);
+  if (total == 0) return;
+  by_float_type(dt, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    pool_grad_k<<<blocks_for(total), kThreads, 0, s>>>(g, static_cast<const T*>(x), static_cast<const T*>(dy),
+                                                       static_cast<T*>(dx), total);
+  });
 }
 
 void launch_region_copy(const RegionGeometry& g, void* small, void* big, int elem_bytes, bool into_big, cudaStream_t s) {
