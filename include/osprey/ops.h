@@ -128,6 +128,8 @@ Tensor ceil(const Tensor& x);
 Tensor round(const Tensor& x);
 Tensor log1p(const Tensor& x);
 Tensor expm1(const Tensor& x);
+/// The error function (its gradient 2/√π·exp(-x²)).
+Tensor erf(const Tensor& x);
 
 /// Sum / mean of all elements (a scalar).
 Tensor reduce_sum(const Tensor& x);

@@ -11,7 +11,7 @@ struct DenseAttrs { Activation activation; bool has_bias; bool keep_preactivatio
 struct DenseGradAttrs { Activation activation; bool need_dx; bool has_bias; };
 struct ActivationAttrs { Activation activation; };
 /// round: halves to even (TensorFlow's Round, NumPy's).
-enum class UnaryKind { neg, exp, log, sqrt, square, abs, sin, cos, tan, asin, acos, atan, sinh, cosh, asinh, acosh, atanh, floor, ceil, round, log1p, expm1 };
+enum class UnaryKind { neg, exp, log, sqrt, square, abs, sin, cos, tan, asin, acos, atan, sinh, cosh, asinh, acosh, atanh, floor, ceil, round, log1p, expm1, erf };
 struct UnaryAttrs { UnaryKind kind; };
 enum class BinaryKind { add, sub, mul, div, maximum, greater_equal /* 1.0 where a >= b, else 0.0 */, minimum, pow };
 /// How the operands of an element-wise op map onto its output: the fast patterns, or `general` (NumPy

@@ -86,6 +86,7 @@ static Tensor math_gradient(UnaryKind kind, const Tensor& x, const Tensor& y, co
     case UnaryKind::atanh: return div(g, sub(one, square(x)));
     case UnaryKind::log1p: return div(g, add(x, one));
     case UnaryKind::expm1: return mul(g, add(y, one));
+    case UnaryKind::erf: return mul(g, mul(exp(neg(square(x))), Tensor::scalar(1.1283791670955126, x.dtype())));  // 2/√π
     default: return mul(g, Tensor::scalar(0.0, x.dtype()));  // floor, ceil, round
   }
 }
@@ -139,6 +140,7 @@ Tensor ceil(const Tensor& x) { return unary(x, UnaryKind::ceil, "Ceil"); }
 Tensor round(const Tensor& x) { return unary(x, UnaryKind::round, "Round"); }
 Tensor log1p(const Tensor& x) { return unary(x, UnaryKind::log1p, "Log1p"); }
 Tensor expm1(const Tensor& x) { return unary(x, UnaryKind::expm1, "Expm1"); }
+Tensor erf(const Tensor& x) { return unary(x, UnaryKind::erf, "Erf"); }
 
 static Broadcast broadcast_of(const Tensor& a, const Tensor& b) {
   if (a.shape() == b.shape()) return Broadcast::same;

@@ -180,7 +180,7 @@ void check_every_op() {
       Outputs ys{ops::sin(x),  ops::cos(x),   ops::tan(x),   ops::asin(x),  ops::acos(x),  ops::atan(x),
                  ops::sinh(x), ops::cosh(x),  ops::asinh(x), ops::atanh(x), ops::log1p(x), ops::expm1(x),
                  ops::floor(ops::mul(x, Tensor::scalar(3.0, dt))), ops::ceil(ops::mul(x, Tensor::scalar(3.0, dt))),
-                 ops::acosh(w.value()), ops::round(halves)};
+                 ops::acosh(w.value()), ops::round(halves), ops::erf(x)};
       auto sum = [](const Tensor& t) { return ops::reduce_axes(t, ops::ReduceOp::sum, {0, 1}); };  // keeps float64
       Tensor total = sum(ys[0]);
       for (size_t i = 1; i < ys.size(); ++i) total = ops::add(total, sum(ys[i]));

@@ -60,6 +60,23 @@ void check_composite_ops() {
     ys.push_back(tape.gradient(total, Vars{&va})[0]);
     return ys;
   });
+  expect_same("keras::ops rearrangements and contractions", [&] {
+    Variable va(a, "a"), vb(b, "b");
+    GradientTape tape;
+    const Tensor x = va.value();
+    const Tensor with_nan = ko::where(ko::greater(x, 1.5), NAN, ko::where(ko::less(x, -1.5), -INFINITY, x));
+    Outputs ys{ko::tril(x, 1),   ko::triu(x, -1),  ko::flip(x, 1),    ko::roll(x, 3),
+               ko::tensordot(x, ko::outer(vb.value(), vb.value()), {1}, {0}), ko::dot(x, vb.value()),
+               ko::diagonal(x, 1), ko::diag(vb.value(), -1), ko::nan_to_num(with_nan, 0.0, 5.0, -5.0),
+               ko::moveaxis(ko::reshape(x, {2, 2, 5}), 0, -1)};
+    Tensor total = ops::reduce_sum(ops::square(ys[0]));
+    for (std::size_t i = 1; i < ys.size(); ++i) {
+      total = ops::add(total, ops::reduce_sum(ops::square(ops::reshape(ys[i], {ys[i].num_elements()}))));
+    }
+    auto g = tape.gradient(total, Vars{&va, &vb});
+    ys.insert(ys.end(), g.begin(), g.end());
+    return ys;
+  });
   const Tensor img = host_uniform({2, 3, 7, 6}, -1, 1, 303), k = host_uniform({3, 3, 3, 4}, -1, 1, 304);
   const Tensor dk = host_uniform({3, 3, 3, 2}, -1, 1, 305);
   expect_same("keras::ops convolutions and pooling (channels_first)", [&] {

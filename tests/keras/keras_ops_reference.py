@@ -181,6 +181,31 @@ cases = [
      [np.array([0, 2, 1], "int32"), f32(3, 3, lo=0.05, hi=1.0)]),
     ("sparse_categorical_crossentropy_logits", lambda t, o: ops.sparse_categorical_crossentropy(t, o, from_logits=True),
      [np.array([[1], [3]], "int32"), f32(2, 4, lo=-3.0, hi=3.0)]),
+    # Constructors, rearrangements, NaN tests, contractions; erf and rsqrt.
+    ("eye_identity", lambda: [ops.eye(3, 4, k=1), ops.eye(3, k=-1, dtype="int32"), ops.identity(2)], []),
+    ("full_linspace", lambda: [ops.full((2, 3), 1.5), ops.full((2,), 7), ops.linspace(0.0, 1.0, 5),
+                               ops.linspace(-2.0, 3.0, 4, endpoint=False)], []),
+    ("full_like", lambda x: [ops.full_like(x, 2.5), ops.zeros_like(x)], [f32(2, 3)]),
+    ("tril_triu", lambda x: [ops.tril(x), ops.triu(x, k=1), ops.tril(x, k=-1)], [f32(2, 3, 4)]),
+    ("flip_roll", lambda x: [ops.flip(x), ops.flip(x, axis=1), ops.roll(x, 2), ops.roll(x, -1, axis=2)], [f32(2, 3, 4)]),
+    ("swap_move", lambda x: [ops.swapaxes(x, 0, 2), ops.moveaxis(x, 0, -1), ops.moveaxis(x, [0, 1], [2, 0])],
+     [f32(2, 3, 4)]),
+    ("nan_tests", lambda x: [ops.isnan(x), ops.isinf(x), ops.isfinite(x), ops.nan_to_num(x),
+                             ops.nan_to_num(x, nan=-1.0, posinf=9.0, neginf=-9.0)],
+     [np.array([1.0, np.nan, np.inf, -np.inf, -2.5], "float32")]),
+    ("tensordot", lambda a, b: [ops.tensordot(a, b, axes=1), ops.tensordot(a, ops.transpose(b), axes=([2], [1]))],
+     [f32(2, 3, 4), f32(4, 5)]),
+    ("tensordot_two_axes", lambda a, b: ops.tensordot(a, b), [f32(2, 3, 4), f32(3, 4, 2)]),
+    ("dot_forms", lambda a, b, v: [ops.dot(a, b), ops.dot(a, v), ops.dot(v, v), ops.dot(ops.reshape(a, (2, 2, 3)), b)],
+     [f32(4, 3), f32(3, 2), f32(3)]),
+    ("inner_outer", lambda a, b: [ops.inner(a, b), ops.outer(a, b)], [f32(2, 3), f32(4, 3)]),
+    ("diagonal_trace", lambda x: [ops.diagonal(x), ops.diagonal(x, offset=1, axis1=1, axis2=2),
+                                  ops.diagonal(x, offset=-1, axis1=2, axis2=1), ops.trace(x, axis1=1, axis2=2)],
+     [f32(2, 3, 4)]),
+    ("diag", lambda v, m: [ops.diag(v), ops.diag(v, k=-2), ops.diag(m, k=1)], [f32(3), f32(3, 4)]),
+    ("count_nonzero", lambda x: [ops.count_nonzero(x), ops.count_nonzero(x, axis=1)],
+     [np.array([[0, 1.5, 0], [2, 0, -1]], "float32")]),
+    ("erf_rsqrt", lambda x, p: [ops.erf(x), ops.rsqrt(p)], [f32(3, 4), f32(2, 3, lo=0.2, hi=3.0)]),
 ]
 
 
@@ -188,10 +213,15 @@ def dtype_name(d):
     return tf.as_dtype(d).name
 
 
+def numbers(a):
+    """Values as JSON numbers; NaN and ±inf (not JSON) as the strings "nan", "inf", "-inf"."""
+    return [v if np.isfinite(v) else ("nan" if np.isnan(v) else ("inf" if v > 0 else "-inf"))
+            for v in np.asarray(a).astype("float64").reshape(-1).tolist()]
+
+
 def record(t):
     a = np.asarray(t)
-    return {"shape": list(a.shape), "dtype": dtype_name(a.dtype),
-            "values": a.astype("float64").reshape(-1).tolist()}
+    return {"shape": list(a.shape), "dtype": dtype_name(a.dtype), "values": numbers(a)}
 
 
 out = {"keras": keras.__version__, "tensorflow": tf.__version__, "cases": []}
@@ -210,7 +240,7 @@ for name, fn, inputs in cases:
     grads = []
     for t in tensors:
         g = tape.gradient(loss, t) if (loss is not None and t.dtype.is_floating) else None
-        grads.append(None if g is None else np.asarray(g).astype("float64").reshape(-1).tolist())
+        grads.append(None if g is None else numbers(g))
     out["cases"].append({"name": name, "inputs": [record(x) for x in inputs],
                          "outputs": [record(r) for r in results], "grads": grads})
 

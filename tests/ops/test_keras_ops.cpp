@@ -175,6 +175,44 @@ const std::map<std::string, std::function<Ts(const Ts&)>>& cases() {
        [](const Ts& i) { return Ts{ko::sparse_categorical_crossentropy(i[0], i[1])}; }},
       {"sparse_categorical_crossentropy_logits",
        [](const Ts& i) { return Ts{ko::sparse_categorical_crossentropy(i[0], i[1], true)}; }},
+      {"eye_identity",
+       [](const Ts&) { return Ts{ko::eye(3, 4, 1), ko::eye(3, std::nullopt, -1, DType::int32), ko::identity(2)}; }},
+      {"full_linspace",
+       [](const Ts&) {
+         return Ts{ko::full({2, 3}, 1.5), ko::full({2}, 7), ko::linspace(0.0, 1.0, 5), ko::linspace(-2.0, 3.0, 4, false)};
+       }},
+      {"full_like", [](const Ts& i) { return Ts{ko::full_like(i[0], 2.5), ko::zeros_like(i[0])}; }},
+      {"tril_triu", [](const Ts& i) { return Ts{ko::tril(i[0]), ko::triu(i[0], 1), ko::tril(i[0], -1)}; }},
+      {"flip_roll",
+       [](const Ts& i) { return Ts{ko::flip(i[0]), ko::flip(i[0], 1), ko::roll(i[0], 2), ko::roll(i[0], -1, 2)}; }},
+      {"swap_move",
+       [](const Ts& i) {
+         return Ts{ko::swapaxes(i[0], 0, 2), ko::moveaxis(i[0], 0, -1),
+                   ko::moveaxis(i[0], std::vector<int>{0, 1}, std::vector<int>{2, 0})};
+       }},
+      {"nan_tests",
+       [](const Ts& i) {
+         return Ts{ko::isnan(i[0]), ko::isinf(i[0]), ko::isfinite(i[0]), ko::nan_to_num(i[0]),
+                   ko::nan_to_num(i[0], -1.0, 9.0, -9.0)};
+       }},
+      {"tensordot",
+       [](const Ts& i) {
+         return Ts{ko::tensordot(i[0], i[1], 1), ko::tensordot(i[0], ko::transpose(i[1]), {2}, {1})};
+       }},
+      {"tensordot_two_axes", [](const Ts& i) { return Ts{ko::tensordot(i[0], i[1])}; }},
+      {"dot_forms",
+       [](const Ts& i) {
+         return Ts{ko::dot(i[0], i[1]), ko::dot(i[0], i[2]), ko::dot(i[2], i[2]),
+                   ko::dot(ko::reshape(i[0], {2, 2, 3}), i[1])};
+       }},
+      {"inner_outer", [](const Ts& i) { return Ts{ko::inner(i[0], i[1]), ko::outer(i[0], i[1])}; }},
+      {"diagonal_trace",
+       [](const Ts& i) {
+         return Ts{ko::diagonal(i[0]), ko::diagonal(i[0], 1, 1, 2), ko::diagonal(i[0], -1, 2, 1), ko::trace(i[0], 0, 1, 2)};
+       }},
+      {"diag", [](const Ts& i) { return Ts{ko::diag(i[0]), ko::diag(i[0], -2), ko::diag(i[1], 1)}; }},
+      {"count_nonzero", [](const Ts& i) { return Ts{ko::count_nonzero(i[0]), ko::count_nonzero(i[0], 1)}; }},
+      {"erf_rsqrt", [](const Ts& i) { return Ts{ko::erf(i[0]), ko::rsqrt(i[1])}; }},
       {"average_pool_channels_first",
        [](const Ts& i) { return Ts{ko::average_pool(i[0], {2}, std::nullopt, "valid", "channels_first")}; }},
       {"einsum_ellipsis_bmm", [](const Ts& i) { return Ts{ko::einsum("...ij,...jk->...ik", i)}; }},
@@ -192,9 +230,20 @@ const std::map<std::string, std::function<Ts(const Ts&)>>& cases() {
   return m;
 }
 
+// A stored list of values: numbers, and "nan", "inf", "-inf" (which JSON cannot hold as numbers).
+std::vector<double> numbers(const json& j) {
+  std::vector<double> out;
+  for (const auto& v : j) {
+    if (!v.is_string()) out.push_back(v.get<double>());
+    else if (v == "nan") out.push_back(NAN);
+    else out.push_back(v == "inf" ? INFINITY : -INFINITY);
+  }
+  return out;
+}
+
 Tensor tensor_of(const json& j) {
   std::vector<int64_t> dims = j["shape"].get<std::vector<int64_t>>();
-  const std::vector<double> values = j["values"].get<std::vector<double>>();
+  const std::vector<double> values = numbers(j["values"]);
   return Tensor::from_vector(values, Shape(dims)).cast(dtype_from_name(j["dtype"].get<std::string>()));
 }
 
@@ -204,6 +253,11 @@ void expect_values(const std::string& what, const std::vector<double>& expected,
                    double tol) {
   ASSERT_EQ(expected.size(), got.size()) << what;
   for (std::size_t i = 0; i < got.size(); ++i) {
+    if (!std::isfinite(expected[i])) {  // NaN where NaN, the same infinity
+      EXPECT_TRUE(std::isnan(expected[i]) ? std::isnan(got[i]) : got[i] == expected[i])
+          << what << "[" << i << "]: expected " << expected[i] << ", got " << got[i];
+      continue;
+    }
     EXPECT_NEAR(got[i], expected[i], tol * std::max(1.0, std::abs(expected[i]))) << what << "[" << i << "]";
   }
 }
@@ -233,7 +287,7 @@ TEST(KerasOps, EveryCaseMatchesKeras) {
       const json& e = c["outputs"][o];
       EXPECT_EQ(outs[o].shape(), Shape(e["shape"].get<std::vector<int64_t>>())) << "output " << o;
       EXPECT_EQ(dtype_name(outs[o].dtype()), e["dtype"].get<std::string>()) << "output " << o;
-      expect_values(name + " output " + std::to_string(o), e["values"].get<std::vector<double>>(),
+      expect_values(name + " output " + std::to_string(o), numbers(e["values"]),
                     outs[o].to_vector<double>(), 2e-5);
       if (!is_float(outs[o].dtype())) continue;
       std::vector<float> cot(static_cast<std::size_t>(outs[o].num_elements()));
@@ -255,7 +309,7 @@ TEST(KerasOps, EveryCaseMatchesKeras) {
         continue;
       }
       ASSERT_TRUE(g.defined()) << "input " << k << " has no gradient; Keras has one";
-      expect_values(name + " grad " + std::to_string(k), e.get<std::vector<double>>(), g.to_vector<double>(), 2e-5);
+      expect_values(name + " grad " + std::to_string(k), numbers(e), g.to_vector<double>(), 2e-5);
     }
   }
   for (const auto& [name, fn] : cases()) EXPECT_TRUE(seen.count(name)) << name << " is not in keras_ops.json";
@@ -323,6 +377,21 @@ TEST(KerasOps, CrossEntropiesRefuseMismatchedShapesAndLabelsOutOfRange) {
   }
   EXPECT_THROW((void)ko::sparse_categorical_crossentropy(Tensor::from_vector<int32_t>({-1, 0}, {2}), p),
                InvalidArgumentError);
+}
+
+TEST(KerasOps, RearrangementsAndContractionsRefuseBadArguments) {
+  const Tensor x = Tensor::ones({2, 3, 4});
+  EXPECT_THROW((void)ko::tensordot(x, Tensor::ones({5, 4}), {1}, {0}), InvalidArgumentError);  // 3 against 5
+  EXPECT_THROW((void)ko::tensordot(x, x, {0, 1}, {0}), InvalidArgumentError);
+  EXPECT_THROW((void)ko::tensordot(x, x, 4), InvalidArgumentError);
+  EXPECT_THROW((void)ko::moveaxis(x, std::vector<int>{0, 0}, std::vector<int>{1, 2}), InvalidArgumentError);
+  EXPECT_THROW((void)ko::moveaxis(x, std::vector<int>{0}, std::vector<int>{1, 2}), InvalidArgumentError);
+  EXPECT_THROW((void)ko::diagonal(x, 0, 1, -2), InvalidArgumentError);
+  EXPECT_THROW((void)ko::diag(x), InvalidArgumentError);
+  EXPECT_THROW((void)ko::tril(Tensor::ones({3})), InvalidArgumentError);
+  EXPECT_THROW((void)ko::flip(x, 3), InvalidArgumentError);
+  EXPECT_THROW((void)ko::linspace(0, 1, -1), ValueError);
+  EXPECT_EQ(ko::diagonal(x, 5, 1, 2).shape(), Shape({2, 0}));  // an offset past the matrix: empty, as NumPy
 }
 
 TEST(KerasOps, ConvolutionAndPoolingRefuseBadArguments) {

@@ -97,6 +97,7 @@ Tensor floor(const Tensor& x);
 Tensor ceil(const Tensor& x);
 Tensor log1p(const Tensor& x);
 Tensor expm1(const Tensor& x);
+Tensor erf(const Tensor& x);
 Tensor log2(const Tensor& x);
 Tensor log10(const Tensor& x);
 Tensor reciprocal(const Tensor& x);
@@ -252,6 +253,50 @@ Tensor max_pool(const Tensor& inputs, const std::vector<int64_t>& pool_size,
 Tensor average_pool(const Tensor& inputs, const std::vector<int64_t>& pool_size,
                     const std::optional<std::vector<int64_t>>& strides = std::nullopt,
                     const std::string& padding = "valid", const std::string& data_format = "channels_last");
+
+// ---- constructors, rearrangements, NaN tests, contractions (array_ops.cpp) ----
+/// The n×m matrix with ones on diagonal k (eye), or n×n (identity).
+Tensor eye(int64_t n, std::optional<int64_t> m = std::nullopt, int64_t k = 0, DType dtype = DType::float32);
+Tensor identity(int64_t n, DType dtype = DType::float32);
+/// A tensor of `shape` filled with fill_value: dtype unset, float32 (Keras's floatx(), integers too); full_like:
+/// x's shape and, unset, its dtype.
+Tensor full(const std::vector<int64_t>& shape, const TensorLike& fill_value, std::optional<DType> dtype = std::nullopt);
+Tensor full_like(const Tensor& x, const TensorLike& fill_value, std::optional<DType> dtype = std::nullopt);
+/// num evenly spaced values from start to stop (stop itself left out without endpoint).
+Tensor linspace(double start, double stop, int64_t num = 50, bool endpoint = true, DType dtype = DType::float32);
+/// x with the elements above (tril) or below (triu) diagonal k of its last two axes set to zero.
+Tensor tril(const Tensor& x, int64_t k = 0);
+Tensor triu(const Tensor& x, int64_t k = 0);
+/// x reversed along the axes (unset: every axis); x rolled by shift along axis (unset: flattened, then reshaped).
+Tensor flip(const Tensor& x, const Axes& axis = {});
+Tensor roll(const Tensor& x, int64_t shift, std::optional<int> axis = std::nullopt);
+Tensor swapaxes(const Tensor& x, int axis1, int axis2);
+/// Axes moved to new positions, the others keeping their order.
+Tensor moveaxis(const Tensor& x, const std::vector<int>& source, const std::vector<int>& destination);
+Tensor moveaxis(const Tensor& x, int source, int destination);
+/// Element-wise tests (bool; integers are never NaN or infinite) and NaN/±inf replaced (unset: the dtype's largest
+/// finite values).
+Tensor isnan(const Tensor& x);
+Tensor isinf(const Tensor& x);
+Tensor isfinite(const Tensor& x);
+Tensor nan_to_num(const Tensor& x, double nan = 0.0, std::optional<double> posinf = std::nullopt,
+                  std::optional<double> neginf = std::nullopt);
+/// Sums of products over pairs of axes (tensordot), NumPy's dot (a's last axis with b's second-to-last, or b's
+/// only one), inner (the last axes), outer (of the flattened operands); products as matmul's.
+Tensor tensordot(const Tensor& a, const Tensor& b, const std::vector<int>& axes_a, const std::vector<int>& axes_b);
+Tensor tensordot(const Tensor& a, const Tensor& b, int axes = 2);
+Tensor dot(const Tensor& a, const Tensor& b);
+Tensor inner(const Tensor& a, const Tensor& b);
+Tensor outer(const Tensor& a, const Tensor& b);
+/// The diagonal `offset` of the matrices over axis1 and axis2 (as a last axis), its sum (trace), and diag: a 1-D
+/// x made the k-th diagonal of a square matrix, or a 2-D x's k-th diagonal.
+Tensor diagonal(const Tensor& x, int64_t offset = 0, int axis1 = 0, int axis2 = 1);
+Tensor trace(const Tensor& x, int64_t offset = 0, int axis1 = 0, int axis2 = 1);
+Tensor diag(const Tensor& x, int64_t k = 0);
+/// The number of nonzero elements over axis (int32).
+Tensor count_nonzero(const Tensor& x, const Axes& axis = {});
+/// 1 / √x (integers as float32).
+Tensor rsqrt(const Tensor& x);
 
 // ---- linear algebra, sorting ----
 /// NumPy's matmul: 1-D operands promoted and the added axis removed, batch axes broadcast.

@@ -210,6 +210,7 @@ static void unary_typed(ops::UnaryKind kind, const T* x, T* y, int64_t n) {
     case ops::UnaryKind::round: for (int64_t i = 0; i < n; ++i) y[i] = std::nearbyint(x[i]); break;  // the default rounding mode: halves to even
     case ops::UnaryKind::log1p: for (int64_t i = 0; i < n; ++i) y[i] = std::log1p(x[i]); break;
     case ops::UnaryKind::expm1: for (int64_t i = 0; i < n; ++i) y[i] = std::expm1(x[i]); break;
+    case ops::UnaryKind::erf: for (int64_t i = 0; i < n; ++i) y[i] = std::erf(x[i]); break;
   }
 }
 

@@ -62,6 +62,7 @@ __global__ void unary_k(UnaryOp op, const T* x, T* y, int64_t n) {
       case UnaryOp::round: y[i] = rint(v); break;  // halves to even
       case UnaryOp::log1p: y[i] = log1p(v); break;
       case UnaryOp::expm1: y[i] = expm1(v); break;
+      case UnaryOp::erf: y[i] = erf(v); break;
     }
   }
 }

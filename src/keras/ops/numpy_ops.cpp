@@ -152,6 +152,7 @@ OSPREY_KERAS_FLOAT_FN(floor, floor)
 OSPREY_KERAS_FLOAT_FN(ceil, ceil)
 OSPREY_KERAS_FLOAT_FN(log1p, log1p)
 OSPREY_KERAS_FLOAT_FN(expm1, expm1)
+OSPREY_KERAS_FLOAT_FN(erf, erf)
 #undef OSPREY_KERAS_FLOAT_FN
 Tensor log2(const Tensor& x) {
   const Tensor f = cast(x, float_of(x.dtype()));

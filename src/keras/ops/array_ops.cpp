@@ -1,0 +1,277 @@
+// keras::ops's array constructors and rearrangements (eye, full, linspace, tril/triu, flip, roll, swapaxes,
+// moveaxis, diagonal, diag), NaN/inf tests, and the contractions on top of matmul (tensordot, dot, inner, outer,
+// trace): compositions of osprey::ops, so each has those ops' CPU and CUDA kernels and gradients.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "osprey/errors.h"
+#include "osprey/keras/ops.h"
+#include "osprey/ops.h"
+
+namespace osprey::keras::ops {
+
+namespace core = osprey::ops;
+
+namespace {
+
+int axis_of(int axis, int rank, const char* op) {
+  if (axis < -rank || axis >= rank) {
+    throw InvalidArgumentError(fmt::format("{}: axis {} is out of range for a tensor of rank {} (valid: [{}, {}))", op,
+                                           axis, rank, -rank, rank));
+  }
+  return axis < 0 ? axis + rank : axis;
+}
+
+Tensor indices(const std::vector<int64_t>& v) { return Tensor::from_vector(v, {static_cast<int64_t>(v.size())}); }
+
+// The bool mask (rows, cols) of the elements with col - row >= k (upper) or <= k (lower).
+Tensor band(int64_t rows, int64_t cols, int64_t k, bool upper) {
+  std::vector<float> m(static_cast<std::size_t>(rows * cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) m[static_cast<std::size_t>(r * cols + c)] = (upper ? c - r >= k : c - r <= k);
+  }
+  return core::cast(Tensor::from_vector(m, {rows, cols}), DType::bool_);
+}
+
+Tensor triangle(const Tensor& x, int64_t k, bool upper, const char* op) {
+  if (x.shape().rank() < 2) {
+    throw InvalidArgumentError(fmt::format("{}: a tensor of rank >= 2 (the last two axes are the matrix), got shape {}",
+                                           op, x.shape().to_string()));
+  }
+  return core::where(band(x.shape()[-2], x.shape()[-1], k, upper), x, Tensor::scalar(0, x.dtype()));
+}
+
+}  // namespace
+
+Tensor eye(int64_t n, std::optional<int64_t> m, int64_t k, DType dtype) {
+  const int64_t cols = m ? *m : n;
+  if (n < 0 || cols < 0) throw InvalidArgumentError(fmt::format("eye: negative size ({}, {})", n, cols));
+  std::vector<float> v(static_cast<std::size_t>(n * cols), 0.f);
+  for (int64_t r = 0; r < n; ++r) {
+    if (r + k >= 0 && r + k < cols) v[static_cast<std::size_t>(r * cols + r + k)] = 1.f;
+  }
+  return core::cast(Tensor::from_vector(v, {n, cols}), dtype);
+}
+Tensor identity(int64_t n, DType dtype) { return eye(n, std::nullopt, 0, dtype); }
+
+Tensor full(const std::vector<int64_t>& shape, const TensorLike& fill_value, std::optional<DType> dtype) {
+  // Keras's default is floatx() whatever the value (ops.full((2,), 7) is float32).
+  return core::broadcast_to(fill_value.as_tensor(dtype ? *dtype : DType::float32), Shape(shape));
+}
+Tensor full_like(const Tensor& x, const TensorLike& fill_value, std::optional<DType> dtype) {
+  return full(x.shape().dims_vector(), fill_value, dtype ? *dtype : x.dtype());
+}
+
+Tensor linspace(double start, double stop, int64_t num, bool endpoint, DType dtype) {
+  if (num < 0) throw ValueError(fmt::format("linspace: num must be >= 0, got {}", num));
+  const int64_t div = endpoint ? num - 1 : num;
+  const double step = div > 0 ? (stop - start) / static_cast<double>(div) : 0.0;
+  std::vector<double> v(static_cast<std::size_t>(num));
+  for (int64_t i = 0; i < num; ++i) v[static_cast<std::size_t>(i)] = start + static_cast<double>(i) * step;
+  if (endpoint && num > 1) v.back() = stop;
+  return core::cast(Tensor::from_vector(v, {num}), dtype);
+}
+
+Tensor tril(const Tensor& x, int64_t k) { return triangle(x, k, false, "tril"); }
+Tensor triu(const Tensor& x, int64_t k) { return triangle(x, k, true, "triu"); }
+
+Tensor flip(const Tensor& x, const Axes& axis) {
+  const int r = x.shape().rank();
+  std::vector<int> axes;
+  if (axis.all()) {
+    for (int i = 0; i < r; ++i) axes.push_back(i);
+  } else {
+    for (int a : axis.axes()) axes.push_back(axis_of(a, r, "flip"));
+  }
+  Tensor out = x;
+  for (int a : axes) {
+    std::vector<int64_t> idx(static_cast<std::size_t>(x.shape()[a]));
+    std::iota(idx.rbegin(), idx.rend(), 0);
+    out = take(out, indices(idx), a);
+  }
+  return out;
+}
+
+Tensor roll(const Tensor& x, int64_t shift, std::optional<int> axis) {
+  const Tensor flat = axis ? x : core::reshape(x, {x.num_elements()});
+  const int a = axis_of(axis ? *axis : 0, flat.shape().rank(), "roll");
+  const int64_t n = flat.shape()[a];
+  if (n == 0) return x;
+  std::vector<int64_t> idx(static_cast<std::size_t>(n));
+  for (int64_t i = 0; i < n; ++i) idx[static_cast<std::size_t>(i)] = ((i - shift) % n + n) % n;
+  const Tensor rolled = take(flat, indices(idx), a);
+  return axis ? rolled : core::reshape(rolled, x.shape());
+}
+
+Tensor swapaxes(const Tensor& x, int axis1, int axis2) {
+  const int r = x.shape().rank();
+  std::vector<int> perm(static_cast<std::size_t>(r));
+  std::iota(perm.begin(), perm.end(), 0);
+  std::swap(perm[static_cast<std::size_t>(axis_of(axis1, r, "swapaxes"))],
+            perm[static_cast<std::size_t>(axis_of(axis2, r, "swapaxes"))]);
+  return transpose(x, perm);
+}
+
+Tensor moveaxis(const Tensor& x, const std::vector<int>& source, const std::vector<int>& destination) {
+  const int r = x.shape().rank();
+  if (source.size() != destination.size()) {
+    throw InvalidArgumentError(fmt::format("moveaxis: {} source axes and {} destinations; they must pair up",
+                                           source.size(), destination.size()));
+  }
+  std::vector<int> src, dst, perm(static_cast<std::size_t>(r), -1);
+  for (std::size_t i = 0; i < source.size(); ++i) {
+    src.push_back(axis_of(source[i], r, "moveaxis"));
+    dst.push_back(axis_of(destination[i], r, "moveaxis"));
+  }
+  for (std::size_t i = 0; i < src.size(); ++i) {
+    if (std::count(src.begin(), src.end(), src[i]) > 1 || std::count(dst.begin(), dst.end(), dst[i]) > 1) {
+      throw InvalidArgumentError("moveaxis: repeated axes");
+    }
+    perm[static_cast<std::size_t>(dst[i])] = src[i];
+  }
+  int next = 0;  // the other axes in their order, into the free places
+  for (int& p : perm) {
+    if (p >= 0) continue;
+    while (std::find(src.begin(), src.end(), next) != src.end()) ++next;
+    p = next++;
+  }
+  return transpose(x, perm);
+}
+Tensor moveaxis(const Tensor& x, int source, int destination) {
+  return moveaxis(x, std::vector<int>{source}, std::vector<int>{destination});
+}
+
+Tensor isnan(const Tensor& x) {
+  if (!is_floating(x.dtype())) return core::broadcast_to(Tensor::scalar(0, DType::bool_), x.shape());
+  return core::compare(x, x, core::CompareKind::not_equal);
+}
+Tensor isinf(const Tensor& x) {
+  if (!is_floating(x.dtype())) return core::broadcast_to(Tensor::scalar(0, DType::bool_), x.shape());
+  return core::compare(core::abs(x), Tensor::scalar(INFINITY, x.dtype()), core::CompareKind::equal);
+}
+Tensor isfinite(const Tensor& x) {
+  return core::compare(core::compare(isnan(x), isinf(x), core::CompareKind::logical_or), Tensor::scalar(0, DType::bool_),
+                       core::CompareKind::equal);
+}
+Tensor nan_to_num(const Tensor& x, double nan, std::optional<double> posinf, std::optional<double> neginf) {
+  if (!is_floating(x.dtype())) return x;
+  const double big = x.dtype() == DType::float64   ? std::numeric_limits<double>::max()
+                     : x.dtype() == DType::float16 ? 65504.0
+                     : x.dtype() == DType::bfloat16 ? 3.3895313892515355e38
+                                                    : static_cast<double>(std::numeric_limits<float>::max());
+  const Tensor inf = Tensor::scalar(INFINITY, x.dtype());
+  Tensor out = core::where(isnan(x), Tensor::scalar(nan, x.dtype()), x);
+  out = core::where(core::compare(x, inf, core::CompareKind::equal), Tensor::scalar(posinf ? *posinf : big, x.dtype()), out);
+  return core::where(core::compare(x, core::neg(inf), core::CompareKind::equal),
+                     Tensor::scalar(neginf ? *neginf : -big, x.dtype()), out);
+}
+
+Tensor tensordot(const Tensor& a, const Tensor& b, const std::vector<int>& axes_a, const std::vector<int>& axes_b) {
+  if (axes_a.size() != axes_b.size()) {
+    throw InvalidArgumentError(fmt::format("tensordot: {} axes of the first operand and {} of the second",
+                                           axes_a.size(), axes_b.size()));
+  }
+  const int ra = a.shape().rank(), rb = b.shape().rank();
+  std::vector<int> ca, cb, fa, fb;
+  int64_t contracted = 1;
+  for (std::size_t i = 0; i < axes_a.size(); ++i) {
+    ca.push_back(axis_of(axes_a[i], ra, "tensordot"));
+    cb.push_back(axis_of(axes_b[i], rb, "tensordot"));
+    if (a.shape()[ca.back()] != b.shape()[cb.back()]) {
+      throw InvalidArgumentError(fmt::format("tensordot: axis {} of {} ({}) and axis {} of {} ({}) differ", ca.back(),
+                                             a.shape().to_string(), a.shape()[ca.back()], cb.back(),
+                                             b.shape().to_string(), b.shape()[cb.back()]));
+    }
+    contracted *= a.shape()[ca.back()];
+  }
+  std::vector<int64_t> out_dims;
+  int64_t free_a = 1, free_b = 1;
+  for (int i = 0; i < ra; ++i) {
+    if (std::find(ca.begin(), ca.end(), i) == ca.end()) fa.push_back(i), out_dims.push_back(a.shape()[i]), free_a *= a.shape()[i];
+  }
+  for (int i = 0; i < rb; ++i) {
+    if (std::find(cb.begin(), cb.end(), i) == cb.end()) fb.push_back(i), out_dims.push_back(b.shape()[i]), free_b *= b.shape()[i];
+  }
+  std::vector<int> pa = fa, pb = cb;
+  pa.insert(pa.end(), ca.begin(), ca.end());
+  pb.insert(pb.end(), fb.begin(), fb.end());
+  const Tensor ma = core::reshape(transpose(a, pa), {free_a, contracted});
+  const Tensor mb = core::reshape(transpose(b, pb), {contracted, free_b});
+  return core::reshape(matmul(ma, mb), Shape(out_dims));
+}
+Tensor tensordot(const Tensor& a, const Tensor& b, int axes) {
+  if (axes < 0 || axes > a.shape().rank() || axes > b.shape().rank()) {
+    throw InvalidArgumentError(fmt::format("tensordot: axes={} for operands of rank {} and {}", axes, a.shape().rank(),
+                                           b.shape().rank()));
+  }
+  std::vector<int> xa, xb;
+  for (int i = 0; i < axes; ++i) {
+    xa.push_back(a.shape().rank() - axes + i);
+    xb.push_back(i);
+  }
+  return tensordot(a, b, xa, xb);
+}
+
+Tensor dot(const Tensor& a, const Tensor& b) {
+  if (a.shape().rank() == 0 || b.shape().rank() == 0) return multiply(a, b);
+  if (b.shape().rank() == 1) return tensordot(a, b, {-1}, {0});
+  return tensordot(a, b, {-1}, {-2});  // NumPy's dot: a's last axis with b's second-to-last
+}
+Tensor inner(const Tensor& a, const Tensor& b) {
+  if (a.shape().rank() == 0 || b.shape().rank() == 0) return multiply(a, b);
+  return tensordot(a, b, {-1}, {-1});
+}
+Tensor outer(const Tensor& a, const Tensor& b) {
+  return multiply(core::reshape(a, {a.num_elements(), 1}), core::reshape(b, {1, b.num_elements()}));
+}
+
+Tensor diagonal(const Tensor& x, int64_t offset, int axis1, int axis2) {
+  const int r = x.shape().rank();
+  if (r < 2) throw InvalidArgumentError(fmt::format("diagonal: a tensor of rank >= 2, got shape {}", x.shape().to_string()));
+  const int a1 = axis_of(axis1, r, "diagonal"), a2 = axis_of(axis2, r, "diagonal");
+  if (a1 == a2) throw InvalidArgumentError(fmt::format("diagonal: axis1 and axis2 are both {}", a1));
+  const Tensor moved = moveaxis(x, std::vector<int>{a1, a2}, std::vector<int>{-2, -1});
+  const int64_t m = moved.shape()[-2], n = moved.shape()[-1];
+  const int64_t len = std::max<int64_t>(0, offset >= 0 ? std::min(m, n - offset) : std::min(m + offset, n));
+  std::vector<int64_t> idx;
+  for (int64_t i = 0; i < len; ++i) idx.push_back(offset >= 0 ? i * n + i + offset : (i - offset) * n + i);
+  std::vector<int64_t> lead = moved.shape().dims_vector();
+  lead.resize(lead.size() - 2);
+  std::vector<int64_t> flat_dims = lead;
+  flat_dims.push_back(m * n);
+  return take(core::reshape(moved, Shape(flat_dims)), indices(idx), -1);
+}
+Tensor trace(const Tensor& x, int64_t offset, int axis1, int axis2) {
+  return sum(diagonal(x, offset, axis1, axis2), -1);
+}
+Tensor diag(const Tensor& x, int64_t k) {
+  if (x.shape().rank() == 2) return diagonal(x, k, 0, 1);
+  if (x.shape().rank() != 1) {
+    throw InvalidArgumentError(fmt::format("diag: a 1-D or 2-D tensor, got shape {}", x.shape().to_string()));
+  }
+  // x on the k-th diagonal of an n×n matrix: each element gathered from x, or from the zero appended to it.
+  const int64_t len = x.shape()[0], n = len + std::abs(k);
+  const Tensor padded = core::concat({x, Tensor::zeros({1}, x.dtype())}, 0);
+  std::vector<int64_t> idx(static_cast<std::size_t>(n * n), len);
+  for (int64_t i = 0; i < len; ++i) {
+    const int64_t r = k >= 0 ? i : i - k, c = k >= 0 ? i + k : i;
+    idx[static_cast<std::size_t>(r * n + c)] = i;
+  }
+  return core::reshape(take(padded, indices(idx), 0), {n, n});
+}
+
+Tensor count_nonzero(const Tensor& x, const Axes& axis) {
+  const Tensor nz = core::compare(x, Tensor::scalar(0, x.dtype()), core::CompareKind::not_equal);
+  return sum(core::cast(nz, DType::int32), axis);
+}
+
+Tensor rsqrt(const Tensor& x) {
+  const Tensor f = is_floating(x.dtype()) ? x : core::cast(x, DType::float32);
+  return core::div(Tensor::scalar(1.0, f.dtype()), core::sqrt(f));
+}
+
+}  // namespace osprey::keras::ops
