@@ -68,7 +68,9 @@ void check_composite_ops() {
     Outputs ys{ko::tril(x, 1),   ko::triu(x, -1),  ko::flip(x, 1),    ko::roll(x, 3),
                ko::tensordot(x, ko::outer(vb.value(), vb.value()), {1}, {0}), ko::dot(x, vb.value()),
                ko::diagonal(x, 1), ko::diag(vb.value(), -1), ko::nan_to_num(with_nan, 0.0, 5.0, -5.0),
-               ko::moveaxis(ko::reshape(x, {2, 2, 5}), 0, -1)};
+               ko::moveaxis(ko::reshape(x, {2, 2, 5}), 0, -1), ko::logaddexp(x, vb.value()),
+               ko::average(x, 1, vb.value()), ko::quantile(x, std::vector<double>{0.2, 0.7}, 1),
+               ko::median(x, 0, true)};
     Tensor total = ops::reduce_sum(ops::square(ys[0]));
     for (std::size_t i = 1; i < ys.size(); ++i) {
       total = ops::add(total, ops::reduce_sum(ops::square(ops::reshape(ys[i], {ys[i].num_elements()}))));

@@ -206,6 +206,20 @@ cases = [
     ("count_nonzero", lambda x: [ops.count_nonzero(x), ops.count_nonzero(x, axis=1)],
      [np.array([[0, 1.5, 0], [2, 0, -1]], "float32")]),
     ("erf_rsqrt", lambda x, p: [ops.erf(x), ops.rsqrt(p)], [f32(3, 4), f32(2, 3, lo=0.2, hi=3.0)]),
+    ("separable_conv", lambda x, d, p: ops.separable_conv(x, d, p, padding="same"),
+     [f32(2, 6, 5, 3), f32(3, 3, 3, 2), f32(1, 1, 6, 4)]),
+    ("ravel_logaddexp", lambda x, y: [ops.ravel(x), ops.logaddexp(x, y)], [f32(2, 3, lo=-5.0, hi=5.0), f32(3)]),
+    ("average", lambda x, w, v: [ops.average(x), ops.average(x, axis=1, weights=w), ops.average(x, axis=0, weights=v)],
+     [f32(4, 3), f32(3, lo=0.1, hi=1.0), f32(4, 3, lo=0.1, hi=1.0)]),
+    ("meshgrid", lambda a, b: list(ops.meshgrid(a, b)) + list(ops.meshgrid(a, b, indexing="ij")), [f32(3), f32(2)]),
+    ("quantile_methods", lambda x: [ops.quantile(x, 0.3, axis=1), ops.quantile(x, [0.0, 0.5, 1.0]),
+                                    ops.quantile(x, 0.4, axis=0, method="lower"),
+                                    ops.quantile(x, 0.4, axis=0, method="higher"),
+                                    ops.quantile(x, 0.4, axis=0, method="midpoint"),
+                                    ops.quantile(x, 0.625, axis=1, method="nearest", keepdims=True)],
+     [f32(3, 5)]),
+    ("median", lambda x: [ops.median(x), ops.median(x, axis=(0, 2)), ops.median(x, axis=1, keepdims=True)],
+     [f32(2, 3, 4)]),
 ]
 
 

@@ -213,6 +213,25 @@ const std::map<std::string, std::function<Ts(const Ts&)>>& cases() {
       {"diag", [](const Ts& i) { return Ts{ko::diag(i[0]), ko::diag(i[0], -2), ko::diag(i[1], 1)}; }},
       {"count_nonzero", [](const Ts& i) { return Ts{ko::count_nonzero(i[0]), ko::count_nonzero(i[0], 1)}; }},
       {"erf_rsqrt", [](const Ts& i) { return Ts{ko::erf(i[0]), ko::rsqrt(i[1])}; }},
+      {"separable_conv", [](const Ts& i) { return Ts{ko::separable_conv(i[0], i[1], i[2], {1}, "same")}; }},
+      {"ravel_logaddexp", [](const Ts& i) { return Ts{ko::ravel(i[0]), ko::logaddexp(i[0], i[1])}; }},
+      {"average",
+       [](const Ts& i) { return Ts{ko::average(i[0]), ko::average(i[0], 1, i[1]), ko::average(i[0], 0, i[2])}; }},
+      {"meshgrid",
+       [](const Ts& i) {
+         Ts out = ko::meshgrid({i[0], i[1]});
+         for (auto& t : ko::meshgrid({i[0], i[1]}, "ij")) out.push_back(t);
+         return out;
+       }},
+      {"quantile_methods",
+       [](const Ts& i) {
+         const Tensor& x = i[0];
+         return Ts{ko::quantile(x, 0.3, 1), ko::quantile(x, std::vector<double>{0.0, 0.5, 1.0}),
+                   ko::quantile(x, 0.4, 0, "lower"), ko::quantile(x, 0.4, 0, "higher"),
+                   ko::quantile(x, 0.4, 0, "midpoint"), ko::quantile(x, 0.625, 1, "nearest", true)};
+       }},
+      {"median",
+       [](const Ts& i) { return Ts{ko::median(i[0]), ko::median(i[0], {0, 2}), ko::median(i[0], 1, true)}; }},
       {"average_pool_channels_first",
        [](const Ts& i) { return Ts{ko::average_pool(i[0], {2}, std::nullopt, "valid", "channels_first")}; }},
       {"einsum_ellipsis_bmm", [](const Ts& i) { return Ts{ko::einsum("...ij,...jk->...ik", i)}; }},
@@ -392,6 +411,12 @@ TEST(KerasOps, RearrangementsAndContractionsRefuseBadArguments) {
   EXPECT_THROW((void)ko::flip(x, 3), InvalidArgumentError);
   EXPECT_THROW((void)ko::linspace(0, 1, -1), ValueError);
   EXPECT_EQ(ko::diagonal(x, 5, 1, 2).shape(), Shape({2, 0}));  // an offset past the matrix: empty, as NumPy
+  EXPECT_THROW((void)ko::quantile(x, 1.5), ValueError);
+  EXPECT_THROW((void)ko::quantile(x, 0.5, {}, "cubic"), ValueError);
+  EXPECT_THROW((void)ko::median(Tensor::ones({2, 0}), 1), InvalidArgumentError);
+  EXPECT_THROW((void)ko::meshgrid({Tensor::ones({2})}, "xz"), ValueError);
+  EXPECT_THROW((void)ko::average(x, 1, Tensor::ones({4})), InvalidArgumentError);
+  EXPECT_THROW((void)ko::average(x, {}, Tensor::ones({4})), InvalidArgumentError);
 }
 
 TEST(KerasOps, ConvolutionAndPoolingRefuseBadArguments) {

@@ -245,6 +245,11 @@ Tensor conv(const Tensor& inputs, const Tensor& kernel, const std::vector<int64_
 Tensor depthwise_conv(const Tensor& inputs, const Tensor& kernel, const std::vector<int64_t>& strides = {1},
                       const std::string& padding = "valid", const std::string& data_format = "channels_last",
                       const std::vector<int64_t>& dilation_rate = {1});
+/// depthwise_conv with `depthwise_kernel`, then a 1×1 conv with `pointwise_kernel` (window of ones, in·multiplier,
+/// out), as keras.ops.separable_conv.
+Tensor separable_conv(const Tensor& inputs, const Tensor& depthwise_kernel, const Tensor& pointwise_kernel,
+                      const std::vector<int64_t>& strides = {1}, const std::string& padding = "valid",
+                      const std::string& data_format = "channels_last", const std::vector<int64_t>& dilation_rate = {1});
 /// Pooling windows; strides unset: the pool size (Keras's default). Average pooling counts only the elements
 /// inside the input (TensorFlow's "same").
 Tensor max_pool(const Tensor& inputs, const std::vector<int64_t>& pool_size,
@@ -297,6 +302,21 @@ Tensor diag(const Tensor& x, int64_t k = 0);
 Tensor count_nonzero(const Tensor& x, const Axes& axis = {});
 /// 1 / √x (integers as float32).
 Tensor rsqrt(const Tensor& x);
+/// x flattened (keras.ops.ravel).
+Tensor ravel(const Tensor& x);
+/// log(exp(a) + exp(b)), computed stably.
+Tensor logaddexp(const TensorLike& a, const TensorLike& b);
+/// The mean over axis weighted by `weights` (x's shape, or 1-D along the one axis); unset: the mean.
+Tensor average(const Tensor& x, const Axes& axis = {}, const std::optional<Tensor>& weights = std::nullopt);
+/// Coordinate grids of 1-D tensors: "xy" (the first varies along columns) or "ij" indexing.
+std::vector<Tensor> meshgrid(const std::vector<Tensor>& xs, const std::string& indexing = "xy");
+/// The q-th quantiles over axis (unset: all), NumPy's methods "linear", "lower", "higher", "midpoint", "nearest";
+/// several q: a leading axis of them. median is quantile 0.5, "linear". Differentiable in x.
+Tensor quantile(const Tensor& x, const std::vector<double>& q, const Axes& axis = {},
+                const std::string& method = "linear", bool keepdims = false);
+Tensor quantile(const Tensor& x, double q, const Axes& axis = {}, const std::string& method = "linear",
+                bool keepdims = false);
+Tensor median(const Tensor& x, const Axes& axis = {}, bool keepdims = false);
 
 // ---- linear algebra, sorting ----
 /// NumPy's matmul: 1-D operands promoted and the added axis removed, batch axes broadcast.

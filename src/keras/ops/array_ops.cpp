@@ -274,4 +274,121 @@ Tensor rsqrt(const Tensor& x) {
   return core::div(Tensor::scalar(1.0, f.dtype()), core::sqrt(f));
 }
 
+Tensor ravel(const Tensor& x) { return core::reshape(x, {x.num_elements()}); }
+
+Tensor logaddexp(const TensorLike& a, const TensorLike& b) {
+  const DType t = result_type(a, b);
+  const DType f = is_floating(t) ? t : DType::float32;
+  const Tensor x = a.as_tensor(f), y = b.as_tensor(f);
+  // max(x, y) + log(1 + exp(-|x - y|)), as Keras (x + y where the difference is NaN: two infinities alike).
+  const Tensor d = core::sub(x, y);
+  const Tensor stable = core::add(core::maximum(x, y), core::log1p(core::exp(core::neg(core::abs(d)))));
+  return core::where(isnan(d), core::add(x, y), stable);
+}
+
+Tensor average(const Tensor& x_in, const Axes& axis, const std::optional<Tensor>& weights) {
+  const Tensor x = is_floating(x_in.dtype()) ? x_in : core::cast(x_in, DType::float32);
+  if (!weights) return mean(x, axis);
+  Tensor w = cast(*weights, x.dtype());
+  if (w.shape() != x.shape()) {  // 1-D weights along the one axis, as NumPy
+    if (axis.all() || axis.axes().size() != 1 || w.shape().rank() != 1) {
+      throw InvalidArgumentError(fmt::format("average: weights of shape {} for x of shape {}; give x's shape, or 1-D "
+                                             "weights along one axis",
+                                             w.shape().to_string(), x.shape().to_string()));
+    }
+    const int a = axis_of(axis.axes()[0], x.shape().rank(), "average");
+    if (w.shape()[0] != x.shape()[a]) {
+      throw InvalidArgumentError(fmt::format("average: {} weights for axis {} of {} elements", w.shape()[0], a,
+                                             x.shape()[a]));
+    }
+    std::vector<int64_t> dims(static_cast<std::size_t>(x.shape().rank()), 1);
+    dims[static_cast<std::size_t>(a)] = w.shape()[0];
+    w = core::reshape(w, Shape(dims));
+  }
+  return core::div(sum(core::mul(x, w), axis), sum(core::broadcast_to(w, x.shape()), axis));
+}
+
+std::vector<Tensor> meshgrid(const std::vector<Tensor>& xs, const std::string& indexing) {
+  if (indexing != "xy" && indexing != "ij") {
+    throw ValueError(fmt::format("meshgrid: indexing must be 'xy' or 'ij', got '{}'", indexing));
+  }
+  std::vector<int64_t> dims;
+  for (const auto& x : xs) dims.push_back(x.num_elements());
+  if (indexing == "xy" && dims.size() >= 2) std::swap(dims[0], dims[1]);
+  std::vector<Tensor> out;
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    std::size_t at = i;
+    if (indexing == "xy" && xs.size() >= 2 && i < 2) at = 1 - i;  // x varies along columns, y along rows
+    std::vector<int64_t> shape(dims.size(), 1);
+    shape[at] = dims[at];
+    out.push_back(core::broadcast_to(core::reshape(xs[i], Shape(shape)), Shape(dims)));
+  }
+  return out;
+}
+
+Tensor quantile(const Tensor& x_in, const std::vector<double>& q, const Axes& axis, const std::string& method,
+                bool keepdims) {
+  static const char* methods[] = {"linear", "lower", "higher", "midpoint", "nearest"};
+  if (std::find(std::begin(methods), std::end(methods), method) == std::end(methods)) {
+    throw ValueError(fmt::format("quantile: method '{}' is not one of linear, lower, higher, midpoint, nearest", method));
+  }
+  for (double v : q) {
+    if (!(v >= 0 && v <= 1)) throw ValueError(fmt::format("quantile: q must be in [0, 1], got {}", v));
+  }
+  const Tensor x = is_floating(x_in.dtype()) ? x_in : core::cast(x_in, DType::float32);
+  const int r = x.shape().rank();
+  std::vector<int> axes;
+  if (axis.all()) {
+    for (int i = 0; i < r; ++i) axes.push_back(i);
+  } else {
+    for (int a : axis.axes()) axes.push_back(axis_of(a, r, "quantile"));
+  }
+  // The reduced axes last, flattened into one, sorted.
+  std::vector<int> kept;
+  for (int i = 0; i < r; ++i) {
+    if (std::find(axes.begin(), axes.end(), i) == axes.end()) kept.push_back(i);
+  }
+  std::vector<int> perm = kept;
+  perm.insert(perm.end(), axes.begin(), axes.end());
+  std::vector<int64_t> lead;
+  int64_t n = 1;
+  for (int i : kept) lead.push_back(x.shape()[i]);
+  for (int i : axes) n *= x.shape()[i];
+  if (n == 0) throw InvalidArgumentError(fmt::format("quantile of an empty axis (x of shape {})", x.shape().to_string()));
+  std::vector<int64_t> flat = lead;
+  flat.push_back(n);
+  const Tensor sorted = sort(core::reshape(transpose(x, perm), Shape(flat)), -1);
+  std::vector<int64_t> lo, hi;
+  std::vector<double> frac;
+  for (double v : q) {
+    const double at = v * static_cast<double>(n - 1);
+    int64_t l = static_cast<int64_t>(std::floor(at)), h = static_cast<int64_t>(std::ceil(at));
+    if (method == "nearest") l = h = static_cast<int64_t>(std::nearbyint(at));  // halves to even
+    if (method == "lower") h = l;
+    if (method == "higher") l = h;
+    lo.push_back(l);
+    hi.push_back(h);
+    frac.push_back(method == "midpoint" ? (l == h ? 0.0 : 0.5) : at - static_cast<double>(l));
+  }
+  const int64_t k = static_cast<int64_t>(q.size());
+  const Tensor a = take(sorted, indices(lo), -1), b = take(sorted, indices(hi), -1);
+  Tensor weights = core::cast(Tensor::from_vector(frac, {k}), x.dtype());
+  if (method == "lower" || method == "higher" || method == "nearest") weights = core::mul(weights, Tensor::scalar(0, x.dtype()));
+  Tensor out = core::add(a, core::mul(core::sub(b, a), weights));  // (..., k)
+  if (keepdims) {  // x's axes with ones where reduced (the kept ones are in x's order already), then the quantiles
+    std::vector<int64_t> dims = x.shape().dims_vector();
+    for (int i : axes) dims[static_cast<std::size_t>(i)] = 1;
+    dims.push_back(k);
+    out = core::reshape(out, Shape(dims));
+  }
+  return moveaxis(out, -1, 0);  // the quantiles first, as NumPy
+}
+
+Tensor quantile(const Tensor& x, double q, const Axes& axis, const std::string& method, bool keepdims) {
+  const Tensor out = quantile(x, std::vector<double>{q}, axis, method, keepdims);
+  return core::reshape(out, Shape(std::vector<int64_t>(out.shape().dims().begin() + 1, out.shape().dims().end())));
+}
+
+Tensor median(const Tensor& x, const Axes& axis, bool keepdims) { return quantile(x, 0.5, axis, "linear", keepdims); }
+
 }  // namespace osprey::keras::ops

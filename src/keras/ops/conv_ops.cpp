@@ -144,6 +144,13 @@ Tensor depthwise_conv(const Tensor& inputs, const Tensor& kernel, const std::vec
   return from_last(y, first, rank);
 }
 
+Tensor separable_conv(const Tensor& inputs, const Tensor& depthwise_kernel, const Tensor& pointwise_kernel,
+                      const std::vector<int64_t>& strides, const std::string& padding, const std::string& data_format,
+                      const std::vector<int64_t>& dilation_rate) {
+  const Tensor d = depthwise_conv(inputs, depthwise_kernel, strides, padding, data_format, dilation_rate);
+  return conv(d, pointwise_kernel, {1}, "valid", data_format, {1});
+}
+
 Tensor max_pool(const Tensor& inputs, const std::vector<int64_t>& pool_size,
                 const std::optional<std::vector<int64_t>>& strides, const std::string& padding,
                 const std::string& data_format) {
