@@ -361,17 +361,23 @@ void conv_backprop_filter_kernel(const KernelContext& ctx) {
   const Tensor xin = padded_input(l, x, p, a, ctx.device);
   std::vector<int64_t> td{dw.shape()[-1]};
   for (int i = 0; i + 1 < dw.shape().rank(); ++i) td.push_back(dw.shape()[i]);
-  Tensor dwt = Tensor::empty(Shape(td), dw.dtype(), ctx.device);
+  Tensor dwt = Tensor::empty(Shape(td), x.dtype(), ctx.device);  // cuDNN's filter has the inputs' type
   const float one = 1.f, zero = 0.f;
   cudnn::check(cudnn::api().backward_filter(handle_for(l.dev), &one, p.xd, xin.raw_data(), p.yd, dy.raw_data(), p.cd,
                                             p.bwd_filter_algo, l.dev.workspace(), CudaDevice::kWorkspaceBytes, &zero,
                                             p.wd, dwt.raw_data()),
                "cudnnConvolutionBackwardFilter");
-  from_cudnn_filter(l, dwt, dw);
-  if (a.has_bias) {
+  if (dw.dtype() == x.dtype()) {
+    from_cudnn_filter(l, dwt, dw);
+  } else {  // bfloat16 inputs: the kernel and bias gradients are float32, the variables' dtype (ops/conv_ops.cpp)
+    Tensor narrow_dw = Tensor::empty(dw.shape(), x.dtype(), ctx.device);
+    from_cudnn_filter(l, dwt, narrow_dw);
+    launch_cast(dt_of(x.dtype()), dt_of(dw.dtype()), narrow_dw.raw_data(), dw.raw_data(), dw.num_elements(), l.s());
+  }
+  if (a.has_bias) {  // summed in float32 from the inputs' type into the bias gradient's
     const int64_t cols = dy.shape()[-1];
-    launch_sum_axis0(dt_of(dy.dtype()), dy.raw_data(), ctx.outputs[1].raw_data(), dy.num_elements() / cols, cols,
-                     l.s());
+    launch_sum_axis0(dt_of(dy.dtype()), dt_of(ctx.outputs[1].dtype()), dy.raw_data(), ctx.outputs[1].raw_data(),
+                     dy.num_elements() / cols, cols, l.s());
   }
   check(cudaGetLastError(), "Conv2DBackpropFilter");
 }

@@ -62,9 +62,9 @@ void launch_top_k(Dt dt, const void* x, void* values, int32_t* indices, int64_t 
 void launch_activation(Act act, Dt dt, const void* z, void* y, int64_t n, int64_t cols, cudaStream_t s);
 void launch_activation_grad(Act act, Dt dt, const void* dy, const void* y, const void* z, void* dz, int64_t n,
                             int64_t cols, cudaStream_t s);
-/// y[c] = Σ_r x[r, c] (also the bias gradient), x and y of type `dt` (float32, float16 or bfloat16), summed in
-/// float32.
-void launch_sum_axis0(Dt dt, const void* x, void* y, int64_t rows, int64_t cols, cudaStream_t s);
+/// y[c] = Σ_r x[r, c] (also the bias gradient), x of type `dt` and y of `out_dt` (each float32, float16 or
+/// bfloat16), summed in float32.
+void launch_sum_axis0(Dt dt, Dt out_dt, const void* x, void* y, int64_t rows, int64_t cols, cudaStream_t s);
 /// y[r] = Σ_c x[r, c].
 void launch_sum_axis1(const float* x, float* y, int64_t rows, int64_t cols, cudaStream_t s);
 /// y[0] = Σ x (or the mean), accumulated in double in a fixed order (deterministic).

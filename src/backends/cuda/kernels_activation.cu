@@ -106,8 +106,8 @@ __global__ void softmax_grad_k(const T* dy, const T* y, T* dz, int64_t rows, int
 // one column (a warp reads 32 adjacent columns: coalesced), then each column's 32 partial sums are added in a
 // fixed order (deterministic). One thread per column looping over every row took ~1 ms at 8192 × 512.
 constexpr int kColumnTile = 32;
-template <typename T>
-__global__ void sum_axis0_k(const T* x, T* y, int64_t rows, int64_t cols) {
+template <typename T, typename O>
+__global__ void sum_axis0_k(const T* x, O* y, int64_t rows, int64_t cols) {
   __shared__ float partial[kColumnTile][kColumnTile + 1];
   const int64_t c = static_cast<int64_t>(blockIdx.x) * kColumnTile + threadIdx.x;
   float s = 0.f;
@@ -119,7 +119,7 @@ __global__ void sum_axis0_k(const T* x, T* y, int64_t rows, int64_t cols) {
   if (threadIdx.y == 0 && c < cols) {
     float total = 0.f;
     for (int i = 0; i < kColumnTile; ++i) total += partial[i][threadIdx.x];
-    y[c] = convert<T>(total);
+    y[c] = convert<O>(total);
   }
 }
 
@@ -161,13 +161,16 @@ void launch_activation_grad(Act act, Dt dt, const void* dy, const void* y, const
   });
 }
 
-void launch_sum_axis0(Dt dt, const void* x, void* y, int64_t rows, int64_t cols, cudaStream_t s) {
+void launch_sum_axis0(Dt dt, Dt out_dt, const void* x, void* y, int64_t rows, int64_t cols, cudaStream_t s) {
   if (cols == 0) return;
   const dim3 block(kColumnTile, kColumnTile);
   const auto grid = static_cast<unsigned>((cols + kColumnTile - 1) / kColumnTile);
-  by_float_type(dt, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    sum_axis0_k<<<grid, block, 0, s>>>(static_cast<const T*>(x), static_cast<T*>(y), rows, cols);
+  by_float_type(dt, [&](auto in_tag) {
+    using T = typename decltype(in_tag)::type;
+    by_float_type(out_dt, [&](auto out_tag) {
+      using O = typename decltype(out_tag)::type;
+      sum_axis0_k<<<grid, block, 0, s>>>(static_cast<const T*>(x), static_cast<O*>(y), rows, cols);
+    });
   });
 }
 
