@@ -22,7 +22,9 @@ int main(int argc, char** argv) {
   const bool row = argc > 4 && std::string(argv[4]) == "row";
   const std::string policy = argc > 5 ? argv[5] : "float32";
   keras::mixed_precision::set_global_policy(policy);
-  if (bench::skip_without_gpu("cnn", batch, device)) return 0;
+  // A row names the policy with the device (scripts/gpu-check.sh prints float32 and mixed rows together).
+  const std::string where = row && policy != "float32" ? device + ", " + policy : device;
+  if (bench::skip_without_gpu("cnn", batch, device, where)) return 0;
   osprey::config::set_soft_device_placement(false);
   osprey::random::set_seed(0);
   osprey::DeviceScope on(device);
@@ -35,8 +37,6 @@ int main(int argc, char** argv) {
                            layers::Dense(10, "softmax")});
   model.compile({.optimizer = "adam", .loss = "sparse_categorical_crossentropy"});
   // Three warm-up steps: the primitives, the pools, the recorded step.
-  // A row names the policy with the device (scripts/gpu-check.sh prints float32 and mixed rows together).
-  const std::string where = row && policy != "float32" ? device + ", " + policy : device;
   bench::report(row, "cnn", batch, where,
                 "VGG-style CNN 32x32x3 batch " + std::to_string(batch) + ", train_on_batch, default threads" +
                     (policy == "float32" ? "" : ", " + policy),

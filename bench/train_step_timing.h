@@ -12,13 +12,13 @@
 
 namespace bench {
 
-/// True (after printing the row) when `device` is a GPU and none is visible.
-inline bool skip_without_gpu(const char* name, int batch, const std::string& device) {
+/// True (after printing the row, its device column `label` where given) when `device` is a GPU and none is visible.
+inline bool skip_without_gpu(const char* name, int batch, const std::string& device, const std::string& label = "") {
   if (osprey::DeviceSpec::from_string(device).device_type != "GPU" ||
       !osprey::config::list_logical_devices("GPU").empty()) {
     return false;
   }
-  std::printf("| %s | %d | %s | skipped: no GPU |\n", name, batch, device.c_str());
+  std::printf("| %s | %d | %s | skipped: no GPU |\n", name, batch, (label.empty() ? device : label).c_str());
   return true;
 }
 

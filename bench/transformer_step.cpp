@@ -23,7 +23,9 @@ int main(int argc, char** argv) {
   const std::string policy = argc > 6 ? argv[6] : "float32";
   keras::mixed_precision::set_global_policy(policy);
   constexpr int width = 256;
-  if (bench::skip_without_gpu("transformer", batch, device)) return 0;
+  // A row names the policy with the device (scripts/gpu-check.sh prints float32 and mixed rows together).
+  const std::string where = row && policy != "float32" ? device + ", " + policy : device;
+  if (bench::skip_without_gpu("transformer", batch, device, where)) return 0;
   osprey::DeviceScope on(device);
   osprey::random::set_seed(0);
   auto x = osprey::random::uniform({batch, time_steps, width});
@@ -34,8 +36,6 @@ int main(int argc, char** argv) {
   auto f = layers::Dense(width)(layers::Dense(4 * width, "relu")(h));
   keras::Model model(in, layers::LayerNormalization({.dtype = "float32"})(layers::Add()({h, f})));
   model.compile({.optimizer = "adam", .loss = "mse"});
-  // A row names the policy with the device (scripts/gpu-check.sh prints float32 and mixed rows together).
-  const std::string where = row && policy != "float32" ? device + ", " + policy : device;
   bench::report(row, "transformer", batch, where,
                 "Transformer encoder block (4 heads, width " + std::to_string(width) + ", " + std::to_string(time_steps) +
                     " steps), batch " + std::to_string(batch) + ", train_on_batch",
