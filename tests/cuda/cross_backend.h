@@ -77,6 +77,16 @@ inline void expect_close_to_max(const std::string& what, const std::function<Out
   }
 }
 
+// Σ over the outputs of the sum of their squared elements: a scalar loss through every output, for gradients.
+inline Tensor sum_of_squares(const Outputs& ys) {
+  Tensor total;
+  for (const Tensor& y : ys) {
+    const Tensor term = ops::reduce_sum(ops::square(ops::reshape(y, {y.num_elements()})));
+    total = total.defined() ? ops::add(total, term) : term;
+  }
+  return total;
+}
+
 // Host-built inputs (on the CPU), so both runs see identical values.
 inline Tensor host_uniform(const Shape& shape, double lo, double hi, uint64_t seed) {
   random::set_seed(seed);

@@ -35,8 +35,7 @@ void check_composite_ops() {
                ko::pad(va.value(), {{0, 4}, {5, 0}}, "symmetric"), ko::tile(va.value(), {2, 1, 3}),
                ko::repeat(va.value(), std::vector<int64_t>{2, 0, 1, 3}, 0), ko::arctan2(va.value(), vb.value()),
                ko::hypot(va.value(), vb.value())};
-    Tensor total = ops::reduce_sum(ops::square(ys[0]));
-    for (std::size_t i = 1; i < ys.size(); ++i) total = ops::add(total, ops::reduce_sum(ops::square(ys[i])));
+    const Tensor total = sum_of_squares(ys);
     auto g = tape.gradient(total, Vars{&va, &vb});
     ys.insert(ys.end(), g.begin(), g.end());
     return ys;
@@ -53,10 +52,7 @@ void check_composite_ops() {
                ko::binary_crossentropy(ko::sigmoid(b4), x, true),
                ko::categorical_crossentropy(ko::softmax(b4), ko::sigmoid(x)),
                ko::sparse_categorical_crossentropy(labels, x, true)};
-    Tensor total = ops::reduce_sum(ops::square(ys[0]));
-    for (std::size_t i = 1; i < ys.size(); ++i) {
-      total = ops::add(total, ops::reduce_sum(ops::square(ops::reshape(ys[i], {ys[i].num_elements()}))));
-    }
+    const Tensor total = sum_of_squares(ys);
     ys.push_back(tape.gradient(total, Vars{&va})[0]);
     return ys;
   });
@@ -71,10 +67,7 @@ void check_composite_ops() {
                ko::moveaxis(ko::reshape(x, {2, 2, 5}), 0, -1), ko::logaddexp(x, vb.value()),
                ko::average(x, 1, vb.value()), ko::quantile(x, std::vector<double>{0.2, 0.7}, 1),
                ko::median(x, 0, true)};
-    Tensor total = ops::reduce_sum(ops::square(ys[0]));
-    for (std::size_t i = 1; i < ys.size(); ++i) {
-      total = ops::add(total, ops::reduce_sum(ops::square(ops::reshape(ys[i], {ys[i].num_elements()}))));
-    }
+    const Tensor total = sum_of_squares(ys);
     auto g = tape.gradient(total, Vars{&va, &vb});
     ys.insert(ys.end(), g.begin(), g.end());
     return ys;
@@ -89,10 +82,7 @@ void check_composite_ops() {
                ko::depthwise_conv(x, vd.value(), {1}, "same", "channels_first", {2}),
                ko::max_pool(x, {3}, std::vector<int64_t>{2}, "same", "channels_first"),
                ko::average_pool(x, {2, 3}, std::nullopt, "valid", "channels_first")};
-    Tensor total = ops::reduce_sum(ops::square(ops::reshape(ys[0], {ys[0].num_elements()})));
-    for (std::size_t i = 1; i < ys.size(); ++i) {
-      total = ops::add(total, ops::reduce_sum(ops::square(ops::reshape(ys[i], {ys[i].num_elements()}))));
-    }
+    const Tensor total = sum_of_squares(ys);
     auto g = tape.gradient(total, Vars{&vx, &vk, &vd});
     ys.insert(ys.end(), g.begin(), g.end());
     return ys;
@@ -142,10 +132,8 @@ void check_half_ops() {
       Outputs ys{ops::activation(v.value(), ops::Activation::tanh), ops::activation(v.value(), ops::Activation::softmax),
                  ops::activation(v.value(), ops::Activation::silu), ops::add(v.value(), h(r)),
                  ops::mul(v.value(), h(host_uniform({6}, -1, 1, 208))), ops::sub(v.value(), h(Tensor::scalar(0.5)))};
-      Tensor total = ops::reduce_sum(ops::square(f(ys[0])));
-      for (std::size_t i = 1; i < ys.size(); ++i) total = ops::add(total, ops::reduce_sum(ops::square(f(ys[i]))));
-      const Tensor g = tape.gradient(total, Vars{&v})[0];
       for (auto& y : ys) y = f(y);
+      const Tensor g = tape.gradient(sum_of_squares(ys), Vars{&v})[0];
       ys.push_back(f(g));
       return ys;
     }, tol);

@@ -271,7 +271,7 @@ void activation_grad_kernel(const KernelContext& ctx) {
     return floats_to_bf16(dz.data(), static_cast<uint16_t*>(ctx.outputs[0].raw_data()), n);
   }
   if (ctx.inputs[0].dtype() == DType::bfloat16) {
-    // The pointers are taken here, on the calling thread (a device's tensors may be read only where its kernel runs).
+    // The pointers taken once, not per block.
     const uint16_t* dy_bits = bits(ctx.inputs[0]);
     const uint16_t* y_bits = bits(ctx.inputs[1]);
     const uint16_t* z_bits = ctx.inputs[2].defined() ? bits(ctx.inputs[2]) : nullptr;
@@ -302,7 +302,7 @@ static void activation_kernel(const KernelContext& ctx) {
     apply_activation(act, v.data(), v.data(), n, cols);
     return floats_to_bf16(v.data(), y, n);
   }
-  const uint16_t* x = bits(ctx.inputs[0]);  // on the calling thread, as above
+  const uint16_t* x = bits(ctx.inputs[0]);  // once, not per block
   bf16_blocks(ctx.inputs[0].num_elements(), [&](int64_t i, int64_t len) {
     float v[kHalfBlock];
     bf16_to_floats(x + i, v, len);

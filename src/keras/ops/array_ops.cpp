@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "keras/ops/common.h"
 #include "osprey/errors.h"
 #include "osprey/keras/ops.h"
 #include "osprey/ops.h"
@@ -18,15 +19,9 @@ namespace core = osprey::ops;
 
 namespace {
 
-int axis_of(int axis, int rank, const char* op) {
-  if (axis < -rank || axis >= rank) {
-    throw InvalidArgumentError(fmt::format("{}: axis {} is out of range for a tensor of rank {} (valid: [{}, {}))", op,
-                                           axis, rank, -rank, rank));
-  }
-  return axis < 0 ? axis + rank : axis;
-}
-
-Tensor indices(const std::vector<int64_t>& v) { return Tensor::from_vector(v, {static_cast<int64_t>(v.size())}); }
+using detail::floating;
+using detail::index_vector;
+using detail::normalized;
 
 // The bool mask (rows, cols) of the elements with col - row >= k (upper) or <= k (lower).
 Tensor band(int64_t rows, int64_t cols, int64_t k, bool upper) {
@@ -80,30 +75,23 @@ Tensor tril(const Tensor& x, int64_t k) { return triangle(x, k, false, "tril"); 
 Tensor triu(const Tensor& x, int64_t k) { return triangle(x, k, true, "triu"); }
 
 Tensor flip(const Tensor& x, const Axes& axis) {
-  const int r = x.shape().rank();
-  std::vector<int> axes;
-  if (axis.all()) {
-    for (int i = 0; i < r; ++i) axes.push_back(i);
-  } else {
-    for (int a : axis.axes()) axes.push_back(axis_of(a, r, "flip"));
-  }
   Tensor out = x;
-  for (int a : axes) {
+  for (int a : detail::resolved_axes(axis, x.shape().rank(), "flip")) {
     std::vector<int64_t> idx(static_cast<std::size_t>(x.shape()[a]));
     std::iota(idx.rbegin(), idx.rend(), 0);
-    out = take(out, indices(idx), a);
+    out = take(out, index_vector(idx), a);
   }
   return out;
 }
 
 Tensor roll(const Tensor& x, int64_t shift, std::optional<int> axis) {
-  const Tensor flat = axis ? x : core::reshape(x, {x.num_elements()});
-  const int a = axis_of(axis ? *axis : 0, flat.shape().rank(), "roll");
+  const Tensor flat = axis ? x : ravel(x);
+  const int a = normalized(axis ? *axis : 0, flat.shape().rank(), "roll");
   const int64_t n = flat.shape()[a];
   if (n == 0) return x;
   std::vector<int64_t> idx(static_cast<std::size_t>(n));
   for (int64_t i = 0; i < n; ++i) idx[static_cast<std::size_t>(i)] = ((i - shift) % n + n) % n;
-  const Tensor rolled = take(flat, indices(idx), a);
+  const Tensor rolled = take(flat, index_vector(idx), a);
   return axis ? rolled : core::reshape(rolled, x.shape());
 }
 
@@ -111,8 +99,8 @@ Tensor swapaxes(const Tensor& x, int axis1, int axis2) {
   const int r = x.shape().rank();
   std::vector<int> perm(static_cast<std::size_t>(r));
   std::iota(perm.begin(), perm.end(), 0);
-  std::swap(perm[static_cast<std::size_t>(axis_of(axis1, r, "swapaxes"))],
-            perm[static_cast<std::size_t>(axis_of(axis2, r, "swapaxes"))]);
+  std::swap(perm[static_cast<std::size_t>(normalized(axis1, r, "swapaxes"))],
+            perm[static_cast<std::size_t>(normalized(axis2, r, "swapaxes"))]);
   return transpose(x, perm);
 }
 
@@ -124,8 +112,8 @@ Tensor moveaxis(const Tensor& x, const std::vector<int>& source, const std::vect
   }
   std::vector<int> src, dst, perm(static_cast<std::size_t>(r), -1);
   for (std::size_t i = 0; i < source.size(); ++i) {
-    src.push_back(axis_of(source[i], r, "moveaxis"));
-    dst.push_back(axis_of(destination[i], r, "moveaxis"));
+    src.push_back(normalized(source[i], r, "moveaxis"));
+    dst.push_back(normalized(destination[i], r, "moveaxis"));
   }
   for (std::size_t i = 0; i < src.size(); ++i) {
     if (std::count(src.begin(), src.end(), src[i]) > 1 || std::count(dst.begin(), dst.end(), dst[i]) > 1) {
@@ -179,8 +167,8 @@ Tensor tensordot(const Tensor& a, const Tensor& b, const std::vector<int>& axes_
   std::vector<int> ca, cb, fa, fb;
   int64_t contracted = 1;
   for (std::size_t i = 0; i < axes_a.size(); ++i) {
-    ca.push_back(axis_of(axes_a[i], ra, "tensordot"));
-    cb.push_back(axis_of(axes_b[i], rb, "tensordot"));
+    ca.push_back(normalized(axes_a[i], ra, "tensordot"));
+    cb.push_back(normalized(axes_b[i], rb, "tensordot"));
     if (a.shape()[ca.back()] != b.shape()[cb.back()]) {
       throw InvalidArgumentError(fmt::format("tensordot: axis {} of {} ({}) and axis {} of {} ({}) differ", ca.back(),
                                              a.shape().to_string(), a.shape()[ca.back()], cb.back(),
@@ -232,7 +220,7 @@ Tensor outer(const Tensor& a, const Tensor& b) {
 Tensor diagonal(const Tensor& x, int64_t offset, int axis1, int axis2) {
   const int r = x.shape().rank();
   if (r < 2) throw InvalidArgumentError(fmt::format("diagonal: a tensor of rank >= 2, got shape {}", x.shape().to_string()));
-  const int a1 = axis_of(axis1, r, "diagonal"), a2 = axis_of(axis2, r, "diagonal");
+  const int a1 = normalized(axis1, r, "diagonal"), a2 = normalized(axis2, r, "diagonal");
   if (a1 == a2) throw InvalidArgumentError(fmt::format("diagonal: axis1 and axis2 are both {}", a1));
   const Tensor moved = moveaxis(x, std::vector<int>{a1, a2}, std::vector<int>{-2, -1});
   const int64_t m = moved.shape()[-2], n = moved.shape()[-1];
@@ -243,7 +231,7 @@ Tensor diagonal(const Tensor& x, int64_t offset, int axis1, int axis2) {
   lead.resize(lead.size() - 2);
   std::vector<int64_t> flat_dims = lead;
   flat_dims.push_back(m * n);
-  return take(core::reshape(moved, Shape(flat_dims)), indices(idx), -1);
+  return take(core::reshape(moved, Shape(flat_dims)), index_vector(idx), -1);
 }
 Tensor trace(const Tensor& x, int64_t offset, int axis1, int axis2) {
   return sum(diagonal(x, offset, axis1, axis2), -1);
@@ -261,7 +249,7 @@ Tensor diag(const Tensor& x, int64_t k) {
     const int64_t r = k >= 0 ? i : i - k, c = k >= 0 ? i + k : i;
     idx[static_cast<std::size_t>(r * n + c)] = i;
   }
-  return core::reshape(take(padded, indices(idx), 0), {n, n});
+  return core::reshape(take(padded, index_vector(idx), 0), {n, n});
 }
 
 Tensor count_nonzero(const Tensor& x, const Axes& axis) {
@@ -270,15 +258,14 @@ Tensor count_nonzero(const Tensor& x, const Axes& axis) {
 }
 
 Tensor rsqrt(const Tensor& x) {
-  const Tensor f = is_floating(x.dtype()) ? x : core::cast(x, DType::float32);
+  const Tensor f = floating(x);
   return core::div(Tensor::scalar(1.0, f.dtype()), core::sqrt(f));
 }
 
 Tensor ravel(const Tensor& x) { return core::reshape(x, {x.num_elements()}); }
 
 Tensor logaddexp(const TensorLike& a, const TensorLike& b) {
-  const DType t = result_type(a, b);
-  const DType f = is_floating(t) ? t : DType::float32;
+  const DType f = detail::float_of(result_type(a, b));
   const Tensor x = a.as_tensor(f), y = b.as_tensor(f);
   // max(x, y) + log(1 + exp(-|x - y|)), as Keras (x + y where the difference is NaN: two infinities alike).
   const Tensor d = core::sub(x, y);
@@ -287,7 +274,7 @@ Tensor logaddexp(const TensorLike& a, const TensorLike& b) {
 }
 
 Tensor average(const Tensor& x_in, const Axes& axis, const std::optional<Tensor>& weights) {
-  const Tensor x = is_floating(x_in.dtype()) ? x_in : core::cast(x_in, DType::float32);
+  const Tensor x = floating(x_in);
   if (!weights) return mean(x, axis);
   Tensor w = cast(*weights, x.dtype());
   if (w.shape() != x.shape()) {  // 1-D weights along the one axis, as NumPy
@@ -296,7 +283,7 @@ Tensor average(const Tensor& x_in, const Axes& axis, const std::optional<Tensor>
                                              "weights along one axis",
                                              w.shape().to_string(), x.shape().to_string()));
     }
-    const int a = axis_of(axis.axes()[0], x.shape().rank(), "average");
+    const int a = normalized(axis.axes()[0], x.shape().rank(), "average");
     if (w.shape()[0] != x.shape()[a]) {
       throw InvalidArgumentError(fmt::format("average: {} weights for axis {} of {} elements", w.shape()[0], a,
                                              x.shape()[a]));
@@ -335,14 +322,9 @@ Tensor quantile(const Tensor& x_in, const std::vector<double>& q, const Axes& ax
   for (double v : q) {
     if (!(v >= 0 && v <= 1)) throw ValueError(fmt::format("quantile: q must be in [0, 1], got {}", v));
   }
-  const Tensor x = is_floating(x_in.dtype()) ? x_in : core::cast(x_in, DType::float32);
+  const Tensor x = floating(x_in);
   const int r = x.shape().rank();
-  std::vector<int> axes;
-  if (axis.all()) {
-    for (int i = 0; i < r; ++i) axes.push_back(i);
-  } else {
-    for (int a : axis.axes()) axes.push_back(axis_of(a, r, "quantile"));
-  }
+  const std::vector<int> axes = detail::resolved_axes(axis, r, "quantile");
   // The reduced axes last, flattened into one, sorted.
   std::vector<int> kept;
   for (int i = 0; i < r; ++i) {
@@ -371,7 +353,7 @@ Tensor quantile(const Tensor& x_in, const std::vector<double>& q, const Axes& ax
     frac.push_back(method == "midpoint" ? (l == h ? 0.0 : 0.5) : at - static_cast<double>(l));
   }
   const int64_t k = static_cast<int64_t>(q.size());
-  const Tensor a = take(sorted, indices(lo), -1), b = take(sorted, indices(hi), -1);
+  const Tensor a = take(sorted, index_vector(lo), -1), b = take(sorted, index_vector(hi), -1);
   Tensor weights = core::cast(Tensor::from_vector(frac, {k}), x.dtype());
   if (method == "lower" || method == "higher" || method == "nearest") weights = core::mul(weights, Tensor::scalar(0, x.dtype()));
   Tensor out = core::add(a, core::mul(core::sub(b, a), weights));  // (..., k)

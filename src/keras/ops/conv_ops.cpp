@@ -2,6 +2,7 @@
 // osprey::ops's convolution and pooling ops, with TensorFlow's "valid"/"same" padding and either data format.
 #include <fmt/format.h>
 
+#include "keras/ops/common.h"
 #include "osprey/errors.h"
 #include "osprey/keras/layers/convolutional.h"
 #include "osprey/keras/ops.h"
@@ -74,8 +75,7 @@ Tensor convolve(const Tensor& x, const Tensor& kernel, int rank, const std::vect
 
 // Inputs and kernel in one float dtype (Keras's result type; integers as float32).
 std::pair<Tensor, Tensor> promoted_pair(const Tensor& x, const Tensor& k) {
-  const DType t = result_type(x, k);
-  const DType f = is_floating(t) ? t : DType::float32;
+  const DType f = detail::float_of(result_type(x, k));
   return {cast(x, f), cast(k, f)};
 }
 
@@ -87,7 +87,7 @@ Tensor pool(core::PoolKind kind, const char* op, const Tensor& inputs, const std
   check_padding(padding, op);
   const std::vector<int64_t> window = per_axis(pool_size, rank, op, "pool_size");
   const std::vector<int64_t> step = strides ? per_axis(*strides, rank, op, "strides") : window;
-  const Tensor x = to_last(is_floating(inputs.dtype()) ? inputs : cast(inputs, DType::float32), first, rank);
+  const Tensor x = to_last(detail::floating(inputs), first, rank);
   core::PoolParams p{kind, window, step, {}, {}};
   for (int i = 0; i < rank; ++i) {
     const auto u = static_cast<std::size_t>(i);

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "keras/ops/common.h"
 #include "osprey/errors.h"
 #include "osprey/keras/ops.h"
 #include "osprey/ops.h"
@@ -14,8 +15,8 @@ namespace core = osprey::ops;
 
 namespace {
 
-// Integers and bools as float32 (Keras's dtypes); float types as they are.
-Tensor floating(const Tensor& x) { return is_floating(x.dtype()) ? x : core::cast(x, DType::float32); }
+using detail::floating;
+using detail::normalized;
 
 // An activation kernel (float32 and half tensors): float64 through float32 and back, integers as float32.
 Tensor act(const Tensor& x, core::Activation a) {
@@ -24,14 +25,6 @@ Tensor act(const Tensor& x, core::Activation a) {
 }
 
 Tensor scalar(double v, const Tensor& like) { return Tensor::scalar(v, like.dtype()); }
-
-int normalized(int axis, int rank, const char* op) {
-  if (axis < -rank || axis >= rank) {
-    throw InvalidArgumentError(fmt::format("{}: axis {} is out of range for a tensor of rank {} (valid: [{}, {}))", op,
-                                           axis, rank, -rank, rank));
-  }
-  return axis < 0 ? axis + rank : axis;
-}
 
 }  // namespace
 
@@ -192,16 +185,11 @@ Tensor sparse_categorical_crossentropy(const Tensor& target_in, const Tensor& ou
 Tensor norm(const Tensor& x_in, std::optional<double> ord, const Axes& axis, bool keepdims) {
   const Tensor x = floating(x_in);
   const int r = x.shape().rank();
-  std::vector<int> axes;
-  if (axis.all()) {
-    for (int i = 0; i < r; ++i) axes.push_back(i);
-  } else {
-    for (int a : axis.axes()) axes.push_back(normalized(a, r, "norm"));
-  }
-  const Tensor a = core::abs(x);
+  const std::vector<int> axes = detail::resolved_axes(axis, r, "norm");
   if (axes.size() == 1) {
     const int ax = axes[0];
     if (!ord || *ord == 2) return core::sqrt(sum(core::square(x), ax, keepdims));
+    const Tensor a = core::abs(x);
     if (std::isinf(*ord)) return *ord > 0 ? max(a, ax, keepdims) : min(a, ax, keepdims);
     if (*ord == 0) {
       return sum(core::cast(core::compare(x, scalar(0.0, x), core::CompareKind::not_equal), x.dtype()), ax, keepdims);
@@ -217,6 +205,7 @@ Tensor norm(const Tensor& x_in, std::optional<double> ord, const Axes& axis, boo
   int row = axes[0], col = axes[1];
   if (row == col) throw InvalidArgumentError(fmt::format("norm: the matrix axes are both {}", row));
   if (!ord) return core::sqrt(sum(core::square(x), Axes(axes), keepdims));  // Frobenius
+  const Tensor a = core::abs(x);
   if (*ord == 1 || *ord == -1) {  // column sums, then their max (min)
     if (!keepdims && col > row) --col;
     const Tensor s = sum(a, row, keepdims);

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <fmt/format.h>
 
+#include "keras/ops/common.h"
 #include "osprey/errors.h"
 #include "osprey/keras/ops.h"
 #include "osprey/ops.h"
@@ -39,7 +40,7 @@ std::pair<Tensor, Tensor> promoted(const TensorLike& a, const TensorLike& b) {
   return {a.as_tensor(t), b.as_tensor(t)};
 }
 
-DType float_of(DType t) { return is_float(t) ? t : DType::float32; }
+using detail::float_of;
 
 std::vector<int> axes_of(const Axes& axis) { return axis.all() ? std::vector<int>{} : axis.axes(); }
 

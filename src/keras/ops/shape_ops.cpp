@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "keras/ops/common.h"
 #include "osprey/errors.h"
 #include "osprey/keras/ops.h"
 #include "osprey/ops.h"
@@ -16,13 +17,8 @@ namespace core = osprey::ops;
 
 namespace {
 
-int normalized(int axis, int rank, const char* op) {
-  if (axis < -rank || axis >= rank) {
-    throw InvalidArgumentError(fmt::format("{}: axis {} is out of range for a tensor of rank {} (valid: [{}, {}))", op,
-                                           axis, rank, -rank, rank));
-  }
-  return axis < 0 ? axis + rank : axis;
-}
+using detail::index_vector;
+using detail::normalized;
 
 // The permutation that moves axis `from` to position `to`, the others in order.
 std::vector<int> moved(int rank, int from, int to) {
@@ -343,7 +339,7 @@ Tensor pad(const Tensor& x, const std::vector<std::pair<int64_t, int64_t>>& pad_
     for (int64_t i = before; i >= 1; --i) idx.push_back(i - 1 + edge);
     for (int64_t i = 0; i < n; ++i) idx.push_back(i);
     for (int64_t i = 1; i <= after; ++i) idx.push_back(n - i - edge);
-    out = take(out, Tensor::from_vector(idx, {static_cast<int64_t>(idx.size())}), ax);
+    out = take(out, index_vector(idx), ax);
   }
   return out;
 }
@@ -368,7 +364,7 @@ Tensor tile(const Tensor& x, const std::vector<int64_t>& repeats) {
 }
 
 Tensor repeat(const Tensor& x_in, const std::vector<int64_t>& repeats, std::optional<int> axis) {
-  const Tensor x = axis ? x_in : core::reshape(x_in, {x_in.num_elements()});
+  const Tensor x = axis ? x_in : ravel(x_in);
   const int ax = normalized(axis ? *axis : 0, x.shape().rank(), "repeat");
   const int64_t n = x.shape()[ax];
   if (repeats.size() != 1 && static_cast<int64_t>(repeats.size()) != n) {
@@ -382,7 +378,7 @@ Tensor repeat(const Tensor& x_in, const std::vector<int64_t>& repeats, std::opti
     if (k < 0) throw InvalidArgumentError(fmt::format("repeat: repeats must be >= 0, got {}", k));
     idx.insert(idx.end(), static_cast<std::size_t>(k), i);
   }
-  return take(x, Tensor::from_vector(idx, {static_cast<int64_t>(idx.size())}), ax);
+  return take(x, index_vector(idx), ax);
 }
 
 Tensor repeat(const Tensor& x, int64_t repeats, std::optional<int> axis) {

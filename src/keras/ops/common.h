@@ -1,0 +1,45 @@
+// What the keras::ops source files share: axis arguments checked and resolved against a rank, Keras's float dtype
+// for integer and bool inputs, and int64 index vectors for take().
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "osprey/errors.h"
+#include "osprey/keras/ops.h"
+#include "osprey/ops.h"
+
+namespace osprey::keras::ops::detail {
+
+/// `axis` (negative: from the end) as an index in [0, rank); InvalidArgumentError naming `op` otherwise.
+inline int normalized(int axis, int rank, const char* op) {
+  if (axis < -rank || axis >= rank) {
+    throw InvalidArgumentError(fmt::format("{}: axis {} is out of range for a tensor of rank {} (valid: [{}, {}))", op,
+                                           axis, rank, -rank, rank));
+  }
+  return axis < 0 ? axis + rank : axis;
+}
+
+/// An Axes argument as indices: every axis when unset, else each one normalized.
+inline std::vector<int> resolved_axes(const Axes& axis, int rank, const char* op) {
+  std::vector<int> out;
+  if (axis.all()) {
+    for (int i = 0; i < rank; ++i) out.push_back(i);
+  } else {
+    for (int a : axis.axes()) out.push_back(normalized(a, rank, op));
+  }
+  return out;
+}
+
+/// The dtype a float op computes an input of dtype t in: t itself when floating, else float32 (Keras's floatx()).
+inline DType float_of(DType t) { return is_floating(t) ? t : DType::float32; }
+inline Tensor floating(const Tensor& x) { return is_floating(x.dtype()) ? x : osprey::ops::cast(x, DType::float32); }
+
+/// A 1-D int64 tensor of `v` (indices for take()).
+inline Tensor index_vector(const std::vector<int64_t>& v) {
+  return Tensor::from_vector(v, {static_cast<int64_t>(v.size())});
+}
+
+}  // namespace osprey::keras::ops::detail
