@@ -154,9 +154,12 @@ done
 # The CIFAR-shaped CNN of issue 17 (cuDNN convolutions) at batch 256 on the GPU and, for scale, the CPU at 128.
 timings+=("$(timeout 180 "$build/bench/cnn_step" 256 20 /GPU:0 row 2>"$results/step-cnn-gpu.log" || echo "| cnn | 256 | /GPU:0 | failed: $(tail -1 "$results/step-cnn-gpu.log") |")")
 timings+=("$(timeout 180 "$build/bench/cnn_step" 128 3 /CPU:0 row 2>/dev/null || echo "| cnn | 128 | /CPU:0 | failed |")")
-# Issue 18's sequence models on the GPU (the recurrent steps as ops; attention's batched cuBLASLt products and masked
-# softmax): the LSTM(256) over 100 steps at batch 64 and the Transformer encoder block at batch 32.
+# Issue 18's sequence models on the GPU (the LSTM and GRU as cuDNN's RNNs, and for scale the LSTM's steps as ops;
+# attention's batched cuBLASLt products and masked softmax): the LSTM(256) and GRU(256) over 100 steps at batch 64
+# and the Transformer encoder block at batch 32.
 timings+=("$(timeout 120 "$build/bench/lstm_step" 64 3 100 /GPU:0 row 2>"$results/step-lstm-gpu.log" || echo "| lstm | 64 | /GPU:0 | failed: $(tail -1 "$results/step-lstm-gpu.log") |")")
+timings+=("$(timeout 120 "$build/bench/lstm_step" 64 3 100 /GPU:0 row gru 2>"$results/step-gru-gpu.log" || echo "| gru | 64 | /GPU:0 | failed: $(tail -1 "$results/step-gru-gpu.log") |")")
+timings+=("$(timeout 120 "$build/bench/lstm_step" 64 3 100 /GPU:0 row lstm steps 2>"$results/step-lstm-steps-gpu.log" || echo "| lstm steps | 64 | /GPU:0 | failed: $(tail -1 "$results/step-lstm-steps-gpu.log") |")")
 timings+=("$(timeout 120 "$build/bench/transformer_step" 32 5 128 /GPU:0 row 2>"$results/step-transformer-gpu.log" || echo "| transformer | 32 | /GPU:0 | failed: $(tail -1 "$results/step-transformer-gpu.log") |")")
 # Mixed precision on the tensor cores (issue 20): the wide MLP at batch 8192 and the CNN at 256 in bfloat16 and
 # float16 (cuBLASLt's and cuDNN's half kernels), the Transformer block in bfloat16.

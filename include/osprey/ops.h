@@ -64,7 +64,7 @@ std::vector<Tensor> lstm_cell(const Tensor& z, const Tensor& c_prev);
 /// the CPU oneDNN's LSTM primitive): x (batch, steps, features), initial states h0 and c0 (batch, units), Keras's
 /// kernel (features, 4·units), recurrent_kernel (units, 4·units) and bias (4·units), gates in Keras's order i, f,
 /// c, o. Returns {every step's h (batch, steps, units), the last h, the last c}. InvalidArgumentError for shapes or
-/// dtypes that do not fit; NotFoundError where no device has its kernel (see lstm_sequence_runs_here).
+/// dtypes that do not fit; NotFoundError where no device has its kernel (see rnn_sequence_runs_here).
 std::vector<Tensor> lstm_sequence(const Tensor& x, const Tensor& h0, const Tensor& c0, const Tensor& kernel,
                                   const Tensor& recurrent_kernel, const Tensor& bias);
 /// A whole GRU sequence as one op each way (Keras's GRU with its default activations; on the CPU oneDNN's
@@ -81,10 +81,13 @@ std::vector<Tensor> gru_sequence(const Tensor& x, const Tensor& h0, const Tensor
 /// or dtypes.
 std::vector<Tensor> simple_rnn_sequence(const Tensor& x, const Tensor& h0, const Tensor& kernel,
                                         const Tensor& recurrent_kernel, const Tensor& bias, Activation activation);
-/// Whether lstm_sequence, gru_sequence and simple_rnn_sequence have kernels where they would run for these inputs
-/// (the device scope's type, else every input's device): layers take the step-by-step ops where they have not (the
-/// CUDA plug-in has none yet).
-bool lstm_sequence_runs_here(std::span<const Tensor> inputs);
+/// The cell a sequence op computes: lstm_sequence, gru_sequence (reset_after, or not) or simple_rnn_sequence with
+/// one of its activations.
+enum class SequenceCell { lstm, gru, gru_reset_before, simple_tanh, simple_relu, simple_sigmoid };
+/// Whether the sequence op of `cell` has kernels (forward and backward) that compute it where it would run for these
+/// inputs (the device scope's type, else every input's device): layers take the step-by-step ops where it has not
+/// (the CUDA plug-in, on cuDNN's RNNs, computes neither the GRU with reset_after=False nor the sigmoid RNN).
+bool rnn_sequence_runs_here(std::span<const Tensor> inputs, SequenceCell cell);
 /// One GRU step's gates as one op each way (Keras's GRUCell with reset_after and its default activations): from
 /// the inputs' part x (batch, 3·units) and the recurrent part r (batch, 3·units), both in Keras's order z, r, h and
 /// with their biases, and the previous h_prev (batch, units): z = σ(x_z + r_z), ρ = σ(x_r + r_r),

@@ -56,9 +56,20 @@ void register_workspace(OpId op, runtime::DeviceType type, WorkspaceFn fn) {
   g_workspace[static_cast<int>(op)][static_cast<int>(type)] = fn;
 }
 
-int64_t workspace_bytes(OpId op, runtime::DeviceType type, const void* attrs) {
-  const WorkspaceFn fn = g_workspace[static_cast<int>(op)][static_cast<int>(type)];
-  return fn ? fn(attrs) : 0;
+int64_t workspace_bytes(OpId op, runtime::Device& device, const void* attrs) {
+  const WorkspaceFn fn = g_workspace[static_cast<int>(op)][static_cast<int>(device.type())];
+  return fn ? fn(attrs, device) : 0;
+}
+
+static AcceptsFn g_accepts[runtime::kMaxOps][2] = {};
+
+void register_accepts(OpId op, runtime::DeviceType type, AcceptsFn fn) {
+  g_accepts[static_cast<int>(op)][static_cast<int>(type)] = fn;
+}
+
+bool kernel_accepts(OpId op, runtime::DeviceType type, const void* attrs) {
+  const AcceptsFn fn = g_accepts[static_cast<int>(op)][static_cast<int>(type)];
+  return has_kernel(op, type) && (!fn || fn(attrs));
 }
 
 // TensorFlow's small-op pinning: an op whose inputs are all small (< 64 elements) int32/int64 tensors on the CPU

@@ -102,12 +102,21 @@ HalfTypes half_types(OpId op, runtime::DeviceType type);
 /// Whether `type`'s backend has a kernel for `op`.
 bool has_kernel(OpId op, runtime::DeviceType type);
 
-/// How many bytes of scratch an op's forward kernel keeps for its backward one (oneDNN's RNN workspace), from the
-/// op's attributes: registered by a backend whose kernel needs it; the op gives the kernel an output of that size.
-using WorkspaceFn = int64_t (*)(const void* attrs);
+/// How many bytes of scratch an op's forward kernel keeps for its backward one (oneDNN's RNN workspace, cuDNN's
+/// reserve space), from the op's attributes and the device it runs on: registered by a backend whose kernel needs
+/// it; the op gives the kernel an output of that size.
+using WorkspaceFn = int64_t (*)(const void* attrs, runtime::Device& device);
 void register_workspace(OpId op, runtime::DeviceType type, WorkspaceFn fn);
 /// The registered size, or 0.
-int64_t workspace_bytes(OpId op, runtime::DeviceType type, const void* attrs);
+int64_t workspace_bytes(OpId op, runtime::Device& device, const void* attrs);
+
+/// Whether a backend's kernel computes an op for these attributes (cuDNN has no GRU with the reset gate before its
+/// product, no sigmoid RNN): registered by a backend whose kernel takes only some; callers that can compute the op
+/// another way ask first (kernel_accepts), the kernel itself still refuses the others.
+using AcceptsFn = bool (*)(const void* attrs);
+void register_accepts(OpId op, runtime::DeviceType type, AcceptsFn fn);
+/// has_kernel, and the registered predicate (true where none is).
+bool kernel_accepts(OpId op, runtime::DeviceType type, const void* attrs);
 
 /// The dispatch point: picks the device (scope, else the inputs' device, else the default; CPU fallback under
 /// soft placement when the device has no kernel), copies inputs there, and logs the placement when enabled.

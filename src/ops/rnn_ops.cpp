@@ -14,20 +14,40 @@
 namespace osprey::ops {
 
 namespace {
-bool has_all(runtime::DeviceType type) {
-  return has_kernel(OpId::LstmSequence, type) && has_kernel(OpId::GruSequence, type) &&
-         has_kernel(OpId::RnnSequence, type);
+// The sequence op of `cell`, its gradient's op and its attributes' kind.
+struct CellOps {
+  OpId op, grad;
+  int64_t kind;
+};
+CellOps ops_of(SequenceCell cell) {
+  switch (cell) {
+    case SequenceCell::lstm: return {OpId::LstmSequence, OpId::LstmSequenceGrad, RnnSequenceAttrs::kLstm};
+    case SequenceCell::gru: return {OpId::GruSequence, OpId::GruSequenceGrad, RnnSequenceAttrs::kGru};
+    case SequenceCell::gru_reset_before:
+      return {OpId::GruSequence, OpId::GruSequenceGrad, RnnSequenceAttrs::kGruResetBefore};
+    case SequenceCell::simple_tanh: return {OpId::RnnSequence, OpId::RnnSequenceGrad, RnnSequenceAttrs::kSimpleTanh};
+    case SequenceCell::simple_relu: return {OpId::RnnSequence, OpId::RnnSequenceGrad, RnnSequenceAttrs::kSimpleRelu};
+    case SequenceCell::simple_sigmoid:
+      return {OpId::RnnSequence, OpId::RnnSequenceGrad, RnnSequenceAttrs::kSimpleSigmoid};
+  }
+  return {OpId::LstmSequence, OpId::LstmSequenceGrad, RnnSequenceAttrs::kLstm};
+}
+
+bool computes(runtime::DeviceType type, SequenceCell cell) {
+  const CellOps c = ops_of(cell);
+  const RnnSequenceAttrs attrs{0, 0, 0, 0, c.kind};
+  return kernel_accepts(c.op, type, &attrs) && kernel_accepts(c.grad, type, &attrs);
 }
 }  // namespace
 
-bool lstm_sequence_runs_here(std::span<const Tensor> inputs) {
+bool rnn_sequence_runs_here(std::span<const Tensor> inputs, SequenceCell cell) {
   const auto& spec = runtime::current_device_spec();
   if (spec && spec->device_type) {
     const auto type = runtime::device_type_from_name(*spec->device_type);
-    return type && has_all(*type);
+    return type && computes(*type, cell);
   }
   for (const Tensor& t : inputs) {
-    if (t.defined() && !has_all(t.device_ref().type())) return false;
+    if (t.defined() && !computes(t.device_ref().type(), cell)) return false;
   }
   return true;
 }
@@ -43,7 +63,7 @@ std::vector<Tensor> run_sequence(OpId op, OpId grad_op, const char* name, const 
   const std::size_t states = in.size() - 4;
   in[0] = transpose(in[0], {1, 0, 2});
   auto& dev = place(op, name, in);
-  const int64_t ws = workspace_bytes(op, dev.type(), &attrs);
+  const int64_t ws = workspace_bytes(op, dev, &attrs);
   if (ws <= 0) {
     throw InternalError(fmt::format("{}: the {} backend registered its kernel without a workspace size", name,
                                     runtime::device_type_name(dev.type())));

@@ -16,6 +16,8 @@
 #include "osprey/errors.h"
 #include "osprey/keras.h"
 #include "osprey/random.h"
+#include "ops/attrs.h"
+#include "ops/kernel.h"
 
 using namespace osprey;
 using namespace osprey::keras;
@@ -180,6 +182,51 @@ TEST(RecurrentSequencePath, OtherMasksAndCellsRunTheStepsOrRefuseWithUseCudnnTru
   }
   // Recurrent dropout is training's only: inference takes the path.
   EXPECT_NO_THROW((void)run({.cls = "LSTM", .recurrent_dropout = 0.3}, true, x, Tensor(), false, true));
+}
+
+// A backend whose sequence kernel refuses a cell (as cuDNN refuses the GRU with reset_after=False and the sigmoid
+// RNN): the layer asks first and runs its steps ("auto"), or refuses with Keras's ValueError (use_cudnn=true).
+namespace {
+bool refuse_lstm(const void* attrs) {
+  return static_cast<const osprey::ops::RnnSequenceAttrs*>(attrs)->kind != osprey::ops::RnnSequenceAttrs::kLstm;
+}
+struct AcceptsGuard {  // the CPU's kernels take every cell again afterwards
+  AcceptsGuard() {
+    for (auto op : {osprey::ops::OpId::LstmSequence, osprey::ops::OpId::LstmSequenceGrad}) {
+      osprey::ops::register_accepts(op, osprey::runtime::DeviceType::CPU, refuse_lstm);
+    }
+  }
+  ~AcceptsGuard() {
+    for (auto op : {osprey::ops::OpId::LstmSequence, osprey::ops::OpId::LstmSequenceGrad}) {
+      osprey::ops::register_accepts(op, osprey::runtime::DeviceType::CPU, nullptr);
+    }
+  }
+};
+}  // namespace
+
+TEST(RecurrentSequencePath, ACellTheBackendRefusesRunsItsSteps) {
+  osprey::random::set_seed(6);
+  const Tensor x = osprey::random::uniform({4, 6, 3}, -1, 1);
+  const Case lstm{.cls = "LSTM", .return_sequences = true};
+  const uint64_t at_start = ops::kernels_dispatched_on_this_thread();
+  const PathRun fused = run(lstm, std::nullopt, x, right_padded(false), false, true);
+  const uint64_t fused_kernels = ops::kernels_dispatched_on_this_thread() - at_start;
+  AcceptsGuard refusing;
+  EXPECT_FALSE(ops::rnn_sequence_runs_here(std::vector<Tensor>{x}, ops::SequenceCell::lstm));
+  EXPECT_TRUE(ops::rnn_sequence_runs_here(std::vector<Tensor>{x}, ops::SequenceCell::gru));
+  try {
+    (void)run(lstm, true, x, Tensor(), false, true);
+    ADD_FAILURE() << "use_cudnn=True took a cell the backend refuses";
+  } catch (const ValueError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("use_cudnn=True was specified"));
+  }
+  const uint64_t before = ops::kernels_dispatched_on_this_thread();
+  const PathRun steps = run(lstm, std::nullopt, x, right_padded(false), false, true);
+  const uint64_t step_kernels = ops::kernels_dispatched_on_this_thread() - before;
+  EXPECT_GT(step_kernels, fused_kernels + 6 * 2) << "the steps run ops per step (" << fused_kernels
+                                                  << " kernels with the sequence op)";
+  expect_same(fused, steps);
+  EXPECT_NO_THROW((void)run({.cls = "GRU"}, true, x, Tensor(), false, true)) << "other cells still take the op";
 }
 
 // Stateful layers over right-padded batches keep each row's states after its last unmasked step (an LSTM's carry

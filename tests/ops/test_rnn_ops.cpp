@@ -122,7 +122,7 @@ TEST(RnnOps, LstmSequenceIsTheStepsOfTheCellWithGradients) {
       for (const Tensor* p : {&x, &h0, &c0, &w, &r, &b}) tape.watch(*p);
       std::vector<Tensor> out;
       if (pass == 0) {
-        ASSERT_TRUE(ops::lstm_sequence_runs_here(std::vector<Tensor>{x, h0, c0, w, r, b}));
+        ASSERT_TRUE(ops::rnn_sequence_runs_here(std::vector<Tensor>{x, h0, c0, w, r, b}, ops::SequenceCell::lstm));
         out = ops::lstm_sequence(x, h0, c0, w, r, b);
       } else {
         const Tensor xp = ops::reshape(ops::dense(ops::reshape(x, {n * t, f}), w, b, ops::Activation::linear), {n, t, 4 * u});

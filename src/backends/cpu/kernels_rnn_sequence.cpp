@@ -129,7 +129,7 @@ SequencePrimitives& primitives(const ops::RnnSequenceAttrs& a) {
   }
 }
 
-int64_t workspace(const void* attrs) {
+int64_t workspace(const void* attrs, runtime::Device&) {
   return static_cast<int64_t>(primitives(*static_cast<const ops::RnnSequenceAttrs*>(attrs)).workspace.get_size());
 }
 

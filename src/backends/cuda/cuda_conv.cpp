@@ -61,7 +61,7 @@ const Api& api() {
 #endif
     if (!h) {
       const char* err = dlerror();
-      throw InternalError(fmt::format("cuDNN could not be loaded for a convolution on the GPU: {}. Install cuDNN 9 "
+      throw InternalError(fmt::format("cuDNN could not be loaded for a convolution or recurrent layer on the GPU: {}. Install cuDNN 9 "
                                       "(or put its directory on LD_LIBRARY_PATH, or name the library file in "
                                       "OSPREY_CUDNN_LIBRARY), or run the model on the CPU.",
                                       err ? err : soname));
@@ -93,6 +93,19 @@ const Api& api() {
     sym(a.backward_data, "cudnnConvolutionBackwardData");
     sym(a.backward_filter_algos, "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
     sym(a.backward_filter, "cudnnConvolutionBackwardFilter");
+    sym(a.get_tensor, "cudnnGetTensorNdDescriptor");
+    sym(a.create_dropout, "cudnnCreateDropoutDescriptor");
+    sym(a.set_dropout, "cudnnSetDropoutDescriptor");
+    sym(a.create_rnn, "cudnnCreateRNNDescriptor");
+    sym(a.set_rnn, "cudnnSetRNNDescriptor_v8");
+    sym(a.create_rnn_data, "cudnnCreateRNNDataDescriptor");
+    sym(a.set_rnn_data, "cudnnSetRNNDataDescriptor");
+    sym(a.rnn_weight_space_size, "cudnnGetRNNWeightSpaceSize");
+    sym(a.rnn_temp_space_sizes, "cudnnGetRNNTempSpaceSizes");
+    sym(a.rnn_weight_params, "cudnnGetRNNWeightParams");
+    sym(a.rnn_forward, "cudnnRNNForward");
+    sym(a.rnn_backward_data, "cudnnRNNBackwardData_v8");
+    sym(a.rnn_backward_weights, "cudnnRNNBackwardWeights_v8");
     if (a.get_version() / 10000 != 9) {
       throw InternalError(fmt::format("{} is cuDNN version {}; Osprey's plug-in needs cuDNN 9", soname, a.get_version()));
     }
@@ -101,15 +114,8 @@ const Api& api() {
   return loaded;
 }
 
-}  // namespace cudnn
-
-namespace {
-
-using ops::KernelContext;
-using runtime::DeviceType;
-
 // A cuDNN handle per (thread, device), bound to the device's stream.
-cudnn::Handle handle_for(CudaDevice& dev) {
+Handle handle_for(CudaDevice& dev) {
   thread_local std::map<int, cudnn::Handle> handles;
   auto it = handles.find(dev.ordinal());
   if (it == handles.end()) {
@@ -120,6 +126,14 @@ cudnn::Handle handle_for(CudaDevice& dev) {
   cudnn::check(cudnn::api().set_stream(it->second, dev.stream()), "cudnnSetStream");
   return it->second;
 }
+
+}  // namespace cudnn
+
+namespace {
+
+using ops::KernelContext;
+using runtime::DeviceType;
+using cudnn::handle_for;
 
 // The convolution as cuDNN sees it: at least two spatial axes (1-D gets a leading height of 1), symmetric padding,
 // and the explicit padding the input gets first.

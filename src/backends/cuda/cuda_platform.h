@@ -106,5 +106,7 @@ void register_cuda_kernels();
 void register_cuda_conv_kernels();
 /// Registers the kernels of the ops behind keras::ops (cuda_toolkit.cpp).
 void register_cuda_toolkit_kernels();
+/// Registers the whole-sequence LSTM, GRU and simple RNN kernels on cuDNN's RNNs (cuda_rnn.cpp).
+void register_cuda_rnn_kernels();
 
 }  // namespace osprey::cuda

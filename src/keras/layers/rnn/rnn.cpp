@@ -182,7 +182,14 @@ bool RNNCell::runs_as_sequence(const Tensor& x, const std::vector<Tensor>& state
   if (!(simple || gated) || (training && recurrent_dropout_)) return false;
   const Tensor in[] = {x, states[0], kernel_->value(), recurrent_->value(), bias_ ? bias_->value() : Tensor(),
                        states.size() > 1 ? states[1] : Tensor()};
-  return ops::lstm_sequence_runs_here(in);
+  ops::SequenceCell cell = ops::SequenceCell::lstm;
+  if (kind_ == Kind::gru) cell = o_.reset_after ? ops::SequenceCell::gru : ops::SequenceCell::gru_reset_before;
+  if (kind_ == Kind::simple) {
+    cell = o_.activation == "tanh"   ? ops::SequenceCell::simple_tanh
+           : o_.activation == "relu" ? ops::SequenceCell::simple_relu
+                                     : ops::SequenceCell::simple_sigmoid;
+  }
+  return ops::rnn_sequence_runs_here(in, cell);
 }
 
 std::vector<Tensor> RNNCell::run_sequence(const Tensor& x, const std::vector<Tensor>& states,
@@ -431,8 +438,9 @@ std::vector<Tensor> RNN::run(const Tensor& inputs, bool training, const Tensor& 
       throw ValueError(fmt::format(
           "use_cudnn=True was specified, but cuDNN is not supported for this layer configuration with this backend "
           "(layer '{}': Osprey's fused sequence kernels take Keras's LSTM and GRU cells with their default "
-          "activations and tanh/relu/sigmoid SimpleRNN cells without recurrent dropout, right-padded masks, on the "
-          "CPU). Pass use_cudnn='auto' "
+          "activations and tanh/relu/sigmoid SimpleRNN cells without recurrent dropout, right-padded masks; on the "
+          "CPU all of them, on the GPU (cuDNN) not the GRU with reset_after=False nor the sigmoid SimpleRNN, and a "
+          "mask only where it is in host memory). Pass use_cudnn='auto' "
           "(leave it unset) to fallback to a non-cuDNN implementation.",
           name_));
     }

@@ -1,0 +1,177 @@
+// Recurrent layers on the GPU against the CPU. The whole-sequence ops (ops::lstm_sequence, gru_sequence,
+// simple_rnn_sequence) run cuDNN's RNNs in the CUDA plug-in and oneDNN's on the CPU: outputs, last states and the
+// gradients of every input. The Keras layers over them (LSTM, GRU both ways of reset_after, SimpleRNN with each
+// activation; forwards and backwards, right-padded masks, return_sequences) compute the same on both devices,
+// whichever path each takes there (cuDNN has no GRU with reset_after=False and no sigmoid RNN: those run their steps
+// on the GPU). Without a GPU the real-GPU case skips with the runtime's reason; the layer checks run on the test
+// platform's simulated GPU (which has no sequence ops: the layers' steps there) so that the harness is exercised.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <memory>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "cuda/cross_backend.h"
+#include "osprey/autodiff.h"
+#include "osprey/config.h"
+#include "osprey/keras.h"
+#include "osprey/ops.h"
+#include "runtime/device_manager.h"
+#include "support/test_gpu_platform.h"
+#include "test_util.h"
+
+using namespace osprey;
+using namespace osprey::testing::cross_backend;
+namespace layers = osprey::keras::layers;
+
+namespace {
+
+const char* cell_name(ops::SequenceCell c) {
+  switch (c) {
+    case ops::SequenceCell::lstm: return "lstm";
+    case ops::SequenceCell::gru: return "gru";
+    case ops::SequenceCell::gru_reset_before: return "gru reset_before";
+    case ops::SequenceCell::simple_tanh: return "simple tanh";
+    case ops::SequenceCell::simple_relu: return "simple relu";
+    case ops::SequenceCell::simple_sigmoid: return "simple sigmoid";
+  }
+  return "?";
+}
+
+// Each sequence op cuDNN computes, forward and backward, at a small shape and at one where cuDNN's kernels tile
+// the batch and the gates.
+void check_sequence_ops() {
+  using C = ops::SequenceCell;
+  for (const C cell : {C::lstm, C::gru, C::simple_tanh, C::simple_relu}) {
+    for (const auto& [n, t, f, u] : std::vector<std::array<int64_t, 4>>{{5, 7, 3, 4}, {64, 20, 32, 48}}) {
+      const int64_t g = cell == C::lstm ? 4 : cell == C::gru ? 3 : 1;
+      const uint64_t s = static_cast<uint64_t>(n + 10 * static_cast<int>(cell));
+      const Tensor x = host_uniform({n, t, f}, -1, 1, s), h0 = host_uniform({n, u}, -1, 1, s + 1),
+                   c0 = host_uniform({n, u}, -1, 1, s + 2), w = host_uniform({f, g * u}, -0.5, 0.5, s + 3),
+                   r = host_uniform({u, g * u}, -0.5, 0.5, s + 4),
+                   b = host_uniform(cell == C::gru ? Shape({2, 3 * u}) : Shape({g * u}), -0.5, 0.5, s + 5);
+      expect_same(fmt::format("{} sequence {}x{}x{} units {}", cell_name(cell), n, t, f, u), [&] {
+        Variable vx(x, "x"), vh(h0, "h0"), vc(c0, "c0"), vw(w, "w"), vr(r, "r"), vb(b, "b");
+        GradientTape tape;
+        Outputs ys;
+        Vars vars{&vx, &vh, &vw, &vr, &vb};
+        switch (cell) {
+          case C::lstm:
+            ys = ops::lstm_sequence(vx.value(), vh.value(), vc.value(), vw.value(), vr.value(), vb.value());
+            vars.push_back(&vc);
+            break;
+          case C::gru: ys = ops::gru_sequence(vx.value(), vh.value(), vw.value(), vr.value(), vb.value()); break;
+          default:
+            ys = ops::simple_rnn_sequence(vx.value(), vh.value(), vw.value(), vr.value(), vb.value(),
+                                          cell == C::simple_relu ? ops::Activation::relu : ops::Activation::tanh);
+        }
+        const Tensor total = sum_of_squares(ys);
+        auto grads = tape.gradient(total, vars);
+        ys.insert(ys.end(), grads.begin(), grads.end());
+        return ys;
+      }, 5e-4);
+    }
+  }
+}
+
+struct LayerCase {
+  std::string cls, activation = "tanh";
+  bool reset_after = true, go_backwards = false, return_sequences = false, masked = false;
+};
+
+// The layer of `c` on x (4, 6, 3) from initial states: its outputs and the gradients of x, the states and the
+// weights (built where the caller's scope puts them, from the same seed).
+Outputs run_layer(const LayerCase& c, const Tensor& x, const Tensor& mask, const std::vector<Tensor>& states) {
+  random::set_seed(31);
+  layers::RecurrentOptions o{.activation = c.activation, .reset_after = c.reset_after};
+  const layers::RNNOptions r{.return_sequences = c.return_sequences, .go_backwards = c.go_backwards};
+  std::unique_ptr<layers::RNN> layer;
+  if (c.cls == "LSTM") layer = std::make_unique<layers::LSTM>(5, o, r);
+  else if (c.cls == "GRU") layer = std::make_unique<layers::GRU>(5, o, r);
+  else layer = std::make_unique<layers::SimpleRNN>(5, o, r);
+  layer->build(Shape({6, 3}));
+  Variable vx(x, "x");
+  std::vector<std::unique_ptr<Variable>> vs;
+  std::vector<Tensor> initial;
+  for (const Tensor& s : states) {
+    vs.push_back(std::make_unique<Variable>(s, "state"));
+    initial.push_back(vs.back()->value());
+  }
+  GradientTape tape;
+  Outputs ys = layer->run(vx.value(), false, mask, initial, true);
+  Outputs kept;
+  for (const Tensor& y : ys) {
+    if (y.defined()) kept.push_back(y);
+  }
+  const Tensor total = sum_of_squares(kept);
+  Vars vars{&vx};
+  for (auto& v : vs) vars.push_back(v.get());
+  for (Variable* v : layer->trainable_variables()) vars.push_back(v);
+  auto grads = tape.gradient(total, vars);
+  kept.insert(kept.end(), grads.begin(), grads.end());
+  return kept;
+}
+
+void check_layers() {
+  const Tensor x = host_uniform({4, 6, 3}, -1, 1, 41);
+  Tensor mask;
+  {
+    DeviceScope cpu("/CPU:0");
+    bool m[24];
+    constexpr int kLengths[] = {6, 3, 0, 1};
+    for (int i = 0; i < 24; ++i) m[i] = i % 6 < kLengths[i / 6];
+    mask = Tensor::from_host(m, Shape({4, 6}));
+  }
+  std::vector<LayerCase> cells{{.cls = "LSTM"}, {.cls = "GRU"}, {.cls = "GRU", .reset_after = false},
+                               {.cls = "SimpleRNN"}, {.cls = "SimpleRNN", .activation = "relu"},
+                               {.cls = "SimpleRNN", .activation = "sigmoid"}};
+  for (LayerCase c : cells) {
+    for (const bool back : {false, true}) {
+      for (const bool seqs : {false, true}) {
+        for (const bool masked : {false, true}) {
+          c.go_backwards = back, c.return_sequences = seqs, c.masked = masked;
+          const std::vector<Tensor> states =
+              c.cls == "LSTM" ? std::vector<Tensor>{host_uniform({4, 5}, -0.8, 0.8, 42), host_uniform({4, 5}, -0.8, 0.8, 43)}
+                              : std::vector<Tensor>{host_uniform({4, 5}, -0.8, 0.8, 42)};
+          expect_same(fmt::format("{} {}{} go_backwards={} return_sequences={} masked={}", c.cls, c.activation,
+                                  c.reset_after ? "" : " reset_after=False", back, seqs, masked),
+                      [&] { return run_layer(c, x, masked ? mask : Tensor(), states); }, 5e-4);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+TEST(CrossBackendRnn, OnTheRealGpuMatchTheCpu) {
+  osprey::testing::reset_runtime();
+  if (config::list_logical_devices("GPU").empty()) {
+    GTEST_SKIP() << "no GPU: " << runtime::DeviceManager::get().gpu_availability().reason;
+  }
+  config::experimental::enable_tensor_float_32_execution(false);
+  {
+    // cuDNN computes these cells as one op; the others run their steps.
+    DeviceScope gpu("/GPU:0");
+    using C = ops::SequenceCell;
+    for (const C cell : {C::lstm, C::gru, C::simple_tanh, C::simple_relu, C::gru_reset_before, C::simple_sigmoid}) {
+      const bool cudnn = cell != C::gru_reset_before && cell != C::simple_sigmoid;
+      EXPECT_EQ(ops::rnn_sequence_runs_here({}, cell), cudnn) << cell_name(cell);
+    }
+  }
+  check_sequence_ops();
+  check_layers();
+  config::experimental::enable_tensor_float_32_execution(true);
+}
+
+TEST(CrossBackendRnn, HarnessOnTheTestPlatform) {
+  osprey::testing::install_test_platform({.gpus = osprey::testing::default_test_gpus(1), .missing_kernels = {}});
+  {
+    DeviceScope gpu("/GPU:0");
+    EXPECT_FALSE(ops::rnn_sequence_runs_here({}, ops::SequenceCell::lstm)) << "the simulated GPU has no sequence ops";
+  }
+  check_layers();
+  osprey::testing::reset_runtime();
+}
