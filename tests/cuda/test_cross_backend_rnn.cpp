@@ -1,10 +1,11 @@
 // Recurrent layers on the GPU against the CPU. The whole-sequence ops (ops::lstm_sequence, gru_sequence,
 // simple_rnn_sequence) run cuDNN's RNNs in the CUDA plug-in and oneDNN's on the CPU: outputs, last states and the
 // gradients of every input. The Keras layers over them (LSTM, GRU both ways of reset_after, SimpleRNN with each
-// activation; forwards and backwards, right-padded masks, return_sequences) compute the same on both devices,
+// activation; forwards and backwards, right-padded masks in host memory and on the device, return_sequences)
+// compute the same on both devices,
 // whichever path each takes there (cuDNN has no GRU with reset_after=False and no sigmoid RNN: those run their steps
-// on the GPU). Without a GPU the real-GPU case skips with the runtime's reason; the layer checks run on the test
-// platform's simulated GPU (which has no sequence ops: the layers' steps there) so that the harness is exercised.
+// on the GPU). Without a GPU the real-GPU case skips with the runtime's reason; the same checks run on the test
+// platform's simulated GPU (the CPU's kernels, taking the cells cuDNN takes) so that the harness is exercised.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -78,7 +79,8 @@ void check_sequence_ops() {
 
 struct LayerCase {
   std::string cls, activation = "tanh";
-  bool reset_after = true, go_backwards = false, return_sequences = false, masked = false;
+  bool reset_after = true, go_backwards = false, return_sequences = false;
+  int masked = 0;  // 0: no mask, 1: the mask in host memory, 2: the mask on the layer's device
 };
 
 // The layer of `c` on x (4, 6, 3) from initial states: its outputs and the gradients of x, the states and the
@@ -93,6 +95,7 @@ Outputs run_layer(const LayerCase& c, const Tensor& x, const Tensor& mask, const
   else layer = std::make_unique<layers::SimpleRNN>(5, o, r);
   layer->build(Shape({6, 3}));
   Variable vx(x, "x");
+  const Tensor m = c.masked == 2 ? mask.to(vx.value().device_ref()) : mask;
   std::vector<std::unique_ptr<Variable>> vs;
   std::vector<Tensor> initial;
   for (const Tensor& s : states) {
@@ -100,7 +103,7 @@ Outputs run_layer(const LayerCase& c, const Tensor& x, const Tensor& mask, const
     initial.push_back(vs.back()->value());
   }
   GradientTape tape;
-  Outputs ys = layer->run(vx.value(), false, mask, initial, true);
+  Outputs ys = layer->run(vx.value(), false, m, initial, true);
   Outputs kept;
   for (const Tensor& y : ys) {
     if (y.defined()) kept.push_back(y);
@@ -130,7 +133,7 @@ void check_layers() {
   for (LayerCase c : cells) {
     for (const bool back : {false, true}) {
       for (const bool seqs : {false, true}) {
-        for (const bool masked : {false, true}) {
+        for (const int masked : {0, 1, 2}) {
           c.go_backwards = back, c.return_sequences = seqs, c.masked = masked;
           const std::vector<Tensor> states =
               c.cls == "LSTM" ? std::vector<Tensor>{host_uniform({4, 5}, -0.8, 0.8, 42), host_uniform({4, 5}, -0.8, 0.8, 43)}
@@ -169,9 +172,15 @@ TEST(CrossBackendRnn, OnTheRealGpuMatchTheCpu) {
 TEST(CrossBackendRnn, HarnessOnTheTestPlatform) {
   osprey::testing::install_test_platform({.gpus = osprey::testing::default_test_gpus(1), .missing_kernels = {}});
   {
+    // The simulated GPU takes the cells cuDNN takes (its kernels are the CPU's).
     DeviceScope gpu("/GPU:0");
-    EXPECT_FALSE(ops::rnn_sequence_runs_here({}, ops::SequenceCell::lstm)) << "the simulated GPU has no sequence ops";
+    using C = ops::SequenceCell;
+    for (const C cell : {C::lstm, C::gru, C::simple_tanh, C::simple_relu, C::gru_reset_before, C::simple_sigmoid}) {
+      const bool cudnn = cell != C::gru_reset_before && cell != C::simple_sigmoid;
+      EXPECT_EQ(ops::rnn_sequence_runs_here({}, cell), cudnn) << cell_name(cell);
+    }
   }
+  check_sequence_ops();
   check_layers();
   osprey::testing::reset_runtime();
 }

@@ -8,6 +8,7 @@
 
 #include "core/env.h"
 #include "core/logging.h"
+#include "ops/attrs.h"
 #include "ops/kernel.h"
 #include "runtime/device_manager.h"
 #include "runtime/kernel_table.h"
@@ -143,22 +144,31 @@ class TestGpuPlatform : public runtime::Platform {
   void register_kernels() override {
     for (int op = 0; op < static_cast<int>(ops::OpId::kCount); ++op) {
       if (o_.missing_kernels.count(static_cast<ops::OpId>(op))) continue;
-      // The CPU's oneDNN RNNs size their workspace for the CPU only, and the CUDA plug-in's (cuDNN's) cannot run
-      // on simulated GPUs: the simulated GPU has none (layers run their steps there).
-      static const std::set<ops::OpId> cpu_workspace{ops::OpId::LstmSequence, ops::OpId::LstmSequenceGrad,
-                                                     ops::OpId::GruSequence,  ops::OpId::GruSequenceGrad,
-                                                     ops::OpId::RnnSequence,  ops::OpId::RnnSequenceGrad};
-      if (cpu_workspace.count(static_cast<ops::OpId>(op))) {
-        ops::register_kernel(static_cast<ops::OpId>(op), DeviceType::GPU, nullptr);
-        ops::register_workspace(static_cast<ops::OpId>(op), DeviceType::GPU, nullptr);
-        ops::register_accepts(static_cast<ops::OpId>(op), DeviceType::GPU, nullptr);
-        continue;
-      }
       // The CPU's kernels with the half dtypes they take (replacing whatever a real plug-in registered before).
       const auto id = static_cast<ops::OpId>(op);
       if (auto k = runtime::get_kernel(op, DeviceType::CPU)) {
         ops::register_kernel(id, DeviceType::GPU, reinterpret_cast<ops::KernelFn>(k), ops::half_types(id, DeviceType::CPU));
       }
+    }
+    // The sequence ops: the CPU's oneDNN RNNs (the simulated GPU's memory is the host's) with the CPU's workspace
+    // sizes, refusing what cuDNN refuses (the reset-before GRU, the sigmoid RNN), so that layers take a real GPU's
+    // paths.
+    using ops::OpId;
+    ops::register_workspace(OpId::LstmSequence, DeviceType::GPU, [](const void* a, runtime::Device&) {
+      return ops::workspace_bytes(OpId::LstmSequence, runtime::DeviceManager::get().host_device(), a);
+    });
+    ops::register_workspace(OpId::GruSequence, DeviceType::GPU, [](const void* a, runtime::Device&) {
+      return ops::workspace_bytes(OpId::GruSequence, runtime::DeviceManager::get().host_device(), a);
+    });
+    ops::register_workspace(OpId::RnnSequence, DeviceType::GPU, [](const void* a, runtime::Device&) {
+      return ops::workspace_bytes(OpId::RnnSequence, runtime::DeviceManager::get().host_device(), a);
+    });
+    for (OpId op : {OpId::LstmSequence, OpId::LstmSequenceGrad, OpId::GruSequence, OpId::GruSequenceGrad,
+                    OpId::RnnSequence, OpId::RnnSequenceGrad}) {
+      ops::register_accepts(op, DeviceType::GPU, [](const void* a) {
+        const int64_t kind = static_cast<const ops::RnnSequenceAttrs*>(a)->kind;
+        return kind != ops::RnnSequenceAttrs::kGruResetBefore && kind != ops::RnnSequenceAttrs::kSimpleSigmoid;
+      });
     }
   }
 

@@ -439,8 +439,7 @@ std::vector<Tensor> RNN::run(const Tensor& inputs, bool training, const Tensor& 
           "use_cudnn=True was specified, but cuDNN is not supported for this layer configuration with this backend "
           "(layer '{}': Osprey's fused sequence kernels take Keras's LSTM and GRU cells with their default "
           "activations and tanh/relu/sigmoid SimpleRNN cells without recurrent dropout, right-padded masks; on the "
-          "CPU all of them, on the GPU (cuDNN) not the GRU with reset_after=False nor the sigmoid SimpleRNN, and a "
-          "mask only where it is in host memory). Pass use_cudnn='auto' "
+          "CPU all of them, on the GPU (cuDNN) not the GRU with reset_after=False nor the sigmoid SimpleRNN). Pass use_cudnn='auto' "
           "(leave it unset) to fallback to a non-cuDNN implementation.",
           name_));
     }

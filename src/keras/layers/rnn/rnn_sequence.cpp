@@ -64,8 +64,9 @@ std::vector<Tensor> RNN::run_as_sequence(const Tensor& x, bool training, const T
   const int64_t n = x.shape()[0], t = x.shape()[1], f = x.shape()[2], u = cell_->units();
   std::vector<int64_t> lengths(static_cast<std::size_t>(n), t);
   if (mask.defined()) {
-    if (!mask.device_ref().host_memory()) return {};
-    lengths = right_padded_lengths(mask, n, t);
+    // A GPU's mask is read on the host (one wait for the GPU, against a step-by-step loop of small launches; steps
+    // with masks are not recorded, so each call reads its own).
+    lengths = right_padded_lengths(mask.device_ref().host_memory() ? mask : mask.to("CPU:0"), n, t);
     if (lengths.empty()) return {};  // not right-padded: the steps
   }
   const bool whole = std::all_of(lengths.begin(), lengths.end(), [t](int64_t len) { return len == t; });
