@@ -72,6 +72,34 @@ void check_composite_ops() {
     ys.insert(ys.end(), g.begin(), g.end());
     return ys;
   });
+  // Session 21's ops (math_more.cpp, reduce_more.cpp, array_more.cpp), differentiable ones through the tape, the
+  // counting ones (bincount reads its length on the host) as values.
+  const Tensor ints = Tensor::from_vector<int32_t>({0, 3, 1, 3, 5}, {5});
+  expect_same("keras::ops element-wise, NaN reductions, stacking and counting", [&] {
+    Variable va(a, "a"), vb(b, "b");
+    GradientTape tape;
+    const Tensor x = va.value(), v = vb.value();
+    const Tensor with_nan = ko::where(ko::greater(x, 1.5), NAN, x);
+    Outputs ys{ko::cbrt(ko::add(x, 2.5)), ko::exp2(x),           ko::mod(x, 0.7),          ko::fmod(x, -0.7),
+               ko::divide_no_nan(x, ko::trunc(x)), ko::sinc(x),  ko::logaddexp2(x, v),     ko::celu(x, 0.5),
+               ko::glu(ko::reshape(x, {2, 10})), ko::soft_shrink(x), ko::log_sigmoid(x),   ko::squareplus(x),
+               ko::rms_normalization(x, v),   ko::layer_normalization(x, v, v), ko::nanmean(with_nan, 1),
+               ko::nanvar(with_nan, 0),       ko::nanmax(with_nan),  ko::ptp(x, 1),           ko::diff(x, 2),
+               ko::trapezoid(x, std::nullopt, 0.5, 0), ko::append(x, v), ko::dstack({x, x}), ko::rot90(x, 3),
+               ko::kron(v, x),               ko::cross(ko::slice(ko::ravel(x), {0}, {3}), ko::slice(v, {1}, {3})),
+               ko::vander(v, 3),             ko::select({ko::less(x, 0.0)}, {ko::multiply(x, 3.0)}, 1.0)};
+    const Tensor total = sum_of_squares(ys);
+    auto g = tape.gradient(total, Vars{&va, &vb});
+    ys.insert(ys.end(), g.begin(), g.end());
+    const Tensor ids = ints.to(x.device_ref());
+    for (const Tensor& t : {ko::bincount(ids, ko::cast(ids, DType::float32), 8), ko::digitize(x, v),
+                            ko::searchsorted(ko::sort(v), x), ko::in_top_k(ko::slice(ids, {0}, {4}), x, 2),
+                            ko::multi_hot(ko::reshape(ko::slice(ids, {0}, {4}), {2, 2}), 6), ko::isin(ids, ko::slice(ids, {1}, {2})),
+                            ko::isclose(x, ko::add(x, 1e-6)), ko::signbit(ko::negative(x))}) {
+      ys.push_back(ko::cast(t, DType::float32));
+    }
+    return ys;
+  });
   const Tensor img = host_uniform({2, 3, 7, 6}, -1, 1, 303), k = host_uniform({3, 3, 3, 4}, -1, 1, 304);
   const Tensor dk = host_uniform({3, 3, 3, 2}, -1, 1, 305);
   expect_same("keras::ops convolutions and pooling (channels_first)", [&] {

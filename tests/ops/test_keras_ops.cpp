@@ -245,6 +245,94 @@ const std::map<std::string, std::function<Ts(const Ts&)>>& cases() {
       {"einsum_chain3_implicit", [](const Ts& i) { return Ts{ko::einsum("ij,jk,kl", i)}; }},
       {"einsum_ellipsis3", [](const Ts& i) { return Ts{ko::einsum("...i,ij,...j->...", i)}; }},
       {"einsum_four", [](const Ts& i) { return Ts{ko::einsum("ab,bc,cd,de->ae", i)}; }},
+      {"cbrt_exp2_angles",
+       [](const Ts& i) {
+         const Tensor& x = i[0];
+         return Ts{ko::cbrt(x), ko::exp2(x), ko::deg2rad(x), ko::rad2deg(x), ko::fabs(x), ko::cbrt(i[1]), ko::exp2(i[1])};
+       }},
+      {"trunc_divisions",
+       [](const Ts& i) {
+         return Ts{ko::trunc(i[0]),          ko::floor_divide(i[0], i[1]), ko::mod(i[0], i[1]), ko::fmod(i[0], i[1]),
+                   ko::floor_divide(i[2], i[3]), ko::mod(i[2], i[3]),      ko::fmod(i[2], i[3]), ko::trunc(i[2])};
+       }},
+      {"divide_no_nan_heaviside",
+       [](const Ts& i) { return Ts{ko::divide_no_nan(i[0], i[1]), ko::heaviside(i[2], 0.5)}; }},
+      {"signbit_isclose_infs",
+       [](const Ts& i) {
+         return Ts{ko::signbit(i[0]), ko::isclose(i[0], i[1]), ko::isclose(i[0], i[1], 1e-5, 1e-8, true),
+                   ko::allclose(i[0], i[1], 1e-5, 1e-8, true), ko::isneginf(i[0]), ko::isposinf(i[0])};
+       }},
+      {"sinc_logaddexp2_erfc",
+       [](const Ts& i) { return Ts{ko::sinc(i[0]), ko::logaddexp2(i[0], i[1]), ko::erfc(i[0])}; }},
+      {"activations_more",
+       [](const Ts& i) {
+         const Tensor& x = i[0];
+         return Ts{ko::celu(x),          ko::celu(x, 0.5),         ko::glu(x),        ko::glu(x, 0),
+                   ko::hard_shrink(x),   ko::soft_shrink(x, 0.3),  ko::tanh_shrink(x), ko::threshold(x, 0.2, -1.0),
+                   ko::hard_tanh(x),     ko::hard_swish(x),        ko::log_sigmoid(x), ko::sparse_plus(x),
+                   ko::squareplus(x),    ko::squareplus(x, 1.0)};
+       }},
+      {"normalizations_psnr",
+       [](const Ts& i) {
+         const Tensor& x = i[0];
+         return Ts{ko::rms_normalization(x), ko::rms_normalization(x, i[1]), ko::layer_normalization(x, i[2], i[3]),
+                   ko::layer_normalization(x, std::nullopt, std::nullopt, -1, 1e-3), ko::psnr(x, i[4], 2.0)};
+       }},
+      {"amax_ptp",
+       [](const Ts& i) {
+         return Ts{ko::amax(i[0], 1), ko::amin(i[0]), ko::ptp(i[0], 0), ko::ptp(i[0], 1, true)};
+       }},
+      {"nan_reductions",
+       [](const Ts& i) {
+         const Tensor& x = i[0];
+         return Ts{ko::nansum(x, 1), ko::nanmean(x, 1), ko::nanmax(x, 1), ko::nanmin(x, 0),
+                   ko::nanprod(x, 1), ko::nanvar(x, 1), ko::nanstd(x),    ko::nansum(x)};
+       }},
+      {"percentile_diff_trapezoid",
+       [](const Ts& i) {
+         const Tensor& x = i[0];
+         return Ts{ko::percentile(x, 30.0, 1), ko::percentile(x, 75.0), ko::diff(x), ko::diff(x, 2, -1),
+                   ko::diff(x, 1, 0), ko::trapezoid(x), ko::trapezoid(x, std::nullopt, 0.5, 0),
+                   ko::trapezoid(x, i[1])};
+       }},
+      {"stacks_splits",
+       [](const Ts& i) {
+         const Tensor &a = i[0], &b = i[1], &v = i[2];
+         Ts out{ko::append(a, b),      ko::append(a, b, 0),   ko::hstack({a, b}), ko::vstack({a, b}),
+                ko::dstack({a, b}),    ko::hstack({v, v}),    ko::vstack({v, v}), ko::dstack({v, v})};
+         for (const auto& parts : {ko::array_split(v, 3), ko::hsplit(a, 2), ko::vsplit(a, 3), ko::unstack(a, 1)}) {
+           out.insert(out.end(), parts.begin(), parts.end());
+         }
+         return out;
+       }},
+      {"flips_rot90",
+       [](const Ts& i) {
+         const Tensor& x = i[0];
+         return Ts{ko::fliplr(x), ko::flipud(x), ko::rot90(x), ko::rot90(x, -5), ko::rot90(x, 3), ko::rot90(x, 1, {1, 2})};
+       }},
+      {"tri_vander_kron",
+       [](const Ts& i) {
+         return Ts{ko::tri(3, 4, 1),      ko::tri(3),           ko::vander(i[0]), ko::vander(i[0], 4, true),
+                   ko::kron(i[1], i[2]),  ko::kron(i[0], i[1]), ko::vander(i[3])};
+       }},
+      {"cross_vdot_logspace_diagflat",
+       [](const Ts& i) {
+         return Ts{ko::cross(i[0], i[1]),       ko::cross(i[2], i[3]),   ko::vdot(i[0], i[1]),
+                   ko::logspace(0.0, 2.0, 5),   ko::logspace(1.0, 3.0, 4, false, 2.0),
+                   ko::diagflat(i[2]),          ko::diagflat(i[2], -1)};
+       }},
+      {"select_digitize_search",
+       [](const Ts& i) {
+         const Tensor& x = i[0];
+         return Ts{ko::select({ko::less(x, -0.5), ko::greater(x, 0.5)}, {ko::multiply(x, 2.0), ko::subtract(x, 1.0)}, -3.0),
+                   ko::digitize(x, i[1]), ko::searchsorted(i[2], i[3]), ko::searchsorted(i[2], i[3], "right")};
+       }},
+      {"bincount_in_top_k_multi_hot_isin",
+       [](const Ts& i) {
+         return Ts{ko::bincount(i[0]),          ko::bincount(i[0], ko::stop_gradient(i[1]), 7), ko::bincount(i[2]),
+                   ko::in_top_k(i[3], i[4], 1), ko::in_top_k(i[3], i[4], 2), ko::multi_hot(i[5], 5),
+                   ko::isin(i[0], i[5]),        ko::isin(i[0], i[5], true),   ko::copy(i[1])};
+       }},
   };
   return m;
 }
@@ -417,6 +505,47 @@ TEST(KerasOps, RearrangementsAndContractionsRefuseBadArguments) {
   EXPECT_THROW((void)ko::meshgrid({Tensor::ones({2})}, "xz"), ValueError);
   EXPECT_THROW((void)ko::average(x, 1, Tensor::ones({4})), InvalidArgumentError);
   EXPECT_THROW((void)ko::average(x, {}, Tensor::ones({4})), InvalidArgumentError);
+}
+
+// The ops of math_more.cpp, reduce_more.cpp and array_more.cpp: typed errors naming the values.
+TEST(KerasOps, MoreOpsRefuseBadArguments) {
+  const Tensor x = Tensor::ones({2, 3, 4});
+  try {
+    (void)ko::glu(x, 1);
+    FAIL() << "no error";
+  } catch (const ValueError& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("axis 1 of even size, got 3"));
+  }
+  EXPECT_THROW((void)ko::glu(x, 3), InvalidArgumentError);
+  EXPECT_THROW((void)ko::psnr(x, Tensor::ones({2, 3}), 1.0), ValueError);
+  EXPECT_THROW((void)ko::percentile(x, 101.0), InvalidArgumentError);
+  EXPECT_THROW((void)ko::diff(x, -1), ValueError);
+  EXPECT_THROW((void)ko::trapezoid(x, Tensor::ones({3})), InvalidArgumentError);  // 3 points, 4 along the axis
+  EXPECT_THROW((void)ko::array_split(x, 0), ValueError);
+  EXPECT_THROW((void)ko::vsplit(Tensor::ones({4}), 2), ValueError);
+  EXPECT_THROW((void)ko::dsplit(Tensor::ones({4, 2}), 2), ValueError);
+  EXPECT_THROW((void)ko::rot90(x, 1, {1, -2}), ValueError);
+  EXPECT_THROW((void)ko::rot90(Tensor::ones({3}), 1), ValueError);
+  EXPECT_THROW((void)ko::vander(x), ValueError);
+  EXPECT_THROW((void)ko::cross(Tensor::ones({2, 4}), Tensor::ones({2, 3})), ValueError);
+  EXPECT_THROW((void)ko::select({ko::greater(x, 0.0)}, {}), ValueError);
+  EXPECT_THROW((void)ko::digitize(x, Tensor::ones({2, 2})), ValueError);
+  EXPECT_THROW((void)ko::searchsorted(Tensor::ones({3}), x, "middle"), ValueError);
+  EXPECT_THROW((void)ko::bincount(x), ValueError);  // floats
+  try {
+    (void)ko::bincount(Tensor::from_vector<int32_t>({2, -3, 1}, {3}));
+    FAIL() << "no error";
+  } catch (const InvalidArgumentError& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("non-negative; it holds -3"));
+  }
+  EXPECT_THROW((void)ko::bincount(Tensor::from_vector<int32_t>({1, 2}, {2}), Tensor::ones({3})), ValueError);
+  EXPECT_THROW((void)ko::in_top_k(Tensor::ones({2}, DType::int32), Tensor::ones({3, 4}), 1), ValueError);
+  // rot90 with k = 2 is NumPy's (Keras 3.15's TensorFlow backend transposes the plane there instead): two turns.
+  const Tensor r = ko::reshape(ko::arange(0, 24), {2, 3, 4});
+  EXPECT_EQ(ko::rot90(r, 2).to_vector<double>(), ko::rot90(ko::rot90(r, 1), 1).to_vector<double>());
+  EXPECT_EQ(ko::rot90(r, 2).to_vector<double>(), ko::flip(r, {0, 1}).to_vector<double>());
+  EXPECT_EQ(ko::bincount(Tensor::zeros({0}, DType::int32), std::nullopt, 3).to_vector<double>(),
+            (std::vector<double>{0, 0, 0}));
 }
 
 TEST(KerasOps, ConvolutionAndPoolingRefuseBadArguments) {

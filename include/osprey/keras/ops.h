@@ -333,4 +333,143 @@ std::vector<Tensor> top_k(const Tensor& x, int64_t k, bool sorted = true);
 Tensor sort(const Tensor& x, int axis = -1);
 Tensor argsort(const Tensor& x, int axis = -1);
 
+// ---- more element-wise functions and activations (math_more.cpp) ----
+/// Integers as float32 where Keras computes in floats (cbrt, exp2, sinc, erfc, the angle conversions, fabs,
+/// divide_no_nan, logaddexp2, heaviside); differentiable where Keras's are.
+Tensor cbrt(const Tensor& x);
+Tensor exp2(const Tensor& x);
+Tensor deg2rad(const Tensor& x);
+Tensor rad2deg(const Tensor& x);
+Tensor fabs(const Tensor& x);
+/// Towards zero (an integer tensor stays itself).
+Tensor trunc(const Tensor& x);
+/// NumPy's floor division and its remainder (the divisor's sign; mod is Python's %), fmod (the dividend's sign):
+/// integers stay integers.
+Tensor floor_divide(const TensorLike& x1, const TensorLike& x2);
+Tensor mod(const TensorLike& x1, const TensorLike& x2);
+Tensor fmod(const TensorLike& x1, const TensorLike& x2);
+/// x1 / x2, 0 where x2 is 0.
+Tensor divide_no_nan(const TensorLike& x1, const TensorLike& x2);
+/// 0 where x1 < 0, 1 where x1 > 0, x2 where x1 == 0.
+Tensor heaviside(const TensorLike& x1, const TensorLike& x2);
+/// Whether the sign bit is set (-0.0 too); bool.
+Tensor signbit(const Tensor& x);
+/// sin(πx)/(πx), 1 at 0.
+Tensor sinc(const Tensor& x);
+/// log2(2^x1 + 2^x2), computed stably.
+Tensor logaddexp2(const TensorLike& x1, const TensorLike& x2);
+/// 1 - erf(x).
+Tensor erfc(const Tensor& x);
+/// |x1 - x2| <= atol + rtol·|x2| (floats; integers: equal), NaNs equal with equal_nan; allclose: all of it.
+Tensor isclose(const TensorLike& x1, const TensorLike& x2, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false);
+Tensor allclose(const TensorLike& x1, const TensorLike& x2, double rtol = 1e-5, double atol = 1e-8,
+                bool equal_nan = false);
+Tensor isneginf(const Tensor& x);
+Tensor isposinf(const Tensor& x);
+/// max(0, x) + min(0, α·(exp(x/α) - 1)).
+Tensor celu(const Tensor& x, double alpha = 1.0);
+/// The first half of x along axis times the sigmoid of the second (gated linear unit); ValueError for an odd axis.
+Tensor glu(const Tensor& x, int axis = -1);
+/// x where |x| > threshold, else 0; x ∓ threshold beyond ±threshold, else 0; x - tanh(x).
+Tensor hard_shrink(const Tensor& x, double threshold = 0.5);
+Tensor soft_shrink(const Tensor& x, double threshold = 0.5);
+Tensor tanh_shrink(const Tensor& x);
+/// x where x > threshold, else default_value.
+Tensor threshold(const Tensor& x, double threshold, double default_value);
+/// x clipped to [-1, 1]; hard_swish is hard_silu.
+Tensor hard_tanh(const Tensor& x);
+Tensor hard_swish(const Tensor& x);
+/// log(sigmoid(x)), computed stably.
+Tensor log_sigmoid(const Tensor& x);
+/// 0 below -1, x above 1, (x + 1)²/4 between.
+Tensor sparse_plus(const Tensor& x);
+/// (x + √(x² + b)) / 2.
+Tensor squareplus(const Tensor& x, double b = 4.0);
+/// x / √(mean(x²) + ε) over axis, times scale (keras.ops.rms_normalization; ε unset: 1e-7, Keras's epsilon()).
+Tensor rms_normalization(const Tensor& x, const std::optional<Tensor>& scale = std::nullopt, int axis = -1,
+                         std::optional<double> epsilon = std::nullopt);
+/// (x - mean) / √(var + ε) over axis, times gamma plus beta (keras.ops.layer_normalization; ε unset: 1e-7).
+Tensor layer_normalization(const Tensor& x, const std::optional<Tensor>& gamma = std::nullopt,
+                           const std::optional<Tensor>& beta = std::nullopt, int axis = -1,
+                           std::optional<double> epsilon = std::nullopt);
+/// Peak signal-to-noise ratio: 20·log10(max_val) - 10·log10(mean((x1 - x2)²)).
+Tensor psnr(const Tensor& x1, const Tensor& x2, double max_val);
+
+// ---- more reductions (reduce_more.cpp) ----
+/// max, min (NumPy's names) and max - min.
+Tensor amax(const Tensor& x, const Axes& axis = {}, bool keepdims = false);
+Tensor amin(const Tensor& x, const Axes& axis = {}, bool keepdims = false);
+Tensor ptp(const Tensor& x, const Axes& axis = {}, bool keepdims = false);
+/// The reductions with NaNs left out (sum 0, prod 1 of none; mean, max, min, var, std NaN where every element is
+/// NaN).
+Tensor nansum(const Tensor& x, const Axes& axis = {}, bool keepdims = false);
+Tensor nanprod(const Tensor& x, const Axes& axis = {}, bool keepdims = false);
+Tensor nanmean(const Tensor& x, const Axes& axis = {}, bool keepdims = false);
+Tensor nanmax(const Tensor& x, const Axes& axis = {}, bool keepdims = false);
+Tensor nanmin(const Tensor& x, const Axes& axis = {}, bool keepdims = false);
+Tensor nanvar(const Tensor& x, const Axes& axis = {}, bool keepdims = false);
+Tensor nanstd(const Tensor& x, const Axes& axis = {}, bool keepdims = false);
+/// quantile of q/100.
+Tensor percentile(const Tensor& x, double q, const Axes& axis = {}, const std::string& method = "linear",
+                  bool keepdims = false);
+/// The n-th differences along axis.
+Tensor diff(const Tensor& a, int n = 1, int axis = -1);
+/// The trapezoidal rule along axis, spacing dx, or the sample points x.
+Tensor trapezoid(const Tensor& y, const std::optional<Tensor>& x = std::nullopt, double dx = 1.0, int axis = -1);
+
+// ---- more arrays: stacking, splitting, constructors, searching, counting (array_more.cpp) ----
+/// x2 after x1 along axis (unset: both flattened).
+Tensor append(const Tensor& x1, const Tensor& x2, std::optional<int> axis = std::nullopt);
+/// Along the second axis (1-D: the first), the first, the third (dstack: inputs of lower rank given axes of 1 as
+/// NumPy's atleast_3d; vstack of 1-D inputs is 1-D, as Keras's).
+Tensor hstack(const std::vector<Tensor>& xs);
+Tensor vstack(const std::vector<Tensor>& xs);
+Tensor dstack(const std::vector<Tensor>& xs);
+/// Into `sections` pieces, the first (n mod sections) one element longer (NumPy's array_split).
+std::vector<Tensor> array_split(const Tensor& x, int64_t sections, int axis = 0);
+/// split() along the second (1-D: first), the first, the third axis.
+std::vector<Tensor> hsplit(const Tensor& x, int64_t sections);
+std::vector<Tensor> vsplit(const Tensor& x, int64_t sections);
+std::vector<Tensor> dsplit(const Tensor& x, int64_t sections);
+/// The slices along axis, the axis removed.
+std::vector<Tensor> unstack(const Tensor& x, int axis = 0);
+/// flip along the second (fliplr) or first (flipud) axis; rot90: k quarter turns in the plane of `axes`, as
+/// NumPy's (Keras 3.15's TensorFlow backend turns k = 2 wrongly: it transposes the plane instead).
+Tensor fliplr(const Tensor& x);
+Tensor flipud(const Tensor& x);
+Tensor rot90(const Tensor& x, int k = 1, std::pair<int, int> axes = {0, 1});
+/// Ones at and below diagonal k of an N×M matrix (float32 unless given).
+Tensor tri(int64_t n, std::optional<int64_t> m = std::nullopt, int64_t k = 0, DType dtype = DType::float32);
+/// Columns of powers of x: x^(N-1) ... x^0 (increasing: x^0 ... x^(N-1)); N unset: len(x).
+Tensor vander(const Tensor& x, std::optional<int64_t> n = std::nullopt, bool increasing = false);
+/// The Kronecker product (operands of lower rank given leading axes of 1).
+Tensor kron(const Tensor& x1, const Tensor& x2);
+/// Cross products of vectors of 3 (or 2: the z component) along axis.
+Tensor cross(const Tensor& x1, const Tensor& x2, int axis = -1);
+/// Σ x1·x2 over the flattened operands.
+Tensor vdot(const Tensor& x1, const Tensor& x2);
+/// base^linspace(start, stop).
+Tensor logspace(double start, double stop, int64_t num = 50, bool endpoint = true, double base = 10.0,
+                DType dtype = DType::float32);
+/// diag() of the flattened x.
+Tensor diagflat(const Tensor& x, int64_t k = 0);
+/// From the first true condition's choice, element-wise; `default_value` where none is.
+Tensor select(const std::vector<Tensor>& condlist, const std::vector<Tensor>& choicelist,
+              const TensorLike& default_value = 0);
+/// The index of the bin (increasing 1-D bins) each element falls in (int32); searchsorted: the insertion points
+/// of values into a sorted 1-D sequence ("left": before equal elements, "right": after).
+Tensor digitize(const Tensor& x, const Tensor& bins);
+Tensor searchsorted(const Tensor& sorted_sequence, const Tensor& values, const std::string& side = "left");
+/// Counts of each non-negative integer of a 1-D x (2-D: per row), summed weights where given; length
+/// max(x) + 1 or minlength. int32 counts (weights: their dtype). InvalidArgumentError for negative values.
+Tensor bincount(const Tensor& x, const std::optional<Tensor>& weights = std::nullopt, int64_t minlength = 0);
+/// Whether each row's target class is among its k largest predictions (ties count as in, as TensorFlow's).
+Tensor in_top_k(const Tensor& targets, const Tensor& predictions, int64_t k);
+/// Rows of class indices (batch, n) as (batch, num_classes) vectors with a 1 at each.
+Tensor multi_hot(const Tensor& inputs, int64_t num_classes, DType dtype = DType::float32);
+/// Whether each element of x1 is in x2 (invert: not in).
+Tensor isin(const Tensor& x1, const Tensor& x2, bool invert = false);
+/// A copy of x (its own buffer).
+Tensor copy(const Tensor& x);
+
 }  // namespace osprey::keras::ops
