@@ -100,6 +100,27 @@ void check_composite_ops() {
     }
     return ys;
   });
+  // Segments, scatters, slice updates and the transposed convolution (scatter_ops.cpp, conv_ops.cpp).
+  const Tensor seg = Tensor::from_vector<int32_t>({0, 2, 0, 1}, {4});
+  const Tensor idx = Tensor::from_vector<int32_t>({0, 1, 3, 4, 0, 1}, {3, 2});
+  const Tensor img2 = host_uniform({2, 4, 3, 2}, -1, 1, 307), kt = host_uniform({3, 3, 5, 2}, -1, 1, 308);
+  expect_same("keras::ops segments, scatters and conv_transpose", [&] {
+    Variable va(a, "a"), vi(img2, "img"), vk(kt, "k");
+    GradientTape tape;
+    const Tensor x = va.value();
+    const Tensor ids = seg.to(x.device_ref()), at = idx.to(x.device_ref());
+    Outputs ys{ko::segment_sum(x, ids),           ko::segment_max(x, ids, 4),
+               ko::segment_min(x, ids),           ko::scatter(at, ko::slice(x, {0, 0}, {3, 5}), {4, 5, 5}),
+               ko::scatter_update(x, ko::slice(at, {0, 0}, {3, 1}), ko::slice(x, {1, 0}, {3, 5})),
+               ko::slice_update(x, {1, 2}, ko::slice(x, {0, 0}, {2, 3})),
+               ko::conv_transpose(vi.value(), vk.value(), {2}, "same")};
+    const Tensor total = sum_of_squares(ys);
+    auto g = tape.gradient(total, Vars{&va, &vi, &vk});
+    ys.insert(ys.end(), g.begin(), g.end());
+    for (const Tensor& t : ko::nonzero(ko::greater(x, 0.5))) ys.push_back(ko::cast(t, DType::float32));
+    for (const Tensor& t : ko::unique(ko::round(x), true, true)) ys.push_back(ko::cast(t, DType::float32));
+    return ys;
+  });
   const Tensor img = host_uniform({2, 3, 7, 6}, -1, 1, 303), k = host_uniform({3, 3, 3, 4}, -1, 1, 304);
   const Tensor dk = host_uniform({3, 3, 3, 2}, -1, 1, 305);
   expect_same("keras::ops convolutions and pooling (channels_first)", [&] {

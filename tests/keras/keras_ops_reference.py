@@ -290,6 +290,32 @@ cases = [
      [np.array([0, 3, 1, 3, 3, 5], "int32"), f32(6), np.array([[0, 1, 1], [2, 2, 0]], "int32"),
       np.array([1, 0, 2], "int32"), np.array([[0.1, 0.9, 0.3], [0.5, 0.5, 0.7], [0.4, 0.2, 0.1]], "float32"),
       np.array([[0, 2], [4, 4]], "int32")]),
+    # Transposed convolutions (conv_ops.cpp).
+    ("conv_transpose", lambda x, k, y, j: [ops.conv_transpose(x, k, strides=2, padding="same"),
+                                           ops.conv_transpose(x, k, strides=(2, 1), padding="valid"),
+                                           ops.conv_transpose(x, k, strides=2, padding="same", output_padding=1),
+                                           ops.conv_transpose(y, j, strides=1, padding="valid", dilation_rate=2,
+                                                              data_format="channels_first")],
+     [f32(2, 4, 3, 2), f32(3, 3, 5, 2), f32(1, 3, 6), f32(2, 4, 3)]),
+    # Segments, scatters, slice updates, value-dependent shapes (scatter_ops.cpp).
+    # num_segments unset: Keras's TensorFlow backend counts the distinct ids for segment_sum (max + 1 for
+    # segment_max, and JAX's for both); Osprey takes max + 1 for both, the same for ids 0 .. k-1 as here.
+    ("segments", lambda d, i, j, e: [ops.segment_sum(d, i), ops.segment_sum(d, j, num_segments=6),
+                                     ops.segment_max(d, j), ops.segment_max(d, e, num_segments=3),
+                                     ops.segment_sum(e * 2, e)],
+     [f32(5, 3), np.array([0, 2, 0, 1, 2], "int32"), np.array([0, 2, 0, 4, 2], "int32"),
+      np.array([1, 1, 0, 1, 0], "int32")]),
+    ("scatter_slice_update", lambda i, v, x, u, w: [ops.scatter(i, v, (3, 2)), ops.scatter_update(x, i[:2], v[:2]),
+                                                    ops.scatter_update(x, i, v, reduction="add"),
+                                                    # (TensorFlow has no gradient for slice_update's XLA op)
+                                                    ops.slice_update(ops.stop_gradient(x), (1, 0),
+                                                                     ops.stop_gradient(u)),
+                                                    ops.scatter(i[:, :1], w, (3, 4))],
+     [np.array([[0, 1], [2, 0], [0, 1]], "int32"), f32(3), f32(3, 2), f32(2, 1), f32(3, 4)]),
+    ("nonzero_unique", lambda x, i, f: list(ops.nonzero(x)) + list(ops.unique(i, return_inverse=True,
+                                                                              return_counts=True)) + [ops.unique(ops.stop_gradient(f))],
+     [np.array([[0, 1.5, 0], [2, 0, -1]], "float32"), np.array([[3, 1, 3], [2, 1, 1]], "int32"),
+      np.array([2.5, np.nan, -1.0, 2.5, np.nan], "float32")]),
 ]
 
 

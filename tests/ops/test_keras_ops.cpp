@@ -333,6 +333,33 @@ const std::map<std::string, std::function<Ts(const Ts&)>>& cases() {
                    ko::in_top_k(i[3], i[4], 1), ko::in_top_k(i[3], i[4], 2), ko::multi_hot(i[5], 5),
                    ko::isin(i[0], i[5]),        ko::isin(i[0], i[5], true),   ko::copy(i[1])};
        }},
+      {"conv_transpose",
+       [](const Ts& i) {
+         return Ts{ko::conv_transpose(i[0], i[1], {2}, "same"), ko::conv_transpose(i[0], i[1], {2, 1}, "valid"),
+                   ko::conv_transpose(i[0], i[1], {2}, "same", std::vector<int64_t>{1}),
+                   ko::conv_transpose(i[2], i[3], {1}, "valid", std::nullopt, "channels_first", {2})};
+       }},
+      {"segments",
+       [](const Ts& i) {
+         const Tensor& d = i[0];
+         return Ts{ko::segment_sum(d, i[1]), ko::segment_sum(d, i[2], 6), ko::segment_max(d, i[2]),
+                   ko::segment_max(d, i[3], 3), ko::segment_sum(ko::multiply(i[3], 2), i[3])};
+       }},
+      {"scatter_slice_update",
+       [](const Ts& i) {
+         const Tensor first2 = ko::slice(i[0], {0, 0}, {2, 2}), v2 = ko::slice(i[1], {0}, {2});
+         return Ts{ko::scatter(i[0], i[1], {3, 2}), ko::scatter_update(i[2], first2, v2),
+                   ko::scatter_update(i[2], i[0], i[1], "add"),
+                   ko::slice_update(ko::stop_gradient(i[2]), {1, 0}, ko::stop_gradient(i[3])),
+                   ko::scatter(ko::slice(i[0], {0, 0}, {3, 1}), i[4], {3, 4})};
+       }},
+      {"nonzero_unique",
+       [](const Ts& i) {
+         Ts out = ko::nonzero(i[0]);
+         for (const Tensor& t : ko::unique(i[1], true, true)) out.push_back(t);
+         out.push_back(ko::unique(ko::stop_gradient(i[2]))[0]);
+         return out;
+       }},
   };
   return m;
 }
@@ -546,6 +573,47 @@ TEST(KerasOps, MoreOpsRefuseBadArguments) {
   EXPECT_EQ(ko::rot90(r, 2).to_vector<double>(), ko::flip(r, {0, 1}).to_vector<double>());
   EXPECT_EQ(ko::bincount(Tensor::zeros({0}, DType::int32), std::nullopt, 3).to_vector<double>(),
             (std::vector<double>{0, 0, 0}));
+}
+
+// scatter_ops.cpp and conv_transpose: typed errors naming the values.
+TEST(KerasOps, SegmentsScattersAndTransposedConvolutionsRefuseBadArguments) {
+  const Tensor data = Tensor::ones({4, 2});
+  const Tensor ids = Tensor::from_vector<int32_t>({0, 1, 5, 1}, {4});
+  try {
+    (void)ko::segment_sum(data, ids, 3);
+    FAIL() << "no error";
+  } catch (const InvalidArgumentError& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("5"));
+  }
+  EXPECT_THROW((void)ko::segment_sum(data, Tensor::ones({4})), ValueError);          // float ids
+  EXPECT_THROW((void)ko::segment_max(data, Tensor::from_vector<int32_t>({0, 1}, {2})), ValueError);  // one per row
+  EXPECT_THROW((void)ko::segment_sum(data, ids, -1), ValueError);
+  // Negative ids are dropped (TensorFlow's unsorted segment sum).
+  EXPECT_EQ(ko::segment_sum(Tensor::from_vector<float>({1, 2, 4}, {3}), Tensor::from_vector<int32_t>({0, -1, 0}, {3}), 1)
+                .to_vector<double>(),
+            (std::vector<double>{5}));
+  const Tensor idx = Tensor::from_vector<int32_t>({0, 1, 3, 0}, {2, 2});
+  try {
+    (void)ko::scatter(idx, Tensor::ones({2}), {3, 2});
+    FAIL() << "no error";
+  } catch (const InvalidArgumentError& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("index 0 of row 1 is 3, outside [0, 3)"));
+  }
+  EXPECT_THROW((void)ko::scatter(Tensor::from_vector<int32_t>({0, 1}, {1, 2}), Tensor::ones({2}), {3, 2}), ValueError);
+  EXPECT_THROW((void)ko::scatter(Tensor::ones({1, 2}), Tensor::ones({1}), {3, 2}), ValueError);  // float indices
+  EXPECT_THROW((void)ko::scatter_update(Tensor::zeros({3, 2}), Tensor::from_vector<int32_t>({0, 1}, {1, 2}),
+                                        Tensor::ones({1}), "max"),
+               ValueError);
+  EXPECT_THROW((void)ko::slice_update(Tensor::zeros({3, 4}), {2, 0}, Tensor::ones({2, 2})), InvalidArgumentError);
+  EXPECT_THROW((void)ko::slice_update(Tensor::zeros({3, 4}), {0}, Tensor::ones({2, 2})), ValueError);
+  const Tensor x = Tensor::ones({1, 4, 4, 2});
+  EXPECT_THROW((void)ko::conv_transpose(x, Tensor::ones({3, 3, 5, 3})), InvalidArgumentError);  // 2 channels in
+  EXPECT_THROW((void)ko::conv_transpose(x, Tensor::ones({3, 3, 5, 2}), {2}, "same", std::vector<int64_t>{2}),
+               ValueError);  // output padding not below the stride
+  EXPECT_THROW((void)ko::conv_transpose(x, Tensor::ones({3, 3, 5, 2}), {1}, "full"), ValueError);
+  // nonzero and unique of nothing: empty results.
+  EXPECT_EQ(ko::nonzero(Tensor::zeros({2, 3}))[1].shape(), Shape({0}));
+  EXPECT_EQ(ko::unique(Tensor::zeros({0}), true, true)[2].shape(), Shape({0}));
 }
 
 TEST(KerasOps, ConvolutionAndPoolingRefuseBadArguments) {

@@ -250,6 +250,13 @@ Tensor depthwise_conv(const Tensor& inputs, const Tensor& kernel, const std::vec
 Tensor separable_conv(const Tensor& inputs, const Tensor& depthwise_kernel, const Tensor& pointwise_kernel,
                       const std::vector<int64_t>& strides = {1}, const std::string& padding = "valid",
                       const std::string& data_format = "channels_last", const std::vector<int64_t>& dilation_rate = {1});
+/// The transposed convolution (the gradient of conv with respect to its input): kernel (window..., out_channels,
+/// in_channels); output extents as Keras's deconv_output_length (output_padding unset: in·stride, plus the window's
+/// overhang with "valid"). Differentiable in the inputs and the kernel.
+Tensor conv_transpose(const Tensor& inputs, const Tensor& kernel, const std::vector<int64_t>& strides = {1},
+                      const std::string& padding = "valid",
+                      const std::optional<std::vector<int64_t>>& output_padding = std::nullopt,
+                      const std::string& data_format = "channels_last", const std::vector<int64_t>& dilation_rate = {1});
 /// Pooling windows; strides unset: the pool size (Keras's default). Average pooling counts only the elements
 /// inside the input (TensorFlow's "same").
 Tensor max_pool(const Tensor& inputs, const std::vector<int64_t>& pool_size,
@@ -471,5 +478,27 @@ Tensor multi_hot(const Tensor& inputs, int64_t num_classes, DType dtype = DType:
 Tensor isin(const Tensor& x1, const Tensor& x2, bool invert = false);
 /// A copy of x (its own buffer).
 Tensor copy(const Tensor& x);
+
+// ---- segments, scatters, slice updates and the value-dependent shapes (scatter_ops.cpp) ----
+/// The rows of data (N, ...) combined per segment id (N,): sums (ids >= num_segments: InvalidArgumentError,
+/// negative ids dropped, as TensorFlow's), maxima and minima (an empty segment: the dtype's lowest/highest value).
+/// num_segments unset: max(id) + 1, read on the host. Differentiable in data.
+Tensor segment_sum(const Tensor& data, const Tensor& segment_ids, std::optional<int64_t> num_segments = std::nullopt);
+Tensor segment_max(const Tensor& data, const Tensor& segment_ids, std::optional<int64_t> num_segments = std::nullopt);
+Tensor segment_min(const Tensor& data, const Tensor& segment_ids, std::optional<int64_t> num_segments = std::nullopt);
+/// Zeros of `shape` with values (N, shape[k:]...) added at the N index rows (N, k) (repeated indices add up, as
+/// TensorFlow's scatter_nd); an index outside its axis is an InvalidArgumentError (indices read on the host).
+Tensor scatter(const Tensor& indices, const Tensor& values, const std::vector<int64_t>& shape);
+/// inputs with the slices at `indices` replaced by updates (reduction "add": added to them). Repeated indices add
+/// their updates up (TensorFlow leaves which one wins unspecified).
+Tensor scatter_update(const Tensor& inputs, const Tensor& indices, const Tensor& updates,
+                      const std::optional<std::string>& reduction = std::nullopt);
+/// inputs with the block starting at start_indices replaced by updates. Differentiable in both.
+Tensor slice_update(const Tensor& inputs, const std::vector<int64_t>& start_indices, const Tensor& updates);
+/// The int32 coordinates of x's nonzero elements, one tensor per axis (read on the host).
+std::vector<Tensor> nonzero(const Tensor& x);
+/// The sorted distinct values of the flattened x (then each NaN, as Keras's TensorFlow backend); then, as asked, the int32 index of each
+/// element's value (x's shape) and the int32 count of each value. Read on the host.
+std::vector<Tensor> unique(const Tensor& x, bool return_inverse = false, bool return_counts = false);
 
 }  // namespace osprey::keras::ops

@@ -151,6 +151,52 @@ Tensor separable_conv(const Tensor& inputs, const Tensor& depthwise_kernel, cons
   return conv(d, pointwise_kernel, {1}, "valid", data_format, {1});
 }
 
+Tensor conv_transpose(const Tensor& inputs, const Tensor& kernel, const std::vector<int64_t>& strides,
+                      const std::string& padding, const std::optional<std::vector<int64_t>>& output_padding,
+                      const std::string& data_format, const std::vector<int64_t>& dilation_rate) {
+  const char* op = "conv_transpose";
+  const bool first = channels_first(data_format, op);
+  const int rank = spatial_rank(inputs, op);
+  check_padding(padding, op);
+  auto [x, k] = promoted_pair(to_last(inputs, first, rank), kernel);
+  if (k.shape().rank() != rank + 2 || k.shape()[-1] != x.shape()[-1]) {
+    throw InvalidArgumentError(fmt::format("{}: a kernel of shape {} for inputs of {} channels; it is (window..., "
+                                           "out_channels, {})",
+                                           op, kernel.shape().to_string(), x.shape()[-1], x.shape()[-1]));
+  }
+  const auto step = per_axis(strides, rank, op, "strides"), dilation = per_axis(dilation_rate, rank, op, "dilation_rate");
+  std::vector<int64_t> extra;
+  if (output_padding) {
+    if (output_padding->size() != 1 && output_padding->size() != static_cast<std::size_t>(rank)) {
+      throw ValueError(fmt::format("{}: output_padding has {} values for {} spatial axes", op, output_padding->size(),
+                                   rank));
+    }
+    for (int i = 0; i < rank; ++i) {
+      const int64_t e = output_padding->size() == 1 ? (*output_padding)[0] : (*output_padding)[static_cast<std::size_t>(i)];
+      if (e < 0 || e >= step[static_cast<std::size_t>(i)]) {
+        throw ValueError(fmt::format("{}: output_padding {} must be in [0, stride {})", op, e, step[static_cast<std::size_t>(i)]));
+      }
+      extra.push_back(e);
+    }
+  }
+  // The forward convolution this transposes: from the output extents back to the input's, TensorFlow's padding.
+  core::ConvParams p;
+  std::vector<int64_t> out;
+  for (int i = 0; i < rank; ++i) {
+    const auto u = static_cast<std::size_t>(i);
+    const int64_t o = conv_detail::deconv_output_length(x.shape()[i + 1], k.shape()[i], step[u], dilation[u], padding,
+                                                        extra.empty() ? -1 : extra[u]);
+    if (o < 1) throw InvalidArgumentError(fmt::format("{}: the output would be empty along spatial axis {}", op, i));
+    const auto [before, after] = conv_detail::axis_padding(padding, o, k.shape()[i], step[u], dilation[u]);
+    out.push_back(o);
+    p.strides.push_back(step[u]);
+    p.dilation.push_back(dilation[u]);
+    p.pad_before.push_back(before);
+    p.pad_after.push_back(after);
+  }
+  return from_last(core::conv_backprop_input(x, k, out, p), first, rank);
+}
+
 Tensor max_pool(const Tensor& inputs, const std::vector<int64_t>& pool_size,
                 const std::optional<std::vector<int64_t>>& strides, const std::string& padding,
                 const std::string& data_format) {

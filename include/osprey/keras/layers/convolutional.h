@@ -204,6 +204,10 @@ std::vector<int> to_channels_first(int rank);
 /// all of it before. Returns {before, after}.
 std::pair<int64_t, int64_t> axis_padding(const std::string& padding, int64_t in, int64_t window, int64_t stride,
                                          int64_t dilation);
+/// Keras's deconv_output_length: a transposed convolution's output extent along one axis from the input's (output
+/// padding negative: none given).
+int64_t deconv_output_length(int64_t in, int64_t window, int64_t stride, int64_t dilation, const std::string& padding,
+                             int64_t output_padding = -1);
 /// "(None, 5, 5, 3)": a per-sample shape with Keras's batch dimension.
 std::string with_batch(const Shape& sample);
 /// Keras's InputSpec(ndim=rank + 2) error for an input of another rank (`sample`: without the batch dimension).

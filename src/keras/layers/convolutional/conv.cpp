@@ -63,6 +63,14 @@ std::pair<int64_t, int64_t> axis_padding(const std::string& padding, int64_t in,
   return {total / 2, total - total / 2};
 }
 
+int64_t deconv_output_length(int64_t in, int64_t window, int64_t stride, int64_t dilation, const std::string& padding,
+                             int64_t output_padding) {
+  const int64_t k = (window - 1) * dilation + 1;
+  if (output_padding < 0) return padding == "valid" ? in * stride + std::max<int64_t>(k - stride, 0) : in * stride;
+  const int64_t pad = padding == "same" ? k / 2 : 0;
+  return (in - 1) * stride + k - 2 * pad + output_padding;
+}
+
 std::string with_batch(const Shape& sample) {
   std::vector<int64_t> dims{0};
   for (auto d : sample.dims()) dims.push_back(d);

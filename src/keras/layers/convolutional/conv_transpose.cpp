@@ -49,15 +49,8 @@ BaseConvTranspose::BaseConvTranspose(int rank, int64_t filters, const Ints& kern
 std::vector<int64_t> BaseConvTranspose::output_extents(const std::vector<int64_t>& in) const {
   std::vector<int64_t> out;
   for (int i = 0; i < rank_; ++i) {
-    const int64_t k = (kernel_size_[i] - 1) * dilation_[i] + 1, s = strides_[i];
-    int64_t o;
-    if (output_padding_.empty()) {
-      o = options_.padding == "valid" ? in[i] * s + std::max<int64_t>(k - s, 0) : in[i] * s;
-    } else {
-      const int64_t pad = options_.padding == "same" ? k / 2 : 0;
-      o = (in[i] - 1) * s + k - 2 * pad + output_padding_[i];
-    }
-    out.push_back(o);
+    out.push_back(detail::deconv_output_length(in[i], kernel_size_[i], strides_[i], dilation_[i], options_.padding,
+                                               output_padding_.empty() ? -1 : output_padding_[i]));
   }
   return out;
 }

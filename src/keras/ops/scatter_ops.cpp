@@ -1,0 +1,254 @@
+// keras::ops's segment, scatter and slice-update functions on osprey::ops's row scatter-add, gather and select, and
+// the functions whose output shape depends on the values (nonzero, unique, and the segment count when unset):
+// those read the values on the host, as TensorFlow sizes such outputs there.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "keras/ops/common.h"
+#include "osprey/errors.h"
+#include "osprey/keras/ops.h"
+#include "osprey/ops.h"
+
+namespace osprey::keras::ops {
+
+namespace core = osprey::ops;
+
+namespace {
+
+// t made on the host (from values) where `like` is.
+Tensor where_is(const Tensor& t, const Tensor& like) {
+  return &t.device_ref() == &like.device_ref() ? t : t.to(like.device_ref());
+}
+
+void check_integer(const Tensor& t, const char* op, const char* what) {
+  if (is_floating(t.dtype()) || t.dtype() == DType::bool_) {
+    throw ValueError(fmt::format("{}: {} must be integers; got {}", op, what, dtype_name(t.dtype())));
+  }
+}
+
+// The rows of data (N, ...) summed into `segments` rows by id (ids outside [0, segments): InvalidArgumentError,
+// negative ones dropped, as TensorFlow's unsorted segment sum); data as float32 for the kernel (integers cast back).
+Tensor segment_rows_sum(const Tensor& data, const Tensor& ids, int64_t segments) {
+  const int64_t n = data.shape()[0];
+  const Shape rest = Shape(std::vector<int64_t>(data.shape().dims().begin() + 1, data.shape().dims().end()));
+  const int64_t width = rest.num_elements();
+  const DType t = DType::float32;  // the row scatter-add kernel's type
+  const Tensor id64 = cast(ids, DType::int64);
+  const Tensor dropped = core::compare(id64, Tensor::scalar(0, DType::int64), core::CompareKind::less);
+  const Tensor safe_ids = core::where(dropped, Tensor::scalar(0, DType::int64), id64);
+  Tensor rows = core::reshape(cast(data, t), Shape({n, width}));
+  rows = core::where(core::reshape(dropped, Shape({n, 1})), Tensor::scalar(0.0, t), rows);
+  std::vector<int64_t> out{segments};
+  out.insert(out.end(), rest.dims().begin(), rest.dims().end());
+  const Tensor summed = core::reshape(core::scatter_add_rows(rows, safe_ids, segments), Shape(out));
+  return cast(summed, data.dtype());
+}
+
+int64_t segment_count(const Tensor& ids, std::optional<int64_t> num_segments) {
+  if (num_segments) {
+    if (*num_segments < 0) throw ValueError(fmt::format("num_segments must be non-negative; got {}", *num_segments));
+    return *num_segments;
+  }
+  return ids.num_elements() ? static_cast<int64_t>(max(ids).item()) + 1 : 0;
+}
+
+void check_segments(const Tensor& data, const Tensor& ids, const char* op) {
+  check_integer(ids, op, "segment_ids");
+  if (data.shape().rank() < 1 || ids.shape().rank() != 1 || ids.shape()[0] != data.shape()[0]) {
+    throw ValueError(fmt::format("{}: segment_ids must be 1-D with one id per row of data; got {} for data {}", op,
+                                 ids.shape().to_string(), data.shape().to_string()));
+  }
+}
+
+// The lowest value of t's dtype (an empty segment's maximum, as TensorFlow's), or the highest.
+double extreme(DType t, bool lowest) {
+  double v = 0;
+  switch (t) {
+    case DType::int32: v = std::numeric_limits<int32_t>::max(); break;
+    case DType::int64: v = static_cast<double>(std::numeric_limits<int64_t>::max()); break;
+    case DType::float64: v = std::numeric_limits<double>::max(); break;
+    default: v = std::numeric_limits<float>::max();
+  }
+  return lowest ? (t == DType::int32 || t == DType::int64 ? -v - 1 : -v) : v;
+}
+
+// segment max or min: each segment's rows picked by a (segments, N) membership mask, the others replaced by the
+// dtype's extreme (memory segments·N·width).
+Tensor segment_extreme(const Tensor& data, const Tensor& ids, std::optional<int64_t> num_segments, bool is_max,
+                       const char* op) {
+  check_segments(data, ids, op);
+  const int64_t segments = segment_count(ids, num_segments);
+  const int64_t n = data.shape()[0];
+  const Tensor range = where_is(Tensor::from_vector(std::vector<int64_t>([&] {
+                                  std::vector<int64_t> r(static_cast<std::size_t>(segments));
+                                  std::iota(r.begin(), r.end(), 0);
+                                  return r;
+                                }()),
+                                                    Shape({segments, 1})),
+                                ids);
+  const Tensor member = core::compare(range, core::reshape(cast(ids, DType::int64), Shape({1, n})),
+                                      core::CompareKind::equal);  // (segments, n)
+  std::vector<int64_t> mdims{segments, n};
+  for (int i = 1; i < data.shape().rank(); ++i) mdims.push_back(1);
+  std::vector<int64_t> ddims{1};
+  ddims.insert(ddims.end(), data.shape().dims().begin(), data.shape().dims().end());
+  const Tensor fill = Tensor::scalar(extreme(data.dtype(), is_max), data.dtype());
+  const Tensor picked = core::where(core::reshape(member, Shape(mdims)), core::reshape(data, Shape(ddims)), fill);
+  return is_max ? max(picked, 1) : min(picked, 1);
+}
+
+// The row-major linear index into the first k axes of `shape` of each row of indices (N, k), int64, after checking
+// each index against its axis on the host (an index outside it: InvalidArgumentError, as TensorFlow's scatter_nd).
+Tensor linear_rows(const Tensor& indices, const std::vector<int64_t>& shape, const char* op) {
+  check_integer(indices, op, "indices");
+  const int r = indices.shape().rank();
+  const int64_t k = r == 0 ? 0 : indices.shape()[-1];
+  if (r < 1 || k < 1 || k > static_cast<int64_t>(shape.size())) {
+    throw ValueError(fmt::format("{}: indices of shape {} index a tensor of shape ({}): their last axis names up to {} "
+                                 "axes",
+                                 op, indices.shape().to_string(), fmt::join(shape, ", "), shape.size()));
+  }
+  const auto host = cast(indices, DType::int64).to_vector<int64_t>();
+  for (std::size_t i = 0; i < host.size(); ++i) {
+    const int64_t axis_len = shape[i % static_cast<std::size_t>(k)];
+    if (host[i] < 0 || host[i] >= axis_len) {
+      throw InvalidArgumentError(fmt::format("{}: index {} of row {} is {}, outside [0, {})", op, i % k, i / k, host[i],
+                                             axis_len));
+    }
+  }
+  std::vector<int64_t> linear(host.size() / static_cast<std::size_t>(k), 0);
+  for (std::size_t row = 0; row < linear.size(); ++row) {
+    for (int64_t j = 0; j < k; ++j) linear[row] = linear[row] * shape[static_cast<std::size_t>(j)] + host[row * k + j];
+  }
+  return where_is(Tensor::from_vector(linear, Shape({static_cast<int64_t>(linear.size())})), indices);
+}
+
+}  // namespace
+
+Tensor segment_sum(const Tensor& data, const Tensor& segment_ids, std::optional<int64_t> num_segments) {
+  check_segments(data, segment_ids, "segment_sum");
+  return segment_rows_sum(data, segment_ids, segment_count(segment_ids, num_segments));
+}
+Tensor segment_max(const Tensor& data, const Tensor& segment_ids, std::optional<int64_t> num_segments) {
+  return segment_extreme(data, segment_ids, num_segments, true, "segment_max");
+}
+Tensor segment_min(const Tensor& data, const Tensor& segment_ids, std::optional<int64_t> num_segments) {
+  return segment_extreme(data, segment_ids, num_segments, false, "segment_min");
+}
+
+Tensor scatter(const Tensor& indices, const Tensor& values, const std::vector<int64_t>& shape) {
+  const Tensor rows = linear_rows(indices, shape, "scatter");
+  const auto k = static_cast<std::size_t>(indices.shape()[-1]);
+  const int64_t n = rows.shape()[0];
+  std::vector<int64_t> rest(shape.begin() + static_cast<std::ptrdiff_t>(k), shape.end());
+  std::vector<int64_t> expected{n};
+  expected.insert(expected.end(), rest.begin(), rest.end());
+  if (values.shape() != Shape(expected)) {
+    throw ValueError(fmt::format("scatter: values of shape {} for {} indices into ({}); expected ({})",
+                                 values.shape().to_string(), n, fmt::join(shape, ", "), fmt::join(expected, ", ")));
+  }
+  int64_t outer = 1;
+  for (std::size_t j = 0; j < k; ++j) outer *= shape[j];
+  const int64_t width = Shape(rest).num_elements();
+  const Tensor summed = core::scatter_add_rows(core::reshape(cast(values, DType::float32), Shape({n, width})), rows, outer);
+  return cast(core::reshape(summed, Shape(shape)), values.dtype());
+}
+
+Tensor scatter_update(const Tensor& inputs, const Tensor& indices, const Tensor& updates,
+                      const std::optional<std::string>& reduction) {
+  const std::vector<int64_t> shape = inputs.shape().dims_vector();
+  const Tensor placed = scatter(indices, cast(updates, inputs.dtype()), shape);
+  if (reduction && *reduction == "add") return add(inputs, placed);
+  if (reduction) {
+    throw ValueError(fmt::format("scatter_update: reduction must be unset (replace) or 'add'; got '{}'", *reduction));
+  }
+  // Where some index points (its update replaces the input; repeated indices add up their updates).
+  const auto k = static_cast<std::size_t>(indices.shape()[-1]);
+  const std::vector<int64_t> head(shape.begin(), shape.begin() + static_cast<std::ptrdiff_t>(k));
+  const Tensor hit = scatter(indices, ones({indices.shape()[0]}), head);
+  std::vector<int64_t> mdims = head;
+  mdims.resize(shape.size(), 1);
+  const Tensor mask = core::reshape(core::compare(hit, Tensor::scalar(0.0, DType::float32), core::CompareKind::greater),
+                                    Shape(mdims));
+  return core::where(mask, placed, inputs);
+}
+
+Tensor slice_update(const Tensor& inputs, const std::vector<int64_t>& start_indices, const Tensor& updates) {
+  const int r = inputs.shape().rank();
+  if (static_cast<int>(start_indices.size()) != r || updates.shape().rank() != r) {
+    throw ValueError(fmt::format("slice_update: inputs {} need {} start indices and updates of rank {}; got {} and {}",
+                                 inputs.shape().to_string(), r, r, start_indices.size(), updates.shape().to_string()));
+  }
+  std::vector<std::pair<int64_t, int64_t>> widths;
+  for (int i = 0; i < r; ++i) {
+    const int64_t s = start_indices[static_cast<std::size_t>(i)], u = updates.shape()[i], n = inputs.shape()[i];
+    if (s < 0 || s + u > n) {
+      throw InvalidArgumentError(fmt::format("slice_update: axis {}: updates of {} from {} do not fit in {}", i, u, s, n));
+    }
+    widths.emplace_back(s, n - s - u);
+  }
+  const Tensor placed = pad(cast(updates, inputs.dtype()), widths);
+  const Tensor mask = pad(Tensor::ones(updates.shape(), DType::float32), widths);
+  return core::where(greater(where_is(mask, inputs), 0.0), placed, inputs);
+}
+
+std::vector<Tensor> nonzero(const Tensor& x) {
+  const auto v = (x.dtype() == DType::float64 ? x : cast(x, DType::float64)).to_vector<double>();
+  const int r = x.shape().rank();
+  std::vector<std::vector<int32_t>> coords(static_cast<std::size_t>(std::max(r, 1)));
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (v[i] == 0.0) continue;
+    auto rem = static_cast<int64_t>(i);
+    for (int a = r - 1; a >= 0; --a) {
+      coords[static_cast<std::size_t>(a)].push_back(static_cast<int32_t>(rem % x.shape()[a]));
+      rem /= x.shape()[a];
+    }
+    if (r == 0) coords[0].push_back(0);
+  }
+  std::vector<Tensor> out;
+  for (auto& c : coords) {
+    const auto len = static_cast<int64_t>(c.size());
+    out.push_back(where_is(Tensor::from_vector(c, Shape({len})), x));
+  }
+  return out;
+}
+
+std::vector<Tensor> unique(const Tensor& x, bool return_inverse, bool return_counts) {
+  const auto v = (x.dtype() == DType::float64 ? x : cast(x, DType::float64)).to_vector<double>();
+  // The sorted distinct values, then each NaN as a value of its own (NaN equals nothing: Keras's TensorFlow
+  // backend keeps them apart; NumPy would make them one).
+  std::map<double, int32_t> slot;
+  for (double e : v) {
+    if (!std::isnan(e)) slot.emplace(e, 0);
+  }
+  std::vector<double> values;
+  for (auto& [value, index] : slot) {
+    index = static_cast<int32_t>(values.size());
+    values.push_back(value);
+  }
+  std::vector<int32_t> inverse, counts(values.size(), 0);
+  for (double e : v) {
+    int32_t s;
+    if (std::isnan(e)) {
+      s = static_cast<int32_t>(values.size());
+      values.push_back(e);
+      counts.push_back(0);
+    } else {
+      s = slot.at(e);
+    }
+    inverse.push_back(s);
+    ++counts[static_cast<std::size_t>(s)];
+  }
+  const auto n = static_cast<int64_t>(values.size());
+  std::vector<Tensor> out{where_is(cast(Tensor::from_vector(values, Shape({n})), x.dtype()), x)};
+  if (return_inverse) out.push_back(where_is(Tensor::from_vector(inverse, x.shape()), x));
+  if (return_counts) out.push_back(where_is(Tensor::from_vector(counts, Shape({n})), x));
+  return out;
+}
+
+}  // namespace osprey::keras::ops
