@@ -147,6 +147,16 @@ void check_layers() {
   }
 }
 
+// Under a GPU scope, the sequence ops take exactly the cells cuDNN computes.
+void expect_the_cells_cudnn_takes() {
+  DeviceScope gpu("/GPU:0");
+  using C = ops::SequenceCell;
+  for (const C cell : {C::lstm, C::gru, C::simple_tanh, C::simple_relu, C::gru_reset_before, C::simple_sigmoid}) {
+    const bool cudnn = cell != C::gru_reset_before && cell != C::simple_sigmoid;
+    EXPECT_EQ(ops::rnn_sequence_runs_here({}, cell), cudnn) << cell_name(cell);
+  }
+}
+
 }  // namespace
 
 TEST(CrossBackendRnn, OnTheRealGpuMatchTheCpu) {
@@ -155,15 +165,7 @@ TEST(CrossBackendRnn, OnTheRealGpuMatchTheCpu) {
     GTEST_SKIP() << "no GPU: " << runtime::DeviceManager::get().gpu_availability().reason;
   }
   config::experimental::enable_tensor_float_32_execution(false);
-  {
-    // cuDNN computes these cells as one op; the others run their steps.
-    DeviceScope gpu("/GPU:0");
-    using C = ops::SequenceCell;
-    for (const C cell : {C::lstm, C::gru, C::simple_tanh, C::simple_relu, C::gru_reset_before, C::simple_sigmoid}) {
-      const bool cudnn = cell != C::gru_reset_before && cell != C::simple_sigmoid;
-      EXPECT_EQ(ops::rnn_sequence_runs_here({}, cell), cudnn) << cell_name(cell);
-    }
-  }
+  expect_the_cells_cudnn_takes();  // as one op; the others run their steps
   check_sequence_ops();
   check_layers();
   config::experimental::enable_tensor_float_32_execution(true);
@@ -171,15 +173,7 @@ TEST(CrossBackendRnn, OnTheRealGpuMatchTheCpu) {
 
 TEST(CrossBackendRnn, HarnessOnTheTestPlatform) {
   osprey::testing::install_test_platform({.gpus = osprey::testing::default_test_gpus(1), .missing_kernels = {}});
-  {
-    // The simulated GPU takes the cells cuDNN takes (its kernels are the CPU's).
-    DeviceScope gpu("/GPU:0");
-    using C = ops::SequenceCell;
-    for (const C cell : {C::lstm, C::gru, C::simple_tanh, C::simple_relu, C::gru_reset_before, C::simple_sigmoid}) {
-      const bool cudnn = cell != C::gru_reset_before && cell != C::simple_sigmoid;
-      EXPECT_EQ(ops::rnn_sequence_runs_here({}, cell), cudnn) << cell_name(cell);
-    }
-  }
+  expect_the_cells_cudnn_takes();  // the simulated GPU's kernels are the CPU's, refusing what cuDNN refuses
   check_sequence_ops();
   check_layers();
   osprey::testing::reset_runtime();

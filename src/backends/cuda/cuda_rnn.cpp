@@ -251,6 +251,23 @@ int64_t workspace(const void* attrs, runtime::Device& device) {
   return static_cast<int64_t>(align_up(p.reserve_bytes) + p.weight_bytes);
 }
 
+// The op's workspace tensor as cuDNN's reserve space and the packed weights after it (located in the plan), and
+// cuDNN's scratch for one call.
+struct Spaces {
+  void* reserve;
+  void* weights;
+  Tensor work;
+};
+Spaces spaces_of(const Launch& l, RnnPlan& p, const RnnSequenceAttrs& a, const Tensor& workspace,
+                 runtime::Device* device) {
+  void* reserve = workspace.raw_data();
+  void* weights = static_cast<char*>(reserve) + align_up(p.reserve_bytes);
+  locate(l.dev, p, a, weights);
+  Tensor work = Tensor::empty(Shape({static_cast<int64_t>(std::max<std::size_t>(p.work_bytes, 4) / 4)}),
+                              DType::float32, device);
+  return {reserve, weights, std::move(work)};
+}
+
 // LSTM inputs: x, h0, c0, kernel, recurrent, bias; outputs: y, hT, cT, workspace. GRU and simple RNN: the same
 // without c0 and cT.
 void sequence_kernel(const KernelContext& ctx) {
@@ -261,17 +278,13 @@ void sequence_kernel(const KernelContext& ctx) {
   const auto& in = ctx.inputs;
   const auto& out = ctx.outputs;
   const std::size_t k = lstm ? 1 : 0;
-  void* reserve = out[2 + k].raw_data();
-  void* ws = static_cast<char*>(reserve) + align_up(p.reserve_bytes);
-  locate(l.dev, p, a, ws);
-  pack_weights(l, p, a, in[2 + k], in[3 + k], in[4 + k], ws, ctx.device);
-  Tensor work = Tensor::empty(Shape({static_cast<int64_t>(std::max<std::size_t>(p.work_bytes, 4) / 4)}),
-                              DType::float32, ctx.device);
+  Spaces sp = spaces_of(l, p, a, out[2 + k], ctx.device);
+  pack_weights(l, p, a, in[2 + k], in[3 + k], in[4 + k], sp.weights, ctx.device);
   cudnn::check(cudnn::api().rnn_forward(cudnn::handle_for(l.dev), p.rnn, cudnn::kFwdModeTraining, p.dev_seq_lengths,
                                         p.xd, in[0].raw_data(), p.yd, out[0].raw_data(), p.hd, in[1].raw_data(),
                                         out[1].raw_data(), p.hd, lstm ? in[2].raw_data() : nullptr,
-                                        lstm ? out[2].raw_data() : nullptr, p.weight_bytes, ws, p.work_bytes,
-                                        work.raw_data(), p.reserve_bytes, reserve),
+                                        lstm ? out[2].raw_data() : nullptr, p.weight_bytes, sp.weights, p.work_bytes,
+                                        sp.work.raw_data(), p.reserve_bytes, sp.reserve),
                "cudnnRNNForward");
   l.done("cudnnRNNForward");
 }
@@ -286,25 +299,23 @@ void sequence_grad_kernel(const KernelContext& ctx) {
   const auto& in = ctx.inputs;
   const auto& out = ctx.outputs;
   const std::size_t x = lstm ? 3 : 2, w = lstm ? 6 : 4, y = w + 3, wsi = lstm ? 12 : 9, dw = lstm ? 3 : 2;
-  void* reserve = in[wsi].raw_data();
-  void* ws = static_cast<char*>(reserve) + align_up(p.reserve_bytes);
-  locate(l.dev, p, a, ws);
+  Spaces sp = spaces_of(l, p, a, in[wsi], ctx.device);
   const auto& api = cudnn::api();
   cudnn::Handle h = cudnn::handle_for(l.dev);
-  Tensor work = Tensor::empty(Shape({static_cast<int64_t>(std::max<std::size_t>(p.work_bytes, 4) / 4)}),
-                              DType::float32, ctx.device);
   // cuDNN's backward-data call first (it leaves in the reserve space what the weights' call reads).
   cudnn::check(api.rnn_backward_data(h, p.rnn, p.dev_seq_lengths, p.yd, in[y].raw_data(), in[0].raw_data(), p.xd,
                                      out[0].raw_data(), p.hd, in[x + 1].raw_data(), in[1].raw_data(),
                                      out[1].raw_data(), p.hd, lstm ? in[5].raw_data() : nullptr,
                                      lstm ? in[2].raw_data() : nullptr, lstm ? out[2].raw_data() : nullptr,
-                                     p.weight_bytes, ws, p.work_bytes, work.raw_data(), p.reserve_bytes, reserve),
+                                     p.weight_bytes, sp.weights, p.work_bytes, sp.work.raw_data(), p.reserve_bytes,
+                                     sp.reserve),
                "cudnnRNNBackwardData_v8");
   Tensor dws = Tensor::empty(Shape({static_cast<int64_t>((p.weight_bytes + 3) / 4)}), DType::float32, ctx.device);
   check(cudaMemsetAsync(dws.raw_data(), 0, p.weight_bytes, l.s()), "cudaMemsetAsync (RNN weight gradients)");
   cudnn::check(api.rnn_backward_weights(h, p.rnn, cudnn::kWgradModeAdd, p.dev_seq_lengths, p.xd, in[x].raw_data(),
                                         p.hd, in[x + 1].raw_data(), p.yd, in[y].raw_data(), p.weight_bytes,
-                                        dws.raw_data(), p.work_bytes, work.raw_data(), p.reserve_bytes, reserve),
+                                        dws.raw_data(), p.work_bytes, sp.work.raw_data(), p.reserve_bytes,
+                                        sp.reserve),
                "cudnnRNNBackwardWeights_v8");
   unpack_gradients(l, p, a, dws.raw_data(), out[dw], out[dw + 1], out[dw + 2], ctx.device);
 }
