@@ -18,6 +18,7 @@ inline int64_t strided_rows(const ops::StridedGeometry& g) {
 /// row's elements are then off[k] + j·g.strides[k][g.rank − 1], j < g.dims[g.rank − 1].
 template <int N, typename F>
 void for_strided_rows(const ops::StridedGeometry& g, int64_t begin, int64_t end, F&& f) {
+  if (begin >= end) return;  // no rows (an empty outer axis: its index would divide by zero)
   const int r = g.rank;
   int64_t idx[ops::kMaxBroadcastRank] = {};
   int64_t rem = begin;
