@@ -298,8 +298,9 @@ void scatter_add_rows_kernel(const KernelContext& ctx) {
   Tensor& out = ctx.outputs[0];
   const int64_t rows = out.shape()[0], n = idx.num_elements();
   l.dev.clear_error();
+  // The row width from the output: with no updates the output must still be zeroed.
   launch_scatter_add_rows(upd.data<float>(), idx.data<int64_t>(), out.data<float>(), n, rows,
-                          n ? upd.num_elements() / n : 0, l.dev.scratch(), l.s());
+                          rows ? out.num_elements() / rows : 0, l.dev.scratch(), l.s());
   l.done("ScatterAdd");
   l.dev.check_errors([rows](const long long err[4]) {
     if (err[0]) throw ops::index_out_of_range(err[1], err[2], rows);
