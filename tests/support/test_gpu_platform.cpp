@@ -39,6 +39,12 @@ std::set<ops::OpId> ops_missing_on_cuda() {
 
 namespace {
 
+// The CPU's workspace size of a sequence op, for the simulated GPU that runs the CPU's kernel.
+template <ops::OpId Op>
+int64_t cpu_workspace(const void* attrs, runtime::Device&) {
+  return ops::workspace_bytes(Op, runtime::DeviceManager::get().host_device(), attrs);
+}
+
 // Host memory with TensorFlow's region accounting: a GPU pool reserves its limit up front, or grows in doubling
 // regions with memory growth; the regions are never given back.
 class TestGpuAllocator : public runtime::Allocator {
@@ -154,15 +160,9 @@ class TestGpuPlatform : public runtime::Platform {
     // sizes, refusing what cuDNN refuses (the reset-before GRU, the sigmoid RNN), so that layers take a real GPU's
     // paths.
     using ops::OpId;
-    ops::register_workspace(OpId::LstmSequence, DeviceType::GPU, [](const void* a, runtime::Device&) {
-      return ops::workspace_bytes(OpId::LstmSequence, runtime::DeviceManager::get().host_device(), a);
-    });
-    ops::register_workspace(OpId::GruSequence, DeviceType::GPU, [](const void* a, runtime::Device&) {
-      return ops::workspace_bytes(OpId::GruSequence, runtime::DeviceManager::get().host_device(), a);
-    });
-    ops::register_workspace(OpId::RnnSequence, DeviceType::GPU, [](const void* a, runtime::Device&) {
-      return ops::workspace_bytes(OpId::RnnSequence, runtime::DeviceManager::get().host_device(), a);
-    });
+    ops::register_workspace(OpId::LstmSequence, DeviceType::GPU, cpu_workspace<OpId::LstmSequence>);
+    ops::register_workspace(OpId::GruSequence, DeviceType::GPU, cpu_workspace<OpId::GruSequence>);
+    ops::register_workspace(OpId::RnnSequence, DeviceType::GPU, cpu_workspace<OpId::RnnSequence>);
     for (OpId op : {OpId::LstmSequence, OpId::LstmSequenceGrad, OpId::GruSequence, OpId::GruSequenceGrad,
                     OpId::RnnSequence, OpId::RnnSequenceGrad}) {
       ops::register_accepts(op, DeviceType::GPU, [](const void* a) {

@@ -251,55 +251,56 @@ int64_t workspace(const void* attrs, runtime::Device& device) {
   return static_cast<int64_t>(align_up(p.reserve_bytes) + p.weight_bytes);
 }
 
-// The op's workspace tensor as cuDNN's reserve space and the packed weights after it (located in the plan), and
-// cuDNN's scratch for one call.
-struct Spaces {
+// What both kernels start with: the device, the attributes and their plan, and the op's workspace tensor (input
+// or output `workspace`) as cuDNN's reserve space and the packed weights after it (located in the plan), with
+// cuDNN's scratch for the call.
+struct RnnCall {
+  Launch l;
+  const RnnSequenceAttrs& a;
+  bool lstm;
+  RnnPlan& p;
   void* reserve;
   void* weights;
   Tensor work;
+  RnnCall(const KernelContext& ctx, const Tensor& workspace)
+      : l(ctx), a(ctx.attr<RnnSequenceAttrs>()), lstm(a.kind == RnnSequenceAttrs::kLstm), p(plan_for(l.dev, a)),
+        reserve(workspace.raw_data()), weights(static_cast<char*>(reserve) + align_up(p.reserve_bytes)) {
+    locate(l.dev, p, a, weights);
+    work = Tensor::empty(Shape({static_cast<int64_t>(std::max<std::size_t>(p.work_bytes, 4) / 4)}), DType::float32,
+                         ctx.device);
+  }
 };
-Spaces spaces_of(const Launch& l, RnnPlan& p, const RnnSequenceAttrs& a, const Tensor& workspace,
-                 runtime::Device* device) {
-  void* reserve = workspace.raw_data();
-  void* weights = static_cast<char*>(reserve) + align_up(p.reserve_bytes);
-  locate(l.dev, p, a, weights);
-  Tensor work = Tensor::empty(Shape({static_cast<int64_t>(std::max<std::size_t>(p.work_bytes, 4) / 4)}),
-                              DType::float32, device);
-  return {reserve, weights, std::move(work)};
-}
 
 // LSTM inputs: x, h0, c0, kernel, recurrent, bias; outputs: y, hT, cT, workspace. GRU and simple RNN: the same
 // without c0 and cT.
 void sequence_kernel(const KernelContext& ctx) {
-  Launch l(ctx);
-  const auto& a = ctx.attr<RnnSequenceAttrs>();
-  const bool lstm = a.kind == RnnSequenceAttrs::kLstm;
-  RnnPlan& p = plan_for(l.dev, a);
+  const bool lstm = ctx.attr<RnnSequenceAttrs>().kind == RnnSequenceAttrs::kLstm;
+  const std::size_t k = lstm ? 1 : 0;
+  RnnCall c(ctx, ctx.outputs[2 + k]);
   const auto& in = ctx.inputs;
   const auto& out = ctx.outputs;
-  const std::size_t k = lstm ? 1 : 0;
-  Spaces sp = spaces_of(l, p, a, out[2 + k], ctx.device);
-  pack_weights(l, p, a, in[2 + k], in[3 + k], in[4 + k], sp.weights, ctx.device);
-  cudnn::check(cudnn::api().rnn_forward(cudnn::handle_for(l.dev), p.rnn, cudnn::kFwdModeTraining, p.dev_seq_lengths,
-                                        p.xd, in[0].raw_data(), p.yd, out[0].raw_data(), p.hd, in[1].raw_data(),
-                                        out[1].raw_data(), p.hd, lstm ? in[2].raw_data() : nullptr,
-                                        lstm ? out[2].raw_data() : nullptr, p.weight_bytes, sp.weights, p.work_bytes,
-                                        sp.work.raw_data(), p.reserve_bytes, sp.reserve),
+  pack_weights(c.l, c.p, c.a, in[2 + k], in[3 + k], in[4 + k], c.weights, ctx.device);
+  cudnn::check(cudnn::api().rnn_forward(cudnn::handle_for(c.l.dev), c.p.rnn, cudnn::kFwdModeTraining,
+                                        c.p.dev_seq_lengths, c.p.xd, in[0].raw_data(), c.p.yd, out[0].raw_data(),
+                                        c.p.hd, in[1].raw_data(), out[1].raw_data(), c.p.hd,
+                                        lstm ? in[2].raw_data() : nullptr, lstm ? out[2].raw_data() : nullptr,
+                                        c.p.weight_bytes, c.weights, c.p.work_bytes, c.work.raw_data(),
+                                        c.p.reserve_bytes, c.reserve),
                "cudnnRNNForward");
-  l.done("cudnnRNNForward");
+  c.l.done("cudnnRNNForward");
 }
 
 // LSTM inputs: dy, dhT, dcT, x, h0, c0, kernel, recurrent, bias, y, hT, cT, workspace; outputs: dx, dh0, dc0,
 // dkernel, drecurrent, dbias. GRU and simple RNN: the same without dcT, c0, cT and dc0.
 void sequence_grad_kernel(const KernelContext& ctx) {
-  Launch l(ctx);
-  const auto& a = ctx.attr<RnnSequenceAttrs>();
-  const bool lstm = a.kind == RnnSequenceAttrs::kLstm;
-  RnnPlan& p = plan_for(l.dev, a);
+  const bool lstm = ctx.attr<RnnSequenceAttrs>().kind == RnnSequenceAttrs::kLstm;
+  const std::size_t x = lstm ? 3 : 2, w = lstm ? 6 : 4, y = w + 3, wsi = lstm ? 12 : 9, dw = lstm ? 3 : 2;
+  RnnCall c(ctx, ctx.inputs[wsi]);
   const auto& in = ctx.inputs;
   const auto& out = ctx.outputs;
-  const std::size_t x = lstm ? 3 : 2, w = lstm ? 6 : 4, y = w + 3, wsi = lstm ? 12 : 9, dw = lstm ? 3 : 2;
-  Spaces sp = spaces_of(l, p, a, in[wsi], ctx.device);
+  const auto& l = c.l;
+  const auto& a = c.a;
+  const auto& p = c.p;
   const auto& api = cudnn::api();
   cudnn::Handle h = cudnn::handle_for(l.dev);
   // cuDNN's backward-data call first (it leaves in the reserve space what the weights' call reads).
@@ -307,15 +308,15 @@ void sequence_grad_kernel(const KernelContext& ctx) {
                                      out[0].raw_data(), p.hd, in[x + 1].raw_data(), in[1].raw_data(),
                                      out[1].raw_data(), p.hd, lstm ? in[5].raw_data() : nullptr,
                                      lstm ? in[2].raw_data() : nullptr, lstm ? out[2].raw_data() : nullptr,
-                                     p.weight_bytes, sp.weights, p.work_bytes, sp.work.raw_data(), p.reserve_bytes,
-                                     sp.reserve),
+                                     p.weight_bytes, c.weights, p.work_bytes, c.work.raw_data(), p.reserve_bytes,
+                                     c.reserve),
                "cudnnRNNBackwardData_v8");
   Tensor dws = Tensor::empty(Shape({static_cast<int64_t>((p.weight_bytes + 3) / 4)}), DType::float32, ctx.device);
   check(cudaMemsetAsync(dws.raw_data(), 0, p.weight_bytes, l.s()), "cudaMemsetAsync (RNN weight gradients)");
   cudnn::check(api.rnn_backward_weights(h, p.rnn, cudnn::kWgradModeAdd, p.dev_seq_lengths, p.xd, in[x].raw_data(),
                                         p.hd, in[x + 1].raw_data(), p.yd, in[y].raw_data(), p.weight_bytes,
-                                        dws.raw_data(), p.work_bytes, sp.work.raw_data(), p.reserve_bytes,
-                                        sp.reserve),
+                                        dws.raw_data(), p.work_bytes, c.work.raw_data(), p.reserve_bytes,
+                                        c.reserve),
                "cudnnRNNBackwardWeights_v8");
   unpack_gradients(l, p, a, dws.raw_data(), out[dw], out[dw + 1], out[dw + 2], ctx.device);
 }

@@ -14,6 +14,7 @@
 namespace osprey::keras::ops {
 
 namespace core = osprey::ops;
+using detail::where_is;
 
 namespace {
 
@@ -215,11 +216,16 @@ Tensor bincount(const Tensor& x, const std::optional<Tensor>& weights, int64_t m
     if (lo < 0) throw InvalidArgumentError(fmt::format("bincount: x must be non-negative; it holds {}", lo));
     length = std::max(length, hi + 1);
   }
-  const DType out = weights ? weights->dtype() : DType::int32;
-  const DType t = is_floating(out) ? out : DType::float32;
-  const Tensor hot = one_hot(x, length, -1, t);  // (..., n, length)
-  const Tensor counted = weights ? core::mul(hot, expand_dims(cast(*weights, t), -1)) : hot;
-  return cast(sum(counted, r - 1), out);
+  // A segment sum of the weights (or ones) by value; a 2-D x's rows as blocks of `length` segments each.
+  const Tensor counted = weights ? *weights : Tensor::ones(x.shape(), DType::int32);
+  if (r == 1) return segment_sum(counted, x, length);
+  const int64_t rows = x.shape()[0], n = x.num_elements();
+  const Tensor row_base = core::reshape(arange(0, static_cast<double>(rows * length), static_cast<double>(length),
+                                               DType::int64),
+                                        Shape({rows, 1}));
+  const Tensor ids = core::add(cast(x, DType::int64), where_is(row_base, x));
+  return core::reshape(segment_sum(core::reshape(counted, Shape({n})), core::reshape(ids, Shape({n})), rows * length),
+                       Shape({rows, length}));
 }
 Tensor in_top_k(const Tensor& targets, const Tensor& predictions, int64_t k) {
   if (predictions.shape().rank() != 2 || targets.shape().rank() != 1 || targets.shape()[0] != predictions.shape()[0]) {

@@ -37,6 +37,24 @@ inline std::vector<int> resolved_axes(const Axes& axis, int rank, const char* op
 inline DType float_of(DType t) { return is_floating(t) ? t : DType::float32; }
 inline Tensor floating(const Tensor& x) { return is_floating(x.dtype()) ? x : osprey::ops::cast(x, DType::float32); }
 
+/// keras.backend.epsilon().
+inline constexpr double kEpsilon = 1e-7;
+
+/// The number v as a 0-d tensor of like's dtype.
+inline Tensor scalar(double v, const Tensor& like) { return Tensor::scalar(v, like.dtype()); }
+
+/// ValueError naming `op` and `what` unless t holds integers (not floats, not bool).
+inline void check_integer(const Tensor& t, const char* op, const char* what) {
+  if (is_floating(t.dtype()) || t.dtype() == DType::bool_) {
+    throw ValueError(fmt::format("{}: {} must be integers; got {}", op, what, dtype_name(t.dtype())));
+  }
+}
+
+/// t (made on the host or the scope's device) where `like` is.
+inline Tensor where_is(const Tensor& t, const Tensor& like) {
+  return &t.device_ref() == &like.device_ref() ? t : t.to(like.device_ref());
+}
+
 /// A 1-D int64 tensor of `v` (indices for take()).
 inline Tensor index_vector(const std::vector<int64_t>& v) {
   return Tensor::from_vector(v, {static_cast<int64_t>(v.size())});

@@ -12,12 +12,12 @@
 namespace osprey::keras::ops {
 
 namespace core = osprey::ops;
+using detail::scalar;
 using detail::float_of;
 using detail::floating;
 
 namespace {
 
-Tensor scalar(double v, const Tensor& like) { return Tensor::scalar(v, like.dtype()); }
 Tensor less_than(const Tensor& x, double v) { return core::compare(x, scalar(v, x), core::CompareKind::less); }
 Tensor greater_than(const Tensor& x, double v) { return core::compare(x, scalar(v, x), core::CompareKind::greater); }
 
@@ -181,7 +181,7 @@ Tensor rms_normalization(const Tensor& x_in, const std::optional<Tensor>& scale,
   const DType original = x_in.dtype();
   const Tensor x = cast(x_in, is_half(original) || !is_floating(original) ? DType::float32 : original);
   const Tensor ms = mean(core::square(x), axis, true);
-  Tensor y = core::mul(x, rsqrt(core::add(ms, scalar(epsilon.value_or(1e-7), x))));
+  Tensor y = core::mul(x, rsqrt(core::add(ms, scalar(epsilon.value_or(detail::kEpsilon), x))));
   if (scale) y = core::mul(y, cast(*scale, x.dtype()));
   return is_floating(original) ? cast(y, original) : y;
 }
@@ -190,7 +190,7 @@ Tensor layer_normalization(const Tensor& x_in, const std::optional<Tensor>& gamm
   const DType original = x_in.dtype();
   const Tensor x = cast(x_in, is_half(original) || !is_floating(original) ? DType::float32 : original);
   const auto mv = moments(x, axis, true);
-  Tensor inv = rsqrt(core::add(mv[1], scalar(epsilon.value_or(1e-7), x)));
+  Tensor inv = rsqrt(core::add(mv[1], scalar(epsilon.value_or(detail::kEpsilon), x)));
   if (gamma) inv = core::mul(inv, cast(*gamma, x.dtype()));
   Tensor y = core::sub(core::mul(x, inv), core::mul(mv[0], inv));
   if (beta) y = core::add(y, cast(*beta, x.dtype()));

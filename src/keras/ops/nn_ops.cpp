@@ -12,6 +12,7 @@
 namespace osprey::keras::ops {
 
 namespace core = osprey::ops;
+using detail::scalar;
 
 namespace {
 
@@ -24,7 +25,6 @@ Tensor act(const Tensor& x, core::Activation a) {
   return core::activation(floating(x), a);
 }
 
-Tensor scalar(double v, const Tensor& like) { return Tensor::scalar(v, like.dtype()); }
 
 }  // namespace
 
@@ -105,7 +105,7 @@ Tensor normalize(const Tensor& x_in, int axis, int order, double epsilon) {
 
 namespace {
 
-constexpr double kEpsilon = 1e-7;  // keras.backend.epsilon()
+using detail::kEpsilon;
 
 void check_same_shape(const Tensor& target, const Tensor& output, const char* op) {
   if (target.shape() != output.shape()) {

@@ -12,11 +12,10 @@
 namespace osprey::keras::ops {
 
 namespace core = osprey::ops;
+using detail::scalar;
 using detail::floating;
 
 namespace {
-
-Tensor scalar(double v, const Tensor& like) { return Tensor::scalar(v, like.dtype()); }
 
 // x with its NaNs replaced by `fill` (integers have none).
 Tensor nan_filled(const Tensor& x, double fill) {

@@ -5,7 +5,6 @@
 #include <cmath>
 #include <limits>
 #include <map>
-#include <numeric>
 
 #include <fmt/format.h>
 
@@ -17,19 +16,10 @@
 namespace osprey::keras::ops {
 
 namespace core = osprey::ops;
+using detail::check_integer;
+using detail::where_is;
 
 namespace {
-
-// t made on the host (from values) where `like` is.
-Tensor where_is(const Tensor& t, const Tensor& like) {
-  return &t.device_ref() == &like.device_ref() ? t : t.to(like.device_ref());
-}
-
-void check_integer(const Tensor& t, const char* op, const char* what) {
-  if (is_floating(t.dtype()) || t.dtype() == DType::bool_) {
-    throw ValueError(fmt::format("{}: {} must be integers; got {}", op, what, dtype_name(t.dtype())));
-  }
-}
 
 // The rows of data (N, ...) summed into `segments` rows by id (ids outside [0, segments): InvalidArgumentError,
 // negative ones dropped, as TensorFlow's unsorted segment sum); data as float32 for the kernel (integers cast back).
@@ -84,12 +74,8 @@ Tensor segment_extreme(const Tensor& data, const Tensor& ids, std::optional<int6
   check_segments(data, ids, op);
   const int64_t segments = segment_count(ids, num_segments);
   const int64_t n = data.shape()[0];
-  const Tensor range = where_is(Tensor::from_vector(std::vector<int64_t>([&] {
-                                  std::vector<int64_t> r(static_cast<std::size_t>(segments));
-                                  std::iota(r.begin(), r.end(), 0);
-                                  return r;
-                                }()),
-                                                    Shape({segments, 1})),
+  const Tensor range = where_is(core::reshape(arange(0, static_cast<double>(segments), 1.0, DType::int64),
+                                              Shape({segments, 1})),
                                 ids);
   const Tensor member = core::compare(range, core::reshape(cast(ids, DType::int64), Shape({1, n})),
                                       core::CompareKind::equal);  // (segments, n)
