@@ -197,6 +197,10 @@ Tensor scatter_add_rows(const Tensor& updates, const Tensor& indices, int64_t ro
 struct ConvParams {
   std::vector<int64_t> strides, dilation, pad_before, pad_after;
   int64_t groups = 1;  ///< input and output channels split into this many independent groups
+  /// Applied to conv's output in the same op, as Dense's (on the CPU relu is oneDNN's post-op: one pass over the
+  /// output fewer). Only activations whose gradient needs the output alone (not gelu, softplus, softsign, silu,
+  /// softmax: InvalidArgumentError); ignored by conv_backprop_input.
+  Activation activation = Activation::linear;
 };
 /// The cross-correlation of x (N, s..., Cin) with kernel (k..., Cin / groups, Cout) plus bias (Cout; may be
 /// undefined), as tf.nn.convolution with explicit padding: output (N, o..., Cout), o = (s + before + after -

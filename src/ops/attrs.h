@@ -56,6 +56,9 @@ struct ConvAttrs {
   int64_t strides[kMaxConvRank], dilation[kMaxConvRank], pad_before[kMaxConvRank], pad_after[kMaxConvRank];
   int64_t groups;
   bool has_bias;
+  /// Conv only: applied to the output in the same kernel (one whose gradient needs only the output; linear in the
+  /// backprop ops).
+  Activation activation;
 };
 struct PoolAttrs {
   int rank;
@@ -93,5 +96,9 @@ inline bool grad_needs_preactivation(Activation a) {
       return false;
   }
 }
+
+/// The gradient of an activation fused into an op (Dense's, a convolution's): dz from dy, the op's output y and,
+/// where grad_needs_preactivation, its input z (undefined otherwise). dy itself for linear.
+Tensor activation_grad(const Tensor& dy, const Tensor& y, const Tensor& z, Activation act);
 
 }  // namespace osprey::ops

@@ -66,7 +66,7 @@ ConvAttrs conv_attrs(const char* op, const Shape& x, const Shape& k, const ConvP
                                            "groups={}, and the kernel {} must have {} / groups input channels",
                                            op, cin, cout, g, k.to_string(), cin));
   }
-  ConvAttrs a{r, {}, {}, {}, {}, g, has_bias};
+  ConvAttrs a{r, {}, {}, {}, {}, g, has_bias, Activation::linear};
   for (int i = 0; i < r; ++i) {
     a.strides[i] = p.strides[i];
     a.dilation[i] = p.dilation[i];
@@ -105,6 +105,7 @@ std::vector<Tensor> conv_backprop_filter(const Tensor& x, const Tensor& dy, cons
                     with_bias ? Tensor::empty({kernel_shape[-1]}, params, &dev) : Tensor()};
   ConvAttrs a = attrs;
   a.has_bias = with_bias;
+  a.activation = Activation::linear;
   run(OpId::ConvBackpropFilter, dev, in, outs, &a);
   return {outs[0], outs[1]};
 }
@@ -119,9 +120,12 @@ Tensor conv_forward(const Tensor& x, const Tensor& kernel, const Tensor& bias, c
   run(OpId::Conv, dev, in, {&out, 1}, &attrs);
   maybe_record("Conv2D", std::span<const Tensor>(in, attrs.has_bias ? 3 : 2), {&out, 1}, [&] {
     const bool need_dx = active_recorder()->should_record(std::span<const Tensor>(in, 1));
-    return BackwardFn([x = in[0], w = in[1], attrs, need_dx](const std::vector<Tensor>& g) {
-      auto dw = conv_backprop_filter(x, g[0], w.shape(), attrs, attrs.has_bias);
-      Tensor dx = need_dx ? backprop_input(g[0], w, x.shape(), attrs) : Tensor();
+    // A fused activation's gradient from the output (the op holds no pre-activation copy).
+    const Tensor y = attrs.activation == Activation::linear ? Tensor() : out;
+    return BackwardFn([x = in[0], w = in[1], y, attrs, need_dx](const std::vector<Tensor>& g) {
+      const Tensor dz = activation_grad(g[0], y, Tensor(), attrs.activation);
+      auto dw = conv_backprop_filter(x, dz, w.shape(), attrs, attrs.has_bias);
+      Tensor dx = need_dx ? backprop_input(dz, w, x.shape(), attrs) : Tensor();
       return attrs.has_bias ? std::vector<Tensor>{dx, dw[0], dw[1]} : std::vector<Tensor>{dx, dw[0]};
     });
   });
@@ -134,6 +138,7 @@ Tensor backprop_input(const Tensor& dy, const Tensor& kernel, const Shape& x_sha
   Tensor out = Tensor::empty(x_shape, is_half(dy.dtype()) ? dy.dtype() : DType::float32, &dev);
   ConvAttrs a = attrs;
   a.has_bias = false;
+  a.activation = Activation::linear;
   run(OpId::ConvBackpropInput, dev, in, {&out, 1}, &a);
   maybe_record("Conv2DBackpropInput", in, {&out, 1}, [&] {
     return BackwardFn([dy = in[0], w = in[1], a](const std::vector<Tensor>& g) {
@@ -170,7 +175,13 @@ void check_conv_dtypes(const char* op, std::initializer_list<const Tensor*> ts) 
 
 Tensor conv(const Tensor& x, const Tensor& kernel, const Tensor& bias, const ConvParams& params) {
   check_conv_dtypes("Conv", {&x, &kernel, &bias});
-  const ConvAttrs attrs = conv_attrs("Conv", x.shape(), kernel.shape(), params, bias.defined());
+  ConvAttrs attrs = conv_attrs("Conv", x.shape(), kernel.shape(), params, bias.defined());
+  if (params.activation == Activation::softmax || grad_needs_preactivation(params.activation)) {
+    throw InvalidArgumentError(fmt::format("Conv: activation '{}' cannot be fused into the convolution (its gradient "
+                                           "needs more than the output): apply it after ops::conv",
+                                           activation_name(params.activation)));
+  }
+  attrs.activation = params.activation;
   if (bias.defined() && (bias.shape().rank() != 1 || bias.shape()[0] != kernel.shape()[-1])) {
     throw InvalidArgumentError(fmt::format("Conv: bias of shape {} does not match kernel of shape {}",
                                            bias.shape().to_string(), kernel.shape().to_string()));

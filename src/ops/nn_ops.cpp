@@ -64,7 +64,7 @@ static const char* activation_op_name(Activation a) {
 }
 
 // dz from dy for an activation, given its output y and (when needed) its input z.
-static Tensor activation_grad(const Tensor& dy, const Tensor& y, const Tensor& z, Activation act) {
+Tensor activation_grad(const Tensor& dy, const Tensor& y, const Tensor& z, Activation act) {
   if (act == Activation::linear) return dy;
   Tensor in[3] = {dy, y, z};
   auto& dev = place(OpId::ActivationGrad, "ActivationGrad", in);

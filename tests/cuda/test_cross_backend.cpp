@@ -285,15 +285,15 @@ void check_every_op() {
     });
   }
   // Convolutions over 1, 2 and 3 spatial axes (strides, dilation, asymmetric "same"/"causal" padding, groups,
-  // depthwise), forward and every gradient, the transposed convolution; max and average pooling with padding.
+  // depthwise, a fused activation), forward and every gradient, the transposed convolution; max and average pooling with padding.
   struct ConvCase {
     Shape x, k;
     ops::ConvParams p;
   };
   const std::vector<ConvCase> convs{
       {{3, 11, 4}, {3, 2, 6}, {{2}, {1}, {2}, {0}, 2}},
-      {{2, 9, 7, 3}, {3, 2, 3, 5}, {{1, 2}, {1, 1}, {1, 0}, {1, 1}, 1}},
-      {{2, 8, 8, 4}, {3, 3, 1, 8}, {{1, 1}, {2, 2}, {2, 2}, {2, 2}, 4}},
+      {{2, 9, 7, 3}, {3, 2, 3, 5}, {{1, 2}, {1, 1}, {1, 0}, {1, 1}, 1, ops::Activation::relu}},  // fused relu
+      {{2, 8, 8, 4}, {3, 3, 1, 8}, {{1, 1}, {2, 2}, {2, 2}, {2, 2}, 4, ops::Activation::tanh}},  // fused tanh
       {{2, 4, 5, 6, 2}, {2, 3, 2, 2, 3}, {{1, 2, 1}, {1, 1, 1}, {0, 1, 0}, {1, 1, 1}, 1}},
   };
   for (std::size_t c = 0; c < convs.size(); ++c) {

@@ -174,6 +174,52 @@ TEST(ConvOps, ForwardMatchesTheDefinitionAndGradientsMatchFiniteDifferences) {
   }
 }
 
+// An activation fused into the convolution (ConvParams::activation: relu is oneDNN's post-op, others run after
+// the primitive in the same kernel) gives the values and every gradient of the convolution followed by the
+// activation op; float32 and bfloat16.
+TEST(ConvOps, AFusedActivationMatchesTheActivationOpAfterTheConvolution) {
+  const ConvCase cs{{2, 7, 6, 16}, {3, 3, 16, 16}, {{1, 1}, {1, 1}, {1, 1}, {1, 1}, 1}};
+  random::set_seed(5);
+  const Tensor x = random::uniform(Shape(cs.x), -1, 1), w = random::uniform(Shape(cs.k), -0.3, 0.3);
+  const Tensor b = random::uniform({cs.k.back()}, -0.5, 0.5), probe = random::uniform({2, 7, 6, 16}, -1, 1);
+  using A = ops::Activation;
+  for (DType dt : {DType::float32, DType::bfloat16}) {
+    for (A act : {A::relu, A::sigmoid, A::tanh, A::elu, A::selu, A::leaky_relu, A::exponential}) {
+      const std::string what = ops::activation_name(act) + " " + dtype_name(dt);
+      auto run = [&](bool fused) {
+        Variable vx(x.cast(dt), "x"), vw(w.cast(dt), "w"), vb(b.cast(dt), "b");
+        GradientTape tape;
+        ops::ConvParams p = cs.p;
+        if (fused) p.activation = act;
+        Tensor y = ops::conv(vx.value(), vw.value(), vb.value(), p);
+        if (!fused) y = ops::activation(y, act);
+        auto g = tape.gradient(ops::reduce_sum(ops::mul(y.cast(DType::float32), probe)),
+                               std::vector<Variable*>{&vx, &vw, &vb});
+        g.insert(g.begin(), y);
+        return g;
+      };
+      const auto fused = run(true), apart = run(false);
+      // bfloat16: the fused activation reads the float32 accumulator, the op after it the rounded output.
+      const double tol = dt == DType::float32 ? 2e-5 : 2e-2;
+      for (std::size_t i = 0; i < fused.size(); ++i) {
+        ASSERT_EQ(fused[i].dtype(), apart[i].dtype()) << what << " output " << i;
+        const auto f = fused[i].cast(DType::float32).to_vector<float>(), a = apart[i].cast(DType::float32).to_vector<float>();
+        ASSERT_EQ(f.size(), a.size()) << what;
+        float scale = 1.f;  // gradients are sums: their rounding error scales with the largest of them
+        for (float v : a) scale = std::max(scale, std::abs(v));
+        for (std::size_t j = 0; j < f.size(); ++j) {
+          ASSERT_NEAR(f[j], a[j], tol * scale) << what << " output " << i << " [" << j << "]";
+        }
+      }
+    }
+  }
+  for (A act : {A::softmax, A::gelu, A::silu, A::softplus, A::softsign}) {
+    ops::ConvParams p = cs.p;
+    p.activation = act;
+    EXPECT_THROW((void)ops::conv(x, w, b, p), InvalidArgumentError) << ops::activation_name(act);
+  }
+}
+
 TEST(ConvOps, PoolingMatchesTheDefinitionAndItsGradient) {
   struct PoolCase {
     std::vector<int64_t> x;

@@ -77,6 +77,9 @@ void bf16_to_floats(const uint16_t* s, float* d, int64_t n);
 
 /// y = act(z) over n values; softmax works on rows of length `cols`. z and y may alias.
 void apply_activation(ops::Activation act, const float* z, float* y, int64_t n, int64_t cols);
+/// y = act(x) element by element (not softmax) for float32 or bfloat16 tensors of one size, split between the
+/// intra-op threads; y may be x.
+void activation_values(ops::Activation act, const Tensor& x, Tensor& y);
 /// Row-major C[m,n] = op(A)·op(B) (+ beta·C): Osprey's own kernel where own_gemm() takes the product (small
 /// products, and the mid-sized ones it runs faster than oneDNN; AVX2 and FMA), oneDNN's sgemm otherwise.
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c,

@@ -116,11 +116,12 @@ ConvDescs descs(const Shape& x, const Shape& k, const Shape& y, const ops::ConvA
 }
 bool is_bf16(const Tensor& t) { return t.dtype() == DType::bfloat16; }
 
-dnnl::convolution_forward::primitive_desc forward_pd(const ConvDescs& d, bool bias, dnnl::prop_kind kind) {
+dnnl::convolution_forward::primitive_desc forward_pd(const ConvDescs& d, bool bias, dnnl::prop_kind kind,
+                                                     const dnnl::primitive_attr& attr = dnnl::primitive_attr()) {
   const auto desc = dnnl::convolution_forward::desc(kind, dnnl::algorithm::convolution_direct, d.src, d.wei_any,
                                                     bias ? d.bias : dnnl::memory::desc(), d.dst, d.g.strides,
                                                     d.g.dilates, d.g.pad_l, d.g.pad_r);
-  return dnnl::convolution_forward::primitive_desc(desc, dnnl_engine());
+  return dnnl::convolution_forward::primitive_desc(desc, attr, dnnl_engine());
 }
 
 // One cached primitive per (which, shapes, attributes, threads) and thread, made by `make` on first use.
@@ -151,10 +152,20 @@ void conv_kernel(const KernelContext& ctx) {
   Tensor& y = ctx.outputs[0];
   if (y.num_elements() == 0) return;
   GemmThreadLimit limit(work_of(y.shape(), w.shape()), 1, 1);
+  // The activation as oneDNN's post-op where it has it (relu: no second pass over the output), else after.
+  dnnl::algorithm alg = dnnl::algorithm::undef;
+  float alpha = 0.f;
+  const bool post_op = a.activation != ops::Activation::linear && post_op_for(a.activation, alg, alpha);
   try {
     auto& p = cached(key_of(kForward + 8 * is_bf16(x), {&x.shape(), &w.shape()}, &a, sizeof a), [&] {
       const ConvDescs d = descs(x.shape(), w.shape(), y.shape(), a, is_bf16(x));
-      const auto pd = forward_pd(d, a.has_bias, dnnl::prop_kind::forward_inference);
+      dnnl::primitive_attr attr;
+      if (post_op) {
+        dnnl::post_ops ops;
+        ops.append_eltwise(1.f, alg, alpha, 0.f);
+        attr.set_post_ops(ops);
+      }
+      const auto pd = forward_pd(d, a.has_bias, dnnl::prop_kind::forward_inference, attr);
       ConvPrimitive cp;
       cp.prim = dnnl::convolution_forward(pd);
       cp.a = dnnl::memory(d.src, dnnl_engine(), nullptr);
@@ -176,6 +187,7 @@ void conv_kernel(const KernelContext& ctx) {
   } catch (const dnnl::error& e) {
     rethrow(e, "convolution", x.shape(), w.shape());
   }
+  if (!post_op && a.activation != ops::Activation::linear) activation_values(a.activation, y, y);
 }
 
 void conv_backprop_input_kernel(const KernelContext& ctx) {

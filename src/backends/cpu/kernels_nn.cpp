@@ -168,9 +168,12 @@ static void fused_matmul_kernel(const KernelContext& ctx) {
 static void float_activation_kernel(const KernelContext& ctx) {
   const auto& x = ctx.inputs[0];
   const Tensor xf = x.dtype() == DType::float32 ? x : x.cast(DType::float32);
-  const int64_t cols = x.shape().rank() ? x.shape()[-1] : 1;
-  apply_activation(ctx.attr<ops::ActivationAttrs>().activation, xf.data<float>(), ctx.outputs[0].data<float>(),
-                   x.num_elements(), std::max<int64_t>(cols, 1));
+  const int64_t cols = std::max<int64_t>(x.shape().rank() ? x.shape()[-1] : 1, 1);
+  const Activation act = ctx.attr<ops::ActivationAttrs>().activation;
+  if (act == Activation::softmax) {  // whole rows
+    return apply_activation(act, xf.data<float>(), ctx.outputs[0].data<float>(), x.num_elements(), cols);
+  }
+  activation_values(act, xf, ctx.outputs[0]);
 }
 
 // dz = act'(dy) over n values (softmax: rows of `cols`), from the output y and, where needed, the input z.
@@ -257,6 +260,23 @@ void bf16_blocks(int64_t n, F&& f) {
 
 static const uint16_t* bits(const Tensor& t) { return static_cast<const uint16_t*>(t.raw_data()); }
 
+void activation_values(Activation act, const Tensor& x, Tensor& y) {
+  if (x.dtype() == DType::bfloat16) {
+    const uint16_t* in = bits(x);  // once, not per block
+    auto* out = static_cast<uint16_t*>(y.raw_data());
+    return bf16_blocks(x.num_elements(), [&](int64_t i, int64_t len) {
+      float v[kHalfBlock];
+      bf16_to_floats(in + i, v, len);
+      apply_activation(act, v, v, len, len);
+      floats_to_bf16(v, out + i, len);
+    });
+  }
+  // Split between the threads (a convolution's relu is millions of values).
+  const float* in = x.data<float>();
+  float* out = y.data<float>();
+  parallel_chunks(x.num_elements(), [&](int64_t b, int64_t e) { apply_activation(act, in + b, out + b, e - b, e - b); });
+}
+
 // Element-wise (softmax: whole rows), split between the intra-op threads for large tensors.
 void activation_grad_kernel(const KernelContext& ctx) {
   const int64_t n = ctx.outputs[0].num_elements();
@@ -302,13 +322,7 @@ static void activation_kernel(const KernelContext& ctx) {
     apply_activation(act, v.data(), v.data(), n, cols);
     return floats_to_bf16(v.data(), y, n);
   }
-  const uint16_t* x = bits(ctx.inputs[0]);  // once, not per block
-  bf16_blocks(ctx.inputs[0].num_elements(), [&](int64_t i, int64_t len) {
-    float v[kHalfBlock];
-    bf16_to_floats(x + i, v, len);
-    apply_activation(act, v, v, len, len);
-    floats_to_bf16(v, y + i, len);
-  });
+  activation_values(act, ctx.inputs[0], ctx.outputs[0]);
 }
 
 // out[c] = Σ_r m[r, cb + c] for c < w, summed over the rows in order.

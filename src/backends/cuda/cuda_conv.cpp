@@ -331,6 +331,10 @@ void conv_kernel(const KernelContext& ctx) {
     launch_binary(BinaryOp::add, Bcast::row_b, dt_of(y.dtype()), y.raw_data(), ctx.inputs[2].raw_data(),
                   y.raw_data(), y.num_elements(), cols, l.s());
   }
+  if (a.activation != ops::Activation::linear) {  // in place, as the fused Dense's
+    launch_activation(act_of(a.activation), dt_of(y.dtype()), y.raw_data(), y.raw_data(), y.num_elements(),
+                      y.shape()[-1], l.s());
+  }
   check(cudaGetLastError(), "Conv2D");
 }
 

@@ -24,8 +24,6 @@ using runtime::DeviceType;
 
 namespace {
 
-Act act_of(ops::Activation a) { return static_cast<Act>(static_cast<int>(a)); }
-static_assert(static_cast<int>(ops::Activation::exponential) == static_cast<int>(Act::exponential));
 static_assert(static_cast<int>(ops::UnaryKind::abs) == static_cast<int>(UnaryOp::abs));
 static_assert(static_cast<int>(ops::UnaryKind::erf) == static_cast<int>(UnaryOp::erf));
 static_assert(static_cast<int>(ops::BinaryKind::pow) == static_cast<int>(BinaryOp::pow));

@@ -32,6 +32,10 @@ inline Dt dt_of(DType t) {
   return Dt::f32;
 }
 
+/// The launchers' activation (the same order as ops::Activation).
+inline Act act_of(ops::Activation a) { return static_cast<Act>(static_cast<int>(a)); }
+static_assert(static_cast<int>(ops::Activation::exponential) == static_cast<int>(Act::exponential));
+
 /// The launchers' copy of a StridedGeometry (the same layout in plain types).
 static_assert(sizeof(Strided) == sizeof(ops::StridedGeometry) && offsetof(Strided, dims) == offsetof(ops::StridedGeometry, dims) &&
               offsetof(Strided, strides) == offsetof(ops::StridedGeometry, strides) && sizeof(long long) == sizeof(int64_t));

@@ -7,6 +7,7 @@
 
 #include "keras/activations/activations.h"
 #include "keras/layers/weight_rules.h"
+#include "ops/attrs.h"
 #include "keras/saving/serialization.h"
 #include "osprey/errors.h"
 #include "osprey/keras/layers/convolutional.h"
@@ -244,22 +245,29 @@ Tensor BaseConv::call(const Tensor& inputs, bool) {
   // CPU through oneDNN; others compute in float32 copies).
   const Tensor bias = bias_ ? autocast_variable(*bias_) : Tensor();
   const Tensor kernel = autocast_variable(*kernel_);
+  // The activation inside the (last) convolution when the op can take it (relu on oneDNN's post-op: one pass over
+  // the output fewer each way), else after it.
+  const ActivationFn act = ActivationFn::get(activation_name_);
+  const bool fuse = !act.composite && act.kernel != ops::Activation::softmax && !ops::grad_needs_preactivation(act.kernel);
+  ops::ConvParams last = p;
+  if (fuse) last.activation = act.kernel;
   Tensor y;
   if (kind_ == Kind::standard) {
-    y = ops::conv(x, kernel, bias, p);
+    y = ops::conv(x, kernel, bias, last);
   } else {
     // (window..., C, multiplier) is the grouped kernel (window..., 1, C·multiplier) with one group per channel.
     const Shape& ks = kernel_->shape();
     const Tensor dk = ops::reshape(kernel, ks.with_dim(ks.rank() - 2, 1).with_dim(ks.rank() - 1, ks[-2] * ks[-1]));
-    p.groups = ks[-2];
+    p.groups = last.groups = ks[-2];
     if (kind_ == Kind::depthwise) {
-      y = ops::conv(x, dk, bias, p);
+      y = ops::conv(x, dk, bias, last);
     } else {
       const std::vector<int64_t> ones(static_cast<std::size_t>(rank_), 1), zeros(static_cast<std::size_t>(rank_), 0);
-      y = ops::conv(ops::conv(x, dk, Tensor(), p), autocast_variable(*pointwise_), bias, {ones, ones, zeros, zeros, 1});
+      y = ops::conv(ops::conv(x, dk, Tensor(), p), autocast_variable(*pointwise_), bias,
+                    {ones, ones, zeros, zeros, 1, last.activation});
     }
   }
-  y = ActivationFn::get(activation_name_)(y);
+  if (!fuse) y = act(y);
   return first ? ops::transpose(y, detail::to_channels_first(rank_)) : y;
 }
 
