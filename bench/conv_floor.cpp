@@ -3,7 +3,9 @@
 // backward-data (not for the first layer, as a training step skips it) and backward-weights with the bias.
 // "bf16": bfloat16 activations, weights and gradients of activations, float32 bias and weight gradients (what
 // Osprey's mixed_bfloat16 convolutions run).
-//   conv_floor [batch=128] [reps=5] [f32|bf16]   -> one JSON line
+// "nhwc": the activations channels-last (what Osprey's kernels take), the weights still in oneDNN's layout: the
+// floor of a step that keeps its tensors plain between layers.
+//   conv_floor [batch=128] [reps=5] [f32|bf16] [any|nhwc]   -> one JSON line
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -20,6 +22,8 @@ int main(int argc, char** argv) {
   using dt = dnnl::memory::data_type;
   const dt act = bf16 ? dt::bf16 : dt::f32;
   using tag = dnnl::memory::format_tag;
+  const bool nhwc = argc > 4 && std::string(argv[4]) == "nhwc";
+  const tag act_tag = nhwc ? tag::nhwc : tag::any;
   dnnl::engine eng(dnnl::engine::kind::cpu, 0);
   dnnl::stream s(eng);
   struct Layer {
@@ -38,8 +42,8 @@ int main(int argc, char** argv) {
   for (const Layer& l : net) {
     const dnnl::memory::dims src{batch, l.cin, l.hw, l.hw}, wei{l.cout, l.cin, 3, 3}, bias{l.cout},
         dst{batch, l.cout, l.hw, l.hw}, strides{1, 1}, pad{1, 1};
-    const dnnl::memory::desc src_any(src, act, tag::any), wei_any(wei, act, tag::any),
-        diff_wei_any(wei, dt::f32, tag::any), bias_md(bias, dt::f32, tag::a), dst_any(dst, act, tag::any);
+    const dnnl::memory::desc src_any(src, act, act_tag), wei_any(wei, act, tag::any),
+        diff_wei_any(wei, dt::f32, tag::any), bias_md(bias, dt::f32, tag::a), dst_any(dst, act, act_tag);
     const dnnl::convolution_forward::primitive_desc fpd(
         dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, src_any,
                                         wei_any, bias_md, dst_any, strides, pad, pad),
@@ -96,7 +100,8 @@ int main(int argc, char** argv) {
     best = std::min(best, std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
   }
   std::printf("{\"framework\": \"onednn-conv-floor\", \"case\": \"the VGG-style CNN's 4 convolutions alone, batch %d, "
-              "forward + backward (oneDNN's preferred layouts), %s\", \"us_per_step\": %.1f}\n",
-              batch, bf16 ? "bfloat16" : "float32", best);
+              "forward + backward (%s), %s\", \"us_per_step\": %.1f}\n",
+              batch, nhwc ? "channels-last activations" : "oneDNN's preferred layouts", bf16 ? "bfloat16" : "float32",
+              best);
   return 0;
 }

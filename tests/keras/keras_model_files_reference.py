@@ -329,6 +329,19 @@ case("stacked_cells", keras.Model(tokens, L.Dense(1, activation="sigmoid", name=
      (xt.sum(axis=1) > lengths * 12).astype("float32").reshape(N, 1),
      dict(optimizer=keras.optimizers.SGD(0.3, momentum=0.8), loss="binary_crossentropy", metrics=["accuracy"]))
 
+# 24. Masking before recurrent layers (issue 18): float sequences whose padded steps are all -1. Keras writes the
+# mask as NotEqual and Any operation nodes and passes it to each RNN as its `mask` argument.
+mrng = np.random.default_rng(67)
+mlen = mrng.integers(2, 7, N)
+valid = np.arange(6)[None, :] < mlen[:, None]
+xm = np.where(valid[..., None], mrng.normal(0, 1, (N, 6, 3)), -1.0).astype("float32")
+seq = keras.Input((6, 3), name="seq")
+h = L.LSTM(5, return_sequences=True, name="lstm")(L.Masking(mask_value=-1.0, name="mask")(seq))
+h = L.GRU(3, go_backwards=True, name="gru")(h)
+case("masked_series", keras.Model(seq, L.Dense(1, name="out")(h), name="masked_series"), xm,
+     (np.where(valid, xm.sum(axis=2), 0).sum(axis=1) / mlen).astype("float32").reshape(N, 1),
+     dict(optimizer=keras.optimizers.Adam(0.01), loss="mse", metrics=["mae"]))
+
 if ONLY:  # the other cases' entries as they were
     with open(os.path.join(HERE, "..", "data", "keras_files.json")) as f:
         cases = {**json.load(f), **{k: v for k, v in cases.items() if k in ONLY}}

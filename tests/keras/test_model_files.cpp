@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "keras/reference_json.h"
+#include "keras/saving/zip_store.h"
 #include "test_util.h"
 #include "osprey/errors.h"
 #include "osprey/keras.h"
@@ -409,6 +410,30 @@ TEST(ModelFiles, AnEncoderDecoderWhoseBidirectionalEncoderStatesStartTheDecoder)
 TEST(ModelFiles, StackedRnnCellsOverMaskedTokens) {
   SKIP_WITHOUT_HDF5();
   check_file("stacked_cells");
+}
+TEST(ModelFiles, MaskingBeforeAnLstmAndABackwardsGru) {
+  SKIP_WITHOUT_HDF5();
+  check_file("masked_series");  // Keras's NotEqual and Any nodes: the Masking layer's mask, left to Osprey
+}
+// Mask nodes that are not exactly a Masking layer's mask stay errors naming the operation.
+TEST(ModelFiles, OperationNodesThatAreNotAMaskAreRefused) {
+  const std::string text = osprey::keras::detail::read_zip(file_of("masked_series")).at("config.json");
+  ASSERT_NO_THROW((void)models::model_from_json(text));
+  auto replaced = [&](const std::string& from, const std::string& to) {
+    std::string t = text;
+    const auto at = t.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return at == std::string::npos ? t : t.replace(at, from.size(), to);
+  };
+  // Any over another axis, with keepdims, or a NotEqual against another value than the Masking layer's.
+  EXPECT_THAT(osprey::testing::error_of([&] { models::model_from_json(replaced(R"("axis": -1)", R"("axis": 1)")); }),
+              HasSubstr("Any other than a Masking layer's mask"));
+  EXPECT_THAT(osprey::testing::error_of([&] {
+                models::model_from_json(replaced(R"("keepdims": false)", R"("keepdims": true)"));
+              }),
+              HasSubstr("Any other than a Masking layer's mask"));
+  EXPECT_THAT(osprey::testing::error_of([&] { models::model_from_json(replaced(R"(}}, -1.0])", R"(}}, -2.0])")); }),
+              HasSubstr("not the mask of an Embedding with mask_zero or of a Masking layer"));
 }
 TEST(ModelFiles, AGruRegressorOnATimeSeries) {
   SKIP_WITHOUT_HDF5();

@@ -196,11 +196,14 @@ std::shared_ptr<Layer> functional_from_config(const json& c) {
     std::deque<const json*> nodes;
   };
   std::vector<Pending> pending;
-  // Keras records the mask of an Embedding(mask_zero=True) as a NotEqual(ids, 0) operation node, passed to the
-  // layers whose call takes a mask (RNNs, GlobalAveragePooling1D) as their `mask` argument. Osprey propagates that
-  // same mask by itself: such nodes and arguments are checked, then left out.
-  std::map<std::string, json> not_equal;      // op node name -> the history of the tensor it compares with 0
+  // Keras records the mask of an Embedding(mask_zero=True) as a NotEqual(ids, 0) operation node, and a Masking
+  // layer's as Any(NotEqual(x, mask_value), axis=-1), passed to the layers whose call takes a mask (RNNs,
+  // GlobalAveragePooling1D) as their `mask` argument. Osprey propagates those same masks by itself: such nodes and
+  // arguments are checked, then left out.
+  std::map<std::string, json> not_equal;      // mask node name -> the history of the tensor it was computed from
+  std::map<std::string, std::pair<json, json>> compared;  // NotEqual node -> (its input's history, the value)
   std::set<std::string> mask_zero_inputs;     // the histories (dumped) of the tensors mask_zero Embeddings take
+  std::set<std::pair<std::string, double>> masking_inputs;  // the histories (dumped) Masking layers take, their value
   // A string field of an object, or "" (a crafted config may put anything anywhere).
   auto text_of = [](const json& j, const char* key) {
     return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
@@ -213,10 +216,18 @@ std::shared_ptr<Layer> functional_from_config(const json& c) {
     if (cls == "NotEqual") {
       const std::string op = text_of(cfg, "name");
       if (!nodes.is_array() || nodes.size() != 1 || !nodes[0].is_object() || !nodes[0].value("args", json()).is_array() ||
-          nodes[0]["args"].size() != 2 || nodes[0]["args"][1] != json(0)) {
-        ser::unsupported("operation", "NotEqual other than an Embedding's mask (ids != 0)", "Keras layers");
+          nodes[0]["args"].size() != 2 || !nodes[0]["args"][1].is_number()) {
+        ser::unsupported("operation", "NotEqual other than an Embedding's or a Masking layer's mask", "Keras layers");
       }
-      not_equal[op] = history_of(nodes[0]["args"][0], op);
+      compared[op] = {history_of(nodes[0]["args"][0], op), nodes[0]["args"][1]};
+    } else if (cls == "Masking" && nodes.is_array()) {
+      const json value = cfg.is_object() ? cfg.value("mask_value", json(0.0)) : json(0.0);
+      for (const auto& n : nodes) {
+        const json args = n.is_object() ? n.value("args", json()) : n;
+        if (args.is_array() && args.size() == 1 && value.is_number()) {
+          masking_inputs.insert({history_of(args[0], "Masking").dump(), value.get<double>()});
+        }
+      }
     } else if (cls == "Embedding" && cfg.is_object() && cfg.contains("mask_zero") && cfg["mask_zero"] == json(true) &&
                nodes.is_array()) {
       for (const auto& n : nodes) {
@@ -225,10 +236,30 @@ std::shared_ptr<Layer> functional_from_config(const json& c) {
       }
     }
   }
-  for (const auto& [op, input] : not_equal) {
-    if (!mask_zero_inputs.count(input.dump())) {
-      ser::unsupported("operation", "NotEqual '" + op + "' (not the mask of an Embedding with mask_zero)", "Keras layers");
+  // An Embedding's mask is the NotEqual itself; a Masking layer's, the Any over the NotEqual of its input.
+  std::set<std::string> masking_compares;
+  for (const auto& [op, c] : compared) {
+    if (c.second == json(0) && mask_zero_inputs.count(c.first.dump())) {
+      not_equal[op] = c.first;
+    } else if (masking_inputs.count({c.first.dump(), c.second.get<double>()})) {
+      masking_compares.insert(op);
+    } else {
+      ser::unsupported("operation", "NotEqual '" + op + "' (not the mask of an Embedding with mask_zero or of a Masking "
+                       "layer)", "Keras layers");
     }
+  }
+  for (const auto& lj : list) {
+    if (text_of(lj, "class_name") != "Any") continue;
+    const json nodes = lj.contains("inbound_nodes") ? lj["inbound_nodes"] : json::array();
+    const json cfg = lj.contains("config") ? lj["config"] : json::object();
+    const json args = nodes.is_array() && nodes.size() == 1 && nodes[0].is_object() ? nodes[0].value("args", json()) : json();
+    const json h = args.is_array() && args.size() == 1 ? history_of(args[0], "Any") : json();
+    if (!(h.is_array() && !h.empty() && h[0].is_string() && masking_compares.count(h[0].get<std::string>()) &&
+          cfg.is_object() && cfg.value("axis", json()) == json(-1) && cfg.value("keepdims", json(false)) == json(false))) {
+      ser::unsupported("operation", "Any other than a Masking layer's mask (any(x != mask_value, axis=-1))",
+                       "Keras layers");
+    }
+    not_equal[text_of(cfg, "name")] = compared.at(h[0].get<std::string>()).first;
   }
   // Keras's Attention layers pass the query's mask on through ops.convert_to_tensor: ConvertToTensor nodes of such a
   // mask are the same mask (in the file's order, which is the graph's).
@@ -244,7 +275,8 @@ std::shared_ptr<Layer> functional_from_config(const json& c) {
     not_equal[text_of(cfg, "name")] = not_equal.at(h[0].get<std::string>());
   }
   for (const auto& lj : list) {
-    if (text_of(lj, "class_name") == "NotEqual" || text_of(lj, "class_name") == "ConvertToTensor") continue;
+    const std::string op_class = text_of(lj, "class_name");
+    if (op_class == "NotEqual" || op_class == "ConvertToTensor" || op_class == "Any") continue;
     const json& cfg = ser::config_of(lj, "a layer of model '" + name + "'");
     if (lj.value("class_name", "") == "InputLayer") {
       const json& shape = cfg.contains("batch_shape") ? cfg["batch_shape"] : cfg.value("batch_input_shape", json());
