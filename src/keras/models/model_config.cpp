@@ -248,31 +248,34 @@ std::shared_ptr<Layer> functional_from_config(const json& c) {
                        "layer)", "Keras layers");
     }
   }
+  // The operation node of class `cls` that takes one tensor: the name of the node that made that tensor, or "".
+  auto single_input_of = [&](const json& lj, const char* cls) {
+    const json nodes = lj.contains("inbound_nodes") ? lj["inbound_nodes"] : json::array();
+    const json args = nodes.is_array() && nodes.size() == 1 && nodes[0].is_object() ? nodes[0].value("args", json()) : json();
+    const json h = args.is_array() && args.size() == 1 ? history_of(args[0], cls) : json();
+    return h.is_array() && !h.empty() && h[0].is_string() ? h[0].get<std::string>() : std::string();
+  };
   for (const auto& lj : list) {
     if (text_of(lj, "class_name") != "Any") continue;
-    const json nodes = lj.contains("inbound_nodes") ? lj["inbound_nodes"] : json::array();
     const json cfg = lj.contains("config") ? lj["config"] : json::object();
-    const json args = nodes.is_array() && nodes.size() == 1 && nodes[0].is_object() ? nodes[0].value("args", json()) : json();
-    const json h = args.is_array() && args.size() == 1 ? history_of(args[0], "Any") : json();
-    if (!(h.is_array() && !h.empty() && h[0].is_string() && masking_compares.count(h[0].get<std::string>()) &&
-          cfg.is_object() && cfg.value("axis", json()) == json(-1) && cfg.value("keepdims", json(false)) == json(false))) {
+    const std::string from = single_input_of(lj, "Any");
+    if (!(masking_compares.count(from) && cfg.is_object() && cfg.value("axis", json()) == json(-1) &&
+          cfg.value("keepdims", json(false)) == json(false))) {
       ser::unsupported("operation", "Any other than a Masking layer's mask (any(x != mask_value, axis=-1))",
                        "Keras layers");
     }
-    not_equal[text_of(cfg, "name")] = compared.at(h[0].get<std::string>()).first;
+    not_equal[text_of(cfg, "name")] = compared.at(from).first;
   }
   // Keras's Attention layers pass the query's mask on through ops.convert_to_tensor: ConvertToTensor nodes of such a
   // mask are the same mask (in the file's order, which is the graph's).
   for (const auto& lj : list) {
     if (text_of(lj, "class_name") != "ConvertToTensor") continue;
-    const json nodes = lj.contains("inbound_nodes") ? lj["inbound_nodes"] : json::array();
-    const json cfg = lj.contains("config") ? lj["config"] : json::object();
-    const json args = nodes.is_array() && nodes.size() == 1 && nodes[0].is_object() ? nodes[0].value("args", json()) : json();
-    const json h = args.is_array() && args.size() == 1 ? history_of(args[0], "ConvertToTensor") : json();
-    if (!(h.is_array() && !h.empty() && h[0].is_string() && not_equal.count(h[0].get<std::string>()))) {
-      ser::unsupported("operation", "ConvertToTensor other than of an Embedding's mask", "Keras layers");
+    const std::string from = single_input_of(lj, "ConvertToTensor");
+    if (!not_equal.count(from)) {
+      ser::unsupported("operation", "ConvertToTensor other than of an Embedding's or a Masking layer's mask",
+                       "Keras layers");
     }
-    not_equal[text_of(cfg, "name")] = not_equal.at(h[0].get<std::string>());
+    not_equal[text_of(lj.contains("config") ? lj["config"] : json::object(), "name")] = not_equal.at(from);
   }
   for (const auto& lj : list) {
     const std::string op_class = text_of(lj, "class_name");
