@@ -117,6 +117,14 @@ model = keras.Model(inp, L.Dense(1, activation="sigmoid", name="out")(h))
 ref["bidirectional"] = trained(model, xp, yp, keras.optimizers.SGD(0.5), "binary_crossentropy")
 ref["bidirectional"]["paths"] = [v.path for v in model.weights]
 
+# BatchNormalization of masked steps: the batch statistics over the kept steps only (the moving ones too); the
+# padded steps are normalized with them. Masking on the float sequences of the "masking" case, Adam.
+inp = keras.Input((T, 3), name="series")
+h = L.Dense(4, activation="relu", name="per_step")(L.Masking(-1.0, name="mask")(inp))
+h = L.GlobalAveragePooling1D(name="gap")(L.BatchNormalization(momentum=0.8, name="bn")(h))
+model = keras.Model(inp, L.Dense(2, name="out")(h))
+ref["masked_batchnorm"] = trained(model, xs, ys, keras.optimizers.Adam(0.01), "mse")
+
 with open(os.path.join(os.path.dirname(__file__), "..", "data", "keras_sequence.json"), "w") as f:
     json.dump(ref, f)
 print("wrote", sorted(ref), "bad id:", ref["embedding"]["bad_id_error"][:120])

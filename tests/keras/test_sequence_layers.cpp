@@ -166,10 +166,26 @@ TEST(SequenceLayers, MaskingLayerMasksPaddedStepsAsInKeras) {
   EXPECT_EQ(merged.predict(x, {.verbose = 0}).to_vector<float>(),
             ops::mul(layers::Masking(-1.0)(x), Tensor::scalar(2.0)).to_vector<float>());
   // Concatenate merges masks too (tests/keras/test_attention_layers.cpp checks its rule against Keras).
-  Model normed(in3, layers::BatchNormalization()(m3));
-  EXPECT_THAT(osprey::testing::error_of([&] { normed.predict(x, {.verbose = 0}); }), HasSubstr("kept time steps"));
   EXPECT_EQ(json::parse(models::model_from_json(model.to_json())->to_json()).at("config"),
             json::parse(model.to_json()).at("config"));
+}
+
+// BatchNormalization's batch statistics over the kept steps only (its moving statistics after training are among
+// the weights compared), the padded steps normalized with them.
+TEST(SequenceLayers, BatchNormalizationOfMaskedStepsTrainsAsInKeras) {
+  const json& ref = reference().at("masked_batchnorm");
+  const Tensor x = tensor_of(ref.at("x"));
+  auto in = keras::Input({6, 3}, {.name = "series"});
+  auto h = layers::Dense(4, "relu", {.name = "per_step"})(layers::Masking(-1.0, "mask")(in));
+  h = layers::BatchNormalization({.momentum = 0.8, .name = "bn"})(h);
+  Model model(in, layers::Dense(2, "", {.name = "out"})(layers::GlobalAveragePooling1D("channels_last", false, "gap")(h)));
+  expect_trains_as_keras(model, ref, x, optimizers::Adam({.learning_rate = 0.01}), "mse");
+  // A mask of another rank than the inputs' less one: Keras's ValueError.
+  layers::BatchNormalization bn;
+  EXPECT_THAT(osprey::testing::error_of([&] {
+                (void)bn.call_masked(Tensor::ones({2, 6, 3}), true, Tensor::ones({2, 6, 3}));
+              }),
+              HasSubstr("The mask provided should be one dimension less than the inputs"));
 }
 
 TEST(SequenceLayers, RecurrentLayersMatchKerasForwardAndGradients) {

@@ -31,14 +31,15 @@ class BatchNormalization : public Layer {
   std::string get_config() const override;
   Shape build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool training) override;
-  /// Keras takes the batch statistics over the kept time steps only; not implemented yet (a ValueError when a
-  /// mask arrives).
+  /// With a mask (one axis fewer than the inputs, else Keras's ValueError) the batch statistics come from the kept
+  /// positions only, as Keras's; every position is normalized with them.
   Tensor call_masked(const Tensor& inputs, bool training, const Tensor& mask) override;
   Variable* moving_mean() { return moving_mean_; }
   const BatchNormalizationOptions& options() const { return o_; }
   Variable* moving_variance() { return moving_variance_; }
 
  private:
+  Tensor normalize(const Tensor& inputs, bool training, const Tensor& mask);
   BatchNormalizationOptions o_;
   Variable *gamma_ = nullptr, *beta_ = nullptr, *moving_mean_ = nullptr, *moving_variance_ = nullptr;
 };

@@ -51,24 +51,41 @@ Shape BatchNormalization::build(const Shape& input_shape) {
   return finish_build(input_shape);
 }
 
+// A mask (one axis fewer than the inputs: Keras's rule) restricts the batch statistics to the kept positions, as
+// Keras's _moments: sums over them divided by (their count + 1e-7); every position is normalized with those.
+// Inference reads the moving statistics: the mask changes nothing there.
 Tensor BatchNormalization::call_masked(const Tensor& inputs, bool training, const Tensor& mask) {
-  if (mask.defined()) {
-    throw ValueError(fmt::format("Layer '{}' (BatchNormalization) received a mask; Keras computes the batch "
-                                 "statistics over the kept time steps, which Osprey does not implement yet",
-                                 name_));
+  if (mask.defined() && mask.shape().rank() != inputs.shape().rank() - 1) {
+    throw ValueError(fmt::format("The mask provided should be one dimension less than the inputs. Received: "
+                                 "mask.shape={}, inputs.shape={} (layer '{}')",
+                                 mask.shape().to_keras_string(), inputs.shape().to_keras_string(), name_));
   }
-  return call(inputs, training);
+  return normalize(inputs, training, mask);
 }
 
-Tensor BatchNormalization::call(const Tensor& inputs, bool training) {
+Tensor BatchNormalization::call(const Tensor& inputs, bool training) { return normalize(inputs, training, Tensor()); }
+
+Tensor BatchNormalization::normalize(const Tensor& inputs, bool training, const Tensor& mask) {
   const int64_t d = inputs.shape()[-1];
   const int64_t rows = d ? inputs.num_elements() / d : 0;
   const Tensor x = inputs.shape().rank() == 2 ? inputs : ops::reshape(inputs, Shape({rows, d}));
   Tensor y;
   if (training && trainable) {  // a frozen BatchNormalization runs in inference mode, as in Keras
-    const Tensor mean = ops::reduce_mean(x, 0);
-    const Tensor centered = ops::sub(x, mean);
-    const Tensor var = ops::reduce_mean(ops::square(centered), 0);
+    Tensor mean, centered, var;
+    if (!mask.defined()) {
+      mean = ops::reduce_mean(x, 0);
+      centered = ops::sub(x, mean);
+      var = ops::reduce_mean(ops::square(centered), 0);
+    } else {
+      const Tensor flat = ops::reshape(mask, Shape({rows, 1}));
+      const Tensor kept = flat.dtype() == DType::bool_ ? flat : ops::compare(flat, scalar(0.0).cast(flat.dtype()),
+                                                                            ops::CompareKind::not_equal);
+      const Tensor zero = scalar(0.0).cast(x.dtype());
+      const Tensor count = ops::add(ops::reduce_sum(kept.cast(x.dtype())), scalar(1e-7).cast(x.dtype()));
+      mean = ops::div(ops::reduce_sum(ops::where(kept, x, zero), 0), count);
+      centered = ops::sub(x, mean);
+      var = ops::div(ops::reduce_sum(ops::square(ops::where(kept, centered, zero)), 0), count);
+    }
     y = ops::mul(centered, ops::div(scalar(1.0), ops::sqrt(ops::add(var, scalar(o_.epsilon)))));
     const Tensor m = scalar(o_.momentum), one_minus = scalar(1.0 - o_.momentum);
     const Tensor new_mean = ops::add(ops::mul(moving_mean_->value(), m), ops::mul(mean, one_minus));
