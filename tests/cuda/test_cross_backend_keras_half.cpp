@@ -100,6 +100,23 @@ void check_composite_ops() {
     }
     return ys;
   });
+  // Session 22's (numpy_extra.cpp): NaN-aware maxima, scans and arg-reductions, the sparse activations.
+  expect_same("keras::ops fmax/fmin, NaN scans and arg-reductions, sparse activations", [&] {
+    Variable va(a, "a"), vb(b, "b");
+    GradientTape tape;
+    const Tensor x = va.value(), v = vb.value();
+    const Tensor with_nan = ko::where(ko::greater(x, 1.2), NAN, x);
+    Outputs ys{ko::fmax(with_nan, 0.25),          ko::fmin(x, ko::where(ko::less(x, -1.2), NAN, x)),
+               ko::nancumsum(with_nan, 1),        ko::nancumprod(ko::multiply(with_nan, 0.5), 0),
+               ko::sparse_sigmoid(ko::multiply(x, 1.5)), ko::sparsemax(x), ko::sparsemax(x, 0), ko::sparsemax(v)};
+    const Tensor total = sum_of_squares(ys);
+    auto g = tape.gradient(total, Vars{&va, &vb});
+    ys.insert(ys.end(), g.begin(), g.end());
+    for (const Tensor& t : {ko::nanargmax(with_nan, 1), ko::nanargmin(with_nan, 0), ko::nanargmax(with_nan)}) {
+      ys.push_back(ko::cast(t, DType::float32));
+    }
+    return ys;
+  });
   // Segments, scatters, slice updates and the transposed convolution (scatter_ops.cpp, conv_ops.cpp).
   const Tensor seg = Tensor::from_vector<int32_t>({0, 2, 0, 1}, {4});
   const Tensor idx = Tensor::from_vector<int32_t>({0, 1, 3, 4, 0, 1}, {3, 2});

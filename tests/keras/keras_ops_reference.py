@@ -316,6 +316,21 @@ cases = [
                                                                               return_counts=True)) + [ops.unique(ops.stop_gradient(f))],
      [np.array([[0, 1.5, 0], [2, 0, -1]], "float32"), np.array([[3, 1, 3], [2, 1, 1]], "int32"),
       np.array([2.5, np.nan, -1.0, 2.5, np.nan], "float32")]),
+    # Windows, NaN-aware fmax/fmin, scans and arg-reductions, geomspace, sparse activations (numpy_extra.cpp).
+    ("windows", lambda: [ops.bartlett(7), ops.hamming(6), ops.hanning(5), ops.blackman(8), ops.kaiser(7, 5.0),
+                         ops.kaiser(4, 0.5), ops.hamming(1), ops.bartlett(1)], []),
+    ("fmax_fmin_nan", lambda a, b: [ops.fmax(a, b), ops.fmin(a, b), ops.fmax(a, 0.5)],
+     [np.array([[1.0, np.nan, -2.0], [np.nan, 0.25, 3.0]], "float32"),
+      np.array([[0.5, 1.5, np.nan], [np.nan, -1.0, 3.5]], "float32")]),
+    ("nan_scans_args", lambda x, y: [ops.nancumsum(x, axis=1), ops.nancumprod(x, axis=0), ops.nancumsum(x),
+                                     ops.nanargmax(y, axis=1), ops.nanargmin(y, axis=1), ops.nanargmax(y),
+                                     ops.nanargmin(y, axis=0, keepdims=True)],
+     [np.array([[1.5, np.nan, -0.5], [np.nan, 2.0, 0.75]], "float32"),
+      np.array([[np.nan, 3.0, -1.0], [np.nan, np.nan, np.nan], [2.0, np.nan, 5.0]], "float32")]),
+    ("geomspace", lambda: [ops.geomspace(1.0, 1000.0, 4), ops.geomspace(-2.0, -32.0, 5),
+                           ops.geomspace(0.5, 8.0, 4, endpoint=False)], []),
+    ("sparse_activations", lambda x, y: [ops.sparse_sigmoid(x), ops.sparsemax(y), ops.sparsemax(y, axis=0)],
+     [np.array([-2.0, -1.0, -0.3, 0.0, 0.6, 1.0, 1.7], "float32"), f32(3, 5, lo=-1.5, hi=1.5)]),
 ]
 
 

@@ -353,6 +353,24 @@ const std::map<std::string, std::function<Ts(const Ts&)>>& cases() {
                    ko::slice_update(ko::stop_gradient(i[2]), {1, 0}, ko::stop_gradient(i[3])),
                    ko::scatter(ko::slice(i[0], {0, 0}, {3, 1}), i[4], {3, 4})};
        }},
+      {"windows",
+       [](const Ts&) {
+         return Ts{ko::bartlett(7), ko::hamming(6),     ko::hanning(5),  ko::blackman(8),
+                   ko::kaiser(7, 5.0), ko::kaiser(4, 0.5), ko::hamming(1), ko::bartlett(1)};
+       }},
+      {"fmax_fmin_nan", [](const Ts& i) { return Ts{ko::fmax(i[0], i[1]), ko::fmin(i[0], i[1]), ko::fmax(i[0], 0.5)}; }},
+      {"nan_scans_args",
+       [](const Ts& i) {
+         return Ts{ko::nancumsum(i[0], 1),       ko::nancumprod(i[0], 0),   ko::nancumsum(i[0]),
+                   ko::nanargmax(i[1], 1),       ko::nanargmin(i[1], 1),    ko::nanargmax(i[1]),
+                   ko::nanargmin(i[1], 0, true)};
+       }},
+      {"geomspace",
+       [](const Ts&) {
+         return Ts{ko::geomspace(1.0, 1000.0, 4), ko::geomspace(-2.0, -32.0, 5), ko::geomspace(0.5, 8.0, 4, false)};
+       }},
+      {"sparse_activations",
+       [](const Ts& i) { return Ts{ko::sparse_sigmoid(i[0]), ko::sparsemax(i[1]), ko::sparsemax(i[1], 0)}; }},
       {"nonzero_unique",
        [](const Ts& i) {
          Ts out = ko::nonzero(i[0]);
@@ -544,6 +562,12 @@ TEST(KerasOps, MoreOpsRefuseBadArguments) {
     EXPECT_THAT(e.what(), ::testing::HasSubstr("axis 1 of even size, got 3"));
   }
   EXPECT_THROW((void)ko::glu(x, 3), InvalidArgumentError);
+  // Windows of a negative length, a geometric sequence through zero or changing sign, an axis out of range.
+  EXPECT_THROW((void)ko::kaiser(-1, 2.0), ValueError);
+  EXPECT_EQ(ko::hamming(0).shape(), Shape({0}));
+  EXPECT_THROW((void)ko::geomspace(0.0, 4.0, 3), ValueError);
+  EXPECT_THROW((void)ko::geomspace(-1.0, 4.0, 3), ValueError);
+  EXPECT_THROW((void)ko::sparsemax(x, 3), InvalidArgumentError);
   EXPECT_THROW((void)ko::psnr(x, Tensor::ones({2, 3}), 1.0), ValueError);
   EXPECT_THROW((void)ko::percentile(x, 101.0), InvalidArgumentError);
   EXPECT_THROW((void)ko::diff(x, -1), ValueError);

@@ -424,6 +424,30 @@ Tensor diff(const Tensor& a, int n = 1, int axis = -1);
 /// The trapezoidal rule along axis, spacing dx, or the sample points x.
 Tensor trapezoid(const Tensor& y, const std::optional<Tensor>& x = std::nullopt, double dx = 1.0, int axis = -1);
 
+// ---- windows, NaN-aware scans and arg-reductions, sparse activations (numpy_extra.cpp) ----
+/// NumPy's symmetric windows of m points (float32; one point: [1]): triangular, Hamming, Hann, Blackman, and
+/// Kaiser with shape beta.
+Tensor bartlett(int64_t m);
+Tensor hamming(int64_t m);
+Tensor hanning(int64_t m);
+Tensor blackman(int64_t m);
+Tensor kaiser(int64_t m, double beta);
+/// Element-wise maximum / minimum where a NaN loses to a number (NaN only where both are).
+Tensor fmax(const TensorLike& x1, const TensorLike& x2);
+Tensor fmin(const TensorLike& x1, const TensorLike& x2);
+/// cumsum / cumprod with NaNs as 0 / 1 (and infinities as the dtype's extremes: nan_to_num first, as Keras).
+Tensor nancumsum(const Tensor& x, std::optional<int> axis = std::nullopt);
+Tensor nancumprod(const Tensor& x, std::optional<int> axis = std::nullopt);
+/// argmax / argmin with NaNs left out; -1 where every element is NaN.
+Tensor nanargmax(const Tensor& x, std::optional<int> axis = std::nullopt, bool keepdims = false);
+Tensor nanargmin(const Tensor& x, std::optional<int> axis = std::nullopt, bool keepdims = false);
+/// num points spaced evenly on a log scale from start to stop (non-zero, of one sign).
+Tensor geomspace(double start, double stop, int64_t num = 50, bool endpoint = true, DType dtype = DType::float32);
+/// 0 below -1, 1 above 1, (x + 1) / 2 between.
+Tensor sparse_sigmoid(const Tensor& x);
+/// The Euclidean projection of x onto the probability simplex along axis (sparse probabilities).
+Tensor sparsemax(const Tensor& x, int axis = -1);
+
 // ---- more arrays: stacking, splitting, constructors, searching, counting (array_more.cpp) ----
 /// x2 after x1 along axis (unset: both flattened).
 Tensor append(const Tensor& x1, const Tensor& x2, std::optional<int> axis = std::nullopt);
