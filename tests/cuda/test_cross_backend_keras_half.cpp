@@ -108,7 +108,11 @@ void check_composite_ops() {
     const Tensor with_nan = ko::where(ko::greater(x, 1.2), NAN, x);
     Outputs ys{ko::fmax(with_nan, 0.25),          ko::fmin(x, ko::where(ko::less(x, -1.2), NAN, x)),
                ko::nancumsum(with_nan, 1),        ko::nancumprod(ko::multiply(with_nan, 0.5), 0),
-               ko::sparse_sigmoid(ko::multiply(x, 1.5)), ko::sparsemax(x), ko::sparsemax(x, 0), ko::sparsemax(v)};
+               ko::sparse_sigmoid(ko::multiply(x, 1.5)), ko::sparsemax(x), ko::sparsemax(x, 0), ko::sparsemax(v),
+               ko::depth_to_space(ko::reshape(x, {1, 4, 5, 1}), 2, "channels_first"),
+               ko::space_to_depth(ko::reshape(x, {1, 5, 2, 2}), 2, "channels_first"), ko::corrcoef(x),
+               ko::cdist(ko::reshape(x, {2, 5, 2}), ko::reshape(ko::add(x, 0.3), {2, 5, 2})), ko::extract_sequences(x, 2, 2),
+               ko::histogram(ko::ravel(x), 3, std::pair{-1.0, 1.0})[0]};
     const Tensor total = sum_of_squares(ys);
     auto g = tape.gradient(total, Vars{&va, &vb});
     ys.insert(ys.end(), g.begin(), g.end());

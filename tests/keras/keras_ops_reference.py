@@ -331,6 +331,18 @@ cases = [
                            ops.geomspace(0.5, 8.0, 4, endpoint=False)], []),
     ("sparse_activations", lambda x, y: [ops.sparse_sigmoid(x), ops.sparsemax(y), ops.sparsemax(y, axis=0)],
      [np.array([-2.0, -1.0, -0.3, 0.0, 0.6, 1.0, 1.7], "float32"), f32(3, 5, lo=-1.5, hi=1.5)]),
+    ("depth_space", lambda x, y: [ops.depth_to_space(x, 2), ops.space_to_depth(y, 2),
+                                  ops.depth_to_space(y, 2, data_format="channels_first"),
+                                  ops.space_to_depth(x, 2, data_format="channels_first")],
+     [f32(2, 2, 4, 8), f32(1, 4, 6, 4)]),
+    ("corrcoef_cdist", lambda x, a, b: [ops.corrcoef(x), ops.cdist(a, b)], [f32(3, 6), f32(2, 4, 3), f32(2, 5, 3)]),
+    ("ldexp_unravel", lambda x, e, i: [ops.ldexp(x, e)] + list(ops.unravel_index(i, (3, 4, 2))),
+     [np.array([1.5, -0.75, 0.0, np.inf, 3.0], "float32"), np.array([2, -1, 5, 1, 0], "int32"),
+      np.array([0, 7, 23, 12, 5], "int32")]),
+    # (No gradient through the counts; the edges of an unset range follow min and max: left out with stop_gradient.)
+    ("histogram_frames", lambda x, s: list(ops.histogram(x, bins=4, range=(-1.0, 1.5)))
+     + list(ops.histogram(ops.stop_gradient(x), bins=5)) + [ops.extract_sequences(s, 4, 3)],
+     [np.array([-1.0, -0.2, 0.25, 1.5, 2.0, 0.875, -1.2, 0.3], "float32"), f32(2, 11)]),
 ]
 
 

@@ -371,6 +371,25 @@ const std::map<std::string, std::function<Ts(const Ts&)>>& cases() {
        }},
       {"sparse_activations",
        [](const Ts& i) { return Ts{ko::sparse_sigmoid(i[0]), ko::sparsemax(i[1]), ko::sparsemax(i[1], 0)}; }},
+      {"depth_space",
+       [](const Ts& i) {
+         return Ts{ko::depth_to_space(i[0], 2), ko::space_to_depth(i[1], 2),
+                   ko::depth_to_space(i[1], 2, "channels_first"), ko::space_to_depth(i[0], 2, "channels_first")};
+       }},
+      {"corrcoef_cdist", [](const Ts& i) { return Ts{ko::corrcoef(i[0]), ko::cdist(i[1], i[2])}; }},
+      {"ldexp_unravel",
+       [](const Ts& i) {
+         Ts out{ko::ldexp(i[0], i[1])};
+         for (const Tensor& t : ko::unravel_index(i[2], {3, 4, 2})) out.push_back(t);
+         return out;
+       }},
+      {"histogram_frames",
+       [](const Ts& i) {
+         Ts out = ko::histogram(i[0], 4, std::pair{-1.0, 1.5});
+         for (const Tensor& t : ko::histogram(ko::stop_gradient(i[0]), 5)) out.push_back(t);
+         out.push_back(ko::extract_sequences(i[1], 4, 3));
+         return out;
+       }},
       {"nonzero_unique",
        [](const Ts& i) {
          Ts out = ko::nonzero(i[0]);
@@ -568,6 +587,17 @@ TEST(KerasOps, MoreOpsRefuseBadArguments) {
   EXPECT_THROW((void)ko::geomspace(0.0, 4.0, 3), ValueError);
   EXPECT_THROW((void)ko::geomspace(-1.0, 4.0, 3), ValueError);
   EXPECT_THROW((void)ko::sparsemax(x, 3), InvalidArgumentError);
+  // Blocks that do not divide, ranks other than Keras's, float exponents, a frame longer than the sequence.
+  EXPECT_THROW((void)ko::depth_to_space(Tensor::ones({1, 2, 2, 6}), 2), ValueError);
+  EXPECT_THROW((void)ko::space_to_depth(Tensor::ones({1, 3, 2, 1}), 2), ValueError);
+  EXPECT_THROW((void)ko::depth_to_space(x, 2), ValueError);
+  EXPECT_THROW((void)ko::cdist(Tensor::ones({2, 3}), Tensor::ones({2, 4})), ValueError);
+  EXPECT_THROW((void)ko::ldexp(Tensor::ones({2}), Tensor::ones({2})), ValueError);
+  EXPECT_THROW((void)ko::histogram(x, 3), ValueError);
+  EXPECT_THROW((void)ko::histogram(Tensor::ones({3}), 0), ValueError);
+  EXPECT_THROW((void)ko::unravel_index(Tensor::ones({2}), {2, 2}), ValueError);
+  EXPECT_THROW((void)ko::extract_sequences(Tensor::ones({2, 3}), 4, 1), ValueError);
+  EXPECT_THROW((void)ko::extract_sequences(Tensor::ones({2, 3}), 2, 0), ValueError);
   EXPECT_THROW((void)ko::psnr(x, Tensor::ones({2, 3}), 1.0), ValueError);
   EXPECT_THROW((void)ko::percentile(x, 101.0), InvalidArgumentError);
   EXPECT_THROW((void)ko::diff(x, -1), ValueError);

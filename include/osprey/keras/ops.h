@@ -447,6 +447,22 @@ Tensor geomspace(double start, double stop, int64_t num = 50, bool endpoint = tr
 Tensor sparse_sigmoid(const Tensor& x);
 /// The Euclidean projection of x onto the probability simplex along axis (sparse probabilities).
 Tensor sparsemax(const Tensor& x, int axis = -1);
+/// Channels to b×b blocks of pixels and back (4-D images; TensorFlow's channel order).
+Tensor depth_to_space(const Tensor& x, int64_t block_size, const std::string& data_format = "channels_last");
+Tensor space_to_depth(const Tensor& x, int64_t block_size, const std::string& data_format = "channels_last");
+/// Pearson correlation coefficients of the rows (variables) over the last axis (observations), clipped to [-1, 1].
+Tensor corrcoef(const Tensor& x);
+/// Euclidean distances between the rows of x (..., M, D) and of y (..., N, D): (..., M, N).
+Tensor cdist(const Tensor& x, const Tensor& y);
+/// x1 · 2^x2 (x2 integers).
+Tensor ldexp(const Tensor& x1, const Tensor& x2);
+/// {counts, bin_edges}: the values of a 1-D x in `range` (unset: [min, max]) counted into `bins` equal bins.
+std::vector<Tensor> histogram(const Tensor& x, int64_t bins = 10,
+                              std::optional<std::pair<double, double>> range = std::nullopt);
+/// The coordinates of flat indices into `shape`, one tensor per axis (NumPy's order for any rank of indices).
+std::vector<Tensor> unravel_index(const Tensor& indices, const std::vector<int64_t>& shape);
+/// Frames of sequence_length along the last axis, one every sequence_stride: (..., frames, sequence_length).
+Tensor extract_sequences(const Tensor& x, int64_t sequence_length, int64_t sequence_stride);
 
 // ---- more arrays: stacking, splitting, constructors, searching, counting (array_more.cpp) ----
 /// x2 after x1 along axis (unset: both flattened).

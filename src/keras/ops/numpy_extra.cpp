@@ -1,6 +1,6 @@
 // Still more of keras::ops: NumPy's window functions (computed on the host: they take only a length), the
-// NaN-aware fmax/fmin, scans and arg-reductions, geomspace, and the sparse activations sparse_sigmoid and
-// sparsemax. The tensor ones are compositions of osprey::ops (every backend; differentiable through them), written
+// NaN-aware fmax/fmin, scans and arg-reductions, geomspace, the sparse activations sparse_sigmoid and sparsemax,
+// depth_to_space/space_to_depth, corrcoef, cdist, ldexp, histogram, unravel_index and extract_sequences. The tensor ones are compositions of osprey::ops (every backend; differentiable through them), written
 // as Keras's TensorFlow backend writes them.
 #include <cmath>
 #include <functional>
@@ -123,6 +123,112 @@ Tensor sparsemax(const Tensor& x_in, int axis) {
   const Tensor size = sum(cast(support, x.dtype()), a, true);
   const Tensor tau = divide(subtract(sum(where(support, running, 0.0), a, true), 1.0), size);
   return maximum(subtract(x, tau), 0.0);
+}
+
+// Blocks of b×b pixels to and from channels (TensorFlow's order: channel (i·b + j)·C' + c of a block holds its
+// pixel (i, j)), on channels-last images; channels_first ones are transposed around it.
+static Tensor rearranged_blocks(const Tensor& x_in, int64_t b, const std::string& data_format, bool to_space) {
+  const char* op = to_space ? "depth_to_space" : "space_to_depth";
+  const bool first = data_format == "channels_first";
+  if (x_in.shape().rank() != 4 || b < 2 || (!first && data_format != "channels_last")) {
+    throw ValueError(fmt::format("{}: expects a 4-D input, block_size >= 2 and data_format 'channels_last' or "
+                                 "'channels_first'; got shape {}, block_size {}, '{}'",
+                                 op, x_in.shape().to_string(), b, data_format));
+  }
+  const Tensor x = first ? transpose(x_in, std::vector<int>{0, 2, 3, 1}) : x_in;
+  const int64_t n = x.shape()[0], h = x.shape()[1], w = x.shape()[2], c = x.shape()[3];
+  if (to_space ? c % (b * b) != 0 : (h % b != 0 || w % b != 0)) {
+    throw ValueError(fmt::format("{}: {} must divide by block_size {} (input {})", op,
+                                 to_space ? "the channels" : "height and width", to_space ? b * b : b,
+                                 x.shape().to_string()));
+  }
+  const std::vector<int> swap{0, 1, 3, 2, 4, 5};  // its own inverse
+  const Tensor y = to_space ? reshape(transpose(reshape(x, {n, h, w, b, b, c / (b * b)}), swap), {n, h * b, w * b, c / (b * b)})
+                            : reshape(transpose(reshape(x, {n, h / b, b, w / b, b, c}), swap), {n, h / b, w / b, c * b * b});
+  return first ? transpose(y, std::vector<int>{0, 3, 1, 2}) : y;
+}
+Tensor depth_to_space(const Tensor& x, int64_t block_size, const std::string& data_format) {
+  return rearranged_blocks(x, block_size, data_format, true);
+}
+Tensor space_to_depth(const Tensor& x, int64_t block_size, const std::string& data_format) {
+  return rearranged_blocks(x, block_size, data_format, false);
+}
+
+// Keras's TensorFlow backend: the covariance of the rows over the last axis (N - 1), divided by the outer product
+// of their standard deviations, clipped to [-1, 1].
+Tensor corrcoef(const Tensor& x_in) {
+  const Tensor x = detail::floating(x_in);
+  if (x.shape().rank() == 0) return Tensor::scalar(NAN, DType::float32);
+  const Tensor centered = subtract(x, mean(x, -1, true));
+  const Tensor rows = x.shape().rank() == 1 ? reshape(centered, {1, x.shape()[0]}) : centered;
+  const Tensor cov = divide(matmul(rows, transpose(rows)), static_cast<double>(x.shape()[-1] - 1));
+  const Tensor std = sqrt(diagonal(cov));
+  const Tensor corr = clip(divide(cov, outer(std, std)), -1.0, 1.0);
+  return x.shape().rank() == 1 ? reshape(corr, {}) : corr;
+}
+
+Tensor cdist(const Tensor& x, const Tensor& y) {
+  if (x.shape().rank() < 2 || y.shape().rank() < 2 || x.shape()[-1] != y.shape()[-1]) {
+    throw ValueError(fmt::format("cdist: inputs must have rank >= 2 and one last dimension; got {} and {}",
+                                 x.shape().to_string(), y.shape().to_string()));
+  }
+  return sqrt(sum(square(subtract(expand_dims(x, -2), expand_dims(y, -3))), -1));
+}
+
+Tensor ldexp(const Tensor& x1, const Tensor& x2) {
+  detail::check_integer(x2, "ldexp", "the exponents x2");
+  const Tensor x = detail::floating(x1);
+  const Tensor scaled = multiply(x, power(scalar(2.0, x), cast(x2, x.dtype())));
+  return where(logical_or(isinf(x), equal(x, 0.0)), x, scaled);
+}
+
+// Keras's TensorFlow backend: the values in [min, max] counted into `bins` equal bins (a value on an inner edge in
+// the bin above it, max in the last); the edges in x's dtype.
+std::vector<Tensor> histogram(const Tensor& x_in, int64_t bins, std::optional<std::pair<double, double>> range) {
+  if (bins < 1 || x_in.shape().rank() != 1) {
+    throw ValueError(fmt::format("histogram: expects a 1-D input and bins >= 1; got shape {} and bins {}",
+                                 x_in.shape().to_string(), bins));
+  }
+  const Tensor x = detail::floating(x_in);
+  const Tensor lo = range ? scalar(range->first, x) : min(x), hi = range ? scalar(range->second, x) : max(x);
+  const Tensor steps = divide(cast(arange(0.0, static_cast<double>(bins) + 1.0), x.dtype()), static_cast<double>(bins));
+  Tensor edges = add(lo, multiply(subtract(hi, lo), steps));
+  edges = where(equal(arange(0.0, static_cast<double>(bins) + 1.0), static_cast<double>(bins)), hi, edges);
+  const Tensor inside = cast(logical_and(greater_equal(x, lo), less_equal(x, hi)), x.dtype());
+  const Tensor bin = searchsorted(slice(edges, {1}, {bins - 1}), x, "right");
+  const Tensor counts = sum(multiply(one_hot(bin, bins, -1, x.dtype()), expand_dims(inside, -1)), 0);
+  return {stop_gradient(counts), edges};
+}
+
+// NumPy's: the coordinates of flat indices into `shape`, one tensor per axis, the last axis varying fastest.
+std::vector<Tensor> unravel_index(const Tensor& indices, const std::vector<int64_t>& shape) {
+  detail::check_integer(indices, "unravel_index", "indices");
+  std::vector<Tensor> coords(shape.size());
+  Tensor rest = indices;
+  for (std::size_t i = shape.size(); i-- > 0;) {
+    if (shape[i] < 1) throw ValueError(fmt::format("unravel_index: shape dimensions must be >= 1; got {}", shape[i]));
+    const Tensor dim = Tensor::scalar(static_cast<double>(shape[i]), indices.dtype());
+    coords[i] = mod(rest, dim);
+    rest = floor_divide(rest, dim);
+  }
+  return coords;
+}
+
+// Frames of sequence_length along the last axis every sequence_stride (tf.signal.frame without padding).
+Tensor extract_sequences(const Tensor& x, int64_t sequence_length, int64_t sequence_stride) {
+  const int64_t n = x.shape().rank() ? x.shape()[-1] : 0;
+  if (x.shape().rank() < 1 || sequence_length < 1 || sequence_stride < 1 || sequence_length > n) {
+    throw ValueError(fmt::format("extract_sequences: expects rank >= 1, 1 <= sequence_length <= the last axis and "
+                                 "sequence_stride >= 1; got shape {}, {}, {}",
+                                 x.shape().to_string(), sequence_length, sequence_stride));
+  }
+  const int64_t frames = 1 + (n - sequence_length) / sequence_stride;
+  std::vector<int64_t> at;
+  for (int64_t f = 0; f < frames; ++f) {
+    for (int64_t k = 0; k < sequence_length; ++k) at.push_back(f * sequence_stride + k);
+  }
+  const Tensor idx = Tensor::from_vector(at, {frames, sequence_length});
+  return take(x, detail::where_is(idx, x), x.shape().rank() - 1);
 }
 
 }  // namespace osprey::keras::ops
