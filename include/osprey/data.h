@@ -100,6 +100,9 @@ struct DistributeOptions {
 /// what an earlier with_options() (or an input dataset's) set.
 struct Options {
   DistributeOptions experimental_distribute{};
+  /// tf.data.Options.deterministic: false lets every map(num_parallel_calls) without its own `deterministic`
+  /// hand out elements as they are ready (unset: in order).
+  std::optional<bool> deterministic{};
   /// The policy in effect (AUTO when unset).
   AutoShardPolicy auto_shard_policy() const {
     return experimental_distribute.auto_shard_policy.value_or(AutoShardPolicy::AUTO);
@@ -156,8 +159,10 @@ class Dataset {
   static Dataset zip(const std::vector<Dataset>& datasets);
 
   /// fn applied to every element; num_parallel_calls 0 runs it on the iterating thread, n > 0 (or AUTOTUNE) on
-  /// that many background threads, elements still in order (tf.data's deterministic=True).
-  Dataset map(MapFn fn, int64_t num_parallel_calls = 0) const;
+  /// that many background threads, elements in order; with deterministic=false (or, unset, the pipeline's
+  /// Options::deterministic false) each element as soon as it is ready, so a slow one does not hold up the ones
+  /// after it (tf.data's deterministic argument).
+  Dataset map(MapFn fn, int64_t num_parallel_calls = 0, std::optional<bool> deterministic = std::nullopt) const;
   /// tf.data's interleave: `fn` makes a dataset of each input element; up to cycle_length of them (AUTOTUNE: one
   /// per core) are read in turn, block_length consecutive elements from each, and one that ends leaves its place to
   /// the next input element's dataset when the turn comes back to it (e.g. reading several files at once). With

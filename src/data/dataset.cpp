@@ -267,14 +267,14 @@ Dataset Dataset::zip(const std::vector<Dataset>& datasets) {
   return Dataset(std::make_shared<ZipNode>(std::move(nodes)));
 }
 
-Dataset Dataset::map(MapFn fn, int64_t num_parallel_calls) const {
+Dataset Dataset::map(MapFn fn, int64_t num_parallel_calls, std::optional<bool> deterministic) const {
   if (!fn) throw ValueError("map: the function is empty (a default-constructed std::function)");
   if (num_parallel_calls < AUTOTUNE) {
     throw ValueError(fmt::format("map: num_parallel_calls must be >= 0 or AUTOTUNE (-1), got {}", num_parallel_calls));
   }
   if (num_parallel_calls == 0) return Dataset(make_map(node_, std::move(fn)));
   const int64_t threads = num_parallel_calls == AUTOTUNE ? autotuned_threads() : num_parallel_calls;
-  return Dataset(make_parallel_map(node_, std::move(fn), threads));
+  return Dataset(make_parallel_map(node_, std::move(fn), threads, deterministic));
 }
 
 Dataset Dataset::filter(Predicate predicate) const {
@@ -396,6 +396,7 @@ Options Options::merge(const Options& other) const {
   if (other.experimental_distribute.auto_shard_policy) {
     out.experimental_distribute.auto_shard_policy = other.experimental_distribute.auto_shard_policy;
   }
+  if (other.deterministic) out.deterministic = other.deterministic;
   return out;
 }
 
@@ -411,7 +412,21 @@ const char* to_string(AutoShardPolicy p) {
 
 int64_t Dataset::cardinality() const { return node_->cardinality(); }
 
-Iterator Dataset::make_iterator() const { return Iterator(node_->iterate(), node_); }
+Iterator Dataset::make_iterator() const {
+  PipelineScope scope(options_of(node_.get()));  // what the nodes' iterators read while they are made
+  return Iterator(node_->iterate(), node_);
+}
+
+namespace detail {
+namespace {
+thread_local const Options* current_options = nullptr;
+}  // namespace
+PipelineScope::PipelineScope(Options options) : options_(std::move(options)), previous_(current_options) {
+  current_options = &options_;
+}
+PipelineScope::~PipelineScope() { current_options = previous_; }
+Options pipeline_options() { return current_options ? *current_options : Options(); }
+}  // namespace detail
 
 std::vector<Element> Dataset::collect() const {
   if (cardinality() == INFINITE_CARDINALITY) {

@@ -19,8 +19,9 @@ namespace {
 
 class ParallelMapNode : public Node {
  public:
-  ParallelMapNode(std::shared_ptr<const Node> input, Dataset::MapFn fn, int64_t threads)
-      : input_(std::move(input)), fn_(std::move(fn)), threads_(threads) {}
+  ParallelMapNode(std::shared_ptr<const Node> input, Dataset::MapFn fn, int64_t threads,
+                  std::optional<bool> deterministic)
+      : input_(std::move(input)), fn_(std::move(fn)), threads_(threads), deterministic_(deterministic) {}
   std::unique_ptr<IteratorImpl> iterate() const override;
   int64_t cardinality() const override { return input_->cardinality(); }
   std::string name() const override { return fmt::format("ParallelMapDataset({})", threads_); }
@@ -29,12 +30,16 @@ class ParallelMapNode : public Node {
   std::shared_ptr<const Node> input_;
   Dataset::MapFn fn_;
   int64_t threads_;
+  std::optional<bool> deterministic_;  ///< unset: the pipeline's Options::deterministic, else true
 };
 
 class ParallelMapIterator : public IteratorImpl {
  public:
   ParallelMapIterator(const ParallelMapNode& node, std::unique_ptr<IteratorImpl> in)
-      : node_(node), in_(std::move(in)), window_(2 * node.threads_) {
+      : node_(node),
+        in_(std::move(in)),
+        window_(2 * node.threads_),
+        ordered_(node.deterministic_.value_or(pipeline_options().deterministic.value_or(true))) {
     for (int64_t i = 0; i < node.threads_; ++i) threads_.emplace_back([this] { work(); });
   }
   ~ParallelMapIterator() override {
@@ -47,12 +52,17 @@ class ParallelMapIterator : public IteratorImpl {
     for (auto& t : threads_) t.join();
   }
 
+  // In order: element `delivered_` next. Unordered: the earliest one ready (`delivered_` then counts them; the
+  // input's end or failure still stops the elements after it).
   std::optional<Element> next() override {
     std::unique_lock lk(mu_);
-    ready_cv_.wait(lk, [&] { return delivered_ >= end_ || done_.count(delivered_) > 0; });
-    if (delivered_ >= end_) return std::nullopt;
-    auto node = done_.extract(delivered_);
-    const int64_t seq = delivered_++;
+    ready_cv_.wait(lk, [&] {
+      return delivered_ >= end_ || (ordered_ ? done_.count(delivered_) > 0 : !done_.empty());
+    });
+    if (done_.empty() || (ordered_ && !done_.count(delivered_))) return std::nullopt;
+    auto node = done_.extract(ordered_ ? done_.find(delivered_) : done_.begin());
+    const int64_t seq = node.key();
+    ++delivered_;
     lk.unlock();
     space_cv_.notify_all();
     Slot& slot = node.mapped();
@@ -115,6 +125,7 @@ class ParallelMapIterator : public IteratorImpl {
   const ParallelMapNode& node_;
   std::unique_ptr<IteratorImpl> in_;
   const int64_t window_;
+  const bool ordered_;
   std::mutex in_mu_, mu_;
   std::condition_variable ready_cv_, space_cv_;
   std::map<int64_t, Slot> done_;
@@ -210,8 +221,9 @@ std::unique_ptr<IteratorImpl> PrefetchNode::iterate() const {
 
 }  // namespace
 
-std::shared_ptr<const Node> make_parallel_map(std::shared_ptr<const Node> input, Dataset::MapFn fn, int64_t threads) {
-  return std::make_shared<ParallelMapNode>(std::move(input), std::move(fn), threads);
+std::shared_ptr<const Node> make_parallel_map(std::shared_ptr<const Node> input, Dataset::MapFn fn, int64_t threads,
+                                              std::optional<bool> deterministic) {
+  return std::make_shared<ParallelMapNode>(std::move(input), std::move(fn), threads, deterministic);
 }
 
 std::shared_ptr<const Node> make_prefetch(std::shared_ptr<const Node> input, int64_t buffer) {

@@ -89,7 +89,24 @@ std::shared_ptr<const Node> make_interleave(std::shared_ptr<const Node> input, D
                                             int64_t cycle_length, int64_t block_length, bool parallel);
 std::shared_ptr<const Node> make_options(std::shared_ptr<const Node> input, Options options);
 std::shared_ptr<const Node> make_concatenate(std::shared_ptr<const Node> input, std::shared_ptr<const Node> other);
-std::shared_ptr<const Node> make_parallel_map(std::shared_ptr<const Node> input, Dataset::MapFn fn, int64_t threads);
+std::shared_ptr<const Node> make_parallel_map(std::shared_ptr<const Node> input, Dataset::MapFn fn, int64_t threads,
+                                              std::optional<bool> deterministic);
+
+/// The options of the pipeline whose iterator is being made (make_iterator() sets them for the nodes' iterate()
+/// calls on this thread; iterators that make their input's iterator again later, repeat's and concatenate's,
+/// keep them for then). Unset fields when none is.
+Options pipeline_options();
+class PipelineScope {
+ public:
+  explicit PipelineScope(Options options);
+  ~PipelineScope();
+  PipelineScope(const PipelineScope&) = delete;
+  PipelineScope& operator=(const PipelineScope&) = delete;
+
+ private:
+  Options options_;
+  const Options* previous_;
+};
 std::shared_ptr<const Node> make_prefetch(std::shared_ptr<const Node> input, int64_t buffer);
 std::shared_ptr<const Node> make_shuffle(std::shared_ptr<const Node> input, int64_t buffer,
                                          std::optional<uint64_t> seed, bool reshuffle);

@@ -192,10 +192,12 @@ class RepeatNode : public UnaryNode {
       std::unique_ptr<IteratorImpl> in;
       int64_t pass = 0;
       bool empty_pass = true;
+      const Options options = pipeline_options();  // for the later passes' iterators
       explicit It(const RepeatNode& n) : node(n) {}
       std::optional<Element> next() override {
         while (node.count_ < 0 || pass < node.count_) {
           if (!in) {
+            PipelineScope scope(options);
             in = node.input_->iterate();
             empty_pass = true;
           }
@@ -296,6 +298,7 @@ class ConcatenateNode : public UnaryNode {
       bool second = false;
       std::optional<std::string> first_structure;
       int64_t index = 0;
+      const Options options = pipeline_options();  // for the second dataset's iterator
       explicit It(const ConcatenateNode& n) : node(n), in(n.input_->iterate()) {}
       std::optional<Element> next() override {
         for (;;) {
@@ -312,6 +315,7 @@ class ConcatenateNode : public UnaryNode {
           if (second) return std::nullopt;
           second = true;
           index = 0;
+          PipelineScope scope(options);
           in = node.other_->iterate();
         }
       }

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -329,6 +330,50 @@ TEST(Dataset, RebatchRefusesScalarsMismatchedRowsAndNoSizes) {
               HasSubstr("batch_size must be positive, got 0"));
   EXPECT_THAT(osprey::testing::error_of<ValueError>([] { Dataset::range(3).batch(2).rebatch(std::vector<int64_t>{}); }),
               HasSubstr("batch_sizes is empty"));
+}
+
+// deterministic=false: element 0's call waits until three later elements are mapped, so an unordered map hands one
+// of those out first (an ordered one still waits for element 0); every element comes once either way. The
+// pipeline's Options::deterministic decides for maps without their own argument, on every pass of a repeat.
+TEST(Dataset, AnUnorderedMapHandsOutElementsAsTheyAreReady) {
+  auto make = [](std::optional<bool> deterministic, int64_t n = 40) {
+    auto mapped = std::make_shared<std::atomic<int>>(0), zeros = std::make_shared<std::atomic<int>>(0);
+    return Dataset::range(n).map(
+        [mapped, zeros, n](const Element& e) {
+          if (e.tensor().item() == 0.0) {
+            // Pass p of a repeat starts after the n - 1 other elements of each earlier pass were mapped.
+            const int p = (*zeros)++;
+            const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+            while (mapped->load() < 3 + (n - 1) * p && std::chrono::steady_clock::now() < until) {
+              std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            }
+          } else {
+            ++*mapped;
+          }
+          return e;
+        },
+        4, deterministic);
+  };
+  auto sorted = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v;
+  };
+  const std::vector<double> unordered = scalars(make(false));
+  EXPECT_NE(unordered.front(), 0.0) << "deterministic=false waited for the slow element 0";
+  EXPECT_EQ(sorted(unordered), range_values(40));
+  EXPECT_EQ(scalars(make(true)), range_values(40));
+  EXPECT_EQ(scalars(make(std::nullopt)), range_values(40));  // tf.data's default: in order
+  data::Options any_order;
+  any_order.deterministic = false;
+  EXPECT_FALSE(data::Options().merge(any_order).deterministic.value_or(true));
+  EXPECT_NE(scalars(make(std::nullopt).with_options(any_order)).front(), 0.0);
+  EXPECT_EQ(scalars(make(true).with_options(any_order)), range_values(40));  // the map's own argument wins
+  // A repeat makes its second pass's iterators with the pipeline's options too.
+  const std::vector<double> twice = scalars(make(std::nullopt, 20).repeat(2).with_options(any_order));
+  ASSERT_EQ(twice.size(), 40u);
+  EXPECT_NE(twice[0], 0.0);
+  EXPECT_NE(twice[20], 0.0) << "the repeat's second pass was in order";
+  EXPECT_EQ(sorted(std::vector<double>(twice.begin() + 20, twice.end())), range_values(20));
 }
 
 TEST(Dataset, OptionsAreSetByWithOptionsAndMergedThroughThePipeline) {
