@@ -7,8 +7,8 @@
 
 #include "keras/activations/activations.h"
 #include "keras/layers/weight_rules.h"
-#include "ops/attrs.h"
 #include "keras/saving/serialization.h"
+#include "ops/attrs.h"
 #include "osprey/errors.h"
 #include "osprey/keras/layers/convolutional.h"
 #include "osprey/ops.h"
