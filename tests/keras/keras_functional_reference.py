@@ -115,6 +115,17 @@ out = L.Dense(1, name="out")(L.Flatten(name="flat")(h))
 case("dense_rank3", keras.Model(x, out, name="rank3"), arr(N, 4, 6), arr(N, 1),
      dict(optimizer=keras.optimizers.SGD(0.05), loss="mse"))
 
+# 9. Dot over rank-3 inputs (Keras's batch_dot): two sequences' scores (axes=2), their cosines (axes (2, 2),
+# normalize), a pooled vector against a sequence (axes (1, 2)).
+q = keras.Input((3, 4), name="q"); k = keras.Input((5, 4), name="k")
+pq = L.Dense(4, name="pq")(q); pk = L.Dense(4, name="pk")(k)
+scores = L.Dot(axes=2, name="scores")([pq, pk])
+cosines = L.Dot(axes=(2, 2), normalize=True, name="cos")([pq, pk])
+vec = L.Dot(axes=(1, 2), name="vec")([L.GlobalAveragePooling1D(name="gq")(pq), pk])
+h = L.Concatenate(name="all")([L.Flatten(name="fs")(scores), L.Flatten(name="fc")(cosines), vec])
+case("dot_rank3", keras.Model([q, k], L.Dense(1, name="out")(h), name="dots"), [arr(N, 3, 4), arr(N, 5, 4)],
+     arr(N, 1), dict(optimizer=keras.optimizers.SGD(0.05), loss="mse"))
+
 path = os.path.join(os.path.dirname(__file__), "..", "data", "keras_functional.json")
 with open(path, "w") as f:
     json.dump({"keras_version": keras.__version__, "cases": cases}, f)

@@ -1,6 +1,7 @@
 // Functional models against Keras 3: the cases of tests/keras/keras_functional_reference.py (which regenerates
 // tests/data/keras_functional.json) built with the same layer names and initial weights, predicted, trained on the
 // same batches and evaluated; plus the graph's errors.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -9,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "keras/reference_json.h"
+#include "test_util.h"
 #include "osprey/errors.h"
 #include "osprey/keras.h"
 #include "osprey/random.h"
@@ -19,6 +21,7 @@ using namespace osprey::keras;
 using nlohmann::json;
 using osprey::testing::expect_close;
 using osprey::testing::tensor_of;
+using ::testing::HasSubstr;
 
 namespace {
 
@@ -219,6 +222,28 @@ TEST(Functional, EveryMergeLayerMatchesKerasForwardAndTrained) {
   EXPECT_EQ(all.shape(), Shape({26}));
   Model model({a, b}, layers::Dense(1, "", {.name = "out"})(all), "merges");
   check_case(model, "merges", {.optimizer = optimizers::SGD({.learning_rate = 0.05}), .loss = "mse"}, true, false);
+}
+
+// Keras's batch_dot over rank-3 inputs: (b, 3, 4)·(b, 5, 4) along axis 2 -> (b, 3, 5), its cosines, and a
+// (b, 4) vector against (b, 5, 4) along (1, 2) -> (b, 5).
+TEST(Functional, DotOverSequencesMatchesKerasBatchDot) {
+  auto q = keras::Input({3, 4}, {.name = "q"});
+  auto k = keras::Input({5, 4}, {.name = "k"});
+  auto pq = layers::Dense(4, "", {.name = "pq"})(q);
+  auto pk = layers::Dense(4, "", {.name = "pk"})(k);
+  auto scores = layers::Dot(2, false, "scores")({pq, pk});
+  auto cosines = layers::Dot(std::pair{2, 2}, true, "cos")({pq, pk});
+  auto vec = layers::Dot(std::pair{1, 2}, false, "vec")({layers::GlobalAveragePooling1D("channels_last", false, "gq")(pq), pk});
+  EXPECT_EQ(scores.shape(), Shape({3, 5}));
+  EXPECT_EQ(vec.shape(), Shape({5}));
+  auto all = layers::Concatenate(-1, "all")({layers::Flatten("fs")(scores), layers::Flatten("fc")(cosines), vec});
+  Model model({q, k}, layers::Dense(1, "", {.name = "out"})(all), "dots");
+  check_case(model, "dot_rank3", {.optimizer = optimizers::SGD({.learning_rate = 0.05}), .loss = "mse"}, true, false);
+  // Keras's config forms (one int, a pair) both ways; sizes that do not match and the batch axis are ValueErrors.
+  EXPECT_EQ(json::parse(models::model_from_json(model.to_json())->to_json()).at("config"),
+            json::parse(model.to_json()).at("config"));
+  EXPECT_THAT(osprey::testing::error_of([&] { (void)layers::Dot(1)({pq, pk}); }), HasSubstr("Incompatible input shapes"));
+  EXPECT_THAT(osprey::testing::error_of([&] { (void)layers::Dot(std::pair{0, 1})({pq, pk}); }), HasSubstr("batch axis"));
 }
 
 TEST(Functional, InputsByNameMapAndPredictForEachInput) {

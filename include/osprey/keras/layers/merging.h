@@ -128,11 +128,15 @@ class Concatenate : public Layer {
   int sample_axis_ = 0;  // the axis within a sample's shape, set by build
 };
 
-/// The dot product of two (batch, d) inputs per sample: shape (batch, 1); with `normalize`, of their L2-normalised
-/// rows (cosine similarity), as keras.layers.Dot(axes=1) (or −1).
+/// keras.layers.Dot: per sample, the dot product of the two inputs along `axes` (one axis for both, or one each;
+/// negative from the end; not the batch axis), with `normalize` of their L2-normalised vectors along it (cosine
+/// similarity): the output is the first input's shape less its axis, then the second's less its batch and axis,
+/// (batch, 1) when nothing is left (Keras's batch_dot): (batch, d)·(batch, d) -> (batch, 1); (batch, m, k) and
+/// (batch, n, k) with axes 2 -> (batch, m, n).
 class Dot : public Layer {
  public:
   explicit Dot(int axes = -1, bool normalize = false, std::string name = "");
+  Dot(std::pair<int, int> axes, bool normalize = false, std::string name = "");
   OSPREY_KERAS_LAYER(Dot)
   std::string class_name() const override { return "Dot"; }
   bool supports_masking() const override { return true; }
@@ -145,11 +149,14 @@ class Dot : public Layer {
   Tensor call(const std::vector<Tensor>& inputs, bool training) override;
   int num_inputs() const override { return 2; }
   bool recordable() const override { return true; }
-  int axes() const { return axes_; }
+  /// The two inputs' axes as given (one int gives it for both).
+  std::pair<int, int> axes() const { return axes_; }
   bool normalize() const { return normalize_; }
 
  private:
-  int axes_;
+  std::pair<int, int> resolved(int rank_x, int rank_y) const;
+  std::pair<int, int> axes_;
+  bool pair_ = true;  ///< axes given as a pair (Keras's config keeps the form)
   bool normalize_;
 };
 

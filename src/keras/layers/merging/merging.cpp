@@ -184,37 +184,82 @@ Tensor Concatenate::compute_mask_list(const std::vector<Tensor>& inputs, const s
   return ops::concat(full, full_axis);
 }
 
-Dot::Dot(int axes, bool normalize, std::string name) : Layer(name, "dot"), axes_(axes), normalize_(normalize) {
-  if (axes != 1 && axes != -1) {
-    throw ValueError(fmt::format("Dot: axes={} is not supported yet; Osprey's Dot takes (batch, d) inputs with axes "
-                                 "1 or -1",
-                                 axes));
+Dot::Dot(int axes, bool normalize, std::string name) : Dot(std::pair{axes, axes}, normalize, std::move(name)) {
+  pair_ = false;
+}
+Dot::Dot(std::pair<int, int> axes, bool normalize, std::string name)
+    : Layer(name, "dot"), axes_(axes), pair_(true), normalize_(normalize) {}
+
+// Keras's axes for inputs of full ranks rx, ry (batch included): negative ones counted from the end; the batch
+// axis 0 cannot be one.
+std::pair<int, int> Dot::resolved(int rx, int ry) const {
+  const int ax = axes_.first < 0 ? ((axes_.first % rx) + rx) % rx : axes_.first;
+  const int ay = axes_.second < 0 ? ((axes_.second % ry) + ry) % ry : axes_.second;
+  if (ax < 1 || ax >= rx || ay < 1 || ay >= ry) {
+    throw ValueError(fmt::format("Layer '{}' (Dot): axes ({}, {}) are out of range for inputs of rank {} and {} (the "
+                                 "batch axis 0 cannot be summed over)",
+                                 name_, axes_.first, axes_.second, rx, ry));
   }
+  return {ax, ay};
 }
 
+// keras.layers.Dot: batch_dot of the two inputs, their axes summed over (each L2-normalised along it first with
+// `normalize`): the output is x's shape less its axis, then y's less its batch and axis ((batch, 1) when nothing
+// is left).
 Shape Dot::build(const std::vector<Shape>& shapes) {
   if (shapes.size() != 2) {
     throw ValueError(fmt::format("A `Dot` layer should be called on a list of 2 inputs. Received: input_shape={}",
                                  shapes_text(shapes)));
   }
-  if (shapes[0].rank() != 1 || shapes[0] != shapes[1]) {
-    throw ValueError(fmt::format("Layer '{}' (Dot): inputs must both have shape (None, d) for now; received {}", name_,
+  const int rx = shapes[0].rank() + 1, ry = shapes[1].rank() + 1;
+  if (rx < 2 || ry < 2) {
+    throw ValueError(fmt::format("Cannot do batch_dot on inputs with rank < 2. Received: input_shape={}",
                                  shapes_text(shapes)));
   }
-  return finish_build(Shape{1});
+  const auto [ax, ay] = resolved(rx, ry);
+  if (shapes[0][ax - 1] != shapes[1][ay - 1]) {
+    throw ValueError(fmt::format("Incompatible input shapes: axis values {} (at {}) != {} (at {}). Full input shapes: "
+                                 "{} (layer '{}')",
+                                 shapes[0][ax - 1], ax, shapes[1][ay - 1], ay, shapes_text(shapes), name_));
+  }
+  std::vector<int64_t> out;
+  for (int i = 0; i < rx - 1; ++i) if (i != ax - 1) out.push_back(shapes[0][i]);
+  for (int i = 0; i < ry - 1; ++i) if (i != ay - 1) out.push_back(shapes[1][i]);
+  if (out.empty()) out.push_back(1);
+  return finish_build(Shape(out));
+}
+
+// x as (batch, rest, k) with its axis `ax` last (first: as (batch, k, rest)).
+static Tensor contracted_last(const Tensor& x, int ax, bool first) {
+  const int r = x.shape().rank();
+  std::vector<int> perm{0};
+  if (first) perm.push_back(ax);
+  for (int i = 1; i < r; ++i) if (i != ax) perm.push_back(i);
+  if (!first) perm.push_back(ax);
+  const Tensor t = ops::transpose(x, perm);
+  const int64_t k = x.shape()[ax], rest = x.num_elements() / std::max<int64_t>(x.shape()[0] * k, 1);
+  return ops::reshape(t, first ? Shape{x.shape()[0], k, rest} : Shape{x.shape()[0], rest, k});
 }
 
 Tensor Dot::call(const std::vector<Tensor>& inputs, bool) {
   if (inputs.size() != 2) throw ValueError(fmt::format("Layer '{}' (Dot) needs 2 inputs, got {}", name_, inputs.size()));
   Tensor a = inputs[0], b = inputs[1];
-  const int64_t n = a.shape()[0];
-  Tensor dot = ops::reduce_sum(ops::mul(a, b), 1);
-  if (normalize_) {
-    const Tensor na = ops::sqrt(ops::maximum(ops::reduce_sum(ops::square(a), 1), Tensor::scalar(1e-12)));
-    const Tensor nb = ops::sqrt(ops::maximum(ops::reduce_sum(ops::square(b), 1), Tensor::scalar(1e-12)));
-    dot = ops::div(dot, ops::mul(na, nb));
+  const auto [ax, ay] = resolved(a.shape().rank(), b.shape().rank());
+  if (normalize_) {  // x / √max(Σx², 1e-12) along the axis (TensorFlow's l2_normalize)
+    auto unit = [](const Tensor& x, int axis) {
+      const Tensor sq = ops::reduce_axes(ops::square(x), ops::ReduceOp::sum, {axis}, true);
+      return ops::div(x, ops::sqrt(ops::maximum(sq, Tensor::scalar(1e-12))));
+    };
+    a = unit(a, ax);
+    b = unit(b, ay);
   }
-  return ops::reshape(dot, Shape{n, 1});
+  const int64_t n = a.shape()[0];
+  const Tensor product = ops::matmul(contracted_last(a, ax, false), contracted_last(b, ay, true));
+  std::vector<int64_t> out{n};
+  for (int i = 1; i < a.shape().rank(); ++i) if (i != ax) out.push_back(a.shape()[i]);
+  for (int i = 1; i < b.shape().rank(); ++i) if (i != ay) out.push_back(b.shape()[i]);
+  if (out.size() == 1) out.push_back(1);
+  return ops::reshape(product, Shape(out));
 }
 
 // ---- Keras configs (layer.get_config()) and from_config ----
@@ -223,7 +268,10 @@ namespace ser = serialization;
 using ser::json;
 
 std::string Concatenate::get_config() const { return ser::config_text(*this, {{"axis", axis_}}); }
-std::string Dot::get_config() const { return ser::config_text(*this, {{"axes", axes_}, {"normalize", normalize_}}); }
+std::string Dot::get_config() const {
+  const json axes = pair_ ? json::array({axes_.first, axes_.second}) : json(axes_.first);
+  return ser::config_text(*this, {{"axes", axes}, {"normalize", normalize_}});
+}
 
 template <typename L>
 static ser::LayerClass merge_class() {
@@ -243,9 +291,14 @@ OSPREY_REGISTER_LAYERS(merging) {
   }});
   ser::register_layer_class("Dot", {true, [](const json& c) -> std::shared_ptr<Layer> {
     const json axes = c.at("axes");
-    if (!axes.is_number_integer()) ser::unsupported("Dot axes", axes.dump(), "one axis for both inputs");
-    return std::make_shared<Dot>(static_cast<int>(ser::integer(c, "axes", -64, 64, "Dot")),
-                                 ser::value_or(c, "normalize", false), ser::name_of(c));
+    const bool normalize = ser::value_or(c, "normalize", false);
+    if (axes.is_array() && axes.size() == 2 && axes[0].is_number_integer() && axes[1].is_number_integer() &&
+        std::abs(axes[0].get<int64_t>()) <= 64 && std::abs(axes[1].get<int64_t>()) <= 64) {
+      return std::make_shared<Dot>(std::pair{axes[0].get<int>(), axes[1].get<int>()}, normalize, ser::name_of(c));
+    }
+    if (!axes.is_number_integer()) ser::unsupported("Dot axes", axes.dump(), "an axis or a pair of axes");
+    return std::make_shared<Dot>(static_cast<int>(ser::integer(c, "axes", -64, 64, "Dot")), normalize,
+                                 ser::name_of(c));
   }});
 }
 
