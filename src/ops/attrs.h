@@ -97,6 +97,10 @@ inline bool grad_needs_preactivation(Activation a) {
   }
 }
 
+/// True when an op can apply the activation to its own output and still differentiate it (from that output alone):
+/// not softmax (rows), not those that need the pre-activation.
+inline bool fusable_after_op(Activation a) { return a != Activation::softmax && !grad_needs_preactivation(a); }
+
 /// The gradient of an activation fused into an op (Dense's, a convolution's): dz from dy, the op's output y and,
 /// where grad_needs_preactivation, its input z (undefined otherwise). dy itself for linear.
 Tensor activation_grad(const Tensor& dy, const Tensor& y, const Tensor& z, Activation act);

@@ -176,7 +176,7 @@ void check_conv_dtypes(const char* op, std::initializer_list<const Tensor*> ts) 
 Tensor conv(const Tensor& x, const Tensor& kernel, const Tensor& bias, const ConvParams& params) {
   check_conv_dtypes("Conv", {&x, &kernel, &bias});
   ConvAttrs attrs = conv_attrs("Conv", x.shape(), kernel.shape(), params, bias.defined());
-  if (params.activation == Activation::softmax || grad_needs_preactivation(params.activation)) {
+  if (!fusable_after_op(params.activation)) {
     throw InvalidArgumentError(fmt::format("Conv: activation '{}' cannot be fused into the convolution (its gradient "
                                            "needs more than the output): apply it after ops::conv",
                                            activation_name(params.activation)));

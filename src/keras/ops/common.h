@@ -43,6 +43,12 @@ inline constexpr double kEpsilon = 1e-7;
 /// The number v as a 0-d tensor of like's dtype.
 inline Tensor scalar(double v, const Tensor& like) { return Tensor::scalar(v, like.dtype()); }
 
+/// x with its NaNs replaced by `fill` (integers have none).
+inline Tensor nan_filled(const Tensor& x, double fill) {
+  if (!is_floating(x.dtype())) return x;
+  return osprey::ops::where(osprey::keras::ops::isnan(x), scalar(fill, x), x);
+}
+
 /// ValueError naming `op` and `what` unless t holds integers (not floats, not bool).
 inline void check_integer(const Tensor& t, const char* op, const char* what) {
   if (is_floating(t.dtype()) || t.dtype() == DType::bool_) {

@@ -25,7 +25,6 @@ Tensor act(const Tensor& x, core::Activation a) {
   return core::activation(floating(x), a);
 }
 
-
 }  // namespace
 
 Tensor relu(const Tensor& x) { return act(x, core::Activation::relu); }

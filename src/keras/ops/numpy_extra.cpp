@@ -56,7 +56,7 @@ Tensor nan_ignoring(const TensorLike& a, const TensorLike& b, bool max) {
 Tensor nan_arg(const Tensor& x, std::optional<int> axis, bool keepdims, bool max) {
   if (!is_floating(x.dtype())) return max ? argmax(x, axis, keepdims) : argmin(x, axis, keepdims);
   const Tensor nan = isnan(x);
-  const Tensor filled = core::where(nan, scalar(max ? -INFINITY : INFINITY, x), x);
+  const Tensor filled = detail::nan_filled(x, max ? -INFINITY : INFINITY);
   const Tensor arg = max ? argmax(filled, axis, keepdims) : argmin(filled, axis, keepdims);
   const Axes axes = axis ? Axes(*axis) : Axes();
   return where(all(nan, axes, keepdims), Tensor::scalar(-1, DType::int32), arg);
@@ -191,9 +191,9 @@ std::vector<Tensor> histogram(const Tensor& x_in, int64_t bins, std::optional<st
   }
   const Tensor x = detail::floating(x_in);
   const Tensor lo = range ? scalar(range->first, x) : min(x), hi = range ? scalar(range->second, x) : max(x);
-  const Tensor steps = divide(cast(arange(0.0, static_cast<double>(bins) + 1.0), x.dtype()), static_cast<double>(bins));
-  Tensor edges = add(lo, multiply(subtract(hi, lo), steps));
-  edges = where(equal(arange(0.0, static_cast<double>(bins) + 1.0), static_cast<double>(bins)), hi, edges);
+  const Tensor i = cast(arange(0.0, static_cast<double>(bins) + 1.0), x.dtype());
+  const Tensor edges = where(equal(i, static_cast<double>(bins)), hi,  // the last edge exactly max
+                             add(lo, multiply(subtract(hi, lo), divide(i, static_cast<double>(bins)))));
   const Tensor inside = cast(logical_and(greater_equal(x, lo), less_equal(x, hi)), x.dtype());
   const Tensor bin = searchsorted(slice(edges, {1}, {bins - 1}), x, "right");
   const Tensor counts = sum(multiply(one_hot(bin, bins, -1, x.dtype()), expand_dims(inside, -1)), 0);

@@ -14,14 +14,9 @@ namespace osprey::keras::ops {
 namespace core = osprey::ops;
 using detail::scalar;
 using detail::floating;
+using detail::nan_filled;
 
 namespace {
-
-// x with its NaNs replaced by `fill` (integers have none).
-Tensor nan_filled(const Tensor& x, double fill) {
-  if (!is_floating(x.dtype())) return x;
-  return core::where(isnan(x), scalar(fill, x), x);
-}
 
 // How many elements over axis are not NaN (x's float type).
 Tensor count_numbers(const Tensor& x, const Axes& axis, bool keepdims) {

@@ -248,7 +248,7 @@ Tensor BaseConv::call(const Tensor& inputs, bool) {
   // The activation inside the (last) convolution when the op can take it (relu on oneDNN's post-op: one pass over
   // the output fewer each way), else after it.
   const ActivationFn act = ActivationFn::get(activation_name_);
-  const bool fuse = !act.composite && act.kernel != ops::Activation::softmax && !ops::grad_needs_preactivation(act.kernel);
+  const bool fuse = !act.composite && ops::fusable_after_op(act.kernel);
   ops::ConvParams last = p;
   if (fuse) last.activation = act.kernel;
   Tensor y;
