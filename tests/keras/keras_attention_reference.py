@@ -171,6 +171,24 @@ model.set_weights([rng.uniform(-0.5, 0.5, wt.shape).astype("float32") for wt in 
 ref["concat_masks"] = {"x": xt[:5].tolist(), "weights": [wt.tolist() for wt in model.get_weights()],
                        "outputs": [o.tolist() for o in model.predict(xt[:5], verbose=0)]}
 
+# Attention over other axes than the steps (attention_axes; Keras's Softmax path, since the projected query is not
+# rank 4): images' rows (axis 2, axis 1 a batch axis), both axes jointly with scores, axis 1 of a rank-4 input with
+# the causal band and an explicit mask, and a rank-5 input with its axes given out of order, cross-attention with a
+# key and an output shape.
+mha_case("axes_rows", L.MultiHeadAttention(num_heads=2, key_dim=3, attention_axes=(2,)), arr(B, 3, 4, 5),
+         arr(B, 3, 4, 5))
+mha_case("axes_joint_scores", L.MultiHeadAttention(num_heads=2, key_dim=2, value_dim=3, attention_axes=(1, 2),
+                                                   use_gate=True),
+         arr(B, 3, 2, 5), arr(B, 2, 4, 6), scores=True)
+am4 = rng.uniform(0, 1, (B, 4, 3, 3)) > 0.3
+am4[1, 2, 1, :] = False
+mha_case("axes_first_causal_mask", L.MultiHeadAttention(num_heads=2, key_dim=3, attention_axes=(1,)),
+         arr(B, 3, 4, 5), arr(B, 3, 4, 5), call_kwargs={"attention_mask": am4, "use_causal_mask": True},
+         scores=True)
+mha_case("axes_rank5_unordered", L.MultiHeadAttention(num_heads=3, key_dim=2, output_shape=(2, 3),
+                                                      attention_axes=(-2, 1)),
+         arr(B, 2, 3, 2, 4), arr(B, 3, 3, 2, 5), arr(B, 3, 3, 2, 4))
+
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "keras_attention.json"), "w") as f:
     json.dump(ref, f)
 print("wrote", sorted(ref))

@@ -342,6 +342,32 @@ case("masked_series", keras.Model(seq, L.Dense(1, name="out")(h), name="masked_s
      (np.where(valid, xm.sum(axis=2), 0).sum(axis=1) / mlen).astype("float32").reshape(N, 1),
      dict(optimizer=keras.optimizers.Adam(0.01), loss="mse", metrics=["mae"]))
 
+# 25. Attention over other axes (issue 18): axial attention over a grid of feature vectors, along its rows
+# (attention_axes=(2,)) and then over the whole grid (attention_axes=(1, 2)), residual Adds, pooled; Adam.
+arng = np.random.default_rng(71)
+xg = arng.normal(0, 1, (N, 3, 4, 5)).astype("float32")
+grid = keras.Input((3, 4, 5), name="grid")
+h = L.Add(name="res1")([grid, L.MultiHeadAttention(num_heads=2, key_dim=3, attention_axes=(2,), name="rows")(grid, grid)])
+h = L.Add(name="res2")([h, L.MultiHeadAttention(num_heads=2, key_dim=2, attention_axes=(1, 2), name="whole")(h, h)])
+case("axial_attention", keras.Model(grid, L.Dense(2, name="out")(L.GlobalAveragePooling2D(name="gap")(h)),
+                                    name="axial_attention"),
+     xg, np.stack([xg[:, :, :, 0].mean(axis=(1, 2)), xg.max(axis=(1, 2, 3))], axis=1).astype("float32"),
+     dict(optimizer=keras.optimizers.Adam(0.01), loss="mse", metrics=["mae"]))
+
+# 26. An attention mask given as a model input (issue 18): MultiHeadAttention(seq, seq, attention_mask=mask), the
+# mask a (steps, steps) input of 0 and 1 (Keras writes it as the call's attention_mask argument).
+krng = np.random.default_rng(73)
+xs = krng.normal(0, 1, (N, 6, 4)).astype("float32")
+xmask = (krng.uniform(0, 1, (N, 6, 6)) > 0.4).astype("float32")
+xmask[:, np.arange(6), np.arange(6)] = 1.0
+seq = keras.Input((6, 4), name="seq")
+mask_in = keras.Input((6, 6), name="attention_mask")
+a = L.MultiHeadAttention(num_heads=2, key_dim=3, name="mha")(seq, seq, attention_mask=mask_in)
+out = L.Dense(1, name="out")(L.GlobalAveragePooling1D(name="gap")(L.Add(name="res")([seq, a])))
+case("attention_mask_input", keras.Model([seq, mask_in], out, name="attention_mask_input"), [xs, xmask],
+     (xs * xmask.mean(axis=2, keepdims=True)).sum(axis=(1, 2)).astype("float32").reshape(N, 1),
+     dict(optimizer=keras.optimizers.Adam(0.01), loss="mse", metrics=["mae"]))
+
 if ONLY:  # the other cases' entries as they were
     with open(os.path.join(HERE, "..", "data", "keras_files.json")) as f:
         cases = {**json.load(f), **{k: v for k, v in cases.items() if k in ONLY}}

@@ -40,6 +40,9 @@ layers::MultiHeadAttentionOptions options_of(const json& c) {
     o.output_shape = c.at("output_shape").get<std::vector<int64_t>>();
   }
   if (!c.at("sliding_window").is_null()) o.sliding_window = c.at("sliding_window").get<int64_t>();
+  if (c.contains("attention_axes") && !c.at("attention_axes").is_null()) {
+    o.attention_axes = c.at("attention_axes").get<std::vector<int64_t>>();
+  }
   return o;
 }
 
@@ -100,6 +103,89 @@ TEST(AttentionLayers, MultiHeadAttentionMatchesKerasInBothComputations) {
                            "gqa_causal", "gqa_scores"}) {
     expect_attention_as_keras(name);
   }
+}
+
+// attention_axes: inputs of rank 4 and 5, one axis (the other a batch axis) or several (one softmax over them),
+// axes out of order, an explicit mask of Keras's layout with the causal band, scores in Keras's layout.
+TEST(AttentionLayers, MultiHeadAttentionOverOtherAxesMatchesKeras) {
+  for (const char* name : {"axes_rows", "axes_joint_scores", "axes_first_causal_mask", "axes_rank5_unordered"}) {
+    expect_attention_as_keras(name);
+  }
+  // The config keeps the axes as Keras normalises them.
+  const json& ref = reference().at("axes_rank5_unordered");
+  auto options = options_of(ref.at("config"));
+  options.attention_axes = {-2, 1};  // the script's; Keras's file has them normalised
+  layers::MultiHeadAttention mha(3, 2, options);
+  EXPECT_EQ(mha.attention_axes(), (std::vector<int64_t>{-2, 1}));
+  mha.attend(tensor_of(ref.at("query")), tensor_of(ref.at("value")), tensor_of(ref.at("key")));
+  EXPECT_EQ(mha.attention_axes(), (std::vector<int64_t>{3, 1}));
+  EXPECT_EQ(json::parse(mha.get_config()).at("attention_axes"), ref.at("config").at("attention_axes"));
+}
+
+TEST(AttentionLayers, AttentionAxesErrorsNameTheLayerAndTheShapes) {
+  using osprey::testing::error_of;
+  const Tensor x4 = random::uniform({2, 3, 4, 5});
+  auto mha = [](std::vector<int64_t> axes) {
+    return layers::MultiHeadAttention(2, 3, {.attention_axes = std::move(axes), .name = "axial"});
+  };
+  EXPECT_THAT(error_of([&] { mha({3}).attend(x4, x4); }), HasSubstr("attention_axes (3) must name distinct axes"));
+  EXPECT_THAT(error_of([&] { mha({0}).attend(x4, x4); }), HasSubstr("between the batch and the features"));
+  EXPECT_THAT(error_of([&] { mha({1, -3}).attend(x4, x4); }), HasSubstr("distinct axes"));
+  // The other axes are batch axes: the query's and the value's must agree.
+  EXPECT_THAT(error_of([&] { mha({2}).attend(x4, random::uniform({2, 2, 4, 5})); }),
+              HasSubstr("differ on axis 1, which is not an attention axis"));
+  EXPECT_THAT(error_of([&] { mha({}).attend(x4, random::uniform({2, 3, 5})); }), HasSubstr("of one rank"));
+  // The causal band and the inputs' masks: only along axis 1 / not over several axes.
+  layers::AttentionCall causal;
+  causal.use_causal_mask = true;
+  EXPECT_THAT(error_of([&] { mha({2}).attend(x4, x4, Tensor(), causal); }), HasSubstr("run along axis 1"));
+  EXPECT_NO_THROW(mha({1}).attend(x4, x4, Tensor(), causal));
+  layers::AttentionCall masked;
+  masked.query_mask = Tensor::ones({2, 3, 4});
+  EXPECT_THAT(error_of([&] { mha({}).attend(x4, x4, Tensor(), masked); }), HasSubstr("give an attention_mask"));
+  layers::AttentionCall wrong;
+  wrong.attention_mask = Tensor::ones({2, 4, 3, 4});  // the scores' (B, 4, 3, 3) wanted
+  EXPECT_THAT(error_of([&] { mha({1}).attend(x4, x4, Tensor(), wrong); }),
+              HasSubstr("attention_mask of shape (2, 4, 3, 4) does not match (batch, <other axes>"));
+  wrong.attention_mask = Tensor::ones({3, 3});  // leading axes may be left out
+  EXPECT_NO_THROW(mha({1}).attend(x4, x4, Tensor(), wrong));
+  EXPECT_THAT(error_of([] { layers::GroupedQueryAttention(2, 4, 2, {.attention_axes = {1}}); }),
+              HasSubstr("no value_dim, output_shape or attention_axes"));
+}
+
+// Keras's mha(query, value, attention_mask=m) with m a tensor of the graph: the layer's last input.
+TEST(AttentionLayers, AnAttentionMaskInputOfAFunctionalModel) {
+  random::set_seed(3);
+  auto seq = Input({4, 6}), mask = Input({4, 4});
+  auto shared = std::make_shared<layers::MultiHeadAttention>(
+      2, 3, layers::MultiHeadAttentionOptions{.attention_mask_input = true, .name = "mha"});
+  auto& mha = *shared;
+  auto y = mha({seq, seq, mask});
+  Model model({seq, mask}, y);
+  const Tensor x = random::uniform({3, 4, 6});
+  std::vector<float> mv(3 * 16, 1.f);
+  for (int t = 0; t < 4; ++t) mv[16 + t * 4 + 3] = 0.f;  // sample 1 never attends to step 3
+  const Tensor m = Tensor::from_vector<float>(mv, {3, 4, 4});
+  const Tensor got = model.predict_all({x, m}, {.verbose = 0})[0];
+  layers::AttentionCall call;
+  call.attention_mask = m;
+  const auto eager = mha.attend(x, x, Tensor(), call).first.to_vector<float>();
+  const auto unmasked = mha.attend(x, x).first.to_vector<float>();
+  const auto values = got.to_vector<float>();
+  ASSERT_EQ(values.size(), eager.size());
+  // The model computes the eager call with the mask; the mask changes sample 1 only (the others attend everywhere).
+  float masked_diff = 0.f;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    EXPECT_NEAR(values[i], eager[i], 1e-6) << i;
+    const float d = std::abs(values[i] - unmasked[i]);
+    if (i / 24 == 1) masked_diff = std::max(masked_diff, d);
+    else EXPECT_NEAR(d, 0.f, 1e-6) << i;
+  }
+  EXPECT_GT(masked_diff, 1e-4f);
+  EXPECT_THAT(osprey::testing::error_of([&] {
+                layers::MultiHeadAttention(2, 3, {.attention_mask_input = true, .name = "bad"})({seq, seq, Input({4, 5})});
+              }),
+              HasSubstr("the attention mask of shape (None, 4, 5) does not match the scores' (None, 2, 4, 4)"));
 }
 
 TEST(AttentionLayers, AttentionAndAdditiveAttentionMatchKeras) {

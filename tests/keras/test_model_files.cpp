@@ -435,6 +435,14 @@ TEST(ModelFiles, OperationNodesThatAreNotAMaskAreRefused) {
   EXPECT_THAT(osprey::testing::error_of([&] { models::model_from_json(replaced(R"(}}, -1.0])", R"(}}, -2.0])")); }),
               HasSubstr("not the mask of an Embedding with mask_zero or of a Masking layer"));
 }
+TEST(ModelFiles, AxialAttentionOverTheRowsAndOverTheWholeGrid) {
+  SKIP_WITHOUT_HDF5();
+  check_file("axial_attention");  // attention_axes (2,) and (1, 2)
+}
+TEST(ModelFiles, AnAttentionMaskGivenAsAModelInput) {
+  SKIP_WITHOUT_HDF5();
+  check_file("attention_mask_input");  // Keras's kwargs {"attention_mask": <tensor>}
+}
 TEST(ModelFiles, AGruRegressorOnATimeSeries) {
   SKIP_WITHOUT_HDF5();
   check_file("gru_series");

@@ -89,11 +89,15 @@ json functional_config(const Model& m) {
     json inbound = json::array();
     const bool is_model = dynamic_cast<const Model*>(layer.get()) != nullptr;
     const ser::LayerClass* cls = is_model ? nullptr : ser::find_layer_class(layer->class_name());
+    const std::string keyword = cls && cls->last_input_keyword ? cls->last_input_keyword(*layer) : "";
     for (const Node* n : nodes) {
       json args = json::array();
       json kwargs = is_model ? json{{"mask", nullptr}}
                     : cls && cls->call_arguments ? cls->call_arguments(*layer) : json::object();
-      if (cls && cls->initial_state_inputs && n->inputs.size() > 1) {  // rnn(x, initial_state=[h, c])
+      if (!keyword.empty() && n->inputs.size() > 1) {  // mha(q, v, attention_mask=m): the last input by name
+        for (std::size_t k = 0; k + 1 < n->inputs.size(); ++k) args.push_back(tensor_ref(n->inputs[k], node_index));
+        kwargs[keyword] = tensor_ref(n->inputs.back(), node_index);
+      } else if (cls && cls->initial_state_inputs && n->inputs.size() > 1) {  // rnn(x, initial_state=[h, c])
         args.push_back(tensor_ref(n->inputs[0], node_index));
         json states = json::array();
         for (std::size_t k = 1; k < n->inputs.size(); ++k) states.push_back(tensor_ref(n->inputs[k], node_index));
@@ -318,8 +322,14 @@ std::shared_ptr<Layer> functional_from_config(const json& c) {
         const json kwargs = node.is_object() ? node.value("kwargs", json::object()) : json::object();
         const ser::LayerClass* cls = ser::find_layer_class(p.layer->class_name());
         const json* initial_state = nullptr;
+        const json* keyword_tensor = nullptr;  // the last input, given by name (attention_mask=m)
         for (const auto& [k, v] : kwargs.items()) {
-          if (cls && cls->read_call_argument && cls->read_call_argument(*p.layer, k, v)) continue;
+          if (cls && cls->read_call_argument && cls->read_call_argument(*p.layer, k, v)) {
+            if (cls->last_input_keyword && cls->last_input_keyword(*p.layer) == k && ser::is_keras_tensor(v)) {
+              keyword_tensor = &v;
+            }
+            continue;
+          }
           if (k == "initial_state" && cls && cls->initial_state_inputs &&
               ((v.is_array() && !v.empty() && v.size() <= 8) || text_of(v, "class_name") == "__keras_tensor__")) {
             initial_state = &v;  // a list of tensors, or one (a single-state RNN's initial_state=h)
@@ -352,9 +362,14 @@ std::shared_ptr<Layer> functional_from_config(const json& c) {
           if (!t) ready = false;
           if (t) inputs.push_back(*t);
         }
+        if (ready && keyword_tensor) {
+          const KerasTensor* t = find_tensor(history_of(*keyword_tensor, p.layer->name()), made, name);
+          if (!t) ready = false;
+          if (t) inputs.push_back(*t);
+        }
         if (!ready) break;
-        made[p.layer->name()].push_back(is_list || initial_state ? p.layer->call_all(inputs)
-                                                                 : p.layer->call_all(inputs[0]));
+        made[p.layer->name()].push_back(is_list || initial_state || keyword_tensor ? p.layer->call_all(inputs)
+                                                                                   : p.layer->call_all(inputs[0]));
         p.nodes.pop_front();
         progress = true;
       }

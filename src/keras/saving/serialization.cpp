@@ -166,7 +166,7 @@ json constraint(const std::optional<layers::Constraint>& c) {
   return object("keras.constraints", "MaxNorm", json{{"max_value", c->max_value}, {"axis", 0}});
 }
 
-json layer_object(const Layer& l, const std::vector<Shape>& input_shapes) {
+json layer_object(const Layer& l, const std::vector<Shape>& call_shapes) {
   if (auto* model = dynamic_cast<const Model*>(&l)) return model_object(*model);
   const std::string cls = l.class_name();
   json out = object("keras.layers", cls, parse(l.get_config(), "layer '" + l.name() + "''s get_config()"));
@@ -179,6 +179,10 @@ json layer_object(const Layer& l, const std::vector<Shape>& input_shapes) {
     out["registered_name"] = registered.empty() ? cls : registered;
   }
   const bool build_config = builtin ? builtin->build_config : true;
+  std::vector<Shape> input_shapes = call_shapes;
+  if (builtin && builtin->last_input_keyword && !builtin->last_input_keyword(l).empty() && !input_shapes.empty()) {
+    input_shapes.pop_back();  // a call argument, not an input of build()
+  }
   if (build_config && l.built() && !input_shapes.empty()) {
     if (builtin && builtin->initial_state_inputs && input_shapes.size() > 1) {  // build(sequences, initial_state)
       json states = json::array();
@@ -332,6 +336,10 @@ Shape shape_without_batch(const json& batch_shape, const std::string& what) {
     dims.push_back(batch_shape[i].get<int64_t>());
   }
   return Shape(dims);  // Shape checks the element count
+}
+
+bool is_keras_tensor(const json& j) {
+  return j.is_object() && j.contains("class_name") && j["class_name"] == "__keras_tensor__";
 }
 
 std::string name_of(const json& config) {

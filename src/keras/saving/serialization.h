@@ -99,7 +99,12 @@ struct LayerClass {
   /// Whether the inputs after the first are the call's `initial_state` (RNNs, Bidirectional): written and read as
   /// kwargs {"initial_state": [...]}.
   bool initial_state_inputs = false;
+  /// A call argument given as a tensor of the graph (MultiHeadAttention's attention_mask): when this names one, the
+  /// layer's last input is that keyword argument of its inbound nodes, and no input of its build_config.
+  std::function<std::string(const Layer& layer)> last_input_keyword{};
 };
+/// Whether `j` is an inbound node's tensor ({"class_name": "__keras_tensor__", ...}).
+bool is_keras_tensor(const json& j);
 /// Registers `class_name` (a built-in's Keras class name, or a registered name "package>Name").
 void register_layer_class(const std::string& class_name, LayerClass cls);
 /// The class registered under `class_name`; nullptr when none is.

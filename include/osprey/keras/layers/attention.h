@@ -29,6 +29,11 @@ struct MultiHeadAttentionOptions {
   std::optional<int64_t> sliding_window{};
   /// A sigmoid gate from the query multiplies the heads' outputs (Keras's use_gate).
   bool use_gate = false;
+  /// The axes of the inputs attention runs over (Keras's attention_axes; negative ones count from the end as
+  /// Keras's do: -2 is the last axis before the features of a rank-3 input); empty: every axis between the batch
+  /// and the features. Over several axes the softmax normalises over all the key's attention axes together; the
+  /// other axes between the batch and the features are batch axes.
+  std::vector<int64_t> attention_axes{};
   initializers::Initializer kernel_initializer = "glorot_uniform";
   initializers::Initializer bias_initializer = "zeros";
   std::optional<Regularizer> kernel_regularizer{}, bias_regularizer{};
@@ -40,6 +45,10 @@ struct MultiHeadAttentionOptions {
   /// Keras's call argument return_attention_scores, for every call in a model: a second output, the attention
   /// probabilities (batch, num_heads, T, S) (`auto outs = mha.call_all({q, v})`).
   bool return_attention_scores = false;
+  /// Keras's call argument attention_mask given as a tensor of the graph, for every call in a model: the last input
+  /// of each call is the mask, `mha({query, value, mask})` or `mha({query, value, key, mask})` -- a (T, S) mask per
+  /// sample for a model input of shape (T, S), 1 where query t may attend to key s (any dtype, non-zero: attend).
+  bool attention_mask_input = false;
   std::string name{};
   std::string dtype{};  ///< Keras's dtype: a policy name ("float32", "mixed_bfloat16"); empty: the global policy
 };
@@ -58,10 +67,11 @@ struct AttentionCall {
 /// keras.layers.MultiHeadAttention(num_heads, key_dim) on (batch, T, dim) queries and (batch, S, dim) values (and
 /// keys): called on {query, value} or {query, value, key}. Its weights, under Keras's names: query/key/value
 /// EinsumDense kernels (dim, num_heads, key_dim) with biases (num_heads, key_dim), attention_output (num_heads,
-/// value_dim, out) with bias (out,). Inputs of rank other than 3 (attention over several axes) are not
-/// implemented (ValueError). As in Keras 3 on TensorFlow, a call without dropout that returns no scores computes
-/// dot_product_attention (a query with nothing to attend to averages every value); otherwise the Softmax layer's
-/// path (its scores are 0).
+/// value_dim, out) with bias (out,). Inputs of rank above 3 attend over their `attention_axes` (the scores are
+/// (batch, <other axes>, num_heads, <query's attention axes>, <key's attention axes>), as Keras's); the causal mask
+/// and the sliding window then need attention_axes {1}, and the inputs' own masks are refused (ValueError). As in
+/// Keras 3 on TensorFlow, a rank-3 call without dropout that returns no scores computes dot_product_attention (a
+/// query with nothing to attend to averages every value); otherwise the Softmax layer's path (its scores are 0).
 class MultiHeadAttention : public Layer {
  public:
   MultiHeadAttention(int64_t num_heads, int64_t key_dim, MultiHeadAttentionOptions options = {});
@@ -96,7 +106,7 @@ class MultiHeadAttention : public Layer {
   void apply_constraints() override;
 
   /// The eager call with Keras's call arguments: the output (batch, T, out), and with return_attention_scores the
-  /// probabilities (batch, num_heads, T, S) as the second tensor.
+  /// probabilities (batch, num_heads, T, S) as the second tensor (over several axes: see the class).
   std::pair<Tensor, Tensor> attend(const Tensor& query, const Tensor& value, const Tensor& key = Tensor(),
                                    const AttentionCall& call = {});
 
@@ -107,6 +117,9 @@ class MultiHeadAttention : public Layer {
   /// Keras's call argument for every later call (see MultiHeadAttentionOptions::use_causal_mask).
   void set_use_causal_mask(bool on) { o_.use_causal_mask = on; }
   void set_return_attention_scores(bool on) { o_.return_attention_scores = on; }
+  void set_attention_mask_input(bool on) { o_.attention_mask_input = on; }
+  /// The attention axes, normalised (Keras's after build: {1} for rank-3 inputs); the options' before the build.
+  std::vector<int64_t> attention_axes() const;
   EinsumDense* query_dense() { return query_.get(); }
   EinsumDense* key_dense() { return key_.get(); }
   EinsumDense* value_dense() { return value_.get(); }
@@ -120,9 +133,19 @@ class MultiHeadAttention : public Layer {
 
  private:
   Tensor attention_mask(const Tensor& query, const Tensor& value, const AttentionCall& call) const;
+  /// Builds from the query's, value's and key's shapes (without the batch; no attention mask's).
+  Shape build_attention(const Shape& query, const Shape& value, const Shape& key);
+  /// Attention over the steps of (batch, T, features) tensors with a (batch, 1, T, S) mask (or none); the Softmax
+  /// path when `softmax_path`, else Keras's choice.
+  std::pair<Tensor, Tensor> attend_steps(const Tensor& query, const Tensor& value, const Tensor& key, const Tensor& mask,
+                                         bool causal, bool softmax_path, bool training, bool scores);
+  /// attend() for inputs of rank above 3: the attention axes flattened into the steps, the other axes into the batch.
+  std::pair<Tensor, Tensor> attend_axes(const Tensor& query, const Tensor& value, const Tensor& key,
+                                        const AttentionCall& call);
 
   int64_t num_heads_, key_dim_, value_dim_;
-  Shape scores_shape_;  // (num_heads, T, S) of the last build
+  Shape scores_shape_;        // (<other axes>, num_heads, <T axes>, <S axes>) of the last build
+  std::vector<int> axes_{};  // the attention axes, normalised, once built
   MultiHeadAttentionOptions o_;
   std::shared_ptr<EinsumDense> query_, key_, value_, output_, gate_;
   std::shared_ptr<Softmax> softmax_;

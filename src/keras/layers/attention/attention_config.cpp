@@ -38,7 +38,8 @@ std::string MultiHeadAttention::get_config() const {
   c["use_bias"] = o_.use_bias;
   c["use_gate"] = o_.use_gate;
   c["output_shape"] = o_.output_shape.empty() ? json() : json(o_.output_shape);
-  c["attention_axes"] = json::array({1});
+  const auto axes = attention_axes();
+  c["attention_axes"] = axes.empty() ? json() : json(axes);
   c["sliding_window"] = optional_int(o_.sliding_window);
   weight_entries(c, o_);
   return ser::dumps(c);
@@ -147,11 +148,9 @@ OSPREY_REGISTER_LAYERS(attention) {
                            : ser::integers(c, "output_shape", 1, 1 << 20, what, 4);
     }
     if (c.contains("attention_axes") && !c["attention_axes"].is_null()) {
-      const json& axes = c["attention_axes"];
-      if (!(axes == json::array({1}) || axes == json(1) || axes == json::array({-2}))) {
-        ser::unsupported("MultiHeadAttention attention_axes", axes.dump().substr(0, 60),
-                         "[1] (attention over the steps of (batch, steps, features) inputs)");
-      }
+      o.attention_axes = c["attention_axes"].is_number_integer()
+                             ? std::vector<int64_t>{ser::integer(c, "attention_axes", -64, 64, what)}
+                             : ser::integers(c, "attention_axes", -64, 64, what, 8);
     }
     return std::make_shared<MultiHeadAttention>(ser::integer(c, "num_heads", 1, 1 << 16, what),
                                                 ser::integer(c, "key_dim", 1, 1 << 20, what), o);
@@ -166,6 +165,14 @@ OSPREY_REGISTER_LAYERS(attention) {
                          m.name() + "'", "one value for every call of a layer");
       }
       m.set_use_causal_mask(v.get<bool>());
+      return true;
+    }
+    if (key == "attention_mask" && (v.is_null() || ser::is_keras_tensor(v))) {  // a tensor of the graph: the last input
+      if (m.built() && m.options().attention_mask_input != !v.is_null()) {
+        ser::unsupported("MultiHeadAttention call argument", "attention_mask given in some calls of '" + m.name() +
+                         "' and not in others", "an attention mask in every call of a layer, or in none");
+      }
+      m.set_attention_mask_input(!v.is_null());
       return true;
     }
     if (key == "return_attention_scores" && v.is_boolean()) {
@@ -184,6 +191,9 @@ OSPREY_REGISTER_LAYERS(attention) {
     if (m.options().use_causal_mask) args["use_causal_mask"] = true;
     if (m.options().return_attention_scores) args["return_attention_scores"] = true;
     return args;
+  };
+  mha.last_input_keyword = [](const Layer& layer) {
+    return static_cast<const MultiHeadAttention&>(layer).options().attention_mask_input ? "attention_mask" : "";
   };
   ser::register_layer_class("MultiHeadAttention", mha);
   ser::LayerClass gqa = mha;

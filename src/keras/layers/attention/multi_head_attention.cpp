@@ -2,7 +2,9 @@
 // sublayers, per-head products as batched matmuls over (batch * heads), the masks of the inputs, a causal band, a
 // sliding window and an explicit mask combined into one, and Keras 3's two computations (dot_product_attention, or
 // the Softmax layer with dropout and scores).
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include <fmt/format.h>
 
@@ -57,9 +59,10 @@ GroupedQueryAttention::GroupedQueryAttention(int64_t head_dim, int64_t num_query
                                  "num_query_heads={}, num_key_value_heads={}",
                                  num_query_heads, num_key_value_heads));
   }
-  if (this->options().value_dim.has_value() || !this->options().output_shape.empty()) {
-    throw ValueError("GroupedQueryAttention has no value_dim or output_shape (every head has head_dim; the output has "
-                     "the query's features)");
+  if (this->options().value_dim.has_value() || !this->options().output_shape.empty() ||
+      !this->options().attention_axes.empty()) {
+    throw ValueError("GroupedQueryAttention has no value_dim, output_shape or attention_axes (every head has head_dim; "
+                     "the output has the query's features; it attends over the steps)");
   }
 }
 
@@ -68,39 +71,102 @@ MultiHeadAttention::MultiHeadAttention(MultiHeadAttention&&) noexcept = default;
 
 Shape MultiHeadAttention::build(const Shape& input_shape) { return build(std::vector<Shape>{input_shape, input_shape}); }
 
+std::vector<int64_t> MultiHeadAttention::attention_axes() const {
+  return axes_.empty() ? o_.attention_axes : std::vector<int64_t>(axes_.begin(), axes_.end());
+}
+
 Shape MultiHeadAttention::build(const std::vector<Shape>& shapes) {
-  if (shapes.size() < 2 || shapes.size() > 3) {
-    throw ValueError(fmt::format("MultiHeadAttention '{}' is called on [query, value] or [query, value, key]; got {} "
+  const std::size_t n = shapes.size() - (o_.attention_mask_input ? 1 : 0);
+  if (shapes.empty() || n < 2 || n > 3) {
+    throw ValueError(fmt::format("MultiHeadAttention '{}' is called on [query, value] or [query, value, key]{}; got {} "
                                  "inputs",
-                                 name_, shapes.size()));
+                                 name_, o_.attention_mask_input ? " and then the attention mask" : "", shapes.size()));
   }
-  const Shape& q = shapes[0];
-  const Shape& v = shapes[1];
-  const Shape& k = shapes.size() == 3 ? shapes[2] : shapes[1];
-  for (const Shape* s : {&q, &v, &k}) {
-    if (s->rank() != 2) {
-      throw ValueError(fmt::format("MultiHeadAttention '{}': Osprey attends over the steps of (batch, steps, features) "
-                                   "inputs; got an input of shape (None, {}) (attention over several axes is not "
-                                   "implemented)",
-                                   name_, fmt::join(s->dims(), ", ")));
+  Shape out = build_attention(shapes[0], shapes[1], n == 3 ? shapes[2] : shapes[1]);
+  if (o_.attention_mask_input) {  // (batch, <other axes>, T..., S...) without the batch, or fewer leading axes
+    const Shape& m = shapes[n];
+    const int a = static_cast<int>(axes_.size()), other = shapes[0].rank() - 1 - a;
+    bool ok = m.rank() >= 2 * a && m.rank() <= 2 * a + other;
+    for (int i = 0; ok && i < 2 * a; ++i) {
+      const int64_t want = scores_shape_[scores_shape_.rank() - 2 * a + i], got = m[m.rank() - 2 * a + i];
+      ok = got == want || got == 1;
+    }
+    if (!ok) {
+      throw ValueError(fmt::format("MultiHeadAttention '{}': the attention mask of shape (None, {}) does not match the "
+                                   "scores' (None, {}): give one of (batch, [other axes,] query steps, key steps)",
+                                   name_, fmt::join(m.dims(), ", "), fmt::join(scores_shape_.dims(), ", ")));
     }
   }
-  if (v[0] != k[0]) {
-    throw ValueError(fmt::format("All dimensions of `value` and `key`, except the last one, must be equal. Received: "
-                                 "value_shape=(None, {}) and key_shape=(None, {})",
-                                 fmt::join(v.dims(), ", "), fmt::join(k.dims(), ", ")));
+  return out;
+}
+
+Shape MultiHeadAttention::build_attention(const Shape& q, const Shape& v, const Shape& k) {
+  const int r = q.rank() + 1;  // with the batch
+  for (const Shape* s : {&q, &v, &k}) {
+    if (s->rank() < 2 || s->rank() != q.rank()) {
+      throw ValueError(fmt::format("MultiHeadAttention '{}' attends over (batch, steps..., features) inputs of one "
+                                   "rank; got query (None, {}), value (None, {}) and key (None, {})",
+                                   name_, fmt::join(q.dims(), ", "), fmt::join(v.dims(), ", "),
+                                   fmt::join(k.dims(), ", ")));
+    }
   }
-  scores_shape_ = Shape({num_heads_, q[0], v[0]});
-  std::vector<int64_t> out{q[0]};
-  if (o_.output_shape.empty()) out.push_back(q[1]);
+  if (r > 3 && class_name() == "GroupQueryAttention") {
+    throw ValueError(fmt::format("GroupQueryAttention '{}' attends over (batch, steps, features) inputs; got the query "
+                                 "(None, {})",
+                                 name_, fmt::join(q.dims(), ", ")));
+  }
+  for (int i = 0; i + 1 < v.rank(); ++i) {
+    if (v[i] != k[i]) {
+      throw ValueError(fmt::format("All dimensions of `value` and `key`, except the last one, must be equal. Received: "
+                                   "value_shape=(None, {}) and key_shape=(None, {})",
+                                   fmt::join(v.dims(), ", "), fmt::join(k.dims(), ", ")));
+    }
+  }
+  // Keras's normalisation: an axis of the projected (rank r + 1) tensor, negative ones from its last but one.
+  std::vector<int> axes;
+  if (o_.attention_axes.empty()) {
+    for (int i = 1; i <= r - 2; ++i) axes.push_back(i);
+  }
+  for (int64_t a : o_.attention_axes) {
+    const int64_t axis = a < 0 ? r + a : a;
+    if (axis < 1 || axis > r - 2 || std::find(axes.begin(), axes.end(), axis) != axes.end()) {
+      throw ValueError(fmt::format("MultiHeadAttention '{}': attention_axes ({}) must name distinct axes between the "
+                                   "batch and the features of inputs of rank {} (1 to {}, or -{} to -2)",
+                                   name_, fmt::join(o_.attention_axes, ", "), r, r - 2, r - 1));
+    }
+    axes.push_back(static_cast<int>(axis));
+  }
+  std::vector<int64_t> scores, t_dims, s_dims;
+  for (int i = 1; i <= r - 2; ++i) {  // the other axes: batch axes, the same for the query and the value
+    if (std::find(axes.begin(), axes.end(), i) != axes.end()) continue;
+    if (q[i - 1] != v[i - 1]) {
+      throw ValueError(fmt::format("MultiHeadAttention '{}': the query (None, {}) and the value (None, {}) differ on "
+                                   "axis {}, which is not an attention axis ({})",
+                                   name_, fmt::join(q.dims(), ", "), fmt::join(v.dims(), ", "), i, fmt::join(axes, ", ")));
+    }
+    scores.push_back(q[i - 1]);
+  }
+  scores.push_back(num_heads_);
+  for (int a : axes) t_dims.push_back(q[a - 1]), s_dims.push_back(v[a - 1]);
+  scores.insert(scores.end(), t_dims.begin(), t_dims.end());
+  scores.insert(scores.end(), s_dims.begin(), s_dims.end());
+  if (built_ && axes != axes_) {
+    throw ValueError(fmt::format("MultiHeadAttention '{}' was built to attend over axes {}; the query (None, {}) gives "
+                                 "axes {}",
+                                 name_, fmt::join(axes_, ", "), fmt::join(q.dims(), ", "), fmt::join(axes, ", ")));
+  }
+  axes_ = axes;
+  scores_shape_ = Shape(scores);
+  std::vector<int64_t> out(q.dims().begin(), q.dims().end() - 1);
+  if (o_.output_shape.empty()) out.push_back(q[q.rank() - 1]);
   for (auto d : o_.output_shape) out.push_back(d);
   if (built_) {
-    if (query_->kernel()->shape()[0] != q[1] || value_->kernel()->shape()[0] != v[1] ||
-        key_->kernel()->shape()[0] != k[1]) {
+    if (query_->kernel()->shape()[0] != q[q.rank() - 1] || value_->kernel()->shape()[0] != v[v.rank() - 1] ||
+        key_->kernel()->shape()[0] != k[k.rank() - 1]) {
       throw ValueError(fmt::format("MultiHeadAttention '{}' was built for query, value and key features {}, {} and {}; "
                                    "got {}, {} and {}",
                                    name_, query_->kernel()->shape()[0], value_->kernel()->shape()[0],
-                                   key_->kernel()->shape()[0], q[1], v[1], k[1]));
+                                   key_->kernel()->shape()[0], q[q.rank() - 1], v[v.rank() - 1], k[k.rank() - 1]));
     }
     return Shape(out);
   }
@@ -111,21 +177,27 @@ Shape MultiHeadAttention::build(const std::vector<Shape>& shapes) {
     return std::make_shared<EinsumDense>("abc,cde->abde", std::vector<int64_t>{0, heads, per_head}, e);
   };
   // Keras's order: query, key, gate, value, the softmax and dropout (auto-named), the output.
+  // The projections see (steps, features): attend_axes flattens the other axes into the steps.
+  auto steps = [&](const Shape& x) {
+    int64_t n = 1;
+    for (int a : axes_) n *= x[a - 1];
+    return Shape({n, x[x.rank() - 1]});
+  };
   query_ = projection("query", key_dim_, "", num_heads_);
-  query_->build(q);
+  query_->build(steps(q));
   key_ = projection("key", key_dim_, "", kv_heads_);
-  key_->build(k);
+  key_->build(steps(k));
   if (o_.use_gate) {
     gate_ = projection("gate", value_dim_, "sigmoid", num_heads_);
-    gate_->build(q);
+    gate_->build(steps(q));
   }
   value_ = projection("value", value_dim_, "", kv_heads_);
-  value_->build(v);
+  value_->build(steps(v));
   softmax_ = std::make_shared<Softmax>();
   dropout_ = std::make_shared<Dropout>(o_.dropout);
   softmax_->set_dtype_policy(dtype_policy_);  // Keras makes MultiHeadAttention's sublayers with its dtype policy
   dropout_->set_dtype_policy(dtype_policy_);
-  const std::vector<int64_t> out_dims = o_.output_shape.empty() ? std::vector<int64_t>{q[1]} : o_.output_shape;
+  const std::vector<int64_t> out_dims = o_.output_shape.empty() ? std::vector<int64_t>{q[q.rank() - 1]} : o_.output_shape;
   const std::string out_letters = std::string("efghijkl").substr(0, out_dims.size());
   std::vector<int64_t> out_partial{0};
   out_partial.insert(out_partial.end(), out_dims.begin(), out_dims.end());
@@ -134,7 +206,7 @@ Shape MultiHeadAttention::build(const std::vector<Shape>& shapes) {
       EinsumDenseOptions{"", o_.use_bias ? out_letters : "", o_.kernel_initializer, o_.bias_initializer,
                          o_.kernel_regularizer, o_.bias_regularizer, o_.kernel_constraint, o_.bias_constraint,
                          "attention_output", dtype_policy_.name()});
-  output_->build(Shape({q[0], num_heads_, value_dim_}));
+  output_->build(Shape({steps(q)[0], num_heads_, value_dim_}));
   for (EinsumDense* d : {query_.get(), key_.get(), gate_.get(), value_.get(), output_.get()}) {
     if (!d) continue;
     for (auto* var : d->variables()) var->set_path(name_ + "/" + var->path());  // "mha/query/kernel", as Keras
@@ -193,28 +265,115 @@ Tensor MultiHeadAttention::attention_mask(const Tensor& query, const Tensor& val
 std::pair<Tensor, Tensor> MultiHeadAttention::attend(const Tensor& query, const Tensor& value, const Tensor& key_in,
                                                      const AttentionCall& c) {
   const Tensor& key = key_in.defined() ? key_in : value;
+  const int r = query.shape().rank();
   for (const Tensor* t : {&query, &value, &key}) {
-    if (t->shape().rank() != 3) {
-      throw ValueError(fmt::format("MultiHeadAttention '{}' takes (batch, steps, features) tensors; got shape {}",
-                                   name_, t->shape().to_string()));
+    if (t->shape().rank() < 3 || t->shape().rank() != r) {
+      throw ValueError(fmt::format("MultiHeadAttention '{}' takes (batch, steps..., features) tensors of one rank; got "
+                                   "query {}, value {} and key {}",
+                                   name_, query.shape().to_string(), value.shape().to_string(), key.shape().to_string()));
     }
   }
   if (query.shape()[0] != value.shape()[0] || key.shape()[0] != value.shape()[0]) {
     throw ValueError(fmt::format("MultiHeadAttention '{}': query, value and key have batch sizes {}, {} and {}", name_,
                                  query.shape()[0], value.shape()[0], key.shape()[0]));
   }
-  auto sample = [](const Tensor& t) { return Shape({t.shape()[1], t.shape()[2]}); };
-  build(key_in.defined() ? std::vector<Shape>{sample(query), sample(value), sample(key)}
-                         : std::vector<Shape>{sample(query), sample(value)});
+  auto sample = [](const Tensor& t) { return Shape(std::vector<int64_t>(t.shape().dims().begin() + 1, t.shape().dims().end())); };
+  build_attention(sample(query), sample(value), sample(key));
+  if (r > 3 || axes_ != std::vector<int>{1}) return attend_axes(query, value, key, c);
+  return attend_steps(query, value, key, attention_mask(query, value, c), c.use_causal_mask, false, c.training,
+                      c.return_attention_scores);
+}
+
+std::pair<Tensor, Tensor> MultiHeadAttention::attend_axes(const Tensor& query, const Tensor& value, const Tensor& key,
+                                                          const AttentionCall& c) {
+  if (c.query_mask.defined() || c.value_mask.defined() || c.key_mask.defined()) {
+    throw ValueError(fmt::format("MultiHeadAttention '{}': masks of the inputs (Embedding's mask_zero, Masking) are "
+                                 "not implemented for inputs of rank above 3 (query {}); give an attention_mask",
+                                 name_, query.shape().to_string()));
+  }
+  if ((c.use_causal_mask || o_.sliding_window) && axes_ != std::vector<int>{1}) {
+    throw ValueError(fmt::format("MultiHeadAttention '{}': use_causal_mask and sliding_window run along axis 1 (Keras "
+                                 "builds them from the inputs' second axis); the attention axes are {}",
+                                 name_, fmt::join(axes_, ", ")));
+  }
+  const int r = query.shape().rank();
+  const int64_t B = query.shape()[0];
+  // (batch, <other axes>, <attention axes>, features) -> (batch * others, steps, features), the others first.
+  std::vector<int> perm{0}, others;
+  for (int i = 1; i <= r - 2; ++i) {
+    if (std::find(axes_.begin(), axes_.end(), i) == axes_.end()) others.push_back(i);
+  }
+  perm.insert(perm.end(), others.begin(), others.end());
+  perm.insert(perm.end(), axes_.begin(), axes_.end());
+  perm.push_back(r - 1);
+  int64_t n_other = 1;
+  for (int i : others) n_other *= query.shape()[i];
+  auto steps_of = [&](const Tensor& x) {
+    int64_t n = 1;
+    for (int a : axes_) n *= x.shape()[a];
+    return n;
+  };
+  const int64_t T = steps_of(query), S = steps_of(value);
+  auto flat = [&](const Tensor& x) {
+    return ops::reshape(ops::transpose(x, perm), Shape({B * n_other, steps_of(x), x.shape()[r - 1]}));
+  };
+  AttentionCall flat_call;
+  if (c.attention_mask.defined()) {
+    // Keras's layout: (batch, <other axes>, <T axes>, <S axes>), leading axes left out from the right end of the
+    // batch axes (Keras expands the mask just before the attention axes).
+    std::vector<int64_t> full{B};
+    for (int i : others) full.push_back(query.shape()[i]);
+    const std::size_t lead = full.size();
+    for (int a : axes_) full.push_back(query.shape()[a]);
+    for (int a : axes_) full.push_back(value.shape()[a]);
+    const auto& md = c.attention_mask.shape().dims();
+    const std::size_t tail = 2 * axes_.size();
+    bool ok = md.size() >= tail && md.size() <= full.size();
+    std::vector<int64_t> expanded(md.begin(), md.end() - (ok ? tail : 0));
+    expanded.resize(lead, 1);
+    if (ok) expanded.insert(expanded.end(), md.end() - tail, md.end());
+    for (std::size_t i = 0; ok && i < full.size(); ++i) ok = expanded[i] == full[i] || expanded[i] == 1;
+    if (!ok) {
+      throw ValueError(fmt::format("MultiHeadAttention '{}': attention_mask of shape {} does not match (batch, <other "
+                                   "axes>, <query's attention axes>, <key's attention axes>) = ({}) (each dimension "
+                                   "that or 1; leading ones may be left out)",
+                                   name_, c.attention_mask.shape().to_string(), fmt::join(full, ", ")));
+    }
+    const Tensor m = ops::broadcast_to(ops::reshape(detail::as_float(c.attention_mask), Shape(expanded)), Shape(full));
+    flat_call.attention_mask = ops::reshape(m, Shape({B * n_other, T, S}));
+  }
+  const Tensor qf = flat(query), vf = flat(value);
+  const Tensor mask = attention_mask(qf, vf, flat_call);  // with the sliding window
+  auto [out, probs] = attend_steps(qf, vf, &key == &value ? vf : flat(key), mask, c.use_causal_mask, true, c.training,
+                                   c.return_attention_scores);
+  // (batch * others, T, out...) -> (batch, <others>, <T axes>, out...) -> the query's order of axes.
+  std::vector<int64_t> dims{B};
+  for (std::size_t i = 1; i + 1 < perm.size(); ++i) dims.push_back(query.shape()[perm[i]]);
+  const std::size_t out_rank = static_cast<std::size_t>(out.shape().rank()) - 2;  // the output's own axes
+  for (std::size_t i = 0; i < out_rank; ++i) dims.push_back(out.shape()[2 + static_cast<int>(i)]);
+  std::vector<int> back(dims.size());
+  for (std::size_t i = 0; i + 1 < perm.size(); ++i) back[perm[i]] = static_cast<int>(i);
+  for (std::size_t i = 0; i < out_rank; ++i) back[perm.size() - 1 + i] = static_cast<int>(perm.size() - 1 + i);
+  out = ops::transpose(ops::reshape(out, Shape(dims)), back);
+  if (probs.defined()) {
+    std::vector<int64_t> sdims{B};
+    sdims.insert(sdims.end(), scores_shape_.dims().begin(), scores_shape_.dims().end());
+    probs = ops::reshape(probs, Shape(sdims));
+  }
+  return {out, probs};
+}
+
+std::pair<Tensor, Tensor> MultiHeadAttention::attend_steps(const Tensor& query, const Tensor& value, const Tensor& key,
+                                                           const Tensor& mask, bool causal, bool softmax_path,
+                                                           bool training, bool return_scores) {
   const int64_t B = query.shape()[0], T = query.shape()[1], S = value.shape()[1], H = num_heads_;
-  const Tensor mask = attention_mask(query, value, c);
-  const bool causal = c.use_causal_mask;
-  // Keras 3 computes dot_product_attention unless there is dropout or the scores are asked for.
-  const bool dot_product = !(o_.dropout > 0.0 || c.return_attention_scores);
+  // Keras 3 computes dot_product_attention unless there is dropout or the scores are asked for (or the inputs have
+  // other axes).
+  const bool dot_product = !(o_.dropout > 0.0 || return_scores || softmax_path);
   const double scale = 1.0 / std::sqrt(static_cast<double>(key_dim_));
   // The projections compute in their policy's dtype (bfloat16 under mixed_bfloat16), and so does the attention
   // between them, as in Keras: each is called as a layer (Layer::operator() casts its input).
-  auto project = [&](Layer& layer, const Tensor& x) { return layer(x, c.training); };
+  auto project = [&](Layer& layer, const Tensor& x) { return layer(x, training); };
   Tensor q = project(*query_, query);
   if (!dot_product) q = ops::mul(q, Tensor::scalar(scale, q.dtype()));  // the Softmax path scales the query first
   auto heads_first = [&](const Tensor& x, int64_t steps, int64_t dim) {  // (B, steps, H, dim) -> (B·H, steps, dim)
@@ -235,11 +394,11 @@ std::pair<Tensor, Tensor> MultiHeadAttention::attend(const Tensor& query, const 
   Tensor probs = ops::masked_softmax(logits, mask,
                                      dot_product ? ops::MaskedSoftmaxOptions{causal, -0.7f * 3.38953e38f, false}
                                                  : ops::MaskedSoftmaxOptions{causal, -1e9f, true});
-  const Tensor used = o_.dropout > 0.0 ? dropout_->call(probs, c.training) : probs;
+  const Tensor used = o_.dropout > 0.0 ? dropout_->call(probs, training) : probs;
   Tensor out = ops::matmul(ops::reshape(used, Shape({B * H, T, S})), vh);  // (B·H, T, value_dim)
   out = ops::transpose(ops::reshape(out, Shape({B, H, T, value_dim_})), {0, 2, 1, 3});
   if (gate_) out = ops::mul(out, project(*gate_, query));
-  return {project(*output_, out), c.return_attention_scores ? probs : Tensor()};
+  return {project(*output_, out), return_scores ? probs : Tensor()};
 }
 
 Tensor MultiHeadAttention::call(const Tensor& inputs, bool training) { return call({inputs, inputs}, training); }
@@ -267,19 +426,21 @@ std::vector<Tensor> MultiHeadAttention::call_outputs(const std::vector<Tensor>& 
 std::vector<Tensor> MultiHeadAttention::call_outputs_masked(const std::vector<Tensor>& inputs, bool training,
                                                             const std::vector<Tensor>& masks,
                                                             std::vector<Tensor>& output_masks) {
-  if (inputs.size() < 2 || inputs.size() > 3) {
-    throw ValueError(fmt::format("MultiHeadAttention '{}' is called on [query, value] or [query, value, key]; got {} "
+  const std::size_t n = inputs.size() - (o_.attention_mask_input && !inputs.empty() ? 1 : 0);
+  if (n < 2 || n > 3) {
+    throw ValueError(fmt::format("MultiHeadAttention '{}' is called on [query, value] or [query, value, key]{}; got {} "
                                  "inputs",
-                                 name_, inputs.size()));
+                                 name_, o_.attention_mask_input ? " and then the attention mask" : "", inputs.size()));
   }
   AttentionCall c;
   c.use_causal_mask = o_.use_causal_mask;
   c.training = training;
   if (masks.size() > 0) c.query_mask = masks[0];
   if (masks.size() > 1) c.value_mask = masks[1];
-  if (masks.size() > 2) c.key_mask = masks[2];
+  if (masks.size() > 2 && n == 3) c.key_mask = masks[2];
+  if (o_.attention_mask_input) c.attention_mask = inputs[n];
   c.return_attention_scores = o_.return_attention_scores;
-  auto [out, scores] = attend(inputs[0], inputs[1], inputs.size() == 3 ? inputs[2] : Tensor(), c);
+  auto [out, scores] = attend(inputs[0], inputs[1], n == 3 ? inputs[2] : Tensor(), c);
   output_masks.assign(c.return_attention_scores ? 2 : 1, Tensor());
   output_masks[0] = c.query_mask;  // the query's mask passes on; the scores have none
   if (!c.return_attention_scores) return {out};
