@@ -338,14 +338,69 @@ TEST(RecurrentStates, StackedCellsMatchKerasWithStatesAndGradients) {
   const auto vars = rnn.trainable_variables();
   const auto g = tape.gradient(loss, vars);
   for (std::size_t i = 0; i < vars.size(); ++i) expect_close(g[i], ref.at("grads")[i], 1e-5, vars[i]->path());
-  // Keras's config builds the same layer; dropout inside stacked cells is a clear error.
+  // Keras's config builds the same layer.
   const json cfg = json::parse(rnn.get_config());
   EXPECT_EQ(cfg.at("cell").at("class_name"), "StackedRNNCells");
   EXPECT_EQ(cfg.at("cell").at("config").at("cells").size(), 3u);
   EXPECT_EQ(ref.at("config").at("cell").at("config").at("cells").size(), 3u);
-  EXPECT_THAT(osprey::testing::error_of([] {
-                layers::StackedRNNCells({std::make_shared<layers::LSTMCell>(2, layers::RecurrentOptions{.dropout = 0.5})});
-              }),
-              HasSubstr("not implemented"));
   EXPECT_THROW(layers::StackedRNNCells({}), ValueError);
+}
+
+// Dropout inside stacked cells: each cell's masks are drawn once per sequence, as by a layer of that cell alone, so
+// a stack equals the layers it replaces (drawn from the same seed) where one cell has dropout; the cells above the
+// first mask the output of the cell below. Inference ignores every rate; gradients reach every weight.
+TEST(RecurrentStates, StackedCellsApplyEachCellsDropoutAsItsOwnLayerWould) {
+  const Tensor x = random::uniform({6, 5, 3});
+  using layers::RecurrentOptions;
+  for (int upper : {0, 1}) {  // which cell has the dropout: the first, or the second (its input: the first's output)
+    for (const char* kind : {"lstm", "gru", "simple"}) {
+      SCOPED_TRACE(std::string(kind) + (upper ? " above" : " below"));
+      auto cell = [&](int64_t units, RecurrentOptions o) -> std::shared_ptr<layers::RNNCell> {
+        if (std::string(kind) == "lstm") return std::make_shared<layers::LSTMCell>(units, o);
+        if (std::string(kind) == "gru") return std::make_shared<layers::GRUCell>(units, o);
+        return std::make_shared<layers::SimpleRNNCell>(units, o);
+      };
+      const RecurrentOptions plain{}, dropped{.dropout = 0.4, .recurrent_dropout = 0.3};
+      std::vector<std::shared_ptr<layers::RNNCell>> cells{cell(4, upper ? plain : dropped)};
+      if (upper) cells.push_back(cell(2, dropped));
+      layers::RNN stack(cells, {.return_sequences = true});
+      stack.build(Shape({5, 3}));
+      // The same cells as layers: RNN(first) -> RNN(second), sharing the stack's weights.
+      layers::RNN lower(cell(4, upper ? plain : dropped), {.return_sequences = true});
+      lower.build(Shape({5, 3}));
+      layers::RNN above(cell(2, dropped), {.return_sequences = true});
+      if (upper) above.build(Shape({5, 4}));
+      std::vector<Variable*> separate = lower.variables();
+      if (upper) for (auto* v : above.variables()) separate.push_back(v);
+      const auto stacked = stack.variables();
+      ASSERT_EQ(stacked.size(), separate.size());
+      for (std::size_t i = 0; i < stacked.size(); ++i) separate[i]->assign(stacked[i]->value());
+      auto layered = [&](bool training) {
+        const Tensor h = lower(x, training);
+        return upper ? above(h, training) : h;
+      };
+      random::set_seed(7);
+      const Tensor a = stack(x, true);
+      random::set_seed(7);
+      const Tensor b = layered(true);
+      EXPECT_EQ(a.shape(), b.shape());
+      const auto av = a.to_vector<float>(), bv = b.to_vector<float>();
+      for (std::size_t i = 0; i < av.size(); ++i) EXPECT_NEAR(av[i], bv[i], 1e-5) << i;
+      // Training differs from inference (and inference from the layers' is the same).
+      EXPECT_NE(av, stack(x, false).to_vector<float>());
+      const auto inf_a = stack(x, false).to_vector<float>(), inf_b = layered(false).to_vector<float>();
+      for (std::size_t i = 0; i < inf_a.size(); ++i) EXPECT_NEAR(inf_a[i], inf_b[i], 1e-5) << i;
+      GradientTape tape;
+      const auto g = tape.gradient(ops::reduce_sum(stack(x, true)), stack.trainable_variables());
+      for (const auto& t : g) EXPECT_TRUE(t.defined());
+    }
+  }
+  // Keras's config of a stack with dropout loads and keeps the rates.
+  layers::RNN rnn(std::vector<std::shared_ptr<layers::RNNCell>>{
+      std::make_shared<layers::LSTMCell>(3, RecurrentOptions{.dropout = 0.25}),
+      std::make_shared<layers::GRUCell>(2, RecurrentOptions{.recurrent_dropout = 0.5})});
+  rnn.build(Shape({5, 3}));
+  const json cells = json::parse(rnn.get_config()).at("cell").at("config").at("cells");
+  EXPECT_EQ(cells.at(0).at("config").at("dropout"), 0.25);
+  EXPECT_EQ(cells.at(1).at("config").at("recurrent_dropout"), 0.5);
 }

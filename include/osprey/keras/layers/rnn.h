@@ -82,6 +82,8 @@ class RNNCell : public Layer {
   /// one per gate; each (batch, features), kept values 1/(1 - rate)) and the previous output's (each (batch, units)).
   virtual std::vector<Tensor> input_dropout_masks(int64_t batch, int64_t features);
   virtual std::vector<Tensor> recurrent_dropout_masks(int64_t batch);
+  /// How many masks input_dropout_masks (or recurrent_dropout_masks) gives in training: 0 without that dropout.
+  int dropout_mask_count(bool recurrent) const;
 
   std::vector<Tensor> regularization_losses() override;
   bool has_regularization() const override;
@@ -119,7 +121,8 @@ class GRUCell : public RNNCell {
 
 /// keras.layers.StackedRNNCells(cells) (what keras.layers.RNN([cell, cell, ...]) makes): the cells one on top of
 /// the other at every step, each one's output the next one's input; the states are every cell's in order, the
-/// output the last cell's. Dropout inside the stacked cells is not implemented (a ValueError).
+/// output the last cell's. Each cell's dropout and recurrent_dropout apply in training as in its own layer: one set
+/// of masks per sequence, the cells above the first masking the output of the cell below them.
 class StackedRNNCells : public RNNCell {
  public:
   explicit StackedRNNCells(std::vector<std::shared_ptr<RNNCell>> cells, std::string name = "");
@@ -136,8 +139,10 @@ class StackedRNNCells : public RNNCell {
   std::vector<Tensor> step(const Tensor& projected, const std::vector<Tensor>& states,
                            const std::vector<Tensor>& recurrent_masks = {}) const override;
   bool runs_as_sequence(const Tensor&, const std::vector<Tensor>&, bool) const override { return false; }
-  std::vector<Tensor> input_dropout_masks(int64_t, int64_t) override { return {}; }
-  std::vector<Tensor> recurrent_dropout_masks(int64_t) override { return {}; }
+  /// The first cell's input masks.
+  std::vector<Tensor> input_dropout_masks(int64_t batch, int64_t features) override;
+  /// Every cell's recurrent masks and, above the first, its input masks, cell by cell (what step() takes).
+  std::vector<Tensor> recurrent_dropout_masks(int64_t batch) override;
   /// Keras's weights files key the cells as a list: "cells/lstm_cell", "cells/gru_cell", "cells/lstm_cell_1".
   std::vector<std::pair<std::string, Layer*>> sublayers() override;
   std::vector<Variable*> variables() override;

@@ -95,6 +95,10 @@ std::vector<Tensor> RNNCell::recurrent_dropout_masks(int64_t batch) {
   return draw(recurrent_dropout_.get(), mask_count(), Shape({batch, units_}));
 }
 
+int RNNCell::dropout_mask_count(bool recurrent) const {
+  return (recurrent ? recurrent_dropout_ : input_dropout_) ? mask_count() : 0;
+}
+
 std::string RNNCell::class_name() const { return cell_class(kind_); }
 
 Shape RNNCell::build(const Shape& input_shape) {

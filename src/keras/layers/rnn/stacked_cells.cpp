@@ -20,13 +20,6 @@ int64_t last_units(const std::vector<std::shared_ptr<RNNCell>>& cells) {
   if (cells.empty()) throw ValueError("StackedRNNCells needs at least one cell");
   for (const auto& c : cells) {
     if (!c) throw ValueError("StackedRNNCells: a cell is empty (a null pointer)");
-    const auto& o = c->options();
-    if (o.dropout > 0.0 || o.recurrent_dropout > 0.0) {
-      throw ValueError(fmt::format("StackedRNNCells: cell '{}' has dropout={} and recurrent_dropout={}; dropout "
-                                   "inside stacked cells is not implemented in Osprey (put Dropout layers between "
-                                   "RNN layers instead)",
-                                   c->name(), o.dropout, o.recurrent_dropout));
-    }
   }
   return cells.back()->units();
 }
@@ -72,18 +65,48 @@ int StackedRNNCells::output_index() const { return num_states() - cells_.back()-
 Tensor StackedRNNCells::project(const Tensor& inputs) const { return cells_.front()->project(inputs); }
 Tensor StackedRNNCells::project(const std::vector<Tensor>& per_gate) const { return cells_.front()->project(per_gate); }
 
+std::vector<Tensor> StackedRNNCells::input_dropout_masks(int64_t batch, int64_t features) {
+  return cells_.front()->input_dropout_masks(batch, features);
+}
+
+// Cell by cell: its recurrent masks, then (above the first) its input masks -- the order in which a layer of that
+// cell alone draws them, so that a stack equals the layers it replaces where only one cell has dropout.
+std::vector<Tensor> StackedRNNCells::recurrent_dropout_masks(int64_t batch) {
+  std::vector<Tensor> out;
+  for (std::size_t k = 0; k < cells_.size(); ++k) {
+    for (auto& m : cells_[k]->recurrent_dropout_masks(batch)) out.push_back(std::move(m));
+    if (k == 0) continue;
+    for (auto& m : cells_[k]->input_dropout_masks(batch, cells_[k - 1]->units())) out.push_back(std::move(m));
+  }
+  return out;
+}
+
 std::vector<Tensor> StackedRNNCells::step(const Tensor& projected, const std::vector<Tensor>& states,
-                                          const std::vector<Tensor>&) const {
+                                          const std::vector<Tensor>& masks) const {
   std::vector<Tensor> out;
   out.reserve(states.size());
   Tensor below;  // the previous cell's output, this cell's input
-  std::size_t at = 0;
+  std::size_t at = 0, mask_at = 0;
+  // In training, recurrent_dropout_masks()'s masks; none at inference.
+  auto take = [&](int count) {
+    std::vector<Tensor> mine;
+    for (int i = 0; i < count && !masks.empty(); ++i) mine.push_back(masks.at(mask_at++));
+    return mine;
+  };
   for (std::size_t k = 0; k < cells_.size(); ++k) {
     const RNNCell& c = *cells_[k];
     const auto n = static_cast<std::size_t>(c.num_states());
     const std::vector<Tensor> mine(states.begin() + static_cast<std::ptrdiff_t>(at),
                                    states.begin() + static_cast<std::ptrdiff_t>(at + n));
-    auto next = c.step(k == 0 ? projected : c.project(below), mine);
+    const std::vector<Tensor> recurrent = take(c.dropout_mask_count(true));
+    Tensor in = projected;
+    if (k > 0) {
+      const std::vector<Tensor> input = take(c.dropout_mask_count(false));
+      std::vector<Tensor> per_gate;
+      for (const auto& m : input) per_gate.push_back(ops::mul(below, m));
+      in = per_gate.empty() ? c.project(below) : c.project(per_gate);
+    }
+    auto next = c.step(in, mine, recurrent);
     below = next[static_cast<std::size_t>(c.output_index())];
     out.insert(out.end(), next.begin(), next.end());
     at += n;
