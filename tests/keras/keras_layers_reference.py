@@ -45,7 +45,31 @@ hist = model.fit(x, y, epochs=2, batch_size=8, shuffle=False, verbose=0)
 ref["history"] = [float(v) for v in hist.history["loss"]]
 ref["final_weights"] = weights_of(model)
 ref["predict_after"] = model.predict(x, verbose=0).tolist()
+
+# Softmax and UnitNormalization over several axes (or one other than the last), with a mask for the Softmax:
+# outputs, configs and the gradients of sum(y * w) for the input.
+import tensorflow as tf  # noqa: E402  (the gradients)
+arng = np.random.default_rng(29)
+axes_cases = {}
+for name, layer, shape, mask_shape in [
+        ("softmax_12", L.Softmax(axis=(1, 2)), (2, 3, 4, 5), None),
+        ("softmax_13_masked", L.Softmax(axis=(1, 3)), (2, 3, 4, 5), (4, 5)),
+        ("softmax_1_masked", L.Softmax(axis=1), (2, 3, 4), (2, 3, 4)),
+        ("unit_12", L.UnitNormalization(axis=(1, 2)), (2, 3, 4, 5), None),
+        ("unit_1", L.UnitNormalization(axis=1), (2, 3, 4), None),
+        ("unit_neg", L.UnitNormalization(axis=[-1, -3]), (2, 3, 4, 5), None)]:
+    xa = arng.uniform(-2, 2, shape).astype("float32")
+    ma = None if mask_shape is None else arng.uniform(0, 1, mask_shape) > 0.3
+    xt = tf.constant(xa)
+    with tf.GradientTape() as tape:
+        tape.watch(xt)
+        ya = layer(xt, mask=tf.constant(ma)) if ma is not None else layer(xt)
+        wa = arng.uniform(-1, 1, shape).astype("float32")
+        loss = tf.reduce_sum(ya * wa)
+    axes_cases[name] = {"x": xa.tolist(), "mask": None if ma is None else ma.astype("float32").tolist(),
+                        "config": layer.get_config(), "y": np.asarray(ya).tolist(), "w": wa.tolist(),
+                        "grad": np.asarray(tape.gradient(loss, xt)).tolist()}
 path = os.path.join(os.path.dirname(__file__), "..", "data", "keras_layers.json")
 with open(path, "w") as f:
-    json.dump({"keras_version": keras.__version__, "reference": ref}, f)
+    json.dump({"keras_version": keras.__version__, "reference": ref, "several_axes": axes_cases}, f)
 print("wrote", os.path.normpath(path), "keras", keras.__version__)

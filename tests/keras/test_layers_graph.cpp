@@ -11,6 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "keras/reference_json.h"
+#include "keras/saving/serialization.h"
+#include "test_util.h"
 #include "osprey/autodiff.h"
 #include "osprey/errors.h"
 #include "osprey/keras.h"
@@ -203,4 +205,33 @@ TEST(LayersGraph, SoftmaxOverAnyFeatureAxis) {
   EXPECT_THAT(layers::Softmax(1).get_config(), ::testing::HasSubstr("\"axis\": 1"));
   EXPECT_THROW((void)layers::Softmax(0), ValueError);
   EXPECT_THROW((void)layers::Softmax(3)(x), ValueError);
+}
+
+// Softmax and UnitNormalization over several axes (or one other than the last), against Keras 3: outputs, the
+// Softmax's mask, the input's gradients, and the configs both ways.
+TEST(LayersGraph, SoftmaxAndUnitNormalizationOverSeveralAxesMatchKeras) {
+  std::ifstream in(std::string(OSPREY_TEST_DATA_DIR) + "/keras_layers.json");
+  const json all = json::parse(in).at("several_axes");
+  ASSERT_EQ(all.size(), 6u);
+  for (const auto& [name, c] : all.items()) {
+    SCOPED_TRACE(name);
+    const json object{{"class_name", name.starts_with("softmax") ? "Softmax" : "UnitNormalization"},
+                      {"module", "keras.layers"}, {"config", c.at("config")}};
+    const auto layer = keras::serialization::layer_from_object(object);
+    // The config comes back as Keras wrote it.
+    EXPECT_EQ(json::parse(layer->get_config()).at("axis"), c.at("config").at("axis"));
+    Variable x(osprey::testing::tensor_of(c.at("x")), "x");
+    GradientTape tape;
+    const Tensor y = c.at("mask").is_null() ? (*layer)(x.value())
+                                            : layer->call_masked(x.value(), false, osprey::testing::tensor_of(c.at("mask")));
+    osprey::testing::expect_close(y, c.at("y"), 1e-6, "output");
+    const auto g = tape.gradient(ops::reduce_sum(ops::mul(y, osprey::testing::tensor_of(c.at("w")))), {&x});
+    osprey::testing::expect_close(g[0], c.at("grad"), 1e-5, "gradient");
+  }
+  const Tensor x = Tensor::ones({2, 3, 4});
+  EXPECT_THAT(osprey::testing::error_of([&] { layers::Softmax(std::vector<int>{1, -2}, "sm")(x); }),
+              ::testing::HasSubstr("Layer 'sm' (Softmax): axis=(1, -2) must name distinct axes"));
+  EXPECT_THAT(osprey::testing::error_of([&] { layers::UnitNormalization(std::vector<int>{1, 3}, "un")(x); }),
+              ::testing::HasSubstr("Layer 'un' (UnitNormalization): axis=(1, 3)"));
+  EXPECT_THROW((void)layers::UnitNormalization(std::vector<int>{0, 1}), ValueError);
 }

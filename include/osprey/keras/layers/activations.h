@@ -93,6 +93,8 @@ class ELU : public Layer {
 class Softmax : public Layer {
  public:
   explicit Softmax(int axis = -1, std::string name = "");
+  /// Over several axes at once (Keras's axis=(1, 2)): one softmax over all their elements.
+  explicit Softmax(std::vector<int> axes, std::string name = "");
   OSPREY_KERAS_LAYER(Softmax)
   bool recordable() const override { return true; }
   std::string class_name() const override { return "Softmax"; }
@@ -103,11 +105,11 @@ class Softmax : public Layer {
   /// Masked positions left out of the softmax (their outputs 0), the mask aligned with the inputs' trailing axes
   /// (each of its dimensions 1 or the input's, else a ValueError), as Keras 3.
   Tensor call_masked(const Tensor& inputs, bool training, const Tensor& mask) override;
-  int axis() const { return axis_; }
+  const std::vector<int>& axes() const { return axes_; }
 
  private:
-  int axis_ = -1;  ///< any axis but the batch axis (negative: from the end); other axes than the last are
-                   ///< transposed to the end and back
+  std::vector<int> axes_{-1};  ///< any axes but the batch axis (negative: from the end); other axes than the last
+                               ///< are transposed to the end and back
 };
 
 /// keras.layers.PReLU: max(x, 0) − alpha·max(−x, 0) with a learned alpha per input element (alpha_initializer

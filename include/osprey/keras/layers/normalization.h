@@ -69,10 +69,12 @@ class LayerNormalization : public Layer {
   Variable *gamma_ = nullptr, *beta_ = nullptr;
 };
 
-/// Scales each sample to unit L2 norm over its last axis (keras.layers.UnitNormalization).
+/// Scales each sample to unit L2 norm over its last axis, or over the given axes (keras.layers.UnitNormalization).
 class UnitNormalization : public Layer {
  public:
   explicit UnitNormalization(int axis = -1, std::string name = "");
+  /// Over several axes at once (Keras's axis=[1, 2]): each sample's elements along them as one vector.
+  explicit UnitNormalization(std::vector<int> axes, std::string name = "");
   OSPREY_KERAS_LAYER(UnitNormalization)
   bool recordable() const override { return true; }
   std::string class_name() const override { return "UnitNormalization"; }
@@ -80,6 +82,10 @@ class UnitNormalization : public Layer {
   std::string get_config() const override;
   Shape build(const Shape& input_shape) override { return finish_build(input_shape); }
   Tensor call(const Tensor& inputs, bool training) override;
+  const std::vector<int>& axes() const { return axes_; }
+
+ private:
+  std::vector<int> axes_{-1};
 };
 
 struct GroupNormalizationOptions {

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "keras/activations/activations.h"
+#include "keras/layers/trailing_axes.h"
 #include "keras/saving/serialization.h"
 #include "osprey/keras/layers/layer.h"
 #include "osprey/errors.h"
@@ -87,36 +88,13 @@ Tensor ELU::call(const Tensor& x, bool) {
   return ops::add(ops::relu(x), ops::mul(negative, scalar(alpha_)));
 }
 
-Softmax::Softmax(int axis, std::string name) : Layer(name, "softmax"), axis_(axis) {
-  if (axis == 0) throw ValueError("Softmax: axis=0 is the batch axis; give a feature axis (1, ..., or -1)");
-}
+Softmax::Softmax(int axis, std::string name) : Softmax(std::vector<int>{axis}, std::move(name)) {}
 
-namespace {
-// The permutation moving `axis` of a rank-r tensor to the end (the identity when it is the last).
-std::vector<int> axis_last(int axis, int r) {
-  std::vector<int> perm;
-  for (int i = 0; i < r; ++i) {
-    if (i != axis) perm.push_back(i);
+Softmax::Softmax(std::vector<int> axes, std::string name) : Layer(name, "softmax"), axes_(std::move(axes)) {
+  if (axes_.empty()) throw ValueError("Softmax: axis must name at least one axis");
+  for (int a : axes_) {
+    if (a == 0) throw ValueError("Softmax: axis=0 is the batch axis; give a feature axis (1, ..., or -1)");
   }
-  perm.push_back(axis);
-  return perm;
-}
-std::vector<int> inverse_of(const std::vector<int>& perm) {
-  std::vector<int> inv(perm.size());
-  for (std::size_t i = 0; i < perm.size(); ++i) inv[static_cast<std::size_t>(perm[i])] = static_cast<int>(i);
-  return inv;
-}
-}  // namespace
-
-// The softmax's axis of an input of rank r, checked (ValueError naming the layer).
-static int softmax_axis(const std::string& name, int axis, int r) {
-  const int ax = axis < 0 ? axis + r : axis;
-  if (ax <= 0 || ax >= r) {
-    throw ValueError(fmt::format("Layer '{}' (Softmax): axis={} is out of range for inputs of rank {} (the batch axis "
-                                 "excluded)",
-                                 name, axis, r));
-  }
-  return ax;
 }
 
 // Keras 3: the mask aligned with the inputs' trailing axes, each of its dimensions 1 or the input's; masked logits
@@ -138,25 +116,19 @@ Tensor Softmax::call_masked(const Tensor& inputs, bool training, const Tensor& m
                                  name_, is.to_string(), ms.to_string()));
   }
   const Tensor m = ops::reshape(mask.dtype() == DType::float32 ? mask : ops::cast(mask, DType::float32), Shape(dims));
-  const int ax = softmax_axis(name_, axis_, is.rank());
-  if (ax == is.rank() - 1) return ops::masked_softmax(inputs, m);
-  const auto perm = axis_last(ax, is.rank());
-  return ops::transpose(ops::masked_softmax(ops::transpose(inputs, perm), ops::transpose(m, perm)), inverse_of(perm));
-}
-
-// The softmax over the last axis, as rows.
-static Tensor last_axis_softmax(const Tensor& x) {
-  const auto& s = x.shape();
-  if (s.rank() == 2) return ops::softmax(x);
-  return ops::reshape(ops::softmax(ops::reshape(x, Shape({s.num_elements() / s[-1], s[-1]}))), s);
+  const auto axes = detail::feature_axes(name_, "Softmax", axes_, is.rank());
+  if (axes == std::vector<int>{is.rank() - 1}) return ops::masked_softmax(inputs, m);
+  const detail::TrailingAxes t(is, axes);
+  const Tensor full = Shape(dims) == is ? m : ops::broadcast_to(m, is);
+  return t.back(ops::masked_softmax(t.rows(inputs), t.rows(full)));
 }
 
 Tensor Softmax::call(const Tensor& x, bool) {
   const auto& s = x.shape();
-  const int ax = softmax_axis(name_, axis_, s.rank());
-  if (ax == s.rank() - 1) return last_axis_softmax(x);
-  const auto perm = axis_last(ax, s.rank());
-  return ops::transpose(last_axis_softmax(ops::transpose(x, perm)), inverse_of(perm));
+  const auto axes = detail::feature_axes(name_, "Softmax", axes_, s.rank());
+  if (axes == std::vector<int>{s.rank() - 1} && s.rank() == 2) return ops::softmax(x);
+  const detail::TrailingAxes t(s, axes);
+  return t.back(ops::softmax(t.rows(x)));
 }
 
 PReLU::PReLU(initializers::Initializer alpha_initializer, std::string name)
@@ -201,7 +173,7 @@ std::string ReLU::get_config() const {
 std::string ELU::get_config() const {  // Keras puts alpha before trainable
   return ser::dumps(json{{"name", name_}, {"alpha", alpha_}, {"trainable", trainable}, {"dtype", ser::dtype_policy(dtype_policy().name())}});
 }
-std::string Softmax::get_config() const { return with(*this, {{"axis", axis_}}); }
+std::string Softmax::get_config() const { return with(*this, {{"axis", axes_.size() == 1 ? json(axes_[0]) : json(axes_)}}); }
 std::string PReLU::get_config() const {
   return with(*this, {{"alpha_initializer", ser::initializer(initializer_)},
                       {"alpha_regularizer", nullptr},
@@ -227,8 +199,9 @@ OSPREY_REGISTER_LAYERS(activations) {
   }});
   ser::register_layer_class("Softmax", {false, [](const json& c) -> std::shared_ptr<Layer> {
     const json axis = c.value("axis", json(-1));
-    if (!axis.is_number_integer()) ser::unsupported("Softmax axis", axis.dump(), "one integer axis");
-    return std::make_shared<Softmax>(axis.get<int>(), ser::name_of(c));
+    if (axis.is_number_integer()) return std::make_shared<Softmax>(axis.get<int>(), ser::name_of(c));
+    const auto axes = ser::integers(c, "axis", -64, 64, "Softmax " + ser::name_of(c), 16);
+    return std::make_shared<Softmax>(std::vector<int>(axes.begin(), axes.end()), ser::name_of(c));
   }});
   ser::register_layer_class("PReLU", {true, [](const json& c) -> std::shared_ptr<Layer> {
     ser::refuse_set(c, {"alpha_regularizer", "alpha_constraint", "shared_axes"}, "PReLU", "alpha_initializer");

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "keras/layers/trailing_axes.h"
 #include "keras/saving/serialization.h"
 #include "osprey/errors.h"
 #include "osprey/keras/layers/normalization.h"
@@ -143,15 +144,23 @@ static Tensor rows_of_last_axis(const Tensor& x) {
   return ops::reshape(x, Shape({x.num_elements() / std::max<int64_t>(x.shape()[-1], 1), x.shape()[-1]}));
 }
 
-UnitNormalization::UnitNormalization(int axis, std::string name) : Layer(name, "unit_normalization") {
-  if (axis != -1) throw ValueError(fmt::format("UnitNormalization: axis={} is not supported yet (the last axis, -1)", axis));
+UnitNormalization::UnitNormalization(int axis, std::string name)
+    : UnitNormalization(std::vector<int>{axis}, std::move(name)) {}
+
+UnitNormalization::UnitNormalization(std::vector<int> axes, std::string name)
+    : Layer(name, "unit_normalization"), axes_(std::move(axes)) {
+  if (axes_.empty()) throw ValueError("UnitNormalization: axis must name at least one axis");
+  for (int a : axes_) {
+    if (a == 0) throw ValueError("UnitNormalization: axis=0 is the batch axis; give feature axes (1, ..., or -1)");
+  }
 }
 
-// Keras: x · min(1/sqrt(Σx²), 1/ε) with ε = 1e-12.
+// Keras: x · min(1/sqrt(Σx²), 1/ε) with ε = 1e-12, the sum over the axes.
 Tensor UnitNormalization::call(const Tensor& x, bool) {
-  const Tensor rows = rows_of_last_axis(x);
+  const detail::TrailingAxes t(x.shape(), detail::feature_axes(name_, "UnitNormalization", axes_, x.shape().rank()));
+  const Tensor rows = t.rows(x);
   const Tensor inv = ops::minimum(ops::div(scalar(1.0), ops::sqrt(ops::reduce_sum(ops::square(rows), 1))), scalar(1e12));
-  return ops::reshape(times_rows(rows, inv), x.shape());
+  return t.back(times_rows(rows, inv));
 }
 
 GroupNormalization::GroupNormalization(GroupNormalizationOptions o) : Layer(o.name, "group_normalization", o.dtype), o_(o) {
@@ -255,7 +264,9 @@ std::string LayerNormalization::get_config() const {
                       {"beta_constraint", nullptr},
                       {"gamma_constraint", nullptr}});
 }
-std::string UnitNormalization::get_config() const { return with(*this, {{"axis", -1}}); }
+std::string UnitNormalization::get_config() const {
+  return with(*this, {{"axis", axes_.size() == 1 ? json(axes_[0]) : json(axes_)}});
+}
 std::string GroupNormalization::get_config() const {
   return with(*this, {{"groups", o_.groups},
                       {"axis", -1},
@@ -311,8 +322,10 @@ OSPREY_REGISTER_LAYERS(normalization) {
                                                                           .name = ser::name_of(c)});
   }});
   ser::register_layer_class("UnitNormalization", {false, [](const json& c) -> std::shared_ptr<Layer> {
-    last_axis_only(c, "UnitNormalization");
-    return std::make_shared<UnitNormalization>(-1, ser::name_of(c));
+    const json axis = c.value("axis", json(-1));
+    if (axis.is_number_integer()) return std::make_shared<UnitNormalization>(axis.get<int>(), ser::name_of(c));
+    const auto axes = ser::integers(c, "axis", -64, 64, "UnitNormalization " + ser::name_of(c), 16);
+    return std::make_shared<UnitNormalization>(std::vector<int>(axes.begin(), axes.end()), ser::name_of(c));
   }});
   ser::register_layer_class("GroupNormalization", {true, [](const json& c) -> std::shared_ptr<Layer> {
     last_axis_only(c, "GroupNormalization");
