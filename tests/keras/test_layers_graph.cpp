@@ -163,7 +163,9 @@ TEST(LayersGraph, ElementwiseMergesBroadcastAsKeras) {
   auto sum = layers::Add()({a, b});
   auto prod = layers::Multiply()({sum, c});
   keras::Model model({a, b, c}, {prod}, "merges");
-  EXPECT_EQ(model.layers()[3]->output_shape(), Shape({4}));
+  // Keras's order (by depth from the output): a, b, add, c, multiply.
+  EXPECT_EQ(model.layers()[2]->output_shape(), Shape({4}));
+  EXPECT_EQ(model.layers()[3]->name(), "c");
   EXPECT_EQ(model.layers()[4]->output_shape(), Shape({3, 4}));
   const Tensor xa = random::uniform({2, 4}), xb = random::uniform({2, 1}), xc = random::uniform({2, 3, 4});
   const auto got = model.predict({xa, xb, xc}, {.verbose = 0}).to_vector<float>();

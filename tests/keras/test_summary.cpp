@@ -106,3 +106,75 @@ TEST(Summary, ToJsonMatchesKerasForReshapesNormalisationRegularizersAndSgd) {
   EXPECT_EQ(m.to_json(), read_file("keras_to_json_layers.json"));
   EXPECT_EQ(m.get_config().rfind("{\"name\": \"sequential\", \"trainable\": true, ", 0), 0u);
 }
+
+// A functional model with branches, a shared-free merge and two heads, and one with attention over its input and a
+// residual: Keras 3.15's tables (COLUMNS=80, piped), with "Connected to" and rich's ellipsis for long words.
+TEST(Summary, FunctionalModelsWithBranchesShowWhatEachLayerIsConnectedTo) {
+  keras::clear_session();
+  auto a = keras::Input({4}, {.name = "a"}), b = keras::Input({3}, {.name = "b"});
+  auto x = layers::Concatenate(-1, "cat")({layers::Dense(5, "linear", {.name = "shared_dense_with_a_long_name"})(a),
+                                           layers::Dense(5, "linear", {.name = "db"})(b)});
+  auto h = layers::Dense(8, "relu", {.name = "hidden"})(x);
+  auto y1 = layers::Dense(1, "linear", {.name = "out1"})(h);
+  auto y2 = layers::Dense(2, "linear", {.name = "out2"})(layers::Add("add")({h, h}));
+  keras::Model two({a, b}, {y1, y2}, "two_heads");
+  std::ostringstream os;
+  two.summary(os);
+  EXPECT_EQ(os.str(),
+            "Model: \"two_heads\"\n"
+            "┏━━━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━┓\n"
+            "┃ Layer (type)        ┃ Output Shape      ┃    Param # ┃ Connected to      ┃\n"
+            "┡━━━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━━┩\n"
+            "│ a (InputLayer)      │ (None, 4)         │          0 │ -                 │\n"
+            "├─────────────────────┼───────────────────┼────────────┼───────────────────┤\n"
+            "│ b (InputLayer)      │ (None, 3)         │          0 │ -                 │\n"
+            "├─────────────────────┼───────────────────┼────────────┼───────────────────┤\n"
+            "│ shared_dense_with_… │ (None, 5)         │         25 │ a[0][0]           │\n"
+            "│ (Dense)             │                   │            │                   │\n"
+            "├─────────────────────┼───────────────────┼────────────┼───────────────────┤\n"
+            "│ db (Dense)          │ (None, 5)         │         20 │ b[0][0]           │\n"
+            "├─────────────────────┼───────────────────┼────────────┼───────────────────┤\n"
+            "│ cat (Concatenate)   │ (None, 10)        │          0 │ shared_dense_wit… │\n"
+            "│                     │                   │            │ db[0][0]          │\n"
+            "├─────────────────────┼───────────────────┼────────────┼───────────────────┤\n"
+            "│ hidden (Dense)      │ (None, 8)         │         88 │ cat[0][0]         │\n"
+            "├─────────────────────┼───────────────────┼────────────┼───────────────────┤\n"
+            "│ add (Add)           │ (None, 8)         │          0 │ hidden[0][0],     │\n"
+            "│                     │                   │            │ hidden[0][0]      │\n"
+            "├─────────────────────┼───────────────────┼────────────┼───────────────────┤\n"
+            "│ out1 (Dense)        │ (None, 1)         │          9 │ hidden[0][0]      │\n"
+            "├─────────────────────┼───────────────────┼────────────┼───────────────────┤\n"
+            "│ out2 (Dense)        │ (None, 2)         │         18 │ add[0][0]         │\n"
+            "└─────────────────────┴───────────────────┴────────────┴───────────────────┘\n"
+            " Total params: 160 (640.00 B)\n"
+            " Trainable params: 160 (640.00 B)\n"
+            " Non-trainable params: 0 (0.00 B)\n");
+  auto seq = keras::Input({6, 8}, {.name = "seq"});
+  auto att = layers::MultiHeadAttention(2, 4, {.name = "mha"})({seq, seq});
+  keras::Model attn(seq, layers::Add("res")({seq, att}), "attn");
+  std::ostringstream os2;
+  attn.summary(os2);
+  EXPECT_EQ(os2.str(),
+            "Model: \"attn\"\n"
+            "┏━━━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━┓\n"
+            "┃ Layer (type)        ┃ Output Shape      ┃    Param # ┃ Connected to      ┃\n"
+            "┡━━━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━━┩\n"
+            "│ seq (InputLayer)    │ (None, 6, 8)      │          0 │ -                 │\n"
+            "├─────────────────────┼───────────────────┼────────────┼───────────────────┤\n"
+            "│ mha                 │ (None, 6, 8)      │        288 │ seq[0][0],        │\n"
+            "│ (MultiHeadAttentio… │                   │            │ seq[0][0]         │\n"
+            "├─────────────────────┼───────────────────┼────────────┼───────────────────┤\n"
+            "│ res (Add)           │ (None, 6, 8)      │          0 │ seq[0][0],        │\n"
+            "│                     │                   │            │ mha[0][0]         │\n"
+            "└─────────────────────┴───────────────────┴────────────┴───────────────────┘\n"
+            " Total params: 288 (1.12 KB)\n"
+            " Trainable params: 288 (1.12 KB)\n"
+            " Non-trainable params: 0 (0.00 B)\n");
+  // A chain stays three columns, its Input included (Keras's "sequential-like" functional model).
+  auto in = keras::Input({3}, {.name = "in"});
+  keras::Model chain(in, layers::Dense(2)(layers::Dense(4)(in)), "chain");
+  std::ostringstream os3;
+  chain.summary(os3);
+  EXPECT_EQ(os3.str().find("Connected to"), std::string::npos) << os3.str();
+  EXPECT_NE(os3.str().find("in (InputLayer)"), std::string::npos) << os3.str();
+}

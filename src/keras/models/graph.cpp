@@ -215,6 +215,74 @@ std::vector<Tensor> Layer::call_all(const std::vector<Tensor>& inputs, bool trai
 
 // ---- The graph --------------------------------------------------------------------------------------------------
 
+namespace {
+
+// Keras's Function._map_graph: a search from each output in turn numbers the layers as it first meets them and
+// lists the nodes children-last; each node's depth is the longest path to an output, a layer's the largest of its
+// nodes'; the layers go by depth, the deepest first, ties by their number (inputs no output needs: depth 0, first).
+void order_layers_as_keras(Graph& g) {
+  std::map<const Layer*, int> index;
+  std::vector<const Node*> post_order;
+  std::set<const Node*> finished;
+  std::set<const Node*> inputs;
+  for (const auto& t : g.inputs) inputs.insert(t.node().get());
+  for (const auto& out : g.outputs) {
+    std::vector<std::pair<const Node*, std::size_t>> stack{{out.node().get(), 0}};
+    while (!stack.empty()) {
+      auto& [node, next] = stack.back();
+      if (next == 0) {
+        if (finished.count(node)) {
+          stack.pop_back();
+          continue;
+        }
+        index.emplace(node->layer.get(), static_cast<int>(index.size()));
+      }
+      if (!inputs.count(node) && next < node->inputs.size()) {
+        const Node* parent = node->inputs[next++].node().get();
+        stack.emplace_back(parent, 0);
+        continue;
+      }
+      finished.insert(node);
+      post_order.push_back(node);
+      stack.pop_back();
+    }
+  }
+  std::map<const Node*, int> node_depth;
+  std::map<const Layer*, int> layer_depth;
+  for (auto it = post_order.rbegin(); it != post_order.rend(); ++it) {
+    const Node* node = *it;
+    int depth = std::max(node_depth[node], layer_depth[node->layer.get()]);
+    layer_depth[node->layer.get()] = depth;
+    node_depth[node] = depth;
+    if (inputs.count(node)) continue;
+    for (const auto& t : node->inputs) {
+      int& d = node_depth[t.node().get()];
+      d = std::max(d, depth + 1);
+    }
+  }
+  for (const auto& t : g.inputs) {
+    if (layer_depth.emplace(t.node()->layer.get(), 0).second) index[t.node()->layer.get()] = -1;
+  }
+  std::map<const Layer*, std::shared_ptr<Layer>> owner;
+  std::set<const Layer*> input_layers;
+  for (const auto& step : g.steps) {
+    owner.emplace(step.node->layer.get(), step.node->layer);
+    if (step.node->is_input()) input_layers.insert(step.node->layer.get());
+  }
+  std::vector<const Layer*> order;
+  for (const auto& [layer, depth] : layer_depth) order.push_back(layer);
+  std::sort(order.begin(), order.end(), [&](const Layer* a, const Layer* b) {
+    const int da = layer_depth.at(a), db = layer_depth.at(b);
+    return da != db ? da > db : index.at(a) < index.at(b);
+  });
+  for (const Layer* l : order) {
+    g.all_layers.push_back(owner.at(l));
+    if (!input_layers.count(l)) g.layers.push_back(owner.at(l));
+  }
+}
+
+}  // namespace
+
 std::unique_ptr<Graph> build_graph(const std::vector<KerasTensor>& inputs, const std::vector<KerasTensor>& outputs,
                                    const std::string& model_name) {
   if (inputs.empty() || outputs.empty()) {
@@ -270,7 +338,7 @@ std::unique_ptr<Graph> build_graph(const std::vector<KerasTensor>& inputs, const
     g->output_slots.push_back(slot_of(out));
     g->output_names.push_back(root->name);
   }
-  // Each layer once, in the order of its first call; distinct layers must have distinct names.
+  // Distinct layers must have distinct names.
   std::map<std::string, const Layer*> by_name;
   for (const auto& step : g->steps) {
     const auto& layer = step.node->layer;
@@ -280,9 +348,9 @@ std::unique_ptr<Graph> build_graph(const std::vector<KerasTensor>& inputs, const
                                    "be unique.",
                                    model_name, layer->name()));
     }
-    if (!step.node->is_input() && inserted) g->layers.push_back(layer);
     g->masked = g->masked || layer->produces_mask();
   }
+  order_layers_as_keras(*g);
   return g;
 }
 

@@ -38,7 +38,9 @@ struct Graph {
   std::vector<Step> steps;  // topological order; the inputs first, in inputs' order
   std::vector<int> output_slots;
   int num_slots = 0;
-  std::vector<std::shared_ptr<Layer>> layers;  // each layer once, in first-call order, without the Inputs
+  // Each layer once in Keras's order (model.layers: by depth from the outputs, the deepest first, ties in the order
+  // a search from the outputs meets them); `layers` without the Inputs, `all_layers` with them.
+  std::vector<std::shared_ptr<Layer>> layers, all_layers;
   bool masked = false;  // a layer makes masks (Embedding(mask_zero), Masking): run() carries them along
 
   /// The outputs for `xs` (one per input, already on the right device). For output i with shortcut[i], the

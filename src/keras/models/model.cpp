@@ -200,10 +200,7 @@ std::vector<std::string> Model::output_names() const {
 std::vector<std::shared_ptr<Layer>> Model::layers() const {
   auto& s = state();
   if (!s.graph || s.sequential) return s.layers;  // Keras's Sequential.layers leaves its Input out
-  std::vector<std::shared_ptr<Layer>> out;
-  for (const auto& t : s.graph->inputs) out.push_back(t.node()->layer);
-  out.insert(out.end(), s.layers.begin(), s.layers.end());
-  return out;
+  return s.graph->all_layers;
 }
 
 std::shared_ptr<Layer> Model::get_layer(const std::string& layer_name) const {

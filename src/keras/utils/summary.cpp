@@ -1,6 +1,9 @@
 // model.summary(): Keras 3's rich table as printed when stdout is not a terminal (width 76).
+#include <map>
+
 #include <fmt/format.h>
 
+#include "keras/models/model_state.h"
 #include "osprey/keras/model.h"
 
 namespace osprey::keras {
@@ -32,13 +35,21 @@ static std::string repeat(const char* s, int n) {
   return out;
 }
 
+// Characters on the screen (UTF-8 continuation bytes take none).
+static int columns_of(const std::string& text) {
+  int n = 0;
+  for (unsigned char c : text) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
 static std::string cell(const std::string& text, int width, bool right) {
   const int inner = width - 2;
-  const int pad = std::max(0, inner - static_cast<int>(text.size()));
+  const int pad = std::max(0, inner - columns_of(text));
   return right ? fmt::format(" {}{} ", std::string(pad, ' '), text) : fmt::format(" {}{} ", text, std::string(pad, ' '));
 }
 
-// rich's word wrap of a cell: words on lines of at most `width` characters, longer words cut.
+// rich's word wrap of a cell: words on lines of at most `width` characters; a longer word alone on its line, cut
+// with an ellipsis (rich's default overflow).
 static std::vector<std::string> wrap(const std::string& text, int width) {
   std::vector<std::string> lines;
   std::string line;
@@ -46,13 +57,13 @@ static std::vector<std::string> wrap(const std::string& text, int width) {
   while (start <= text.size()) {
     std::size_t end = text.find(' ', start);
     std::string word = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    while (static_cast<int>(word.size()) > width) {
+    if (static_cast<int>(word.size()) > width) {
       if (!line.empty()) lines.push_back(line), line.clear();
-      lines.push_back(word.substr(0, static_cast<std::size_t>(width)));
-      word = word.substr(static_cast<std::size_t>(width));
+      lines.push_back(word.substr(0, static_cast<std::size_t>(width - 1)) + "\u2026");
+    } else {
+      if (!line.empty() && static_cast<int>(line.size() + 1 + word.size()) > width) lines.push_back(line), line.clear();
+      line += (line.empty() ? "" : " ") + word;
     }
-    if (!line.empty() && static_cast<int>(line.size() + 1 + word.size()) > width) lines.push_back(line), line.clear();
-    line += (line.empty() ? "" : " ") + word;
     if (end == std::string::npos) break;
     start = end + 1;
   }
@@ -60,14 +71,71 @@ static std::vector<std::string> wrap(const std::string& text, int width) {
   return lines;
 }
 
+namespace {
+
+// Keras's test for a functional model printed without "Connected to": one node at each depth from the outputs,
+// none with several inputs, no layer called twice.
+bool sequential_like(const Graph& g) {
+  std::map<const Node*, int> depth;
+  std::map<const Layer*, int> calls;
+  for (auto it = g.steps.rbegin(); it != g.steps.rend(); ++it) {
+    const Node* n = it->node;
+    if (n->inputs.size() > 1 || ++calls[n->layer.get()] > 1) return false;
+    const int d = depth[n];
+    for (const auto& t : n->inputs) depth[t.node().get()] = std::max(depth[t.node().get()], d + 1);
+  }
+  std::map<int, int> at_depth;
+  for (const auto& [node, d] : depth) {
+    if (++at_depth[d] > 1) return false;
+  }
+  return true;
+}
+
+// Each layer's "Connected to": "name[node][tensor]" of its nodes' inputs in this model, or "-".
+std::map<const Layer*, std::string> connections(const Graph& g) {
+  std::map<const Node*, int> node_index;
+  std::map<const Layer*, int> count;
+  for (const auto& step : g.steps) node_index[step.node] = count[step.node->layer.get()]++;
+  std::map<const Layer*, std::string> out;
+  for (const auto& step : g.steps) {
+    std::string& text = out[step.node->layer.get()];
+    for (const auto& t : step.node->inputs) {
+      text += fmt::format("{}{}[{}][{}]", text.empty() ? "" : ", ", t.node()->layer->name(),
+                          node_index.at(t.node().get()), t.index());
+    }
+  }
+  for (auto& [layer, text] : out) {
+    if (text.empty()) text = "-";
+  }
+  return out;
+}
+
+}  // namespace
+
 void Model::summary(std::ostream& out) const {
-  // Columns at 0.45 / 0.80 / 1.0 of a 76-character line, as rich lays them out.
-  const int w[3] = {33, 24, 15};
+  // A functional model with branches, merges or shared layers gets Keras's fourth column, "Connected to".
+  const Graph* g = dynamic_cast<const Sequential*>(this) ? nullptr : state().graph.get();
+  const bool connected = g && !sequential_like(*g);
+  const auto links = connected ? connections(*g) : std::map<const Layer*, std::string>{};
+  // Columns at 0.45 / 0.80 / 1.0 of a 76-character line (with "Connected to": 0.3 / 0.56 / 0.74 / 1.0), as rich
+  // lays them out when the output is not a terminal.
+  const std::vector<int> w = connected ? std::vector<int>{21, 19, 12, 19} : std::vector<int>{33, 24, 15};
+  auto rule = [&](const char* left, const char* line, const char* mid, const char* right) {
+    out << left;
+    for (std::size_t c = 0; c < w.size(); ++c) out << (c ? mid : "") << repeat(line, w[c]);
+    out << right << "\n";
+  };
+  auto row = [&](const std::vector<std::string>& texts, const char* bar) {
+    out << bar;
+    for (std::size_t c = 0; c < w.size(); ++c) out << cell(texts[c], w[c], c == 2) << bar;
+    out << "\n";
+  };
   out << "Model: \"" << name() << "\"\n";
-  out << "┏" << repeat("━", w[0]) << "┳" << repeat("━", w[1]) << "┳" << repeat("━", w[2]) << "┓\n";
-  out << "┃" << cell("Layer (type)", w[0], false) << "┃" << cell("Output Shape", w[1], false) << "┃"
-      << cell("Param #", w[2], true) << "┃\n";
-  out << "┡" << repeat("━", w[0]) << "╇" << repeat("━", w[1]) << "╇" << repeat("━", w[2]) << "┩\n";
+  rule("┏", "━", "┳", "┓");
+  std::vector<std::string> header{"Layer (type)", "Output Shape", "Param #"};
+  if (connected) header.push_back("Connected to");
+  row(header, "┃");
+  rule("┡", "━", "╇", "┩");
   const auto ls = layers();
   for (std::size_t i = 0; i < ls.size(); ++i) {
     const auto& l = ls[i];
@@ -78,14 +146,22 @@ void Model::summary(std::ostream& out) const {
       shown = Shape(dims).to_keras_string();
     }
     const std::string params = l->built() ? with_commas(l->count_params()) : "0 (unbuilt)";
-    const auto label = wrap(l->name() + " (" + l->class_name() + ")", w[0] - 2);
-    for (std::size_t k = 0; k < label.size(); ++k) {
-      out << "│" << cell(label[k], w[0], false) << "│" << cell(k ? "" : shown, w[1], false) << "│"
-          << cell(k ? "" : params, w[2], true) << "│\n";
+    std::vector<std::vector<std::string>> columns{wrap(l->name() + " (" + l->class_name() + ")", w[0] - 2),
+                                                  wrap(shown, w[1] - 2), {params}};
+    if (connected) {
+      const auto it = links.find(l.get());
+      columns.push_back(wrap(it == links.end() ? "-" : it->second, w[3] - 2));
     }
-    if (i + 1 < ls.size()) out << "├" << repeat("─", w[0]) << "┼" << repeat("─", w[1]) << "┼" << repeat("─", w[2]) << "┤\n";
+    std::size_t lines = 0;
+    for (const auto& c : columns) lines = std::max(lines, c.size());
+    for (std::size_t k = 0; k < lines; ++k) {
+      std::vector<std::string> texts;
+      for (const auto& c : columns) texts.push_back(k < c.size() ? c[k] : "");
+      row(texts, "│");
+    }
+    if (i + 1 < ls.size()) rule("├", "─", "┼", "┤");
   }
-  out << "└" << repeat("─", w[0]) << "┴" << repeat("─", w[1]) << "┴" << repeat("─", w[2]) << "┘\n";
+  rule("└", "─", "┴", "┘");
   int64_t trainable = 0, total = 0;
   for (auto* v : variables()) total += v->num_elements();
   for (auto* v : trainable_variables()) trainable += v->num_elements();  // frozen layers' weights are not
