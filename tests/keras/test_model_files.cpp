@@ -322,6 +322,58 @@ TEST(ModelFiles, InitializerOptionsAreKeptAndSampled) {
               HasSubstr("Could not interpret initializer identifier: 'not_an_initializer'"));
 }
 
+namespace {
+/// A layer class that is never registered: x + b (files name it "Shift"; only custom_objects find it).
+class Shift : public Layer {
+ public:
+  explicit Shift(double by = 0.0, std::string name = "") : Layer(name, "shift"), by_(by) {}
+  OSPREY_KERAS_LAYER(Shift)
+  std::string class_name() const override { return "Shift"; }
+  Shape build(const Shape& input_shape) override { return finish_build(input_shape); }
+  Tensor call(const Tensor& x, bool) override { return ops::add(x, Tensor::scalar(by_)); }
+  std::string get_config() const override { return config_with(Layer::get_config(), {{"by", by_}}); }
+  static std::shared_ptr<Layer> from_config(const saving::Config& c) {
+    return std::make_shared<Shift>(c.get_double("by"), c.name());
+  }
+
+ private:
+  double by_;
+};
+}  // namespace
+
+// Keras's load_model(..., custom_objects={...}) and custom_object_scope: a class of the user's that is not
+// registered loads for that call (or inside the scope) only.
+TEST(ModelFiles, CustomObjectsLoadUnregisteredClassesForOneCallOrScope) {
+  SKIP_WITHOUT_HDF5();
+  auto in = keras::Input({3}, {.name = "x"});
+  Model m(in, layers::Dense(2, "", {.name = "out"})(Shift(0.5, "shift")(in)), "custom");
+  const std::string path = out_dir() + "/custom_objects.keras";
+  m.save(path);
+  const Tensor x = Tensor::from_vector<float>({1, 2, 3, -1, 0, 1}, {2, 3});
+  const auto want = m.predict(x, {.verbose = 0}).to_vector<float>();
+  EXPECT_THAT(osprey::testing::error_of([&] { models::load_model(path); }), HasSubstr("Shift"));
+  saving::CustomObjects objects{.layers = {{"Shift", &Shift::from_config}}};
+  auto loaded = models::load_model(path, {.custom_objects = objects});
+  EXPECT_EQ(loaded->predict(x, {.verbose = 0}).to_vector<float>(), want);
+  EXPECT_EQ(loaded->get_layer("shift")->class_name(), "Shift");
+  // Only for that call; a scope covers model_from_json too, and ends with it.
+  EXPECT_THROW(models::load_model(path), ValueError);
+  const std::string text = m.to_json();
+  {
+    saving::CustomObjectScope scope(objects);
+    EXPECT_EQ(models::model_from_json(text)->get_layer("shift")->class_name(), "Shift");
+    saving::CustomObjectScope inner({.functions = {{"twice_mse", [](const Tensor& y, const Tensor& p) {
+                                                      return ops::mul(Tensor::scalar(2.0), ops::reduce_mean(ops::square(ops::sub(y, p)), -1));
+                                                    }}}});
+    EXPECT_TRUE(static_cast<bool>(saving::detail::find_function("twice_mse")));
+    EXPECT_NO_THROW(models::model_from_json(text));  // the outer scope still counts
+  }
+  EXPECT_FALSE(static_cast<bool>(saving::detail::find_function("twice_mse")));
+  EXPECT_THROW(models::model_from_json(text), ValueError);
+  EXPECT_THAT(osprey::testing::error_of([] { saving::CustomObjectScope bad({.layers = {{"Empty", nullptr}}}); }),
+              HasSubstr("the layer 'Empty' needs a non-empty name and a non-empty factory"));
+}
+
 TEST(ModelFiles, WhatOspreyCannotLoadIsAClearErrorNamingIt) {
   auto in = keras::Input({3}, {.name = "x"});
   Model m(in, layers::Dense(2, "", {.name = "out"})(in), "m");

@@ -20,6 +20,7 @@
 #include "osprey/data.h"
 #include "osprey/keras/metrics.h"
 #include "osprey/keras/optimizers.h"
+#include "osprey/keras/saving.h"
 #include "osprey/tensor.h"
 
 namespace osprey::keras {
@@ -410,6 +411,9 @@ struct LoadModelOptions {
   /// loss from the Dense's logits. A .keras file does not record the backend that wrote it; Osprey's default is the
   /// JAX/torch backends' clipped formulas. Set it for files from TensorFlow-backend Keras to get their numbers.
   bool tf_logits_shortcut = false;
+  /// Keras's custom_objects: classes and functions of yours the file names, for this load only (see
+  /// saving::CustomObjects; registered ones need not be listed).
+  saving::CustomObjects custom_objects{};
 };
 /// keras.models.load_model for a `.keras` file written by Keras 3 or by Model::save(): the architecture (Sequential
 /// and functional models, nested ones, and model or layer classes registered with

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <type_traits>
 #include <string>
@@ -78,6 +79,31 @@ void register_keras_serializable(const std::string& package, const std::string& 
     register_metric(package, name, [](const Config& c) -> std::shared_ptr<metrics::Metric> { return T::from_config(c); });
   }
 }
+
+/// Keras's custom_objects: layer (or model) classes, functions, loss and metric classes known to one load
+/// (models::LoadModelOptions::custom_objects) or to a CustomObjectScope, without registering them for the whole
+/// process. Layers and functions are found by the name a file gives them (the class name, or "package>Name"),
+/// loss and metric classes by their registered name ("package>Name"), before the global registry.
+struct CustomObjects {
+  std::map<std::string, LayerFactory> layers{};
+  std::map<std::string, Function> functions{};
+  std::map<std::string, LossFactory> losses{};
+  std::map<std::string, MetricFactory> metrics{};
+};
+
+/// keras.saving.custom_object_scope: while the scope lives, load_model and model_from_json on this thread find its
+/// objects (inner scopes first). Scopes end in the reverse order of their making.
+class CustomObjectScope {
+ public:
+  explicit CustomObjectScope(CustomObjects objects);
+  ~CustomObjectScope();
+  CustomObjectScope(const CustomObjectScope&) = delete;
+  CustomObjectScope& operator=(const CustomObjectScope&) = delete;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 /// The registered name ("package>Name") of the layer or model class whose class_name() is `class_name`; "" when
 /// not registered.

@@ -35,6 +35,7 @@ constexpr const char* kWeights = "model.weights.h5";
 namespace models {
 
 std::shared_ptr<Model> load_model(const std::string& path, LoadModelOptions options) {
+  const saving::CustomObjectScope custom_objects(std::move(options.custom_objects));  // this load's, then none
   if (!path.ends_with(".keras")) {
     throw ValueError(fmt::format("File format not supported: filepath={}. Osprey loads the native Keras format "
                                  "(`.keras`); weights alone are read by `model.load_weights()` (`.weights.h5`).",

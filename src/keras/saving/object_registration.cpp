@@ -1,5 +1,6 @@
 // keras.saving.register_keras_serializable: user classes in the layer registry (serialization.h) under Keras's
 // registered name "package>Name", and the Config their from_config reads.
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -94,19 +95,22 @@ static void check_names(const std::string& package, const std::string& name) {
   }
 }
 
+// A user's layer class as the registry holds it: from_config through a Config, an empty result refused.
+static ser::LayerClass layer_entry(LayerFactory from_config, const std::string& name) {
+  return {true, [f = std::move(from_config), name](const ser::json& c) -> std::shared_ptr<Layer> {
+            auto layer = f(Config(ser::dumps(c)));
+            if (!layer) throw ValueError(fmt::format("from_config of '{}' returned no layer", name));
+            return layer;
+          }};
+}
+
 void register_keras_serializable(const std::string& package, const std::string& name, LayerFactory from_config,
                                  const std::string& class_name) {
   check_names(package, name);
   if (!from_config) throw ValueError("register_keras_serializable: from_config is empty");
   const std::string registered = package + ">" + name;
   const std::string cls = class_name.empty() ? name : class_name;
-  ser::LayerClass entry{true, [f = std::move(from_config), registered](const ser::json& c) -> std::shared_ptr<Layer> {
-                          auto layer = f(Config(ser::dumps(c)));
-                          if (!layer) {
-                            throw ValueError(fmt::format("from_config of '{}' returned no layer", registered));
-                          }
-                          return layer;
-                        }};
+  const ser::LayerClass entry = layer_entry(std::move(from_config), registered);
   ser::register_layer_class(registered, entry);
   // Files that name the class without the package (custom_objects in Keras) find it too, unless a built-in
   // layer has that class name.
@@ -150,9 +154,69 @@ void register_keras_serializable(const std::string& package, const std::string& 
   names().functions[name] = {registered, fn};
 }
 
+// ---- custom-object scopes ----
+
+namespace {
+struct Scope {
+  CustomObjects objects;
+  std::map<std::string, ser::LayerClass> layers;
+};
+thread_local std::vector<const Scope*> t_scopes;  // innermost last
+
+// What the innermost scope whose map `map_of(scope)` holds `name` has there; nullptr when none does.
+template <typename MapOf>
+auto scoped(MapOf map_of, const std::string& name) -> decltype(&map_of(*t_scopes.front()).begin()->second) {
+  for (auto it = t_scopes.rbegin(); it != t_scopes.rend(); ++it) {
+    const auto& m = map_of(**it);
+    if (auto found = m.find(name); found != m.end()) return &found->second;
+  }
+  return nullptr;
+}
+}  // namespace
+
+struct CustomObjectScope::Impl {
+  Scope scope;
+};
+
+CustomObjectScope::CustomObjectScope(CustomObjects objects) : impl_(std::make_unique<Impl>()) {
+  auto check = [](const std::string& name, bool set, const char* what) {
+    if (name.empty() || !set) {
+      throw ValueError(fmt::format("CustomObjectScope: the {} '{}' needs a non-empty name and a non-empty factory or "
+                                   "function",
+                                   what, name));
+    }
+  };
+  for (const auto& [name, f] : objects.layers) check(name, static_cast<bool>(f), "layer");
+  for (const auto& [name, f] : objects.functions) check(name, static_cast<bool>(f), "function");
+  for (const auto& [name, f] : objects.losses) check(name, static_cast<bool>(f), "loss");
+  for (const auto& [name, f] : objects.metrics) check(name, static_cast<bool>(f), "metric");
+  for (const auto& [name, f] : objects.layers) impl_->scope.layers.emplace(name, layer_entry(f, name));
+  impl_->scope.objects = std::move(objects);
+  t_scopes.push_back(&impl_->scope);
+}
+
+CustomObjectScope::~CustomObjectScope() {
+  auto it = std::find(t_scopes.begin(), t_scopes.end(), &impl_->scope);
+  if (it != t_scopes.end()) t_scopes.erase(it);
+}
+
+}  // namespace osprey::keras::saving
+
+namespace osprey::keras::serialization {
+const LayerClass* scoped_layer_class(const std::string& name) {
+  return saving::scoped([](const saving::Scope& s) -> const auto& { return s.layers; }, name);
+}
+}  // namespace osprey::keras::serialization
+
+namespace osprey::keras::saving {
+
 namespace detail {
 
 Function find_function(const std::string& name, std::string* registered) {
+  if (const Function* f = scoped([](const Scope& s) -> const auto& { return s.objects.functions; }, name)) {
+    if (registered) *registered = name;
+    return *f;
+  }
   std::lock_guard lock(names().mu);
   auto it = names().functions.find(name);
   if (it == names().functions.end()) return nullptr;
@@ -186,9 +250,17 @@ std::string lookup(const std::map<std::string, std::string>& by_class, const std
 }  // namespace
 
 std::shared_ptr<losses::Loss> make_loss(const std::string& registered_name, const std::string& config_json) {
+  if (const LossFactory* f = scoped([](const Scope& s) -> const auto& { return s.objects.losses; }, registered_name)) {
+    if (auto made = (*f)(Config(config_json))) return made;
+    throw ValueError(fmt::format("from_config of loss '{}' returned nothing", registered_name));
+  }
   return make_registered(names().losses, registered_name, config_json, "loss");
 }
 std::shared_ptr<metrics::Metric> make_metric(const std::string& registered_name, const std::string& config_json) {
+  if (const MetricFactory* f = scoped([](const Scope& s) -> const auto& { return s.objects.metrics; }, registered_name)) {
+    if (auto made = (*f)(Config(config_json))) return made;
+    throw ValueError(fmt::format("from_config of metric '{}' returned nothing", registered_name));
+  }
   return make_registered(names().metrics, registered_name, config_json, "metric");
 }
 std::string registered_loss_name(const std::string& class_name) { return lookup(names().loss_by_class, class_name); }

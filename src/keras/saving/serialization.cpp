@@ -385,7 +385,9 @@ std::shared_ptr<Layer> layer_from_object(const json& j) {
   // A class registered by the user is found under its registered name ("package>Name"), then its class name.
   const json registered = j.value("registered_name", json());
   const LayerClass* found = nullptr;
-  if (registered.is_string()) found = find_layer_class(registered.get<std::string>());
+  if (registered.is_string()) found = scoped_layer_class(registered.get<std::string>());
+  if (!found) found = scoped_layer_class(cls);
+  if (!found && registered.is_string()) found = find_layer_class(registered.get<std::string>());
   if (!found) found = find_layer_class(cls);
   if (!found || !found->from_config) {
     throw ValueError(fmt::format(

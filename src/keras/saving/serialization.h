@@ -109,6 +109,9 @@ bool is_keras_tensor(const json& j);
 void register_layer_class(const std::string& class_name, LayerClass cls);
 /// The class registered under `class_name`; nullptr when none is.
 const LayerClass* find_layer_class(const std::string& class_name);
+/// The layer class of the innermost saving::CustomObjectScope on this thread that names `name`; nullptr when none
+/// does (loading looks there before the registry).
+const LayerClass* scoped_layer_class(const std::string& name);
 /// The registered class names, sorted (for error messages).
 std::vector<std::string> registered_layer_classes();
 
