@@ -169,6 +169,11 @@ Tensor broadcast_to(const Tensor& x, const Shape& shape);
 enum class CompareKind { equal, not_equal, less, less_equal, greater, greater_equal, logical_and, logical_or,
                          logical_xor };
 Tensor compare(const Tensor& a, const Tensor& b, CompareKind kind);
+/// Element-wise integer ops on int32 or int64 tensors of one dtype, broadcast together (TensorFlow's): the bitwise
+/// and/or/xor, shifts by amounts clamped to [0, bits - 1] (right shifts arithmetic), and the non-negative gcd and lcm
+/// (gcd(0, 0) = 0; lcm with a zero is 0). No gradient. InvalidArgumentError for other dtypes.
+enum class IntegerKind { bitwise_and, bitwise_or, bitwise_xor, left_shift, right_shift, gcd, lcm };
+Tensor integer_binary(const Tensor& a, const Tensor& b, IntegerKind kind);
 /// x where `condition` (bool) is true, else y; the three broadcast together; x and y of one dtype. Differentiable
 /// in x and y.
 Tensor where(const Tensor& condition, const Tensor& x, const Tensor& y);

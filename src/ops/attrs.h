@@ -28,6 +28,8 @@ struct StridedGeometry {
 struct BinaryAttrs { BinaryKind kind; Broadcast broadcast; StridedGeometry geometry; };
 /// Compare: bool output; the logical kinds read their operands as bool (nonzero is true).
 struct CompareAttrs { CompareKind kind; StridedGeometry geometry; };
+/// IntegerBinary: int32/int64 operands of one dtype, the output in it.
+struct IntegerBinaryAttrs { IntegerKind kind; StridedGeometry geometry; };
 /// ReduceAxis over the middle axis of (outer, r, inner) to (outer, inner).
 struct ReduceAxisAttrs { ReduceOp op; int64_t outer, r, inner; };
 /// Cumulative sum or product along the middle axis of (outer, r, inner).

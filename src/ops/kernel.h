@@ -72,6 +72,7 @@ enum class OpId : int {
   ReduceAxis,      // x (outer, r, inner) -> (outer, inner) (attrs ReduceAxisAttrs)
   Cumulative,      // x -> running sums or products along one axis (attrs CumulativeAttrs)
   TopK,            // x (rows, r) -> values (rows, k), int32 indices (rows, k) (attrs TopKAttrs)
+  IntegerBinary,   // a, b (int32/int64) -> bitwise, shift, gcd or lcm (attrs IntegerBinaryAttrs)
   kCount
 };
 

@@ -111,6 +111,23 @@ Tensor compare(const Tensor& a_in, const Tensor& b_in, CompareKind kind) {
   return out;
 }
 
+Tensor integer_binary(const Tensor& a, const Tensor& b, IntegerKind kind) {
+  static const char* names[] = {"bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift", "gcd", "lcm"};
+  const char* name = names[static_cast<int>(kind)];
+  const bool integer = a.dtype() == DType::int32 || a.dtype() == DType::int64;
+  if (!integer || a.dtype() != b.dtype()) {
+    throw InvalidArgumentError(fmt::format("{}: expects two integer tensors (int32 or int64) of one dtype; got {} and {}",
+                                           name, dtype_name(a.dtype()), dtype_name(b.dtype())));
+  }
+  const Shape out_shape = broadcast_shapes(a.shape(), b.shape());
+  const IntegerBinaryAttrs attrs{kind, strided_geometry(out_shape, {&a.shape(), &b.shape()})};
+  Tensor in[2] = {a, b};
+  auto& dev = place(OpId::IntegerBinary, name, in);
+  Tensor out = Tensor::empty(out_shape, a.dtype(), &dev);
+  run(OpId::IntegerBinary, dev, in, {&out, 1}, &attrs);
+  return out;
+}
+
 Tensor where(const Tensor& condition, const Tensor& x, const Tensor& y) {
   if (x.dtype() != y.dtype()) {
     throw InvalidArgumentError(fmt::format("where: x and y differ in dtype ({} vs {}); cast one side first",

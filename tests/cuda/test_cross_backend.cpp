@@ -206,6 +206,23 @@ void check_every_op() {
     Tensor i = ops::cast(ops::mul(sq, Tensor::scalar(10.0)), DType::int64);
     return Outputs{ops::add(i, i), ops::mul(i, i), ops::maximum(i, ops::sub(i, ops::mul(i, i))), ops::sub(i, i)};
   });
+  expect_same("integer ops (bitwise, shifts, gcd, lcm)", [&] {
+    Outputs out;
+    for (DType t : {DType::int32, DType::int64}) {
+      const Tensor i = ops::cast(ops::mul(sq, Tensor::scalar(-37.0)), t);
+      const Tensor j = ops::cast(ops::mul(sq, Tensor::scalar(23.0)), t);
+      const Tensor shift = ops::cast(ops::sub(ops::mul(sq, Tensor::scalar(9.0)), Tensor::scalar(2.0)), t);
+      for (auto k : {ops::IntegerKind::bitwise_and, ops::IntegerKind::bitwise_or, ops::IntegerKind::bitwise_xor,
+                     ops::IntegerKind::gcd, ops::IntegerKind::lcm}) {
+        out.push_back(ops::integer_binary(i, j, k));
+      }
+      out.push_back(ops::integer_binary(i, shift, ops::IntegerKind::left_shift));
+      out.push_back(ops::integer_binary(i, shift, ops::IntegerKind::right_shift));
+      out.push_back(ops::integer_binary(i, ops::reshape(ops::slice_axis(j, 0, 0, 1), {1, j.shape()[1]}),
+                                        ops::IntegerKind::gcd));  // broadcast
+    }
+    return out;
+  });
   // Reductions.
   expect_same("reductions", [&] {
     return Outputs{ops::reduce_sum(a), ops::reduce_mean(a), ops::reduce_sum(a, 0), ops::reduce_sum(a, 1),

@@ -343,6 +343,35 @@ cases = [
     ("histogram_frames", lambda x, s: list(ops.histogram(x, bins=4, range=(-1.0, 1.5)))
      + list(ops.histogram(ops.stop_gradient(x), bins=5)) + [ops.extract_sequences(s, 4, 3)],
      [np.array([-1.0, -0.2, 0.25, 1.5, 2.0, 0.875, -1.2, 0.3], "float32"), f32(2, 11)]),
+    ("bitwise_gcd", lambda a, b, s, c: [ops.bitwise_and(a, b), ops.bitwise_or(a, b), ops.bitwise_xor(a, b),
+                                        ops.bitwise_invert(a), ops.bitwise_not(b), ops.bitwise_left_shift(a, s),
+                                        ops.left_shift(b, 3), ops.bitwise_right_shift(a, s), ops.right_shift(b, s),
+                                        ops.bitwise_and(c, a[:, None]), ops.gcd(a, b), ops.lcm(a, b), ops.gcd(c, 6)],
+     [np.array([5, -3, 12, 0, 255, -128, 7], "int32"), np.array([3, 6, -1, 7, 15, 127, 0], "int32"),
+      np.array([1, 0, 3, 2, 40, 1, -2], "int32"), np.array([[6, -9, 0]], "int32")]),
+    ("bitwise_int64", lambda a, b: [ops.bitwise_xor(a, b), ops.left_shift(a, 40), ops.lcm(a, b)],
+     [np.array([3, -7, 1 << 40], "int64"), np.array([5, 21, 3], "int64")]),
+    ("i0", lambda x, i: [ops.i0(x), ops.i0(i)],
+     [np.array([0.0, 0.5, -1.5, 3.0, 3.75, -3.76, 7.5, 12.0, -30.0], "float32"), np.array([0, 2, -4], "int32")]),
+    # (Keras's TensorFlow backend maps the slices of an axis through tf.map_fn, which passes no gradient: those
+    # calls take x under stop_gradient, the whole-tensor ones pass theirs.)
+    ("nan_quantiles", lambda x: [ops.nanquantile(ops.stop_gradient(x), 0.3, axis=1),
+                                 ops.nanmedian(ops.stop_gradient(x), axis=0),
+                                 ops.nanpercentile(ops.stop_gradient(x), 90.0, axis=1, method="lower"),
+                                 ops.nanmedian(x),
+                                 ops.nanquantile(ops.stop_gradient(x), 0.5, axis=1, keepdims=True, method="nearest"),
+                                 ops.nanquantile(x, [0.2, 0.7]),
+                                 ops.nanquantile(ops.stop_gradient(x), 0.6, axis=1, method="higher"),
+                                 ops.nanquantile(ops.stop_gradient(x), 0.25, axis=0, method="midpoint")],
+     [np.array([[1.0, np.nan, 3.0, 2.0], [np.nan, np.nan, np.nan, np.nan], [4.0, 0.0, np.nan, -1.0]], "float32")]),
+    ("correlate_argpartition", lambda a, b, c, i: [ops.correlate(a, b), ops.correlate(a, b, mode="same"),
+                                                   ops.correlate(a, c, mode="full"), ops.correlate(a, c, mode="same"),
+                                                   ops.correlate(i, i[:3]), ops.argpartition(i, 2),
+                                                   ops.argpartition(i, 0), ops.argpartition(i, 9)],
+     [f32(7), f32(3), f32(4), np.array([3, 1, 2, 5, 4, 0], "int32")]),
+    ("real_parts", lambda x, i: [ops.real(x), ops.imag(x), ops.conj(x), ops.conjugate(x), ops.angle(x), ops.isreal(x),
+                                 ops.angle(i)],
+     [np.array([[0.0, 0.5, -1.5], [3.0, -7.5, np.nan]], "float32"), np.array([1, -2, 0], "int32")]),
 ]
 
 

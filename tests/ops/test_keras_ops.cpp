@@ -390,6 +390,37 @@ const std::map<std::string, std::function<Ts(const Ts&)>>& cases() {
          out.push_back(ko::extract_sequences(i[1], 4, 3));
          return out;
        }},
+      {"bitwise_gcd",
+       [](const Ts& i) {
+         const Tensor col = ko::expand_dims(i[0], 1);
+         return Ts{ko::bitwise_and(i[0], i[1]), ko::bitwise_or(i[0], i[1]), ko::bitwise_xor(i[0], i[1]),
+                   ko::bitwise_invert(i[0]), ko::bitwise_not(i[1]), ko::bitwise_left_shift(i[0], i[2]),
+                   ko::left_shift(i[1], 3), ko::bitwise_right_shift(i[0], i[2]), ko::right_shift(i[1], i[2]),
+                   ko::bitwise_and(i[3], col), ko::gcd(i[0], i[1]), ko::lcm(i[0], i[1]), ko::gcd(i[3], 6)};
+       }},
+      {"bitwise_int64",
+       [](const Ts& i) { return Ts{ko::bitwise_xor(i[0], i[1]), ko::left_shift(i[0], 40), ko::lcm(i[0], i[1])}; }},
+      {"i0", [](const Ts& i) { return Ts{ko::i0(i[0]), ko::i0(i[1])}; }},
+      {"nan_quantiles",
+       [](const Ts& i) {
+         const Tensor held = ko::stop_gradient(i[0]);
+         return Ts{ko::nanquantile(held, 0.3, 1), ko::nanmedian(held, 0), ko::nanpercentile(held, 90.0, 1, "lower"),
+                   ko::nanmedian(i[0]), ko::nanquantile(held, 0.5, 1, "nearest", true),
+                   ko::nanquantile(i[0], std::vector<double>{0.2, 0.7}), ko::nanquantile(held, 0.6, 1, "higher"),
+                   ko::nanquantile(held, 0.25, 0, "midpoint")};
+       }},
+      {"correlate_argpartition",
+       [](const Ts& i) {
+         const Tensor head = ko::slice(i[3], {0}, {3});
+         return Ts{ko::correlate(i[0], i[1]), ko::correlate(i[0], i[1], "same"), ko::correlate(i[0], i[2], "full"),
+                   ko::correlate(i[0], i[2], "same"), ko::correlate(i[3], head), ko::argpartition(i[3], 2),
+                   ko::argpartition(i[3], 0), ko::argpartition(i[3], 9)};
+       }},
+      {"real_parts",
+       [](const Ts& i) {
+         return Ts{ko::real(i[0]), ko::imag(i[0]), ko::conj(i[0]), ko::conjugate(i[0]), ko::angle(i[0]),
+                   ko::isreal(i[0]), ko::angle(i[1])};
+       }},
       {"nonzero_unique",
        [](const Ts& i) {
          Ts out = ko::nonzero(i[0]);
@@ -500,6 +531,27 @@ TEST(KerasOps, MathFunctionsTakeFloatsOutsideTheirDomainNaNAndCoreOpsRefuseInteg
   }
   EXPECT_EQ(ko::sin(Tensor::zeros({2}, DType::int64)).dtype(), DType::float32);
   EXPECT_NEAR(ko::round(Tensor::from_vector<float>({0.125f}, {1}), 2).item(), 0.12, 1e-6);  // halves to even
+}
+
+// The integer ops refuse floats and bool as Keras's TensorFlow backend does; correlate names its modes and lengths;
+// the quantiles name their methods.
+TEST(KerasOps, IntegerOpsCorrelateAndNanQuantilesRefuseBadArguments) {
+  using osprey::testing::error_of;
+  const Tensor f = Tensor::from_vector<float>({1.f, 2.f}, {2});
+  const Tensor i = Tensor::from_vector<int32_t>({6, 4}, {2});
+  EXPECT_THAT(error_of([&] { ko::bitwise_and(f, f); }),
+              ::testing::HasSubstr("bitwise_and: expects two integer tensors (int32 or int64) of one dtype; got float32"));
+  EXPECT_THROW(ko::gcd(ops::cast(i, DType::bool_), ops::cast(i, DType::bool_)), InvalidArgumentError);
+  EXPECT_THROW(ko::bitwise_invert(f), InvalidArgumentError);
+  EXPECT_EQ(ko::lcm(i, ops::cast(i, DType::int64)).dtype(), DType::int64);  // promoted to one dtype first
+  EXPECT_THAT(error_of([&] { ko::correlate(f, f, "circular"); }), ::testing::HasSubstr("Invalid mode: 'circular'"));
+  EXPECT_THAT(error_of([&] { ko::correlate(f, Tensor::ones({3})); }),
+              ::testing::HasSubstr("no longer than the first (2)"));
+  EXPECT_THAT(error_of([&] { ko::correlate(Tensor::ones({2, 2}), f); }), ::testing::HasSubstr("two 1-D sequences"));
+  EXPECT_THAT(error_of([&] { ko::nanquantile(f, 0.5, {}, "cubic"); }), ::testing::HasSubstr("method 'cubic'"));
+  EXPECT_THROW(ko::nanquantile(f, 1.5), ValueError);
+  EXPECT_THROW(ko::nanpercentile(f, 101.0), InvalidArgumentError);
+  EXPECT_EQ(ko::argpartition(Tensor::zeros({0}), 1).shape(), Shape({0}));
 }
 
 TEST(KerasOps, PadTileAndRepeatRefuseBadArguments) {

@@ -464,6 +464,47 @@ std::vector<Tensor> unravel_index(const Tensor& indices, const std::vector<int64
 /// Frames of sequence_length along the last axis, one every sequence_stride: (..., frames, sequence_length).
 Tensor extract_sequences(const Tensor& x, int64_t sequence_length, int64_t sequence_stride);
 
+// ---- integers, Bessel's I0, NaN-ignoring quantiles, correlation, partitions (numpy_bits.cpp) ----
+/// Bitwise ops of int32/int64 tensors (broadcast; one dtype after Keras's promotion): InvalidArgumentError for
+/// floats and bool, as Keras's TensorFlow backend. Shifts clamp their amounts to [0, bits - 1]; right shifts are
+/// arithmetic. bitwise_not and bitwise_invert are one op (~x); left_shift/right_shift are the bitwise_ ones.
+Tensor bitwise_and(const TensorLike& x, const TensorLike& y);
+Tensor bitwise_or(const TensorLike& x, const TensorLike& y);
+Tensor bitwise_xor(const TensorLike& x, const TensorLike& y);
+Tensor bitwise_invert(const Tensor& x);
+Tensor bitwise_not(const Tensor& x);
+Tensor bitwise_left_shift(const TensorLike& x, const TensorLike& y);
+Tensor left_shift(const TensorLike& x, const TensorLike& y);
+Tensor bitwise_right_shift(const TensorLike& x, const TensorLike& y);
+Tensor right_shift(const TensorLike& x, const TensorLike& y);
+/// Greatest common divisor and least common multiple of integers, non-negative (gcd(0, 0) = 0, lcm(x, 0) = 0).
+Tensor gcd(const TensorLike& x1, const TensorLike& x2);
+Tensor lcm(const TensorLike& x1, const TensorLike& x2);
+/// The modified Bessel function of the first kind, order 0 (float; integers as float32), within 2e-7 relative.
+Tensor i0(const Tensor& x);
+/// quantile / median / percentile with the NaNs left out of each slice; NaN where a slice has only NaNs.
+Tensor nanquantile(const Tensor& x, const std::vector<double>& q, const Axes& axis = {},
+                   const std::string& method = "linear", bool keepdims = false);
+Tensor nanquantile(const Tensor& x, double q, const Axes& axis = {}, const std::string& method = "linear",
+                   bool keepdims = false);
+Tensor nanmedian(const Tensor& x, const Axes& axis = {}, bool keepdims = false);
+Tensor nanpercentile(const Tensor& x, double q, const Axes& axis = {}, const std::string& method = "linear",
+                     bool keepdims = false);
+/// The cross-correlation of two 1-D sequences, mode "valid" (x2 no longer than x1), "same" or "full"; int64
+/// inputs in float64, other non-floats in float32 (Keras's TensorFlow backend).
+Tensor correlate(const Tensor& x1, const Tensor& x2, const std::string& mode = "valid");
+/// int32 indices that partition x along axis: the kth + 1 smallest first (ascending, ties by lower index), then
+/// the others (descending). kth is clipped to the axis.
+Tensor argpartition(const Tensor& x, int64_t kth, int axis = -1);
+/// Osprey's tensors are real: real and conj give x, imag zeros, angle pi where x < 0 (else 0; float32 for
+/// integers), isreal true everywhere.
+Tensor real(const Tensor& x);
+Tensor imag(const Tensor& x);
+Tensor conj(const Tensor& x);
+Tensor conjugate(const Tensor& x);
+Tensor angle(const Tensor& x);
+Tensor isreal(const Tensor& x);
+
 // ---- more arrays: stacking, splitting, constructors, searching, counting (array_more.cpp) ----
 /// x2 after x1 along axis (unset: both flattened).
 Tensor append(const Tensor& x1, const Tensor& x2, std::optional<int> axis = std::nullopt);

@@ -5,7 +5,11 @@
 #include <cstring>
 #include <limits>
 #include <numeric>
+#include <type_traits>
+#include <utility>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/strided.h"
@@ -89,6 +93,54 @@ void compare_kernel(const KernelContext& ctx) {
     case DType::float16:
     case DType::bfloat16: throw InternalError("Compare kernel on half floats (dispatch computes them in float32)");
   }
+}
+
+// TensorFlow's integer ops: shifts clamped to [0, bits - 1] (computed unsigned, so no overflow is undefined),
+// gcd and lcm on magnitudes (unsigned: |INT_MIN| fits).
+template <typename T>
+inline T integer_op(ops::IntegerKind k, T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  constexpr T bits = static_cast<T>(sizeof(T) * 8 - 1);
+  auto magnitude = [](T v) { return v < 0 ? static_cast<U>(0) - static_cast<U>(v) : static_cast<U>(v); };
+  auto gcd = [&](U x, U y) {
+    while (y) x = std::exchange(y, x % y);
+    return x;
+  };
+  switch (k) {
+    case ops::IntegerKind::bitwise_and: return a & b;
+    case ops::IntegerKind::bitwise_or: return a | b;
+    case ops::IntegerKind::bitwise_xor: return a ^ b;
+    case ops::IntegerKind::left_shift: return static_cast<T>(static_cast<U>(a) << std::clamp<T>(b, 0, bits));
+    case ops::IntegerKind::right_shift: return a >> std::clamp<T>(b, 0, bits);
+    case ops::IntegerKind::gcd: return static_cast<T>(gcd(magnitude(a), magnitude(b)));
+    case ops::IntegerKind::lcm: {
+      const U g = gcd(magnitude(a), magnitude(b));
+      return g == 0 ? T{0} : static_cast<T>(magnitude(a) / g * magnitude(b));
+    }
+  }
+  return T{0};
+}
+
+template <typename T>
+void integer_typed(const ops::IntegerBinaryAttrs& at, const T* a, const T* b, T* y) {
+  const auto& g = at.geometry;
+  const int64_t inner = g.dims[g.rank - 1], sa = g.strides[0][g.rank - 1], sb = g.strides[1][g.rank - 1];
+  parallel_chunks(strided_rows(g), [&](int64_t begin, int64_t end) {
+    for_strided_rows<2>(g, begin, end, [&](int64_t row, const int64_t* off) {
+      const T* pa = a + off[0];
+      const T* pb = b + off[1];
+      T* py = y + row * inner;
+      for (int64_t j = 0; j < inner; ++j) py[j] = integer_op(at.kind, pa[j * sa], pb[j * sb]);
+    });
+  }, row_grain(inner));
+}
+
+void integer_binary_kernel(const KernelContext& ctx) {
+  const auto& at = ctx.attr<ops::IntegerBinaryAttrs>();
+  const Tensor &a = ctx.inputs[0], &b = ctx.inputs[1];
+  if (a.dtype() == DType::int32) return integer_typed(at, a.data<int32_t>(), b.data<int32_t>(), ctx.outputs[0].data<int32_t>());
+  if (a.dtype() == DType::int64) return integer_typed(at, a.data<int64_t>(), b.data<int64_t>(), ctx.outputs[0].data<int64_t>());
+  throw InvalidArgumentError(fmt::format("IntegerBinary kernel: int32 or int64 operands, got {}", dtype_name(a.dtype())));
 }
 
 template <typename E>
@@ -280,6 +332,7 @@ void register_toolkit_kernels() {
   ops::register_kernel(ops::OpId::ReduceAxis, DeviceType::CPU, reduce_axis_kernel);
   ops::register_kernel(ops::OpId::Cumulative, DeviceType::CPU, cumulative_kernel);
   ops::register_kernel(ops::OpId::TopK, DeviceType::CPU, top_k_kernel);
+  ops::register_kernel(ops::OpId::IntegerBinary, DeviceType::CPU, integer_binary_kernel);
 }
 
 }  // namespace osprey::cpu

@@ -45,6 +45,10 @@ void launch_binary_general(BinaryOp op, Dt dt, const Strided& g, const void* a, 
 void launch_broadcast_to(const Strided& g, int elem_bytes, const void* x, void* y, int64_t n, cudaStream_t s);
 void launch_compare(CmpOp op, Dt dt, const Strided& g, const void* a, const void* b, bool* y, int64_t n,
                     cudaStream_t s);
+/// ops::IntegerKind's ops on int32 (i32) or int64 (i64) operands, as the CPU kernel.
+enum class IntOp : int { bit_and, bit_or, bit_xor, left_shift, right_shift, gcd, lcm };
+void launch_integer_binary(IntOp op, Dt dt, const Strided& g, const void* a, const void* b, void* y, int64_t n,
+                           cudaStream_t s);
 void launch_select(const Strided& g, int elem_bytes, const bool* c, const void* x, const void* z, void* y, int64_t n,
                    cudaStream_t s);
 /// (outer, r, inner) -> (outer, inner): a warp per output, lanes over r, combined in a fixed order.

@@ -1,7 +1,10 @@
 // The CUDA plug-in's kernels of the ops behind keras::ops (kernels_toolkit.cu) in Osprey's op table.
+#include <fmt/format.h>
+
 #include "backends/cuda/cuda_kernels.h"
 #include "backends/cuda/kernel_launch.h"
 #include "ops/attrs.h"
+#include "osprey/errors.h"
 #include "ops/kernel.h"
 
 namespace osprey::cuda {
@@ -31,6 +34,22 @@ void compare_kernel(const KernelContext& ctx) {
   launch_compare(static_cast<CmpOp>(at.kind), dt_of(ctx.inputs[0].dtype()), strided_of(at.geometry),
                  ctx.inputs[0].raw_data(), ctx.inputs[1].raw_data(), y.data<bool>(), y.num_elements(), l.s());
   l.done("Compare");
+}
+
+static_assert(static_cast<int>(ops::IntegerKind::lcm) == static_cast<int>(IntOp::lcm));
+
+void integer_binary_kernel(const KernelContext& ctx) {
+  Launch l(ctx);
+  const auto& at = ctx.attr<ops::IntegerBinaryAttrs>();
+  Tensor& y = ctx.outputs[0];
+  const Dt dt = dt_of(ctx.inputs[0].dtype());
+  if (dt != Dt::i32 && dt != Dt::i64) {
+    throw InvalidArgumentError(fmt::format("IntegerBinary kernel: int32 or int64 operands, got {}",
+                                           dtype_name(ctx.inputs[0].dtype())));
+  }
+  launch_integer_binary(static_cast<IntOp>(at.kind), dt, strided_of(at.geometry), ctx.inputs[0].raw_data(),
+                        ctx.inputs[1].raw_data(), y.raw_data(), y.num_elements(), l.s());
+  l.done("IntegerBinary");
 }
 
 void select_kernel(const KernelContext& ctx) {
@@ -75,6 +94,7 @@ void register_cuda_toolkit_kernels() {
   ops::register_kernel(OpId::ReduceAxis, DeviceType::GPU, reduce_axis_kernel);
   ops::register_kernel(OpId::Cumulative, DeviceType::GPU, cumulative_kernel);
   ops::register_kernel(OpId::TopK, DeviceType::GPU, top_k_kernel);
+  ops::register_kernel(OpId::IntegerBinary, DeviceType::GPU, integer_binary_kernel);
 }
 
 }  // namespace osprey::cuda

@@ -52,6 +52,41 @@ __global__ void compare_k(CmpOp op, Strided g, const T* a, const T* b, bool* y, 
   }
 }
 
+template <typename T>
+__device__ inline T integer_op(IntOp op, T a, T b) {
+  using U = typename std::make_unsigned<T>::type;
+  constexpr T bits = static_cast<T>(sizeof(T) * 8 - 1);
+  const T shift = b < 0 ? T{0} : b > bits ? bits : b;
+  const U ma = a < 0 ? U{0} - static_cast<U>(a) : static_cast<U>(a), mb = b < 0 ? U{0} - static_cast<U>(b) : static_cast<U>(b);
+  U x = ma, y = mb;
+  if (op == IntOp::gcd || op == IntOp::lcm) {
+    while (y) {
+      const U r = x % y;
+      x = y;
+      y = r;
+    }
+  }
+  switch (op) {
+    case IntOp::bit_and: return a & b;
+    case IntOp::bit_or: return a | b;
+    case IntOp::bit_xor: return a ^ b;
+    case IntOp::left_shift: return static_cast<T>(static_cast<U>(a) << shift);
+    case IntOp::right_shift: return a >> shift;
+    case IntOp::gcd: return static_cast<T>(x);
+    case IntOp::lcm: return x == 0 ? T{0} : static_cast<T>(ma / x * mb);
+  }
+  return T{0};
+}
+
+template <typename T>
+__global__ void integer_binary_k(IntOp op, Strided g, const T* a, const T* b, T* y, int64_t n) {
+  GRID_STRIDE(i, n) {
+    int64_t off[2];
+    strided_offsets<2>(g, i, off);
+    y[i] = integer_op(op, a[off[0]], b[off[1]]);
+  }
+}
+
 // Accumulator of a reduction: float sums and products in double (as the CPU), others in their own type.
 template <typename T> struct Acc { using type = T; };
 template <> struct Acc<float> { using type = double; };
@@ -244,6 +279,18 @@ void launch_compare(CmpOp op, Dt dt, const Strided& g, const void* a, const void
     using T = decltype(t);
     compare_k<<<blocks_for(n), kThreads, 0, s>>>(op, g, static_cast<const T*>(a), static_cast<const T*>(b), y, n);
   });
+}
+
+void launch_integer_binary(IntOp op, Dt dt, const Strided& g, const void* a, const void* b, void* y, int64_t n,
+                           cudaStream_t s) {
+  if (n == 0) return;
+  if (dt == Dt::i32) {
+    integer_binary_k<<<blocks_for(n), kThreads, 0, s>>>(op, g, static_cast<const int32_t*>(a),
+                                                        static_cast<const int32_t*>(b), static_cast<int32_t*>(y), n);
+  } else if (dt == Dt::i64) {
+    integer_binary_k<<<blocks_for(n), kThreads, 0, s>>>(op, g, static_cast<const int64_t*>(a),
+                                                        static_cast<const int64_t*>(b), static_cast<int64_t*>(y), n);
+  }
 }
 
 void launch_reduce_axis(RedOp op, Dt dt, const void* x, void* y, int64_t outer, int64_t r, int64_t inner,
