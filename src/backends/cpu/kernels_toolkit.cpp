@@ -66,18 +66,23 @@ inline bool compare_op(ops::CompareKind k, T a, T b) {
   return false;
 }
 
-template <typename T>
-void compare_typed(const ops::CompareAttrs& at, const T* a, const T* b, bool* y) {
-  const auto& g = at.geometry;
+// y = f(a, b) element-wise over a broadcast geometry of two operands, rows shared out between the threads.
+template <typename T, typename R, typename F>
+void strided_binary(const ops::StridedGeometry& g, const T* a, const T* b, R* y, F f) {
   const int64_t inner = g.dims[g.rank - 1], sa = g.strides[0][g.rank - 1], sb = g.strides[1][g.rank - 1];
   parallel_chunks(strided_rows(g), [&](int64_t begin, int64_t end) {
     for_strided_rows<2>(g, begin, end, [&](int64_t row, const int64_t* off) {
       const T* pa = a + off[0];
       const T* pb = b + off[1];
-      bool* py = y + row * inner;
-      for (int64_t j = 0; j < inner; ++j) py[j] = compare_op(at.kind, pa[j * sa], pb[j * sb]);
+      R* py = y + row * inner;
+      for (int64_t j = 0; j < inner; ++j) py[j] = f(pa[j * sa], pb[j * sb]);
     });
   }, row_grain(inner));
+}
+
+template <typename T>
+void compare_typed(const ops::CompareAttrs& at, const T* a, const T* b, bool* y) {
+  strided_binary(at.geometry, a, b, y, [k = at.kind](T u, T v) { return compare_op(k, u, v); });
 }
 
 void compare_kernel(const KernelContext& ctx) {
@@ -123,16 +128,7 @@ inline T integer_op(ops::IntegerKind k, T a, T b) {
 
 template <typename T>
 void integer_typed(const ops::IntegerBinaryAttrs& at, const T* a, const T* b, T* y) {
-  const auto& g = at.geometry;
-  const int64_t inner = g.dims[g.rank - 1], sa = g.strides[0][g.rank - 1], sb = g.strides[1][g.rank - 1];
-  parallel_chunks(strided_rows(g), [&](int64_t begin, int64_t end) {
-    for_strided_rows<2>(g, begin, end, [&](int64_t row, const int64_t* off) {
-      const T* pa = a + off[0];
-      const T* pb = b + off[1];
-      T* py = y + row * inner;
-      for (int64_t j = 0; j < inner; ++j) py[j] = integer_op(at.kind, pa[j * sa], pb[j * sb]);
-    });
-  }, row_grain(inner));
+  strided_binary(at.geometry, a, b, y, [k = at.kind](T u, T v) { return integer_op(k, u, v); });
 }
 
 void integer_binary_kernel(const KernelContext& ctx) {

@@ -315,31 +315,12 @@ std::vector<Tensor> meshgrid(const std::vector<Tensor>& xs, const std::string& i
 
 Tensor quantile(const Tensor& x_in, const std::vector<double>& q, const Axes& axis, const std::string& method,
                 bool keepdims) {
-  static const char* methods[] = {"linear", "lower", "higher", "midpoint", "nearest"};
-  if (std::find(std::begin(methods), std::end(methods), method) == std::end(methods)) {
-    throw ValueError(fmt::format("quantile: method '{}' is not one of linear, lower, higher, midpoint, nearest", method));
-  }
-  for (double v : q) {
-    if (!(v >= 0 && v <= 1)) throw ValueError(fmt::format("quantile: q must be in [0, 1], got {}", v));
-  }
+  detail::check_quantiles(q, method, "quantile");
   const Tensor x = floating(x_in);
-  const int r = x.shape().rank();
-  const std::vector<int> axes = detail::resolved_axes(axis, r, "quantile");
-  // The reduced axes last, flattened into one, sorted.
-  std::vector<int> kept;
-  for (int i = 0; i < r; ++i) {
-    if (std::find(axes.begin(), axes.end(), i) == axes.end()) kept.push_back(i);
-  }
-  std::vector<int> perm = kept;
-  perm.insert(perm.end(), axes.begin(), axes.end());
-  std::vector<int64_t> lead;
-  int64_t n = 1;
-  for (int i : kept) lead.push_back(x.shape()[i]);
-  for (int i : axes) n *= x.shape()[i];
-  if (n == 0) throw InvalidArgumentError(fmt::format("quantile of an empty axis (x of shape {})", x.shape().to_string()));
-  std::vector<int64_t> flat = lead;
-  flat.push_back(n);
-  const Tensor sorted = sort(core::reshape(transpose(x, perm), Shape(flat)), -1);
+  std::vector<int> axes;
+  const Tensor rows = detail::quantile_rows(x, axis, "quantile", axes);
+  const int64_t n = rows.shape()[rows.shape().rank() - 1];
+  const Tensor sorted = sort(rows, -1);
   std::vector<int64_t> lo, hi;
   std::vector<double> frac;
   for (double v : q) {
@@ -356,19 +337,12 @@ Tensor quantile(const Tensor& x_in, const std::vector<double>& q, const Axes& ax
   const Tensor a = take(sorted, index_vector(lo), -1), b = take(sorted, index_vector(hi), -1);
   Tensor weights = core::cast(Tensor::from_vector(frac, {k}), x.dtype());
   if (method == "lower" || method == "higher" || method == "nearest") weights = core::mul(weights, Tensor::scalar(0, x.dtype()));
-  Tensor out = core::add(a, core::mul(core::sub(b, a), weights));  // (..., k)
-  if (keepdims) {  // x's axes with ones where reduced (the kept ones are in x's order already), then the quantiles
-    std::vector<int64_t> dims = x.shape().dims_vector();
-    for (int i : axes) dims[static_cast<std::size_t>(i)] = 1;
-    dims.push_back(k);
-    out = core::reshape(out, Shape(dims));
-  }
-  return moveaxis(out, -1, 0);  // the quantiles first, as NumPy
+  const Tensor out = core::add(a, core::mul(core::sub(b, a), weights));  // (..., k)
+  return detail::quantiles_first(out, x.shape(), axes, keepdims);
 }
 
 Tensor quantile(const Tensor& x, double q, const Axes& axis, const std::string& method, bool keepdims) {
-  const Tensor out = quantile(x, std::vector<double>{q}, axis, method, keepdims);
-  return core::reshape(out, Shape(std::vector<int64_t>(out.shape().dims().begin() + 1, out.shape().dims().end())));
+  return detail::only_quantile(quantile(x, std::vector<double>{q}, axis, method, keepdims));
 }
 
 Tensor median(const Tensor& x, const Axes& axis, bool keepdims) { return quantile(x, 0.5, axis, "linear", keepdims); }

@@ -2,7 +2,10 @@
 // for integer and bool inputs, and int64 index vectors for take().
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <iterator>
+#include <string>
 #include <vector>
 
 #include <fmt/format.h>
@@ -64,6 +67,52 @@ inline Tensor where_is(const Tensor& t, const Tensor& like) {
 /// A 1-D int64 tensor of `v` (indices for take()).
 inline Tensor index_vector(const std::vector<int64_t>& v) {
   return Tensor::from_vector(v, {static_cast<int64_t>(v.size())});
+}
+
+/// quantile's and nanquantile's q (each in [0, 1]) and method, checked (ValueError naming `op`).
+inline void check_quantiles(const std::vector<double>& q, const std::string& method, const char* op) {
+  static const char* methods[] = {"linear", "lower", "higher", "midpoint", "nearest"};
+  if (std::find(std::begin(methods), std::end(methods), method) == std::end(methods)) {
+    throw ValueError(fmt::format("{}: method '{}' is not one of linear, lower, higher, midpoint, nearest", op, method));
+  }
+  for (double v : q) {
+    if (!(v >= 0 && v <= 1)) throw ValueError(fmt::format("{}: q must be in [0, 1], got {}", op, v));
+  }
+}
+
+/// x with the reduced axes of `axis` moved last and flattened into one: (kept axes..., n); `axes` gets them.
+/// InvalidArgumentError naming `op` when n is 0.
+inline Tensor quantile_rows(const Tensor& x, const Axes& axis, const char* op, std::vector<int>& axes) {
+  const int r = x.shape().rank();
+  axes = resolved_axes(axis, r, op);
+  std::vector<int> perm;
+  std::vector<int64_t> flat;
+  for (int i = 0; i < r; ++i) {
+    if (std::find(axes.begin(), axes.end(), i) == axes.end()) perm.push_back(i), flat.push_back(x.shape()[i]);
+  }
+  perm.insert(perm.end(), axes.begin(), axes.end());
+  int64_t n = 1;
+  for (int i : axes) n *= x.shape()[i];
+  if (n == 0) throw InvalidArgumentError(fmt::format("{} of an empty axis (x of shape {})", op, x.shape().to_string()));
+  flat.push_back(n);
+  return osprey::ops::reshape(transpose(x, perm), Shape(flat));
+}
+
+/// quantile_rows()'s (..., k) quantiles as NumPy gives them: the k first; with keepdims, x's axes with ones where
+/// reduced.
+inline Tensor quantiles_first(Tensor out, const Shape& x_shape, const std::vector<int>& axes, bool keepdims) {
+  if (keepdims) {
+    std::vector<int64_t> dims = x_shape.dims_vector();
+    for (int i : axes) dims[static_cast<std::size_t>(i)] = 1;
+    dims.push_back(out.shape()[out.shape().rank() - 1]);
+    out = osprey::ops::reshape(out, Shape(dims));
+  }
+  return moveaxis(out, -1, 0);
+}
+
+/// The quantile of a list of one: its leading axis dropped.
+inline Tensor only_quantile(const Tensor& out) {
+  return osprey::ops::reshape(out, Shape(std::vector<int64_t>(out.shape().dims().begin() + 1, out.shape().dims().end())));
 }
 
 }  // namespace osprey::keras::ops::detail

@@ -68,33 +68,15 @@ Tensor i0(const Tensor& x) { return bessel_i0(detail::floating(x)); }
 
 Tensor nanquantile(const Tensor& x_in, const std::vector<double>& q, const Axes& axis, const std::string& method,
                    bool keepdims) {
-  static const char* methods[] = {"linear", "lower", "higher", "midpoint", "nearest"};
-  if (std::find(std::begin(methods), std::end(methods), method) == std::end(methods)) {
-    throw ValueError(fmt::format("nanquantile: method '{}' is not one of linear, lower, higher, midpoint, nearest",
-                                 method));
-  }
-  for (double v : q) {
-    if (!(v >= 0 && v <= 1)) throw ValueError(fmt::format("nanquantile: q must be in [0, 1], got {}", v));
-  }
+  detail::check_quantiles(q, method, "nanquantile");
   const Tensor x = detail::floating(x_in);
-  const int r = x.shape().rank();
-  const std::vector<int> axes = detail::resolved_axes(axis, r, "nanquantile");
-  // The reduced axes last, flattened into one; NaNs sorted to the end as +inf, each slice's count of the others.
-  std::vector<int> perm;
-  for (int i = 0; i < r; ++i) {
-    if (std::find(axes.begin(), axes.end(), i) == axes.end()) perm.push_back(i);
-  }
-  std::vector<int64_t> lead;
-  for (int i : perm) lead.push_back(x.shape()[i]);
-  perm.insert(perm.end(), axes.begin(), axes.end());
-  int64_t n = 1;
-  for (int i : axes) n *= x.shape()[i];
-  if (n == 0) throw InvalidArgumentError(fmt::format("nanquantile of an empty axis (x of shape {})", x.shape().to_string()));
-  std::vector<int64_t> flat = lead;
-  flat.push_back(n);
-  const Tensor rows = core::reshape(transpose(x, perm), Shape(flat));
+  std::vector<int> axes;
+  const Tensor rows = detail::quantile_rows(x, axis, "nanquantile", axes);
+  const int64_t n = rows.shape()[rows.shape().rank() - 1];
+  // NaNs sorted to the end as +inf; each slice's positions from its count of the others.
   const Tensor sorted = sort(detail::nan_filled(rows, INFINITY), -1);
   const Tensor count = sum(core::cast(logical_not(isnan(rows)), x.dtype()), -1, true);  // (..., 1)
+  auto index = [&](const Tensor& i) { return core::cast(clip(i, 0.0, static_cast<double>(n - 1)), DType::int64); };
   std::vector<Tensor> per_q;
   for (double v : q) {
     const Tensor at = multiply(scalar(v, x), subtract(count, scalar(1.0, x)));
@@ -104,25 +86,15 @@ Tensor nanquantile(const Tensor& x_in, const std::vector<double>& q, const Axes&
     if (method == "higher") lo = hi;
     Tensor frac = subtract(at, lo);
     if (method == "midpoint") frac = where(equal(lo, hi), scalar(0.0, x), scalar(0.5, x));
-    auto index = [&](const Tensor& i) { return core::cast(clip(i, 0.0, static_cast<double>(n - 1)), DType::int64); };
     const Tensor a = take_along_axis(sorted, index(lo), -1), b = take_along_axis(sorted, index(hi), -1);
     const Tensor value = method == "linear" || method == "midpoint" ? add(a, multiply(subtract(b, a), frac)) : a;
     per_q.push_back(where(equal(count, 0.0), scalar(NAN, x), value));  // (..., 1)
   }
-  Tensor out = concatenate(per_q, -1);  // (..., k)
-  const int64_t k = static_cast<int64_t>(q.size());
-  if (keepdims) {
-    std::vector<int64_t> dims = x.shape().dims_vector();
-    for (int i : axes) dims[static_cast<std::size_t>(i)] = 1;
-    dims.push_back(k);
-    out = core::reshape(out, Shape(dims));
-  }
-  return moveaxis(out, -1, 0);  // the quantiles first, as NumPy
+  return detail::quantiles_first(concatenate(per_q, -1), x.shape(), axes, keepdims);
 }
 
 Tensor nanquantile(const Tensor& x, double q, const Axes& axis, const std::string& method, bool keepdims) {
-  const Tensor out = nanquantile(x, std::vector<double>{q}, axis, method, keepdims);
-  return core::reshape(out, Shape(std::vector<int64_t>(out.shape().dims().begin() + 1, out.shape().dims().end())));
+  return detail::only_quantile(nanquantile(x, std::vector<double>{q}, axis, method, keepdims));
 }
 
 Tensor nanmedian(const Tensor& x, const Axes& axis, bool keepdims) { return nanquantile(x, 0.5, axis, "linear", keepdims); }

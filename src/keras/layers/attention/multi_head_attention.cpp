@@ -4,7 +4,6 @@
 // the Softmax layer with dropout and scores).
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 
 #include <fmt/format.h>
 
