@@ -240,6 +240,46 @@ TEST(Callbacks, WeightsFileRoundTripAndErrors) {
   EXPECT_THROW(a.set_weights({}), ValueError);
 }
 
+// A weights file whose variables come in another order than the model's (a branchy functional model saved before
+// model.layers() took Keras's order) lands by name when it names every variable; same-shape layers do not swap.
+TEST(Callbacks, WeightsFileInAnotherOrderLoadsByName) {
+  auto build = [] {
+    auto in = keras::Input({4}, {.name = "x"});
+    auto left = layers::Dense(4, "linear", {.name = "left"})(in);
+    auto right = layers::Dense(4, "linear", {.name = "right"})(in);
+    return std::make_shared<keras::Model>(in, std::vector<keras::KerasTensor>{left, right}, "branches");
+  };
+  auto a = build();
+  const auto vars = a->variables();
+  ASSERT_EQ(vars.size(), 4u);
+  // The file as the older order wrote it: right's variables first.
+  const std::string path = temp_path("reordered.weights.osp");
+  {
+    std::ofstream out(path, std::ios::binary);
+    out.write("OSPREYW1", 8);
+    auto put32 = [&](uint32_t v) { out.write(reinterpret_cast<const char*>(&v), 4); };
+    put32(4);
+    for (std::size_t i : {2u, 3u, 0u, 1u}) {
+      const std::string& p = vars[i]->path();
+      put32(static_cast<uint32_t>(p.size()));
+      out.write(p.data(), static_cast<std::streamsize>(p.size()));
+      const uint8_t dtype = 0;  // float32
+      out.write(reinterpret_cast<const char*>(&dtype), 1);
+      const Tensor w = ops::add(vars[i]->value(), Tensor::scalar(static_cast<double>(i + 1)));
+      put32(static_cast<uint32_t>(w.shape().rank()));
+      for (int64_t d : w.shape().dims()) out.write(reinterpret_cast<const char*>(&d), 8);
+      out.write(static_cast<const char*>(w.raw_data()), static_cast<std::streamsize>(w.nbytes()));
+    }
+  }
+  auto b = build();
+  b->load_weights(path);
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(b->variables()[i]->value().to_vector<float>(),
+              ops::add(vars[i]->value(), Tensor::scalar(static_cast<double>(i + 1))).to_vector<float>())
+        << vars[i]->path();
+  }
+}
+
 TEST(Callbacks, PredictHooks) {
   class Recorder : public keras::Callback {
    public:

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -121,6 +122,7 @@ void Model::load_weights(const std::string& path) {
   }
   auto& host = runtime::DeviceManager::get().host_device();
   std::vector<Tensor> weights;
+  std::vector<std::string> names;
   for (uint32_t i = 0; i < count; ++i) {
     const auto len = get<uint32_t>(in, path);
     if (len > 4096) throw ValueError(fmt::format("load_weights: '{}' is corrupt (variable name of {} bytes)", path, len));
@@ -132,17 +134,38 @@ void Model::load_weights(const std::string& path) {
     std::vector<int64_t> dims;
     for (uint32_t r = 0; r < rank; ++r) dims.push_back(get<int64_t>(in, path));
     const Shape shape(dims);
-    // Matched by position, like Keras's weight files (auto-names differ between model instances).
     if (shape != vars[i]->shape() || dtype != vars[i]->value().dtype()) {
-      throw ValueError(fmt::format("load_weights: variable {} in '{}' is '{}' {} {}, but the model's is '{}' {} {}", i,
-                                   path, name, shape.to_string(), dtype_name(dtype), vars[i]->path(),
-                                   vars[i]->shape().to_string(), dtype_name(vars[i]->value().dtype())));
+      // Another order of the same variables (files written before model.layers() took Keras's order): by name.
+      bool named = false;
+      for (const auto* v : vars) named = named || (v->path() == name && v->shape() == shape && v->value().dtype() == dtype);
+      if (!named) {
+        throw ValueError(fmt::format("load_weights: variable {} in '{}' is '{}' {} {}, but the model's is '{}' {} {}", i,
+                                     path, name, shape.to_string(), dtype_name(dtype), vars[i]->path(),
+                                     vars[i]->shape().to_string(), dtype_name(vars[i]->value().dtype())));
+      }
     }
     Tensor t = Tensor::empty(shape, dtype, &host);
     if (!in.read(static_cast<char*>(t.raw_data()), t.nbytes())) {
       throw ValueError(fmt::format("load_weights: '{}' is truncated", path));
     }
     weights.push_back(t);
+    names.push_back(std::move(name));
+  }
+  // Matched by name where the file names every variable of the model once (the same model, or one built with the
+  // same names: a file written in another order of the variables still lands right); else by position, like
+  // Keras's weight files (auto-names differ between model instances).
+  std::map<std::string, std::size_t> at;
+  for (std::size_t i = 0; i < names.size(); ++i) at.emplace(names[i], i);
+  bool by_name = at.size() == vars.size();
+  for (std::size_t i = 0; by_name && i < vars.size(); ++i) {
+    auto it = at.find(vars[i]->path());
+    by_name = it != at.end() && weights[it->second].shape() == vars[i]->shape() &&
+              weights[it->second].dtype() == vars[i]->value().dtype();
+  }
+  if (by_name) {
+    std::vector<Tensor> ordered;
+    for (const auto* v : vars) ordered.push_back(weights[at.at(v->path())]);
+    weights = std::move(ordered);
   }
   set_weights(weights);
 }
