@@ -156,7 +156,7 @@ Tensor imag(const Tensor& x) { return zeros_like(x); }
 Tensor conj(const Tensor& x) { return x; }
 Tensor conjugate(const Tensor& x) { return conj(x); }
 Tensor angle(const Tensor& x_in) {
-  const Tensor x = x_in.dtype() == DType::bool_ || !is_floating(x_in.dtype()) ? core::cast(x_in, DType::float32) : x_in;
+  const Tensor x = detail::floating(x_in);
   return where(less(x, 0.0), scalar(M_PI, x), scalar(0.0, x));
 }
 Tensor isreal(const Tensor& x) { return core::cast(ones_like(x), DType::bool_); }

@@ -119,8 +119,7 @@ Tensor Softmax::call_masked(const Tensor& inputs, bool training, const Tensor& m
   const auto axes = detail::feature_axes(name_, "Softmax", axes_, is.rank());
   if (axes == std::vector<int>{is.rank() - 1}) return ops::masked_softmax(inputs, m);
   const detail::TrailingAxes t(is, axes);
-  const Tensor full = Shape(dims) == is ? m : ops::broadcast_to(m, is);
-  return t.back(ops::masked_softmax(t.rows(inputs), t.rows(full)));
+  return t.back(ops::masked_softmax(t.rows(inputs), t.rows(ops::broadcast_to(m, is))));
 }
 
 Tensor Softmax::call(const Tensor& x, bool) {

@@ -16,6 +16,24 @@
 
 namespace osprey::keras::layers {
 
+namespace {
+
+// An attention mask's dims in Keras's layout for `full` = (batch, <other axes>, <T axes>, <S axes>), the last
+// `tail` of them the attention axes': its leading axes may be left out (Keras expands the mask just before the
+// attention axes; 1 where left out), each dimension that of `full` or 1. Empty when the mask does not fit.
+std::vector<int64_t> mask_in_layout(const std::vector<int64_t>& mask, const std::vector<int64_t>& full, std::size_t tail) {
+  if (mask.size() < tail || mask.size() > full.size()) return {};
+  std::vector<int64_t> out(mask.begin(), mask.end() - static_cast<std::ptrdiff_t>(tail));
+  out.resize(full.size() - tail, 1);
+  out.insert(out.end(), mask.end() - static_cast<std::ptrdiff_t>(tail), mask.end());
+  for (std::size_t i = 0; i < full.size(); ++i) {
+    if (out[i] != full[i] && out[i] != 1) return {};
+  }
+  return out;
+}
+
+}  // namespace
+
 MultiHeadAttention::MultiHeadAttention(int64_t num_heads, int64_t key_dim, MultiHeadAttentionOptions options)
     : MultiHeadAttention(num_heads, key_dim, num_heads, std::move(options), "multi_head_attention") {}
 
@@ -82,15 +100,15 @@ Shape MultiHeadAttention::build(const std::vector<Shape>& shapes) {
                                  name_, o_.attention_mask_input ? " and then the attention mask" : "", shapes.size()));
   }
   Shape out = build_attention(shapes[0], shapes[1], n == 3 ? shapes[2] : shapes[1]);
-  if (o_.attention_mask_input) {  // (batch, <other axes>, T..., S...) without the batch, or fewer leading axes
+  if (o_.attention_mask_input) {  // the mask input's batch against the scores' without their heads
     const Shape& m = shapes[n];
-    const int a = static_cast<int>(axes_.size()), other = shapes[0].rank() - 1 - a;
-    bool ok = m.rank() >= 2 * a && m.rank() <= 2 * a + other;
-    for (int i = 0; ok && i < 2 * a; ++i) {
-      const int64_t want = scores_shape_[scores_shape_.rank() - 2 * a + i], got = m[m.rank() - 2 * a + i];
-      ok = got == want || got == 1;
+    std::vector<int64_t> full{1}, mask{1};
+    const std::size_t heads_at = scores_shape_.dims().size() - 1 - 2 * axes_.size();
+    for (std::size_t i = 0; i < scores_shape_.dims().size(); ++i) {
+      if (i != heads_at) full.push_back(scores_shape_.dims()[i]);
     }
-    if (!ok) {
+    mask.insert(mask.end(), m.dims().begin(), m.dims().end());
+    if (mask_in_layout(mask, full, 2 * axes_.size()).empty()) {
       throw ValueError(fmt::format("MultiHeadAttention '{}': the attention mask of shape (None, {}) does not match the "
                                    "scores' (None, {}): give one of (batch, [other axes,] query steps, key steps)",
                                    name_, fmt::join(m.dims(), ", "), fmt::join(scores_shape_.dims(), ", ")));
@@ -278,7 +296,7 @@ std::pair<Tensor, Tensor> MultiHeadAttention::attend(const Tensor& query, const 
   }
   auto sample = [](const Tensor& t) { return Shape(std::vector<int64_t>(t.shape().dims().begin() + 1, t.shape().dims().end())); };
   build_attention(sample(query), sample(value), sample(key));
-  if (r > 3 || axes_ != std::vector<int>{1}) return attend_axes(query, value, key, c);
+  if (r > 3) return attend_axes(query, value, key, c);
   return attend_steps(query, value, key, attention_mask(query, value, c), c.use_causal_mask, false, c.training,
                       c.return_attention_scores);
 }
@@ -322,17 +340,10 @@ std::pair<Tensor, Tensor> MultiHeadAttention::attend_axes(const Tensor& query, c
     // batch axes (Keras expands the mask just before the attention axes).
     std::vector<int64_t> full{B};
     for (int i : others) full.push_back(query.shape()[i]);
-    const std::size_t lead = full.size();
     for (int a : axes_) full.push_back(query.shape()[a]);
     for (int a : axes_) full.push_back(value.shape()[a]);
-    const auto& md = c.attention_mask.shape().dims();
-    const std::size_t tail = 2 * axes_.size();
-    bool ok = md.size() >= tail && md.size() <= full.size();
-    std::vector<int64_t> expanded(md.begin(), md.end() - (ok ? tail : 0));
-    expanded.resize(lead, 1);
-    if (ok) expanded.insert(expanded.end(), md.end() - tail, md.end());
-    for (std::size_t i = 0; ok && i < full.size(); ++i) ok = expanded[i] == full[i] || expanded[i] == 1;
-    if (!ok) {
+    const auto expanded = mask_in_layout(c.attention_mask.shape().dims_vector(), full, 2 * axes_.size());
+    if (expanded.empty()) {
       throw ValueError(fmt::format("MultiHeadAttention '{}': attention_mask of shape {} does not match (batch, <other "
                                    "axes>, <query's attention axes>, <key's attention axes>) = ({}) (each dimension "
                                    "that or 1; leading ones may be left out)",
@@ -343,8 +354,8 @@ std::pair<Tensor, Tensor> MultiHeadAttention::attend_axes(const Tensor& query, c
   }
   const Tensor qf = flat(query), vf = flat(value);
   const Tensor mask = attention_mask(qf, vf, flat_call);  // with the sliding window
-  auto [out, probs] = attend_steps(qf, vf, &key == &value ? vf : flat(key), mask, c.use_causal_mask, true, c.training,
-                                   c.return_attention_scores);
+  auto [out, probs] = attend_steps(qf, vf, key.impl() == value.impl() ? vf : flat(key), mask, c.use_causal_mask, true,
+                                   c.training, c.return_attention_scores);
   // (batch * others, T, out...) -> (batch, <others>, <T axes>, out...) -> the query's order of axes.
   std::vector<int64_t> dims{B};
   for (std::size_t i = 1; i + 1 < perm.size(); ++i) dims.push_back(query.shape()[perm[i]]);
