@@ -191,6 +191,33 @@ Tensor cumulative(const Tensor& x, int axis, bool prod, bool exclusive = false, 
 /// their int32 indices: {values, indices}. Differentiable in float32 values.
 std::vector<Tensor> top_k(const Tensor& x, int64_t k, bool largest = true);
 
+/// Linear algebra on float32 matrices (..., M, N), the batch axes first (tf.linalg's ops); every backend. Errors
+/// are InvalidArgumentError (a rank below 2, another dtype, non-square input where a square one is needed).
+/// LU with partial pivoting: {lu (..., N, N): L's multipliers below the diagonal (its unit diagonal implied), U on
+/// and above; perm (..., N) int32: row i of lu is row perm[i] of a}. Not differentiable.
+std::vector<Tensor> lu(const Tensor& a);
+/// The lower Cholesky factor of symmetric positive definite matrices (only the lower triangle is read); from the
+/// first non-positive pivot on, NaN (TensorFlow's). Differentiable.
+Tensor cholesky(const Tensor& a);
+/// x with a·x = b (aᵀ·x = b with `adjoint`) for triangular a (..., N, N), of which only the lower (else the upper)
+/// triangle is read, and b (..., N, K); the batch axes broadcast. Differentiable in both.
+Tensor triangular_solve(const Tensor& a, const Tensor& b, bool lower, bool adjoint = false);
+/// a⁻¹, the x of a·x = b (b (..., N, K), batch axes broadcast), det(a), and {sign, log|det(a)|}. A singular matrix
+/// (an exactly zero pivot, TensorFlow's test) is an InvalidArgumentError for the inverse and the solve; its
+/// determinant is 0 (log: -inf, sign 0). Differentiable (the determinants' gradients need a⁻¹).
+Tensor matrix_inverse(const Tensor& a);
+Tensor matrix_solve(const Tensor& a, const Tensor& b);
+Tensor matrix_determinant(const Tensor& a);
+std::vector<Tensor> log_matrix_determinant(const Tensor& a);
+/// Eigenvalues (ascending) and eigenvectors (columns, unit length, each one's largest entry positive) of symmetric
+/// matrices, of which only the lower triangle is read: {w (..., N), v (..., N, N)}. Differentiable.
+std::vector<Tensor> self_adjoint_eig(const Tensor& a);
+/// The singular value decomposition a = u·diag(s)·vᵀ: {s (..., P) descending, u (..., M, P), v (..., N, P)}, P =
+/// min(M, N); with full_matrices u (..., M, M) and v (..., N, N). Singular vectors carry the eigenvectors' sign
+/// rule (v's largest entry positive). Differentiable (with full_matrices and |M - N| > 1 the vectors' gradient is a
+/// NotImplementedError, as TensorFlow's).
+std::vector<Tensor> svd(const Tensor& a, bool full_matrices = false);
+
 /// Rows of x at the given int64 indices.
 Tensor gather_rows(const Tensor& x, const Tensor& indices);
 /// `rows` rows of zeros (float32) with updates[i] added to row indices[i] (a gather's gradient; repeated indices

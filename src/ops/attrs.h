@@ -30,6 +30,11 @@ struct BinaryAttrs { BinaryKind kind; Broadcast broadcast; StridedGeometry geome
 struct CompareAttrs { CompareKind kind; StridedGeometry geometry; };
 /// IntegerBinary: int32/int64 operands of one dtype, the output in it.
 struct IntegerBinaryAttrs { IntegerKind kind; StridedGeometry geometry; };
+/// The linear-algebra kernels on float32 batches of matrices: `batch` matrices of m x n (square ones: m = n), and
+/// for TriangularSolve right-hand sides of n x k. TriangularSolve reads only the `lower` (else upper) triangle of
+/// a, solves with its transpose when `adjoint`, and takes its diagonal as ones when `unit_diagonal`. Cholesky reads
+/// only the lower triangle; SelfAdjointEig too (the matrix it decomposes is that triangle mirrored).
+struct LinalgAttrs { int64_t batch, m, n, k; bool lower, adjoint, unit_diagonal; };
 /// ReduceAxis over the middle axis of (outer, r, inner) to (outer, inner).
 struct ReduceAxisAttrs { ReduceOp op; int64_t outer, r, inner; };
 /// Cumulative sum or product along the middle axis of (outer, r, inner).

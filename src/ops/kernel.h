@@ -73,6 +73,11 @@ enum class OpId : int {
   Cumulative,      // x -> running sums or products along one axis (attrs CumulativeAttrs)
   TopK,            // x (rows, r) -> values (rows, k), int32 indices (rows, k) (attrs TopKAttrs)
   IntegerBinary,   // a, b (int32/int64) -> bitwise, shift, gcd or lcm (attrs IntegerBinaryAttrs)
+  LuFactor,        // a (batch, n, n) -> lu (batch, n, n), perm (batch, n) int32 (attrs LinalgAttrs)
+  Cholesky,        // a (batch, n, n) -> lower factor l (batch, n, n) (attrs LinalgAttrs)
+  TriangularSolve,  // a (batch, n, n), b (batch, n, k) -> x (batch, n, k) (attrs LinalgAttrs)
+  SelfAdjointEig,  // a (batch, n, n) -> eigenvalues (batch, n) ascending, eigenvectors (batch, n, n) (LinalgAttrs)
+  Svd,             // a (batch, m, n) -> s (batch, p), u (batch, m, p), v (batch, n, p); p = min(m, n) (LinalgAttrs)
   kCount
 };
 

@@ -223,6 +223,32 @@ void check_every_op() {
     }
     return out;
   });
+  // Linear algebra: every kernel (LU, Cholesky, triangular solves, the Jacobi eigendecomposition and SVD, tall, wide
+  // and full) and the gradients of the composites (each a chain of those kernels and products).
+  expect_same("linear algebra and its gradients", [&] {
+    std::vector<float> diag(25, 0.0f);
+    for (int i = 0; i < 5; ++i) diag[static_cast<std::size_t>(i * 6)] = 4.0f;
+    const Tensor eye5 = Tensor::from_vector(diag, {5, 5});
+    Variable m(ops::add(host_uniform({3, 5, 5}, -1, 1, 52), eye5), "m");
+    Variable r(host_uniform({3, 5, 2}, -1, 1, 53), "r");
+    Variable t(host_uniform({2, 6, 4}, -1, 1, 54), "t");
+    GradientTape tape;
+    const Tensor x = m.value();
+    const Tensor spd = ops::add(ops::matmul(x, x, false, true), eye5);
+    const Tensor sym = ops::add(x, ops::transpose(x, {0, 2, 1}));
+    const auto lu = ops::lu(x);
+    const auto eig = ops::self_adjoint_eig(sym);
+    const auto tall = ops::svd(t.value()), wide = ops::svd(ops::transpose(t.value(), {0, 2, 1}), true);
+    Outputs out{lu[0], ops::cast(lu[1], DType::float32), ops::cholesky(spd), ops::triangular_solve(x, r.value(), true),
+                ops::triangular_solve(x, r.value(), false, true), ops::matrix_inverse(x), ops::matrix_solve(x, r.value()),
+                ops::matrix_determinant(x), ops::log_matrix_determinant(x)[1], eig[0], ops::abs(eig[1]), tall[0],
+                ops::abs(tall[1]), ops::abs(tall[2]), wide[0], ops::abs(wide[1]), ops::abs(wide[2])};
+    Tensor loss = ops::reduce_sum(ops::square(out[2]));
+    for (int i : {3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}) loss = ops::add(loss, ops::reduce_sum(out[static_cast<std::size_t>(i)]));
+    auto g = tape.gradient(loss, Vars{&m, &r, &t});
+    out.insert(out.end(), g.begin(), g.end());
+    return out;
+  }, 1e-3);
   // Reductions.
   expect_same("reductions", [&] {
     return Outputs{ops::reduce_sum(a), ops::reduce_mean(a), ops::reduce_sum(a, 0), ops::reduce_sum(a, 1),
@@ -541,6 +567,10 @@ TEST(CrossBackend, BadInputsRaiseTheCpuErrorsOnTheGpu) {
   Tensor probs = ops::softmax(random::uniform({4, 3}));
   Tensor labels = Tensor::from_vector<int64_t>({0, 1, 7, 2}, {4});
   EXPECT_THROW((void)ops::sparse_categorical_crossentropy(labels, probs), InvalidArgumentError);
+  // A singular matrix's inverse (an exactly zero pivot: checked on the host after the GPU's LU).
+  const Tensor singular = Tensor::from_vector(std::vector<float>{1, 2, 2, 4}, {2, 2});
+  EXPECT_THROW((void)ops::matrix_inverse(singular), InvalidArgumentError);
+  EXPECT_THROW((void)ops::matrix_solve(singular, Tensor::zeros({2, 1})), InvalidArgumentError);
   Tensor idx = Tensor::from_vector<int64_t>({0, 9}, {2});
   EXPECT_THROW((void)ops::gather_rows(probs, idx), InvalidArgumentError);
   EXPECT_THROW((void)ops::scatter_add_rows(probs, Tensor::from_vector<int64_t>({0, 1, 2, 12}, {4}), 5),

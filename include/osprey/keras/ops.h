@@ -228,9 +228,47 @@ std::vector<Tensor> moments(const Tensor& x, const Axes& axes, bool keepdims = f
 Tensor normalize(const Tensor& x, int axis = -1, int order = 2, double epsilon = 1e-7);
 /// keras.ops.norm: over one axis a vector norm (ord unset or 2: Euclidean; ±inf: max/min |x|; 0: the count of
 /// nonzeros; p: (Σ|x|^p)^(1/p)); over two axes (or every axis of a matrix) a matrix norm (unset: Frobenius; 1, -1:
-/// max/min column sum of |x|; ±inf: max/min row sum); more axes are a ValueError, as Keras. Matrix norms 2, -2
-/// and 'nuc' (singular values) are an InvalidArgumentError.
+/// max/min column sum of |x|; ±inf: max/min row sum; 2, -2: the largest/smallest singular value); more axes are a
+/// ValueError, as Keras. The string form takes the matrix norms "fro" (Frobenius) and "nuc" (the sum of the
+/// singular values); a string ord over one axis is a ValueError.
 Tensor norm(const Tensor& x, std::optional<double> ord = std::nullopt, const Axes& axis = {}, bool keepdims = false);
+Tensor norm(const Tensor& x, const std::string& ord, const Axes& axis = {}, bool keepdims = false);
+
+// ---- linear algebra (keras.ops.linalg; linalg.cpp) ----
+// On matrices (..., M, N), the batch axes first; computed in float32 (float64 and half inputs are cast there and
+// back, integers give float32). A rank below 2, or a non-square matrix where one is needed, is Keras's ValueError.
+// Differentiable, as Keras's TensorFlow backend, except lu_factor and matrix_rank.
+
+/// The lower (upper: its transpose) Cholesky factor; ValueError when x is not positive definite.
+Tensor cholesky(const Tensor& x, bool upper = false);
+/// The inverse of the matrix whose Cholesky factor (lower, or upper) is x.
+Tensor cholesky_inverse(const Tensor& x, bool upper = false);
+/// det(x) (..., ); inv(x); {sign, log|det x|} (NumPy's slogdet). InvalidArgumentError for a singular matrix's inverse.
+Tensor det(const Tensor& x);
+Tensor inv(const Tensor& x);
+std::vector<Tensor> slogdet(const Tensor& x);
+/// LU with partial pivoting: {lu, pivots (..., M) int32} with row i of x being row pivots[i] of L·U (Keras's
+/// TensorFlow backend: tf.linalg.lu's permutation inverted).
+std::vector<Tensor> lu_factor(const Tensor& x);
+/// x with a·x = b, b (..., M) or (..., M, K) (the result has b's shape); for triangular a (only its lower or upper
+/// triangle read). InvalidArgumentError for a singular a in solve.
+Tensor solve(const Tensor& a, const Tensor& b);
+Tensor solve_triangular(const Tensor& a, const Tensor& b, bool lower = false);
+/// Eigenvalues (ascending) and eigenvectors (columns) of symmetric matrices (the lower triangle is read).
+std::vector<Tensor> eigh(const Tensor& x);
+/// {u, s, vh} with x = u·diag(s)·vh (full_matrices: u (..., M, M), vh (..., N, N)); {s} alone without compute_uv.
+/// Singular and eigenvectors are unique up to sign; Osprey makes each v column's largest entry positive.
+std::vector<Tensor> svd(const Tensor& x, bool full_matrices = true, bool compute_uv = true);
+/// The Moore-Penrose pseudoinverse (..., N, M) by the SVD, singular values <= rcond · the largest left out (unset:
+/// 10·max(M, N)·ε, tf.linalg.pinv's).
+Tensor pinv(const Tensor& x, std::optional<double> rcond = std::nullopt);
+/// The least-squares solution of a·x = b for a 2-D a (M, N) and b (M) or (M, K) (Keras's TensorFlow backend: the
+/// SVD, singular values below rcond · the largest left out; unset ε·max(M, N)).
+Tensor lstsq(const Tensor& a, const Tensor& b, std::optional<double> rcond = std::nullopt);
+/// How many singular values exceed tol (unset: the largest · max(M, N) · ε), int32 (..., ).
+Tensor matrix_rank(const Tensor& x, std::optional<double> tol = std::nullopt);
+/// x to the integer power n (0: the identity; negative: of the inverse), by repeated squaring.
+Tensor matrix_power(const Tensor& x, int64_t n);
 
 // ---- convolution and pooling (keras.ops.conv ...; conv_ops.cpp) ----
 /// Inputs (batch, spatial..., channels) of 1 to 3 spatial axes ("channels_first": (batch, channels, spatial...));

@@ -58,6 +58,20 @@ void launch_reduce_axis(RedOp op, Dt dt, const void* x, void* y, int64_t outer, 
 void launch_cumulative(Dt dt, bool prod, bool exclusive, bool reverse, const void* x, void* y, int64_t outer,
                        int64_t r, int64_t inner, cudaStream_t s);
 /// The k first of each row of (rows, r) by (value, then index): a thread per row keeps them by insertion.
+/// The linear-algebra kernels (kernels_linalg.cu; ops::LinalgAttrs's ops), one thread per matrix running
+/// ops/linalg_core.h in double in `scratch` (device memory): LU (n·n doubles a matrix), Cholesky (n·n), triangular
+/// solves (n per matrix and column), the symmetric eigendecomposition (2n·n + n), the SVD
+/// (svd_scratch_per_matrix).
+void launch_lu_factor(const float* a, float* lu, int32_t* perm, float* sign, double* scratch, int64_t batch, int64_t n,
+                      cudaStream_t s);
+void launch_cholesky(const float* a, float* l, double* scratch, int64_t batch, int64_t n, cudaStream_t s);
+void launch_triangular_solve(const float* a, const float* rhs, const int32_t* perm, float* x, double* scratch,
+                             int64_t batch, int64_t n, int64_t k, bool lower, bool adjoint, bool unit, cudaStream_t s);
+void launch_self_adjoint_eig(const float* a, float* w, float* v, double* scratch, int64_t batch, int64_t n,
+                             cudaStream_t s);
+int64_t svd_scratch_per_matrix(int64_t m, int64_t n, bool full);
+void launch_svd(const float* a, float* s_out, float* u, float* v, double* scratch, int64_t batch, int64_t m, int64_t n,
+                bool full, cudaStream_t s);
 void launch_top_k(Dt dt, const void* x, void* values, int32_t* indices, int64_t rows, int64_t r, int64_t k,
                   bool largest, cudaStream_t s);
 /// Activations and their gradients on float32, float16 or bfloat16 tensors (`dt`; every operand of that type): the

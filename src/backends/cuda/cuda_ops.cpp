@@ -579,6 +579,7 @@ void register_cuda_kernels() {
   ops::register_kernel(OpId::ApplyRmsprop, DeviceType::GPU, rmsprop_kernel);
   register_cuda_conv_kernels();
   register_cuda_toolkit_kernels();
+  register_cuda_linalg_kernels();
   register_cuda_rnn_kernels();
 }
 

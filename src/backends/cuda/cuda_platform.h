@@ -106,6 +106,8 @@ void register_cuda_kernels();
 void register_cuda_conv_kernels();
 /// Registers the kernels of the ops behind keras::ops (cuda_toolkit.cpp).
 void register_cuda_toolkit_kernels();
+/// Registers the linear-algebra kernels (cuda_linalg.cpp).
+void register_cuda_linalg_kernels();
 /// Registers the whole-sequence LSTM, GRU and simple RNN kernels on cuDNN's RNNs (cuda_rnn.cpp).
 void register_cuda_rnn_kernels();
 

@@ -181,6 +181,24 @@ Tensor sparse_categorical_crossentropy(const Tensor& target_in, const Tensor& ou
   return core::neg(squeeze(picked, -1));
 }
 
+namespace {
+
+// The matrix norms from singular values (2: the largest, -2: the smallest, 'nuc': their sum) over axes row and col,
+// as Keras's TensorFlow backend: the matrix axes moved last, then the SVD.
+Tensor singular_value_norm(const Tensor& x, int row, int col, bool keepdims, const char* how) {
+  const Tensor moved = moveaxis(x, {row, col}, {-2, -1});
+  const Tensor s = svd(moved, false, false)[0];
+  const std::string h = how;
+  Tensor out = h == "max" ? max(s, -1) : h == "min" ? min(s, -1) : sum(s, -1);
+  if (keepdims) {
+    out = expand_dims(out, std::min(row, col));
+    out = expand_dims(out, std::max(row, col));
+  }
+  return out;
+}
+
+}  // namespace
+
 Tensor norm(const Tensor& x_in, std::optional<double> ord, const Axes& axis, bool keepdims) {
   const Tensor x = floating(x_in);
   const int r = x.shape().rank();
@@ -215,9 +233,20 @@ Tensor norm(const Tensor& x_in, std::optional<double> ord, const Axes& axis, boo
     const Tensor s = sum(a, col, keepdims);
     return *ord > 0 ? max(s, row, keepdims) : min(s, row, keepdims);
   }
-  throw InvalidArgumentError(fmt::format("norm: matrix norm ord {} is not offered (1, -1, inf, -inf and the Frobenius "
-                                         "norm are; 2, -2 and 'nuc' need singular values)",
-                                         *ord));
+  if (*ord == 2 || *ord == -2) return singular_value_norm(x, row, col, keepdims, *ord > 0 ? "max" : "min");
+  throw ValueError(fmt::format("norm: invalid ord {} for a matrix norm (1, -1, 2, -2, inf, -inf, 'fro', 'nuc')", *ord));
+}
+
+Tensor norm(const Tensor& x_in, const std::string& ord, const Axes& axis, bool keepdims) {
+  const Tensor x = floating(x_in);
+  const std::vector<int> axes = detail::resolved_axes(axis, x.shape().rank(), "norm");
+  if (axes.size() != 2 || (ord != "fro" && ord != "nuc")) {
+    throw ValueError(fmt::format("norm: invalid ord '{}' for {} axes (the string ords 'fro' and 'nuc' are matrix "
+                                 "norms, over two axes)", ord, axes.size()));
+  }
+  if (axes[0] == axes[1]) throw InvalidArgumentError(fmt::format("norm: the matrix axes are both {}", axes[0]));
+  if (ord == "fro") return norm(x, std::nullopt, axis, keepdims);
+  return singular_value_norm(x, axes[0], axes[1], keepdims, "sum");
 }
 
 }  // namespace osprey::keras::ops
