@@ -217,6 +217,10 @@ std::vector<Tensor> self_adjoint_eig(const Tensor& a);
 /// rule (v's largest entry positive). Differentiable (with full_matrices and |M - N| > 1 the vectors' gradient is a
 /// NotImplementedError, as TensorFlow's).
 std::vector<Tensor> svd(const Tensor& a, bool full_matrices = false);
+/// Householder QR, a = q·r: {q (..., M, P), r (..., P, N)}, P = min(M, N), or with full_matrices P = M; r's diagonal
+/// carries LAPACK's signs (TensorFlow's). Differentiable (a tall matrix with full_matrices: NotImplementedError, as
+/// TensorFlow's).
+std::vector<Tensor> qr(const Tensor& a, bool full_matrices = false);
 
 /// Rows of x at the given int64 indices.
 Tensor gather_rows(const Tensor& x, const Tensor& indices);

@@ -78,6 +78,7 @@ enum class OpId : int {
   TriangularSolve,  // a (batch, n, n), b (batch, n, k) -> x (batch, n, k) (attrs LinalgAttrs)
   SelfAdjointEig,  // a (batch, n, n) -> eigenvalues (batch, n) ascending, eigenvectors (batch, n, n) (LinalgAttrs)
   Svd,             // a (batch, m, n) -> s (batch, p), u (batch, m, p), v (batch, n, p); p = min(m, n) (LinalgAttrs)
+  Qr,              // a (batch, m, n) -> q (batch, m, p), r (batch, p, n); complete (k = 1): p = m, else min(m, n)
   kCount
 };
 

@@ -1,8 +1,8 @@
 // The linear-algebra kernels' algorithms on one matrix, in double, shared by the CPU kernels (kernels_linalg.cpp)
 // and the CUDA ones (kernels_linalg.cu: one thread per matrix), so both backends compute the same thing: LU with
-// partial pivoting, Cholesky, triangular solves, cyclic Jacobi for the symmetric eigendecomposition and one-sided
-// Jacobi for the SVD. Row-major matrices; callers provide the scratch. Meant for the small and mid-sized matrices
-// of keras.ops.linalg, not for large dense solvers.
+// partial pivoting, Cholesky, triangular solves, cyclic Jacobi for the symmetric eigendecomposition, one-sided
+// Jacobi for the SVD, Householder QR. Row-major matrices; callers provide the scratch. Meant for the small and
+// mid-sized matrices of keras.ops.linalg, not for large dense solvers.
 #pragma once
 
 #include <cmath>
@@ -247,6 +247,50 @@ OSPREY_LINALG_HD inline void svd_tall(double* x, int64_t rows, int64_t cols, int
   }
   complete_basis(u, rows, ucols, with_direction, scratch);
   for (int64_t j = 0; j < cols; ++j) fix_sign(v, cols, cols, j, u, rows, ucols);
+}
+
+/// Householder QR of the (m x n) matrix a (destroyed): q (m x qc, the first qc columns of H1·H2·…) and r (qc x n,
+/// upper triangular), qc = min(m, n) or m. Each reflection makes the diagonal entry -sign(x0)·‖x‖ (Eigen's and
+/// LAPACK's choice, so R's signs are TensorFlow's); a column already zero below the diagonal is left unreflected.
+/// scratch: m·m + m doubles.
+OSPREY_LINALG_HD inline void householder_qr(double* a, int64_t m, int64_t n, int64_t qc, double* q, double* r,
+                                            double* scratch) {
+  double* full_q = scratch;  // m x m
+  double* v = scratch + m * m;
+  for (int64_t i = 0; i < m * m; ++i) full_q[i] = 0.0;
+  for (int64_t i = 0; i < m; ++i) full_q[i * m + i] = 1.0;
+  const int64_t steps = m - 1 < n ? m - 1 : n;
+  for (int64_t k = 0; k < steps; ++k) {
+    double tail = 0.0;
+    for (int64_t i = k + 1; i < m; ++i) tail += a[i * n + k] * a[i * n + k];
+    if (tail == 0.0) continue;
+    const double x0 = a[k * n + k];
+    const double norm = ::sqrt(x0 * x0 + tail);
+    const double alpha = x0 >= 0.0 ? -norm : norm;
+    v[k] = x0 - alpha;
+    for (int64_t i = k + 1; i < m; ++i) v[i] = a[i * n + k];
+    const double vv = v[k] * v[k] + tail;
+    for (int64_t j = k; j < n; ++j) {  // A <- (I - 2vvᵀ/vᵀv)·A on rows k.., columns k..
+      double d = 0.0;
+      for (int64_t i = k; i < m; ++i) d += v[i] * a[i * n + j];
+      const double f = 2.0 * d / vv;
+      for (int64_t i = k; i < m; ++i) a[i * n + j] -= f * v[i];
+    }
+    for (int64_t i = k + 1; i < m; ++i) a[i * n + k] = 0.0;
+    a[k * n + k] = alpha;
+    for (int64_t row = 0; row < m; ++row) {  // Q <- Q·(I - 2vvᵀ/vᵀv)
+      double d = 0.0;
+      for (int64_t i = k; i < m; ++i) d += full_q[row * m + i] * v[i];
+      const double f = 2.0 * d / vv;
+      for (int64_t i = k; i < m; ++i) full_q[row * m + i] -= f * v[i];
+    }
+  }
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < qc; ++j) q[i * qc + j] = full_q[i * m + j];
+  }
+  for (int64_t i = 0; i < qc; ++i) {
+    for (int64_t j = 0; j < n; ++j) r[i * n + j] = a[i * n + j];
+  }
 }
 
 }  // namespace osprey::linalg_core

@@ -388,4 +388,47 @@ std::vector<Tensor> svd(const Tensor& a, bool full_matrices) {
   return {result[0], result[1], result[2]};
 }
 
+std::vector<Tensor> qr(const Tensor& a, bool full_matrices) {
+  const Matrices mm = matrices_of(a, "qr", false);
+  const int64_t m = mm.m, n = mm.n, qc = full_matrices ? m : std::min(m, n);
+  const LinalgAttrs attrs{mm.batch, m, n, full_matrices ? 1 : 0, false, false, false};
+  Tensor in[1] = {a.reshape({mm.batch, m, n})};
+  auto& dev = place(OpId::Qr, "Qr", in);
+  Tensor outs[2] = {Tensor::empty({mm.batch, m, qc}, DType::float32, &dev), Tensor::empty({mm.batch, qc, n}, DType::float32, &dev)};
+  run(OpId::Qr, dev, in, outs, &attrs);
+  Tensor result[2] = {outs[0].reshape(with_matrix(mm.batch_shape, {m, qc})), outs[1].reshape(with_matrix(mm.batch_shape, {qc, n}))};
+  Tensor rec_in[1] = {a};
+  maybe_record("Qr", rec_in, result, [&] {
+    return BackwardFn([a3 = in[0], q = outs[0], r = outs[1], mm, qc](const std::vector<Tensor>& g) {
+      const int64_t m = mm.m, n = mm.n;
+      if (m > n && qc == m) {
+        throw NotImplementedError(fmt::format("qr: the gradient is not implemented for a tall matrix ({} x {}) with "
+                                              "full_matrices (mode 'complete'), as in TensorFlow", m, n));
+      }
+      const Tensor dq = g[0].defined() ? g[0].reshape(q.shape()) : Tensor::zeros(q.shape(), DType::float32);
+      const Tensor dr = g.size() > 1 && g[1].defined() ? g[1].reshape(r.shape()) : Tensor::zeros(r.shape(), DType::float32);
+      // TensorFlow's QrGrad (arXiv 2009.10071): x·r⁻ᵀ by a triangular solve; wide matrices through their square part.
+      auto times_r_inv_t = [](const Tensor& x, const Tensor& rr) { return t3(triangular_solve(rr, t3(x), false)); };
+      auto square_or_deep = [&](const Tensor& qq, const Tensor& rr, const Tensor& dqq, const Tensor& drr) {
+        const Tensor qdq = matmul(qq, dqq, true, false), rdr = matmul(rr, drr, false, true);
+        const int64_t k = rr.shape()[1];
+        const Tensor low = mul(add(sub(qdq, t3(qdq)), sub(rdr, t3(rdr))), band_mask(k, 1.0f, 1.0f, 0.0f));
+        const Tensor ga = matmul(qq, add(drr, times_r_inv_t(low, rr)));
+        return add(ga, times_r_inv_t(sub(dqq, matmul(qq, qdq)), rr));
+      };
+      Tensor ga;
+      if (m >= n) {
+        ga = square_or_deep(q, r, dq, dr);
+      } else {
+        const Tensor y = slice_axis(a3, 2, m, n - m), u = slice_axis(r, 2, 0, m);
+        const Tensor dv = slice_axis(dr, 2, m, n - m), du = slice_axis(dr, 2, 0, m);
+        const Tensor dx = square_or_deep(q, u, add(dq, matmul(y, dv, false, true)), du);
+        ga = concat({dx, matmul(q, dv)}, 2);
+      }
+      return std::vector<Tensor>{ga.reshape(with_matrix(mm.batch_shape, {m, n}))};
+    });
+  });
+  return {result[0], result[1]};
+}
+
 }  // namespace osprey::ops

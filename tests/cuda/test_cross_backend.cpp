@@ -239,12 +239,14 @@ void check_every_op() {
     const auto lu = ops::lu(x);
     const auto eig = ops::self_adjoint_eig(sym);
     const auto tall = ops::svd(t.value()), wide = ops::svd(ops::transpose(t.value(), {0, 2, 1}), true);
+    const auto qr_tall = ops::qr(t.value()), qr_wide = ops::qr(ops::transpose(t.value(), {0, 2, 1}), true);
     Outputs out{lu[0], ops::cast(lu[1], DType::float32), ops::cholesky(spd), ops::triangular_solve(x, r.value(), true),
                 ops::triangular_solve(x, r.value(), false, true), ops::matrix_inverse(x), ops::matrix_solve(x, r.value()),
                 ops::matrix_determinant(x), ops::log_matrix_determinant(x)[1], eig[0], ops::abs(eig[1]), tall[0],
-                ops::abs(tall[1]), ops::abs(tall[2]), wide[0], ops::abs(wide[1]), ops::abs(wide[2])};
+                ops::abs(tall[1]), ops::abs(tall[2]), wide[0], ops::abs(wide[1]), ops::abs(wide[2]), qr_tall[0],
+                qr_tall[1], qr_wide[0], qr_wide[1]};
     Tensor loss = ops::reduce_sum(ops::square(out[2]));
-    for (int i : {3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}) loss = ops::add(loss, ops::reduce_sum(out[static_cast<std::size_t>(i)]));
+    for (int i : {3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 17, 18, 19, 20}) loss = ops::add(loss, ops::reduce_sum(out[static_cast<std::size_t>(i)]));
     auto g = tape.gradient(loss, Vars{&m, &r, &t});
     out.insert(out.end(), g.begin(), g.end());
     return out;

@@ -104,6 +104,8 @@ cases = [
                                    ops.norm(x, ord="fro"), ops.norm(b, ord=2, axis=(1, 2), keepdims=True),
                                    ops.norm(b, ord="nuc", axis=(1, 2))],
      [distinct_singular(3, 4), np.stack([distinct_singular(3, 3), distinct_singular(3, 3)])]),
+    ("qr", lambda t, s, w: [*ops.qr(t), *ops.qr(s), *ops.qr(w), *ops.qr(ops.stop_gradient(t), mode="complete")],
+     [f32(5, 3), f32(2, 4, 4), f32(3, 5)]),
 ]
 
 write_cases(cases, "keras_linalg.json")

@@ -81,6 +81,14 @@ const keras_cases::Cases& cases() {
                    ko::norm(i[0], std::string("fro")), ko::norm(i[1], 2.0, {1, 2}, true),
                    ko::norm(i[1], std::string("nuc"), {1, 2})};
        }},
+      {"qr",
+       [](const Ts& i) {
+         Ts out;
+         for (const Ts& f : {ko::qr(i[0]), ko::qr(i[1]), ko::qr(i[2]), ko::qr(ko::stop_gradient(i[0]), "complete")}) {
+           out.insert(out.end(), f.begin(), f.end());
+         }
+         return out;
+       }},
   };
   return m;
 }
@@ -151,6 +159,13 @@ TEST(KerasLinalg, DecompositionsPutBackTogether) {
   const std::vector<float> w = e[0].to_vector<float>();
   EXPECT_TRUE(std::is_sorted(w.begin(), w.end()));
 
+  // QR, complete: q orthogonal (m x m), q·r = x.
+  const Tensor tall = uniform({6, 3}, 19);
+  const Ts qr = ko::qr(tall, "complete");
+  EXPECT_EQ(qr[0].shape(), Shape({6, 6}));
+  EXPECT_LT(max_abs_diff(ko::matmul(qr[0], qr[1]), tall), 1e-5);
+  EXPECT_LT(max_abs_diff(ko::matmul(ko::swapaxes(qr[0], 0, 1), qr[0]), ko::eye(6)), 1e-5);
+
   // Singular and empty matrices.
   const Tensor singular = Tensor::from_vector(std::vector<float>{1, 2, 2, 4}, {2, 2});
   EXPECT_EQ(ko::det(singular).item(), 0.0);
@@ -193,4 +208,11 @@ TEST(KerasLinalg, BadInputIsATypedError) {
   tape.watch(wide);
   const Tensor loss = ops::reduce_sum(ko::svd(wide)[0]);
   EXPECT_THROW(tape.gradient(loss, {wide}), NotImplementedError);
+  // QR: an unknown mode; the gradient of a tall matrix's complete QR (TensorFlow's NotImplementedError too).
+  EXPECT_THROW(ko::qr(ko::eye(3), "r"), ValueError);
+  const Tensor tall = uniform({4, 2}, 20);
+  GradientTape tape2;
+  tape2.watch(tall);
+  const Tensor qr_loss = ops::reduce_sum(ko::qr(tall, "complete")[0]);
+  EXPECT_THROW(tape2.gradient(qr_loss, {tall}), NotImplementedError);
 }

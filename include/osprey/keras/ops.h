@@ -259,6 +259,9 @@ std::vector<Tensor> eigh(const Tensor& x);
 /// {u, s, vh} with x = u·diag(s)·vh (full_matrices: u (..., M, M), vh (..., N, N)); {s} alone without compute_uv.
 /// Singular and eigenvectors are unique up to sign; Osprey makes each v column's largest entry positive.
 std::vector<Tensor> svd(const Tensor& x, bool full_matrices = true, bool compute_uv = true);
+/// {q, r} with x = q·r: mode "reduced" (q (..., M, K), r (..., K, N), K = min(M, N)) or "complete" (q (..., M, M));
+/// another mode is a ValueError. r's diagonal has LAPACK's (TensorFlow's) signs.
+std::vector<Tensor> qr(const Tensor& x, const std::string& mode = "reduced");
 /// The Moore-Penrose pseudoinverse (..., N, M) by the SVD, singular values <= rcond · the largest left out (unset:
 /// 10·max(M, N)·ε, tf.linalg.pinv's).
 Tensor pinv(const Tensor& x, std::optional<double> rcond = std::nullopt);

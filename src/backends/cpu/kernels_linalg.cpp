@@ -1,5 +1,5 @@
 // CPU kernels of the linear-algebra ops on batches of float32 matrices: LU with partial pivoting, Cholesky,
-// triangular solves, the symmetric eigendecomposition and the SVD (by Jacobi rotations), each matrix computed in
+// triangular solves, the symmetric eigendecomposition and the SVD (by Jacobi rotations), QR, each matrix computed in
 // double by ops/linalg_core.h (which the CUDA plug-in runs too) and rounded once; matrices are shared out between
 // the threads whole.
 #include <algorithm>
@@ -132,6 +132,22 @@ void svd_kernel(const KernelContext& ctx) {
   });
 }
 
+void qr_kernel(const KernelContext& ctx) {
+  expect_float32(ctx, "Qr");
+  const auto& at = ctx.attr<ops::LinalgAttrs>();
+  const int64_t m = at.m, n = at.n, qc = at.k != 0 ? m : std::min(m, n);
+  const float* a = ctx.inputs[0].data<float>();
+  float* q_out = ctx.outputs[0].data<float>();
+  float* r_out = ctx.outputs[1].data<float>();
+  per_matrix(at.batch, 2 * m * m * n, [&](int64_t b) {
+    std::vector<double> w(a + b * m * n, a + (b + 1) * m * n), q(static_cast<std::size_t>(m * qc)),
+        r(static_cast<std::size_t>(qc * n)), scratch(static_cast<std::size_t>(m * m + m));
+    core::householder_qr(w.data(), m, n, qc, q.data(), r.data(), scratch.data());
+    std::copy(q.begin(), q.end(), q_out + b * m * qc);
+    std::copy(r.begin(), r.end(), r_out + b * qc * n);
+  });
+}
+
 }  // namespace
 
 void register_linalg_kernels() {
@@ -140,6 +156,7 @@ void register_linalg_kernels() {
   ops::register_kernel(ops::OpId::TriangularSolve, DeviceType::CPU, triangular_solve_kernel);
   ops::register_kernel(ops::OpId::SelfAdjointEig, DeviceType::CPU, self_adjoint_eig_kernel);
   ops::register_kernel(ops::OpId::Svd, DeviceType::CPU, svd_kernel);
+  ops::register_kernel(ops::OpId::Qr, DeviceType::CPU, qr_kernel);
 }
 
 }  // namespace osprey::cpu

@@ -72,6 +72,9 @@ void launch_self_adjoint_eig(const float* a, float* w, float* v, double* scratch
 int64_t svd_scratch_per_matrix(int64_t m, int64_t n, bool full);
 void launch_svd(const float* a, float* s_out, float* u, float* v, double* scratch, int64_t batch, int64_t m, int64_t n,
                 bool full, cudaStream_t s);
+/// Householder QR: q (m x qc), r (qc x n); scratch m·n + m·qc + qc·n + m·m + m doubles a matrix.
+void launch_qr(const float* a, float* q, float* r, double* scratch, int64_t batch, int64_t m, int64_t n, int64_t qc,
+               cudaStream_t s);
 void launch_top_k(Dt dt, const void* x, void* values, int32_t* indices, int64_t rows, int64_t r, int64_t k,
                   bool largest, cudaStream_t s);
 /// Activations and their gradients on float32, float16 or bfloat16 tensors (`dt`; every operand of that type): the

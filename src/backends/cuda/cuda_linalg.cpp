@@ -1,5 +1,7 @@
 // The CUDA plug-in's linear-algebra kernels (kernels_linalg.cu) in Osprey's op table: each takes a float64 scratch
 // tensor on its device for the matrices' working copies.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "backends/cuda/cuda_kernels.h"
@@ -72,6 +74,16 @@ void svd_kernel(const ops::KernelContext& ctx) {
   l.done("Svd");
 }
 
+void qr_kernel(const ops::KernelContext& ctx) {
+  Launch l(ctx);
+  const auto& at = float_matrices(ctx, "Qr");
+  const int64_t m = at.m, n = at.n, qc = at.k != 0 ? m : std::min(m, n);
+  Tensor work = scratch(ctx, at.batch * (m * n + m * qc + qc * n + m * m + m));
+  launch_qr(ctx.inputs[0].data<float>(), ctx.outputs[0].data<float>(), ctx.outputs[1].data<float>(), work.data<double>(),
+            at.batch, m, n, qc, l.s());
+  l.done("Qr");
+}
+
 }  // namespace
 
 void register_cuda_linalg_kernels() {
@@ -80,6 +92,7 @@ void register_cuda_linalg_kernels() {
   ops::register_kernel(OpId::TriangularSolve, DeviceType::GPU, triangular_solve_kernel);
   ops::register_kernel(OpId::SelfAdjointEig, DeviceType::GPU, self_adjoint_eig_kernel);
   ops::register_kernel(OpId::Svd, DeviceType::GPU, svd_kernel);
+  ops::register_kernel(OpId::Qr, DeviceType::GPU, qr_kernel);
 }
 
 }  // namespace osprey::cuda

@@ -81,6 +81,20 @@ __global__ void svd_k(const float* a, float* s_out, float* u_out, float* v_out, 
   }
 }
 
+__global__ void qr_k(const float* a, float* q_out, float* r_out, double* scratch, int64_t batch, int64_t m, int64_t n,
+                     int64_t qc) {
+  GRID_STRIDE(b, batch) {
+    double* w = scratch + b * (m * n + m * qc + qc * n + m * m + m);
+    double* q = w + m * n;
+    double* r = q + m * qc;
+    double* work = r + qc * n;
+    for (int64_t i = 0; i < m * n; ++i) w[i] = a[b * m * n + i];
+    core::householder_qr(w, m, n, qc, q, r, work);
+    for (int64_t i = 0; i < m * qc; ++i) q_out[b * m * qc + i] = static_cast<float>(q[i]);
+    for (int64_t i = 0; i < qc * n; ++i) r_out[b * qc * n + i] = static_cast<float>(r[i]);
+  }
+}
+
 }  // namespace
 
 int64_t svd_scratch_per_matrix(int64_t m, int64_t n, bool full) {
@@ -117,6 +131,12 @@ void launch_svd(const float* a, float* s_out, float* u, float* v, double* scratc
   if (batch == 0) return;
   svd_k<<<blocks_for(batch), kThreads, 0, s>>>(a, s_out, u, v, scratch, svd_scratch_per_matrix(m, n, full), batch, m,
                                                n, full);
+}
+
+void launch_qr(const float* a, float* q, float* r, double* scratch, int64_t batch, int64_t m, int64_t n, int64_t qc,
+               cudaStream_t s) {
+  if (batch == 0) return;
+  qr_k<<<blocks_for(batch), kThreads, 0, s>>>(a, q, r, scratch, batch, m, n, qc);
 }
 
 }  // namespace osprey::cuda

@@ -132,6 +132,16 @@ std::vector<Tensor> svd(const Tensor& x, bool full_matrices, bool compute_uv) {
   return {as(r[1], t), as(r[0], t), as(swapaxes(r[2], -1, -2), t)};
 }
 
+std::vector<Tensor> qr(const Tensor& x, const std::string& mode) {
+  assert_matrices(x, "qr");
+  if (mode != "reduced" && mode != "complete") {
+    throw ValueError(fmt::format("qr: mode '{}' is not supported; expected one of 'reduced', 'complete'", mode));
+  }
+  const DType t = float_of(x.dtype());
+  const std::vector<Tensor> r = core::qr(f32(x), mode == "complete");
+  return {as(r[0], t), as(r[1], t)};
+}
+
 Tensor pinv(const Tensor& x, std::optional<double> rcond) {
   assert_matrices(x, "pinv");
   const int64_t m = x.shape()[-2], n = x.shape()[-1];
