@@ -368,6 +368,20 @@ case("attention_mask_input", keras.Model([seq, mask_in], out, name="attention_ma
      (xs * xmask.mean(axis=2, keepdims=True)).sum(axis=(1, 2)).astype("float32").reshape(N, 1),
      dict(optimizer=keras.optimizers.Adam(0.01), loss="mse", metrics=["mae"]))
 
+# 27. Adaptive pooling (issue 17): a feature map pooled to fixed sizes, average (3, 2) and max 2 (channels_first:
+# the rows as channels), and the image as a sequence max-pooled to 5 steps; concatenated into a Dense. Adam.
+prng = np.random.default_rng(79)
+xi = prng.normal(0, 1, (N, 8, 9, 3)).astype("float32")
+img = keras.Input((8, 9, 3), name="image")
+feat = L.Conv2D(4, 3, padding="same", activation="relu", name="conv")(img)
+pa = L.Flatten(name="flat_avg")(L.AdaptiveAveragePooling2D((3, 2), name="adaptive_avg")(feat))
+pm = L.Flatten(name="flat_max")(L.AdaptiveMaxPooling2D(2, data_format="channels_first", name="adaptive_max")(feat))
+ps = L.Flatten(name="flat_seq")(L.AdaptiveMaxPooling1D(5, name="adaptive_seq")(L.Reshape((72, 3), name="seq")(img)))
+out = L.Dense(2, name="out")(L.Concatenate(name="cat")([pa, pm, ps]))
+case("adaptive_pooling", keras.Model(img, out, name="adaptive_pooling"), xi,
+     np.stack([xi.mean(axis=(1, 2, 3)), xi.max(axis=(1, 2, 3))], axis=1).astype("float32"),
+     dict(optimizer=keras.optimizers.Adam(0.01), loss="mse", metrics=["mae"]))
+
 if ONLY:  # the other cases' entries as they were
     with open(os.path.join(HERE, "..", "data", "keras_files.json")) as f:
         cases = {**json.load(f), **{k: v for k, v in cases.items() if k in ONLY}}

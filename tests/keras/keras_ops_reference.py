@@ -373,6 +373,11 @@ cases = [
     ("real_parts", lambda x, i: [ops.real(x), ops.imag(x), ops.conj(x), ops.conjugate(x), ops.angle(x), ops.isreal(x),
                                  ops.angle(i)],
      [np.array([[0.0, 0.5, -1.5], [3.0, -7.5, np.nan]], "float32"), np.array([1, -2, 0], "int32")]),
+    ("adaptive_pools", lambda a, b, c: [ops.adaptive_average_pool(a, 3), ops.adaptive_max_pool(a, 4),
+                                        ops.adaptive_average_pool(b, (3, 2)), ops.adaptive_max_pool(b, (2, 5)),
+                                        ops.adaptive_average_pool(b, 4, data_format="channels_first"),
+                                        ops.adaptive_max_pool(c, (2, 1, 3)), ops.adaptive_average_pool(c, 2)],
+     [f32(2, 7, 3), f32(2, 5, 7, 3), f32(1, 4, 3, 5, 2)]),
 ]
 
 

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "keras/reference_json.h"
+#include "keras/saving/serialization.h"
 #include "osprey/autodiff.h"
 #include "osprey/errors.h"
 #include "osprey/keras.h"
@@ -241,6 +242,39 @@ TEST(ConvLayers, BadArgumentsAndShapesAreValueErrorsNamingThem) {
         (void)models::model_from_json(R"({"class_name": "Sequential", "config": {"layers": [{"class_name": "Conv2D", "config": {"filters": 2}}]}})");
       }),
       "kernel_size");
+}
+
+// The adaptive pooling layers (their values against Keras: ModelFiles.AdaptivePooling* and the ops' reference
+// cases): output shapes in both data formats, configs as Keras writes them and back, bad arguments.
+TEST(ConvLayers, AdaptivePoolingLayersShapesConfigsAndErrors) {
+  auto x3 = keras::Input({4, 7, 9, 2});
+  EXPECT_EQ(layers::AdaptiveMaxPooling3D({2, 3, 4})(x3).shape(), Shape({2, 3, 4, 2}));
+  EXPECT_EQ(layers::AdaptiveAveragePooling3D(2, {.data_format = "channels_first"})(x3).shape(), Shape({4, 2, 2, 2}));
+  EXPECT_EQ(layers::AdaptiveAveragePooling1D(12)(keras::Input({5, 3})).shape(), Shape({12, 3}));  // upsampling
+  const layers::AdaptiveAveragePooling2D avg({7, 7}, {.name = "gap7"});
+  const json config = json::parse(avg.get_config());
+  EXPECT_EQ(config.at("output_size"), json::array({7, 7}));
+  EXPECT_EQ(config.at("data_format"), "channels_last");
+  EXPECT_EQ(avg.class_name(), "AdaptiveAveragePooling2D");
+  EXPECT_EQ(layers::AdaptiveMaxPooling1D(3).name().rfind("adaptive_max_pooling1d", 0), 0u);
+  // Keras writes output_size as a list; an integer in a hand-written config means every axis.
+  const auto back = keras::serialization::layer_from_object(
+      json{{"class_name", "AdaptiveMaxPooling3D"}, {"config", {{"name", "m"}, {"output_size", 2}, {"data_format", "channels_first"}}}});
+  EXPECT_EQ(json::parse(back->get_config()).at("output_size"), json::array({2, 2, 2}));
+  random::set_seed(5);
+  const Tensor x = random::uniform({2, 4, 7, 9, 2}, -1, 1);
+  EXPECT_EQ((*back)(x).shape(), Shape({2, 4, 2, 2, 2}));
+  // Windows of 2 out of 4 channels-first "rows" ... the first output is the maximum over x[0, 0, 0:4, 0:5, 0:1].
+  const std::vector<float> xv = x.to_vector<float>();
+  float top = -2.0f;
+  for (int h = 0; h < 4; ++h) {
+    for (int w = 0; w < 5; ++w) top = std::max(top, xv[static_cast<std::size_t>((0 * 7 + h) * 9 + w) * 2]);
+  }
+  EXPECT_EQ((*back)(x).to_vector<float>()[0], top);
+  EXPECT_THROW(layers::AdaptiveAveragePooling2D({2, 3, 4}), ValueError);
+  EXPECT_THROW(layers::AdaptiveAveragePooling2D(0), ValueError);
+  EXPECT_THROW(layers::AdaptiveMaxPooling2D(2, {.data_format = "NHWC"}), ValueError);
+  EXPECT_THROW((void)layers::AdaptiveMaxPooling2D(2)(keras::Input({5, 3})), ValueError);
 }
 
 TEST(ConvLayers, RecordedStepsTrainAsEagerOnes) {

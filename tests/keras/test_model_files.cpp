@@ -495,6 +495,10 @@ TEST(ModelFiles, AnAttentionMaskGivenAsAModelInput) {
   SKIP_WITHOUT_HDF5();
   check_file("attention_mask_input");  // Keras's kwargs {"attention_mask": <tensor>}
 }
+TEST(ModelFiles, AdaptivePoolingToFixedSizesInBothDataFormats) {
+  SKIP_WITHOUT_HDF5();
+  check_file("adaptive_pooling");  // AdaptiveAveragePooling2D((3, 2)), AdaptiveMaxPooling2D channels_first, 1D
+}
 TEST(ModelFiles, AGruRegressorOnATimeSeries) {
   SKIP_WITHOUT_HDF5();
   check_file("gru_series");

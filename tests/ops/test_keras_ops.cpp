@@ -424,6 +424,13 @@ const std::map<std::string, std::function<Ts(const Ts&)>>& cases() {
          return Ts{ko::real(i[0]), ko::imag(i[0]), ko::conj(i[0]), ko::conjugate(i[0]), ko::angle(i[0]),
                    ko::isreal(i[0]), ko::angle(i[1])};
        }},
+      {"adaptive_pools",
+       [](const Ts& i) {
+         return Ts{ko::adaptive_average_pool(i[0], {3}), ko::adaptive_max_pool(i[0], {4}),
+                   ko::adaptive_average_pool(i[1], {3, 2}), ko::adaptive_max_pool(i[1], {2, 5}),
+                   ko::adaptive_average_pool(i[1], {4}, "channels_first"), ko::adaptive_max_pool(i[2], {2, 1, 3}),
+                   ko::adaptive_average_pool(i[2], {2})};
+       }},
       {"nonzero_unique",
        [](const Ts& i) {
          Ts out = ko::nonzero(i[0]);

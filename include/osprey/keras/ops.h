@@ -306,6 +306,13 @@ Tensor max_pool(const Tensor& inputs, const std::vector<int64_t>& pool_size,
 Tensor average_pool(const Tensor& inputs, const std::vector<int64_t>& pool_size,
                     const std::optional<std::vector<int64_t>>& strides = std::nullopt,
                     const std::string& padding = "valid", const std::string& data_format = "channels_last");
+/// Adaptive pooling to a fixed output size (keras.ops.adaptive_average_pool / adaptive_max_pool; PyTorch's
+/// AdaptiveAvgPool/AdaptiveMaxPool): output i of a spatial axis of length L pools elements [floor(i·L/O),
+/// ceil((i+1)·L/O)). output_size: one value for every spatial axis or one per axis; inputs of 1 to 3 spatial axes.
+Tensor adaptive_average_pool(const Tensor& inputs, const std::vector<int64_t>& output_size,
+                             const std::string& data_format = "channels_last");
+Tensor adaptive_max_pool(const Tensor& inputs, const std::vector<int64_t>& output_size,
+                         const std::string& data_format = "channels_last");
 
 // ---- constructors, rearrangements, NaN tests, contractions (array_ops.cpp) ----
 /// The n×m matrix with ones on diagonal k (eye), or n×n (identity).

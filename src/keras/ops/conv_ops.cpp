@@ -209,4 +209,58 @@ Tensor average_pool(const Tensor& inputs, const std::vector<int64_t>& pool_size,
   return pool(core::PoolKind::average, "average_pool", inputs, pool_size, strides, padding, data_format);
 }
 
+namespace {
+
+// Keras's adaptive pooling (its TensorFlow backend's "two-pool gather"): output i of an axis of length L pools
+// [floor(i·L/O), ceil((i+1)·L/O)), a window of ceil(L/O) or one more elements; both window sizes pool the axis with
+// stride 1, and each output gathers its window's result. One axis at a time (max and mean are separable).
+Tensor adaptive_pool(core::PoolKind kind, const char* op, const Tensor& inputs, const std::vector<int64_t>& output_size,
+                     const std::string& data_format) {
+  const int rank = spatial_rank(inputs, op);
+  const std::vector<int64_t> out = per_axis(output_size, rank, op, "output_size");
+  const bool first = channels_first(data_format, op);
+  Tensor x = to_last(detail::floating(inputs), first, rank);
+  for (int i = 0; i < rank; ++i) {
+    const int axis = i + 1;
+    const int64_t len = x.shape()[axis], o = out[static_cast<std::size_t>(i)];
+    if (len < 1) {
+      throw ValueError(fmt::format("{}: spatial axis {} of the input {} is empty", op, i, inputs.shape().to_string()));
+    }
+    if (len == o) continue;
+    const int64_t small = (len + o - 1) / o, big = small + 1;
+    auto pooled = [&](int64_t window) {
+      core::PoolParams p{kind, std::vector<int64_t>(static_cast<std::size_t>(rank), 1),
+                         std::vector<int64_t>(static_cast<std::size_t>(rank), 1),
+                         std::vector<int64_t>(static_cast<std::size_t>(rank), 0),
+                         std::vector<int64_t>(static_cast<std::size_t>(rank), 0)};
+      p.window[static_cast<std::size_t>(i)] = window;
+      return core::pool(x, p);
+    };
+    const Tensor small_pool = pooled(small);
+    const int64_t small_count = len - small + 1;
+    std::vector<int64_t> index;
+    bool any_big = false;
+    for (int64_t j = 0; j < o; ++j) {
+      const int64_t start = j * len / o, end = ((j + 1) * len + o - 1) / o;
+      const bool is_big = end - start == big;
+      any_big = any_big || is_big;
+      index.push_back(is_big ? small_count + start : start);
+    }
+    const Tensor both = any_big ? core::concat({small_pool, pooled(big)}, axis) : small_pool;
+    x = take(both, detail::index_vector(index), axis);
+  }
+  return from_last(x, first, rank);
+}
+
+}  // namespace
+
+Tensor adaptive_average_pool(const Tensor& inputs, const std::vector<int64_t>& output_size,
+                             const std::string& data_format) {
+  return adaptive_pool(core::PoolKind::average, "adaptive_average_pool", inputs, output_size, data_format);
+}
+
+Tensor adaptive_max_pool(const Tensor& inputs, const std::vector<int64_t>& output_size, const std::string& data_format) {
+  return adaptive_pool(core::PoolKind::max, "adaptive_max_pool", inputs, output_size, data_format);
+}
+
 }  // namespace osprey::keras::ops

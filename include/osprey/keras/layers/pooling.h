@@ -1,5 +1,5 @@
 // Pooling layers: keras.layers.MaxPooling1D/2D/3D, AveragePooling1D/2D/3D, GlobalMaxPooling1D/2D/3D,
-// GlobalAveragePooling1D/2D/3D.
+// GlobalAveragePooling1D/2D/3D, AdaptiveMaxPooling1D/2D/3D, AdaptiveAveragePooling1D/2D/3D.
 #pragma once
 
 #include <string>
@@ -95,5 +95,48 @@ OSPREY_GLOBAL_POOLING_LAYER(GlobalAveragePooling1D, average, 1)
 OSPREY_GLOBAL_POOLING_LAYER(GlobalAveragePooling2D, average, 2)
 OSPREY_GLOBAL_POOLING_LAYER(GlobalAveragePooling3D, average, 3)
 #undef OSPREY_GLOBAL_POOLING_LAYER
+
+/// The keyword arguments of Keras's adaptive pooling layers besides output_size.
+struct AdaptivePoolOptions {
+  std::string data_format = "channels_last";
+  std::string name{};
+  std::string dtype{};  ///< a policy name; empty: the global policy
+};
+
+/// Keras's BaseAdaptivePooling: max or average pooling to a fixed output size (keras::ops::adaptive_max_pool /
+/// adaptive_average_pool): output i of an axis of length L pools [floor(i·L/O), ceil((i+1)·L/O)).
+class BaseAdaptivePooling : public Layer {
+ public:
+  BaseAdaptivePooling(osprey::ops::PoolKind kind, int rank, const Ints& output_size, AdaptivePoolOptions options);
+  bool recordable() const override { return true; }
+  std::string class_name() const override;
+  std::string get_config() const override;
+  Shape build(const Shape& input_shape) override;
+  Tensor call(const Tensor& inputs, bool training) override;
+  const std::vector<int64_t>& output_size() const { return output_size_; }
+
+ private:
+  osprey::ops::PoolKind kind_;
+  int rank_;
+  std::vector<int64_t> output_size_;
+  AdaptivePoolOptions options_;
+};
+
+#define OSPREY_ADAPTIVE_POOLING_LAYER(Class, kind, rank)                                   \
+  class Class : public BaseAdaptivePooling {                                              \
+   public:                                                                                \
+    explicit Class(const Ints& output_size, AdaptivePoolOptions options = {})             \
+        : BaseAdaptivePooling(osprey::ops::PoolKind::kind, rank, output_size, std::move(options)) {} \
+    OSPREY_KERAS_LAYER(Class)                                                             \
+  };
+/// keras.layers.AdaptiveAveragePooling2D(output_size, data_format): `layers::AdaptiveAveragePooling2D({7, 7})`
+/// (one value: every spatial axis).
+OSPREY_ADAPTIVE_POOLING_LAYER(AdaptiveMaxPooling1D, max, 1)
+OSPREY_ADAPTIVE_POOLING_LAYER(AdaptiveMaxPooling2D, max, 2)
+OSPREY_ADAPTIVE_POOLING_LAYER(AdaptiveMaxPooling3D, max, 3)
+OSPREY_ADAPTIVE_POOLING_LAYER(AdaptiveAveragePooling1D, average, 1)
+OSPREY_ADAPTIVE_POOLING_LAYER(AdaptiveAveragePooling2D, average, 2)
+OSPREY_ADAPTIVE_POOLING_LAYER(AdaptiveAveragePooling3D, average, 3)
+#undef OSPREY_ADAPTIVE_POOLING_LAYER
 
 }  // namespace osprey::keras::layers
