@@ -271,6 +271,10 @@ TEST(ConvLayers, AdaptivePoolingLayersShapesConfigsAndErrors) {
     for (int w = 0; w < 5; ++w) top = std::max(top, xv[static_cast<std::size_t>((0 * 7 + h) * 9 + w) * 2]);
   }
   EXPECT_EQ((*back)(x).to_vector<float>()[0], top);
+  // Keras's other names are the same classes.
+  EXPECT_EQ(layers::MaxPool2D().class_name(), "MaxPooling2D");
+  EXPECT_EQ(layers::GlobalAvgPool1D().class_name(), "GlobalAveragePooling1D");
+  EXPECT_EQ(layers::Convolution2D(2, 3).class_name(), "Conv2D");
   EXPECT_THROW(layers::AdaptiveAveragePooling2D({2, 3, 4}), ValueError);
   EXPECT_THROW(layers::AdaptiveAveragePooling2D(0), ValueError);
   EXPECT_THROW(layers::AdaptiveMaxPooling2D(2, {.data_format = "NHWC"}), ValueError);

@@ -189,6 +189,16 @@ class Conv3DTranspose : public BaseConvTranspose {
   OSPREY_KERAS_LAYER(Conv3DTranspose)
 };
 
+/// Keras's other names for the convolution layers (keras.layers.Convolution2D is Conv2D; files name the class).
+using Convolution1D = Conv1D;
+using Convolution2D = Conv2D;
+using Convolution3D = Conv3D;
+using Convolution1DTranspose = Conv1DTranspose;
+using Convolution2DTranspose = Conv2DTranspose;
+using Convolution3DTranspose = Conv3DTranspose;
+using SeparableConvolution1D = SeparableConv1D;
+using SeparableConvolution2D = SeparableConv2D;
+
 namespace detail {
 /// `values` as one entry per spatial axis: a single value repeated `rank` times, or exactly `rank` values, each
 /// >= `min`; ValueError naming the layer class and the argument otherwise.

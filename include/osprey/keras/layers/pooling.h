@@ -96,6 +96,20 @@ OSPREY_GLOBAL_POOLING_LAYER(GlobalAveragePooling2D, average, 2)
 OSPREY_GLOBAL_POOLING_LAYER(GlobalAveragePooling3D, average, 3)
 #undef OSPREY_GLOBAL_POOLING_LAYER
 
+/// Keras's other names for the pooling layers (keras.layers.MaxPool2D is MaxPooling2D).
+using MaxPool1D = MaxPooling1D;
+using MaxPool2D = MaxPooling2D;
+using MaxPool3D = MaxPooling3D;
+using AvgPool1D = AveragePooling1D;
+using AvgPool2D = AveragePooling2D;
+using AvgPool3D = AveragePooling3D;
+using GlobalMaxPool1D = GlobalMaxPooling1D;
+using GlobalMaxPool2D = GlobalMaxPooling2D;
+using GlobalMaxPool3D = GlobalMaxPooling3D;
+using GlobalAvgPool1D = GlobalAveragePooling1D;
+using GlobalAvgPool2D = GlobalAveragePooling2D;
+using GlobalAvgPool3D = GlobalAveragePooling3D;
+
 /// The keyword arguments of Keras's adaptive pooling layers besides output_size.
 struct AdaptivePoolOptions {
   std::string data_format = "channels_last";
