@@ -73,10 +73,15 @@ Tensor band_mask(int64_t n, float below, float on, float above) {
   return Tensor::from_vector(v, {1, n, n});
 }
 
-// The diagonals of (batch, n, n) as (batch, n).
+// The diagonals of (batch, n, n) as (batch, n), gathered (a product with a mask would turn an infinite entry off
+// the diagonal into a NaN on it).
 Tensor diagonal3(const Tensor& x) {
-  const int64_t n = x.shape()[-1];
-  return reduce_axes(mul(x, band_mask(n, 0.0f, 1.0f, 0.0f)), ReduceOp::sum, {2});
+  const int64_t b = x.shape()[0], n = x.shape()[-1];
+  std::vector<int64_t> at(static_cast<std::size_t>(b * n));
+  for (int64_t i = 0; i < b; ++i) {
+    for (int64_t j = 0; j < n; ++j) at[static_cast<std::size_t>(i * n + j)] = i * n * n + j * (n + 1);
+  }
+  return reshape(gather_rows(reshape(x, {b * n * n, 1}), Tensor::from_vector(at, {b * n})), {b, n});
 }
 
 // (batch, n) as diagonal matrices (batch, n, n).
@@ -116,7 +121,7 @@ Tensor triangular_solve3(const Tensor& a, const Tensor& b, const Tensor& perm, b
 }
 
 void require_invertible(const Tensor& lu, const char* op) {
-  if (lu.shape()[1] == 0) return;
+  if (lu.num_elements() == 0) return;
   const double smallest = reduce_axes(abs(diagonal3(lu)), ReduceOp::min, {}).item();
   if (smallest == 0.0) {
     throw InvalidArgumentError(fmt::format("{}: the input is not invertible (its LU factorization has a zero pivot); "

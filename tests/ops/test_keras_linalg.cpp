@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <limits>
 
 // keras/ops.h first, then the whole API (see test_keras_ops.cpp).
 #include "osprey/keras/ops.h"
@@ -174,6 +175,10 @@ TEST(KerasLinalg, DecompositionsPutBackTogether) {
   EXPECT_TRUE(std::isinf(sl[1].item()) && sl[1].item() < 0);
   EXPECT_EQ(ko::det(Tensor::zeros({0, 0})).item(), 1.0);
   EXPECT_EQ(ko::inv(Tensor::zeros({0, 0})).shape(), Shape({0, 0}));
+  EXPECT_EQ(ko::det(Tensor::zeros({0, 3, 3})).shape(), Shape({0}));
+  EXPECT_EQ(ko::inv(Tensor::zeros({0, 3, 3})).shape(), Shape({0, 3, 3}));
+  EXPECT_EQ(ko::pinv(Tensor::zeros({0, 3})).shape(), Shape({3, 0}));
+  EXPECT_EQ(ko::cholesky(Tensor::zeros({0, 0})).shape(), Shape({0, 0}));
   // Integers compute in float32; float64 comes back as float64.
   EXPECT_EQ(ko::det(ops::cast(ko::eye(3), DType::int32)).dtype(), DType::float32);
   EXPECT_EQ(ko::inv(ops::cast(ko::eye(3), DType::float64)).dtype(), DType::float64);
@@ -188,6 +193,8 @@ TEST(KerasLinalg, BadInputIsATypedError) {
   EXPECT_THROW(ko::svd(v), ValueError);
   EXPECT_THROW(ko::solve(ko::eye(3), Tensor::zeros({4, 1})), ValueError);
   EXPECT_THROW(ko::solve(ko::eye(3), Tensor::scalar(1.0)), ValueError);
+  EXPECT_THROW(ko::solve(Tensor::zeros({2, 3, 3}), Tensor::zeros({3})), ValueError);
+  EXPECT_THROW(ko::matrix_power(ko::eye(2), std::numeric_limits<int64_t>::min()), ValueError);
   EXPECT_THROW(ko::lstsq(ko::eye(3), Tensor::zeros({4})), ValueError);
   EXPECT_THROW(ko::lstsq(Tensor::zeros({2, 3, 3}), Tensor::zeros({3})), ValueError);
   EXPECT_THROW(ko::norm(ko::eye(3), std::string("nuc"), 0), ValueError);

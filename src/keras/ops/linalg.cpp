@@ -40,6 +40,11 @@ Tensor rhs_matrix(const Tensor& a, const Tensor& b, const char* op, bool& was_ve
   assert_square(a, op);
   if (b.shape().rank() < 1) throw ValueError(fmt::format("{}: expected b to have rank >= 1; received a scalar", op));
   was_vector = b.shape().rank() == a.shape().rank() - 1;
+  if (!was_vector && b.shape().rank() < 2) {
+    throw ValueError(fmt::format("{}: b of shape {} is neither a vector (..., M) of rank {} nor matrices (..., M, K) "
+                                 "for a of shape {}", op, b.shape().to_string(), a.shape().rank() - 1,
+                                 a.shape().to_string()));
+  }
   const int64_t rows = was_vector ? b.shape()[-1] : b.shape()[-2];
   if (rows != a.shape()[-2]) {
     throw ValueError(fmt::format("{}: incompatible shapes between a and b: a.shape={}, b.shape={} ({} rows against {})",
@@ -65,8 +70,7 @@ Tensor eye_like(const Tensor& x) {
 Tensor cholesky(const Tensor& x, bool upper) {
   assert_square(x, "cholesky");
   const Tensor l = core::cholesky(f32(x));
-  const double worst = core::reduce_axes(core::abs(l), core::ReduceOp::max, {}).item();
-  if (l.num_elements() && !std::isfinite(worst)) {
+  if (l.num_elements() && all(isfinite(l)).item() == 0.0) {
     throw ValueError(fmt::format("Cholesky decomposition failed: the input (shape {}) is not symmetric positive "
                                  "definite (a non-positive pivot)", x.shape().to_string()));
   }
@@ -147,6 +151,12 @@ Tensor pinv(const Tensor& x, std::optional<double> rcond) {
   const int64_t m = x.shape()[-2], n = x.shape()[-1];
   // tf.linalg.pinv: singular values at most rcond · the largest dropped (as 1/inf); rcond 10·max(M, N)·ε unset.
   const double r = rcond ? *rcond : 10.0 * static_cast<double>(std::max(m, n)) * kFloat32Eps;
+  if (x.num_elements() == 0) {  // no singular values: the (N, M) zeros
+    const auto d = x.shape().dims();
+    std::vector<int64_t> out(d.begin(), d.end());
+    std::swap(out[out.size() - 1], out[out.size() - 2]);
+    return as(Tensor::zeros(Shape(out)), float_of(x.dtype()));
+  }
   const std::vector<Tensor> usv = core::svd(f32(x), false);
   const Tensor& s = usv[0];
   const Tensor cutoff = multiply(max(s, -1, true), r);
@@ -199,6 +209,9 @@ Tensor matrix_power(const Tensor& x_in, int64_t n) {
   assert_square(x_in, "matrix_power");
   const DType t = float_of(x_in.dtype());
   Tensor x = f32(x_in);
+  if (n == std::numeric_limits<int64_t>::min()) {
+    throw ValueError(fmt::format("matrix_power: n = {} has no negation; use a smaller power", n));
+  }
   if (n == 0) return as(eye_like(x), t);
   if (n < 0) {
     x = core::matrix_inverse(x);
