@@ -87,6 +87,28 @@ ref["pad"] = {"wide": wide.tolist(), "tall": tall.tolist(),
               "tall_5x7": np.asarray(L.Resizing(5, 7, pad_to_aspect_ratio=True, fill_value=-1.0)(tall)).tolist(),
               "tall_5x7_nearest": np.asarray(L.Resizing(5, 7, interpolation="nearest", pad_to_aspect_ratio=True)(tall)).tolist()}
 
+# RandomBrightness: fixed factors (a one-point range) make the delta deterministic; its parsing and config.
+brng = np.random.default_rng(83)
+bimg = brng.uniform(0, 255, (3, 4, 5, 3)).astype("float32")
+bright = L.RandomBrightness((0.3, -0.1), value_range=(255, 0), name="bright")
+ref["brightness"] = {"x": bimg.tolist(),
+                     "y_up": np.asarray(L.RandomBrightness((0.2, 0.2))(bimg, training=True)).tolist(),
+                     "y_down_range": np.asarray(L.RandomBrightness((-0.5, -0.5), value_range=(20, 200))(
+                         bimg, training=True)).tolist(),
+                     "inference_identity": bool(np.array_equal(np.asarray(L.RandomBrightness(0.5)(bimg, training=False)),
+                                                               bimg)),
+                     "factor_single": list(L.RandomBrightness(0.4).factor),
+                     "config": {k: (list(v) if isinstance(v, tuple) else v) for k, v in bright.get_config().items()
+                                if k in ("name", "factor", "value_range", "seed", "data_format")}}
+bad = []
+for f in [1.5, (1.2, 1.5), (-1.5, -1.2)]:
+    try:
+        L.RandomBrightness(f)
+        bad.append(False)
+    except ValueError:
+        bad.append(True)
+ref["brightness"]["bad_rejected"] = bad
+
 with open(os.path.join(os.path.dirname(__file__), "..", "data", "keras_preprocess.json"), "w") as f:
     json.dump(ref, f)
 print("wrote", sorted(ref))

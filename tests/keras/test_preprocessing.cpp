@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "keras/reference_json.h"
+#include "keras/saving/serialization.h"
 #include "test_util.h"
 #include "osprey/autodiff.h"
 #include "osprey/errors.h"
@@ -132,6 +133,42 @@ TEST(Preprocessing, NormalizationIsNotTrainedAndRefusesBadInput) {
                 layers::Normalization({.mean = Tensor::zeros({2}), .variance = Tensor::zeros({2})})(x);
               }),
               HasSubstr("does not broadcast"));
+}
+
+TEST(Preprocessing, RandomBrightnessMatchesKerasWithAFixedFactorAndParsesAsKeras) {
+  const json& ref = reference().at("brightness");
+  const Tensor x = tensor_of(ref.at("x"));
+  expect_close(layers::RandomBrightness({0.2, 0.2})(x, true), ref.at("y_up"), 1e-5, "delta +51");
+  expect_close(layers::RandomBrightness({-0.5, -0.5}, {20.0, 200.0})(x, true), ref.at("y_down_range"), 1e-5, "clipped");
+  EXPECT_EQ(layers::RandomBrightness(0.5)(x, false).to_vector<float>(), x.to_vector<float>());
+  EXPECT_TRUE(ref.at("inference_identity").get<bool>());
+  const auto single = layers::RandomBrightness(0.4).factor();
+  EXPECT_EQ(json::array({single.first, single.second}), ref.at("factor_single"));
+  // The config both ways (value_range sorted, the pair sorted), as Keras writes it.
+  const layers::RandomBrightness bright({0.3, -0.1}, {255.0, 0.0}, "bright");
+  json config = json::parse(bright.get_config());
+  for (const auto& [key, value] : ref.at("config").items()) EXPECT_EQ(config.at(key), value) << key;
+  const auto back = keras::serialization::layer_from_object(
+      json{{"class_name", "RandomBrightness"}, {"config", ref.at("config")}});
+  EXPECT_EQ(json::parse(back->get_config()), config);
+  // Keras's rejections; random deltas in [-f, f]·255, one per image, within value_range.
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_TRUE(ref.at("bad_rejected")[i].get<bool>());
+  EXPECT_THROW(layers::RandomBrightness(1.5), ValueError);
+  EXPECT_THROW(layers::RandomBrightness({1.2, 1.5}), ValueError);
+  EXPECT_THROW(layers::RandomBrightness({-1.5, -1.2}), ValueError);
+  random::set_seed(6);
+  const Tensor batch = random::uniform({32, 3, 3, 1}, 100.0, 150.0);
+  const auto y = layers::RandomBrightness(0.1)(batch, true).to_vector<float>(), v = batch.to_vector<float>();
+  std::set<float> deltas;
+  for (int img = 0; img < 32; ++img) {
+    const float d = y[static_cast<std::size_t>(img * 9)] - v[static_cast<std::size_t>(img * 9)];
+    EXPECT_LE(std::abs(d), 25.5f + 1e-3f);
+    for (int i = 1; i < 9; ++i) {
+      EXPECT_NEAR(y[static_cast<std::size_t>(img * 9 + i)] - v[static_cast<std::size_t>(img * 9 + i)], d, 1e-3);
+    }
+    deltas.insert(d);
+  }
+  EXPECT_GT(deltas.size(), 20u);  // one draw per image
 }
 
 TEST(Preprocessing, RandomContrastMatchesKerasWithAFixedFactorAndParsesFactorsAsKeras) {

@@ -174,6 +174,29 @@ class RandomContrast : public Layer {
   std::pair<double, double> value_range_;
 };
 
+/// keras.layers.RandomBrightness(factor, value_range=(0, 255)): in training, each image shifted by a delta drawn per
+/// image from [lower, upper] · (high - low) of value_range, then clipped to value_range; the identity in evaluate
+/// and predict. `factor` as Keras 3 parses it: one number f in [-1, 1] gives (-|f|, |f|); a pair is sorted and may
+/// not lie wholly above 1 or below -1.
+class RandomBrightness : public Layer {
+ public:
+  explicit RandomBrightness(double factor, std::pair<double, double> value_range = {0.0, 255.0},
+                            std::string name = "");
+  explicit RandomBrightness(std::pair<double, double> factor, std::pair<double, double> value_range = {0.0, 255.0},
+                            std::string name = "");
+  OSPREY_KERAS_LAYER(RandomBrightness)
+  std::string class_name() const override { return "RandomBrightness"; }
+  std::string get_config() const override;
+  Shape build(const Shape& input_shape) override;
+  Tensor call(const Tensor& inputs, bool training) override;
+  std::pair<double, double> factor() const { return {lower_, upper_}; }
+  std::pair<double, double> value_range() const { return value_range_; }
+
+ private:
+  double lower_ = 0.0, upper_ = 0.0;
+  std::pair<double, double> value_range_;
+};
+
 /// keras.layers.RandomCrop(height, width): in training, one window of height x width at a random place for the
 /// whole batch (as Keras); at inference, and in training when an image is not larger than the target along both
 /// axes, the largest centred window of the target's aspect ratio resized to it, as Keras documents it (Keras 3.15's

@@ -1,4 +1,4 @@
-// keras.layers.RandomContrast and RandomCrop: per-batch draws from Osprey's generator on the host, the images
+// keras.layers.RandomContrast, RandomBrightness and RandomCrop: per-batch draws from Osprey's generator on the host, the images
 // changed by ops (so they run on the layer's device); Keras 3's argument parsing and checks.
 #include <fmt/format.h>
 
@@ -84,6 +84,62 @@ Tensor RandomContrast::call(const Tensor& inputs, bool training) {
   return ops::reshape(ops::transpose(ops::reshape(y, Shape({h * w, n, c})), {1, 0, 2}), Shape({n, h, w, c}));
 }
 
+// ---- RandomBrightness ----
+
+namespace {
+
+[[noreturn]] void bad_brightness(const std::string& factor) {
+  throw ValueError(fmt::format("The `factor` argument should be a number (or a list of two numbers) in the range "
+                               "[-1.0, 1.0]. Received: factor={}",
+                               factor));
+}
+
+// Keras sorts value_range.
+std::pair<double, double> sorted_range(std::pair<double, double> r) {
+  if (r.first > r.second) std::swap(r.first, r.second);
+  check_value_range(r, "RandomBrightness");
+  return r;
+}
+
+}  // namespace
+
+RandomBrightness::RandomBrightness(double factor, std::pair<double, double> value_range, std::string name)
+    : Layer(name, "random_brightness"), value_range_(sorted_range(value_range)) {
+  if (!(factor >= -1.0 && factor <= 1.0)) bad_brightness(fmt::format("{}", factor));
+  lower_ = -std::abs(factor), upper_ = std::abs(factor);
+}
+
+RandomBrightness::RandomBrightness(std::pair<double, double> factor, std::pair<double, double> value_range,
+                                   std::string name)
+    : Layer(name, "random_brightness"), value_range_(sorted_range(value_range)) {
+  if (!std::isfinite(factor.first) || !std::isfinite(factor.second) || factor.first > 1.0 || factor.second < -1.0) {
+    bad_brightness(fmt::format("({}, {})", factor.first, factor.second));
+  }
+  lower_ = std::min(factor.first, factor.second), upper_ = std::max(factor.first, factor.second);
+}
+
+Shape RandomBrightness::build(const Shape& input_shape) {
+  check_images(name_, input_shape);
+  return finish_build(input_shape);
+}
+
+// x + delta per image (one draw per image, Keras's rgb_delta of shape (N, 1, 1, 1)), clipped to value_range.
+Tensor RandomBrightness::call(const Tensor& inputs, bool training) {
+  check_batch(name_, inputs);
+  if (!training) return inputs;
+  const Tensor x = as_float(inputs);
+  const int64_t n = x.shape()[0];
+  const auto u = host_uniform(n);
+  const double span = value_range_.second - value_range_.first;
+  std::vector<float> delta(static_cast<std::size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    const auto k = static_cast<std::size_t>(i);
+    delta[k] = static_cast<float>((lower_ + (upper_ - lower_) * u[k]) * span);
+  }
+  const Tensor y = ops::add(x, Tensor::from_vector(delta, Shape({n, 1, 1, 1})));
+  return ops::minimum(ops::maximum(y, Tensor::scalar(value_range_.first)), Tensor::scalar(value_range_.second));
+}
+
 // ---- RandomCrop ----
 
 RandomCrop::RandomCrop(int64_t height, int64_t width, std::string data_format, std::string name)
@@ -130,6 +186,15 @@ std::string RandomContrast::get_config() const {
   return ser::dumps(c);
 }
 
+std::string RandomBrightness::get_config() const {
+  json c = ser::base_config(*this);
+  c["data_format"] = "channels_last";
+  c["factor"] = json::array({lower_, upper_});
+  c["value_range"] = json::array({value_range_.first, value_range_.second});
+  c["seed"] = nullptr;
+  return ser::dumps(c);
+}
+
 std::string RandomCrop::get_config() const {
   json c = ser::base_config(*this);
   c["height"] = height_;
@@ -161,6 +226,17 @@ OSPREY_REGISTER_LAYERS(random_contrast_crop) {
     const json& f = c["factor"];
     if (f.is_number()) return std::make_shared<RandomContrast>(f.get<double>(), range, ser::name_of(c));
     return std::make_shared<RandomContrast>(number_pair(f, "factor", "RandomContrast"), range, ser::name_of(c));
+  }});
+  ser::register_layer_class("RandomBrightness", {true, [](const json& c) -> std::shared_ptr<Layer> {
+    if (c.contains("data_format") && c["data_format"] == "channels_first") {
+      ser::unsupported("RandomBrightness data_format", "channels_first", "channels_last");
+    }
+    const auto range = c.contains("value_range") ? number_pair(c["value_range"], "value_range", "RandomBrightness")
+                                                 : std::pair<double, double>{0.0, 255.0};
+    if (!c.contains("factor")) throw ValueError("RandomBrightness: the config has no `factor`");
+    const json& f = c["factor"];
+    if (f.is_number()) return std::make_shared<RandomBrightness>(f.get<double>(), range, ser::name_of(c));
+    return std::make_shared<RandomBrightness>(number_pair(f, "factor", "RandomBrightness"), range, ser::name_of(c));
   }});
   ser::register_layer_class("RandomCrop", {true, [](const json& c) -> std::shared_ptr<Layer> {
     return std::make_shared<RandomCrop>(ser::integer(c, "height", 1, int64_t{1} << 24, "RandomCrop"),
