@@ -26,6 +26,19 @@ class GradientRecorder {
 GradientRecorder* active_recorder();
 void set_active_recorder(GradientRecorder* recorder);
 
+/// Pauses this thread's recording for its scope: an op composed of other ops runs them unrecorded and records
+/// itself as one node with its own backward.
+class RecordingPaused {
+ public:
+  RecordingPaused() : saved_(active_recorder()) { set_active_recorder(nullptr); }
+  ~RecordingPaused() { set_active_recorder(saved_); }
+  RecordingPaused(const RecordingPaused&) = delete;
+  RecordingPaused& operator=(const RecordingPaused&) = delete;
+
+ private:
+  GradientRecorder* saved_;
+};
+
 /// Records the op on the active tape when one is watching any input; `make_backward` is only called then.
 template <typename MakeBackward>
 inline void maybe_record(const char* op_name, std::span<const Tensor> inputs, std::span<const Tensor> outputs,

@@ -14,15 +14,6 @@ namespace osprey::ops {
 
 namespace {
 
-// Composite ops run their kernels with the tape paused and record themselves as one node.
-struct TapePaused {
-  GradientRecorder* saved = active_recorder();
-  TapePaused() { set_active_recorder(nullptr); }
-  ~TapePaused() { set_active_recorder(saved); }
-  TapePaused(const TapePaused&) = delete;
-  TapePaused& operator=(const TapePaused&) = delete;
-};
-
 // The batch axes of (..., m, n) as one: {batch, m, n}.
 struct Matrices {
   Shape batch_shape;
@@ -198,7 +189,7 @@ Tensor triangular_solve(const Tensor& a, const Tensor& b, bool lower, bool adjoi
   const Pair p = broadcast_pair(a, b, "triangular_solve");
   Tensor x;
   {
-    TapePaused paused;
+    RecordingPaused paused;
     x = triangular_solve3(p.a, p.b, Tensor(), lower, adjoint, false, "MatrixTriangularSolve");
   }
   Tensor in[2] = {p.a, p.b};
@@ -220,7 +211,7 @@ Tensor matrix_inverse(const Tensor& a) {
   const Matrices m = matrices_of(a, "matrix_inverse", true);
   Tensor y;
   {
-    TapePaused paused;
+    RecordingPaused paused;
     const LuParts f = lu3(a.reshape({m.batch, m.n, m.n}));
     require_invertible(f.lu, "matrix_inverse");
     y = lu_solve3(f, eye_batch(m.batch, m.n)).reshape(a.shape());
@@ -241,7 +232,7 @@ Tensor matrix_solve(const Tensor& a, const Tensor& b) {
   const Pair p = broadcast_pair(a, b, "matrix_solve");
   Tensor x;
   {
-    TapePaused paused;
+    RecordingPaused paused;
     const LuParts f = lu3(p.a);
     require_invertible(f.lu, "matrix_solve");
     x = lu_solve3(f, p.b);
@@ -261,7 +252,7 @@ Tensor matrix_determinant(const Tensor& a) {
   const Matrices m = matrices_of(a, "matrix_determinant", true);
   Tensor det;
   {
-    TapePaused paused;
+    RecordingPaused paused;
     const LuParts f = lu3(a.reshape({m.batch, m.n, m.n}));
     det = mul(f.sign, reduce_axes(diagonal3(f.lu), ReduceOp::prod, {1})).reshape(m.batch_shape);
   }
@@ -282,7 +273,7 @@ std::vector<Tensor> log_matrix_determinant(const Tensor& a) {
   const Matrices m = matrices_of(a, "log_matrix_determinant", true);
   Tensor outs[2];
   {
-    TapePaused paused;
+    RecordingPaused paused;
     const LuParts f = lu3(a.reshape({m.batch, m.n, m.n}));
     const Tensor d = diagonal3(f.lu), zero = Tensor::scalar(0.0f);
     const Tensor signs = where(compare(d, zero, CompareKind::less), Tensor::scalar(-1.0f),

@@ -31,6 +31,13 @@ std::string adaptive_prefix(osprey::ops::PoolKind kind, int rank) {
 using detail::check_rank;
 using detail::with_batch;
 
+// The rank error of build() for a call on a tensor of another rank than (batch, spatial..., channels).
+void check_call_rank(const std::string& layer, int rank, const Tensor& inputs) {
+  if (inputs.shape().rank() == rank + 2) return;
+  const auto d = inputs.shape().dims();
+  check_rank(layer, rank, Shape(std::vector<int64_t>(d.begin() + (d.empty() ? 0 : 1), d.end())));
+}
+
 }  // namespace
 
 BasePooling::BasePooling(osprey::ops::PoolKind kind, int rank, const Ints& pool_size, PoolOptions options)
@@ -70,10 +77,7 @@ Shape BasePooling::build(const Shape& input_shape) {
 
 Tensor BasePooling::call(const Tensor& inputs, bool) {
   const bool first = options_.data_format == "channels_first";
-  if (inputs.shape().rank() != rank_ + 2) {
-    const auto d = inputs.shape().dims();
-    check_rank(name_, rank_, Shape(std::vector<int64_t>(d.begin() + (d.empty() ? 0 : 1), d.end())));
-  }
+  check_call_rank(name_, rank_, inputs);
   const Tensor x = first ? osprey::ops::transpose(inputs, detail::to_channels_last(rank_)) : inputs;
   osprey::ops::PoolParams p{kind_, pool_size_, strides_, {}, {}};
   for (int i = 0; i < rank_; ++i) {
@@ -108,10 +112,7 @@ Shape BaseGlobalPooling::build(const Shape& input_shape) {
 // One pooling window over the whole of every spatial axis.
 Tensor BaseGlobalPooling::call(const Tensor& inputs, bool) {
   const bool first = data_format_ == "channels_first";
-  if (inputs.shape().rank() != rank_ + 2) {
-    const auto d = inputs.shape().dims();
-    check_rank(name_, rank_, Shape(std::vector<int64_t>(d.begin() + (d.empty() ? 0 : 1), d.end())));
-  }
+  check_call_rank(name_, rank_, inputs);
   const Tensor x = first ? osprey::ops::transpose(inputs, detail::to_channels_last(rank_)) : inputs;
   const auto d = x.shape().dims();
   const std::vector<int64_t> window(d.begin() + 1, d.end() - 1), ones(window.size(), 1), zeros(window.size(), 0);
@@ -147,12 +148,7 @@ BaseAdaptivePooling::BaseAdaptivePooling(osprey::ops::PoolKind kind, int rank, c
     : Layer(options.name, adaptive_prefix(kind, rank), options.dtype), kind_(kind), rank_(rank),
       options_(std::move(options)) {
   const std::string cls = adaptive_class(kind, rank);
-  // Keras's TypeError for a tuple of another length; a size below 1 has no window.
-  if (output_size.values.size() != 1 && output_size.values.size() != static_cast<std::size_t>(rank)) {
-    throw ValueError(fmt::format("{}: `output_size` must be an integer or a tuple of {} integers. Received: ({})", cls,
-                                 rank, fmt::join(output_size.values, ", ")));
-  }
-  output_size_ = detail::per_axis(output_size, rank, 1, cls, "output_size");
+  output_size_ = detail::per_axis(output_size, rank, 1, cls, "output_size");  // Keras's TypeError as a ValueError
   detail::check_data_format(options_.data_format, cls);
 }
 
@@ -169,10 +165,7 @@ Shape BaseAdaptivePooling::build(const Shape& input_shape) {
 }
 
 Tensor BaseAdaptivePooling::call(const Tensor& inputs, bool) {
-  if (inputs.shape().rank() != rank_ + 2) {
-    const auto d = inputs.shape().dims();
-    check_rank(name_, rank_, Shape(std::vector<int64_t>(d.begin() + (d.empty() ? 0 : 1), d.end())));
-  }
+  check_call_rank(name_, rank_, inputs);
   return kind_ == osprey::ops::PoolKind::max ? keras::ops::adaptive_max_pool(inputs, output_size_, options_.data_format)
                                      : keras::ops::adaptive_average_pool(inputs, output_size_, options_.data_format);
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include "keras/layers/preprocessing/crop.h"
 #include "keras/saving/serialization.h"
@@ -18,10 +19,22 @@ namespace osprey::keras::layers {
 
 namespace {
 
-[[noreturn]] void bad_factor(const std::string& factor) {
-  throw ValueError(fmt::format("The `factor` argument should be a number (or a list of two numbers) in the range "
-                               "[0, 1]. Received: factor={}",
-                               factor));
+// Keras's BaseImagePreprocessingLayer._set_factor within the layer's bounds: one number f in [lo, hi] gives
+// (max(-|f|, lo), |f|); a pair is sorted and may not lie wholly above hi or below lo.
+std::pair<double, double> keras_factor(double f, double lo, double hi) {
+  if (!(f >= lo && f <= hi)) {
+    throw ValueError(fmt::format("The `factor` argument should be a number (or a list of two numbers) in the range "
+                                 "[{}, {}]. Received: factor={}", lo, hi, f));
+  }
+  return {std::max(lo, -std::abs(f)), std::abs(f)};
+}
+
+std::pair<double, double> keras_factor(std::pair<double, double> f, double lo, double hi) {
+  if (!std::isfinite(f.first) || !std::isfinite(f.second) || f.first > hi || f.second < lo) {
+    throw ValueError(fmt::format("The `factor` argument should be a number (or a list of two numbers) in the range "
+                                 "[{}, {}]. Received: factor=({}, {})", lo, hi, f.first, f.second));
+  }
+  return {std::min(f.first, f.second), std::max(f.first, f.second)};
 }
 
 void check_value_range(const std::pair<double, double>& r, const char* layer) {
@@ -46,18 +59,14 @@ Tensor as_float(const Tensor& x) { return x.dtype() == DType::float32 ? x : x.ca
 
 RandomContrast::RandomContrast(double factor, std::pair<double, double> value_range, std::string name)
     : Layer(name, "random_contrast"), value_range_(value_range) {
-  if (!(factor >= 0.0 && factor <= 1.0)) bad_factor(fmt::format("{}", factor));
-  lower_ = 0.0, upper_ = factor;  // Keras: [max(-factor, 0), factor]
+  std::tie(lower_, upper_) = keras_factor(factor, 0.0, 1.0);
   check_value_range(value_range_, "RandomContrast");
 }
 
 RandomContrast::RandomContrast(std::pair<double, double> factor, std::pair<double, double> value_range,
                                std::string name)
     : Layer(name, "random_contrast"), value_range_(value_range) {
-  if (!std::isfinite(factor.first) || !std::isfinite(factor.second) || factor.first > 1.0 || factor.second < 0.0) {
-    bad_factor(fmt::format("({}, {})", factor.first, factor.second));
-  }
-  lower_ = std::min(factor.first, factor.second), upper_ = std::max(factor.first, factor.second);
+  std::tie(lower_, upper_) = keras_factor(factor, 0.0, 1.0);
   check_value_range(value_range_, "RandomContrast");
 }
 
@@ -88,12 +97,6 @@ Tensor RandomContrast::call(const Tensor& inputs, bool training) {
 
 namespace {
 
-[[noreturn]] void bad_brightness(const std::string& factor) {
-  throw ValueError(fmt::format("The `factor` argument should be a number (or a list of two numbers) in the range "
-                               "[-1.0, 1.0]. Received: factor={}",
-                               factor));
-}
-
 // Keras sorts value_range.
 std::pair<double, double> sorted_range(std::pair<double, double> r) {
   if (r.first > r.second) std::swap(r.first, r.second);
@@ -105,17 +108,13 @@ std::pair<double, double> sorted_range(std::pair<double, double> r) {
 
 RandomBrightness::RandomBrightness(double factor, std::pair<double, double> value_range, std::string name)
     : Layer(name, "random_brightness"), value_range_(sorted_range(value_range)) {
-  if (!(factor >= -1.0 && factor <= 1.0)) bad_brightness(fmt::format("{}", factor));
-  lower_ = -std::abs(factor), upper_ = std::abs(factor);
+  std::tie(lower_, upper_) = keras_factor(factor, -1.0, 1.0);
 }
 
 RandomBrightness::RandomBrightness(std::pair<double, double> factor, std::pair<double, double> value_range,
                                    std::string name)
     : Layer(name, "random_brightness"), value_range_(sorted_range(value_range)) {
-  if (!std::isfinite(factor.first) || !std::isfinite(factor.second) || factor.first > 1.0 || factor.second < -1.0) {
-    bad_brightness(fmt::format("({}, {})", factor.first, factor.second));
-  }
-  lower_ = std::min(factor.first, factor.second), upper_ = std::max(factor.first, factor.second);
+  std::tie(lower_, upper_) = keras_factor(factor, -1.0, 1.0);
 }
 
 Shape RandomBrightness::build(const Shape& input_shape) {
