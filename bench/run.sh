@@ -62,6 +62,11 @@ echo "## LSTM(256) over 100 steps of 128 inputs, Dense(1), Adam, batch 64 (issue
 "$build/bench/lstm_floor" 5  # oneDNN's LSTM primitive alone, forward + backward
 if ((have_torch)); then for t in 1 2; do /usr/bin/python3 bench/torch_lstm.py "$t" 3; done; fi
 if ((have_tf)); then python3 bench/keras_bench.py lstm 64 0 2>/dev/null; fi
+echo "## The same LSTM, each framework in bfloat16 mixed precision (issue 18 / issue 20)"
+"$build/bench/lstm_step" 64 3 100 /CPU:0 json lstm auto mixed_bfloat16
+"$build/bench/lstm_floor" 5 64 100 bf16  # oneDNN's bfloat16 LSTM alone
+if ((have_torch)); then for t in 1 2; do /usr/bin/python3 bench/torch_lstm.py "$t" 3 lstm bf16; done; fi
+if ((have_tf)); then python3 bench/keras_bench.py lstm 64 0 mixed_bfloat16 2>/dev/null; fi
 echo "## GRU(256) (reset_after), the same shapes (issue 18)"
 "$build/bench/lstm_step" 64 3 100 /CPU:0 json gru
 if ((have_torch)); then for t in 1 2; do /usr/bin/python3 bench/torch_lstm.py "$t" 3 gru; done; fi

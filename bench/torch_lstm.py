@@ -5,13 +5,15 @@
 # sequences (PyTorch's way with right-padded rows: the same computation as Keras's mask) + Linear(256, 1), BCE, on
 # the same ids. "textpad": the same without packing, every row over all 100 steps (pads included: not the masked
 # computation, but PyTorch's CPU backward of packed sequences is slow, and this is its floor for the shapes).
-#   /usr/bin/python3 bench/torch_lstm.py [threads] [steps] [lstm|gru|text|textpad]
+# "bf16" as the 4th argument: the forward under torch.autocast("cpu", torch.bfloat16) (PyTorch's mixed precision).
+#   /usr/bin/python3 bench/torch_lstm.py [threads] [steps] [lstm|gru|text|textpad] [f32|bf16]
 import json, sys, time
 import torch
 
 threads = int(sys.argv[1]) if len(sys.argv) > 1 else 2
 steps = int(sys.argv[2]) if len(sys.argv) > 2 else 3
 cell = sys.argv[3] if len(sys.argv) > 3 else "lstm"
+autocast = len(sys.argv) > 4 and sys.argv[4] == "bf16"
 torch.set_num_threads(threads)
 torch.manual_seed(0)
 if cell in ("text", "textpad"):
@@ -55,7 +57,9 @@ opt = torch.optim.Adam(params, 1e-3)
 
 def step():
     opt.zero_grad()
-    forward().backward()
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+        loss = forward()
+    loss.backward()
     opt.step()
 
 
@@ -68,5 +72,5 @@ for _ in range(3):
     best = min(best, (time.perf_counter() - t0) / steps * 1e6)
 print(json.dumps({"framework": f"pytorch {torch.__version__} eager", "case": (f"Embedding + bidirectional LSTM(128) text classifier, "
                            f"{'packed sequences' if cell == 'text' else 'all 100 steps, not packed'}"
-                           if cell.startswith("text") else f"{cell.upper()}(256)") + f", {threads} threads",
+                           if cell.startswith("text") else f"{cell.upper()}(256)") + f", {threads} threads" + (", bf16 autocast" if autocast else ""),
                   "us_per_step": round(best, 1)}))

@@ -65,6 +65,9 @@ std::vector<Tensor> lstm_cell(const Tensor& z, const Tensor& c_prev);
 /// kernel (features, 4·units), recurrent_kernel (units, 4·units) and bias (4·units), gates in Keras's order i, f,
 /// c, o. Returns {every step's h (batch, steps, units), the last h, the last c}. InvalidArgumentError for shapes or
 /// dtypes that do not fit; NotFoundError where no device has its kernel (see rnn_sequence_runs_here).
+/// Mixed bfloat16 (every sequence op): x and h0 in bfloat16 give every h in bfloat16, computed with the weights
+/// rounded to bfloat16 and products accumulated in float32 (oneDNN's bfloat16 RNNs on a CPU with AVX-512, float32
+/// between casts elsewhere); c0, the weights and the bias stay float32, so do the last c and the weights' gradients.
 std::vector<Tensor> lstm_sequence(const Tensor& x, const Tensor& h0, const Tensor& c0, const Tensor& kernel,
                                   const Tensor& recurrent_kernel, const Tensor& bias);
 /// A whole GRU sequence as one op each way (Keras's GRU with its default activations; on the CPU oneDNN's

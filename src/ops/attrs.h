@@ -89,6 +89,9 @@ struct RnnSequenceAttrs {
   static constexpr int64_t kLstm = 0, kGru = 1, kSimpleTanh = 2, kSimpleRelu = 3, kSimpleSigmoid = 4,
                            kGruResetBefore = 5;  ///< kGru: Keras's reset_after GRU; kGruResetBefore: reset_after=False
   int64_t batch, steps, features, units, kind;
+  /// 1: x, y, h0 and hT in bfloat16 (the computation's products in bfloat16, accumulated in float32); an LSTM's
+  /// carry, the weights, the bias and every gradient stay float32.
+  int64_t bfloat16 = 0;
 };
 
 /// True when the activation's gradient needs the pre-activation value (it cannot be derived from the output).

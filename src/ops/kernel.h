@@ -55,7 +55,8 @@ enum class OpId : int {
   LstmCell,        // z (n, 4u), c_prev (n, u) -> h, c (n, u)
   LstmCellGrad,    // dh, dc, z, c_prev, c -> dz (n, 4u), dc_prev (n, u)
   LstmSequence,    // x (t, n, f), h0, c0 (n, u), kernel (f, 4u), recurrent (u, 4u), bias (4u) -> y (t, n, u), hT,
-                   // cT (n, u), workspace (attrs RnnSequenceAttrs; time-major x and y)
+                   // cT (n, u), workspace (attrs RnnSequenceAttrs; time-major x and y; with attrs.bfloat16 x, h0, y
+                   // and hT bfloat16, the gradients of each sequence op float32)
   LstmSequenceGrad,  // dy, dhT, dcT, x, h0, c0, kernel, recurrent, bias, y, hT, cT, workspace -> dx, dh0, dc0,
                      // dkernel, drecurrent, dbias
   GruSequence,     // x (t, n, f), h0 (n, u), kernel (f, 3u), recurrent (u, 3u), bias (4u: z, r, h, recurrent h;

@@ -295,7 +295,10 @@ Tensor gather_rows(const Tensor& x, const Tensor& indices) {
   run(OpId::GatherRows, dev, in, {&out, 1}, nullptr);
   maybe_record("GatherV2", in, {&out, 1}, [&] {
     return BackwardFn([indices, rows = x.shape()[0]](const std::vector<Tensor>& g) {
-      return std::vector<Tensor>{scatter_add_rows(g[0], indices, rows), Tensor()};
+      // A half x's gradient is summed in float32, then rounded once.
+      if (!is_half(g[0].dtype())) return std::vector<Tensor>{scatter_add_rows(g[0], indices, rows), Tensor()};
+      return std::vector<Tensor>{cast(scatter_add_rows(cast(g[0], DType::float32), indices, rows), g[0].dtype()),
+                                 Tensor()};
     });
   });
   return out;

@@ -56,20 +56,25 @@ namespace {
 
 // The sequence op of `kind` on inputs {x (batch-major), states..., kernel, recurrent, bias}: {y (batch-major), the
 // last states...}, its backward recorded on the tape. The kernel takes the sequence time-major (oneDNN's fastest
-// layout); the transposes are ops of their own.
-std::vector<Tensor> run_sequence(OpId op, OpId grad_op, const char* name, const RnnSequenceAttrs& attrs,
+// layout); the transposes are ops of their own. A bfloat16 x (and h0) gives a bfloat16 y and hT, computed in
+// bfloat16 where the backend's kernel takes it (attrs.bfloat16), else in float32 between casts; the backward's
+// kernel takes float32 gradients and gives float32 ones, cast to x's and h0's dtype.
+std::vector<Tensor> run_sequence(OpId op, OpId grad_op, const char* name, RnnSequenceAttrs attrs,
                                  std::vector<Tensor> in) {
   const int64_t n = attrs.batch, t = attrs.steps, u = attrs.units;
   const std::size_t states = in.size() - 4;
+  const DType data = in[0].dtype();
   in[0] = transpose(in[0], {1, 0, 2});
   auto& dev = place(op, name, in);
+  attrs.bfloat16 = data == DType::bfloat16 && (half_types(op, dev.type()) & kBFloat16) &&
+                   (half_types(grad_op, dev.type()) & kBFloat16);
   const int64_t ws = workspace_bytes(op, dev, &attrs);
   if (ws <= 0) {
     throw InternalError(fmt::format("{}: the {} backend registered its kernel without a workspace size", name,
                                     runtime::device_type_name(dev.type())));
   }
-  std::vector<Tensor> outs{Tensor::empty({t, n, u}, DType::float32, &dev)};
-  for (std::size_t i = 0; i < states; ++i) outs.push_back(Tensor::empty({n, u}, DType::float32, &dev));
+  std::vector<Tensor> outs{Tensor::empty({t, n, u}, data, &dev)};
+  for (std::size_t i = 0; i < states; ++i) outs.push_back(Tensor::empty({n, u}, i == 0 ? data : DType::float32, &dev));
   outs.push_back(Tensor::empty({(ws + 3) / 4}, DType::float32, &dev));
   run(op, dev, in, outs, &attrs);
   std::vector<Tensor> results(outs.begin(), outs.end() - 1);
@@ -77,12 +82,16 @@ std::vector<Tensor> run_sequence(OpId op, OpId grad_op, const char* name, const 
     std::vector<Tensor> kept = in;
     kept.insert(kept.end(), outs.begin(), outs.end());
     return BackwardFn([kept, attrs, grad_op, name, inputs = in.size()](const std::vector<Tensor>& grads) {
-      std::vector<Tensor> gin = grads;  // the tape gives unused outputs zeros
+      std::vector<Tensor> gin;  // the tape gives unused outputs zeros
+      for (const Tensor& g : grads) gin.push_back(g.dtype() == DType::float32 ? g : cast(g, DType::float32));
       gin.insert(gin.end(), kept.begin(), kept.end());
       auto& d = place(grad_op, name, gin);
       std::vector<Tensor> gout;
       for (std::size_t i = 0; i < inputs; ++i) gout.push_back(Tensor::empty(kept[i].shape(), DType::float32, &d));
       run(grad_op, d, gin, gout, &attrs);
+      for (std::size_t i = 0; i < inputs; ++i) {
+        if (kept[i].dtype() != DType::float32) gout[i] = cast(gout[i], kept[i].dtype());
+      }
       return gout;
     });
   });
@@ -91,7 +100,8 @@ std::vector<Tensor> run_sequence(OpId op, OpId grad_op, const char* name, const 
 }
 
 // InvalidArgumentError unless x (batch, steps > 0, features), states (batch, units), kernel (features,
-// gates·units), recurrent (units, gates·units) and bias (bias_size) are float32 and fit.
+// gates·units), recurrent (units, gates·units) and bias (bias_size) fit, x and the first state (h0) both float32
+// or both bfloat16, the rest float32.
 RnnSequenceAttrs check(const char* what, const Tensor& x, std::initializer_list<const Tensor*> states,
                        const Tensor& kernel, const Tensor& recurrent, const Tensor& bias, int64_t gates,
                        int64_t bias_gates, int64_t kind) {
@@ -102,17 +112,21 @@ RnnSequenceAttrs check(const char* what, const Tensor& x, std::initializer_list<
   bool fits = ranks && t > 0 && n > 0 && u > 0 && kernel.shape() == Shape({f, gates * u}) &&
               recurrent.shape() == Shape({u, gates * u}) && bias.shape() == Shape({bias_gates * u});
   std::string got = fmt::format("x {} {}", dtype_name(x.dtype()), xs.to_string());
+  const DType data = x.dtype();
+  fits = fits && (data == DType::float32 || data == DType::bfloat16);
   for (const Tensor* s : states) {
-    fits = fits && s->shape() == Shape({n, u}) && s->dtype() == DType::float32;
-    got += fmt::format(", state {}", s->shape().to_string());
+    fits = fits && s->shape() == Shape({n, u}) && s->dtype() == (s == &h0 ? data : DType::float32);
+    got += fmt::format(", state {} {}", dtype_name(s->dtype()), s->shape().to_string());
   }
-  for (const Tensor* p : {&x, &kernel, &recurrent, &bias}) fits = fits && p->dtype() == DType::float32;
+  for (const Tensor* p : {&kernel, &recurrent, &bias}) fits = fits && p->dtype() == DType::float32;
   if (!fits) {
     throw InvalidArgumentError(fmt::format(
-        "{} needs float32 x (batch, steps > 0, features), states (batch, units), kernel (features, {}·units), "
-        "recurrent_kernel (units, {}·units) and bias ({}·units); got {}, kernel {}, recurrent_kernel {}, bias {}",
-        what, gates, gates, bias_gates, got, kernel.shape().to_string(), recurrent.shape().to_string(),
-        bias.shape().to_string()));
+        "{} needs x (batch, steps > 0, features) and h0 (batch, units) both float32 or both bfloat16, and float32 "
+        "{}kernel (features, {}·units), recurrent_kernel (units, {}·units) and bias ({}·units); got {}, kernel {} {}, "
+        "recurrent_kernel {} {}, bias {} {}",
+        what, states.size() > 1 ? "c0 (batch, units), " : "", gates, gates, bias_gates, got,
+        dtype_name(kernel.dtype()), kernel.shape().to_string(), dtype_name(recurrent.dtype()),
+        recurrent.shape().to_string(), dtype_name(bias.dtype()), bias.shape().to_string()));
   }
   return {n, t, f, u, kind};
 }

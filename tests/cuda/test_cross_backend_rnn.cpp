@@ -77,6 +77,39 @@ void check_sequence_ops() {
   }
 }
 
+// Mixed bfloat16 (x and h0 in bfloat16): oneDNN's bfloat16 RNNs on the CPU, the float32 kernels between casts on
+// the GPU; h rounded at each step on one side only, so compared against each output's largest magnitude.
+void check_bfloat16_sequence_ops() {
+  using C = ops::SequenceCell;
+  for (const C cell : {C::lstm, C::gru, C::simple_tanh}) {
+    const int64_t n = 6, t = 8, f = 5, u = 7, g = cell == C::lstm ? 4 : cell == C::gru ? 3 : 1;
+    const uint64_t s = static_cast<uint64_t>(70 + 10 * static_cast<int>(cell));
+    const Tensor x = host_uniform({n, t, f}, -1, 1, s), h0 = host_uniform({n, u}, -1, 1, s + 1),
+                 c0 = host_uniform({n, u}, -1, 1, s + 2), w = host_uniform({f, g * u}, -0.5, 0.5, s + 3),
+                 r = host_uniform({u, g * u}, -0.5, 0.5, s + 4),
+                 b = host_uniform(cell == C::gru ? Shape({2, 3 * u}) : Shape({g * u}), -0.5, 0.5, s + 5);
+    expect_close_to_max(fmt::format("{} sequence in bfloat16", cell_name(cell)), [&] {
+      Variable vx(x, "x"), vh(h0, "h0"), vc(c0, "c0"), vw(w, "w"), vr(r, "r"), vb(b, "b");
+      GradientTape tape;
+      const Tensor xb = ops::cast(vx.value(), DType::bfloat16), hb = ops::cast(vh.value(), DType::bfloat16);
+      Outputs ys;
+      Vars vars{&vx, &vh, &vw, &vr, &vb};
+      switch (cell) {
+        case C::lstm:
+          ys = ops::lstm_sequence(xb, hb, vc.value(), vw.value(), vr.value(), vb.value());
+          vars.push_back(&vc);
+          break;
+        case C::gru: ys = ops::gru_sequence(xb, hb, vw.value(), vr.value(), vb.value()); break;
+        default: ys = ops::simple_rnn_sequence(xb, hb, vw.value(), vr.value(), vb.value(), ops::Activation::tanh);
+      }
+      for (auto& y : ys) y = ops::cast(y, DType::float32);
+      auto grads = tape.gradient(sum_of_squares(ys), vars);
+      ys.insert(ys.end(), grads.begin(), grads.end());
+      return ys;
+    }, 3e-2);
+  }
+}
+
 struct LayerCase {
   std::string cls, activation = "tanh";
   bool reset_after = true, go_backwards = false, return_sequences = false;
@@ -167,6 +200,7 @@ TEST(CrossBackendRnn, OnTheRealGpuMatchTheCpu) {
   config::experimental::enable_tensor_float_32_execution(false);
   expect_the_cells_cudnn_takes();  // as one op; the others run their steps
   check_sequence_ops();
+  check_bfloat16_sequence_ops();
   check_layers();
   config::experimental::enable_tensor_float_32_execution(true);
 }
@@ -175,6 +209,7 @@ TEST(CrossBackendRnn, HarnessOnTheTestPlatform) {
   osprey::testing::install_test_platform({.gpus = osprey::testing::default_test_gpus(1), .missing_kernels = {}});
   expect_the_cells_cudnn_takes();  // the simulated GPU's kernels are the CPU's, refusing what cuDNN refuses
   check_sequence_ops();
+  check_bfloat16_sequence_ops();
   check_layers();
   osprey::testing::reset_runtime();
 }

@@ -3,7 +3,8 @@
 Activation("softmax", dtype="float32") (the Keras mixed-precision guide's pattern: layer dtypes, float32 output,
 predictions, loss, gradients, one SGD step), saved as tests/data/keras_files/layer_dtype.keras; a float32 model with
 one Dense(dtype="mixed_bfloat16"); the sublayers Keras gives a layer's policy (an LSTM's cell, MultiHeadAttention's
-projections); and a MultiHeadAttention computing in bfloat16. `python3 tests/keras/keras_layer_dtype_reference.py` (pip tensorflow-cpu keras) writes
+projections); a MultiHeadAttention computing in bfloat16; LSTM, GRU (both reset_after forms) and SimpleRNN under
+mixed_bfloat16 (outputs, states, gradients). `python3 tests/keras/keras_layer_dtype_reference.py` (pip tensorflow-cpu keras) writes
 tests/data/keras_layer_dtype.json and that file."""
 import json
 import os
@@ -101,6 +102,36 @@ out["mha_bf16"] = {"x": q.tolist(), "weights": [w.astype("float64").tolist() for
                    "output": np.asarray(y).astype("float64").tolist(),
                    "output_scored": np.asarray(y_scored).astype("float64").tolist(),
                    "scores": np.asarray(scores).astype("float64").tolist()}
+
+# Recurrent layers under mixed_bfloat16 (Osprey computes them on oneDNN's bfloat16 RNNs): every output and state in
+# bfloat16, and the gradients of a weighted sum of them for x and the float32 weights.
+rrng = np.random.default_rng(22)
+xr = rrng.uniform(-1, 1, size=(3, 7, 4)).astype("float32")
+rnn_cases = {}
+for kind, layer in [("lstm", keras.layers.LSTM(6, return_sequences=True, return_state=True, dtype="mixed_bfloat16")),
+                    ("gru", keras.layers.GRU(6, return_sequences=True, return_state=True, dtype="mixed_bfloat16")),
+                    ("gru_reset_before", keras.layers.GRU(6, return_sequences=True, return_state=True,
+                                                          reset_after=False, dtype="mixed_bfloat16")),
+                    ("simple", keras.layers.SimpleRNN(6, return_sequences=True, return_state=True,
+                                                      dtype="mixed_bfloat16"))]:
+    layer.build((None, 7, 4))
+    ws = [rrng.uniform(-0.5, 0.5, size=w.shape).astype("float32") for w in layer.get_weights()]
+    layer.set_weights(ws)
+    outs = layer(xr)
+    wo = [rrng.uniform(-1, 1, size=o.shape).astype("float32") for o in outs]
+    xv = tf.constant(xr)
+    with tf.GradientTape() as tape:
+        tape.watch(xv)
+        res = layer(xv)
+        loss = tf.add_n([tf.reduce_sum(tf.cast(o, "float32") * w) for o, w in zip(res, wo)])
+    grads = tape.gradient(loss, [xv] + layer.trainable_variables)
+    rnn_cases[kind] = {"weights": [w.astype("float64").tolist() for w in ws],
+                       "output_weights": [w.astype("float64").tolist() for w in wo],
+                       "dtypes": [name(o.dtype) for o in outs],
+                       "outputs": [np.asarray(tf.cast(o, "float32")).astype("float64").tolist() for o in outs],
+                       "loss": float(loss),
+                       "gradients": [np.asarray(g).astype("float64").tolist() for g in grads]}
+out["rnn_bf16"] = {"x": xr.astype("float64").tolist(), "cases": rnn_cases}
 
 path = os.path.join(HERE, "..", "data", "keras_layer_dtype.json")
 with open(path, "w") as f:

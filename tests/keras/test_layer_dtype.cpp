@@ -14,6 +14,7 @@
 #include "osprey/errors.h"
 #include "osprey/keras.h"
 #include "osprey/keras/mixed_precision.h"
+#include "osprey/random.h"
 #include "reference_json.h"
 #include "policy_scope.h"
 #include "test_util.h"
@@ -178,6 +179,99 @@ TEST(LayerDtype, MultiHeadAttentionComputesInBfloat16AsKeras) {
     }
     EXPECT_EQ(vars[0]->value().dtype(), DType::float32);  // the variables stay float32
   }
+}
+
+// LSTM, GRU (both reset_after forms) and SimpleRNN under mixed_bfloat16: their outputs and states bfloat16, within
+// bfloat16's precision of Keras's over 7 steps (Keras rounds every gate to bfloat16, oneDNN's bfloat16 RNNs
+// accumulate the products in float32 and keep an LSTM's carry in float32), and the gradients of the float32 weights.
+TEST(LayerDtype, RecurrentLayersComputeInBfloat16AsKeras) {
+  const auto& r = layer_dtype_ref()["rnn_bf16"];
+  const Tensor x = tensor_of(r["x"]);
+  namespace kl = keras::layers;
+  const kl::RNNOptions o{.return_sequences = true, .return_state = true, .dtype = "mixed_bfloat16"};
+  for (const char* kind : {"lstm", "gru", "gru_reset_before", "simple"}) {
+    SCOPED_TRACE(kind);
+    const auto& c = r["cases"][kind];
+    std::shared_ptr<kl::RNN> layer;
+    const std::string k = kind;
+    if (k == "lstm") layer = std::make_shared<kl::LSTM>(6, kl::RecurrentOptions{}, o);
+    if (k == "gru") layer = std::make_shared<kl::GRU>(6, kl::RecurrentOptions{}, o);
+    if (k == "gru_reset_before") layer = std::make_shared<kl::GRU>(6, kl::RecurrentOptions{.reset_after = false}, o);
+    if (k == "simple") layer = std::make_shared<kl::SimpleRNN>(6, kl::RecurrentOptions{}, o);
+    layer->build(Shape({7, 4}));
+    const auto vars = layer->trainable_variables();
+    ASSERT_EQ(vars.size(), c["weights"].size());
+    for (std::size_t i = 0; i < vars.size(); ++i) vars[i]->assign(tensor_of(c["weights"][i]));
+    Tensor xv = x;
+    GradientTape tape(true);
+    tape.watch(xv);
+    const auto outs = layer->call_all({xv});
+    ASSERT_EQ(outs.size(), c["outputs"].size());
+    Tensor loss = Tensor::zeros({});
+    for (std::size_t i = 0; i < outs.size(); ++i) {
+      SCOPED_TRACE(i);
+      EXPECT_EQ(dtype_name(outs[i].dtype()), c["dtypes"][i].get<std::string>());
+      const Tensor o32 = ops::cast(outs[i], DType::float32);
+      expect_close(o32, c["outputs"][i], 1e-2, "output");
+      loss = ops::add(loss, ops::reduce_sum(ops::mul(o32, tensor_of(c["output_weights"][i]))));
+    }
+    EXPECT_NEAR(loss.to_vector<float>()[0], c["loss"].get<double>(), 0.1);
+    const auto grads = tape.gradient(loss, {xv});
+    const auto wgrads = tape.gradient(loss, std::vector<Variable*>(vars.begin(), vars.end()));
+    ASSERT_EQ(wgrads.size() + 1, c["gradients"].size());
+    EXPECT_EQ(grads[0].dtype(), DType::float32);
+    expect_close(grads[0], c["gradients"][0], 2e-2, "x's gradient");
+    for (std::size_t i = 0; i < wgrads.size(); ++i) {
+      SCOPED_TRACE(vars[i]->name());
+      EXPECT_EQ(wgrads[i].dtype(), DType::float32);  // the variables stay float32
+      expect_close(wgrads[i], c["gradients"][i + 1], 5e-2, "weight gradient");
+    }
+  }
+}
+
+// Right-padded masks, go_backwards, stateful and Bidirectional under mixed_bfloat16 (the bfloat16 sequence ops with
+// their gathers around them): the same model in float32 with the same weights gives the same predictions within
+// bfloat16's precision, and it trains.
+TEST(LayerDtype, MaskedAndBidirectionalRecurrentLayersComputeInBfloat16) {
+  namespace kl = keras::layers;
+  std::vector<int32_t> ids(4 * 9, 0);
+  for (int b = 0; b < 4; ++b) {
+    for (int k = 0; k < 3 + 2 * b; ++k) ids[static_cast<std::size_t>(b * 9 + k)] = 1 + (b * 7 + k * 3) % 19;
+  }
+  const Tensor x = Tensor::from_vector(ids, {4, 9});
+  auto make = [] {
+    osprey::random::set_seed(5);
+    auto in = keras::Input({9}, {.dtype = DType::int32});
+    auto h = kl::Embedding(20, 5, {.mask_zero = true})(in);
+    h = kl::Bidirectional(std::make_shared<kl::LSTM>(6, kl::RecurrentOptions{}, kl::RNNOptions{.return_sequences = true}))(h);
+    h = kl::GRU(4, {}, {.return_sequences = true, .go_backwards = true})(h);
+    h = kl::SimpleRNN(3)(h);
+    return std::make_shared<keras::Model>(in, kl::Dense(1, "sigmoid")(h));
+  };
+  const auto f32 = make();
+  std::shared_ptr<keras::Model> bf16;
+  {
+    PolicyScope scope("mixed_bfloat16");
+    bf16 = make();
+  }
+  bf16->set_weights(f32->get_weights());
+  const Tensor want = f32->predict(x, {.verbose = 0}), got = bf16->predict(x, {.verbose = 0});
+  const auto w = want.to_vector<float>(), g = got.to_vector<float>();
+  ASSERT_EQ(g.size(), w.size());
+  for (std::size_t i = 0; i < w.size(); ++i) EXPECT_NEAR(g[i], w[i], 2e-2) << i;
+  bf16->compile({.optimizer = "adam", .loss = "binary_crossentropy"});
+  const Tensor y = Tensor::from_vector(std::vector<float>{0, 1, 1, 0}, {4, 1});
+  const auto first = bf16->fit(x, y, {.epochs = 30, .verbose = 0}).history.at("loss");
+  EXPECT_LT(first.back(), first.front());
+  for (auto* v : bf16->variables()) EXPECT_EQ(v->value().dtype(), DType::float32) << v->path();
+  // A stateful LSTM keeps float32 states between batches and gives bfloat16 outputs.
+  PolicyScope scope("mixed_bfloat16");
+  kl::LSTM stateful(3, {}, {.return_state = true, .stateful = true});
+  const Tensor xs = osprey::random::uniform({2, 4, 5});
+  const auto a = stateful.call_all({xs}), b = stateful.call_all({xs});
+  EXPECT_EQ(a[0].dtype(), DType::bfloat16);
+  EXPECT_EQ(a[2].dtype(), DType::bfloat16);
+  EXPECT_NE(ops::cast(a[0], DType::float32).to_vector<float>(), ops::cast(b[0], DType::float32).to_vector<float>());
 }
 
 TEST(LayerDtype, BadPoliciesAndLateChangesAreValueErrors) {

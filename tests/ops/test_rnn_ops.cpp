@@ -242,3 +242,65 @@ TEST(RnnOps, SimpleRnnSequenceIsTheStepsWithGradients) {
   EXPECT_THROW((void)ops::simple_rnn_sequence(Tensor::zeros({2, 5, 4}), h, w, r, b, ops::Activation::gelu),
                InvalidArgumentError);
 }
+
+// Mixed bfloat16: x and h0 in bfloat16 give every h in bfloat16 and float32 gradients cast to the inputs' dtypes;
+// the values are the float32 op's on the operands rounded to bfloat16 (the weights too), within bfloat16's
+// precision (oneDNN's bfloat16 RNNs round h at each step, accumulate the products in float32).
+TEST(RnnOps, Bfloat16SequencesAreTheFloat32OnesOfTheRoundedOperands) {
+  random::set_seed(11);
+  const int64_t n = 5, t = 9, f = 3, u = 4;
+  auto rounded = [](const Tensor& v) { return ops::cast(ops::cast(v, DType::bfloat16), DType::float32); };
+  for (const int cell : {0, 1, 2, 3}) {
+    SCOPED_TRACE(cell);
+    const int64_t g = cell == 0 ? 4 : cell == 3 ? 1 : 3;
+    const Tensor x = random::uniform({n, t, f}, -1, 1), h0 = random::uniform({n, u}, -1, 1),
+                 c0 = random::uniform({n, u}, -1, 1), w = random::uniform({f, g * u}, -0.6, 0.6),
+                 r = random::uniform({u, g * u}, -0.6, 0.6),
+                 b = random::uniform(cell == 1 ? Shape({2, 3 * u}) : Shape({g * u}), -0.5, 0.5);
+    auto run = [&](const Tensor& xv, const Tensor& hv, const Tensor& wv, const Tensor& rv) {
+      switch (cell) {
+        case 0: return ops::lstm_sequence(xv, hv, c0, wv, rv, b);
+        case 1: return ops::gru_sequence(xv, hv, wv, rv, b);
+        case 2: return ops::gru_sequence(xv, hv, wv, rv, b, false);
+        default: return ops::simple_rnn_sequence(xv, hv, wv, rv, b, ops::Activation::tanh);
+      }
+    };
+    std::vector<Tensor> outs[2], grads[2];
+    for (int pass = 0; pass < 2; ++pass) {
+      Tensor xv = pass == 0 ? ops::cast(x, DType::bfloat16) : rounded(x);
+      Tensor hv = pass == 0 ? ops::cast(h0, DType::bfloat16) : rounded(h0);
+      Tensor wv = pass == 0 ? w : rounded(w), rv = pass == 0 ? r : rounded(r);
+      GradientTape tape;
+      for (const Tensor* p : {&xv, &hv, &wv, &rv}) tape.watch(*p);
+      outs[pass] = run(xv, hv, wv, rv);
+      Tensor loss = Tensor::zeros({});
+      for (const Tensor& o : outs[pass]) {
+        loss = ops::add(loss, ops::reduce_sum(ops::mul(ops::cast(o, DType::float32), ops::cos(ops::cast(o, DType::float32)))));
+      }
+      grads[pass] = tape.gradient(loss, {xv, hv, wv, rv});
+    }
+    EXPECT_EQ(outs[0][0].dtype(), DType::bfloat16);
+    EXPECT_EQ(outs[0][1].dtype(), DType::bfloat16);
+    if (cell == 0) {
+      EXPECT_EQ(outs[0][2].dtype(), DType::float32);  // the carry stays float32
+    }
+    EXPECT_EQ(grads[0][0].dtype(), DType::bfloat16);
+    EXPECT_EQ(grads[0][2].dtype(), DType::float32);
+    for (std::size_t i = 0; i < outs[0].size(); ++i) {
+      expect_close(host(ops::cast(outs[0][i], DType::float32)), host(outs[1][i]), 1.5e-2);
+    }
+    for (std::size_t i = 0; i < grads[0].size(); ++i) {
+      SCOPED_TRACE(i);
+      expect_close(host(ops::cast(grads[0][i], DType::float32)), host(grads[1][i]), 5e-2);
+    }
+  }
+  // x and h0 in different dtypes, float16, or bfloat16 weights: typed errors naming the dtypes.
+  const Tensor xb = ops::cast(Tensor::zeros({2, 5, 4}), DType::bfloat16), h = Tensor::zeros({2, 3});
+  const Tensor w = Tensor::zeros({4, 12}), r = Tensor::zeros({3, 12}), b = Tensor::zeros({12});
+  EXPECT_THROW((void)ops::lstm_sequence(xb, h, h, w, r, b), InvalidArgumentError);
+  EXPECT_THROW((void)ops::lstm_sequence(ops::cast(xb, DType::float16), ops::cast(h, DType::float16), h, w, r, b),
+               InvalidArgumentError);
+  EXPECT_THROW((void)ops::lstm_sequence(xb, ops::cast(h, DType::bfloat16), h, ops::cast(w, DType::bfloat16), r, b),
+               InvalidArgumentError);
+  EXPECT_NO_THROW((void)ops::lstm_sequence(xb, ops::cast(h, DType::bfloat16), h, w, r, b));
+}

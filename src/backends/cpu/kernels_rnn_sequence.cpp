@@ -6,6 +6,9 @@
 // kernel (features, gates·units) and recurrent kernel (units, gates·units) "ldigo" with Keras's gate orders (an
 // LSTM's i, f, c, o and a GRU's z, r, h are oneDNN's; a simple RNN has one gate), the bias "ldgo". The weights are
 // reordered into the layouts the primitives choose (and the weight gradients back) on every call.
+// With attrs.bfloat16 (a layer under mixed_bfloat16) x, y and the h states are bfloat16 and the weights are
+// rounded to bfloat16 by those reorders: oneDNN's bfloat16 RNNs (brgemm products accumulating in float32); the
+// LSTM's carry, the bias and every gradient stay float32, the weight gradients unrounded.
 #include <omp.h>
 
 #include <cstring>
@@ -35,6 +38,7 @@ using dt = dnnl::memory::data_type;
 struct SequencePrimitives {
   dnnl::primitive fwd, bwd;
   dnnl::memory::desc x, y, state, w, r, b, workspace;  // Keras's plain layouts, and the workspace's
+  dnnl::memory::desc carry, dx, dy, dstate;            // the LSTM's c and the gradients: float32 always
   dnnl::memory w_fwd, r_fwd, w_bwd, r_bwd, dw_bwd, dr_bwd;
   dnnl::reorder to_w_fwd{}, to_r_fwd{}, to_w_bwd{}, to_r_bwd{}, from_dw{}, from_dr{};
 };
@@ -58,7 +62,7 @@ const char* kind_name(int64_t kind) {
 // from the kind).
 SequencePrimitives& primitives(const ops::RnnSequenceAttrs& a) {
   thread_local std::map<std::vector<int64_t>, SequencePrimitives> cache;
-  std::vector<int64_t> key{a.kind, a.batch, a.steps, a.features, a.units, omp_get_max_threads()};
+  std::vector<int64_t> key{a.kind, a.batch, a.steps, a.features, a.units, a.bfloat16, omp_get_max_threads()};
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
   auto& eng = dnnl_engine();
@@ -66,11 +70,15 @@ SequencePrimitives& primitives(const ops::RnnSequenceAttrs& a) {
   const bool gru_before = a.kind == ops::RnnSequenceAttrs::kGruResetBefore;
   const dnnl::memory::dim n = a.batch, t = a.steps, f = a.features, u = a.units;
   const dnnl::memory::dim g = lstm ? 4 : gru || gru_before ? 3 : 1;
-  auto md = [](dnnl::memory::dims d, tag tg) { return dnnl::memory::desc(d, dt::f32, tg); };
-  const auto x = md({t, n, f}, tag::tnc), y = md({t, n, u}, tag::tnc), state = md({1, 1, n, u}, tag::ldnc);
+  const dt data = a.bfloat16 ? dt::bf16 : dt::f32;
+  auto md = [](dnnl::memory::dims d, tag tg, dt type = dt::f32) { return dnnl::memory::desc(d, type, tg); };
+  const auto x = md({t, n, f}, tag::tnc, data), y = md({t, n, u}, tag::tnc, data);
+  const auto state = md({1, 1, n, u}, tag::ldnc, data), carry = md({1, 1, n, u}, tag::ldnc);
+  const auto dx = md({t, n, f}, tag::tnc), dy = md({t, n, u}, tag::tnc), dstate = carry;
   const auto w = md({1, 1, f, g, u}, tag::ldigo), r = md({1, 1, u, g, u}, tag::ldigo);
   const auto b = md({1, 1, lstm || gru ? 4 : g, u}, tag::ldgo);
-  const auto w_any = md({1, 1, f, g, u}, tag::any), r_any = md({1, 1, u, g, u}, tag::any);
+  const auto w_any = md({1, 1, f, g, u}, tag::any, data), r_any = md({1, 1, u, g, u}, tag::any, data);
+  const auto dw_any = md({1, 1, f, g, u}, tag::any), dr_any = md({1, 1, u, g, u}, tag::any);
   const auto dir = dnnl::rnn_direction::unidirectional_left2right;
   const auto fwd_kind = dnnl::prop_kind::forward_training;
   try {
@@ -90,7 +98,8 @@ SequencePrimitives& primitives(const ops::RnnSequenceAttrs& a) {
       typename Fwd::primitive_desc fpd(typename Fwd::desc(fwd_kind, lead..., dir, x, state, w_any, r_any, b, y, state),
                                        eng);
       typename Bwd::primitive_desc bpd(typename Bwd::desc(dnnl::prop_kind::backward, lead..., dir, x, state, w_any,
-                                                          r_any, b, y, state, x, state, w_any, r_any, b, y, state),
+                                                          r_any, b, y, state, dx, dstate, dw_any, dr_any, b, dy,
+                                                          dstate),
                                        eng, fpd);
       take(fpd, bpd, Fwd(fpd), Bwd(bpd));
     };
@@ -101,10 +110,10 @@ SequencePrimitives& primitives(const ops::RnnSequenceAttrs& a) {
       one_state(type_identity<dnnl::gru_forward>{}, type_identity<dnnl::gru_backward>{});
     } else if (lstm) {
       dnnl::lstm_forward::primitive_desc fpd(
-          dnnl::lstm_forward::desc(fwd_kind, dir, x, state, state, w_any, r_any, b, y, state, state), eng);
+          dnnl::lstm_forward::desc(fwd_kind, dir, x, state, carry, w_any, r_any, b, y, state, carry), eng);
       dnnl::lstm_backward::primitive_desc bpd(
-          dnnl::lstm_backward::desc(dnnl::prop_kind::backward, dir, x, state, state, w_any, r_any, b, y, state, state,
-                                    x, state, state, w_any, r_any, b, y, state, state),
+          dnnl::lstm_backward::desc(dnnl::prop_kind::backward, dir, x, state, carry, w_any, r_any, b, y, state, carry,
+                                    dx, dstate, dstate, dw_any, dr_any, b, dy, dstate, dstate),
           eng, fpd);
       take(fpd, bpd, dnnl::lstm_forward(fpd), dnnl::lstm_backward(bpd));
     } else {
@@ -114,6 +123,7 @@ SequencePrimitives& primitives(const ops::RnnSequenceAttrs& a) {
       one_state(type_identity<dnnl::vanilla_rnn_forward>{}, type_identity<dnnl::vanilla_rnn_backward>{}, act);
     }
     p.x = x, p.y = y, p.state = state, p.w = w, p.r = r, p.b = b;
+    p.carry = carry, p.dx = dx, p.dy = dy, p.dstate = dstate;
     p.w_fwd = dnnl::memory(fw, eng), p.r_fwd = dnnl::memory(fr, eng), p.w_bwd = dnnl::memory(bw, eng);
     p.r_bwd = dnnl::memory(br, eng), p.dw_bwd = dnnl::memory(dw, eng), p.dr_bwd = dnnl::memory(dr, eng);
     p.to_w_fwd = dnnl::reorder(dnnl::reorder::primitive_desc(eng, w, eng, fw));
@@ -124,8 +134,8 @@ SequencePrimitives& primitives(const ops::RnnSequenceAttrs& a) {
     p.from_dr = dnnl::reorder(dnnl::reorder::primitive_desc(eng, dr, eng, r));
     return cache.emplace(std::move(key), std::move(p)).first->second;
   } catch (const dnnl::error& e) {
-    throw InternalError(fmt::format("{}: oneDNN has no primitive for batch {}, {} steps, {} features, {} units: {}",
-                                    kind_name(a.kind), n, t, f, u, e.what()));
+    throw InternalError(fmt::format("{}: oneDNN has no {} primitive for batch {}, {} steps, {} features, {} units: {}",
+                                    kind_name(a.kind), a.bfloat16 ? "bfloat16" : "float32", n, t, f, u, e.what()));
   }
 }
 
@@ -133,7 +143,7 @@ int64_t workspace(const void* attrs, runtime::Device&) {
   return static_cast<int64_t>(primitives(*static_cast<const ops::RnnSequenceAttrs*>(attrs)).workspace.get_size());
 }
 
-dnnl::memory wrap(const dnnl::memory::desc& d, const Tensor& t) { return dnnl::memory(d, dnnl_engine(), t.data<float>()); }
+dnnl::memory wrap(const dnnl::memory::desc& d, const Tensor& t) { return dnnl::memory(d, dnnl_engine(), t.raw_data()); }
 
 // LSTM inputs: x, h0, c0, kernel, recurrent, bias; outputs: y, hT, cT, workspace. GRU and simple RNN: the same
 // without c0 and cT.
@@ -155,8 +165,8 @@ void sequence_kernel(const ops::KernelContext& ctx) {
                                              {DNNL_ARG_DST_ITER, wrap(p.state, out[1])},
                                              {DNNL_ARG_WORKSPACE, wrap(p.workspace, out[2 + k])}};
   if (lstm) {
-    args[DNNL_ARG_SRC_ITER_C] = wrap(p.state, in[2]);
-    args[DNNL_ARG_DST_ITER_C] = wrap(p.state, out[2]);
+    args[DNNL_ARG_SRC_ITER_C] = wrap(p.carry, in[2]);
+    args[DNNL_ARG_DST_ITER_C] = wrap(p.carry, out[2]);
   }
   p.fwd.execute(dnnl_stream(), args);
   dnnl_stream().wait();
@@ -185,18 +195,18 @@ void sequence_grad_kernel(const ops::KernelContext& ctx) {
                                              {DNNL_ARG_DST_LAYER, wrap(p.y, in[y])},
                                              {DNNL_ARG_DST_ITER, wrap(p.state, in[y + 1])},
                                              {DNNL_ARG_WORKSPACE, wrap(p.workspace, in[ws])},
-                                             {DNNL_ARG_DIFF_DST_LAYER, wrap(p.y, in[0])},
-                                             {DNNL_ARG_DIFF_DST_ITER, wrap(p.state, in[1])},
-                                             {DNNL_ARG_DIFF_SRC_LAYER, wrap(p.x, out[0])},
-                                             {DNNL_ARG_DIFF_SRC_ITER, wrap(p.state, out[1])},
+                                             {DNNL_ARG_DIFF_DST_LAYER, wrap(p.dy, in[0])},
+                                             {DNNL_ARG_DIFF_DST_ITER, wrap(p.dstate, in[1])},
+                                             {DNNL_ARG_DIFF_SRC_LAYER, wrap(p.dx, out[0])},
+                                             {DNNL_ARG_DIFF_SRC_ITER, wrap(p.dstate, out[1])},
                                              {DNNL_ARG_DIFF_WEIGHTS_LAYER, p.dw_bwd},
                                              {DNNL_ARG_DIFF_WEIGHTS_ITER, p.dr_bwd},
                                              {DNNL_ARG_DIFF_BIAS, wrap(p.b, out[dw + 2])}};
   if (lstm) {
-    args[DNNL_ARG_SRC_ITER_C] = wrap(p.state, in[5]);
-    args[DNNL_ARG_DST_ITER_C] = wrap(p.state, in[11]);
-    args[DNNL_ARG_DIFF_DST_ITER_C] = wrap(p.state, in[2]);
-    args[DNNL_ARG_DIFF_SRC_ITER_C] = wrap(p.state, out[2]);
+    args[DNNL_ARG_SRC_ITER_C] = wrap(p.carry, in[5]);
+    args[DNNL_ARG_DST_ITER_C] = wrap(p.carry, in[11]);
+    args[DNNL_ARG_DIFF_DST_ITER_C] = wrap(p.dstate, in[2]);
+    args[DNNL_ARG_DIFF_SRC_ITER_C] = wrap(p.dstate, out[2]);
   }
   p.bwd.execute(dnnl_stream(), args);
   reorder(p.from_dw, p.dw_bwd, wrap(p.w, out[dw]));
@@ -204,14 +214,27 @@ void sequence_grad_kernel(const ops::KernelContext& ctx) {
   dnnl_stream().wait();
 }
 
+// oneDNN's bfloat16 RNNs need AVX-512 (natively with AVX512_BF16, emulated without); elsewhere bfloat16 sequences
+// run the float32 primitives on float32 copies (the dispatcher's fallback).
+bool bfloat16_rnns() {
+  switch (dnnl::get_effective_cpu_isa()) {
+    case dnnl::cpu_isa::avx512_core:
+    case dnnl::cpu_isa::avx512_core_vnni:
+    case dnnl::cpu_isa::avx512_core_bf16:
+    case dnnl::cpu_isa::avx512_core_amx: return true;
+    default: return false;
+  }
+}
+
 }  // namespace
 
 void register_rnn_sequence_kernels() {
+  const ops::HalfTypes half = bfloat16_rnns() ? ops::kBFloat16 : ops::kNoHalf;
   for (auto [op, grad] : {std::pair{ops::OpId::LstmSequence, ops::OpId::LstmSequenceGrad},
                           std::pair{ops::OpId::GruSequence, ops::OpId::GruSequenceGrad},
                           std::pair{ops::OpId::RnnSequence, ops::OpId::RnnSequenceGrad}}) {
-    ops::register_kernel(op, DeviceType::CPU, sequence_kernel);
-    ops::register_kernel(grad, DeviceType::CPU, sequence_grad_kernel);
+    ops::register_kernel(op, DeviceType::CPU, sequence_kernel, half);
+    ops::register_kernel(grad, DeviceType::CPU, sequence_grad_kernel, half);
     ops::register_workspace(op, DeviceType::CPU, workspace);
   }
 }

@@ -224,7 +224,8 @@ std::vector<Tensor> RNNCell::run_sequence(const Tensor& x, const std::vector<Ten
   for (int64_t j = 0; j < u; ++j) row[static_cast<std::size_t>(j)] = -kHold, row[static_cast<std::size_t>(u + j)] = kHold;
   Tensor hold = Tensor::from_vector(row, Shape({1, 4 * u}));
   if (&hold.device_ref() != &x.device_ref()) hold = hold.to(x.device_ref());
-  return ops::lstm_sequence(ops::concat({x, padded}, 2), states[0], states[1],
+  return ops::lstm_sequence(ops::concat({x, padded.dtype() == x.dtype() ? padded : ops::cast(padded, x.dtype())}, 2),
+                            states[0], states[1],
                             ops::concat({kernel_->value(), hold}, 0), recurrent_->value(), bias);
 }
 
@@ -432,10 +433,23 @@ std::vector<Tensor> RNN::run(const Tensor& inputs, bool training, const Tensor& 
                                  name_));
   }
   Tensor x = inputs.dtype() == DType::float32 ? inputs : inputs.cast(DType::float32);
-  // The sequence as one op where the cell can (oneDNN's RNN primitives on the CPU).
+  // The sequence as one op where the cell can (oneDNN's RNN primitives on the CPU); under mixed_bfloat16 in
+  // bfloat16, as Keras computes it, its outputs and states bfloat16 (the stateful states kept in float32).
   if (n > 0 && r_.use_cudnn != false) {
-    if (auto fused = run_as_sequence(x, training, mask, states, states_used || r_.stateful); !fused.empty()) {
-      if (r_.stateful) states_.assign(fused.begin() + 1, fused.end());
+    const bool bf16 = dtype_policy().compute_dtype() == DType::bfloat16;
+    std::vector<Tensor> seq_states = states;
+    if (bf16) seq_states[0] = ops::cast(states[0], DType::bfloat16);
+    const Tensor seq_x = bf16 ? ops::cast(inputs, DType::bfloat16) : x;
+    if (auto fused = run_as_sequence(seq_x, training, mask, seq_states, states_used || r_.stateful); !fused.empty()) {
+      if (r_.stateful) {
+        states_.clear();
+        for (auto it = fused.begin() + 1; it != fused.end(); ++it) {
+          states_.push_back(it->defined() && it->dtype() != DType::float32 ? it->cast(DType::float32) : *it);
+        }
+      }
+      for (auto& t : fused) {
+        if (bf16 && t.defined() && t.dtype() != DType::bfloat16) t = ops::cast(t, DType::bfloat16);
+      }
       return fused;
     }
     if (r_.use_cudnn == true) {

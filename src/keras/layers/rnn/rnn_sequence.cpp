@@ -74,7 +74,8 @@ std::vector<Tensor> RNN::run_as_sequence(const Tensor& x, bool training, const T
   Tensor seq = x;
   if (auto in_masks = training ? cell_->input_dropout_masks(n, f) : std::vector<Tensor>{}; !in_masks.empty()) {
     // One (batch, features) mask over every step (no recurrent dropout here: one mask, not one per gate).
-    seq = ops::mul(seq, ops::reshape(in_masks[0], Shape({n, 1, f})));
+    const Tensor keep = ops::reshape(in_masks[0], Shape({n, 1, f}));
+    seq = ops::mul(seq, keep.dtype() == seq.dtype() ? keep : ops::cast(keep, seq.dtype()));
   }
   if (r_.go_backwards) {  // each row from its last unmasked step down to its first
     std::vector<int64_t> index(static_cast<std::size_t>(n * t));
@@ -101,7 +102,7 @@ std::vector<Tensor> RNN::run_as_sequence(const Tensor& x, bool training, const T
     return out;
   }
   // Outputs in Keras's order as gathers from [zeros, y'] per row: index 0 the zeros, 1 + k the op's output k.
-  const Tensor with_zeros = ops::concat({Tensor::zeros(Shape({n, 1, u})), y}, 1);
+  const Tensor with_zeros = ops::concat({Tensor::zeros(Shape({n, 1, u}), y.dtype()), y}, 1);
   auto source = [&](int64_t b, int64_t p) -> int64_t {
     const int64_t len = lengths[static_cast<std::size_t>(b)];
     if (r_.go_backwards) return p < t - len ? 0 : 1 + p - (t - len);
