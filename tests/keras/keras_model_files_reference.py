@@ -382,6 +382,21 @@ case("adaptive_pooling", keras.Model(img, out, name="adaptive_pooling"), xi,
      np.stack([xi.mean(axis=(1, 2, 3)), xi.max(axis=(1, 2, 3))], axis=1).astype("float32"),
      dict(optimizer=keras.optimizers.Adam(0.01), loss="mse", metrics=["mae"]))
 
+# Binned features: Discretization with given boundaries (int ids) counted by CategoryEncoding, and an adapted
+# Discretization (its boundaries in the config) one-hot encoded.
+crng = np.random.default_rng(41)
+xc = crng.normal(0, 1, (N, 4)).astype("float32")
+feats = keras.Input((4,), name="features")
+ids = L.Discretization(bin_boundaries=[-0.5, 0.0, 0.5], name="bins")(feats)
+counts = L.CategoryEncoding(4, output_mode="count", name="counts")(ids)
+tertiles = L.Discretization(num_bins=3, output_mode="one_hot", name="tertiles")
+tertiles.adapt(xc)
+h = L.Concatenate(name="cat")([counts, L.Flatten(name="flat")(tertiles(feats))])
+out = L.Dense(2, name="out")(h)
+case("categorical", keras.Model(feats, out, name="categorical"), xc,
+     np.stack([xc.sum(axis=1), (xc > 0).mean(axis=1)], axis=1).astype("float32"),
+     dict(optimizer=keras.optimizers.Adam(0.05), loss="mse", metrics=["mae"]))
+
 if ONLY:  # the other cases' entries as they were
     with open(os.path.join(HERE, "..", "data", "keras_files.json")) as f:
         cases = {**json.load(f), **{k: v for k, v in cases.items() if k in ONLY}}

@@ -499,6 +499,10 @@ TEST(ModelFiles, AdaptivePoolingToFixedSizesInBothDataFormats) {
   SKIP_WITHOUT_HDF5();
   check_file("adaptive_pooling");  // AdaptiveAveragePooling2D((3, 2)), AdaptiveMaxPooling2D channels_first, 1D
 }
+TEST(ModelFiles, BinnedFeaturesThroughDiscretizationAndCategoryEncoding) {
+  SKIP_WITHOUT_HDF5();
+  check_file("categorical");  // given and adapted bin boundaries, int ids counted, one-hot bins
+}
 TEST(ModelFiles, AGruRegressorOnATimeSeries) {
   SKIP_WITHOUT_HDF5();
   check_file("gru_series");

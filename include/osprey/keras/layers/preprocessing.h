@@ -1,5 +1,5 @@
 // Preprocessing layers that Keras users put in models: keras.layers.Rescaling, Resizing, CenterCrop, the random
-// image augmentations, Normalization.
+// image augmentations, Normalization, CategoryEncoding, Discretization.
 #pragma once
 
 #include <optional>
@@ -267,6 +267,82 @@ class Normalization : public Layer {
   int ndim_ = 0;
   Variable *mean_ = nullptr, *variance_ = nullptr;
   Tensor given_mean_, given_variance_;  // o_.mean / o_.variance in the kept axes' shape
+};
+
+}  // namespace osprey::keras::layers
+
+namespace osprey::keras::layers {
+
+struct CategoryEncodingOptions {
+  /// "multi_hot" (Keras's "binary" too), "one_hot" or "count".
+  std::string output_mode = "multi_hot";
+  bool sparse = false;  ///< Keras's sparse outputs: Osprey has no sparse tensors (true is a ValueError)
+  std::string name{};
+  std::string dtype{};  ///< Keras's dtype: a policy name; the outputs are float32 (the variable dtype), as Keras's
+};
+
+/// keras.layers.CategoryEncoding(num_tokens, output_mode): integer ids in [0, num_tokens) as float32 encodings,
+/// with the TensorFlow backend's rules. "one_hot": an axis of num_tokens appended (replacing a last axis of 1),
+/// ids outside the range give rows of zeros. "multi_hot" / "count": over inputs of rank 1 or 2 TensorFlow's
+/// bincount, one row per sample (rank 1: the whole input is one sample), ids >= num_tokens left out, a negative id
+/// an InvalidArgumentError; over rank 3 and more one-hot rows reduced over axis 1. Count weights (the same shape
+/// as the ids, "count" only): `layer.call_outputs({ids, weights}, false)` or a second input. Computed on the host
+/// (the outputs go to the inputs' device); no gradient flows through ids.
+class CategoryEncoding : public Layer {
+ public:
+  explicit CategoryEncoding(int64_t num_tokens, CategoryEncodingOptions options = {});
+  OSPREY_KERAS_LAYER(CategoryEncoding)
+  std::string class_name() const override { return "CategoryEncoding"; }
+  std::string get_config() const override;
+  Shape build(const Shape& input_shape) override;
+  Shape build(const std::vector<Shape>& input_shapes) override;
+  Tensor call(const Tensor& inputs, bool training) override;
+  Tensor call(const std::vector<Tensor>& inputs, bool training) override;
+  int64_t num_tokens() const { return num_tokens_; }
+  const std::string& output_mode() const { return o_.output_mode; }
+
+ private:
+  int64_t num_tokens_;
+  CategoryEncodingOptions o_;
+};
+
+struct DiscretizationOptions {
+  /// Sorted boundaries: bin i holds boundaries[i-1] <= x < boundaries[i] (len + 1 bins). Either these or num_bins
+  /// (and adapt()), not both.
+  std::optional<std::vector<double>> bin_boundaries{};
+  std::optional<int64_t> num_bins{};
+  double epsilon = 0.01;  ///< adapt()'s quantile precision (Keras's summaries of 1 / epsilon values)
+  /// "int" (the bin index, int32), "one_hot", "multi_hot" or "count" (CategoryEncoding's rules, float32).
+  std::string output_mode = "int";
+  bool sparse = false;  ///< Osprey has no sparse tensors (true is a ValueError)
+  std::string name{};
+  std::string dtype{};
+};
+
+/// keras.layers.Discretization: each value's bin among bin_boundaries (TensorFlow's Bucketize on float32 values;
+/// NaN falls in the last bin), encoded by output_mode. adapt() finds num_bins - 1 boundaries from data with
+/// Keras's approximate quantile summaries (the same boundaries as Keras, batches merged as Keras merges them).
+class Discretization : public Layer {
+ public:
+  explicit Discretization(DiscretizationOptions options);
+  OSPREY_KERAS_LAYER(Discretization)
+  std::string class_name() const override { return "Discretization"; }
+  std::string get_config() const override;
+  Shape build(const Shape& input_shape) override;
+  Tensor call(const Tensor& inputs, bool training) override;
+  /// Boundaries from `data` (any shape: every value counts) or from batches; ValueError for a layer given its
+  /// bin_boundaries.
+  void adapt(const Tensor& data);
+  void adapt(const std::vector<Tensor>& batches);
+  /// The boundaries in use (empty before adapt() for a layer given num_bins).
+  const std::vector<double>& bin_boundaries() const { return boundaries_; }
+  /// Boundaries a saved, adapted layer had (Keras's from_config with both bin_boundaries and num_bins).
+  void set_bin_boundaries(std::vector<double> boundaries);
+
+ private:
+  DiscretizationOptions o_;
+  std::vector<double> boundaries_;
+  bool has_boundaries_ = false;
 };
 
 }  // namespace osprey::keras::layers
