@@ -97,6 +97,9 @@ TEST(CategoricalLayers, CategoryEncodingMatchesKeras) {
   EXPECT_EQ(checked, 14);
   // Arguments Keras accepts that Osprey cannot honour, and bad count_weights.
   EXPECT_THROW(layers::CategoryEncoding(4, {.sparse = true}), ValueError);
+  // A hostile num_tokens is refused before the output is allocated.
+  EXPECT_THROW(layers::CategoryEncoding(int64_t{1} << 30, {.output_mode = "one_hot"})(Tensor::zeros({64, 1}, DType::int32)),
+               ValueError);
   layers::CategoryEncoding count(3, {.output_mode = "count"});
   EXPECT_THROW(count.call_all({Tensor::zeros({2, 2}, DType::int32), Tensor::zeros({2, 3})}), ValueError);
 }

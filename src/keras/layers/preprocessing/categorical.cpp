@@ -81,6 +81,11 @@ Tensor encode(const std::vector<double>& ids, std::vector<int64_t> dims, const s
               const std::vector<double>* weights, const std::string& layer, const char* cls) {
   if (dims.empty()) dims.push_back(1);  // a scalar is one sample
   const int64_t n = static_cast<int64_t>(ids.size());
+  if (depth > 0 && std::max<int64_t>(n, 1) > (int64_t{1} << 32) / depth) {
+    throw ValueError(fmt::format("Layer '{}' ({}): encoding {} ids over {} values would make more than 2^32 values; "
+                                 "lower num_tokens or encode smaller batches",
+                                 layer, cls, n, depth));
+  }
   auto id_at = [&](int64_t i) {
     const double v = ids[static_cast<std::size_t>(i)];
     return std::isfinite(v) ? static_cast<int64_t>(std::trunc(v)) : int64_t{-1};
