@@ -347,6 +347,9 @@ TEST(Dataset, AnUnorderedMapHandsOutElementsAsTheyAreReady) {
             while (mapped->load() < 3 + (n - 1) * p && std::chrono::steady_clock::now() < until) {
               std::this_thread::sleep_for(std::chrono::milliseconds(1));
             }
+            // Those elements were mapped, not yet handed on: give their workers time to queue them (on a loaded
+            // 2-core machine element 0 could otherwise overtake them).
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
           } else {
             ++*mapped;
           }
