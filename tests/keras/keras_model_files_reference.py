@@ -397,6 +397,19 @@ case("categorical", keras.Model(feats, out, name="categorical"), xc,
      np.stack([xc.sum(axis=1), (xc > 0).mean(axis=1)], axis=1).astype("float32"),
      dict(optimizer=keras.optimizers.Adam(0.05), loss="mse", metrics=["mae"]))
 
+# Frames through ConvLSTM2D (return_sequences, same padding) and ConvLSTM1D over each frame's rows (channels_first,
+# strides) after a reshape, as Keras's next-frame example stacks them.
+lrng = np.random.default_rng(43)
+xl = lrng.uniform(0, 1, (N, 3, 5, 5, 1)).astype("float32")
+frames = keras.Input((3, 5, 5, 1), name="frames")
+h = L.ConvLSTM2D(3, 3, padding="same", return_sequences=True, name="conv_lstm_a")(frames)
+h = L.Reshape((3, 5, 15), name="rows")(h)
+h = L.ConvLSTM1D(2, 2, strides=2, data_format="channels_first", name="conv_lstm_b")(h)
+out = L.Dense(1, name="out")(L.Flatten(name="flat")(h))
+case("conv_lstm", keras.Model(frames, out, name="conv_lstm"), xl,
+     xl.mean(axis=(1, 2, 3, 4)).reshape(N, 1).astype("float32"),
+     dict(optimizer=keras.optimizers.Adam(0.01), loss="mse", metrics=["mae"]))
+
 if ONLY:  # the other cases' entries as they were
     with open(os.path.join(HERE, "..", "data", "keras_files.json")) as f:
         cases = {**json.load(f), **{k: v for k, v in cases.items() if k in ONLY}}

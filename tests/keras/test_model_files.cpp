@@ -384,8 +384,8 @@ TEST(ModelFiles, WhatOspreyCannotLoadIsAClearErrorNamingIt) {
     return t;
   };
   // A class Osprey does not have: named with the layer.
-  EXPECT_THAT(osprey::testing::error_of([&] { models::model_from_json(replaced("\"Dense\"", "\"ConvLSTM2D\"")); }),
-              HasSubstr("unknown layer class 'ConvLSTM2D' (layer 'out')"));
+  EXPECT_THAT(osprey::testing::error_of([&] { models::model_from_json(replaced("\"Dense\"", "\"HashedCrossing\"")); }),
+              HasSubstr("unknown layer class 'HashedCrossing' (layer 'out')"));
   // A custom class that is not registered.
   EXPECT_THAT(osprey::testing::error_of([&] {
                 models::model_from_json(replaced(R"("class_name": "Dense", "config")",
@@ -502,6 +502,10 @@ TEST(ModelFiles, AdaptivePoolingToFixedSizesInBothDataFormats) {
 TEST(ModelFiles, BinnedFeaturesThroughDiscretizationAndCategoryEncoding) {
   SKIP_WITHOUT_HDF5();
   check_file("categorical");  // given and adapted bin boundaries, int ids counted, one-hot bins
+}
+TEST(ModelFiles, ConvolutionalLstmsOverFramesAndRows) {
+  SKIP_WITHOUT_HDF5();
+  check_file("conv_lstm");  // ConvLSTM2D return_sequences same padding, ConvLSTM1D channels_first with strides
 }
 TEST(ModelFiles, AGruRegressorOnATimeSeries) {
   SKIP_WITHOUT_HDF5();

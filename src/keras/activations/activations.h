@@ -9,7 +9,7 @@ namespace osprey::keras {
 
 struct ActivationFn {
   std::string name = "linear";  ///< Keras's name ("silu" for "swish")
-  ops::Activation kernel = ops::Activation::linear;
+  osprey::ops::Activation kernel = osprey::ops::Activation::linear;
   bool composite = false;  ///< true: applied with ops after a linear product
 
   /// Throws ValueError listing the known names for unknown ones.

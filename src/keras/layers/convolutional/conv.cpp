@@ -7,6 +7,7 @@
 
 #include "keras/activations/activations.h"
 #include "keras/layers/weight_rules.h"
+#include "keras/layers/convolutional/conv_config.h"
 #include "keras/saving/serialization.h"
 #include "ops/attrs.h"
 #include "osprey/errors.h"
@@ -312,11 +313,7 @@ std::string BaseConv::get_config() const {
   return ser::dumps(c);
 }
 
-namespace {
-
-// A tuple argument of a conv config: a list of `rank` integers, or one integer; Keras's default of 1 when absent
-// (kernel_size has none: a ValueError).
-Ints ints_from(const json& c, const char* key, int rank, int64_t lo, const std::string& what) {
+Ints detail::conv_ints_from(const json& c, const char* key, int rank, int64_t lo, const std::string& what) {
   if (!c.contains(key) || c[key].is_null()) {
     if (std::string(key) == "kernel_size") throw ValueError(fmt::format("{}: the config has no `kernel_size`", what));
     return Ints(1);
@@ -325,14 +322,18 @@ Ints ints_from(const json& c, const char* key, int rank, int64_t lo, const std::
   return Ints(ser::integers(c, key, lo, int64_t{1} << 30, what, static_cast<std::size_t>(rank)));
 }
 
+namespace {
+
+using detail::conv_ints_from;
+
 std::shared_ptr<Layer> conv_from_config(BaseConv::Kind kind, int rank, const json& c) {
   const std::string what = class_of(kind, rank) + " " + ser::name_of(c);
   const bool depthwise = kind != BaseConv::Kind::standard;
   ConvOptions o;
-  o.strides = ints_from(c, "strides", rank, 1, what);
+  o.strides = conv_ints_from(c, "strides", rank, 1, what);
   o.padding = ser::value_or<std::string>(c, "padding", "valid");
   o.data_format = ser::value_or<std::string>(c, "data_format", "channels_last");
-  o.dilation_rate = ints_from(c, "dilation_rate", rank, 1, what);
+  o.dilation_rate = conv_ints_from(c, "dilation_rate", rank, 1, what);
   if (!depthwise && c.contains("groups")) o.groups = static_cast<int>(ser::integer(c, "groups", 1, 1 << 20, what));
   if (depthwise && c.contains("depth_multiplier")) {
     o.depth_multiplier = static_cast<int>(ser::integer(c, "depth_multiplier", 1, 1 << 20, what));
@@ -352,7 +353,7 @@ std::shared_ptr<Layer> conv_from_config(BaseConv::Kind kind, int rank, const jso
   o.bias_constraint = ser::constraint_from(c.value("bias_constraint", json()));
   ser::refuse_set(c, {"activity_regularizer", "lora_rank"}, class_of(kind, rank),
                   "kernel/bias regularizers and constraints");
-  const Ints kernel = ints_from(c, "kernel_size", rank, 1, what);
+  const Ints kernel = conv_ints_from(c, "kernel_size", rank, 1, what);
   const int64_t filters = kind == BaseConv::Kind::depthwise
                               ? 0
                               : ser::integer(c, "filters", 1, std::numeric_limits<int>::max(), what);

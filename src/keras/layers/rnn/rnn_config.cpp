@@ -2,6 +2,7 @@
 // cell's nested), and SimpleRNN/LSTM/GRU's flat form (the RNN's entries and the cell's in one object).
 #include <fmt/format.h>
 
+#include "keras/layers/rnn/rnn_config.h"
 #include "keras/saving/serialization.h"
 #include "osprey/errors.h"
 #include "osprey/keras/layers/rnn.h"
@@ -10,6 +11,28 @@ namespace osprey::keras::layers {
 
 namespace ser = serialization;
 using ser::json;
+
+RecurrentOptions detail::recurrent_from(const json& c, const std::string& cls) {
+  ser::refuse_set(c, {"activity_regularizer"}, cls, "the cell's arguments");
+  RecurrentOptions o;
+  if (c.contains("activation")) o.activation = ser::activation_from(c["activation"]);
+  if (c.contains("recurrent_activation")) o.recurrent_activation = ser::activation_from(c["recurrent_activation"]);
+  o.use_bias = ser::value_or(c, "use_bias", true);
+  if (c.contains("kernel_initializer")) o.kernel_initializer = ser::initializer_from(c["kernel_initializer"]);
+  if (c.contains("recurrent_initializer")) o.recurrent_initializer = ser::initializer_from(c["recurrent_initializer"]);
+  if (c.contains("bias_initializer")) o.bias_initializer = ser::initializer_from(c["bias_initializer"]);
+  o.unit_forget_bias = ser::value_or(c, "unit_forget_bias", true);
+  o.reset_after = ser::value_or(c, "reset_after", true);
+  o.kernel_regularizer = ser::regularizer_from(c.value("kernel_regularizer", json()));
+  o.recurrent_regularizer = ser::regularizer_from(c.value("recurrent_regularizer", json()));
+  o.bias_regularizer = ser::regularizer_from(c.value("bias_regularizer", json()));
+  o.kernel_constraint = ser::constraint_from(c.value("kernel_constraint", json()));
+  o.recurrent_constraint = ser::constraint_from(c.value("recurrent_constraint", json()));
+  o.bias_constraint = ser::constraint_from(c.value("bias_constraint", json()));
+  o.dropout = c.contains("dropout") ? ser::number(c, "dropout", 0.0, 1.0, cls) : 0.0;
+  o.recurrent_dropout = c.contains("recurrent_dropout") ? ser::number(c, "recurrent_dropout", 0.0, 1.0, cls) : 0.0;
+  return o;
+}
 
 namespace {
 
@@ -47,27 +70,6 @@ void rnn_entries(json& c, const RNNOptions& r) {
   c["zero_output_for_mask"] = r.zero_output_for_mask;
 }
 
-RecurrentOptions recurrent_from(const json& c, const std::string& cls) {
-  ser::refuse_set(c, {"activity_regularizer"}, cls, "the cell's arguments");
-  RecurrentOptions o;
-  if (c.contains("activation")) o.activation = ser::activation_from(c["activation"]);
-  if (c.contains("recurrent_activation")) o.recurrent_activation = ser::activation_from(c["recurrent_activation"]);
-  o.use_bias = ser::value_or(c, "use_bias", true);
-  if (c.contains("kernel_initializer")) o.kernel_initializer = ser::initializer_from(c["kernel_initializer"]);
-  if (c.contains("recurrent_initializer")) o.recurrent_initializer = ser::initializer_from(c["recurrent_initializer"]);
-  if (c.contains("bias_initializer")) o.bias_initializer = ser::initializer_from(c["bias_initializer"]);
-  o.unit_forget_bias = ser::value_or(c, "unit_forget_bias", true);
-  o.reset_after = ser::value_or(c, "reset_after", true);
-  o.kernel_regularizer = ser::regularizer_from(c.value("kernel_regularizer", json()));
-  o.recurrent_regularizer = ser::regularizer_from(c.value("recurrent_regularizer", json()));
-  o.bias_regularizer = ser::regularizer_from(c.value("bias_regularizer", json()));
-  o.kernel_constraint = ser::constraint_from(c.value("kernel_constraint", json()));
-  o.recurrent_constraint = ser::constraint_from(c.value("recurrent_constraint", json()));
-  o.bias_constraint = ser::constraint_from(c.value("bias_constraint", json()));
-  o.dropout = c.contains("dropout") ? ser::number(c, "dropout", 0.0, 1.0, cls) : 0.0;
-  o.recurrent_dropout = c.contains("recurrent_dropout") ? ser::number(c, "recurrent_dropout", 0.0, 1.0, cls) : 0.0;
-  return o;
-}
 
 // Keras's use_cudnn argument: "auto" (or absent), true or false; not written by get_config, as in Keras.
 std::optional<bool> use_cudnn_of(const json& c, const std::string& cls) {
@@ -129,17 +131,17 @@ ser::LayerClass recurrent_class(std::function<std::shared_ptr<Layer>(const json&
 
 OSPREY_REGISTER_LAYERS(rnn) {
   ser::register_layer_class("SimpleRNN", recurrent_class([](const json& c) -> std::shared_ptr<Layer> {
-    return std::make_shared<SimpleRNN>(units_of(c, "SimpleRNN"), recurrent_from(c, "SimpleRNN"), rnn_from(c, "SimpleRNN"));
+    return std::make_shared<SimpleRNN>(units_of(c, "SimpleRNN"), detail::recurrent_from(c, "SimpleRNN"), rnn_from(c, "SimpleRNN"));
   }));
   ser::register_layer_class("LSTM", recurrent_class([](const json& c) -> std::shared_ptr<Layer> {
-    return std::make_shared<LSTM>(units_of(c, "LSTM"), recurrent_from(c, "LSTM"), rnn_from(c, "LSTM"));
+    return std::make_shared<LSTM>(units_of(c, "LSTM"), detail::recurrent_from(c, "LSTM"), rnn_from(c, "LSTM"));
   }));
   ser::register_layer_class("GRU", recurrent_class([](const json& c) -> std::shared_ptr<Layer> {
-    return std::make_shared<GRU>(units_of(c, "GRU"), recurrent_from(c, "GRU"), rnn_from(c, "GRU"));
+    return std::make_shared<GRU>(units_of(c, "GRU"), detail::recurrent_from(c, "GRU"), rnn_from(c, "GRU"));
   }));
   for (const char* cls : {"SimpleRNNCell", "LSTMCell", "GRUCell"}) {
     ser::register_layer_class(cls, {true, [cls = std::string(cls)](const json& c) -> std::shared_ptr<Layer> {
-      RecurrentOptions o = recurrent_from(c, cls);
+      RecurrentOptions o = detail::recurrent_from(c, cls);
       o.name = ser::name_of(c);
       const int64_t units = units_of(c, cls);
       if (cls == "LSTMCell") return std::make_shared<LSTMCell>(units, std::move(o));
