@@ -66,8 +66,8 @@ class ConvLSTMCell : public Layer {
 
 /// keras.layers.ConvLSTM1D/2D/3D(filters, kernel_size, ...): at each step i, f, c̃, o from conv(x_t, kernel) +
 /// bias + conv(h, recurrent_kernel, "same"); c = f·c + i·act(c̃), h = o·act(c) (act: activation, the gates:
-/// recurrent_activation). Initial states as more inputs: `layer.call_all({x, h0, c0})`. Masks are not taken (a
-/// ValueError), as neither are Keras's.
+/// recurrent_activation). Initial states as more inputs: `layer.call_all({x, h0, c0})`. Masked inputs (which
+/// Keras's RNN base takes) are a ValueError: not implemented yet.
 class ConvLSTM : public Layer {
  public:
   ConvLSTM(int rank, int64_t filters, const Ints& kernel_size, ConvLSTMOptions options = {});
