@@ -26,19 +26,6 @@ using ser::json;
 
 namespace {
 
-std::vector<int64_t> per_axis(const Ints& v, int rank, const char* what, int64_t lo) {
-  std::vector<int64_t> out = v.values.size() == 1 ? std::vector<int64_t>(static_cast<std::size_t>(rank), v.values[0])
-                                                  : v.values;
-  if (static_cast<int>(out.size()) != rank) {
-    throw ValueError(fmt::format("The `{}` argument must be a tuple of {} integers. Received: {} values", what, rank,
-                                 out.size()));
-  }
-  for (int64_t x : out) {
-    if (x < lo) throw ValueError(fmt::format("The `{}` argument must be >= {}; received {}", what, lo, x));
-  }
-  return out;
-}
-
 // The permutation moving axis `from` to `to` for a tensor of rank `nd`.
 std::vector<int> move_axis(int nd, int from, int to) {
   std::vector<int> p(static_cast<std::size_t>(nd));
@@ -102,9 +89,9 @@ ConvLSTM::ConvLSTM(int rank, int64_t filters, const Ints& kernel_size, ConvLSTMO
   const std::string cls = "ConvLSTM" + std::to_string(rank) + "D";
   if (rank < 1 || rank > 3) throw ValueError(fmt::format("Rank {} convolutions are not currently implemented.", rank));
   if (filters < 1) throw ValueError(fmt::format("{}: `filters` must be a positive integer; received {}", cls, filters));
-  kernel_size_ = per_axis(kernel_size, rank, "kernel_size", 1);
-  strides_ = per_axis(o_.strides, rank, "strides", 1);
-  dilation_ = per_axis(o_.dilation_rate, rank, "dilation_rate", 1);
+  kernel_size_ = detail::per_axis(kernel_size, rank, 1, cls, "kernel_size");
+  strides_ = detail::per_axis(o_.strides, rank, 1, cls, "strides");
+  dilation_ = detail::per_axis(o_.dilation_rate, rank, 1, cls, "dilation_rate");
   if (*std::max_element(strides_.begin(), strides_.end()) > 1 &&
       *std::max_element(dilation_.begin(), dilation_.end()) > 1) {
     throw ValueError(fmt::format("Specifying `strides > 1` is not compatible with `dilation_rate > 1`. Please provide "
@@ -114,10 +101,7 @@ ConvLSTM::ConvLSTM(int rank, int64_t filters, const Ints& kernel_size, ConvLSTMO
   if (o_.padding != "valid" && o_.padding != "same") {
     throw ValueError(fmt::format("{}: `padding` must be 'valid' or 'same'; received '{}'", cls, o_.padding));
   }
-  if (o_.data_format != "channels_last" && o_.data_format != "channels_first") {
-    throw ValueError(fmt::format("{}: `data_format` must be 'channels_last' or 'channels_first'; received '{}'", cls,
-                                 o_.data_format));
-  }
+  detail::check_data_format(o_.data_format, cls);
   (void)ActivationFn::get(o_.activation);  // ValueError for unknown names
   (void)ActivationFn::get(o_.recurrent_activation);
   o_.dropout = std::min(1.0, std::max(0.0, o_.dropout));
