@@ -38,7 +38,7 @@ using dt = dnnl::memory::data_type;
 struct SequencePrimitives {
   dnnl::primitive fwd, bwd;
   dnnl::memory::desc x, y, state, w, r, b, workspace;  // Keras's plain layouts, and the workspace's
-  dnnl::memory::desc carry, dx, dy, dstate;            // the LSTM's c and the gradients: float32 always
+  dnnl::memory::desc state32, dx, dy;  // float32 always: (batch, units) for the LSTM's c and the states' gradients
   dnnl::memory w_fwd, r_fwd, w_bwd, r_bwd, dw_bwd, dr_bwd;
   dnnl::reorder to_w_fwd{}, to_r_fwd{}, to_w_bwd{}, to_r_bwd{}, from_dw{}, from_dr{};
 };
@@ -73,8 +73,8 @@ SequencePrimitives& primitives(const ops::RnnSequenceAttrs& a) {
   const dt data = a.bfloat16 ? dt::bf16 : dt::f32;
   auto md = [](dnnl::memory::dims d, tag tg, dt type = dt::f32) { return dnnl::memory::desc(d, type, tg); };
   const auto x = md({t, n, f}, tag::tnc, data), y = md({t, n, u}, tag::tnc, data);
-  const auto state = md({1, 1, n, u}, tag::ldnc, data), carry = md({1, 1, n, u}, tag::ldnc);
-  const auto dx = md({t, n, f}, tag::tnc), dy = md({t, n, u}, tag::tnc), dstate = carry;
+  const auto state = md({1, 1, n, u}, tag::ldnc, data), state32 = md({1, 1, n, u}, tag::ldnc);
+  const auto dx = md({t, n, f}, tag::tnc), dy = md({t, n, u}, tag::tnc);
   const auto w = md({1, 1, f, g, u}, tag::ldigo), r = md({1, 1, u, g, u}, tag::ldigo);
   const auto b = md({1, 1, lstm || gru ? 4 : g, u}, tag::ldgo);
   const auto w_any = md({1, 1, f, g, u}, tag::any, data), r_any = md({1, 1, u, g, u}, tag::any, data);
@@ -98,8 +98,8 @@ SequencePrimitives& primitives(const ops::RnnSequenceAttrs& a) {
       typename Fwd::primitive_desc fpd(typename Fwd::desc(fwd_kind, lead..., dir, x, state, w_any, r_any, b, y, state),
                                        eng);
       typename Bwd::primitive_desc bpd(typename Bwd::desc(dnnl::prop_kind::backward, lead..., dir, x, state, w_any,
-                                                          r_any, b, y, state, dx, dstate, dw_any, dr_any, b, dy,
-                                                          dstate),
+                                                          r_any, b, y, state, dx, state32, dw_any, dr_any, b, dy,
+                                                          state32),
                                        eng, fpd);
       take(fpd, bpd, Fwd(fpd), Bwd(bpd));
     };
@@ -110,10 +110,10 @@ SequencePrimitives& primitives(const ops::RnnSequenceAttrs& a) {
       one_state(type_identity<dnnl::gru_forward>{}, type_identity<dnnl::gru_backward>{});
     } else if (lstm) {
       dnnl::lstm_forward::primitive_desc fpd(
-          dnnl::lstm_forward::desc(fwd_kind, dir, x, state, carry, w_any, r_any, b, y, state, carry), eng);
+          dnnl::lstm_forward::desc(fwd_kind, dir, x, state, state32, w_any, r_any, b, y, state, state32), eng);
       dnnl::lstm_backward::primitive_desc bpd(
-          dnnl::lstm_backward::desc(dnnl::prop_kind::backward, dir, x, state, carry, w_any, r_any, b, y, state, carry,
-                                    dx, dstate, dstate, dw_any, dr_any, b, dy, dstate, dstate),
+          dnnl::lstm_backward::desc(dnnl::prop_kind::backward, dir, x, state, state32, w_any, r_any, b, y, state, state32,
+                                    dx, state32, state32, dw_any, dr_any, b, dy, state32, state32),
           eng, fpd);
       take(fpd, bpd, dnnl::lstm_forward(fpd), dnnl::lstm_backward(bpd));
     } else {
@@ -123,7 +123,7 @@ SequencePrimitives& primitives(const ops::RnnSequenceAttrs& a) {
       one_state(type_identity<dnnl::vanilla_rnn_forward>{}, type_identity<dnnl::vanilla_rnn_backward>{}, act);
     }
     p.x = x, p.y = y, p.state = state, p.w = w, p.r = r, p.b = b;
-    p.carry = carry, p.dx = dx, p.dy = dy, p.dstate = dstate;
+    p.state32 = state32, p.dx = dx, p.dy = dy;
     p.w_fwd = dnnl::memory(fw, eng), p.r_fwd = dnnl::memory(fr, eng), p.w_bwd = dnnl::memory(bw, eng);
     p.r_bwd = dnnl::memory(br, eng), p.dw_bwd = dnnl::memory(dw, eng), p.dr_bwd = dnnl::memory(dr, eng);
     p.to_w_fwd = dnnl::reorder(dnnl::reorder::primitive_desc(eng, w, eng, fw));
@@ -165,8 +165,8 @@ void sequence_kernel(const ops::KernelContext& ctx) {
                                              {DNNL_ARG_DST_ITER, wrap(p.state, out[1])},
                                              {DNNL_ARG_WORKSPACE, wrap(p.workspace, out[2 + k])}};
   if (lstm) {
-    args[DNNL_ARG_SRC_ITER_C] = wrap(p.carry, in[2]);
-    args[DNNL_ARG_DST_ITER_C] = wrap(p.carry, out[2]);
+    args[DNNL_ARG_SRC_ITER_C] = wrap(p.state32, in[2]);
+    args[DNNL_ARG_DST_ITER_C] = wrap(p.state32, out[2]);
   }
   p.fwd.execute(dnnl_stream(), args);
   dnnl_stream().wait();
@@ -196,17 +196,17 @@ void sequence_grad_kernel(const ops::KernelContext& ctx) {
                                              {DNNL_ARG_DST_ITER, wrap(p.state, in[y + 1])},
                                              {DNNL_ARG_WORKSPACE, wrap(p.workspace, in[ws])},
                                              {DNNL_ARG_DIFF_DST_LAYER, wrap(p.dy, in[0])},
-                                             {DNNL_ARG_DIFF_DST_ITER, wrap(p.dstate, in[1])},
+                                             {DNNL_ARG_DIFF_DST_ITER, wrap(p.state32, in[1])},
                                              {DNNL_ARG_DIFF_SRC_LAYER, wrap(p.dx, out[0])},
-                                             {DNNL_ARG_DIFF_SRC_ITER, wrap(p.dstate, out[1])},
+                                             {DNNL_ARG_DIFF_SRC_ITER, wrap(p.state32, out[1])},
                                              {DNNL_ARG_DIFF_WEIGHTS_LAYER, p.dw_bwd},
                                              {DNNL_ARG_DIFF_WEIGHTS_ITER, p.dr_bwd},
                                              {DNNL_ARG_DIFF_BIAS, wrap(p.b, out[dw + 2])}};
   if (lstm) {
-    args[DNNL_ARG_SRC_ITER_C] = wrap(p.carry, in[5]);
-    args[DNNL_ARG_DST_ITER_C] = wrap(p.carry, in[11]);
-    args[DNNL_ARG_DIFF_DST_ITER_C] = wrap(p.dstate, in[2]);
-    args[DNNL_ARG_DIFF_SRC_ITER_C] = wrap(p.dstate, out[2]);
+    args[DNNL_ARG_SRC_ITER_C] = wrap(p.state32, in[5]);
+    args[DNNL_ARG_DST_ITER_C] = wrap(p.state32, in[11]);
+    args[DNNL_ARG_DIFF_DST_ITER_C] = wrap(p.state32, in[2]);
+    args[DNNL_ARG_DIFF_SRC_ITER_C] = wrap(p.state32, out[2]);
   }
   p.bwd.execute(dnnl_stream(), args);
   reorder(p.from_dw, p.dw_bwd, wrap(p.w, out[dw]));
