@@ -410,6 +410,28 @@ case("conv_lstm", keras.Model(frames, out, name="conv_lstm"), xl,
      xl.mean(axis=(1, 2, 3, 4)).reshape(N, 1).astype("float32"),
      dict(optimizer=keras.optimizers.Adam(0.01), loss="mse", metrics=["mae"]))
 
+# Color augmentations in front of a small CNN, each with draws that leave it one choice (fit applies them, predict
+# and evaluate do not, AutoContrast does always): posterization first (on the file's exact values, as its rounding
+# would magnify any difference), then AutoContrast, degeneration, saturation, sharpening, solarization, inversion
+# and grayscale. (Keras 3.15's Equalization cannot be called on a symbolic tensor: its output spec is its input,
+# which makes a cycle in a functional model.)
+krng = np.random.default_rng(59)
+xk = krng.uniform(0, 255, (N, 8, 8, 3)).astype("float32")
+image = keras.Input((8, 8, 3), name="image")
+h = L.RandomPosterization((4, 4), name="posterize")(image)
+h = L.AutoContrast(name="autocontrast")(h)
+h = L.RandomColorDegeneration((0.5, 0.5), name="degenerate")(h)
+h = L.RandomSaturation((0.6, 0.6), name="saturate")(h)
+h = L.RandomSharpness((0.8, 0.8), name="sharpen")(h)
+h = L.Solarization(name="solarize")(h)
+h = L.RandomInvert((1, 1), name="invert")(h)
+h = L.RandomGrayscale(1.0, name="gray")(h)
+h = L.Conv2D(4, 3, activation="relu", name="conv")(L.Rescaling(1 / 255, name="scale")(h))
+out = L.Dense(1, name="out")(L.GlobalAveragePooling2D(name="gap")(h))
+case("color", keras.Model(image, out, name="color"), xk,
+     (xk.mean(axis=(1, 2, 3)) / 255).reshape(N, 1).astype("float32"),
+     dict(optimizer=keras.optimizers.Adam(0.01), loss="mse", metrics=["mae"]))
+
 if ONLY:  # the other cases' entries as they were
     with open(os.path.join(HERE, "..", "data", "keras_files.json")) as f:
         cases = {**json.load(f), **{k: v for k, v in cases.items() if k in ONLY}}

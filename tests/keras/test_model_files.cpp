@@ -507,6 +507,10 @@ TEST(ModelFiles, ConvolutionalLstmsOverFramesAndRows) {
   SKIP_WITHOUT_HDF5();
   check_file("conv_lstm");  // ConvLSTM2D return_sequences same padding, ConvLSTM1D channels_first with strides
 }
+TEST(ModelFiles, ColorAugmentationsInFrontOfACnn) {
+  SKIP_WITHOUT_HDF5();
+  check_file("color");  // posterization, AutoContrast, degeneration, saturation, sharpness, solarization, invert, gray
+}
 TEST(ModelFiles, AGruRegressorOnATimeSeries) {
   SKIP_WITHOUT_HDF5();
   check_file("gru_series");

@@ -498,6 +498,14 @@ Tensor sparsemax(const Tensor& x, int axis = -1);
 /// Channels to b×b blocks of pixels and back (4-D images; TensorFlow's channel order).
 Tensor depth_to_space(const Tensor& x, int64_t block_size, const std::string& data_format = "channels_last");
 Tensor space_to_depth(const Tensor& x, int64_t block_size, const std::string& data_format = "channels_last");
+/// keras.ops.image's color conversions of rank-3 or rank-4 images (channels on the last axis, or the third from
+/// the end with "channels_first"), in TensorFlow's formulas: rgb_to_grayscale (0.2989 r + 0.5870 g + 0.1140 b, one
+/// channel; a one-channel image is returned as it is; integer images computed in float32 and cast back),
+/// rgb_to_hsv (h, s, v in [0, 1] for RGB in [0, 1]) and hsv_to_rgb (float images only). Differentiable (Keras's
+/// TensorFlow backend has no gradient for hsv_to_rgb).
+Tensor rgb_to_grayscale(const Tensor& images, const std::string& data_format = "channels_last");
+Tensor rgb_to_hsv(const Tensor& images, const std::string& data_format = "channels_last");
+Tensor hsv_to_rgb(const Tensor& images, const std::string& data_format = "channels_last");
 /// Pearson correlation coefficients of the rows (variables) over the last axis (observations), clipped to [-1, 1].
 Tensor corrcoef(const Tensor& x);
 /// Euclidean distances between the rows of x (..., M, D) and of y (..., N, D): (..., M, N).

@@ -1,0 +1,30 @@
+// What the color augmentation layers' sources share: Keras's factor parsing, per-image columns of a
+// transformation, Keras's value-range transform.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "osprey/keras/ops.h"
+#include "osprey/keras/layers/color.h"
+#include "osprey/tensor.h"
+
+namespace osprey::keras::layers::color {
+
+/// Keras's BaseImagePreprocessingLayer._set_factor within [lo, hi]: one number f gives (max(-|f|, lo), |f|); a pair
+/// is sorted and may not lie wholly above hi or below lo. ValueError with Keras's text otherwise.
+std::pair<double, double> parse_factor(const ImageFactor& f, double lo, double hi);
+/// Part `part` of a transformation of `per_image` numbers per image, as a (batch, 1, 1, 1) column; ValueError
+/// naming `layer` when the transformation's size does not fit the batch.
+Tensor column(const std::vector<float>& values, int64_t batch, std::size_t per_image, std::size_t part,
+              const std::string& layer);
+/// Keras's _transform_value_range: (x - from.low) / (from width) · (to width) + to.low, in float32; x itself when
+/// the ranges are equal.
+Tensor rescale(const Tensor& x, std::pair<double, double> from, std::pair<double, double> to);
+/// x as float32.
+Tensor as_float(const Tensor& x);
+
+}  // namespace osprey::keras::layers::color

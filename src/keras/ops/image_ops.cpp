@@ -1,0 +1,103 @@
+// keras.ops.image's color conversions: rgb_to_grayscale, rgb_to_hsv and hsv_to_rgb, composed of element-wise ops
+// (so they run on the images' device and are differentiable) in TensorFlow's formulas (tf.image.rgb_to_grayscale's
+// weights, the RGBToHSV and HSVToRGB kernels' arithmetic).
+#include "osprey/keras/ops.h"
+
+#include <fmt/format.h>
+
+#include "keras/ops/common.h"
+#include "osprey/errors.h"
+#include "osprey/ops.h"
+
+namespace osprey::keras::ops {
+
+namespace {
+
+// The channel axis of rank-3 or rank-4 images; ValueError (Keras's text) for other ranks or an unknown format.
+int channel_axis(const Tensor& images, const std::string& data_format, const char* op) {
+  const int rank = images.shape().rank();
+  if (rank != 3 && rank != 4) {
+    throw ValueError(fmt::format("{}: Invalid images rank: expected rank 3 (single image) or rank 4 (batch of "
+                                 "images). Received input with shape: images.shape={}",
+                                 op, images.shape().to_string()));
+  }
+  if (data_format != "channels_last" && data_format != "channels_first") {
+    throw ValueError(fmt::format("{}: The `data_format` argument must be one of {{\"channels_first\", "
+                                 "\"channels_last\"}}. Received: data_format={}",
+                                 op, data_format));
+  }
+  return data_format == "channels_last" ? rank - 1 : rank - 3;
+}
+
+void check_float(const Tensor& images, const char* op) {
+  if (!is_floating(images.dtype())) {
+    throw ValueError(fmt::format("{}: Invalid images dtype: expected float dtype. Received: images.dtype={}", op,
+                                 dtype_name(images.dtype())));
+  }
+}
+
+void check_three(const Tensor& images, int axis, const char* op) {
+  if (images.shape()[axis] != 3) {
+    throw ValueError(fmt::format("{}: expected 3 channels (RGB or HSV) on axis {}. Received input with shape: "
+                                 "images.shape={}",
+                                 op, axis, images.shape().to_string()));
+  }
+}
+
+Tensor channel(const Tensor& x, int axis, int64_t i) { return osprey::ops::slice_axis(x, axis, i, 1); }
+
+}  // namespace
+
+Tensor rgb_to_grayscale(const Tensor& images, const std::string& data_format) {
+  const int axis = channel_axis(images, data_format, "rgb_to_grayscale");
+  const int64_t c = images.shape()[axis];
+  if (c != 1 && c != 3) {
+    throw ValueError(fmt::format("rgb_to_grayscale: Invalid channel size: expected 3 (RGB) or 1 (Grayscale). "
+                                 "Received input with shape: images.shape={}",
+                                 images.shape().to_string()));
+  }
+  if (c == 1) return images;
+  const DType original = images.dtype();
+  const Tensor x = is_floating(original) ? images : images.cast(DType::float32);
+  Tensor gray = add(add(multiply(channel(x, axis, 0), 0.2989), multiply(channel(x, axis, 1), 0.5870)),
+                    multiply(channel(x, axis, 2), 0.1140));
+  return gray.dtype() == original ? gray : gray.cast(original);
+}
+
+// TensorFlow's RGBToHSV: v = max, s = (v - min) / v (0 where v is 0), h from the channel that holds the maximum
+// (red first, then green), in [0, 1). The divisions are taken of safe denominators so that no NaN reaches the
+// gradients of the branches not taken.
+Tensor rgb_to_hsv(const Tensor& images, const std::string& data_format) {
+  const int axis = channel_axis(images, data_format, "rgb_to_hsv");
+  check_float(images, "rgb_to_hsv");
+  check_three(images, axis, "rgb_to_hsv");
+  const Tensor r = channel(images, axis, 0), g = channel(images, axis, 1), b = channel(images, axis, 2);
+  const Tensor v = maximum(maximum(r, g), b);
+  const Tensor range = subtract(v, minimum(minimum(r, g), b));
+  const Tensor positive_v = greater(v, 0.0), positive_range = greater(range, 0.0);
+  const Tensor s = where(positive_v, divide(range, where(positive_v, v, 1.0)), 0.0);
+  const Tensor norm = multiply(reciprocal(where(positive_range, range, 1.0)), 1.0 / 6.0);
+  Tensor h = where(equal(r, v), multiply(norm, subtract(g, b)),
+                   where(equal(g, v), add(multiply(norm, subtract(b, r)), 2.0 / 6.0),
+                         add(multiply(norm, subtract(r, g)), 4.0 / 6.0)));
+  h = where(positive_range, h, 0.0);
+  h = where(less(h, 0.0), add(h, 1.0), h);
+  return concatenate({h, s, v}, axis);
+}
+
+// TensorFlow's HSVToRGB: each channel v · (1 - s + s · d) with d a clipped tent of 6h.
+Tensor hsv_to_rgb(const Tensor& images, const std::string& data_format) {
+  const int axis = channel_axis(images, data_format, "hsv_to_rgb");
+  check_float(images, "hsv_to_rgb");
+  check_three(images, axis, "hsv_to_rgb");
+  const Tensor h = channel(images, axis, 0), s = channel(images, axis, 1), v = channel(images, axis, 2);
+  const Tensor dh = multiply(h, 6.0);
+  const Tensor dr = clip(subtract(abs(subtract(dh, 3.0)), 1.0), 0.0, 1.0);
+  const Tensor dg = clip(subtract(2.0, abs(subtract(dh, 2.0))), 0.0, 1.0);
+  const Tensor db = clip(subtract(2.0, abs(subtract(dh, 4.0))), 0.0, 1.0);
+  const Tensor one_minus_s = subtract(1.0, s);
+  auto out = [&](const Tensor& d) { return multiply(add(one_minus_s, multiply(s, d)), v); };
+  return concatenate({out(dr), out(dg), out(db)}, axis);
+}
+
+}  // namespace osprey::keras::ops
