@@ -53,7 +53,7 @@ struct Walk {
       out.push_back({path + "/vars", sub->name(), {}});
       model(*sub, path + "/");
     } else if (const auto parts = l.sublayers(); !parts.empty()) {  // an RNN: its cell under "cell"
-      out.push_back({path + "/vars", l.name(), {}});
+      out.push_back({path + "/vars", l.name(), l.own_saved_variables()});
       for (const auto& [attribute, part] : parts) layer(*part, path + "/" + attribute);
     } else {
       out.push_back({path + "/vars", l.name(), saved_variables(l)});

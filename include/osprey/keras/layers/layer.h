@@ -145,6 +145,9 @@ class Layer : public std::enable_shared_from_this<Layer> {
   /// Layers this one is made of, by the attribute name Keras's files key them by (an RNN's "cell"); a layer with
   /// sublayers keeps its variables in them (variables() returns theirs).
   virtual std::vector<std::pair<std::string, Layer*>> sublayers() { return {}; }
+  /// Keras's own "vars" of a layer with sublayers, saved beside theirs in weights files (SpectralNormalization's
+  /// kernel and vector_u); none by default.
+  virtual std::vector<Variable*> own_saved_variables() { return {}; }
   std::vector<Variable*> trainable_variables();
   /// Appends the trainable variables to `out` (a training step's list, without a vector per layer).
   virtual void append_trainable_variables(std::vector<Variable*>& out);

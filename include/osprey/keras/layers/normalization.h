@@ -1,6 +1,7 @@
 // Normalization layers: keras.layers.BatchNormalization, LayerNormalization, ...
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -130,6 +131,44 @@ class RMSNormalization : public Layer {
  private:
   double epsilon_;
   Variable* scale_ = nullptr;
+};
+
+/// keras.layers.SpectralNormalization(layer, power_iterations=1): in training, before each call of the wrapped
+/// layer, `power_iterations` steps of the power method on its kernel (or an Embedding's embeddings) reshaped to
+/// (-1, last axis) estimate its largest singular value sigma, and the kernel is divided by sigma in place (a step
+/// that no gradient flows through), the estimate's vector kept in the non-trainable `vector_u` (1, last axis). A
+/// kernel of zeros is left as it is. In inference the wrapped layer runs on the kernel as it is. Variables in
+/// Keras's order: the kernel, vector_u, then the wrapped layer's others. Around an Embedding the output is the
+/// embedding vectors (Keras 3.15 casts it to the ids' integer dtype, which leaves zeros).
+class SpectralNormalization : public Layer {
+ public:
+  explicit SpectralNormalization(std::shared_ptr<Layer> layer, int64_t power_iterations = 1, std::string name = "");
+  OSPREY_KERAS_LAYER(SpectralNormalization)
+  bool recordable() const override { return layer_->recordable(); }  // its updates are kernels (ops::assign)
+  std::string class_name() const override { return "SpectralNormalization"; }
+  std::string get_config() const override;
+  Shape build(const Shape& input_shape) override;
+  Tensor call(const Tensor& inputs, bool training) override;
+  std::vector<std::pair<std::string, Layer*>> sublayers() override { return {{"layer", layer_.get()}}; }
+  std::vector<Variable*> variables() override;
+  std::vector<Variable*> own_saved_variables() override;
+  void append_trainable_variables(std::vector<Variable*>& out) override;
+  int64_t count_params() const override;
+  std::vector<Tensor> regularization_losses() override { return layer_->regularization_losses(); }
+  bool has_regularization() const override { return layer_->has_regularization(); }
+  void apply_constraints() override { layer_->apply_constraints(); }
+  Layer& layer() { return *layer_; }
+  int64_t power_iterations() const { return power_iterations_; }
+
+ protected:
+  bool passes_dtype_policy_on() const override { return false; }
+
+ private:
+  std::shared_ptr<Layer> layer_;
+  int64_t power_iterations_;
+  Variable* kernel_ = nullptr;    // the wrapped layer's
+  Variable* vector_u_ = nullptr;  // this layer's
+  Shape input_shape_;
 };
 
 }  // namespace osprey::keras::layers
