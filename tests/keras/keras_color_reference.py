@@ -185,6 +185,25 @@ ref["jitter"] = {
 }
 
 
+# RandomGaussianBlur (and keras.ops.image.gaussian_blur): one pair of sigmas per batch, a choice per image, the
+# whole batch clipped to value_range.
+brng = np.random.default_rng(73)
+blur_apply = np.array([True, False, True, True])
+blur = {"should_apply_blur": blur_apply, "blur_factor": np.array([0.8, 1.3], "float32")}
+ref["blur"] = {
+    "apply": tl(blur_apply), "sigma": [0.8, 1.3],
+    "op": tl(keras.ops.image.gaussian_blur(img, kernel_size=(3, 3), sigma=(0.8, 1.3))),
+    "op_wide": tl(keras.ops.image.gaussian_blur(img, kernel_size=(3, 5), sigma=(0.5, 2.0))),
+    "op_first": tl(keras.ops.image.gaussian_blur(first(img), kernel_size=(5, 5), sigma=(1.0, 1.0),
+                                                 data_format="channels_first")),
+    "y": tl(L.RandomGaussianBlur().transform_images(img, blur)),
+    "y_clipped": tl(L.RandomGaussianBlur(kernel_size=5, value_range=(20, 200)).transform_images(img, blur)),
+    "y_first": tl(L.RandomGaussianBlur(data_format="channels_first").transform_images(first(img), blur)),
+    "factor_single": list(L.RandomGaussianBlur(0.4).factor), "sigma_single": list(L.RandomGaussianBlur(sigma=0.7).sigma),
+    "config": L.RandomGaussianBlur(factor=(0.2, 0.6), kernel_size=(3, 5), sigma=(0.1, 0.9), value_range=(0, 1),
+                                   seed=2, name="blur").get_config(),
+}
+
 def rejected(make):
     try:
         make()
@@ -202,6 +221,8 @@ ref["rejected"] = {
     "solarization_-0.1": rejected(lambda: L.Solarization(threshold_factor=(-0.1, 0.5))),
     "sharpness_2": rejected(lambda: L.RandomSharpness(2.0)),
     "hue_-0.5": rejected(lambda: L.RandomHue(-0.5)),
+    "blur_even_kernel": rejected(lambda: L.RandomGaussianBlur(kernel_size=4)),
+    "blur_sigma_2": rejected(lambda: L.RandomGaussianBlur(sigma=2.0)),
 }
 
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "keras_color.json"), "w") as f:

@@ -412,8 +412,8 @@ case("conv_lstm", keras.Model(frames, out, name="conv_lstm"), xl,
 
 # Color augmentations in front of a small CNN, each with draws that leave it one choice (fit applies them, predict
 # and evaluate do not, AutoContrast does always): posterization first (on the file's exact values, as its rounding
-# would magnify any difference), then AutoContrast, degeneration, saturation, sharpening, solarization, inversion
-# and grayscale. (Keras 3.15's Equalization cannot be called on a symbolic tensor: its output spec is its input,
+# would magnify any difference), then AutoContrast, degeneration, saturation, sharpening, a blur, solarization,
+# inversion and grayscale. (Keras 3.15's Equalization cannot be called on a symbolic tensor: its output spec is its input,
 # which makes a cycle in a functional model.)
 krng = np.random.default_rng(59)
 xk = krng.uniform(0, 255, (N, 8, 8, 3)).astype("float32")
@@ -423,6 +423,7 @@ h = L.AutoContrast(name="autocontrast")(h)
 h = L.RandomColorDegeneration((0.5, 0.5), name="degenerate")(h)
 h = L.RandomSaturation((0.6, 0.6), name="saturate")(h)
 h = L.RandomSharpness((0.8, 0.8), name="sharpen")(h)
+h = L.RandomGaussianBlur(factor=(1, 1), sigma=(0.5, 0.5), name="blur")(h)
 h = L.Solarization(name="solarize")(h)
 h = L.RandomInvert((1, 1), name="invert")(h)
 h = L.RandomGrayscale(1.0, name="gray")(h)
@@ -431,6 +432,17 @@ out = L.Dense(1, name="out")(L.GlobalAveragePooling2D(name="gap")(h))
 case("color", keras.Model(image, out, name="color"), xk,
      (xk.mean(axis=(1, 2, 3)) / 255).reshape(N, 1).astype("float32"),
      dict(optimizer=keras.optimizers.Adam(0.01), loss="mse", metrics=["mae"]))
+
+# Spectral normalization (GANs' discriminators): a Conv2D and a Dense wrapped, their kernels divided by their
+# largest singular value in every training step; vector_u saved beside the wrapped layer's weights.
+srng = np.random.default_rng(67)
+xs = srng.normal(0, 1, (N, 6, 6, 2)).astype("float32")
+image = keras.Input((6, 6, 2), name="image")
+h = L.SpectralNormalization(L.Conv2D(3, 3, activation="relu", name="conv"), power_iterations=2, name="sn_conv")(image)
+h = L.SpectralNormalization(L.Dense(4, activation="tanh", name="hidden"), name="sn_hidden")(L.Flatten(name="flat")(h))
+out = L.Dense(1, activation="sigmoid", name="out")(h)
+case("spectral", keras.Model(image, out, name="spectral"), xs, (xs.mean(axis=(1, 2, 3)) > 0).astype("float32").reshape(N, 1),
+     dict(optimizer=keras.optimizers.Adam(0.01), loss="binary_crossentropy", metrics=["accuracy"]))
 
 if ONLY:  # the other cases' entries as they were
     with open(os.path.join(HERE, "..", "data", "keras_files.json")) as f:

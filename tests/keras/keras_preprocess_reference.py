@@ -109,6 +109,25 @@ for f in [1.5, (1.2, 1.5), (-1.5, -1.2)]:
         bad.append(True)
 ref["brightness"]["bad_rejected"] = bad
 
+# RandomShear: one sign per image for both factors, so a fixed (0.3, 0.3) x_factor shears each image by +0.3 or
+# -0.3; the two transforms as Keras applies them (its transform_images under given shear factors).
+srng = np.random.default_rng(71)
+shear_x = srng.uniform(0, 255, (2, 6, 7, 3)).astype("float32")
+shear = L.RandomShear(x_factor=(0.3, 0.3))
+sheared = {}
+for sign in (1, -1):
+    sheared[sign] = np.asarray(shear.transform_images(shear_x, {"shear_factor": np.array([[0.3 * sign, 0.0]] * 2,
+                                                                                          "float32")}))
+shear_y = L.RandomShear(x_factor=(0.1, 0.1), y_factor=(0.25, 0.25), fill_mode="constant", fill_value=9.0,
+                        interpolation="nearest")
+sheared_y = {sign: np.asarray(shear_y.transform_images(
+    shear_x, {"shear_factor": np.array([[0.1 * sign, 0.25 * sign]] * 2, "float32")})) for sign in (1, -1)}
+ref["shear"] = {"x": shear_x.tolist(), "plus": sheared[1].tolist(), "minus": sheared[-1].tolist(),
+                "y_plus": sheared_y[1].tolist(), "y_minus": sheared_y[-1].tolist(),
+                "inference_identity": bool(np.array_equal(np.asarray(shear(shear_x, training=False)), shear_x)),
+                "config": L.RandomShear(x_factor=(0.1, 0.3), y_factor=(0.0, 0.2), fill_mode="wrap",
+                                        name="shear").get_config()}
+
 with open(os.path.join(os.path.dirname(__file__), "..", "data", "keras_preprocess.json"), "w") as f:
     json.dump(ref, f)
 print("wrote", sorted(ref))

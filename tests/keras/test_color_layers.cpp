@@ -305,7 +305,8 @@ TEST(ColorLayers, DrawOncePerImageWithinKerasRangesAndRepeatWithASeed) {
 TEST(ColorLayers, TrainInAModelAndRoundTripThroughItsConfig) {
   random::set_seed(3);
   Sequential m({layers::Input({6, 6, 3}), layers::RandomColorJitter({.brightness = 0.1, .hue = 0.1}),
-                layers::RandomGrayscale(0.3), layers::RandomSharpness(0.4), layers::Equalization(), layers::AutoContrast(),
+                layers::RandomGrayscale(0.3), layers::RandomSharpness(0.4), layers::RandomGaussianBlur(0.5),
+                layers::Equalization(), layers::AutoContrast(),
                 layers::Rescaling(1.0 / 255), layers::Conv2D(2, 3), layers::GlobalAveragePooling2D(), layers::Dense(1)});
   const std::string text = m.to_json();
   EXPECT_EQ(json::parse(models::model_from_json(text)->to_json()).at("config"), json::parse(text).at("config"));
@@ -314,4 +315,37 @@ TEST(ColorLayers, TrainInAModelAndRoundTripThroughItsConfig) {
   const auto history = m.fit(x, y, {.epochs = 2, .batch_size = 8, .verbose = 0});
   EXPECT_TRUE(std::isfinite(history.history.at("loss").back()));
   EXPECT_EQ(m.predict(x, {.verbose = 0}).shape(), Shape({16, 1}));
+}
+
+TEST(ColorLayers, GaussianBlurMatchesKerasUnderGivenDraws) {
+  const json& b = reference().at("blur");
+  expect_close(kops::gaussian_blur(img(), {3, 3}, {0.8, 1.3}), b.at("op"), 2e-5, "op");
+  expect_close(kops::gaussian_blur(img(), {3, 5}, {0.5, 2.0}), b.at("op_wide"), 2e-5, "op (3, 5)");
+  expect_close(kops::gaussian_blur(channels_first(img()), {5, 5}, {1.0, 1.0}, "channels_first"), b.at("op_first"), 2e-5,
+               "op first");
+  std::vector<float> t = floats(b.at("apply"));
+  for (float s : floats(b.at("sigma"))) t.push_back(s);
+  expect_close(layers::RandomGaussianBlur().transform_images(img(), t), b.at("y"), 2e-5, "blur");
+  expect_close(layers::RandomGaussianBlur(1.0, 5.0, 1.0, {.value_range = {20, 200}}).transform_images(img(), t),
+               b.at("y_clipped"), 2e-5, "clipped");
+  expect_close(layers::RandomGaussianBlur(1.0, 3.0, 1.0, {.data_format = "channels_first"})
+                   .transform_images(channels_first(img()), t),
+               b.at("y_first"), 2e-5, "first");
+  EXPECT_EQ(layers::RandomGaussianBlur(0.4).factor(), as_pair(b.at("factor_single")));
+  EXPECT_EQ(layers::RandomGaussianBlur(1.0, 3.0, 0.7).sigma(), as_pair(b.at("sigma_single")));
+  expect_config(layers::RandomGaussianBlur({0.2, 0.6}, {3, 5}, {0.1, 0.9}, {.value_range = {0, 1}, .seed = 2, .name = "blur"}),
+                b.at("config"), "RandomGaussianBlur");
+  EXPECT_THROW(layers::RandomGaussianBlur(1.0, 4.0), ValueError);
+  EXPECT_THROW(layers::RandomGaussianBlur(1.0, 3.0, 2.0), ValueError);
+  EXPECT_THROW(layers::RandomGaussianBlur().transform_images(img(), {1, 0, 1, 1}), ValueError);  // no sigmas
+  // Draws: all images blurred with factor 1, none with 0; sigmas in (0, 0.5] + 1e-6.
+  random::set_seed(21);
+  const auto all = layers::RandomGaussianBlur(layers::ImageFactor(1.0, 1.0), 3.0, 0.5).get_random_transformation(50);
+  EXPECT_EQ(std::vector<float>(all.begin(), all.begin() + 50), std::vector<float>(50, 1.0f));
+  for (std::size_t i = 50; i < 52; ++i) {
+    EXPECT_GT(all[i], 0.0f);
+    EXPECT_LE(all[i], 0.5f + 2e-6f);
+  }
+  const auto none = layers::RandomGaussianBlur(0.0).get_random_transformation(50);
+  EXPECT_EQ(std::vector<float>(none.begin(), none.begin() + 50), std::vector<float>(50, 0.0f));
 }

@@ -509,7 +509,11 @@ TEST(ModelFiles, ConvolutionalLstmsOverFramesAndRows) {
 }
 TEST(ModelFiles, ColorAugmentationsInFrontOfACnn) {
   SKIP_WITHOUT_HDF5();
-  check_file("color");  // posterization, AutoContrast, degeneration, saturation, sharpness, solarization, invert, gray
+  check_file("color");  // posterization, AutoContrast, degeneration, saturation, sharpness, blur, solarization, ...
+}
+TEST(ModelFiles, SpectrallyNormalizedConvolutionAndDense) {
+  SKIP_WITHOUT_HDF5();
+  check_file("spectral");  // SpectralNormalization around Conv2D (two power iterations) and Dense
 }
 TEST(ModelFiles, AGruRegressorOnATimeSeries) {
   SKIP_WITHOUT_HDF5();

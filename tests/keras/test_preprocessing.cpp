@@ -277,3 +277,60 @@ TEST(Preprocessing, ConfigsRoundTripThroughModelFromJson) {
   const std::string text = m.to_json();
   EXPECT_EQ(json::parse(models::model_from_json(text)->to_json()).at("config"), json::parse(text).at("config"));
 }
+
+namespace {
+
+// Whether image i of `y` (N, H, W, C) equals image j of `want` within tol.
+bool same_image(const std::vector<float>& y, int64_t i, const std::vector<float>& want, int64_t j, int64_t size,
+                double tol) {
+  for (int64_t k = 0; k < size; ++k) {
+    if (std::abs(y[static_cast<std::size_t>(i * size + k)] - want[static_cast<std::size_t>(j * size + k)]) > tol) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST(Preprocessing, RandomShearShearsEachImageOneWayOrTheOtherAsKeras) {
+  const json& ref = reference().at("shear");
+  const Tensor x = tensor_of(ref.at("x"));
+  const int64_t size = x.num_elements() / 2;
+  const Tensor batch = ops::concat(std::vector<Tensor>(32, x), 0);  // 64 images: the two, 32 times
+  random::set_seed(12);
+  struct Case {
+    layers::RandomShear layer;
+    const char *plus, *minus;
+  };
+  std::vector<Case> cases;
+  cases.push_back({layers::RandomShear(layers::FactorRange(0.3, 0.3)), "plus", "minus"});
+  cases.push_back({layers::RandomShear(layers::FactorRange(0.1, 0.1), layers::FactorRange(0.25, 0.25),
+                                       {.fill_mode = "constant", .interpolation = "nearest", .fill_value = 9.0}),
+                   "y_plus", "y_minus"});
+  for (auto& c : cases) {
+    const auto y = c.layer(batch, true).to_vector<float>();
+    const auto plus = tensor_of(ref.at(c.plus)).to_vector<float>(), minus = tensor_of(ref.at(c.minus)).to_vector<float>();
+    int pluses = 0;
+    for (int64_t i = 0; i < 64; ++i) {
+      const bool p = same_image(y, i, plus, i % 2, size, 1e-3), m = same_image(y, i, minus, i % 2, size, 1e-3);
+      EXPECT_TRUE(p || m) << c.plus << " image " << i;
+      pluses += p;
+    }
+    EXPECT_GT(pluses, 12) << c.plus;  // about half of 64
+    EXPECT_LT(pluses, 52) << c.plus;
+    EXPECT_EQ(c.layer(x, false).to_vector<float>(), x.to_vector<float>());
+  }
+  EXPECT_TRUE(ref.at("inference_identity").get<bool>());
+  // The config both ways; Keras's rejections (each number of a pair in [0, 1]).
+  const layers::RandomShear shear(layers::FactorRange(0.1, 0.3), layers::FactorRange(0.0, 0.2), {.fill_mode = "wrap", .name = "shear"});
+  const json config = json::parse(shear.get_config());
+  for (const auto& [key, value] : ref.at("config").items()) EXPECT_EQ(config.at(key), value) << key;
+  const auto back = keras::serialization::layer_from_object(json{{"class_name", "RandomShear"}, {"config", config}});
+  EXPECT_EQ(json::parse(back->get_config()), config);
+  EXPECT_NO_THROW(keras::serialization::layer_from_object(json{
+      {"class_name", "RandomShear"}, {"config", {{"x_factor", {-0.2, 0.2}}, {"y_factor", {-0.0, 0.0}}}}}));
+  EXPECT_THROW(layers::RandomShear(1.5), ValueError);
+  EXPECT_THROW(layers::RandomShear(layers::FactorRange(-0.2, 0.1)), ValueError);
+  EXPECT_THROW(layers::RandomShear(0.2, layers::FactorRange(0.5, 1.2)), ValueError);
+}

@@ -506,6 +506,10 @@ Tensor space_to_depth(const Tensor& x, int64_t block_size, const std::string& da
 Tensor rgb_to_grayscale(const Tensor& images, const std::string& data_format = "channels_last");
 Tensor rgb_to_hsv(const Tensor& images, const std::string& data_format = "channels_last");
 Tensor hsv_to_rgb(const Tensor& images, const std::string& data_format = "channels_last");
+/// keras.ops.image.gaussian_blur: a depthwise convolution of rank-3 or rank-4 float images with a Gaussian window of
+/// kernel_size (odd sizes in practice) and sigma per axis, zero padding ("same"), as Keras's TensorFlow backend.
+Tensor gaussian_blur(const Tensor& images, std::pair<int64_t, int64_t> kernel_size = {3, 3},
+                     std::pair<double, double> sigma = {1.0, 1.0}, const std::string& data_format = "channels_last");
 /// Pearson correlation coefficients of the rows (variables) over the last axis (observations), clipped to [-1, 1].
 Tensor corrcoef(const Tensor& x);
 /// Euclidean distances between the rows of x (..., M, D) and of y (..., N, D): (..., M, N).

@@ -1,9 +1,13 @@
-// keras.ops.image's color conversions: rgb_to_grayscale, rgb_to_hsv and hsv_to_rgb, composed of element-wise ops
+// keras.ops.image's color conversions (rgb_to_grayscale, rgb_to_hsv, hsv_to_rgb) and gaussian_blur, composed of element-wise ops
 // (so they run on the images' device and are differentiable) in TensorFlow's formulas (tf.image.rgb_to_grayscale's
 // weights, the RGBToHSV and HSVToRGB kernels' arithmetic).
 #include "osprey/keras/ops.h"
 
 #include <fmt/format.h>
+
+#include <cmath>
+#include <utility>
+#include <vector>
 
 #include "keras/ops/common.h"
 #include "osprey/errors.h"
@@ -98,6 +102,51 @@ Tensor hsv_to_rgb(const Tensor& images, const std::string& data_format) {
   const Tensor one_minus_s = subtract(1.0, s);
   auto out = [&](const Tensor& d) { return multiply(add(one_minus_s, multiply(s, d)), v); };
   return concatenate({out(dr), out(dg), out(db)}, axis);
+}
+
+}  // namespace osprey::keras::ops
+
+namespace osprey::keras::ops {
+
+// TensorFlow's backend: a kernel_size[0] × kernel_size[1] window (the outer product of the 1-D Gaussians of
+// sizes kernel_size[1] and kernel_size[0], laid out as TensorFlow reshapes it), a depthwise convolution with zero
+// padding ("same").
+Tensor gaussian_blur(const Tensor& images, std::pair<int64_t, int64_t> kernel_size, std::pair<double, double> sigma,
+                     const std::string& data_format) {
+  channel_axis(images, data_format, "gaussian_blur");
+  check_float(images, "gaussian_blur");
+  const auto [kx, ky] = kernel_size;
+  if (kx < 1 || ky < 1 || kx > 1024 || ky > 1024) {
+    throw ValueError(fmt::format("gaussian_blur: kernel_size must be in [1, 1024]; received ({}, {})", kx, ky));
+  }
+  if (!(sigma.first > 0.0) || !(sigma.second > 0.0) || !std::isfinite(sigma.first) || !std::isfinite(sigma.second)) {
+    throw ValueError(fmt::format("gaussian_blur: sigma must be positive; received ({}, {})", sigma.first, sigma.second));
+  }
+  auto gaussian = [](int64_t size, double s) {  // float32 as TensorFlow computes it
+    std::vector<float> k(static_cast<std::size_t>(size));
+    const float centre = (static_cast<float>(size) - 1.0f) / 2.0f, sf = static_cast<float>(s);
+    float total = 0.0f;
+    for (int64_t i = 0; i < size; ++i) {
+      const float x = (static_cast<float>(i) - centre) / sf;
+      total += k[static_cast<std::size_t>(i)] = std::exp(-0.5f * (x * x));
+    }
+    for (float& v : k) v /= total;
+    return k;
+  };
+  const auto gx = gaussian(kx, sigma.first), gy = gaussian(ky, sigma.second);
+  const bool batched = images.shape().rank() == 4;
+  Tensor x = batched ? images : expand_dims(images, 0);
+  if (data_format == "channels_first") x = osprey::ops::transpose(x, {0, 2, 3, 1});
+  const int64_t c = x.shape()[3];
+  std::vector<float> kernel;
+  kernel.reserve(static_cast<std::size_t>(kx * ky * c));
+  for (float wy : gy) {    // tensordot(kernel1d_y, kernel1d_x, axes=0), read row-major
+    for (float wx : gx) kernel.insert(kernel.end(), static_cast<std::size_t>(c), wy * wx);
+  }
+  const Tensor k = Tensor::from_vector(kernel, Shape({kx, ky, c, 1})).cast(x.dtype());
+  Tensor y = depthwise_conv(x, k, {1}, "same");
+  if (data_format == "channels_first") y = osprey::ops::transpose(y, {0, 3, 1, 2});
+  return batched ? y : squeeze(y, 0);
 }
 
 }  // namespace osprey::keras::ops

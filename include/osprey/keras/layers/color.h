@@ -1,6 +1,6 @@
-// Keras 3's color image augmentations: RandomGrayscale, RandomInvert, AutoContrast, Solarization,
-// RandomPosterization, RandomColorDegeneration, RandomSaturation, RandomHue, RandomSharpness, Equalization and
-// RandomColorJitter.
+// Keras 3's image augmentations that change pixel values in place: RandomGrayscale, RandomInvert, AutoContrast,
+// Solarization, RandomPosterization, RandomColorDegeneration, RandomSaturation, RandomHue, RandomSharpness,
+// RandomGaussianBlur, Equalization and RandomColorJitter.
 #pragma once
 
 #include <cstdint>
@@ -207,6 +207,28 @@ class RandomSharpness : public FactorColorAugmentation {
   OSPREY_KERAS_LAYER(RandomSharpness)
   std::string class_name() const override { return "RandomSharpness"; }
   Tensor transform_images(const Tensor& images, const std::vector<float>& transformation) const override;
+};
+
+/// keras.layers.RandomGaussianBlur(factor=1.0, kernel_size=3, sigma=1.0, value_range=(0, 255)): each image blurred
+/// when a uniform draw falls below a probability drawn per image from [lower, upper] (one number f: (0, f)), by a
+/// Gaussian window of odd kernel_size (one number or a pair) whose two sigmas are drawn once per batch from the
+/// sigma range within [0, 1] (one number s: (0, s)), plus 1e-6; the whole batch then clipped to value_range.
+class RandomGaussianBlur : public FactorColorAugmentation {
+ public:
+  explicit RandomGaussianBlur(ImageFactor factor = 1.0, ImageFactor kernel_size = 3.0, ImageFactor sigma = 1.0,
+                              ColorOptions options = {});
+  OSPREY_KERAS_LAYER(RandomGaussianBlur)
+  std::string class_name() const override { return "RandomGaussianBlur"; }
+  std::string get_config() const override;
+  /// 1 or 0 per image (blur or not), then the batch's two sigmas.
+  std::vector<float> get_random_transformation(int64_t batch) override;
+  Tensor transform_images(const Tensor& images, const std::vector<float>& transformation) const override;
+  std::pair<int64_t, int64_t> kernel_size() const { return kernel_size_; }
+  std::pair<double, double> sigma() const { return sigma_; }
+
+ private:
+  std::pair<int64_t, int64_t> kernel_size_;
+  std::pair<double, double> sigma_;
 };
 
 /// keras.layers.Equalization(value_range=(0, 255), bins=256): in training, histogram equalization of each channel,

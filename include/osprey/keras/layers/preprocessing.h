@@ -103,7 +103,7 @@ struct AugmentOptions {
 /// them (as in TensorFlow): put them at the front of a model.
 class RandomAffine : public Layer {
  public:
-  enum class Kind { rotation, translation, zoom, flip };
+  enum class Kind { rotation, translation, zoom, flip, shear };
   RandomAffine(Kind kind, FactorRange a, std::optional<FactorRange> b, std::string flip_mode, AugmentOptions options);
   std::string class_name() const override;
   std::string get_config() const override;
@@ -139,6 +139,16 @@ class RandomZoom : public RandomAffine {
                       AugmentOptions options = {})
       : RandomAffine(Kind::zoom, height_factor, width_factor, "", std::move(options)) {}
   OSPREY_KERAS_LAYER(RandomZoom)
+};
+/// keras.layers.RandomShear(x_factor, y_factor=0): each sample sheared by [[1, sx, 0], [sy, 1, 0]] about the
+/// top-left corner (Keras 3.15's matrix), sx and sy drawn from their ranges (one number f: (-f, f); a pair within
+/// [0, 1]) and both negated for about half of the samples. A file's symmetric pair (-f, f), which Keras 3.15
+/// writes for one number but cannot read back, loads here.
+class RandomShear : public RandomAffine {
+ public:
+  explicit RandomShear(FactorRange x_factor, FactorRange y_factor = 0.0, AugmentOptions options = {})
+      : RandomAffine(Kind::shear, x_factor, y_factor, "", std::move(options)) {}
+  OSPREY_KERAS_LAYER(RandomShear)
 };
 /// keras.layers.RandomFlip(mode="horizontal_and_vertical"): each sample flipped with probability 1/2 per axis.
 class RandomFlip : public RandomAffine {

@@ -23,6 +23,7 @@ const char* class_of(RandomAffine::Kind k) {
     case RandomAffine::Kind::translation: return "RandomTranslation";
     case RandomAffine::Kind::zoom: return "RandomZoom";
     case RandomAffine::Kind::flip: return "RandomFlip";
+    case RandomAffine::Kind::shear: return "RandomShear";
   }
   return "RandomAffine";
 }
@@ -32,6 +33,7 @@ const char* prefix_of(RandomAffine::Kind k) {
     case RandomAffine::Kind::translation: return "random_translation";
     case RandomAffine::Kind::zoom: return "random_zoom";
     case RandomAffine::Kind::flip: return "random_flip";
+    case RandomAffine::Kind::shear: return "random_shear";
   }
   return "random_affine";
 }
@@ -83,6 +85,11 @@ RandomAffine::RandomAffine(Kind kind, FactorRange a, std::optional<FactorRange> 
   if (kind == Kind::zoom) {
     check_range(a_, -1.0, 1e6, cls, "height_factor");
     if (b_) check_range(*b_, -1.0, 1e6, cls, "width_factor");
+  }
+  if (kind == Kind::shear) {  // Keras: each number of a pair in [0, 1]; one number f means (-f, f)
+    for (const auto& [r, what] : {std::pair{a_, "x_factor"}, std::pair{*b_, "y_factor"}}) {
+      if (!(r.lower == -r.upper && r.upper >= 0.0 && r.upper <= 1.0)) check_range(r, 0.0, 1.0, cls, what);
+    }
   }
   if (kind == Kind::flip && flip_mode_ != "horizontal" && flip_mode_ != "vertical" &&
       flip_mode_ != "horizontal_and_vertical") {
@@ -145,6 +152,17 @@ Tensor RandomAffine::call(const Tensor& inputs, bool training) {
         }
         break;
       }
+      case Kind::shear: {  // one sign per sample for both factors (Keras draws it first)
+        const auto signs = random::uniform({n}).to_vector<float>();
+        const auto sy = draws(n, *b_, 1.0), sx = draws(n, a_, 1.0);
+        for (int64_t i = 0; i < n; ++i) {
+          const float sign = signs[static_cast<std::size_t>(i)] > 0.5f ? -1.f : 1.f;
+          float* m = &t[static_cast<std::size_t>(i * 8)];
+          m[0] = 1.f, m[1] = sx[static_cast<std::size_t>(i)] * sign;
+          m[3] = sy[static_cast<std::size_t>(i)] * sign, m[4] = 1.f;
+        }
+        break;
+      }
       case Kind::flip: {
         const auto coins = random::uniform({n, 2}).to_vector<float>();
         for (int64_t i = 0; i < n; ++i) {
@@ -190,6 +208,10 @@ std::string RandomAffine::get_config() const {
       c["width_factor"] = b_ ? range(*b_) : json(nullptr);
       break;
     case Kind::flip: c["mode"] = flip_mode_; break;
+    case Kind::shear:
+      c["x_factor"] = range(a_);
+      c["y_factor"] = range(*b_);
+      break;
   }
   if (kind_ != Kind::flip) {
     for (const auto& [k, v] : common_fill.items()) c[k] = v;
@@ -238,6 +260,10 @@ OSPREY_REGISTER_LAYERS(augmentation) {
     const auto h = range_from(c, "height_factor", "RandomZoom");
     if (!h) throw ValueError("RandomZoom: the config has no `height_factor`");
     return std::make_shared<RandomZoom>(*h, range_from(c, "width_factor", "RandomZoom"), augment_options(c));
+  }});
+  ser::register_layer_class("RandomShear", {true, [](const json& c) -> std::shared_ptr<Layer> {
+    const auto x = range_from(c, "x_factor", "RandomShear"), y = range_from(c, "y_factor", "RandomShear");
+    return std::make_shared<RandomShear>(x.value_or(FactorRange(0.0)), y.value_or(FactorRange(0.0)), augment_options(c));
   }});
   ser::register_layer_class("RandomFlip", {true, [](const json& c) -> std::shared_ptr<Layer> {
     return std::make_shared<RandomFlip>(ser::value_or<std::string>(c, "mode", "horizontal_and_vertical"),

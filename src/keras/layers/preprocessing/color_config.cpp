@@ -86,6 +86,11 @@ OSPREY_REGISTER_LAYERS(color) {
     return std::make_shared<RandomSharpness>(factor_of(c, "factor", "RandomSharpness"),
                                              options_of(c, "RandomSharpness"));
   }});
+  ser::register_layer_class("RandomGaussianBlur", {true, [](const json& c) -> std::shared_ptr<Layer> {
+    const char* name = "RandomGaussianBlur";
+    return std::make_shared<RandomGaussianBlur>(factor_of(c, "factor", name, 1.0), factor_of(c, "kernel_size", name, 3.0),
+                                                factor_of(c, "sigma", name, 1.0), options_of(c, name));
+  }});
   ser::register_layer_class("Equalization", {true, [](const json& c) -> std::shared_ptr<Layer> {
     const int64_t bins = c.contains("bins") ? ser::integer(c, "bins", 1, int64_t{1} << 20, "Equalization") : 256;
     return std::make_shared<Equalization>(options_of(c, "Equalization"), bins);
