@@ -204,6 +204,36 @@ ref["blur"] = {
                                    seed=2, name="blur").get_config(),
 }
 
+# RandomErasing under given draws: per image the box's sides (sqrt of a scale draw, times the width / height) and
+# its start (a uniform draw times the room left), computed in float32 as Keras computes them, and whether to erase.
+erase_apply = np.array([True, True, False, True])
+mix = np.sqrt(np.array([[0.1, 0.3], [0.05, 0.2], [0.2, 0.2], [0.33, 0.02]], "float32"))
+starts = np.array([[0.2, 0.7], [0.9, 0.1], [0.5, 0.5], [0.0, 0.99]], "float32")
+
+
+def bounds(length, ratio, start):
+    crop = (ratio * np.float32(length)).astype("float32")
+    begin = (start * (np.float32(length) - crop)).astype("float32")
+    return begin, (begin + crop).astype("float32")
+
+
+x0, x1 = bounds(img.shape[2], mix[:, 0], starts[:, 0])
+y0, y1 = bounds(img.shape[1], mix[:, 1], starts[:, 1])
+eraser = L.RandomErasing(fill_value=7.0)
+masks = eraser._generate_batch_mask(img.shape, (x0, x1, y0, y1))
+fill = eraser._get_fill_value(img, img.shape, None)
+eraser_rgb = L.RandomErasing(fill_value=[10.0, 300.0, -5.0], value_range=(0, 255))
+ref["erasing"] = {
+    "apply": tl(erase_apply), "mix": tl(mix), "starts": tl(starts),
+    "y": tl(eraser.transform_images(img, {"apply_erasing": erase_apply, "batch_masks": masks, "fill_value": fill})),
+    "y_rgb": tl(eraser_rgb.transform_images(img, {"apply_erasing": erase_apply, "batch_masks": masks,
+                                                  "fill_value": eraser_rgb._get_fill_value(img, img.shape, None)})),
+    "y_inference": tl(L.RandomErasing()(img, training=False)),
+    "factor_single": list(L.RandomErasing(0.4).factor), "scale_single": list(L.RandomErasing(scale=0.5).scale),
+    "config": L.RandomErasing(factor=(0.2, 0.6), scale=(0.1, 0.4), fill_value=3.0, value_range=(0, 1), seed=5,
+                              name="erase").get_config(),
+}
+
 def rejected(make):
     try:
         make()
@@ -223,6 +253,7 @@ ref["rejected"] = {
     "hue_-0.5": rejected(lambda: L.RandomHue(-0.5)),
     "blur_even_kernel": rejected(lambda: L.RandomGaussianBlur(kernel_size=4)),
     "blur_sigma_2": rejected(lambda: L.RandomGaussianBlur(sigma=2.0)),
+    "erasing_scale_2": rejected(lambda: L.RandomErasing(scale=2.0)),
 }
 
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "keras_color.json"), "w") as f:

@@ -306,6 +306,7 @@ TEST(ColorLayers, TrainInAModelAndRoundTripThroughItsConfig) {
   random::set_seed(3);
   Sequential m({layers::Input({6, 6, 3}), layers::RandomColorJitter({.brightness = 0.1, .hue = 0.1}),
                 layers::RandomGrayscale(0.3), layers::RandomSharpness(0.4), layers::RandomGaussianBlur(0.5),
+                layers::RandomErasing(0.5),
                 layers::Equalization(), layers::AutoContrast(),
                 layers::Rescaling(1.0 / 255), layers::Conv2D(2, 3), layers::GlobalAveragePooling2D(), layers::Dense(1)});
   const std::string text = m.to_json();
@@ -348,4 +349,43 @@ TEST(ColorLayers, GaussianBlurMatchesKerasUnderGivenDraws) {
   }
   const auto none = layers::RandomGaussianBlur(0.0).get_random_transformation(50);
   EXPECT_EQ(std::vector<float>(none.begin(), none.begin() + 50), std::vector<float>(50, 0.0f));
+}
+
+TEST(ColorLayers, RandomErasingMatchesKerasUnderGivenDraws) {
+  const json& e = reference().at("erasing");
+  std::vector<float> t = floats(e.at("apply"));
+  for (int k = 0; k < 2; ++k) {
+    for (const auto& row : e.at("mix")) t.push_back(row[k].get<float>());
+  }
+  for (int k = 0; k < 2; ++k) {
+    for (const auto& row : e.at("starts")) t.push_back(row[k].get<float>());
+  }
+  expect_close(layers::RandomErasing(1.0, layers::ImageFactor(0.02, 0.33), {7.0}).transform_images(img(), t), e.at("y"),
+               1e-6, "erasing");
+  expect_close(layers::RandomErasing(1.0, layers::ImageFactor(0.02, 0.33), {10.0, 300.0, -5.0}).transform_images(img(), t),
+               e.at("y_rgb"), 1e-6, "per channel, clipped");
+  expect_close(layers::RandomErasing()(img(), false), e.at("y_inference"), 0, "identity");
+  EXPECT_EQ(layers::RandomErasing(0.4).factor(), as_pair(e.at("factor_single")));
+  EXPECT_EQ(layers::RandomErasing(1.0, 0.5).scale(), as_pair(e.at("scale_single")));
+  expect_config(layers::RandomErasing({0.2, 0.6}, {0.1, 0.4}, {3.0}, {.value_range = {0, 1}, .seed = 5, .name = "erase"}),
+                e.at("config"), "RandomErasing");
+  EXPECT_THROW(layers::RandomErasing(1.0, 2.0), ValueError);
+  EXPECT_THROW(layers::RandomErasing(1.0, 0.3, {1.0, 2.0}), ValueError);
+  // Noise fill: within value_range, and only inside one box per image; a seeded layer repeats itself.
+  layers::RandomErasing noisy(layers::ImageFactor(1.0, 1.0), layers::ImageFactor(0.3, 0.3), {}, {.seed = 9});
+  const Tensor flat = Tensor::full(Shape({6, 10, 10, 3}), 100.0);
+  const auto y = noisy(flat, true).to_vector<float>();
+  for (int i = 0; i < 6; ++i) {
+    int changed = 0;
+    for (int k = 0; k < 300; ++k) {
+      const float v = y[static_cast<std::size_t>(i * 300 + k)];
+      EXPECT_GE(v, 0.0f);
+      EXPECT_LE(v, 255.0f);
+      changed += v != 100.0f;
+    }
+    EXPECT_GT(changed, 3 * 16);  // sides of sqrt(0.3) · 10 = 5.48: 5 or 6 pixels each way
+    EXPECT_LE(changed, 3 * 36);
+  }
+  layers::RandomErasing again(layers::ImageFactor(1.0, 1.0), layers::ImageFactor(0.3, 0.3), {}, {.seed = 9});
+  EXPECT_EQ(again(flat, true).to_vector<float>(), y);
 }

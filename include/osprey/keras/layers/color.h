@@ -1,6 +1,6 @@
 // Keras 3's image augmentations that change pixel values in place: RandomGrayscale, RandomInvert, AutoContrast,
 // Solarization, RandomPosterization, RandomColorDegeneration, RandomSaturation, RandomHue, RandomSharpness,
-// RandomGaussianBlur, Equalization and RandomColorJitter.
+// RandomGaussianBlur, RandomErasing, Equalization and RandomColorJitter.
 #pragma once
 
 #include <cstdint>
@@ -229,6 +229,31 @@ class RandomGaussianBlur : public FactorColorAugmentation {
  private:
   std::pair<int64_t, int64_t> kernel_size_;
   std::pair<double, double> sigma_;
+};
+
+/// keras.layers.RandomErasing(factor=1.0, scale=(0.02, 0.33), fill_value=None, value_range=(0, 255)): each image,
+/// when a uniform draw falls below a probability drawn per image from [lower, upper] (one number f: (0, f)), gets
+/// a box filled: its sides sqrt(a draw from `scale`) times the width and the height, its corner uniform in the
+/// room left; the fill is `fill_value` (one number, or one per channel) or, unset, normal noise times
+/// value_range's high, clipped to value_range.
+class RandomErasing : public FactorColorAugmentation {
+ public:
+  explicit RandomErasing(ImageFactor factor = 1.0, ImageFactor scale = ImageFactor(0.02, 0.33),
+                         std::vector<double> fill_value = {}, ColorOptions options = {});
+  OSPREY_KERAS_LAYER(RandomErasing)
+  std::string class_name() const override { return "RandomErasing"; }
+  std::string get_config() const override;
+  Tensor call(const Tensor& inputs, bool training) override;
+  /// Per image: 1 or 0 (erase or not), the box's side fractions (x, y) and its start fractions (x, y): 5 rows.
+  std::vector<float> get_random_transformation(int64_t batch) override;
+  /// The erasing under given draws (with fill_value unset, the noise from the global generator).
+  Tensor transform_images(const Tensor& images, const std::vector<float>& transformation) const override;
+  std::pair<double, double> scale() const { return scale_; }
+
+ private:
+  Tensor erase(const Tensor& images, const std::vector<float>& transformation, const Tensor& noise) const;
+  std::pair<double, double> scale_;
+  std::vector<double> fill_value_;
 };
 
 /// keras.layers.Equalization(value_range=(0, 255), bins=256): in training, histogram equalization of each channel,

@@ -91,6 +91,23 @@ OSPREY_REGISTER_LAYERS(color) {
     return std::make_shared<RandomGaussianBlur>(factor_of(c, "factor", name, 1.0), factor_of(c, "kernel_size", name, 3.0),
                                                 factor_of(c, "sigma", name, 1.0), options_of(c, name));
   }});
+  ser::register_layer_class("RandomErasing", {true, [](const json& c) -> std::shared_ptr<Layer> {
+    const char* name = "RandomErasing";
+    std::vector<double> fill;
+    if (c.contains("fill_value") && !c["fill_value"].is_null()) {
+      const json& f = c["fill_value"];
+      if (f.is_number()) {
+        fill.push_back(f.get<double>());
+      } else if (f.is_array() && f.size() == 3 && f[0].is_number() && f[1].is_number() && f[2].is_number()) {
+        for (const auto& v : f) fill.push_back(v.get<double>());
+      } else {
+        throw ValueError(fmt::format("RandomErasing: `fill_value` must be a number or three numbers; got {}", f.dump()));
+      }
+    }
+    return std::make_shared<RandomErasing>(factor_of(c, "factor", name, 1.0),
+                                           c.contains("scale") ? factor_of(c, "scale", name) : ImageFactor(0.02, 0.33),
+                                           fill, options_of(c, name));
+  }});
   ser::register_layer_class("Equalization", {true, [](const json& c) -> std::shared_ptr<Layer> {
     const int64_t bins = c.contains("bins") ? ser::integer(c, "bins", 1, int64_t{1} << 20, "Equalization") : 256;
     return std::make_shared<Equalization>(options_of(c, "Equalization"), bins);
