@@ -336,6 +336,7 @@ TEST(ColorLayers, GaussianBlurMatchesKerasUnderGivenDraws) {
   EXPECT_EQ(layers::RandomGaussianBlur(1.0, 3.0, 0.7).sigma(), as_pair(b.at("sigma_single")));
   expect_config(layers::RandomGaussianBlur({0.2, 0.6}, {3, 5}, {0.1, 0.9}, {.value_range = {0, 1}, .seed = 2, .name = "blur"}),
                 b.at("config"), "RandomGaussianBlur");
+  EXPECT_THROW(kops::gaussian_blur(Tensor::zeros(Shape({1, 4, 4, 512})), {1023, 1023}), ValueError);  // 2^29 weights
   EXPECT_THROW(layers::RandomGaussianBlur(1.0, 4.0), ValueError);
   EXPECT_THROW(layers::RandomGaussianBlur(1.0, 3.0, 2.0), ValueError);
   EXPECT_THROW(layers::RandomGaussianBlur().transform_images(img(), {1, 0, 1, 1}), ValueError);  // no sigmas

@@ -138,6 +138,11 @@ Tensor gaussian_blur(const Tensor& images, std::pair<int64_t, int64_t> kernel_si
   Tensor x = batched ? images : expand_dims(images, 0);
   if (data_format == "channels_first") x = osprey::ops::transpose(x, {0, 2, 3, 1});
   const int64_t c = x.shape()[3];
+  if (kx * ky * c > (int64_t{1} << 26)) {
+    throw ValueError(fmt::format("gaussian_blur: a ({}, {}) window over {} channels is {} weights, more than the "
+                                 "2^26 allowed",
+                                 kx, ky, c, kx * ky * c));
+  }
   std::vector<float> kernel;
   kernel.reserve(static_cast<std::size_t>(kx * ky * c));
   for (float wy : gy) {    // tensordot(kernel1d_y, kernel1d_x, axes=0), read row-major
