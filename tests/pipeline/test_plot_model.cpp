@@ -111,6 +111,21 @@ TEST(PlotModel, DrawsWithGraphvizOrSaysItIsMissing) {
   std::filesystem::remove_all(dir);
 }
 
+// Graphviz refuses an unknown format before it reads its input: with a DOT text larger than a pipe holds, the
+// writer meets a closed pipe, which must be an InternalError (not SIGPIPE ending the process).
+TEST(PlotModel, AGraphvizThatStopsEarlyIsAnErrorNotASignal) {
+  if (!have_dot()) GTEST_SKIP() << "Graphviz's dot is not installed";
+  std::vector<keras::LayerRef> stack{layers::Input({4})};
+  for (int i = 0; i < 800; ++i) stack.push_back(layers::Dense(4, "relu", {.name = "a_long_layer_name_" + std::to_string(i)}));
+  keras::Sequential m(stack);
+  ASSERT_GT(utils::model_to_dot(m).size(), std::size_t{1} << 17);
+  const auto dir = std::filesystem::temp_directory_path() / ("osprey_plot_pipe_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  for (int i = 0; i < 3; ++i) EXPECT_THROW(utils::plot_model(m, (dir / "m.nosuchformat").string()), InternalError);
+  EXPECT_FALSE(std::filesystem::exists(dir / "m.nosuchformat"));
+  std::filesystem::remove_all(dir);
+}
+
 // expand_nested: a functional model inside a Sequential inside the outer model, drawn as nested clusters, with the
 // edges into and out of each nested model attached to its first and last nodes (Keras's drawing).
 TEST(PlotModel, ExpandNestedDrawsNestedModelsAsClusters) {

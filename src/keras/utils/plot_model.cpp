@@ -1,12 +1,14 @@
 // keras.utils.model_to_dot / plot_model: the functional graph (Sequential's too, once built) as DOT; `dot` is run
 // as a child process with an argument vector (no shell), the DOT on its stdin and the drawing on its stdout.
 #include <fcntl.h>
+#include <pthread.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -241,14 +243,30 @@ void plot_model(const Model& model, const std::string& to_file, const PlotOption
     throw InternalError(fmt::format("plot_model: could not start '{}': {}", dot, std::strerror(rc)));
   }
   // Feed the DOT from another thread while this one reads the drawing (neither pipe can fill up and block).
+  // Graphviz may exit before reading it all (an unknown format): the write then fails with EPIPE, and SIGPIPE, which
+  // would end the whole process, is blocked on the feeding thread and taken there if it came.
   std::thread feeder([fd = in_pipe[1], &dot_text] {
+    sigset_t pipe_signal, previous;
+    sigemptyset(&pipe_signal);
+    sigaddset(&pipe_signal, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_signal, &previous);
+    bool broken = false;
     std::size_t at = 0;
     while (at < dot_text.size()) {
       const ssize_t n = ::write(fd, dot_text.data() + at, dot_text.size() - at);
-      if (n <= 0) break;
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        broken = n < 0 && errno == EPIPE;
+        break;
+      }
       at += static_cast<std::size_t>(n);
     }
     ::close(fd);
+    if (broken) {
+      const timespec now{0, 0};
+      sigtimedwait(&pipe_signal, nullptr, &now);
+    }
+    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   });
   std::string image;
   char buf[65536];
