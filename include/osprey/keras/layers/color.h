@@ -62,9 +62,6 @@ class ColorAugmentation : public Layer {
   /// The images as float32 channels_last, and back to the layer's data_format.
   Tensor to_last(const Tensor& images) const;
   Tensor from_last(const Tensor& images) const;
-  /// The base config with data_format (and value_range / seed when `with_range` / `with_seed`).
-  std::string color_config(bool with_range, bool with_seed, const std::vector<std::pair<std::string, std::string>>&
-                                                                extra) const;
   ColorOptions options_;
   std::optional<random::Philox> generator_;
 };

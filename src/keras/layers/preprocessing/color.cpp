@@ -9,7 +9,6 @@
 
 #include "keras/layers/preprocessing/crop.h"
 #include "keras/saving/serialization.h"
-#include "osprey/device.h"
 #include "osprey/errors.h"
 #include "osprey/keras/layers/convolutional.h"
 
@@ -20,17 +19,7 @@ namespace kops = osprey::keras::ops;
 namespace color {
 
 std::pair<double, double> parse_factor(const ImageFactor& f, double lo, double hi) {
-  const std::string message = fmt::format("The `factor` argument should be a number (or a list of two numbers) in "
-                                          "the range [{}, {}]. Received: factor=",
-                                          lo, hi);
-  if (f.single) {
-    if (!(f.a >= lo && f.a <= hi)) throw ValueError(message + fmt::format("{}", f.a));
-    return {std::max(-std::abs(f.a), lo), std::abs(f.a)};
-  }
-  if (!std::isfinite(f.a) || !std::isfinite(f.b) || f.a > hi || f.b < lo) {
-    throw ValueError(message + fmt::format("({}, {})", f.a, f.b));
-  }
-  return {std::min(f.a, f.b), std::max(f.a, f.b)};
+  return f.single ? keras_factor(f.a, lo, hi) : keras_factor(std::pair{f.a, f.b}, lo, hi);
 }
 
 Tensor column(const std::vector<float>& values, int64_t batch, std::size_t per_image, std::size_t part,
@@ -52,12 +41,20 @@ Tensor rescale(const Tensor& x, std::pair<double, double> from, std::pair<double
   return kops::add(kops::multiply(unit, width(to)), static_cast<double>(static_cast<float>(to.first)));
 }
 
-Tensor as_float(const Tensor& x) { return x.dtype() == DType::float32 ? x : x.cast(DType::float32); }
+std::string config_text(const ColorAugmentation& layer, bool with_range, bool with_seed, const serialization::json& extra) {
+  const ColorOptions& o = layer.options();
+  auto c = serialization::base_config(layer);
+  c["data_format"] = o.data_format;
+  if (with_range) c["value_range"] = serialization::json::array({o.value_range.first, o.value_range.second});
+  for (const auto& [key, value] : extra.items()) c[key] = value;
+  if (with_seed) c["seed"] = o.seed ? serialization::json(*o.seed) : serialization::json(nullptr);
+  return serialization::dumps(c);
+}
 
 }  // namespace color
 
-using color::as_float;
 using color::column;
+using color::config_text;
 using color::parse_factor;
 using color::rescale;
 
@@ -92,8 +89,7 @@ std::vector<float> ColorAugmentation::uniform(int64_t n) {
     for (float& v : u) v = generator_->next_float();
     return u;
   }
-  DeviceScope cpu("/CPU:0");
-  return random::uniform({n}).to_vector<float>();
+  return host_uniform(n);
 }
 
 Tensor ColorAugmentation::to_last(const Tensor& images) const {
@@ -102,16 +98,6 @@ Tensor ColorAugmentation::to_last(const Tensor& images) const {
 
 Tensor ColorAugmentation::from_last(const Tensor& images) const {
   return layers::from_last(images, options_.data_format == "channels_first");
-}
-
-std::string ColorAugmentation::color_config(bool with_range, bool with_seed,
-                                            const std::vector<std::pair<std::string, std::string>>& extra) const {
-  auto c = serialization::base_config(*this);
-  c["data_format"] = options_.data_format;
-  if (with_range) c["value_range"] = serialization::json::array({options_.value_range.first, options_.value_range.second});
-  for (const auto& [key, text] : extra) c[key] = serialization::json::parse(text);
-  if (with_seed) c["seed"] = options_.seed ? serialization::json(*options_.seed) : serialization::json(nullptr);
-  return serialization::dumps(c);
 }
 
 FactorColorAugmentation::FactorColorAugmentation(const std::string& default_name, ImageFactor factor, double lo,
@@ -125,12 +111,12 @@ std::vector<float> FactorColorAugmentation::get_random_transformation(int64_t ba
 }
 
 std::string FactorColorAugmentation::get_config() const {
-  return color_config(true, true, {{"factor", serialization::json::array({factor_.first, factor_.second}).dump()}});
+  return config_text(*this, true, true, {{"factor", {factor_.first, factor_.second}}});
 }
 
 namespace {
 
-std::string pair_text(std::pair<double, double> p) { return serialization::json::array({p.first, p.second}).dump(); }
+serialization::json pair_json(std::pair<double, double> p) { return serialization::json::array({p.first, p.second}); }
 
 // 1 where a draw says to apply, 0 elsewhere, as the mask where() takes.
 Tensor chosen(const std::vector<float>& t, int64_t batch, const std::string& layer) {
@@ -160,7 +146,7 @@ Tensor RandomGrayscale::transform_images(const Tensor& images, const std::vector
 }
 
 std::string RandomGrayscale::get_config() const {
-  return color_config(false, false, {{"factor", serialization::json(factor_).dump()}});
+  return config_text(*this, false, false, {{"factor", factor_}});
 }
 
 // ---- RandomInvert ----
@@ -200,7 +186,7 @@ Tensor AutoContrast::transform_images(const Tensor& images, const std::vector<fl
   return from_last(kops::where(kops::isnan(y), original, back));
 }
 
-std::string AutoContrast::get_config() const { return color_config(true, false, {}); }
+std::string AutoContrast::get_config() const { return config_text(*this, true, false); }
 
 // ---- Solarization ----
 
@@ -246,7 +232,7 @@ Tensor Solarization::transform_images(const Tensor& images, const std::vector<fl
 }
 
 std::string Solarization::get_config() const {
-  return color_config(true, true, {{"addition_factor", pair_text(addition_)}, {"threshold_factor", pair_text(threshold_)}});
+  return config_text(*this, true, true, {{"addition_factor", pair_json(addition_)}, {"threshold_factor", pair_json(threshold_)}});
 }
 
 // ---- RandomPosterization ----
@@ -289,7 +275,7 @@ Tensor RandomPosterization::transform_images(const Tensor& images, const std::ve
 }
 
 std::string RandomPosterization::get_config() const {
-  return color_config(true, true, {{"factor", serialization::json::array({factor_.first, factor_.second}).dump()}});
+  return config_text(*this, true, true, {{"factor", {factor_.first, factor_.second}}});
 }
 
 // ---- RandomColorDegeneration ----

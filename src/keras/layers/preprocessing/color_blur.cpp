@@ -53,7 +53,7 @@ std::vector<float> RandomGaussianBlur::get_random_transformation(int64_t batch) 
 }
 
 Tensor RandomGaussianBlur::transform_images(const Tensor& images, const std::vector<float>& t) const {
-  const Tensor x = color::as_float(images);
+  const Tensor x = as_float(images);
   const int64_t n = x.shape()[0];
   if (t.size() != static_cast<std::size_t>(n + 2)) {
     throw ValueError(fmt::format("{}: the transformation has {} numbers; a batch of {} images takes {} (a choice per "
@@ -69,9 +69,10 @@ Tensor RandomGaussianBlur::transform_images(const Tensor& images, const std::vec
 
 std::string RandomGaussianBlur::get_config() const {
   using serialization::json;
-  return color_config(true, true, {{"factor", json::array({factor_.first, factor_.second}).dump()},
-                                   {"kernel_size", json::array({kernel_size_.first, kernel_size_.second}).dump()},
-                                   {"sigma", json::array({sigma_.first, sigma_.second}).dump()}});
+  return color::config_text(*this, true, true,
+                            {{"factor", json::array({factor_.first, factor_.second})},
+                             {"kernel_size", json::array({kernel_size_.first, kernel_size_.second})},
+                             {"sigma", json::array({sigma_.first, sigma_.second})}});
 }
 
 }  // namespace osprey::keras::layers
@@ -109,7 +110,7 @@ std::vector<float> RandomErasing::get_random_transformation(int64_t batch) {
 
 Tensor RandomErasing::call(const Tensor& inputs, bool training) {
   check_batch(name_, inputs);
-  const Tensor x = color::as_float(inputs);
+  const Tensor x = as_float(inputs);
   if (!training) return x;
   const auto t = get_random_transformation(x.shape()[0]);
   Tensor noise;
@@ -131,7 +132,7 @@ Tensor RandomErasing::call(const Tensor& inputs, bool training) {
 }
 
 Tensor RandomErasing::transform_images(const Tensor& images, const std::vector<float>& t) const {
-  const Tensor x = color::as_float(images);
+  const Tensor x = as_float(images);
   return erase(x, t, fill_value_.empty() ? random::normal(x.shape()) : Tensor());
 }
 
@@ -185,9 +186,10 @@ std::string RandomErasing::get_config() const {
   json fill = nullptr;
   if (fill_value_.size() == 1) fill = fill_value_[0];
   if (fill_value_.size() == 3) fill = fill_value_;
-  return color_config(true, true, {{"factor", json::array({factor_.first, factor_.second}).dump()},
-                                   {"scale", json::array({scale_.first, scale_.second}).dump()},
-                                   {"fill_value", fill.dump()}});
+  return color::config_text(*this, true, true,
+                            {{"factor", json::array({factor_.first, factor_.second})},
+                             {"scale", json::array({scale_.first, scale_.second})},
+                             {"fill_value", fill}});
 }
 
 }  // namespace osprey::keras::layers

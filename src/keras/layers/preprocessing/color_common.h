@@ -9,13 +9,18 @@
 #include <vector>
 
 #include "osprey/keras/ops.h"
+#include "keras/layers/preprocessing/crop.h"
+#include "keras/saving/serialization.h"
 #include "osprey/keras/layers/color.h"
 #include "osprey/tensor.h"
 
 namespace osprey::keras::layers::color {
 
-/// Keras's BaseImagePreprocessingLayer._set_factor within [lo, hi]: one number f gives (max(-|f|, lo), |f|); a pair
-/// is sorted and may not lie wholly above hi or below lo. ValueError with Keras's text otherwise.
+/// `layer`'s Keras config: the base entries and data_format, value_range and seed when `with_range` / `with_seed`,
+/// and `extra`'s entries.
+std::string config_text(const ColorAugmentation& layer, bool with_range, bool with_seed,
+                        const serialization::json& extra = serialization::json::object());
+/// keras_factor (crop.h) of a factor given as one number or a pair.
 std::pair<double, double> parse_factor(const ImageFactor& f, double lo, double hi);
 /// Part `part` of a transformation of `per_image` numbers per image, as a (batch, 1, 1, 1) column; ValueError
 /// naming `layer` when the transformation's size does not fit the batch.
@@ -24,7 +29,5 @@ Tensor column(const std::vector<float>& values, int64_t batch, std::size_t per_i
 /// Keras's _transform_value_range: (x - from.low) / (from width) · (to width) + to.low, in float32; x itself when
 /// the ranges are equal.
 Tensor rescale(const Tensor& x, std::pair<double, double> from, std::pair<double, double> to);
-/// x as float32.
-Tensor as_float(const Tensor& x);
 
 }  // namespace osprey::keras::layers::color

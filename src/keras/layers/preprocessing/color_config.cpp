@@ -2,6 +2,7 @@
 // writes them).
 #include <fmt/format.h>
 
+#include "keras/layers/preprocessing/crop.h"
 #include "keras/saving/serialization.h"
 #include "osprey/errors.h"
 #include "osprey/keras/layers/color.h"
@@ -12,13 +13,6 @@ namespace {
 
 namespace ser = serialization;
 using ser::json;
-
-std::pair<double, double> number_pair(const json& v, const char* key, const char* layer) {
-  if (!v.is_array() || v.size() != 2 || !v[0].is_number() || !v[1].is_number()) {
-    throw ValueError(fmt::format("{}: `{}` must be a list of two numbers; got {}", layer, key, v.dump()));
-  }
-  return {v[0].get<double>(), v[1].get<double>()};
-}
 
 // A factor as written: one number or a pair.
 ImageFactor factor_of(const json& c, const char* key, const char* layer, std::optional<double> fallback = {}) {

@@ -16,7 +16,6 @@
 namespace osprey::keras::layers {
 
 namespace kops = osprey::keras::ops;
-using color::as_float;
 using color::column;
 using color::parse_factor;
 using color::rescale;
@@ -154,7 +153,7 @@ Tensor Equalization::transform_images(const Tensor& images, const std::vector<fl
 }
 
 std::string Equalization::get_config() const {
-  return color_config(true, false, {{"bins", serialization::json(bins_).dump()}});
+  return color::config_text(*this, true, false, {{"bins", bins_}});
 }
 
 // ---- RandomColorJitter ----
@@ -200,10 +199,11 @@ Tensor RandomColorJitter::transform_images(const Tensor& images, const std::vect
 }
 
 std::string RandomColorJitter::get_config() const {
-  return color_config(true, true, {{"brightness_factor", factor_json(factors_.brightness).dump()},
-                                   {"contrast_factor", factor_json(factors_.contrast).dump()},
-                                   {"saturation_factor", factor_json(factors_.saturation).dump()},
-                                   {"hue_factor", factor_json(factors_.hue).dump()}});
+  return color::config_text(*this, true, true,
+                            {{"brightness_factor", factor_json(factors_.brightness)},
+                             {"contrast_factor", factor_json(factors_.contrast)},
+                             {"saturation_factor", factor_json(factors_.saturation)},
+                             {"hue_factor", factor_json(factors_.hue)}});
 }
 
 }  // namespace osprey::keras::layers

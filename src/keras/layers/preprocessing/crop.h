@@ -1,9 +1,13 @@
-// Keras's smart_resize crop, shared by Resizing/CenterCrop/RandomCrop and image_dataset_from_directory, and the
-// image layers' input checks.
+// What the image layers share: Keras's smart_resize crop (Resizing/CenterCrop/RandomCrop and
+// image_dataset_from_directory), their input checks, Keras's factor parsing, host draws and config pairs.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "osprey/keras/layers/convolutional.h"
 #include "osprey/ops.h"
@@ -23,5 +27,16 @@ inline Tensor from_last(const Tensor& x, bool first) { return first ? ops::trans
 void check_images(const std::string& layer, const Shape& input_shape);
 /// The same for a batch `x` of rank 4.
 void check_batch(const std::string& layer, const Tensor& x);
+
+/// Keras's BaseImagePreprocessingLayer._set_factor within [lo, hi]: one number f in [lo, hi] gives
+/// (max(-|f|, lo), |f|); a pair is sorted and may not lie wholly above hi or below lo. ValueError (Keras's text).
+std::pair<double, double> keras_factor(double f, double lo, double hi);
+std::pair<double, double> keras_factor(std::pair<double, double> f, double lo, double hi);
+/// n uniform draws in [0, 1) from the global generator, on the host.
+std::vector<float> host_uniform(int64_t n);
+/// x as float32 (the image layers compute in float32).
+Tensor as_float(const Tensor& x);
+/// A config's list of two numbers (value_range, a factor pair); ValueError naming the layer and key otherwise.
+std::pair<double, double> number_pair(const nlohmann::json& v, const char* key, const char* layer);
 
 }  // namespace osprey::keras::layers

@@ -1,12 +1,17 @@
 // keras.layers.Rescaling, Resizing and CenterCrop on ops (resize: tf.image.resize's taps on every backend).
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "keras/saving/serialization.h"
+#include "osprey/device.h"
 #include "osprey/errors.h"
 #include "osprey/keras/layers/convolutional.h"
 #include "osprey/keras/layers/preprocessing.h"
 #include "keras/layers/preprocessing/crop.h"
 #include "osprey/ops.h"
+#include "osprey/random.h"
 
 namespace osprey::keras::layers {
 
@@ -42,6 +47,36 @@ void check_images(const std::string& layer, const Shape& input_shape) {
 void check_batch(const std::string& layer, const Tensor& x) {
   const auto d = x.shape().dims();
   if (d.size() != 4) check_images(layer, Shape(std::vector<int64_t>(d.begin() + (d.empty() ? 0 : 1), d.end())));
+}
+
+std::pair<double, double> keras_factor(double f, double lo, double hi) {
+  if (!(f >= lo && f <= hi)) {
+    throw ValueError(fmt::format("The `factor` argument should be a number (or a list of two numbers) in the range "
+                                 "[{}, {}]. Received: factor={}", lo, hi, f));
+  }
+  return {std::max(lo, -std::abs(f)), std::abs(f)};
+}
+
+std::pair<double, double> keras_factor(std::pair<double, double> f, double lo, double hi) {
+  if (!std::isfinite(f.first) || !std::isfinite(f.second) || f.first > hi || f.second < lo) {
+    throw ValueError(fmt::format("The `factor` argument should be a number (or a list of two numbers) in the range "
+                                 "[{}, {}]. Received: factor=({}, {})", lo, hi, f.first, f.second));
+  }
+  return {std::min(f.first, f.second), std::max(f.first, f.second)};
+}
+
+std::vector<float> host_uniform(int64_t n) {
+  DeviceScope cpu("/CPU:0");
+  return random::uniform({n}).to_vector<float>();
+}
+
+Tensor as_float(const Tensor& x) { return x.dtype() == DType::float32 ? x : x.cast(DType::float32); }
+
+std::pair<double, double> number_pair(const nlohmann::json& v, const char* key, const char* layer) {
+  if (!v.is_array() || v.size() != 2 || !v[0].is_number() || !v[1].is_number()) {
+    throw ValueError(fmt::format("{}: `{}` must be a list of two numbers; got {}", layer, key, v.dump()));
+  }
+  return {v[0].get<double>(), v[1].get<double>()};
 }
 
 namespace {

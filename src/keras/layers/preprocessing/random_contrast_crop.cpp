@@ -19,24 +19,6 @@ namespace osprey::keras::layers {
 
 namespace {
 
-// Keras's BaseImagePreprocessingLayer._set_factor within the layer's bounds: one number f in [lo, hi] gives
-// (max(-|f|, lo), |f|); a pair is sorted and may not lie wholly above hi or below lo.
-std::pair<double, double> keras_factor(double f, double lo, double hi) {
-  if (!(f >= lo && f <= hi)) {
-    throw ValueError(fmt::format("The `factor` argument should be a number (or a list of two numbers) in the range "
-                                 "[{}, {}]. Received: factor={}", lo, hi, f));
-  }
-  return {std::max(lo, -std::abs(f)), std::abs(f)};
-}
-
-std::pair<double, double> keras_factor(std::pair<double, double> f, double lo, double hi) {
-  if (!std::isfinite(f.first) || !std::isfinite(f.second) || f.first > hi || f.second < lo) {
-    throw ValueError(fmt::format("The `factor` argument should be a number (or a list of two numbers) in the range "
-                                 "[{}, {}]. Received: factor=({}, {})", lo, hi, f.first, f.second));
-  }
-  return {std::min(f.first, f.second), std::max(f.first, f.second)};
-}
-
 void check_value_range(const std::pair<double, double>& r, const char* layer) {
   if (!std::isfinite(r.first) || !std::isfinite(r.second) || r.first > r.second) {
     throw ValueError(fmt::format("{}: `value_range` must be two finite numbers [low, high] with low <= high; "
@@ -44,14 +26,6 @@ void check_value_range(const std::pair<double, double>& r, const char* layer) {
                                  layer, r.first, r.second));
   }
 }
-
-// n uniform draws in [0, 1) on the host.
-std::vector<float> host_uniform(int64_t n) {
-  DeviceScope cpu("/CPU:0");
-  return random::uniform({n}).to_vector<float>();
-}
-
-Tensor as_float(const Tensor& x) { return x.dtype() == DType::float32 ? x : x.cast(DType::float32); }
 
 }  // namespace
 
@@ -203,16 +177,6 @@ std::string RandomCrop::get_config() const {
   return ser::dumps(c);
 }
 
-namespace {
-
-std::pair<double, double> number_pair(const json& v, const char* key, const char* layer) {
-  if (!v.is_array() || v.size() != 2 || !v[0].is_number() || !v[1].is_number()) {
-    throw ValueError(fmt::format("{}: `{}` must be two numbers; got {}", layer, key, v.dump()));
-  }
-  return {v[0].get<double>(), v[1].get<double>()};
-}
-
-}  // namespace
 
 OSPREY_REGISTER_LAYERS(random_contrast_crop) {
   ser::register_layer_class("RandomContrast", {true, [](const json& c) -> std::shared_ptr<Layer> {
