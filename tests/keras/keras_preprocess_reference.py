@@ -128,6 +128,25 @@ ref["shear"] = {"x": shear_x.tolist(), "plus": sheared[1].tolist(), "minus": she
                 "config": L.RandomShear(x_factor=(0.1, 0.3), y_factor=(0.0, 0.2), fill_mode="wrap",
                                         name="shear").get_config()}
 
+# keras.ops.image.perspective_transform (the homography solved for, applied by ImageProjectiveTransformV3) and
+# RandomPerspective's parsing; the layer's own draws are Osprey's.
+prng2 = np.random.default_rng(79)
+persp_x = prng2.uniform(0, 255, (3, 9, 11, 2)).astype("float32")
+corners = np.array([[0, 0], [10, 0], [0, 8], [10, 8]], "float32")
+persp_start = np.stack([corners] * 3)
+persp_end = (persp_start + persp_start * prng2.uniform(-0.25, 0.25, (3, 4, 2))).astype("float32")
+ref["perspective"] = {
+    "x": persp_x.tolist(), "start": persp_start.tolist(), "end": persp_end.tolist(),
+    "y": np.asarray(keras.ops.image.perspective_transform(persp_x, persp_start, persp_end)).tolist(),
+    "y_nearest": np.asarray(keras.ops.image.perspective_transform(persp_x, persp_start, persp_end,
+                                                                  interpolation="nearest", fill_value=5.0)).tolist(),
+    "y_first": np.asarray(keras.ops.image.perspective_transform(
+        persp_x.transpose(0, 3, 1, 2), corners, persp_end[0], data_format="channels_first")).tolist(),
+    "factor_single": list(L.RandomPerspective(0.4).factor),
+    "config": L.RandomPerspective(factor=(0.2, 0.8), scale=0.6, interpolation="nearest", fill_value=2.0,
+                                  name="persp").get_config(),
+}
+
 with open(os.path.join(os.path.dirname(__file__), "..", "data", "keras_preprocess.json"), "w") as f:
     json.dump(ref, f)
 print("wrote", sorted(ref))

@@ -390,3 +390,18 @@ TEST(ColorLayers, RandomErasingMatchesKerasUnderGivenDraws) {
   layers::RandomErasing again(layers::ImageFactor(1.0, 1.0), layers::ImageFactor(0.3, 0.3), {}, {.seed = 9});
   EXPECT_EQ(again(flat, true).to_vector<float>(), y);
 }
+
+TEST(ColorOps, PerspectiveTransformMatchesKeras) {
+  static const json all = osprey::testing::read_reference("keras_preprocess.json");
+  const json& ref = all.at("perspective");
+  const Tensor x = tensor_of(ref.at("x")), start = tensor_of(ref.at("start")), end = tensor_of(ref.at("end"));
+  expect_close(kops::perspective_transform(x, start, end), ref.at("y"), 1e-4, "bilinear");
+  expect_close(kops::perspective_transform(x, start, end, "nearest", 5.0), ref.at("y_nearest"), 1e-4, "nearest");
+  expect_close(kops::perspective_transform(osprey::ops::transpose(x, {0, 3, 1, 2}), start[0], end[0], "bilinear", 0.0,
+                                           "channels_first"),
+               ref.at("y_first"), 1e-4, "channels_first, one set of points");
+  EXPECT_THROW(kops::perspective_transform(x, Tensor::zeros(Shape({3, 3, 2})), end), ValueError);
+  EXPECT_THROW(kops::perspective_transform(x, start, end, "bicubic"), ValueError);
+  EXPECT_THROW(kops::perspective_transform(x, Tensor::zeros(Shape({4, 2})), Tensor::zeros(Shape({4, 2}))),
+               InvalidArgumentError);  // every point at the origin: no homography
+}

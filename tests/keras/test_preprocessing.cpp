@@ -334,3 +334,30 @@ TEST(Preprocessing, RandomShearShearsEachImageOneWayOrTheOtherAsKeras) {
   EXPECT_THROW(layers::RandomShear(layers::FactorRange(-0.2, 0.1)), ValueError);
   EXPECT_THROW(layers::RandomShear(0.2, layers::FactorRange(0.5, 1.2)), ValueError);
 }
+
+TEST(Preprocessing, RandomPerspectiveWarpsWithinItsRangeAndParsesAsKeras) {
+  const json& ref = reference().at("perspective");
+  const Tensor x = tensor_of(ref.at("x"));
+  // The layer: factor 0 or scale 0 leave the images as they are; with both set, images warp and the top-left
+  // pixel (a corner that never moves) keeps its value; in inference the identity.
+  random::set_seed(31);
+  EXPECT_EQ(layers::RandomPerspective(0.0)(x, true).to_vector<float>(), x.to_vector<float>());
+  EXPECT_EQ(layers::RandomPerspective(1.0, 0.0)(x, true).to_vector<float>(), x.to_vector<float>());
+  layers::RandomPerspective warp(layers::FactorRange(1.0, 1.0), 0.5);
+  const auto y = warp(x, true).to_vector<float>(), v = x.to_vector<float>();
+  EXPECT_NE(y, v);
+  const std::size_t image = 9 * 11 * 2;
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_NEAR(y[i * image], v[i * image], 1e-3) << i;
+  EXPECT_EQ(warp(x, false).to_vector<float>(), v);
+  EXPECT_EQ(layers::RandomPerspective(0.4).factor_range().lower, ref.at("factor_single")[0].get<double>());
+  // The config both ways; Keras's rejections.
+  const layers::RandomPerspective persp(layers::FactorRange(0.2, 0.8), 0.6,
+                                        {.interpolation = "nearest", .fill_value = 2.0, .name = "persp"});
+  const json config = json::parse(persp.get_config());
+  for (const auto& [key, value] : ref.at("config").items()) EXPECT_EQ(config.at(key), value) << key;
+  const auto back = keras::serialization::layer_from_object(json{{"class_name", "RandomPerspective"}, {"config", config}});
+  EXPECT_EQ(json::parse(back->get_config()), config);
+  EXPECT_THROW(layers::RandomPerspective(1.0, 1.5), ValueError);
+  EXPECT_THROW(layers::RandomPerspective(layers::FactorRange(1.2, 1.5)), ValueError);
+  EXPECT_THROW(layers::RandomPerspective(1.0, 0.5, {.interpolation = "bicubic"}), ValueError);
+}

@@ -510,6 +510,12 @@ Tensor hsv_to_rgb(const Tensor& images, const std::string& data_format = "channe
 /// kernel_size (odd sizes in practice) and sigma per axis, zero padding ("same"), as Keras's TensorFlow backend.
 Tensor gaussian_blur(const Tensor& images, std::pair<int64_t, int64_t> kernel_size = {3, 3},
                      std::pair<double, double> sigma = {1.0, 1.0}, const std::string& data_format = "channels_last");
+/// keras.ops.image.perspective_transform: each image warped so that its end_points land where its start_points
+/// were (4 points (x, y) each: (4, 2) for every image or (N, 4, 2)), by the homography Keras solves for, sampled
+/// as ImageProjectiveTransformV3 samples ("bilinear" or "nearest"; fill_value outside). Not differentiable.
+Tensor perspective_transform(const Tensor& images, const Tensor& start_points, const Tensor& end_points,
+                             const std::string& interpolation = "bilinear", double fill_value = 0.0,
+                             const std::string& data_format = "channels_last");
 /// Pearson correlation coefficients of the rows (variables) over the last axis (observations), clipped to [-1, 1].
 Tensor corrcoef(const Tensor& x);
 /// Euclidean distances between the rows of x (..., M, D) and of y (..., N, D): (..., M, N).

@@ -1,15 +1,19 @@
-// keras.ops.image's color conversions (rgb_to_grayscale, rgb_to_hsv, hsv_to_rgb) and gaussian_blur, composed of element-wise ops
+// keras.ops.image's color conversions (rgb_to_grayscale, rgb_to_hsv, hsv_to_rgb), gaussian_blur and
+// perspective_transform, composed of element-wise ops
 // (so they run on the images' device and are differentiable) in TensorFlow's formulas (tf.image.rgb_to_grayscale's
 // weights, the RGBToHSV and HSVToRGB kernels' arithmetic).
 #include "osprey/keras/ops.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <utility>
 #include <vector>
 
 #include "keras/ops/common.h"
+#include "keras/ops/homography.h"
 #include "osprey/errors.h"
 #include "osprey/ops.h"
 
@@ -150,6 +154,63 @@ Tensor gaussian_blur(const Tensor& images, std::pair<int64_t, int64_t> kernel_si
   }
   const Tensor k = Tensor::from_vector(kernel, Shape({kx, ky, c, 1})).cast(x.dtype());
   Tensor y = depthwise_conv(x, k, {1}, "same");
+  if (data_format == "channels_first") y = osprey::ops::transpose(y, {0, 3, 1, 2});
+  return batched ? y : squeeze(y, 0);
+}
+
+}  // namespace osprey::keras::ops
+
+
+namespace osprey::keras::ops {
+
+// Keras's TensorFlow backend: the homography mapping end_points onto start_points per image, applied by
+// ImageProjectiveTransformV3 (osprey::ops::affine_transform) with a constant fill.
+Tensor perspective_transform(const Tensor& images, const Tensor& start_points, const Tensor& end_points,
+                             const std::string& interpolation, double fill_value, const std::string& data_format) {
+  channel_axis(images, data_format, "perspective_transform");
+  if (interpolation != "bilinear" && interpolation != "nearest") {
+    throw ValueError(fmt::format("perspective_transform: Invalid value for argument `interpolation`. Expected of one "
+                                 "('nearest', 'bilinear'). Received: interpolation={}",
+                                 interpolation));
+  }
+  for (const auto* p : {&start_points, &end_points}) {
+    const auto& s = p->shape();
+    if ((s.rank() != 2 && s.rank() != 3) || s[-2] != 4 || s[-1] != 2) {
+      throw ValueError(fmt::format("perspective_transform: Invalid {} shape: expected (4,2) for a single image or "
+                                   "(N,4,2) for a batch. Received shape: {}",
+                                   p == &start_points ? "start_points" : "end_points", s.to_string()));
+    }
+  }
+  if (start_points.shape() != end_points.shape()) {
+    throw ValueError(fmt::format("start_points and end_points must have the same shape. Received "
+                                 "start_points.shape={}, end_points.shape={}",
+                                 start_points.shape().to_string(), end_points.shape().to_string()));
+  }
+  const bool batched = images.shape().rank() == 4;
+  Tensor x = batched ? images : expand_dims(images, 0);
+  if (data_format == "channels_first") x = osprey::ops::transpose(x, {0, 2, 3, 1});
+  const int64_t n = x.shape()[0], sets = start_points.shape().rank() == 3 ? start_points.shape()[0] : 1;
+  if (sets != 1 && sets != n) {
+    throw ValueError(fmt::format("perspective_transform: {} sets of points for {} images", sets, n));
+  }
+  const auto s = start_points.cast(DType::float32).to_vector<float>(), e = end_points.cast(DType::float32).to_vector<float>();
+  std::vector<float> transforms(static_cast<std::size_t>(sets * 8));
+  for (int64_t i = 0; i < sets; ++i) {
+    std::array<float, 8> t{};
+    if (!imaging::homography(&s[static_cast<std::size_t>(i * 8)], &e[static_cast<std::size_t>(i * 8)], t)) {
+      throw InvalidArgumentError(fmt::format("perspective_transform: the points of image {} admit no projective "
+                                             "transform (three of them on one line)",
+                                             i));
+    }
+    std::copy(t.begin(), t.end(), transforms.begin() + i * 8);
+  }
+  const DType dtype = x.dtype();
+  Tensor y = osprey::ops::affine_transform(dtype == DType::float32 ? x : x.cast(DType::float32),
+                                           Tensor::from_vector(transforms, Shape({sets, 8})),
+                                           interpolation == "nearest" ? osprey::ops::ResizeMethod::nearest
+                                                                      : osprey::ops::ResizeMethod::bilinear,
+                                           osprey::ops::FillMode::constant, fill_value);
+  if (dtype != DType::float32) y = y.cast(dtype);
   if (data_format == "channels_first") y = osprey::ops::transpose(y, {0, 3, 1, 2});
   return batched ? y : squeeze(y, 0);
 }

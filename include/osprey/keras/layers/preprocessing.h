@@ -103,12 +103,14 @@ struct AugmentOptions {
 /// them (as in TensorFlow): put them at the front of a model.
 class RandomAffine : public Layer {
  public:
-  enum class Kind { rotation, translation, zoom, flip, shear };
+  enum class Kind { rotation, translation, zoom, flip, shear, perspective };
   RandomAffine(Kind kind, FactorRange a, std::optional<FactorRange> b, std::string flip_mode, AugmentOptions options);
   std::string class_name() const override;
   std::string get_config() const override;
   Shape build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool training) override;
+  /// The (first) factor range as parsed.
+  FactorRange factor_range() const { return a_; }
 
  private:
   Kind kind_;
@@ -149,6 +151,24 @@ class RandomShear : public RandomAffine {
   explicit RandomShear(FactorRange x_factor, FactorRange y_factor = 0.0, AugmentOptions options = {})
       : RandomAffine(Kind::shear, x_factor, y_factor, "", std::move(options)) {}
   OSPREY_KERAS_LAYER(RandomShear)
+};
+/// keras.layers.RandomPerspective(factor=1.0, scale=1.0): each sample, when a uniform draw falls below a probability
+/// drawn per sample from factor's range (one number f: (0, f)), warped so that its corners move by fractions drawn
+/// from [-scale / 2, scale / 2] of their coordinates (the top-left corner stays), by the homography Keras solves
+/// for; outside the image fill_value (fill_mode is always "constant"). A sample whose corners admit no
+/// homography (an image one pixel wide or high) stays as it is.
+class RandomPerspective : public RandomAffine {
+ public:
+  explicit RandomPerspective(FactorRange factor = 1.0, double scale = 1.0, AugmentOptions options = {})
+      : RandomAffine(Kind::perspective, FactorRange(factor.lower == -factor.upper ? 0.0 : factor.lower, factor.upper),
+                     FactorRange(scale, scale), "", with_constant_fill(std::move(options))) {}
+  OSPREY_KERAS_LAYER(RandomPerspective)
+
+ private:
+  static AugmentOptions with_constant_fill(AugmentOptions o) {
+    o.fill_mode = "constant";
+    return o;
+  }
 };
 /// keras.layers.RandomFlip(mode="horizontal_and_vertical"): each sample flipped with probability 1/2 per axis.
 class RandomFlip : public RandomAffine {

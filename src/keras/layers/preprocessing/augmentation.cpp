@@ -3,8 +3,11 @@
 // by ops::affine_transform; the identity outside training.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 
+#include "keras/ops/homography.h"
 #include "keras/saving/serialization.h"
 #include "osprey/device.h"
 #include "osprey/errors.h"
@@ -15,6 +18,8 @@
 
 namespace osprey::keras::layers {
 
+namespace imaging = osprey::keras::imaging;
+
 namespace {
 
 const char* class_of(RandomAffine::Kind k) {
@@ -24,6 +29,7 @@ const char* class_of(RandomAffine::Kind k) {
     case RandomAffine::Kind::zoom: return "RandomZoom";
     case RandomAffine::Kind::flip: return "RandomFlip";
     case RandomAffine::Kind::shear: return "RandomShear";
+    case RandomAffine::Kind::perspective: return "RandomPerspective";
   }
   return "RandomAffine";
 }
@@ -34,6 +40,7 @@ const char* prefix_of(RandomAffine::Kind k) {
     case RandomAffine::Kind::zoom: return "random_zoom";
     case RandomAffine::Kind::flip: return "random_flip";
     case RandomAffine::Kind::shear: return "random_shear";
+    case RandomAffine::Kind::perspective: return "random_perspective";
   }
   return "random_affine";
 }
@@ -89,6 +96,13 @@ RandomAffine::RandomAffine(Kind kind, FactorRange a, std::optional<FactorRange> 
   if (kind == Kind::shear) {  // Keras: each number of a pair in [0, 1]; one number f means (-f, f)
     for (const auto& [r, what] : {std::pair{a_, "x_factor"}, std::pair{*b_, "y_factor"}}) {
       if (!(r.lower == -r.upper && r.upper >= 0.0 && r.upper <= 1.0)) check_range(r, 0.0, 1.0, cls, what);
+    }
+  }
+  if (kind == Kind::perspective) {  // Keras: a pair may not lie wholly above 1 or below 0; scale within [0, 1]
+    if (!(a_.lower <= a_.upper) || a_.lower > 1.0 || a_.upper < 0.0) check_range(a_, 0.0, 1.0, cls, "factor");
+    if (!(b_->lower >= 0.0 && b_->lower <= 1.0)) {
+      throw ValueError(fmt::format("The `scale` argument should be a number in the range [0,1]. Received: scale={}",
+                                   b_->lower));
     }
   }
   if (kind == Kind::flip && flip_mode_ != "horizontal" && flip_mode_ != "vertical" &&
@@ -163,6 +177,22 @@ Tensor RandomAffine::call(const Tensor& inputs, bool training) {
         }
         break;
       }
+      case Kind::perspective: {  // Keras: start points the corners, end points start · (1 + f)
+        const auto p = draws(n, a_, 1.0), u = random::uniform({n}).to_vector<float>();
+        const double half = 0.5 * b_->lower;
+        const auto f = draws(n * 8, FactorRange(-half, half), 1.0);
+        const float start[8] = {0.f, 0.f, w - 1.f, 0.f, 0.f, h - 1.f, w - 1.f, h - 1.f};
+        for (int64_t i = 0; i < n; ++i) {
+          float* m = &t[static_cast<std::size_t>(i * 8)];
+          m[0] = m[4] = 1.f;  // the identity unless drawn and solvable
+          if (!(u[static_cast<std::size_t>(i)] < p[static_cast<std::size_t>(i)])) continue;
+          float end[8];
+          for (int k = 0; k < 8; ++k) end[k] = start[k] + start[k] * f[static_cast<std::size_t>(i * 8 + k)];
+          std::array<float, 8> hm{};
+          if (imaging::homography(start, end, hm)) std::copy(hm.begin(), hm.end(), m);
+        }
+        break;
+      }
       case Kind::flip: {
         const auto coins = random::uniform({n, 2}).to_vector<float>();
         for (int64_t i = 0; i < n; ++i) {
@@ -212,8 +242,14 @@ std::string RandomAffine::get_config() const {
       c["x_factor"] = range(a_);
       c["y_factor"] = range(*b_);
       break;
+    case Kind::perspective:
+      c["factor"] = range(a_);
+      c["scale"] = b_->lower;
+      c["interpolation"] = options_.interpolation;
+      c["fill_value"] = options_.fill_value;
+      break;
   }
-  if (kind_ != Kind::flip) {
+  if (kind_ != Kind::flip && kind_ != Kind::perspective) {
     for (const auto& [k, v] : common_fill.items()) c[k] = v;
   }
   c["seed"] = nullptr;
@@ -264,6 +300,11 @@ OSPREY_REGISTER_LAYERS(augmentation) {
   ser::register_layer_class("RandomShear", {true, [](const json& c) -> std::shared_ptr<Layer> {
     const auto x = range_from(c, "x_factor", "RandomShear"), y = range_from(c, "y_factor", "RandomShear");
     return std::make_shared<RandomShear>(x.value_or(FactorRange(0.0)), y.value_or(FactorRange(0.0)), augment_options(c));
+  }});
+  ser::register_layer_class("RandomPerspective", {true, [](const json& c) -> std::shared_ptr<Layer> {
+    const auto f = range_from(c, "factor", "RandomPerspective");
+    const double scale = c.contains("scale") ? ser::number(c, "scale", 0.0, 1.0, "RandomPerspective") : 1.0;
+    return std::make_shared<RandomPerspective>(f.value_or(FactorRange(1.0)), scale, augment_options(c));
   }});
   ser::register_layer_class("RandomFlip", {true, [](const json& c) -> std::shared_ptr<Layer> {
     return std::make_shared<RandomFlip>(ser::value_or<std::string>(c, "mode", "horizontal_and_vertical"),
