@@ -444,6 +444,21 @@ out = L.Dense(1, activation="sigmoid", name="out")(h)
 case("spectral", keras.Model(image, out, name="spectral"), xs, (xs.mean(axis=(1, 2, 3)) > 0).astype("float32").reshape(N, 1),
      dict(optimizer=keras.optimizers.Adam(0.01), loss="binary_crossentropy", metrics=["accuracy"]))
 
+# Audio: a MelSpectrogram of the raw signal beside an STFTSpectrogram (its DFT kernels trained with the rest), a
+# Conv1D over the spectrogram frames.
+arng = np.random.default_rng(73)
+xa = arng.normal(0, 0.5, (N, 256)).astype("float32")
+xa[: N // 2] += np.sin(np.arange(256) * 0.8).astype("float32")
+wave = keras.Input((256,), name="wave")
+mel = L.MelSpectrogram(fft_length=64, sequence_stride=32, num_mel_bins=12, sampling_rate=8000, name="mel")(wave)
+mel = L.GlobalAveragePooling1D(name="mel_pool")(mel)
+spec = L.STFTSpectrogram(mode="log", frame_length=32, frame_step=16, window="hamming", name="stft")(
+    L.Reshape((256, 1), name="channel")(wave))
+spec = L.GlobalAveragePooling1D(name="spec_pool")(L.Conv1D(4, 3, activation="relu", name="conv")(spec))
+out = L.Dense(1, activation="sigmoid", name="out")(L.Concatenate(name="both")([mel, spec]))
+case("audio", keras.Model(wave, out, name="audio"), xa, (np.arange(N) < N // 2).astype("float32").reshape(N, 1),
+     dict(optimizer=keras.optimizers.Adam(0.01), loss="binary_crossentropy", metrics=["accuracy"]))
+
 if ONLY:  # the other cases' entries as they were
     with open(os.path.join(HERE, "..", "data", "keras_files.json")) as f:
         cases = {**json.load(f), **{k: v for k, v in cases.items() if k in ONLY}}

@@ -515,6 +515,10 @@ TEST(ModelFiles, SpectrallyNormalizedConvolutionAndDense) {
   SKIP_WITHOUT_HDF5();
   check_file("spectral");  // SpectralNormalization around Conv2D (two power iterations) and Dense
 }
+TEST(ModelFiles, MelAndStftSpectrogramsOfRawAudio) {
+  SKIP_WITHOUT_HDF5();
+  check_file("audio");  // MelSpectrogram beside an STFTSpectrogram whose DFT kernels train, a Conv1D over its frames
+}
 TEST(ModelFiles, AGruRegressorOnATimeSeries) {
   SKIP_WITHOUT_HDF5();
   check_file("gru_series");

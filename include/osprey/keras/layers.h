@@ -3,6 +3,7 @@
 
 #include "osprey/keras/layers/activations.h"
 #include "osprey/keras/layers/attention.h"
+#include "osprey/keras/layers/audio.h"
 #include "osprey/keras/layers/color.h"
 #include "osprey/keras/layers/conv_lstm.h"
 #include "osprey/keras/layers/convolutional.h"

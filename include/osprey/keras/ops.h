@@ -530,6 +530,37 @@ std::vector<Tensor> unravel_index(const Tensor& indices, const std::vector<int64
 /// Frames of sequence_length along the last axis, one every sequence_stride: (..., frames, sequence_length).
 Tensor extract_sequences(const Tensor& x, int64_t sequence_length, int64_t sequence_stride);
 
+// ---- short-time Fourier transforms (keras.ops.stft / istft; signal_ops.cpp) ----
+/// The window of stft/istft: a name ("hann" or "hamming", TensorFlow's periodic windows), explicit values of
+/// sequence_length (a 1-D tensor), or none (`nullptr`: no window).
+class StftWindow {
+ public:
+  StftWindow(const char* name) : name_(name) {}         // NOLINT: implicit, as Python passes either
+  StftWindow(std::string name) : name_(std::move(name)) {}  // NOLINT
+  StftWindow(Tensor values) : values_(std::move(values)) {}  // NOLINT
+  StftWindow(std::nullptr_t) : none_(true) {}            // NOLINT
+  bool none() const { return none_; }
+  const std::string& name() const { return name_; }
+  const Tensor& values() const { return values_; }
+
+ private:
+  std::string name_;
+  Tensor values_;
+  bool none_ = false;
+};
+/// keras.ops.stft of real float32/float64 signals (..., samples): {real, imag}, each (..., frames, fft_length / 2
+/// + 1), as Keras's TensorFlow backend computes it (center: the signal reflect-padded by fft_length / 2 on both
+/// sides; the window of sequence_length centred in fft_length). A direct DFT (a product with its cosine and sine
+/// matrices), so fft_length is at most 8192 in Osprey. Differentiable. InvalidArgumentError for other dtypes
+/// (Keras: TypeError), ValueError for bad lengths.
+std::pair<Tensor, Tensor> stft(const Tensor& x, int64_t sequence_length, int64_t sequence_stride, int64_t fft_length,
+                               const StftWindow& window = "hann", bool center = true);
+/// keras.ops.istft: the signal whose stft {real, imag} (..., frames, fft_length / 2 + 1) is (TensorFlow's
+/// inverse_stft: the inverse DFT of each frame, the window divided by the overlapped sum of its squares,
+/// overlap-add), cut to `length` samples when given. Differentiable.
+Tensor istft(const std::pair<Tensor, Tensor>& x, int64_t sequence_length, int64_t sequence_stride, int64_t fft_length,
+             std::optional<int64_t> length = std::nullopt, const StftWindow& window = "hann", bool center = true);
+
 // ---- integers, Bessel's I0, NaN-ignoring quantiles, correlation, partitions (numpy_bits.cpp) ----
 /// Bitwise ops of int32/int64 tensors (broadcast; one dtype after Keras's promotion): InvalidArgumentError for
 /// floats and bool, as Keras's TensorFlow backend. Shifts clamp their amounts to [0, bits - 1]; right shifts are

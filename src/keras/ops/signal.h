@@ -1,0 +1,30 @@
+// Windows and real-DFT matrices shared by keras::ops::stft/istft and the audio layers (STFTSpectrogram,
+// MelSpectrogram).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "osprey/tensor.h"
+
+namespace osprey::keras::signal {
+
+/// The largest fft_length Osprey's direct DFT takes (its matrices are fft_length × (fft_length / 2 + 1)).
+constexpr int64_t kMaxFftLength = 8192;
+
+/// scipy.signal.get_window(name, n, fftbins=periodic) for the windows Osprey knows (hann, hamming, blackman,
+/// bartlett, triang, boxcar, cosine, blackmanharris, nuttall, flattop, bohman and scipy's aliases of them);
+/// TensorFlow's hann_window/hamming_window with periodic = true are the same values. ValueError naming the known
+/// ones for another name.
+std::vector<double> window(const std::string& name, int64_t n, bool periodic, const std::string& what);
+
+/// Whether `name` is a window window() knows.
+bool known_window(const std::string& name);
+
+/// {cos, -sin} matrices (rows, fft_length / 2 + 1) of the real DFT of frames of `rows` samples zero-padded to
+/// fft_length: X_k = Σ_t x_t · e^(-2πi·t·k / fft_length), in `dtype`, on the current device.
+std::pair<Tensor, Tensor> rdft_matrices(int64_t rows, int64_t fft_length, DType dtype);
+
+}  // namespace osprey::keras::signal
