@@ -459,6 +459,25 @@ out = L.Dense(1, activation="sigmoid", name="out")(L.Concatenate(name="both")([m
 case("audio", keras.Model(wave, out, name="audio"), xa, (np.arange(N) < N // 2).astype("float32").reshape(N, 1),
      dict(optimizer=keras.optimizers.Adam(0.01), loss="binary_crossentropy", metrics=["accuracy"]))
 
+# Hashed categorical ids: the bins feed an Embedding, a salted multi-hot hashing beside it, and the one-hot cross of
+# two more features.
+hrng = np.random.default_rng(83)
+hids = hrng.integers(0, 1000, (N, 3)).astype("int64")
+ha = hrng.integers(0, 5, (N, 1)).astype("int64")
+hb = hrng.integers(0, 3, (N, 1)).astype("int64")
+feat = keras.Input((3,), dtype="int64", name="ids")
+fa = keras.Input((1,), dtype="int64", name="a")
+fb = keras.Input((1,), dtype="int64", name="b")
+h = L.Flatten(name="flat")(L.Embedding(16, 3, name="embed")(L.Hashing(num_bins=16, name="hash")(feat)))
+m = L.Hashing(num_bins=8, output_mode="multi_hot", salt=[5, 9], mask_value=0, name="hash_multi")(feat)
+x = L.HashedCrossing(num_bins=6, output_mode="one_hot", name="cross")((fa, fb))
+out = L.Dense(1, activation="sigmoid", name="out")(L.Concatenate(name="all")([h, m, x]))
+case("hashing", keras.Model([feat, fa, fb], out, name="hashing"), [hids, ha, hb],
+     ((hids.sum(axis=1) + ha[:, 0] * hb[:, 0]) % 2).astype("float32").reshape(N, 1),
+     # SGD: Keras's Adam on TensorFlow squares an Embedding's IndexedSlices gradient per occurrence of an id, not
+     # per row (sum of squares where an id repeats in a batch), which Osprey's dense gradients do not reproduce.
+     dict(optimizer=keras.optimizers.SGD(0.1, momentum=0.9), loss="binary_crossentropy", metrics=["accuracy"]))
+
 if ONLY:  # the other cases' entries as they were
     with open(os.path.join(HERE, "..", "data", "keras_files.json")) as f:
         cases = {**json.load(f), **{k: v for k, v in cases.items() if k in ONLY}}

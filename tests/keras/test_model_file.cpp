@@ -161,9 +161,9 @@ TEST(ModelFile, BadFilesAndUnsupportedContentAreValueErrors) {
   EXPECT_THAT(error_of([&] { m.save(temp_path("m.h5")); }), HasSubstr("Invalid filepath extension for saving"));
   EXPECT_THAT(error_of([] {
                 keras::models::model_from_json(
-                    R"({"class_name": "Sequential", "config": {"layers": [{"class_name": "HashedCrossing", "config": {}}]}})");
+                    R"({"class_name": "Sequential", "config": {"layers": [{"class_name": "TextVectorization", "config": {}}]}})");
               }),
-              HasSubstr("unknown layer class 'HashedCrossing' (layer ''). Osprey has: Activation, "));
+              HasSubstr("unknown layer class 'TextVectorization' (layer ''). Osprey has: Activation, "));
   EXPECT_THAT(error_of([] { keras::models::model_from_json(R"({"class_name": "Functional", "config": {}})"); }),
               HasSubstr("the functional model '' has no \"layers\" in its config"));
   EXPECT_THAT(error_of([] { keras::models::model_from_json("{not json"); }), HasSubstr("is not valid JSON"));

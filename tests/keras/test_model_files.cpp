@@ -384,8 +384,8 @@ TEST(ModelFiles, WhatOspreyCannotLoadIsAClearErrorNamingIt) {
     return t;
   };
   // A class Osprey does not have: named with the layer.
-  EXPECT_THAT(osprey::testing::error_of([&] { models::model_from_json(replaced("\"Dense\"", "\"HashedCrossing\"")); }),
-              HasSubstr("unknown layer class 'HashedCrossing' (layer 'out')"));
+  EXPECT_THAT(osprey::testing::error_of([&] { models::model_from_json(replaced("\"Dense\"", "\"TextVectorization\"")); }),
+              HasSubstr("unknown layer class 'TextVectorization' (layer 'out')"));
   // A custom class that is not registered.
   EXPECT_THAT(osprey::testing::error_of([&] {
                 models::model_from_json(replaced(R"("class_name": "Dense", "config")",
@@ -518,6 +518,10 @@ TEST(ModelFiles, SpectrallyNormalizedConvolutionAndDense) {
 TEST(ModelFiles, MelAndStftSpectrogramsOfRawAudio) {
   SKIP_WITHOUT_HDF5();
   check_file("audio");  // MelSpectrogram beside an STFTSpectrogram whose DFT kernels train, a Conv1D over its frames
+}
+TEST(ModelFiles, HashedIdsIntoAnEmbeddingAndASaltedMultiHot) {
+  SKIP_WITHOUT_HDF5();
+  check_file("hashing");  // Hashing (int64 policy) into an Embedding, a salted masked multi_hot, a one_hot cross
 }
 TEST(ModelFiles, AGruRegressorOnATimeSeries) {
   SKIP_WITHOUT_HDF5();

@@ -8,6 +8,7 @@
 #include "osprey/keras/layers/conv_lstm.h"
 #include "osprey/keras/layers/convolutional.h"
 #include "osprey/keras/layers/core.h"
+#include "osprey/keras/layers/hashing.h"
 #include "osprey/keras/layers/layer.h"
 #include "osprey/keras/layers/merging.h"
 #include "osprey/keras/layers/normalization.h"

@@ -12,7 +12,9 @@
 namespace osprey::keras::mixed_precision {
 
 /// keras.DTypePolicy: "float32", "float64", "float16", "bfloat16" (compute and variables in that dtype),
-/// "mixed_float16", "mixed_bfloat16" (compute in the half type, variables float32). ValueError for other names.
+/// "mixed_float16", "mixed_bfloat16" (compute in the half type, variables float32); "int32", "int64", "bool" for
+/// layers whose outputs are ids (Hashing, Discretization: a layer that computes in floats takes float32 under them).
+/// ValueError for other names.
 class DTypePolicy {
  public:
   DTypePolicy() : DTypePolicy("float32") {}

@@ -59,7 +59,7 @@ void Layer::set_dtype_policy(const mixed_precision::DTypePolicy& policy) {
 
 DType Layer::compute_dtype() const {
   const DType c = dtype_policy_.compute_dtype();
-  return is_half(c) && !supports_half_compute() ? DType::float32 : c;
+  return !is_floating(c) || (is_half(c) && !supports_half_compute()) ? DType::float32 : c;
 }
 
 Tensor Layer::autocast_input(const Tensor& x) const {

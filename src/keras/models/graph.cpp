@@ -375,7 +375,12 @@ std::vector<Tensor> Graph::run(const std::vector<Tensor>& xs, bool training, con
                                std::vector<Tensor>* logits, std::vector<Tensor>* output_masks) const {
   std::vector<Tensor> values(static_cast<std::size_t>(num_slots));
   std::vector<Tensor> masks(masked ? values.size() : 0);  // none at all in a model without mask-making layers
-  for (std::size_t i = 0; i < xs.size(); ++i) values[static_cast<std::size_t>(steps[i].slot)] = xs[i];
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    // Keras converts each input to its Input's dtype: ids given as floats reach an int64 Input as int64.
+    const DType want = steps[i].node->dtype;
+    const bool to_ids = (want == DType::int32 || want == DType::int64) && xs[i].defined() && xs[i].dtype() != want;
+    values[static_cast<std::size_t>(steps[i].slot)] = to_ids ? ops::cast(xs[i], want) : xs[i];
+  }
   std::vector<int> shortcut_at(values.size(), -1);  // the output index whose Dense gives its logits
   if (shortcut && logits) {
     logits->assign(output_slots.size(), Tensor());

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "keras/layers/preprocessing/categorical_common.h"
 #include "keras/saving/serialization.h"
 #include "osprey/device.h"
 #include "osprey/errors.h"
@@ -22,7 +23,7 @@ namespace osprey::keras::layers {
 namespace ser = serialization;
 using json = ser::json;
 
-namespace {
+namespace categorical {
 
 std::vector<double> host_values(const Tensor& x) {
   const Tensor h = x.device_ref().host_memory() ? x : x.to("CPU:0");
@@ -135,6 +136,17 @@ Tensor encode(const std::vector<double>& ids, std::vector<int64_t> dims, const s
   }
   return Tensor::from_vector(out, Shape(out_dims));
 }
+
+}  // namespace categorical
+
+namespace {
+
+using categorical::canonical_mode;
+using categorical::encode;
+using categorical::encoded_shape;
+using categorical::host_values;
+using categorical::no_sparse;
+using categorical::on_device_of;
 
 // ---- Discretization.adapt(): Keras's summaries ----
 
