@@ -36,6 +36,7 @@ for name, x, kw in [
     ("count", np.array([[1, 1, 2, 3], [4, 4, 4, 4]], dtype="int64"), dict(num_bins=5, output_mode="count")),
     ("count_salted_masked", ints, dict(num_bins=8, output_mode="count", salt=[1, 2], mask_value=int(ints[0, 0]))),
     ("int32_dtype", ints, dict(num_bins=7, dtype="int32")),
+    ("bools", np.array([[True, False], [False, False]]), dict(num_bins=1000003)),
 ]:
     layer = L.Hashing(**kw)
     y = layer(x)

@@ -39,6 +39,8 @@ Tensor exact_tensor(const json& nested, const std::string& dtype) {
       for (const auto& x : e) walk(x);
     } else if (dtype == "float32") {
       floats.push_back(e.get<float>());
+    } else if (e.is_boolean()) {
+      ints.push_back(e.get<bool>() ? 1 : 0);
     } else {
       ints.push_back(e.get<int64_t>());
     }
@@ -46,7 +48,7 @@ Tensor exact_tensor(const json& nested, const std::string& dtype) {
   walk(nested);
   if (dtype == "float32") return Tensor::from_vector(floats, Shape(dims));
   const Tensor t = Tensor::from_vector(ints, Shape(dims));
-  return dtype == "int32" ? t.cast(DType::int32) : t;
+  return dtype == "int32" ? t.cast(DType::int32) : dtype == "bool" ? t.cast(DType::bool_) : t;
 }
 
 layers::HashingOptions options_of(const json& kw) {

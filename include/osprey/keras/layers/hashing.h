@@ -29,7 +29,7 @@ struct HashingOptions {
 };
 
 /// keras.layers.Hashing(num_bins): each value's bin, as Keras computes it on TensorFlow: floats truncated to int64,
-/// every value written in decimal (tf.as_string) and hashed with FarmHash Fingerprint64 (or SipHash-2-4 keyed by
+/// every value written as tf.as_string writes it (decimal; booleans "true" and "false") and hashed with FarmHash Fingerprint64 (or SipHash-2-4 keyed by
 /// the salt), modulo the bins. Computes on the host; Osprey's tensors hold numbers only (no strings).
 class Hashing : public Layer {
  public:
@@ -43,6 +43,7 @@ class Hashing : public Layer {
   int64_t bin_of(int64_t value) const;
 
  private:
+  int64_t bin_of_text(const std::string& text) const;
   int64_t num_bins_;
   HashingOptions o_;
   DType int_dtype_ = DType::int64;

@@ -145,9 +145,10 @@ Hashing::Hashing(int64_t num_bins, HashingOptions options)
   int_dtype_ = policy == "int32" ? DType::int32 : DType::int64;
 }
 
-int64_t Hashing::bin_of(int64_t value) const {
+int64_t Hashing::bin_of(int64_t value) const { return bin_of_text(std::to_string(value)); }
+
+int64_t Hashing::bin_of_text(const std::string& text) const {
   const int64_t bins = o_.mask_value && num_bins_ > 1 ? num_bins_ - 1 : num_bins_;
-  const std::string text = std::to_string(value);
   const uint64_t h = o_.salt ? hashing::siphash(o_.salt->first, o_.salt->second, text.data(), text.size())
                              : hashing::fingerprint64(text.data(), text.size());
   return static_cast<int64_t>(h % static_cast<uint64_t>(bins));
@@ -160,8 +161,8 @@ Shape Hashing::build(const Shape& input_shape) {
 Tensor Hashing::call(const Tensor& inputs, bool) {
   // The values exactly (an int64 keeps all its digits); floats truncated toward zero as tf.cast to int64.
   std::vector<int64_t> values;
-  std::vector<bool> masked;
-  const bool integer = inputs.dtype() == DType::int32 || inputs.dtype() == DType::int64 || inputs.dtype() == DType::bool_;
+  const bool boolean = inputs.dtype() == DType::bool_;
+  const bool integer = inputs.dtype() == DType::int32 || inputs.dtype() == DType::int64 || boolean;
   if (integer) {
     values = inputs.cast(DType::int64).to_vector<int64_t>();
   } else {
@@ -175,7 +176,7 @@ Tensor Hashing::call(const Tensor& inputs, bool) {
   std::vector<double> raw = mask && !integer ? categorical::host_values(inputs) : std::vector<double>();
   std::vector<int64_t> bins(values.size());
   for (std::size_t i = 0; i < values.size(); ++i) {
-    int64_t b = bin_of(values[i]);
+    int64_t b = boolean ? bin_of_text(values[i] ? "true" : "false") : bin_of(values[i]);  // tf.as_string's words
     if (mask) {
       const bool is_mask = integer ? static_cast<double>(values[i]) == *o_.mask_value : raw[i] == *o_.mask_value;
       b = is_mask ? 0 : b + 1;
