@@ -1,13 +1,10 @@
-// Windows and real-DFT matrices shared by keras::ops::stft/istft and the audio layers (STFTSpectrogram,
+// The windows (and the DFT size limit) shared by keras::ops::stft/istft and the audio layers (STFTSpectrogram,
 // MelSpectrogram).
 #pragma once
 
 #include <cstdint>
 #include <string>
-#include <utility>
 #include <vector>
-
-#include "osprey/tensor.h"
 
 namespace osprey::keras::signal {
 
@@ -19,12 +16,5 @@ constexpr int64_t kMaxFftLength = 8192;
 /// TensorFlow's hann_window/hamming_window with periodic = true are the same values. ValueError naming the known
 /// ones for another name.
 std::vector<double> window(const std::string& name, int64_t n, bool periodic, const std::string& what);
-
-/// Whether `name` is a window window() knows.
-bool known_window(const std::string& name);
-
-/// {cos, -sin} matrices (rows, fft_length / 2 + 1) of the real DFT of frames of `rows` samples zero-padded to
-/// fft_length: X_k = Σ_t x_t · e^(-2πi·t·k / fft_length), in `dtype`, on the current device.
-std::pair<Tensor, Tensor> rdft_matrices(int64_t rows, int64_t fft_length, DType dtype);
 
 }  // namespace osprey::keras::signal

@@ -2,7 +2,7 @@
 // the (reflect-padded) signal times the window, then the real DFT as a product with its cosine and sine matrices;
 // back by the inverse DFT of each frame, TensorFlow's inverse_stft_window_fn and overlap-add. Compositions of
 // Osprey's ops, so they run on the signal's device and are differentiable. Also the windows (scipy.signal's
-// formulas) and DFT matrices the audio layers share (keras/ops/signal.h).
+// formulas) the audio layers share (keras/ops/signal.h).
 #include <fmt/format.h>
 
 #include <array>
@@ -89,8 +89,6 @@ std::vector<double> symmetric(const std::string& name, int64_t m) {
 
 }  // namespace
 
-bool known_window(const std::string& name) { return canonical(name) != nullptr; }
-
 std::vector<double> window(const std::string& name, int64_t n, bool periodic, const std::string& what) {
   const char* c = canonical(name);
   if (!c) {
@@ -106,36 +104,38 @@ std::vector<double> window(const std::string& name, int64_t n, bool periodic, co
   return w;
 }
 
-namespace {
-
-template <typename T>
-std::pair<Tensor, Tensor> rdft_as(int64_t rows, int64_t fft_length) {
-  const int64_t bins = fft_length / 2 + 1;
-  std::vector<T> c(static_cast<std::size_t>(rows * bins)), s(c.size());
-  for (int64_t t = 0; t < rows; ++t) {
-    for (int64_t k = 0; k < bins; ++k) {
-      const double a = 2.0 * std::numbers::pi * static_cast<double>((t * k) % fft_length) / static_cast<double>(fft_length);
-      c[static_cast<std::size_t>(t * bins + k)] = static_cast<T>(std::cos(a));
-      s[static_cast<std::size_t>(t * bins + k)] = static_cast<T>(-std::sin(a));
-    }
-  }
-  return {Tensor::from_vector(c, Shape({rows, bins})), Tensor::from_vector(s, Shape({rows, bins}))};
-}
-
-}  // namespace
-
-std::pair<Tensor, Tensor> rdft_matrices(int64_t rows, int64_t fft_length, DType dtype) {
-  if (dtype == DType::float64) return rdft_as<double>(rows, fft_length);
-  auto [c, s] = rdft_as<float>(rows, fft_length);
-  if (dtype == DType::float32) return {c, s};
-  return {c.cast(dtype), s.cast(dtype)};
-}
-
 }  // namespace osprey::keras::signal
 
 namespace osprey::keras::ops {
 
 namespace {
+
+// The real DFT's tables for frames of fft_length, in `dtype`: forward {cos, -sin} (fft_length, bins), X_k = Σ_t
+// x_t·e^(-2πi·t·k/N); inverse (bins, fft_length), TensorFlow's irfft: each bin weighted 2/N (the DC and Nyquist bins
+// 1/N, whose imaginary parts then do not count).
+template <typename T>
+std::pair<Tensor, Tensor> dft_tables_as(int64_t fft_length, bool inverse) {
+  const int64_t bins = fft_length / 2 + 1;
+  std::vector<T> c(static_cast<std::size_t>(fft_length * bins)), s(c.size());
+  for (int64_t t = 0; t < fft_length; ++t) {
+    for (int64_t k = 0; k < bins; ++k) {
+      const double a = 2.0 * std::numbers::pi * static_cast<double>((t * k) % fft_length) / static_cast<double>(fft_length);
+      const double w = !inverse ? 1.0 : (k == 0 || 2 * k == fft_length ? 1.0 : 2.0) / static_cast<double>(fft_length);
+      const auto at = static_cast<std::size_t>(inverse ? k * fft_length + t : t * bins + k);
+      c[at] = static_cast<T>(w * std::cos(a));
+      s[at] = static_cast<T>(-w * std::sin(a));
+    }
+  }
+  const Shape shape = inverse ? Shape({bins, fft_length}) : Shape({fft_length, bins});
+  return {Tensor::from_vector(c, shape), Tensor::from_vector(s, shape)};
+}
+
+std::pair<Tensor, Tensor> dft_tables(int64_t fft_length, bool inverse, const Tensor& like) {
+  auto [c, s] = like.dtype() == DType::float64 ? dft_tables_as<double>(fft_length, inverse)
+                                               : dft_tables_as<float>(fft_length, inverse);
+  if (c.dtype() != like.dtype()) c = c.cast(like.dtype()), s = s.cast(like.dtype());
+  return {detail::where_is(c, like), detail::where_is(s, like)};
+}
 
 void check_lengths(int64_t sequence_length, int64_t sequence_stride, int64_t fft_length, const char* op) {
   if (sequence_length < 1 || sequence_stride < 1 || fft_length < 2 || fft_length > signal::kMaxFftLength) {
@@ -212,8 +212,8 @@ std::pair<Tensor, Tensor> stft(const Tensor& x, int64_t sequence_length, int64_t
   if (!w.empty()) {
     frames = multiply(frames, detail::where_is(Tensor::from_vector(w, Shape({fft_length})).cast(x.dtype()), x));
   }
-  const auto [c, sn] = signal::rdft_matrices(fft_length, fft_length, x.dtype());
-  return {matmul(frames, detail::where_is(c, x)), matmul(frames, detail::where_is(sn, x))};
+  const auto [c, sn] = dft_tables(fft_length, false, x);
+  return {matmul(frames, c), matmul(frames, sn)};
 }
 
 Tensor istft(const std::pair<Tensor, Tensor>& x, int64_t sequence_length, int64_t sequence_stride, int64_t fft_length,
@@ -230,18 +230,8 @@ Tensor istft(const std::pair<Tensor, Tensor>& x, int64_t sequence_length, int64_
   }
   if (length && *length < 0) throw ValueError(fmt::format("istft: length must be >= 0; received {}", *length));
   const DType dt = re.dtype();
-  // The inverse real DFT (TensorFlow's irfft: the imaginary parts of the DC and Nyquist bins do not count).
-  std::vector<double> ci(static_cast<std::size_t>(bins * fft_length)), si(ci.size());
-  for (int64_t k = 0; k < bins; ++k) {
-    const double weight = (k == 0 || 2 * k == fft_length ? 1.0 : 2.0) / static_cast<double>(fft_length);
-    for (int64_t t = 0; t < fft_length; ++t) {
-      const double a = 2.0 * std::numbers::pi * static_cast<double>((t * k) % fft_length) / static_cast<double>(fft_length);
-      ci[static_cast<std::size_t>(k * fft_length + t)] = weight * std::cos(a);
-      si[static_cast<std::size_t>(k * fft_length + t)] = -weight * std::sin(a);
-    }
-  }
-  Tensor frames = add(matmul(re, detail::where_is(Tensor::from_vector(ci, Shape({bins, fft_length})).cast(dt), re)),
-                      matmul(im, detail::where_is(Tensor::from_vector(si, Shape({bins, fft_length})).cast(dt), re)));
+  const auto [ci, si] = dft_tables(fft_length, true, re);  // TensorFlow's irfft of each frame
+  Tensor frames = add(matmul(re, ci), matmul(im, si));
   // inverse_stft_window_fn: the window over the sum of the squared windows that overlap at each position.
   auto w = padded_window(window, sequence_length, fft_length, "istft");
   if (!w.empty()) {
