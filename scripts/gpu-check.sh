@@ -11,9 +11,16 @@
 # gpu-check.log and summary.md into RESULTS_DIR. Exit 0 only when everything passed; on a machine without a GPU it
 # runs as far as it can (the dry run CI does), and then the GPU rows say why they did not run.
 #
-# From the development machine, with the device tool (about 4 minutes of build on 16 cores, 6-8 in all):
+# From the development machine, with the device tool, carrying the release build made here (no compiling there;
+# the first real run, 2026-12-04, took 6 minutes in all, 40 s of it the machine's start):
+#   cmake --build build/release && scripts/gpu-prebuilt.sh pack
+#   run(command="OSPREY_GPU_PREBUILT=1 scripts/gpu-check.sh /tmp/r; tar czf $OUT/r.tgz -C /tmp r",
+#       carry=[".gpu-prebuilt"], timeout_s=600)
+# or building there from the dependency bundle (a third of a lease on 16 cores):
 #   scripts/gpu-bundle.sh   # once: the packages into .gpu-bundle/debs
 #   run(command="scripts/gpu-check.sh $OUT", carry=[".gpu-bundle"], timeout_s=600)
+# Environment: OSPREY_GPU_SKIP_TIMINGS=1 leaves the step times out; OSPREY_GPU_CTEST_SECONDS and
+# OSPREY_GPU_SUITE_SECONDS cap ctest and each shard of the suites run on the GPU.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 results=${1:?usage: scripts/gpu-check.sh RESULTS_DIR}
@@ -145,6 +152,33 @@ grep -E "tests passed|tests failed|\(Failed\)|\(Timeout\)" "$results/ctest.log" 
 rows+=("| ctest | $(grep -E 'tests passed' "$results/ctest.log" | head -1) |")
 [ $ctest_rc -ne 0 ] && fail "ctest failed"
 
+section "the CPU suites on the GPU in full float32 (NVIDIA_TF32_OVERRIDE=0; informational)"
+# ctest runs these suites with the CUDA plug-in off (they specify the CPU). Here they run on the GPU, the default
+# device, in float32, each in shards side by side: what fails is a lead to a GPU kernel (or a test that assumes the
+# CPU), listed, not counted as a failure of this check.
+if [ $gpu_present = 1 ]; then
+  suite_pids=()
+  for suite in keras_tests keras_ops_tests ops_tests pipeline_tests distribute_tests; do
+    for shard in 0 1 2; do
+      (cd "$build/tests" && NVIDIA_TF32_OVERRIDE=0 TF_FORCE_GPU_ALLOW_GROWTH=true GTEST_TOTAL_SHARDS=3 \
+         GTEST_SHARD_INDEX=$shard timeout "${OSPREY_GPU_SUITE_SECONDS:-240}" "./$suite" \
+         >"$results/gpu-suite-$suite-$shard.log" 2>&1; echo "exit $?" >>"$results/gpu-suite-$suite-$shard.log") &
+      suite_pids+=($!)
+    done
+  done
+  wait "${suite_pids[@]}"
+  suite_failed=$(cat "$results"/gpu-suite-*.log | grep -E '^\[  FAILED  \] [A-Za-z].*\(' | sed -E 's/^\[  FAILED  \] ([^ ]+).*/\1/' | sort -u)
+  crashed=$(grep -l -E '^exit ([1-9][0-9][0-9]|124)$' "$results"/gpu-suite-*.log | xargs -r -n1 basename | tr '\n' ' ')
+  for log in $(grep -l -E '^exit ([1-9][0-9][0-9]|124)$' "$results"/gpu-suite-*.log); do
+    echo "$(basename "$log"): $(tail -1 "$log"), last test started: $(grep -E '^\[ RUN +\]' "$log" | tail -1)"
+  done
+  echo "failed on the GPU ($(echo "$suite_failed" | grep -c .)):"
+  echo "$suite_failed" | sed 's/^/  /'
+  rows+=("| CPU suites on the GPU, float32 | $(echo "$suite_failed" | grep -c .) failed$([ -n "$crashed" ] && echo ", crashed or timed out: $crashed") (informational) |")
+else
+  echo "skipped: no GPU"
+fi
+
 section "first seed's model on GPU:0 with placement logging (sample)"
 timeout 60 "$build/examples/gpu_select" >"$results/gpu-select.log" 2>&1
 grep -m 12 "Executing op" "$results/gpu-select.log"
@@ -160,8 +194,9 @@ grep -E "Using MirroredStrategy|nccl|NCCL|Number of devices|replicas, on" "$resu
 rows+=("| MirroredStrategy example | exit $mirrored_rc |")
 [ $mirrored_rc -ne 0 ] && fail "the MirroredStrategy example failed"
 
-section "step times (train_on_batch and PyTorch on the same GPU, µs/step)"
 timings=()
+if [ "${OSPREY_GPU_SKIP_TIMINGS:-0}" != 1 ]; then
+section "step times (train_on_batch and PyTorch on the same GPU, µs/step)"
 step() {  # model batch device steps [env...]
   local log="$results/step-$1-$2-${3//\//}.log"
   timeout 120 env "${@:5}" "$build/bench/device_step" "$1" "$2" "$3" "$4" 2>"$log" ||
@@ -216,6 +251,7 @@ else
   rows+=("| wide b8192 GPU step vs cuBLAS GEMMs | not measured: ${floor_line} |")
 fi
 rows+=("| seed step on GPU:0 | $(value "seed \| 64 \| /GPU:0") µs as a CUDA graph (target <= 20), $(value "seed \| 64 \| /GPU:0, no CUDA graphs") µs without; PyTorch $(value "seed \| 64 \| torch [^|]* cuda eager") µs eager, $(value "seed \| 64 \| torch [^|]* cuda graph") µs as a CUDA graph |")
+fi
 
 section "summary"
 {

@@ -15,7 +15,6 @@ namespace osprey::ops {
 
 enum class OpId : int {
   Cast,
-  Fill,
   MatMul,          // attrs MatMulAttrs
   FusedMatMul,     // x, kernel, [bias] -> y, [z]: matmul + bias + activation (attrs DenseAttrs)
   BiasAddGrad,     // dz -> column sums

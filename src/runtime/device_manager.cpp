@@ -37,7 +37,19 @@ DeviceManager& DeviceManager::get() {
   return *manager;
 }
 
-DeviceManager::DeviceManager() { register_builtin_platforms(*this); }
+namespace {
+// TF32 is on by default, as in TensorFlow; NVIDIA_TF32_OVERRIDE=0, which makes cuBLAS and cuDNN (and so TensorFlow)
+// compute in full float32, turns it off here too.
+bool tensor_float_32_default() {
+  const auto v = env::get("NVIDIA_TF32_OVERRIDE");
+  return !(v && *v == "0");
+}
+}  // namespace
+
+DeviceManager::DeviceManager() {
+  tensor_float_32 = tensor_float_32_default();
+  register_builtin_platforms(*this);
+}
 
 void DeviceManager::add_platform(std::unique_ptr<Platform> platform) {
   std::lock_guard lock(mu_);
@@ -392,6 +404,9 @@ GpuAvailability DeviceManager::gpu_availability() {
             "Rebuild Osprey on a machine with the CUDA toolkit (nvcc on PATH or at /usr/local/cuda) so that the "
             "plug-in is built."};
   }
+  if (!plugin_status_.loaded && plugin_status_.error == "it is switched off (OSPREY_CUDA_PLUGIN=off)") {
+    return {"The CUDA plug-in was not loaded: " + plugin_status_.error, "Unset OSPREY_CUDA_PLUGIN to use the GPUs."};
+  }
   if (!plugin_status_.loaded) {
     return {"The CUDA plug-in could not be loaded: " + plugin_status_.error,
             "Install libosprey_cuda.so next to libosprey.so (cmake --install does), or point OSPREY_CUDA_PLUGIN at "
@@ -447,7 +462,7 @@ void DeviceManager::reset_for_testing(bool load_plugins) {
   failed_gpus_ = false;
   soft_placement = true;
   log_placement = false;
-  tensor_float_32 = true;
+  tensor_float_32 = tensor_float_32_default();
   initialized_.store(false);
   register_builtin_platforms(*this);
 }

@@ -57,6 +57,10 @@ std::unique_ptr<Platform> load_cuda_plugin(PluginStatus& status) {
   status = {};
   status.built = OSPREY_WITH_CUDA_PLUGIN != 0;
   status.tried = true;
+  if (auto v = env::get("OSPREY_CUDA_PLUGIN"); v && *v == "off") {  // CUDA_VISIBLE_DEVICES=-1 without the driver
+    status.error = "it is switched off (OSPREY_CUDA_PLUGIN=off)";
+    return nullptr;
+  }
   status.path = find_plugin(kPluginFile, "OSPREY_CUDA_PLUGIN", status.error);
   if (status.path.empty()) return nullptr;
   void* handle = dlopen(status.path.c_str(), RTLD_NOW | RTLD_LOCAL);
