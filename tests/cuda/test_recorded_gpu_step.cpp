@@ -2,11 +2,13 @@
 // replayed as a CUDA graph (the sparse labels' range check read after each launch). It must train as the eager
 // step does, with graphs on and off (OSPREY_CUDA_GRAPHS=0), and bad labels in a replayed step must raise the CPU's
 // error, leave the weights as they were and the model usable. Skips with the runtime's reason where no GPU exists.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdlib>
 
+#include "osprey/data.h"
 #include "osprey/osprey.h"
 #include "runtime/device_manager.h"
 #include "support/test_gpu_platform.h"
@@ -93,6 +95,31 @@ void check_training() {
   config::experimental::enable_tensor_float_32_execution(true);
 }
 
+// NaN in x on the device: train_on_batch names its place as on the CPU (the check reduces on the device and reads
+// the tensor only then), and finite data on the device trains.
+void check_nan_inputs() {
+  DeviceScope gpu("/GPU:0");
+  keras::Sequential m({layers::Input({2}), layers::Dense(1)});
+  m.compile({.optimizer = "sgd", .loss = "mse"});
+  const Tensor y = Tensor::zeros({3, 1}).to("/GPU:0");
+  const Tensor bad = Tensor::from_vector<float>({1, 2, 3, std::nanf(""), 5, 6}, {3, 2}).to("/GPU:0");
+  EXPECT_THAT(osprey::testing::error_of<ValueError>([&] { m.train_on_batch(bad, y); }),
+              ::testing::HasSubstr("`x` contains 1 NaN or infinite value(s), the first at sample 1"));
+  const Tensor inf_y = Tensor::from_vector<float>({0, 0, INFINITY}, {3, 1}).to("/GPU:0");
+  const Tensor good = Tensor::from_vector<float>({1, 2, 3, 4, 5, 6}, {3, 2}).to("/GPU:0");
+  EXPECT_THAT(osprey::testing::error_of<ValueError>([&] { m.train_on_batch(good, inf_y); }),
+              ::testing::HasSubstr("`y` contains 1 NaN or infinite value(s), the first at sample 2"));
+  EXPECT_TRUE(std::isfinite(m.train_on_batch(good, y).at(0)));
+  // 128 KiB of x: checked by a reduction on the device (smaller tensors are copied to the host).
+  std::vector<float> big(16384 * 2, 0.5f);
+  big[3000 * 2 + 1] = -INFINITY;
+  const Tensor big_x = Tensor::from_vector<float>(big, {16384, 2}).to("/GPU:0");
+  const Tensor big_y = Tensor::zeros({16384, 1}).to("/GPU:0");
+  EXPECT_THAT(osprey::testing::error_of<ValueError>([&] { m.train_on_batch(big_x, big_y); }),
+              ::testing::HasSubstr("`x` contains 1 NaN or infinite value(s), the first at sample 3000"));
+  EXPECT_TRUE(std::isfinite(m.train_on_batch(Tensor::ones({16384, 2}).to("/GPU:0"), big_y).at(0)));
+}
+
 void check_bad_labels() {
   DeviceScope gpu("/GPU:0");
   random::set_seed(7);
@@ -140,8 +167,57 @@ TEST(RecordedGpuStep, HarnessOnTheTestPlatform) {
     osprey::testing::install_test_platform({.gpus = osprey::testing::default_test_gpus(1), .missing_kernels = missing});
     check_training();
     check_bad_labels();
+    check_nan_inputs();
     osprey::testing::reset_runtime();
   }
+}
+
+TEST(RecordedGpuStep, NaNInputsOnTheGpuAreReportedWithTheirPlace) {
+  std::string why;
+  if (no_gpu(why)) GTEST_SKIP() << why;
+  check_nan_inputs();
+}
+
+// A Dataset that maps on two threads and prefetches onto the GPU feeds the recorded step while it is captured: the
+// prefetch thread's copies must stay out of the graph (on the first real GPU they joined it and
+// cudaGraphInstantiate crashed). fit, evaluate and predict give what the same batches from tensors give.
+TEST(RecordedGpuStep, APrefetchingDatasetTrainsAsTheSameBatchesFromTensors) {
+  std::string why;
+  if (no_gpu(why)) GTEST_SKIP() << why;
+  unsetenv("OSPREY_CUDA_GRAPHS");
+  Tensor x, y;
+  {
+    DeviceScope cpu("/CPU:0");
+    random::set_seed(1);
+    x = random::uniform({95, 4});
+    y = random::randint(0, 2, {95, 1}).cast(DType::float32);
+  }
+  DeviceScope gpu("/GPU:0");
+  auto model = [] {
+    random::set_seed(2);
+    keras::Sequential m({layers::Input({4}), layers::Dense(8, "relu"), layers::Dense(1, "sigmoid")});
+    m.compile({.optimizer = "adam", .loss = "binary_crossentropy", .metrics = {"accuracy"}});
+    return m;
+  };
+  keras::Sequential a = model();
+  auto ha = a.fit(x, y, {.epochs = 3, .batch_size = 10, .verbose = 0, .shuffle = false});
+  keras::Sequential b = model();
+  const data::Dataset ds = data::Dataset::from_tensor_slices(data::Element{x, y})
+                               .map([](const data::Element& e) { return e; }, 2)
+                               .batch(10)
+                               .prefetch(data::AUTOTUNE);
+  auto hb = b.fit(ds, {.epochs = 3, .verbose = 0});
+  ASSERT_EQ(ha.history.at("loss").size(), 3u);
+  for (const auto& [name, values] : ha.history) {
+    for (size_t e = 0; e < values.size(); ++e) EXPECT_NEAR(values[e], hb.history.at(name)[e], 1e-6) << name << e;
+  }
+  for (size_t i = 0; i < a.variables().size(); ++i) {
+    const auto wa = a.variables()[i]->value().to_vector<float>(), wb = b.variables()[i]->value().to_vector<float>();
+    ASSERT_EQ(wa.size(), wb.size());
+    for (size_t k = 0; k < wa.size(); ++k) EXPECT_NEAR(wa[k], wb[k], 1e-6) << "variable " << i << "[" << k << "]";
+  }
+  const auto ea = a.evaluate(x, y, {.batch_size = 10, .verbose = 0}), eb = b.evaluate(ds, {.verbose = 0});
+  for (size_t i = 0; i < ea.size(); ++i) EXPECT_NEAR(ea[i], eb[i], 1e-6);
 }
 
 // The test platform's list of kernels the CUDA plug-in lacks is the plug-in's.

@@ -20,6 +20,7 @@ CudaDevice::CudaDevice(std::string name, int ordinal, int platform_id, int64_t l
     : Allocator(std::move(name), limit), ordinal_(ordinal), policy_(growth, limit) {
   activate();
   check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+  check(cudaStreamCreateWithFlags(&capture_stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
   check(cudaEventCreateWithFlags(&order_event_, cudaEventDisableTiming), "cudaEventCreateWithFlags");
   cudaMemPoolProps props{};
   props.allocType = cudaMemAllocationTypePinned;
@@ -84,6 +85,7 @@ CudaDevice::~CudaDevice() {
   if (lt_) lt_api().destroy(lt_);
   if (pool_) cudaMemPoolDestroy(pool_);
   if (order_event_) cudaEventDestroy(order_event_);
+  if (capture_stream_) cudaStreamDestroy(capture_stream_);
   if (stream_) cudaStreamDestroy(stream_);
 }
 
@@ -99,7 +101,7 @@ void* CudaDevice::raw_allocate(std::size_t bytes) {
   }
   activate();
   void* p = nullptr;
-  const cudaError_t err = cudaMallocFromPoolAsync(&p, std::max<std::size_t>(bytes, 1), pool_, stream_);
+  const cudaError_t err = cudaMallocFromPoolAsync(&p, std::max<std::size_t>(bytes, 1), pool_, stream());
   if (err != cudaSuccess) {
     (void)cudaGetLastError();  // out of device memory: the Allocator turns nullptr into ResourceExhaustedError
     return nullptr;
@@ -113,7 +115,7 @@ void CudaDevice::raw_deallocate(void* ptr, std::size_t bytes) {
   cudaSetDevice(ordinal_);
   // Stream-ordered: after every kernel queued before it. A failure here cannot be raised (tensors free memory in
   // destructors): it is logged and cleared, so that it is not blamed on the next kernel.
-  if (const cudaError_t err = cudaFreeAsync(ptr, stream_); err != cudaSuccess) {
+  if (const cudaError_t err = cudaFreeAsync(ptr, stream()); err != cudaSuccess) {
     (void)cudaGetLastError();
     log::warning(fmt::format("cudaFreeAsync of {} bytes on GPU {} failed: {}", bytes, ordinal_, cudaGetErrorString(err)));
   }
@@ -122,7 +124,7 @@ void CudaDevice::raw_deallocate(void* ptr, std::size_t bytes) {
 
 void CudaDevice::release_reserved() {
   std::lock_guard lock(mu_);
-  if (cudaSetDevice(ordinal_) != cudaSuccess || cudaStreamSynchronize(stream_) != cudaSuccess) {
+  if (cudaSetDevice(ordinal_) != cudaSuccess || cudaStreamSynchronize(stream()) != cudaSuccess) {
     (void)cudaGetLastError();
     return;
   }
@@ -139,16 +141,16 @@ int64_t CudaDevice::reserved_bytes() const {
   return policy_.reserved();
 }
 
-void CudaDevice::clear_error() { check(cudaMemsetAsync(error_, 0, sizeof(long long) * 4, stream_), "cudaMemsetAsync"); }
+void CudaDevice::clear_error() { check(cudaMemsetAsync(error_, 0, sizeof(long long) * 4, stream()), "cudaMemsetAsync"); }
 
 void CudaDevice::read_error(long long out[4]) {
-  check(cudaMemcpyAsync(error_host_, error_, sizeof(long long) * 4, cudaMemcpyDeviceToHost, stream_), "cudaMemcpyAsync");
-  check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+  check(cudaMemcpyAsync(error_host_, error_, sizeof(long long) * 4, cudaMemcpyDeviceToHost, stream()), "cudaMemcpyAsync");
+  check(cudaStreamSynchronize(stream()), "cudaStreamSynchronize");
   std::memcpy(out, error_host_, sizeof(long long) * 4);
 }
 
 void CudaDevice::check_errors(ErrorCheck check) {
-  if (!capturing_) {
+  if (!capturing()) {
     long long err[4];
     read_error(err);
     check(err);
@@ -159,18 +161,20 @@ void CudaDevice::check_errors(ErrorCheck check) {
     throw InternalError(fmt::format("more than {} kernels that check their inputs in one CUDA graph", kCapturedChecks));
   }
   ::osprey::cuda::check(cudaMemcpyAsync(captured_errors_ + 4 * k, error_, sizeof(long long) * 4,
-                                        cudaMemcpyDeviceToHost, stream_),
+                                        cudaMemcpyDeviceToHost, stream()),
                         "cudaMemcpyAsync (captured error slots)");
   captured_checks_.push_back(std::move(check));
 }
 
-void CudaDevice::begin_capture() {
-  capturing_ = true;
+bool CudaDevice::begin_capture() {
+  std::thread::id none{};
+  if (!capture_thread_.compare_exchange_strong(none, std::this_thread::get_id())) return false;
   captured_checks_.clear();
+  return true;
 }
 
 std::vector<CudaDevice::ErrorCheck> CudaDevice::end_capture() {
-  capturing_ = false;
+  capture_thread_.store(std::thread::id{});
   return std::move(captured_checks_);
 }
 
@@ -211,7 +215,7 @@ static bool pageable(const void* p) {
 void CudaDevice::copy_to_device(void* dst, const void* src, std::size_t bytes) {
   activate();
   if (bytes <= kDirectCopyMax && pageable(src)) {
-    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync");
+    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream()), "cudaMemcpyAsync");
     return;
   }
   std::lock_guard lock(staging_mu_);
@@ -219,8 +223,8 @@ void CudaDevice::copy_to_device(void* dst, const void* src, std::size_t bytes) {
   for (std::size_t off = 0; off < bytes; off += kStagingChunk) {
     const std::size_t n = std::min(kStagingChunk, bytes - off);
     std::memcpy(buf, static_cast<const char*>(src) + off, n);
-    check(cudaMemcpyAsync(static_cast<char*>(dst) + off, buf, n, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync");
-    check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");  // before the staging buffer is reused
+    check(cudaMemcpyAsync(static_cast<char*>(dst) + off, buf, n, cudaMemcpyHostToDevice, stream()), "cudaMemcpyAsync");
+    check(cudaStreamSynchronize(stream()), "cudaStreamSynchronize");  // before the staging buffer is reused
   }
 }
 
@@ -230,9 +234,9 @@ void CudaDevice::copy_to_host(void* dst, const void* src, std::size_t bytes) {
   void* buf = staging(std::min(bytes, kStagingChunk));
   for (std::size_t off = 0; off < bytes; off += kStagingChunk) {
     const std::size_t n = std::min(kStagingChunk, bytes - off);
-    check(cudaMemcpyAsync(buf, static_cast<const char*>(src) + off, n, cudaMemcpyDeviceToHost, stream_),
+    check(cudaMemcpyAsync(buf, static_cast<const char*>(src) + off, n, cudaMemcpyDeviceToHost, stream()),
           "cudaMemcpyAsync");
-    check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+    check(cudaStreamSynchronize(stream()), "cudaStreamSynchronize");
     std::memcpy(static_cast<char*>(dst) + off, buf, n);
   }
 }
@@ -240,12 +244,12 @@ void CudaDevice::copy_to_host(void* dst, const void* src, std::size_t bytes) {
 void CudaDevice::copy_on_device(void* dst, const void* src, std::size_t bytes) {
   activate();
   // With unified addressing the source may be on another GPU (its queue was synchronised by the caller).
-  check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_), "cudaMemcpyAsync");
+  check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream()), "cudaMemcpyAsync");
 }
 
 void CudaDevice::synchronize() {
   activate();
-  check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+  check(cudaStreamSynchronize(stream()), "cudaStreamSynchronize");
 }
 
 CudaDevice& cuda_device(runtime::Device& device) { return static_cast<CudaDevice&>(device.allocator()); }

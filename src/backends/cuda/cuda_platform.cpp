@@ -282,10 +282,10 @@ class CudaPlatform : public runtime::Platform {
   // The launches `work` queues on the device's stream, captured as a CUDA graph (stream capture, this thread
   // only) and instantiated once. Kernels that check their inputs (sparse labels in range) capture a copy of the
   // error slots, checked after each launch (CudaDevice::check_errors). Work that cannot be captured (anything
-  // that waits for the GPU) returns nothing, and the caller runs the work itself. Capturing takes the device's
-  // stream for the moment of one step's launches: work another thread queued on the same device meanwhile would
-  // join the graph (the first replay of a step, once per plan). OSPREY_CUDA_GRAPHS=0 switches graphs off (to
-  // compare, or to rule them out).
+  // that waits for the GPU) returns nothing, and the caller runs the work itself. The capture is on a stream of
+  // its own, so that other threads' work meanwhile stays out of the graph (on the first GPU, a Dataset's prefetch
+  // thread copying the next batch into the captured stream crashed cudaGraphInstantiate). The graph is launched
+  // on the device's stream. OSPREY_CUDA_GRAPHS=0 switches graphs off (to compare, or to rule them out).
   std::unique_ptr<runtime::DeviceGraph> capture(runtime::Device& device, const std::function<void()>& work) override {
     if (const auto v = env::get("OSPREY_CUDA_GRAPHS"); v && (*v == "0" || *v == "false")) return nullptr;
     auto& c = cuda_device(device);
@@ -297,20 +297,23 @@ class CudaPlatform : public runtime::Platform {
                             device.name(), why));
       return nullptr;
     };
+    // This thread's launches go to the device's capture stream (CudaDevice::stream): other threads' work on the
+    // device (a Dataset prefetching the next batch) keeps running on its stream instead of joining the graph.
+    if (!c.begin_capture()) return give_up("another thread is capturing a step on this device");
     if (const cudaError_t err = cudaStreamBeginCapture(c.stream(), cudaStreamCaptureModeThreadLocal);
         err != cudaSuccess) {
+      c.end_capture();
       return give_up(fmt::format("cudaStreamBeginCapture: {}", cudaGetErrorString(err)));
     }
     std::string failed;
-    c.begin_capture();
     try {
       work();
     } catch (const std::exception& e) {
       failed = e.what();  // the capture is ended below; the error is not sticky
     }
-    auto checks = c.end_capture();
     cudaGraph_t graph = nullptr;
     const cudaError_t ended = cudaStreamEndCapture(c.stream(), &graph);
+    auto checks = c.end_capture();
     if (!failed.empty() || ended != cudaSuccess || !graph) {
       if (graph) cudaGraphDestroy(graph);
       return give_up(!failed.empty() ? failed : fmt::format("cudaStreamEndCapture: {}", cudaGetErrorString(ended)));

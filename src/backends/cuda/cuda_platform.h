@@ -3,9 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <atomic>
 #include <functional>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <cublasLt.h>
@@ -30,7 +32,12 @@ class CudaDevice : public runtime::Allocator {
   ~CudaDevice() override;
 
   int ordinal() const { return ordinal_; }
-  cudaStream_t stream() const { return stream_; }
+  /// The stream the calling thread queues work on: the device's, or while this thread captures a graph
+  /// (begin_capture) the capture stream, so that other threads' work (a Dataset prefetching batches onto the
+  /// device, say) runs meanwhile instead of joining the graph.
+  cudaStream_t stream() const { return capturing() ? capture_stream_ : stream_; }
+  /// Whether the calling thread is capturing a graph on this device.
+  bool capturing() const { return capture_thread_.load() == std::this_thread::get_id(); }
   cublasLtHandle_t lt() const { return lt_; }
   void* workspace() const { return workspace_; }
   static constexpr std::size_t kWorkspaceBytes = std::size_t{32} << 20;
@@ -49,7 +56,9 @@ class CudaDevice : public runtime::Allocator {
   /// not possible inside a graph. Up to kCapturedChecks per graph (more: InternalError, the capture fails).
   void check_errors(ErrorCheck check);
   static constexpr int kCapturedChecks = 16;
-  void begin_capture();
+  /// The calling thread's work goes to the capture stream until end_capture; false when another thread is
+  /// capturing on this device (one capture at a time).
+  bool begin_capture();
   /// Ends a capture: the checks its kernels deferred, in order (check i reads slot copy i).
   std::vector<ErrorCheck> end_capture();
   /// After a launch of a graph with checks: waits for it, then runs them on their copies (the first error throws).
@@ -79,6 +88,8 @@ class CudaDevice : public runtime::Allocator {
 
   int ordinal_;
   cudaStream_t stream_ = nullptr;
+  cudaStream_t capture_stream_ = nullptr;
+  std::atomic<std::thread::id> capture_thread_{};
   cudaEvent_t order_event_ = nullptr;
   cudaMemPool_t pool_ = nullptr;
   cublasLtHandle_t lt_ = nullptr;
@@ -87,7 +98,6 @@ class CudaDevice : public runtime::Allocator {
   long long* error_ = nullptr;
   long long* error_host_ = nullptr;
   long long* captured_errors_ = nullptr;  // pinned: kCapturedChecks copies of the slots, written by graphs
-  bool capturing_ = false;
   std::vector<ErrorCheck> captured_checks_;
   mutable std::mutex mu_;
   runtime::RegionPolicy policy_;

@@ -6,6 +6,7 @@
 
 #include "keras/trainers/trainer.h"
 #include "osprey/errors.h"
+#include "osprey/ops.h"
 
 namespace osprey::keras::trainer {
 
@@ -29,6 +30,14 @@ bool all_finite(const float* v, int64_t n) {
 // `arg` names the array: "x", or "x[i]" when `several`.
 void check_finite(const Tensor& t, const char* arg, std::size_t i, bool several, const char* fn) {
   if (t.dtype() != DType::float32 && t.dtype() != DType::float64) return;
+  if (!t.device_ref().host_memory() && t.nbytes() >= (int64_t{64} << 10)) {
+    // On a GPU, one reduction and one value read instead of the whole tensor copied to the host (train_on_batch
+    // checks every step: at batch 8192 of the wide MLP the copy was 5.8 ms of a 6.2 ms step on an H200; small
+    // tensors are cheaper copied). Σ x·0 is 0 exactly when no x is inf or NaN; only then is the tensor read, for
+    // the message.
+    const Tensor zero = Tensor::scalar(0.0, t.dtype()).to(t.device_ref());
+    if (ops::reduce_sum(ops::mul(t, zero)).item() == 0.0) return;
+  }
   std::vector<float> copy;
   const float* v = nullptr;
   if (t.dtype() == DType::float32 && t.device_ref().host_memory()) {
