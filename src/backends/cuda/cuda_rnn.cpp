@@ -303,20 +303,30 @@ void sequence_grad_kernel(const KernelContext& ctx) {
   const auto& p = c.p;
   const auto& api = cudnn::api();
   cudnn::Handle h = cudnn::handle_for(l.dev);
+  // cuDNN's backward-data call writes the reserve space (what the weights' call then reads), but the reserve space
+  // is the forward op's output: a second gradient of the same forward (a persistent tape) must find it as the
+  // forward left it. So both calls work on a copy. (On the first GPU, the initial states' gradients taken after
+  // the weights' from one persistent tape came out wrong.)
+  Tensor reserve;
+  if (p.reserve_bytes) {
+    reserve = Tensor::empty(Shape({static_cast<int64_t>((p.reserve_bytes + 3) / 4)}), DType::float32, ctx.device);
+    l.dev.copy_on_device(reserve.raw_data(), c.reserve, p.reserve_bytes);
+  }
+  void* const reserve_space = p.reserve_bytes ? reserve.raw_data() : c.reserve;
   // cuDNN's backward-data call first (it leaves in the reserve space what the weights' call reads).
   cudnn::check(api.rnn_backward_data(h, p.rnn, p.dev_seq_lengths, p.yd, in[y].raw_data(), in[0].raw_data(), p.xd,
                                      out[0].raw_data(), p.hd, in[x + 1].raw_data(), in[1].raw_data(),
                                      out[1].raw_data(), p.hd, lstm ? in[5].raw_data() : nullptr,
                                      lstm ? in[2].raw_data() : nullptr, lstm ? out[2].raw_data() : nullptr,
                                      p.weight_bytes, c.weights, p.work_bytes, c.work.raw_data(), p.reserve_bytes,
-                                     c.reserve),
+                                     reserve_space),
                "cudnnRNNBackwardData_v8");
   Tensor dws = Tensor::empty(Shape({static_cast<int64_t>((p.weight_bytes + 3) / 4)}), DType::float32, ctx.device);
   check(cudaMemsetAsync(dws.raw_data(), 0, p.weight_bytes, l.s()), "cudaMemsetAsync (RNN weight gradients)");
   cudnn::check(api.rnn_backward_weights(h, p.rnn, cudnn::kWgradModeAdd, p.dev_seq_lengths, p.xd, in[x].raw_data(),
                                         p.hd, in[x + 1].raw_data(), p.yd, in[y].raw_data(), p.weight_bytes,
                                         dws.raw_data(), p.work_bytes, c.work.raw_data(), p.reserve_bytes,
-                                        c.reserve),
+                                        reserve_space),
                "cudnnRNNBackwardWeights_v8");
   unpack_gradients(l, p, a, dws.raw_data(), out[dw], out[dw + 1], out[dw + 2], ctx.device);
 }
