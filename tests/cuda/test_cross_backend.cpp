@@ -303,31 +303,38 @@ void check_every_op() {
     ops::assign(dst, ops::add(first, Tensor::scalar(1.0)));
     return Outputs{first, second, ops::cast(state, DType::float64), dst};
   }, 0.0);
-  // Losses and their gradients (labels in several dtypes), accuracy counts.
-  const Tensor probs = ops::softmax(host_uniform({33, 5}, -2, 2, 8));
-  const Tensor p1 = ops::sigmoid(host_uniform({33, 1}, -3, 3, 9));
-  for (DType ldt : {DType::float32, DType::int64}) {
-    const Tensor sparse = host_labels(33, 5, 10, ldt);
-    const Tensor binary = ops::cast(host_labels(33, 2, 11, DType::float32), ldt);
-    expect_same("losses", [&] {
-      Variable vp(probs, "p"), vb(p1, "b");
-      GradientTape tape;
-      Tensor onehot_src = ops::cast(ops::maximum(ops::sub(probs, Tensor::scalar(0.3)), Tensor::scalar(0.0)), DType::float32);
-      Outputs ys{ops::binary_crossentropy(binary.cast(DType::float32).reshape({33, 1}), vb.value(), 0.1),
-                 ops::categorical_crossentropy(onehot_src, vp.value(), 0.05),
-                 ops::sparse_categorical_crossentropy(sparse, vp.value()),
-                 ops::mean_squared_error(onehot_src, vp.value()), ops::mean_absolute_error(onehot_src, vp.value())};
-      Tensor total = ops::reduce_mean(ys[0]);
-      for (size_t i = 1; i < ys.size(); ++i) total = ops::add(total, ops::reduce_mean(ys[i]));
-      auto g = tape.gradient(total, Vars{&vp, &vb});
-      ys.insert(ys.end(), g.begin(), g.end());
-      return ys;
-    });
-    expect_same("accuracy", [&] {
-      return Outputs{ops::accuracy_count(binary.reshape({33, 1}), p1, ops::AccuracyKind::binary),
-                     ops::accuracy_count(sparse, probs, ops::AccuracyKind::sparse_categorical),
-                     ops::accuracy_count(probs, probs, ops::AccuracyKind::categorical)};
-    });
+  // Losses and their gradients (labels in several dtypes), accuracy counts; rows of 5 and of 700 values (the CUDA
+  // plug-in gives long rows a block each).
+  for (const int64_t d : {int64_t{5}, int64_t{700}}) {
+    const uint64_t seed = static_cast<uint64_t>(d);
+    const Tensor probs = ops::softmax(host_uniform({33, d}, -2, 2, 8 + seed));
+    const Tensor p1 = ops::sigmoid(host_uniform({33, d == 5 ? 1 : d}, -3, 3, 9 + seed));
+    for (DType ldt : {DType::float32, DType::int64}) {
+      const Tensor sparse = host_labels(33, static_cast<int>(d), 10 + seed, ldt);
+      const Tensor binary =
+          ops::cast(host_labels(33 * p1.shape()[1], 2, 11 + seed, DType::float32).reshape(p1.shape()), ldt);
+      expect_same(fmt::format("losses over rows of {}", d), [&] {
+        Variable vp(probs, "p"), vb(p1, "b");
+        GradientTape tape;
+        Tensor onehot_src =
+            ops::cast(ops::maximum(ops::sub(probs, Tensor::scalar(d == 5 ? 0.3 : 0.002)), Tensor::scalar(0.0)),
+                      DType::float32);
+        Outputs ys{ops::binary_crossentropy(binary.cast(DType::float32), vb.value(), 0.1),
+                   ops::categorical_crossentropy(onehot_src, vp.value(), 0.05),
+                   ops::sparse_categorical_crossentropy(sparse, vp.value()),
+                   ops::mean_squared_error(onehot_src, vp.value()), ops::mean_absolute_error(onehot_src, vp.value())};
+        Tensor total = ops::reduce_mean(ys[0]);
+        for (size_t i = 1; i < ys.size(); ++i) total = ops::add(total, ops::reduce_mean(ys[i]));
+        auto g = tape.gradient(total, Vars{&vp, &vb});
+        ys.insert(ys.end(), g.begin(), g.end());
+        return ys;
+      });
+      expect_same(fmt::format("accuracy over rows of {}", d), [&] {
+        return Outputs{ops::accuracy_count(binary, p1, ops::AccuracyKind::binary),
+                       ops::accuracy_count(sparse, probs, ops::AccuracyKind::sparse_categorical),
+                       ops::accuracy_count(probs, probs, ops::AccuracyKind::categorical)};
+      });
+    }
   }
   // Convolutions over 1, 2 and 3 spatial axes (strides, dilation, asymmetric "same"/"causal" padding, groups,
   // depthwise, a fused activation), forward and every gradient, the transposed convolution; max and average pooling with padding.

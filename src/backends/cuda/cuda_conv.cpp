@@ -394,8 +394,8 @@ void conv_backprop_filter_kernel(const KernelContext& ctx) {
   }
   if (a.has_bias) {  // summed in float32 from the inputs' type into the bias gradient's
     const int64_t cols = dy.shape()[-1];
-    launch_sum_axis0(dt_of(dy.dtype()), dt_of(ctx.outputs[1].dtype()), dy.raw_data(), ctx.outputs[1].raw_data(),
-                     dy.num_elements() / cols, cols, l.s());
+    sum_columns(ctx, l, dt_of(dy.dtype()), dt_of(ctx.outputs[1].dtype()), dy.raw_data(), ctx.outputs[1].raw_data(),
+                dy.num_elements() / cols, cols);
   }
   check(cudaGetLastError(), "Conv2DBackpropFilter");
 }

@@ -84,8 +84,11 @@ void launch_activation(Act act, Dt dt, const void* z, void* y, int64_t n, int64_
 void launch_activation_grad(Act act, Dt dt, const void* dy, const void* y, const void* z, void* dz, int64_t n,
                             int64_t cols, cudaStream_t s);
 /// y[c] = Σ_r x[r, c] (also the bias gradient), x of type `dt` and y of `out_dt` (each float32, float16 or
-/// bfloat16), summed in float32.
-void launch_sum_axis0(Dt dt, Dt out_dt, const void* x, void* y, int64_t rows, int64_t cols, cudaStream_t s);
+/// bfloat16), summed in float32 in a fixed order. With `scratch` (sum_axis0_scratch_floats(rows, cols) floats on
+/// the device; null where that is 0) the rows are split over many blocks; without it one block per 32 columns.
+void launch_sum_axis0(Dt dt, Dt out_dt, const void* x, void* y, int64_t rows, int64_t cols, float* scratch,
+                      cudaStream_t s);
+int64_t sum_axis0_scratch_floats(int64_t rows, int64_t cols);
 /// y[r] = Σ_c x[r, c].
 void launch_sum_axis1(const float* x, float* y, int64_t rows, int64_t cols, cudaStream_t s);
 /// y[0] = Σ x (or the mean), accumulated in double in a fixed order (deterministic).

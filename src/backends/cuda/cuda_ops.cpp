@@ -200,8 +200,8 @@ void fused_matmul_kernel(const KernelContext& ctx) {
 void bias_add_grad_kernel(const KernelContext& ctx) {
   Launch l(ctx);
   const auto& dz = ctx.inputs[0];
-  launch_sum_axis0(dt_of(dz.dtype()), dt_of(ctx.outputs[0].dtype()), dz.raw_data(), ctx.outputs[0].raw_data(),
-                   dz.shape()[0], dz.shape()[1], l.s());
+  sum_columns(ctx, l, dt_of(dz.dtype()), dt_of(ctx.outputs[0].dtype()), dz.raw_data(), ctx.outputs[0].raw_data(),
+              dz.shape()[0], dz.shape()[1]);
   l.done("BiasAddGrad");
 }
 
@@ -266,7 +266,7 @@ void reduce_kernel(const KernelContext& ctx) {
       launch_sum_all(xf.data<float>(), y, x.num_elements(), true, l.dev.scratch(), l.s());
       break;
     case ops::ReduceKind::sum_axis0:
-      launch_sum_axis0(Dt::f32, Dt::f32, xf.data<float>(), y, x.shape()[0], x.shape()[1], l.s());
+      sum_columns(ctx, l, Dt::f32, Dt::f32, xf.data<float>(), y, x.shape()[0], x.shape()[1]);
       break;
     case ops::ReduceKind::sum_axis1: launch_sum_axis1(xf.data<float>(), y, x.shape()[0], x.shape()[1], l.s()); break;
   }

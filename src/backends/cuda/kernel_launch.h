@@ -32,6 +32,15 @@ inline Dt dt_of(DType t) {
   return Dt::f32;
 }
 
+/// y[c] = Σ_r x[r, c] of a (rows, cols) tensor on the kernel's device, its rows split over many blocks (their
+/// partial sums in scratch from the device's pool, freed in stream order).
+inline void sum_columns(const ops::KernelContext& ctx, const Launch& l, Dt dt, Dt out_dt, const void* x, void* y,
+                        int64_t rows, int64_t cols) {
+  const int64_t floats = sum_axis0_scratch_floats(rows, cols);
+  const Tensor scratch = floats ? Tensor::empty(Shape({floats}), DType::float32, ctx.device) : Tensor();
+  launch_sum_axis0(dt, out_dt, x, y, rows, cols, floats ? scratch.data<float>() : nullptr, l.s());
+}
+
 /// The launchers' activation (the same order as ops::Activation).
 inline Act act_of(ops::Activation a) { return static_cast<Act>(static_cast<int>(a)); }
 static_assert(static_cast<int>(ops::Activation::exponential) == static_cast<int>(Act::exponential));

@@ -102,25 +102,50 @@ __global__ void softmax_grad_k(const T* dy, const T* y, T* dz, int64_t rows, int
 
 // ---- reductions ----
 
-// y[c] = Σ_r x[r, c] (bias gradients): a block per 32 columns, whose 32 × 32 threads each sum every 32nd row of
-// one column (a warp reads 32 adjacent columns: coalesced), then each column's 32 partial sums are added in a
-// fixed order (deterministic). One thread per column looping over every row took ~1 ms at 8192 × 512.
+// y[c] = Σ_r x[r, c] (bias gradients), deterministic: blocks of 32 × 32 threads, each block 32 columns of one
+// chunk of rows (a warp reads 32 adjacent columns: coalesced; each thread every 32nd row of the chunk), its 32
+// partial sums per column added in a fixed order. With several chunks, each writes its column sums to scratch and
+// a second kernel adds the chunks in order. (One block per 32 columns, every row in it, took 200 µs for a conv bias
+// gradient of 262144 × 32 on an H200: one multiprocessor busy.)
 constexpr int kColumnTile = 32;
 template <typename T, typename O>
-__global__ void sum_axis0_k(const T* x, O* y, int64_t rows, int64_t cols) {
+__global__ void sum_axis0_k(const T* x, O* y, float* chunk_sums, int64_t rows, int64_t cols, int64_t chunk_rows) {
   __shared__ float partial[kColumnTile][kColumnTile + 1];
   const int64_t c = static_cast<int64_t>(blockIdx.x) * kColumnTile + threadIdx.x;
+  const int64_t begin = static_cast<int64_t>(blockIdx.y) * chunk_rows;
+  const int64_t end = begin + chunk_rows < rows ? begin + chunk_rows : rows;
   float s = 0.f;
   if (c < cols) {
-    for (int64_t r = threadIdx.y; r < rows; r += kColumnTile) s += to_f32(x[r * cols + c]);
+    for (int64_t r = begin + threadIdx.y; r < end; r += kColumnTile) s += to_f32(x[r * cols + c]);
   }
   partial[threadIdx.y][threadIdx.x] = s;
   __syncthreads();
   if (threadIdx.y == 0 && c < cols) {
     float total = 0.f;
     for (int i = 0; i < kColumnTile; ++i) total += partial[i][threadIdx.x];
+    if (chunk_sums) {
+      chunk_sums[blockIdx.y * cols + c] = total;
+    } else {
+      y[c] = convert<O>(total);
+    }
+  }
+}
+
+template <typename O>
+__global__ void sum_chunks_k(const float* chunk_sums, O* y, int64_t chunks, int64_t cols) {
+  GRID_STRIDE(c, cols) {
+    float total = 0.f;
+    for (int64_t k = 0; k < chunks; ++k) total += chunk_sums[k * cols + c];
     y[c] = convert<O>(total);
   }
+}
+
+// About two blocks per multiprocessor of an H100/H200 (132), with at least 256 rows a chunk.
+int64_t sum_axis0_chunks(int64_t rows, int64_t cols) {
+  const int64_t column_blocks = (cols + kColumnTile - 1) / kColumnTile;
+  const int64_t by_blocks = 256 / column_blocks, by_rows = rows / 256;
+  const int64_t chunks = by_blocks < by_rows ? by_blocks : by_rows;
+  return chunks < 1 ? 1 : chunks;
 }
 
 template <typename T>
@@ -161,15 +186,25 @@ void launch_activation_grad(Act act, Dt dt, const void* dy, const void* y, const
   });
 }
 
-void launch_sum_axis0(Dt dt, Dt out_dt, const void* x, void* y, int64_t rows, int64_t cols, cudaStream_t s) {
+int64_t sum_axis0_scratch_floats(int64_t rows, int64_t cols) {
+  const int64_t chunks = sum_axis0_chunks(rows, cols);
+  return chunks > 1 ? chunks * cols : 0;
+}
+
+void launch_sum_axis0(Dt dt, Dt out_dt, const void* x, void* y, int64_t rows, int64_t cols, float* scratch,
+                      cudaStream_t s) {
   if (cols == 0) return;
+  const int64_t chunks = scratch ? sum_axis0_chunks(rows, cols) : 1;
+  const int64_t chunk_rows = (rows + chunks - 1) / chunks;
   const dim3 block(kColumnTile, kColumnTile);
-  const auto grid = static_cast<unsigned>((cols + kColumnTile - 1) / kColumnTile);
+  const dim3 grid(static_cast<unsigned>((cols + kColumnTile - 1) / kColumnTile), static_cast<unsigned>(chunks));
   by_float_type(dt, [&](auto in_tag) {
     using T = typename decltype(in_tag)::type;
     by_float_type(out_dt, [&](auto out_tag) {
       using O = typename decltype(out_tag)::type;
-      sum_axis0_k<<<grid, block, 0, s>>>(static_cast<const T*>(x), static_cast<O*>(y), rows, cols);
+      sum_axis0_k<<<grid, block, 0, s>>>(static_cast<const T*>(x), static_cast<O*>(y), chunks > 1 ? scratch : nullptr,
+                                         rows, cols, chunk_rows > 0 ? chunk_rows : 1);
+      if (chunks > 1) sum_chunks_k<<<blocks_for(cols), kThreads, 0, s>>>(scratch, static_cast<O*>(y), chunks, cols);
     });
   });
 }

@@ -108,8 +108,9 @@ Tensor true_divide(const TensorLike& a, const TensorLike& b) { return divide(a, 
 Tensor power(const TensorLike& a, const TensorLike& b) {
   const DType t = result_type(a, b);
   if (is_float(t)) return core::pow(a.as_tensor(t), b.as_tensor(t));
-  // Integer powers: computed in float64 (exact below 2^53) and cast back, as NumPy's integer result.
-  return core::cast(core::pow(a.as_tensor(DType::float64), b.as_tensor(DType::float64)), t);
+  // Integer powers: computed in float64 and rounded (exact below 2^53), then cast back, as NumPy's integer result.
+  // (CUDA's pow may land an ulp below the integer: 3^1 became 2.999... and then 2 on the first GPU.)
+  return core::cast(core::round(core::pow(a.as_tensor(DType::float64), b.as_tensor(DType::float64))), t);
 }
 Tensor maximum(const TensorLike& a, const TensorLike& b) {
   auto [x, y] = promoted(a, b);
