@@ -1,5 +1,8 @@
 #include "backends/cpu/cpu_allocator.h"
 
+#include <unistd.h>
+
+#include <cstdint>
 #include <cstdlib>
 
 namespace osprey::cpu {
@@ -13,6 +16,17 @@ constexpr std::size_t kOffsetFrom = std::size_t{1} << 14;
 constexpr std::size_t kOffset = 16;
 
 std::size_t offset_for(std::size_t size) { return size >= kOffsetFrom ? kOffset : 0; }
+
+// The machine's physical memory. A block larger than it can never be backed, but where the kernel overcommits
+// (the first GPU machine did) malloc grants it and the process dies filling it: refused here instead, so the
+// caller gets ResourceExhaustedError (random::uniform({1 << 40}) ran for minutes there).
+std::size_t physical_memory() {
+  static const std::size_t bytes = [] {
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(page) : SIZE_MAX;
+  }();
+  return bytes;
+}
 }  // namespace
 
 CpuAllocator::~CpuAllocator() {
@@ -33,6 +47,7 @@ void* CpuAllocator::raw_allocate(std::size_t bytes) {
       return p;
     }
   }
+  if (size > physical_memory()) return nullptr;
   const std::size_t offset = offset_for(size);
   char* p = static_cast<char*>(std::aligned_alloc(64, size + (offset ? 64 : 0)));
   return p ? p + offset : nullptr;
