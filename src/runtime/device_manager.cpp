@@ -14,6 +14,7 @@
 #include "osprey/errors.h"
 #include "runtime/kernel_table.h"
 #include "runtime/memory_policy.h"
+#include "runtime/plugin_paths.h"
 #include "runtime/visible_devices.h"
 
 namespace osprey::runtime {
@@ -404,7 +405,7 @@ GpuAvailability DeviceManager::gpu_availability() {
             "Rebuild Osprey on a machine with the CUDA toolkit (nvcc on PATH or at /usr/local/cuda) so that the "
             "plug-in is built."};
   }
-  if (!plugin_status_.loaded && plugin_status_.error == "it is switched off (OSPREY_CUDA_PLUGIN=off)") {
+  if (!plugin_status_.loaded && plugin_status_.error == kCudaPluginSwitchedOff) {
     return {"The CUDA plug-in was not loaded: " + plugin_status_.error, "Unset OSPREY_CUDA_PLUGIN to use the GPUs."};
   }
   if (!plugin_status_.loaded) {

@@ -57,8 +57,8 @@ std::unique_ptr<Platform> load_cuda_plugin(PluginStatus& status) {
   status = {};
   status.built = OSPREY_WITH_CUDA_PLUGIN != 0;
   status.tried = true;
-  if (auto v = env::get("OSPREY_CUDA_PLUGIN"); v && *v == "off") {  // CUDA_VISIBLE_DEVICES=-1 without the driver
-    status.error = "it is switched off (OSPREY_CUDA_PLUGIN=off)";
+  if (auto v = env::get("OSPREY_CUDA_PLUGIN"); v && *v == "off") {  // no GPU, without asking the driver
+    status.error = kCudaPluginSwitchedOff;
     return nullptr;
   }
   status.path = find_plugin(kPluginFile, "OSPREY_CUDA_PLUGIN", status.error);

@@ -113,6 +113,23 @@ TEST_F(DoctorTest, ThisMachineGetsAnExactReason) {
   EXPECT_THAT(doctor::format(report), HasSubstr("Result: no GPU is usable"));
 }
 
+// OSPREY_CUDA_PLUGIN=off (what the CPU test suites run with): the plug-in is not loaded, and the reason says so.
+TEST_F(DoctorTest, ASwitchedOffPluginIsNamedAsTheReason) {
+  setenv("OSPREY_CUDA_PLUGIN", "off", 1);
+  osprey::testing::reset_runtime();
+  const auto st = runtime::DeviceManager::get().plugin_status();
+  EXPECT_FALSE(st.loaded);
+  EXPECT_EQ(st.error, "it is switched off (OSPREY_CUDA_PLUGIN=off)");
+  EXPECT_TRUE(osprey::config::list_physical_devices("GPU").empty());
+  if (st.built) {
+    const auto why = runtime::DeviceManager::get().gpu_availability();
+    EXPECT_EQ(why.reason, "The CUDA plug-in was not loaded: it is switched off (OSPREY_CUDA_PLUGIN=off)");
+    EXPECT_EQ(why.fix, "Unset OSPREY_CUDA_PLUGIN to use the GPUs.");
+  }
+  unsetenv("OSPREY_CUDA_PLUGIN");
+  osprey::testing::reset_runtime();
+}
+
 TEST_F(DoctorTest, PluginLoaderFailuresAreRecordedWithTheirCause) {
   setenv("OSPREY_CUDA_PLUGIN", "/nonexistent/libosprey_cuda.so", 1);
   osprey::testing::reset_runtime();
