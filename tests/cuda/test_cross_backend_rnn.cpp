@@ -48,35 +48,57 @@ const char* cell_name(ops::SequenceCell c) {
 // orders on the two sides flip the signs of near-zero pre-activations and the gradients part by 1e-3.)
 double rmax(int64_t units) { return 0.5 * std::min(1.0, std::sqrt(4.0 / static_cast<double>(units))); }
 
+// A sequence op's operands (host tensors from `seed`): x (n, t, f), h0 and c0 (n, u), the kernel, the recurrent
+// kernel (range r_range) and the bias of `cell`.
+struct SequenceData {
+  Tensor x, h0, c0, w, r, b;
+};
+SequenceData sequence_data(ops::SequenceCell cell, int64_t n, int64_t t, int64_t f, int64_t u, uint64_t seed,
+                           double r_range = 0.5) {
+  using C = ops::SequenceCell;
+  const int64_t g = cell == C::lstm ? 4 : cell == C::gru ? 3 : 1;
+  return {host_uniform({n, t, f}, -1, 1, seed), host_uniform({n, u}, -1, 1, seed + 1),
+          host_uniform({n, u}, -1, 1, seed + 2), host_uniform({f, g * u}, -0.5, 0.5, seed + 3),
+          host_uniform({u, g * u}, -r_range, r_range, seed + 4),
+          host_uniform(cell == C::gru ? Shape({2, 3 * u}) : Shape({g * u}), -0.5, 0.5, seed + 5)};
+}
+
+// The variables of one evaluation, and the sequence op of `cell` on them (x and h0 as given: cast or not).
+struct SequenceVars {
+  Variable x, h0, c0, w, r, b;
+  explicit SequenceVars(const SequenceData& d)
+      : x(d.x, "x"), h0(d.h0, "h0"), c0(d.c0, "c0"), w(d.w, "w"), r(d.r, "r"), b(d.b, "b") {}
+  Outputs run(ops::SequenceCell cell, const Tensor& xs, const Tensor& hs) {
+    using C = ops::SequenceCell;
+    switch (cell) {
+      case C::lstm: return ops::lstm_sequence(xs, hs, c0.value(), w.value(), r.value(), b.value());
+      case C::gru: return ops::gru_sequence(xs, hs, w.value(), r.value(), b.value());
+      default:
+        return ops::simple_rnn_sequence(xs, hs, w.value(), r.value(), b.value(),
+                                        cell == C::simple_relu ? ops::Activation::relu : ops::Activation::tanh);
+    }
+  }
+  // The initial states the op of `cell` takes.
+  Vars states(ops::SequenceCell cell) {
+    return cell == ops::SequenceCell::lstm ? Vars{&h0, &c0} : Vars{&h0};
+  }
+};
+
 // Each sequence op cuDNN computes, forward and backward, at a small shape and at one where cuDNN's kernels tile
 // the batch and the gates.
 void check_sequence_ops() {
   using C = ops::SequenceCell;
   for (const C cell : {C::lstm, C::gru, C::simple_tanh, C::simple_relu}) {
     for (const auto& [n, t, f, u] : std::vector<std::array<int64_t, 4>>{{5, 7, 3, 4}, {64, 20, 32, 48}}) {
-      const int64_t g = cell == C::lstm ? 4 : cell == C::gru ? 3 : 1;
-      const uint64_t s = static_cast<uint64_t>(n + 10 * static_cast<int>(cell));
-      const Tensor x = host_uniform({n, t, f}, -1, 1, s), h0 = host_uniform({n, u}, -1, 1, s + 1),
-                   c0 = host_uniform({n, u}, -1, 1, s + 2), w = host_uniform({f, g * u}, -0.5, 0.5, s + 3),
-                   r = host_uniform({u, g * u}, -rmax(u), rmax(u), s + 4),
-                   b = host_uniform(cell == C::gru ? Shape({2, 3 * u}) : Shape({g * u}), -0.5, 0.5, s + 5);
+      const auto data = sequence_data(cell, n, t, f, u, static_cast<uint64_t>(n + 10 * static_cast<int>(cell)),
+                                      rmax(u));
       expect_same(fmt::format("{} sequence {}x{}x{} units {}", cell_name(cell), n, t, f, u), [&] {
-        Variable vx(x, "x"), vh(h0, "h0"), vc(c0, "c0"), vw(w, "w"), vr(r, "r"), vb(b, "b");
+        SequenceVars v(data);
         GradientTape tape;
-        Outputs ys;
-        Vars vars{&vx, &vh, &vw, &vr, &vb};
-        switch (cell) {
-          case C::lstm:
-            ys = ops::lstm_sequence(vx.value(), vh.value(), vc.value(), vw.value(), vr.value(), vb.value());
-            vars.push_back(&vc);
-            break;
-          case C::gru: ys = ops::gru_sequence(vx.value(), vh.value(), vw.value(), vr.value(), vb.value()); break;
-          default:
-            ys = ops::simple_rnn_sequence(vx.value(), vh.value(), vw.value(), vr.value(), vb.value(),
-                                          cell == C::simple_relu ? ops::Activation::relu : ops::Activation::tanh);
-        }
-        const Tensor total = sum_of_squares(ys);
-        auto grads = tape.gradient(total, vars);
+        Outputs ys = v.run(cell, v.x.value(), v.h0.value());
+        Vars vars{&v.x, &v.w, &v.r, &v.b};
+        for (Variable* st : v.states(cell)) vars.push_back(st);
+        auto grads = tape.gradient(sum_of_squares(ys), vars);
         ys.insert(ys.end(), grads.begin(), grads.end());
         return ys;
       }, 5e-4);
@@ -89,30 +111,13 @@ void check_sequence_ops() {
 void check_two_gradients_of_one_tape() {
   using C = ops::SequenceCell;
   for (const C cell : {C::lstm, C::gru, C::simple_tanh}) {
-    const int64_t n = 5, t = 7, f = 3, u = 4, g = cell == C::lstm ? 4 : cell == C::gru ? 3 : 1;
-    const uint64_t s = static_cast<uint64_t>(40 + 10 * static_cast<int>(cell));
-    const Tensor x = host_uniform({n, t, f}, -1, 1, s), h0 = host_uniform({n, u}, -1, 1, s + 1),
-                 c0 = host_uniform({n, u}, -1, 1, s + 2), w = host_uniform({f, g * u}, -0.5, 0.5, s + 3),
-                 r = host_uniform({u, g * u}, -0.5, 0.5, s + 4),
-                 b = host_uniform(cell == C::gru ? Shape({2, 3 * u}) : Shape({g * u}), -0.5, 0.5, s + 5);
+    const auto data = sequence_data(cell, 5, 7, 3, 4, static_cast<uint64_t>(40 + 10 * static_cast<int>(cell)));
     expect_same(fmt::format("{} sequence, two gradients of one persistent tape", cell_name(cell)), [&] {
-      Variable vx(x, "x"), vh(h0, "h0"), vc(c0, "c0"), vw(w, "w"), vr(r, "r"), vb(b, "b");
+      SequenceVars v(data);
       GradientTape tape(true);
-      Outputs ys;
-      Vars states{&vh};
-      switch (cell) {
-        case C::lstm:
-          ys = ops::lstm_sequence(vx.value(), vh.value(), vc.value(), vw.value(), vr.value(), vb.value());
-          states.push_back(&vc);
-          break;
-        case C::gru: ys = ops::gru_sequence(vx.value(), vh.value(), vw.value(), vr.value(), vb.value()); break;
-        default:
-          ys = ops::simple_rnn_sequence(vx.value(), vh.value(), vw.value(), vr.value(), vb.value(),
-                                        ops::Activation::tanh);
-      }
-      const Tensor total = sum_of_squares(ys);
-      Outputs out = tape.gradient(total, Vars{&vw, &vr, &vb});
-      for (const auto& gs : tape.gradient(total, states)) out.push_back(gs);
+      const Tensor total = sum_of_squares(v.run(cell, v.x.value(), v.h0.value()));
+      Outputs out = tape.gradient(total, Vars{&v.w, &v.r, &v.b});
+      for (const auto& gs : tape.gradient(total, v.states(cell))) out.push_back(gs);
       return out;
     }, 5e-4);
   }
@@ -123,27 +128,14 @@ void check_two_gradients_of_one_tape() {
 void check_bfloat16_sequence_ops() {
   using C = ops::SequenceCell;
   for (const C cell : {C::lstm, C::gru, C::simple_tanh}) {
-    const int64_t n = 6, t = 8, f = 5, u = 7, g = cell == C::lstm ? 4 : cell == C::gru ? 3 : 1;
-    const uint64_t s = static_cast<uint64_t>(70 + 10 * static_cast<int>(cell));
-    const Tensor x = host_uniform({n, t, f}, -1, 1, s), h0 = host_uniform({n, u}, -1, 1, s + 1),
-                 c0 = host_uniform({n, u}, -1, 1, s + 2), w = host_uniform({f, g * u}, -0.5, 0.5, s + 3),
-                 r = host_uniform({u, g * u}, -0.5, 0.5, s + 4),
-                 b = host_uniform(cell == C::gru ? Shape({2, 3 * u}) : Shape({g * u}), -0.5, 0.5, s + 5);
+    const auto data = sequence_data(cell, 6, 8, 5, 7, static_cast<uint64_t>(70 + 10 * static_cast<int>(cell)));
     expect_close_to_max(fmt::format("{} sequence in bfloat16", cell_name(cell)), [&] {
-      Variable vx(x, "x"), vh(h0, "h0"), vc(c0, "c0"), vw(w, "w"), vr(r, "r"), vb(b, "b");
+      SequenceVars v(data);
       GradientTape tape;
-      const Tensor xb = ops::cast(vx.value(), DType::bfloat16), hb = ops::cast(vh.value(), DType::bfloat16);
-      Outputs ys;
-      Vars vars{&vx, &vh, &vw, &vr, &vb};
-      switch (cell) {
-        case C::lstm:
-          ys = ops::lstm_sequence(xb, hb, vc.value(), vw.value(), vr.value(), vb.value());
-          vars.push_back(&vc);
-          break;
-        case C::gru: ys = ops::gru_sequence(xb, hb, vw.value(), vr.value(), vb.value()); break;
-        default: ys = ops::simple_rnn_sequence(xb, hb, vw.value(), vr.value(), vb.value(), ops::Activation::tanh);
-      }
+      Outputs ys = v.run(cell, ops::cast(v.x.value(), DType::bfloat16), ops::cast(v.h0.value(), DType::bfloat16));
       for (auto& y : ys) y = ops::cast(y, DType::float32);
+      Vars vars{&v.x, &v.w, &v.r, &v.b};
+      for (Variable* st : v.states(cell)) vars.push_back(st);
       auto grads = tape.gradient(sum_of_squares(ys), vars);
       ys.insert(ys.end(), grads.begin(), grads.end());
       return ys;
