@@ -195,6 +195,7 @@ rows+=("| MirroredStrategy example | exit $mirrored_rc |")
 [ $mirrored_rc -ne 0 ] && fail "the MirroredStrategy example failed"
 
 timings=()
+profiles=()
 if [ "${OSPREY_GPU_SKIP_TIMINGS:-0}" != 1 ]; then
 section "step times (train_on_batch and PyTorch on the same GPU, µs/step)"
 step() {  # model batch device steps [env...]
@@ -231,7 +232,35 @@ for policy in mixed_bfloat16 mixed_float16; do
   timings+=("$(timeout 180 "$build/bench/cnn_step" 256 20 /GPU:0 row "$policy" 2>"$results/step-cnn-$policy.log" || echo "| cnn | 256 | /GPU:0, $policy | failed: $(tail -1 "$results/step-cnn-$policy.log") |")")
 done
 timings+=("$(timeout 120 "$build/bench/transformer_step" 32 5 128 /GPU:0 row mixed_bfloat16 2>"$results/step-transformer-bf16.log" || echo "| transformer | 32 | /GPU:0, mixed_bfloat16 | failed: $(tail -1 "$results/step-transformer-bf16.log") |")")
+# PyTorch on the same GPU for the CNN, the recurrent layers and the Transformer block (eager and as a CUDA graph).
+if command -v python3 >/dev/null && python3 -c 'import torch' 2>/dev/null; then
+  for spec in "cnn 256 20" "lstm 64 10" "gru 64 10" "transformer 32 10"; do
+    while IFS= read -r line; do timings+=("$line"); done < <(timeout 150 python3 bench/torch_gpu.py $spec 2>&1 | grep '^|')
+  done
+fi
 printf '%s\n' "${timings[@]}"
+
+section "kernel profiles (ncu: each kernel's time, per training step)"
+# Where the GPU time of a step goes: one profiled run per benchmark (every kernel of its warm-up and timed steps),
+# summed per kernel by scripts/ncu_summary.py. A step much longer than its kernels is waiting on the host.
+ncu_bin=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
+profile() {  # name steps command...
+  local name=$1 steps=$2 csv="$results/ncu-${1// /-}.csv"
+  shift 2
+  timeout 90 "$ncu_bin" --clock-control none --metrics gpu__time_duration.sum --csv "$@" >"$csv" 2>&1
+  profiles+=("$(python3 scripts/ncu_summary.py "$csv" "$steps" "$name")")
+}
+if [ $gpu_present = 1 ] && [ -n "$ncu_bin" ] && command -v python3 >/dev/null; then
+  # Steps run: device_step 10 warm-ups + 1; cnn_step 3 + 3 x 1; lstm_step and transformer_step 1 + 3 x 1.
+  OSPREY_CUDA_GRAPHS=0 profile "wide b8192" 11 "$build/bench/device_step" wide 8192 /GPU:0 1
+  profile "seed b64" 11 "$build/bench/device_step" seed 64 /GPU:0 1
+  profile "cnn b256" 6 "$build/bench/cnn_step" 256 1 /GPU:0 row
+  profile "lstm b64" 4 "$build/bench/lstm_step" 64 1 100 /GPU:0 row
+  profile "transformer b32" 4 "$build/bench/transformer_step" 32 1 128 /GPU:0 row
+  printf '%s\n' "${profiles[@]}"
+else
+  echo "skipped: $([ $gpu_present = 1 ] && echo "no ncu or python3" || echo "no GPU")"
+fi
 for spec in "seed 64" "wide 128"; do  # whether the GPU steps replayed as CUDA graphs (the plug-in says why not)
   set -- $spec
   why=$(grep -m1 -o "replayed launch by launch.*" "$results/step-$1-$2-GPU:0.log" 2>/dev/null)
@@ -262,6 +291,12 @@ section "summary"
   echo "| model | batch | device | µs/step |"
   echo "|---|---|---|---|"
   printf '%s\n' "${timings[@]}"
+  if ((${#profiles[@]})); then
+    echo
+    echo "| profiled step | kernels |"
+    echo "|---|---|"
+    printf '%s\n' "${profiles[@]}"
+  fi
   echo
   if ((${#failed[@]})); then printf -- '- FAILED: %s\n' "${failed[@]}"; else echo "- all checks passed"; fi
   echo "- total: $(($(date +%s) - t0)) s"
