@@ -9,6 +9,7 @@
 #include "osprey/osprey.h"
 #include "runtime/device_manager.h"
 #include "support/test_gpu_platform.h"
+#include "support/cpu_machine.h"
 #include "test_util.h"
 
 using namespace osprey;
@@ -21,7 +22,7 @@ using ::testing::HasSubstr;
 namespace {
 
 void split_cpu(int n) {
-  osprey::testing::reset_runtime();
+  osprey::testing::reset_runtime_cpu_only();
   std::vector<LogicalDeviceConfiguration> configs(n);
   cfg::set_logical_device_configuration(cfg::list_physical_devices("CPU")[0], configs);
 }
@@ -79,15 +80,17 @@ void expect_close(const std::vector<std::vector<float>>& a, const std::vector<st
   }
 }
 
+// MirroredStrategy on a machine of CPUs (its GPU, where there is one, hidden; tests/cuda has the GPU cases).
 class MirroredStrategyTest : public ::testing::Test {
  protected:
+  void SetUp() override { osprey::testing::reset_runtime_cpu_only(); }
   void TearDown() override { osprey::testing::reset_runtime(); }
 };
 
 }  // namespace
 
 TEST_F(MirroredStrategyTest, DefaultIsOneCpuReplicaOrEveryLogicalCpu) {
-  osprey::testing::reset_runtime();
+  osprey::testing::reset_runtime_cpu_only();
   {
     MirroredStrategy one;
     EXPECT_EQ(one.num_replicas_in_sync(), 1);

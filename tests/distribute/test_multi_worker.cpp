@@ -11,6 +11,7 @@
 
 #include "distribute/worker_group.h"
 #include "osprey/osprey.h"
+#include "support/cpu_machine.h"
 #include "test_util.h"
 
 using namespace osprey;
@@ -95,7 +96,7 @@ TEST(ResolveCluster, ATfConfigThatDoesNotMatchTheLaunchIsAValueError) {
 }
 
 void split_cpu(int n) {
-  osprey::testing::reset_runtime();
+  osprey::testing::reset_runtime_cpu_only();
   std::vector<LogicalDeviceConfiguration> configs(static_cast<std::size_t>(n));
   config::set_logical_device_configuration(config::list_physical_devices("CPU")[0], configs);
 }
@@ -168,7 +169,7 @@ TEST(MultiWorkerMirroredStrategy, AProcessStartedAloneIsAClusterOfOneThatTrainsA
 }
 
 TEST(MultiWorkerMirroredStrategy, BadOptionsAreValueErrors) {
-  osprey::testing::reset_runtime();
+  osprey::testing::reset_runtime_cpu_only();  // "NCCL needs GPUs"
   EXPECT_THAT(error_of<ValueError>([] {
                 distribute::MultiWorkerMirroredStrategy s({.implementation = distribute::CommunicationImplementation::NCCL});
               }),
@@ -219,7 +220,7 @@ TEST(BatchSizesForWorker, AreTensorFlowsPiecesSummingToTheGlobalBatchEveryStep) 
 TEST(MultiWorkerMirroredStrategy, OneWorkerIgnoresTheAutoShardPolicy) {
   // Sharding is between workers: a cluster of one trains on the dataset as it is, whatever the policy says (as
   // TensorFlow, which only shards with several workers).
-  osprey::testing::reset_runtime();
+  osprey::testing::reset_runtime_cpu_only();
   distribute::MultiWorkerMirroredStrategy strategy;
   for (auto policy : {data::AutoShardPolicy::OFF, data::AutoShardPolicy::FILE}) {
     data::Options o;

@@ -265,7 +265,7 @@ TEST(Callbacks, WeightsFileInAnotherOrderLoadsByName) {
       out.write(p.data(), static_cast<std::streamsize>(p.size()));
       const uint8_t dtype = 0;  // float32
       out.write(reinterpret_cast<const char*>(&dtype), 1);
-      const Tensor w = ops::add(vars[i]->value(), Tensor::scalar(static_cast<double>(i + 1)));
+      const Tensor w = ops::add(vars[i]->value(), Tensor::scalar(static_cast<double>(i + 1))).to("CPU:0");
       put32(static_cast<uint32_t>(w.shape().rank()));
       for (int64_t d : w.shape().dims()) out.write(reinterpret_cast<const char*>(&d), 8);
       out.write(static_cast<const char*>(w.raw_data()), static_cast<std::streamsize>(w.nbytes()));
