@@ -12,7 +12,8 @@
 # runs as far as it can (the dry run CI does), and then the GPU rows say why they did not run.
 #
 # From the development machine, with the device tool, carrying the release build made here (no compiling there;
-# the first real run, 2026-12-04, took 6 minutes in all, 40 s of it the machine's start):
+# the first real run, 2026-12-04, took 6 minutes in all, 40 s of it the machine's start; with the suites on the GPU,
+# PyTorch's rows and the kernel profiles added since, expect about 7):
 #   cmake --build build/release && scripts/gpu-prebuilt.sh pack
 #   run(command="OSPREY_GPU_PREBUILT=1 scripts/gpu-check.sh /tmp/r; tar czf $OUT/r.tgz -C /tmp r",
 #       carry=[".gpu-prebuilt"], timeout_s=600)
