@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <optional>
 #include <cstdlib>
 
 #include "osprey/data.h"
@@ -120,6 +121,39 @@ void check_nan_inputs() {
   EXPECT_TRUE(std::isfinite(m.train_on_batch(Tensor::ones({16384, 2}).to("/GPU:0"), big_y).at(0)));
 }
 
+// A step that copies a tensor inside it (OrthogonalRegularizer's mask) is never replayed: every step after the
+// first runs eagerly, from the batch copied to the device (it once ran on the host rows there: the tape saw no
+// path to the variables and the model stopped training after its first step). It trains as on the CPU.
+void check_unreplayable_step() {
+  auto train = [](bool cpu) {
+    // On the GPU without a device scope: the default device, as a user's model (under a scope the ops would follow
+    // the scope whatever the rows' device).
+    std::optional<DeviceScope> on;
+    if (cpu) on.emplace("/CPU:0");
+    random::set_seed(8);
+    keras::Sequential m({layers::Input({6}),
+                         layers::Dense(5, "tanh", {.kernel_regularizer = layers::OrthogonalRegularizer(0.1, "columns")}),
+                         layers::Dense(1)});
+    m.compile({.optimizer = keras::optimizers::SGD(keras::optimizers::SGDOptions{.learning_rate = 0.1}), .loss = "mse"});
+    Tensor x, y;
+    {
+      DeviceScope cpu("/CPU:0");
+      random::set_seed(9);
+      x = random::uniform({8, 6}, -1, 1);
+      y = random::uniform({8, 1}, -1, 1);
+    }
+    std::vector<double> losses;
+    for (int i = 0; i < 4; ++i) losses.push_back(m.train_on_batch(x, y).at(0));
+    return std::pair{losses, m.get_weights()[2].to_vector<float>()};
+  };
+  const auto [cpu_losses, cpu_w] = train(true);
+  const auto [gpu_losses, gpu_w] = train(false);
+  EXPECT_GT(cpu_losses[0] - cpu_losses[3], 0.01);  // it trains
+  for (std::size_t i = 0; i < cpu_losses.size(); ++i) EXPECT_NEAR(gpu_losses[i], cpu_losses[i], 1e-5) << "step " << i;
+  ASSERT_EQ(gpu_w.size(), cpu_w.size());
+  for (std::size_t k = 0; k < cpu_w.size(); ++k) EXPECT_NEAR(gpu_w[k], cpu_w[k], 1e-5) << "kernel[" << k << "]";
+}
+
 void check_bad_labels() {
   DeviceScope gpu("/GPU:0");
   random::set_seed(7);
@@ -168,8 +202,17 @@ TEST(RecordedGpuStep, HarnessOnTheTestPlatform) {
     check_training();
     check_bad_labels();
     check_nan_inputs();
+    check_unreplayable_step();
     osprey::testing::reset_runtime();
   }
+}
+
+TEST(RecordedGpuStep, AStepThatIsNeverReplayedTrainsAsOnTheCpu) {
+  std::string why;
+  if (no_gpu(why)) GTEST_SKIP() << why;
+  config::experimental::enable_tensor_float_32_execution(false);
+  check_unreplayable_step();
+  config::experimental::enable_tensor_float_32_execution(true);
 }
 
 TEST(RecordedGpuStep, NaNInputsOnTheGpuAreReportedWithTheirPlace) {

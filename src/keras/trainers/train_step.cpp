@@ -281,6 +281,19 @@ static double eager_train_step(Model& model, State& s, const Batch& b) {
   return finish_step(s, parts, averaged, vars, labels, predictions);
 }
 
+// The batch on the model's device: an eager step reads its inputs there (train_on_batch and fit copy them for
+// eager steps; a planned step copies them itself, so a plan that turns out not replayable hands host rows here).
+static Batch on_device(const Batch& b, runtime::Device& device) {
+  Batch out = b;
+  auto move = [&](Tensor& t) {
+    if (t.defined() && &t.device_ref() != &device) t = t.to(device);
+  };
+  for (auto& t : out.x) move(t);
+  for (auto& t : out.y) move(t);
+  move(out.w);
+  return out;
+}
+
 static Batch gathered(const Batch& b) {
   Batch out;
   for (const auto& t : b.x) out.x.push_back(ops::gather_rows(t, b.rows));
@@ -319,7 +332,9 @@ static double planned_train_step(Model& model, State& s, const Batch& b) {
     if (plan_fits(*p, b, batch)) plan = p.get();
   }
   if (b.rows.defined() && (!plan || !plan->replayable)) return planned_train_step(model, s, gathered(b));
-  if (plan && !plan->replayable) return eager_train_step(model, s, b);
+  // (On a GPU with host rows before this, the eager step ran on the host copies: the tape saw no path to the
+  // variables and the model stopped training after its first step, e.g. with an OrthogonalRegularizer.)
+  if (plan && !plan->replayable) return eager_train_step(model, s, on_device(b, *s.device));
   if (plan) {
     // Each part copies (or gathers) its rows in and replays, the two halves of a split step on two threads (each
     // thread then writes the input buffers its kernels read).
