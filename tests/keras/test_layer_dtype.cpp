@@ -181,6 +181,38 @@ TEST(LayerDtype, MultiHeadAttentionComputesInBfloat16AsKeras) {
   }
 }
 
+// The same layers over their steps (use_cudnn=false; on a GPU, the cells cuDNN refuses): outputs and states in
+// bfloat16 as on the sequence op (they were float32), with its values to bfloat16's precision.
+TEST(LayerDtype, RecurrentLayersOverTheirStepsKeepTheMixedDtype) {
+  const auto& r = layer_dtype_ref()["rnn_bf16"];
+  const Tensor x = tensor_of(r["x"]);
+  namespace kl = keras::layers;
+  for (const char* kind : {"lstm", "gru", "gru_reset_before", "simple"}) {
+    SCOPED_TRACE(kind);
+    const auto& c = r["cases"][kind];
+    std::vector<Tensor> outs[2];
+    for (int steps = 0; steps < 2; ++steps) {
+      kl::RNNOptions o{.return_sequences = true, .return_state = true, .dtype = "mixed_bfloat16"};
+      if (steps) o.use_cudnn = false;
+      std::shared_ptr<kl::RNN> layer;
+      const std::string k = kind;
+      if (k == "lstm") layer = std::make_shared<kl::LSTM>(6, kl::RecurrentOptions{}, o);
+      if (k == "gru") layer = std::make_shared<kl::GRU>(6, kl::RecurrentOptions{}, o);
+      if (k == "gru_reset_before") layer = std::make_shared<kl::GRU>(6, kl::RecurrentOptions{.reset_after = false}, o);
+      if (k == "simple") layer = std::make_shared<kl::SimpleRNN>(6, kl::RecurrentOptions{}, o);
+      layer->build(Shape({7, 4}));
+      const auto vars = layer->trainable_variables();
+      for (std::size_t i = 0; i < vars.size(); ++i) vars[i]->assign(tensor_of(c["weights"][i]));
+      outs[steps] = layer->call_all({x});
+    }
+    ASSERT_EQ(outs[0].size(), outs[1].size());
+    for (std::size_t i = 0; i < outs[0].size(); ++i) {
+      EXPECT_EQ(outs[1][i].dtype(), DType::bfloat16) << "output " << i;
+      expect_close(ops::cast(outs[1][i], DType::float32), c["outputs"][i], 1e-2, "output over the steps");
+    }
+  }
+}
+
 // LSTM, GRU (both reset_after forms) and SimpleRNN under mixed_bfloat16: their outputs and states bfloat16, within
 // bfloat16's precision of Keras's over 7 steps (Keras rounds every gate to bfloat16, oneDNN's bfloat16 RNNs
 // accumulate the products in float32 and keep an LSTM's carry in float32), and the gradients of the float32 weights.

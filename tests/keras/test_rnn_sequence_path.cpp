@@ -18,6 +18,7 @@
 #include "osprey/random.h"
 #include "ops/attrs.h"
 #include "ops/kernel.h"
+#include "support/cpu_machine.h"
 
 using namespace osprey;
 using namespace osprey::keras;
@@ -113,6 +114,7 @@ void expect_same(const PathRun& fused, const PathRun& steps) {
 }  // namespace
 
 TEST(RecurrentSequencePath, IsTheStepsForEveryCellDirectionMaskAndDropout) {
+  osprey::testing::reset_runtime_cpu_only();  // the CPU's sequence kernels take every cell (cuDNN not all)
   const Tensor x = (osprey::random::set_seed(3), osprey::random::uniform({4, 6, 3}, -1, 1));
   std::vector<Case> cells{{.cls = "SimpleRNN"}, {.cls = "SimpleRNN", .activation = "relu"},
                           {.cls = "SimpleRNN", .activation = "sigmoid"}, {.cls = "LSTM"}, {.cls = "GRU"},
@@ -205,6 +207,7 @@ struct AcceptsGuard {  // the CPU's kernels take every cell again afterwards
 }  // namespace
 
 TEST(RecurrentSequencePath, ACellTheBackendRefusesRunsItsSteps) {
+  osprey::testing::reset_runtime_cpu_only();  // counts the CPU's kernels
   osprey::random::set_seed(6);
   const Tensor x = osprey::random::uniform({4, 6, 3}, -1, 1);
   const Case lstm{.cls = "LSTM", .return_sequences = true};

@@ -515,6 +515,14 @@ std::vector<Tensor> RNN::run(const Tensor& inputs, bool training, const Tensor& 
   if (r_.stateful) states_ = states;
   std::vector<Tensor> result{r_.return_sequences ? ops::concat(outputs, 1) : output};
   result.insert(result.end(), states.begin(), states.end());
+  // Under a mixed policy the outputs and states are in the compute dtype, as Keras's and the sequence op's are: the
+  // steps ran in float32 and are rounded once here (they were float32 before: use_cudnn=false, or on a GPU the
+  // cells cuDNN refuses, gave another dtype than the same layer on the sequence op).
+  if (const DType cd = dtype_policy().compute_dtype(); cd == DType::bfloat16 || cd == DType::float16) {
+    for (auto& r : result) {
+      if (r.defined() && r.dtype() != cd) r = ops::cast(r, cd);
+    }
+  }
   return result;
 }
 
