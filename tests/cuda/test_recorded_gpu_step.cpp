@@ -6,8 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <optional>
 #include <cstdlib>
+#include <optional>
 
 #include "osprey/data.h"
 #include "osprey/osprey.h"
