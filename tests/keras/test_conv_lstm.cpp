@@ -5,10 +5,12 @@
 // inputs, and a model that trains, saves and loads.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
 
+#include "keras/policy_scope.h"
 #include "keras/reference_json.h"
 #include "keras/saving/serialization.h"
 #include "osprey/autodiff.h"
@@ -107,6 +109,33 @@ TEST(ConvLSTM, StatefulLayersCarryTheirStatesAndResetThem) {
   layer.reset_states();
   EXPECT_EQ(layer(x).to_vector<float>(), a);
   EXPECT_THROW(layer(random::uniform({3, 3, 4, 4, 1})), ValueError);  // another batch size
+}
+
+// Under mixed_bfloat16 the outputs and states are bfloat16, as Keras 3.15 gives them (they were float32), and the
+// float32 layer's values to bfloat16's precision.
+TEST(ConvLSTM, MixedBfloat16OutputsAreBfloat16) {
+  random::set_seed(5);
+  const Tensor x = random::uniform({2, 3, 4, 4, 2});
+  std::vector<float> want;
+  std::vector<Tensor> weights;
+  {
+    layers::ConvLSTM2D layer(3, 3, {.padding = "same", .return_sequences = true});
+    want = layer(x).to_vector<float>();
+    for (auto* v : layer.variables()) weights.push_back(v->value());
+  }
+  osprey::testing::PolicyScope mixed("mixed_bfloat16");
+  layers::ConvLSTM2D layer(3, 3, {.padding = "same", .return_sequences = true, .return_state = true});
+  (void)layer.call_all({x});
+  const auto vars = layer.variables();
+  ASSERT_EQ(vars.size(), weights.size());
+  for (std::size_t i = 0; i < vars.size(); ++i) vars[i]->assign(weights[i]);
+  const auto out = layer.call_all({x});
+  ASSERT_EQ(out.size(), 3u);
+  for (const auto& t : out) EXPECT_EQ(t.dtype(), DType::bfloat16);
+  const auto got = out[0].cast(DType::float32).to_vector<float>();
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-2 * std::max(1.0f, std::abs(want[i])));
+  EXPECT_EQ(vars[0]->value().dtype(), DType::float32);  // the variables stay float32
 }
 
 TEST(ConvLSTM, BadArgumentsAndInputsAreValueErrors) {

@@ -235,6 +235,13 @@ std::vector<Tensor> ConvLSTM::call_outputs(const std::vector<Tensor>& inputs, bo
   }
   auto out = run(x, training, std::move(states));
   if (o_.stateful) states_.assign(out.begin() + 1, out.end());
+  // Under a mixed policy the outputs and states in the compute dtype, as Keras gives them (the steps ran in float32;
+  // stateful states are kept in float32).
+  if (const DType cd = dtype_policy().compute_dtype(); cd == DType::bfloat16 || cd == DType::float16) {
+    for (auto& t : out) {
+      if (t.defined() && t.dtype() != cd) t = osprey::ops::cast(t, cd);
+    }
+  }
   if (!o_.return_state) out.resize(1);
   return out;
 }
