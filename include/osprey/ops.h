@@ -194,6 +194,23 @@ Tensor cumulative(const Tensor& x, int axis, bool prod, bool exclusive = false, 
 /// their int32 indices: {values, indices}. Differentiable in float32 values.
 std::vector<Tensor> top_k(const Tensor& x, int64_t k, bool largest = true);
 
+/// Frames of `length` values every `step` along the last axis (tf.signal.frame without padding): (..., frames,
+/// length), frames = 1 + (n - length) / step. One strided copy on every backend; differentiable (the gradient adds
+/// the frames back where they overlap). InvalidArgumentError unless 1 <= length <= n and step >= 1.
+Tensor frames(const Tensor& x, int64_t length, int64_t step);
+
+/// Discrete Fourier transforms along the last axis of float32/float64 tensors, as tf.signal's; a complex tensor is
+/// two tensors of one shape and dtype, its real and imaginary parts. O(n log n) for every length (a radix-2 FFT, and
+/// Bluestein's algorithm over one for lengths that are not powers of two); every backend; differentiable.
+/// InvalidArgumentError for other dtypes, a scalar, or parts of different shapes or dtypes.
+/// fft: X_k = Σ_t x_t·e^(-2πi·tk/n); with `inverse` (ifft) x_t = (1/n)·Σ_k X_k·e^(2πi·tk/n). {real, imag}.
+std::pair<Tensor, Tensor> fft(const Tensor& real, const Tensor& imag, bool inverse = false);
+/// The bins k < n/2 + 1 of the DFT of real rows (..., n), n >= 1: {real, imag}, each (..., n/2 + 1).
+std::pair<Tensor, Tensor> rfft(const Tensor& x);
+/// The real rows (..., n) whose rfft is `real`, `imag` (..., n/2 + 1) (the imaginary parts of bin 0 and, for even
+/// n, of bin n/2 do not count).
+Tensor irfft(const Tensor& real, const Tensor& imag, int64_t n);
+
 /// Linear algebra on float32 matrices (..., M, N), the batch axes first (tf.linalg's ops); every backend. Errors
 /// are InvalidArgumentError (a rank below 2, another dtype, non-square input where a square one is needed).
 /// LU with partial pivoting: {lu (..., N, N): L's multipliers below the diagonal (its unit diagonal implied), U on

@@ -42,6 +42,13 @@ struct CumulativeAttrs { bool prod, exclusive, reverse; int64_t outer, r, inner;
 /// TopK over the last axis of (rows, r): the k largest (or smallest) values in order, ties by lower index first,
 /// and their int32 indices.
 struct TopKAttrs { int64_t rows, r, k; bool largest; };
+/// Discrete Fourier transforms of the rows of (rows, n) complex values, each a real and an imaginary tensor:
+/// forward X_k = Σ_t x_t·e^(-2πi·tk/n); inverse x_t = (1/n)·Σ_k X_k·e^(2πi·tk/n); real_forward takes real rows
+/// (rows, n) and gives the bins k < n/2 + 1; real_inverse takes those bins (rows, n/2 + 1) and gives the real rows
+/// (rows, n) of the Hermitian spectrum they start (the imaginary parts of the zero and, for even n, the n/2 bins
+/// ignored), as tf.signal's fft, ifft, rfft and irfft.
+enum class FftKind : int32_t { forward, inverse, real_forward, real_inverse };
+struct FftAttrs { FftKind kind; int64_t rows, n; };
 enum class ReduceKind { sum_all, mean_all, sum_axis0, sum_axis1 };
 struct ReduceAttrs { ReduceKind kind; };
 enum class LossKind { binary_crossentropy, categorical_crossentropy, sparse_categorical_crossentropy,

@@ -79,6 +79,7 @@ enum class OpId : int {
   SelfAdjointEig,  // a (batch, n, n) -> eigenvalues (batch, n) ascending, eigenvectors (batch, n, n) (LinalgAttrs)
   Svd,             // a (batch, m, n) -> s (batch, p), u (batch, m, p), v (batch, n, p); p = min(m, n) (LinalgAttrs)
   Qr,              // a (batch, m, n) -> q (batch, m, p), r (batch, p, n); complete (k = 1): p = m, else min(m, n)
+  Fft,             // re, [im] -> re, [im]: one-dimensional DFTs of rows (attrs FftAttrs: which inputs and outputs)
   kCount
 };
 

@@ -91,6 +91,54 @@ Tensor broadcast_to(const Tensor& x, const Shape& shape) {
   return out;
 }
 
+Tensor frames(const Tensor& x, int64_t length, int64_t step) {
+  const int r = x.shape().rank();
+  const int64_t n = r ? x.shape()[-1] : 0;
+  if (r < 1 || length < 1 || step < 1 || length > n) {
+    throw InvalidArgumentError(fmt::format("frames: needs rank >= 1, 1 <= length <= the last axis and step >= 1; got "
+                                           "shape {}, length {}, step {}",
+                                           x.shape().to_string(), length, step));
+  }
+  const int64_t count = 1 + (n - length) / step, outer = product(x.shape(), 0, r - 1);
+  std::vector<int64_t> dims(x.shape().dims().begin(), x.shape().dims().end() - 1);
+  dims.push_back(count);
+  dims.push_back(length);
+  // The BroadcastTo kernel's strided copy through overlapping rows: (outer, count, length) read at strides
+  // (n, step, 1).
+  StridedGeometry g{};
+  g.rank = 3;
+  g.dims[0] = outer, g.dims[1] = count, g.dims[2] = length;
+  g.strides[0][0] = n, g.strides[0][1] = step, g.strides[0][2] = 1;
+  Tensor in[1] = {x};
+  auto& dev = place(OpId::BroadcastTo, "Frame", in);
+  Tensor out = Tensor::empty(Shape(dims), x.dtype(), &dev);
+  if (out.num_elements() > 0) run(OpId::BroadcastTo, dev, in, {&out, 1}, &g);
+  maybe_record("Frame", in, {&out, 1}, [&] {
+    return BackwardFn([shape = x.shape(), outer, count, length, step, n](const std::vector<Tensor>& gr) {
+      // Overlap-add: piece j (columns [j·step, j·step + w)) of every frame lands at f·step + j·step; the pieces of
+      // one j tile a row (padded to step), shifted by j·step.
+      const Tensor g3 = reshape(gr[0], Shape({outer, count, length}));
+      Tensor dx;
+      for (int64_t j = 0; j * step < length; ++j) {
+        const int64_t w = std::min(step, length - j * step);
+        Tensor piece = slice_axis(g3, 2, j * step, w);
+        if (w < step) piece = concat({piece, Tensor::zeros(Shape({outer, count, step - w}), piece.dtype())}, 2);
+        Tensor row = reshape(piece, Shape({outer, count * step}));
+        const int64_t before = j * step, used = std::min(count * step, n - before);
+        row = slice_axis(row, 1, 0, used);
+        std::vector<Tensor> parts;
+        if (before > 0) parts.push_back(Tensor::zeros(Shape({outer, before}), row.dtype()));
+        parts.push_back(row);
+        if (n - before - used > 0) parts.push_back(Tensor::zeros(Shape({outer, n - before - used}), row.dtype()));
+        const Tensor placed = parts.size() == 1 ? row : concat(parts, 1);
+        dx = dx.defined() ? add(dx, placed) : placed;
+      }
+      return std::vector<Tensor>{reshape(dx, shape)};
+    });
+  });
+  return out;
+}
+
 Tensor compare(const Tensor& a_in, const Tensor& b_in, CompareKind kind) {
   const bool logical = kind == CompareKind::logical_and || kind == CompareKind::logical_or ||
                        kind == CompareKind::logical_xor;

@@ -529,6 +529,25 @@ void check_toolkit_ops() {
     auto ints = ops::top_k(ops::cast(ties, DType::int32), 5);
     return Outputs{tk[0], tk[1], g[0], small[0], small[1], ints[0], ints[1]};
   });
+  // Fourier transforms (Fft): a power-of-two length, two Bluestein ones, rfft and irfft, float64; forward and
+  // backward. Compared against each output's largest magnitude (an FFT's rounding scales with its row).
+  for (int64_t n : {64, 100, 1000}) {
+    const Tensor re = host_uniform({5, n}, -1, 1, 140 + static_cast<uint64_t>(n));
+    const Tensor im = host_uniform({5, n}, -1, 1, 141 + static_cast<uint64_t>(n));
+    expect_close_to_max(fmt::format("fft n={}", n), [&] {
+      Variable vr(re, "re"), vi(im, "im");
+      GradientTape tape;
+      auto [fr, fi] = ops::fft(vr.value(), vi.value());
+      auto [br, bi] = ops::fft(fr, fi, true);
+      auto [rr, ri] = ops::rfft(vr.value());
+      const Tensor back = ops::irfft(ops::mul(rr, Tensor::scalar(0.5)), ri, n);
+      Tensor loss = ops::add(ops::reduce_sum(ops::square(fr)), ops::reduce_sum(ops::mul(fi, bi)));
+      loss = ops::add(loss, ops::add(ops::reduce_sum(ops::square(ri)), ops::reduce_sum(ops::square(back))));
+      auto g = tape.gradient(loss, Vars{&vr, &vi});
+      auto [dr, di] = ops::fft(ops::cast(vr.value(), DType::float64), ops::cast(vi.value(), DType::float64), true);
+      return Outputs{fr, fi, br, bi, rr, ri, back, g[0], g[1], dr, di};
+    }, 2e-5);
+  }
 }
 
 }  // namespace
@@ -601,4 +620,6 @@ TEST(CrossBackend, BadInputsRaiseTheCpuErrorsOnTheGpu) {
   EXPECT_THROW((void)ops::top_k(probs, 4), InvalidArgumentError);
   EXPECT_THROW((void)ops::reduce_axes(Tensor::zeros({0, 3}), ops::ReduceOp::argmax, {0}), InvalidArgumentError);
   EXPECT_THROW((void)ops::sin(Tensor::zeros({2, 3}, DType::int32)), InvalidArgumentError);
+  EXPECT_THROW((void)ops::irfft(probs, probs, 8), InvalidArgumentError);  // 3 bins are no transform of 8
+  EXPECT_THROW((void)ops::fft(probs, ops::cast(probs, DType::float64)), InvalidArgumentError);
 }

@@ -530,6 +530,23 @@ std::vector<Tensor> unravel_index(const Tensor& indices, const std::vector<int64
 /// Frames of sequence_length along the last axis, one every sequence_stride: (..., frames, sequence_length).
 Tensor extract_sequences(const Tensor& x, int64_t sequence_length, int64_t sequence_stride);
 
+// ---- Fourier transforms (keras.ops.fft, fft2, ifft2, rfft, irfft, stft, istft; signal_ops.cpp) ----
+/// A complex tensor as Keras passes it: {real, imag}, two float tensors of one shape.
+using ComplexParts = std::pair<Tensor, Tensor>;
+/// keras.ops.fft: the DFT along the last axis of {real, imag} (rank >= 1; float32 or float64). ops::fft's
+/// O(n log n) transform for every length, on the inputs' device; differentiable. ValueError for parts of different
+/// shapes, integer parts or a scalar (Keras's messages); InvalidArgumentError for half floats (Keras: TypeError).
+ComplexParts fft(const ComplexParts& x);
+/// keras.ops.fft2 / ifft2: the two-dimensional DFT (ifft2: its inverse, over h·w) over the last two axes (rank >= 2).
+ComplexParts fft2(const ComplexParts& x);
+ComplexParts ifft2(const ComplexParts& x);
+/// keras.ops.rfft: the bins k < fft_length / 2 + 1 of the DFT of a real signal along the last axis, cropped or
+/// zero-padded to fft_length samples first (unset: the last axis's length). Integer signals compute in float32.
+ComplexParts rfft(const Tensor& x, std::optional<int64_t> fft_length = std::nullopt);
+/// keras.ops.irfft: the real signal of fft_length samples (unset: 2·(bins - 1)) whose rfft starts with the bins of
+/// {real, imag} (cropped or zero-padded to fft_length / 2 + 1 bins first).
+Tensor irfft(const ComplexParts& x, std::optional<int64_t> fft_length = std::nullopt);
+
 // ---- short-time Fourier transforms (keras.ops.stft / istft; signal_ops.cpp) ----
 /// The window of stft/istft: a name ("hann" or "hamming", TensorFlow's periodic windows), explicit values of
 /// sequence_length (a 1-D tensor), or none (`nullptr`: no window).
@@ -550,8 +567,8 @@ class StftWindow {
 };
 /// keras.ops.stft of real float32/float64 signals (..., samples): {real, imag}, each (..., frames, fft_length / 2
 /// + 1), as Keras's TensorFlow backend computes it (center: the signal reflect-padded by fft_length / 2 on both
-/// sides; the window of sequence_length centred in fft_length). A direct DFT (a product with its cosine and sine
-/// matrices), so fft_length is at most 8192 in Osprey. Differentiable. InvalidArgumentError for other dtypes
+/// sides; the window of sequence_length centred in fft_length), each frame through rfft (fft_length at most
+/// 2^24 in Osprey). Differentiable. InvalidArgumentError for other dtypes
 /// (Keras: TypeError), ValueError for bad lengths.
 std::pair<Tensor, Tensor> stft(const Tensor& x, int64_t sequence_length, int64_t sequence_stride, int64_t fft_length,
                                const StftWindow& window = "hann", bool center = true);

@@ -77,6 +77,12 @@ void launch_qr(const float* a, float* q, float* r, double* scratch, int64_t batc
                cudaStream_t s);
 void launch_top_k(Dt dt, const void* x, void* values, int32_t* indices, int64_t rows, int64_t r, int64_t k,
                   bool largest, cudaStream_t s);
+/// Fft (kernels_fft.cu; `kind` is ops::FftKind's value) of `rows` rows of length n in float32 (f32) or float64
+/// (f64); `work` holds fft_work_elements(rows, n) values of that dtype; xi and yi unused where the kind has no
+/// such part.
+int64_t fft_work_elements(int64_t rows, int64_t n);
+void launch_fft(int kind, Dt dt, const void* xr, const void* xi, void* yr, void* yi, void* work, int64_t rows, int64_t n,
+                cudaStream_t s);
 /// Activations and their gradients on float32, float16 or bfloat16 tensors (`dt`; every operand of that type): the
 /// arithmetic in float32, each result rounded once. z and y may alias; z of the gradient may be null where the
 /// activation's gradient reads only y.

@@ -1,4 +1,4 @@
-// The CUDA plug-in's kernels of the ops behind keras::ops (kernels_toolkit.cu) in Osprey's op table.
+// The CUDA plug-in's kernels of the ops behind keras::ops (kernels_toolkit.cu, kernels_fft.cu) in Osprey's op table.
 #include <fmt/format.h>
 
 #include "backends/cuda/cuda_kernels.h"
@@ -84,6 +84,24 @@ void top_k_kernel(const KernelContext& ctx) {
   l.done("TopK");
 }
 
+static_assert(static_cast<int>(ops::FftKind::real_inverse) == 3);
+
+void fft_kernel(const KernelContext& ctx) {
+  Launch l(ctx);
+  const auto& at = ctx.attr<ops::FftAttrs>();
+  const DType dt = ctx.inputs[0].dtype();
+  if (dt != DType::float32 && dt != DType::float64) {
+    throw InvalidArgumentError(fmt::format("Fft kernel: float32 or float64 rows, got {}", dtype_name(dt)));
+  }
+  const int64_t elements = fft_work_elements(at.rows, at.n);
+  if (elements == 0) return;
+  const Tensor work = Tensor::empty(Shape({elements}), dt, ctx.device);
+  launch_fft(static_cast<int>(at.kind), dt_of(dt), ctx.inputs[0].raw_data(),
+             ctx.inputs.size() > 1 ? ctx.inputs[1].raw_data() : nullptr, ctx.outputs[0].raw_data(),
+             ctx.outputs.size() > 1 ? ctx.outputs[1].raw_data() : nullptr, work.raw_data(), at.rows, at.n, l.s());
+  l.done("Fft");
+}
+
 }  // namespace
 
 void register_cuda_toolkit_kernels() {
@@ -95,6 +113,7 @@ void register_cuda_toolkit_kernels() {
   ops::register_kernel(OpId::Cumulative, DeviceType::GPU, cumulative_kernel);
   ops::register_kernel(OpId::TopK, DeviceType::GPU, top_k_kernel);
   ops::register_kernel(OpId::IntegerBinary, DeviceType::GPU, integer_binary_kernel);
+  ops::register_kernel(OpId::Fft, DeviceType::GPU, fft_kernel);
 }
 
 }  // namespace osprey::cuda

@@ -222,13 +222,7 @@ Tensor extract_sequences(const Tensor& x, int64_t sequence_length, int64_t seque
                                  "sequence_stride >= 1; got shape {}, {}, {}",
                                  x.shape().to_string(), sequence_length, sequence_stride));
   }
-  const int64_t frames = 1 + (n - sequence_length) / sequence_stride;
-  std::vector<int64_t> at;
-  for (int64_t f = 0; f < frames; ++f) {
-    for (int64_t k = 0; k < sequence_length; ++k) at.push_back(f * sequence_stride + k);
-  }
-  const Tensor idx = Tensor::from_vector(at, {frames, sequence_length});
-  return take(x, detail::where_is(idx, x), x.shape().rank() - 1);
+  return osprey::ops::frames(x, sequence_length, sequence_stride);
 }
 
 }  // namespace osprey::keras::ops

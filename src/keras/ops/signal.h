@@ -1,4 +1,4 @@
-// The windows (and the DFT size limit) shared by keras::ops::stft/istft and the audio layers (STFTSpectrogram,
+// The windows (and the transform size limits) shared by keras::ops::stft/istft and the audio layers (STFTSpectrogram,
 // MelSpectrogram).
 #pragma once
 
@@ -8,8 +8,11 @@
 
 namespace osprey::keras::signal {
 
-/// The largest fft_length Osprey's direct DFT takes (its matrices are fft_length × (fft_length / 2 + 1)).
+/// The largest fft_length of STFTSpectrogram, whose kernels are DFT matrices fft_length × (fft_length / 2 + 1), as
+/// Keras's.
 constexpr int64_t kMaxFftLength = 8192;
+/// The largest fft_length of stft, istft and MelSpectrogram (an FFT per frame): 2^24 samples.
+constexpr int64_t kMaxTransformLength = int64_t{1} << 24;
 
 /// scipy.signal.get_window(name, n, fftbins=periodic) for the windows Osprey knows (hann, hamming, blackman,
 /// bartlett, triang, boxcar, cosine, blackmanharris, nuttall, flattop, bohman and scipy's aliases of them);

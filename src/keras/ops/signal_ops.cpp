@@ -1,8 +1,9 @@
-// keras.ops.stft and istft as Keras's TensorFlow backend computes them (tf.signal.stft / inverse_stft): frames of
-// the (reflect-padded) signal times the window, then the real DFT as a product with its cosine and sine matrices;
-// back by the inverse DFT of each frame, TensorFlow's inverse_stft_window_fn and overlap-add. Compositions of
-// Osprey's ops, so they run on the signal's device and are differentiable. Also the windows (scipy.signal's
-// formulas) the audio layers share (keras/ops/signal.h).
+// keras.ops.fft, fft2, ifft2, rfft and irfft (osprey::ops's FFTs along the last axis, with Keras's checks, cropping
+// and padding), and stft and istft as Keras's TensorFlow backend computes them (tf.signal.stft / inverse_stft):
+// frames of the (reflect-padded) signal times the window, then the rfft of each; back by the irfft of each frame,
+// TensorFlow's inverse_stft_window_fn and overlap-add. Compositions of Osprey's ops, so they run on the signal's
+// device and are differentiable. Also the windows (scipy.signal's formulas) the audio layers share
+// (keras/ops/signal.h).
 #include <fmt/format.h>
 
 #include <array>
@@ -110,39 +111,11 @@ namespace osprey::keras::ops {
 
 namespace {
 
-// The real DFT's tables for frames of fft_length, in `dtype`: forward {cos, -sin} (fft_length, bins), X_k = Σ_t
-// x_t·e^(-2πi·t·k/N); inverse (bins, fft_length), TensorFlow's irfft: each bin weighted 2/N (the DC and Nyquist bins
-// 1/N, whose imaginary parts then do not count).
-template <typename T>
-std::pair<Tensor, Tensor> dft_tables_as(int64_t fft_length, bool inverse) {
-  const int64_t bins = fft_length / 2 + 1;
-  std::vector<T> c(static_cast<std::size_t>(fft_length * bins)), s(c.size());
-  for (int64_t t = 0; t < fft_length; ++t) {
-    for (int64_t k = 0; k < bins; ++k) {
-      const double a = 2.0 * std::numbers::pi * static_cast<double>((t * k) % fft_length) / static_cast<double>(fft_length);
-      const double w = !inverse ? 1.0 : (k == 0 || 2 * k == fft_length ? 1.0 : 2.0) / static_cast<double>(fft_length);
-      const auto at = static_cast<std::size_t>(inverse ? k * fft_length + t : t * bins + k);
-      c[at] = static_cast<T>(w * std::cos(a));
-      s[at] = static_cast<T>(-w * std::sin(a));
-    }
-  }
-  const Shape shape = inverse ? Shape({bins, fft_length}) : Shape({fft_length, bins});
-  return {Tensor::from_vector(c, shape), Tensor::from_vector(s, shape)};
-}
-
-std::pair<Tensor, Tensor> dft_tables(int64_t fft_length, bool inverse, const Tensor& like) {
-  auto [c, s] = like.dtype() == DType::float64 ? dft_tables_as<double>(fft_length, inverse)
-                                               : dft_tables_as<float>(fft_length, inverse);
-  if (c.dtype() != like.dtype()) c = c.cast(like.dtype()), s = s.cast(like.dtype());
-  return {detail::where_is(c, like), detail::where_is(s, like)};
-}
-
 void check_lengths(int64_t sequence_length, int64_t sequence_stride, int64_t fft_length, const char* op) {
-  if (sequence_length < 1 || sequence_stride < 1 || fft_length < 2 || fft_length > signal::kMaxFftLength) {
-    throw ValueError(fmt::format("{}: sequence_length and sequence_stride must be positive and fft_length in [2, {}] "
-                                 "(Osprey's direct DFT); received sequence_length={}, sequence_stride={}, "
-                                 "fft_length={}",
-                                 op, signal::kMaxFftLength, sequence_length, sequence_stride, fft_length));
+  if (sequence_length < 1 || sequence_stride < 1 || fft_length < 2 || fft_length > signal::kMaxTransformLength) {
+    throw ValueError(fmt::format("{}: sequence_length and sequence_stride must be positive and fft_length in [2, {}]; "
+                                 "received sequence_length={}, sequence_stride={}, fft_length={}",
+                                 op, signal::kMaxTransformLength, sequence_length, sequence_stride, fft_length));
   }
   if (fft_length < sequence_length) {
     throw ValueError(fmt::format("`fft_length` must equal or larger than `sequence_length`. Received: "
@@ -184,7 +157,98 @@ void check_float(const Tensor& x, const char* op) {
   }
 }
 
+// Keras's checks of a {real, imag} pair: one shape, float parts, at least `rank` axes.
+void check_parts(const ComplexParts& x, int rank) {
+  const auto& [re, im] = x;
+  if (re.shape() != im.shape()) {
+    throw ValueError(fmt::format("Input `x` should be a tuple of two tensors - real and imaginary.Both the real and "
+                                 "imaginary parts should have the same shape. Received: x[0].shape = {}, x[1].shape = {}",
+                                 re.shape().to_string(), im.shape().to_string()));
+  }
+  if (!is_floating(re.dtype()) || !is_floating(im.dtype())) {
+    throw ValueError(fmt::format("At least one tensor in input `x` is not of type float.Received: x=({}, {}) tensors",
+                                 dtype_name(re.dtype()), dtype_name(im.dtype())));
+  }
+  if (re.shape().rank() < rank) {
+    throw ValueError(fmt::format("Input should have rank >= {}. Received: input.shape = {}", rank, re.shape().to_string()));
+  }
+  if (re.dtype() != im.dtype() || (re.dtype() != DType::float32 && re.dtype() != DType::float64)) {
+    throw InvalidArgumentError(fmt::format("The `real` and `imag` components have incorrect types: {} {}. They must be "
+                                           "consistent, and one of [float32, float64]",
+                                           dtype_name(re.dtype()), dtype_name(im.dtype())));
+  }
+}
+
+// x with its last axis cropped or zero-padded to `length`.
+Tensor fit_last_axis(const Tensor& x, int64_t length) {
+  const Shape& s = x.shape();
+  const int64_t have = s[-1];
+  if (have == length) return x;
+  if (have > length) {
+    std::vector<int64_t> begin(static_cast<std::size_t>(s.rank()), 0), size(s.dims().begin(), s.dims().end());
+    size.back() = length;
+    return slice(x, begin, size);
+  }
+  std::vector<std::pair<int64_t, int64_t>> widths(static_cast<std::size_t>(s.rank()), {0, 0});
+  widths.back() = {0, length - have};
+  return pad(x, widths);
+}
+
+// The last two axes swapped.
+Tensor swap_last(const Tensor& x) {
+  const int r = x.shape().rank();
+  std::vector<int> perm(static_cast<std::size_t>(r));
+  for (int i = 0; i < r; ++i) perm[static_cast<std::size_t>(i)] = i;
+  std::swap(perm[static_cast<std::size_t>(r - 1)], perm[static_cast<std::size_t>(r - 2)]);
+  return transpose(x, perm);
+}
+
+ComplexParts fft_2d(const ComplexParts& x, bool inverse) {
+  check_parts(x, 2);
+  auto [r1, i1] = osprey::ops::fft(x.first, x.second, inverse);  // along the last axis
+  auto [r2, i2] = osprey::ops::fft(swap_last(r1), swap_last(i1), inverse);  // along the one before it
+  return {swap_last(r2), swap_last(i2)};
+}
+
 }  // namespace
+
+ComplexParts fft(const ComplexParts& x) {
+  check_parts(x, 1);
+  return osprey::ops::fft(x.first, x.second, false);
+}
+
+ComplexParts fft2(const ComplexParts& x) { return fft_2d(x, false); }
+
+ComplexParts ifft2(const ComplexParts& x) { return fft_2d(x, true); }
+
+ComplexParts rfft(const Tensor& x, std::optional<int64_t> fft_length) {
+  if (x.shape().rank() < 1) {
+    throw ValueError(fmt::format("Input should have rank >= 1. Received: input.shape = {}", x.shape().to_string()));
+  }
+  const int64_t n = fft_length.value_or(x.shape()[-1]);
+  if (n < 1 || n > signal::kMaxTransformLength) {
+    throw ValueError(fmt::format("rfft: fft_length must be in [1, {}]; received {}", signal::kMaxTransformLength, n));
+  }
+  // Keras converts integer signals to floatx
+  const Tensor f = is_floating(x.dtype()) ? x : osprey::ops::cast(x, DType::float32);
+  if (f.dtype() != DType::float32 && f.dtype() != DType::float64) {
+    throw InvalidArgumentError(fmt::format("rfft: float32 or float64 signals (TensorFlow's RFFT); received {}",
+                                           dtype_name(f.dtype())));
+  }
+  return osprey::ops::rfft(fit_last_axis(f, n));
+}
+
+Tensor irfft(const ComplexParts& x, std::optional<int64_t> fft_length) {
+  check_parts(x, 1);
+  const int64_t bins = x.first.shape()[-1];
+  const int64_t n = fft_length.value_or(2 * (bins - 1));
+  if (n < 0 || n > signal::kMaxTransformLength) {
+    throw ValueError(fmt::format("irfft: fft_length must be in [0, {}]; received {} (bins: {})",
+                                 signal::kMaxTransformLength, n, bins));
+  }
+  if (n == 0) return Tensor::zeros(x.first.shape().with_dim(x.first.shape().rank() - 1, 0), x.first.dtype());
+  return osprey::ops::irfft(fit_last_axis(x.first, n / 2 + 1), fit_last_axis(x.second, n / 2 + 1), n);
+}
 
 std::pair<Tensor, Tensor> stft(const Tensor& x, int64_t sequence_length, int64_t sequence_stride, int64_t fft_length,
                                const StftWindow& window, bool center) {
@@ -212,8 +276,7 @@ std::pair<Tensor, Tensor> stft(const Tensor& x, int64_t sequence_length, int64_t
   if (!w.empty()) {
     frames = multiply(frames, detail::where_is(Tensor::from_vector(w, Shape({fft_length})).cast(x.dtype()), x));
   }
-  const auto [c, sn] = dft_tables(fft_length, false, x);
-  return {matmul(frames, c), matmul(frames, sn)};
+  return osprey::ops::rfft(frames);
 }
 
 Tensor istft(const std::pair<Tensor, Tensor>& x, int64_t sequence_length, int64_t sequence_stride, int64_t fft_length,
@@ -230,8 +293,7 @@ Tensor istft(const std::pair<Tensor, Tensor>& x, int64_t sequence_length, int64_
   }
   if (length && *length < 0) throw ValueError(fmt::format("istft: length must be >= 0; received {}", *length));
   const DType dt = re.dtype();
-  const auto [ci, si] = dft_tables(fft_length, true, re);  // TensorFlow's irfft of each frame
-  Tensor frames = add(matmul(re, ci), matmul(im, si));
+  Tensor frames = osprey::ops::irfft(re, im, fft_length);  // TensorFlow's irfft of each frame
   // inverse_stft_window_fn: the window over the sum of the squared windows that overlap at each position.
   auto w = padded_window(window, sequence_length, fft_length, "istft");
   if (!w.empty()) {

@@ -14,6 +14,10 @@
 namespace osprey::keras::layers {
 
 namespace kops = osprey::keras::ops;
+
+// The largest fft_length taken (a config from a file included): the mel filter bank is (fft_length / 2 + 1) ×
+// num_mel_bins.
+constexpr int64_t kMaxMelFftLength = int64_t{1} << 16;
 namespace ser = serialization;
 using nlohmann::json;
 
@@ -33,11 +37,11 @@ MelSpectrogram::MelSpectrogram(MelSpectrogramOptions options)
                                  "`sequence_length`={}, `fft_length`={}.",
                                  sequence_length_, o_.fft_length));
   }
-  if (o_.fft_length < 2 || o_.fft_length > signal::kMaxFftLength || sequence_length_ < 1 || o_.sequence_stride < 1) {
-    throw ValueError(fmt::format("MelSpectrogram: fft_length must be in [2, {}] (Osprey's direct DFT) and "
+  if (o_.fft_length < 2 || o_.fft_length > kMaxMelFftLength || sequence_length_ < 1 || o_.sequence_stride < 1) {
+    throw ValueError(fmt::format("MelSpectrogram: fft_length must be in [2, {}] (its mel filter bank is fft_length / 2 + 1 rows) and "
                                  "sequence_length and sequence_stride positive; received fft_length={}, "
                                  "sequence_length={}, sequence_stride={}",
-                                 signal::kMaxFftLength, o_.fft_length, sequence_length_, o_.sequence_stride));
+                                 kMaxMelFftLength, o_.fft_length, sequence_length_, o_.sequence_stride));
   }
   if (o_.window && *o_.window != "hann" && *o_.window != "hamming") {
     throw ValueError(fmt::format("If a string is passed to `window`, it must be one of `\"hann\"`, `\"hamming\"`. "
@@ -118,7 +122,9 @@ Tensor MelSpectrogram::call(const Tensor& inputs, bool) {
   const Tensor x = inputs.dtype() == DType::float32 ? inputs : inputs.cast(DType::float32);
   const auto window = o_.window ? kops::StftWindow(*o_.window) : kops::StftWindow(nullptr);
   const auto [re, im] = kops::stft(x, sequence_length_, o_.sequence_stride, o_.fft_length, window, true);
-  Tensor spec = kops::power(kops::sqrt(kops::add(kops::square(re), kops::square(im))), o_.mag_exp);
+  // Keras: power(sqrt(re² + im²), mag_exp); the power spectrum (mag_exp 2, the default) directly, within rounding.
+  const Tensor power2 = kops::add(kops::square(re), kops::square(im));
+  Tensor spec = o_.mag_exp == 2.0 ? power2 : kops::power(kops::sqrt(power2), o_.mag_exp);
   const Tensor matrix = linear_to_mel_weight_matrix(o_.num_mel_bins, o_.fft_length / 2 + 1,
                                                     static_cast<double>(o_.sampling_rate), o_.min_freq, max_freq_);
   spec = kops::tensordot(spec, kops::detail::where_is(matrix, spec), 1);
@@ -154,13 +160,13 @@ std::string MelSpectrogram::get_config() const {
 OSPREY_REGISTER_LAYERS(mel_spectrogram) {
   ser::register_layer_class("MelSpectrogram", {true, [](const json& c) -> std::shared_ptr<Layer> {
     MelSpectrogramOptions o;
-    o.fft_length = c.contains("fft_length") ? ser::integer(c, "fft_length", 2, signal::kMaxFftLength, "MelSpectrogram")
+    o.fft_length = c.contains("fft_length") ? ser::integer(c, "fft_length", 2, kMaxMelFftLength, "MelSpectrogram")
                                             : 2048;
     o.sequence_stride = c.contains("sequence_stride")
                             ? ser::integer(c, "sequence_stride", 1, int64_t{1} << 40, "MelSpectrogram")
                             : 512;
     if (c.contains("sequence_length") && !c["sequence_length"].is_null()) {
-      o.sequence_length = ser::integer(c, "sequence_length", 1, signal::kMaxFftLength, "MelSpectrogram");
+      o.sequence_length = ser::integer(c, "sequence_length", 1, kMaxMelFftLength, "MelSpectrogram");
     }
     if (c.contains("window")) {
       if (c["window"].is_null()) {
