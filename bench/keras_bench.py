@@ -6,7 +6,9 @@ from interpreter start to the first completed training step. One JSON line per c
 A 4th argument sets Keras's global dtype policy ("mixed_bfloat16": bfloat16 compute on TensorFlow's CPU kernels).
 "gru" the same with GRU(256). "text" bench/text_step's classifier: Embedding(10000, 128, mask_zero) +
 Bidirectional(LSTM(128)) + Dense(1, sigmoid) over 100 right-padded token ids (the same ids), Adam, BCE.
-Usage: keras_bench.py <seed|wide|cnn|lstm|gru|text|first_step> [batch] [threads] [policy]"""
+"mel" bench/audio_step's MelSpectrogram forward pass over one-second 16 kHz signals (5th and 6th arguments:
+fft_length, sequence_stride).
+Usage: keras_bench.py <seed|wide|cnn|lstm|gru|text|mel|first_step> [batch] [threads] [policy] [fft] [stride]"""
 import json
 import os
 import sys
@@ -98,6 +100,20 @@ elif case == "text":
     model.fit(xs, ys, epochs=2, batch_size=batch, verbose=0, shuffle=False)
     us = (time.perf_counter() - t0) / 6 * 1e6
     name = f"Embedding + Bidirectional(LSTM(128)) text classifier, 100 right-padded tokens, fit batch {batch}"
+elif case == "mel":
+    fft = int(sys.argv[5]) if len(sys.argv) > 5 else 512
+    stride = int(sys.argv[6]) if len(sys.argv) > 6 else 160
+    x = tf.constant(np.random.uniform(-1, 1, (batch, 16000)).astype("float32"))
+    layer = layers.MelSpectrogram(fft_length=fft, sequence_stride=stride)
+    f = tf.function(lambda v: layer(v))
+    f(x).numpy()
+    best = 1e30
+    for _ in range(20):
+        t0 = time.perf_counter()
+        f(x).numpy()
+        best = min(best, time.perf_counter() - t0)
+    us = best * 1e6
+    name = f"MelSpectrogram forward (tf.function, best of 20) batch {batch}, fft_length {fft}, stride {stride}"
 else:
     x = np.random.rand(batch, 784).astype("float32")
     y = np.random.randint(0, 10, (batch,)).astype("float32")

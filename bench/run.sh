@@ -82,6 +82,13 @@ if ((have_torch)); then
   for p in float32 bfloat16; do for t in 1 2; do /usr/bin/python3 bench/torch_transformer.py "$t" 3 "$p"; done; done
 fi
 
+echo "## MelSpectrogram forward over 32 one-second 16 kHz signals, 128 mel bins (issue 20: keras::ops's FFT)"
+for fs in 512:160 2048:512; do
+  fft=${fs%:*} stride=${fs#*:}
+  "$build/bench/audio_step" 32 "$fft" "$stride"
+  if ((have_tf)); then python3 bench/keras_bench.py mel 32 0 float32 "$fft" "$stride" 2>/dev/null; fi
+done
+
 echo "## start to first training step"
 for i in 1 2 3; do "$build/bench/first_step" "$(date +%s%N)" 2>/dev/null; done
 if ((have_tf)); then python3 bench/keras_bench.py first_step 2>/dev/null; fi
