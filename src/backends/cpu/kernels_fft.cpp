@@ -160,129 +160,199 @@ OSPREY_VECTOR_CLONES void butterflies(double* re, double* im, int64_t m, const d
   butterflies_body(re, im, m, twr, twi);
 }
 
-// Rows [r0, r0 + count) (count <= kLanes) of the op. The transform computed is always the forward DFT: the inverse
-// ones are conj(DFT(conj(x))), so their inputs go in conjugated and their outputs come out conjugated (the real
-// inverse: the Hermitian spectrum's full n bins, conjugated, whose DFT's real part is the signal).
-template <typename T>
-void transform_rows(const Plan<T>& p, FftKind kind, const T* xr, const T* xi, T* yr, T* yi, int64_t r0, int64_t count,
-                    std::vector<T>& work) {
+// The forward DFT of p.n lane vectors z_t (z(t, vr, vi) fills them), into re/im at positions k < p.n (natural
+// order). work holds (Bluestein ? 4 : 2) · p.m · kLanes values.
+template <typename T, typename Z>
+void dft_lanes(const Plan<T>& p, T* work, Z&& z) {
   constexpr int L = kLanes<T>;
-  const int64_t n = p.n, m = p.m, bins = n / 2 + 1;
-  T* re = work.data();
+  const int64_t n = p.n, m = p.m;
+  T* re = work;
   T* im = re + m * L;
-  if (p.bluestein || count < L) std::fill(work.begin(), work.end(), T(0));  // Bluestein's padding, unused lanes
-  // The input z_t (t < n) of every lane, placed at rev[t] (times the chirp for Bluestein): t outer, lanes inner, so
-  // each position's kLanes values are written together and each row is read in order.
-  auto place = [&](int64_t t, const T* vr, const T* vi) {
+  if (p.bluestein) std::fill(work, work + 2 * m * L, T(0));  // the padding to m
+  T vr[L], vi[L];
+  for (int64_t t = 0; t < n; ++t) {
+    z(t, vr, vi);
     T* __restrict dr = re + p.rev[static_cast<std::size_t>(t)] * L;
     T* __restrict di = im + p.rev[static_cast<std::size_t>(t)] * L;
     if (p.bluestein) {
       const T cr = p.chirp_r[static_cast<std::size_t>(t)], ci = p.chirp_i[static_cast<std::size_t>(t)];
-      for (int64_t l = 0; l < count; ++l) dr[l] = vr[l] * cr - vi[l] * ci, di[l] = vr[l] * ci + vi[l] * cr;
+      for (int l = 0; l < L; ++l) dr[l] = vr[l] * cr - vi[l] * ci, di[l] = vr[l] * ci + vi[l] * cr;
     } else {
-      for (int64_t l = 0; l < count; ++l) dr[l] = vr[l], di[l] = vi[l];
-    }
-  };
-  // Rows are read (and written, below) in tiles of kTile values: rows n apart map to the same cache sets, so each
-  // row's cache line is used whole before the next row's is touched.
-  constexpr int64_t kTile = 16;
-  T ar[L][kTile], ai[L][kTile];
-  const int64_t in_len = kind == FftKind::real_inverse ? bins : n;
-  for (int64_t t0 = 0; t0 < in_len; t0 += kTile) {
-    const int64_t w = std::min(kTile, in_len - t0);
-    for (int64_t l = 0; l < count; ++l) {
-      const T* a = xr + (r0 + l) * in_len + t0;
-      for (int64_t j = 0; j < w; ++j) ar[l][j] = a[j];
-      if (kind != FftKind::real_forward) {
-        const T* b = xi + (r0 + l) * in_len + t0;
-        for (int64_t j = 0; j < w; ++j) ai[l][j] = b[j];
-      }
-    }
-    T vr[L], vi[L];
-    for (int64_t j = 0; j < w; ++j) {
-      const int64_t t = t0 + j;
-      if (kind == FftKind::real_inverse) {
-        const bool real_only = t == 0 || 2 * t == n;
-        for (int64_t l = 0; l < count; ++l) vr[l] = ar[l][j], vi[l] = real_only ? T(0) : ai[l][j];
-        if (t > 0 && n - t >= bins) place(n - t, vr, vi);  // X_(n-t) = conj(X_t), conjugated
-        for (int64_t l = 0; l < count; ++l) vi[l] = -vi[l];
-      } else if (kind == FftKind::real_forward) {
-        for (int64_t l = 0; l < count; ++l) vr[l] = ar[l][j], vi[l] = T(0);
-      } else {
-        const T sign = kind == FftKind::inverse ? T(-1) : T(1);
-        for (int64_t l = 0; l < count; ++l) vr[l] = ar[l][j], vi[l] = sign * ai[l][j];
-      }
-      place(t, vr, vi);
+      for (int l = 0; l < L; ++l) dr[l] = vr[l], di[l] = vi[l];
     }
   }
   butterflies(re, im, m, p.twr.data(), p.twi.data());
-  if (p.bluestein) {
-    // times the chirp filter's transform, conjugated, into bit-reversed order; the second FFT; conj; times the chirp
-    T* re2 = im + m * L;
-    T* im2 = re2 + m * L;
-    for (int64_t k = 0; k < m; ++k) {
-      const T fr = p.filter_r[static_cast<std::size_t>(k)], fi = p.filter_i[static_cast<std::size_t>(k)];
-      const T* ar = re + k * L;
-      const T* ai = im + k * L;
-      T* cr = re2 + p.rev[static_cast<std::size_t>(k)] * L;
-      T* ci = im2 + p.rev[static_cast<std::size_t>(k)] * L;
-      for (int l = 0; l < L; ++l) cr[l] = ar[l] * fr - ai[l] * fi, ci[l] = -(ar[l] * fi + ai[l] * fr);
-    }
-    butterflies(re2, im2, m, p.twr.data(), p.twi.data());
-    for (int64_t k = 0; k < n; ++k) {
-      const T wr = p.chirp_r[static_cast<std::size_t>(k)], wi = p.chirp_i[static_cast<std::size_t>(k)];
-      const T* dr = re2 + k * L;
-      const T* di = im2 + k * L;
-      T* outr = re + k * L;
-      T* outi = im + k * L;
-      for (int l = 0; l < L; ++l) {
-        const T cr = dr[l], ci = -di[l];
-        outr[l] = cr * wr - ci * wi, outi[l] = cr * wi + ci * wr;
-      }
+  if (!p.bluestein) return;
+  // times the chirp filter's transform, conjugated, into bit-reversed order; the second FFT; conj; times the chirp
+  T* re2 = im + m * L;
+  T* im2 = re2 + m * L;
+  for (int64_t k = 0; k < m; ++k) {
+    const T fr = p.filter_r[static_cast<std::size_t>(k)], fi = p.filter_i[static_cast<std::size_t>(k)];
+    const T* ar = re + k * L;
+    const T* ai = im + k * L;
+    T* cr = re2 + p.rev[static_cast<std::size_t>(k)] * L;
+    T* ci = im2 + p.rev[static_cast<std::size_t>(k)] * L;
+    for (int l = 0; l < L; ++l) cr[l] = ar[l] * fr - ai[l] * fi, ci[l] = -(ar[l] * fi + ai[l] * fr);
+  }
+  butterflies(re2, im2, m, p.twr.data(), p.twi.data());
+  for (int64_t k = 0; k < n; ++k) {
+    const T wr = p.chirp_r[static_cast<std::size_t>(k)], wi = p.chirp_i[static_cast<std::size_t>(k)];
+    const T* dr = re2 + k * L;
+    const T* di = im2 + k * L;
+    T* outr = re + k * L;
+    T* outi = im + k * L;
+    for (int l = 0; l < L; ++l) {
+      const T cr = dr[l], ci = -di[l];
+      outr[l] = cr * wr - ci * wi, outi[l] = cr * wi + ci * wr;
     }
   }
-  // re, im: the DFT of the placed input, natural order, positions k < n.
-  const T inv = T(1) / static_cast<T>(n);
-  const int64_t out_len = kind == FftKind::real_forward ? bins : n;
-  const T scale = kind == FftKind::forward || kind == FftKind::real_forward ? T(1) : inv;
-  const T imag_sign = kind == FftKind::inverse ? T(-1) : T(1);
-  for (int64_t k0 = 0; k0 < out_len; k0 += kTile) {
-    const int64_t w = std::min(kTile, out_len - k0);
-    for (int64_t j = 0; j < w; ++j) {
-      const T* sr = re + (k0 + j) * L;
-      const T* si = im + (k0 + j) * L;
-      for (int64_t l = 0; l < count; ++l) ar[l][j] = sr[l] * scale, ai[l][j] = si[l] * scale * imag_sign;
-    }
+}
+
+// Rows are read and written in tiles of kTile values: rows n apart map to the same cache sets, so each row's cache
+// line is used whole before the next row's is touched. Staged lane-major: s[t·kLanes + l] is row r0 + l's value t.
+constexpr int64_t kTile = 16;
+
+template <typename T>
+void stage_in(const T* x, int64_t len, int64_t r0, int64_t count, T* s) {
+  constexpr int L = kLanes<T>;
+  for (int64_t t0 = 0; t0 < len; t0 += kTile) {
+    const int64_t w = std::min(kTile, len - t0);
     for (int64_t l = 0; l < count; ++l) {
-      T* a = yr + (r0 + l) * out_len + k0;
-      for (int64_t j = 0; j < w; ++j) a[j] = ar[l][j];
-      if (kind != FftKind::real_inverse) {
-        T* b = yi + (r0 + l) * out_len + k0;
-        for (int64_t j = 0; j < w; ++j) b[j] = ai[l][j];
-      }
+      const T* a = x + (r0 + l) * len + t0;
+      for (int64_t j = 0; j < w; ++j) s[(t0 + j) * L + l] = a[j];
     }
   }
+}
+
+template <typename T>
+void stage_out(const T* s, int64_t len, int64_t r0, int64_t count, T* y) {
+  constexpr int L = kLanes<T>;
+  for (int64_t t0 = 0; t0 < len; t0 += kTile) {
+    const int64_t w = std::min(kTile, len - t0);
+    for (int64_t l = 0; l < count; ++l) {
+      T* a = y + (r0 + l) * len + t0;
+      for (int64_t j = 0; j < w; ++j) a[j] = s[(t0 + j) * L + l];
+    }
+  }
+}
+
+// e^(-2πi·k/n) for k <= n/2, in double, rounded once (the real transforms' split of a half-length FFT).
+template <typename T>
+struct HalfTwiddles {
+  std::vector<T> c, s;
+  explicit HalfTwiddles(int64_t n) {
+    for (int64_t k = 0; k <= n / 2; ++k) {
+      const double a = -2.0 * std::numbers::pi * static_cast<double>(k) / static_cast<double>(n);
+      c.push_back(static_cast<T>(std::cos(a)));
+      s.push_back(static_cast<T>(std::sin(a)));
+    }
+  }
+};
+
+// Rows [r0, r0 + count) (count <= kLanes) of the op. Every transform is a forward DFT of kLanes rows at once:
+// the inverse ones are conj(DFT(conj(x))); the real ones of even n go through one complex DFT of n/2 points
+// (z_t = x_2t + i·x_2t+1 forward, split into the even and odd samples' transforms; backward the reverse), the others
+// of odd n through a complex one of n points. `stage` holds the staged input and output, `work` dft_lanes's.
+template <typename T>
+void transform_rows(const Plan<T>& p, const HalfTwiddles<T>* half, FftKind kind, int64_t n, const T* xr, const T* xi,
+                    T* yr, T* yi, int64_t r0, int64_t count, T* stage, T* work) {
+  constexpr int L = kLanes<T>;
+  const int64_t bins = n / 2 + 1, h = n / 2;
+  const bool real = kind == FftKind::real_forward || kind == FftKind::real_inverse;
+  const int64_t in_len = kind == FftKind::real_inverse ? bins : n, out_len = kind == FftKind::real_forward ? bins : n;
+  T* ir = stage;  // the input, lane-major
+  T* ii = ir + in_len * L;
+  T* orr = ii + in_len * L;  // the output, lane-major
+  T* oi = orr + std::max(in_len, out_len) * L;
+  if (count < L) std::fill(stage, stage + 2 * in_len * L, T(0));  // lanes without a row
+  stage_in(xr, in_len, r0, count, ir);
+  if (kind != FftKind::real_forward) stage_in(xi, in_len, r0, count, ii);
+  T* re = work;
+  T* im = work + p.m * L;
+  const T inv = T(1) / static_cast<T>(n);
+  if (!real || n % 2 == 1) {
+    // A complex DFT of n points: x itself, conj(x), real x, or the Hermitian spectrum's n bins conjugated.
+    dft_lanes(p, work, [&](int64_t t, T* vr, T* vi) {
+      if (kind == FftKind::real_inverse) {
+        const bool mirrored = t >= bins;  // X_t = conj(X_(n-t)), conjugated: X_(n-t)
+        const int64_t k = mirrored ? n - t : t;
+        const T sign = mirrored ? T(1) : T(-1);
+        for (int l = 0; l < L; ++l) vr[l] = ir[k * L + l], vi[l] = k == 0 ? T(0) : sign * ii[k * L + l];
+      } else {
+        const T sign = kind == FftKind::inverse ? T(-1) : T(1);
+        for (int l = 0; l < L; ++l) vr[l] = ir[t * L + l], vi[l] = kind == FftKind::real_forward ? T(0) : sign * ii[t * L + l];
+      }
+    });
+    const T scale = kind == FftKind::forward || kind == FftKind::real_forward ? T(1) : inv;
+    const T imag_sign = kind == FftKind::inverse ? T(-1) : T(1);
+    for (int64_t k = 0; k < out_len; ++k) {
+      for (int l = 0; l < L; ++l) orr[k * L + l] = re[k * L + l] * scale, oi[k * L + l] = im[k * L + l] * scale * imag_sign;
+    }
+  } else if (kind == FftKind::real_forward) {
+    dft_lanes(p, work, [&](int64_t t, T* vr, T* vi) {
+      for (int l = 0; l < L; ++l) vr[l] = ir[2 * t * L + l], vi[l] = ir[(2 * t + 1) * L + l];
+    });
+    // E_k = (Z_k + conj(Z_(h-k)))/2, O_k = (Z_k - conj(Z_(h-k)))/(2i), X_k = E_k + e^(-2πik/n)·O_k, Z_h = Z_0.
+    for (int64_t k = 0; k <= h; ++k) {
+      const int64_t a = k % h, b = (h - k) % h;
+      const T wc = half->c[static_cast<std::size_t>(k)], ws = half->s[static_cast<std::size_t>(k)];
+      for (int l = 0; l < L; ++l) {
+        const T zr = re[a * L + l], zi = im[a * L + l], cr = re[b * L + l], ci = -im[b * L + l];
+        const T er = (zr + cr) * T(0.5), ei = (zi + ci) * T(0.5);
+        const T or_ = (zi - ci) * T(0.5), oi_ = -(zr - cr) * T(0.5);
+        orr[k * L + l] = er + wc * or_ - ws * oi_;
+        oi[k * L + l] = ei + wc * oi_ + ws * or_;
+      }
+    }
+  } else {  // real_inverse, even n
+    // E_k = (X_k + conj(X_(h-k)))/2, O_k = (X_k - conj(X_(h-k)))·e^(2πik/n)/2, Z_k = E_k + i·O_k (k < h; the
+    // imaginary parts of X_0 and X_h unused); z = IFFT_h(Z) = conj(DFT(conj(Z)))/h; x_2t = Re z_t, x_2t+1 = Im z_t.
+    dft_lanes(p, work, [&](int64_t k, T* vr, T* vi) {
+      const int64_t b = h - k;
+      const T wc = half->c[static_cast<std::size_t>(k)], ws = -half->s[static_cast<std::size_t>(k)];
+      for (int l = 0; l < L; ++l) {
+        const T xr_ = ir[k * L + l], xi_ = k == 0 ? T(0) : ii[k * L + l];
+        const T yr_ = ir[b * L + l], yi_ = b == h ? T(0) : -ii[b * L + l];  // conj(X_(h-k))
+        const T er = (xr_ + yr_) * T(0.5), ei = (xi_ + yi_) * T(0.5);
+        const T dr = (xr_ - yr_) * T(0.5), di = (xi_ - yi_) * T(0.5);
+        const T or_ = dr * wc - di * ws, oi_ = dr * ws + di * wc;
+        vr[l] = er - oi_;       // Z = E + i·O, conjugated
+        vi[l] = -(ei + or_);
+      }
+    });
+    // z_t = conj(D_t)/h, and the signal is its real and imaginary parts interleaved; irfft's 1/n is 1/(2h), and
+    // the halves above make up the other 2.
+    const T s2 = T(2) * inv;
+    for (int64_t t = 0; t < h; ++t) {
+      for (int l = 0; l < L; ++l) orr[2 * t * L + l] = re[t * L + l] * s2, orr[(2 * t + 1) * L + l] = -im[t * L + l] * s2;
+    }
+  }
+  stage_out(orr, out_len, r0, count, yr);
+  if (kind != FftKind::real_inverse) stage_out(oi, out_len, r0, count, yi);
 }
 
 template <typename T>
 void fft_typed(const KernelContext& ctx) {
   const auto& at = ctx.attr<ops::FftAttrs>();
   if (at.n < 1 || at.rows < 1) return;
-  const auto plan = plan_for<T>(at.n);
+  const bool split = (at.kind == FftKind::real_forward || at.kind == FftKind::real_inverse) && at.n % 2 == 0;
+  const auto plan = plan_for<T>(split ? at.n / 2 : at.n);
+  const std::unique_ptr<HalfTwiddles<T>> half = split ? std::make_unique<HalfTwiddles<T>>(at.n) : nullptr;
   const T* xr = ctx.inputs[0].data<T>();
   const T* xi = ctx.inputs.size() > 1 ? ctx.inputs[1].data<T>() : nullptr;
   T* yr = ctx.outputs[0].data<T>();
   T* yi = ctx.outputs.size() > 1 ? ctx.outputs[1].data<T>() : nullptr;
   constexpr int L = kLanes<T>;
-  const int64_t m = plan->m, buffers = plan->bluestein ? 4 : 2;
+  const int64_t m = plan->m, buffers = plan->bluestein ? 4 : 2, len = at.n / 2 + 1 + at.n;
   int64_t log_m = 1;
   while ((int64_t{1} << log_m) < m) ++log_m;
   // Chunks of rows worth a fork: about 2^18 butterfly-lane operations each.
   const int64_t grain = std::max<int64_t>(16, (int64_t{1} << 18) / std::max<int64_t>(1, m * log_m));
   parallel_chunks(at.rows, [&](int64_t begin, int64_t end) {
-    std::vector<T> work(static_cast<std::size_t>(buffers * m * L));
+    std::vector<T> work(static_cast<std::size_t>(buffers * m * L)), stage(static_cast<std::size_t>(4 * len * L));
     for (int64_t r = begin; r < end; r += L) {
-      transform_rows(*plan, at.kind, xr, xi, yr, yi, r, std::min<int64_t>(L, end - r), work);
+      transform_rows(*plan, half.get(), at.kind, at.n, xr, xi, yr, yi, r, std::min<int64_t>(L, end - r), stage.data(),
+                     work.data());
     }
   }, grain);
 }

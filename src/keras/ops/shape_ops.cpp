@@ -335,11 +335,17 @@ Tensor pad(const Tensor& x, const std::vector<std::pair<int64_t, int64_t>>& pad_
                                              "allows ({} per side)",
                                              before, after, ax, n, mode, limit));
     }
-    std::vector<int64_t> idx;
-    for (int64_t i = before; i >= 1; --i) idx.push_back(i - 1 + edge);
-    for (int64_t i = 0; i < n; ++i) idx.push_back(i);
-    for (int64_t i = 1; i <= after; ++i) idx.push_back(n - i - edge);
-    out = take(out, index_vector(idx), ax);
+    // Only the mirrored edges are gathered (a gather along an inner axis goes through a transposed copy).
+    auto mirrored = [&](int64_t begin, int64_t count) {  // elements [begin, begin + count) of the axis, reversed
+      std::vector<int64_t> idx;
+      for (int64_t i = count - 1; i >= 0; --i) idx.push_back(i);
+      return take(core::slice_axis(out, ax, begin, count), index_vector(idx), ax);
+    };
+    std::vector<Tensor> parts;
+    if (before) parts.push_back(mirrored(edge, before));
+    parts.push_back(out);
+    if (after) parts.push_back(mirrored(n - after - edge, after));
+    if (parts.size() > 1) out = core::concat(parts, ax);
   }
   return out;
 }
