@@ -1,6 +1,7 @@
 // The CPU kernel of Fft (ops::FftKind): a radix-2 FFT for lengths that are powers of two, Bluestein's algorithm
 // (a chirp, a circular convolution through two radix-2 FFTs of a power of two >= 2n - 1) for the others, so every
-// length costs O(n log n). Rows are transformed kLanes at a time, lane l of the work buffer holding row r0 + l: every
+// length costs O(n log n); real transforms of even length run one complex FFT of half the length. Rows are
+// transformed kLanes at a time, lane l of the work buffer holding row r0 + l: every
 // butterfly is a short loop over lanes with one twiddle, which the compiler turns into SIMD instructions. float32
 // rows compute in float32, float64 rows in float64; the tables (twiddles, chirp, the chirp filter's transform) are
 // computed in double and kept per length.
