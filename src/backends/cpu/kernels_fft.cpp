@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -38,95 +37,13 @@ struct Plan {
   std::vector<T> twr, twi;                  // e^(-2πi·j/m), j < m/2
   std::vector<T> chirp_r, chirp_i;          // Bluestein: w_k = e^(-πi·k²/n), k < n
   std::vector<T> filter_r, filter_i;        // Bluestein: the FFT of conj(w) wrapped around m, over m
+  std::vector<T> split_c, split_s;          // e^(-2πi·k/2n), k <= n: a real transform of 2n points through this one
 };
 
 int64_t next_pow2(int64_t v) {
   int64_t p = 1;
   while (p < v) p <<= 1;
   return p;
-}
-
-// An in-place radix-2 FFT of m values in double (the plans' tables), input in natural order.
-void fft_double(std::vector<double>& re, std::vector<double>& im) {
-  const auto m = static_cast<int64_t>(re.size());
-  for (int64_t i = 1, j = 0; i < m; ++i) {
-    int64_t bit = m >> 1;
-    for (; j & bit; bit >>= 1) j ^= bit;
-    j ^= bit;
-    if (i < j) std::swap(re[static_cast<std::size_t>(i)], re[static_cast<std::size_t>(j)]),
-               std::swap(im[static_cast<std::size_t>(i)], im[static_cast<std::size_t>(j)]);
-  }
-  for (int64_t len = 2; len <= m; len <<= 1) {
-    for (int64_t s = 0; s < m; s += len) {
-      for (int64_t j = 0; j < len / 2; ++j) {
-        const double a = -2.0 * std::numbers::pi * static_cast<double>(j) / static_cast<double>(len);
-        const double wr = std::cos(a), wi = std::sin(a);
-        auto& ar = re[static_cast<std::size_t>(s + j)];
-        auto& ai = im[static_cast<std::size_t>(s + j)];
-        auto& br = re[static_cast<std::size_t>(s + j + len / 2)];
-        auto& bi = im[static_cast<std::size_t>(s + j + len / 2)];
-        const double tr = br * wr - bi * wi, ti = br * wi + bi * wr;
-        br = ar - tr, bi = ai - ti, ar += tr, ai += ti;
-      }
-    }
-  }
-}
-
-template <typename T>
-std::shared_ptr<const Plan<T>> build_plan(int64_t n) {
-  auto p = std::make_shared<Plan<T>>();
-  p->n = n;
-  p->bluestein = n > 1 && (n & (n - 1)) != 0;
-  p->m = p->bluestein ? next_pow2(2 * n - 1) : n;
-  const int64_t m = p->m;
-  int bits = 0;
-  while ((int64_t{1} << bits) < m) ++bits;
-  p->rev.resize(static_cast<std::size_t>(m));
-  for (int64_t i = 0; i < m; ++i) {
-    int64_t r = 0;
-    for (int b = 0; b < bits; ++b) r |= ((i >> b) & 1) << (bits - 1 - b);
-    p->rev[static_cast<std::size_t>(i)] = r;
-  }
-  for (int64_t j = 0; j < m / 2; ++j) {
-    const double a = -2.0 * std::numbers::pi * static_cast<double>(j) / static_cast<double>(m);
-    p->twr.push_back(static_cast<T>(std::cos(a)));
-    p->twi.push_back(static_cast<T>(std::sin(a)));
-  }
-  if (p->bluestein) {
-    std::vector<double> cr(static_cast<std::size_t>(n)), ci(cr.size());
-    for (int64_t k = 0; k < n; ++k) {  // k² mod 2n keeps the angle exact for long rows
-      const auto q = static_cast<double>((k * k) % (2 * n));
-      const double a = -std::numbers::pi * q / static_cast<double>(n);
-      cr[static_cast<std::size_t>(k)] = std::cos(a), ci[static_cast<std::size_t>(k)] = std::sin(a);
-    }
-    std::vector<double> br(static_cast<std::size_t>(m), 0.0), bi(br.size(), 0.0);
-    for (int64_t k = 0; k < n; ++k) {
-      br[static_cast<std::size_t>(k)] = cr[static_cast<std::size_t>(k)];
-      bi[static_cast<std::size_t>(k)] = -ci[static_cast<std::size_t>(k)];
-      if (k > 0) br[static_cast<std::size_t>(m - k)] = br[static_cast<std::size_t>(k)],
-                 bi[static_cast<std::size_t>(m - k)] = bi[static_cast<std::size_t>(k)];
-    }
-    fft_double(br, bi);
-    for (int64_t k = 0; k < m; ++k) {
-      p->filter_r.push_back(static_cast<T>(br[static_cast<std::size_t>(k)] / static_cast<double>(m)));
-      p->filter_i.push_back(static_cast<T>(bi[static_cast<std::size_t>(k)] / static_cast<double>(m)));
-    }
-    for (int64_t k = 0; k < n; ++k) {
-      p->chirp_r.push_back(static_cast<T>(cr[static_cast<std::size_t>(k)]));
-      p->chirp_i.push_back(static_cast<T>(ci[static_cast<std::size_t>(k)]));
-    }
-  }
-  return p;
-}
-
-template <typename T>
-std::shared_ptr<const Plan<T>> plan_for(int64_t n) {
-  static std::mutex mu;
-  static std::map<int64_t, std::shared_ptr<const Plan<T>>> plans;
-  std::lock_guard lock(mu);
-  if (auto it = plans.find(n); it != plans.end()) return it->second;
-  if (plans.size() >= 64) plans.clear();  // a bound on the tables kept; the ones in use stay alive with their users
-  return plans[n] = build_plan<T>(n);
 }
 
 // The radix-2 passes over m positions of kLanes values each, the input in bit-reversed order.
@@ -209,53 +126,97 @@ void dft_lanes(const Plan<T>& p, T* work, Z&& z) {
   }
 }
 
+template <typename T>
+std::shared_ptr<const Plan<T>> build_plan(int64_t n) {
+  auto p = std::make_shared<Plan<T>>();
+  p->n = n;
+  p->bluestein = n > 1 && (n & (n - 1)) != 0;
+  p->m = p->bluestein ? next_pow2(2 * n - 1) : n;
+  const int64_t m = p->m;
+  int bits = 0;
+  while ((int64_t{1} << bits) < m) ++bits;
+  p->rev.resize(static_cast<std::size_t>(m));
+  for (int64_t i = 0; i < m; ++i) {
+    int64_t r = 0;
+    for (int b = 0; b < bits; ++b) r |= ((i >> b) & 1) << (bits - 1 - b);
+    p->rev[static_cast<std::size_t>(i)] = r;
+  }
+  for (int64_t j = 0; j < m / 2; ++j) {
+    const double a = -2.0 * std::numbers::pi * static_cast<double>(j) / static_cast<double>(m);
+    p->twr.push_back(static_cast<T>(std::cos(a)));
+    p->twi.push_back(static_cast<T>(std::sin(a)));
+  }
+  for (int64_t k = 0; k <= n; ++k) {
+    const double a = -std::numbers::pi * static_cast<double>(k) / static_cast<double>(n);
+    p->split_c.push_back(static_cast<T>(std::cos(a)));
+    p->split_s.push_back(static_cast<T>(std::sin(a)));
+  }
+  if (p->bluestein) {
+    std::vector<double> cr(static_cast<std::size_t>(n)), ci(cr.size());
+    for (int64_t k = 0; k < n; ++k) {  // k² mod 2n keeps the angle exact for long rows
+      const auto q = static_cast<double>((k * k) % (2 * n));
+      const double a = -std::numbers::pi * q / static_cast<double>(n);
+      cr[static_cast<std::size_t>(k)] = std::cos(a), ci[static_cast<std::size_t>(k)] = std::sin(a);
+    }
+    // The filter conj(w) wrapped around m, through the lanes' own FFT in double (m is a power of two: no Bluestein
+    // inside); every lane holds the same values, lane 0 is read.
+    const auto radix2 = build_plan<double>(m);
+    constexpr int L = kLanes<double>;
+    std::vector<double> work(static_cast<std::size_t>(2 * m * L));
+    dft_lanes(*radix2, work.data(), [&](int64_t t, double* vr, double* vi) {
+      const int64_t k = t < n ? t : m - t < n ? m - t : -1;
+      std::fill(vr, vr + L, k < 0 ? 0.0 : cr[static_cast<std::size_t>(k)]);
+      std::fill(vi, vi + L, k < 0 ? 0.0 : -ci[static_cast<std::size_t>(k)]);
+    });
+    for (int64_t k = 0; k < m; ++k) {
+      p->filter_r.push_back(static_cast<T>(work[static_cast<std::size_t>(k * L)] / static_cast<double>(m)));
+      p->filter_i.push_back(static_cast<T>(work[static_cast<std::size_t>((m + k) * L)] / static_cast<double>(m)));
+    }
+    for (int64_t k = 0; k < n; ++k) {
+      p->chirp_r.push_back(static_cast<T>(cr[static_cast<std::size_t>(k)]));
+      p->chirp_i.push_back(static_cast<T>(ci[static_cast<std::size_t>(k)]));
+    }
+  }
+  return p;
+}
+
+template <typename T>
+std::shared_ptr<const Plan<T>> plan_for(int64_t n) {
+  static std::mutex mu;
+  static std::map<int64_t, std::shared_ptr<const Plan<T>>> plans;
+  std::lock_guard lock(mu);
+  if (auto it = plans.find(n); it != plans.end()) return it->second;
+  if (plans.size() >= 64) plans.clear();  // a bound on the tables kept; the ones in use stay alive with their users
+  return plans[n] = build_plan<T>(n);
+}
+
 // Rows are read and written in tiles of kTile values: rows n apart map to the same cache sets, so each row's cache
 // line is used whole before the next row's is touched. Staged lane-major: s[t·kLanes + l] is row r0 + l's value t.
 constexpr int64_t kTile = 16;
 
-template <typename T>
-void stage_in(const T* x, int64_t len, int64_t r0, int64_t count, T* s) {
+// Rows [r0, r0 + count) of (rows, len) x into the lane-major s (kIn), or back out of it.
+template <bool kIn, typename T>
+void copy_lanes(const T* from, T* to, int64_t len, int64_t r0, int64_t count) {
   constexpr int L = kLanes<T>;
   for (int64_t t0 = 0; t0 < len; t0 += kTile) {
     const int64_t w = std::min(kTile, len - t0);
     for (int64_t l = 0; l < count; ++l) {
-      const T* a = x + (r0 + l) * len + t0;
-      for (int64_t j = 0; j < w; ++j) s[(t0 + j) * L + l] = a[j];
+      const int64_t row = (r0 + l) * len + t0;
+      for (int64_t j = 0; j < w; ++j) {
+        const int64_t lane = (t0 + j) * L + l;
+        if constexpr (kIn) to[lane] = from[row + j];
+        else to[row + j] = from[lane];
+      }
     }
   }
 }
-
-template <typename T>
-void stage_out(const T* s, int64_t len, int64_t r0, int64_t count, T* y) {
-  constexpr int L = kLanes<T>;
-  for (int64_t t0 = 0; t0 < len; t0 += kTile) {
-    const int64_t w = std::min(kTile, len - t0);
-    for (int64_t l = 0; l < count; ++l) {
-      T* a = y + (r0 + l) * len + t0;
-      for (int64_t j = 0; j < w; ++j) a[j] = s[(t0 + j) * L + l];
-    }
-  }
-}
-
-// e^(-2πi·k/n) for k <= n/2, in double, rounded once (the real transforms' split of a half-length FFT).
-template <typename T>
-struct HalfTwiddles {
-  std::vector<T> c, s;
-  explicit HalfTwiddles(int64_t n) {
-    for (int64_t k = 0; k <= n / 2; ++k) {
-      const double a = -2.0 * std::numbers::pi * static_cast<double>(k) / static_cast<double>(n);
-      c.push_back(static_cast<T>(std::cos(a)));
-      s.push_back(static_cast<T>(std::sin(a)));
-    }
-  }
-};
 
 // Rows [r0, r0 + count) (count <= kLanes) of the op. Every transform is a forward DFT of kLanes rows at once:
 // the inverse ones are conj(DFT(conj(x))); the real ones of even n go through one complex DFT of n/2 points
 // (z_t = x_2t + i·x_2t+1 forward, split into the even and odd samples' transforms; backward the reverse), the others
 // of odd n through a complex one of n points. `stage` holds the staged input and output, `work` dft_lanes's.
 template <typename T>
-void transform_rows(const Plan<T>& p, const HalfTwiddles<T>* half, FftKind kind, int64_t n, const T* xr, const T* xi,
+void transform_rows(const Plan<T>& p, FftKind kind, int64_t n, const T* xr, const T* xi,
                     T* yr, T* yi, int64_t r0, int64_t count, T* stage, T* work) {
   constexpr int L = kLanes<T>;
   const int64_t bins = n / 2 + 1, h = n / 2;
@@ -266,8 +227,8 @@ void transform_rows(const Plan<T>& p, const HalfTwiddles<T>* half, FftKind kind,
   T* orr = ii + in_len * L;  // the output, lane-major
   T* oi = orr + std::max(in_len, out_len) * L;
   if (count < L) std::fill(stage, stage + 2 * in_len * L, T(0));  // lanes without a row
-  stage_in(xr, in_len, r0, count, ir);
-  if (kind != FftKind::real_forward) stage_in(xi, in_len, r0, count, ii);
+  copy_lanes<true>(xr, ir, in_len, r0, count);
+  if (kind != FftKind::real_forward) copy_lanes<true>(xi, ii, in_len, r0, count);
   T* re = work;
   T* im = work + p.m * L;
   const T inv = T(1) / static_cast<T>(n);
@@ -296,7 +257,7 @@ void transform_rows(const Plan<T>& p, const HalfTwiddles<T>* half, FftKind kind,
     // E_k = (Z_k + conj(Z_(h-k)))/2, O_k = (Z_k - conj(Z_(h-k)))/(2i), X_k = E_k + e^(-2πik/n)·O_k, Z_h = Z_0.
     for (int64_t k = 0; k <= h; ++k) {
       const int64_t a = k % h, b = (h - k) % h;
-      const T wc = half->c[static_cast<std::size_t>(k)], ws = half->s[static_cast<std::size_t>(k)];
+      const T wc = p.split_c[static_cast<std::size_t>(k)], ws = p.split_s[static_cast<std::size_t>(k)];
       for (int l = 0; l < L; ++l) {
         const T zr = re[a * L + l], zi = im[a * L + l], cr = re[b * L + l], ci = -im[b * L + l];
         const T er = (zr + cr) * T(0.5), ei = (zi + ci) * T(0.5);
@@ -310,7 +271,7 @@ void transform_rows(const Plan<T>& p, const HalfTwiddles<T>* half, FftKind kind,
     // imaginary parts of X_0 and X_h unused); z = IFFT_h(Z) = conj(DFT(conj(Z)))/h; x_2t = Re z_t, x_2t+1 = Im z_t.
     dft_lanes(p, work, [&](int64_t k, T* vr, T* vi) {
       const int64_t b = h - k;
-      const T wc = half->c[static_cast<std::size_t>(k)], ws = -half->s[static_cast<std::size_t>(k)];
+      const T wc = p.split_c[static_cast<std::size_t>(k)], ws = -p.split_s[static_cast<std::size_t>(k)];
       for (int l = 0; l < L; ++l) {
         const T xr_ = ir[k * L + l], xi_ = k == 0 ? T(0) : ii[k * L + l];
         const T yr_ = ir[b * L + l], yi_ = b == h ? T(0) : -ii[b * L + l];  // conj(X_(h-k))
@@ -328,8 +289,8 @@ void transform_rows(const Plan<T>& p, const HalfTwiddles<T>* half, FftKind kind,
       for (int l = 0; l < L; ++l) orr[2 * t * L + l] = re[t * L + l] * s2, orr[(2 * t + 1) * L + l] = -im[t * L + l] * s2;
     }
   }
-  stage_out(orr, out_len, r0, count, yr);
-  if (kind != FftKind::real_inverse) stage_out(oi, out_len, r0, count, yi);
+  copy_lanes<false>(orr, yr, out_len, r0, count);
+  if (kind != FftKind::real_inverse) copy_lanes<false>(oi, yi, out_len, r0, count);
 }
 
 template <typename T>
@@ -338,7 +299,6 @@ void fft_typed(const KernelContext& ctx) {
   if (at.n < 1 || at.rows < 1) return;
   const bool split = (at.kind == FftKind::real_forward || at.kind == FftKind::real_inverse) && at.n % 2 == 0;
   const auto plan = plan_for<T>(split ? at.n / 2 : at.n);
-  const std::unique_ptr<HalfTwiddles<T>> half = split ? std::make_unique<HalfTwiddles<T>>(at.n) : nullptr;
   const T* xr = ctx.inputs[0].data<T>();
   const T* xi = ctx.inputs.size() > 1 ? ctx.inputs[1].data<T>() : nullptr;
   T* yr = ctx.outputs[0].data<T>();
@@ -352,7 +312,7 @@ void fft_typed(const KernelContext& ctx) {
   parallel_chunks(at.rows, [&](int64_t begin, int64_t end) {
     std::vector<T> work(static_cast<std::size_t>(buffers * m * L)), stage(static_cast<std::size_t>(4 * len * L));
     for (int64_t r = begin; r < end; r += L) {
-      transform_rows(*plan, half.get(), at.kind, at.n, xr, xi, yr, yi, r, std::min<int64_t>(L, end - r), stage.data(),
+      transform_rows(*plan, at.kind, at.n, xr, xi, yr, yi, r, std::min<int64_t>(L, end - r), stage.data(),
                      work.data());
     }
   }, grain);
