@@ -198,6 +198,9 @@ std::vector<Tensor> top_k(const Tensor& x, int64_t k, bool largest = true);
 /// length), frames = 1 + (n - length) / step. One strided copy on every backend; differentiable (the gradient adds
 /// the frames back where they overlap). InvalidArgumentError unless 1 <= length <= n and step >= 1.
 Tensor frames(const Tensor& x, int64_t length, int64_t step);
+/// tf.signal.overlap_and_add: frames (..., count, length) added at offsets of `step` into (..., (count - 1)·step +
+/// length) (frames's adjoint, and istft's last step). Differentiable. InvalidArgumentError for rank < 2 or step < 1.
+Tensor overlap_add(const Tensor& frames, int64_t step);
 
 /// Discrete Fourier transforms along the last axis of float32/float64 tensors, as tf.signal's; a complex tensor is
 /// two tensors of one shape and dtype, its real and imaginary parts. O(n log n) for every length (a radix-2 FFT, and

@@ -114,29 +114,40 @@ Tensor frames(const Tensor& x, int64_t length, int64_t step) {
   Tensor out = Tensor::empty(Shape(dims), x.dtype(), &dev);
   if (out.num_elements() > 0) run(OpId::BroadcastTo, dev, in, {&out, 1}, &g);
   maybe_record("Frame", in, {&out, 1}, [&] {
-    return BackwardFn([shape = x.shape(), outer, count, length, step, n](const std::vector<Tensor>& gr) {
-      // Overlap-add: piece j (columns [j·step, j·step + w)) of every frame lands at f·step + j·step; the pieces of
-      // one j tile a row (padded to step), shifted by j·step.
-      const Tensor g3 = reshape(gr[0], Shape({outer, count, length}));
-      Tensor dx;
-      for (int64_t j = 0; j * step < length; ++j) {
-        const int64_t w = std::min(step, length - j * step);
-        Tensor piece = slice_axis(g3, 2, j * step, w);
-        if (w < step) piece = concat({piece, Tensor::zeros(Shape({outer, count, step - w}), piece.dtype())}, 2);
-        Tensor row = reshape(piece, Shape({outer, count * step}));
-        const int64_t before = j * step, used = std::min(count * step, n - before);
-        row = slice_axis(row, 1, 0, used);
-        std::vector<Tensor> parts;
-        if (before > 0) parts.push_back(Tensor::zeros(Shape({outer, before}), row.dtype()));
-        parts.push_back(row);
-        if (n - before - used > 0) parts.push_back(Tensor::zeros(Shape({outer, n - before - used}), row.dtype()));
-        const Tensor placed = parts.size() == 1 ? row : concat(parts, 1);
-        dx = dx.defined() ? add(dx, placed) : placed;
-      }
+    return BackwardFn([shape = x.shape(), step, n](const std::vector<Tensor>& gr) {
+      // The frames added back where they overlap; samples after the last frame get none.
+      Tensor dx = overlap_add(gr[0], step);
+      const int64_t covered = dx.shape()[-1];
+      if (covered < n) dx = concat({dx, Tensor::zeros(dx.shape().with_dim(dx.shape().rank() - 1, n - covered), dx.dtype())}, -1);
       return std::vector<Tensor>{reshape(dx, shape)};
     });
   });
   return out;
+}
+
+Tensor overlap_add(const Tensor& frames, int64_t step) {
+  const int r = frames.shape().rank();
+  if (r < 2 || step < 1) {
+    throw InvalidArgumentError(fmt::format("overlap_add: needs frames of rank >= 2 and step >= 1; got shape {}, step {}",
+                                           frames.shape().to_string(), step));
+  }
+  const int64_t count = frames.shape()[-2], length = frames.shape()[-1], outer = product(frames.shape(), 0, r - 2);
+  const int64_t total = count ? (count - 1) * step + length : 0, segments = (length + step - 1) / step;
+  std::vector<int64_t> dims(frames.shape().dims().begin(), frames.shape().dims().end() - 2);
+  dims.push_back(total);
+  if (total == 0 || outer == 0) return Tensor::zeros(Shape(dims), frames.dtype());
+  // Each frame cut into `segments` pieces of `step` (zero-padded), `segments` zero frames after the last: a reshape
+  // then shifts piece j of frame f to output piece f + j, and a sum over the pieces adds them up.
+  Tensor f = reshape(frames, Shape({outer, count, length}));
+  if (segments * step > length) {
+    f = concat({f, Tensor::zeros(Shape({outer, count, segments * step - length}), f.dtype())}, 2);
+  }
+  f = concat({f, Tensor::zeros(Shape({outer, segments, segments * step}), f.dtype())}, 1);
+  f = transpose(reshape(f, Shape({outer, count + segments, segments, step})), std::vector<int>{0, 2, 1, 3});
+  f = slice_axis(reshape(f, Shape({outer, (count + segments) * segments, step})), 1, 0, (count + segments - 1) * segments);
+  f = reduce_axes(reshape(f, Shape({outer, segments, count + segments - 1, step})), ReduceOp::sum, {1});
+  f = slice_axis(reshape(f, Shape({outer, (count + segments - 1) * step})), 1, 0, total);
+  return reshape(f, Shape(dims));
 }
 
 Tensor compare(const Tensor& a_in, const Tensor& b_in, CompareKind kind) {

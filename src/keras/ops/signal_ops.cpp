@@ -309,21 +309,12 @@ Tensor istft(const std::pair<Tensor, Tensor>& x, int64_t sequence_length, int64_
     }
     frames = multiply(frames, detail::where_is(Tensor::from_vector(w, Shape({fft_length})).cast(dt), re));
   }
-  // Overlap-add (tf.signal.overlap_and_add): each frame cut into `segments` pieces of sequence_stride; a reshape
-  // that shifts piece j of frame f to output piece f + j, then a sum over the pieces.
   const Shape& shape = frames.shape();
-  const int64_t count = shape[-2], step = sequence_stride, segments = (fft_length + step - 1) / step;
   int64_t outer = 1;
   for (int a = 0; a + 2 < shape.rank(); ++a) outer *= shape[a];
-  Tensor f = reshape(frames, {outer, count, fft_length});
-  f = pad(f, {{0, 0}, {0, segments}, {0, segments * step - fft_length}});
-  f = reshape(f, {outer, count + segments, segments, step});
-  f = transpose(f, std::vector<int>{0, 2, 1, 3});
-  f = reshape(f, {outer, (count + segments) * segments, step});
-  f = slice(f, {0, 0, 0}, {outer, (count + segments - 1) * segments, step});
-  f = sum(reshape(f, {outer, segments, count + segments - 1, step}), Axes(1));
-  const int64_t total = (count - 1) * step + fft_length;
-  f = slice(reshape(f, {outer, (count + segments - 1) * step}), {0, 0}, {outer, total});
+  Tensor f = osprey::ops::overlap_add(frames, sequence_stride);  // tf.signal.overlap_and_add
+  const int64_t total = f.shape()[-1];
+  f = reshape(f, {outer, total});
   // Keras's cut: the centring padding off, or `length` samples.
   const int64_t start = center ? fft_length / 2 : 0;
   int64_t end = length ? start + *length : center ? total - fft_length / 2 : total;
