@@ -48,18 +48,12 @@ Tensor bin_weights(int64_t n, double ends, double middle, DType dtype) {
   return Tensor::from_vector(w, Shape({bins})).cast(dtype);
 }
 
-Tensor scalar_like(double v, const Tensor& like) { return Tensor::full(Shape({}), v, like.dtype()); }
-
 // Runs the Fft op on rows of `inputs` (same leading shape), outputs of `out_last` columns.
 std::vector<Tensor> run_fft(FftKind kind, const char* name, std::vector<Tensor> inputs, int64_t n, int64_t out_last,
                             int outputs) {
   const Shape& in_shape = inputs[0].shape();
-  const int64_t in_last = in_shape[-1];
-  const int64_t rows = in_last ? inputs[0].num_elements() / in_last : [&] {
-    int64_t r = 1;
-    for (int a = 0; a + 1 < in_shape.rank(); ++a) r *= in_shape[a];
-    return r;
-  }();
+  int64_t rows = 1;
+  for (int a = 0; a + 1 < in_shape.rank(); ++a) rows *= in_shape[a];
   const FftAttrs attrs{kind, rows, n};
   auto& dev = place(OpId::Fft, name, inputs);
   const Shape out_shape = in_shape.with_dim(in_shape.rank() - 1, out_last);
@@ -81,7 +75,7 @@ std::pair<Tensor, Tensor> fft(const Tensor& real, const Tensor& imag, bool inver
     return BackwardFn([real, imag, n, inverse](const std::vector<Tensor>& g) {
       // The adjoint of the forward DFT is n times the inverse one, the inverse's is the forward one over n.
       auto [dr, di] = fft(or_zeros(g[0], real), or_zeros(g.size() > 1 ? g[1] : Tensor(), imag), !inverse);
-      const Tensor s = scalar_like(inverse ? 1.0 / static_cast<double>(n) : static_cast<double>(n), real);
+      const Tensor s = Tensor::scalar(inverse ? 1.0 / static_cast<double>(n) : static_cast<double>(n), real.dtype());
       return std::vector<Tensor>{mul(dr, s), mul(di, s)};
     });
   });
@@ -103,7 +97,7 @@ std::pair<Tensor, Tensor> rfft(const Tensor& x) {
       const Tensor w = bin_weights(n, 1.0, 0.5, x.dtype());
       const Tensor gr = g[0].defined() ? mul(g[0], w) : zero;
       const Tensor gi = g.size() > 1 && g[1].defined() ? mul(g[1], w) : zero;
-      return std::vector<Tensor>{mul(irfft(gr, gi, n), scalar_like(static_cast<double>(n), x))};
+      return std::vector<Tensor>{mul(irfft(gr, gi, n), Tensor::scalar(static_cast<double>(n), x.dtype()))};
     });
   });
   return {outs[0], outs[1]};

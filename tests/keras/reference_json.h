@@ -41,6 +41,25 @@ inline Tensor tensor_of(const nlohmann::json& j) {
   return Tensor::from_vector(values, Shape(dims));
 }
 
+/// The same as a tensor of `dtype` (the numbers read as doubles, so float64 references keep their digits).
+inline Tensor tensor_of(const nlohmann::json& j, DType dtype) {
+  std::vector<int64_t> dims;
+  for (const nlohmann::json* p = &j; p->is_array(); p = &(*p)[0]) {
+    dims.push_back(static_cast<int64_t>(p->size()));
+    if (p->empty()) break;
+  }
+  std::vector<double> values;
+  std::function<void(const nlohmann::json&)> flat = [&](const nlohmann::json& v) {
+    if (v.is_array()) {
+      for (const auto& e : v) flat(e);
+    } else {
+      values.push_back(v.get<double>());
+    }
+  };
+  flat(j);
+  return Tensor::from_vector(values, Shape(dims)).cast(dtype);
+}
+
 /// Every value of `got` within tol · max(1, |want|) of the reference's.
 inline void expect_close(const Tensor& got, const nlohmann::json& want, double tol, const std::string& what) {
   const auto e = tensor_of(want).to_vector<float>();

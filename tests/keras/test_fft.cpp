@@ -6,8 +6,9 @@
 
 #include <cmath>
 #include <functional>
-#include <tuple>
 #include <numbers>
+#include <tuple>
+
 #include <nlohmann/json.hpp>
 
 #include "keras/reference_json.h"
@@ -28,24 +29,9 @@ const json& reference() {
   return ref;
 }
 
-// A nested list as a tensor of `dtype` (float64 values read as doubles).
+// A reference list as a tensor of the case's dtype ("float32" or "float64").
 Tensor tensor_as(const json& j, const std::string& dtype) {
-  std::vector<int64_t> dims;
-  for (const json* p = &j; p->is_array(); p = p->empty() ? p : &(*p)[0]) {
-    dims.push_back(static_cast<int64_t>(p->size()));
-    if (p->empty()) break;
-  }
-  std::vector<double> values;
-  std::function<void(const json&)> flat = [&](const json& v) {
-    if (v.is_array()) {
-      for (const auto& e : v) flat(e);
-    } else {
-      values.push_back(v.get<double>());
-    }
-  };
-  flat(j);
-  const Tensor t = Tensor::from_vector(values, Shape(dims));
-  return dtype == "float64" ? t : t.cast(DType::float32);
+  return osprey::testing::tensor_of(j, dtype == "float64" ? DType::float64 : DType::float32);
 }
 
 std::vector<double> values_of(const Tensor& t) { return t.cast(DType::float64).to_vector<double>(); }

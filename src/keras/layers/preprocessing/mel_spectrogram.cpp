@@ -14,12 +14,12 @@
 namespace osprey::keras::layers {
 
 namespace kops = osprey::keras::ops;
+namespace ser = serialization;
+using nlohmann::json;
 
 // The largest fft_length taken (a config from a file included): the mel filter bank is (fft_length / 2 + 1) ×
 // num_mel_bins.
 constexpr int64_t kMaxMelFftLength = int64_t{1} << 16;
-namespace ser = serialization;
-using nlohmann::json;
 
 namespace {
 
