@@ -25,23 +25,8 @@ inline nlohmann::json read_reference(const std::string& file) {
 }
 #endif
 
-/// A nested list of numbers as a float32 tensor of its nesting's shape.
-inline Tensor tensor_of(const nlohmann::json& j) {
-  std::vector<int64_t> dims;
-  for (const nlohmann::json* p = &j; p->is_array(); p = &(*p)[0]) dims.push_back(static_cast<int64_t>(p->size()));
-  std::vector<float> values;
-  std::function<void(const nlohmann::json&)> flat = [&](const nlohmann::json& v) {
-    if (v.is_array()) {
-      for (const auto& e : v) flat(e);
-    } else {
-      values.push_back(v.get<float>());
-    }
-  };
-  flat(j);
-  return Tensor::from_vector(values, Shape(dims));
-}
-
-/// The same as a tensor of `dtype` (the numbers read as doubles, so float64 references keep their digits).
+/// A nested list of numbers as a tensor of its nesting's shape in `dtype` (read as doubles, so float64 references
+/// keep their digits).
 inline Tensor tensor_of(const nlohmann::json& j, DType dtype) {
   std::vector<int64_t> dims;
   for (const nlohmann::json* p = &j; p->is_array(); p = &(*p)[0]) {
@@ -59,6 +44,9 @@ inline Tensor tensor_of(const nlohmann::json& j, DType dtype) {
   flat(j);
   return Tensor::from_vector(values, Shape(dims)).cast(dtype);
 }
+
+/// The same in float32.
+inline Tensor tensor_of(const nlohmann::json& j) { return tensor_of(j, DType::float32); }
 
 /// Every value of `got` within tol · max(1, |want|) of the reference's.
 inline void expect_close(const Tensor& got, const nlohmann::json& want, double tol, const std::string& what) {
