@@ -266,8 +266,18 @@ static Tensor reduce(const Tensor& x, ReduceKind kind, const char* name) {
   return out;
 }
 
-Tensor reduce_sum(const Tensor& x) { return reduce(x, ReduceKind::sum_all, "Sum"); }
-Tensor reduce_mean(const Tensor& x) { return reduce(x, ReduceKind::mean_all, "Mean"); }
+// float64 keeps its dtype (and its gradient's) through the N-d reduction; the Reduce kernel sums in float32.
+Tensor reduce_sum(const Tensor& x) {
+  if (x.dtype() == DType::float64) return reduce_axes(x, ReduceOp::sum, {});
+  return reduce(x, ReduceKind::sum_all, "Sum");
+}
+Tensor reduce_mean(const Tensor& x) {
+  if (x.dtype() == DType::float64) {
+    const double n = static_cast<double>(std::max<int64_t>(x.num_elements(), 1));  // empty: 0, as the kernel
+    return div(reduce_axes(x, ReduceOp::sum, {}), Tensor::scalar(n, DType::float64));
+  }
+  return reduce(x, ReduceKind::mean_all, "Mean");
+}
 Tensor reduce_sum(const Tensor& x, int axis) {
   const int r = x.shape().rank();
   const int ax = axis < 0 ? axis + r : axis;
@@ -275,6 +285,7 @@ Tensor reduce_sum(const Tensor& x, int axis) {
     throw InvalidArgumentError(fmt::format("reduce_sum: axis {} is not supported for shape {}; use 0 or 1 on 2-D tensors",
                                            axis, x.shape().to_string()));
   }
+  if (x.dtype() == DType::float64) return reduce_axes(x, ReduceOp::sum, {ax});
   return reduce(x, ax == 0 ? ReduceKind::sum_axis0 : ReduceKind::sum_axis1, "Sum");
 }
 Tensor reduce_mean(const Tensor& x, int axis) {

@@ -277,6 +277,26 @@ TEST_F(Ops, Reductions) {
   check_gradients([](auto& in) { return ops::reduce_mean(in[0], 1); }, {x});
 }
 
+// float64 stays float64 through the sums and their gradients, so a tape can go on into float64 ops after them.
+TEST_F(Ops, Float64ReductionsKeepTheirDtype) {
+  const std::vector<double> v{1e-9, 1.0, -2.5, 3.0, 1e8, 0.25};
+  Tensor x = Tensor::from_vector(v, {2, 3});
+  EXPECT_EQ(ops::reduce_sum(x).dtype(), DType::float64);
+  EXPECT_EQ(ops::reduce_sum(x).item(), ((1e-9 + 1.0) + -2.5 + 3.0 + 1e8) + 0.25);  // float32 would drop 1e-9 and 0.25
+  EXPECT_DOUBLE_EQ(ops::reduce_mean(x).item(), ops::reduce_sum(x).item() / 6);
+  EXPECT_EQ(host(ops::reduce_sum(x, 0)), (std::vector<double>{1e-9 + 3.0, 1.0 + 1e8, -2.5 + 0.25}));
+  EXPECT_EQ(ops::reduce_mean(x, 1).dtype(), DType::float64);
+  Variable w(Tensor::from_vector(std::vector<double>{2, 2, 2, 2, 2, 2}, {2, 3}), "w");
+  GradientTape tape;
+  Tensor y = ops::mul(ops::reduce_mean(ops::mul(w.value(), x), 1), Tensor::scalar(3.0, DType::float64));
+  Tensor loss = ops::reduce_sum(y);
+  auto g = tape.gradient(loss, {&w});
+  ASSERT_EQ(g[0].dtype(), DType::float64);
+  std::vector<double> want;
+  for (double e : v) want.push_back(e);  // d/dw of 3·mean_j(w·x) summed: x / 3 · 3
+  EXPECT_EQ(host(g[0]), want);
+}
+
 TEST_F(Ops, CastAndGather) {
   Tensor x = Tensor::from_vector(std::vector<float>{1.7f, -2.2f, 3.0f}, {3});
   EXPECT_EQ(x.cast(int32).to_vector<int32_t>(), (std::vector<int32_t>{1, -2, 3}));
