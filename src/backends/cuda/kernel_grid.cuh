@@ -3,6 +3,8 @@
 
 #include <cstdint>
 
+#include "backends/cuda/cuda_kernels.h"
+
 namespace osprey::cuda {
 
 inline constexpr int kThreads = 256;
@@ -28,6 +30,35 @@ __device__ inline float warp_max(float v) {
   for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
+
+/// Blocks for a two-pass reduction: one partial sum per block, at most kMaxBlocks (the scratch's partials).
+inline int partial_blocks(int64_t n) {
+  const int64_t b = (n + kThreads - 1) / kThreads;
+  return static_cast<int>(b < 1 ? 1 : (b > kMaxBlocks ? kMaxBlocks : b));
+}
+
+// Block-wide sum of one double per thread, in a fixed order; thread 0 gets the result.
+__device__ inline double block_sum(double v) {
+  __shared__ double buf[kThreads];
+  buf[threadIdx.x] = v;
+  __syncthreads();
+  for (int stride = blockDim.x / 2; stride > 0; stride >>= 1) {
+    if (threadIdx.x < stride) buf[threadIdx.x] += buf[threadIdx.x + stride];
+    __syncthreads();
+  }
+  return buf[0];
+}
+
+/// Records the first failure of a kernel in the scratch's error words (launchers raise it on the host).
+__device__ inline void set_error(long long* error, long long a, long long b) {
+  if (atomicCAS(reinterpret_cast<unsigned long long*>(error), 0ull, 1ull) == 0ull) {
+    error[1] = a;
+    error[2] = b;
+  }
+}
+
+/// y[0] = (sum of `blocks` partials) / divisor, one thread, in a fixed order (kernels.cu).
+void launch_finish_sum(const double* partials, int blocks, float* out, double divisor, cudaStream_t s);
 
 /// Operand offsets of output element i of a Strided geometry (the first `n_ops` operands).
 template <int N, typename G>
