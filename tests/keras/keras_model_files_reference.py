@@ -478,6 +478,23 @@ case("hashing", keras.Model([feat, fa, fb], out, name="hashing"), [hids, ha, hb]
      # per row (sum of squares where an id repeats in a batch), which Osprey's dense gradients do not reproduce.
      dict(optimizer=keras.optimizers.SGD(0.1, momentum=0.9), loss="binary_crossentropy", metrics=["accuracy"]))
 
+# Integer lookups: an adapted vocabulary (an asset of the file) into an Embedding, a given one as multi_hot counts
+# (its vocabulary in the config), and adapted tf_idf weights (the layer's "idf_weights" in the weights file).
+lrng = np.random.default_rng(97)
+lids = lrng.integers(0, 30, (N, 4)).astype("int64")
+lids[::5, 3] = 0  # the mask token
+ids = keras.Input((4,), dtype="int64", name="ids")
+lookup = L.IntegerLookup(mask_token=0, max_tokens=16, name="lookup")
+lookup.adapt(lids)
+tfidf = L.IntegerLookup(output_mode="tf_idf", name="tfidf")
+tfidf.adapt(lids)
+h = L.Flatten(name="flat")(L.Embedding(16, 3, name="embed")(lookup(ids)))
+m = L.IntegerLookup(vocabulary=[3, 7, 11, 19, 23], output_mode="multi_hot", name="given")(ids)
+out = L.Dense(1, activation="sigmoid", name="out")(
+    L.Concatenate(name="all")([h, L.Dense(2, name="hot")(m), L.Dense(2, name="weighted")(tfidf(ids))]))
+case("lookup", keras.Model(ids, out, name="lookup"), lids, (lids.sum(axis=1) % 2).astype("float32").reshape(N, 1),
+     dict(optimizer=keras.optimizers.SGD(0.1, momentum=0.9), loss="binary_crossentropy", metrics=["accuracy"]))
+
 if ONLY:  # the other cases' entries as they were
     with open(os.path.join(HERE, "..", "data", "keras_files.json")) as f:
         cases = {**json.load(f), **{k: v for k, v in cases.items() if k in ONLY}}

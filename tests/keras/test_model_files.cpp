@@ -523,6 +523,11 @@ TEST(ModelFiles, HashedIdsIntoAnEmbeddingAndASaltedMultiHot) {
   SKIP_WITHOUT_HDF5();
   check_file("hashing");  // Hashing (int64 policy) into an Embedding, a salted masked multi_hot, a one_hot cross
 }
+TEST(ModelFiles, IntegerLookupsWithAnAdaptedVocabularyAGivenOneAndTfIdfWeights) {
+  SKIP_WITHOUT_HDF5();
+  // The adapted vocabularies come from the file's assets, tf_idf's weights from its weights file.
+  check_file("lookup");
+}
 TEST(ModelFiles, AGruRegressorOnATimeSeries) {
   SKIP_WITHOUT_HDF5();
   check_file("gru_series");

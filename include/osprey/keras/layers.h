@@ -10,6 +10,7 @@
 #include "osprey/keras/layers/core.h"
 #include "osprey/keras/layers/hashing.h"
 #include "osprey/keras/layers/layer.h"
+#include "osprey/keras/layers/lookup.h"
 #include "osprey/keras/layers/merging.h"
 #include "osprey/keras/layers/normalization.h"
 #include "osprey/keras/layers/pooling.h"

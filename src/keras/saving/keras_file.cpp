@@ -29,6 +29,38 @@ namespace {
 constexpr const char* kConfig = "config.json";
 constexpr const char* kMetadata = "metadata.json";
 constexpr const char* kWeights = "model.weights.h5";
+constexpr const char* kAssets = "assets/";
+
+/// Where a layer group's assets live in the archive: "assets/layers/integer_lookup/" for "layers/integer_lookup/vars".
+std::string assets_dir(const detail::LayerGroup& g) {
+  const std::string& p = g.path;
+  return kAssets + (p.ends_with("/vars") ? p.substr(0, p.size() - 5) : p) + "/";
+}
+
+/// The layers' assets (Keras's save_assets) as archive entries.
+std::vector<detail::ZipEntry> asset_entries(const Model& model) {
+  std::vector<detail::ZipEntry> out;
+  for (const auto& g : detail::layer_groups(model)) {
+    if (!g.layer || !g.layer->has_assets()) continue;
+    for (auto& [file, data] : g.layer->save_assets()) out.push_back({assets_dir(g) + file, std::move(data)});
+  }
+  return out;
+}
+
+/// Keras's load_assets: each layer that has assets gets the files of its folder in the archive (none is an empty
+/// list: the layer says what it misses).
+void load_assets(Model& model, const std::map<std::string, std::string>& entries) {
+  for (const auto& g : detail::layer_groups(model)) {
+    if (!g.layer || !g.layer->has_assets()) continue;
+    const std::string dir = assets_dir(g);
+    std::vector<std::pair<std::string, std::string>> files;
+    for (auto it = entries.lower_bound(dir); it != entries.end() && it->first.starts_with(dir); ++it) {
+      const std::string file = it->first.substr(dir.size());
+      if (!file.empty() && file.find('/') == std::string::npos) files.emplace_back(file, it->second);
+    }
+    g.layer->load_assets(files);
+  }
+}
 
 }  // namespace
 
@@ -64,6 +96,7 @@ std::shared_ptr<Model> load_model(const std::string& path, LoadModelOptions opti
       ser::compile_from_config(*model, config["compile_config"], options.tf_logits_shortcut);
     }
     detail::load_weights_h5_image(*model, entries.at(kWeights), path + "'s " + kWeights);
+    load_assets(*model, entries);
     return model;
   } catch (const json::exception& e) {
     throw ValueError(fmt::format("load_model: '{}': a config field has the wrong type or is missing: {}", path,
@@ -90,7 +123,9 @@ void Model::save(const std::string& path) const {
                                            date, osprey::version());
   const std::string config = to_json();  // first: a model that cannot be described fails before anything is written
   if (!state().saves_files()) return;  // a multi-worker strategy's other workers: the chief writes
-  detail::write_zip(path, {{kMetadata, metadata}, {kConfig, config}, {kWeights, detail::weights_h5_image(*this)}});
+  std::vector<detail::ZipEntry> entries{{kMetadata, metadata}, {kConfig, config}, {kWeights, detail::weights_h5_image(*this)}};
+  for (auto& e : asset_entries(*this)) entries.push_back(std::move(e));
+  detail::write_zip(path, entries);
 }
 
 }  // namespace osprey::keras

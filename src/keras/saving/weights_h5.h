@@ -9,6 +9,7 @@ namespace osprey {
 class Variable;
 }
 namespace osprey::keras {
+class Layer;
 class Model;
 namespace detail {
 /// One layer's group in a Keras weights file: its path ("layers/dense/vars", "encoder/vars",
@@ -18,6 +19,10 @@ struct LayerGroup {
   std::string path;
   std::string name;
   std::vector<Variable*> vars;
+  /// The datasets' names, one per variable: "0", "1", ... or a key of the layer's own (named_saved_variables()).
+  std::vector<std::string> keys;
+  /// The layer (nullptr for a nested model's own group): its assets live under the path without "/vars".
+  Layer* layer = nullptr;
 };
 /// Keras's tree of layer groups for `model` (keras/src/saving/saving_lib.py _save_state): a functional model's or
 /// Sequential's layer list keyed by snake_case class names; a subclass's layers by their attribute names, sorted,
@@ -37,7 +42,7 @@ void load_weights_h5_image(Model& model, const std::string& image, const std::st
 
 /// What the plug-in exports (`osprey_hdf5_api`); the version changes whenever this struct does. The plug-in works
 /// on in-memory images (HDF5's core driver): no temporary files.
-inline constexpr int kHdf5ApiVersion = 3;
+inline constexpr int kHdf5ApiVersion = 4;
 struct Hdf5Api {
   int version;
   std::string (*save)(const Model& model);

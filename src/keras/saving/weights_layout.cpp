@@ -50,14 +50,24 @@ struct Walk {
   void layer(Layer& l, const std::string& path) {
     if (!visited.insert(&l).second) return;
     if (auto* sub = dynamic_cast<Model*>(&l)) {
-      out.push_back({path + "/vars", sub->name(), {}});
+      out.push_back(group(path, sub->name(), {}, nullptr));
       model(*sub, path + "/");
     } else if (const auto parts = l.sublayers(); !parts.empty()) {  // an RNN: its cell under "cell"
-      out.push_back({path + "/vars", l.name(), l.own_saved_variables()});
+      out.push_back(group(path, l.name(), l.own_saved_variables(), &l));
       for (const auto& [attribute, part] : parts) layer(*part, path + "/" + attribute);
     } else {
-      out.push_back({path + "/vars", l.name(), saved_variables(l)});
+      out.push_back(group(path, l.name(), saved_variables(l), &l));
     }
+  }
+
+  /// The group of a layer's variables, saved as "0", "1", ..., then those it saves under keys of its own.
+  static LayerGroup group(const std::string& path, const std::string& name, std::vector<Variable*> vars, Layer* l) {
+    LayerGroup g{path + "/vars", name, std::move(vars), {}, l};
+    for (std::size_t i = 0; i < g.vars.size(); ++i) g.keys.push_back(std::to_string(i));
+    if (l) {
+      for (const auto& [key, v] : l->named_saved_variables()) g.vars.push_back(v), g.keys.push_back(key);
+    }
+    return g;
   }
 
   void container(const std::vector<std::shared_ptr<Layer>>& layers, const std::string& path) {

@@ -148,6 +148,16 @@ class Layer : public std::enable_shared_from_this<Layer> {
   /// Keras's own "vars" of a layer with sublayers, saved beside theirs in weights files (SpectralNormalization's
   /// kernel and vector_u); none by default.
   virtual std::vector<Variable*> own_saved_variables() { return {}; }
+  /// Variables Keras saves under keys of their own in weights files (save_own_variables' store["idf_weights"]),
+  /// kept out of variables() as Keras keeps them out of layer.weights: IntegerLookup's idf weights; none by
+  /// default.
+  virtual std::vector<std::pair<std::string, Variable*>> named_saved_variables() { return {}; }
+  /// Keras's save_assets/load_assets: files a .keras archive keeps under assets/<the layer's path>/ (a lookup
+  /// layer's vocabulary.txt), as (file name, contents). load_assets runs after the weights are loaded, with the
+  /// files found there, for a layer whose has_assets() is true. None by default.
+  virtual bool has_assets() const { return false; }
+  virtual std::vector<std::pair<std::string, std::string>> save_assets() const { return {}; }
+  virtual void load_assets(const std::vector<std::pair<std::string, std::string>>& files) { (void)files; }
   std::vector<Variable*> trainable_variables();
   /// Appends the trainable variables to `out` (a training step's list, without a vector per layer).
   virtual void append_trainable_variables(std::vector<Variable*>& out);

@@ -67,7 +67,9 @@ Shape Dense::build(const Shape& input_shape) {
   return finish_build(input_shape.with_dim(input_shape.rank() - 1, units_));
 }
 
-Tensor Dense::call(const Tensor& inputs, bool) {
+Tensor Dense::call(const Tensor& ids_or_values, bool) {
+  // Integer or boolean inputs (a lookup's counts) promote to the compute dtype, as Keras's matmul promotes them.
+  const Tensor inputs = is_floating(ids_or_values.dtype()) ? ids_or_values : ops::cast(ids_or_values, compute_dtype());
   const auto& s = inputs.shape();
   if (!built_) {
     const auto dims = s.dims();

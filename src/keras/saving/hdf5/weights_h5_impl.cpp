@@ -399,7 +399,7 @@ static std::string save_impl(const Model& model) {
         Handle vg = ensure_group(file, e.path);
         write_name_attr(vg, e.name);
         for (std::size_t j = 0; j < e.vars.size(); ++j) {
-          write_dataset(vg, std::to_string(j), host_copy(e.vars[j]->component(0)));
+          write_dataset(vg, e.keys[j], host_copy(e.vars[j]->component(0)));
         }
       }
     }
@@ -459,7 +459,9 @@ static void load_impl(Model& model, const std::string& image, const std::string&
   }
   {
     hsize_t max_bytes = 64;  // scalars: iterations, learning rate
-    for (auto* v : model.variables()) max_bytes = std::max<hsize_t>(max_bytes, static_cast<hsize_t>(v->num_elements()) * 8);
+    for (const auto& e : layer_groups(model)) {  // the layers' variables and those saved under keys of their own
+      for (auto* v : e.vars) max_bytes = std::max<hsize_t>(max_bytes, static_cast<hsize_t>(v->num_elements()) * 8);
+    }
     probe_in_child(image, max_bytes, path, [&](hid_t file) { read_all(model, file, path, /*dry=*/true); });
   }
   Handle fapl = memory_fapl(&image);
@@ -496,7 +498,7 @@ static void read_all(Model& model, hid_t file, const std::string& path, bool dry
     }
     for (std::size_t j = 0; j < vars.size(); ++j) {
       const DType dtype = vars[j]->value().dtype() == int64 ? int64 : float32;  // Normalization's count is int64
-      assignments.emplace_back(vars[j], read_dataset(group, std::to_string(j), dtype, where, vars[j]->shape(),
+      assignments.emplace_back(vars[j], read_dataset(group, e.keys[j], dtype, where, vars[j]->shape(),
                                                      "variable '" + vars[j]->path() + "'", dry));
     }
   }
