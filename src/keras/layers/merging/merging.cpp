@@ -5,9 +5,12 @@
 
 #include "keras/saving/serialization.h"
 #include "osprey/errors.h"
+#include "osprey/keras/ops.h"
 #include "osprey/ops.h"
 
 namespace osprey::keras::layers {
+
+namespace ops = osprey::ops;  // the kernels' ops (keras::ops only for its dtype promotion)
 
 static std::string shapes_text(const std::vector<Shape>& shapes) {
   std::vector<std::string> out;
@@ -154,24 +157,8 @@ Tensor Concatenate::call(const std::vector<Tensor>& inputs, bool) {
   }
   // Inputs of several dtypes (float features beside a lookup's int64 counts) promote as keras.ops.concatenate
   // promotes them.
-  // bool < int32 < int64 < half < float32 < float64; float16 with bfloat16: float32.
-  auto rank = [](DType t) {
-    switch (t) {
-      case DType::bool_: return 0;
-      case DType::int32: return 1;
-      case DType::int64: return 2;
-      case DType::float16:
-      case DType::bfloat16: return 3;
-      case DType::float32: return 4;
-      case DType::float64: return 5;
-    }
-    return 4;
-  };
   DType to = inputs[0].dtype();
-  for (const auto& t : inputs) {
-    if (is_half(t.dtype()) && is_half(to) && t.dtype() != to) to = DType::float32;
-    else if (rank(t.dtype()) > rank(to)) to = t.dtype();
-  }
+  for (const auto& t : inputs) to = keras::ops::result_type(Tensor::empty({0}, to), Tensor::empty({0}, t.dtype()));
   std::vector<Tensor> same;
   for (const auto& t : inputs) same.push_back(t.dtype() == to ? t : ops::cast(t, to));
   return ops::concat(same, sample_axis_ + 1);

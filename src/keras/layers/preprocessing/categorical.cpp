@@ -137,6 +137,19 @@ Tensor encode(const std::vector<double>& ids, std::vector<int64_t> dims, const s
   return Tensor::from_vector(out, Shape(out_dims));
 }
 
+std::pair<uint64_t, uint64_t> salt_from(const json& salt, const char* layer) {
+  auto part = [&](const json& v) {
+    if (v.is_number_unsigned()) return v.get<uint64_t>();
+    if (v.is_number_integer()) return static_cast<uint64_t>(v.get<int64_t>());
+    throw ValueError(fmt::format("The `salt` argument for `{}` can only be a tuple of size 2 integers, or a single "
+                                 "integer. Received: salt={}.",
+                                 layer, salt.dump()));
+  };
+  if (salt.is_array() && salt.size() == 2) return {part(salt[0]), part(salt[1])};
+  const uint64_t k = part(salt);
+  return {k, k};
+}
+
 }  // namespace categorical
 
 namespace {

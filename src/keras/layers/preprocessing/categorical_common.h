@@ -2,9 +2,12 @@
 // encode_categorical_inputs on the TensorFlow backend), computed on the host; defined in categorical.cpp.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "keras/saving/serialization.h"
 #include "osprey/tensor.h"
 
 namespace osprey::keras::layers::categorical {
@@ -24,5 +27,9 @@ Shape encoded_shape(const Shape& in, const std::string& mode, int64_t depth, con
 /// ids' shape) for "count".
 Tensor encode(const std::vector<double>& ids, std::vector<int64_t> dims, const std::string& mode, int64_t depth,
               const std::vector<double>* weights, const std::string& layer, const char* cls);
+
+/// A config's "salt" (Hashing, IntegerLookup): one integer used twice, or a pair; ValueError naming `layer`
+/// otherwise.
+std::pair<uint64_t, uint64_t> salt_from(const serialization::json& salt, const char* layer);
 
 }  // namespace osprey::keras::layers::categorical

@@ -206,18 +206,6 @@ std::string Hashing::get_config() const {
   return ser::dumps(c);
 }
 
-namespace {
-
-uint64_t salt_part(const json& v) {
-  if (v.is_number_unsigned()) return v.get<uint64_t>();
-  if (v.is_number_integer()) return static_cast<uint64_t>(v.get<int64_t>());
-  throw ValueError(fmt::format("The `salt` argument for `Hashing` can only be a tuple of size 2 integers, or a single "
-                               "integer. Received: salt={}.",
-                               v.dump()));
-}
-
-}  // namespace
-
 OSPREY_REGISTER_LAYERS(hashing) {
   ser::register_layer_class("Hashing", {true, [](const json& c) -> std::shared_ptr<Layer> {
     HashingOptions o;
@@ -227,15 +215,7 @@ OSPREY_REGISTER_LAYERS(hashing) {
     if (c.contains("mask_value") && !c["mask_value"].is_null()) {
       o.mask_value = ser::number(c, "mask_value", -1.7e308, 1.7e308, "Hashing");
     }
-    if (c.contains("salt") && !c["salt"].is_null()) {
-      const json& s = c["salt"];
-      if (s.is_array() && s.size() == 2) {
-        o.salt = std::pair(salt_part(s[0]), salt_part(s[1]));
-      } else {
-        const uint64_t k = salt_part(s);
-        o.salt = std::pair(k, k);
-      }
-    }
+    if (c.contains("salt") && !c["salt"].is_null()) o.salt = categorical::salt_from(c["salt"], "Hashing");
     if (c.contains("dtype")) o.dtype = ser::dtype_policy_name(c["dtype"]);
     if (!c.contains("num_bins") || c["num_bins"].is_null()) {
       throw ValueError("The `num_bins` for `Hashing` cannot be `None` or non-positive values. Received: num_bins=None.");

@@ -494,18 +494,6 @@ std::string IntegerLookup::get_config() const {
   return ser::dumps(c);
 }
 
-namespace {
-
-uint64_t salt_part(const json& v) {
-  if (v.is_number_unsigned()) return v.get<uint64_t>();
-  if (v.is_number_integer()) return static_cast<uint64_t>(v.get<int64_t>());
-  throw ValueError(fmt::format("The `salt` argument for `IndexLookup` can only be a tuple of 2 integers, or a single "
-                               "integer. Received: salt={}.",
-                               v.dump()));
-}
-
-}  // namespace
-
 OSPREY_REGISTER_LAYERS(integer_lookup) {
   ser::register_layer_class("IntegerLookup", {false, [](const json& c) -> std::shared_ptr<Layer> {
     constexpr int64_t lo = std::numeric_limits<int64_t>::min(), hi = std::numeric_limits<int64_t>::max();
@@ -541,15 +529,7 @@ OSPREY_REGISTER_LAYERS(integer_lookup) {
         o.idf_weights->push_back(x.get<double>());
       }
     }
-    if (c.contains("salt") && !c["salt"].is_null()) {
-      const json& s = c["salt"];
-      if (s.is_array() && s.size() == 2) {
-        o.salt = std::pair(salt_part(s[0]), salt_part(s[1]));
-      } else {
-        const uint64_t k = salt_part(s);
-        o.salt = std::pair(k, k);
-      }
-    }
+    if (c.contains("salt") && !c["salt"].is_null()) o.salt = categorical::salt_from(c["salt"], "IntegerLookup");
     auto layer = std::make_shared<IntegerLookup>(std::move(o));
     if (c.contains("vocabulary_size") && !c["vocabulary_size"].is_null()) {
       layer->set_saved_vocabulary_size(ser::integer(c, "vocabulary_size", 0, kMaxVocabulary, "IntegerLookup"));
