@@ -14,6 +14,7 @@
 #include "keras/saving/zip_store.h"
 #include "osprey/errors.h"
 #include "osprey/keras.h"
+#include "test_util.h"
 
 using namespace osprey;
 using namespace osprey::keras;
@@ -171,6 +172,7 @@ TEST(IntegerLookup, BadInputsAreTypedErrorsNamingTheValues) {
 // An adapted vocabulary goes into the archive as Keras's assets/<layer path>/vocabulary.txt, tf_idf's weights
 // into the weights file as the layer's "idf_weights", and both come back.
 TEST(IntegerLookup, AdaptedVocabulariesAndIdfWeightsTravelInKerasFiles) {
+  SKIP_WITHOUT_HDF5();
   const Tensor data = Tensor::from_vector(std::vector<int64_t>{5, 3, 9, 3, 9, 5, 1, 2, 9, 0, 0, 0}, {3, 4});
   auto ids = std::make_shared<layers::IntegerLookup>(layers::IntegerLookupOptions{.mask_token = 0, .name = "ids"});
   auto tfidf = std::make_shared<layers::IntegerLookup>(layers::IntegerLookupOptions{.output_mode = "tf_idf", .name = "tfidf"});
