@@ -233,7 +233,7 @@ void IntegerLookup::set_vocabulary(const std::vector<int64_t>& vocabulary,
                                    "len(vocabulary) is {}",
                                    idf_weights->size(), vocabulary.size()));
     }
-    // Without the special tokens in the vocabulary their weights are the average (TensorFlow's float32 mean).
+    // Without the special tokens in the vocabulary their weights are the average (np.average, in double).
     if (!found_special) {
       double sum = 0;
       for (double w : *idf_weights) sum += w;
