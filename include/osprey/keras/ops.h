@@ -155,6 +155,7 @@ Tensor expand_dims(const Tensor& x, int axis);
 /// axis=None drops every axis of size 1; a given axis must be of size 1.
 Tensor squeeze(const Tensor& x, std::optional<int> axis = std::nullopt);
 Tensor broadcast_to(const Tensor& x, const std::vector<int64_t>& shape);
+/// Tensors of several dtypes are joined in their result type (result_type), as Keras's.
 Tensor concatenate(const std::vector<Tensor>& xs, int axis = 0);
 Tensor stack(const std::vector<Tensor>& xs, int axis = 0);
 /// Into `sections` equal pieces along axis (InvalidArgumentError when it does not divide).

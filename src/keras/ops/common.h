@@ -36,6 +36,25 @@ inline std::vector<int> resolved_axes(const Axes& axis, int rank, const char* op
   return out;
 }
 
+/// Keras's promotion order of dtypes: bool < int32 < int64 < float16, bfloat16 < float32 < float64.
+inline int rank_of(DType t) {
+  switch (t) {
+    case DType::bool_: return 0;
+    case DType::int32: return 1;
+    case DType::int64: return 2;
+    case DType::float16:
+    case DType::bfloat16: return 3;
+    case DType::float32: return 4;
+    case DType::float64: return 5;
+  }
+  return 4;
+}
+/// The wider of two dtypes (float16 with bfloat16: float32), keras.ops.result_type of two tensors.
+inline DType wider(DType x, DType y) {
+  if (is_half(x) && is_half(y) && x != y) return DType::float32;
+  return rank_of(x) >= rank_of(y) ? x : y;
+}
+
 /// The dtype a float op computes an input of dtype t in: t itself when floating, else float32 (Keras's floatx()).
 inline DType float_of(DType t) { return is_floating(t) ? t : DType::float32; }
 inline Tensor floating(const Tensor& x) { return is_floating(x.dtype()) ? x : osprey::ops::cast(x, DType::float32); }

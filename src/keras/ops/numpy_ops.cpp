@@ -13,26 +13,10 @@ namespace core = osprey::ops;
 
 namespace {
 
-int rank_of(DType t) {
-  switch (t) {
-    case DType::bool_: return 0;
-    case DType::int32: return 1;
-    case DType::int64: return 2;
-    case DType::float16:
-    case DType::bfloat16: return 3;
-    case DType::float32: return 4;
-    case DType::float64: return 5;
-  }
-  return 4;
-}
-
 bool is_float(DType t) { return is_floating(t); }
 
-// The wider of two dtypes (float16 with bfloat16: float32, as Keras).
-DType wider(DType x, DType y) {
-  if (is_half(x) && is_half(y) && x != y) return DType::float32;
-  return rank_of(x) >= rank_of(y) ? x : y;
-}
+using detail::rank_of;
+using detail::wider;
 
 // Both operands as tensors of their result type.
 std::pair<Tensor, Tensor> promoted(const TensorLike& a, const TensorLike& b) {

@@ -120,7 +120,17 @@ Tensor squeeze(const Tensor& x, std::optional<int> axis) {
 
 Tensor broadcast_to(const Tensor& x, const std::vector<int64_t>& shape) { return core::broadcast_to(x, Shape(shape)); }
 
-Tensor concatenate(const std::vector<Tensor>& xs, int axis) { return core::concat(xs, axis); }
+Tensor concatenate(const std::vector<Tensor>& xs, int axis) {
+  // Tensors of several dtypes are joined in their result type (Keras's ops.concatenate).
+  DType to = xs.empty() ? DType::float32 : xs[0].dtype();
+  for (const auto& x : xs) to = detail::wider(to, x.dtype());
+  bool mixed = false;
+  for (const auto& x : xs) mixed = mixed || x.dtype() != to;
+  if (!mixed) return core::concat(xs, axis);
+  std::vector<Tensor> same;
+  for (const auto& x : xs) same.push_back(x.dtype() == to ? x : core::cast(x, to));
+  return core::concat(same, axis);
+}
 
 Tensor stack(const std::vector<Tensor>& xs, int axis) {
   if (xs.empty()) throw InvalidArgumentError("stack needs at least one tensor");

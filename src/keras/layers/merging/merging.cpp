@@ -10,7 +10,7 @@
 
 namespace osprey::keras::layers {
 
-namespace ops = osprey::ops;  // the kernels' ops (keras::ops only for its dtype promotion)
+namespace ops = osprey::ops;  // the kernels' ops (keras::ops::concatenate for Concatenate's promotion)
 
 static std::string shapes_text(const std::vector<Shape>& shapes) {
   std::vector<std::string> out;
@@ -155,13 +155,8 @@ Tensor Concatenate::call(const std::vector<Tensor>& inputs, bool) {
   if (inputs.size() < 2) {
     throw ValueError(fmt::format("Layer '{}' (Concatenate) needs at least 2 inputs, got {}", name_, inputs.size()));
   }
-  // Inputs of several dtypes (float features beside a lookup's int64 counts) promote as keras.ops.concatenate
-  // promotes them.
-  DType to = inputs[0].dtype();
-  for (const auto& t : inputs) to = keras::ops::result_type(Tensor::empty({0}, to), Tensor::empty({0}, t.dtype()));
-  std::vector<Tensor> same;
-  for (const auto& t : inputs) same.push_back(t.dtype() == to ? t : ops::cast(t, to));
-  return ops::concat(same, sample_axis_ + 1);
+  // Inputs of several dtypes (float features beside a lookup's int64 counts) promote as Keras's do.
+  return keras::ops::concatenate(inputs, sample_axis_ + 1);
 }
 
 Tensor Concatenate::call_masked_list(const std::vector<Tensor>& inputs, bool training, const std::vector<Tensor>&) {
