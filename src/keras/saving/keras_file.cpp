@@ -41,17 +41,17 @@ std::string assets_dir(const detail::LayerGroup& g) {
 std::vector<detail::ZipEntry> asset_entries(const Model& model) {
   std::vector<detail::ZipEntry> out;
   for (const auto& g : detail::layer_groups(model)) {
-    if (!g.layer || !g.layer->has_assets()) continue;
+    if (!g.layer) continue;
     for (auto& [file, data] : g.layer->save_assets()) out.push_back({assets_dir(g) + file, std::move(data)});
   }
   return out;
 }
 
-/// Keras's load_assets: each layer that has assets gets the files of its folder in the archive (none is an empty
-/// list: the layer says what it misses).
+/// Keras's load_assets: each layer gets the files of its folder in the archive (none: an empty list; a layer that
+/// needs some says what it misses).
 void load_assets(Model& model, const std::map<std::string, std::string>& entries) {
   for (const auto& g : detail::layer_groups(model)) {
-    if (!g.layer || !g.layer->has_assets()) continue;
+    if (!g.layer) continue;
     const std::string dir = assets_dir(g);
     std::vector<std::pair<std::string, std::string>> files;
     for (auto it = entries.lower_bound(dir); it != entries.end() && it->first.starts_with(dir); ++it) {

@@ -153,9 +153,8 @@ class Layer : public std::enable_shared_from_this<Layer> {
   /// default.
   virtual std::vector<std::pair<std::string, Variable*>> named_saved_variables() { return {}; }
   /// Keras's save_assets/load_assets: files a .keras archive keeps under assets/<the layer's path>/ (a lookup
-  /// layer's vocabulary.txt), as (file name, contents). load_assets runs after the weights are loaded, with the
-  /// files found there, for a layer whose has_assets() is true. None by default.
-  virtual bool has_assets() const { return false; }
+  /// layer's vocabulary.txt), as (file name, contents). load_assets runs for every layer after the weights are
+  /// loaded, with the files found there (none: an empty list). None and nothing by default.
   virtual std::vector<std::pair<std::string, std::string>> save_assets() const { return {}; }
   virtual void load_assets(const std::vector<std::pair<std::string, std::string>>& files) { (void)files; }
   std::vector<Variable*> trainable_variables();

@@ -81,7 +81,6 @@ class IntegerLookup : public Layer {
   std::vector<float> idf_weights() const;
 
   std::vector<std::pair<std::string, Variable*>> named_saved_variables() override;
-  bool has_assets() const override { return true; }
   std::vector<std::pair<std::string, std::string>> save_assets() const override;
   void load_assets(const std::vector<std::pair<std::string, std::string>>& files) override;
 
@@ -89,7 +88,11 @@ class IntegerLookup : public Layer {
   int64_t oov_start() const { return o_.mask_token && o_.output_mode == "int" ? 1 : 0; }
   int64_t token_start() const { return oov_start() + o_.num_oov_indices; }
   int64_t depth() const;
-  void record_vocabulary_size();
+  /// The terms from index token_start() on, once the vocabulary's size is allowed (RuntimeError where an
+  /// encoding's size would change; nothing changes then).
+  void set_terms(std::vector<int64_t> terms);
+  /// Keras's _record_vocabulary_size: the encoded size, which may not change for encodings unless padded.
+  void freeze_size(int64_t size);
   void set_idf(std::vector<float> weights);
   void count(const Tensor& batch, bool rank1_is_one_document);
   void finish_adapt();

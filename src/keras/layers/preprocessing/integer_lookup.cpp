@@ -133,8 +133,7 @@ int64_t IntegerLookup::depth() const {
   return *frozen_size_;
 }
 
-void IntegerLookup::record_vocabulary_size() {
-  const int64_t size = vocabulary_size();
+void IntegerLookup::freeze_size(int64_t size) {
   if (o_.output_mode != "int" && !o_.pad_to_max_tokens && frozen_size_ && *frozen_size_ != size) {
     throw RuntimeError(fmt::format("When using `output_mode={}` and `pad_to_max_tokens=False`, the vocabulary size "
                                    "cannot be changed after the layer is called. Old vocab size is {}, new vocab "
@@ -144,13 +143,13 @@ void IntegerLookup::record_vocabulary_size() {
   frozen_size_ = size;
 }
 
-void IntegerLookup::set_saved_vocabulary_size(int64_t size) {
-  if (o_.output_mode != "int" && !o_.pad_to_max_tokens && frozen_size_ && *frozen_size_ != size) {
-    throw RuntimeError(fmt::format("IntegerLookup '{}': the config's vocabulary_size {} differs from its vocabulary's "
-                                   "size {}",
-                                   name_, size, *frozen_size_));
-  }
-  frozen_size_ = size;
+void IntegerLookup::set_saved_vocabulary_size(int64_t size) { freeze_size(size); }
+
+void IntegerLookup::set_terms(std::vector<int64_t> terms) {
+  freeze_size(token_start() + static_cast<int64_t>(terms.size()));
+  index_of_.clear();
+  for (std::size_t i = 0; i < terms.size(); ++i) index_of_.emplace(terms[i], token_start() + static_cast<int64_t>(i));
+  terms_ = std::move(terms);
 }
 
 std::vector<int64_t> IntegerLookup::get_vocabulary(bool include_special_tokens) const {
@@ -193,13 +192,10 @@ void IntegerLookup::set_vocabulary(const std::vector<int64_t>& vocabulary,
   const bool found_special = vocabulary.size() >= start && std::equal(special.begin(), special.end(), vocabulary.begin());
   const std::vector<int64_t> tokens(vocabulary.begin() + (found_special ? static_cast<std::ptrdiff_t>(start) : 0),
                                     vocabulary.end());
-  std::map<int64_t, int64_t> index;
+  std::set<int64_t> seen;
   std::vector<int64_t> repeated;
-  for (std::size_t i = 0; i < tokens.size(); ++i) {
-    if (!index.emplace(tokens[i], static_cast<int64_t>(start + i)).second &&
-        std::find(repeated.begin(), repeated.end(), tokens[i]) == repeated.end()) {
-      repeated.push_back(tokens[i]);
-    }
+  for (int64_t t : tokens) {
+    if (!seen.insert(t).second && std::find(repeated.begin(), repeated.end(), t) == repeated.end()) repeated.push_back(t);
   }
   if (!repeated.empty()) {
     throw ValueError(fmt::format("The passed vocabulary has at least one repeated term. Please uniquify your dataset. "
@@ -215,8 +211,8 @@ void IntegerLookup::set_vocabulary(const std::vector<int64_t>& vocabulary,
                                  what, list_text(special), what == std::string("mask") ? "mask" : "oov", token,
                                  vocabulary.rend() - at - 1));
   };
-  if (o_.mask_token && index.count(*o_.mask_token)) misplaced("mask", *o_.mask_token);
-  if (o_.invert && index.count(o_.oov_token)) misplaced("OOV", o_.oov_token);
+  if (o_.mask_token && seen.count(*o_.mask_token)) misplaced("mask", *o_.mask_token);
+  if (o_.invert && seen.count(o_.oov_token)) misplaced("OOV", o_.oov_token);
   const auto size = static_cast<int64_t>(start + tokens.size());
   if (o_.max_tokens && size > *o_.max_tokens) {
     throw ValueError(fmt::format("Attempted to set a vocabulary larger than the maximum vocab size. Received "
@@ -242,17 +238,7 @@ void IntegerLookup::set_vocabulary(const std::vector<int64_t>& vocabulary,
     for (double w : *idf_weights) weights.push_back(static_cast<float>(w));
     if (o_.pad_to_max_tokens) weights.resize(static_cast<std::size_t>(*o_.max_tokens), 0.0f);
   }
-  const auto old_terms = std::move(terms_);
-  const auto old_index = std::move(index_of_);
-  terms_ = tokens;
-  index_of_ = std::move(index);
-  try {
-    record_vocabulary_size();
-  } catch (...) {
-    terms_ = old_terms;
-    index_of_ = old_index;
-    throw;
-  }
+  set_terms(tokens);
   if (idf_weights) set_idf(std::move(weights));
 }
 
@@ -274,7 +260,7 @@ void IntegerLookup::count(const Tensor& batch, bool rank1_is_one_document) {
 
 void IntegerLookup::finish_adapt() {
   if (counts_.empty()) {
-    record_vocabulary_size();
+    freeze_size(vocabulary_size());
     return;
   }
   if (o_.mask_token) counts_.erase(*o_.mask_token);
@@ -289,10 +275,7 @@ void IntegerLookup::finish_adapt() {
   }
   std::vector<int64_t> tokens;
   for (const auto& e : order) tokens.push_back(e.second);
-  std::map<int64_t, int64_t> index;
-  for (std::size_t i = 0; i < tokens.size(); ++i) index.emplace(tokens[i], token_start() + static_cast<int64_t>(i));
-  terms_ = std::move(tokens);
-  index_of_ = std::move(index);
+  set_terms(std::move(tokens));
   if (o_.output_mode == "tf_idf") {
     // log(1 + documents / (1 + document frequency)) in double, then float32 (Keras casts to floatx); the OOV
     // indices get their float32 mean.
@@ -314,7 +297,6 @@ void IntegerLookup::finish_adapt() {
   counts_.clear();
   document_counts_.clear();
   documents_ = 0;
-  record_vocabulary_size();
 }
 
 void IntegerLookup::adapt(const Tensor& data) {
