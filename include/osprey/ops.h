@@ -214,6 +214,26 @@ std::pair<Tensor, Tensor> rfft(const Tensor& x);
 /// n, of bin n/2 do not count).
 Tensor irfft(const Tensor& real, const Tensor& imag, int64_t n);
 
+/// Connectionist temporal classification (tf.nn.ctc_loss with dense labels, blank_index as TensorFlow's; every
+/// backend). logits (batch, frames, classes) of a floating dtype (computed in float32), labels (batch, max_length)
+/// int32/int64 (the first label_length of each row count; they must be classes other than the blank), label_length
+/// and logit_length (batch,) int32/int64. The loss per sequence (batch,) float32, −log p(labels | logits) under
+/// the softmax of each frame, differentiable in the logits. Shapes and dtypes: InvalidArgumentError; lengths or
+/// labels out of range: InvalidArgumentError from the kernel (on every backend, naming the sequence and value).
+Tensor ctc_loss(const Tensor& labels, const Tensor& logits, const Tensor& label_length, const Tensor& logit_length,
+                int64_t blank_index = 0);
+/// TensorFlow's greedy CTC decoder: per sequence (its first `lengths[b]` frames) the first largest logit of each
+/// frame, repeated classes merged (merge_repeated) and blanks dropped. {decoded (batch, frames) int32, -1 after the
+/// end; scores (batch, 1) float32, −Σ of the frames' largest logits}.
+std::pair<Tensor, Tensor> ctc_greedy_decode(const Tensor& logits, const Tensor& lengths, bool merge_repeated = true,
+                                            int64_t blank_index = 0);
+/// TensorFlow's CTC beam search decoder (tf.nn.ctc_beam_search_decoder's algorithm, the blank at `blank_index`; CPU
+/// only, as TensorFlow's): {decoded (top_paths, batch, frames) int32, -1 after the end; log-probabilities
+/// (batch, top_paths) float32}, best first. InvalidArgumentError unless 1 <= top_paths <= beam_width, or when a
+/// sequence leaves fewer prefixes than top_paths.
+std::pair<Tensor, Tensor> ctc_beam_search_decode(const Tensor& logits, const Tensor& lengths, int64_t beam_width,
+                                                 int64_t top_paths, int64_t blank_index = 0);
+
 /// Linear algebra on float32 matrices (..., M, N), the batch axes first (tf.linalg's ops); every backend. Errors
 /// are InvalidArgumentError (a rank below 2, another dtype, non-square input where a square one is needed).
 /// LU with partial pivoting: {lu (..., N, N): L's multipliers below the diagonal (its unit diagonal implied), U on

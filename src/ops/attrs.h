@@ -49,6 +49,11 @@ struct TopKAttrs { int64_t rows, r, k; bool largest; };
 /// ignored), as tf.signal's fft, ifft, rfft and irfft.
 enum class FftKind : int32_t { forward, inverse, real_forward, real_inverse };
 struct FftAttrs { FftKind kind; int64_t rows, n; };
+/// CtcLoss on (batch, frames, classes) logits and (batch, max_label) int32 labels; the blank class in [0, classes);
+/// with_grad: the second output, d loss / d logits, is computed (a tape is watching).
+struct CtcLossAttrs { int64_t batch, frames, classes, max_label, blank; bool with_grad; };
+/// CtcGreedyDecode / CtcBeamSearch on (batch, frames, classes) logits.
+struct CtcDecodeAttrs { int64_t batch, frames, classes, blank; bool merge_repeated; int64_t beam_width, top_paths; };
 enum class ReduceKind { sum_all, mean_all, sum_axis0, sum_axis1 };
 struct ReduceAttrs { ReduceKind kind; };
 enum class LossKind { binary_crossentropy, categorical_crossentropy, sparse_categorical_crossentropy,

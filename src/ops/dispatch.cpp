@@ -239,4 +239,24 @@ InvalidArgumentError sparse_label_out_of_range(float label, int64_t classes) {
                                           label, classes));
 }
 
+InvalidArgumentError ctc_input_error(const char* op, int problem, int64_t sample, int64_t where, int64_t value,
+                                     int64_t max_label, int64_t frames, int64_t classes) {
+  switch (problem) {
+    case 1:
+      return InvalidArgumentError(fmt::format("{}: label_length[{}] = {} is not in [0, {}] (the labels' second axis)",
+                                              op, sample, value, max_label));
+    case 2:
+      return InvalidArgumentError(fmt::format("{}: the length of sequence {} is {}, not in [0, {}] (the logits' time "
+                                              "axis)",
+                                              op, sample, value, frames));
+    case 3:
+      return InvalidArgumentError(fmt::format("{}: labels[{}, {}] = {} is not a class in [0, {})", op, sample, where,
+                                              value, classes));
+    default:
+      return InvalidArgumentError(fmt::format("{}: labels[{}, {}] = {} is the blank (mask) index; the labels within "
+                                              "label_length must be other classes (pad after them)",
+                                              op, sample, where, value));
+  }
+}
+
 }  // namespace osprey::ops

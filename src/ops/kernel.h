@@ -80,6 +80,10 @@ enum class OpId : int {
   Svd,             // a (batch, m, n) -> s (batch, p), u (batch, m, p), v (batch, n, p); p = min(m, n) (LinalgAttrs)
   Qr,              // a (batch, m, n) -> q (batch, m, p), r (batch, p, n); complete (k = 1): p = m, else min(m, n)
   Fft,             // re, [im] -> re, [im]: one-dimensional DFTs of rows (attrs FftAttrs: which inputs and outputs)
+  CtcLoss,         // labels (b, L) int32, logits (b, T, C), label_length (b) int32, logit_length (b) int32 -> loss (b),
+                   // [d loss / d logits (b, T, C)] (attrs CtcLossAttrs; ops/ctc_core.h)
+  CtcGreedyDecode,  // logits (b, T, C), lengths (b) int32 -> decoded (b, T) int32 (-1 after the end), scores (b, 1)
+  CtcBeamSearch,   // logits (b, T, C), lengths (b) int32 -> decoded (top_paths, b, T) int32, scores (b, top_paths)
   kCount
 };
 
@@ -194,5 +198,9 @@ uint64_t kernels_dispatched_on_this_thread();
 /// Errors that kernels of every backend raise with the same text (thrown by the kernel that found them).
 InvalidArgumentError index_out_of_range(int64_t position, int64_t index, int64_t rows);
 InvalidArgumentError sparse_label_out_of_range(float label, int64_t classes);
+/// A CTC op's bad sequence: `problem` is a ctc_core::Problem (1 label_length, 2 logit_length/sequence_lengths, 3 a
+/// label outside the classes, 4 a label that is the blank), for sample `sample`, label position `where`, the value.
+InvalidArgumentError ctc_input_error(const char* op, int problem, int64_t sample, int64_t where, int64_t value,
+                                     int64_t max_label, int64_t frames, int64_t classes);
 
 }  // namespace osprey::ops

@@ -548,6 +548,38 @@ void check_toolkit_ops() {
       return Outputs{fr, fi, br, bi, rr, ri, back, g[0], g[1], dr, di};
     }, 2e-5);
   }
+  // CTC: the loss and its gradient over sequences of several lengths (an empty label row without frames, repeated
+  // labels, an impossible alignment: row 2), the blank first and in the middle; the greedy decoder and
+  // the beam search (no GPU kernel: soft placement runs it on the CPU).
+  {
+    const Tensor logits = host_uniform({5, 30, 7}, -3, 3, 150);
+    const Tensor labels = Tensor::from_vector<int32_t>({1, 2, 2, 3, 4, 5, 6, 1, 0, 0, 3, 3, 3, 3, 3,
+                                                        6, 5, 4, 3, 2, 1, 0, 0, 0, 0, 2, 0, 0, 0, 0},
+                                                       {5, 6});
+    const Tensor label_length = Tensor::from_vector<int32_t>({6, 2, 5, 3, 0}, {5});
+    const Tensor logit_length = Tensor::from_vector<int32_t>({30, 17, 6, 30, 0}, {5});
+    for (int64_t blank : {0, 3}) {
+      std::vector<int32_t> lab = labels.to_vector<int32_t>();
+      for (auto& v : lab) v = blank != 0 && v == blank ? 0 : v;  // no label may be the blank
+      const Tensor l = Tensor::from_vector<int32_t>(lab, {5, 6});
+      expect_same(fmt::format("ctc_loss blank={}", blank), [&] {
+        Variable v(logits, "logits");
+        GradientTape tape;
+        const Tensor loss = ops::ctc_loss(l, v.value(), label_length, logit_length, blank);
+        auto g = tape.gradient(ops::reduce_sum(ops::mul(loss, Tensor::from_vector<float>({1, 2, 3, 4, 5}, {5}))),
+                               Vars{&v});
+        return Outputs{loss, g[0]};
+      });
+    }
+    const Tensor lengths = Tensor::from_vector<int32_t>({30, 12, 1, 0, 29}, {5});
+    expect_same("ctc decoders", [&] {
+      auto [greedy, greedy_scores] = ops::ctc_greedy_decode(logits, lengths, true, 0);
+      auto [kept, kept_scores] = ops::ctc_greedy_decode(logits, lengths, false, 6);
+      auto [beam, beam_scores] = ops::ctc_beam_search_decode(logits, lengths, 8, 1, 2);
+      return Outputs{ops::cast(greedy, DType::float32), greedy_scores, ops::cast(kept, DType::float32), kept_scores,
+                     ops::cast(beam, DType::float32), beam_scores};
+    });
+  }
 }
 
 }  // namespace
@@ -622,4 +654,14 @@ TEST(CrossBackend, BadInputsRaiseTheCpuErrorsOnTheGpu) {
   EXPECT_THROW((void)ops::sin(Tensor::zeros({2, 3}, DType::int32)), InvalidArgumentError);
   EXPECT_THROW((void)ops::irfft(probs, probs, 8), InvalidArgumentError);  // 3 bins are no transform of 8
   EXPECT_THROW((void)ops::fft(probs, ops::cast(probs, DType::float64)), InvalidArgumentError);
+  // CTC: a label outside the classes, a length beyond the frames (the kernels' checks, on the device).
+  const Tensor ctc_logits = random::uniform({2, 5, 3});
+  const Tensor two = Tensor::from_vector<int32_t>({2, 2}, {2}), five = Tensor::from_vector<int32_t>({5, 5}, {2});
+  EXPECT_THROW((void)ops::ctc_loss(Tensor::from_vector<int32_t>({1, 2, 1, 3}, {2, 2}), ctc_logits, two, five),
+               InvalidArgumentError);
+  EXPECT_THROW((void)ops::ctc_loss(Tensor::from_vector<int32_t>({1, 2, 1, 2}, {2, 2}), ctc_logits, two,
+                                   Tensor::from_vector<int32_t>({5, 6}, {2})),
+               InvalidArgumentError);
+  EXPECT_THROW((void)ops::ctc_greedy_decode(ctc_logits, Tensor::from_vector<int32_t>({-1, 5}, {2})),
+               InvalidArgumentError);
 }

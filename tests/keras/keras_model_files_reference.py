@@ -495,6 +495,20 @@ out = L.Dense(1, activation="sigmoid", name="out")(
 case("lookup", keras.Model(ids, out, name="lookup"), lids, (lids.sum(axis=1) % 2).astype("float32").reshape(N, 1),
      dict(optimizer=keras.optimizers.SGD(0.1, momentum=0.9), loss="binary_crossentropy", metrics=["accuracy"]))
 
+# Transcription with the CTC loss: frames through a Conv1D and a bidirectional GRU into per-frame logits, integer
+# label rows padded with the blank (0); the file's compile_config holds keras.losses.CTC.
+crng = np.random.default_rng(131)
+cx = crng.normal(0, 1, (N, 10, 6)).astype("float32")
+cy = np.zeros((N, 4), "int32")
+for i in range(N):
+    n_labels = int(crng.integers(1, 5))
+    cy[i, :n_labels] = crng.integers(1, 5, n_labels)
+frames = keras.Input((10, 6), name="frames")
+h = L.Conv1D(8, 3, padding="same", activation="relu", name="conv")(frames)
+h = L.Bidirectional(L.GRU(8, return_sequences=True, name="gru"), name="bigru")(h)
+case("ctc", keras.Model(frames, L.Dense(5, name="logits")(h), name="ctc"), cx, cy,
+     dict(optimizer=keras.optimizers.Adam(0.01), loss=keras.losses.CTC()))
+
 if ONLY:  # the other cases' entries as they were
     with open(os.path.join(HERE, "..", "data", "keras_files.json")) as f:
         cases = {**json.load(f), **{k: v for k, v in cases.items() if k in ONLY}}

@@ -528,6 +528,10 @@ TEST(ModelFiles, IntegerLookupsWithAnAdaptedVocabularyAGivenOneAndTfIdfWeights) 
   // The adapted vocabularies come from the file's assets, tf_idf's weights from its weights file.
   check_file("lookup");
 }
+TEST(ModelFiles, ATranscriberTrainedWithTheCtcLoss) {
+  SKIP_WITHOUT_HDF5();
+  check_file("ctc");  // Conv1D + Bidirectional(GRU) into per-frame logits; compile_config's loss keras.losses.CTC
+}
 TEST(ModelFiles, AGruRegressorOnATimeSeries) {
   SKIP_WITHOUT_HDF5();
   check_file("gru_series");

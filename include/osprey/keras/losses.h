@@ -147,9 +147,19 @@ class KLDivergence : public Loss {
   std::string class_name() const override { return "KLDivergence"; }
 };
 
+/// Connectionist temporal classification (keras.losses.CTC): y_true (batch, max_label) integer labels, 0 the blank
+/// and the padding (each row's label length is its count of nonzero labels), y_pred (batch, frames, classes) logits
+/// (no softmax); every frame counts. Per sample the CTC loss (keras::ops::ctc_loss). ValueError for other ranks.
+class CTC : public Loss {
+ public:
+  CTC();
+  Tensor per_sample(const Tensor& y_true, const Tensor& y_pred) const override;
+  std::string class_name() const override { return "CTC"; }
+};
+
 /// A loss by Keras name: binary_crossentropy/bce, categorical_crossentropy, sparse_categorical_crossentropy,
 /// mean_squared_error/mse, mean_absolute_error/mae, mean_absolute_percentage_error/mape, huber, log_cosh, hinge,
-/// kl_divergence/kld, or a class name. Throws ValueError otherwise.
+/// kl_divergence/kld, ctc, or a class name. Throws ValueError otherwise.
 std::shared_ptr<Loss> get(const std::string& name);
 
 /// A loss function: (y_true, y_pred) -> the per-sample values (shape (N,), or (N, ...) averaged per sample).

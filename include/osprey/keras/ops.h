@@ -222,6 +222,20 @@ Tensor binary_crossentropy(const Tensor& target, const Tensor& output, bool from
 Tensor categorical_crossentropy(const Tensor& target, const Tensor& output, bool from_logits = false, int axis = -1);
 Tensor sparse_categorical_crossentropy(const Tensor& target, const Tensor& output, bool from_logits = false,
                                        int axis = -1);
+/// keras.ops.ctc_loss: the CTC loss per sequence (batch,) of logits `output` (batch, max_length, classes) for the
+/// integer labels `target` (batch, max_label) and the lengths (batch,), with TensorFlow's dense CTC loss (the labels'
+/// first target_length entries count; the blank at mask_index). In float32 (float64 as float32 and back, as Keras on
+/// TensorFlow); differentiable in `output`. InvalidArgumentError for shapes, lengths or labels out of range.
+Tensor ctc_loss(const Tensor& target, const Tensor& output, const Tensor& target_length, const Tensor& output_length,
+                int64_t mask_index = 0);
+/// keras.ops.ctc_decode: {decoded (top_paths, batch, max_length) int32 with -1 after each sequence (greedy: one
+/// path), scores (batch, top_paths)}: "greedy" (the negative sum of each frame's largest logit; repeats merged
+/// with merge_repeated) or "beam_search" (TensorFlow's beam search, log-probabilities; CPU only, as TensorFlow's).
+/// mask_index unset: the last class. ValueError for another strategy.
+std::pair<Tensor, Tensor> ctc_decode(const Tensor& inputs, const Tensor& sequence_lengths,
+                                     const std::string& strategy = "greedy", int64_t beam_width = 100,
+                                     int64_t top_paths = 1, bool merge_repeated = true,
+                                     std::optional<int64_t> mask_index = 0);
 /// {mean, variance} over `axes` (keras.ops.moments).
 std::vector<Tensor> moments(const Tensor& x, const Axes& axes, bool keepdims = false);
 /// x divided by its `order`-norm along axis, the norm at least epsilon (keras.ops.normalize; order 2 as

@@ -15,6 +15,7 @@ void register_cpu_kernels() {
   register_toolkit_kernels();
   register_linalg_kernels();
   register_fft_kernels();
+  register_ctc_kernels();
   register_rnn_kernels();
   register_rnn_sequence_kernels();
 }

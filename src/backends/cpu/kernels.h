@@ -62,6 +62,7 @@ void register_rnn_sequence_kernels();
 void register_toolkit_kernels();
 void register_linalg_kernels();
 void register_fft_kernels();
+void register_ctc_kernels();
 
 /// MatMul of bfloat16 operands through oneDNN (kernels_bf16.cpp).
 void matmul_bf16(const ops::KernelContext& ctx);

@@ -83,6 +83,17 @@ void launch_top_k(Dt dt, const void* x, void* values, int32_t* indices, int64_t 
 int64_t fft_work_elements(int64_t rows, int64_t n);
 void launch_fft(int kind, Dt dt, const void* xr, const void* xi, void* yr, void* yi, void* work, int64_t rows, int64_t n,
                 cudaStream_t s);
+/// The CTC kernels (kernels_ctc.cu; ops/ctc_core.h): the loss of each sequence and, with `grad` (else null), its
+/// gradient for the logits, in `scratch` (ctc_loss_scratch_doubles doubles on the device); the greedy decoder. Bad
+/// lengths or labels set the error ([1] = problem + 8·sample, [2] = (position + 1)·2^32 + the value's 32 bits).
+int64_t ctc_loss_scratch_doubles(int64_t batch, int64_t frames, int64_t max_label);
+void launch_ctc_loss(const int32_t* labels, const float* logits, const int32_t* label_length,
+                     const int32_t* logit_length, float* loss, float* grad, double* scratch, int64_t batch,
+                     int64_t frames, int64_t classes, int64_t max_label, int64_t blank, long long* error,
+                     cudaStream_t s);
+void launch_ctc_greedy(const float* logits, const int32_t* lengths, int32_t* decoded, float* scores, int64_t batch,
+                       int64_t frames, int64_t classes, int64_t blank, bool merge_repeated, long long* error,
+                       cudaStream_t s);
 /// Activations and their gradients on float32, float16 or bfloat16 tensors (`dt`; every operand of that type): the
 /// arithmetic in float32, each result rounded once. z and y may alias; z of the gradient may be null where the
 /// activation's gradient reads only y.

@@ -1,4 +1,5 @@
-// The CUDA plug-in's kernels of the ops behind keras::ops (kernels_toolkit.cu, kernels_fft.cu) in Osprey's op table.
+// The CUDA plug-in's kernels of the ops behind keras::ops (kernels_toolkit.cu, kernels_fft.cu, kernels_ctc.cu) in
+// Osprey's op table.
 #include <fmt/format.h>
 
 #include "backends/cuda/cuda_kernels.h"
@@ -102,6 +103,41 @@ void fft_kernel(const KernelContext& ctx) {
   l.done("Fft");
 }
 
+// Raises a CTC kernel's input error (kernels_ctc.cu's encoding of the error slots).
+CudaDevice::ErrorCheck ctc_check(const char* op, int64_t max_label, int64_t frames, int64_t classes) {
+  return [=](const long long err[4]) {
+    if (!err[0]) return;
+    const auto where = static_cast<int64_t>(static_cast<unsigned long long>(err[2]) >> 32) - 1;
+    const auto value = static_cast<int32_t>(static_cast<uint32_t>(static_cast<unsigned long long>(err[2])));
+    throw ops::ctc_input_error(op, static_cast<int>(err[1] % 8), err[1] / 8, where, value, max_label, frames, classes);
+  };
+}
+
+void ctc_loss_kernel(const KernelContext& ctx) {
+  Launch l(ctx);
+  const auto& at = ctx.attr<ops::CtcLossAttrs>();
+  const Tensor scratch = Tensor::empty(Shape({ctc_loss_scratch_doubles(at.batch, at.frames, at.max_label)}),
+                                       DType::float64, ctx.device);
+  l.dev.clear_error();
+  launch_ctc_loss(ctx.inputs[0].data<int32_t>(), ctx.inputs[1].data<float>(), ctx.inputs[2].data<int32_t>(),
+                  ctx.inputs[3].data<int32_t>(), ctx.outputs[0].data<float>(),
+                  at.with_grad ? ctx.outputs[1].data<float>() : nullptr, scratch.data<double>(), at.batch, at.frames,
+                  at.classes, at.max_label, at.blank, l.dev.scratch().error, l.s());
+  l.done("CTCLoss");
+  l.dev.check_errors(ctc_check("CTCLoss", at.max_label, at.frames, at.classes));
+}
+
+void ctc_greedy_kernel(const KernelContext& ctx) {
+  Launch l(ctx);
+  const auto& at = ctx.attr<ops::CtcDecodeAttrs>();
+  l.dev.clear_error();
+  launch_ctc_greedy(ctx.inputs[0].data<float>(), ctx.inputs[1].data<int32_t>(), ctx.outputs[0].data<int32_t>(),
+                    ctx.outputs[1].data<float>(), at.batch, at.frames, at.classes, at.blank, at.merge_repeated,
+                    l.dev.scratch().error, l.s());
+  l.done("CTCGreedyDecoder");
+  l.dev.check_errors(ctc_check("CTCGreedyDecoder", 0, at.frames, at.classes));
+}
+
 }  // namespace
 
 void register_cuda_toolkit_kernels() {
@@ -114,6 +150,8 @@ void register_cuda_toolkit_kernels() {
   ops::register_kernel(OpId::TopK, DeviceType::GPU, top_k_kernel);
   ops::register_kernel(OpId::IntegerBinary, DeviceType::GPU, integer_binary_kernel);
   ops::register_kernel(OpId::Fft, DeviceType::GPU, fft_kernel);
+  ops::register_kernel(OpId::CtcLoss, DeviceType::GPU, ctc_loss_kernel);
+  ops::register_kernel(OpId::CtcGreedyDecode, DeviceType::GPU, ctc_greedy_kernel);
 }
 
 }  // namespace osprey::cuda

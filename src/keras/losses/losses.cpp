@@ -213,6 +213,7 @@ std::shared_ptr<Loss> get(const std::string& n) {
   if (n == "log_cosh" || n == "logcosh" || n == "LogCosh") return std::make_shared<LogCosh>();
   if (n == "hinge" || n == "Hinge") return std::make_shared<Hinge>();
   if (n == "kl_divergence" || n == "kld" || n == "KLD" || n == "KLDivergence") return std::make_shared<KLDivergence>();
+  if (n == "ctc" || n == "CTC") return std::make_shared<CTC>();
   std::string registered;
   if (auto fn = saving::detail::find_function(n, &registered)) {  // saving::register_keras_serializable
     auto loss = std::make_shared<LossFunctionWrapper>(fn, registered.substr(registered.find('>') + 1));
@@ -222,7 +223,29 @@ std::shared_ptr<Loss> get(const std::string& n) {
   throw ValueError("Could not interpret loss identifier: '" + n +
                    "'. Known losses: binary_crossentropy (bce), categorical_crossentropy, "
                    "sparse_categorical_crossentropy, mean_squared_error (mse), mean_absolute_error (mae), "
-                   "mean_absolute_percentage_error (mape), huber, log_cosh, hinge, kl_divergence (kld).");
+                   "mean_absolute_percentage_error (mape), huber, log_cosh, hinge, kl_divergence (kld), ctc.");
+}
+
+CTC::CTC() : Loss("ctc") {}
+Tensor CTC::per_sample(const Tensor& t, const Tensor& p) const {
+  if (t.shape().rank() != 2) {
+    throw ValueError(fmt::format("Targets `y_true` are expected to be a tensor of shape `(batch_size, max_length)` in "
+                                 "integer format. Received: y_true.shape={}",
+                                 t.shape().to_string()));
+  }
+  if (p.shape().rank() != 3) {
+    throw ValueError(fmt::format("Logits `y_pred` are expected to be a tensor of shape `(batch_size, max_length, "
+                                 "num_classes)`. Received: y_pred.shape={}",
+                                 p.shape().to_string()));
+  }
+  const Tensor labels = is_floating(t.dtype()) ? ops::cast(t, DType::int32) : t;
+  const Tensor zero = Tensor::zeros(Shape({}), labels.dtype());
+  const Tensor label_length = ops::cast(
+      ops::reduce_axes(ops::cast(ops::compare(labels, zero, ops::CompareKind::not_equal), DType::int32),
+                       ops::ReduceOp::sum, {1}),
+      DType::int32);
+  const Tensor frames = Tensor::full(Shape({p.shape()[0]}), static_cast<double>(p.shape()[1]), DType::int32);
+  return ops::ctc_loss(labels, p, label_length, frames, 0);
 }
 
 // ---- Keras configs (loss.get_config()) ----

@@ -86,6 +86,33 @@ Tensor log_softmax(const Tensor& x, int axis) {
   return core::sub(f, logsumexp(f, axis, true));
 }
 
+Tensor ctc_loss(const Tensor& target, const Tensor& output, const Tensor& target_length, const Tensor& output_length,
+                int64_t mask_index) {
+  // Keras on TensorFlow: float16/bfloat16 give float32, float64 is computed in float32 and cast back.
+  const Tensor target32 = is_floating(target.dtype()) ? core::cast(target, DType::int32) : target;
+  const Tensor loss = core::ctc_loss(target32, output, target_length, output_length, mask_index);
+  return output.dtype() == DType::float64 ? core::cast(loss, DType::float64) : loss;
+}
+
+std::pair<Tensor, Tensor> ctc_decode(const Tensor& inputs, const Tensor& sequence_lengths, const std::string& strategy,
+                                     int64_t beam_width, int64_t top_paths, bool merge_repeated,
+                                     std::optional<int64_t> mask_index) {
+  const int64_t classes = inputs.shape().rank() == 3 ? inputs.shape()[2] : 1;
+  const int64_t blank = mask_index.value_or(classes - 1);
+  const Tensor x = floating(inputs);
+  std::pair<Tensor, Tensor> out;
+  if (strategy == "greedy") {
+    auto [decoded, scores] = core::ctc_greedy_decode(x, sequence_lengths, merge_repeated, blank);
+    out = {decoded.reshape(Shape({1, decoded.shape()[0], decoded.shape()[1]})), scores};
+  } else if (strategy == "beam_search") {
+    out = core::ctc_beam_search_decode(x, sequence_lengths, beam_width, top_paths, blank);
+  } else {
+    throw ValueError(fmt::format("Invalid strategy {}. Supported values are 'greedy' and 'beam_search'.", strategy));
+  }
+  if (x.dtype() == DType::float64) out.second = core::cast(out.second, DType::float64);
+  return out;
+}
+
 std::vector<Tensor> moments(const Tensor& x, const Axes& axes, bool keepdims) {
   return {mean(x, axes, keepdims), var(x, axes, keepdims)};
 }

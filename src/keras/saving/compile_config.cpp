@@ -271,6 +271,7 @@ LossRef loss_from(const json& j) {
     return losses::SparseCategoricalCrossentropy({.from_logits = value_or(c, "from_logits", false)});
   }
   if (cls == "Huber") return losses::Huber(value_or(c, "delta", 1.0));
+  if (cls == "CTC") return losses::CTC();
   return detail::to_snake_case(cls);  // the option-less losses by name (MeanSquaredError -> mean_squared_error)
 }
 
