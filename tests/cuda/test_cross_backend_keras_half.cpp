@@ -56,6 +56,20 @@ void check_composite_ops() {
     ys.push_back(tape.gradient(total, Vars{&va})[0]);
     return ys;
   });
+  expect_same("keras::ops erfinv, segment_prod, scatter_update max/min/mul", [&] {
+    Variable va(a, "a"), vb(b, "b");
+    GradientTape tape;
+    const Tensor ids = Tensor::from_vector<int32_t>({0, 2, 0, 3}, {4});
+    const Tensor rows = Tensor::from_vector<int32_t>({1, 3, 1}, {3, 1});
+    const Tensor updates = ko::reshape(ko::slice(va.value(), {0, 0}, {3, 5}), {3, 5});
+    Outputs ys{ko::erfinv(ko::multiply(ko::tanh(va.value()), 0.999)), ko::segment_prod(va.value(), ids),
+               ko::scatter_update(va.value(), rows, updates, "max"), ko::scatter_update(va.value(), rows, updates, "min"),
+               ko::scatter_update(va.value(), rows, updates, "mul"), ko::multiply(vb.value(), 2.0)};
+    const Tensor total = sum_of_squares(ys);
+    auto g = tape.gradient(total, Vars{&va, &vb});
+    ys.insert(ys.end(), g.begin(), g.end());
+    return ys;
+  });
   expect_same("keras::ops rearrangements and contractions", [&] {
     Variable va(a, "a"), vb(b, "b");
     GradientTape tape;

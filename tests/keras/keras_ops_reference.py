@@ -378,6 +378,17 @@ cases = [
                                         ops.adaptive_average_pool(b, 4, data_format="channels_first"),
                                         ops.adaptive_max_pool(c, (2, 1, 3)), ops.adaptive_average_pool(c, 2)],
      [f32(2, 7, 3), f32(2, 5, 7, 3), f32(1, 4, 3, 5, 2)]),
+    # segment_prod (empty segments give 1), scatter_update's max/min/mul reductions (repeated indices combine),
+    # erfinv (its ends ±1 without a gradient: inf there).
+    ("segment_prod_scatter_reduce", lambda d, j, e, x, i, v: [ops.segment_prod(d, j), ops.segment_prod(d, e, num_segments=3),
+                                                               ops.scatter_update(x, i, v, reduction="max"),
+                                                               ops.scatter_update(x, i, v, reduction="min"),
+                                                               ops.scatter_update(x, i, v, reduction="mul")],
+     [f32(5, 3, lo=0.5, hi=1.5), np.array([0, 2, 0, 4, 2], "int32"), np.array([1, 1, 0, 1, 0], "int32"), f32(3, 2),
+      np.array([[0, 1], [2, 0], [0, 1], [1, 1]], "int32"), f32(4)]),
+    ("erfinv", lambda x, e: [ops.erfinv(x), ops.erfinv(ops.stop_gradient(e))],
+     [np.array([[-0.999, -0.7, -0.2, 0.0], [1e-6, 0.35, 0.9, 0.99999]], "float32"),
+      np.array([-1.0, 1.0, 1.5, -0.5], "float32")]),
 ]
 
 

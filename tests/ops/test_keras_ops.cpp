@@ -431,6 +431,13 @@ const std::map<std::string, std::function<Ts(const Ts&)>>& cases() {
                    ko::adaptive_average_pool(i[1], {4}, "channels_first"), ko::adaptive_max_pool(i[2], {2, 1, 3}),
                    ko::adaptive_average_pool(i[2], {2})};
        }},
+      {"segment_prod_scatter_reduce",
+       [](const Ts& i) {
+         return Ts{ko::segment_prod(i[0], i[1]), ko::segment_prod(i[0], i[2], 3),
+                   ko::scatter_update(i[3], i[4], i[5], "max"), ko::scatter_update(i[3], i[4], i[5], "min"),
+                   ko::scatter_update(i[3], i[4], i[5], "mul")};
+       }},
+      {"erfinv", [](const Ts& i) { return Ts{ko::erfinv(i[0]), ko::erfinv(ko::stop_gradient(i[1]))}; }},
       {"nonzero_unique",
        [](const Ts& i) {
          Ts out = ko::nonzero(i[0]);
@@ -638,8 +645,15 @@ TEST(KerasOps, SegmentsScattersAndTransposedConvolutionsRefuseBadArguments) {
   EXPECT_THROW((void)ko::scatter(Tensor::from_vector<int32_t>({0, 1}, {1, 2}), Tensor::ones({2}), {3, 2}), ValueError);
   EXPECT_THROW((void)ko::scatter(Tensor::ones({1, 2}), Tensor::ones({1}), {3, 2}), ValueError);  // float indices
   EXPECT_THROW((void)ko::scatter_update(Tensor::zeros({3, 2}), Tensor::from_vector<int32_t>({0, 1}, {1, 2}),
-                                        Tensor::ones({1}), "max"),
+                                        Tensor::ones({1}), "median"),
                ValueError);
+  EXPECT_THROW((void)ko::scatter_update(Tensor::zeros({3, 2}), Tensor::from_vector<int32_t>({0, 1}, {2, 1}),
+                                        Tensor::ones({2}), "max"),  // two rows of 2 need 4 values
+               ValueError);
+  EXPECT_THROW((void)ko::scatter_update(Tensor::zeros({3, 2}), Tensor::from_vector<int32_t>({0, 3}, {2, 1}),
+                                        Tensor::ones({2, 2}), "mul"),
+               InvalidArgumentError);
+  EXPECT_THROW((void)ko::segment_prod(Tensor::ones({3, 2}), Tensor::from_vector<int32_t>({0, 1}, {2})), ValueError);
   EXPECT_THROW((void)ko::slice_update(Tensor::zeros({3, 4}), {2, 0}, Tensor::ones({2, 2})), InvalidArgumentError);
   EXPECT_THROW((void)ko::slice_update(Tensor::zeros({3, 4}), {0}, Tensor::ones({2, 2})), ValueError);
   const Tensor x = Tensor::ones({1, 4, 4, 2});

@@ -430,6 +430,9 @@ Tensor sinc(const Tensor& x);
 Tensor logaddexp2(const TensorLike& x1, const TensorLike& x2);
 /// 1 - erf(x).
 Tensor erfc(const Tensor& x);
+/// The inverse error function (keras.ops.erfinv): ±inf at ±1, NaN beyond; float16/bfloat16 computed in float32.
+/// Differentiable (√π/2·exp(erfinv(x)²)).
+Tensor erfinv(const Tensor& x);
 /// |x1 - x2| <= atol + rtol·|x2| (floats; integers: equal), NaNs equal with equal_nan; allclose: all of it.
 Tensor isclose(const TensorLike& x1, const TensorLike& x2, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false);
 Tensor allclose(const TensorLike& x1, const TensorLike& x2, double rtol = 1e-5, double atol = 1e-8,
@@ -696,11 +699,14 @@ Tensor copy(const Tensor& x);
 Tensor segment_sum(const Tensor& data, const Tensor& segment_ids, std::optional<int64_t> num_segments = std::nullopt);
 Tensor segment_max(const Tensor& data, const Tensor& segment_ids, std::optional<int64_t> num_segments = std::nullopt);
 Tensor segment_min(const Tensor& data, const Tensor& segment_ids, std::optional<int64_t> num_segments = std::nullopt);
+/// The product of each segment's rows (an empty segment: 1, as TensorFlow's unsorted_segment_prod).
+Tensor segment_prod(const Tensor& data, const Tensor& segment_ids, std::optional<int64_t> num_segments = std::nullopt);
 /// Zeros of `shape` with values (N, shape[k:]...) added at the N index rows (N, k) (repeated indices add up, as
 /// TensorFlow's scatter_nd); an index outside its axis is an InvalidArgumentError (indices read on the host).
 Tensor scatter(const Tensor& indices, const Tensor& values, const std::vector<int64_t>& shape);
-/// inputs with the slices at `indices` replaced by updates (reduction "add": added to them). Repeated indices add
-/// their updates up (TensorFlow leaves which one wins unspecified).
+/// inputs with the slices at `indices` replaced by updates (reduction "add": added to them; "max", "min": the
+/// largest/smallest of the slice and its updates; "mul": the slice times its updates). Repeated indices add their
+/// updates up when replacing (TensorFlow leaves which one wins unspecified). Differentiable in inputs and updates.
 Tensor scatter_update(const Tensor& inputs, const Tensor& indices, const Tensor& updates,
                       const std::optional<std::string>& reduction = std::nullopt);
 /// inputs with the block starting at start_indices replaced by updates. Differentiable in both.

@@ -1,6 +1,7 @@
 // More of keras::ops's element-wise functions (cbrt ... isposinf) and activations (celu ... squareplus), the
 // normalization functions and psnr: compositions of osprey::ops (so on every backend, differentiable through them).
 #include <cmath>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -102,6 +103,37 @@ Tensor logaddexp2(const TensorLike& x1, const TensorLike& x2) {
 Tensor erfc(const Tensor& x_in) {
   const Tensor x = floating(x_in);
   return core::sub(scalar(1.0, x), core::erf(x));
+}
+Tensor erfinv(const Tensor& x_in) {
+  const Tensor x = floating(x_in);
+  const DType t = x.dtype() == DType::float64 ? DType::float64 : DType::float32;
+  // In float64: Winitzki's approximation (relative error ~2e-3), then three Newton steps on erf(y) = x; ±1 give ±inf,
+  // beyond them NaN. The value carries no tape history; the gradient √π/2·exp(y²) enters through x − stop(x), which
+  // is zero in the forward pass.
+  const Tensor d = core::cast(stop_gradient(x), DType::float64);
+  const auto c = [](double v) { return Tensor::scalar(v, DType::float64); };
+  const double a = 0.147;
+  const Tensor w = core::neg(core::log(core::mul(core::sub(c(1), d), core::add(c(1), d))));  // −ln(1 − x²)
+  const Tensor half = core::sub(c(2.0 / (M_PI * a)), core::mul(w, c(0.5)));
+  const Tensor mag = core::sqrt(core::maximum(
+      core::sub(core::sqrt(core::add(core::square(half), core::div(w, c(a)))), half), c(0)));
+  const Tensor sign = core::where(core::compare(d, c(0), core::CompareKind::less), c(-1), c(1));
+  Tensor y = core::mul(sign, mag);
+  for (int step = 0; step < 3; ++step) {
+    const Tensor slope = core::mul(c(2.0 / std::sqrt(M_PI)), core::exp(core::neg(core::square(y))));
+    y = core::sub(y, core::div(core::sub(core::erf(y), d), slope));
+  }
+  const Tensor ad = core::abs(d);
+  y = core::where(core::compare(ad, c(1), core::CompareKind::equal),
+                  core::mul(sign, c(std::numeric_limits<double>::infinity())),
+                  core::where(core::compare(ad, c(1), core::CompareKind::less), y,
+                              c(std::numeric_limits<double>::quiet_NaN())));
+  const Tensor value = core::cast(y, t);
+  const Tensor slope = core::cast(core::mul(c(std::sqrt(M_PI) / 2), core::exp(core::square(y))), t);
+  const Tensor finite = core::compare(ad, c(1), core::CompareKind::less);
+  const Tensor delta = core::sub(core::cast(x, t), stop_gradient(core::cast(x, t)));
+  const Tensor out = core::add(value, core::where(finite, core::mul(delta, slope), Tensor::scalar(0.0, t)));
+  return x.dtype() == t ? out : core::cast(out, x.dtype());
 }
 Tensor isclose(const TensorLike& x1, const TensorLike& x2, double rtol, double atol, bool equal_nan) {
   const DType t = result_type(x1, x2);

@@ -67,25 +67,38 @@ double extreme(DType t, bool lowest) {
   return lowest ? (t == DType::int32 || t == DType::int64 ? -v - 1 : -v) : v;
 }
 
-// segment max or min: each segment's rows picked by a (segments, N) membership mask, the others replaced by the
-// dtype's extreme (memory segments·N·width).
-Tensor segment_extreme(const Tensor& data, const Tensor& ids, std::optional<int64_t> num_segments, bool is_max,
-                       const char* op) {
-  check_segments(data, ids, op);
-  const int64_t segments = segment_count(ids, num_segments);
+enum class Combine { max, min, prod };
+
+// The rows of data (N, ...) combined into `groups` rows by their group id (N,) int64 (ids outside [0, groups) left
+// out): each group's rows picked by a (groups, N) membership mask, the others replaced by the combination's
+// identity (the dtype's extreme, or 1), then reduced (memory groups·N·width). Differentiable in data.
+Tensor combine_rows(const Tensor& data, const Tensor& ids, int64_t groups, Combine how) {
   const int64_t n = data.shape()[0];
-  const Tensor range = where_is(core::reshape(arange(0, static_cast<double>(segments), 1.0, DType::int64),
-                                              Shape({segments, 1})),
+  const Tensor range = where_is(core::reshape(arange(0, static_cast<double>(groups), 1.0, DType::int64),
+                                              Shape({groups, 1})),
                                 ids);
   const Tensor member = core::compare(range, core::reshape(cast(ids, DType::int64), Shape({1, n})),
-                                      core::CompareKind::equal);  // (segments, n)
-  std::vector<int64_t> mdims{segments, n};
+                                      core::CompareKind::equal);  // (groups, n)
+  std::vector<int64_t> mdims{groups, n};
   for (int i = 1; i < data.shape().rank(); ++i) mdims.push_back(1);
   std::vector<int64_t> ddims{1};
   ddims.insert(ddims.end(), data.shape().dims().begin(), data.shape().dims().end());
-  const Tensor fill = Tensor::scalar(extreme(data.dtype(), is_max), data.dtype());
-  const Tensor picked = core::where(core::reshape(member, Shape(mdims)), core::reshape(data, Shape(ddims)), fill);
-  return is_max ? max(picked, 1) : min(picked, 1);
+  const double identity = how == Combine::prod ? 1.0 : extreme(data.dtype(), how == Combine::max);
+  const Tensor picked = core::where(core::reshape(member, Shape(mdims)), core::reshape(data, Shape(ddims)),
+                                    Tensor::scalar(identity, data.dtype()));
+  switch (how) {
+    case Combine::max: return max(picked, 1);
+    case Combine::min: return min(picked, 1);
+    case Combine::prod: break;
+  }
+  return prod(picked, 1);
+}
+
+// segment max, min or product (an empty segment: the dtype's lowest/highest value, or 1, as TensorFlow's).
+Tensor segment_combine(const Tensor& data, const Tensor& ids, std::optional<int64_t> num_segments, Combine how,
+                       const char* op) {
+  check_segments(data, ids, op);
+  return combine_rows(data, ids, segment_count(ids, num_segments), how);
 }
 
 // The row-major linear index into the first k axes of `shape` of each row of indices (N, k), int64, after checking
@@ -121,10 +134,13 @@ Tensor segment_sum(const Tensor& data, const Tensor& segment_ids, std::optional<
   return segment_rows_sum(data, segment_ids, segment_count(segment_ids, num_segments));
 }
 Tensor segment_max(const Tensor& data, const Tensor& segment_ids, std::optional<int64_t> num_segments) {
-  return segment_extreme(data, segment_ids, num_segments, true, "segment_max");
+  return segment_combine(data, segment_ids, num_segments, Combine::max, "segment_max");
 }
 Tensor segment_min(const Tensor& data, const Tensor& segment_ids, std::optional<int64_t> num_segments) {
-  return segment_extreme(data, segment_ids, num_segments, false, "segment_min");
+  return segment_combine(data, segment_ids, num_segments, Combine::min, "segment_min");
+}
+Tensor segment_prod(const Tensor& data, const Tensor& segment_ids, std::optional<int64_t> num_segments) {
+  return segment_combine(data, segment_ids, num_segments, Combine::prod, "segment_prod");
 }
 
 Tensor scatter(const Tensor& indices, const Tensor& values, const std::vector<int64_t>& shape) {
@@ -148,10 +164,37 @@ Tensor scatter(const Tensor& indices, const Tensor& values, const std::vector<in
 Tensor scatter_update(const Tensor& inputs, const Tensor& indices, const Tensor& updates,
                       const std::optional<std::string>& reduction) {
   const std::vector<int64_t> shape = inputs.shape().dims_vector();
+  if (reduction && (*reduction == "max" || *reduction == "min" || *reduction == "mul")) {
+    // Each indexed slice combined with every update aimed at it (tensor_scatter_nd_max/min; "mul" multiplies them
+    // in, as Keras's loop over the updates); slices no index names stay as they were.
+    const Tensor rows = linear_rows(indices, shape, "scatter_update");
+    const auto k = static_cast<std::size_t>(indices.shape()[-1]);
+    const int64_t n = rows.shape()[0];
+    int64_t outer = 1;
+    for (std::size_t j = 0; j < k; ++j) outer *= shape[j];
+    const int64_t width = inputs.num_elements() / std::max<int64_t>(outer, 1);
+    const Tensor u = cast(updates, inputs.dtype());
+    if (u.num_elements() != n * width) {
+      throw ValueError(fmt::format("scatter_update: updates of shape {} for {} indices into {}: expected {} values",
+                                   u.shape().to_string(), n, inputs.shape().to_string(), n * width));
+    }
+    const Combine how = *reduction == "max" ? Combine::max : (*reduction == "min" ? Combine::min : Combine::prod);
+    const Tensor combined = combine_rows(core::reshape(u, Shape({n, width})), rows, outer, how);  // (outer, width)
+    const Tensor flat = core::reshape(inputs, Shape({outer, width}));
+    const Tensor merged = how == Combine::max   ? maximum(flat, combined)
+                          : how == Combine::min ? minimum(flat, combined)
+                                                : multiply(flat, combined);
+    const Tensor hit = core::reshape(scatter(indices, ones({n}), std::vector<int64_t>(shape.begin(), shape.begin() +
+                                                                                     static_cast<std::ptrdiff_t>(k))),
+                                     Shape({outer, 1}));
+    return core::reshape(core::where(greater(hit, 0.0), merged, flat), inputs.shape());
+  }
   const Tensor placed = scatter(indices, cast(updates, inputs.dtype()), shape);
   if (reduction && *reduction == "add") return add(inputs, placed);
   if (reduction) {
-    throw ValueError(fmt::format("scatter_update: reduction must be unset (replace) or 'add'; got '{}'", *reduction));
+    throw ValueError(fmt::format("scatter_update: reduction must be unset (replace), 'add', 'max', 'min' or 'mul'; "
+                                 "got '{}'",
+                                 *reduction));
   }
   // Where some index points (its update replaces the input; repeated indices add up their updates).
   const auto k = static_cast<std::size_t>(indices.shape()[-1]);
