@@ -161,6 +161,9 @@ void assign(const Tensor& dst, const Tensor& src);
 Tensor minimum(const Tensor& a, const Tensor& b);
 /// a to the power b element-wise (floating point; the gradient in b is 0 where a <= 0, as TensorFlow's).
 Tensor pow(const Tensor& a, const Tensor& b);
+/// The next representable value after a in the direction of b, element-wise (float32 or float64). Its gradient is
+/// TensorFlow's: a's passes through unchanged, b gets zero.
+Tensor nextafter(const Tensor& a, const Tensor& b);
 
 /// The shape two shapes broadcast to (NumPy's rules); InvalidArgumentError naming both when they do not.
 Shape broadcast_shapes(const Shape& a, const Shape& b);

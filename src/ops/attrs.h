@@ -13,7 +13,8 @@ struct ActivationAttrs { Activation activation; };
 /// round: halves to even (TensorFlow's Round, NumPy's).
 enum class UnaryKind { neg, exp, log, sqrt, square, abs, sin, cos, tan, asin, acos, atan, sinh, cosh, asinh, acosh, atanh, floor, ceil, round, log1p, expm1, erf };
 struct UnaryAttrs { UnaryKind kind; };
-enum class BinaryKind { add, sub, mul, div, maximum, greater_equal /* 1.0 where a >= b, else 0.0 */, minimum, pow };
+enum class BinaryKind { add, sub, mul, div, maximum, greater_equal /* 1.0 where a >= b, else 0.0 */, minimum, pow,
+                        nextafter /* the next representable value after a towards b */ };
 /// How the operands of an element-wise op map onto its output: the fast patterns, or `general` (NumPy
 /// broadcasting through a StridedGeometry).
 enum class Broadcast { same, scalar_b, row_b, scalar_a, general };

@@ -169,8 +169,9 @@ static Tensor binary(const Tensor& a, const Tensor& b, BinaryKind kind, const ch
     throw InvalidArgumentError(fmt::format("{} is not defined for bool tensors; use logical_and/logical_or or cast "
                                            "to a number first", name));
   }
-  if (kind == BinaryKind::pow && a.dtype() != DType::float32 && a.dtype() != DType::float64) {
-    throw InvalidArgumentError(fmt::format("Pow needs floating-point tensors, got {}", dtype_name(a.dtype())));
+  if ((kind == BinaryKind::pow || kind == BinaryKind::nextafter) && a.dtype() != DType::float32 &&
+      a.dtype() != DType::float64) {
+    throw InvalidArgumentError(fmt::format("{} needs float32 or float64 tensors, got {}", name, dtype_name(a.dtype())));
   }
   BinaryAttrs attrs{kind, broadcast_of(a, b), {}};
   Shape out_shape = attrs.broadcast == Broadcast::scalar_a ? b.shape() : a.shape();
@@ -208,6 +209,8 @@ static Tensor binary(const Tensor& a, const Tensor& b, BinaryKind kind, const ch
           Tensor gb = mul(go, where(positive, mul(log(safe_a), y), zero));
           return {unbroadcast(ga, a), unbroadcast(gb, b)};
         }
+        case BinaryKind::nextafter:  // TensorFlow's NextAfter gradient: x1's passes through, x2 gets none
+          return {unbroadcast(go, a), unbroadcast(mul(go, Tensor::scalar(0.0, go.dtype())), b)};
         case BinaryKind::greater_equal: return {Tensor(), Tensor()};
       }
       return {Tensor(), Tensor()};
@@ -233,6 +236,7 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
 Tensor maximum(const Tensor& a, const Tensor& b) { return binary(a, b, BinaryKind::maximum, "Maximum"); }
 Tensor minimum(const Tensor& a, const Tensor& b) { return binary(a, b, BinaryKind::minimum, "Minimum"); }
 Tensor pow(const Tensor& a, const Tensor& b) { return binary(a, b, BinaryKind::pow, "Pow"); }
+Tensor nextafter(const Tensor& a, const Tensor& b) { return binary(a, b, BinaryKind::nextafter, "NextAfter"); }
 
 static Tensor reduce(const Tensor& x, ReduceKind kind, const char* name) {
   Shape out_shape;

@@ -56,7 +56,7 @@ void check_composite_ops() {
     ys.push_back(tape.gradient(total, Vars{&va})[0]);
     return ys;
   });
-  expect_same("keras::ops erfinv, segment_prod, scatter_update max/min/mul", [&] {
+  expect_same("keras::ops erfinv, segment_prod, scatter_update max/min/mul, nextafter", [&] {
     Variable va(a, "a"), vb(b, "b");
     GradientTape tape;
     const Tensor ids = Tensor::from_vector<int32_t>({0, 2, 0, 3}, {4});
@@ -64,7 +64,10 @@ void check_composite_ops() {
     const Tensor updates = ko::reshape(ko::slice(va.value(), {0, 0}, {3, 5}), {3, 5});
     Outputs ys{ko::erfinv(ko::multiply(ko::tanh(va.value()), 0.999)), ko::segment_prod(va.value(), ids),
                ko::scatter_update(va.value(), rows, updates, "max"), ko::scatter_update(va.value(), rows, updates, "min"),
-               ko::scatter_update(va.value(), rows, updates, "mul"), ko::multiply(vb.value(), 2.0)};
+               ko::scatter_update(va.value(), rows, updates, "mul"), ko::multiply(vb.value(), 2.0),
+               ko::cast(ko::nextafter(ko::cast(va.value(), DType::float64), ko::cast(vb.value(), DType::float64)),
+                        DType::float32),
+               osprey::ops::nextafter(va.value(), osprey::ops::broadcast_to(vb.value(), va.value().shape()))};
     const Tensor total = sum_of_squares(ys);
     auto g = tape.gradient(total, Vars{&va, &vb});
     ys.insert(ys.end(), g.begin(), g.end());

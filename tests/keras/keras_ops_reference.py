@@ -389,6 +389,11 @@ cases = [
     ("erfinv", lambda x, e: [ops.erfinv(x), ops.erfinv(ops.stop_gradient(e))],
      [np.array([[-0.999, -0.7, -0.2, 0.0], [1e-6, 0.35, 0.9, 0.99999]], "float32"),
       np.array([-1.0, 1.0, 1.5, -0.5], "float32")]),
+    # nextafter: computed in float64, returned in the operands' float type (float32 mostly rounds back to x1).
+    ("nextafter", lambda a, b, c, d: [ops.nextafter(a, b), ops.nextafter(c, d), ops.nextafter(c, 2.0),
+                                      ops.nextafter(a, 0.0)],
+     [np.array([1.0, 1.0, 0.0, -2.5, 1e-30, 3.0], "float32"), np.array([2.0, 0.0, 1.0, -2.5, 0.0, np.inf], "float32"),
+      np.array([1.0, 1.0, 0.0, -0.0, 5e-324, 1e300], "float64"), np.array([2.0, 0.0, -1.0, 1.0, 0.0, -np.inf], "float64")]),
 ]
 
 

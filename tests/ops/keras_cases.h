@@ -82,7 +82,9 @@ inline void check_every_case(const json& r, const Cases& cases, double tol, cons
       if (!is_float(outs[o].dtype())) continue;
       std::vector<float> cot(static_cast<std::size_t>(outs[o].num_elements()));
       for (std::size_t i = 0; i < cot.size(); ++i) cot[i] = static_cast<float>(std::cos(static_cast<double>(i)));
-      const Tensor term = ops::reduce_sum(ops::mul(outs[o], Tensor::from_vector(cot, outs[o].shape())));
+      // (in float32, as the reference script's tf.cast(r, tf.float32) * c)
+      const Tensor out32 = outs[o].dtype() == DType::float32 ? outs[o] : ops::cast(outs[o], DType::float32);
+      const Tensor term = ops::reduce_sum(ops::mul(out32, Tensor::from_vector(cot, outs[o].shape())));
       loss = loss.defined() ? ops::add(loss, term) : term;
     }
     if (!loss.defined()) continue;

@@ -438,6 +438,11 @@ const std::map<std::string, std::function<Ts(const Ts&)>>& cases() {
                    ko::scatter_update(i[3], i[4], i[5], "mul")};
        }},
       {"erfinv", [](const Ts& i) { return Ts{ko::erfinv(i[0]), ko::erfinv(ko::stop_gradient(i[1]))}; }},
+      {"nextafter",
+       [](const Ts& i) {
+         return Ts{ko::nextafter(i[0], i[1]), ko::nextafter(i[2], i[3]), ko::nextafter(i[2], 2.0),
+                   ko::nextafter(i[0], 0.0)};
+       }},
       {"nonzero_unique",
        [](const Ts& i) {
          Ts out = ko::nonzero(i[0]);

@@ -540,6 +540,9 @@ Tensor corrcoef(const Tensor& x);
 Tensor cdist(const Tensor& x, const Tensor& y);
 /// x1 · 2^x2 (x2 integers).
 Tensor ldexp(const Tensor& x1, const Tensor& x2);
+/// keras.ops.nextafter: the next float64 after x1 towards x2, in the operands' float type (result_type with float:
+/// float32 operands mostly give x1 back, as Keras on TensorFlow). The gradient passes to x1 (TensorFlow's).
+Tensor nextafter(const TensorLike& x1, const TensorLike& x2);
 /// {counts, bin_edges}: the values of a 1-D x in `range` (unset: [min, max]) counted into `bins` equal bins.
 std::vector<Tensor> histogram(const Tensor& x, int64_t bins = 10,
                               std::optional<std::pair<double, double>> range = std::nullopt);

@@ -234,6 +234,9 @@ static inline T binary_op(ops::BinaryKind k, T a, T b) {
     case ops::BinaryKind::greater_equal: return a >= b ? T(1) : T(0);
     case ops::BinaryKind::minimum: return a < b ? a : b;
     case ops::BinaryKind::pow: return static_cast<T>(std::pow(a, b));
+    case ops::BinaryKind::nextafter:
+      if constexpr (std::is_floating_point_v<T>) return std::nextafter(a, b);
+      return a;  // (integers are refused before the kernel)
   }
   return T(0);
 }
@@ -299,6 +302,7 @@ static void binary_typed(const ops::BinaryAttrs& at, const T* a, const T* b, T* 
       return binary_loop<T, ops::BinaryKind::greater_equal>(at, a, b, y, n, cols);
     case ops::BinaryKind::minimum: return binary_loop<T, ops::BinaryKind::minimum>(at, a, b, y, n, cols);
     case ops::BinaryKind::pow: return binary_loop<T, ops::BinaryKind::pow>(at, a, b, y, n, cols);
+    case ops::BinaryKind::nextafter: return binary_loop<T, ops::BinaryKind::nextafter>(at, a, b, y, n, cols);
   }
 }
 

@@ -12,7 +12,7 @@ enum class Act : int { linear, relu, sigmoid, tanh, softmax, gelu, elu, selu, so
                        exponential };
 enum class Dt : int { f32, f64, i32, i64, b8, f16, bf16 };
 enum class UnaryOp : int { neg, exp, log, sqrt, square, abs, sin, cos, tan, asin, acos, atan, sinh, cosh, asinh, acosh, atanh, floor, ceil, round, log1p, expm1, erf };
-enum class BinaryOp : int { add, sub, mul, div, maximum, greater_equal, minimum, pow };
+enum class BinaryOp : int { add, sub, mul, div, maximum, greater_equal, minimum, pow, nextafter };
 enum class Bcast : int { same, scalar_b, row_b, scalar_a, general };
 enum class CmpOp : int { eq, ne, lt, le, gt, ge, logical_and, logical_or, logical_xor };
 enum class RedOp : int { sum, prod, max, min, argmax, argmin, any, all };

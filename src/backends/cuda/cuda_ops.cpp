@@ -27,6 +27,7 @@ namespace {
 static_assert(static_cast<int>(ops::UnaryKind::abs) == static_cast<int>(UnaryOp::abs));
 static_assert(static_cast<int>(ops::UnaryKind::erf) == static_cast<int>(UnaryOp::erf));
 static_assert(static_cast<int>(ops::BinaryKind::pow) == static_cast<int>(BinaryOp::pow));
+static_assert(static_cast<int>(ops::BinaryKind::nextafter) == static_cast<int>(BinaryOp::nextafter));
 static_assert(static_cast<int>(ops::Broadcast::general) == static_cast<int>(Bcast::general));
 static_assert(static_cast<int>(ops::LossKind::mean_absolute_error) == static_cast<int>(LossOp::mae));
 static_assert(static_cast<int>(ops::AccuracyKind::sparse_categorical) == static_cast<int>(AccOp::sparse_categorical));

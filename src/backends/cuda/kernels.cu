@@ -77,6 +77,9 @@ __device__ inline T binary_op(BinaryOp op, T a, T b) {
     case BinaryOp::greater_equal: return a >= b ? T(1) : T(0);
     case BinaryOp::minimum: return a < b ? a : b;
     case BinaryOp::pow: return static_cast<T>(pow(static_cast<double>(a), static_cast<double>(b)));
+    case BinaryOp::nextafter:
+      if constexpr (std::is_floating_point_v<T>) return nextafter(a, b);
+      return a;  // (integers are refused before the kernel)
   }
   return T(0);
 }

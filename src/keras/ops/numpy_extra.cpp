@@ -182,6 +182,13 @@ Tensor ldexp(const Tensor& x1, const Tensor& x2) {
   return where(logical_or(isinf(x), equal(x, 0.0)), x, scaled);
 }
 
+Tensor nextafter(const TensorLike& x1, const TensorLike& x2) {
+  // Keras's TensorFlow backend: the step in float64, the result in the operands' float type (so float32 operands
+  // mostly give x1 back: a float64 step is below float32's resolution).
+  const DType t = detail::float_of(result_type(x1, x2));
+  return cast(core::nextafter(x1.as_tensor(DType::float64), x2.as_tensor(DType::float64)), t);
+}
+
 // Keras's TensorFlow backend: the values in [min, max] counted into `bins` equal bins (a value on an inner edge in
 // the bin above it, max in the last); the edges in x's dtype.
 std::vector<Tensor> histogram(const Tensor& x_in, int64_t bins, std::optional<std::pair<double, double>> range) {
