@@ -69,6 +69,9 @@ OSPREY_CTC_HD inline int64_t occupied_class(int64_t v, const Sizes& s) {
   return m < 1 ? -1 : original_class(m, s);
 }
 
+/// Whether a sequence length is within the frames (the loss's logit_length, the decoders' sequence_lengths).
+OSPREY_CTC_HD inline bool length_fits(int64_t length, int64_t frames) { return length >= 0 && length <= frames; }
+
 /// Checks one sequence's lengths and the labels within its label_length; on a problem sets *where (the label's
 /// position, or -1) and *value.
 OSPREY_CTC_HD inline int check_sequence(const int32_t* labels, int64_t label_length, int64_t logit_length,
@@ -78,7 +81,7 @@ OSPREY_CTC_HD inline int check_sequence(const int32_t* labels, int64_t label_len
     *value = label_length;
     return kLabelLength;
   }
-  if (logit_length < 0 || logit_length > s.frames) {
+  if (!length_fits(logit_length, s.frames)) {
     *value = logit_length;
     return kLogitLength;
   }

@@ -69,13 +69,9 @@ Tensor ctc_loss(const Tensor& labels, const Tensor& logits, const Tensor& label_
   std::vector<Tensor> outs{Tensor::empty(Shape({batch}), DType::float32, &dev)};
   if (attrs.with_grad) outs.push_back(Tensor::empty(x.shape(), DType::float32, &dev));
   if (batch > 0) run(OpId::CtcLoss, dev, in, outs, &attrs);
-  const Tensor recorded_in[1] = {x};
-  const Tensor recorded_out[1] = {outs[0]};
-  if (attrs.with_grad) {
-    maybe_record(op, recorded_in, recorded_out, [&] {
-      return BackwardFn([grad = outs[1], batch](const std::vector<Tensor>& g) {
-        return std::vector<Tensor>{mul(grad, reshape(g[0], Shape({batch, 1, 1})))};
-      });
+  if (attrs.with_grad) {  // the recorder watches x: the loss's gradient is the kernel's, scaled per sequence
+    recorder->record(op, watched, {&outs[0], 1}, [grad = outs[1], batch](const std::vector<Tensor>& g) {
+      return std::vector<Tensor>{mul(grad, reshape(g[0], Shape({batch, 1, 1})))};
     });
   }
   return outs[0];

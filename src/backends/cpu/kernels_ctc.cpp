@@ -32,7 +32,9 @@ void per_sequence(int64_t batch, int64_t work, F&& f) {
 
 void check_lengths(const char* op, const int32_t* lengths, int64_t batch, int64_t frames) {
   for (int64_t b = 0; b < batch; ++b) {
-    if (lengths[b] < 0 || lengths[b] > frames) throw ops::ctc_input_error(op, 2, b, -1, lengths[b], 0, frames, 0);
+    if (!core::length_fits(lengths[b], frames)) {
+      throw ops::ctc_input_error(op, core::kLogitLength, b, -1, lengths[b], 0, frames, 0);
+    }
   }
 }
 

@@ -110,7 +110,7 @@ __global__ void ctc_greedy_k(const float* logits, const int32_t* lengths, int32_
     int32_t* out = decoded + b * frames;
     const int64_t len = lengths[b];
     int64_t n = 0;
-    if (len < 0 || len > frames) {
+    if (!core::length_fits(len, frames)) {
       report(error, core::kLogitLength, b, -1, len);
       scores[b] = 0.f;
     } else {

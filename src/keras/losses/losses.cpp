@@ -8,12 +8,15 @@
 #include "osprey/errors.h"
 #include "osprey/keras/losses.h"
 #include "osprey/keras/metrics.h"
+#include "osprey/keras/ops.h"
 #include "osprey/keras/saving.h"
 #include "osprey/ops.h"
 
 namespace osprey::keras {
 
 namespace losses {
+
+namespace ops = osprey::ops;  // the kernels' ops (keras::ops for the CTC loss, as Keras's ctc())
 
 static Tensor reduce(Reduction r, const Tensor& values, const Tensor& weights) {
   switch (r) {
@@ -238,14 +241,10 @@ Tensor CTC::per_sample(const Tensor& t, const Tensor& p) const {
                                  "num_classes)`. Received: y_pred.shape={}",
                                  p.shape().to_string()));
   }
-  const Tensor labels = is_floating(t.dtype()) ? ops::cast(t, DType::int32) : t;
-  const Tensor zero = Tensor::zeros(Shape({}), labels.dtype());
-  const Tensor label_length = ops::cast(
-      ops::reduce_axes(ops::cast(ops::compare(labels, zero, ops::CompareKind::not_equal), DType::int32),
-                       ops::ReduceOp::sum, {1}),
-      DType::int32);
+  // Keras's ctc(): each row's label length is its count of nonzero labels, every frame counts.
   const Tensor frames = Tensor::full(Shape({p.shape()[0]}), static_cast<double>(p.shape()[1]), DType::int32);
-  return ops::ctc_loss(labels, p, label_length, frames, 0);
+  const Tensor loss = keras::ops::ctc_loss(t, p, keras::ops::count_nonzero(t, 1), frames, 0);
+  return loss.dtype() == DType::float32 ? loss : ops::cast(loss, DType::float32);
 }
 
 // ---- Keras configs (loss.get_config()) ----
