@@ -509,6 +509,48 @@ h = L.Bidirectional(L.GRU(8, return_sequences=True, name="gru"), name="bigru")(h
 case("ctc", keras.Model(frames, L.Dense(5, name="logits")(h), name="ctc"), cx, cy,
      dict(optimizer=keras.optimizers.Adam(0.01), loss=keras.losses.CTC()))
 
+# Keras's other losses and metrics in compile_config: a two-output classifier (binary focal crossentropy with class
+# balancing, categorical focal crossentropy; confusion counts, F-scores, IoUs, hinges), a Poisson regressor (R2,
+# MSLE, cosine similarity, correlations, log-cosh, MAPE) and a Tversky-trained segmenter.
+qrng = np.random.default_rng(151)
+qx = qrng.normal(0, 1, (N, 6)).astype("float32")
+qa = keras.Input((6,), name="features")
+qh = L.Dense(8, activation="tanh", name="hidden")(qa)
+q_bin = L.Dense(3, activation="sigmoid", name="tags")(qh)
+q_cat = L.Dense(4, activation="softmax", name="kind")(qh)
+M = keras.metrics
+case("catalogue_classifier", keras.Model(qa, [q_bin, q_cat], name="catalogue_classifier"), qx,
+     [qrng.integers(0, 2, (N, 3)).astype("float32"), np.eye(4, dtype="float32")[qrng.integers(0, 4, N)]],
+     dict(optimizer=keras.optimizers.Adam(0.02),
+          loss=[keras.losses.BinaryFocalCrossentropy(apply_class_balancing=True, gamma=1.5),
+                keras.losses.CategoricalFocalCrossentropy(alpha=0.5)],
+          loss_weights=[1.0, 0.5],
+          metrics=[[M.TruePositives(), M.FalseNegatives(thresholds=0.3), M.F1Score(average="micro", threshold=0.5),
+                    M.BinaryIoU(), "squared_hinge", M.RecallAtPrecision(0.5), M.BinaryCrossentropy(label_smoothing=0.1)],
+                   [M.CategoricalHinge(), M.OneHotMeanIoU(num_classes=4), M.FBetaScore(average="weighted", beta=2.0),
+                    M.F1Score(average="macro"), "categorical_crossentropy", M.KLDivergence()]]))
+rx = qrng.normal(0, 1, (N, 5)).astype("float32")
+ry = np.abs(qrng.normal(1, 1, (N, 3))).astype("float32")
+ra = keras.Input((5,), name="x")
+case("catalogue_regressor", keras.Model(ra, L.Dense(3, activation="softplus", name="rate")(L.Dense(6, activation="relu", name="h")(ra)),
+                                        name="catalogue_regressor"), rx, ry,
+     dict(optimizer=keras.optimizers.RMSprop(0.01), loss="poisson",
+          metrics=[M.R2Score(), "msle", M.CosineSimilarity(), M.PearsonCorrelation(), M.ConcordanceCorrelation(),
+                   M.LogCoshError(), "mape", M.R2Score(class_aggregation="variance_weighted_average", name="r2_vw"),
+                   M.Poisson()]))
+sx = qrng.uniform(0, 1, (N, 6, 6, 1)).astype("float32")
+sy = (sx > 0.6).astype("float32")
+sa = keras.Input((6, 6, 1), name="image")
+sh = L.Conv2D(4, 3, padding="same", activation="relu", name="conv")(sa)
+case("catalogue_segmenter", keras.Model(sa, L.Conv2D(1, 1, activation="sigmoid", name="mask")(sh), name="catalogue_segmenter"),
+     sx, sy, dict(optimizer=keras.optimizers.Adam(0.02), loss=keras.losses.Tversky(alpha=0.7, beta=0.3, axis=(1, 2, 3)),
+                  metrics=[M.BinaryIoU(target_class_ids=[1], threshold=0.5), M.MeanIoU(num_classes=2), M.Accuracy(),
+                           M.SpecificityAtSensitivity(0.8, num_thresholds=20)]))
+sd = qrng.uniform(0, 1, (N, 6, 6, 1)).astype("float32")
+case("catalogue_dice", keras.Model(sa, L.Conv2D(1, 1, activation="sigmoid", name="mask")(sh), name="catalogue_dice"),
+     sd, (sd > 0.5).astype("float32"), dict(optimizer="adam", loss=keras.losses.Dice(), metrics=[M.PrecisionAtRecall(0.7),
+                                                                                                   M.SensitivityAtSpecificity(0.6)]))
+
 if ONLY:  # the other cases' entries as they were
     with open(os.path.join(HERE, "..", "data", "keras_files.json")) as f:
         cases = {**json.load(f), **{k: v for k, v in cases.items() if k in ONLY}}

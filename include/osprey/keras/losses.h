@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "osprey/tensor.h"
 
@@ -157,9 +158,125 @@ class CTC : public Loss {
   std::string class_name() const override { return "CTC"; }
 };
 
+/// mean(y_pred − y_true·log(y_pred + 1e-7)) over the last axis (keras.losses.Poisson).
+class Poisson : public Loss {
+ public:
+  Poisson();
+  Tensor per_sample(const Tensor& y_true, const Tensor& y_pred) const override;
+  std::string class_name() const override { return "Poisson"; }
+};
+/// mean((log(max(p, 1e-7) + 1) − log(max(y, 1e-7) + 1))²) over the last axis.
+class MeanSquaredLogarithmicError : public Loss {
+ public:
+  MeanSquaredLogarithmicError();
+  Tensor per_sample(const Tensor& y_true, const Tensor& y_pred) const override;
+  std::string class_name() const override { return "MeanSquaredLogarithmicError"; }
+};
+/// −Σ normalize(y)·normalize(p) along `axis` (L2 normalization, the norm at least 1e-7): −1 for the same direction,
+/// 0 for orthogonal vectors or a zero vector.
+class CosineSimilarity : public Loss {
+ public:
+  explicit CosineSimilarity(int axis = -1);
+  Tensor per_sample(const Tensor& y_true, const Tensor& y_pred) const override;
+  std::string class_name() const override { return "CosineSimilarity"; }
+  std::string get_config() const override;
+  int axis() const { return axis_; }
+
+ private:
+  int axis_;
+};
+/// mean(max(1 − y·p, 0)²) over the last axis; labels 0/1 are converted to −1/1 as Hinge's.
+class SquaredHinge : public Loss {
+ public:
+  SquaredHinge();
+  Tensor per_sample(const Tensor& y_true, const Tensor& y_pred) const override;
+  std::string class_name() const override { return "SquaredHinge"; }
+};
+/// max(max((1 − y)·p) − Σ y·p + 1, 0) over the last axis (one-hot labels).
+class CategoricalHinge : public Loss {
+ public:
+  CategoricalHinge();
+  Tensor per_sample(const Tensor& y_true, const Tensor& y_pred) const override;
+  std::string class_name() const override { return "CategoricalHinge"; }
+};
+
+/// The focal crossentropies' options (Keras's defaults): (1 − p_t)^gamma scales each term; apply_class_balancing
+/// (binary only) weights class 1 by alpha and class 0 by 1 − alpha; the categorical one always multiplies by alpha.
+struct FocalOptions {
+  bool apply_class_balancing = false;
+  double alpha = 0.25;
+  double gamma = 2.0;
+  bool from_logits = false;
+  double label_smoothing = 0.0;
+};
+/// mean((1 − p_t)^γ · bce) over the last axis, p_t = y·p + (1 − y)(1 − p) (keras.losses.BinaryFocalCrossentropy).
+class BinaryFocalCrossentropy : public Loss {
+ public:
+  explicit BinaryFocalCrossentropy(FocalOptions o = {});
+  Tensor per_sample(const Tensor& y_true, const Tensor& y_pred) const override;
+  std::string class_name() const override { return "BinaryFocalCrossentropy"; }
+  std::string get_config() const override;
+  const FocalOptions& options() const { return opt_; }
+
+ private:
+  FocalOptions opt_;
+};
+/// Σ −α·(1 − p)^γ·y·log(p) over the last axis, p normalized to sum 1 and clipped to [1e-7, 1 − 1e-7].
+class CategoricalFocalCrossentropy : public Loss {
+ public:
+  explicit CategoricalFocalCrossentropy(FocalOptions o = {});
+  Tensor per_sample(const Tensor& y_true, const Tensor& y_pred) const override;
+  std::string class_name() const override { return "CategoricalFocalCrossentropy"; }
+  std::string get_config() const override;
+  const FocalOptions& options() const { return opt_; }
+
+ private:
+  FocalOptions opt_;
+};
+/// (1 − p^q)/q with p the predicted probability of the true class; integer labels of shape (N,) or (N, 1) (Keras
+/// 3.15 broadcasts (N, 1) labels against every row, an (N, N) result; Osprey reads them as (N,), as Keras
+/// documents).
+class CategoricalGeneralizedCrossEntropy : public Loss {
+ public:
+  explicit CategoricalGeneralizedCrossEntropy(double q = 0.5);
+  Tensor per_sample(const Tensor& y_true, const Tensor& y_pred) const override;
+  std::string class_name() const override { return "CategoricalGeneralizedCrossEntropy"; }
+  std::string get_config() const override;
+  double q() const { return q_; }
+
+ private:
+  double q_;
+};
+/// 1 − Tversky index, TP / (TP + α·FP + β·FN + 1e-7), with sums over `axis` (empty: every axis, Keras's None: one
+/// value for the whole batch, which each sample then carries). Dice is α = β = 0.5 written as Keras's dice:
+/// 1 − 2·Σ y·p / (Σ y + Σ p + 1e-7).
+class Tversky : public Loss {
+ public:
+  explicit Tversky(double alpha = 0.5, double beta = 0.5, std::vector<int> axis = {});
+  Tensor per_sample(const Tensor& y_true, const Tensor& y_pred) const override;
+  std::string class_name() const override { return "Tversky"; }
+  std::string get_config() const override;
+
+ protected:
+  Tversky(std::string name, std::vector<int> axis);
+  std::vector<int> axis_;
+
+ private:
+  double alpha_ = 0.5, beta_ = 0.5;
+};
+class Dice : public Tversky {
+ public:
+  explicit Dice(std::vector<int> axis = {});
+  Tensor per_sample(const Tensor& y_true, const Tensor& y_pred) const override;
+  std::string class_name() const override { return "Dice"; }
+  std::string get_config() const override;
+};
+
 /// A loss by Keras name: binary_crossentropy/bce, categorical_crossentropy, sparse_categorical_crossentropy,
 /// mean_squared_error/mse, mean_absolute_error/mae, mean_absolute_percentage_error/mape, huber, log_cosh, hinge,
-/// kl_divergence/kld, ctc, or a class name. Throws ValueError otherwise.
+/// kl_divergence/kld, ctc, poisson, mean_squared_logarithmic_error/msle, cosine_similarity, squared_hinge,
+/// categorical_hinge, binary_focal_crossentropy, categorical_focal_crossentropy,
+/// categorical_generalized_cross_entropy, dice, tversky, or a class name. Throws ValueError otherwise.
 std::shared_ptr<Loss> get(const std::string& name);
 
 /// A loss function: (y_true, y_pred) -> the per-sample values (shape (N,), or (N, ...) averaged per sample).

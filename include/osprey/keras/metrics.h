@@ -51,11 +51,11 @@ class Metric {
   double total_ = 0.0, count_ = 0.0;
 };
 
-/// Fraction of samples whose prediction matches the label, for one kind of labels.
-class Accuracy : public Metric {
+/// Fraction of samples whose prediction matches the label, for one kind of labels (counted by one op).
+class CountedAccuracy : public Metric {
  public:
   bool weighs_by_mask() const override { return true; }
-  Accuracy(std::string name, osprey::ops::AccuracyKind kind, double threshold = 0.5)
+  CountedAccuracy(std::string name, osprey::ops::AccuracyKind kind, double threshold = 0.5)
       : Metric(std::move(name)), kind_(kind), threshold_(threshold) {}
   void update_state(const Tensor& y_true, const Tensor& y_pred) override;
   Tensor batch_count(const Tensor& y_true, const Tensor& y_pred) override;
@@ -67,24 +67,24 @@ class Accuracy : public Metric {
   double threshold_;
 };
 /// y_pred > threshold (strict) compared with 0/1 labels.
-class BinaryAccuracy : public Accuracy {
+class BinaryAccuracy : public CountedAccuracy {
  public:
   explicit BinaryAccuracy(double threshold = 0.5, std::string name = "binary_accuracy")
-      : Accuracy(std::move(name), osprey::ops::AccuracyKind::binary, threshold) {}
+      : CountedAccuracy(std::move(name), osprey::ops::AccuracyKind::binary, threshold) {}
   std::string class_name() const override { return "BinaryAccuracy"; }
   std::string get_config() const override;
   double threshold() const { return threshold_; }
 };
-class CategoricalAccuracy : public Accuracy {
+class CategoricalAccuracy : public CountedAccuracy {
  public:
   explicit CategoricalAccuracy(std::string name = "categorical_accuracy")
-      : Accuracy(std::move(name), osprey::ops::AccuracyKind::categorical) {}
+      : CountedAccuracy(std::move(name), osprey::ops::AccuracyKind::categorical) {}
   std::string class_name() const override { return "CategoricalAccuracy"; }
 };
-class SparseCategoricalAccuracy : public Accuracy {
+class SparseCategoricalAccuracy : public CountedAccuracy {
  public:
   explicit SparseCategoricalAccuracy(std::string name = "sparse_categorical_accuracy")
-      : Accuracy(std::move(name), osprey::ops::AccuracyKind::sparse_categorical) {}
+      : CountedAccuracy(std::move(name), osprey::ops::AccuracyKind::sparse_categorical) {}
   std::string class_name() const override { return "SparseCategoricalAccuracy"; }
 };
 /// Keras's "accuracy": Binary, Sparse or Categorical, chosen from the shapes of the first batch.
@@ -188,10 +188,6 @@ class AUC : public ConfusionMetric {
   Curve curve_;
 };
 
-/// A metric by Keras name; its log key is exactly the string given ("accuracy"/"acc", "mae", "mse", class names
-/// and their snake_case). Throws ValueError otherwise.
-std::shared_ptr<Metric> get(const std::string& name);
-
 /// A metric function: (y_true, y_pred) -> values whose mean over every sample seen is the metric.
 using MetricFn = std::function<Tensor(const Tensor& y_true, const Tensor& y_pred)>;
 /// A metric made of a function or lambda (keras.metrics.MeanMetricWrapper): the mean of its values over every
@@ -209,6 +205,297 @@ class MeanMetricWrapper : public Metric {
   MetricFn fn_;
   std::string registered_name_;
 };
+
+// ---- Keras's mean-of-values metrics (keras.metrics.MeanMetricWrapper subclasses) ----
+
+/// The mean of a function's values over every element seen, with a Keras class name and config: the metrics that
+/// wrap a loss function (Poisson, KLDivergence, the crossentropies, MAPE, MSLE, LogCoshError, the hinges), the
+/// positive CosineSimilarity, Accuracy (exact equality) and the correlations.
+class KerasMeanMetric : public MeanMetricWrapper {
+ public:
+  /// `config`: the options Keras's get_config() adds to name and dtype, as JSON text ("" for none).
+  KerasMeanMetric(MetricFn fn, std::string name, std::string class_name, std::string config = "");
+  std::string class_name() const override { return class_name_; }
+  std::string get_config() const override;
+
+ private:
+  std::string class_name_, config_;
+};
+/// keras.metrics.Accuracy: how often y_pred equals y_true exactly, element by element.
+class Accuracy : public KerasMeanMetric {
+ public:
+  explicit Accuracy(std::string name = "accuracy");
+};
+class Poisson : public KerasMeanMetric {
+ public:
+  explicit Poisson(std::string name = "poisson");
+};
+class KLDivergence : public KerasMeanMetric {
+ public:
+  explicit KLDivergence(std::string name = "kl_divergence");
+};
+struct CrossentropyMetricOptions {
+  bool from_logits = false;
+  double label_smoothing = 0.0;
+};
+class BinaryCrossentropy : public KerasMeanMetric {
+ public:
+  explicit BinaryCrossentropy(CrossentropyMetricOptions o = {}, std::string name = "binary_crossentropy");
+};
+class CategoricalCrossentropy : public KerasMeanMetric {
+ public:
+  explicit CategoricalCrossentropy(CrossentropyMetricOptions o = {}, std::string name = "categorical_crossentropy");
+};
+/// Integer labels; label_smoothing does not apply.
+class SparseCategoricalCrossentropy : public KerasMeanMetric {
+ public:
+  explicit SparseCategoricalCrossentropy(bool from_logits = false, std::string name = "sparse_categorical_crossentropy");
+};
+class MeanAbsolutePercentageError : public KerasMeanMetric {
+ public:
+  explicit MeanAbsolutePercentageError(std::string name = "mean_absolute_percentage_error");
+};
+class MeanSquaredLogarithmicError : public KerasMeanMetric {
+ public:
+  explicit MeanSquaredLogarithmicError(std::string name = "mean_squared_logarithmic_error");
+};
+/// Σ normalize(y)·normalize(p) along `axis` (1 for the same direction).
+class CosineSimilarity : public KerasMeanMetric {
+ public:
+  explicit CosineSimilarity(std::string name = "cosine_similarity", int axis = -1);
+};
+class LogCoshError : public KerasMeanMetric {
+ public:
+  explicit LogCoshError(std::string name = "logcosh");
+};
+class Hinge : public KerasMeanMetric {
+ public:
+  explicit Hinge(std::string name = "hinge");
+};
+class SquaredHinge : public KerasMeanMetric {
+ public:
+  explicit SquaredHinge(std::string name = "squared_hinge");
+};
+class CategoricalHinge : public KerasMeanMetric {
+ public:
+  explicit CategoricalHinge(std::string name = "categorical_hinge");
+};
+/// Per sample, the Pearson correlation of y_true and y_pred along `axis` (the mean of the standardized products).
+class PearsonCorrelation : public KerasMeanMetric {
+ public:
+  explicit PearsonCorrelation(std::string name = "pearson_correlation", int axis = -1);
+};
+/// Per sample, Keras's concordance correlation along `axis`.
+class ConcordanceCorrelation : public KerasMeanMetric {
+ public:
+  explicit ConcordanceCorrelation(std::string name = "concordance_correlation", int axis = -1);
+};
+
+// ---- confusion counts at thresholds ----
+
+/// One count of the confusion matrix at one threshold (Keras's default 0.5 when none is given): TruePositives,
+/// FalsePositives, TrueNegatives, FalseNegatives.
+class ConfusionCount : public ConfusionMetric {
+ public:
+  enum class Kind { true_positives, false_positives, true_negatives, false_negatives };
+  ConfusionCount(Kind kind, std::optional<double> threshold, std::string name);
+  double result() const override;
+  std::string class_name() const override;
+  std::string get_config() const override;
+
+ private:
+  Kind kind_;
+  std::optional<double> threshold_;
+};
+class TruePositives : public ConfusionCount {
+ public:
+  explicit TruePositives(std::optional<double> threshold = std::nullopt, std::string name = "true_positives")
+      : ConfusionCount(Kind::true_positives, threshold, std::move(name)) {}
+};
+class FalsePositives : public ConfusionCount {
+ public:
+  explicit FalsePositives(std::optional<double> threshold = std::nullopt, std::string name = "false_positives")
+      : ConfusionCount(Kind::false_positives, threshold, std::move(name)) {}
+};
+class TrueNegatives : public ConfusionCount {
+ public:
+  explicit TrueNegatives(std::optional<double> threshold = std::nullopt, std::string name = "true_negatives")
+      : ConfusionCount(Kind::true_negatives, threshold, std::move(name)) {}
+};
+class FalseNegatives : public ConfusionCount {
+ public:
+  explicit FalseNegatives(std::optional<double> threshold = std::nullopt, std::string name = "false_negatives")
+      : ConfusionCount(Kind::false_negatives, threshold, std::move(name)) {}
+};
+
+/// The best of one rate while another stays at least `value`, over num_thresholds thresholds spread evenly on
+/// [0, 1] (Keras's SensitivitySpecificityBase): SensitivityAtSpecificity, SpecificityAtSensitivity,
+/// PrecisionAtRecall, RecallAtPrecision.
+class RateAtRate : public ConfusionMetric {
+ public:
+  enum class Kind { sensitivity_at_specificity, specificity_at_sensitivity, precision_at_recall, recall_at_precision };
+  RateAtRate(Kind kind, double value, int num_thresholds, std::string name);
+  double result() const override;
+  std::string class_name() const override;
+  std::string get_config() const override;
+
+ private:
+  Kind kind_;
+  double value_;
+};
+class SensitivityAtSpecificity : public RateAtRate {
+ public:
+  explicit SensitivityAtSpecificity(double specificity, int num_thresholds = 200,
+                                    std::string name = "sensitivity_at_specificity")
+      : RateAtRate(Kind::sensitivity_at_specificity, specificity, num_thresholds, std::move(name)) {}
+};
+class SpecificityAtSensitivity : public RateAtRate {
+ public:
+  explicit SpecificityAtSensitivity(double sensitivity, int num_thresholds = 200,
+                                    std::string name = "specificity_at_sensitivity")
+      : RateAtRate(Kind::specificity_at_sensitivity, sensitivity, num_thresholds, std::move(name)) {}
+};
+class PrecisionAtRecall : public RateAtRate {
+ public:
+  explicit PrecisionAtRecall(double recall, int num_thresholds = 200, std::string name = "precision_at_recall")
+      : RateAtRate(Kind::precision_at_recall, recall, num_thresholds, std::move(name)) {}
+};
+class RecallAtPrecision : public RateAtRate {
+ public:
+  explicit RecallAtPrecision(double precision, int num_thresholds = 200, std::string name = "recall_at_precision")
+      : RateAtRate(Kind::recall_at_precision, precision, num_thresholds, std::move(name)) {}
+};
+
+// ---- scores with one value per class (F-beta, R², IoU) ----
+
+/// A metric whose Keras result can be one value per class (F1Score without an average, R2Score without an
+/// aggregation): result_values() gives them; result() (what fit logs) needs a single value.
+class VectorMetric : public Metric {
+ public:
+  using Metric::Metric;
+  virtual std::vector<double> result_values() const = 0;
+  /// Whether result() is one value (an average or aggregation was chosen).
+  virtual bool scalar_result() const { return true; }
+  double result() const override;
+};
+
+/// keras.metrics.FBetaScore over (batch, classes) labels and predictions: a class is predicted where y_pred >
+/// threshold, or (no threshold) where it is the row's maximum; average "micro", "macro", "weighted" or "" (none:
+/// one score per class, result_values()).
+class FBetaScore : public VectorMetric {
+ public:
+  explicit FBetaScore(std::string average = "", double beta = 1.0, std::optional<double> threshold = std::nullopt,
+                      std::string name = "fbeta_score");
+  void update_state(const Tensor& y_true, const Tensor& y_pred) override;
+  void reset_state() override;
+  std::vector<double> result_values() const override;
+  bool scalar_result() const override { return !average_.empty(); }
+  std::string class_name() const override { return "FBetaScore"; }
+  std::string get_config() const override;
+
+ protected:
+  std::string average_;
+  double beta_;
+  std::optional<double> threshold_;
+
+ private:
+  std::vector<double> tp_, fp_, fn_, support_;
+};
+class F1Score : public FBetaScore {
+ public:
+  explicit F1Score(std::string average = "", std::optional<double> threshold = std::nullopt,
+                   std::string name = "f1_score")
+      : FBetaScore(std::move(average), 1.0, threshold, std::move(name)) {}
+  std::string class_name() const override { return "F1Score"; }
+  std::string get_config() const override;
+};
+
+/// keras.metrics.R2Score over (batch, outputs): per output 1 − SSres/SStot, aggregated "uniform_average",
+/// "variance_weighted_average" or "" (none: one per output); num_regressors > 0 gives the adjusted R².
+class R2Score : public VectorMetric {
+ public:
+  explicit R2Score(std::string class_aggregation = "uniform_average", int num_regressors = 0,
+                   std::string name = "r2_score");
+  void update_state(const Tensor& y_true, const Tensor& y_pred) override;
+  void reset_state() override;
+  std::vector<double> result_values() const override;
+  bool scalar_result() const override { return !aggregation_.empty(); }
+  std::string class_name() const override { return "R2Score"; }
+  std::string get_config() const override;
+
+ private:
+  std::string aggregation_;
+  int num_regressors_;
+  double samples_ = 0;
+  std::vector<double> sum_, squared_sum_, residual_, count_;
+};
+
+/// Intersection over union from a confusion matrix of integer classes (keras.metrics.IoU and its family): the mean
+/// IoU of target_class_ids, classes absent from both labels and predictions left out.
+class IoU : public Metric {
+ public:
+  struct Options {
+    std::vector<int64_t> target_class_ids;
+    std::optional<int64_t> ignore_class;
+    bool sparse_y_true = true;   ///< false: one-hot labels (argmax over `axis`)
+    bool sparse_y_pred = true;   ///< false: scores (argmax over `axis`)
+    int axis = -1;
+  };
+  IoU(int64_t num_classes, Options o, std::string name = "io_u");
+  void update_state(const Tensor& y_true, const Tensor& y_pred) override;
+  void reset_state() override;
+  double result() const override;
+  std::string class_name() const override { return class_name_; }
+  std::string get_config() const override;
+  /// The accumulated (num_classes, num_classes) confusion matrix, rows the labels.
+  const std::vector<double>& confusion_matrix() const { return cm_; }
+
+ protected:
+  /// BinaryIoU: predictions at or above `threshold` are class 1.
+  void set_binary_threshold(double t) { binary_threshold_ = t; }
+  void set_class_name(std::string c) { class_name_ = std::move(c); }
+  int64_t num_classes_;
+  Options opt_;
+
+ private:
+  std::optional<double> binary_threshold_;
+  std::string class_name_ = "IoU";
+  std::vector<double> cm_;
+};
+/// The IoU averaged over every class.
+class MeanIoU : public IoU {
+ public:
+  explicit MeanIoU(int64_t num_classes, std::string name = "mean_io_u", std::optional<int64_t> ignore_class = {},
+                   bool sparse_y_true = true, bool sparse_y_pred = true, int axis = -1);
+  std::string get_config() const override;
+};
+/// Binary labels, predictions thresholded (>= threshold is class 1); target_class_ids from {0, 1}.
+class BinaryIoU : public IoU {
+ public:
+  explicit BinaryIoU(std::vector<int64_t> target_class_ids = {0, 1}, double threshold = 0.5,
+                     std::string name = "binary_io_u");
+  std::string get_config() const override;
+
+ private:
+  double threshold_;
+};
+/// One-hot labels (and scores, unless sparse_y_pred).
+class OneHotIoU : public IoU {
+ public:
+  OneHotIoU(int64_t num_classes, std::vector<int64_t> target_class_ids, std::string name = "one_hot_io_u",
+            std::optional<int64_t> ignore_class = {}, bool sparse_y_pred = false, int axis = -1);
+  std::string get_config() const override;
+};
+class OneHotMeanIoU : public IoU {
+ public:
+  explicit OneHotMeanIoU(int64_t num_classes, std::string name = "one_hot_mean_io_u",
+                         std::optional<int64_t> ignore_class = {}, bool sparse_y_pred = false, int axis = -1);
+  std::string get_config() const override;
+};
+
+/// A metric by Keras name; its log key is exactly the string given ("accuracy"/"acc", "mae", "mse", class names
+/// and their snake_case). Throws ValueError otherwise.
+std::shared_ptr<Metric> get(const std::string& name);
 
 }  // namespace osprey::keras::metrics
 

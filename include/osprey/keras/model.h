@@ -82,6 +82,9 @@ struct MetricSpec {
   MetricSpec(std::map<std::string, std::vector<MetricRef>> named) : by_output(std::move(named)) {}
   std::vector<MetricRef> list;
   std::map<std::string, std::vector<MetricRef>> by_output;
+  /// by_output came from a list per output in output order (Keras's metrics=[[...], [...]]): a saved
+  /// compile_config writes it back as that list.
+  bool by_position = false;
   auto begin() const { return list.begin(); }
   auto end() const { return list.end(); }
 };

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "keras/losses/loss_helpers.h"
 #include "keras/saving/serialization.h"
 #include "osprey/errors.h"
 #include "osprey/keras/losses.h"
@@ -62,9 +63,7 @@ Tensor LossFunctionWrapper::per_sample(const Tensor& y_true, const Tensor& y_pre
                                  v.defined() ? v.shape().to_string() : std::string("an undefined tensor")));
   }
   if (v.dtype() != DType::float32) v = ops::cast(v, DType::float32);
-  if (v.shape().rank() == 1) return v;
-  const int64_t n = v.shape()[0];  // (N, ...): each sample's mean, so that the batch mean is the elements' mean
-  return ops::reduce_mean(ops::reshape(v, Shape({n, v.num_elements() / std::max<int64_t>(n, 1)})), 1);
+  return detail::per_sample_values(v, v.shape()[0]);  // (N, ...): each sample's mean
 }
 
 // ---- helpers: composite ops (differentiable through the tape, on every device) ----
@@ -169,11 +168,7 @@ Tensor LogCosh::per_sample(const Tensor& t, const Tensor& p) const {
 }
 Hinge::Hinge() : Loss("hinge") {}
 Tensor Hinge::per_sample(const Tensor& t, const Tensor& p) const {
-  Tensor y = as_2d(t);
-  // Keras converts 0/1 labels to −1/1 (labels already −1/1 are kept): y' = 2y − 1 where y ∈ {0, 1}.
-  std::vector<float> v = y.to_vector<float>();
-  const bool zero_one = std::all_of(v.begin(), v.end(), [](float a) { return a == 0.f || a == 1.f; });
-  if (zero_one) y = ops::sub(ops::mul(y, scalar(2.0)), scalar(1.0));
+  const Tensor y = detail::hinge_labels(as_2d(t));  // 0/1 labels as −1/1
   return ops::reduce_mean(ops::maximum(ops::sub(scalar(1.0), ops::mul(y, as_2d(p))), scalar(0.0)), 1);
 }
 KLDivergence::KLDivergence() : Loss("kl_divergence") {}
@@ -217,6 +212,24 @@ std::shared_ptr<Loss> get(const std::string& n) {
   if (n == "hinge" || n == "Hinge") return std::make_shared<Hinge>();
   if (n == "kl_divergence" || n == "kld" || n == "KLD" || n == "KLDivergence") return std::make_shared<KLDivergence>();
   if (n == "ctc" || n == "CTC") return std::make_shared<CTC>();
+  if (n == "poisson" || n == "Poisson") return std::make_shared<Poisson>();
+  if (n == "mean_squared_logarithmic_error" || n == "msle" || n == "MSLE" || n == "MeanSquaredLogarithmicError") {
+    return std::make_shared<MeanSquaredLogarithmicError>();
+  }
+  if (n == "cosine_similarity" || n == "CosineSimilarity") return std::make_shared<CosineSimilarity>();
+  if (n == "squared_hinge" || n == "SquaredHinge") return std::make_shared<SquaredHinge>();
+  if (n == "categorical_hinge" || n == "CategoricalHinge") return std::make_shared<CategoricalHinge>();
+  if (n == "binary_focal_crossentropy" || n == "BinaryFocalCrossentropy") {
+    return std::make_shared<BinaryFocalCrossentropy>();
+  }
+  if (n == "categorical_focal_crossentropy" || n == "CategoricalFocalCrossentropy") {
+    return std::make_shared<CategoricalFocalCrossentropy>();
+  }
+  if (n == "categorical_generalized_cross_entropy" || n == "CategoricalGeneralizedCrossEntropy") {
+    return std::make_shared<CategoricalGeneralizedCrossEntropy>();
+  }
+  if (n == "dice" || n == "Dice") return std::make_shared<Dice>();
+  if (n == "tversky" || n == "Tversky") return std::make_shared<Tversky>();
   std::string registered;
   if (auto fn = saving::detail::find_function(n, &registered)) {  // saving::register_keras_serializable
     auto loss = std::make_shared<LossFunctionWrapper>(fn, registered.substr(registered.find('>') + 1));
@@ -226,7 +239,10 @@ std::shared_ptr<Loss> get(const std::string& n) {
   throw ValueError("Could not interpret loss identifier: '" + n +
                    "'. Known losses: binary_crossentropy (bce), categorical_crossentropy, "
                    "sparse_categorical_crossentropy, mean_squared_error (mse), mean_absolute_error (mae), "
-                   "mean_absolute_percentage_error (mape), huber, log_cosh, hinge, kl_divergence (kld), ctc.");
+                   "mean_absolute_percentage_error (mape), huber, log_cosh, hinge, kl_divergence (kld), ctc, poisson, "
+                   "mean_squared_logarithmic_error (msle), cosine_similarity, squared_hinge, categorical_hinge, "
+                   "binary_focal_crossentropy, categorical_focal_crossentropy, "
+                   "categorical_generalized_cross_entropy, dice, tversky.");
 }
 
 CTC::CTC() : Loss("ctc") {}

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "keras/metrics/metric_helpers.h"
 #include "keras/saving/serialization.h"
 #include "osprey/errors.h"
 #include "osprey/keras/losses.h"
@@ -29,10 +30,10 @@ static Tensor count_per_token(const Tensor& y_true, const Tensor& y_pred, ops::A
   return ops::div(ops::accuracy_count(t, p, kind, threshold), Tensor::scalar(per_sample));
 }
 
-void Accuracy::update_state(const Tensor& y_true, const Tensor& y_pred) {
+void CountedAccuracy::update_state(const Tensor& y_true, const Tensor& y_pred) {
   accumulate(batch_count(y_true, y_pred).item(), static_cast<double>(y_pred.shape()[0]));
 }
-Tensor Accuracy::batch_count(const Tensor& y_true, const Tensor& y_pred) {
+Tensor CountedAccuracy::batch_count(const Tensor& y_true, const Tensor& y_pred) {
   return count_per_token(y_true, y_pred, kind_, threshold_);
 }
 
@@ -75,8 +76,10 @@ void MeanSquaredError::update_state(const Tensor& y_true, const Tensor& y_pred) 
   accumulate(ops::reduce_sum(ops::mean_squared_error(y_true, y_pred)).item(), static_cast<double>(y_pred.shape()[0]));
 }
 
-// Host copies of labels and predictions as (rows, cols) float values.
-static std::vector<float> host_values(const Tensor& t) {
+using detail::divide_no_nan;
+using detail::host_values;
+
+std::vector<float> detail::host_values(const Tensor& t) {
   return (t.dtype() == DType::float32 ? t : ops::cast(t, DType::float32)).to_vector<float>();
 }
 
@@ -143,7 +146,6 @@ void ConfusionMetric::update_state(const Tensor& y_true, const Tensor& y_pred) {
     }
   }
 }
-static double divide_no_nan(double a, double b) { return b == 0.0 ? 0.0 : a / b; }
 double Precision::result() const { return divide_no_nan(tp_[0], tp_[0] + fp_[0]); }
 double Recall::result() const { return divide_no_nan(tp_[0], tp_[0] + fn_[0]); }
 
@@ -205,6 +207,7 @@ std::shared_ptr<Metric> get(const std::string& n) {
   else if (n == "precision" || n == "Precision") m = std::make_shared<Precision>();
   else if (n == "recall" || n == "Recall") m = std::make_shared<Recall>();
   else if (n == "auc" || n == "AUC") m = std::make_shared<AUC>();
+  else if (auto more = detail::more_metrics_by_name(n)) m = more;
   else if (std::string registered; auto fn = saving::detail::find_function(n, &registered)) {
     auto wrapper = std::make_shared<MeanMetricWrapper>(fn, registered.substr(registered.find('>') + 1));
     wrapper->set_registered_name(registered);
@@ -213,7 +216,12 @@ std::shared_ptr<Metric> get(const std::string& n) {
     throw ValueError("Could not interpret metric identifier: '" + n +
                      "'. Known metrics: accuracy (acc), binary_accuracy, categorical_accuracy, "
                      "sparse_categorical_accuracy, mae, mse, root_mean_squared_error, top_k_categorical_accuracy, "
-                     "sparse_top_k_categorical_accuracy, precision, recall, auc (and their class names).");
+                     "sparse_top_k_categorical_accuracy, precision, recall, auc, binary_crossentropy (bce), "
+                     "categorical_crossentropy, sparse_categorical_crossentropy, poisson, kl_divergence, "
+                     "mean_absolute_percentage_error (mape), mean_squared_logarithmic_error (msle), cosine_similarity, "
+                     "log_cosh_error, hinge, squared_hinge, categorical_hinge, pearson_correlation, "
+                     "concordance_correlation, true_positives, false_positives, true_negatives, false_negatives, "
+                     "f1_score, fbeta_score, r2_score (and their class names).");
   m->set_name(n);  // the log key is exactly the string the user passed
   return m;
 }
@@ -223,10 +231,13 @@ std::shared_ptr<Metric> get(const std::string& n) {
 namespace ser = serialization;
 
 std::string Metric::get_config() const { return ser::dumps(ser::json{{"name", name_}, {"dtype", "float32"}}); }
-static std::string with(const Metric& m, std::initializer_list<std::pair<const char*, ser::json>> entries) {
+std::string detail::config_with(const Metric& m, std::initializer_list<std::pair<const char*, ser::json>> entries) {
   ser::json c = ser::parse(m.Metric::get_config(), "a metric config");
   for (const auto& [k, v] : entries) c[k] = v;
   return ser::dumps(c);
+}
+static std::string with(const Metric& m, std::initializer_list<std::pair<const char*, ser::json>> entries) {
+  return detail::config_with(m, entries);
 }
 std::string BinaryAccuracy::get_config() const { return with(*this, {{"threshold", threshold_}}); }
 std::string TopKCategoricalAccuracy::get_config() const { return with(*this, {{"k", k_}}); }

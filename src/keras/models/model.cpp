@@ -390,6 +390,17 @@ void Model::compile(CompileOptions options) {
     }
     for (const auto& m : options.metrics.list) metrics.push_back({m.get(), 0, m.get()->name()});
   }
+  for (const auto& m : metrics) {  // F1Score without an average: one value per class, which logs cannot hold
+    const auto* vector_metric = dynamic_cast<const metrics::VectorMetric*>(m.metric.get());
+    if (vector_metric && !vector_metric->scalar_result()) {
+      throw ValueError(fmt::format("compile(): metric '{}' ({}) gives one value per class, and fit()/evaluate() log "
+                                   "single values. Give it an average (F1Score/FBetaScore: average \"micro\", "
+                                   "\"macro\" or \"weighted\"; R2Score: class_aggregation \"uniform_average\" or "
+                                   "\"variance_weighted_average\"), or call its update_state()/result_values() "
+                                   "yourself.",
+                                   m.log_name, vector_metric->class_name()));
+    }
+  }
   // Two metrics logging under one name (two lambdas, or a metric given twice): the later ones get "_1", "_2", ...
   for (std::size_t i = 0; i < metrics.size(); ++i) {
     int repeats = 0;

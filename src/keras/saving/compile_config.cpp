@@ -1,9 +1,12 @@
 // A model's compile_config both ways: the optimizer (with its learning-rate schedule), the losses and metrics as
 // they were given (strings stay strings, objects keep their options), per output for multi-output models, and
 // loss_weights (keras/src/trainers/compile_utils.py, Trainer.get_compile_config / compile_from_config).
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "keras/metrics/metric_helpers.h"
 #include "keras/models/model_state.h"
 #include "keras/saving/serialization.h"
 #include "keras/saving/weights_h5.h"
@@ -241,6 +244,15 @@ saving::Function function_from(const json& j, std::string& registered) {
   return fn;
 }
 
+// Dice's and Tversky's `axis`: None (every axis), one axis or a list of at most 8.
+std::vector<int> overlap_axes(const json& c, const std::string& cls) {
+  const json a = c.value("axis", json());
+  if (a.is_null()) return {};
+  if (a.is_number_integer()) return {static_cast<int>(integer(c, "axis", -8, 8, cls + "'s"))};
+  const auto v = integers(c, "axis", -8, 8, cls + "'s", 8);
+  return {v.begin(), v.end()};
+}
+
 LossRef loss_from(const json& j) {
   if (j.is_string()) return j.get<std::string>();
   std::string registered;
@@ -272,6 +284,21 @@ LossRef loss_from(const json& j) {
   }
   if (cls == "Huber") return losses::Huber(value_or(c, "delta", 1.0));
   if (cls == "CTC") return losses::CTC();
+  if (cls == "CosineSimilarity") return losses::CosineSimilarity(value_or(c, "axis", -1));
+  if (cls == "BinaryFocalCrossentropy" || cls == "CategoricalFocalCrossentropy") {
+    if (value_or(c, "axis", -1) != -1) unsupported(cls + " axis", c["axis"].dump(), "-1");
+    const losses::FocalOptions f{.apply_class_balancing = value_or(c, "apply_class_balancing", false),
+                                 .alpha = value_or(c, "alpha", 0.25),
+                                 .gamma = value_or(c, "gamma", 2.0),
+                                 .from_logits = ce.from_logits,
+                                 .label_smoothing = ce.label_smoothing};
+    if (cls == "BinaryFocalCrossentropy") return losses::BinaryFocalCrossentropy(f);
+    return losses::CategoricalFocalCrossentropy(f);
+  }
+  if (cls == "CategoricalGeneralizedCrossEntropy") return losses::CategoricalGeneralizedCrossEntropy(value_or(c, "q", 0.5));
+  if (cls == "Dice") return losses::Dice(overlap_axes(c, cls));
+  if (cls == "Tversky") return losses::Tversky(value_or(c, "alpha", 0.5), value_or(c, "beta", 0.5), overlap_axes(c, cls));
+  if (cls == "Circle") unsupported("loss", cls, "the others of keras.losses");
   return detail::to_snake_case(cls);  // the option-less losses by name (MeanSquaredError -> mean_squared_error)
 }
 
@@ -282,6 +309,90 @@ double single_threshold(const json& c, const std::string& cls) {
   if (t.is_number()) return t.get<double>();
   if (t.is_array() && t.size() == 1 && t[0].is_number()) return t[0].get<double>();
   unsupported(cls + " thresholds", t.dump(), "one threshold");
+}
+
+std::optional<double> optional_threshold(const json& c, const char* key, const std::string& cls) {
+  const json t = c.value(key, json());
+  if (t.is_null()) return std::nullopt;
+  if (t.is_number()) return t.get<double>();
+  if (t.is_array() && t.size() == 1 && t[0].is_number()) return t[0].get<double>();
+  unsupported(cls + " " + key, t.dump().substr(0, 80), "one threshold (a list of several logs several values)");
+}
+std::string optional_string(const json& c, const char* key) {
+  const json v = c.value(key, json());
+  return v.is_string() ? v.get<std::string>() : "";
+}
+std::optional<int64_t> optional_class(const json& c, const std::string& cls) {
+  const json v = c.value("ignore_class", json());
+  if (v.is_null()) return std::nullopt;
+  return integer(c, "ignore_class", -(int64_t{1} << 31), int64_t{1} << 31, cls + "'s");
+}
+
+// The metrics of Keras's probabilistic, regression, hinge, correlation, confusion-count, F-score, R² and IoU
+// families, with their options; nullptr for other classes.
+std::shared_ptr<metrics::Metric> more_metric_object(const std::string& cls, const json& c, const std::string& name) {
+  namespace mt = metrics;
+  const bool logits = value_or(c, "from_logits", false);
+  const double smoothing = value_or(c, "label_smoothing", 0.0);
+  const int axis = value_or(c, "axis", -1);
+  const int thresholds = c.contains("num_thresholds") ? static_cast<int>(integer(c, "num_thresholds", 1, 1 << 20, cls + "'s")) : 200;
+  auto ids = [&](const char* key) { return integers(c, key, 0, 4096, cls + "'s", 4096); };
+  const int64_t classes = c.contains("num_classes") ? integer(c, "num_classes", 1, 4096, cls + "'s") : 0;
+  std::shared_ptr<mt::Metric> m;
+  if (cls == "BinaryCrossentropy") m = std::make_shared<mt::BinaryCrossentropy>(mt::CrossentropyMetricOptions{logits, smoothing}, name);
+  else if (cls == "CategoricalCrossentropy")
+    m = std::make_shared<mt::CategoricalCrossentropy>(mt::CrossentropyMetricOptions{logits, smoothing}, name);
+  else if (cls == "SparseCategoricalCrossentropy") {
+    if (c.contains("ignore_class") && !c["ignore_class"].is_null()) unsupported(cls + " option", "ignore_class", "the defaults");
+    m = std::make_shared<mt::SparseCategoricalCrossentropy>(logits, name);
+  } else if (cls == "CosineSimilarity") m = std::make_shared<mt::CosineSimilarity>(name, axis);
+  else if (cls == "PearsonCorrelation") m = std::make_shared<mt::PearsonCorrelation>(name, axis);
+  else if (cls == "ConcordanceCorrelation") m = std::make_shared<mt::ConcordanceCorrelation>(name, axis);
+  else if (cls == "TruePositives") m = std::make_shared<mt::TruePositives>(optional_threshold(c, "thresholds", cls), name);
+  else if (cls == "FalsePositives") m = std::make_shared<mt::FalsePositives>(optional_threshold(c, "thresholds", cls), name);
+  else if (cls == "TrueNegatives") m = std::make_shared<mt::TrueNegatives>(optional_threshold(c, "thresholds", cls), name);
+  else if (cls == "FalseNegatives") m = std::make_shared<mt::FalseNegatives>(optional_threshold(c, "thresholds", cls), name);
+  else if (cls == "F1Score") m = std::make_shared<mt::F1Score>(optional_string(c, "average"), optional_threshold(c, "threshold", cls), name);
+  else if (cls == "FBetaScore")
+    m = std::make_shared<mt::FBetaScore>(optional_string(c, "average"), value_or(c, "beta", 1.0),
+                                         optional_threshold(c, "threshold", cls), name);
+  else if (cls == "R2Score")
+    m = std::make_shared<mt::R2Score>(optional_string(c, "class_aggregation"),
+                                      static_cast<int>(value_or<int64_t>(c, "num_regressors", 0)), name);
+  else if (cls == "IoU")
+    m = std::make_shared<mt::IoU>(classes, mt::IoU::Options{.target_class_ids = ids("target_class_ids"),
+                                                            .ignore_class = optional_class(c, cls),
+                                                            .sparse_y_true = value_or(c, "sparse_y_true", true),
+                                                            .sparse_y_pred = value_or(c, "sparse_y_pred", true),
+                                                            .axis = axis},
+                                  name);
+  else if (cls == "MeanIoU")
+    m = std::make_shared<mt::MeanIoU>(classes, name, optional_class(c, cls), value_or(c, "sparse_y_true", true),
+                                      value_or(c, "sparse_y_pred", true), axis);
+  else if (cls == "BinaryIoU")
+    m = std::make_shared<mt::BinaryIoU>(c.contains("target_class_ids") ? ids("target_class_ids") : std::vector<int64_t>{0, 1},
+                                        value_or(c, "threshold", 0.5), name);
+  else if (cls == "OneHotIoU")
+    m = std::make_shared<mt::OneHotIoU>(classes, ids("target_class_ids"), name, optional_class(c, cls),
+                                        value_or(c, "sparse_y_pred", false), axis);
+  else if (cls == "OneHotMeanIoU")
+    m = std::make_shared<mt::OneHotMeanIoU>(classes, name, optional_class(c, cls), value_or(c, "sparse_y_pred", false), axis);
+  else if (cls == "SensitivityAtSpecificity")
+    m = std::make_shared<mt::SensitivityAtSpecificity>(number(c, "specificity", 0, 1, cls + "'s"), thresholds, name);
+  else if (cls == "SpecificityAtSensitivity")
+    m = std::make_shared<mt::SpecificityAtSensitivity>(number(c, "sensitivity", 0, 1, cls + "'s"), thresholds, name);
+  else if (cls == "PrecisionAtRecall")
+    m = std::make_shared<mt::PrecisionAtRecall>(number(c, "recall", 0, 1, cls + "'s"), thresholds, name);
+  else if (cls == "RecallAtPrecision")
+    m = std::make_shared<mt::RecallAtPrecision>(number(c, "precision", 0, 1, cls + "'s"), thresholds, name);
+  else if (cls == "Accuracy" || cls == "Poisson" || cls == "KLDivergence" || cls == "MeanAbsolutePercentageError" ||
+           cls == "MeanSquaredLogarithmicError" || cls == "LogCoshError" || cls == "Hinge" || cls == "SquaredHinge" ||
+           cls == "CategoricalHinge")
+    m = metrics::detail::more_metrics_by_name(cls);
+  if (!m) return nullptr;
+  if (c.contains("class_id") && !c["class_id"].is_null()) unsupported(cls + " option", "class_id", "the defaults");
+  m->set_name(name);
+  return m;
 }
 
 // A metric object of a Keras compile_config, with the options Osprey's metrics have; the rest must be defaults.
@@ -308,6 +419,7 @@ MetricRef metric_object(const json& m) {
   }
   const std::string snake = detail::to_snake_case(cls);
   const std::string name = c.value("name", snake);
+  if (auto more = more_metric_object(cls, c, name)) return MetricRef(more);
   for (const char* key : {"top_k", "class_id", "label_weights", "num_labels"}) {
     if (c.contains(key) && !c[key].is_null()) unsupported(cls + " option", key, "the defaults");
   }
@@ -429,7 +541,13 @@ json compile_config(const Model& model) {
     loss_weights = o.loss_weights.list;
   }
   json metrics = nullptr;
-  if (!o.metrics.by_output.empty()) {
+  if (!o.metrics.by_output.empty() && o.metrics.by_position) {
+    metrics = json::array();
+    for (const auto& out : model.output_names()) {
+      const auto it = o.metrics.by_output.find(out);
+      metrics.push_back(it == o.metrics.by_output.end() ? json(nullptr) : metric_list(it->second, where));
+    }
+  } else if (!o.metrics.by_output.empty()) {
     metrics = json::object();
     for (const auto& [k, list] : o.metrics.by_output) metrics[k] = metric_list(list, where);
   } else if (!o.metrics.list.empty()) {
@@ -475,6 +593,20 @@ void compile_from_config(Model& model, const json& cc, bool tf_logits_shortcut) 
     std::map<std::string, std::vector<MetricRef>> named;
     for (const auto& [k, v] : metrics.items()) named[k] = metrics_from(v.is_array() ? v : json::array({v}));
     o.metrics = MetricSpec(std::move(named));
+  } else if (metrics.is_array() && !metrics.empty() &&
+             std::all_of(metrics.begin(), metrics.end(), [](const json& v) { return v.is_array() || v.is_null(); })) {
+    // A list per output, in the model's output order (Keras's metrics=[[...], [...]]).
+    const auto outputs = model.output_names();
+    if (metrics.size() != outputs.size()) {
+      throw ValueError(fmt::format("load_model: the compile_config gives metrics for {} outputs; model '{}' has {} ({})",
+                                   metrics.size(), model.name(), outputs.size(), fmt::join(outputs, ", ")));
+    }
+    std::map<std::string, std::vector<MetricRef>> named;
+    for (std::size_t i = 0; i < outputs.size(); ++i) {
+      if (!metrics[i].is_null()) named[outputs[i]] = metrics_from(metrics[i]);
+    }
+    o.metrics = MetricSpec(std::move(named));
+    o.metrics.by_position = true;
   } else if (!metrics.is_null()) {
     o.metrics = MetricSpec(metrics_from(metrics.is_array() ? metrics : json::array({metrics})));
   }

@@ -1,0 +1,19 @@
+// Helpers the loss files share: Keras's rank matching of labels and predictions, per-sample values, hinge labels.
+#pragma once
+
+#include "osprey/tensor.h"
+
+namespace osprey::keras::losses::detail {
+
+/// Keras's squeeze_or_expand_to_same_rank: when the ranks differ by one and the longer one ends in 1, that axis is
+/// squeezed (or, against a rank-1 tensor, the other gains it).
+void same_rank(Tensor& y_true, Tensor& y_pred);
+/// y_true in y_pred's float dtype (labels given as integers).
+Tensor as_float_like(const Tensor& y_true, const Tensor& y_pred);
+/// Values of shape (N, ...) as one float32 value per sample (its mean), so that the batch mean is the elements'
+/// mean; a scalar (a loss over the whole batch) is given to each of the N samples.
+Tensor per_sample_values(const Tensor& values, int64_t n);
+/// Hinge losses' labels: 0/1 labels become −1/1 (when every label is 0 or 1), others are kept.
+Tensor hinge_labels(const Tensor& y);
+
+}  // namespace osprey::keras::losses::detail
