@@ -346,6 +346,9 @@ TEST(KerasLossesAndMetrics, BadArgumentsRaiseTypedErrors) {
   // Labels outside [0, num_classes) are left out, as Keras's bounds mask does.
   iou.update_state(Tensor::from_vector<float>({1, 7, -1}, {3}), Tensor::from_vector<float>({1, 1, 1}, {3}));
   EXPECT_NEAR(iou.result(), 1.0, 1e-6);
+  iou.update_state(Tensor::from_vector<float>({NAN, 1e30f, 2}, {3}), Tensor::from_vector<float>({1, 1, -1e30f}, {3}));
+  EXPECT_NEAR(iou.result(), 1.0, 1e-6);  // NaN and huge ids are outside too
+  EXPECT_THROW(M::F1Score("macro").update_state(Tensor::zeros(Shape({2, 0})), Tensor::zeros(Shape({2, 0}))), ValueError);
 }
 
 }  // namespace

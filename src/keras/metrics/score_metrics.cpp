@@ -59,6 +59,7 @@ void FBetaScore::update_state(const Tensor& y_true, const Tensor& y_pred) {
                                  ps.to_string(), ts.to_string()));
   }
   const int64_t n = ps[0], classes = ps[1];
+  if (classes == 0) throw ValueError(fmt::format("FBetaScore: y_pred of shape {} has no classes", ps.to_string()));
   if (tp_.empty()) {
     tp_.assign(classes, 0.0), fp_.assign(classes, 0.0), fn_.assign(classes, 0.0), support_.assign(classes, 0.0);
   } else if (static_cast<int64_t>(tp_.size()) != classes) {
@@ -210,6 +211,8 @@ std::vector<int64_t> argmax_rows(const Tensor& x, int axis, const std::string& m
   for (int64_t i = 0; i < rows; ++i) out[i] = std::max_element(&v[i * c], &v[i * c] + c) - &v[i * c];
   return out;
 }
+// A class id given as a number: truncated as Keras's cast to int; NaN and values beyond int64 are out of bounds.
+int64_t class_of(float v) { return std::isfinite(v) && std::abs(v) < 9e18f ? static_cast<int64_t>(v) : -1; }
 }  // namespace
 
 IoU::IoU(int64_t num_classes, Options o, std::string name)
@@ -232,14 +235,14 @@ void IoU::reset_state() {
 void IoU::update_state(const Tensor& y_true, const Tensor& y_pred) {
   std::vector<int64_t> t, p;
   if (opt_.sparse_y_true) {
-    for (float v : host_values(y_true)) t.push_back(static_cast<int64_t>(v));  // a cast to int, as Keras's
+    for (float v : host_values(y_true)) t.push_back(class_of(v));
   } else {
     t = argmax_rows(y_true, opt_.axis, name());
   }
   if (binary_threshold_) {
     for (float v : host_values(y_pred)) p.push_back(v >= static_cast<float>(*binary_threshold_) ? 1 : 0);
   } else if (opt_.sparse_y_pred) {
-    for (float v : host_values(y_pred)) p.push_back(static_cast<int64_t>(v));
+    for (float v : host_values(y_pred)) p.push_back(class_of(v));
   } else {
     p = argmax_rows(y_pred, opt_.axis, name());
   }
