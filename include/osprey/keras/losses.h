@@ -248,8 +248,7 @@ class CategoricalGeneralizedCrossEntropy : public Loss {
   double q_;
 };
 /// 1 − Tversky index, TP / (TP + α·FP + β·FN + 1e-7), with sums over `axis` (empty: every axis, Keras's None: one
-/// value for the whole batch, which each sample then carries). Dice is α = β = 0.5 written as Keras's dice:
-/// 1 − 2·Σ y·p / (Σ y + Σ p + 1e-7).
+/// value for the whole batch, which each sample then carries).
 class Tversky : public Loss {
  public:
   explicit Tversky(double alpha = 0.5, double beta = 0.5, std::vector<int> axis = {});
@@ -257,19 +256,20 @@ class Tversky : public Loss {
   std::string class_name() const override { return "Tversky"; }
   std::string get_config() const override;
 
- protected:
-  Tversky(std::string name, std::vector<int> axis);
-  std::vector<int> axis_;
-
  private:
-  double alpha_ = 0.5, beta_ = 0.5;
+  std::vector<int> axis_;
+  double alpha_, beta_;
 };
-class Dice : public Tversky {
+/// 1 − 2·Σ y·p / (Σ y + Σ p + 1e-7) over `axis`, as Tversky's (Keras's dice).
+class Dice : public Loss {
  public:
   explicit Dice(std::vector<int> axis = {});
   Tensor per_sample(const Tensor& y_true, const Tensor& y_pred) const override;
   std::string class_name() const override { return "Dice"; }
   std::string get_config() const override;
+
+ private:
+  std::vector<int> axis_;
 };
 
 /// A loss by Keras name: binary_crossentropy/bce, categorical_crossentropy, sparse_categorical_crossentropy,

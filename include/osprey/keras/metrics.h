@@ -3,6 +3,7 @@
 
 #include <concepts>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <string>
@@ -453,6 +454,8 @@ class IoU : public Metric {
  protected:
   /// BinaryIoU: predictions at or above `threshold` are class 1.
   void set_binary_threshold(double t) { binary_threshold_ = t; }
+  /// IoU's config without the keys a subclass's Keras config does not have.
+  std::string config_without(std::initializer_list<const char*> keys) const;
   void set_class_name(std::string c) { class_name_ = std::move(c); }
   int64_t num_classes_;
   Options opt_;

@@ -8,6 +8,8 @@ namespace osprey::keras::losses::detail {
 /// Keras's squeeze_or_expand_to_same_rank: when the ranks differ by one and the longer one ends in 1, that axis is
 /// squeezed (or, against a rank-1 tensor, the other gains it).
 void same_rank(Tensor& y_true, Tensor& y_pred);
+/// Predictions in a float dtype (integers as float32), as Keras's convert_to_tensor of y_pred.
+Tensor float_predictions(const Tensor& y_pred);
 /// y_true in y_pred's float dtype (labels given as integers).
 Tensor as_float_like(const Tensor& y_true, const Tensor& y_pred);
 /// Values of shape (N, ...) as one float32 value per sample (its mean), so that the batch mean is the elements'

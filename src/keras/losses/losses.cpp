@@ -56,14 +56,13 @@ LossFunctionWrapper::LossFunctionWrapper(LossFn fn, std::string name) : Loss(std
 }
 
 Tensor LossFunctionWrapper::per_sample(const Tensor& y_true, const Tensor& y_pred) const {
-  Tensor v = fn_(y_true, y_pred);
+  const Tensor v = fn_(y_true, y_pred);
   if (!v.defined() || v.shape().rank() < 1 || v.shape()[0] != y_pred.shape()[0]) {
     throw ValueError(fmt::format("Loss '{}' must return one value per sample (shape ({},) or ({}, ...)), got {}",
                                  name(), y_pred.shape()[0], y_pred.shape()[0],
                                  v.defined() ? v.shape().to_string() : std::string("an undefined tensor")));
   }
-  if (v.dtype() != DType::float32) v = ops::cast(v, DType::float32);
-  return detail::per_sample_values(v, v.shape()[0]);  // (N, ...): each sample's mean
+  return detail::per_sample_values(v, v.shape()[0]);  // float32, (N, ...) as each sample's mean
 }
 
 // ---- helpers: composite ops (differentiable through the tape, on every device) ----

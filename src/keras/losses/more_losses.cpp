@@ -29,6 +29,10 @@ void same_rank(Tensor& a, Tensor& b) {
   }
 }
 
+Tensor float_predictions(const Tensor& y_pred) {
+  return is_floating(y_pred.dtype()) ? y_pred : kops::cast(y_pred, DType::float32);
+}
+
 Tensor as_float_like(const Tensor& y_true, const Tensor& y_pred) {
   const DType d = is_floating(y_pred.dtype()) ? y_pred.dtype() : DType::float32;
   return y_true.dtype() == d ? y_true : kops::cast(y_true, d);
@@ -54,6 +58,7 @@ Tensor hinge_labels(const Tensor& y) {
 }  // namespace detail
 
 using detail::as_float_like;
+using detail::float_predictions;
 using detail::per_sample_values;
 using detail::same_rank;
 
@@ -63,8 +68,7 @@ struct Pair {
   Tensor t, p;
 };
 Pair prepare(const Tensor& y_true, const Tensor& y_pred) {
-  Pair r{as_float_like(y_true, y_pred), y_pred};
-  if (!is_floating(r.p.dtype())) r.p = kops::cast(r.p, DType::float32);
+  Pair r{as_float_like(y_true, y_pred), float_predictions(y_pred)};
   same_rank(r.t, r.p);
   return r;
 }
@@ -121,7 +125,7 @@ Tensor SquaredHinge::per_sample(const Tensor& y_true, const Tensor& y_pred) cons
 
 CategoricalHinge::CategoricalHinge() : Loss("categorical_hinge") {}
 Tensor CategoricalHinge::per_sample(const Tensor& y_true, const Tensor& y_pred) const {
-  const Tensor p = is_floating(y_pred.dtype()) ? y_pred : kops::cast(y_pred, DType::float32);
+  const Tensor p = float_predictions(y_pred);
   const Tensor t = as_float_like(y_true, p);
   const Tensor pos = kops::sum(kops::multiply(t, p), -1);
   const Tensor neg = kops::max(kops::multiply(kops::subtract(1.0, t), p), -1);
@@ -173,7 +177,7 @@ CategoricalFocalCrossentropy::CategoricalFocalCrossentropy(FocalOptions o)
   }
 }
 Tensor CategoricalFocalCrossentropy::per_sample(const Tensor& y_true, const Tensor& y_pred) const {
-  Tensor p = is_floating(y_pred.dtype()) ? y_pred : kops::cast(y_pred, DType::float32);
+  Tensor p = float_predictions(y_pred);
   Tensor t = as_float_like(y_true, p);
   if (t.shape() != p.shape()) {
     throw ValueError(fmt::format("CategoricalFocalCrossentropy: y_true of shape {} must be one-hot labels of the "
@@ -199,7 +203,7 @@ CategoricalGeneralizedCrossEntropy::CategoricalGeneralizedCrossEntropy(double q)
   }
 }
 Tensor CategoricalGeneralizedCrossEntropy::per_sample(const Tensor& y_true, const Tensor& y_pred) const {
-  const Tensor p = is_floating(y_pred.dtype()) ? y_pred : kops::cast(y_pred, DType::float32);
+  const Tensor p = float_predictions(y_pred);
   Tensor labels = y_true;
   if (labels.shape().rank() == p.shape().rank() && labels.shape()[-1] == 1) labels = kops::squeeze(labels, -1);
   if (labels.shape().rank() + 1 != p.shape().rank()) {
@@ -239,7 +243,7 @@ struct Overlap {
   kops::Axes axes;
 };
 static Overlap overlap_inputs(const Tensor& y_true, const Tensor& y_pred, const std::vector<int>& axis, const char* cls) {
-  const Tensor p = is_floating(y_pred.dtype()) ? y_pred : kops::cast(y_pred, DType::float32);
+  const Tensor p = float_predictions(y_pred);
   check_overlap_axes(axis, p, cls);
   return {as_float_like(y_true, p), p, axes_of(axis)};
 }
@@ -247,7 +251,6 @@ static ser::json axis_json(const std::vector<int>& axis) { return axis.empty() ?
 
 Tversky::Tversky(double alpha, double beta, std::vector<int> axis)
     : Loss("tversky"), axis_(std::move(axis)), alpha_(alpha), beta_(beta) {}
-Tversky::Tversky(std::string name, std::vector<int> axis) : Loss(std::move(name)), axis_(std::move(axis)) {}
 Tensor Tversky::per_sample(const Tensor& y_true, const Tensor& y_pred) const {
   const auto [t, p, ax] = overlap_inputs(y_true, y_pred, axis_, "Tversky");
   const Tensor intersection = kops::sum(kops::multiply(t, p), ax);
@@ -265,7 +268,7 @@ std::string Tversky::get_config() const {
   return ser::dumps(c);
 }
 
-Dice::Dice(std::vector<int> axis) : Tversky("dice", std::move(axis)) {}
+Dice::Dice(std::vector<int> axis) : Loss("dice"), axis_(std::move(axis)) {}
 Tensor Dice::per_sample(const Tensor& y_true, const Tensor& y_pred) const {
   const auto [t, p, ax] = overlap_inputs(y_true, y_pred, axis_, "Dice");
   const Tensor intersection = kops::sum(kops::multiply(t, p), ax);

@@ -45,11 +45,7 @@ std::string ConfusionCount::get_config() const {
 namespace {
 // [0, 1/(n−1), ..., 1] (one threshold: 0.5), as SensitivitySpecificityBase.
 std::vector<double> even_thresholds(int n) {
-  if (n <= 0) throw ValueError(fmt::format("Argument `num_thresholds` must be an integer > 0. Received: num_thresholds={}", n));
-  constexpr int kMaxThresholds = 1 << 20;  // four counters each, walked per batch
-  if (n > kMaxThresholds) {
-    throw ValueError(fmt::format("Argument `num_thresholds` must be at most {}. Received: {}", kMaxThresholds, n));
-  }
+  detail::check_threshold_count(n, 1);
   if (n == 1) return {0.5};
   std::vector<double> t{0.0};
   for (int i = 0; i < n - 2; ++i) t.push_back((i + 1) * 1.0 / (n - 1));

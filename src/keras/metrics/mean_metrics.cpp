@@ -36,7 +36,6 @@ template <typename L, typename... A>
 MetricFn loss_fn(A&&... args) {
   return of_loss(std::make_shared<L>(std::forward<A>(args)...));
 }
-Tensor floats(const Tensor& x) { return is_floating(x.dtype()) ? x : kops::cast(x, DType::float32); }
 }  // namespace
 
 Accuracy::Accuracy(std::string name)
@@ -87,7 +86,7 @@ CategoricalHinge::CategoricalHinge(std::string name)
 PearsonCorrelation::PearsonCorrelation(std::string name, int axis)
     : KerasMeanMetric(
           [axis](const Tensor& y_true, const Tensor& y_pred) {
-            Tensor p = floats(y_pred), t = losses::detail::as_float_like(y_true, p);
+            Tensor p = losses::detail::float_predictions(y_pred), t = losses::detail::as_float_like(y_true, p);
             losses::detail::same_rank(t, p);
             Tensor tn = kops::subtract(t, kops::mean(t, axis, true));
             Tensor pn = kops::subtract(p, kops::mean(p, axis, true));
@@ -100,7 +99,7 @@ PearsonCorrelation::PearsonCorrelation(std::string name, int axis)
 ConcordanceCorrelation::ConcordanceCorrelation(std::string name, int axis)
     : KerasMeanMetric(
           [axis](const Tensor& y_true, const Tensor& y_pred) {
-            Tensor p = floats(y_pred), t = losses::detail::as_float_like(y_true, p);
+            Tensor p = losses::detail::float_predictions(y_pred), t = losses::detail::as_float_like(y_true, p);
             losses::detail::same_rank(t, p);
             const Tensor t_mean = kops::mean(t, axis, true), p_mean = kops::mean(p, axis, true);
             const Tensor t_var = kops::var(kops::subtract(t, t_mean), axis, true);

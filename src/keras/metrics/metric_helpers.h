@@ -17,11 +17,10 @@ std::vector<float> host_values(const Tensor& t);
 /// Keras's get_config(): the metric's name and dtype with `entries` added.
 std::string config_with(const Metric& m, std::initializer_list<std::pair<const char*, serialization::json>> entries);
 inline double divide_no_nan(double a, double b) { return b == 0.0 ? 0.0 : a / b; }
-
-}  // namespace osprey::keras::metrics::detail
-
-namespace osprey::keras::metrics::detail {
+/// ValueError unless least <= num_thresholds <= 2^20 (checked before the thresholds are made).
+void check_threshold_count(int n, int least);
 /// The metrics of the other files by Keras's names (class names and their snake_case, Keras's aliases); nullptr for
 /// names they do not know.
 std::shared_ptr<Metric> more_metrics_by_name(const std::string& name);
+
 }  // namespace osprey::keras::metrics::detail

@@ -79,6 +79,17 @@ void MeanSquaredError::update_state(const Tensor& y_true, const Tensor& y_pred) 
 using detail::divide_no_nan;
 using detail::host_values;
 
+void detail::check_threshold_count(int n, int least) {
+  if (n < least) {
+    throw ValueError(fmt::format("Argument `num_thresholds` must be an integer > {}. Received: {}", least - 1, n));
+  }
+  // Each threshold keeps four counters and is walked per batch: past a million it is a mistake (or a crafted file).
+  constexpr int kMaxThresholds = 1 << 20;
+  if (n > kMaxThresholds) {
+    throw ValueError(fmt::format("Argument `num_thresholds` must be at most {}. Received: {}", kMaxThresholds, n));
+  }
+}
+
 std::vector<float> detail::host_values(const Tensor& t) {
   return (t.dtype() == DType::float32 ? t : ops::cast(t, DType::float32)).to_vector<float>();
 }
@@ -150,12 +161,7 @@ double Precision::result() const { return divide_no_nan(tp_[0], tp_[0] + fp_[0])
 double Recall::result() const { return divide_no_nan(tp_[0], tp_[0] + fn_[0]); }
 
 static std::vector<double> auc_thresholds(int n) {
-  if (n <= 1) throw ValueError(fmt::format("Argument `num_thresholds` must be an integer > 1. Received: {}", n));
-  // Each threshold keeps four counters and is walked per batch: past a million it is a mistake (or a crafted file).
-  constexpr int kMaxThresholds = 1 << 20;
-  if (n > kMaxThresholds) {
-    throw ValueError(fmt::format("Argument `num_thresholds` must be at most {}. Received: {}", kMaxThresholds, n));
-  }
+  detail::check_threshold_count(n, 2);
   std::vector<double> t{0.0 - 1e-7};
   for (int i = 1; i < n - 1; ++i) t.push_back(static_cast<double>(static_cast<float>(i) / static_cast<float>(n - 1)));
   t.push_back(1.0 + 1e-7);
@@ -236,19 +242,16 @@ std::string detail::config_with(const Metric& m, std::initializer_list<std::pair
   for (const auto& [k, v] : entries) c[k] = v;
   return ser::dumps(c);
 }
-static std::string with(const Metric& m, std::initializer_list<std::pair<const char*, ser::json>> entries) {
-  return detail::config_with(m, entries);
-}
-std::string BinaryAccuracy::get_config() const { return with(*this, {{"threshold", threshold_}}); }
-std::string TopKCategoricalAccuracy::get_config() const { return with(*this, {{"k", k_}}); }
+std::string BinaryAccuracy::get_config() const { return detail::config_with(*this, {{"threshold", threshold_}}); }
+std::string TopKCategoricalAccuracy::get_config() const { return detail::config_with(*this, {{"k", k_}}); }
 std::string Precision::get_config() const {
-  return with(*this, {{"thresholds", thresholds_.at(0)}, {"top_k", nullptr}, {"class_id", nullptr}});
+  return detail::config_with(*this, {{"thresholds", thresholds_.at(0)}, {"top_k", nullptr}, {"class_id", nullptr}});
 }
 std::string Recall::get_config() const {
-  return with(*this, {{"thresholds", thresholds_.at(0)}, {"top_k", nullptr}, {"class_id", nullptr}});
+  return detail::config_with(*this, {{"thresholds", thresholds_.at(0)}, {"top_k", nullptr}, {"class_id", nullptr}});
 }
 std::string AUC::get_config() const {
-  return with(*this, {{"num_thresholds", static_cast<int64_t>(thresholds_.size())},
+  return detail::config_with(*this, {{"num_thresholds", static_cast<int64_t>(thresholds_.size())},
                       {"curve", curve_ == Curve::PR ? "PR" : "ROC"},
                       {"summation_method", "interpolation"},
                       {"multi_label", false},

@@ -108,9 +108,10 @@ std::string FBetaScore::get_config() const {
                              {"beta", beta_},
                              {"threshold", threshold_ ? ser::json(*threshold_) : ser::json(nullptr)}});
 }
-std::string F1Score::get_config() const {
-  return config_with(*this, {{"average", average_.empty() ? ser::json(nullptr) : ser::json(average_)},
-                             {"threshold", threshold_ ? ser::json(*threshold_) : ser::json(nullptr)}});
+std::string F1Score::get_config() const {  // FBetaScore's without beta (always 1)
+  ser::json c = ser::parse(FBetaScore::get_config(), "F1Score's config");
+  c.erase("beta");
+  return ser::dumps(c);
 }
 
 // ---- R² ----
@@ -267,14 +268,18 @@ double IoU::result() const {
   return sum / (valid + kEpsilon);
 }
 static ser::json optional_int(const std::optional<int64_t>& v) { return v ? ser::json(*v) : ser::json(nullptr); }
-std::string IoU::get_config() const {
-  return config_with(*this, {{"dtype", "int64"},
-                             {"num_classes", num_classes_},
-                             {"target_class_ids", opt_.target_class_ids},
-                             {"ignore_class", optional_int(opt_.ignore_class)},
-                             {"sparse_y_true", opt_.sparse_y_true},
-                             {"sparse_y_pred", opt_.sparse_y_pred},
-                             {"axis", opt_.axis}});
+std::string IoU::get_config() const { return config_without({}); }
+std::string IoU::config_without(std::initializer_list<const char*> keys) const {
+  ser::json c = ser::parse(config_with(*this, {{"dtype", "int64"},
+                                              {"num_classes", num_classes_},
+                                              {"target_class_ids", opt_.target_class_ids},
+                                              {"ignore_class", optional_int(opt_.ignore_class)},
+                                              {"sparse_y_true", opt_.sparse_y_true},
+                                              {"sparse_y_pred", opt_.sparse_y_pred},
+                                              {"axis", opt_.axis}}),
+                           "IoU's config");
+  for (const char* k : keys) c.erase(k);
+  return ser::dumps(c);
 }
 
 MeanIoU::MeanIoU(int64_t num_classes, std::string name, std::optional<int64_t> ignore_class, bool sparse_y_true,
@@ -285,14 +290,7 @@ MeanIoU::MeanIoU(int64_t num_classes, std::string name, std::optional<int64_t> i
           std::move(name)) {
   set_class_name("MeanIoU");
 }
-std::string MeanIoU::get_config() const {
-  return config_with(*this, {{"dtype", "int64"},
-                             {"num_classes", num_classes_},
-                             {"ignore_class", optional_int(opt_.ignore_class)},
-                             {"sparse_y_true", opt_.sparse_y_true},
-                             {"sparse_y_pred", opt_.sparse_y_pred},
-                             {"axis", opt_.axis}});
-}
+std::string MeanIoU::get_config() const { return config_without({"target_class_ids"}); }
 
 BinaryIoU::BinaryIoU(std::vector<int64_t> target_class_ids, double threshold, std::string name)
     : IoU(2,
@@ -303,7 +301,10 @@ BinaryIoU::BinaryIoU(std::vector<int64_t> target_class_ids, double threshold, st
   set_class_name("BinaryIoU");
 }
 std::string BinaryIoU::get_config() const {
-  return config_with(*this, {{"dtype", "int64"}, {"target_class_ids", opt_.target_class_ids}, {"threshold", threshold_}});
+  ser::json c = ser::parse(config_without({"num_classes", "ignore_class", "sparse_y_true", "sparse_y_pred", "axis"}),
+                           "BinaryIoU's config");
+  c["threshold"] = threshold_;
+  return ser::dumps(c);
 }
 
 OneHotIoU::OneHotIoU(int64_t num_classes, std::vector<int64_t> target_class_ids, std::string name,
@@ -314,14 +315,7 @@ OneHotIoU::OneHotIoU(int64_t num_classes, std::vector<int64_t> target_class_ids,
           std::move(name)) {
   set_class_name("OneHotIoU");
 }
-std::string OneHotIoU::get_config() const {
-  return config_with(*this, {{"dtype", "int64"},
-                             {"num_classes", num_classes_},
-                             {"target_class_ids", opt_.target_class_ids},
-                             {"ignore_class", optional_int(opt_.ignore_class)},
-                             {"sparse_y_pred", opt_.sparse_y_pred},
-                             {"axis", opt_.axis}});
-}
+std::string OneHotIoU::get_config() const { return config_without({"sparse_y_true"}); }
 
 OneHotMeanIoU::OneHotMeanIoU(int64_t num_classes, std::string name, std::optional<int64_t> ignore_class,
                              bool sparse_y_pred, int axis)
@@ -332,11 +326,7 @@ OneHotMeanIoU::OneHotMeanIoU(int64_t num_classes, std::string name, std::optiona
   set_class_name("OneHotMeanIoU");
 }
 std::string OneHotMeanIoU::get_config() const {
-  return config_with(*this, {{"dtype", "int64"},
-                             {"num_classes", num_classes_},
-                             {"ignore_class", optional_int(opt_.ignore_class)},
-                             {"sparse_y_pred", opt_.sparse_y_pred},
-                             {"axis", opt_.axis}});
+  return config_without({"target_class_ids", "sparse_y_true"});
 }
 
 }  // namespace osprey::keras::metrics
