@@ -1,0 +1,299 @@
+// The losses and metrics of a model's compile_config both ways: Keras's classes with their options, strings as
+// given, registered functions and classes of the user's (keras/src/losses, keras/src/metrics, serialization_lib).
+#include <fmt/format.h>
+
+#include "keras/metrics/metric_helpers.h"
+#include "keras/saving/loss_metric_config.h"
+#include "keras/saving/serialization.h"
+#include "keras/saving/weights_h5.h"
+#include "osprey/errors.h"
+#include "osprey/keras/saving.h"
+
+namespace osprey::keras::serialization {
+
+namespace {
+
+// A registered function as Keras serializes one: {"module": "builtins", "class_name": "function", "config":
+// "package>name", "registered_name": "function"}; nullptr for any other object.
+saving::Function function_from(const json& j, std::string& registered) {
+  if (!j.is_object() || j.value("class_name", "") != "function") return nullptr;
+  const json c = j.value("config", json());
+  if (!c.is_string()) throw ValueError("model_from_json: a serialized function's config must be its registered name");
+  auto fn = saving::detail::find_function(c.get<std::string>(), &registered);
+  if (!fn) {
+    throw ValueError(fmt::format("model_from_json: the function '{}' is not registered; register it first with "
+                                 "keras::saving::register_keras_serializable(\"package\", \"name\", fn)",
+                                 c.get<std::string>()));
+  }
+  return fn;
+}
+
+// Dice's and Tversky's `axis`: None (every axis), one axis or a list of at most 8.
+std::vector<int> overlap_axes(const json& c, const std::string& cls) {
+  const json a = c.value("axis", json());
+  if (a.is_null()) return {};
+  if (a.is_number_integer()) return {static_cast<int>(integer(c, "axis", -8, 8, cls + "'s"))};
+  const auto v = integers(c, "axis", -8, 8, cls + "'s", 8);
+  return {v.begin(), v.end()};
+}
+
+// One threshold of a confusion metric's config: None, a number or a one-element list (a list of several would log
+// several values).
+std::optional<double> optional_threshold(const json& c, const char* key, const std::string& cls) {
+  const json t = c.value(key, json());
+  if (t.is_null()) return std::nullopt;
+  if (t.is_number()) return t.get<double>();
+  if (t.is_array() && t.size() == 1 && t[0].is_number()) return t[0].get<double>();
+  unsupported(cls + " " + key, t.dump().substr(0, 80), "one threshold (a list of several logs several values)");
+}
+// Precision's and Recall's threshold (None: 0.5).
+double single_threshold(const json& c, const std::string& cls) {
+  return optional_threshold(c, "thresholds", cls).value_or(0.5);
+}
+std::string optional_string(const json& c, const char* key) {
+  const json v = c.value(key, json());
+  return v.is_string() ? v.get<std::string>() : "";
+}
+std::optional<int64_t> optional_class(const json& c, const std::string& cls) {
+  const json v = c.value("ignore_class", json());
+  if (v.is_null()) return std::nullopt;
+  return integer(c, "ignore_class", -(int64_t{1} << 31), int64_t{1} << 31, cls + "'s");
+}
+
+// The metrics of Keras's probabilistic, regression, hinge, correlation, confusion-count, F-score, R² and IoU
+// families, with their options; nullptr for other classes.
+std::shared_ptr<metrics::Metric> more_metric_object(const std::string& cls, const json& c, const std::string& name) {
+  namespace mt = metrics;
+  const bool logits = value_or(c, "from_logits", false);
+  const double smoothing = value_or(c, "label_smoothing", 0.0);
+  const int axis = value_or(c, "axis", -1);
+  const int thresholds = c.contains("num_thresholds") ? static_cast<int>(integer(c, "num_thresholds", 1, 1 << 20, cls + "'s")) : 200;
+  auto ids = [&](const char* key) { return integers(c, key, 0, 4096, cls + "'s", 4096); };
+  const int64_t classes = c.contains("num_classes") ? integer(c, "num_classes", 1, 4096, cls + "'s") : 0;
+  std::shared_ptr<mt::Metric> m;
+  if (cls == "BinaryCrossentropy") m = std::make_shared<mt::BinaryCrossentropy>(mt::CrossentropyMetricOptions{logits, smoothing}, name);
+  else if (cls == "CategoricalCrossentropy")
+    m = std::make_shared<mt::CategoricalCrossentropy>(mt::CrossentropyMetricOptions{logits, smoothing}, name);
+  else if (cls == "SparseCategoricalCrossentropy") {
+    if (c.contains("ignore_class") && !c["ignore_class"].is_null()) unsupported(cls + " option", "ignore_class", "the defaults");
+    m = std::make_shared<mt::SparseCategoricalCrossentropy>(logits, name);
+  } else if (cls == "CosineSimilarity") m = std::make_shared<mt::CosineSimilarity>(name, axis);
+  else if (cls == "PearsonCorrelation") m = std::make_shared<mt::PearsonCorrelation>(name, axis);
+  else if (cls == "ConcordanceCorrelation") m = std::make_shared<mt::ConcordanceCorrelation>(name, axis);
+  else if (cls == "TruePositives") m = std::make_shared<mt::TruePositives>(optional_threshold(c, "thresholds", cls), name);
+  else if (cls == "FalsePositives") m = std::make_shared<mt::FalsePositives>(optional_threshold(c, "thresholds", cls), name);
+  else if (cls == "TrueNegatives") m = std::make_shared<mt::TrueNegatives>(optional_threshold(c, "thresholds", cls), name);
+  else if (cls == "FalseNegatives") m = std::make_shared<mt::FalseNegatives>(optional_threshold(c, "thresholds", cls), name);
+  else if (cls == "F1Score") m = std::make_shared<mt::F1Score>(optional_string(c, "average"), optional_threshold(c, "threshold", cls), name);
+  else if (cls == "FBetaScore")
+    m = std::make_shared<mt::FBetaScore>(optional_string(c, "average"), value_or(c, "beta", 1.0),
+                                         optional_threshold(c, "threshold", cls), name);
+  else if (cls == "R2Score")
+    m = std::make_shared<mt::R2Score>(optional_string(c, "class_aggregation"),
+                                      static_cast<int>(value_or<int64_t>(c, "num_regressors", 0)), name);
+  else if (cls == "IoU")
+    m = std::make_shared<mt::IoU>(classes, mt::IoU::Options{.target_class_ids = ids("target_class_ids"),
+                                                            .ignore_class = optional_class(c, cls),
+                                                            .sparse_y_true = value_or(c, "sparse_y_true", true),
+                                                            .sparse_y_pred = value_or(c, "sparse_y_pred", true),
+                                                            .axis = axis},
+                                  name);
+  else if (cls == "MeanIoU")
+    m = std::make_shared<mt::MeanIoU>(classes, name, optional_class(c, cls), value_or(c, "sparse_y_true", true),
+                                      value_or(c, "sparse_y_pred", true), axis);
+  else if (cls == "BinaryIoU")
+    m = std::make_shared<mt::BinaryIoU>(c.contains("target_class_ids") ? ids("target_class_ids") : std::vector<int64_t>{0, 1},
+                                        value_or(c, "threshold", 0.5), name);
+  else if (cls == "OneHotIoU")
+    m = std::make_shared<mt::OneHotIoU>(classes, ids("target_class_ids"), name, optional_class(c, cls),
+                                        value_or(c, "sparse_y_pred", false), axis);
+  else if (cls == "OneHotMeanIoU")
+    m = std::make_shared<mt::OneHotMeanIoU>(classes, name, optional_class(c, cls), value_or(c, "sparse_y_pred", false), axis);
+  else if (cls == "SensitivityAtSpecificity")
+    m = std::make_shared<mt::SensitivityAtSpecificity>(number(c, "specificity", 0, 1, cls + "'s"), thresholds, name);
+  else if (cls == "SpecificityAtSensitivity")
+    m = std::make_shared<mt::SpecificityAtSensitivity>(number(c, "sensitivity", 0, 1, cls + "'s"), thresholds, name);
+  else if (cls == "PrecisionAtRecall")
+    m = std::make_shared<mt::PrecisionAtRecall>(number(c, "recall", 0, 1, cls + "'s"), thresholds, name);
+  else if (cls == "RecallAtPrecision")
+    m = std::make_shared<mt::RecallAtPrecision>(number(c, "precision", 0, 1, cls + "'s"), thresholds, name);
+  else if (cls == "Accuracy" || cls == "Poisson" || cls == "KLDivergence" || cls == "MeanAbsolutePercentageError" ||
+           cls == "MeanSquaredLogarithmicError" || cls == "LogCoshError" || cls == "Hinge" || cls == "SquaredHinge" ||
+           cls == "CategoricalHinge")
+    m = metrics::detail::more_metrics_by_name(cls);
+  if (!m) return nullptr;
+  if (c.contains("class_id") && !c["class_id"].is_null()) unsupported(cls + " option", "class_id", "the defaults");
+  m->set_name(name);
+  return m;
+}
+
+// A metric object of a Keras compile_config, with the options Osprey's metrics have; the rest must be defaults.
+MetricRef metric_object(const json& m) {
+  namespace mt = metrics;
+  std::string registered;
+  if (auto fn = function_from(m, registered)) {
+    mt::MeanMetricWrapper w(fn, registered.substr(registered.find('>') + 1));
+    w.set_registered_name(registered);
+    return w;
+  }
+  const std::string cls = m.value("class_name", "");
+  const json& c = config_of(m, "metric '" + cls + "'");
+  const json reg = m.value("registered_name", json());
+  if (reg.is_string() && reg.get<std::string>().find('>') != std::string::npos) {
+    auto metric = saving::detail::make_metric(reg.get<std::string>(), dumps(c));
+    if (!metric) {
+      throw ValueError(fmt::format("model_from_json: the metric class '{}' ('{}') is not registered; register it "
+                                   "with keras::saving::register_keras_serializable<YourMetric>(\"package\", "
+                                   "\"name\")",
+                                   cls, reg.get<std::string>()));
+    }
+    return MetricRef(metric);
+  }
+  const std::string snake = detail::to_snake_case(cls);
+  const std::string name = c.value("name", snake);
+  if (auto more = more_metric_object(cls, c, name)) return MetricRef(more);
+  for (const char* key : {"top_k", "class_id", "label_weights", "num_labels"}) {
+    if (c.contains(key) && !c[key].is_null()) unsupported(cls + " option", key, "the defaults");
+  }
+  for (const char* key : {"multi_label", "from_logits"}) {
+    if (value_or(c, key, false)) unsupported(cls + " option", key, "the defaults");
+  }
+  if (cls == "AUC") {
+    if (c.value("summation_method", "interpolation") != "interpolation") {
+      unsupported("AUC summation_method", c["summation_method"].dump(), "interpolation");
+    }
+    const std::string curve = c.value("curve", "ROC");
+    if (curve != "ROC" && curve != "PR") unsupported("AUC curve", curve, "ROC, PR");
+    return mt::AUC(value_or(c, "num_thresholds", 200), curve == "PR" ? mt::AUC::Curve::PR : mt::AUC::Curve::ROC, name);
+  }
+  if (cls == "Precision") return mt::Precision(single_threshold(c, cls), name);
+  if (cls == "Recall") return mt::Recall(single_threshold(c, cls), name);
+  if (cls == "BinaryAccuracy") return mt::BinaryAccuracy(value_or(c, "threshold", 0.5), name);
+  if (cls == "TopKCategoricalAccuracy") return mt::TopKCategoricalAccuracy(value_or(c, "k", 5), name);
+  if (cls == "SparseTopKCategoricalAccuracy") return mt::SparseTopKCategoricalAccuracy(value_or(c, "k", 5), name);
+  return snake;  // option-less metrics by name (MeanSquaredError -> mean_squared_error)
+}
+
+
+json function_json(const std::string& registered) {
+  return json{{"module", "builtins"}, {"class_name", "function"}, {"config", registered}, {"registered_name", "function"}};
+}
+
+json metric_json(const MetricRef& m, const std::string& where) {
+  const auto& metric = *m.get();
+  auto* wrapper = dynamic_cast<const metrics::MeanMetricWrapper*>(&metric);
+  if (wrapper && !wrapper->registered_name().empty()) return function_json(wrapper->registered_name());
+  if (!m.spelled().empty()) return m.spelled();
+  const std::string cls = metric.class_name();
+  const std::string registered = cls.empty() ? "" : saving::detail::registered_metric_name(cls);
+  if (!registered.empty()) {
+    json o = object("", cls, parse(metric.get_config(), "metric '" + metric.name() + "''s config"));
+    o["module"] = nullptr;
+    o["registered_name"] = registered;
+    return o;
+  }
+  if (cls.empty()) {
+    throw ValueError(fmt::format("Cannot save the compile settings of {}: metric '{}' is a C++ function (or has no "
+                                 "Keras class), which a Keras file cannot hold; register it "
+                                 "(keras::saving::register_keras_serializable) or use a Keras metric (by name or "
+                                 "object).",
+                                 where, metric.name()));
+  }
+  return object("keras.metrics", cls, parse(metric.get_config(), "metric '" + metric.name() + "''s config"));
+}
+
+}  // namespace
+
+LossRef loss_from(const json& j) {
+  if (j.is_string()) return j.get<std::string>();
+  std::string registered;
+  if (auto fn = function_from(j, registered)) {
+    losses::LossFunctionWrapper w(fn, registered.substr(registered.find('>') + 1));
+    w.set_registered_name(registered);
+    return w;
+  }
+  const std::string cls = j.value("class_name", "");
+  const json& c = config_of(j, "the loss");
+  const json reg = j.value("registered_name", json());
+  if (reg.is_string() && reg.get<std::string>().find('>') != std::string::npos) {  // a class of the user's
+    auto loss = saving::detail::make_loss(reg.get<std::string>(), dumps(c));
+    if (!loss) {
+      throw ValueError(fmt::format("model_from_json: the loss class '{}' ('{}') is not registered; register it with "
+                                   "keras::saving::register_keras_serializable<YourLoss>(\"package\", \"name\")",
+                                   cls, reg.get<std::string>()));
+    }
+    return LossRef(loss);
+  }
+  const std::string reduction = c.value("reduction", "sum_over_batch_size");
+  if (reduction != "sum_over_batch_size") unsupported("loss reduction in a saved model", reduction, "sum_over_batch_size");
+  const losses::CrossentropyOptions ce{.label_smoothing = value_or(c, "label_smoothing", 0.0),
+                                       .from_logits = value_or(c, "from_logits", false)};
+  if (cls == "BinaryCrossentropy") return losses::BinaryCrossentropy(ce);
+  if (cls == "CategoricalCrossentropy") return losses::CategoricalCrossentropy(ce);
+  if (cls == "SparseCategoricalCrossentropy") {
+    return losses::SparseCategoricalCrossentropy({.from_logits = value_or(c, "from_logits", false)});
+  }
+  if (cls == "Huber") return losses::Huber(value_or(c, "delta", 1.0));
+  if (cls == "CTC") return losses::CTC();
+  if (cls == "CosineSimilarity") return losses::CosineSimilarity(value_or(c, "axis", -1));
+  if (cls == "BinaryFocalCrossentropy" || cls == "CategoricalFocalCrossentropy") {
+    if (value_or(c, "axis", -1) != -1) unsupported(cls + " axis", c["axis"].dump(), "-1");
+    const losses::FocalOptions f{.apply_class_balancing = value_or(c, "apply_class_balancing", false),
+                                 .alpha = value_or(c, "alpha", 0.25),
+                                 .gamma = value_or(c, "gamma", 2.0),
+                                 .from_logits = ce.from_logits,
+                                 .label_smoothing = ce.label_smoothing};
+    if (cls == "BinaryFocalCrossentropy") return losses::BinaryFocalCrossentropy(f);
+    return losses::CategoricalFocalCrossentropy(f);
+  }
+  if (cls == "CategoricalGeneralizedCrossEntropy") return losses::CategoricalGeneralizedCrossEntropy(value_or(c, "q", 0.5));
+  if (cls == "Dice") return losses::Dice(overlap_axes(c, cls));
+  if (cls == "Tversky") return losses::Tversky(value_or(c, "alpha", 0.5), value_or(c, "beta", 0.5), overlap_axes(c, cls));
+  if (cls == "Circle") unsupported("loss", cls, "the others of keras.losses");
+  return detail::to_snake_case(cls);  // the option-less losses by name (MeanSquaredError -> mean_squared_error)
+}
+
+std::vector<MetricRef> metrics_from(const json& j) {
+  std::vector<MetricRef> out;
+  if (j.is_null()) return out;
+  for (const auto& m : j) {
+    if (m.is_string()) {
+      out.emplace_back(m.get<std::string>());
+    } else if (m.is_object()) {
+      out.push_back(metric_object(m));
+    } else {
+      unsupported("metric", m.dump().substr(0, 80), "metrics by name or class");
+    }
+  }
+  return out;
+}
+
+json loss_json(const LossRef& l, const std::string& where) {
+  if (!l.get()) return nullptr;
+  const auto& loss = *l.get();
+  auto* wrapper = dynamic_cast<const losses::LossFunctionWrapper*>(&loss);
+  if (wrapper && !wrapper->registered_name().empty()) return function_json(wrapper->registered_name());
+  if (!l.spelled().empty()) return l.spelled();
+  const std::string registered = saving::detail::registered_loss_name(loss.class_name());
+  if (!registered.empty()) {
+    json o = object("", loss.class_name(), parse(loss.get_config(), "loss '" + loss.name() + "''s config"));
+    o["module"] = nullptr;
+    o["registered_name"] = registered;
+    return o;
+  }
+  if (wrapper) {
+    throw ValueError(fmt::format("Cannot save the compile settings of {}: loss '{}' is a C++ function, which a Keras "
+                                 "file cannot hold. Register it (keras::saving::register_keras_serializable(\"package\", "
+                                 "\"name\", fn), then .loss = \"name\") or use a Keras loss (by name or object).",
+                                 where, loss.name()));
+  }
+  return object("keras.losses", loss.class_name(), parse(loss.get_config(), "loss '" + loss.name() + "''s config"));
+}
+
+json metric_list(const std::vector<MetricRef>& list, const std::string& where) {
+  json out = json::array();
+  for (const auto& m : list) out.push_back(metric_json(m, where));
+  return out;
+}
+
+}  // namespace osprey::keras::serialization
