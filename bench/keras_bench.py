@@ -8,7 +8,9 @@ A 4th argument sets Keras's global dtype policy ("mixed_bfloat16": bfloat16 comp
 Bidirectional(LSTM(128)) + Dense(1, sigmoid) over 100 right-padded token ids (the same ids), Adam, BCE.
 "mel" bench/audio_step's MelSpectrogram forward pass over one-second 16 kHz signals (5th and 6th arguments:
 fft_length, sequence_stride).
-Usage: keras_bench.py <seed|wide|cnn|lstm|gru|text|mel|first_step> [batch] [threads] [policy] [fft] [stride]"""
+"resize" bench/resize_step's cases: keras.ops.image.resize of (batch, 128, 128, 3) images per method (tf.function,
+best of 20, the result read into NumPy), one JSON line each.
+Usage: keras_bench.py <seed|wide|cnn|lstm|gru|text|mel|resize|first_step> [batch] [threads] [policy] [fft] [stride]"""
 import json
 import os
 import sys
@@ -25,6 +27,10 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 import keras  # noqa: E402
 from keras import layers  # noqa: E402
+
+# bench/resize_step.cpp's cases: (method, antialias, output side).
+RESIZE_CASES = [("bilinear", False, 64), ("bicubic", False, 64), ("bicubic", False, 256), ("area", False, 64),
+                ("lanczos3", True, 64), ("bilinear", True, 32)]
 
 if threads:
     tf.config.threading.set_intra_op_parallelism_threads(threads)
@@ -100,6 +106,20 @@ elif case == "text":
     model.fit(xs, ys, epochs=2, batch_size=batch, verbose=0, shuffle=False)
     us = (time.perf_counter() - t0) / 6 * 1e6
     name = f"Embedding + Bidirectional(LSTM(128)) text classifier, 100 right-padded tokens, fit batch {batch}"
+elif case == "resize":
+    x = tf.constant(np.random.uniform(0, 1, (batch, 128, 128, 3)).astype("float32"))
+    for method, aa, size in RESIZE_CASES:
+        f = tf.function(lambda v, m=method, a=aa, s=size: keras.ops.image.resize(v, (s, s), interpolation=m,
+                                                                                 antialias=a))
+        f(x).numpy()
+        best = 1e30
+        for _ in range(20):
+            t0 = time.perf_counter()
+            f(x).numpy()
+            best = min(best, time.perf_counter() - t0)
+        print(json.dumps({"framework": "tensorflow-keras", "case": f"resize ({batch}, 128, 128, 3) to {size}x{size} "
+                          f"{method}{' antialias' if aa else ''}", "ms": round(best * 1e3, 3)}))
+    sys.exit(0)
 elif case == "mel":
     fft = int(sys.argv[5]) if len(sys.argv) > 5 else 512
     stride = int(sys.argv[6]) if len(sys.argv) > 6 else 160

@@ -303,10 +303,26 @@ struct PoolParams {
 };
 Tensor pool(const Tensor& x, const PoolParams& params);
 
-enum class ResizeMethod { bilinear, nearest };
-/// Images (N, H, W, C) resized to (N, height, width, C) as tf.image.resize does (half-pixel centres, no
-/// antialiasing). Differentiable in x. InvalidArgumentError for another rank or an empty target.
-Tensor resize(const Tensor& x, int64_t height, int64_t width, ResizeMethod method);
+/// tf.image.resize's methods (keras.ops.image.resize's `interpolation`).
+enum class ResizeMethod { bilinear, nearest, bicubic, area, lanczos3, lanczos5, gaussian, mitchellcubic };
+/// The method of a name ("bilinear", "nearest", "bicubic", "area", "lanczos3", "lanczos5", "gaussian",
+/// "mitchellcubic"); ValueError naming them for another.
+ResizeMethod resize_method(const std::string& name);
+/// Images (N, H, W, C) resized to (N, height, width, C) as tf.image.resize does: half-pixel centres; bilinear and
+/// nearest by their taps, bicubic as ResizeBicubic, area as ResizeArea (pixel areas, no half-pixel offset), the
+/// others as ScaleAndTranslate; `antialias` widens bilinear's and bicubic's kernels and the ScaleAndTranslate ones
+/// by the downscaling factor (nearest and area ignore it, as TensorFlow). Differentiable in x (every method, area
+/// included, which TensorFlow is not). InvalidArgumentError for another rank or an empty target.
+Tensor resize(const Tensor& x, int64_t height, int64_t width, ResizeMethod method, bool antialias = false);
+
+/// TensorFlow's sampling kernels (tf.raw_ops.ScaleAndTranslate's kernel_type).
+enum class SamplingKernel { box, triangle, keyscubic, mitchellcubic, lanczos1, lanczos3, lanczos5, gaussian };
+/// tf.raw_ops.ScaleAndTranslate: images (N, H, W, C) to (N, height, width, C), output pixel (y, x) sampling the
+/// input at ((y + 0.5 - translation.first) / scale.first, (x + 0.5 - translation.second) / scale.second) with the
+/// kernel (widened by 1/scale when antialiasing a downscale). Differentiable in images. InvalidArgumentError for a
+/// scale that is not positive and finite.
+Tensor scale_and_translate(const Tensor& images, int64_t height, int64_t width, std::pair<float, float> scale,
+                           std::pair<float, float> translation, SamplingKernel kernel, bool antialias = true);
 
 enum class FillMode { reflect, wrap, constant, nearest };
 /// keras.ops.image.affine_transform (TensorFlow's ImageProjectiveTransformV3): each output pixel (x, y) of images

@@ -95,6 +95,8 @@ struct MaskedSoftmaxAttrs {
 };
 struct LayerNormAttrs { float epsilon; bool has_gamma, has_beta; };
 struct ResizeAttrs { ResizeMethod method; };
+/// Resample along one axis (ops/resample_tables.h): the axis and the table's span.
+struct ResampleAttrs { int axis; int64_t span; };
 struct TransformAttrs { ResizeMethod interpolation; FillMode fill_mode; float fill_value; };
 struct RmspropAttrs { float learning_rate, rho, momentum, epsilon; bool centered; };
 /// An LSTM, a GRU or a simple RNN (by its activation) over a whole sequence: batch, steps, input features, units.

@@ -5,6 +5,7 @@
 #include "ops/attrs.h"
 #include "ops/gradient_recorder.h"
 #include "ops/kernel.h"
+#include "ops/resample_tables.h"
 #include "ops/transform_taps.h"
 #include "osprey/errors.h"
 #include "osprey/ops.h"
@@ -257,16 +258,74 @@ Tensor pool(const Tensor& x, const PoolParams& p) {
   return out;
 }
 
-Tensor resize(const Tensor& x, int64_t height, int64_t width, ResizeMethod method) {
-  check_float32("ResizeBilinear", {&x});
+namespace detail {
+
+Tensor resample(const Tensor& x, int axis, const ResampleTable& table) {
+  check_float32("Resample", {&x});
+  const Shape& s = x.shape();
+  if (axis < 0 || axis >= s.rank() || s[axis] != table.in) {
+    throw InternalError(fmt::format("resample: a table for {} positions on axis {} of {}", table.in, axis,
+                                    s.to_string()));
+  }
+  const ResampleAttrs attrs{axis, table.span};
+  Tensor in[3] = {x, Tensor::from_vector(table.starts, Shape({table.out})),
+                  Tensor::from_vector(table.weights, Shape({table.out * table.span}))};
+  auto& dev = place(OpId::Resample, "Resample", in);
+  Tensor out = Tensor::empty(s.with_dim(axis, table.out), DType::float32, &dev);
+  run(OpId::Resample, dev, in, {&out, 1}, &attrs);
+  maybe_record("Resample", {in, 1}, {&out, 1}, [&] {
+    return BackwardFn([axis, back = transpose(table)](const std::vector<Tensor>& g) {
+      return std::vector<Tensor>{resample(g[0], axis, back)};
+    });
+  });
+  return out;
+}
+
+}  // namespace detail
+
+ResizeMethod resize_method(const std::string& name) {
+  static const std::pair<const char*, ResizeMethod> kNames[] = {
+      {"bilinear", ResizeMethod::bilinear}, {"nearest", ResizeMethod::nearest},
+      {"bicubic", ResizeMethod::bicubic},   {"area", ResizeMethod::area},
+      {"lanczos3", ResizeMethod::lanczos3}, {"lanczos5", ResizeMethod::lanczos5},
+      {"gaussian", ResizeMethod::gaussian}, {"mitchellcubic", ResizeMethod::mitchellcubic}};
+  for (const auto& [n, m] : kNames) {
+    if (name == n) return m;
+  }
+  throw ValueError(fmt::format("Invalid value for argument `interpolation`: \"{}\"; expected one of \"bilinear\", "
+                               "\"nearest\", \"bicubic\", \"area\", \"lanczos3\", \"lanczos5\", \"gaussian\", "
+                               "\"mitchellcubic\"",
+                               name));
+}
+
+namespace {
+
+void check_images(const char* op, const Tensor& x, int64_t height, int64_t width) {
+  check_float32(op, {&x});
   const Shape& s = x.shape();
   if (s.rank() != 4 || height < 1 || width < 1 || height > (int64_t{1} << 24) || width > (int64_t{1} << 24)) {
-    throw InvalidArgumentError(fmt::format("resize: expects images (batch, height, width, channels) and a target size "
+    throw InvalidArgumentError(fmt::format("{}: expects images (batch, height, width, channels) and a target size "
                                            "in [1, 2^24]; got {} and {}x{}",
-                                           s.to_string(), height, width));
+                                           op, s.to_string(), height, width));
   }
   if (s[1] == 0 || s[2] == 0) {
-    throw InvalidArgumentError(fmt::format("resize: the images {} are empty", s.to_string()));
+    throw InvalidArgumentError(fmt::format("{}: the images {} are empty", op, s.to_string()));
+  }
+}
+
+// The rows' table, then the columns' (TensorFlow's order for ScaleAndTranslate and ResizeBicubic).
+Tensor resample_2d(const Tensor& x, const detail::ResampleTable& rows, const detail::ResampleTable& cols) {
+  return detail::resample(detail::resample(x, 1, rows), 2, cols);
+}
+
+}  // namespace
+
+Tensor resize(const Tensor& x, int64_t height, int64_t width, ResizeMethod method, bool antialias) {
+  check_images("resize", x, height, width);
+  const Shape& s = x.shape();
+  if (method != ResizeMethod::nearest && (antialias || method != ResizeMethod::bilinear)) {
+    const bool aa = antialias && method != ResizeMethod::area;
+    return resample_2d(x, detail::resize_table(method, aa, s[1], height), detail::resize_table(method, aa, s[2], width));
   }
   const char* name = method == ResizeMethod::bilinear ? "ResizeBilinear" : "ResizeNearestNeighbor";
   const ResizeAttrs attrs{method};
@@ -286,6 +345,15 @@ Tensor resize(const Tensor& x, int64_t height, int64_t width, ResizeMethod metho
   return out;
 }
 
+Tensor scale_and_translate(const Tensor& images, int64_t height, int64_t width, std::pair<float, float> scale,
+                           std::pair<float, float> translation, SamplingKernel kernel, bool antialias) {
+  check_images("scale_and_translate", images, height, width);
+  const Shape& s = images.shape();
+  return resample_2d(images,
+                     detail::scale_translate_table(kernel, antialias, s[1], height, scale.first, translation.first),
+                     detail::scale_translate_table(kernel, antialias, s[2], width, scale.second, translation.second));
+}
+
 Tensor affine_transform(const Tensor& images, const Tensor& transforms, ResizeMethod interpolation, FillMode fill_mode,
                         double fill_value) {
   check_float32("ImageProjectiveTransformV3", {&images, &transforms});
@@ -295,6 +363,9 @@ Tensor affine_transform(const Tensor& images, const Tensor& transforms, ResizeMe
     throw InvalidArgumentError(fmt::format("affine_transform: expects images (batch, height, width, channels) and "
                                            "transforms (batch or 1, 8); got {} and {}",
                                            s.to_string(), t.to_string()));
+  }
+  if (interpolation != ResizeMethod::bilinear && interpolation != ResizeMethod::nearest) {
+    throw InvalidArgumentError("affine_transform: the interpolation must be bilinear or nearest");
   }
   const TransformAttrs attrs{interpolation, fill_mode, static_cast<float>(fill_value)};
   Tensor in[2] = {images, transforms};

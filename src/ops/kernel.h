@@ -45,6 +45,8 @@ enum class OpId : int {
   PoolGrad,        // x, dy -> dx
   Resize,          // x (N, H, W, C) -> y (N, h, w, C) (attrs ResizeAttrs)
   ResizeGrad,      // dy -> dx (the output's shape says the input's)
+  Resample,        // x, starts (int64, out), weights (float32, out * span) -> x with axis resampled (attrs
+                   // ResampleAttrs; ops/resample_tables.h)
   AffineTransform, // images (N, H, W, C), transforms (N or 1, 8) -> images (attrs TransformAttrs)
   ScatterAddRows,  // updates (N, ...), indices(int64, N) -> (rows, ...): row indices[i] += updates[i] (gather's grad)
   MaskedSoftmax,   // x, [mask] -> softmax over the last axis with left-out positions (attrs MaskedSoftmaxAttrs)

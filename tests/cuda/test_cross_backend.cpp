@@ -389,6 +389,19 @@ void check_every_op() {
     ys.push_back(g[0]);
     return ys;
   });
+  // The table-driven methods (the Resample op along each axis) and a ScaleAndTranslate, with the gradient.
+  expect_same("resample", [&] {
+    Variable v(host_uniform({2, 7, 5, 3}, -1, 1, 81), "v");
+    GradientTape tape;
+    Outputs ys{ops::resize(v.value(), 12, 4, ops::ResizeMethod::bicubic),
+               ops::resize(v.value(), 3, 8, ops::ResizeMethod::area),
+               ops::resize(v.value(), 4, 2, ops::ResizeMethod::lanczos3, true),
+               ops::scale_and_translate(v.value(), 6, 9, {0.8f, 1.7f}, {0.3f, -0.4f}, ops::SamplingKernel::keyscubic)};
+    Tensor total = ops::reduce_sum(ops::square(ys[0]));
+    for (std::size_t i = 1; i < ys.size(); ++i) total = ops::add(total, ops::reduce_sum(ops::square(ys[i])));
+    ys.push_back(tape.gradient(total, Vars{&v})[0]);
+    return ys;
+  });
   // Projective transforms (rotation, shift, zoom, a projective one) with every fill mode and interpolation.
   for (auto fill : {ops::FillMode::reflect, ops::FillMode::wrap, ops::FillMode::constant, ops::FillMode::nearest}) {
     expect_same(fmt::format("affine_transform fill {}", int(fill)), [&] {

@@ -1,6 +1,6 @@
 # Regenerates tests/data/images/ (a few small PNG and JPEG files in class folders, one nested, one grayscale, one
 # with alpha) and tests/data/keras_images.json: what Keras 3's image_dataset_from_directory gives for them
-# (shuffle off; resized to 6x4 bilinear and nearest, grayscale, crop_to_aspect_ratio). tests/keras/test_image_dataset.cpp
+# (shuffle off; resized to 6x4 bilinear, nearest, mitchellcubic and area, grayscale, crop_to_aspect_ratio). tests/keras/test_image_dataset.cpp
 # checks Osprey's against it. Run: python3 tests/keras/keras_images_reference.py   (pip tensorflow-cpu keras)
 import json, os, shutil
 os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
@@ -34,7 +34,9 @@ with open(os.path.join(ROOT, "owl", "notes.txt"), "w") as f:
 ref = {}
 for name, kwargs in {"bilinear": dict(), "nearest": dict(interpolation="nearest"),
                      "grayscale": dict(color_mode="grayscale", label_mode="categorical"),
-                     "crop": dict(crop_to_aspect_ratio=True)}.items():
+                     "crop": dict(crop_to_aspect_ratio=True),
+                     "mitchellcubic": dict(interpolation="mitchellcubic"),
+                     "area": dict(interpolation="area", crop_to_aspect_ratio=True)}.items():
     ds = keras.utils.image_dataset_from_directory(ROOT, image_size=(6, 4), shuffle=False, batch_size=4, **kwargs)
     xs, ys = [], []
     for x, y in ds:

@@ -551,6 +551,18 @@ case("catalogue_dice", keras.Model(sa, L.Conv2D(1, 1, activation="sigmoid", name
      sd, (sd > 0.5).astype("float32"), dict(optimizer="adam", loss=keras.losses.Dice(), metrics=[M.PrecisionAtRecall(0.7),
                                                                                                    M.SensitivityAtSpecificity(0.6)]))
 
+# tf.image.resize's other methods inside a model: Resizing with bicubic and antialias (a downscale), UpSampling2D
+# with lanczos3 and bicubic, gradients through them into the convolutions (TensorFlow has none for area).
+ix = qrng.uniform(0, 1, (N, 10, 12, 2)).astype("float32")
+ia = keras.Input((10, 12, 2), name="image")
+ih = L.Resizing(5, 6, interpolation="bicubic", antialias=True, name="down")(ia)
+ih = L.Conv2D(3, 3, padding="same", activation="tanh", name="conv")(ih)
+ih = L.Add(name="up_sum")([L.UpSampling2D((2, 2), interpolation="lanczos3", name="up_lanczos")(ih),
+                           L.UpSampling2D((2, 2), interpolation="bicubic", name="up_bicubic")(ih)])
+ih = L.GlobalAveragePooling2D(name="pool")(L.Conv2D(2, 3, name="conv2")(ih))
+case("resize_methods", keras.Model(ia, L.Dense(1, name="out")(ih), name="resize_methods"), ix,
+     ix.mean(axis=(1, 2, 3))[:, None] * 2, dict(optimizer=keras.optimizers.Adam(0.01), loss="mse"))
+
 if ONLY:  # the other cases' entries as they were
     with open(os.path.join(HERE, "..", "data", "keras_files.json")) as f:
         cases = {**json.load(f), **{k: v for k, v in cases.items() if k in ONLY}}

@@ -58,6 +58,10 @@ TEST(ImageDataset, MatchesKerasFilesLabelsAndPixels) {
                      .shuffle = false, .verbose = false}},
       {"crop", {.batch_size = 4, .image_size = {6, 4}, .shuffle = false, .crop_to_aspect_ratio = true,
                 .verbose = false}},
+      {"mitchellcubic", {.batch_size = 4, .image_size = {6, 4}, .shuffle = false, .interpolation = "mitchellcubic",
+                         .verbose = false}},
+      {"area", {.batch_size = 4, .image_size = {6, 4}, .shuffle = false, .interpolation = "area",
+                .crop_to_aspect_ratio = true, .verbose = false}},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
@@ -82,6 +86,8 @@ TEST(ImageDataset, MatchesKerasFilesLabelsAndPixels) {
     const auto [bx, by] = ds->get_batch(1);
     EXPECT_EQ(bx.shape(), Shape({2, 6, 4, c.options.color_mode == "grayscale" ? 1 : 3}));
   }
+  EXPECT_THROW((void)utils::image_dataset_from_directory(kImages, {.interpolation = "cubic", .verbose = false}),
+               ValueError);
 }
 
 TEST(ImageDataset, ShufflesValidationSplitsAndTrains) {

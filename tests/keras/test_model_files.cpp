@@ -545,6 +545,11 @@ TEST(ModelFiles, KerasOtherLossesAndMetricsInCompileConfig) {
   check_file("catalogue_segmenter");
   check_file("catalogue_dice");
 }
+TEST(ModelFiles, ResizingAndUpSamplingWithTensorFlowsOtherResizeMethods) {
+  SKIP_WITHOUT_HDF5();
+  // Resizing(bicubic, antialias), UpSampling2D(lanczos3) and UpSampling2D(bicubic) between convolutions.
+  check_file("resize_methods");
+}
 TEST(ModelFiles, AGruRegressorOnATimeSeries) {
   SKIP_WITHOUT_HDF5();
   check_file("gru_series");

@@ -41,6 +41,8 @@ struct ImageDatasetOptions {
   std::optional<uint64_t> seed{};    ///< needed with shuffle and validation_split
   double validation_split = 0.0;
   std::string subset{};              ///< "training" or "validation" with validation_split ("both": the _split call)
+  /// tf.image.resize's method: "bilinear", "nearest", "bicubic", "area", "lanczos3", "lanczos5", "gaussian" or
+  /// "mitchellcubic"
   std::string interpolation = "bilinear";
   bool follow_links = false;         ///< descend into symbolic links to folders inside the class folders
   bool crop_to_aspect_ratio = false;

@@ -516,24 +516,7 @@ Tensor sparsemax(const Tensor& x, int axis = -1);
 /// Channels to b×b blocks of pixels and back (4-D images; TensorFlow's channel order).
 Tensor depth_to_space(const Tensor& x, int64_t block_size, const std::string& data_format = "channels_last");
 Tensor space_to_depth(const Tensor& x, int64_t block_size, const std::string& data_format = "channels_last");
-/// keras.ops.image's color conversions of rank-3 or rank-4 images (channels on the last axis, or the third from
-/// the end with "channels_first"), in TensorFlow's formulas: rgb_to_grayscale (0.2989 r + 0.5870 g + 0.1140 b, one
-/// channel; a one-channel image is returned as it is; integer images computed in float32 and cast back),
-/// rgb_to_hsv (h, s, v in [0, 1] for RGB in [0, 1]) and hsv_to_rgb (float images only). Differentiable (Keras's
-/// TensorFlow backend has no gradient for hsv_to_rgb).
-Tensor rgb_to_grayscale(const Tensor& images, const std::string& data_format = "channels_last");
-Tensor rgb_to_hsv(const Tensor& images, const std::string& data_format = "channels_last");
-Tensor hsv_to_rgb(const Tensor& images, const std::string& data_format = "channels_last");
-/// keras.ops.image.gaussian_blur: a depthwise convolution of rank-3 or rank-4 float images with a Gaussian window of
-/// kernel_size (odd sizes in practice) and sigma per axis, zero padding ("same"), as Keras's TensorFlow backend.
-Tensor gaussian_blur(const Tensor& images, std::pair<int64_t, int64_t> kernel_size = {3, 3},
-                     std::pair<double, double> sigma = {1.0, 1.0}, const std::string& data_format = "channels_last");
-/// keras.ops.image.perspective_transform: each image warped so that its end_points land where its start_points
-/// were (4 points (x, y) each: (4, 2) for every image or (N, 4, 2)), by the homography Keras solves for, sampled
-/// as ImageProjectiveTransformV3 samples ("bilinear" or "nearest"; fill_value outside). Not differentiable.
-Tensor perspective_transform(const Tensor& images, const Tensor& start_points, const Tensor& end_points,
-                             const std::string& interpolation = "bilinear", double fill_value = 0.0,
-                             const std::string& data_format = "channels_last");
+// keras.ops.image (rgb_to_grayscale, resize, ...): osprey/keras/image_ops.h, included below.
 /// Pearson correlation coefficients of the rows (variables) over the last axis (observations), clipped to [-1, 1].
 Tensor corrcoef(const Tensor& x);
 /// Euclidean distances between the rows of x (..., M, D) and of y (..., N, D): (..., M, N).
@@ -721,3 +704,5 @@ std::vector<Tensor> nonzero(const Tensor& x);
 std::vector<Tensor> unique(const Tensor& x, bool return_inverse = false, bool return_counts = false);
 
 }  // namespace osprey::keras::ops
+
+#include "osprey/keras/image_ops.h"  // IWYU pragma: export

@@ -1,4 +1,6 @@
-// CPU kernels for image resizing (tf.image.resize's bilinear and nearest, half-pixel centres) and its gradient.
+// CPU kernels for image resizing (tf.image.resize's bilinear and nearest, half-pixel centres) and its gradient,
+// resampling along an axis by a table (the other resize methods, ops/resample_tables.h), projective transforms.
+#include <algorithm>
 #include <cstring>
 
 #include "backends/cpu/kernels.h"
@@ -85,6 +87,63 @@ void resize_grad_kernel(const KernelContext& ctx) {
   }, 1);
 }
 
+// Rows [begin, end) of y (outer · out, C) for x (outer, in, C) with a compile-time channel count C (the last axis of
+// channels-last images): the sums kept in registers.
+template <int C>
+void resample_rows(const float* src, const int64_t* starts, const float* weights, float* dst, int64_t in, int64_t out,
+                   int64_t span, int64_t begin, int64_t end) {
+  int64_t b = begin / out, o = begin % out;
+  for (int64_t row = begin; row < end; ++row) {
+    const int64_t start = starts[o], taps = std::min(span, in - start);
+    const float* w = weights + o * span;
+    const float* xb = src + (b * in + start) * C;
+    float acc[C] = {};
+    for (int64_t j = 0; j < taps; ++j) {
+      for (int k = 0; k < C; ++k) acc[k] += w[j] * xb[j * C + k];
+    }
+    for (int k = 0; k < C; ++k) dst[row * C + k] = acc[k];
+    if (++o == out) o = 0, ++b;
+  }
+}
+
+// x viewed as (outer, in, inner): each output row o of each outer block is the weighted sum of the table's input
+// rows, in the table's order (ScaleAndTranslate's GatherRows / GatherColumns).
+void resample_kernel(const KernelContext& ctx) {
+  const auto& a = ctx.attr<ops::ResampleAttrs>();
+  const Tensor& x = ctx.inputs[0];
+  const int64_t* starts = ctx.inputs[1].data<int64_t>();
+  const float* weights = ctx.inputs[2].data<float>();
+  Tensor& y = ctx.outputs[0];
+  const auto& xs = x.shape();
+  int64_t outer = 1, inner = 1;
+  for (int i = 0; i < a.axis; ++i) outer *= xs[i];
+  for (int i = a.axis + 1; i < xs.rank(); ++i) inner *= xs[i];
+  const int64_t in = xs[a.axis], out = y.shape()[a.axis], span = a.span;
+  const float* src = x.data<float>();
+  float* dst = y.data<float>();
+  parallel_chunks(outer * out, [&](int64_t begin, int64_t end) {
+    switch (inner) {
+      case 1: return resample_rows<1>(src, starts, weights, dst, in, out, span, begin, end);
+      case 2: return resample_rows<2>(src, starts, weights, dst, in, out, span, begin, end);
+      case 3: return resample_rows<3>(src, starts, weights, dst, in, out, span, begin, end);
+      case 4: return resample_rows<4>(src, starts, weights, dst, in, out, span, begin, end);
+      default: break;
+    }
+    int64_t b = begin / out, o = begin % out;
+    for (int64_t row = begin; row < end; ++row) {
+      const int64_t start = starts[o], taps = std::min(span, in - start);
+      const float* w = weights + o * span;
+      float* yo = dst + row * inner;
+      std::fill(yo, yo + inner, 0.f);
+      for (int64_t j = 0; j < taps; ++j) {
+        const float* xi = src + (b * in + start + j) * inner;
+        for (int64_t k = 0; k < inner; ++k) yo[k] += w[j] * xi[k];
+      }
+      if (++o == out) o = 0, ++b;
+    }
+  }, std::max<int64_t>(1, 4096 / std::max<int64_t>(inner * span, 1)));
+}
+
 void affine_transform_kernel(const KernelContext& ctx) {
   const auto& a = ctx.attr<ops::TransformAttrs>();
   const Tensor& x = ctx.inputs[0];
@@ -116,6 +175,7 @@ void register_image_kernels() {
   ops::register_kernel(ops::OpId::Resize, runtime::DeviceType::CPU, resize_kernel);
   ops::register_kernel(ops::OpId::ResizeGrad, runtime::DeviceType::CPU, resize_grad_kernel);
   ops::register_kernel(ops::OpId::AffineTransform, runtime::DeviceType::CPU, affine_transform_kernel);
+  ops::register_kernel(ops::OpId::Resample, runtime::DeviceType::CPU, resample_kernel);
 }
 
 }  // namespace osprey::cpu

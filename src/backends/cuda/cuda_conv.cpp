@@ -451,6 +451,20 @@ void resize_grad_kernel(const KernelContext& ctx) {
   check(cudaGetLastError(), "ResizeGrad");
 }
 
+void resample_kernel(const KernelContext& ctx) {
+  Launch l(ctx);
+  const auto& a = ctx.attr<ops::ResampleAttrs>();
+  const Tensor& x = ctx.inputs[0];
+  Tensor& y = ctx.outputs[0];
+  const auto& xs = x.shape();
+  int64_t outer = 1, inner = 1;
+  for (int i = 0; i < a.axis; ++i) outer *= xs[i];
+  for (int i = a.axis + 1; i < xs.rank(); ++i) inner *= xs[i];
+  launch_resample(x.data<float>(), ctx.inputs[1].data<int64_t>(), ctx.inputs[2].data<float>(), y.data<float>(),
+                  outer, xs[a.axis], y.shape()[a.axis], inner, a.span, l.s());
+  check(cudaGetLastError(), "Resample");
+}
+
 void affine_transform_kernel(const KernelContext& ctx) {
   Launch l(ctx);
   const auto& a = ctx.attr<ops::TransformAttrs>();
@@ -477,6 +491,7 @@ void register_cuda_conv_kernels() {
   ops::register_kernel(OpId::Resize, DeviceType::GPU, resize_kernel);
   ops::register_kernel(OpId::ResizeGrad, DeviceType::GPU, resize_grad_kernel);
   ops::register_kernel(OpId::AffineTransform, DeviceType::GPU, affine_transform_kernel);
+  ops::register_kernel(OpId::Resample, DeviceType::GPU, resample_kernel);
 }
 
 }  // namespace osprey::cuda

@@ -181,6 +181,10 @@ void launch_region_copy(const RegionGeometry& g, void* small, void* big, int ele
 /// tf.image.resize of (n, h, w, c) images to (n, oh, ow, c): bilinear or nearest, half-pixel centres.
 void launch_resize(const float* x, float* y, int64_t n, int64_t h, int64_t w, int64_t c, int64_t oh, int64_t ow,
                    bool bilinear, cudaStream_t s);
+/// y (outer, out, inner) = x (outer, in, inner) resampled along the middle axis by a table (ops/resample_tables.h;
+/// starts and weights in device memory).
+void launch_resample(const float* x, const int64_t* starts, const float* weights, float* y, int64_t outer,
+                     int64_t in, int64_t out, int64_t inner, int64_t span, cudaStream_t s);
 /// TensorFlow's ImageProjectiveTransformV3 (ops/transform_taps.h); `per_image`: transforms (n, 8), else (1, 8).
 void launch_affine_transform(const float* x, const float* transforms, float* y, int64_t n, int64_t h, int64_t w,
                              int64_t c, bool per_image, bool bilinear, int fill_mode, float fill_value,

@@ -1,4 +1,5 @@
-// The CUDA plug-in's image resizing (the CPU's taps: ops/resize_taps.h) and its deterministic gradient.
+// The CUDA plug-in's image resizing (the CPU's taps: ops/resize_taps.h) and its deterministic gradient, resampling
+// along an axis by a table (ops/resample_tables.h) and projective transforms.
 #include <cstdint>
 
 #include "backends/cuda/cuda_kernels.h"
@@ -46,6 +47,18 @@ __global__ void resize_grad_k(const float* dy, float* dx, int64_t h, int64_t w, 
   }
 }
 
+// One thread per output element: the table's taps along the axis, in order (the CPU kernel's sums).
+__global__ void resample_k(const float* x, const int64_t* starts, const float* weights, float* y, int64_t in,
+                           int64_t out, int64_t inner, int64_t span, int64_t total) {
+  GRID_STRIDE(k, total) {
+    const int64_t i = k % inner, o = (k / inner) % out, b = k / (inner * out), start = starts[o];
+    const int64_t taps = span < in - start ? span : in - start;
+    float acc = 0.f;
+    for (int64_t j = 0; j < taps; ++j) acc += weights[o * span + j] * x[(b * in + start + j) * inner + i];
+    y[k] = acc;
+  }
+}
+
 __global__ void affine_transform_k(const float* x, const float* t, float* y, int64_t h, int64_t w, int64_t c,
                                    bool per_image, bool bilinear, int fill_mode, float fill_value, int64_t total) {
   GRID_STRIDE(k, total) {
@@ -66,6 +79,12 @@ void launch_affine_transform(const float* x, const float* transforms, float* y, 
     affine_transform_k<<<blocks_for(total), kThreads, 0, s>>>(x, transforms, y, h, w, c, per_image, bilinear,
                                                               fill_mode, fill_value, total);
   }
+}
+
+void launch_resample(const float* x, const int64_t* starts, const float* weights, float* y, int64_t outer,
+                     int64_t in, int64_t out, int64_t inner, int64_t span, cudaStream_t s) {
+  const int64_t total = outer * out * inner;
+  if (total > 0) resample_k<<<blocks_for(total), kThreads, 0, s>>>(x, starts, weights, y, in, out, inner, span, total);
 }
 
 void launch_resize(const float* x, float* y, int64_t n, int64_t h, int64_t w, int64_t c, int64_t oh, int64_t ow,

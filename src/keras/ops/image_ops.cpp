@@ -1,5 +1,5 @@
-// keras.ops.image's color conversions (rgb_to_grayscale, rgb_to_hsv, hsv_to_rgb), gaussian_blur and
-// perspective_transform, composed of element-wise ops
+// keras.ops.image's resize and scale_and_translate (ops::resize and ops::detail::resample), color conversions
+// (rgb_to_grayscale, rgb_to_hsv, hsv_to_rgb), gaussian_blur and perspective_transform, composed of element-wise ops
 // (so they run on the images' device and are differentiable) in TensorFlow's formulas (tf.image.rgb_to_grayscale's
 // weights, the RGBToHSV and HSVToRGB kernels' arithmetic).
 #include "osprey/keras/ops.h"
@@ -12,8 +12,10 @@
 #include <utility>
 #include <vector>
 
+#include "keras/layers/preprocessing/crop.h"
 #include "keras/ops/common.h"
 #include "keras/ops/homography.h"
+#include "ops/resample_tables.h"
 #include "osprey/errors.h"
 #include "osprey/ops.h"
 
@@ -53,6 +55,18 @@ void check_three(const Tensor& images, int axis, const char* op) {
 }
 
 Tensor channel(const Tensor& x, int axis, int64_t i) { return osprey::ops::slice_axis(x, axis, i, 1); }
+
+// A float32 result back in the images' dtype, as Keras's resize: integers rounded, then saturated to the dtype.
+Tensor saturated(const Tensor& y, DType dtype) {
+  if (dtype == DType::float32) return y;
+  if (dtype == DType::bool_ || dtype == DType::float64) return y.cast(dtype);
+  double lo = -65504.0, hi = 65504.0;  // float16
+  if (dtype == DType::bfloat16) lo = -3.3895e38, hi = 3.3895e38;
+  if (dtype == DType::int32) lo = -2147483648.0, hi = 2147483520.0;  // the largest float32 below 2^31
+  if (dtype == DType::int64) lo = -9.2233715e18, hi = 9.2233715e18;
+  Tensor r = is_floating(dtype) ? y : osprey::ops::round(y);
+  return clip(r, lo, hi).cast(dtype);
+}
 
 }  // namespace
 
@@ -213,6 +227,80 @@ Tensor perspective_transform(const Tensor& images, const Tensor& start_points, c
   if (dtype != DType::float32) y = y.cast(dtype);
   if (data_format == "channels_first") y = osprey::ops::transpose(y, {0, 3, 1, 2});
   return batched ? y : squeeze(y, 0);
+}
+
+Tensor resize(const Tensor& images, std::pair<int64_t, int64_t> size, const ImageResizeOptions& o) {
+  if (size.first <= 0 || size.second <= 0) {
+    throw ValueError(fmt::format("`size` must have positive height and width. Received: size=({}, {})", size.first,
+                                 size.second));
+  }
+  const int axis = channel_axis(images, o.data_format, "resize");
+  const auto method = layers::keras_resize_method(o.interpolation, "resize");
+  if (o.fill_mode != "constant") {
+    throw ValueError(fmt::format("Invalid value for argument `fill_mode`. Only `'constant'` is supported. Received: "
+                                 "fill_mode={}",
+                                 o.fill_mode));
+  }
+  if (o.pad_to_aspect_ratio && o.crop_to_aspect_ratio) {
+    throw ValueError("Only one of `pad_to_aspect_ratio` & `crop_to_aspect_ratio` can be `True`.");
+  }
+  const bool batched = images.shape().rank() == 4, first = axis != images.shape().rank() - 1;
+  Tensor x = batched ? images : expand_dims(images, 0);
+  if (first) x = osprey::ops::transpose(x, {0, 2, 3, 1});
+  x = x.dtype() == DType::float32 ? x : x.cast(DType::float32);
+  if (o.crop_to_aspect_ratio) x = layers::crop_to_aspect(x, size.first, size.second);
+  if (o.pad_to_aspect_ratio) x = layers::pad_to_aspect(x, size.first, size.second, o.fill_value);
+  Tensor y = saturated(osprey::ops::resize(x, size.first, size.second, method, o.antialias), images.dtype());
+  if (first) y = osprey::ops::transpose(y, {0, 3, 1, 2});
+  return batched ? y : squeeze(y, 0);
+}
+
+Tensor scale_and_translate(const Tensor& images, const std::vector<int64_t>& output_shape,
+                           const std::vector<float>& scale, const std::vector<float>& translation,
+                           const std::vector<int>& spatial_dims, const std::string& method, bool antialias) {
+  using osprey::ops::SamplingKernel;
+  static const std::pair<const char*, SamplingKernel> kMethods[] = {
+      {"linear", SamplingKernel::triangle},   {"bilinear", SamplingKernel::triangle},
+      {"trilinear", SamplingKernel::triangle},
+      {"cubic", SamplingKernel::keyscubic},    {"bicubic", SamplingKernel::keyscubic},
+      {"tricubic", SamplingKernel::keyscubic}, {"lanczos3", SamplingKernel::lanczos3},
+      {"lanczos5", SamplingKernel::lanczos5}};
+  const auto* found = std::find_if(std::begin(kMethods), std::end(kMethods),
+                                   [&](const auto& m) { return method == m.first; });
+  if (found == std::end(kMethods)) {
+    throw ValueError(fmt::format("Invalid value for argument `method`. Expected of one ('linear', 'bilinear', "
+                                 "'trilinear', 'cubic', 'bicubic', 'tricubic', 'lanczos3', 'lanczos5'). "
+                                 "Received: method={}",
+                                 method));
+  }
+  const int rank = images.shape().rank();
+  if (static_cast<int>(output_shape.size()) != rank || scale.size() < spatial_dims.size() ||
+      translation.size() < spatial_dims.size()) {
+    throw ValueError(fmt::format("scale_and_translate: output_shape needs one size per axis of the images ({}) and "
+                                 "scale and translation a value per spatial dim ({}); received {}, {} and {}",
+                                 images.shape().to_string(), spatial_dims.size(), output_shape.size(), scale.size(),
+                                 translation.size()));
+  }
+  if (spatial_dims.empty()) return images;
+  Tensor y = images.dtype() == DType::float32 ? images : images.cast(DType::float32);
+  for (std::size_t i = 0; i < spatial_dims.size(); ++i) {
+    const int d = detail::normalized(spatial_dims[i], rank, "scale_and_translate");
+    const int64_t out = output_shape[static_cast<std::size_t>(d)];
+    if (out < 1 || y.shape()[d] < 1) {
+      throw ValueError(fmt::format("scale_and_translate: axis {} of {} to {} positions: both must be positive", d,
+                                   images.shape().to_string(), out));
+    }
+    if (!(scale[i] > 0.f) || !std::isfinite(scale[i]) || !std::isfinite(translation[i])) {
+      throw ValueError(fmt::format("scale_and_translate: scale must be positive and finite and translation finite; "
+                                   "received scale={} and translation={} for axis {}",
+                                   scale[i], translation[i], d));
+    }
+    y = osprey::ops::detail::resample(
+        y, d, osprey::ops::detail::keras_scale_translate_table(found->second, antialias, y.shape()[d], out, scale[i],
+                                                               translation[i]));
+  }
+  if (is_floating(images.dtype())) return images.dtype() == DType::float32 ? y : y.cast(images.dtype());
+  return clip(osprey::ops::round(y), min(images), max(images)).cast(images.dtype());
 }
 
 }  // namespace osprey::keras::ops

@@ -98,8 +98,11 @@ void check_options(const ImageDatasetOptions& o) {
     throw ValueError(fmt::format("image_size must be positive and at most 65536; received ({}, {})",
                                  o.image_size.first, o.image_size.second));
   }
-  if (!one_of(o.interpolation, {"bilinear", "nearest"})) {
-    throw ValueError(fmt::format("interpolation \"{}\" is not supported by Osprey (\"bilinear\", \"nearest\")",
+  if (!one_of(o.interpolation, {"bilinear", "nearest", "bicubic", "area", "lanczos3", "lanczos5", "gaussian",
+                                 "mitchellcubic"})) {
+    throw ValueError(fmt::format("Argument `interpolation` should be one of ('bilinear', 'nearest', 'bicubic', "
+                                 "'area', 'lanczos3', 'lanczos5', 'gaussian', 'mitchellcubic'). Received: "
+                                 "interpolation={}",
                                  o.interpolation));
   }
   if (o.validation_split != 0.0) {
@@ -251,8 +254,7 @@ std::pair<Tensor, Tensor> ImageDataset::rows(int64_t begin, int64_t end) {
     const int64_t ih = image.shape()[0], iw = image.shape()[1];
     Tensor batch = image.reshape({1, ih, iw, c});
     if (options_.crop_to_aspect_ratio) batch = layers::crop_to_aspect(batch, h, w);
-    const Tensor resized = ops::resize(batch, h, w, options_.interpolation == "nearest" ? ops::ResizeMethod::nearest
-                                                                                          : ops::ResizeMethod::bilinear);
+    const Tensor resized = ops::resize(batch, h, w, ops::resize_method(options_.interpolation));
     const auto v = resized.to_vector<float>();
     pixels.insert(pixels.end(), v.begin(), v.end());
   }

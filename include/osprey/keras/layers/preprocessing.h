@@ -32,17 +32,19 @@ class Rescaling : public Layer {
 };
 
 struct ResizingOptions {
-  std::string interpolation = "bilinear";  ///< or "nearest"
+  /// "bilinear", "nearest", "bicubic", "area", "lanczos3" or "lanczos5" (tf.image.resize's methods)
+  std::string interpolation = "bilinear";
   bool crop_to_aspect_ratio = false;       ///< first crop the largest centred window of the target's aspect ratio
   std::string data_format = "channels_last";
   std::string name{};
   bool pad_to_aspect_ratio = false;  ///< or first pad evenly on both sides to the target's aspect ratio, with
   double fill_value = 0.0;           ///< this value (Keras's fill_mode "constant", its only one)
   std::string dtype{};  ///< Keras's dtype: a policy name ("float32", "mixed_bfloat16"); empty: the global policy
+  bool antialias = false;  ///< widen the kernel by the downscaling factor (not for "nearest" and "area")
 };
 
 /// Images (batch, height, width, channels) resized as tf.image.resize does (keras.layers.Resizing):
-/// `layers::Resizing(64, 64)`. antialias is not implemented (a ValueError from a config).
+/// `layers::Resizing(64, 64)`.
 class Resizing : public Layer {
  public:
   Resizing(int64_t height, int64_t width, ResizingOptions options = {});

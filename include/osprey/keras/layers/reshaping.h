@@ -125,7 +125,8 @@ OSPREY_SPATIAL_PADDING_LAYER(Cropping3D, cropping, 3, 1)
 #undef OSPREY_SPATIAL_PADDING_LAYER
 
 /// Keras's UpSampling1D/2D/3D: every element repeated `size` times along each spatial axis (nearest neighbour), or
-/// for UpSampling2D with interpolation "bilinear" the images resized to size times theirs (tf.image.resize).
+/// for UpSampling2D with another interpolation ("bilinear", "bicubic", "area", "lanczos3", "lanczos5") the images
+/// resized to size times theirs (tf.image.resize).
 class UpSampling : public Layer {
  public:
   UpSampling(int rank, const Ints& size, std::string data_format, std::string interpolation, std::string name);
@@ -149,7 +150,8 @@ class UpSampling1D : public UpSampling {
       : UpSampling(1, size, "channels_last", "nearest", std::move(name)) {}
   OSPREY_KERAS_LAYER(UpSampling1D)
 };
-/// keras.layers.UpSampling2D(size=(2, 2), data_format, interpolation="nearest" or "bilinear").
+/// keras.layers.UpSampling2D(size=(2, 2), data_format, interpolation="nearest", "bilinear", "bicubic", "area",
+/// "lanczos3" or "lanczos5").
 class UpSampling2D : public UpSampling {
  public:
   explicit UpSampling2D(const Ints& size = 2, std::string data_format = "channels_last",

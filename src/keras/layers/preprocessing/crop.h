@@ -18,6 +18,13 @@ namespace osprey::keras::layers {
 /// The largest centred window of images (N, H, W, C) with the aspect ratio height : width (Keras's
 /// crop_to_aspect_ratio / smart_resize, before the resize).
 Tensor crop_to_aspect(const Tensor& images, int64_t height, int64_t width);
+/// Images (N, H, W, C) padded evenly on the short side with fill_value to the aspect ratio height : width (Keras's
+/// pad_to_aspect_ratio, before the resize).
+Tensor pad_to_aspect(const Tensor& images, int64_t height, int64_t width, double fill_value);
+
+/// tf.image.resize's method of a Keras interpolation name as Keras's TensorFlow backend takes them (bilinear,
+/// nearest, bicubic, area, lanczos3, lanczos5); ValueError naming `where` and them for another.
+osprey::ops::ResizeMethod keras_resize_method(const std::string& name, const char* where);
 
 /// Images (N, C, H, W) as (N, H, W, C) for the ops when `first` (channels_first), and back.
 inline Tensor to_last(const Tensor& x, bool first) { return first ? ops::transpose(x, detail::to_channels_last(2)) : x; }

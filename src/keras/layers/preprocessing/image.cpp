@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 
 #include "keras/saving/serialization.h"
 #include "osprey/device.h"
@@ -79,7 +80,15 @@ std::pair<double, double> number_pair(const nlohmann::json& v, const char* key, 
   return {v[0].get<double>(), v[1].get<double>()};
 }
 
-namespace {
+osprey::ops::ResizeMethod keras_resize_method(const std::string& name, const char* where) {
+  static const char* names[] = {"bilinear", "nearest", "lanczos3", "lanczos5", "bicubic", "area"};
+  if (std::find_if(std::begin(names), std::end(names), [&](const char* n) { return name == n; }) == std::end(names)) {
+    throw ValueError(fmt::format("{}: Invalid value for argument `interpolation`. Expected of one ('bilinear', "
+                                 "'nearest', 'lanczos3', 'lanczos5', 'bicubic', 'area'). Received: interpolation={}",
+                                 where, name));
+  }
+  return ops::resize_method(name);
+}
 
 // Keras's pad_to_aspect_ratio: fill_value rows (or columns) added evenly above and below (left and right) so that
 // the image takes the target's aspect ratio (TensorFlow backend: int(float(pad - h) / 2) on each side).
@@ -101,6 +110,8 @@ Tensor pad_to_aspect(const Tensor& x, int64_t height, int64_t width, double fill
   return y;
 }
 
+namespace {
+
 Shape image_shape(const Shape& input_shape, bool first, int64_t height, int64_t width) {
   return first ? Shape({input_shape[0], height, width}) : Shape({height, width, input_shape[2]});
 }
@@ -118,11 +129,7 @@ Tensor Rescaling::call(const Tensor& x, bool) {
 Resizing::Resizing(int64_t height, int64_t width, ResizingOptions options)
     : Layer(options.name, "resizing", options.dtype), height_(height), width_(width), options_(std::move(options)) {
   check_size("Resizing", height, width);
-  if (options_.interpolation != "bilinear" && options_.interpolation != "nearest") {
-    throw ValueError(fmt::format("Resizing: interpolation \"{}\" is not implemented in Osprey (\"bilinear\", "
-                                 "\"nearest\")",
-                                 options_.interpolation));
-  }
+  keras_resize_method(options_.interpolation, "Resizing");
   detail::check_data_format(options_.data_format, "Resizing");
   if (options_.crop_to_aspect_ratio && options_.pad_to_aspect_ratio) {
     throw ValueError("Resizing: only one of `pad_to_aspect_ratio` & `crop_to_aspect_ratio` can be `True`.");
@@ -140,8 +147,8 @@ Tensor Resizing::call(const Tensor& inputs, bool) {
   Tensor x = to_last(inputs.dtype() == DType::float32 ? inputs : inputs.cast(DType::float32), first);
   if (options_.crop_to_aspect_ratio) x = crop_to_aspect(x, height_, width_);
   if (options_.pad_to_aspect_ratio) x = pad_to_aspect(x, height_, width_, options_.fill_value);
-  const auto method = options_.interpolation == "nearest" ? ops::ResizeMethod::nearest : ops::ResizeMethod::bilinear;
-  return from_last(ops::resize(x, height_, width_, method), first);
+  return from_last(ops::resize(x, height_, width_, ops::resize_method(options_.interpolation), options_.antialias),
+                   first);
 }
 
 CenterCrop::CenterCrop(int64_t height, int64_t width, std::string data_format, std::string name)
@@ -182,7 +189,7 @@ std::string Resizing::get_config() const {
                                   {"pad_to_aspect_ratio", options_.pad_to_aspect_ratio},
                                   {"fill_mode", "constant"},
                                   {"fill_value", options_.fill_value},
-                                  {"antialias", false}});
+                                  {"antialias", options_.antialias}});
 }
 std::string CenterCrop::get_config() const {
   return ser::config_text(*this, {{"data_format", data_format_}, {"height", height_}, {"width", width_}});
@@ -196,7 +203,6 @@ OSPREY_REGISTER_LAYERS(preprocessing_image) {
                                        ser::name_of(c));
   }});
   ser::register_layer_class("Resizing", {true, [](const json& c) -> std::shared_ptr<Layer> {
-    ser::refuse_set(c, {"antialias"}, "Resizing", "interpolation, crop_to_aspect_ratio, pad_to_aspect_ratio");
     const auto fill_mode = ser::value_or<std::string>(c, "fill_mode", "constant");
     if (fill_mode != "constant") {
       throw ValueError(fmt::format("Resizing: fill_mode \"{}\" is not supported; only \"constant\"", fill_mode));
@@ -205,7 +211,8 @@ OSPREY_REGISTER_LAYERS(preprocessing_image) {
                       ser::value_or(c, "crop_to_aspect_ratio", false),
                       ser::value_or<std::string>(c, "data_format", "channels_last"), ser::name_of(c),
                       ser::value_or(c, "pad_to_aspect_ratio", false),
-                      c.contains("fill_value") && c["fill_value"].is_number() ? c["fill_value"].get<double>() : 0.0};
+                      c.contains("fill_value") && c["fill_value"].is_number() ? c["fill_value"].get<double>() : 0.0,
+                      std::string{}, ser::value_or(c, "antialias", false)};
     return std::make_shared<Resizing>(ser::integer(c, "height", 1, int64_t{1} << 24, "Resizing"),
                                       ser::integer(c, "width", 1, int64_t{1} << 24, "Resizing"), o);
   }});

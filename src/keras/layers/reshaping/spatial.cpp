@@ -1,5 +1,5 @@
 // The spatial reshaping layers: keras.layers.ZeroPadding1D/2D/3D (concatenated zeros), Cropping1D/2D/3D (slices)
-// and UpSampling1D/2D/3D (nearest: each element repeated; UpSampling2D's bilinear: ops::resize), built from
+// and UpSampling1D/2D/3D (nearest: each element repeated; UpSampling2D's other interpolations: ops::resize), built from
 // differentiable ops.
 #include <fmt/format.h>
 
@@ -7,6 +7,7 @@
 #include "osprey/errors.h"
 #include "osprey/keras/layers/reshaping.h"
 #include "osprey/ops.h"
+#include "keras/layers/preprocessing/crop.h"
 
 namespace osprey::keras::layers {
 
@@ -107,11 +108,10 @@ UpSampling::UpSampling(int rank, const Ints& size, std::string data_format, std:
       interpolation_(std::move(interpolation)) {
   size_ = detail::per_axis(size, rank, 1, fmt_class(), "size");
   detail::check_data_format(data_format_, fmt_class());
-  if (interpolation_ != "nearest" && !(rank == 2 && interpolation_ == "bilinear")) {
-    throw ValueError(fmt::format("{}: `interpolation` must be {}; received {} (bicubic, lanczos and area are not "
-                                 "implemented in Osprey)",
-                                 fmt_class(), rank == 2 ? "\"nearest\" or \"bilinear\"" : "\"nearest\"",
-                                 interpolation_));
+  if (rank == 2) {
+    keras_resize_method(interpolation_, "UpSampling2D");
+  } else if (interpolation_ != "nearest") {
+    throw ValueError(fmt::format("{}: `interpolation` must be \"nearest\"; received {}", fmt_class(), interpolation_));
   }
 }
 
@@ -131,10 +131,12 @@ Tensor UpSampling::call(const Tensor& inputs, bool) {
   if (static_cast<int>(d0.size()) != rank_ + 2) {
     check_rank(name_, rank_, Shape(std::vector<int64_t>(d0.begin() + (d0.empty() ? 0 : 1), d0.end())));
   }
-  if (interpolation_ == "bilinear") {  // Keras: ops.image.resize to (h · size[0], w · size[1]), channels last
+  if (interpolation_ != "nearest") {  // Keras: ops.image.resize to (h · size[0], w · size[1]), channels last
     const bool first = data_format_ == "channels_first";
     const Tensor x = first ? ops::transpose(inputs, {0, 2, 3, 1}) : inputs;
-    const Tensor y = ops::resize(x, x.shape()[1] * size_[0], x.shape()[2] * size_[1], ops::ResizeMethod::bilinear);
+    Tensor y = ops::resize(x.dtype() == DType::float32 ? x : x.cast(DType::float32), x.shape()[1] * size_[0],
+                           x.shape()[2] * size_[1], ops::resize_method(interpolation_));
+    if (y.dtype() != x.dtype()) y = y.cast(x.dtype());
     return first ? ops::transpose(y, {0, 3, 1, 2}) : y;
   }
   Tensor y = inputs;
