@@ -28,6 +28,17 @@ import tensorflow as tf  # noqa: E402
 import keras  # noqa: E402
 from keras import layers  # noqa: E402
 
+def best_call(f, x, repeats=20):
+    """Seconds of the fastest of `repeats` calls f(x) read into NumPy, after one warm-up call (tracing)."""
+    f(x).numpy()
+    best = 1e30
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        f(x).numpy()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
 # bench/resize_step.cpp's cases: (method, antialias, output side).
 RESIZE_CASES = [("bilinear", False, 64), ("bicubic", False, 64), ("bicubic", False, 256), ("area", False, 64),
                 ("lanczos3", True, 64), ("bilinear", True, 32)]
@@ -111,28 +122,15 @@ elif case == "resize":
     for method, aa, size in RESIZE_CASES:
         f = tf.function(lambda v, m=method, a=aa, s=size: keras.ops.image.resize(v, (s, s), interpolation=m,
                                                                                  antialias=a))
-        f(x).numpy()
-        best = 1e30
-        for _ in range(20):
-            t0 = time.perf_counter()
-            f(x).numpy()
-            best = min(best, time.perf_counter() - t0)
         print(json.dumps({"framework": "tensorflow-keras", "case": f"resize ({batch}, 128, 128, 3) to {size}x{size} "
-                          f"{method}{' antialias' if aa else ''}", "ms": round(best * 1e3, 3)}))
+                          f"{method}{' antialias' if aa else ''}", "ms": round(best_call(f, x) * 1e3, 3)}))
     sys.exit(0)
 elif case == "mel":
     fft = int(sys.argv[5]) if len(sys.argv) > 5 else 512
     stride = int(sys.argv[6]) if len(sys.argv) > 6 else 160
     x = tf.constant(np.random.uniform(-1, 1, (batch, 16000)).astype("float32"))
     layer = layers.MelSpectrogram(fft_length=fft, sequence_stride=stride)
-    f = tf.function(lambda v: layer(v))
-    f(x).numpy()
-    best = 1e30
-    for _ in range(20):
-        t0 = time.perf_counter()
-        f(x).numpy()
-        best = min(best, time.perf_counter() - t0)
-    us = best * 1e6
+    us = best_call(tf.function(lambda v: layer(v)), x) * 1e6
     name = f"MelSpectrogram forward (tf.function, best of 20) batch {batch}, fft_length {fft}, stride {stride}"
 else:
     x = np.random.rand(batch, 784).astype("float32")

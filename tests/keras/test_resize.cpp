@@ -170,6 +170,9 @@ TEST(Resize, KerasScaleAndTranslateWithGradients) {
   EXPECT_THROW((void)kops::scale_and_translate(vol, {2, 6, 8}, {1.f}, {0.f}, {1}, "linear"), ValueError);
   EXPECT_THROW((void)kops::scale_and_translate(vol, {2, 6, 8, 3}, {1.f}, {0.f}, {4}, "linear"), InvalidArgumentError);
   EXPECT_EQ(kops::scale_and_translate(vol, {2, 6, 8, 3}, {}, {}, {}, "linear").shape(), vol.shape());
+  EXPECT_THROW((void)kops::scale_and_translate(ints.cast(DType::bool_), {1, 7, 5, 1}, {2.f, 2.f}, {0.f, 0.f}, {1, 2},
+                                               "linear"),
+               ValueError);
 }
 
 TEST(Resize, ResizingAndUpSamplingLayersWithTheNewInterpolations) {

@@ -281,6 +281,7 @@ Tensor scale_and_translate(const Tensor& images, const std::vector<int64_t>& out
                                  images.shape().to_string(), spatial_dims.size(), output_shape.size(), scale.size(),
                                  translation.size()));
   }
+  if (images.dtype() == DType::bool_) throw ValueError("scale_and_translate: images must be numbers; received bool");
   if (spatial_dims.empty()) return images;
   Tensor y = images.dtype() == DType::float32 ? images : images.cast(DType::float32);
   for (std::size_t i = 0; i < spatial_dims.size(); ++i) {
