@@ -250,21 +250,21 @@ ResampleTable keras_scale_translate_table(SamplingKernel kind, bool antialias, i
 }
 
 ResampleTable resize_table(ResizeMethod method, bool antialias, int64_t in, int64_t out) {
-  const float scale = static_cast<float>(out) / static_cast<float>(in);
+  if (method == ResizeMethod::area) return area_table(in, out);
+  if (method == ResizeMethod::bicubic && !antialias) return bicubic_table(in, out);
+  // The rest through ScaleAndTranslate, as tf.image.resize (bilinear and bicubic only with antialias).
+  SamplingKernel kernel = SamplingKernel::triangle;
   switch (method) {
-    case ResizeMethod::bicubic:
-      return antialias ? scale_translate_table(SamplingKernel::keyscubic, true, in, out, scale, 0.f)
-                       : bicubic_table(in, out);
-    case ResizeMethod::area: return area_table(in, out);
-    case ResizeMethod::bilinear: return scale_translate_table(SamplingKernel::triangle, antialias, in, out, scale, 0.f);
-    case ResizeMethod::lanczos3: return scale_translate_table(SamplingKernel::lanczos3, antialias, in, out, scale, 0.f);
-    case ResizeMethod::lanczos5: return scale_translate_table(SamplingKernel::lanczos5, antialias, in, out, scale, 0.f);
-    case ResizeMethod::gaussian: return scale_translate_table(SamplingKernel::gaussian, antialias, in, out, scale, 0.f);
-    case ResizeMethod::mitchellcubic:
-      return scale_translate_table(SamplingKernel::mitchellcubic, antialias, in, out, scale, 0.f);
-    case ResizeMethod::nearest: break;
+    case ResizeMethod::bilinear: kernel = SamplingKernel::triangle; break;
+    case ResizeMethod::bicubic: kernel = SamplingKernel::keyscubic; break;
+    case ResizeMethod::lanczos3: kernel = SamplingKernel::lanczos3; break;
+    case ResizeMethod::lanczos5: kernel = SamplingKernel::lanczos5; break;
+    case ResizeMethod::gaussian: kernel = SamplingKernel::gaussian; break;
+    case ResizeMethod::mitchellcubic: kernel = SamplingKernel::mitchellcubic; break;
+    case ResizeMethod::area:
+    case ResizeMethod::nearest: throw InternalError("resize_table: nearest resizing has no table (resize_taps.h)");
   }
-  throw InternalError("resize_table: nearest resizing has no table (resize_taps.h)");
+  return scale_translate_table(kernel, antialias, in, out, static_cast<float>(out) / static_cast<float>(in), 0.f);
 }
 
 ResampleTable transpose(const ResampleTable& t) {

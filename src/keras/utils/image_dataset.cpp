@@ -98,8 +98,9 @@ void check_options(const ImageDatasetOptions& o) {
     throw ValueError(fmt::format("image_size must be positive and at most 65536; received ({}, {})",
                                  o.image_size.first, o.image_size.second));
   }
-  if (!one_of(o.interpolation, {"bilinear", "nearest", "bicubic", "area", "lanczos3", "lanczos5", "gaussian",
-                                 "mitchellcubic"})) {
+  try {
+    (void)ops::resize_method(o.interpolation);  // tf.image.resize's eight methods, as Keras accepts here
+  } catch (const ValueError&) {
     throw ValueError(fmt::format("Argument `interpolation` should be one of ('bilinear', 'nearest', 'bicubic', "
                                  "'area', 'lanczos3', 'lanczos5', 'gaussian', 'mitchellcubic'). Received: "
                                  "interpolation={}",

@@ -27,8 +27,12 @@ Tensor pad_to_aspect(const Tensor& images, int64_t height, int64_t width, double
 osprey::ops::ResizeMethod keras_resize_method(const std::string& name, const char* where);
 
 /// Images (N, C, H, W) as (N, H, W, C) for the ops when `first` (channels_first), and back.
-inline Tensor to_last(const Tensor& x, bool first) { return first ? ops::transpose(x, detail::to_channels_last(2)) : x; }
-inline Tensor from_last(const Tensor& x, bool first) { return first ? ops::transpose(x, detail::to_channels_first(2)) : x; }
+inline Tensor to_last(const Tensor& x, bool first) {
+  return first ? osprey::ops::transpose(x, detail::to_channels_last(2)) : x;
+}
+inline Tensor from_last(const Tensor& x, bool first) {
+  return first ? osprey::ops::transpose(x, detail::to_channels_first(2)) : x;
+}
 
 /// Keras's error unless a per-sample shape is an image's (height, width, channels).
 void check_images(const std::string& layer, const Shape& input_shape);

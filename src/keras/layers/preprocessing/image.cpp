@@ -9,12 +9,15 @@
 #include "osprey/device.h"
 #include "osprey/errors.h"
 #include "osprey/keras/layers/convolutional.h"
+#include "osprey/keras/image_ops.h"
 #include "osprey/keras/layers/preprocessing.h"
 #include "keras/layers/preprocessing/crop.h"
 #include "osprey/ops.h"
 #include "osprey/random.h"
 
 namespace osprey::keras::layers {
+
+namespace ops = osprey::ops;  // keras::ops is named in full (image_ops.h declares it)
 
 namespace {
 
@@ -141,14 +144,17 @@ Shape Resizing::build(const Shape& input_shape) {
   return finish_build(image_shape(input_shape, options_.data_format == "channels_first", height_, width_));
 }
 
+// keras.ops.image.resize of the images in float32 (Keras's layer calls the backend's resize: a float result).
 Tensor Resizing::call(const Tensor& inputs, bool) {
-  const bool first = options_.data_format == "channels_first";
   check_batch(name_, inputs);
-  Tensor x = to_last(inputs.dtype() == DType::float32 ? inputs : inputs.cast(DType::float32), first);
-  if (options_.crop_to_aspect_ratio) x = crop_to_aspect(x, height_, width_);
-  if (options_.pad_to_aspect_ratio) x = pad_to_aspect(x, height_, width_, options_.fill_value);
-  return from_last(ops::resize(x, height_, width_, ops::resize_method(options_.interpolation), options_.antialias),
-                   first);
+  return keras::ops::resize(as_float(inputs), {height_, width_},
+                            {.interpolation = options_.interpolation,
+                             .antialias = options_.antialias,
+                             .crop_to_aspect_ratio = options_.crop_to_aspect_ratio,
+                             .pad_to_aspect_ratio = options_.pad_to_aspect_ratio,
+                             .fill_mode = "constant",
+                             .fill_value = options_.fill_value,
+                             .data_format = options_.data_format});
 }
 
 CenterCrop::CenterCrop(int64_t height, int64_t width, std::string data_format, std::string name)

@@ -1,15 +1,18 @@
 // The spatial reshaping layers: keras.layers.ZeroPadding1D/2D/3D (concatenated zeros), Cropping1D/2D/3D (slices)
-// and UpSampling1D/2D/3D (nearest: each element repeated; UpSampling2D's other interpolations: ops::resize), built from
+// and UpSampling1D/2D/3D (nearest: each element repeated; UpSampling2D's other interpolations: keras::ops::resize), built from
 // differentiable ops.
 #include <fmt/format.h>
 
 #include "keras/saving/serialization.h"
 #include "osprey/errors.h"
+#include "osprey/keras/image_ops.h"
 #include "osprey/keras/layers/reshaping.h"
 #include "osprey/ops.h"
 #include "keras/layers/preprocessing/crop.h"
 
 namespace osprey::keras::layers {
+
+namespace ops = osprey::ops;  // keras::ops is named in full (image_ops.h declares it)
 
 namespace {
 
@@ -131,13 +134,10 @@ Tensor UpSampling::call(const Tensor& inputs, bool) {
   if (static_cast<int>(d0.size()) != rank_ + 2) {
     check_rank(name_, rank_, Shape(std::vector<int64_t>(d0.begin() + (d0.empty() ? 0 : 1), d0.end())));
   }
-  if (interpolation_ != "nearest") {  // Keras: ops.image.resize to (h · size[0], w · size[1]), channels last
-    const bool first = data_format_ == "channels_first";
-    const Tensor x = first ? ops::transpose(inputs, {0, 2, 3, 1}) : inputs;
-    Tensor y = ops::resize(x.dtype() == DType::float32 ? x : x.cast(DType::float32), x.shape()[1] * size_[0],
-                           x.shape()[2] * size_[1], ops::resize_method(interpolation_));
-    if (y.dtype() != x.dtype()) y = y.cast(x.dtype());
-    return first ? ops::transpose(y, {0, 3, 1, 2}) : y;
+  if (interpolation_ != "nearest") {  // Keras: ops.image.resize to (h · size[0], w · size[1])
+    const int h_axis = sample_axis(0, data_format_) + 1, w_axis = sample_axis(1, data_format_) + 1;
+    return keras::ops::resize(inputs, {inputs.shape()[h_axis] * size_[0], inputs.shape()[w_axis] * size_[1]},
+                              {.interpolation = interpolation_, .data_format = data_format_});
   }
   Tensor y = inputs;
   for (int i = 0; i < rank_; ++i) {
