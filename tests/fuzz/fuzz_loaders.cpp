@@ -158,7 +158,7 @@ int main(int argc, char** argv) {
         w.write_string("keras", model.to_json(), 0, "graph_keras_model", "1");
       }
       corpus.push_back(read(path));
-    } else if (kind == "img") {  // images: the seed files (PNG and JPEG) are the corpus
+    } else if (kind == "img") {  // images: the seed files (PNG, JPEG, BMP and GIF) are the corpus
     } else if (kind == "data") {  // a cache file of nested elements joins the NumPy seeds
       const std::string cache = (fs::path(argv[2]) / "seed.cache").string();
       fs::remove(cache);
@@ -191,7 +191,8 @@ int main(int argc, char** argv) {
       } else if (kind == "json") {
         (void)keras::models::model_from_json(data);
       } else if (kind == "img") {
-        (void)keras::utils::load_img(input, rng() % 2 ? "rgb" : "grayscale", std::pair<int64_t, int64_t>{8, 8});
+        (void)keras::utils::load_img(input, rng() % 3 == 0 ? "rgba" : rng() % 2 ? "rgb" : "grayscale",
+                                     std::pair<int64_t, int64_t>{8, 8});
       } else if (kind == "keras") {
         (void)keras::models::load_model(input);
       } else {

@@ -1,6 +1,6 @@
-// Images from disk (issue 17): image_dataset_from_directory against Keras 3 on tests/data/images (made by
-// tests/keras/keras_images_reference.py: PNG and JPEG, grayscale and alpha, a nested folder), load_img/save_img,
-// and bad files and folders as typed errors.
+// Images from disk (issue 17): image_dataset_from_directory against Keras 3 on tests/data/images and
+// tests/data/images_bmp_gif (made by tests/keras/keras_images_reference.py: PNG and JPEG, grayscale and alpha, a
+// nested folder; BMP and GIF), Keras's seeded splits, load_img/save_img, and bad files and folders as typed errors.
 #include <gtest/gtest.h>
 #include <gmock/gmock.h>
 
@@ -23,6 +23,8 @@ namespace fs = std::filesystem;
 
 #define SKIP_WITHOUT_CODECS() \
   if (!utils::image_codecs_available()) GTEST_SKIP() << "built without libpng / libjpeg-turbo"
+#define SKIP_WITHOUT_BMP_GIF() \
+  if (!utils::image_codecs_available() || !utils::bmp_gif_available()) GTEST_SKIP() << "built without giflib / stb"
 
 namespace {
 
@@ -159,7 +161,7 @@ TEST(ImageDataset, BadFilesAndFoldersAreTypedErrorsNamingThem) {
   EXPECT_THROW((void)utils::load_img((bad / "a" / "cut.png").string()), ValueError);
   std::ofstream(bad / "a" / "text.jpg") << "hello, not a JPEG\n";
   EXPECT_THAT(error([&] { (void)utils::load_img((bad / "a" / "text.jpg").string()); }),
-              HasSubstr("neither a PNG nor a JPEG"));
+              HasSubstr("not a PNG, JPEG, BMP or GIF image"));
   std::ifstream jpg(kImages + "/dog/d.jpg", std::ios::binary);
   std::string jbytes((std::istreambuf_iterator<char>(jpg)), std::istreambuf_iterator<char>());
   std::ofstream(bad / "a" / "cut.jpg", std::ios::binary) << jbytes.substr(0, jbytes.size() / 2);
@@ -172,11 +174,14 @@ TEST(ImageDataset, BadFilesAndFoldersAreTypedErrorsNamingThem) {
   huge[16] = huge[17] = huge[20] = huge[21] = '\x7f';  // width and height ~2^30
   std::ofstream(bad / "huge.png", std::ios::binary) << huge;
   EXPECT_THROW((void)utils::load_img((bad / "huge.png").string()), ValueError);
-  // A BMP is listed (a Keras format) but named as not decoded.
-  fs::create_directories(bad / "b");
-  std::ofstream(bad / "b" / "x.bmp") << "BM";
-  EXPECT_THAT(error([&] { utils::image_dataset_from_directory(bad.string(), {.verbose = false}); }),
-              HasSubstr("BMP or GIF"));
+  // A BMP cut to its magic bytes is listed (a Keras format) and fails, named, when its batch is read.
+  const fs::path bmp = scratch("bad_bmp");
+  fs::create_directories(bmp / "b");
+  std::ofstream(bmp / "b" / "x.bmp") << "BM";
+  auto listed = utils::image_dataset_from_directory(bmp.string(), {.verbose = false});
+  EXPECT_EQ(listed->file_paths().size(), 1u);
+  EXPECT_THAT(error([&] { (void)listed->get_batch(0); }), HasSubstr("x.bmp"));
+  EXPECT_THROW((void)listed->get_batch(0), ValueError);
 }
 
 TEST(ImageDataset, SaveImgAndLoadImgRoundTrip) {
@@ -194,4 +199,152 @@ TEST(ImageDataset, SaveImgAndLoadImgRoundTrip) {
   EXPECT_EQ(utils::load_img((dir / "x.jpg").string()).shape(), Shape({5, 7, 3}));
   EXPECT_THROW(utils::save_img((dir / "y.png").string(), Tensor::zeros({5, 7})), ValueError);
   EXPECT_THROW(utils::save_img("/nonexistent/dir/y.png", img), NotFoundError);
+}
+
+namespace {
+
+const std::string kBmpGif = std::string(OSPREY_TEST_DATA_DIR) + "/images_bmp_gif";
+
+std::vector<float> flat(const json& nested) { return osprey::testing::tensor_of(nested).cast(DType::float32).to_vector<float>(); }
+
+}  // namespace
+
+// Each BMP and GIF decodes to tf.io.decode_image's values exactly (a GIF's first frame: interlaced, with a
+// transparent index, moved off the canvas), except where TensorFlow passes a BMP's 8-bit colour indices through:
+// there Osprey applies the palette, as Pillow does.
+TEST(ImageDataset, BmpAndGifDecodeAsTensorFlow) {
+  SKIP_WITHOUT_BMP_GIF();
+  const json& all = reference("bmp_gif_decoded");
+  ASSERT_EQ(all.size(), 11u);
+  for (const auto& [name, entry] : all.items()) {
+    SCOPED_TRACE(name);
+    const std::string path = kBmpGif + "/" + name;
+    const Tensor rgb = utils::load_img(path);
+    const std::vector<float> want = flat(entry.at("rgb"));
+    ASSERT_EQ(rgb.to_vector<float>(), want);
+    if (entry.contains("tf_rgb")) {
+      EXPECT_NE(flat(entry.at("tf_rgb")), want);  // the palette file: TensorFlow's values differ
+    }
+    if (entry.contains("rgba")) {
+      EXPECT_EQ(utils::load_img(path, "rgba").to_vector<float>(), flat(entry.at("rgba")));
+    }
+    // Grayscale (TensorFlow refuses it for BMP and GIF): decode_png's weights on the RGB values.
+    const auto gray = utils::load_img(path, "grayscale").to_vector<float>();
+    ASSERT_EQ(gray.size() * 3, want.size());
+    for (std::size_t i = 0; i < gray.size(); ++i) {
+      const auto r = static_cast<unsigned>(want[3 * i]), g = static_cast<unsigned>(want[3 * i + 1]),
+                 b = static_cast<unsigned>(want[3 * i + 2]);
+      const unsigned expected = (r == g && g == b) ? r : (9798u * r + 19235u * g + 3735u * b) >> 15;
+      ASSERT_EQ(gray[i], static_cast<float>(expected)) << "pixel " << i;
+    }
+  }
+  // A GIF as rgba: alpha 0 at the transparent index (TensorFlow refuses 4 channels for GIF), 255 elsewhere.
+  const auto rgba = utils::load_img(kBmpGif + "/gif/transparent.gif", "rgba").to_vector<float>();
+  const auto alpha = flat(all.at("gif/transparent.gif").at("alpha"));
+  ASSERT_EQ(rgba.size(), alpha.size() * 4);
+  for (std::size_t i = 0; i < alpha.size(); ++i) EXPECT_EQ(rgba[4 * i + 3], 255.f * alpha[i]) << "pixel " << i;
+  // The offset first frame: TensorFlow's black left columns, alpha 0 there too.
+  const auto offset = utils::load_img(kBmpGif + "/gif/offset.gif", "rgba");
+  EXPECT_EQ(offset.shape(), Shape({6, 5, 4}));
+  EXPECT_EQ(offset.to_vector<float>()[3], 0.f);
+  EXPECT_EQ(offset.to_vector<float>()[4 * 2 + 3], 255.f);
+}
+
+TEST(ImageDataset, BmpAndGifFoldersMatchKeras) {
+  SKIP_WITHOUT_BMP_GIF();
+  for (const std::string interpolation : {"bilinear", "nearest"}) {
+    SCOPED_TRACE(interpolation);
+    const json& ref = reference(interpolation == "nearest" ? "bmp_gif_nearest" : "bmp_gif_rgb");
+    auto ds = utils::image_dataset_from_directory(
+        kBmpGif, {.batch_size = 3, .image_size = {6, 4}, .shuffle = false, .interpolation = interpolation,
+                  .verbose = false});
+    EXPECT_EQ(ds->class_names(), ref.at("class_names").get<std::vector<std::string>>());
+    std::vector<std::string> files;
+    for (const auto& f : ds->file_paths()) files.push_back(fs::relative(f, kBmpGif).string());
+    // Keras's walk: bmp/z.BMP (upper-case extension) before bmp/sub/late.bmp (a deeper folder).
+    EXPECT_EQ(files, ref.at("files").get<std::vector<std::string>>());
+    const auto [x, y] = ds->load_all();
+    osprey::testing::expect_close(y.cast(DType::float32), ref.at("labels"), 0, "labels");
+    const auto got = x.to_vector<float>(), want = flat(ref.at("images"));
+    ASSERT_EQ(got.size(), want.size());
+    const std::size_t per = 6 * 4 * 3;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      if (files[i / per] == "palette/colours.bmp") continue;  // TensorFlow's indices, Osprey's colours (above)
+      ASSERT_NEAR(got[i], want[i], 1e-3) << "value " << i << " of " << files[i / per];
+    }
+  }
+}
+
+// The same seed gives Keras's training and validation files: NumPy's RandomState shuffle of Keras's listing.
+TEST(ImageDataset, SeededSplitsAreKerasSplits) {
+  SKIP_WITHOUT_CODECS();
+  const json& ref = reference("splits");
+  const fs::path dir = scratch("splits");
+  for (const auto& rel : ref.at("files")) {
+    const fs::path p = dir / rel.get<std::string>();
+    fs::create_directories(p.parent_path());
+    std::ofstream(p).flush();
+  }
+  int checked = 0;
+  for (const uint64_t seed : {0ull, 1ull, 1337ull, 123456ull, 4294967295ull}) {
+    for (const std::string subset : {"training", "validation"}) {
+      SCOPED_TRACE(std::to_string(seed) + "/" + subset);
+      auto ds = utils::image_dataset_from_directory(dir.string(), {.seed = seed, .validation_split = 0.3,
+                                                                   .subset = subset, .verbose = false});
+      std::vector<std::string> files;
+      for (const auto& f : ds->file_paths()) files.push_back(fs::relative(f, dir).string());
+      EXPECT_EQ(files, ref.at(std::to_string(seed) + "/" + subset).get<std::vector<std::string>>());
+      // Each label is still its file's folder (the labels were shuffled with the files).
+      for (std::size_t i = 0; i < files.size(); ++i) {
+        EXPECT_EQ(ds->class_names()[static_cast<std::size_t>(ds->labels()[i])], files[i].substr(0, files[i].find('/')));
+      }
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 10);
+  EXPECT_THAT(osprey::testing::error_of([&] {
+                utils::image_dataset_from_directory(dir.string(), {.seed = 4294967296ull, .verbose = false});
+              }),
+              HasSubstr("Seed must be between 0 and 2**32 - 1"));
+  // Without a seed (and without a split) each call draws one, as Keras: the files are all there, in some order.
+  auto unseeded = utils::image_dataset_from_directory(dir.string(), {.verbose = false});
+  EXPECT_EQ(unseeded->file_paths().size(), ref.at("files").size());
+}
+
+TEST(ImageDataset, HostileBmpAndGifFilesAreValueErrors) {
+  SKIP_WITHOUT_BMP_GIF();
+  auto error = [](auto&& f) { return osprey::testing::error_of(f); };
+  const fs::path bad = scratch("hostile_bmp_gif");
+  const auto bytes_of = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  const auto write = [&](const std::string& name, const std::string& data) {
+    std::ofstream(bad / name, std::ios::binary) << data;
+    return (bad / name).string();
+  };
+  const std::string bmp = bytes_of(kBmpGif + "/bmp/rgb.bmp"), gif = bytes_of(kBmpGif + "/gif/interlaced.gif");
+  // Truncated files.
+  EXPECT_THAT(error([&] { (void)utils::load_img(write("cut.bmp", bmp.substr(0, 60))); }), HasSubstr("cut.bmp"));
+  EXPECT_THROW((void)utils::load_img(write("cut.gif", gif.substr(0, gif.size() / 2))), ValueError);
+  EXPECT_THROW((void)utils::load_img(write("head.gif", gif.substr(0, 13))), ValueError);
+  // Headers claiming huge images: refused before pixels are allocated.
+  std::string huge_bmp = bmp;
+  huge_bmp[18] = huge_bmp[19] = huge_bmp[22] = huge_bmp[23] = '\xff';  // width, height ~65535
+  huge_bmp[20] = huge_bmp[24] = '\x00';
+  EXPECT_THROW((void)utils::load_img(write("huge.bmp", huge_bmp)), ValueError);
+  // The first frame's descriptor: after the header, the global colour table and any extension blocks.
+  const std::size_t table = (gif[10] & 0x80) ? std::size_t{3} << ((gif[10] & 7) + 1) : 0;
+  std::size_t desc = 13 + table;
+  while (gif.at(desc) == '\x21') {
+    desc += 2;
+    while (gif.at(desc) != 0) desc += static_cast<unsigned char>(gif[desc]) + 1u;
+    ++desc;
+  }
+  ASSERT_EQ(gif.at(desc), '\x2c');
+  std::string huge_gif = gif;
+  huge_gif[desc + 5] = huge_gif[desc + 6] = huge_gif[desc + 7] = huge_gif[desc + 8] = '\xff';  // 65535 x 65535
+  EXPECT_THAT(error([&] { (void)utils::load_img(write("huge.gif", huge_gif)); }), HasSubstr("not loaded"));
+  // A GIF with no frame at all (header, colour table, trailer).
+  EXPECT_THROW((void)utils::load_img(write("empty.gif", gif.substr(0, 13 + table) + ";")), ValueError);
 }

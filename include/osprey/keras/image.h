@@ -1,5 +1,6 @@
-// Images from disk (keras.utils.image_dataset_from_directory, load_img, save_img): PNG through libpng and JPEG
-// through libjpeg-turbo (Debian libpng-dev, libturbojpeg0-dev); decoded to float32 pixel values in [0, 255].
+// Images from disk (keras.utils.image_dataset_from_directory, load_img, save_img): PNG through libpng, JPEG through
+// libjpeg-turbo, BMP through stb_image and GIF (its first frame) through giflib (Debian libpng-dev,
+// libturbojpeg0-dev, libstb-dev, libgif-dev); decoded to float32 pixel values in [0, 255].
 #pragma once
 
 #include <cstdint>
@@ -16,12 +17,17 @@ namespace osprey::keras::utils {
 
 /// Whether this build decodes images (built with libpng and libjpeg-turbo).
 bool image_codecs_available();
+/// Whether this build decodes BMP and GIF files too (built with stb_image and giflib).
+bool bmp_gif_available();
 
 /// An image file as a (height, width, channels) float32 tensor of values in [0, 255] (keras.utils.load_img +
 /// img_to_array). `color_mode`: "rgb" (3 channels), "grayscale" (1) or "rgba" (4); `target_size` (height, width)
-/// resizes it with `interpolation` ("bilinear", "nearest"). The format comes from the file's first bytes, not its
-/// name. ValueError naming the file for one that does not decode (truncated, not an image, larger than 2^28
-/// pixel values); NotFoundError when it cannot be read.
+/// resizes it with `interpolation` ("bilinear", "nearest"). The format (PNG, JPEG, BMP, GIF) comes from the file's
+/// first bytes, not its name; pixel values are TensorFlow's decode_image's (a GIF's first frame; a BMP's palette
+/// applied, where TensorFlow passes 8-bit indices through). Where TensorFlow refuses a colour mode, Osprey converts:
+/// grayscale from BMP and GIF (decode_png's weights), rgba from GIF (alpha 0 where the first frame is transparent or
+/// absent); JPEG as rgba stays an error, as in TensorFlow. ValueError naming the file for one that does not decode
+/// (truncated, not an image, larger than 2^28 pixel values); NotFoundError when it cannot be read.
 Tensor load_img(const std::string& path, const std::string& color_mode = "rgb",
                 std::optional<std::pair<int64_t, int64_t>> target_size = std::nullopt,
                 const std::string& interpolation = "bilinear");
@@ -37,8 +43,11 @@ struct ImageDatasetOptions {
   std::string color_mode = "rgb";
   int batch_size = 32;
   std::pair<int64_t, int64_t> image_size{256, 256};
-  bool shuffle = true;               ///< the file order once, and again after every epoch
-  std::optional<uint64_t> seed{};    ///< needed with shuffle and validation_split
+  bool shuffle = true;               ///< the file order once (Keras's), and again after every epoch (Osprey's)
+  /// NumPy RandomState's seed (0 to 2^32 - 1) that Keras shuffles the file list with: the same seed gives Keras's
+  /// file order and so its training/validation split. Needed with shuffle and validation_split; unset, one is drawn
+  /// at random (as Keras does).
+  std::optional<uint64_t> seed{};
   double validation_split = 0.0;
   std::string subset{};              ///< "training" or "validation" with validation_split ("both": the _split call)
   /// tf.image.resize's method: "bilinear", "nearest", "bicubic", "area", "lanczos3", "lanczos5", "gaussian" or
@@ -73,8 +82,9 @@ class ImageDataset : public PyDataset {
   uint64_t epoch_ = 0;
 };
 
-/// Images in `directory`'s class folders (keras.utils.image_dataset_from_directory): files ending in .png, .jpg or
-/// .jpeg, labelled by their folder in sorted order. ValueError for a missing or empty directory, a bad option, a
+/// Images in `directory`'s class folders (keras.utils.image_dataset_from_directory): files ending in .bmp, .gif,
+/// .jpeg, .jpg or .png (any case), labelled by their folder in sorted order, listed and shuffled as Keras lists and
+/// shuffles them. ValueError for a missing or empty directory, a bad option, a
 /// file that does not decode (named).
 std::shared_ptr<ImageDataset> image_dataset_from_directory(const std::string& directory,
                                                            ImageDatasetOptions options = {});

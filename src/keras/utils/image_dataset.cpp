@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <random>
 #include <set>
 
 #include "keras/layers/preprocessing/crop.h"
@@ -22,17 +23,19 @@ namespace {
 
 constexpr int kMaxDepth = 64;           // folder nesting walked inside a class folder
 constexpr std::size_t kMaxFiles = 1u << 24;
+constexpr const char* kFormats[] = {".bmp", ".gif", ".jpeg", ".jpg", ".png"};
 
-bool allowed(const fs::path& p, bool& decodable) {
-  std::string ext = p.extension().string();
-  for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  decodable = ext == ".png" || ext == ".jpg" || ext == ".jpeg";
-  return decodable || ext == ".bmp" || ext == ".gif";
+// Keras's ALLOWLIST_FORMATS, matched as Keras matches them: the lower-cased file name's ending.
+bool allowed(const fs::path& p) {
+  std::string name = p.filename().string();
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return std::any_of(std::begin(kFormats), std::end(kFormats), [&](const char* ext) { return name.ends_with(ext); });
 }
 
-// The image files under `dir`, sorted by path as Keras's sorted walk lists them.
+// The image files under `dir` in the order Keras's walk lists them: folder by folder (the folders' paths sorted as
+// strings), each folder's file names sorted -- so "cat/z.png" comes before "cat/nested/a.png".
 std::vector<std::string> image_files(const fs::path& dir, bool follow_links) {
-  std::vector<std::string> out;
+  std::vector<std::pair<std::string, std::string>> found;  // (folder, file name)
   std::error_code ec;
   auto options = follow_links ? fs::directory_options::follow_directory_symlink : fs::directory_options::none;
   fs::recursive_directory_iterator it(dir, options | fs::directory_options::skip_permission_denied, ec), end;
@@ -43,21 +46,40 @@ std::vector<std::string> image_files(const fs::path& dir, bool follow_links) {
       throw ValueError(fmt::format("image_dataset_from_directory: {} nests folders more than {} deep (a link loop?)",
                                    dir.string(), kMaxDepth));
     }
-    bool decodable = false;
-    if (!it->is_regular_file(ec) || !allowed(it->path(), decodable)) continue;
-    if (!decodable) {
-      throw ValueError(fmt::format("image_dataset_from_directory: {} is a BMP or GIF file; Osprey decodes PNG and JPEG "
-                                   "only (convert it, or move it out of the folder)",
-                                   it->path().string()));
-    }
-    out.push_back(it->path().string());
-    if (out.size() > kMaxFiles) throw ValueError(fmt::format("image_dataset_from_directory: more than 2^24 files in {}", dir.string()));
+    if (!it->is_regular_file(ec) || !allowed(it->path())) continue;
+    found.emplace_back(it->path().parent_path().string(), it->path().filename().string());
+    if (found.size() > kMaxFiles) throw ValueError(fmt::format("image_dataset_from_directory: more than 2^24 files in {}", dir.string()));
   }
-  std::sort(out.begin(), out.end());
+  std::sort(found.begin(), found.end());
+  std::vector<std::string> out;
+  out.reserve(found.size());
+  for (const auto& [folder, name] : found) out.push_back((fs::path(folder) / name).string());
   return out;
 }
 
-// A fixed permutation from `seed` (Fisher-Yates over splitmix64): the same on every platform.
+// NumPy's legacy RandomState(seed).shuffle, which Keras's index_directory applies to the file list (and, from a
+// second RandomState of the same seed, to the labels): MT19937 seeded as init_genrand (std::mt19937's seeding),
+// then for i = n-1 .. 1 a j in [0, i] by masked rejection sampling of 32-bit draws, and a swap. The same seed gives
+// Keras's order, hence Keras's training and validation files.
+void numpy_shuffle(std::vector<std::string>& files, std::vector<int>& labels, uint32_t seed) {
+  std::mt19937 mt(seed);
+  for (std::size_t i = files.size(); i-- > 1;) {
+    uint32_t mask = static_cast<uint32_t>(i);
+    mask |= mask >> 1;
+    mask |= mask >> 2;
+    mask |= mask >> 4;
+    mask |= mask >> 8;
+    mask |= mask >> 16;
+    uint32_t j = 0;
+    while ((j = static_cast<uint32_t>(mt()) & mask) > i) {
+    }
+    std::swap(files[i], files[j]);
+    if (!labels.empty()) std::swap(labels[i], labels[j]);
+  }
+}
+
+// A new order for each later epoch (tf.data's reshuffle_each_iteration), Osprey's own: Fisher-Yates over
+// splitmix64, the same on every platform (TensorFlow's shuffle buffer order is not reproduced).
 void shuffle_in_step(std::vector<std::string>& files, std::vector<int>& labels, uint64_t seed) {
   uint64_t state = seed;
   auto next = [&state] {
@@ -122,6 +144,9 @@ void check_options(const ImageDatasetOptions& o) {
   } else if (!o.subset.empty()) {
     throw ValueError(fmt::format("`subset` ({}) needs a `validation_split`", o.subset));
   }
+  if (o.seed && *o.seed > 0xFFFFFFFFull) {  // NumPy's RandomState takes 32-bit seeds
+    throw ValueError(fmt::format("Seed must be between 0 and 2**32 - 1; received seed={}", *o.seed));
+  }
 }
 
 }  // namespace
@@ -135,8 +160,9 @@ struct Indexed {
   std::vector<std::string> classes;
 };
 
-Indexed index_directory(const std::string& directory, const ImageDatasetOptions& o) {
+Indexed index_directory(const std::string& directory, ImageDatasetOptions& o) {
   check_options(o);
+  if (!o.seed) o.seed = std::random_device{}() % 1000000u;  // as Keras: np.random.randint(1e6)
   std::error_code ec;
   if (!fs::is_directory(directory, ec)) {
     throw ValueError(fmt::format("image_dataset_from_directory: {} is not a directory", directory));
@@ -176,14 +202,15 @@ Indexed index_directory(const std::string& directory, const ImageDatasetOptions&
     files = image_files(directory, o.follow_links);
   }
   if (files.empty()) {
-    throw ValueError(fmt::format("No images found in directory {}. Allowed formats: ('.jpeg', '.jpg', '.png')",
+    throw ValueError(fmt::format("No images found in directory {}. Allowed formats: ('.bmp', '.gif', '.jpeg', "
+                                 "'.jpg', '.png')",
                                  directory));
   }
   if (o.verbose) {
     if (o.labels == "inferred") std::printf("Found %zu files belonging to %zu classes.\n", files.size(), classes.size());
     else std::printf("Found %zu files.\n", files.size());
   }
-  if (o.shuffle) shuffle_in_step(files, labels, o.seed.value_or(0x5eed5eedull));
+  if (o.shuffle) numpy_shuffle(files, labels, static_cast<uint32_t>(*o.seed));
   return {std::move(files), std::move(labels), std::move(classes)};
 }
 
@@ -212,7 +239,7 @@ std::shared_ptr<ImageDataset> image_dataset_from_directory(const std::string& di
     throw ValueError("image_dataset_from_directory: subset=\"both\" gives two datasets; call "
                      "image_dataset_from_directory_split for them");
   }
-  const Indexed all = index_directory(directory, o);
+  const Indexed all = index_directory(directory, o);  // sets o.seed when it was not given
   auto ds = subset_of(all, o.validation_split != 0.0 ? o.subset : "", o);
   std::fflush(stdout);
   return ds;
@@ -290,7 +317,7 @@ std::pair<Tensor, Tensor> ImageDataset::load_all() { return rows(0, static_cast<
 void ImageDataset::on_epoch_end() {
   if (!options_.shuffle) return;
   ++epoch_;
-  shuffle_in_step(files_, labels_, options_.seed.value_or(0x5eed5eedull) + 0x9E3779B97F4A7C15ull * epoch_);
+  shuffle_in_step(files_, labels_, options_.seed.value_or(0) + 0x9E3779B97F4A7C15ull * epoch_);
 }
 
 }  // namespace osprey::keras::utils

@@ -1,7 +1,7 @@
 // Decoding and encoding image files with Debian's libraries: libpng's simplified API and libjpeg-turbo's TurboJPEG
-// API (both report errors instead of exiting). Untrusted files: the whole file is read with a size bound first,
-// the header's dimensions are checked before any pixel buffer is allocated, and the format comes from the magic
-// bytes. Built without the libraries, every call is a clear error.
+// API (both report errors instead of exiting); BMP and GIF in image_bmp_gif.cpp. Untrusted files: the whole file is
+// read with a size bound first, the header's dimensions are checked before any pixel buffer is allocated, and the
+// format comes from the magic bytes. Built without the libraries, every call is a clear error.
 #include <fmt/format.h>
 
 #include <cstring>
@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/atomic_file.h"
+#include "keras/utils/image_codecs.h"
 #include "osprey/errors.h"
 #include "osprey/keras/image.h"
 #include "osprey/ops.h"
@@ -22,9 +23,25 @@
 namespace osprey::keras::utils {
 
 namespace {
-
 constexpr int64_t kMaxFileBytes = int64_t{1} << 30;
 constexpr int64_t kMaxValues = int64_t{1} << 28;  // decoded pixel values (height · width · channels)
+}  // namespace
+
+namespace detail {
+
+void check_dimensions(const std::string& path, int64_t width, int64_t height, int channels) {
+  if (width < 1 || height < 1 || width * height > kMaxValues / channels) {
+    throw ValueError(fmt::format("load_img: {} is {}x{} pixels: empty, or more than 2^28 values decoded; not "
+                                 "loaded",
+                                 path, width, height));
+  }
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::check_dimensions;
 
 int channels_of(const std::string& color_mode) {
   if (color_mode == "rgb") return 3;
@@ -46,14 +63,6 @@ std::string read_file(const std::string& path) {
   in.read(data.data(), size);
   if (!in) throw ValueError(fmt::format("load_img: reading {} failed", path));
   return data;
-}
-
-void check_dimensions(const std::string& path, int64_t width, int64_t height, int channels) {
-  if (width < 1 || height < 1 || width * height > kMaxValues / channels) {
-    throw ValueError(fmt::format("load_img: {} is {}x{} pixels: empty, or more than 2^28 values decoded; not "
-                                 "loaded",
-                                 path, width, height));
-  }
 }
 
 #if OSPREY_WITH_IMAGE_CODECS
@@ -93,7 +102,7 @@ std::vector<unsigned char> decode_png(const std::string& path, const std::string
     const unsigned char r = p[0], g = color ? p[1] : p[0], b = color ? p[2] : p[0], a = p[src - 1];
     unsigned char* o = pixels.data() + i * static_cast<std::size_t>(channels);
     if (channels == 1) {
-      o[0] = (r == g && r == b) ? r : static_cast<unsigned char>((9798u * r + 19235u * g + 3735u * b) >> 15);
+      o[0] = detail::gray_of(r, g, b);
     } else {
       o[0] = r;
       o[1] = g;
@@ -172,8 +181,13 @@ Tensor load_img(const std::string& path, const std::string& color_mode,
     pixels = decode_png(path, data, channels, w, h);
   } else if (data.size() >= 3 && b[0] == 0xFF && b[1] == 0xD8 && b[2] == 0xFF) {
     pixels = decode_jpeg(path, data, channels, w, h);
+  } else if (data.size() >= 2 && b[0] == 'B' && b[1] == 'M') {
+    pixels = detail::decode_bmp(path, data, channels, w, h);
+  } else if (data.size() >= 6 && (std::memcmp(b, "GIF87a", 6) == 0 || std::memcmp(b, "GIF89a", 6) == 0)) {
+    pixels = detail::decode_gif(path, data, channels, w, h);
   } else {
-    throw ValueError(fmt::format("load_img: {} is neither a PNG nor a JPEG image (its first bytes say so; {} bytes)",
+    throw ValueError(fmt::format("load_img: {} is not a PNG, JPEG, BMP or GIF image (its first bytes say so; {} "
+                                 "bytes)",
                                  path, data.size()));
   }
 #endif
