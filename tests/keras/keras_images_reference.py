@@ -1,8 +1,10 @@
 # Regenerates tests/data/images/ (a few small PNG and JPEG files in class folders, one nested, one grayscale, one
-# with alpha), tests/data/images_bmp_gif/ (BMP and GIF files written by Pillow) and tests/data/keras_images.json:
+# with alpha), tests/data/images_bmp_gif/ (BMP and GIF files written by Pillow), tests/data/load_img/ (two larger
+# files) and tests/data/keras_images.json:
 # what Keras 3's image_dataset_from_directory gives for them (shuffle off; resized to 6x4 bilinear, nearest,
 # mitchellcubic and area, grayscale, crop_to_aspect_ratio), what tf.io.decode_image gives for each BMP and GIF, and
-# the files of Keras's seeded training/validation splits of a folder of empty files. tests/keras/test_image_dataset.cpp
+# the files of Keras's seeded training/validation splits of a folder of empty files, and keras.utils.load_img's
+# values (Pillow's decoding, conversions and resizing). tests/keras/test_image_dataset.cpp
 # checks Osprey's against it. Run: python3 tests/keras/keras_images_reference.py   (pip tensorflow-cpu keras pillow)
 import json, os, shutil
 os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
@@ -137,6 +139,35 @@ with tempfile.TemporaryDirectory() as tmp:
                                                           verbose=False)
             splits[f"{seed}/{subset}"] = [os.path.relpath(p, tmp) for p in ds.file_paths]
     ref["splits"] = splits
+
+# keras.utils.load_img (Pillow: its decoders, its "L" and "RGBA" conversions, Image.resize with each filter and
+# keep_aspect_ratio's crop box) on the files above and on a larger random RGBA PNG and a JPEG.
+BIG = os.path.join(HERE, "..", "data", "load_img")
+shutil.rmtree(BIG, ignore_errors=True)
+os.makedirs(BIG)
+tf.io.write_file(os.path.join(BIG, "noise.png"), tf.io.encode_png(pixels(31, 40, 4)))
+yy, xx = np.mgrid[0:29, 0:37]
+smooth = np.stack([(yy * 9 + xx * 5 + 40 * k) % 256 for k in range(3)], -1).astype("uint8")
+tf.io.write_file(os.path.join(BIG, "smooth.jpg"), tf.io.encode_jpeg(smooth, quality=90))
+load_cases = []
+for rel, modes in (("images/cat/a.png", ("rgb", "grayscale")), ("images/cat/b.png", ("rgb",)),
+                   ("images/cat/nested/c.png", ("rgb", "grayscale")), ("images/dog/d.jpg", ("rgb", "grayscale", "rgba")),
+                   ("images/dog/e.png", ("rgb", "rgba")), ("images_bmp_gif/bmp/rgb.bmp", ("rgb",)),
+                   ("load_img/noise.png", ("rgb", "rgba", "grayscale")),
+                   ("load_img/smooth.jpg", ("rgb", "grayscale"))):
+    large = rel.startswith("load_img/")
+    for mode in modes:
+        sizes = [None, (3, 4), (11, 13)] + ([(7, 5)] if large else []) + ([(19, 27)] if large and mode != "grayscale" else [])
+        for size in sizes:
+            for interp in (["nearest"] if size is None else ["nearest", "bilinear", "bicubic", "hamming", "box", "lanczos"]):
+                for keep in ((False, True) if size is not None and interp in ("nearest", "bilinear", "lanczos") else (False,)):
+                    img = keras.utils.load_img(os.path.join(HERE, "..", "data", rel), color_mode=mode, target_size=size,
+                                               interpolation=interp, keep_aspect_ratio=keep)
+                    arr = keras.utils.img_to_array(img).astype("int64")
+                    load_cases.append({"file": rel, "color_mode": mode, "target_size": size, "interpolation": interp,
+                                       "keep_aspect_ratio": keep, "shape": list(arr.shape),
+                                       "values": arr.ravel().tolist()})
+ref["load_img"] = load_cases
 
 with open(os.path.join(HERE, "..", "data", "keras_images.json"), "w") as f:
     json.dump(ref, f)

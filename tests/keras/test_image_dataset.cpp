@@ -5,6 +5,9 @@
 #include <gmock/gmock.h>
 
 #include <filesystem>
+#include <optional>
+
+#include <fmt/format.h>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -209,7 +212,7 @@ std::vector<float> flat(const json& nested) { return osprey::testing::tensor_of(
 
 }  // namespace
 
-// Each BMP and GIF decodes to tf.io.decode_image's values exactly (a GIF's first frame: interlaced, with a
+// Each BMP and GIF decodes (load_img) to tf.io.decode_image's values exactly (a GIF's first frame: interlaced, with a
 // transparent index, moved off the canvas), except where TensorFlow passes a BMP's 8-bit colour indices through:
 // there Osprey applies the palette, as Pillow does.
 TEST(ImageDataset, BmpAndGifDecodeAsTensorFlow) {
@@ -228,14 +231,13 @@ TEST(ImageDataset, BmpAndGifDecodeAsTensorFlow) {
     if (entry.contains("rgba")) {
       EXPECT_EQ(utils::load_img(path, "rgba").to_vector<float>(), flat(entry.at("rgba")));
     }
-    // Grayscale (TensorFlow refuses it for BMP and GIF): decode_png's weights on the RGB values.
+    // Grayscale (TensorFlow refuses it for BMP and GIF; load_img converts as Pillow's "L": 601-2 luma, rounded).
     const auto gray = utils::load_img(path, "grayscale").to_vector<float>();
     ASSERT_EQ(gray.size() * 3, want.size());
     for (std::size_t i = 0; i < gray.size(); ++i) {
       const auto r = static_cast<unsigned>(want[3 * i]), g = static_cast<unsigned>(want[3 * i + 1]),
                  b = static_cast<unsigned>(want[3 * i + 2]);
-      const unsigned expected = (r == g && g == b) ? r : (9798u * r + 19235u * g + 3735u * b) >> 15;
-      ASSERT_EQ(gray[i], static_cast<float>(expected)) << "pixel " << i;
+      ASSERT_EQ(gray[i], static_cast<float>((19595u * r + 38470u * g + 7471u * b + 0x8000u) >> 16)) << "pixel " << i;
     }
   }
   // A GIF as rgba: alpha 0 at the transparent index (TensorFlow refuses 4 channels for GIF), 255 elsewhere.
@@ -347,4 +349,37 @@ TEST(ImageDataset, HostileBmpAndGifFilesAreValueErrors) {
   EXPECT_THAT(error([&] { (void)utils::load_img(write("huge.gif", huge_gif)); }), HasSubstr("not loaded"));
   // A GIF with no frame at all (header, colour table, trailer).
   EXPECT_THROW((void)utils::load_img(write("empty.gif", gif.substr(0, 13 + table) + ";")), ValueError);
+}
+
+// keras.utils.load_img's values exactly: Pillow's decoding (JPEG's accurate DCT), its "L" and "RGBA" conversions,
+// and Image.resize for each filter, up and down, with and without keep_aspect_ratio (RGBA premultiplied).
+TEST(ImageDataset, LoadImgMatchesKerasPillowValues) {
+  SKIP_WITHOUT_BMP_GIF();
+  const json& cases = reference("load_img");
+  ASSERT_GT(cases.size(), 300u);
+  std::size_t resized = 0;
+  for (const auto& c : cases) {
+    std::optional<std::pair<int64_t, int64_t>> size;
+    if (!c.at("target_size").is_null()) size = c.at("target_size").get<std::pair<int64_t, int64_t>>();
+    const std::string what = fmt::format("{} {} {} {} keep={}", c.at("file").get<std::string>(),
+                                         c.at("color_mode").get<std::string>(), c.at("target_size").dump(),
+                                         c.at("interpolation").get<std::string>(), c.at("keep_aspect_ratio").get<bool>());
+    SCOPED_TRACE(what);
+    const Tensor img = utils::load_img(std::string(OSPREY_TEST_DATA_DIR) + "/" + c.at("file").get<std::string>(),
+                                       c.at("color_mode"), size, c.at("interpolation"), c.at("keep_aspect_ratio"));
+    ASSERT_EQ(img.shape(), Shape(c.at("shape").get<std::vector<int64_t>>()));
+    const auto got = img.to_vector<float>();
+    const auto want = c.at("values").get<std::vector<int64_t>>();
+    std::size_t off = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) off += got[i] != static_cast<float>(want[i]);
+    ASSERT_EQ(off, 0u) << "values that differ from Keras's";
+    resized += size.has_value();
+  }
+  EXPECT_GT(resized, 250u);
+  // Keras's message for a filter Pillow does not have; a target size that is not positive.
+  const std::string png = kImages + "/cat/a.png";
+  EXPECT_THAT(osprey::testing::error_of([&] { (void)utils::load_img(png, "rgb", std::pair<int64_t, int64_t>{4, 4}, "cubic"); }),
+              HasSubstr("Invalid interpolation method cubic specified. Supported methods are nearest"));
+  EXPECT_THROW((void)utils::load_img(png, "rgb", std::pair<int64_t, int64_t>{0, 4}), ValueError);
+  EXPECT_THROW((void)utils::load_img(png, "rgb", std::pair<int64_t, int64_t>{1 << 20, 1 << 20}), ValueError);
 }

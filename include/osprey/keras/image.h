@@ -21,16 +21,19 @@ bool image_codecs_available();
 bool bmp_gif_available();
 
 /// An image file as a (height, width, channels) float32 tensor of values in [0, 255] (keras.utils.load_img +
-/// img_to_array). `color_mode`: "rgb" (3 channels), "grayscale" (1) or "rgba" (4); `target_size` (height, width)
-/// resizes it with `interpolation` ("bilinear", "nearest"). The format (PNG, JPEG, BMP, GIF) comes from the file's
-/// first bytes, not its name; pixel values are TensorFlow's decode_image's (a GIF's first frame; a BMP's palette
-/// applied, where TensorFlow passes 8-bit indices through). Where TensorFlow refuses a colour mode, Osprey converts:
-/// grayscale from BMP and GIF (decode_png's weights), rgba from GIF (alpha 0 where the first frame is transparent or
-/// absent); JPEG as rgba stays an error, as in TensorFlow. ValueError naming the file for one that does not decode
-/// (truncated, not an image, larger than 2^28 pixel values); NotFoundError when it cannot be read.
+/// img_to_array), with Keras's values: Keras reads the file with Pillow, and so does this in effect (JPEG with
+/// libjpeg's accurate DCT, grayscale by Pillow's "L" weights, any file as "rgba" with alpha 255 where it has none).
+/// `color_mode`: "rgb" (3 channels), "grayscale" (1) or "rgba" (4). `target_size` (height, width), when it differs
+/// from the image's, resizes it as Pillow's Image.resize does, to the same 8-bit values: `interpolation` "nearest"
+/// (Keras's default), "bilinear", "bicubic", "hamming", "box" or "lanczos" (RGBA premultiplied, as Pillow);
+/// `keep_aspect_ratio` resizes the centred crop of the target's aspect ratio. The format (PNG, JPEG, BMP, GIF)
+/// comes from the file's first bytes, not its name; a GIF gives its first frame as TensorFlow's decode_gif does
+/// (transparent pixels black, alpha 0). ValueError naming the file for one that does not decode (truncated, not an
+/// image, larger than 2^28 pixel values) and for an unknown interpolation (Keras's message); NotFoundError when it
+/// cannot be read.
 Tensor load_img(const std::string& path, const std::string& color_mode = "rgb",
                 std::optional<std::pair<int64_t, int64_t>> target_size = std::nullopt,
-                const std::string& interpolation = "bilinear");
+                const std::string& interpolation = "nearest", bool keep_aspect_ratio = false);
 /// Writes a (height, width, channels) image of values in [0, 255] (1, 3 or 4 channels) as PNG, or as JPEG (quality
 /// 95) when the path ends in .jpg / .jpeg (keras.utils.save_img). The file is written atomically.
 void save_img(const std::string& path, const Tensor& image);

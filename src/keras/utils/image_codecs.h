@@ -4,6 +4,7 @@
 // row-major, with the image's width and height.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -28,5 +29,23 @@ std::vector<unsigned char> decode_bmp(const std::string& path, const std::string
 /// A GIF file's first frame through giflib, as TensorFlow's decode_gif (expand_animations=False) gives it.
 std::vector<unsigned char> decode_gif(const std::string& path, const std::string& data, int channels, int64_t& width,
                                       int64_t& height);
+
+/// Whose pixel values a decode gives: TensorFlow's tf.io.decode_image (image_dataset_from_directory; JPEG with the
+/// fast integer DCT, gray by decode_png's weights, JPEG refused as rgba) or Pillow's (keras.utils.load_img; JPEG with
+/// the accurate DCT, gray by Pillow's "L" conversion, any file as rgba with alpha 255 where it has none).
+enum class Flavor { tensorflow, pil };
+
+/// The file at `path` decoded (format from its first bytes) to `channels` values a pixel.
+std::vector<unsigned char> read_image(const std::string& path, int channels, Flavor flavor, int64_t& width,
+                                      int64_t& height);
+
+/// Pillow's resampling filters, as keras.utils.load_img names them.
+enum class PilFilter { nearest, box, bilinear, hamming, bicubic, lanczos };
+/// ValueError (Keras's message) for a name load_img does not take.
+PilFilter pil_filter(const std::string& name);
+/// Pillow's Image.resize of an 8-bit image (1, 3 or 4 channels; 4 = RGBA) to out_w x out_h from the source box
+/// (left, top, right, bottom).
+std::vector<unsigned char> pil_resize(const std::vector<unsigned char>& pixels, int64_t w, int64_t h, int channels,
+                                      int64_t out_w, int64_t out_h, PilFilter filter, std::array<float, 4> box);
 
 }  // namespace osprey::keras::utils::detail

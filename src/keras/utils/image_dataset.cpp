@@ -10,6 +10,7 @@
 #include <set>
 
 #include "keras/layers/preprocessing/crop.h"
+#include "keras/utils/image_codecs.h"
 #include "osprey/device.h"
 #include "osprey/errors.h"
 #include "osprey/keras/image.h"
@@ -278,9 +279,11 @@ std::pair<Tensor, Tensor> ImageDataset::rows(int64_t begin, int64_t end) {
   pixels.reserve(static_cast<std::size_t>((end - begin) * h * w * c));
   DeviceScope cpu("/CPU:0");
   for (int64_t i = begin; i < end; ++i) {
-    Tensor image = load_img(files_[static_cast<std::size_t>(i)], options_.color_mode);
-    const int64_t ih = image.shape()[0], iw = image.shape()[1];
-    Tensor batch = image.reshape({1, ih, iw, c});
+    // tf.io.decode_image's values, as Keras's tf.data pipeline reads the file (load_img's are Pillow's).
+    int64_t ih = 0, iw = 0;
+    const auto decoded = detail::read_image(files_[static_cast<std::size_t>(i)], static_cast<int>(c),
+                                            detail::Flavor::tensorflow, iw, ih);
+    Tensor batch = Tensor::from_vector(std::vector<float>(decoded.begin(), decoded.end()), Shape({1, ih, iw, c}));
     if (options_.crop_to_aspect_ratio) batch = layers::crop_to_aspect(batch, h, w);
     const Tensor resized = ops::resize(batch, h, w, ops::resize_method(options_.interpolation));
     const auto v = resized.to_vector<float>();

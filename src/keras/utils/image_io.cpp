@@ -4,6 +4,8 @@
 // format comes from the magic bytes. Built without the libraries, every call is a clear error.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <array>
 #include <cstring>
 #include <fstream>
 #include <vector>
@@ -123,9 +125,10 @@ struct Tj {
   Tj& operator=(const Tj&) = delete;
 };
 
+// `accurate`: libjpeg's default DCT (ISLOW), as Pillow decodes (and then any channel count); else TensorFlow's.
 std::vector<unsigned char> decode_jpeg(const std::string& path, const std::string& data, int channels, int64_t& w,
-                                       int64_t& h) {
-  if (channels == 4) {  // as TensorFlow's decode_image
+                                       int64_t& h, bool accurate) {
+  if (channels == 4 && !accurate) {  // as TensorFlow's decode_image
     throw ValueError(fmt::format("load_img: {} is a JPEG image: JPEG does not support 4 channels (color_mode "
                                  "\"rgba\"); use \"rgb\" or \"grayscale\"",
                                  path));
@@ -142,9 +145,11 @@ std::vector<unsigned char> decode_jpeg(const std::string& path, const std::strin
   check_dimensions(path, w, h, channels);
   const int format = channels == 1 ? TJPF_GRAY : channels == 3 ? TJPF_RGB : TJPF_RGBA;
   std::vector<unsigned char> pixels(static_cast<std::size_t>(w * h * channels));
-  // TensorFlow's decode_jpeg default DCT (INTEGER_FAST), so that the pixel values are the ones Keras reads.
-  // A warning (a truncated file, corrupt data) is an error too, as TensorFlow's decode_jpeg makes it.
-  if (tjDecompress2(tj.h, bytes, data.size(), pixels.data(), width, 0, height, format, TJFLAG_FASTDCT) != 0) {
+  // TensorFlow's decode_jpeg default DCT (INTEGER_FAST), so that the pixel values are the ones Keras reads
+  // through tf.data; Pillow's (load_img) is libjpeg's default, ISLOW. A warning (a truncated file, corrupt data) is
+  // an error too, as TensorFlow's decode_jpeg makes it.
+  if (tjDecompress2(tj.h, bytes, data.size(), pixels.data(), width, 0, height, format,
+                    accurate ? 0 : TJFLAG_FASTDCT) != 0) {
     throw ValueError(fmt::format("load_img: {} does not decode as JPEG: {}", path, tjGetErrorStr2(tj.h)));
   }
   return pixels;
@@ -164,42 +169,74 @@ void require_codecs(const char* what) {
 
 bool image_codecs_available() { return OSPREY_WITH_IMAGE_CODECS != 0; }
 
-Tensor load_img(const std::string& path, const std::string& color_mode,
-                std::optional<std::pair<int64_t, int64_t>> target_size, const std::string& interpolation) {
-  const int channels = channels_of(color_mode);
-  if (interpolation != "bilinear" && interpolation != "nearest") {
-    throw ValueError(fmt::format("load_img: interpolation must be \"bilinear\" or \"nearest\"; received {}",
-                                 interpolation));
-  }
+namespace detail {
+
+std::vector<unsigned char> read_image(const std::string& path, int channels, Flavor flavor, int64_t& w, int64_t& h) {
   require_codecs("load_img");
   const std::string data = read_file(path);
+  const bool pil = flavor == Flavor::pil;
+  const int decoded = pil ? 4 : channels;  // Pillow: RGBA first, then its conversions
   std::vector<unsigned char> pixels;
-  int64_t w = 0, h = 0;
 #if OSPREY_WITH_IMAGE_CODECS
   const auto* b = reinterpret_cast<const unsigned char*>(data.data());
   if (data.size() >= 8 && std::memcmp(b, "\x89PNG\r\n\x1a\n", 8) == 0) {
-    pixels = decode_png(path, data, channels, w, h);
+    pixels = decode_png(path, data, decoded, w, h);
   } else if (data.size() >= 3 && b[0] == 0xFF && b[1] == 0xD8 && b[2] == 0xFF) {
-    pixels = decode_jpeg(path, data, channels, w, h);
+    pixels = decode_jpeg(path, data, decoded, w, h, pil);
   } else if (data.size() >= 2 && b[0] == 'B' && b[1] == 'M') {
-    pixels = detail::decode_bmp(path, data, channels, w, h);
+    pixels = decode_bmp(path, data, decoded, w, h);
   } else if (data.size() >= 6 && (std::memcmp(b, "GIF87a", 6) == 0 || std::memcmp(b, "GIF89a", 6) == 0)) {
-    pixels = detail::decode_gif(path, data, channels, w, h);
+    pixels = decode_gif(path, data, decoded, w, h);
   } else {
     throw ValueError(fmt::format("load_img: {} is not a PNG, JPEG, BMP or GIF image (its first bytes say so; {} "
                                  "bytes)",
                                  path, data.size()));
   }
 #endif
+  if (!pil || channels == 4) return pixels;
+  const std::size_t n = pixels.size() / 4;
+  std::vector<unsigned char> out(n * static_cast<std::size_t>(channels));
+  for (std::size_t i = 0; i < n; ++i) {
+    const unsigned char* p = pixels.data() + 4 * i;
+    if (channels == 3) {
+      std::memcpy(out.data() + 3 * i, p, 3);
+    } else {  // Pillow's "L": ITU-R 601-2 luma in 16-bit fixed point, rounded
+      out[i] = static_cast<unsigned char>((p[0] * 19595u + p[1] * 38470u + p[2] * 7471u + 0x8000u) >> 16);
+    }
+  }
+  return out;
+}
+
+}  // namespace detail
+
+Tensor load_img(const std::string& path, const std::string& color_mode,
+                std::optional<std::pair<int64_t, int64_t>> target_size, const std::string& interpolation,
+                bool keep_aspect_ratio) {
+  const int channels = channels_of(color_mode);
+  const detail::PilFilter filter = detail::pil_filter(interpolation);
+  if (target_size && (target_size->first < 1 || target_size->second < 1 ||
+                      target_size->first * target_size->second > kMaxValues / channels)) {
+    throw ValueError(fmt::format("load_img: target_size ({}, {}) must be positive and at most 2^28 values",
+                                 target_size->first, target_size->second));
+  }
+  int64_t w = 0, h = 0;
+  std::vector<unsigned char> pixels = detail::read_image(path, channels, detail::Flavor::pil, w, h);
+  if (target_size && (target_size->first != h || target_size->second != w)) {  // as Keras: only a new size
+    const auto [th, tw] = *target_size;
+    std::array<float, 4> box{0.f, 0.f, static_cast<float>(w), static_cast<float>(h)};
+    if (keep_aspect_ratio) {  // Keras's centred crop to the target's aspect ratio, as the resize's source box
+      const int64_t crop_h = std::min(h, (w * th) / tw), crop_w = std::min(w, (h * tw) / th);
+      const int64_t top = (h - crop_h) / 2, left = (w - crop_w) / 2;
+      box = {static_cast<float>(left), static_cast<float>(top), static_cast<float>(left + crop_w),
+             static_cast<float>(top + crop_h)};
+    }
+    pixels = detail::pil_resize(pixels, w, h, channels, tw, th, filter, box);
+    w = tw;
+    h = th;
+  }
   std::vector<float> values(pixels.begin(), pixels.end());
   DeviceScope cpu("/CPU:0");
-  Tensor image = Tensor::from_vector(values, Shape({h, w, channels}));
-  if (!target_size) return image;
-  const auto [th, tw] = *target_size;
-  if (th < 1 || tw < 1) throw ValueError(fmt::format("load_img: target_size ({}, {}) must be positive", th, tw));
-  const Tensor resized = ops::resize(image.reshape({1, h, w, channels}), th, tw,
-                                     interpolation == "nearest" ? ops::ResizeMethod::nearest : ops::ResizeMethod::bilinear);
-  return resized.reshape({th, tw, channels});
+  return Tensor::from_vector(values, Shape({h, w, channels}));
 }
 
 void save_img(const std::string& path, const Tensor& image) {

@@ -1,0 +1,231 @@
+// keras.utils.load_img's resizing, which is Pillow's Image.resize on 8-bit pixels: for the filters a two-pass
+// separable convolution (horizontal first unless the height shrinks much more, the intermediate rounded to 8
+// bits) with coefficients in 22-bit fixed
+// point; for nearest an affine scan whose source position is accumulated in double; RGBA resized premultiplied
+// (Pillow's RGBa) unless nearest. The arithmetic follows Pillow's (Resample.c, Geometry.c, Convert.c) step for step
+// so that load_img(target_size=...) gives Keras's pixel values exactly.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+
+#include "keras/utils/image_codecs.h"
+#include "osprey/errors.h"
+
+namespace osprey::keras::utils::detail {
+
+namespace {
+
+constexpr int kPrecisionBits = 32 - 8 - 2;
+
+double box_filter(double x) { return (x > -0.5 && x <= 0.5) ? 1.0 : 0.0; }
+double bilinear_filter(double x) {
+  x = std::fabs(x);
+  return x < 1.0 ? 1.0 - x : 0.0;
+}
+double hamming_filter(double x) {
+  x = std::fabs(x);
+  if (x == 0.0) return 1.0;
+  if (x >= 1.0) return 0.0;
+  x *= std::numbers::pi;
+  return std::sin(x) / x * (0.54f + 0.46f * std::cos(x));  // Pillow's float constants, promoted
+}
+double bicubic_filter(double x) {
+  constexpr double a = -0.5;
+  x = std::fabs(x);
+  if (x < 1.0) return ((a + 2.0) * x - (a + 3.0)) * x * x + 1;
+  if (x < 2.0) return (((x - 5) * x + 8) * x - 4) * a;
+  return 0.0;
+}
+double sinc(double x) {
+  if (x == 0.0) return 1.0;
+  x *= std::numbers::pi;
+  return std::sin(x) / x;
+}
+double lanczos_filter(double x) { return (-3.0 <= x && x < 3.0) ? sinc(x) * sinc(x / 3) : 0.0; }
+
+struct Filter {
+  double (*f)(double);
+  double support;
+};
+
+Filter filter_of(PilFilter filter) {
+  switch (filter) {
+    case PilFilter::box: return {box_filter, 0.5};
+    case PilFilter::bilinear: return {bilinear_filter, 1.0};
+    case PilFilter::hamming: return {hamming_filter, 1.0};
+    case PilFilter::bicubic: return {bicubic_filter, 2.0};
+    case PilFilter::lanczos: return {lanczos_filter, 3.0};
+    case PilFilter::nearest: break;
+  }
+  throw InternalError("pil_resize: nearest has no filter");
+}
+
+// Per output position: the first input index, the number of taps, and `ksize` fixed-point weights.
+struct Coefficients {
+  int ksize = 0;
+  std::vector<int> first, count;
+  std::vector<int32_t> k;
+};
+
+Coefficients coefficients(int in_size, float in0, float in1, int out_size, const Filter& filter) {
+  const double scale = static_cast<double>(in1 - in0) / out_size;
+  const double filterscale = scale < 1.0 ? 1.0 : scale;
+  const double support = filter.support * filterscale;
+  Coefficients c;
+  c.ksize = static_cast<int>(std::ceil(support)) * 2 + 1;
+  c.first.resize(static_cast<std::size_t>(out_size));
+  c.count.resize(static_cast<std::size_t>(out_size));
+  c.k.assign(static_cast<std::size_t>(out_size) * static_cast<std::size_t>(c.ksize), 0);
+  std::vector<double> w(static_cast<std::size_t>(c.ksize));
+  for (int xx = 0; xx < out_size; ++xx) {
+    const double center = in0 + (xx + 0.5) * scale;
+    const double ss = 1.0 / filterscale;
+    int xmin = static_cast<int>(center - support + 0.5);
+    if (xmin < 0) xmin = 0;
+    int xmax = static_cast<int>(center + support + 0.5);
+    if (xmax > in_size) xmax = in_size;
+    xmax -= xmin;
+    double ww = 0.0;
+    for (int x = 0; x < xmax; ++x) {
+      w[static_cast<std::size_t>(x)] = filter.f((x + xmin - center + 0.5) * ss);
+      ww += w[static_cast<std::size_t>(x)];
+    }
+    for (int x = 0; x < xmax; ++x) {
+      double v = w[static_cast<std::size_t>(x)];
+      if (ww != 0.0) v /= ww;
+      c.k[static_cast<std::size_t>(xx) * static_cast<std::size_t>(c.ksize) + static_cast<std::size_t>(x)] =
+          static_cast<int32_t>(v < 0 ? -0.5 + v * (1 << kPrecisionBits) : 0.5 + v * (1 << kPrecisionBits));
+    }
+    c.first[static_cast<std::size_t>(xx)] = xmin;
+    c.count[static_cast<std::size_t>(xx)] = std::max(xmax, 0);
+  }
+  return c;
+}
+
+unsigned char clip8(int32_t sum) {
+  const int32_t v = sum >> kPrecisionBits;
+  return static_cast<unsigned char>(v < 0 ? 0 : v > 255 ? 255 : v);
+}
+
+using Pixels = std::vector<unsigned char>;
+
+// One pass along x (`horizontal`) or y over an image of `w` x `h` pixels with `channels` values each.
+Pixels pass(const Pixels& in, int64_t w, int channels, const Coefficients& c, bool horizontal,
+            int64_t rows_from, int64_t out_rows, int64_t out_cols) {
+  Pixels out(static_cast<std::size_t>(out_rows * out_cols * channels));
+  for (int64_t yy = 0; yy < out_rows; ++yy) {
+    for (int64_t xx = 0; xx < out_cols; ++xx) {
+      const std::size_t o = horizontal ? static_cast<std::size_t>(xx) : static_cast<std::size_t>(yy);
+      const int32_t* k = c.k.data() + o * static_cast<std::size_t>(c.ksize);
+      const int first = c.first[o], count = c.count[o];
+      for (int ch = 0; ch < channels; ++ch) {
+        int32_t sum = 1 << (kPrecisionBits - 1);
+        for (int t = 0; t < count; ++t) {
+          const int64_t sy = horizontal ? yy + rows_from : first + t, sx = horizontal ? first + t : xx;
+          sum += static_cast<int32_t>(in[static_cast<std::size_t>((sy * w + sx) * channels + ch)]) * k[t];
+        }
+        out[static_cast<std::size_t>((yy * out_cols + xx) * channels + ch)] = clip8(sum);
+      }
+    }
+  }
+  return out;
+}
+
+Pixels resample(const Pixels& in, int64_t w, int64_t h, int channels, int64_t out_w, int64_t out_h, PilFilter filter,
+                const std::array<float, 4>& box) {
+  const Filter f = filter_of(filter);
+  const bool need_horizontal = out_w != w || box[0] != 0.f || box[2] != static_cast<float>(out_w);
+  const bool need_vertical = out_h != h || box[1] != 0.f || box[3] != static_cast<float>(out_h);
+  Coefficients vert = coefficients(static_cast<int>(h), box[1], box[3], static_cast<int>(out_h), f);
+  // Pillow 13 resizes vertically first when the height shrinks by more than twice what the width does (the
+  // intermediate image is rounded to 8 bits, so the order shows in the values).
+  if (out_h < h && (h - out_h) > 2 * (w - out_w)) {
+    Pixels cur = pass(in, w, channels, vert, false, 0, out_h, w);
+    if (!need_horizontal) return cur;
+    const Coefficients horiz = coefficients(static_cast<int>(w), box[0], box[2], static_cast<int>(out_w), f);
+    return pass(cur, w, channels, horiz, true, 0, out_h, out_w);
+  }
+  const int64_t first_row = vert.first.front();
+  const int64_t last_row = int64_t{vert.first.back()} + vert.count.back();
+  Pixels cur = in;
+  int64_t cur_w = w;
+  if (need_horizontal) {
+    const Coefficients horiz = coefficients(static_cast<int>(w), box[0], box[2], static_cast<int>(out_w), f);
+    for (int& r : vert.first) r -= static_cast<int>(first_row);
+    const int64_t rows = std::max<int64_t>(last_row - first_row, 0);
+    cur = pass(cur, w, channels, horiz, true, first_row, rows, out_w);
+    cur_w = out_w;
+  }
+  if (need_vertical) cur = pass(cur, cur_w, channels, vert, false, 0, out_h, cur_w);
+  return cur;
+}
+
+// Pillow's affine scan for NEAREST: the source position starts half a step in and is accumulated in double.
+Pixels nearest(const Pixels& in, int64_t w, int64_t h, int channels, int64_t out_w, int64_t out_h,
+               const std::array<float, 4>& box) {
+  const double ax = static_cast<double>(box[2] - box[0]) / static_cast<double>(out_w);
+  const double ay = static_cast<double>(box[3] - box[1]) / static_cast<double>(out_h);
+  const auto coord = [](double v) { return v < 0.0 ? int64_t{-1} : static_cast<int64_t>(v); };
+  std::vector<int64_t> xs(static_cast<std::size_t>(out_w));
+  double xo = box[0] + ax * 0.5;
+  for (auto& x : xs) {
+    x = coord(xo);
+    xo += ax;
+  }
+  Pixels out(static_cast<std::size_t>(out_w * out_h * channels), 0);
+  double yo = box[1] + ay * 0.5;
+  for (int64_t y = 0; y < out_h; ++y, yo += ay) {
+    const int64_t sy = coord(yo);
+    if (sy < 0 || sy >= h) continue;  // filled with zeros, as Pillow's fill
+    for (int64_t x = 0; x < out_w; ++x) {
+      const int64_t sx = xs[static_cast<std::size_t>(x)];
+      if (sx < 0 || sx >= w) continue;
+      for (int ch = 0; ch < channels; ++ch) {
+        out[static_cast<std::size_t>((y * out_w + x) * channels + ch)] =
+            in[static_cast<std::size_t>((sy * w + sx) * channels + ch)];
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+PilFilter pil_filter(const std::string& name) {
+  if (name == "nearest") return PilFilter::nearest;
+  if (name == "bilinear") return PilFilter::bilinear;
+  if (name == "bicubic") return PilFilter::bicubic;
+  if (name == "hamming") return PilFilter::hamming;
+  if (name == "box") return PilFilter::box;
+  if (name == "lanczos") return PilFilter::lanczos;
+  throw ValueError(fmt::format("Invalid interpolation method {} specified. Supported methods are nearest, bilinear, "
+                               "bicubic, hamming, box, lanczos",
+                               name));
+}
+
+std::vector<unsigned char> pil_resize(const std::vector<unsigned char>& pixels, int64_t w, int64_t h, int channels,
+                                      int64_t out_w, int64_t out_h, PilFilter filter, std::array<float, 4> box) {
+  if (filter == PilFilter::nearest) return nearest(pixels, w, h, channels, out_w, out_h, box);
+  if (channels != 4) return resample(pixels, w, h, channels, out_w, out_h, filter, box);
+  // RGBA through Pillow's premultiplied RGBa: c * a / 255 rounded (MULDIV255), and back with an integer division.
+  Pixels premultiplied(pixels.size());
+  for (std::size_t i = 0; i < pixels.size(); i += 4) {
+    const unsigned a = pixels[i + 3];
+    for (std::size_t c = 0; c < 3; ++c) {
+      const unsigned t = pixels[i + c] * a + 128;
+      premultiplied[i + c] = static_cast<unsigned char>(((t >> 8) + t) >> 8);
+    }
+    premultiplied[i + 3] = static_cast<unsigned char>(a);
+  }
+  Pixels out = resample(premultiplied, w, h, 4, out_w, out_h, filter, box);
+  for (std::size_t i = 0; i < out.size(); i += 4) {
+    const unsigned a = out[i + 3];
+    if (a == 0 || a == 255) continue;
+    for (std::size_t c = 0; c < 3; ++c) out[i + c] = static_cast<unsigned char>(std::min(255u, 255u * out[i + c] / a));
+  }
+  return out;
+}
+
+}  // namespace osprey::keras::utils::detail
