@@ -382,4 +382,5 @@ TEST(ImageDataset, LoadImgMatchesKerasPillowValues) {
               HasSubstr("Invalid interpolation method cubic specified. Supported methods are nearest"));
   EXPECT_THROW((void)utils::load_img(png, "rgb", std::pair<int64_t, int64_t>{0, 4}), ValueError);
   EXPECT_THROW((void)utils::load_img(png, "rgb", std::pair<int64_t, int64_t>{1 << 20, 1 << 20}), ValueError);
+  EXPECT_THROW((void)utils::load_img(png, "rgb", std::pair<int64_t, int64_t>{int64_t{1} << 62, 4}), ValueError);
 }

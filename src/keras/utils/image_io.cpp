@@ -214,7 +214,8 @@ Tensor load_img(const std::string& path, const std::string& color_mode,
                 bool keep_aspect_ratio) {
   const int channels = channels_of(color_mode);
   const detail::PilFilter filter = detail::pil_filter(interpolation);
-  if (target_size && (target_size->first < 1 || target_size->second < 1 ||
+  if (target_size && (target_size->first < 1 || target_size->second < 1 || target_size->first > kMaxValues ||
+                      target_size->second > kMaxValues ||
                       target_size->first * target_size->second > kMaxValues / channels)) {
     throw ValueError(fmt::format("load_img: target_size ({}, {}) must be positive and at most 2^28 values",
                                  target_size->first, target_size->second));

@@ -1,9 +1,8 @@
 // keras.utils.load_img's resizing, which is Pillow's Image.resize on 8-bit pixels: for the filters a two-pass
-// separable convolution (horizontal first unless the height shrinks much more, the intermediate rounded to 8
-// bits) with coefficients in 22-bit fixed
-// point; for nearest an affine scan whose source position is accumulated in double; RGBA resized premultiplied
-// (Pillow's RGBa) unless nearest. The arithmetic follows Pillow's (Resample.c, Geometry.c, Convert.c) step for step
-// so that load_img(target_size=...) gives Keras's pixel values exactly.
+// separable convolution (horizontal first unless the height shrinks much more, the intermediate rounded to 8 bits)
+// with coefficients in 22-bit fixed point; for nearest an affine scan whose source position is accumulated in
+// double; RGBA resized premultiplied (Pillow's RGBa) unless nearest. The arithmetic follows Pillow's (Resample.c,
+// Geometry.c, Convert.c) step for step so that load_img(target_size=...) gives Keras's pixel values exactly.
 #include <fmt/format.h>
 
 #include <algorithm>
