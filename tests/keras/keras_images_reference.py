@@ -1,10 +1,9 @@
 # Regenerates tests/data/images/ (a few small PNG and JPEG files in class folders, one nested, one grayscale, one
 # with alpha), tests/data/images_bmp_gif/ (BMP and GIF files written by Pillow), tests/data/load_img/ (two larger
-# files) and tests/data/keras_images.json:
-# what Keras 3's image_dataset_from_directory gives for them (shuffle off; resized to 6x4 bilinear, nearest,
-# mitchellcubic and area, grayscale, crop_to_aspect_ratio), what tf.io.decode_image gives for each BMP and GIF, and
-# the files of Keras's seeded training/validation splits of a folder of empty files, and keras.utils.load_img's
-# values (Pillow's decoding, conversions and resizing). tests/keras/test_image_dataset.cpp
+# files) and tests/data/keras_images.json: what Keras 3's image_dataset_from_directory gives for them (shuffle off;
+# resized to 6x4 bilinear, nearest, mitchellcubic and area, grayscale, crop_to_aspect_ratio), what tf.io.decode_image
+# gives for each BMP and GIF, the files of Keras's seeded training/validation splits of a folder of empty files, and
+# keras.utils.load_img's values (Pillow's decoding, conversions and resizing). tests/keras/test_image_dataset.cpp
 # checks Osprey's against it. Run: python3 tests/keras/keras_images_reference.py   (pip tensorflow-cpu keras pillow)
 import json, os, shutil
 os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
