@@ -20,24 +20,9 @@
 
 namespace osprey::keras::utils::detail {
 
-std::vector<unsigned char> from_rgba(const std::vector<unsigned char>& rgba, int channels) {
-  if (channels == 4) return rgba;
-  const std::size_t n = rgba.size() / 4;
-  std::vector<unsigned char> out(n * static_cast<std::size_t>(channels));
-  for (std::size_t i = 0; i < n; ++i) {
-    const unsigned char* p = rgba.data() + 4 * i;
-    if (channels == 1) {
-      out[i] = gray_of(p[0], p[1], p[2]);
-    } else {
-      std::memcpy(out.data() + 3 * i, p, 3);
-    }
-  }
-  return out;
-}
-
 #if OSPREY_WITH_BMP_GIF
 
-std::vector<unsigned char> decode_bmp(const std::string& path, const std::string& data, int channels, int64_t& width,
+std::vector<unsigned char> decode_bmp(const std::string& path, const std::string& data, int64_t& width,
                                       int64_t& height) {
   if (data.size() > static_cast<std::size_t>(INT_MAX)) {
     throw ValueError(fmt::format("load_img: {} has {} bytes, too many for a BMP file", path, data.size()));
@@ -76,8 +61,7 @@ std::vector<unsigned char> decode_bmp(const std::string& path, const std::string
     throw ValueError(fmt::format("load_img: {} does not decode as BMP: {}", path,
                                  stbi_failure_reason() ? stbi_failure_reason() : "unknown"));
   }
-  const std::vector<unsigned char> rgba(pixels.get(), pixels.get() + 4 * width * height);
-  return from_rgba(rgba, channels);
+  return std::vector<unsigned char>(pixels.get(), pixels.get() + 4 * width * height);
 }
 
 namespace {
@@ -113,9 +97,9 @@ const char* gif_error(int code) {
 }  // namespace
 
 // TensorFlow's first frame: the canvas is as wide and tall as the largest frame; where the first frame does not
-// cover it, and at the first frame's transparent colour index, pixels are black (alpha 0 for color_mode "rgba");
-// a colour index outside the colour table, or a frame without one, is an error.
-std::vector<unsigned char> decode_gif(const std::string& path, const std::string& data, int channels, int64_t& width,
+// cover it, and at the first frame's transparent colour index, pixels are black (and alpha 0); a colour index
+// outside the colour table, or a frame without one, is an error.
+std::vector<unsigned char> decode_gif(const std::string& path, const std::string& data, int64_t& width,
                                       int64_t& height) {
   GifInput input{reinterpret_cast<const unsigned char*>(data.data()), data.size()};
   int error = D_GIF_SUCCEEDED;
@@ -160,7 +144,7 @@ std::vector<unsigned char> decode_gif(const std::string& path, const std::string
       canvas_h = std::max<int64_t>(canvas_h, d.Height);
       if (frames == 1) {
         first = d;
-        check_dimensions(path, d.Width, d.Height, channels);
+        check_dimensions(path, d.Width, d.Height, 4);
         const ColorMapObject* map = d.ColorMap ? d.ColorMap : gif->SColorMap;
         if (!map) throw ValueError(fmt::format("load_img: {} is a GIF whose first frame has no colour table", path));
         palette.assign(map->Colors, map->Colors + map->ColorCount);
@@ -209,7 +193,7 @@ std::vector<unsigned char> decode_gif(const std::string& path, const std::string
       o[3] = 255;
     }
   }
-  return from_rgba(rgba, channels);
+  return rgba;
 }
 
 #else
@@ -224,10 +208,10 @@ namespace {
 
 }  // namespace
 
-std::vector<unsigned char> decode_bmp(const std::string& path, const std::string&, int, int64_t&, int64_t&) {
+std::vector<unsigned char> decode_bmp(const std::string& path, const std::string&, int64_t&, int64_t&) {
   unavailable(path, "BMP");
 }
-std::vector<unsigned char> decode_gif(const std::string& path, const std::string&, int, int64_t&, int64_t&) {
+std::vector<unsigned char> decode_gif(const std::string& path, const std::string&, int64_t&, int64_t&) {
   unavailable(path, "GIF");
 }
 

@@ -1,7 +1,7 @@
 // The image decoders behind keras.utils.load_img and image_dataset_from_directory, shared between image_io.cpp (PNG,
-// JPEG, the format dispatch) and image_bmp_gif.cpp (BMP, GIF). Each takes the whole file (already size-bounded),
-// checks the header's dimensions before allocating pixels, and returns `channels` (1, 3 or 4) 8-bit values a pixel,
-// row-major, with the image's width and height.
+// JPEG, the format dispatch, the conversion to a colour mode) and image_bmp_gif.cpp (BMP, GIF). Each decoder takes
+// the whole file (already size-bounded), checks the header's dimensions before allocating pixels, and returns 8-bit
+// values a pixel, row-major, with the image's width and height.
 #pragma once
 
 #include <array>
@@ -14,20 +14,12 @@ namespace osprey::keras::utils::detail {
 /// ValueError naming `path` for an empty image or one of more than 2^28 decoded values.
 void check_dimensions(const std::string& path, int64_t width, int64_t height, int channels);
 
-/// Gray from RGB as TensorFlow's decode_png computes it (libpng's weights 0.299, 0.587, 0.114 in 15-bit fixed
-/// point, truncated); a gray pixel (r == g == b) keeps its value exactly.
-inline unsigned char gray_of(unsigned char r, unsigned char g, unsigned char b) {
-  return (r == g && r == b) ? r : static_cast<unsigned char>((9798u * r + 19235u * g + 3735u * b) >> 15);
-}
-
-/// RGBA pixels (4 values each) to `channels` values a pixel: alpha dropped for 3, gray for 1.
-std::vector<unsigned char> from_rgba(const std::vector<unsigned char>& rgba, int channels);
-
-/// A BMP file through stb_image (uncompressed 1/4/8-bit palettes, 16, 24 and 32 bits a pixel, bit fields).
-std::vector<unsigned char> decode_bmp(const std::string& path, const std::string& data, int channels, int64_t& width,
+/// A BMP file through stb_image (uncompressed 1/4/8-bit palettes, 16, 24 and 32 bits a pixel, bit fields), as RGBA.
+std::vector<unsigned char> decode_bmp(const std::string& path, const std::string& data, int64_t& width,
                                       int64_t& height);
-/// A GIF file's first frame through giflib, as TensorFlow's decode_gif (expand_animations=False) gives it.
-std::vector<unsigned char> decode_gif(const std::string& path, const std::string& data, int channels, int64_t& width,
+/// A GIF file's first frame through giflib, as TensorFlow's decode_gif (expand_animations=False) gives it, as RGBA
+/// (alpha 0 where TensorFlow gives black for a transparent or uncovered pixel).
+std::vector<unsigned char> decode_gif(const std::string& path, const std::string& data, int64_t& width,
                                       int64_t& height);
 
 /// Whose pixel values a decode gives: TensorFlow's tf.io.decode_image (image_dataset_from_directory; JPEG with the

@@ -79,23 +79,6 @@ void numpy_shuffle(std::vector<std::string>& files, std::vector<int>& labels, ui
   }
 }
 
-// A new order for each later epoch (tf.data's reshuffle_each_iteration), Osprey's own: Fisher-Yates over
-// splitmix64, the same on every platform (TensorFlow's shuffle buffer order is not reproduced).
-void shuffle_in_step(std::vector<std::string>& files, std::vector<int>& labels, uint64_t seed) {
-  uint64_t state = seed;
-  auto next = [&state] {
-    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  };
-  for (std::size_t i = files.size(); i > 1; --i) {
-    const std::size_t j = static_cast<std::size_t>(next() % i);
-    std::swap(files[i - 1], files[j]);
-    if (!labels.empty()) std::swap(labels[i - 1], labels[j]);
-  }
-}
-
 void check_options(const ImageDatasetOptions& o) {
   const auto one_of = [](const std::string& v, std::initializer_list<const char*> options) {
     return std::any_of(options.begin(), options.end(), [&](const char* s) { return v == s; });
@@ -316,11 +299,12 @@ std::pair<Tensor, Tensor> ImageDataset::get_batch(int64_t index) {
 
 std::pair<Tensor, Tensor> ImageDataset::load_all() { return rows(0, static_cast<int64_t>(files_.size())); }
 
-// A new order for the next epoch (tf.data's reshuffle_each_iteration), from the seed and the epoch.
+// A new order for the next epoch (tf.data's reshuffle_each_iteration): the same shuffle from a seed derived from
+// the epoch. Osprey's own order (TensorFlow's shuffle buffer is not reproduced); the same on every platform.
 void ImageDataset::on_epoch_end() {
   if (!options_.shuffle) return;
   ++epoch_;
-  shuffle_in_step(files_, labels_, options_.seed.value_or(0) + 0x9E3779B97F4A7C15ull * epoch_);
+  numpy_shuffle(files_, labels_, static_cast<uint32_t>(options_.seed.value_or(0) + 0x9E3779B9ull * epoch_));
 }
 
 }  // namespace osprey::keras::utils

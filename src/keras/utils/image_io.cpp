@@ -8,6 +8,7 @@
 #include <array>
 #include <cstring>
 #include <fstream>
+#include <utility>
 #include <vector>
 
 #include "core/atomic_file.h"
@@ -69,50 +70,31 @@ std::string read_file(const std::string& path) {
 
 #if OSPREY_WITH_IMAGE_CODECS
 
-// The PNG's own samples (gray or RGB, with alpha where it has one), then TensorFlow's decode_png conversions: alpha
-// stripped (not composited), gray replicated, RGB to gray with the weights 0.299, 0.587, 0.114 in 15-bit fixed point
-// (truncated), which gives TensorFlow's values exactly.
-std::vector<unsigned char> decode_png(const std::string& path, const std::string& data, int channels, int64_t& w,
-                                      int64_t& h) {
+// The PNG as RGBA (libpng replicates gray and gives alpha 255 where the file has none); TensorFlow's decode_png
+// conversions from there are from_rgba's.
+std::vector<unsigned char> decode_png(const std::string& path, const std::string& data, int64_t& w, int64_t& h) {
   png_image image;
   std::memset(&image, 0, sizeof image);
   image.version = PNG_IMAGE_VERSION;
   if (!png_image_begin_read_from_memory(&image, data.data(), data.size())) {
     throw ValueError(fmt::format("load_img: {} is not a PNG image libpng can read: {}", path, image.message));
   }
-  const bool color = (image.format & PNG_FORMAT_FLAG_COLOR) != 0;
-  image.format = color ? PNG_FORMAT_RGBA : PNG_FORMAT_GA;
-  const int src = color ? 4 : 2;
+  image.format = PNG_FORMAT_RGBA;
   w = image.width;
   h = image.height;
   try {
-    check_dimensions(path, w, h, src);
+    check_dimensions(path, w, h, 4);
   } catch (...) {
     png_image_free(&image);
     throw;
   }
-  std::vector<unsigned char> raw(PNG_IMAGE_SIZE(image));
-  if (!png_image_finish_read(&image, nullptr, raw.data(), 0, nullptr)) {
+  std::vector<unsigned char> rgba(PNG_IMAGE_SIZE(image));
+  if (!png_image_finish_read(&image, nullptr, rgba.data(), 0, nullptr)) {
     const std::string why = image.message;
     png_image_free(&image);
     throw ValueError(fmt::format("load_img: {} does not decode as PNG: {}", path, why));
   }
-  const std::size_t n = static_cast<std::size_t>(w * h);
-  std::vector<unsigned char> pixels(n * static_cast<std::size_t>(channels));
-  for (std::size_t i = 0; i < n; ++i) {
-    const unsigned char* p = raw.data() + i * static_cast<std::size_t>(src);
-    const unsigned char r = p[0], g = color ? p[1] : p[0], b = color ? p[2] : p[0], a = p[src - 1];
-    unsigned char* o = pixels.data() + i * static_cast<std::size_t>(channels);
-    if (channels == 1) {
-      o[0] = detail::gray_of(r, g, b);
-    } else {
-      o[0] = r;
-      o[1] = g;
-      o[2] = b;
-      if (channels == 4) o[3] = a;
-    }
-  }
-  return pixels;
+  return rgba;
 }
 
 struct Tj {
@@ -169,42 +151,57 @@ void require_codecs(const char* what) {
 
 bool image_codecs_available() { return OSPREY_WITH_IMAGE_CODECS != 0; }
 
+namespace {
+
+// RGBA to the colour mode's channels: alpha dropped for 3, gray for 1 -- TensorFlow's decode_png weights (0.299,
+// 0.587, 0.114 in 15-bit fixed point, truncated; a gray pixel keeps its value) or Pillow's "L" (ITU-R 601-2 luma in
+// 16-bit fixed point, rounded).
+std::vector<unsigned char> from_rgba(std::vector<unsigned char> rgba, int channels, detail::Flavor flavor) {
+  if (channels == 4) return rgba;
+  const std::size_t n = rgba.size() / 4;
+  std::vector<unsigned char> out(n * static_cast<std::size_t>(channels));
+  for (std::size_t i = 0; i < n; ++i) {
+    const unsigned r = rgba[4 * i], g = rgba[4 * i + 1], b = rgba[4 * i + 2];
+    if (channels == 3) {
+      std::memcpy(out.data() + 3 * i, rgba.data() + 4 * i, 3);
+    } else if (flavor == detail::Flavor::pil) {
+      out[i] = static_cast<unsigned char>((r * 19595u + g * 38470u + b * 7471u + 0x8000u) >> 16);
+    } else {
+      out[i] = (r == g && r == b) ? static_cast<unsigned char>(r)
+                                  : static_cast<unsigned char>((9798u * r + 19235u * g + 3735u * b) >> 15);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 namespace detail {
 
 std::vector<unsigned char> read_image(const std::string& path, int channels, Flavor flavor, int64_t& w, int64_t& h) {
   require_codecs("load_img");
   const std::string data = read_file(path);
-  const bool pil = flavor == Flavor::pil;
-  const int decoded = pil ? 4 : channels;  // Pillow: RGBA first, then its conversions
-  std::vector<unsigned char> pixels;
+  std::vector<unsigned char> rgba;
 #if OSPREY_WITH_IMAGE_CODECS
+  const bool pil = flavor == Flavor::pil;
   const auto* b = reinterpret_cast<const unsigned char*>(data.data());
   if (data.size() >= 8 && std::memcmp(b, "\x89PNG\r\n\x1a\n", 8) == 0) {
-    pixels = decode_png(path, data, decoded, w, h);
+    rgba = decode_png(path, data, w, h);
   } else if (data.size() >= 3 && b[0] == 0xFF && b[1] == 0xD8 && b[2] == 0xFF) {
-    pixels = decode_jpeg(path, data, decoded, w, h, pil);
+    // TensorFlow's JPEG gray is libjpeg's own luma, not a conversion from RGB: decoded straight to the mode.
+    if (!pil) return decode_jpeg(path, data, channels, w, h, false);
+    rgba = decode_jpeg(path, data, 4, w, h, true);
   } else if (data.size() >= 2 && b[0] == 'B' && b[1] == 'M') {
-    pixels = decode_bmp(path, data, decoded, w, h);
+    rgba = decode_bmp(path, data, w, h);
   } else if (data.size() >= 6 && (std::memcmp(b, "GIF87a", 6) == 0 || std::memcmp(b, "GIF89a", 6) == 0)) {
-    pixels = decode_gif(path, data, decoded, w, h);
+    rgba = decode_gif(path, data, w, h);
   } else {
     throw ValueError(fmt::format("load_img: {} is not a PNG, JPEG, BMP or GIF image (its first bytes say so; {} "
                                  "bytes)",
                                  path, data.size()));
   }
 #endif
-  if (!pil || channels == 4) return pixels;
-  const std::size_t n = pixels.size() / 4;
-  std::vector<unsigned char> out(n * static_cast<std::size_t>(channels));
-  for (std::size_t i = 0; i < n; ++i) {
-    const unsigned char* p = pixels.data() + 4 * i;
-    if (channels == 3) {
-      std::memcpy(out.data() + 3 * i, p, 3);
-    } else {  // Pillow's "L": ITU-R 601-2 luma in 16-bit fixed point, rounded
-      out[i] = static_cast<unsigned char>((p[0] * 19595u + p[1] * 38470u + p[2] * 7471u + 0x8000u) >> 16);
-    }
-  }
-  return out;
+  return from_rgba(std::move(rgba), channels, flavor);
 }
 
 }  // namespace detail

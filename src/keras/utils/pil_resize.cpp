@@ -78,9 +78,9 @@ Coefficients coefficients(int in_size, float in0, float in1, int out_size, const
   c.count.resize(static_cast<std::size_t>(out_size));
   c.k.assign(static_cast<std::size_t>(out_size) * static_cast<std::size_t>(c.ksize), 0);
   std::vector<double> w(static_cast<std::size_t>(c.ksize));
+  const double ss = 1.0 / filterscale;
   for (int xx = 0; xx < out_size; ++xx) {
     const double center = in0 + (xx + 0.5) * scale;
-    const double ss = 1.0 / filterscale;
     int xmin = static_cast<int>(center - support + 0.5);
     if (xmin < 0) xmin = 0;
     int xmax = static_cast<int>(center + support + 0.5);
@@ -110,9 +110,10 @@ unsigned char clip8(int32_t sum) {
 
 using Pixels = std::vector<unsigned char>;
 
-// One pass along x (`horizontal`) or y over an image of `w` x `h` pixels with `channels` values each.
-Pixels pass(const Pixels& in, int64_t w, int channels, const Coefficients& c, bool horizontal,
-            int64_t rows_from, int64_t out_rows, int64_t out_cols) {
+// One pass along x (`horizontal`: out_rows rows of `w` pixels become out_cols pixels each) or along y (out_rows
+// rows of out_cols = `w` pixels from the input's rows), `channels` values a pixel, the sums rounded to 8 bits.
+Pixels pass(const Pixels& in, int64_t w, int channels, const Coefficients& c, bool horizontal, int64_t out_rows,
+            int64_t out_cols) {
   Pixels out(static_cast<std::size_t>(out_rows * out_cols * channels));
   for (int64_t yy = 0; yy < out_rows; ++yy) {
     for (int64_t xx = 0; xx < out_cols; ++xx) {
@@ -122,7 +123,7 @@ Pixels pass(const Pixels& in, int64_t w, int channels, const Coefficients& c, bo
       for (int ch = 0; ch < channels; ++ch) {
         int32_t sum = 1 << (kPrecisionBits - 1);
         for (int t = 0; t < count; ++t) {
-          const int64_t sy = horizontal ? yy + rows_from : first + t, sx = horizontal ? first + t : xx;
+          const int64_t sy = horizontal ? yy : first + t, sx = horizontal ? first + t : xx;
           sum += static_cast<int32_t>(in[static_cast<std::size_t>((sy * w + sx) * channels + ch)]) * k[t];
         }
         out[static_cast<std::size_t>((yy * out_cols + xx) * channels + ch)] = clip8(sum);
@@ -132,33 +133,28 @@ Pixels pass(const Pixels& in, int64_t w, int channels, const Coefficients& c, bo
   return out;
 }
 
+// Each pass is skipped where Pillow skips it (same size, no box offset). Pillow's horizontal-first pass covers only
+// the rows the vertical one reads; every row here gives the same values.
 Pixels resample(const Pixels& in, int64_t w, int64_t h, int channels, int64_t out_w, int64_t out_h, PilFilter filter,
                 const std::array<float, 4>& box) {
   const Filter f = filter_of(filter);
   const bool need_horizontal = out_w != w || box[0] != 0.f || box[2] != static_cast<float>(out_w);
   const bool need_vertical = out_h != h || box[1] != 0.f || box[3] != static_cast<float>(out_h);
-  Coefficients vert = coefficients(static_cast<int>(h), box[1], box[3], static_cast<int>(out_h), f);
+  const auto horizontal = [&](const Pixels& p, int64_t rows) {
+    return pass(p, w, channels, coefficients(static_cast<int>(w), box[0], box[2], static_cast<int>(out_w), f), true,
+                rows, out_w);
+  };
+  const auto vertical = [&](const Pixels& p, int64_t cols) {
+    return pass(p, cols, channels, coefficients(static_cast<int>(h), box[1], box[3], static_cast<int>(out_h), f),
+                false, out_h, cols);
+  };
   // Pillow 13 resizes vertically first when the height shrinks by more than twice what the width does (the
   // intermediate image is rounded to 8 bits, so the order shows in the values).
   if (out_h < h && (h - out_h) > 2 * (w - out_w)) {
-    Pixels cur = pass(in, w, channels, vert, false, 0, out_h, w);
-    if (!need_horizontal) return cur;
-    const Coefficients horiz = coefficients(static_cast<int>(w), box[0], box[2], static_cast<int>(out_w), f);
-    return pass(cur, w, channels, horiz, true, 0, out_h, out_w);
+    return need_horizontal ? horizontal(vertical(in, w), out_h) : vertical(in, w);
   }
-  const int64_t first_row = vert.first.front();
-  const int64_t last_row = int64_t{vert.first.back()} + vert.count.back();
-  Pixels cur = in;
-  int64_t cur_w = w;
-  if (need_horizontal) {
-    const Coefficients horiz = coefficients(static_cast<int>(w), box[0], box[2], static_cast<int>(out_w), f);
-    for (int& r : vert.first) r -= static_cast<int>(first_row);
-    const int64_t rows = std::max<int64_t>(last_row - first_row, 0);
-    cur = pass(cur, w, channels, horiz, true, first_row, rows, out_w);
-    cur_w = out_w;
-  }
-  if (need_vertical) cur = pass(cur, cur_w, channels, vert, false, 0, out_h, cur_w);
-  return cur;
+  if (!need_horizontal) return need_vertical ? vertical(in, w) : in;
+  return need_vertical ? vertical(horizontal(in, h), out_w) : horizontal(in, h);
 }
 
 // Pillow's affine scan for NEAREST: the source position starts half a step in and is accumulated in double.
