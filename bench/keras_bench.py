@@ -5,12 +5,13 @@ from interpreter start to the first completed training step. One JSON line per c
 100 steps of 128 inputs, then Dense(1), Adam, mse (batch 64).
 A 4th argument sets Keras's global dtype policy ("mixed_bfloat16": bfloat16 compute on TensorFlow's CPU kernels).
 "gru" the same with GRU(256). "text" bench/text_step's classifier: Embedding(10000, 128, mask_zero) +
-Bidirectional(LSTM(128)) + Dense(1, sigmoid) over 100 right-padded token ids (the same ids), Adam, BCE.
+Bidirectional(LSTM(128)) + Dense(1, sigmoid) over 100 right-padded token ids (the same ids), Adam, BCE;
+"text_pre" the same ids left-padded (keras.utils.pad_sequences's default).
 "mel" bench/audio_step's MelSpectrogram forward pass over one-second 16 kHz signals (5th and 6th arguments:
 fft_length, sequence_stride).
 "resize" bench/resize_step's cases: keras.ops.image.resize of (batch, 128, 128, 3) images per method (tf.function,
 best of 20, the result read into NumPy), one JSON line each.
-Usage: keras_bench.py <seed|wide|cnn|lstm|gru|text|mel|resize|first_step> [batch] [threads] [policy] [fft] [stride]"""
+Usage: keras_bench.py <seed|wide|cnn|lstm|gru|text|text_pre|mel|resize|first_step> [batch] [threads] [policy] [fft] [stride]"""
 import json
 import os
 import sys
@@ -93,7 +94,7 @@ elif case in ("lstm", "gru"):
     model.fit(xs, ys, epochs=2, batch_size=batch, verbose=0, shuffle=False)
     us = (time.perf_counter() - t0) / 6 * 1e6
     name = f"{case.upper()}(256) over 100 steps fit batch {batch}"
-elif case == "text":
+elif case in ("text", "text_pre"):
     state = 12345  # bench/text_step's linear congruential sequence: the same lengths, ids and labels
 
     def nxt():
@@ -101,13 +102,14 @@ elif case == "text":
         state = (state * 6364136223846793005 + 1442695040888963407) % (1 << 64)
         return state >> 33
 
-    x = np.zeros((batch, 100), dtype="int32")
+    lists = []
     y = np.zeros((batch, 1), dtype="float32")
     for b in range(batch):
         n = 20 + nxt() % 81
-        for k in range(n):
-            x[b, k] = 1 + nxt() % 9999
+        lists.append([1 + nxt() % 9999 for _ in range(n)])
         y[b, 0] = nxt() % 2
+    # "text_pre": pad_sequences's default padding (before the tokens), as bench/text_step's "pre"
+    x = keras.utils.pad_sequences(lists, maxlen=100, padding="pre" if case == "text_pre" else "post")
     model = keras.Sequential([layers.Input(shape=(100,), dtype="int32"), layers.Embedding(10000, 128, mask_zero=True),
                               layers.Bidirectional(layers.LSTM(128)), layers.Dense(1, activation="sigmoid")])
     model.compile(optimizer="adam", loss="binary_crossentropy")
@@ -116,7 +118,8 @@ elif case == "text":
     t0 = time.perf_counter()
     model.fit(xs, ys, epochs=2, batch_size=batch, verbose=0, shuffle=False)
     us = (time.perf_counter() - t0) / 6 * 1e6
-    name = f"Embedding + Bidirectional(LSTM(128)) text classifier, 100 right-padded tokens, fit batch {batch}"
+    side = "left" if case == "text_pre" else "right"
+    name = f"Embedding + Bidirectional(LSTM(128)) text classifier, 100 {side}-padded tokens, fit batch {batch}"
 elif case == "resize":
     x = tf.constant(np.random.uniform(0, 1, (batch, 128, 128, 3)).astype("float32"))
     for method, aa, size in RESIZE_CASES:

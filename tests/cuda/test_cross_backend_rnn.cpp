@@ -1,7 +1,7 @@
 // Recurrent layers on the GPU against the CPU. The whole-sequence ops (ops::lstm_sequence, gru_sequence,
 // simple_rnn_sequence) run cuDNN's RNNs in the CUDA plug-in and oneDNN's on the CPU: outputs, last states and the
 // gradients of every input. The Keras layers over them (LSTM, GRU both ways of reset_after, SimpleRNN with each
-// activation; forwards and backwards, right-padded masks in host memory and on the device, return_sequences)
+// activation; forwards and backwards, right-padded masks in host memory and on the device, a left-padded one, return_sequences)
 // compute the same on both devices,
 // whichever path each takes there (cuDNN has no GRU with reset_after=False and no sigmoid RNN: those run their steps
 // on the GPU). Without a GPU the real-GPU case skips with the runtime's reason; the same checks run on the test
@@ -146,7 +146,7 @@ void check_bfloat16_sequence_ops() {
 struct LayerCase {
   std::string cls, activation = "tanh";
   bool reset_after = true, go_backwards = false, return_sequences = false;
-  int masked = 0;  // 0: no mask, 1: the mask in host memory, 2: the mask on the layer's device
+  int masked = 0;  // 0: no mask, 1: the mask in host memory, 2: the mask on the layer's device, 3: left-padded
 };
 
 // The layer of `c` on x (4, 6, 3) from initial states: its outputs and the gradients of x, the states and the
@@ -185,13 +185,14 @@ Outputs run_layer(const LayerCase& c, const Tensor& x, const Tensor& mask, const
 
 void check_layers() {
   const Tensor x = host_uniform({4, 6, 3}, -1, 1, 41);
-  Tensor mask;
+  Tensor mask, left;  // rows of 6, 3, 0 and 1 steps, padded after or before them
   {
     DeviceScope cpu("/CPU:0");
-    bool m[24];
+    bool m[24], l[24];
     constexpr int kLengths[] = {6, 3, 0, 1};
-    for (int i = 0; i < 24; ++i) m[i] = i % 6 < kLengths[i / 6];
+    for (int i = 0; i < 24; ++i) m[i] = i % 6 < kLengths[i / 6], l[i] = i % 6 >= 6 - kLengths[i / 6];
     mask = Tensor::from_host(m, Shape({4, 6}));
+    left = Tensor::from_host(l, Shape({4, 6}));
   }
   std::vector<LayerCase> cells{{.cls = "LSTM"}, {.cls = "GRU"}, {.cls = "GRU", .reset_after = false},
                                {.cls = "SimpleRNN"}, {.cls = "SimpleRNN", .activation = "relu"},
@@ -199,14 +200,14 @@ void check_layers() {
   for (LayerCase c : cells) {
     for (const bool back : {false, true}) {
       for (const bool seqs : {false, true}) {
-        for (const int masked : {0, 1, 2}) {
+        for (const int masked : {0, 1, 2, 3}) {
           c.go_backwards = back, c.return_sequences = seqs, c.masked = masked;
           const std::vector<Tensor> states =
               c.cls == "LSTM" ? std::vector<Tensor>{host_uniform({4, 5}, -0.8, 0.8, 42), host_uniform({4, 5}, -0.8, 0.8, 43)}
                               : std::vector<Tensor>{host_uniform({4, 5}, -0.8, 0.8, 42)};
           expect_same(fmt::format("{} {}{} go_backwards={} return_sequences={} masked={}", c.cls, c.activation,
                                   c.reset_after ? "" : " reset_after=False", back, seqs, masked),
-                      [&] { return run_layer(c, x, masked ? mask : Tensor(), states); }, 5e-4);
+                      [&] { return run_layer(c, x, masked == 3 ? left : masked ? mask : Tensor(), states); }, 5e-4);
         }
       }
     }

@@ -1,4 +1,4 @@
-# Regenerates tests/data/keras_sequence.json: Keras 3's sequence layers (issue 18; so far Embedding) with weights
+# Regenerates tests/data/keras_sequence.json: Keras 3's sequence layers (issue 18) with weights
 # fixed here, forward values and the gradients of a loss for every weight, and two epochs of SGD on a small
 # Embedding + GlobalAveragePooling1D + Dense classifier. tests/keras/test_sequence_layers.cpp checks Osprey against it.
 # Run: python3 tests/keras/keras_sequence_reference.py   (pip tensorflow-cpu keras)
@@ -124,6 +124,17 @@ h = L.Dense(4, activation="relu", name="per_step")(L.Masking(-1.0, name="mask")(
 h = L.GlobalAveragePooling1D(name="gap")(L.BatchNormalization(momentum=0.8, name="bn")(h))
 model = keras.Model(inp, L.Dense(2, name="out")(h))
 ref["masked_batchnorm"] = trained(model, xs, ys, keras.optimizers.Adam(0.01), "mse")
+# Token lists padded by keras.utils.pad_sequences (its default: padding and truncating "pre", so the masks are
+# left-padded; some lists are longer than T): Embedding(mask_zero) + Bidirectional(LSTM) (concat) + a GRU, trained.
+lists = [rng.integers(1, V, int(n)).tolist() for n in rng.integers(0, T + 3, N)]
+inp = keras.Input((T,), dtype="int32", name="tokens")
+h = L.Embedding(V, 5, mask_zero=True, name="embed")(inp)
+h = L.Bidirectional(L.LSTM(3, return_sequences=True, name="lstm"), name="bi_lstm")(h)
+model = keras.Model(inp, L.Dense(1, activation="sigmoid", name="out")(L.GRU(2, name="gru")(h)))
+xl = keras.utils.pad_sequences(lists, maxlen=T)
+yl = (np.array([sum(t) for t in lists]) > np.array([len(t) for t in lists]) * V / 2).astype("float32").reshape(N, 1)
+ref["pre_padded"] = trained(model, xl, yl, keras.optimizers.SGD(0.5), "binary_crossentropy")
+ref["pre_padded"]["lists"] = lists
 
 with open(os.path.join(os.path.dirname(__file__), "..", "data", "keras_sequence.json"), "w") as f:
     json.dump(ref, f)

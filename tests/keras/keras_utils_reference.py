@@ -1,5 +1,6 @@
 """Expected values for keras::utils' data helpers (tests/pipeline/test_data_utils.cpp): keras.utils.to_categorical,
-keras.utils.normalize, keras.utils.split_dataset (sizes and which elements, unshuffled) and tf.math.confusion_matrix,
+keras.utils.normalize, keras.utils.split_dataset (sizes and which elements, unshuffled), tf.math.confusion_matrix and
+keras.utils.pad_sequences,
 from real Keras 3 / TensorFlow. `python3 tests/keras/keras_utils_reference.py` (pip tensorflow-cpu keras) writes
 tests/data/keras_utils.json."""
 import json
@@ -37,6 +38,34 @@ out["confusion_matrix"] = {"labels": y_true, "predictions": y_pred, "weights": w
                            "counts_4": tf.math.confusion_matrix(y_true, y_pred, num_classes=4).numpy().tolist(),
                            "weighted": tf.math.confusion_matrix(y_true, y_pred, weights=w,
                                                                 dtype=tf.float32).numpy().tolist()}
+# pad_sequences: ragged token lists (one empty), every padding/truncating pair, maxlen none/shorter/longer, a float
+# dtype with a fractional padding value, sequences of feature vectors; Keras's messages for bad arguments.
+tokens = [[5, 1, 7], [], [2], [9, 8, 7, 6, 5, 4], [3, 3]]
+pads = []
+for maxlen in [None, 2, 4, 8]:
+    for padding in ["pre", "post"]:
+        for truncating in ["pre", "post"]:
+            pads.append({"maxlen": maxlen, "padding": padding, "truncating": truncating, "value": 0.0,
+                         "dtype": "int32", "x": keras.utils.pad_sequences(
+                             tokens, maxlen=maxlen, padding=padding, truncating=truncating).tolist()})
+pads.append({"maxlen": 5, "padding": "pre", "truncating": "pre", "value": -1.0, "dtype": "int64",
+             "x": keras.utils.pad_sequences(tokens, maxlen=5, dtype="int64", value=-1).tolist()})
+pads.append({"maxlen": 4, "padding": "post", "truncating": "pre", "value": 2.5, "dtype": "float32",
+             "x": keras.utils.pad_sequences(tokens, maxlen=4, dtype="float32", padding="post", value=2.5).tolist()})
+pads.append({"maxlen": 3, "padding": "pre", "truncating": "pre", "value": 1.5, "dtype": "int32",
+             "x": keras.utils.pad_sequences(tokens, maxlen=3, value=1.5).tolist()})
+vectors = [[[0.5, 1.0], [1.5, 2.0], [2.5, 3.0]], [[4.0, 5.0]]]
+errors = {}
+for name, kwargs, seqs in [("padding", {"padding": "mid"}, tokens), ("truncating", {"truncating": "end"}, tokens),
+                           ("sample_shape", {"dtype": "float32"}, [[[1.0, 2.0]], [[1.0, 2.0, 3.0]]])]:
+    try:
+        keras.utils.pad_sequences(seqs, **kwargs)
+    except ValueError as e:
+        errors[name] = str(e)
+out["pad_sequences"] = {"tokens": tokens, "cases": pads, "vectors": vectors,
+                        "vectors_padded": keras.utils.pad_sequences(vectors, maxlen=2, dtype="float32",
+                                                                    padding="post", truncating="post").tolist(),
+                        "errors": errors}
 path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "keras_utils.json")
 with open(path, "w") as f:
     json.dump(out, f, indent=1)

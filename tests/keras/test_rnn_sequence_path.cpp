@@ -1,7 +1,7 @@
 // The recurrent layers' whole-sequence path (oneDNN's RNN primitives, Keras's use_cudnn="auto") against the same
 // layers run step by step (use_cudnn=false): every cell the primitives take (GRU both ways of reset_after), forwards and go_backwards, with and
-// without return_sequences, unmasked, under right-padded masks (rows of every length from 0 to all steps) and
-// zero_output_for_mask, with input dropout in training: outputs, last states (an LSTM's carry held through the
+// without return_sequences, unmasked, under right-padded, left-padded (pad_sequences's default) and both-sides padded
+// masks (rows of every length from 0 to all steps) and zero_output_for_mask, with input dropout in training: outputs, last states (an LSTM's carry held through the
 // padded steps) and the gradients of the inputs, the initial states and the weights. use_cudnn=true takes the path or refuses with Keras's ValueError.
 #include <gtest/gtest.h>
 #include <gmock/gmock.h>
@@ -65,7 +65,19 @@ Tensor right_padded(bool whole) {
   return mask_of([whole](int b, int k) { return whole || k < kLengths[b]; });
 }
 
-// Step 2 of every row masked: not right-padded.
+// Rows of lengths 6, 3, 0 and 1 of 6 steps, left-padded (keras.utils.pad_sequences's default, padding="pre").
+Tensor left_padded() {
+  static constexpr int kLengths[] = {6, 3, 0, 1};
+  return mask_of([](int b, int k) { return k >= 6 - kLengths[b]; });
+}
+
+// One run of unmasked steps in each row, padded on both sides: steps [1, 4), [0, 2), [5, 6) and [2, 3).
+Tensor padded_both_sides() {
+  static constexpr int kFirst[] = {1, 0, 5, 2}, kEnd[] = {4, 2, 6, 3};
+  return mask_of([](int b, int k) { return k >= kFirst[b] && k < kEnd[b]; });
+}
+
+// Step 2 of every row masked: two runs in each row, a hole.
 Tensor with_holes() {
   return mask_of([](int, int k) { return k != 2; });
 }
@@ -123,17 +135,21 @@ TEST(RecurrentSequencePath, IsTheStepsForEveryCellDirectionMaskAndDropout) {
   for (Case c : cells) {
     for (const bool back : {false, true}) {
       for (const bool seqs : {false, true}) {
-        for (const int masking : {0, 1, 2}) {  // none, every step unmasked, right-padded rows
+        // none, every step unmasked, right-padded, left-padded and both-sides padded rows
+        for (const int masking : {0, 1, 2, 3, 4}) {
           for (const bool zero_out : {false, true}) {
             for (const double dropout : {0.0, 0.4}) {
-              if (zero_out && masking != 2) continue;
+              if (zero_out && masking < 2) continue;
               c.go_backwards = back, c.return_sequences = seqs, c.zero_output_for_mask = zero_out, c.dropout = dropout;
-              const Tensor mask = masking == 0 ? Tensor() : right_padded(masking == 1);
+              const Tensor mask = masking == 0   ? Tensor()
+                                  : masking < 3  ? right_padded(masking == 1)
+                                  : masking == 3 ? left_padded()
+                                                 : padded_both_sides();
               const bool training = dropout > 0.0;
               // An LSTM's carry after padded rows: held through them by the op when the states are used, else
               // left out.
               for (const bool states_used : {true, false}) {
-                if (!states_used && !(c.cls == "LSTM" && masking == 2)) continue;
+                if (!states_used && !(c.cls == "LSTM" && masking >= 2)) continue;
                 SCOPED_TRACE(::testing::Message()
                              << c.cls << " " << c.activation << (c.reset_after ? "" : " reset_before")
                              << (back ? " go_backwards" : "") << (seqs ? " return_sequences" : "") << " mask " << masking
@@ -152,7 +168,9 @@ TEST(RecurrentSequencePath, IsTheStepsForEveryCellDirectionMaskAndDropout) {
       }
     }
   }
-  EXPECT_EQ(compared, 6 * 2 * 2 * 4 * 2 + 2 * 2 * 2 * 2);  // and the LSTM's padded rows with unused states
+  // 6 cells x 2 directions x 2 output kinds x (4 unpadded + 3 paddings x 4); and the LSTM's padded rows with
+  // unused states.
+  EXPECT_EQ(compared, 6 * 2 * 2 * (4 + 3 * 4) + 2 * 2 * 3 * 2 * 2);
 }
 
 TEST(RecurrentSequencePath, OtherMasksAndCellsRunTheStepsOrRefuseWithUseCudnnTrue) {
@@ -169,7 +187,7 @@ TEST(RecurrentSequencePath, OtherMasksAndCellsRunTheStepsOrRefuseWithUseCudnnTru
       ADD_FAILURE() << "use_cudnn=True took a mask with holes";
     } catch (const ValueError& e) {
       EXPECT_THAT(e.what(), HasSubstr("use_cudnn=True was specified"));
-      EXPECT_THAT(e.what(), HasSubstr("right-padded masks"));
+      EXPECT_THAT(e.what(), HasSubstr("masks whose rows each hold one run of unmasked steps"));
     }
   }
   // Cells the primitives do not take: other activations, recurrent dropout in training.

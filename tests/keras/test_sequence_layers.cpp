@@ -261,6 +261,24 @@ TEST(SequenceLayers, MaskedRecurrentLayersTrainAsKeras) {
   EXPECT_THROW((void)layers::LSTM(4)(keras::Input({5})), ValueError);
 }
 
+// Token lists padded by utils::pad_sequences as Keras pads them (before each list; longer lists lose their first
+// tokens): left-padded masks, which the recurrent layers run as their sequence ops (the GRU's use_cudnn=true
+// refuses other paths), trained to Keras's numbers.
+TEST(SequenceLayers, PadSequencesPrePaddedTokensTrainAsKeras) {
+  const json& ref = reference().at("pre_padded");
+  const Tensor x = utils::pad_sequences(ref.at("lists").get<std::vector<std::vector<int64_t>>>(), {.maxlen = 6});
+  ASSERT_EQ(x.dtype(), DType::int32);
+  expect_close(x, ref.at("x"), 0, "pad_sequences");
+  auto in = keras::Input({6}, {.name = "tokens", .dtype = DType::int32});
+  auto h = layers::Embedding(20, 5, {.mask_zero = true, .name = "embed"})(in);
+  h = layers::Bidirectional(std::make_shared<layers::LSTM>(3, layers::RecurrentOptions{.name = "lstm"},
+                                                           layers::RNNOptions{.return_sequences = true, .use_cudnn = true}),
+                            "concat", nullptr, "bi_lstm")(h);
+  h = layers::GRU(2, {.name = "gru"}, {.use_cudnn = true})(h);
+  Model model(in, layers::Dense(1, "sigmoid", {.name = "out"})(h));
+  expect_trains_as_keras(model, ref, x, optimizers::SGD({.learning_rate = 0.5}), "binary_crossentropy");
+}
+
 TEST(SequenceLayers, BidirectionalOverMaskedSequencesTrainsAsKeras) {
   const json& ref = reference().at("bidirectional");
   const Tensor x = ops::cast(tensor_of(ref.at("x")), DType::int32);

@@ -1,5 +1,5 @@
 // keras::utils' data helpers against real Keras 3 / TensorFlow (tests/keras/keras_utils_reference.py wrote
-// tests/data/keras_utils.json): to_categorical, normalize, split_dataset, confusion_matrix.
+// tests/data/keras_utils.json): to_categorical, normalize, split_dataset, confusion_matrix, pad_sequences.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -124,4 +124,51 @@ TEST(DataUtils, ConfusionMatrixAsTensorFlow) {
   EXPECT_EQ(weighted, values(tensor_of(r.at("weighted"))));
   EXPECT_THAT(osprey::testing::error_of<ValueError>([&] { utils::confusion_matrix(l, p.slice_rows(0, 3)); }),
               HasSubstr("labels has 7 values and predictions 3"));
+}
+
+TEST(DataUtils, PadSequencesAsKeras) {
+  const auto& r = ref().at("pad_sequences");
+  const auto tokens = r.at("tokens").get<std::vector<std::vector<int64_t>>>();
+  for (const auto& c : r.at("cases")) {
+    SCOPED_TRACE(c.dump().substr(0, 90));
+    utils::PadSequencesOptions o{.dtype = dtype_from_name(c.at("dtype")), .padding = c.at("padding"),
+                                 .truncating = c.at("truncating"), .value = c.at("value")};
+    if (!c.at("maxlen").is_null()) o.maxlen = c.at("maxlen").get<int64_t>();
+    const Tensor x = utils::pad_sequences(tokens, o);
+    EXPECT_EQ(x.dtype(), o.dtype);
+    const Tensor want = tensor_of(c.at("x"), float64);
+    EXPECT_EQ(x.shape(), want.shape());
+    EXPECT_EQ(values(x), values(want));
+  }
+  // Keras's default: pre-padded int32 to the longest, the example of its docstring.
+  const Tensor d = utils::pad_sequences({{1}, {2, 3}, {4, 5, 6}});
+  EXPECT_EQ(d.dtype(), int32);
+  EXPECT_EQ(d.to_vector<int32_t>(), (std::vector<int32_t>{0, 0, 1, 0, 2, 3, 4, 5, 6}));
+  // Sequences of feature vectors as tensors (len, 2), truncated and padded after.
+  std::vector<Tensor> vectors;
+  for (const auto& v : r.at("vectors")) vectors.push_back(tensor_of(v));
+  const Tensor pv = utils::pad_sequences(vectors, {.maxlen = 2, .dtype = float32, .padding = "post", .truncating = "post"});
+  EXPECT_EQ(pv.shape(), (Shape{2, 2, 2}));
+  EXPECT_EQ(values(pv), values(tensor_of(r.at("vectors_padded"))));
+  // Keras's messages; no sequences needs a maxlen; ids beyond int32 and negative maxlen are refused.
+  const auto& errors = r.at("errors");
+  EXPECT_THAT(osprey::testing::error_of<ValueError>([&] { utils::pad_sequences(tokens, {.padding = "mid"}); }),
+              HasSubstr(errors.at("padding").get<std::string>()));
+  EXPECT_THAT(osprey::testing::error_of<ValueError>([&] { utils::pad_sequences(tokens, {.truncating = "end"}); }),
+              HasSubstr(errors.at("truncating").get<std::string>()));
+  const std::vector<Tensor> ragged{Tensor::from_vector(std::vector<float>{1, 2}, Shape{1, 2}),
+                                   Tensor::from_vector(std::vector<float>{1, 2, 3}, Shape{1, 3})};
+  EXPECT_THAT(osprey::testing::error_of<ValueError>([&] { utils::pad_sequences(ragged, {.dtype = float32}); }),
+              HasSubstr(errors.at("sample_shape").get<std::string>()));
+  EXPECT_EQ(utils::pad_sequences(std::vector<std::vector<int64_t>>{}, {.maxlen = 3}).shape(), (Shape{0, 3}));
+  EXPECT_THAT(osprey::testing::error_of<ValueError>([] { utils::pad_sequences(std::vector<std::vector<int64_t>>{}); }),
+              HasSubstr("pass maxlen"));
+  EXPECT_THAT(osprey::testing::error_of<ValueError>([] { utils::pad_sequences({{1, 3000000000LL}}); }),
+              HasSubstr("sequence 0 holds 3000000000 at position 1, outside int32's range"));
+  EXPECT_EQ(utils::pad_sequences({{1, 3000000000LL}}, {.dtype = int64}).to_vector<int64_t>(),
+            (std::vector<int64_t>{1, 3000000000LL}));
+  EXPECT_THROW(utils::pad_sequences({{1}}, {.maxlen = -1}), ValueError);
+  EXPECT_THROW(utils::pad_sequences({{1}}, {.maxlen = int64_t{1} << 62}), ValueError);
+  EXPECT_THROW(utils::pad_sequences({{1}}, {.value = 1e12}), ValueError);
+  EXPECT_THROW(utils::pad_sequences(std::vector<Tensor>{Tensor::scalar(1)}), ValueError);
 }

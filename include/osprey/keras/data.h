@@ -1,9 +1,11 @@
 // Feeding fit() from code: keras.utils.PyDataset (a batch source with a length and random access), and keras.utils'
-// data helpers (to_categorical, normalize, split_dataset, confusion_matrix).
+// data helpers (to_categorical, normalize, split_dataset, confusion_matrix, pad_sequences).
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -80,5 +82,31 @@ std::pair<data::Dataset, data::Dataset> split_dataset(const data::Element& array
 /// predicted ones (num_classes default: the largest label + 1); optional per-sample weights (then float32).
 Tensor confusion_matrix(const Tensor& labels, const Tensor& predictions, std::optional<int64_t> num_classes = std::nullopt,
                         const Tensor& weights = Tensor());
+
+/// keras.utils.pad_sequences's arguments.
+struct PadSequencesOptions {
+  std::optional<int64_t> maxlen = std::nullopt;  ///< steps per row (default: the longest sequence's length)
+  DType dtype = DType::int32;      ///< the result's type
+  std::string padding = "pre";     ///< "pre" or "post": the padding before or after each sequence
+  std::string truncating = "pre";  ///< "pre" or "post": a longer sequence loses its first or its last steps
+  double value = 0.0;              ///< the padding (cast to dtype)
+};
+
+/// keras.utils.pad_sequences: sequences of token ids as one (num_sequences, maxlen) tensor, shorter ones padded
+/// with `value` (before them by default: Keras's "pre", which an Embedding with mask_zero turns into left-padded
+/// masks) and longer ones truncated. ValueError for an unknown padding or truncating, a negative maxlen, no
+/// sequences without a maxlen, or an id outside dtype's range (naming the sequence and position).
+Tensor pad_sequences(const std::vector<std::vector<int64_t>>& sequences, const PadSequencesOptions& options = {});
+/// The same from literal lists: pad_sequences({{1}, {2, 3}}).
+inline Tensor pad_sequences(std::initializer_list<std::initializer_list<int64_t>> sequences,
+                            const PadSequencesOptions& options = {}) {
+  std::vector<std::vector<int64_t>> v;
+  for (const auto& s : sequences) v.emplace_back(s);
+  return pad_sequences(v, options);
+}
+/// The same for sequences as tensors (len, *sample_shape): steps of feature vectors for a Masking layer, say.
+/// Every non-empty sequence has the first one's sample shape (Keras's ValueError otherwise); the result is
+/// (num_sequences, maxlen, *sample_shape), each sequence cast to dtype.
+Tensor pad_sequences(const std::vector<Tensor>& sequences, const PadSequencesOptions& options = {});
 
 }  // namespace osprey::keras::utils

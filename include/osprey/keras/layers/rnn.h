@@ -175,7 +175,8 @@ struct RNNOptions {
   bool zero_output_for_mask = false;  ///< masked steps output zeros instead of the previous output
   /// Keras's use_cudnn: unset ("auto") runs the whole sequence as one op each way where that computes what the
   /// steps would (oneDNN's RNN primitives on the CPU: a lone cell of Keras's, LSTM and GRU with their default
-  /// activations, SimpleRNN with tanh, relu or sigmoid; no recurrent dropout; masks right-padded),
+  /// activations, SimpleRNN with tanh, relu or sigmoid; no recurrent dropout; masks with one run of unmasked steps
+  /// per row: right- or left-padded),
   /// true requires that (a ValueError where it cannot), false runs the steps
   /// one by one. Not saved, as in Keras.
   std::optional<bool> use_cudnn{};

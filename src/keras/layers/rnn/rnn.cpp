@@ -456,7 +456,8 @@ std::vector<Tensor> RNN::run(const Tensor& inputs, bool training, const Tensor& 
       throw ValueError(fmt::format(
           "use_cudnn=True was specified, but cuDNN is not supported for this layer configuration with this backend "
           "(layer '{}': Osprey's fused sequence kernels take Keras's LSTM and GRU cells with their default "
-          "activations and tanh/relu/sigmoid SimpleRNN cells without recurrent dropout, right-padded masks; on the "
+          "activations and tanh/relu/sigmoid SimpleRNN cells without recurrent dropout, masks whose rows each hold one "
+          "run of unmasked steps (right- or left-padded); on the "
           "CPU all of them, on the GPU (cuDNN) not the GRU with reset_after=False nor the sigmoid SimpleRNN). Pass use_cudnn='auto' "
           "(leave it unset) to fallback to a non-cuDNN implementation.",
           name_));

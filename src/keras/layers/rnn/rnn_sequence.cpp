@@ -1,16 +1,19 @@
 // RNN::run_as_sequence: a recurrent layer's whole sequence as its cell's sequence op (oneDNN's RNN primitives on
 // the CPU) wherever that computes what the steps would, as Keras takes cuDNN's kernels: input dropout (one mask
-// over every step, as Keras's cuDNN path applies it), go_backwards, and masks that are right-padded (each row's
-// unmasked steps first: the texts of a padded batch). Other masks, recurrent dropout and other activations run
-// the steps one by one (RNN::run).
+// over every step, as Keras's cuDNN path applies it), go_backwards, and masks whose rows each hold one run of
+// unmasked steps: right-padded (the texts of a padded batch), left-padded (keras.utils.pad_sequences's default,
+// padding="pre") or both. Masks with holes inside a row, recurrent dropout and other activations run the steps one
+// by one (RNN::run).
 //
-// A row of length L (its unmasked steps) is run from its first step, or with go_backwards from its step L - 1
-// down to its first: the op's outputs y'[0, L) are the row's, what follows them is never read. Keras's outputs,
-// in the order of its steps, are then gathers: forwards y'[k] for k < L, and for the masked steps after them the
-// last output again (or zeros with zero_output_for_mask); backwards the masked steps come first and output zeros,
-// then y'[0, L). The last h is y'[L - 1] (the initial h for L = 0). An LSTM's last carry is the op's own when every
-// row is whole; with padded rows and the states used, the op holds the carry through each row's padded steps (an
-// input that saturates the forget and input gates there, RNNCell::run_sequence), else it is left undefined.
+// Keras's steps over a row are its steps in time, or with go_backwards the reversed ones; a row's unmasked run
+// starts at step s of them and holds L steps. Keras's masked steps before it output the initial zeros and leave
+// the initial states as they are, so the op runs the row from its run's first step: its inputs are the run's L
+// steps in Keras's order, what follows them is never read. Keras's outputs are then gathers: zeros for the steps
+// before s, y'[p - s] within the run, and for the masked steps after it the last output again (or zeros with
+// zero_output_for_mask). The last h is y'[L - 1] (the initial h for L = 0). An LSTM's last carry is the op's own
+// when every row is whole; with padded rows and the states used, the op holds the carry through each row's padded
+// steps (an input that saturates the forget and input gates there, RNNCell::run_sequence), else it is left
+// undefined.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -24,20 +27,27 @@ namespace osprey::keras::layers {
 
 namespace {
 
-// Each row's length under a right-padded (n, t) mask, or empty when some row is not right-padded.
-std::vector<int64_t> right_padded_lengths(const Tensor& mask, int64_t n, int64_t t) {
+// Each row's one run of unmasked steps under an (n, t) mask: its first step and its length (first 0 for an empty
+// row); empty when some row's unmasked steps are not one run.
+struct Runs {
+  std::vector<int64_t> first, length;
+};
+Runs unmasked_runs(const Tensor& mask, int64_t n, int64_t t) {
   const std::vector<float> m = (mask.dtype() == DType::float32 ? mask : mask.cast(DType::float32)).to_vector<float>();
-  std::vector<int64_t> lengths(static_cast<std::size_t>(n));
+  Runs runs{std::vector<int64_t>(static_cast<std::size_t>(n)), std::vector<int64_t>(static_cast<std::size_t>(n))};
   for (int64_t b = 0; b < n; ++b) {
     const float* row = m.data() + b * t;
-    int64_t len = 0;
-    while (len < t && row[len] != 0.0f) ++len;
-    for (int64_t k = len; k < t; ++k) {
+    int64_t first = 0;
+    while (first < t && row[first] == 0.0f) ++first;
+    int64_t end = first;
+    while (end < t && row[end] != 0.0f) ++end;
+    for (int64_t k = end; k < t; ++k) {
       if (row[k] != 0.0f) return {};
     }
-    lengths[static_cast<std::size_t>(b)] = len;
+    runs.first[static_cast<std::size_t>(b)] = first == t ? 0 : first;
+    runs.length[static_cast<std::size_t>(b)] = end - first;
   }
-  return lengths;
+  return runs;
 }
 
 // t (made on the current device) where `like` is.
@@ -62,14 +72,19 @@ std::vector<Tensor> RNN::run_as_sequence(const Tensor& x, bool training, const T
                                          const std::vector<Tensor>& states, bool states_used) {
   if (!cell_->runs_as_sequence(x, states, training)) return {};
   const int64_t n = x.shape()[0], t = x.shape()[1], f = x.shape()[2], u = cell_->units();
-  std::vector<int64_t> lengths(static_cast<std::size_t>(n), t);
+  std::vector<int64_t> lengths(static_cast<std::size_t>(n), t), first(static_cast<std::size_t>(n), 0);
   if (mask.defined()) {
     // A GPU's mask is read on the host (one wait for the GPU, against a step-by-step loop of small launches; steps
     // with masks are not recorded, so each call reads its own).
-    lengths = right_padded_lengths(mask.device_ref().host_memory() ? mask : mask.to("CPU:0"), n, t);
-    if (lengths.empty()) return {};  // not right-padded: the steps
+    Runs runs = unmasked_runs(mask.device_ref().host_memory() ? mask : mask.to("CPU:0"), n, t);
+    if (runs.length.empty()) return {};  // a row with a hole: the steps
+    lengths = std::move(runs.length);
+    first = std::move(runs.first);
   }
   const bool whole = std::all_of(lengths.begin(), lengths.end(), [t](int64_t len) { return len == t; });
+  // Where each row's run starts among Keras's steps (reversed ones with go_backwards).
+  std::vector<int64_t> start(static_cast<std::size_t>(n));
+  for (std::size_t b = 0; b < start.size(); ++b) start[b] = r_.go_backwards ? t - first[b] - lengths[b] : first[b];
 
   Tensor seq = x;
   if (auto in_masks = training ? cell_->input_dropout_masks(n, f) : std::vector<Tensor>{}; !in_masks.empty()) {
@@ -77,11 +92,14 @@ std::vector<Tensor> RNN::run_as_sequence(const Tensor& x, bool training, const T
     const Tensor keep = ops::reshape(in_masks[0], Shape({n, 1, f}));
     seq = ops::mul(seq, keep.dtype() == seq.dtype() ? keep : ops::cast(keep, seq.dtype()));
   }
-  if (r_.go_backwards) {  // each row from its last unmasked step down to its first
+  if (r_.go_backwards || std::any_of(first.begin(), first.end(), [](int64_t s) { return s > 0; })) {
+    // Each row's run first, in Keras's order: forwards from its first step, backwards from its last one down.
     std::vector<int64_t> index(static_cast<std::size_t>(n * t));
     for (int64_t b = 0; b < n; ++b) {
-      const int64_t len = lengths[static_cast<std::size_t>(b)];
-      for (int64_t k = 0; k < t; ++k) index[static_cast<std::size_t>(b * t + k)] = k < len ? len - 1 - k : k;
+      const int64_t s = first[static_cast<std::size_t>(b)], len = lengths[static_cast<std::size_t>(b)];
+      for (int64_t k = 0; k < t; ++k) {
+        index[static_cast<std::size_t>(b * t + k)] = k >= len ? k : r_.go_backwards ? s + len - 1 - k : s + k;
+      }
     }
     seq = gather_steps(seq, index, t);
   }
@@ -104,9 +122,9 @@ std::vector<Tensor> RNN::run_as_sequence(const Tensor& x, bool training, const T
   // Outputs in Keras's order as gathers from [zeros, y'] per row: index 0 the zeros, 1 + k the op's output k.
   const Tensor with_zeros = ops::concat({Tensor::zeros(Shape({n, 1, u}), y.dtype()), y}, 1);
   auto source = [&](int64_t b, int64_t p) -> int64_t {
-    const int64_t len = lengths[static_cast<std::size_t>(b)];
-    if (r_.go_backwards) return p < t - len ? 0 : 1 + p - (t - len);
-    if (p < len) return 1 + p;
+    const int64_t s = start[static_cast<std::size_t>(b)], len = lengths[static_cast<std::size_t>(b)];
+    if (p < s) return 0;  // masked steps before the run: the initial zeros
+    if (p < s + len) return 1 + p - s;
     return r_.zero_output_for_mask ? 0 : len;  // the last output again (zeros for a row of length 0)
   };
   const int64_t count = r_.return_sequences ? t : 1;
