@@ -394,6 +394,25 @@ cases = [
                                       ops.nextafter(a, 0.0)],
      [np.array([1.0, 1.0, 0.0, -2.5, 1e-30, 3.0], "float32"), np.array([2.0, 0.0, 1.0, -2.5, 0.0, np.inf], "float32"),
       np.array([1.0, 1.0, 0.0, -0.0, 5e-324, 1e300], "float64"), np.array([2.0, 0.0, -1.0, 1.0, 0.0, -np.inf], "float64")]),
+    # unique's other arguments (Keras 3.15): first-occurrence order (sorted=False), return_index, size with
+    # fill_value (padding or truncating; indices padded with 1, counts with 0), axis (rows or columns as elements,
+    # sorted lexicographically; the inverse along the axis), NaNs kept apart.
+    ("unique_options", lambda i, m, f: [*ops.unique(i, sorted=False, return_index=True, return_inverse=True,
+                                                    return_counts=True),
+                                        *ops.unique(i, return_index=True, return_counts=True, size=7, fill_value=-7),
+                                        *ops.unique(i, return_index=True, return_inverse=True, size=2),
+                                        *ops.unique(m, axis=0, return_index=True, return_inverse=True,
+                                                    return_counts=True),
+                                        *ops.unique(m, axis=1, sorted=False, return_inverse=True),
+                                        *ops.unique(m, axis=-1, return_index=True, return_counts=True, size=5,
+                                                    fill_value=9),
+                                        ops.unique(m, axis=0, size=2),
+                                        # (sorted floats with NaNs: TensorFlow's order is its sort's accident)
+                                        *ops.unique(ops.stop_gradient(f), sorted=False, return_index=True,
+                                                    return_counts=True)],
+     [np.array([[3, 1, 3], [2, 1, 5], [0, 5, 3]], "int32"),
+      np.array([[2, 1, 2, 0], [0, 3, 0, 1], [2, 1, 2, 0], [0, 1, 0, -1], [0, 3, 0, 1]], "int32"),
+      np.array([2.5, np.nan, -1.0, 2.5, np.nan, 0.0], "float32")]),
 ]
 
 

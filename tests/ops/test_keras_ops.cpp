@@ -450,6 +450,20 @@ const std::map<std::string, std::function<Ts(const Ts&)>>& cases() {
          out.push_back(ko::unique(ko::stop_gradient(i[2]))[0]);
          return out;
        }},
+      {"unique_options",
+       [](const Ts& i) {
+         Ts out;
+         auto add = [&out](const Ts& ts) { out.insert(out.end(), ts.begin(), ts.end()); };
+         add(ko::unique(i[0], {.sorted = false, .return_index = true, .return_inverse = true, .return_counts = true}));
+         add(ko::unique(i[0], {.return_index = true, .return_counts = true, .size = 7, .fill_value = -7}));
+         add(ko::unique(i[0], {.return_index = true, .return_inverse = true, .size = 2}));
+         add(ko::unique(i[1], {.return_index = true, .return_inverse = true, .return_counts = true, .axis = 0}));
+         add(ko::unique(i[1], {.sorted = false, .return_inverse = true, .axis = 1}));
+         add(ko::unique(i[1], {.return_index = true, .return_counts = true, .axis = -1, .size = 5, .fill_value = 9}));
+         add(ko::unique(i[1], {.axis = 0, .size = 2}));
+         add(ko::unique(ko::stop_gradient(i[2]), {.sorted = false, .return_index = true, .return_counts = true}));
+         return out;
+       }},
   };
   return m;
 }
@@ -659,6 +673,14 @@ TEST(KerasOps, SegmentsScattersAndTransposedConvolutionsRefuseBadArguments) {
                                         Tensor::ones({2, 2}), "mul"),
                InvalidArgumentError);
   EXPECT_THROW((void)ko::segment_prod(Tensor::ones({3, 2}), Tensor::from_vector<int32_t>({0, 1}, {2})), ValueError);
+  EXPECT_THROW((void)ko::unique(Tensor::ones({3, 2}), {.axis = 2}), InvalidArgumentError);
+  EXPECT_THROW((void)ko::unique(Tensor::scalar(1), {.axis = 0}), ValueError);
+  EXPECT_THROW((void)ko::unique(Tensor::ones({3}), {.size = -1}), ValueError);
+  // A rank-3 input along its last axis: TensorFlow compares the slices with the axes swapped (x[:, :, k]
+  // transposed, row-major), so the slices sort by x[0, 0], then x[1, 0], then x[0, 1]: here the second slice
+  // first (2 < 5 at x[1, 0]; NumPy's row-major order would keep them, 0 < 9 at x[0, 1]). Keras 3.15's values.
+  const Tensor cube = Tensor::from_vector<int32_t>({1, 1, 0, 9, 5, 2, 0, 0}, {2, 2, 2});
+  EXPECT_EQ(ko::unique(cube, {.axis = 2})[0].to_vector<int32_t>(), (std::vector<int32_t>{1, 1, 9, 0, 2, 5, 0, 0}));
   EXPECT_THROW((void)ko::slice_update(Tensor::zeros({3, 4}), {2, 0}, Tensor::ones({2, 2})), InvalidArgumentError);
   EXPECT_THROW((void)ko::slice_update(Tensor::zeros({3, 4}), {0}, Tensor::ones({2, 2})), ValueError);
   const Tensor x = Tensor::ones({1, 4, 4, 2});

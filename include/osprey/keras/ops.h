@@ -699,8 +699,22 @@ Tensor scatter_update(const Tensor& inputs, const Tensor& indices, const Tensor&
 Tensor slice_update(const Tensor& inputs, const std::vector<int64_t>& start_indices, const Tensor& updates);
 /// The int32 coordinates of x's nonzero elements, one tensor per axis (read on the host).
 std::vector<Tensor> nonzero(const Tensor& x);
-/// The sorted distinct values of the flattened x (then each NaN, as Keras's TensorFlow backend); then, as asked, the int32 index of each
-/// element's value (x's shape) and the int32 count of each value. Read on the host.
+/// keras.ops.unique's arguments (Keras 3.15).
+struct UniqueOptions {
+  bool sorted = true;           ///< ascending (slices lexicographically); else in the order they first occur
+  bool return_index = false;    ///< also the int32 position of each value's first occurrence
+  bool return_inverse = false;  ///< also the int32 index of each element's value (x's shape; (n,) with an axis)
+  bool return_counts = false;   ///< also the int32 count of each value
+  std::optional<int> axis = std::nullopt;    ///< the slices along this axis are the elements; unset: x flattened
+  std::optional<int64_t> size = std::nullopt;  ///< exactly this many values: truncated, or padded with fill_value
+  double fill_value = 0;        ///< the values' padding (the first indices are padded with 1, the counts with 0)
+};
+/// keras.ops.unique: the distinct values of the flattened x, or the distinct slices along `axis`, with what
+/// UniqueOptions asks, in Keras's order: values, index, inverse, counts. An element or slice holding a NaN equals
+/// nothing (Keras's TensorFlow backend keeps each apart); sorted, NaNs follow the numbers (NumPy's order; TensorFlow's
+/// sort leaves NaNs where its insertion sort stops, which may put numbers after them). Read on the host.
+std::vector<Tensor> unique(const Tensor& x, const UniqueOptions& options);
+/// The sorted distinct values of the flattened x; then, as asked, the inverse and the counts.
 std::vector<Tensor> unique(const Tensor& x, bool return_inverse = false, bool return_counts = false);
 
 }  // namespace osprey::keras::ops

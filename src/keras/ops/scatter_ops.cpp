@@ -247,37 +247,132 @@ std::vector<Tensor> nonzero(const Tensor& x) {
   return out;
 }
 
-std::vector<Tensor> unique(const Tensor& x, bool return_inverse, bool return_counts) {
-  const auto v = (x.dtype() == DType::float64 ? x : cast(x, DType::float64)).to_vector<double>();
-  // The sorted distinct values, then each NaN as a value of its own (NaN equals nothing: Keras's TensorFlow
-  // backend keeps them apart; NumPy would make them one).
-  std::map<double, int32_t> slot;
-  for (double e : v) {
-    if (!std::isnan(e)) slot.emplace(e, 0);
+namespace {
+
+// x's elements as unique() compares them: n entries along the axis (every element when flattened), each a slice of
+// `width` values in the order TensorFlow's lexicographic sort reads them (the axis swapped with the first one,
+// then row-major), in double.
+struct Slices {
+  int64_t n = 0, width = 1, pre = 1, post = 1;  // x as (pre, n, post) around the axis
+  std::vector<double> key;                      // n slices of width values, in comparison order
+  bool has_nan(int64_t k) const {
+    return std::any_of(key.begin() + k * width, key.begin() + (k + 1) * width, [](double v) { return std::isnan(v); });
   }
-  std::vector<double> values;
-  for (auto& [value, index] : slot) {
-    index = static_cast<int32_t>(values.size());
-    values.push_back(value);
-  }
-  std::vector<int32_t> inverse, counts(values.size(), 0);
-  for (double e : v) {
-    int32_t s;
-    if (std::isnan(e)) {
-      s = static_cast<int32_t>(values.size());
-      values.push_back(e);
-      counts.push_back(0);
-    } else {
-      s = slot.at(e);
+  // Lexicographic, NaN after every number and NaNs tied (a total order: the sort is stable).
+  bool less(int64_t a, int64_t b) const {
+    for (int64_t i = 0; i < width; ++i) {
+      const double u = key[static_cast<std::size_t>(a * width + i)], v = key[static_cast<std::size_t>(b * width + i)];
+      const bool nu = std::isnan(u), nv = std::isnan(v);
+      if (nu || nv) {
+        if (nu != nv) return nv;
+        continue;
+      }
+      if (u != v) return u < v;
     }
-    inverse.push_back(s);
-    ++counts[static_cast<std::size_t>(s)];
+    return false;
   }
-  const auto n = static_cast<int64_t>(values.size());
-  std::vector<Tensor> out{where_is(cast(Tensor::from_vector(values, Shape({n})), x.dtype()), x)};
-  if (return_inverse) out.push_back(where_is(Tensor::from_vector(inverse, x.shape()), x));
-  if (return_counts) out.push_back(where_is(Tensor::from_vector(counts, Shape({n})), x));
+};
+
+Slices slices_of(const std::vector<double>& v, const Shape& shape, std::optional<int> axis) {
+  Slices s;
+  if (!axis) {
+    s.n = static_cast<int64_t>(v.size());
+    s.key = v;
+    return s;
+  }
+  const int r = shape.rank();
+  s.n = shape[*axis];
+  for (int d = 0; d < *axis; ++d) s.pre *= shape[d];
+  for (int d = *axis + 1; d < r; ++d) s.post *= shape[d];
+  s.width = s.pre * s.post;
+  // TensorFlow transposes the axis with axis 0 (a swap, not a move) and reads each slice row-major.
+  std::vector<int> perm(static_cast<std::size_t>(r));
+  for (int d = 0; d < r; ++d) perm[static_cast<std::size_t>(d)] = d;
+  std::swap(perm[0], perm[static_cast<std::size_t>(*axis)]);
+  std::vector<int64_t> stride(static_cast<std::size_t>(r), 1);
+  for (int d = r - 2; d >= 0; --d) stride[static_cast<std::size_t>(d)] = stride[static_cast<std::size_t>(d + 1)] * shape[d + 1];
+  s.key.resize(v.size());
+  std::vector<int64_t> at(static_cast<std::size_t>(r), 0);  // an index of the transposed tensor
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    int64_t src = 0;
+    for (int d = 0; d < r; ++d) src += at[static_cast<std::size_t>(d)] * stride[static_cast<std::size_t>(perm[static_cast<std::size_t>(d)])];
+    s.key[i] = v[static_cast<std::size_t>(src)];
+    for (int d = r - 1; d >= 0; --d) {  // the next transposed index, row-major
+      if (++at[static_cast<std::size_t>(d)] < shape[perm[static_cast<std::size_t>(d)]]) break;
+      at[static_cast<std::size_t>(d)] = 0;
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
+std::vector<Tensor> unique(const Tensor& x, const UniqueOptions& o) {
+  std::optional<int> axis;
+  if (o.axis) {
+    if (x.shape().rank() == 0) throw ValueError("unique: axis is given for a scalar input (rank 0)");
+    axis = detail::normalized(*o.axis, x.shape().rank(), "unique");
+  }
+  if (o.size && *o.size < 0) throw ValueError(fmt::format("unique: size must be non-negative, got {}", *o.size));
+  const auto v = (x.dtype() == DType::float64 ? x : cast(x, DType::float64)).to_vector<double>();
+  const Slices s = slices_of(v, x.shape(), axis);
+  // The distinct slices in the order they first occur (as tf.unique); one with a NaN equals nothing (Keras's
+  // TensorFlow backend keeps them apart; NumPy would make NaNs one).
+  std::map<std::vector<double>, int32_t> seen;
+  std::vector<int64_t> first;  // each distinct slice's first entry
+  std::vector<int32_t> inverse(static_cast<std::size_t>(s.n)), counts;
+  for (int64_t k = 0; k < s.n; ++k) {
+    const auto next = static_cast<int32_t>(first.size());
+    int32_t id = next;
+    if (!s.has_nan(k)) {
+      id = seen.emplace(std::vector<double>(s.key.begin() + k * s.width, s.key.begin() + (k + 1) * s.width), next)
+               .first->second;
+    }
+    if (id == next) first.push_back(k), counts.push_back(0);
+    inverse[static_cast<std::size_t>(k)] = id;
+    ++counts[static_cast<std::size_t>(id)];
+  }
+  std::vector<int64_t> order(first.size());  // output position -> distinct slice
+  for (std::size_t u = 0; u < order.size(); ++u) order[u] = static_cast<int64_t>(u);
+  if (o.sorted) {
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+      return s.less(first[static_cast<std::size_t>(a)], first[static_cast<std::size_t>(b)]);
+    });
+    std::vector<int32_t> rank(order.size());
+    for (std::size_t p = 0; p < order.size(); ++p) rank[static_cast<std::size_t>(order[p])] = static_cast<int32_t>(p);
+    for (auto& id : inverse) id = rank[static_cast<std::size_t>(id)];
+  }
+  // Truncated or padded to `size`: the values with fill_value, the first indices with 1 and the counts with 0, as
+  // Keras's TensorFlow backend pads them.
+  const int64_t found = static_cast<int64_t>(order.size()), out_n = o.size.value_or(found);
+  std::vector<double> values(static_cast<std::size_t>(s.pre * out_n * s.post), o.fill_value);
+  std::vector<int32_t> index(static_cast<std::size_t>(out_n), 1), count(static_cast<std::size_t>(out_n), 0);
+  for (int64_t p = 0; p < std::min(found, out_n); ++p) {
+    const int64_t u = order[static_cast<std::size_t>(p)], k = first[static_cast<std::size_t>(u)];
+    index[static_cast<std::size_t>(p)] = static_cast<int32_t>(k);
+    count[static_cast<std::size_t>(p)] = counts[static_cast<std::size_t>(u)];
+    for (int64_t a = 0; a < s.pre; ++a) {
+      for (int64_t b = 0; b < s.post; ++b) {
+        values[static_cast<std::size_t>((a * out_n + p) * s.post + b)] = v[static_cast<std::size_t>((a * s.n + k) * s.post + b)];
+      }
+    }
+  }
+  std::vector<int64_t> dims{out_n};
+  if (axis) {
+    dims = x.shape().dims_vector();
+    dims[static_cast<std::size_t>(*axis)] = out_n;
+  }
+  std::vector<Tensor> out{where_is(cast(Tensor::from_vector(values, Shape(dims)), x.dtype()), x)};
+  if (o.return_index) out.push_back(where_is(Tensor::from_vector(index, Shape({out_n})), x));
+  if (o.return_inverse) {
+    out.push_back(where_is(Tensor::from_vector(inverse, axis ? Shape({s.n}) : x.shape()), x));
+  }
+  if (o.return_counts) out.push_back(where_is(Tensor::from_vector(count, Shape({out_n})), x));
   return out;
+}
+
+std::vector<Tensor> unique(const Tensor& x, bool return_inverse, bool return_counts) {
+  return unique(x, UniqueOptions{.return_inverse = return_inverse, .return_counts = return_counts});
 }
 
 }  // namespace osprey::keras::ops
