@@ -14,12 +14,6 @@ namespace osprey::keras::utils {
 
 namespace {
 
-// Python's repr of a shape tuple: "(2,)", "(3, 4)", "()".
-std::string shape_tuple(const std::vector<int64_t>& dims) {
-  if (dims.size() == 1) return fmt::format("({},)", dims[0]);
-  return fmt::format("({})", fmt::join(dims, ", "));
-}
-
 void check_options(const PadSequencesOptions& o) {
   if (o.padding != "pre" && o.padding != "post") {
     throw ValueError(fmt::format("Padding type \"{}\" not understood (pad_sequences takes \"pre\" or \"post\")",
@@ -68,7 +62,7 @@ Tensor pad_sequences(const std::vector<Tensor>& sequences, const PadSequencesOpt
       sample = rest, have_sample = true;
     } else if (rest != sample) {
       throw ValueError(fmt::format("Shape of sample {} of sequence at position {} is different from expected shape {}",
-                                   shape_tuple(rest), i, shape_tuple(sample)));
+                                   Shape(rest).to_string(), i, Shape(sample).to_string()));
     }
   }
   if (!options.maxlen && sequences.empty()) {

@@ -82,9 +82,6 @@ std::vector<Tensor> RNN::run_as_sequence(const Tensor& x, bool training, const T
     first = std::move(runs.first);
   }
   const bool whole = std::all_of(lengths.begin(), lengths.end(), [t](int64_t len) { return len == t; });
-  // Where each row's run starts among Keras's steps (reversed ones with go_backwards).
-  std::vector<int64_t> start(static_cast<std::size_t>(n));
-  for (std::size_t b = 0; b < start.size(); ++b) start[b] = r_.go_backwards ? t - first[b] - lengths[b] : first[b];
 
   Tensor seq = x;
   if (auto in_masks = training ? cell_->input_dropout_masks(n, f) : std::vector<Tensor>{}; !in_masks.empty()) {
@@ -122,7 +119,8 @@ std::vector<Tensor> RNN::run_as_sequence(const Tensor& x, bool training, const T
   // Outputs in Keras's order as gathers from [zeros, y'] per row: index 0 the zeros, 1 + k the op's output k.
   const Tensor with_zeros = ops::concat({Tensor::zeros(Shape({n, 1, u}), y.dtype()), y}, 1);
   auto source = [&](int64_t b, int64_t p) -> int64_t {
-    const int64_t s = start[static_cast<std::size_t>(b)], len = lengths[static_cast<std::size_t>(b)];
+    const int64_t len = lengths[static_cast<std::size_t>(b)], f0 = first[static_cast<std::size_t>(b)];
+    const int64_t s = r_.go_backwards ? t - f0 - len : f0;  // where the run starts among Keras's (reversed) steps
     if (p < s) return 0;  // masked steps before the run: the initial zeros
     if (p < s + len) return 1 + p - s;
     return r_.zero_output_for_mask ? 0 : len;  // the last output again (zeros for a row of length 0)
