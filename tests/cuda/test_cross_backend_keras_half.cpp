@@ -23,7 +23,7 @@ using namespace osprey::testing::cross_backend;
 
 namespace {
 
-// keras::ops built from the ops above (pad, tile, repeat, arctan2, hypot, the nn functions and norms, convolution
+// keras::ops built from the ops above (pad in every mode, tile, repeat, arctan2, hypot, the nn functions and norms, convolution
 // and pooling): placed on the GPU as a whole.
 void check_composite_ops() {
   namespace ko = osprey::keras::ops;
@@ -35,7 +35,13 @@ void check_composite_ops() {
                ko::pad(va.value(), {{0, 4}, {5, 0}}, "symmetric"), ko::tile(va.value(), {2, 1, 3}),
                ko::repeat(va.value(), std::vector<int64_t>{2, 0, 1, 3}, 0), ko::arctan2(va.value(), vb.value()),
                ko::hypot(va.value(), vb.value())};
-    const Tensor total = sum_of_squares(ys);
+    // NumPy's modes (wider than the axis too), integers included.
+    for (const char* mode : {"edge", "wrap", "maximum", "minimum", "mean", "median", "linear_ramp"}) {
+      ys.push_back(ko::pad(va.value(), {{6, 2}, {1, 7}}, mode));
+    }
+    const Tensor ints = ko::cast(ko::multiply(va.value(), 3.0), DType::int32);
+    for (const char* mode : {"mean", "median", "linear_ramp"}) ys.push_back(ko::pad(ints, {{2, 1}, {3, 2}}, mode));
+    const Tensor total = sum_of_squares(Outputs(ys.begin(), ys.begin() + 14));
     auto g = tape.gradient(total, Vars{&va, &vb});
     ys.insert(ys.end(), g.begin(), g.end());
     return ys;

@@ -171,9 +171,12 @@ Tensor take_along_axis(const Tensor& x, const Tensor& indices, int axis);
 Tensor slice(const Tensor& x, const std::vector<int64_t>& start_indices, const std::vector<int64_t>& shape);
 /// x[i] along the first axis (negative from the end): the axis removed.
 Tensor get_item(const Tensor& x, int64_t i);
-/// keras.ops.pad: `pad_width` one (before, after) pair per axis, or one pair for every axis; mode "constant" (with
-/// `constant_values`), "reflect" (the edge not repeated: at most n - 1 per side) or "symmetric" (the edge
-/// repeated: at most n), TensorFlow's modes. Differentiable in x.
+/// keras.ops.pad: `pad_width` one (before, after) pair per axis, or one pair for every axis; every mode of Keras's
+/// JAX and NumPy backends (np.pad's): "constant" (with `constant_values`), "edge", "wrap" ("circular" too, Keras's
+/// torch spelling), "reflect" (the edge not repeated), "symmetric" (the edge repeated) — these three wider than the
+/// axis too, repeating, where TensorFlow's backend refuses —, "maximum", "minimum", "mean", "median" (of the whole
+/// axis as padded so far; integers' means and medians rounded half to even), "linear_ramp" (from 0 to the edge;
+/// floored for integers) and "empty" (zeros, as JAX's). Differentiable in x.
 Tensor pad(const Tensor& x, const std::vector<std::pair<int64_t, int64_t>>& pad_width,
            const std::string& mode = "constant", double constant_values = 0);
 /// keras.ops.tile: x repeated `repeats[i]` times along axis i (a shorter list applies to the last axes; a longer

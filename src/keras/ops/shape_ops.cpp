@@ -302,64 +302,6 @@ static Tensor sorted_along(const Tensor& x, int axis, const char* op, int output
 Tensor sort(const Tensor& x, int axis) { return sorted_along(x, axis, "sort", 0); }
 Tensor argsort(const Tensor& x, int axis) { return sorted_along(x, axis, "argsort", 1); }
 
-Tensor pad(const Tensor& x, const std::vector<std::pair<int64_t, int64_t>>& pad_width, const std::string& mode,
-           double constant_values) {
-  const int r = x.shape().rank();
-  if (mode != "constant" && mode != "reflect" && mode != "symmetric") {
-    throw ValueError(fmt::format("pad: mode '{}' is not supported; use 'constant', 'reflect' or 'symmetric'", mode));
-  }
-  if (mode != "constant" && constant_values != 0) {
-    throw ValueError(fmt::format("pad: constant_values ({}) is only used with mode 'constant', not '{}'",
-                                 constant_values, mode));
-  }
-  if (pad_width.size() != 1 && pad_width.size() != static_cast<std::size_t>(r)) {
-    throw InvalidArgumentError(fmt::format("pad: {} (before, after) pairs for a tensor of rank {} of shape {}; give "
-                                           "one per axis or one for all",
-                                           pad_width.size(), r, x.shape().to_string()));
-  }
-  Tensor out = x;
-  for (int ax = 0; ax < r; ++ax) {
-    const auto [before, after] = pad_width.size() == 1 ? pad_width[0] : pad_width[static_cast<std::size_t>(ax)];
-    const int64_t n = x.shape()[ax];
-    if (before < 0 || after < 0) {
-      throw InvalidArgumentError(fmt::format("pad: negative padding ({}, {}) on axis {}", before, after, ax));
-    }
-    if (before == 0 && after == 0) continue;
-    if (mode == "constant") {
-      std::vector<Tensor> parts;
-      auto block = [&](int64_t m) {
-        std::vector<int64_t> d = dims_of(out.shape());
-        d[static_cast<std::size_t>(ax)] = m;
-        return Tensor::full(Shape(d), constant_values, x.dtype());
-      };
-      if (before) parts.push_back(block(before));
-      parts.push_back(out);
-      if (after) parts.push_back(block(after));
-      out = core::concat(parts, ax);
-      continue;
-    }
-    // reflect: ... x2 x1 | x0 x1 ... x(n-1) | x(n-2) ...; symmetric: ... x1 x0 | x0 ... x(n-1) | x(n-1) x(n-2) ...
-    const int64_t edge = mode == "reflect" ? 1 : 0, limit = n - edge;
-    if (before > limit || after > limit) {
-      throw InvalidArgumentError(fmt::format("pad: padding ({}, {}) on axis {} of size {} is larger than mode '{}' "
-                                             "allows ({} per side)",
-                                             before, after, ax, n, mode, limit));
-    }
-    // Only the mirrored edges are gathered (a gather along an inner axis goes through a transposed copy).
-    auto mirrored = [&](int64_t begin, int64_t count) {  // elements [begin, begin + count) of the axis, reversed
-      std::vector<int64_t> idx;
-      for (int64_t i = count - 1; i >= 0; --i) idx.push_back(i);
-      return take(core::slice_axis(out, ax, begin, count), index_vector(idx), ax);
-    };
-    std::vector<Tensor> parts;
-    if (before) parts.push_back(mirrored(edge, before));
-    parts.push_back(out);
-    if (after) parts.push_back(mirrored(n - after - edge, after));
-    if (parts.size() > 1) out = core::concat(parts, ax);
-  }
-  return out;
-}
-
 Tensor tile(const Tensor& x, const std::vector<int64_t>& repeats) {
   for (int64_t k : repeats) {
     if (k < 0) throw InvalidArgumentError(fmt::format("tile: repeats must be >= 0, got {}", k));
