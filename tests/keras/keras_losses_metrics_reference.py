@@ -19,8 +19,8 @@ def lst(a):  # NaN as null (JSON has no NaN)
     return None if a.ndim == 0 and np.isnan(a) else np.where(np.isnan(a), None, a).tolist() if a.ndim else float(a)
 
 
-def probs(shape):
-    p = rng.uniform(0.05, 1.0, shape).astype("float32")
+def probs(shape, gen=None):
+    p = (gen or rng).uniform(0.05, 1.0, shape).astype("float32")
     return p / p.sum(-1, keepdims=True)
 
 
@@ -81,7 +81,36 @@ add_loss("generalized_ce", L.CategoricalGeneralizedCrossEntropy(), sp5, cat_p, w
 # (N, 1) labels: Keras 3.15 broadcasts their one-hot (N, 1, C) against every row, an (N, N) result; Osprey reads
 # them as (N,) as Keras documents (tests/keras/test_losses_metrics.cpp checks that), so the case gives (N,) labels.
 add_loss("generalized_ce_q", L.CategoricalGeneralizedCrossEntropy(q=0.8), sp5, cat_p)
-
+# ignore_class (a segmentation map's void label): ignored labels give no loss and no gradient, and the mean is over
+# the others only; Keras's "sum" and "mean_with_sample_weight" reductions too (the mask weighs them as apply_mask).
+ign_rng = np.random.default_rng(17)  # its own draws: the cases after these keep their inputs
+ign_t = np.array([2, -1, 0, 3, -1, 1], "int32")
+add_loss("scce_ignore_class", L.SparseCategoricalCrossentropy(ignore_class=-1), ign_t, probs((6, 4), ign_rng))
+seg_labels = ign_rng.integers(0, 3, (3, 4, 4)).astype("int32")
+seg_labels[0, :2] = 255
+seg_labels[1] = 255  # a sample with every label ignored
+seg_logits = ign_rng.normal(0, 2, (3, 4, 4, 3)).astype("float32")
+tok_labels = np.array([[1, 0, 2, -1, -1], [-1, 2, 2, 1, 0], [0, -1, 1, -1, 2]], "int32")
+tok_probs = probs((3, 5, 3), ign_rng)
+w3 = np.array([1.0, 0.5, 2.0], "float32")
+# One weight per sample on each of its labels: Keras 3.15 takes these as weights of the labels' shape (its mask and
+# a (N,) weight do not broadcast), Osprey as (N,) weights.
+add_loss("scce_ignore_class_segmentation_logits", L.SparseCategoricalCrossentropy(from_logits=True, ignore_class=255),
+         seg_labels, seg_logits)
+add_loss("scce_ignore_class_tokens", L.SparseCategoricalCrossentropy(ignore_class=-1), tok_labels, tok_probs)
+for case, yt, yp, w, kw in (("scce_ignore_class", ign_t, None, w6, {}),
+                            ("scce_ignore_class_segmentation_logits", seg_labels, seg_logits, w3, {"from_logits": True}),
+                            ("scce_ignore_class_tokens", tok_labels, tok_probs, w3, {})):
+    c = next(x for x in out["losses"] if x["name"] == case)
+    del c["config"]["axis"]  # a function argument only: SparseCategoricalCrossentropy's get_config has no axis
+    yp = np.asarray(c["y_pred"], "float32")
+    per_label = np.broadcast_to(w.reshape((-1,) + (1,) * (yt.ndim - 1)), yt.shape).astype("float32")
+    c["sample_weight"] = lst(w)
+    for red in ("sum_over_batch_size", "sum", "mean_with_sample_weight"):
+        f = L.SparseCategoricalCrossentropy(ignore_class=c["config"]["ignore_class"], reduction=red, **kw)
+        c[red] = float(f(yt, yp))
+        c[red + "_weighted"] = float(f(yt, yp, sample_weight=per_label))
+    c["weighted"] = c["sum_over_batch_size_weighted"]
 
 def add_metric(name, metric, batches):
     for yt, yp in batches:
@@ -103,6 +132,8 @@ add_metric("categorical_crossentropy", M.CategoricalCrossentropy(), c1)
 add_metric("categorical_crossentropy_logits", M.CategoricalCrossentropy(from_logits=True, label_smoothing=0.2),
            [(cat_t, rng.normal(0, 2, (5, 4)).astype("float32"))])
 add_metric("sparse_categorical_crossentropy", M.SparseCategoricalCrossentropy(), [(sp5, cat_p)])
+add_metric("sparse_categorical_crossentropy_ignore_class", M.SparseCategoricalCrossentropy(ignore_class=-1),
+           [(ign_t[:4], probs((4, 4), ign_rng)), (ign_t[4:], probs((2, 4), ign_rng))])
 add_metric("mape", M.MeanAbsolutePercentageError(), r1)
 add_metric("msle", M.MeanSquaredLogarithmicError(), r1)
 add_metric("cosine_similarity", M.CosineSimilarity(), [(reg_t - 1.5, reg_p - 1.0)])

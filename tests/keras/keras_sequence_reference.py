@@ -135,6 +135,21 @@ xl = keras.utils.pad_sequences(lists, maxlen=T)
 yl = (np.array([sum(t) for t in lists]) > np.array([len(t) for t in lists]) * V / 2).astype("float32").reshape(N, 1)
 ref["pre_padded"] = trained(model, xl, yl, keras.optimizers.SGD(0.5), "binary_crossentropy")
 ref["pre_padded"]["lists"] = lists
+# A tagger (a label per token) trained with SparseCategoricalCrossentropy(ignore_class=-1): the loss's own mask
+# (the -1 labels) and the output's (Embedding(mask_zero) through the LSTM) both weigh it, as Keras's in & out masks;
+# the model is saved to .keras with that loss in its compile config.
+xt = np.where(np.arange(T)[None, :] < lengths[:, None], rng.integers(1, V, (N, T)), 0).astype("int32")
+yt = (xt % 3).astype("int32")
+yt[rng.uniform(size=(N, T)) < 0.25] = -1  # some tokens unlabelled
+inp = keras.Input((T,), dtype="int32", name="tokens")
+h = L.LSTM(4, return_sequences=True, name="lstm")(L.Embedding(V, 5, mask_zero=True, name="embed")(inp))
+model = keras.Model(inp, L.Dense(3, activation="softmax", name="tags")(h))
+# (SGD: with Adam, TensorFlow's Keras squares a repeated token's gradients one by one, README "Not yet".)
+ref["tagger_ignore_class"] = trained(model, xt, yt, keras.optimizers.SGD(1.0),
+                                     keras.losses.SparseCategoricalCrossentropy(ignore_class=-1))
+ref["tagger_ignore_class"]["compile_loss"] = model.get_compile_config()["loss"]
+ref["tagger_ignore_class"]["evaluate"] = model.evaluate(xt, yt, batch_size=8, verbose=0)
+model.save(os.path.join(os.path.dirname(__file__), "..", "data", "keras_tagger_ignore_class.keras"))
 
 with open(os.path.join(os.path.dirname(__file__), "..", "data", "keras_sequence.json"), "w") as f:
     json.dump(ref, f)

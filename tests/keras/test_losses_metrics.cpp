@@ -39,6 +39,11 @@ std::vector<int> axes(const json& a) {
 }
 
 // The loss a case's class and Keras config describe, made with Osprey's C++ constructors.
+std::optional<int64_t> ignored(const json& c) {
+  return c.contains("ignore_class") && !c["ignore_class"].is_null() ? std::optional<int64_t>(c["ignore_class"].get<int64_t>())
+                                                                    : std::nullopt;
+}
+
 std::shared_ptr<L::Loss> make_loss(const std::string& cls, const json& c) {
   const L::FocalOptions focal{.apply_class_balancing = c.value("apply_class_balancing", false),
                               .alpha = c.value("alpha", 0.25),
@@ -55,6 +60,10 @@ std::shared_ptr<L::Loss> make_loss(const std::string& cls, const json& c) {
   if (cls == "CategoricalGeneralizedCrossEntropy") return std::make_shared<L::CategoricalGeneralizedCrossEntropy>(c.at("q"));
   if (cls == "Dice") return std::make_shared<L::Dice>(axes(c.at("axis")));
   if (cls == "Tversky") return std::make_shared<L::Tversky>(c.at("alpha"), c.at("beta"), axes(c.at("axis")));
+  if (cls == "SparseCategoricalCrossentropy") {
+    return std::make_shared<L::SparseCategoricalCrossentropy>(L::SparseCategoricalCrossentropy::Options{
+        .from_logits = c.value("from_logits", false), .ignore_class = ignored(c)});
+  }
   ADD_FAILURE() << "no loss " << cls;
   return nullptr;
 }
@@ -73,7 +82,9 @@ std::shared_ptr<M::Metric> make_metric(const std::string& cls, const json& c) {
   if (cls == "KLDivergence") return std::make_shared<M::KLDivergence>(name);
   if (cls == "BinaryCrossentropy") return std::make_shared<M::BinaryCrossentropy>(ce, name);
   if (cls == "CategoricalCrossentropy") return std::make_shared<M::CategoricalCrossentropy>(ce, name);
-  if (cls == "SparseCategoricalCrossentropy") return std::make_shared<M::SparseCategoricalCrossentropy>(ce.from_logits, name);
+  if (cls == "SparseCategoricalCrossentropy") {
+    return std::make_shared<M::SparseCategoricalCrossentropy>(ce.from_logits, name, ignored(c));
+  }
   if (cls == "MeanAbsolutePercentageError") return std::make_shared<M::MeanAbsolutePercentageError>(name);
   if (cls == "MeanSquaredLogarithmicError") return std::make_shared<M::MeanSquaredLogarithmicError>(name);
   if (cls == "CosineSimilarity") return std::make_shared<M::CosineSimilarity>(name);
@@ -135,7 +146,8 @@ void expect_config(const std::string& ours, const json& keras, const std::string
 
 // The integer-label losses take int32 labels as Keras's callers give them.
 Tensor labels_for(const std::string& cls, const json& j) {
-  return cls == "CategoricalGeneralizedCrossEntropy" ? tensor_of(j, DType::int32) : tensor_of(j);
+  return cls == "CategoricalGeneralizedCrossEntropy" || cls == "SparseCategoricalCrossentropy" ? tensor_of(j, DType::int32)
+                                                                                                 : tensor_of(j);
 }
 
 TEST(KerasLosses, ValuesGradientsAndConfigsMatchKeras) {
@@ -168,6 +180,18 @@ TEST(KerasLosses, ValuesGradientsAndConfigsMatchKeras) {
     if (c.contains("weighted")) {
       const double w = (*loss)(yt, yp.value(), tensor_of(c.at("sample_weight"))).item();
       EXPECT_NEAR(w, c.at("weighted").get<double>(), 2e-6 * std::max(1.0, std::abs(c.at("weighted").get<double>())));
+    }
+    // Keras's other reductions (the ignore_class cases record them), with and without one weight per sample.
+    for (const auto& [key, reduction] : {std::pair{"sum_over_batch_size", L::Reduction::sum_over_batch_size},
+                                         std::pair{"sum", L::Reduction::sum},
+                                         std::pair{"mean_with_sample_weight", L::Reduction::mean_with_sample_weight}}) {
+      if (!c.contains(key)) continue;
+      SCOPED_TRACE(key);
+      loss->set_reduction(reduction);
+      const double want = c.at(key).get<double>(), want_w = c.at(std::string(key) + "_weighted").get<double>();
+      EXPECT_NEAR((*loss)(yt, yp.value()).item(), want, 2e-6 * std::max(1.0, std::abs(want)));
+      const double got_w = (*loss)(yt, yp.value(), tensor_of(c.at("sample_weight"))).item();
+      EXPECT_NEAR(got_w, want_w, 2e-6 * std::max(1.0, std::abs(want_w)));
     }
     EXPECT_NO_THROW(L::get(cls));
   }
@@ -243,6 +267,35 @@ TEST(KerasMetrics, StringsNameWhatKerasNames) {
       EXPECT_NEAR(m->result(), want.get<double>(), 2e-6 * std::max(1.0, std::abs(want.get<double>())));
     }
   }
+}
+
+// ignore_class in fit: the batch's loss divides by its unmasked labels, so a small Dense model's batch of 64 (which
+// two intra-op threads train as two halves) is not split: the halves below hold 30 and 2 labelled rows.
+TEST(KerasLosses, IgnoreClassLossInFitIsTheWholeBatchsMean) {
+  osprey::random::set_seed(6);
+  const Tensor x = osprey::random::uniform({64, 4});
+  std::vector<int32_t> labels(64);
+  for (int i = 0; i < 64; ++i) labels[static_cast<std::size_t>(i)] = i < 32 ? (i < 30 ? i % 3 : -1) : (i < 34 ? i % 3 : -1);
+  const Tensor y = Tensor::from_vector(labels, {64});
+  Sequential m({layers::Input({4}), layers::Dense(8, "relu"), layers::Dense(3, "softmax")});
+  m.compile({.optimizer = optimizers::SGD({.learning_rate = 1e-30}),
+             .loss = L::SparseCategoricalCrossentropy({.ignore_class = -1})});
+  const double before = m.evaluate(x, y, {.batch_size = 64, .verbose = 0})[0];
+  const Tensor p = m.predict(x, {.verbose = 0});
+  double sum = 0;  // −log p[label] over the labelled rows, clipped as Keras
+  for (int i = 0; i < 64; ++i) {
+    const int32_t l = labels[static_cast<std::size_t>(i)];
+    if (l >= 0) sum -= std::log(std::clamp(p.to_vector<float>()[static_cast<std::size_t>(i * 3 + l)], 1e-7f, 1.0f - 1e-7f));
+  }
+  EXPECT_NEAR(before, sum / 32, 1e-5);
+  const auto h = m.fit(x, y, {.epochs = 1, .batch_size = 64, .verbose = 0, .shuffle = false});
+  EXPECT_NEAR(h.history.at("loss")[0], before, 1e-5);
+  // Every label ignored: a loss of 0 (divide_no_nan), no NaN.
+  const Tensor none = Tensor::from_vector(std::vector<int32_t>(64, -1), {64});
+  EXPECT_EQ(m.evaluate(x, none, {.batch_size = 64, .verbose = 0})[0], 0.0);
+  // Without ignore_class the -1 labels are an error, not a class.
+  m.compile({.optimizer = optimizers::SGD(), .loss = "sparse_categorical_crossentropy"});
+  EXPECT_THROW(m.evaluate(x, y, {.batch_size = 64, .verbose = 0}), osprey::Error);
 }
 
 TEST(KerasLosses, EveryNewLossTrainsAModelByName) {

@@ -89,8 +89,7 @@ TEST(SequenceLayers, ABagOfEmbeddingsClassifierTrainsAsKeras) {
 namespace {
 
 // Sets the reference's initial weights, trains two epochs, and compares the losses, weights and predictions.
-void expect_trains_as_keras(Model& model, const json& ref, const Tensor& x, OptimizerRef optimizer,
-                            const std::string& loss) {
+void expect_trains_as_keras(Model& model, const json& ref, const Tensor& x, OptimizerRef optimizer, LossRef loss) {
   std::vector<Tensor> init;
   for (const auto& w : ref.at("init")) init.push_back(tensor_of(w));
   model.set_weights(init);
@@ -277,6 +276,40 @@ TEST(SequenceLayers, PadSequencesPrePaddedTokensTrainAsKeras) {
   h = layers::GRU(2, {.name = "gru"}, {.use_cudnn = true})(h);
   Model model(in, layers::Dense(1, "sigmoid", {.name = "out"})(h));
   expect_trains_as_keras(model, ref, x, optimizers::SGD({.learning_rate = 0.5}), "binary_crossentropy");
+}
+
+// SparseCategoricalCrossentropy(ignore_class=-1) on a tagger whose output carries Embedding(mask_zero)'s mask:
+// both masks weigh the loss (padding and unlabelled tokens give no loss and no gradient, the mean is over the
+// rest); the Keras-saved file loads with that loss and Osprey's own file keeps it.
+TEST(SequenceLayers, TaggerWithIgnoreClassTrainsAsKerasAndItsFilesKeepTheLoss) {
+  const json& ref = reference().at("tagger_ignore_class");
+  const Tensor x = ops::cast(tensor_of(ref.at("x")), DType::int32);
+  auto build = [] {
+    auto in = keras::Input({6}, {.name = "tokens", .dtype = DType::int32});
+    auto h = layers::Embedding(20, 5, {.mask_zero = true, .name = "embed"})(in);
+    h = layers::LSTM(4, layers::RecurrentOptions{.name = "lstm"}, layers::RNNOptions{.return_sequences = true})(h);
+    return std::make_shared<Model>(in, layers::Dense(3, "softmax", {.name = "tags"})(h));
+  };
+  auto model = build();
+  expect_trains_as_keras(*model, ref, x, optimizers::SGD({.learning_rate = 1.0}),
+                         losses::SparseCategoricalCrossentropy({.ignore_class = -1}));
+  const json want_loss = ref.at("compile_loss");
+  EXPECT_EQ(json::parse(model->to_json()).at("compile_config").at("loss").at("config"), want_loss.at("config"));
+
+  // Without ignore_class the -1 labels are out of range: the loss refuses them rather than reading them as a class.
+  auto plain = build();
+  plain->compile({.optimizer = optimizers::Adam(), .loss = "sparse_categorical_crossentropy"});
+  EXPECT_THROW(plain->evaluate(x, tensor_of(ref.at("y")), {.batch_size = 8, .verbose = 0}), Error);
+
+  const Tensor y = tensor_of(ref.at("y"));
+  auto keras_file = models::load_model(osprey::testing::data_file("keras_tagger_ignore_class.keras"));
+  expect_close(keras_file->predict(x, {.verbose = 0}), ref.at("predict"), 2e-5, "loaded predict");
+  EXPECT_NEAR(keras_file->evaluate(x, y, {.batch_size = 8, .verbose = 0})[0], ref.at("evaluate").get<double>(), 2e-5);
+  const std::string path = ::testing::TempDir() + "/tagger_ignore_class.keras";
+  keras_file->save(path);
+  auto again = models::load_model(path);
+  EXPECT_EQ(json::parse(again->to_json()).at("compile_config").at("loss").at("config"), want_loss.at("config"));
+  EXPECT_NEAR(again->evaluate(x, y, {.batch_size = 8, .verbose = 0})[0], ref.at("evaluate").get<double>(), 2e-5);
 }
 
 TEST(SequenceLayers, BidirectionalOverMaskedSequencesTrainsAsKeras) {

@@ -4,6 +4,7 @@
 #include <concepts>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,12 @@ class Loss {
   virtual std::string class_name() const = 0;
   /// Keras's loss.get_config() as JSON text: name, reduction and the loss's options (a compile_config keeps it).
   virtual std::string get_config() const;
+  /// The mask Keras's loss function puts on its values (SparseCategoricalCrossentropy's ignore_class): float32 1/0,
+  /// shape (N, elements per sample); undefined for losses that make none. The reductions weigh by it as Keras's
+  /// apply_mask: sum_over_batch_size divides by the unmasked elements' count, mean_with_sample_weight by Σ w·mask.
+  virtual Tensor loss_mask(const Tensor& y_true, const Tensor& y_pred) const;
+  /// Whether loss_mask() gives a mask (then a batch's loss is not the mean of its halves' losses).
+  virtual bool masks_values() const { return false; }
 
  private:
   std::string name_;
@@ -78,11 +85,16 @@ class SparseCategoricalCrossentropy : public Loss {
  public:
   struct Options {
     bool from_logits = false;
+    /// Keras's ignore_class (a segmentation map's "void" label, often -1 or 255): labels equal to it give no loss
+    /// and no gradient, and the mean is over the other labels only.
+    std::optional<int64_t> ignore_class = std::nullopt;
   };
   SparseCategoricalCrossentropy();
   explicit SparseCategoricalCrossentropy(Options o);
   Tensor per_sample(const Tensor& y_true, const Tensor& y_pred) const override;
   Tensor batch_mean(const Tensor& y_true, const Tensor& y_pred) const override;
+  Tensor loss_mask(const Tensor& y_true, const Tensor& y_pred) const override;
+  bool masks_values() const override { return opt_.ignore_class.has_value(); }
   std::string class_name() const override { return "SparseCategoricalCrossentropy"; }
   std::string get_config() const override;
   const Options& options() const { return opt_; }

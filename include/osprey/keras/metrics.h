@@ -250,7 +250,9 @@ class CategoricalCrossentropy : public KerasMeanMetric {
 /// Integer labels; label_smoothing does not apply.
 class SparseCategoricalCrossentropy : public KerasMeanMetric {
  public:
-  explicit SparseCategoricalCrossentropy(bool from_logits = false, std::string name = "sparse_categorical_crossentropy");
+  /// `ignore_class`: labels equal to it count as a loss of 0 (Keras's metric: their zeros stay in the mean).
+  explicit SparseCategoricalCrossentropy(bool from_logits = false, std::string name = "sparse_categorical_crossentropy",
+                                         std::optional<int64_t> ignore_class = std::nullopt);
 };
 class MeanAbsolutePercentageError : public KerasMeanMetric {
  public:

@@ -18,6 +18,7 @@ namespace osprey::keras {
 namespace losses {
 
 namespace ops = osprey::ops;  // the kernels' ops (keras::ops for the CTC loss, as Keras's ctc())
+namespace kops = osprey::keras::ops;
 
 static Tensor reduce(Reduction r, const Tensor& values, const Tensor& weights) {
   switch (r) {
@@ -34,11 +35,36 @@ static Tensor reduce(Reduction r, const Tensor& values, const Tensor& weights) {
   return ops::reduce_mean(values);
 }
 
+// Keras's reduction of values that carry a mask (losses.loss.apply_mask): `values` each sample's mean of its
+// masked elements' losses (N,), `mask` (N, T) 1/0, `w` one weight per sample or undefined. Σ over elements of
+// l·mask·w is T·Σ values·w; sum_over_batch_size divides it by Σ mask, mean_with_sample_weight by Σ w·mask (both
+// divide_no_nan), sum not at all.
+static Tensor masked_reduce(Reduction r, const Tensor& values, const Tensor& mask, const Tensor& w) {
+  const int64_t n = values.shape()[0];
+  auto here = [&](const Tensor& t) { return &t.device_ref() == &values.device_ref() ? t : t.to(values.device_ref()); };
+  const Tensor m = here(mask);
+  const Tensor wd = w.defined() ? ops::reshape(here(w), values.shape()) : Tensor();
+  const Tensor weighted = wd.defined() ? ops::mul(values, wd) : values;
+  if (r == Reduction::none) return weighted;
+  const double steps = static_cast<double>(m.num_elements()) / static_cast<double>(std::max<int64_t>(n, 1));
+  const Tensor total = ops::mul(ops::reduce_sum(weighted), Tensor::scalar(steps));
+  if (r == Reduction::sum) return total;
+  const Tensor valid = ops::reduce_sum(m, 1);  // each sample's unmasked elements
+  const Tensor divisor = r == Reduction::mean_with_sample_weight && wd.defined() ? ops::reduce_sum(ops::mul(valid, wd))
+                                                                                   : ops::reduce_sum(valid);
+  return ops::div(total, ops::maximum(divisor, Tensor::scalar(1e-30)));  // nothing unmasked: 0
+}
+
 Tensor Loss::batch_mean(const Tensor& y_true, const Tensor& y_pred) const {
   return ops::reduce_mean(per_sample(y_true, y_pred));
 }
 
+Tensor Loss::loss_mask(const Tensor&, const Tensor&) const { return Tensor(); }
+
 Tensor Loss::operator()(const Tensor& y_true, const Tensor& y_pred) const {
+  if (const Tensor m = loss_mask(y_true, y_pred); m.defined()) {
+    return masked_reduce(reduction_, per_sample(y_true, y_pred), m, Tensor());
+  }
   if (reduction_ == Reduction::sum_over_batch_size || reduction_ == Reduction::mean_with_sample_weight) {
     return batch_mean(y_true, y_pred);
   }
@@ -47,6 +73,7 @@ Tensor Loss::operator()(const Tensor& y_true, const Tensor& y_pred) const {
 
 Tensor Loss::operator()(const Tensor& y_true, const Tensor& y_pred, const Tensor& w) const {
   const Tensor v = per_sample(y_true, y_pred);
+  if (const Tensor m = loss_mask(y_true, y_pred); m.defined()) return masked_reduce(reduction_, v, m, w);
   const Tensor wd = &w.device_ref() == &v.device_ref() ? w : w.to(v.device_ref());
   return reduce(reduction_, ops::mul(v, ops::reshape(wd, v.shape())), wd);
 }
@@ -131,7 +158,29 @@ static Tensor per_sample_mean(const Tensor& token_values, const Tensor& p) {
 SparseCategoricalCrossentropy::SparseCategoricalCrossentropy() : Loss("sparse_categorical_crossentropy") {}
 SparseCategoricalCrossentropy::SparseCategoricalCrossentropy(Options o)
     : Loss("sparse_categorical_crossentropy"), opt_(o) {}
+// ignore_class: float32 1/0 per label, (N, labels per sample), 1 where the label is not ignore_class (compared in
+// float32, as Keras's not_equal(y_true, cast(ignore_class, y_pred.dtype))).
+Tensor SparseCategoricalCrossentropy::loss_mask(const Tensor& t, const Tensor& p) const {
+  if (!opt_.ignore_class) return Tensor();
+  const int64_t n = p.shape()[0];
+  const Tensor labels = per_token(p) ? token_labels(t, p) : t;
+  const Tensor f = labels.dtype() == DType::float32 ? labels : ops::cast(labels, DType::float32);
+  const Tensor flat = ops::reshape(f, Shape({n, f.num_elements() / std::max<int64_t>(n, 1)}));
+  return ops::cast(kops::not_equal(flat, static_cast<double>(*opt_.ignore_class)), DType::float32);
+}
 Tensor SparseCategoricalCrossentropy::per_sample(const Tensor& t, const Tensor& p) const {
+  if (opt_.ignore_class) {
+    // Keras: ignored labels read as class 0, their losses set to 0 (no gradient); a sample's value is the mean of
+    // its labels' masked losses (so that the reductions above divide by the unmasked count).
+    const Tensor m = loss_mask(t, p);
+    const Tensor rows = per_token(p) ? token_rows(p) : p;
+    const Tensor flat_m = ops::reshape(m, Shape({m.num_elements()}));
+    const Tensor labels = ops::reshape(per_token(p) ? token_labels(t, p) : t, Shape({m.num_elements()}));
+    const Tensor kept = ops::mul(labels, ops::cast(flat_m, labels.dtype()));  // ignored labels read as 0
+    SparseCategoricalCrossentropy plain({.from_logits = opt_.from_logits});
+    const Tensor values = ops::mul(plain.per_sample(kept, rows), flat_m);
+    return ops::reduce_mean(ops::reshape(values, m.shape()), 1);
+  }
   if (per_token(p)) return per_sample_mean(per_sample(token_labels(t, p), token_rows(p)), p);
   if (!opt_.from_logits) return ops::sparse_categorical_crossentropy(t, p);
   // The clipped-path kernel on softmax(x) without clipping: −log softmax(x)[label] through the sparse kernel's
@@ -291,7 +340,7 @@ std::string CategoricalCrossentropy::get_config() const { return crossentropy_co
 std::string SparseCategoricalCrossentropy::get_config() const {
   ser::json c = ser::parse(Loss::get_config(), "a loss config");
   c["from_logits"] = opt_.from_logits;
-  c["ignore_class"] = nullptr;
+  c["ignore_class"] = opt_.ignore_class ? ser::json(*opt_.ignore_class) : ser::json(nullptr);
   return ser::dumps(c);
 }
 // Keras 3.15's Huber leaves delta out of its config (and so loses it); Osprey writes it, which Keras's

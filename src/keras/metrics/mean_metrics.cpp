@@ -60,11 +60,14 @@ CategoricalCrossentropy::CategoricalCrossentropy(CrossentropyMetricOptions o, st
                       std::move(name), "CategoricalCrossentropy",
                       ser::dumps(ser::json{
                           {"from_logits", o.from_logits}, {"label_smoothing", o.label_smoothing}, {"axis", -1}})) {}
-SparseCategoricalCrossentropy::SparseCategoricalCrossentropy(bool from_logits, std::string name)
-    : KerasMeanMetric(loss_fn<losses::SparseCategoricalCrossentropy>(
-                          losses::SparseCategoricalCrossentropy::Options{.from_logits = from_logits}),
+SparseCategoricalCrossentropy::SparseCategoricalCrossentropy(bool from_logits, std::string name,
+                                                             std::optional<int64_t> ignore_class)
+    : KerasMeanMetric(loss_fn<losses::SparseCategoricalCrossentropy>(losses::SparseCategoricalCrossentropy::Options{
+                          .from_logits = from_logits, .ignore_class = ignore_class}),
                       std::move(name), "SparseCategoricalCrossentropy",
-                      ser::dumps(ser::json{{"from_logits", from_logits}, {"ignore_class", nullptr}, {"axis", -1}})) {}
+                      ser::dumps(ser::json{{"from_logits", from_logits},
+                                           {"ignore_class", ignore_class ? ser::json(*ignore_class) : ser::json(nullptr)},
+                                           {"axis", -1}})) {}
 MeanAbsolutePercentageError::MeanAbsolutePercentageError(std::string name)
     : KerasMeanMetric(loss_fn<losses::MeanAbsolutePercentageError>(), std::move(name), "MeanAbsolutePercentageError") {}
 MeanSquaredLogarithmicError::MeanSquaredLogarithmicError(std::string name)

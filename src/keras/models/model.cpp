@@ -297,7 +297,8 @@ static std::shared_ptr<losses::Loss> logits_form(const Layer* output_layer, cons
     out = std::make_shared<losses::CategoricalCrossentropy>(
         losses::CrossentropyOptions{cce->options().label_smoothing, true});
   } else if (auto* scce = dynamic_cast<losses::SparseCategoricalCrossentropy*>(loss.get());
-             scce && act == ops::Activation::softmax && !scce->options().from_logits) {
+             scce && act == ops::Activation::softmax && !scce->options().from_logits &&
+             !scce->options().ignore_class) {  // ignore_class's where(valid, y_pred, 0) drops TF's logits: clipped
     out = std::make_shared<losses::SparseCategoricalCrossentropy>(losses::SparseCategoricalCrossentropy::Options{true});
   }
   if (out) out->set_reduction(loss->reduction());

@@ -75,8 +75,8 @@ std::shared_ptr<metrics::Metric> more_metric_object(const std::string& cls, cons
   else if (cls == "CategoricalCrossentropy")
     m = std::make_shared<mt::CategoricalCrossentropy>(mt::CrossentropyMetricOptions{logits, smoothing}, name);
   else if (cls == "SparseCategoricalCrossentropy") {
-    if (c.contains("ignore_class") && !c["ignore_class"].is_null()) unsupported(cls + " option", "ignore_class", "the defaults");
-    m = std::make_shared<mt::SparseCategoricalCrossentropy>(logits, name);
+    if (axis != -1) unsupported(cls + " axis", c["axis"].dump(), "-1");
+    m = std::make_shared<mt::SparseCategoricalCrossentropy>(logits, name, optional_class(c, cls));
   } else if (cls == "CosineSimilarity") m = std::make_shared<mt::CosineSimilarity>(name, axis);
   else if (cls == "PearsonCorrelation") m = std::make_shared<mt::PearsonCorrelation>(name, axis);
   else if (cls == "ConcordanceCorrelation") m = std::make_shared<mt::ConcordanceCorrelation>(name, axis);
@@ -231,7 +231,8 @@ LossRef loss_from(const json& j) {
   if (cls == "BinaryCrossentropy") return losses::BinaryCrossentropy(ce);
   if (cls == "CategoricalCrossentropy") return losses::CategoricalCrossentropy(ce);
   if (cls == "SparseCategoricalCrossentropy") {
-    return losses::SparseCategoricalCrossentropy({.from_logits = value_or(c, "from_logits", false)});
+    return losses::SparseCategoricalCrossentropy(
+        {.from_logits = value_or(c, "from_logits", false), .ignore_class = optional_class(c, cls)});
   }
   if (cls == "Huber") return losses::Huber(value_or(c, "delta", 1.0));
   if (cls == "CTC") return losses::CTC();

@@ -212,8 +212,18 @@ Tensor masked_loss(const losses::Loss& loss, const Tensor& y, const Tensor& pred
                    const Tensor& w, const std::string& output) {
   const Tensor mask = mask_in.dtype() == DType::float32 ? mask_in : ops::cast(mask_in, DType::float32);
   const int64_t n = mask.shape()[0], steps = mask.shape()[1];
-  const Tensor values = loss.per_sample(steps_as_rows(y, mask, "target", output), steps_as_rows(pred, mask, "prediction", output));
-  const Tensor m = ops::reshape(mask.to(values.device_ref()), Shape({n * steps}));
+  const Tensor rows_y = steps_as_rows(y, mask, "target", output), rows_pred = steps_as_rows(pred, mask, "prediction", output);
+  const Tensor values = loss.per_sample(rows_y, rows_pred);
+  Tensor m = ops::reshape(mask.to(values.device_ref()), Shape({n * steps}));
+  // The loss's own mask (ignore_class) and the output's, both (Keras: in_mask & out_mask).
+  if (const Tensor own = loss.loss_mask(rows_y, rows_pred); own.defined()) {
+    if (own.num_elements() != n * steps) {
+      throw ValueError(fmt::format("Output '{}': the loss '{}' masks {} labels, but the output's mask has {} steps "
+                                   "(one label per step)",
+                                   output, loss.name(), own.num_elements(), n * steps));
+    }
+    m = ops::mul(m, ops::reshape(own, Shape({n * steps})));
+  }
   Tensor weights = m;
   if (w.defined()) {  // each sample's weight on all of its steps
     const Tensor wd = &w.device_ref() == &values.device_ref() ? w : w.to(values.device_ref());

@@ -43,7 +43,8 @@ static constexpr int64_t kSplitMaxParams = int64_t{1} << 14;
 // are averaged; eager steps split the same way, so a recorded step stays the eager step bit for bit. Keras's
 // sum_over_batch_size loss of the batch is exactly the mean of the halves' (even batches): only the rounding
 // differs from one pass over the batch (as it does between thread counts in TensorFlow). Not split: one intra-op
-// thread (two passes would only add launches), weight penalties (they would count twice), other reductions.
+// thread (two passes would only add launches), weight penalties (they would count twice), other reductions and
+// losses that mask their values.
 // One output only: the halves' labels and predictions are put side by side for the metrics of one output.
 static int64_t split_rows(const Model& model, State& s, int64_t rows) {
   if (rows < kSplitMinRows || rows % 2 != 0 || !runtime::pair_available() || !recordable_on_one_device(s) ||
@@ -51,7 +52,8 @@ static int64_t split_rows(const Model& model, State& s, int64_t rows) {
       std::any_of(s.layers.begin(), s.layers.end(), [](const auto& l) { return l->mixes_samples(); })) {
     return 0;
   }
-  if (s.losses[0]->reduction() != losses::Reduction::sum_over_batch_size) return 0;
+  // (A loss that masks its values, ignore_class, divides by the batch's unmasked count: not the halves' mean.)
+  if (s.losses[0]->reduction() != losses::Reduction::sum_over_batch_size || s.losses[0]->masks_values()) return 0;
   return model.count_params() <= kSplitMaxParams ? rows / 2 : 0;
 }
 
