@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <set>
@@ -15,12 +16,24 @@
 #include <nlohmann/json.hpp>
 
 #include "osprey/osprey.h"
+#include "test_util.h"
 
 namespace osprey::testing::keras_cases {
 
 using json = nlohmann::json;
 using Ts = std::vector<Tensor>;
 using Cases = std::map<std::string, std::function<Ts(const Ts&)>>;
+
+/// tests/data/<file>, parsed on first use.
+inline const json& reference(const std::string& file) {
+  static std::map<std::string, json> files;
+  auto it = files.find(file);
+  if (it == files.end()) {
+    std::ifstream in(osprey::testing::data_file(file));
+    it = files.emplace(file, json::parse(in)).first;
+  }
+  return it->second;
+}
 
 // A stored list of values: numbers, and "nan", "inf", "-inf" (which JSON cannot hold as numbers).
 inline std::vector<double> numbers(const json& j) {

@@ -20,13 +20,7 @@ namespace keras_cases = osprey::testing::keras_cases;
 
 namespace {
 
-const nlohmann::json& ref() {
-  static const nlohmann::json j = [] {
-    std::ifstream in(osprey::testing::data_file("keras_linalg.json"));
-    return nlohmann::json::parse(in);
-  }();
-  return j;
-}
+const nlohmann::json& ref() { return keras_cases::reference("keras_linalg.json"); }
 
 // The C++ spelling of each reference case (same names as keras_linalg_reference.py).
 const keras_cases::Cases& cases() {

@@ -28,13 +28,7 @@ using keras_cases::tensor_of;
 
 namespace {
 
-const json& ref() {
-  static const json j = [] {
-    std::ifstream in(osprey::testing::data_file("keras_ops.json"));
-    return json::parse(in);
-  }();
-  return j;
-}
+const nlohmann::json& ref() { return keras_cases::reference("keras_ops.json"); }
 
 // The C++ spelling of each reference case (same names as keras_ops_reference.py).
 const std::map<std::string, std::function<Ts(const Ts&)>>& cases() {

@@ -4,7 +4,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <fstream>
 
 // keras/ops.h first, then the whole API (see test_keras_ops.cpp).
 #include "osprey/keras/ops.h"
@@ -19,13 +18,7 @@ namespace keras_cases = osprey::testing::keras_cases;
 
 namespace {
 
-const nlohmann::json& ref() {
-  static const nlohmann::json j = [] {
-    std::ifstream in(osprey::testing::data_file("keras_pad.json"));
-    return nlohmann::json::parse(in);
-  }();
-  return j;
-}
+const nlohmann::json& ref() { return keras_cases::reference("keras_pad.json"); }
 
 using Widths = std::vector<std::pair<int64_t, int64_t>>;
 

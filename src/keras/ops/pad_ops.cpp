@@ -1,8 +1,9 @@
 // keras.ops.pad with every mode of Keras 3's JAX and NumPy backends (jnp.pad / np.pad): the axes padded one after
 // the other, each axis's padding read from the tensor as padded so far (so a later axis's statistics include the
 // earlier axes' padding, as NumPy's). Built from take, concat and reductions: differentiable in x where those are.
-#include <cmath>
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -45,7 +46,7 @@ int64_t source_index(const std::string& mode, int64_t p, int64_t n) {
   return m < n ? m : 2 * n - 1 - m;
 }
 
-// A tensor of `out`'s shape but `count` long along `axis`, every slice equal to `slice` (1 long along axis).
+// `slice` (1 long along `axis`) repeated `count` times along it.
 Tensor repeated(const Tensor& slice, int axis, int64_t count) {
   std::vector<int64_t> d(slice.shape().dims().begin(), slice.shape().dims().end());
   d[static_cast<std::size_t>(axis)] = count;
