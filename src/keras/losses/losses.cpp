@@ -158,27 +158,28 @@ static Tensor per_sample_mean(const Tensor& token_values, const Tensor& p) {
 SparseCategoricalCrossentropy::SparseCategoricalCrossentropy() : Loss("sparse_categorical_crossentropy") {}
 SparseCategoricalCrossentropy::SparseCategoricalCrossentropy(Options o)
     : Loss("sparse_categorical_crossentropy"), opt_(o) {}
-// ignore_class: float32 1/0 per label, (N, labels per sample), 1 where the label is not ignore_class (compared in
+// ignore_class: float32 1/0 per label, (N, labels per sample), 1 where the label is not `ignored` (compared in
 // float32, as Keras's not_equal(y_true, cast(ignore_class, y_pred.dtype))).
-Tensor SparseCategoricalCrossentropy::loss_mask(const Tensor& t, const Tensor& p) const {
-  if (!opt_.ignore_class) return Tensor();
-  const int64_t n = p.shape()[0];
-  const Tensor labels = per_token(p) ? token_labels(t, p) : t;
+static Tensor not_ignored(const Tensor& labels, int64_t n, int64_t ignored) {
   const Tensor f = labels.dtype() == DType::float32 ? labels : ops::cast(labels, DType::float32);
   const Tensor flat = ops::reshape(f, Shape({n, f.num_elements() / std::max<int64_t>(n, 1)}));
-  return ops::cast(kops::not_equal(flat, static_cast<double>(*opt_.ignore_class)), DType::float32);
+  return ops::cast(kops::not_equal(flat, static_cast<double>(ignored)), DType::float32);
+}
+Tensor SparseCategoricalCrossentropy::loss_mask(const Tensor& t, const Tensor& p) const {
+  if (!opt_.ignore_class) return Tensor();
+  return not_ignored(per_token(p) ? token_labels(t, p) : t, p.shape()[0], *opt_.ignore_class);
 }
 Tensor SparseCategoricalCrossentropy::per_sample(const Tensor& t, const Tensor& p) const {
   if (opt_.ignore_class) {
     // Keras: ignored labels read as class 0, their losses set to 0 (no gradient); a sample's value is the mean of
     // its labels' masked losses (so that the reductions above divide by the unmasked count).
-    const Tensor m = loss_mask(t, p);
-    const Tensor rows = per_token(p) ? token_rows(p) : p;
+    const Tensor labels = per_token(p) ? token_labels(t, p) : t;
+    const Tensor m = not_ignored(labels, p.shape()[0], *opt_.ignore_class);
     const Tensor flat_m = ops::reshape(m, Shape({m.num_elements()}));
-    const Tensor labels = ops::reshape(per_token(p) ? token_labels(t, p) : t, Shape({m.num_elements()}));
-    const Tensor kept = ops::mul(labels, ops::cast(flat_m, labels.dtype()));  // ignored labels read as 0
+    const Tensor flat_labels = ops::reshape(labels, Shape({m.num_elements()}));
+    const Tensor kept = ops::mul(flat_labels, ops::cast(flat_m, labels.dtype()));  // ignored labels read as 0
     SparseCategoricalCrossentropy plain({.from_logits = opt_.from_logits});
-    const Tensor values = ops::mul(plain.per_sample(kept, rows), flat_m);
+    const Tensor values = ops::mul(plain.per_sample(kept, per_token(p) ? token_rows(p) : p), flat_m);
     return ops::reduce_mean(ops::reshape(values, m.shape()), 1);
   }
   if (per_token(p)) return per_sample_mean(per_sample(token_labels(t, p), token_rows(p)), p);

@@ -109,7 +109,6 @@ Tensor pad(const Tensor& x, const std::vector<std::pair<int64_t, int64_t>>& pad_
       throw InvalidArgumentError(fmt::format("pad: negative padding ({}, {}) on axis {}", before, after, ax));
     }
     if (before == 0 && after == 0) continue;
-    std::vector<Tensor> parts;
     if (n == 0 && mode != "constant" && mode != "empty") {
       throw ValueError(fmt::format("pad: cannot extend the empty axis {} of shape {} with mode '{}' (only 'constant' "
                                    "and 'empty' pad an empty axis)",
@@ -134,6 +133,7 @@ Tensor pad(const Tensor& x, const std::vector<std::pair<int64_t, int64_t>>& pad_
       for (int64_t i = 0; i < count; ++i) idx.push_back(source_index(mode, is_before ? i - count : n + i, n));
       return take(out, index_vector(idx), ax);
     };
+    std::vector<Tensor> parts;
     if (before) parts.push_back(make(before, true));
     parts.push_back(out);
     if (after) parts.push_back(make(after, false));
