@@ -39,7 +39,8 @@ def settings(model):
                                                    "config": {k2: x for k2, x in v["config"].items() if k2 != "delta"}})
                 for k, v in loss.items()}
     opt = {k: v for k, v in c["optimizer"]["config"].items() if k != "learning_rate"}
-    return {"loss": loss, "metrics": c["metrics"], "loss_weights": c["loss_weights"], "optimizer": opt,
+    return {"loss": loss, "metrics": c["metrics"], "weighted_metrics": c["weighted_metrics"],
+            "loss_weights": c["loss_weights"], "optimizer": opt,
             "optimizer_class": c["optimizer"]["class_name"]}
 
 

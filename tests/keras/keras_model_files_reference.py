@@ -563,6 +563,18 @@ ih = L.GlobalAveragePooling2D(name="pool")(L.Conv2D(2, 3, name="conv2")(ih))
 case("resize_methods", keras.Model(ia, L.Dense(1, name="out")(ih), name="resize_methods"), ix,
      ix.mean(axis=(1, 2, 3))[:, None] * 2, dict(optimizer=keras.optimizers.Adam(0.01), loss="mse"))
 
+# compile(weighted_metrics=...) and Precision/Recall with class_id and top_k in a file (their own generator).
+wrng = np.random.default_rng(41)
+wx = wrng.uniform(-1, 1, (N, 6)).astype("float32")
+wy = np.eye(4, dtype="float32")[wrng.integers(0, 4, N)]
+wa = keras.Input((6,), name="x")
+wo = L.Dense(4, activation="softmax", name="probs")(L.Dense(8, activation="relu", name="hidden")(wa))
+case("weighted_metrics", keras.Model(wa, wo, name="weighted_metrics"), wx, wy,
+     dict(optimizer=keras.optimizers.SGD(0.1), loss="categorical_crossentropy",
+          metrics=["accuracy", M.Precision(class_id=1, name="precision_1"), M.Recall(top_k=2, name="recall_top2")],
+          weighted_metrics=["accuracy", M.AUC(num_thresholds=50, name="auc"),
+                            M.PrecisionAtRecall(0.5, class_id=2, name="p_at_r_2")]))
+
 if ONLY:  # the other cases' entries as they were
     with open(os.path.join(HERE, "..", "data", "keras_files.json")) as f:
         cases = {**json.load(f), **{k: v for k, v in cases.items() if k in ONLY}}

@@ -545,6 +545,12 @@ TEST(ModelFiles, KerasOtherLossesAndMetricsInCompileConfig) {
   check_file("catalogue_segmenter");
   check_file("catalogue_dice");
 }
+TEST(ModelFiles, WeightedMetricsAndPrecisionRecallWithClassIdAndTopK) {
+  SKIP_WITHOUT_HDF5();
+  // compile(weighted_metrics=[...]) (logged as "weighted_accuracy" beside "accuracy"), Precision(class_id),
+  // Recall(top_k), PrecisionAtRecall(class_id): loaded, evaluated, trained and written back with them.
+  check_file("weighted_metrics");
+}
 TEST(ModelFiles, ResizingAndUpSamplingWithTensorFlowsOtherResizeMethods) {
   SKIP_WITHOUT_HDF5();
   // Resizing(bicubic, antialias), UpSampling2D(lanczos3) and UpSampling2D(bicubic) between convolutions.

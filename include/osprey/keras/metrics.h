@@ -20,6 +20,12 @@ class Metric {
   explicit Metric(std::string name) : name_(std::move(name)) {}
   virtual ~Metric() = default;
   virtual void update_state(const Tensor& y_true, const Tensor& y_pred) = 0;
+  /// Keras's update_state(y_true, y_pred, sample_weight): one weight per sample ((N,), (N, 1) or a scalar for
+  /// all), applied to every value of its sample as Keras's weighted metrics do (a mean metric: Σ w·value / Σ w;
+  /// a count: each sample counts w). Undefined weights: update_state(y_true, y_pred). Keras's built-in metrics
+  /// take weights; a metric of one's own takes them by overriding update_weighted() (else a ValueError). A
+  /// subclass that declares update_state(y_true, y_pred) adds `using Metric::update_state;` to keep this one.
+  void update_state(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight);
   virtual double result() const { return count_ > 0 ? total_ / count_ : 0.0; }
   virtual void reset_state() { total_ = count_ = 0.0; }
   /// A metric whose state is a count over samples (the accuracies) gives a batch's count as a 1-element tensor:
@@ -46,6 +52,14 @@ class Metric {
     total_ += sum;
     count_ += n;
   }
+  /// A batch with one weight per sample (`w` has y_pred's batch size, checked). The default refuses: a ValueError
+  /// that names the metric.
+  virtual void update_weighted(const Tensor& y_true, const Tensor& y_pred, const std::vector<double>& w);
+  /// Keras's Mean with sample weights: `values` (N, ...) reduced to one mean per sample, total += Σ w·mean,
+  /// count += Σ w.
+  void accumulate_weighted(const Tensor& values, const std::vector<double>& w);
+  /// As accumulate_weighted, from one value per sample already on the host.
+  void accumulate_weighted(const std::vector<double>& per_sample, const std::vector<double>& w);
 
  private:
   std::string name_;
@@ -59,6 +73,11 @@ class CountedAccuracy : public Metric {
   CountedAccuracy(std::string name, osprey::ops::AccuracyKind kind, double threshold = 0.5)
       : Metric(std::move(name)), kind_(kind), threshold_(threshold) {}
   void update_state(const Tensor& y_true, const Tensor& y_pred) override;
+  using Metric::update_state;
+ protected:
+  void update_weighted(const Tensor& y_true, const Tensor& y_pred, const std::vector<double>& w) override;
+
+ public:
   Tensor batch_count(const Tensor& y_true, const Tensor& y_pred) override;
 
  private:
@@ -94,11 +113,17 @@ class AutoAccuracy : public Metric {
   bool weighs_by_mask() const override { return true; }
   explicit AutoAccuracy(std::string name = "accuracy") : Metric(std::move(name)) {}
   void update_state(const Tensor& y_true, const Tensor& y_pred) override;
+  using Metric::update_state;
+ protected:
+  void update_weighted(const Tensor& y_true, const Tensor& y_pred, const std::vector<double>& w) override;
+
+ public:
   Tensor batch_count(const Tensor& y_true, const Tensor& y_pred) override;
   /// The kind chosen, once a batch was seen.
   std::optional<osprey::ops::AccuracyKind> kind() const { return kind_; }
 
  private:
+  void resolve_kind(const Tensor& y_true, const Tensor& y_pred);
   std::optional<osprey::ops::AccuracyKind> kind_;
 };
 class MeanAbsoluteError : public Metric {
@@ -107,6 +132,11 @@ class MeanAbsoluteError : public Metric {
   explicit MeanAbsoluteError(std::string name = "mean_absolute_error") : Metric(std::move(name)) {}
   std::string class_name() const override { return "MeanAbsoluteError"; }
   void update_state(const Tensor& y_true, const Tensor& y_pred) override;
+  using Metric::update_state;
+ protected:
+  void update_weighted(const Tensor& y_true, const Tensor& y_pred, const std::vector<double>& w) override;
+
+ public:
 };
 class MeanSquaredError : public Metric {
  public:
@@ -114,6 +144,11 @@ class MeanSquaredError : public Metric {
   explicit MeanSquaredError(std::string name = "mean_squared_error") : Metric(std::move(name)) {}
   std::string class_name() const override { return "MeanSquaredError"; }
   void update_state(const Tensor& y_true, const Tensor& y_pred) override;
+  using Metric::update_state;
+ protected:
+  void update_weighted(const Tensor& y_true, const Tensor& y_pred, const std::vector<double>& w) override;
+
+ public:
 };
 
 /// sqrt(mean((y − p)²)) over every element seen (keras.metrics.RootMeanSquaredError).
@@ -122,6 +157,11 @@ class RootMeanSquaredError : public Metric {
   explicit RootMeanSquaredError(std::string name = "root_mean_squared_error") : Metric(std::move(name)) {}
   std::string class_name() const override { return "RootMeanSquaredError"; }
   void update_state(const Tensor& y_true, const Tensor& y_pred) override;
+  using Metric::update_state;
+ protected:
+  void update_weighted(const Tensor& y_true, const Tensor& y_pred, const std::vector<double>& w) override;
+
+ public:
   double result() const override;
 };
 
@@ -132,6 +172,11 @@ class TopKCategoricalAccuracy : public Metric {
   bool weighs_by_mask() const override { return true; }
   explicit TopKCategoricalAccuracy(int k = 5, std::string name = "top_k_categorical_accuracy", bool sparse = false);
   void update_state(const Tensor& y_true, const Tensor& y_pred) override;
+  using Metric::update_state;
+ protected:
+  void update_weighted(const Tensor& y_true, const Tensor& y_pred, const std::vector<double>& w) override;
+
+ public:
   std::string class_name() const override {
     return sparse_ ? "SparseTopKCategoricalAccuracy" : "TopKCategoricalAccuracy";
   }
@@ -139,6 +184,7 @@ class TopKCategoricalAccuracy : public Metric {
   int k() const { return k_; }
 
  private:
+  std::vector<double> hits(const Tensor& y_true, const Tensor& y_pred) const;
   int k_;
   bool sparse_;
 };
@@ -153,27 +199,49 @@ class ConfusionMetric : public Metric {
  public:
   ConfusionMetric(std::string name, std::vector<double> thresholds);
   void update_state(const Tensor& y_true, const Tensor& y_pred) override;
+  using Metric::update_state;
+ protected:
+  void update_weighted(const Tensor& y_true, const Tensor& y_pred, const std::vector<double>& w) override;
+
+ public:
   void reset_state() override;
 
  protected:
+  /// Keras's top_k (only the k highest predictions of each row can be positive; the others are −1e10) and
+  /// class_id (only that class of the last axis is counted); checked: k >= 1, class_id >= 0.
+  void set_top_k_class_id(std::optional<int> top_k, std::optional<int64_t> class_id);
   std::vector<double> thresholds_, tp_, fp_, tn_, fn_;
+  std::optional<int> top_k_;
+  std::optional<int64_t> class_id_;
+
+ private:
+  void count(const Tensor& y_true, const Tensor& y_pred, const std::vector<double>* w);
 };
 /// tp / (tp + fp) at `threshold` (0.5).
 class Precision : public ConfusionMetric {
  public:
-  explicit Precision(double threshold = 0.5, std::string name = "precision")
-      : ConfusionMetric(std::move(name), {threshold}) {}
+  /// Keras's Precision(thresholds, top_k, class_id): `threshold` 0.5 when not given (with top_k: every one of the
+  /// k highest predictions of a row is positive).
+  explicit Precision(std::optional<double> threshold = std::nullopt, std::string name = "precision",
+                     std::optional<int> top_k = std::nullopt, std::optional<int64_t> class_id = std::nullopt);
   double result() const override;
   std::string class_name() const override { return "Precision"; }
   std::string get_config() const override;
+
+ private:
+  std::optional<double> init_threshold_;
 };
-/// tp / (tp + fn) at `threshold` (0.5).
+/// tp / (tp + fn) at `threshold` (0.5), with Keras's top_k and class_id as Precision's.
 class Recall : public ConfusionMetric {
  public:
-  explicit Recall(double threshold = 0.5, std::string name = "recall") : ConfusionMetric(std::move(name), {threshold}) {}
+  explicit Recall(std::optional<double> threshold = std::nullopt, std::string name = "recall",
+                  std::optional<int> top_k = std::nullopt, std::optional<int64_t> class_id = std::nullopt);
   double result() const override;
   std::string class_name() const override { return "Recall"; }
   std::string get_config() const override;
+
+ private:
+  std::optional<double> init_threshold_;
 };
 /// Area under the ROC or precision-recall curve from confusion counts at num_thresholds thresholds
 /// (0 − 1e-7, i/(n−1), 1 + 1e-7), summed as Keras's "interpolation" method.
@@ -198,6 +266,11 @@ class MeanMetricWrapper : public Metric {
   bool weighs_by_mask() const override { return true; }
   explicit MeanMetricWrapper(MetricFn fn, std::string name = "custom_metric");
   void update_state(const Tensor& y_true, const Tensor& y_pred) override;
+  using Metric::update_state;
+ protected:
+  void update_weighted(const Tensor& y_true, const Tensor& y_pred, const std::vector<double>& w) override;
+
+ public:
   /// The function's registered name ("package>name"), as LossFunctionWrapper's.
   const std::string& registered_name() const { return registered_name_; }
   void set_registered_name(std::string n) { registered_name_ = std::move(n); }
@@ -337,7 +410,8 @@ class FalseNegatives : public ConfusionCount {
 class RateAtRate : public ConfusionMetric {
  public:
   enum class Kind { sensitivity_at_specificity, specificity_at_sensitivity, precision_at_recall, recall_at_precision };
-  RateAtRate(Kind kind, double value, int num_thresholds, std::string name);
+  RateAtRate(Kind kind, double value, int num_thresholds, std::string name,
+             std::optional<int64_t> class_id = std::nullopt);
   double result() const override;
   std::string class_name() const override;
   std::string get_config() const override;
@@ -348,25 +422,27 @@ class RateAtRate : public ConfusionMetric {
 };
 class SensitivityAtSpecificity : public RateAtRate {
  public:
-  explicit SensitivityAtSpecificity(double specificity, int num_thresholds = 200,
-                                    std::string name = "sensitivity_at_specificity")
-      : RateAtRate(Kind::sensitivity_at_specificity, specificity, num_thresholds, std::move(name)) {}
+  explicit SensitivityAtSpecificity(double specificity, int num_thresholds = 200, std::string name = "sensitivity_at_specificity",
+                                    std::optional<int64_t> class_id = std::nullopt)
+      : RateAtRate(Kind::sensitivity_at_specificity, specificity, num_thresholds, std::move(name), class_id) {}
 };
 class SpecificityAtSensitivity : public RateAtRate {
  public:
-  explicit SpecificityAtSensitivity(double sensitivity, int num_thresholds = 200,
-                                    std::string name = "specificity_at_sensitivity")
-      : RateAtRate(Kind::specificity_at_sensitivity, sensitivity, num_thresholds, std::move(name)) {}
+  explicit SpecificityAtSensitivity(double sensitivity, int num_thresholds = 200, std::string name = "specificity_at_sensitivity",
+                                    std::optional<int64_t> class_id = std::nullopt)
+      : RateAtRate(Kind::specificity_at_sensitivity, sensitivity, num_thresholds, std::move(name), class_id) {}
 };
 class PrecisionAtRecall : public RateAtRate {
  public:
-  explicit PrecisionAtRecall(double recall, int num_thresholds = 200, std::string name = "precision_at_recall")
-      : RateAtRate(Kind::precision_at_recall, recall, num_thresholds, std::move(name)) {}
+  explicit PrecisionAtRecall(double recall, int num_thresholds = 200, std::string name = "precision_at_recall",
+                             std::optional<int64_t> class_id = std::nullopt)
+      : RateAtRate(Kind::precision_at_recall, recall, num_thresholds, std::move(name), class_id) {}
 };
 class RecallAtPrecision : public RateAtRate {
  public:
-  explicit RecallAtPrecision(double precision, int num_thresholds = 200, std::string name = "recall_at_precision")
-      : RateAtRate(Kind::recall_at_precision, precision, num_thresholds, std::move(name)) {}
+  explicit RecallAtPrecision(double precision, int num_thresholds = 200, std::string name = "recall_at_precision",
+                             std::optional<int64_t> class_id = std::nullopt)
+      : RateAtRate(Kind::recall_at_precision, precision, num_thresholds, std::move(name), class_id) {}
 };
 
 // ---- scores with one value per class (F-beta, R², IoU) ----
@@ -390,6 +466,11 @@ class FBetaScore : public VectorMetric {
   explicit FBetaScore(std::string average = "", double beta = 1.0, std::optional<double> threshold = std::nullopt,
                       std::string name = "fbeta_score");
   void update_state(const Tensor& y_true, const Tensor& y_pred) override;
+  using Metric::update_state;
+ protected:
+  void update_weighted(const Tensor& y_true, const Tensor& y_pred, const std::vector<double>& w) override;
+
+ public:
   void reset_state() override;
   std::vector<double> result_values() const override;
   bool scalar_result() const override { return !average_.empty(); }
@@ -420,6 +501,11 @@ class R2Score : public VectorMetric {
   explicit R2Score(std::string class_aggregation = "uniform_average", int num_regressors = 0,
                    std::string name = "r2_score");
   void update_state(const Tensor& y_true, const Tensor& y_pred) override;
+  using Metric::update_state;
+ protected:
+  void update_weighted(const Tensor& y_true, const Tensor& y_pred, const std::vector<double>& w) override;
+
+ public:
   void reset_state() override;
   std::vector<double> result_values() const override;
   bool scalar_result() const override { return !aggregation_.empty(); }
@@ -446,6 +532,11 @@ class IoU : public Metric {
   };
   IoU(int64_t num_classes, Options o, std::string name = "io_u");
   void update_state(const Tensor& y_true, const Tensor& y_pred) override;
+  using Metric::update_state;
+ protected:
+  void update_weighted(const Tensor& y_true, const Tensor& y_pred, const std::vector<double>& w) override;
+
+ public:
   void reset_state() override;
   double result() const override;
   std::string class_name() const override { return class_name_; }

@@ -42,10 +42,15 @@ struct Arrays {
 struct ValidationData {
   ValidationData() = default;
   ValidationData(Arrays x_val, Arrays y_val) : x(std::move(x_val)), y(std::move(y_val)) {}
+  /// Keras's validation_data=(x_val, y_val, val_sample_weight): the validation loss and weighted_metrics weigh
+  /// each sample.
+  ValidationData(Arrays x_val, Arrays y_val, Tensor val_sample_weight)
+      : x(std::move(x_val)), y(std::move(y_val)), sample_weight(std::move(val_sample_weight)) {}
   template <typename X, typename Y>
   ValidationData(const std::pair<X, Y>& p) : x(p.first), y(p.second) {}
   ValidationData(const data::Dataset& d) : dataset(d) {}
   Arrays x, y;
+  Tensor sample_weight{};  ///< undefined: none
   std::optional<data::Dataset> dataset{};
   /// Whether validation data was given.
   bool given() const { return !x.tensors.empty() || dataset.has_value(); }
@@ -104,6 +109,10 @@ struct CompileOptions {
   OptimizerRef optimizer = "rmsprop";
   LossSpec loss{};
   MetricSpec metrics{};
+  /// Keras's weighted_metrics: metrics that weigh each sample by fit's/evaluate()'s sample_weight (and fit's
+  /// class_weight), as Metric::update_state(y_true, y_pred, sample_weight); logged after `metrics`, under
+  /// "weighted_<name>" where `metrics` has the name already.
+  MetricSpec weighted_metrics{};
   /// Keras's run_eagerly. false (the default): after its first run for a batch shape, a training step of a
   /// Dense-only model on the CPU replays the recorded kernel launches on preallocated buffers (no dispatch,
   /// tape or allocation), bit-identical to the eager step. true: every step runs eagerly.
@@ -140,7 +149,7 @@ struct FitOptions {
   /// One weight per sample (shape (N,) or (N, 1)): the loss is Σ(w·loss_i) / n per batch (not / Σw).
   std::optional<Tensor> sample_weight{};
   /// Weight per class (integer label, the argmax of one-hot labels, or 0/1 for binary), multiplied into the
-  /// sample weights. Metrics are not weighted, as Keras's `metrics=`.
+  /// sample weights. `metrics` are not weighted; `weighted_metrics` are (both as Keras).
   std::map<int, double> class_weight{};
   /// With a Dataset as validation_data: batches of it per validation (default: all of it).
   std::optional<int> validation_steps{};
@@ -151,6 +160,9 @@ struct EvaluateOptions {
   int verbose = 1;
   std::vector<CallbackRef> callbacks{};
   std::optional<int> steps{};  ///< with a Dataset: batches to evaluate (default: all of it)
+  /// One weight per sample ((N,) or (N, 1)) for the loss and weighted_metrics, as Keras's evaluate(sample_weight=)
+  /// (a Dataset gives them as its elements' third item).
+  std::optional<Tensor> sample_weight{};
 };
 
 struct PredictOptions {

@@ -63,8 +63,9 @@ const char* value_key(RateAtRate::Kind k) {
 }
 }  // namespace
 
-RateAtRate::RateAtRate(Kind kind, double value, int num_thresholds, std::string name)
+RateAtRate::RateAtRate(Kind kind, double value, int num_thresholds, std::string name, std::optional<int64_t> class_id)
     : ConfusionMetric(std::move(name), even_thresholds(num_thresholds)), kind_(kind), value_(value) {
+  set_top_k_class_id(std::nullopt, class_id);
   if (!(value >= 0.0 && value <= 1.0)) {
     throw ValueError(fmt::format("Argument `{}` must be in the range [0, 1]. Received: {}={}", value_key(kind),
                                  value_key(kind), value));
@@ -97,7 +98,7 @@ std::string RateAtRate::class_name() const {
   return "";
 }
 std::string RateAtRate::get_config() const {
-  return config_with(*this, {{"class_id", nullptr},
+  return config_with(*this, {{"class_id", class_id_ ? ser::json(*class_id_) : ser::json(nullptr)},
                              {"num_thresholds", static_cast<int64_t>(thresholds_.size())},
                              {value_key(kind_), value_}});
 }

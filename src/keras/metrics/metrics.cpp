@@ -16,6 +16,86 @@ namespace osprey::keras {
 
 namespace metrics {
 
+// ---- sample weights (Keras's update_state(y_true, y_pred, sample_weight)) ----
+
+void Metric::update_state(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight) {
+  if (!sample_weight.defined()) return update_state(y_true, y_pred);
+  const int64_t n = y_pred.shape().rank() ? y_pred.shape()[0] : 1;
+  const auto& ws = sample_weight.shape();
+  const bool per_sample = (ws.rank() == 1 && ws[0] == n) || (ws.rank() == 2 && ws[0] == n && ws[1] == 1);
+  if (ws.rank() != 0 && !per_sample) {
+    throw ValueError(fmt::format("Metric '{}': sample_weight must be a scalar or have shape ({},) or ({}, 1) (one "
+                                 "weight per sample of y_pred {}), got {}",
+                                 name_, n, n, y_pred.shape().to_string(), ws.to_string()));
+  }
+  const auto v = detail::host_values(sample_weight);
+  std::vector<double> w(static_cast<std::size_t>(n), ws.rank() == 0 ? static_cast<double>(v.at(0)) : 0.0);
+  if (ws.rank() != 0) std::copy(v.begin(), v.end(), w.begin());
+  update_weighted(y_true, y_pred, w);
+}
+
+void Metric::update_weighted(const Tensor&, const Tensor&, const std::vector<double>&) {
+  throw ValueError(fmt::format("Metric '{}' ({}) takes no sample weights: list it in compile()'s `metrics`, not "
+                               "`weighted_metrics`, or override update_weighted() to weigh its samples",
+                               name_, class_name().empty() ? std::string("a metric of one's own") : class_name()));
+}
+
+void Metric::accumulate_weighted(const std::vector<double>& per_sample, const std::vector<double>& w) {
+  double total = 0.0, count = 0.0;
+  for (std::size_t i = 0; i < w.size(); ++i) total += per_sample[i] * w[i], count += w[i];
+  accumulate(total, count);
+}
+
+void Metric::accumulate_weighted(const Tensor& values, const std::vector<double>& w) {
+  const auto n = static_cast<int64_t>(w.size());
+  if (values.shape().rank() == 0 || values.shape()[0] != n) {
+    throw ValueError(fmt::format("Metric '{}': its values have shape {}, which does not have the {} samples of the "
+                                 "sample weights",
+                                 name_, values.shape().to_string(), n));
+  }
+  const auto v = detail::host_values(values);
+  const int64_t per = n ? static_cast<int64_t>(v.size()) / n : 0;
+  std::vector<double> means(w.size(), 0.0);
+  for (int64_t i = 0; i < n; ++i) {
+    double sum = 0.0;
+    for (int64_t j = 0; j < per; ++j) sum += v[static_cast<std::size_t>(i * per + j)];
+    means[static_cast<std::size_t>(i)] = per ? sum / static_cast<double>(per) : 0.0;
+  }
+  accumulate_weighted(means, w);
+}
+
+// One accuracy per sample, on the host: the fraction of its values (binary) or tokens (categorical, sparse) right,
+// what Keras's accuracy functions give before its Mean reduces them per sample.
+static std::vector<double> accuracy_per_sample(const Tensor& y_true, const Tensor& y_pred, ops::AccuracyKind kind,
+                                               double threshold, const std::string& name) {
+  const auto& ps = y_pred.shape();
+  const int64_t n = ps.rank() ? ps[0] : 1;
+  const auto p = detail::host_values(y_pred), t = detail::host_values(y_true);
+  std::vector<double> out(static_cast<std::size_t>(n), 0.0);
+  const int64_t v = kind == ops::AccuracyKind::binary || ps.rank() == 0 ? 1 : ps[-1];
+  const int64_t rows = v ? static_cast<int64_t>(p.size()) / v : 0;
+  const int64_t want = kind == ops::AccuracyKind::sparse_categorical ? rows : static_cast<int64_t>(p.size());
+  if (static_cast<int64_t>(t.size()) != want || n == 0 || rows % n != 0) {
+    throw InvalidArgumentError(fmt::format("{}: y_true of shape {} does not match y_pred of shape {}", name,
+                                           y_true.shape().to_string(), ps.to_string()));
+  }
+  const int64_t per = rows / n;
+  auto argmax = [v](const float* row) { return std::max_element(row, row + v) - row; };
+  for (int64_t r = 0; r < rows; ++r) {
+    bool right = false;
+    if (kind == ops::AccuracyKind::binary) {
+      right = (p[r] > static_cast<float>(threshold) ? 1.0f : 0.0f) == t[r];
+    } else if (kind == ops::AccuracyKind::sparse_categorical) {
+      right = static_cast<float>(argmax(&p[r * v])) == t[r];
+    } else {
+      right = argmax(&p[r * v]) == argmax(&t[r * v]);
+    }
+    out[static_cast<std::size_t>(r / per)] += right ? 1.0 : 0.0;
+  }
+  for (auto& a : out) a /= static_cast<double>(per);
+  return out;
+}
+
 // (Sparse) categorical accuracy of token-level predictions (N, T..., V): counted per token, in units of samples
 // (a sample's count is the fraction of its tokens right), so that the metric is the tokens' mean, as Keras's.
 static Tensor count_per_token(const Tensor& y_true, const Tensor& y_pred, ops::AccuracyKind kind, double threshold) {
@@ -36,11 +116,22 @@ void CountedAccuracy::update_state(const Tensor& y_true, const Tensor& y_pred) {
 Tensor CountedAccuracy::batch_count(const Tensor& y_true, const Tensor& y_pred) {
   return count_per_token(y_true, y_pred, kind_, threshold_);
 }
+void CountedAccuracy::update_weighted(const Tensor& y_true, const Tensor& y_pred, const std::vector<double>& w) {
+  accumulate_weighted(accuracy_per_sample(y_true, y_pred, kind_, threshold_, name()), w);
+}
+void AutoAccuracy::update_weighted(const Tensor& y_true, const Tensor& y_pred, const std::vector<double>& w) {
+  resolve_kind(y_true, y_pred);
+  accumulate_weighted(accuracy_per_sample(y_true, y_pred, *kind_, 0.5, name()), w);
+}
 
 void AutoAccuracy::update_state(const Tensor& y_true, const Tensor& y_pred) {
   accumulate(batch_count(y_true, y_pred).item(), static_cast<double>(y_pred.shape()[0]));
 }
 Tensor AutoAccuracy::batch_count(const Tensor& y_true, const Tensor& y_pred) {
+  resolve_kind(y_true, y_pred);
+  return count_per_token(y_true, y_pred, *kind_, 0.5);
+}
+void AutoAccuracy::resolve_kind(const Tensor& y_true, const Tensor& y_pred) {
   if (!kind_) {
     // compile_utils.is_binary_or_sparse_categorical: decided by shapes, not by the loss.
     const auto& ts = y_true.shape();
@@ -54,11 +145,13 @@ Tensor AutoAccuracy::batch_count(const Tensor& y_true, const Tensor& y_pred) {
       kind_ = ops::AccuracyKind::categorical;
     }
   }
-  return count_per_token(y_true, y_pred, *kind_, 0.5);
 }
 
 void MeanAbsoluteError::update_state(const Tensor& y_true, const Tensor& y_pred) {
   accumulate(ops::reduce_sum(ops::mean_absolute_error(y_true, y_pred)).item(), static_cast<double>(y_pred.shape()[0]));
+}
+void MeanAbsoluteError::update_weighted(const Tensor& y_true, const Tensor& y_pred, const std::vector<double>& w) {
+  accumulate_weighted(ops::mean_absolute_error(y_true, y_pred), w);
 }
 
 MeanMetricWrapper::MeanMetricWrapper(MetricFn fn, std::string name) : Metric(std::move(name)), fn_(std::move(fn)) {
@@ -71,9 +164,17 @@ void MeanMetricWrapper::update_state(const Tensor& y_true, const Tensor& y_pred)
   if (v.dtype() != DType::float32) v = ops::cast(v, DType::float32);
   accumulate(ops::reduce_sum(v).item(), static_cast<double>(v.num_elements()));
 }
+void MeanMetricWrapper::update_weighted(const Tensor& y_true, const Tensor& y_pred, const std::vector<double>& w) {
+  const Tensor v = fn_(y_true, y_pred);
+  if (!v.defined()) throw ValueError(fmt::format("Metric '{}' returned an undefined tensor", name()));
+  accumulate_weighted(v, w);
+}
 
 void MeanSquaredError::update_state(const Tensor& y_true, const Tensor& y_pred) {
   accumulate(ops::reduce_sum(ops::mean_squared_error(y_true, y_pred)).item(), static_cast<double>(y_pred.shape()[0]));
+}
+void MeanSquaredError::update_weighted(const Tensor& y_true, const Tensor& y_pred, const std::vector<double>& w) {
+  accumulate_weighted(ops::mean_squared_error(y_true, y_pred), w);
 }
 
 using detail::divide_no_nan;
@@ -99,6 +200,10 @@ void RootMeanSquaredError::update_state(const Tensor& y_true, const Tensor& y_pr
   const Tensor e = ops::sub(y_pred, yt.reshape(y_pred.shape()));
   accumulate(ops::reduce_sum(ops::square(e)).item(), static_cast<double>(y_pred.num_elements()));
 }
+void RootMeanSquaredError::update_weighted(const Tensor& y_true, const Tensor& y_pred, const std::vector<double>& w) {
+  const Tensor yt = y_true.dtype() == DType::float32 ? y_true : ops::cast(y_true, DType::float32);
+  accumulate_weighted(ops::square(ops::sub(y_pred, yt.reshape(y_pred.shape()))), w);
+}
 double RootMeanSquaredError::result() const { return std::sqrt(Metric::result()); }
 
 TopKCategoricalAccuracy::TopKCategoricalAccuracy(int k, std::string name, bool sparse)
@@ -106,6 +211,15 @@ TopKCategoricalAccuracy::TopKCategoricalAccuracy(int k, std::string name, bool s
   if (k <= 0) throw ValueError(fmt::format("TopKCategoricalAccuracy: k must be positive, got {}", k));
 }
 void TopKCategoricalAccuracy::update_state(const Tensor& y_true, const Tensor& y_pred) {
+  const auto h = hits(y_true, y_pred);
+  double sum = 0.0;
+  for (double x : h) sum += x;
+  accumulate(sum, static_cast<double>(h.size()));
+}
+void TopKCategoricalAccuracy::update_weighted(const Tensor& y_true, const Tensor& y_pred, const std::vector<double>& w) {
+  accumulate_weighted(hits(y_true, y_pred), w);
+}
+std::vector<double> TopKCategoricalAccuracy::hits(const Tensor& y_true, const Tensor& y_pred) const {
   const int64_t n = y_pred.shape().rank() ? y_pred.shape()[0] : 0, d = n ? y_pred.num_elements() / n : 0;
   const int64_t want = sparse_ ? n : n * d;  // one integer label per row, or one-hot labels like y_pred
   if (y_pred.shape().rank() < 2 || y_true.num_elements() != want) {
@@ -114,7 +228,7 @@ void TopKCategoricalAccuracy::update_state(const Tensor& y_true, const Tensor& y
                                            sparse_ ? "one integer label per row" : "one-hot labels of y_pred's shape"));
   }
   const auto p = host_values(y_pred), t = host_values(y_true);
-  double hits = 0;
+  std::vector<double> out(static_cast<std::size_t>(n), 0.0);
   for (int64_t i = 0; i < n; ++i) {
     int64_t label = 0;
     if (sparse_) {
@@ -128,9 +242,9 @@ void TopKCategoricalAccuracy::update_state(const Tensor& y_true, const Tensor& y
     // in_top_k: the label is in the top k when fewer than k predictions are strictly greater than its own.
     int64_t greater = 0;
     for (int64_t j = 0; j < d; ++j) greater += p[i * d + j] > p[i * d + label];
-    hits += greater < k_ ? 1.0 : 0.0;
+    out[static_cast<std::size_t>(i)] = greater < k_ ? 1.0 : 0.0;
   }
-  accumulate(hits, static_cast<double>(n));
+  return out;
 }
 
 ConfusionMetric::ConfusionMetric(std::string name, std::vector<double> thresholds)
@@ -144,18 +258,83 @@ void ConfusionMetric::reset_state() {
   tn_.assign(thresholds_.size(), 0.0);
   fn_.assign(thresholds_.size(), 0.0);
 }
-void ConfusionMetric::update_state(const Tensor& y_true, const Tensor& y_pred) {
-  const auto p = host_values(y_pred), t = host_values(y_true);
+void ConfusionMetric::update_state(const Tensor& y_true, const Tensor& y_pred) { count(y_true, y_pred, nullptr); }
+void ConfusionMetric::update_weighted(const Tensor& y_true, const Tensor& y_pred, const std::vector<double>& w) {
+  count(y_true, y_pred, &w);
+}
+void ConfusionMetric::set_top_k_class_id(std::optional<int> top_k, std::optional<int64_t> class_id) {
+  if (top_k && *top_k < 1) throw ValueError(fmt::format("{}: top_k must be at least 1, got {}", name(), *top_k));
+  if (class_id && *class_id < 0) {
+    throw ValueError(fmt::format("{}: class_id must be a class index (>= 0), got {}", name(), *class_id));
+  }
+  top_k_ = top_k;
+  class_id_ = class_id;
+}
+// Keras's update_confusion_matrix_variables: with top_k, only the k highest predictions of each row (along the
+// last axis; ties to the lower index, as top_k) keep their values, the others become −1e10; with class_id, only
+// that column of the last axis counts. Each value of a sample counts its weight (1 without weights).
+void ConfusionMetric::count(const Tensor& y_true, const Tensor& y_pred, const std::vector<double>* w) {
+  auto p = host_values(y_pred), t = host_values(y_true);
   if (p.size() != t.size()) {
     throw ValueError(fmt::format("{}: y_true has {} values and y_pred {}", name(), t.size(), p.size()));
   }
+  const auto& ps = y_pred.shape();
+  const int64_t last = ps.rank() ? std::max<int64_t>(ps[-1], 1) : 1;
+  if (class_id_ && ps.rank() < 2) {
+    throw ValueError(fmt::format("{}: When class_id is provided, y_pred must be a 2D array with shape (num_samples, "
+                                 "num_classes), found shape: {}",
+                                 name(), ps.to_string()));
+  }
+  if (class_id_ && *class_id_ >= last) {
+    throw ValueError(fmt::format("{}: class_id {} is out of range for y_pred of shape {} ({} classes)", name(),
+                                 *class_id_, ps.to_string(), last));
+  }
+  if (top_k_) {
+    constexpr float kNegInf = -1e10f;  // Keras's metrics_utils.NEG_INF
+    std::vector<std::size_t> order(static_cast<std::size_t>(last));
+    for (std::size_t r = 0; r + static_cast<std::size_t>(last) <= p.size(); r += static_cast<std::size_t>(last)) {
+      for (std::size_t j = 0; j < order.size(); ++j) order[j] = j;
+      const std::size_t k = std::min<std::size_t>(static_cast<std::size_t>(*top_k_), order.size());
+      std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(),
+                        [&](std::size_t a, std::size_t b) {
+                          return p[r + a] > p[r + b] || (p[r + a] == p[r + b] && a < b);
+                        });
+      for (std::size_t j = k; j < order.size(); ++j) p[r + order[j]] = kNegInf;
+    }
+  }
+  if (class_id_) {
+    std::vector<float> pc, tc;
+    for (std::size_t r = static_cast<std::size_t>(*class_id_); r < p.size(); r += static_cast<std::size_t>(last)) {
+      pc.push_back(p[r]);
+      tc.push_back(t[r]);
+    }
+    p = std::move(pc);
+    t = std::move(tc);
+  }
+  const std::size_t per = w && !w->empty() ? p.size() / w->size() : 1;
   for (size_t k = 0; k < thresholds_.size(); ++k) {
     const float thr = static_cast<float>(thresholds_[k]);
     for (size_t i = 0; i < p.size(); ++i) {
       const bool positive = p[i] > thr, label = t[i] > 0.5f;  // labels are 0/1
-      (label ? (positive ? tp_ : fn_) : (positive ? fp_ : tn_))[k] += 1.0;
+      (label ? (positive ? tp_ : fn_) : (positive ? fp_ : tn_))[k] += w ? (*w)[i / per] : 1.0;
     }
   }
+}
+static double default_threshold(std::optional<double> threshold, std::optional<int> top_k) {
+  if (threshold && !(*threshold >= 0.0 && *threshold <= 1.0)) {
+    throw ValueError(fmt::format("Threshold values must be in [0, 1]. Received: {}", *threshold));
+  }
+  return threshold.value_or(top_k ? -1e10 : 0.5);  // Keras: NEG_INF with top_k, so that the top k are positive
+}
+Precision::Precision(std::optional<double> threshold, std::string name, std::optional<int> top_k,
+                     std::optional<int64_t> class_id)
+    : ConfusionMetric(std::move(name), {default_threshold(threshold, top_k)}), init_threshold_(threshold) {
+  set_top_k_class_id(top_k, class_id);
+}
+Recall::Recall(std::optional<double> threshold, std::string name, std::optional<int> top_k,
+               std::optional<int64_t> class_id)
+    : ConfusionMetric(std::move(name), {default_threshold(threshold, top_k)}), init_threshold_(threshold) {
+  set_top_k_class_id(top_k, class_id);
 }
 double Precision::result() const { return divide_no_nan(tp_[0], tp_[0] + fp_[0]); }
 double Recall::result() const { return divide_no_nan(tp_[0], tp_[0] + fn_[0]); }
@@ -244,11 +423,22 @@ std::string detail::config_with(const Metric& m, std::initializer_list<std::pair
 }
 std::string BinaryAccuracy::get_config() const { return detail::config_with(*this, {{"threshold", threshold_}}); }
 std::string TopKCategoricalAccuracy::get_config() const { return detail::config_with(*this, {{"k", k_}}); }
+// Keras writes the thresholds given (None when none was), top_k and class_id.
+static ser::json confusion_options(std::optional<double> threshold, std::optional<int> top_k,
+                                   std::optional<int64_t> class_id) {
+  return ser::json{{"thresholds", threshold ? ser::json(*threshold) : ser::json(nullptr)},
+                   {"top_k", top_k ? ser::json(*top_k) : ser::json(nullptr)},
+                   {"class_id", class_id ? ser::json(*class_id) : ser::json(nullptr)}};
+}
 std::string Precision::get_config() const {
-  return detail::config_with(*this, {{"thresholds", thresholds_.at(0)}, {"top_k", nullptr}, {"class_id", nullptr}});
+  const auto o = confusion_options(init_threshold_, top_k_, class_id_);
+  return detail::config_with(*this,
+                             {{"thresholds", o["thresholds"]}, {"top_k", o["top_k"]}, {"class_id", o["class_id"]}});
 }
 std::string Recall::get_config() const {
-  return detail::config_with(*this, {{"thresholds", thresholds_.at(0)}, {"top_k", nullptr}, {"class_id", nullptr}});
+  const auto o = confusion_options(init_threshold_, top_k_, class_id_);
+  return detail::config_with(*this,
+                             {{"thresholds", o["thresholds"]}, {"top_k", o["top_k"]}, {"class_id", o["class_id"]}});
 }
 std::string AUC::get_config() const {
   return detail::config_with(*this, {{"num_thresholds", static_cast<int64_t>(thresholds_.size())},

@@ -50,7 +50,9 @@ void FBetaScore::reset_state() {
   Metric::reset_state();
   tp_.clear(), fp_.clear(), fn_.clear(), support_.clear();
 }
-void FBetaScore::update_state(const Tensor& y_true, const Tensor& y_pred) {
+void FBetaScore::update_state(const Tensor& y_true, const Tensor& y_pred) { update_weighted(y_true, y_pred, {}); }
+// Keras's sums over the batch, each row times its sample's weight (none given: 1).
+void FBetaScore::update_weighted(const Tensor& y_true, const Tensor& y_pred, const std::vector<double>& w) {
   const auto& ts = y_true.shape();
   const auto& ps = y_pred.shape();
   if (ps.rank() != 2 || ts.rank() != 2 || ts[1] != ps[1] || ts[0] != ps[0]) {
@@ -72,11 +74,11 @@ void FBetaScore::update_state(const Tensor& y_true, const Tensor& y_pred) {
     for (int64_t j = 0; j < classes; ++j) {
       // No threshold: the row's maximum is the prediction (an all-zero row predicts nothing).
       const double pred = threshold_ ? (row[j] > static_cast<float>(*threshold_)) : (row[j] >= top && std::abs(row[j]) > 1e-9f);
-      const double label = t[i * classes + j];
-      tp_[j] += pred * label;
-      fp_[j] += pred * (1 - label);
-      fn_[j] += (1 - pred) * label;
-      support_[j] += label;
+      const double label = t[i * classes + j], weight = w.empty() ? 1.0 : w[static_cast<std::size_t>(i)];
+      tp_[j] += weight * pred * label;
+      fp_[j] += weight * pred * (1 - label);
+      fn_[j] += weight * (1 - pred) * label;
+      support_[j] += weight * label;
     }
   }
 }
@@ -134,7 +136,9 @@ void R2Score::reset_state() {
   samples_ = 0;
   sum_.clear(), squared_sum_.clear(), residual_.clear(), count_.clear();
 }
-void R2Score::update_state(const Tensor& y_true, const Tensor& y_pred) {
+void R2Score::update_state(const Tensor& y_true, const Tensor& y_pred) { update_weighted(y_true, y_pred, {}); }
+// Keras's weighted sums: each row's values times its sample's weight, the count per output Σ w.
+void R2Score::update_weighted(const Tensor& y_true, const Tensor& y_pred, const std::vector<double>& w) {
   Shape ts = y_true.shape(), ps = y_pred.shape();
   if (ts.rank() == ps.rank() + 1 && ts[-1] == 1) ts = Shape(std::vector<int64_t>(ts.dims().begin(), ts.dims().end() - 1));
   if (ps.rank() == ts.rank() + 1 && ps[-1] == 1) ps = Shape(std::vector<int64_t>(ps.dims().begin(), ps.dims().end() - 1));
@@ -155,7 +159,8 @@ void R2Score::update_state(const Tensor& y_true, const Tensor& y_pred) {
   for (int64_t i = 0; i < n; ++i) {
     for (int64_t j = 0; j < outputs; ++j) {
       const double y = t[i * outputs + j], e = y - p[i * outputs + j];
-      sum_[j] += y, squared_sum_[j] += y * y, residual_[j] += e * e, count_[j] += 1;
+      const double weight = w.empty() ? 1.0 : w[static_cast<std::size_t>(i)];
+      sum_[j] += weight * y, squared_sum_[j] += weight * y * y, residual_[j] += weight * e * e, count_[j] += weight;
     }
   }
   samples_ += static_cast<double>(n * outputs);
@@ -233,7 +238,9 @@ void IoU::reset_state() {
   Metric::reset_state();
   cm_.assign(static_cast<std::size_t>(num_classes_ * num_classes_), 0.0);
 }
-void IoU::update_state(const Tensor& y_true, const Tensor& y_pred) {
+void IoU::update_state(const Tensor& y_true, const Tensor& y_pred) { update_weighted(y_true, y_pred, {}); }
+// Each (label, prediction) pair adds its sample's weight to the confusion matrix (none given: 1).
+void IoU::update_weighted(const Tensor& y_true, const Tensor& y_pred, const std::vector<double>& w) {
   std::vector<int64_t> t, p;
   if (opt_.sparse_y_true) {
     for (float v : host_values(y_true)) t.push_back(class_of(v));
@@ -251,10 +258,13 @@ void IoU::update_state(const Tensor& y_true, const Tensor& y_pred) {
     throw ValueError(fmt::format("{}: y_true (shape {}) gives {} classes and y_pred (shape {}) {}", name(),
                                  y_true.shape().to_string(), t.size(), y_pred.shape().to_string(), p.size()));
   }
+  const std::size_t per = w.empty() ? 1 : std::max<std::size_t>(t.size() / w.size(), 1);
   for (std::size_t i = 0; i < t.size(); ++i) {
     const bool in_bounds = t[i] >= 0 && t[i] < num_classes_ && p[i] >= 0 && p[i] < num_classes_;
     if (!in_bounds || (opt_.ignore_class && t[i] == *opt_.ignore_class)) continue;
-    cm_[static_cast<std::size_t>(t[i] * num_classes_ + p[i])] += 1.0;
+    // Keras keeps integer counts: it casts the weights to int64 (fractions truncated).
+    const double weight = w.empty() ? 1.0 : std::trunc(w[std::min(i / per, w.size() - 1)]);
+    cm_[static_cast<std::size_t>(t[i] * num_classes_ + p[i])] += weight;
   }
 }
 double IoU::result() const {

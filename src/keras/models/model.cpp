@@ -1,6 +1,7 @@
 // keras::Model: functional models from a graph of symbolic tensors, compile(), and what every model has (layers,
 // variables, names). The training engine is in src/keras/trainers/.
 #include <algorithm>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -369,28 +370,46 @@ void Model::compile(CompileOptions options) {
                        "Use \"sum_over_batch_size\" (the default), \"sum\" or \"mean_with_sample_weight\".");
     }
   }
+  // Keras's CompileMetrics: `metrics`, then `weighted_metrics`, each in output order.
   std::vector<CompiledMetric> metrics;
-  if (!options.metrics.by_output.empty()) {
-    for (const auto& [key, list] : options.metrics.by_output) {
-      auto it = std::find(outputs.begin(), outputs.end(), key);
-      if (it == outputs.end()) {
-        throw ValueError(fmt::format("compile(): `metrics` names '{}', which is not an output of model '{}' (outputs: "
-                                     "{})",
-                                     key, name_, fmt::join(outputs, ", ")));
+  auto add_metrics = [&](const MetricSpec& spec, bool weighted) {
+    const char* arg = weighted ? "weighted_metrics" : "metrics";
+    std::vector<CompiledMetric> added;
+    if (!spec.by_output.empty()) {
+      for (const auto& [key, list] : spec.by_output) {
+        auto it = std::find(outputs.begin(), outputs.end(), key);
+        if (it == outputs.end()) {
+          throw ValueError(fmt::format("compile(): `{}` names '{}', which is not an output of model '{}' (outputs: "
+                                       "{})",
+                                       arg, key, name_, fmt::join(outputs, ", ")));
+        }
+        for (const auto& m : list) {
+          added.push_back({m.get(), static_cast<int>(it - outputs.begin()),
+                           n > 1 ? key + "_" + m.get()->name() : m.get()->name(), weighted});
+        }
       }
-      for (const auto& m : list) {
-        metrics.push_back({m.get(), static_cast<int>(it - outputs.begin()), n > 1 ? key + "_" + m.get()->name() : m.get()->name()});
+      std::stable_sort(added.begin(), added.end(), [](auto& a, auto& b) { return a.output < b.output; });
+    } else if (!spec.list.empty()) {
+      if (n > 1) {
+        throw ValueError(fmt::format("Invalid `{}`: model '{}' has {} outputs ({}); give the metrics as a map by "
+                                     "output name, e.g. .{} = {{{{\"{}\", {{\"accuracy\"}}}}}}",
+                                     arg, name_, n, fmt::join(outputs, ", "), arg, outputs[0]));
       }
+      for (const auto& m : spec.list) added.push_back({m.get(), 0, m.get()->name(), weighted});
     }
-    std::stable_sort(metrics.begin(), metrics.end(), [](auto& a, auto& b) { return a.output < b.output; });
-  } else if (!options.metrics.list.empty()) {
-    if (n > 1) {
-      throw ValueError(fmt::format("Invalid `metrics`: model '{}' has {} outputs ({}); give the metrics as a map by "
-                                   "output name, e.g. .metrics = {{{{\"{}\", {{\"accuracy\"}}}}}}",
-                                   name_, n, fmt::join(outputs, ", "), outputs[0]));
+    for (const auto& m : added) {
+      for (const auto& earlier : metrics) {
+        if (weighted && !earlier.weighted && earlier.metric == m.metric) {  // it would count every batch twice
+          throw ValueError(fmt::format("compile(): metric object '{}' is in both `metrics` and `weighted_metrics`: "
+                                       "give each list its own metric object",
+                                       m.metric->name()));
+        }
+      }
+      metrics.push_back(m);
     }
-    for (const auto& m : options.metrics.list) metrics.push_back({m.get(), 0, m.get()->name()});
-  }
+  };
+  add_metrics(options.metrics, false);
+  add_metrics(options.weighted_metrics, true);
   for (const auto& m : metrics) {  // F1Score without an average: one value per class, which logs cannot hold
     const auto* vector_metric = dynamic_cast<const metrics::VectorMetric*>(m.metric.get());
     if (vector_metric && !vector_metric->scalar_result()) {
@@ -402,11 +421,15 @@ void Model::compile(CompileOptions options) {
                                    m.log_name, vector_metric->class_name()));
     }
   }
-  // Two metrics logging under one name (two lambdas, or a metric given twice): the later ones get "_1", "_2", ...
-  for (std::size_t i = 0; i < metrics.size(); ++i) {
-    int repeats = 0;
-    for (std::size_t j = 0; j < i; ++j) repeats += metrics[j].log_name == metrics[i].log_name ? 1 : 0;
-    if (repeats) metrics[i].log_name += fmt::format("_{}", repeats);
+  // Keras's log names: a name met again gets "_1", "_2", ...; a weighted metric whose name is taken is
+  // "weighted_<name>" (after the output's prefix) first.
+  std::map<std::string, int> taken;
+  for (auto& m : metrics) {
+    if (m.weighted && taken.count(m.log_name)) {
+      const std::string prefix = m.log_name.substr(0, m.log_name.size() - m.metric->name().size());
+      m.log_name = prefix + "weighted_" + m.metric->name();
+    }
+    if (int& seen = taken[m.log_name]; seen++ > 0) m.log_name += fmt::format("_{}", seen - 1);
   }
   if (!s.strategy) s.strategy = distribute::current_strategy();
   s.plans.clear();

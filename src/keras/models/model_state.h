@@ -37,6 +37,7 @@ struct CompiledMetric {
   std::shared_ptr<metrics::Metric> metric;
   int output = 0;
   std::string log_name;
+  bool weighted = false;  // from weighted_metrics: updated with the batch's sample weights
 };
 
 struct Model::State {
@@ -106,7 +107,7 @@ struct Model::State {
     std::vector<DType> x_dtypes, y_dtypes;
     std::vector<Part> parts;
     std::vector<Tensor> grads;
-    Tensor labels, predictions;  // the halves' labels and predictions side by side, for the metrics
+    Tensor labels, predictions, weights;  // the halves' labels, predictions (and weights) side by side, for the metrics
     bool replayable = true;
   };
   std::vector<std::unique_ptr<StepPlan>> plans;

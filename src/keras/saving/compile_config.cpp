@@ -254,24 +254,29 @@ json compile_config(const Model& model) {
   } else if (!o.loss_weights.list.empty()) {
     loss_weights = o.loss_weights.list;
   }
-  json metrics = nullptr;
-  if (!o.metrics.by_output.empty() && o.metrics.by_position) {
-    metrics = json::array();
-    for (const auto& out : model.output_names()) {
-      const auto it = o.metrics.by_output.find(out);
-      metrics.push_back(it == o.metrics.by_output.end() ? json(nullptr) : metric_list(it->second, where));
+  // metrics and weighted_metrics: a list, a map by output name, or a list per output (by_position).
+  auto metrics_json = [&](const MetricSpec& spec) {
+    json out = nullptr;
+    if (!spec.by_output.empty() && spec.by_position) {
+      out = json::array();
+      for (const auto& name : model.output_names()) {
+        const auto it = spec.by_output.find(name);
+        out.push_back(it == spec.by_output.end() ? json(nullptr) : metric_list(it->second, where));
+      }
+    } else if (!spec.by_output.empty()) {
+      out = json::object();
+      for (const auto& [k, list] : spec.by_output) out[k] = metric_list(list, where);
+    } else if (!spec.list.empty()) {
+      out = metric_list(spec.list, where);
     }
-  } else if (!o.metrics.by_output.empty()) {
-    metrics = json::object();
-    for (const auto& [k, list] : o.metrics.by_output) metrics[k] = metric_list(list, where);
-  } else if (!o.metrics.list.empty()) {
-    metrics = metric_list(o.metrics.list, where);
-  }
+    return out;
+  };
+  const json metrics = metrics_json(o.metrics), weighted = metrics_json(o.weighted_metrics);
   return json{{"optimizer", optimizer_json(*s.optimizer)},
               {"loss", loss},
               {"loss_weights", loss_weights},
               {"metrics", metrics},
-              {"weighted_metrics", nullptr},
+              {"weighted_metrics", weighted},
               {"run_eagerly", s.run_eagerly},
               {"steps_per_execution", 1},
               {"jit_compile", false}};
@@ -279,7 +284,6 @@ json compile_config(const Model& model) {
 
 void compile_from_config(Model& model, const json& cc, bool tf_logits_shortcut) {
   if (!cc.is_object() || cc.empty()) return;  // saved uncompiled
-  refuse_set(cc, {"weighted_metrics"}, "compile", "optimizer, loss, loss_weights, metrics");
   const json steps = cc.value("steps_per_execution", json(1));
   if (steps != json(1) && !steps.is_null()) unsupported("compile option steps_per_execution", steps.dump(), "1");
   CompileOptions o;
@@ -302,28 +306,34 @@ void compile_from_config(Model& model, const json& cc, bool tf_logits_shortcut) 
   } else if (weights.is_number()) {
     o.loss_weights.list.push_back(weights.get<double>());
   }
-  const json metrics = cc.value("metrics", json());
-  if (metrics.is_object() && !metrics.contains("class_name")) {
-    std::map<std::string, std::vector<MetricRef>> named;
-    for (const auto& [k, v] : metrics.items()) named[k] = metrics_from(v.is_array() ? v : json::array({v}));
-    o.metrics = MetricSpec(std::move(named));
-  } else if (metrics.is_array() && !metrics.empty() &&
-             std::all_of(metrics.begin(), metrics.end(), [](const json& v) { return v.is_array() || v.is_null(); })) {
-    // A list per output, in the model's output order (Keras's metrics=[[...], [...]]).
-    const auto outputs = model.output_names();
-    if (metrics.size() != outputs.size()) {
-      throw ValueError(fmt::format("load_model: the compile_config gives metrics for {} outputs; model '{}' has {} ({})",
-                                   metrics.size(), model.name(), outputs.size(), fmt::join(outputs, ", ")));
+  // metrics and weighted_metrics as Keras writes them: a list, a map by output name, or a list per output.
+  auto spec_from = [&](const json& metrics, const char* key) {
+    MetricSpec spec;
+    if (metrics.is_object() && !metrics.contains("class_name")) {
+      std::map<std::string, std::vector<MetricRef>> named;
+      for (const auto& [k, v] : metrics.items()) named[k] = metrics_from(v.is_array() ? v : json::array({v}));
+      spec = MetricSpec(std::move(named));
+    } else if (metrics.is_array() && !metrics.empty() &&
+               std::all_of(metrics.begin(), metrics.end(), [](const json& v) { return v.is_array() || v.is_null(); })) {
+      // A list per output, in the model's output order (Keras's metrics=[[...], [...]]).
+      const auto outputs = model.output_names();
+      if (metrics.size() != outputs.size()) {
+        throw ValueError(fmt::format("load_model: the compile_config gives {} for {} outputs; model '{}' has {} ({})",
+                                     key, metrics.size(), model.name(), outputs.size(), fmt::join(outputs, ", ")));
+      }
+      std::map<std::string, std::vector<MetricRef>> named;
+      for (std::size_t i = 0; i < outputs.size(); ++i) {
+        if (!metrics[i].is_null()) named[outputs[i]] = metrics_from(metrics[i]);
+      }
+      spec = MetricSpec(std::move(named));
+      spec.by_position = true;
+    } else if (!metrics.is_null()) {
+      spec = MetricSpec(metrics_from(metrics.is_array() ? metrics : json::array({metrics})));
     }
-    std::map<std::string, std::vector<MetricRef>> named;
-    for (std::size_t i = 0; i < outputs.size(); ++i) {
-      if (!metrics[i].is_null()) named[outputs[i]] = metrics_from(metrics[i]);
-    }
-    o.metrics = MetricSpec(std::move(named));
-    o.metrics.by_position = true;
-  } else if (!metrics.is_null()) {
-    o.metrics = MetricSpec(metrics_from(metrics.is_array() ? metrics : json::array({metrics})));
-  }
+    return spec;
+  };
+  o.metrics = spec_from(cc.value("metrics", json()), "metrics");
+  o.weighted_metrics = spec_from(cc.value("weighted_metrics", json()), "weighted_metrics");
   o.run_eagerly = value_or(cc, "run_eagerly", false);
   o.tf_logits_shortcut = tf_logits_shortcut;
   if (o.loss.list.empty()) {

@@ -46,9 +46,11 @@ std::optional<double> optional_threshold(const json& c, const char* key, const s
   if (t.is_array() && t.size() == 1 && t[0].is_number()) return t[0].get<double>();
   unsupported(cls + " " + key, t.dump().substr(0, 80), "one threshold (a list of several logs several values)");
 }
-// Precision's and Recall's threshold (None: 0.5).
-double single_threshold(const json& c, const std::string& cls) {
-  return optional_threshold(c, "thresholds", cls).value_or(0.5);
+// An optional integer option (None: not given), within [lo, hi].
+std::optional<int64_t> optional_int(const json& c, const char* key, int64_t lo, int64_t hi, const std::string& cls) {
+  const json v = c.value(key, json());
+  if (v.is_null()) return std::nullopt;
+  return integer(c, key, lo, hi, cls + "'s");
 }
 std::string optional_string(const json& c, const char* key) {
   const json v = c.value(key, json());
@@ -67,6 +69,7 @@ std::shared_ptr<metrics::Metric> more_metric_object(const std::string& cls, cons
   const bool logits = value_or(c, "from_logits", false);
   const double smoothing = value_or(c, "label_smoothing", 0.0);
   const int axis = value_or(c, "axis", -1);
+  const auto class_id = optional_int(c, "class_id", 0, int64_t{1} << 31, cls);
   const int thresholds = c.contains("num_thresholds") ? static_cast<int>(integer(c, "num_thresholds", 1, 1 << 20, cls + "'s")) : 200;
   auto ids = [&](const char* key) { return integers(c, key, 0, 4096, cls + "'s", 4096); };
   const int64_t classes = c.contains("num_classes") ? integer(c, "num_classes", 1, 4096, cls + "'s") : 0;
@@ -110,19 +113,19 @@ std::shared_ptr<metrics::Metric> more_metric_object(const std::string& cls, cons
   else if (cls == "OneHotMeanIoU")
     m = std::make_shared<mt::OneHotMeanIoU>(classes, name, optional_class(c, cls), value_or(c, "sparse_y_pred", false), axis);
   else if (cls == "SensitivityAtSpecificity")
-    m = std::make_shared<mt::SensitivityAtSpecificity>(number(c, "specificity", 0, 1, cls + "'s"), thresholds, name);
+    m = std::make_shared<mt::SensitivityAtSpecificity>(number(c, "specificity", 0, 1, cls + "'s"), thresholds, name, class_id);
   else if (cls == "SpecificityAtSensitivity")
-    m = std::make_shared<mt::SpecificityAtSensitivity>(number(c, "sensitivity", 0, 1, cls + "'s"), thresholds, name);
+    m = std::make_shared<mt::SpecificityAtSensitivity>(number(c, "sensitivity", 0, 1, cls + "'s"), thresholds, name, class_id);
   else if (cls == "PrecisionAtRecall")
-    m = std::make_shared<mt::PrecisionAtRecall>(number(c, "recall", 0, 1, cls + "'s"), thresholds, name);
+    m = std::make_shared<mt::PrecisionAtRecall>(number(c, "recall", 0, 1, cls + "'s"), thresholds, name, class_id);
   else if (cls == "RecallAtPrecision")
-    m = std::make_shared<mt::RecallAtPrecision>(number(c, "precision", 0, 1, cls + "'s"), thresholds, name);
+    m = std::make_shared<mt::RecallAtPrecision>(number(c, "precision", 0, 1, cls + "'s"), thresholds, name, class_id);
   else if (cls == "Accuracy" || cls == "Poisson" || cls == "KLDivergence" || cls == "MeanAbsolutePercentageError" ||
            cls == "MeanSquaredLogarithmicError" || cls == "LogCoshError" || cls == "Hinge" || cls == "SquaredHinge" ||
            cls == "CategoricalHinge")
     m = metrics::detail::more_metrics_by_name(cls);
   if (!m) return nullptr;
-  if (c.contains("class_id") && !c["class_id"].is_null()) unsupported(cls + " option", "class_id", "the defaults");
+  if (class_id && !dynamic_cast<mt::RateAtRate*>(m.get())) unsupported(cls + " option", "class_id", "the defaults");
   m->set_name(name);
   return m;
 }
@@ -152,7 +155,9 @@ MetricRef metric_object(const json& m) {
   const std::string snake = detail::to_snake_case(cls);
   const std::string name = c.value("name", snake);
   if (auto more = more_metric_object(cls, c, name)) return MetricRef(more);
+  const bool top_k_class_id = cls == "Precision" || cls == "Recall";  // Keras's other classes here have neither
   for (const char* key : {"top_k", "class_id", "label_weights", "num_labels"}) {
+    if (top_k_class_id && std::string(key) != "label_weights" && std::string(key) != "num_labels") continue;
     if (c.contains(key) && !c[key].is_null()) unsupported(cls + " option", key, "the defaults");
   }
   for (const char* key : {"multi_label", "from_logits"}) {
@@ -166,8 +171,14 @@ MetricRef metric_object(const json& m) {
     if (curve != "ROC" && curve != "PR") unsupported("AUC curve", curve, "ROC, PR");
     return mt::AUC(value_or(c, "num_thresholds", 200), curve == "PR" ? mt::AUC::Curve::PR : mt::AUC::Curve::ROC, name);
   }
-  if (cls == "Precision") return mt::Precision(single_threshold(c, cls), name);
-  if (cls == "Recall") return mt::Recall(single_threshold(c, cls), name);
+  if (top_k_class_id) {
+    const auto threshold = optional_threshold(c, "thresholds", cls);
+    const auto top_k = optional_int(c, "top_k", 1, int64_t{1} << 31, cls);
+    const std::optional<int> k = top_k ? std::optional<int>(static_cast<int>(*top_k)) : std::nullopt;
+    const auto id = optional_int(c, "class_id", 0, int64_t{1} << 31, cls);
+    if (cls == "Precision") return mt::Precision(threshold, name, k, id);
+    return mt::Recall(threshold, name, k, id);
+  }
   if (cls == "BinaryAccuracy") return mt::BinaryAccuracy(value_or(c, "threshold", 0.5), name);
   if (cls == "TopKCategoricalAccuracy") return mt::TopKCategoricalAccuracy(value_or(c, "k", 5), name);
   if (cls == "SparseTopKCategoricalAccuracy") return mt::SparseTopKCategoricalAccuracy(value_or(c, "k", 5), name);

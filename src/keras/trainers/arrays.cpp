@@ -148,13 +148,13 @@ int resolve_batch_size(const std::optional<int>& b, const char* fn) {
 }
 
 // The per-sample weights of fit: sample_weight times class_weight[label] (undefined when neither is given).
-Tensor sample_weights(int64_t n, const Tensor& y, const FitOptions& o) {
+Tensor sample_weights(int64_t n, const Tensor& y, const FitOptions& o, const char* fn) {
   std::vector<float> w(static_cast<size_t>(n), 1.0f);
   bool any = false;
   if (o.sample_weight) {
     const Tensor& sw = *o.sample_weight;
     if (!sw.defined() || sw.num_elements() != n || (sw.shape().rank() == 2 && sw.shape()[1] != 1) || sw.shape().rank() > 2) {
-      throw ValueError(fmt::format("fit: sample_weight must have shape ({},) or ({}, 1), got {}", n, n,
+      throw ValueError(fmt::format("{}: sample_weight must have shape ({},) or ({}, 1), got {}", fn, n, n,
                                    sw.defined() ? sw.shape().to_keras_string() : std::string("an undefined tensor")));
     }
     w = (sw.dtype() == DType::float32 ? sw : sw.cast(DType::float32)).to_vector<float>();

@@ -147,6 +147,25 @@ static std::pair<int64_t, int64_t> rows_for(const std::vector<int64_t>* local, i
   return replica_rows(batch, s.strategy->num_replicas_in_sync(), s.strategy->replica_offset() + r);
 }
 
+Tensor replica_weights(const State& s, const Batch& batch, int q) {
+  if (!batch.w.defined()) return Tensor();
+  const int off = s.strategy->replica_offset(), n = s.strategy->num_replicas();
+  if (batch.local()) {
+    if (q < off || q >= off + n) {
+      throw NotImplementedError(fmt::format("Sample weights with worker-local batches (auto_shard_policy OFF) under a "
+                                           "strategy of {} workers: replica {}'s weights are on another worker, and "
+                                           "the loss and weighted_metrics of evaluation (and weighted_metrics in "
+                                           "training) need them. Shard the dataset (AutoShardPolicy DATA) or drop "
+                                           "the weights there.",
+                                           s.strategy->num_workers(), q));
+    }
+    const auto [b, e] = rows_for(&batch.replica_offsets, batch.x[0].shape()[0], s, q - off);
+    return batch.w.slice_rows(b, e);
+  }
+  const auto [b, e] = replica_rows(batch.x[0].shape()[0], s.strategy->num_replicas_in_sync(), q);
+  return batch.w.slice_rows(b, e);
+}
+
 static std::vector<Tensor> shard(const std::vector<Tensor>& ts, int64_t b, int64_t e, runtime::Device& device) {
   std::vector<Tensor> out;
   for (const auto& t : ts) out.push_back(t.slice_rows(b, e).to(device));
@@ -231,11 +250,13 @@ double distributed_train_step(Model& model, State& s, const Batch& batch_in) {
   if (sharded) s.optimizer->defer_slot_sync(n);
   for (auto& l : s.layers) l->apply_constraints();
   double total = 0.0;
+  const bool weighted = std::any_of(s.metrics.begin(), s.metrics.end(), [](auto& m) { return m.weighted; });
   if (st.num_workers() == 1) {
     for (int r = 0; r < n; ++r) {
       total += losses[r];
       if (preds[r].empty()) continue;
-      for (auto& m : s.metrics) m.metric->update_state(ys[r][m.output], preds[r][m.output]);
+      const Tensor wr = weighted ? replica_weights(s, batch_in, off + r) : Tensor();
+      for (auto& m : s.metrics) update_metric(m, ys[r][m.output], preds[r][m.output], wr);
     }
     return total;
   }
@@ -265,7 +286,8 @@ double distributed_train_step(Model& model, State& s, const Batch& batch_in) {
       const auto [b, e] = replica_rows(batch, in_sync, q);
       y = shard(batch_in.y, b, e, host());
     }
-    for (auto& m : s.metrics) m.metric->update_state(y[m.output], p[m.output]);
+    const Tensor wq = weighted ? replica_weights(s, batch_in, q) : Tensor();
+    for (auto& m : s.metrics) update_metric(m, y[m.output], p[m.output], wq);
   }
   return total;
 }

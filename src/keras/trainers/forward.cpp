@@ -244,7 +244,7 @@ Tensor masked_loss(const losses::Loss& loss, const Tensor& y, const Tensor& pred
 }  // namespace
 
 std::pair<Tensor, Tensor> metric_inputs(const metrics::Metric& metric, const Tensor& y, const Tensor& y_pred,
-                                        const Tensor& mask) {
+                                        const Tensor& mask, Tensor* w) {
   if (!mask.defined() || !metric.weighs_by_mask()) return {y, y_pred};
   const auto keep = (mask.dtype() == DType::float32 ? mask : ops::cast(mask, DType::float32)).to_vector<float>();
   std::vector<int64_t> rows;
@@ -259,7 +259,28 @@ std::pair<Tensor, Tensor> metric_inputs(const metrics::Metric& metric, const Ten
     const Tensor col = ops::gather_rows(ops::reshape(r, Shape({r.shape()[0], 1})), index.to(r.device_ref()));
     return ops::reshape(col, Shape({static_cast<int64_t>(rows.size())}));
   };
+  if (w && w->defined()) {  // each sample's weight on each of its unmasked steps
+    const auto weights = (w->dtype() == DType::float32 ? *w : ops::cast(*w, DType::float32)).to_vector<float>();
+    const auto per = static_cast<std::size_t>(mask.shape()[1]);
+    std::vector<float> picked;
+    for (int64_t r : rows) picked.push_back(weights.at(static_cast<std::size_t>(r) / per));
+    *w = Tensor::from_vector(picked, Shape({static_cast<int64_t>(picked.size())}));
+  }
   return {pick(t), pick(p)};
+}
+
+void update_metric(const CompiledMetric& m, const Tensor& y, const Tensor& y_pred, const Tensor& w) {
+  if (m.weighted && w.defined()) {
+    m.metric->update_state(y, y_pred, w);
+  } else {
+    m.metric->update_state(y, y_pred);
+  }
+}
+
+void update_metric(const CompiledMetric& m, const Tensor& y, const Tensor& y_pred, const Tensor& mask, const Tensor& w) {
+  Tensor weights = m.weighted ? w : Tensor();
+  const auto [t, p] = metric_inputs(*m.metric, y, y_pred, mask, &weights);
+  update_metric(m, t, p, weights);
 }
 
 // Keras divides a weighted loss by the element count, not by Σw.

@@ -85,9 +85,11 @@ void Model::test_step(const StepData& data, Logs& logs) {
     const double penalty = has_penalties(s) ? penalty_sum(s).item() : 0.0;
     for (size_t r = 0; r < preds.size(); ++r) {
       if (preds[r].empty()) continue;
-      const double loss = batch_loss(s, ys[r], preds[r], Tensor(), &logits[r], &per_output).item();
+      Tensor wr = replica_weights(s, b, static_cast<int>(r));
+      if (wr.defined()) wr = wr.to(preds[r][0].device_ref());
+      const double loss = batch_loss(s, ys[r], preds[r], wr, &logits[r], &per_output).item();
       s.loss_means.add(loss + penalty, values_of(per_output, values), static_cast<double>(preds[r][0].shape()[0]));
-      for (auto& m : s.metrics) m.metric->update_state(ys[r][m.output], preds[r][m.output]);
+      for (auto& m : s.metrics) update_metric(m, ys[r][m.output], preds[r][m.output], wr);
     }
   } else {
     std::vector<Tensor> logits, masks;
@@ -95,13 +97,13 @@ void Model::test_step(const StepData& data, Logs& logs) {
     for (std::size_t o = 0; o < y.size(); ++o) {
       if (auto* d = &y_pred[o].device_ref(); &y[o].device_ref() != d) y[o] = y[o].to(*d);
     }
+    // Keras's evaluate weighs the loss (and weighted_metrics) by the batch's sample weights.
+    Tensor w = data.sample_weight();
+    if (w.defined() && &w.device_ref() != &y_pred[0].device_ref()) w = w.to(y_pred[0].device_ref());
     const double penalty = has_penalties(s) ? penalty_sum(s).item() : 0.0;
-    const double loss = batch_loss(s, y, y_pred, Tensor(), &logits, &per_output, &masks).item();
+    const double loss = batch_loss(s, y, y_pred, w, &logits, &per_output, &masks).item();
     s.loss_means.add(loss + penalty, values_of(per_output, values), static_cast<double>(data.size()));
-    for (auto& m : s.metrics) {
-      const auto [t, p] = metric_inputs(*m.metric, y[m.output], y_pred[m.output], masks[m.output]);
-      m.metric->update_state(t, p);
-    }
+    for (auto& m : s.metrics) update_metric(m, y[m.output], y_pred[m.output], masks[m.output], w);
   }
   if (s.step_logs) set_logs(logs, s);
 }
@@ -139,7 +141,7 @@ Tensor Model::compute_loss(const StepData& data, const std::vector<Tensor>& y_pr
 void Model::compute_metrics(const StepData& data, const std::vector<Tensor>& y_pred, const Tensor& loss, Logs& logs) {
   auto& s = state();
   s.loss_means.add(loss.item(), {}, static_cast<double>(data.size()));
-  for (auto& m : s.metrics) m.metric->update_state(data.y()[m.output], y_pred[m.output]);
+  for (auto& m : s.metrics) update_metric(m, data.y()[m.output], y_pred[m.output], data.sample_weight());
   set_logs(logs, s);
 }
 

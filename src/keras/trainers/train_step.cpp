@@ -170,6 +170,11 @@ static void part_pass(Model& model, State& s, Part& part, const std::vector<Vari
   part.metric_counts.clear();
   part.metric_samples.clear();
   for (auto& m : s.metrics) {
+    if (m.weighted && part.w.defined()) {  // weighted_metrics weigh the whole batch in finish_step
+      part.metric_counts.emplace_back();
+      part.metric_samples.push_back(0.0);
+      continue;
+    }
     const auto [t, p] = metric_inputs(*m.metric, part.y[m.output], part.y_pred[m.output], part.masks[m.output]);
     part.metric_counts.push_back(m.metric->batch_count(t, p));
     part.metric_samples.push_back(static_cast<double>(p.shape()[0]));
@@ -191,7 +196,7 @@ static void concat_rows(Tensor& out, const Tensor& a, const Tensor& b) {
 // metrics see the whole batch once: counting metrics add the parts' counts; the others see the halves' labels
 // and predictions copied side by side into `labels` and `predictions` (host memory; single-output models split).
 static double finish_step(State& s, std::vector<Part>& parts, std::vector<Tensor>& averaged,
-                          const std::vector<Variable*>& vars, Tensor& labels, Tensor& predictions) {
+                          const std::vector<Variable*>& vars, Tensor& labels, Tensor& predictions, Tensor& weights) {
   double loss;
   if (parts.size() == 2) {
     s.optimizer->apply_gradient_halves(parts[0].grads, parts[1].grads, vars, averaged);
@@ -223,15 +228,17 @@ static double finish_step(State& s, std::vector<Part>& parts, std::vector<Tensor
     for (std::size_t i = 0; i < s.metrics.size(); ++i) {
       const int o = s.metrics[i].output;
       if (parts[0].metric_counts[i].defined()) continue;
-      const auto [t, p] = metric_inputs(*s.metrics[i].metric, parts[0].y[o], parts[0].y_pred[o], parts[0].masks[o]);
-      s.metrics[i].metric->update_state(t, p);
+      update_metric(s.metrics[i], parts[0].y[o], parts[0].y_pred[o], parts[0].masks[o], parts[0].w);
     }
     return loss;
   }
   concat_rows(labels, parts[0].y[0], parts[1].y[0]);
   concat_rows(predictions, parts[0].y_pred[0], parts[1].y_pred[0]);
+  if (parts[0].w.defined()) concat_rows(weights, parts[0].w, parts[1].w);
   for (std::size_t i = 0; i < s.metrics.size(); ++i) {
-    if (!parts[0].metric_counts[i].defined()) s.metrics[i].metric->update_state(labels, predictions);
+    if (!parts[0].metric_counts[i].defined()) {
+      update_metric(s.metrics[i], labels, predictions, parts[0].w.defined() ? weights : Tensor());
+    }
   }
   return loss;
 }
@@ -279,8 +286,8 @@ static double eager_train_step(Model& model, State& s, const Batch& b) {
   auto parts = make_parts(b, split_rows(model, s, b.x[0].shape()[0]));
   part_passes(model, s, parts, vars, b);
   std::vector<Tensor> averaged;
-  Tensor labels, predictions;
-  return finish_step(s, parts, averaged, vars, labels, predictions);
+  Tensor labels, predictions, weights;
+  return finish_step(s, parts, averaged, vars, labels, predictions, weights);
 }
 
 // The batch on the model's device: an eager step reads its inputs there (train_on_batch and fit copy them for
@@ -380,7 +387,7 @@ static double planned_train_step(Model& model, State& s, const Batch& b) {
     plan = p.get();
     s.plans.push_back(std::move(p));
   }
-  return finish_step(s, plan->parts, plan->grads, vars, plan->labels, plan->predictions);
+  return finish_step(s, plan->parts, plan->grads, vars, plan->labels, plan->predictions, plan->weights);
 }
 
 double distributed_train_step(Model& model, State& s, const Batch& b);

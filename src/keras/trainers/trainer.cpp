@@ -45,13 +45,14 @@ static void run_evaluation(Model& model, State& s, int steps, const NextBatch& n
   cbs.each([&](Callback& c) { c.on_test_end(logs); });
 }
 
-// Batches of `batch_size` rows of x and y, in order.
-static NextBatch array_batches(const std::vector<Tensor>& x, const std::vector<Tensor>& y, int batch_size) {
-  return [&x, &y, batch_size, at = int64_t{0}](Batch& b) mutable {
+// Batches of `batch_size` rows of x, y (and the sample weights w, when defined), in order.
+static NextBatch array_batches(const std::vector<Tensor>& x, const std::vector<Tensor>& y, int batch_size,
+                               const Tensor& w = Tensor()) {
+  return [&x, &y, w, batch_size, at = int64_t{0}](Batch& b) mutable {
     const int64_t n = x[0].shape()[0];
     if (at >= n) return false;
     const int64_t e = std::min<int64_t>(n, at + batch_size);
-    b = Batch{rows_of(x, at, e), rows_of(y, at, e), Tensor(), Tensor()};
+    b = Batch{rows_of(x, at, e), rows_of(y, at, e), w.defined() ? w.slice_rows(at, e) : Tensor(), Tensor()};
     at = e;
     return true;
   };
@@ -97,6 +98,7 @@ static void check_fit_options(const FitOptions& o) {
 // fit()'s validation data: arrays, or a dataset with validation_steps.
 struct Validation {
   std::optional<std::pair<std::vector<Tensor>, std::vector<Tensor>>> arrays;
+  Tensor w;  // the arrays' sample weights (undefined: none)
   std::optional<data::Dataset> dataset;
   std::optional<int> steps;
   explicit operator bool() const { return arrays || dataset; }
@@ -108,6 +110,14 @@ static Validation validation_of(Model& model, State& s, FitOptions& o) {
   if (o.validation_data.dataset) val.dataset = o.validation_data.dataset;
   else if (o.validation_data.given()) {
     val.arrays = data_of(model, s, o.validation_data.x, &o.validation_data.y, "fit (validation_data)");
+    if (o.validation_data.sample_weight.defined()) {
+      FitOptions weights;
+      weights.sample_weight = o.validation_data.sample_weight;
+      val.w = sample_weights(val.arrays->first[0].shape()[0], val.arrays->second[0], weights, "fit (validation_data)");
+    }
+  } else if (o.validation_data.sample_weight.defined()) {
+    throw ValueError("fit: validation_data's sample_weight needs validation arrays (a Dataset gives its weights as "
+                     "its elements' third item)");
   }
   return val;
 }
@@ -121,7 +131,8 @@ static void validate(Model& model, State& s, const Validation& val, int batch_si
   if (val.arrays) {
     const auto& [x, y] = *val.arrays;
     const int steps = steps_of(x[0].shape()[0], batch_size);
-    run_evaluation(model, s, val.steps ? std::min(*val.steps, steps) : steps, array_batches(x, y, batch_size), cbs, logs);
+    run_evaluation(model, s, val.steps ? std::min(*val.steps, steps) : steps, array_batches(x, y, batch_size, val.w),
+                   cbs, logs);
     return;
   }
   PipelineSource source(*val.dataset, model, s, "fit (validation_data)", true, nullptr, copy_target(s));
@@ -296,6 +307,12 @@ FitHistory Model::fit(const Arrays& x_all, const Arrays& y_all, FitOptions o) {
                                    n, o.validation_split));
     }
     val.arrays = std::make_pair(rows_of(xs, split_at, n), rows_of(ys, split_at, n));
+    // Keras splits sample_weight with x and y (class_weight applies to the training rows only).
+    if (o.sample_weight) {
+      FitOptions raw;
+      raw.sample_weight = o.sample_weight;
+      val.w = sample_weights(n, ys[0], raw).slice_rows(split_at, n);
+    }
     xs = rows_of(xs, 0, split_at);
     ys = rows_of(ys, 0, split_at);
     if (w.defined()) w = w.slice_rows(0, split_at);
@@ -387,8 +404,14 @@ std::map<std::string, double> Model::evaluate_dict(const Arrays& x, const Arrays
     c.set_model(this);
     c.set_params({prints_progress(s) ? o.verbose : 0, 1, steps});
   });
+  Tensor w;
+  if (o.sample_weight) {
+    FitOptions weights;
+    weights.sample_weight = o.sample_weight;
+    w = sample_weights(xs[0].shape()[0], ys[0], weights, "evaluate");
+  }
   Logs logs;
-  run_evaluation(*this, s, steps, array_batches(xs, ys, batch_size), cbs, logs);
+  run_evaluation(*this, s, steps, array_batches(xs, ys, batch_size, w), cbs, logs);
   return {logs.begin(), logs.end()};
 }
 
@@ -399,6 +422,10 @@ std::map<std::string, double> Model::evaluate_dict(const data::Dataset& dataset,
     throw ValueError(fmt::format("evaluate: batch_size={} cannot be used with a Dataset: it makes the batches. Remove "
                                  "batch_size.",
                                  *o.batch_size));
+  }
+  if (o.sample_weight) {
+    throw ValueError("evaluate: `sample_weight` is not supported with a Dataset: give the sample weights as the "
+                     "third item of its elements, (x, y, sample_weight).");
   }
   const int steps = dataset_steps(dataset, o.steps, "evaluate");
   prepare_replicas(*this, s);

@@ -53,7 +53,14 @@ Tensor batch_loss(State& s, const std::vector<Tensor>& y, const std::vector<Tens
                   const std::vector<Tensor>* masks = nullptr);
 /// What a metric sees of an output: (y, y_pred), or with the output's mask and a mean metric (Keras's
 /// MeanMetricWrapper family weights them by the mask) only the unmasked steps, each step a row.
-std::pair<Tensor, Tensor> metric_inputs(const metrics::Metric& metric, const Tensor& y, const Tensor& y_pred, const Tensor& mask);
+/// With `w` (one weight per sample), a picked step gets its sample's weight (`w` is replaced by the steps').
+std::pair<Tensor, Tensor> metric_inputs(const metrics::Metric& metric, const Tensor& y, const Tensor& y_pred,
+                                        const Tensor& mask, Tensor* w = nullptr);
+/// Adds a batch to a compiled metric: a weighted one (compile's weighted_metrics) with the batch's sample weights
+/// `w` (when defined), the others without.
+void update_metric(const CompiledMetric& m, const Tensor& y, const Tensor& y_pred, const Tensor& w);
+/// The same through metric_inputs: with the output's mask (undefined: none) a mean metric sees the unmasked steps.
+void update_metric(const CompiledMetric& m, const Tensor& y, const Tensor& y_pred, const Tensor& mask, const Tensor& w);
 bool has_penalties(State& s);
 /// Σ of every layer's weight penalties (a scalar 0 without any).
 Tensor penalty_sum(State& s);
@@ -68,6 +75,9 @@ double train_step(Model& model, State& s, const Batch& b);
 /// The forward pass of a global batch under a strategy: each replica runs its shard. The shards' labels and
 /// predictions (per output) in replica order; empty shards are left undefined.
 /// `local`: the local replicas' row offsets when x and y hold this worker's rows only (Batch::replica_offsets).
+/// The sample weights of replica q's rows of `batch` (undefined without weights); NotImplementedError for another
+/// worker's replica of a worker-local batch (its weights are not here).
+Tensor replica_weights(const State& s, const Batch& batch, int q);
 void distributed_forward(Model& model, State& s, const std::vector<Tensor>& x, const std::vector<Tensor>* y,
                          std::vector<std::vector<Tensor>>& ys, std::vector<std::vector<Tensor>>& preds,
                          std::vector<std::vector<Tensor>>* logits = nullptr,
@@ -84,7 +94,7 @@ std::pair<std::vector<Tensor>, std::vector<Tensor>> data_of(Model& model, State&
 /// The batch size of fit/evaluate/predict (default 32; ValueError unless positive).
 int resolve_batch_size(const std::optional<int>& b, const char* fn);
 /// The per-sample weights of fit: sample_weight times class_weight[label] (undefined when neither is given).
-Tensor sample_weights(int64_t n, const Tensor& y, const FitOptions& o);
+Tensor sample_weights(int64_t n, const Tensor& y, const FitOptions& o, const char* fn = "fit");
 /// Writes a batch's logs: the loss, the per-output losses of a multi-output model, the metrics; the previous
 /// batch's entries are overwritten in place unless a callback changed the keys.
 void set_logs(Logs& logs, const State& s);
