@@ -217,3 +217,25 @@ TEST(WeightedMetrics, CompileChecksWeightedMetrics) {
   m.compile({.loss = "binary_crossentropy", .metrics = {"binary_accuracy", "binary_accuracy"}});
   EXPECT_EQ(m.metrics_names(), (std::vector<std::string>{"loss", "binary_accuracy", "binary_accuracy_1"}));
 }
+
+TEST(WeightedMetrics, OnBatchCallsWeighAsFitAndEvaluate) {
+  const json& d = reference_data();
+  const Tensor x = tensor_of(d.at("x")).slice_rows(0, 8), y = tensor_of(d.at("y"), DType::int32).slice_rows(0, 8);
+  const Tensor w = tensor_of(d.at("sample_weight")).slice_rows(0, 8);
+  const std::map<int, double> class_weight{{0, 1.0}, {1, 2.5}, {2, 0.5}};
+  for (bool eager : {false, true}) {
+    SCOPED_TRACE(eager ? "run_eagerly" : "recorded steps");
+    auto by_fit = classifier(eager), by_batch = classifier(eager);
+    const auto h = by_fit.fit(x, y, {.epochs = 1, .batch_size = 8, .verbose = 0, .shuffle = false, .sample_weight = w,
+                                     .class_weight = class_weight});
+    const auto logs = by_batch.train_on_batch(x, y, w, class_weight);
+    const auto names = by_batch.metrics_names();
+    ASSERT_EQ(logs.size(), names.size());
+    for (std::size_t i = 0; i < names.size(); ++i) EXPECT_NEAR(logs[i], h.history.at(names[i])[0], 1e-6) << names[i];
+    const auto ev = by_fit.evaluate_dict(x, y, {.batch_size = 8, .verbose = 0, .sample_weight = w});
+    const auto tb = by_batch.test_on_batch(x, y, w);
+    for (std::size_t i = 0; i < names.size(); ++i) EXPECT_NEAR(tb[i], ev.at(names[i]), 1e-6) << names[i];
+    EXPECT_NE(tb[3], by_batch.test_on_batch(x, y)[3]) << "weighted_accuracy without weights is the plain accuracy";
+    EXPECT_THROW(by_batch.train_on_batch(x, y, Tensor::ones(Shape({3}))), ValueError);
+  }
+}

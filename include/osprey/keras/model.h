@@ -272,9 +272,11 @@ class Model : public Layer {
   std::vector<Tensor> predict_all(const data::Dataset& dataset, PredictOptions options = {});
   /// One training step on one batch; returns [loss, per-output losses of a multi-output model, metrics] (metrics
   /// reset first, as Keras does). The *_on_batch calls take their arrays by value: they run every step.
-  std::vector<double> train_on_batch(Arrays x, Arrays y);
+  /// `sample_weight` ((N,) or (N, 1)) and `class_weight` weigh the loss and weighted_metrics, as fit's.
+  std::vector<double> train_on_batch(Arrays x, Arrays y, Tensor sample_weight = {},
+                                     std::map<int, double> class_weight = {});
   /// One evaluation step on one batch, no update; returns the same list as train_on_batch (metrics reset first).
-  std::vector<double> test_on_batch(Arrays x, Arrays y);
+  std::vector<double> test_on_batch(Arrays x, Arrays y, Tensor sample_weight = {});
   /// The outputs for one batch (inference behaviour), on the model's device (a single-output model).
   Tensor predict_on_batch(Arrays x);
   /// The model's weight penalties (regularizers), summed: what fit adds to the loss. A scalar 0 without any.

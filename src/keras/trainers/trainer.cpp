@@ -487,12 +487,22 @@ static std::vector<double> on_batch(State& s, Step step) {
   return batch_results(s, s.batch_logs);
 }
 
-std::vector<double> Model::test_on_batch(Arrays x, Arrays y) {
+// The *_on_batch calls' weights: sample_weight times class_weight[label] (undefined when neither is given).
+static Tensor batch_weights(const std::vector<Tensor>& xs, const std::vector<Tensor>& ys, Tensor sample_weight,
+                            std::map<int, double> class_weight, const char* fn) {
+  FitOptions o;
+  if (sample_weight.defined()) o.sample_weight = std::move(sample_weight);
+  o.class_weight = std::move(class_weight);
+  return sample_weights(xs[0].shape()[0], ys.at(0), o, fn);
+}
+
+std::vector<double> Model::test_on_batch(Arrays x, Arrays y, Tensor sample_weight) {
   auto& s = state();
   require_compiled(s, name(), "test_on_batch");
   auto [xs, ys] = data_of(*this, s, std::move(x), &y, "test_on_batch");
   s.reset_metrics();
-  const StepData data(std::move(xs), std::move(ys));
+  Tensor w = batch_weights(xs, ys, std::move(sample_weight), {}, "test_on_batch");
+  const StepData data(std::move(xs), std::move(ys), std::move(w));
   build_subclass(*this, s, data);
   return on_batch(s, [&](Logs& logs) { test_step(data, logs); });
 }
@@ -506,20 +516,22 @@ Tensor Model::predict_on_batch(Arrays x) {
   return out[0];
 }
 
-std::vector<double> Model::train_on_batch(Arrays x, Arrays y) {
+std::vector<double> Model::train_on_batch(Arrays x, Arrays y, Tensor sample_weight, std::map<int, double> class_weight) {
   auto& s = state();
   require_compiled(s, name(), "train_on_batch");
   auto [xs, ys] = data_of(*this, s, std::move(x), &y, "train_on_batch");
   s.reset_metrics();
   prepare_replicas(*this, s);
-  Batch b{std::move(xs), std::move(ys), Tensor(), Tensor()};
-  // A recorded step copies the batch to its device itself (one copy for x and y).
+  Tensor w = batch_weights(xs, ys, std::move(sample_weight), std::move(class_weight), "train_on_batch");
+  Batch b{std::move(xs), std::move(ys), std::move(w), Tensor()};
+  // A recorded step copies the batch to its device itself (one copy for x, y and the weights).
   if (s.device && !distributed(s) && !planned_takes(s, b)) {
     for (auto* ts : {&b.x, &b.y}) {
       for (auto& t : *ts) {
         if (&t.device_ref() != s.device) t = t.to(*s.device);
       }
     }
+    if (b.w.defined() && &b.w.device_ref() != s.device) b.w = b.w.to(*s.device);
   }
   const StepData data(b);
   build_subclass(*this, s, data);
