@@ -73,17 +73,14 @@ class CountedAccuracy : public Metric {
   CountedAccuracy(std::string name, osprey::ops::AccuracyKind kind, double threshold = 0.5)
       : Metric(std::move(name)), kind_(kind), threshold_(threshold) {}
   void update_state(const Tensor& y_true, const Tensor& y_pred) override;
-  using Metric::update_state;
- protected:
-  void update_weighted(const Tensor& y_true, const Tensor& y_pred, const std::vector<double>& w) override;
-
- public:
+  using Metric::update_state;  // update_state(y_true, y_pred, sample_weight)
   Tensor batch_count(const Tensor& y_true, const Tensor& y_pred) override;
 
  private:
   osprey::ops::AccuracyKind kind_;
 
  protected:
+  void update_weighted(const Tensor& y_true, const Tensor& y_pred, const std::vector<double>& w) override;
   double threshold_;
 };
 /// y_pred > threshold (strict) compared with 0/1 labels.
@@ -113,14 +110,13 @@ class AutoAccuracy : public Metric {
   bool weighs_by_mask() const override { return true; }
   explicit AutoAccuracy(std::string name = "accuracy") : Metric(std::move(name)) {}
   void update_state(const Tensor& y_true, const Tensor& y_pred) override;
-  using Metric::update_state;
- protected:
-  void update_weighted(const Tensor& y_true, const Tensor& y_pred, const std::vector<double>& w) override;
-
- public:
+  using Metric::update_state;  // update_state(y_true, y_pred, sample_weight)
   Tensor batch_count(const Tensor& y_true, const Tensor& y_pred) override;
   /// The kind chosen, once a batch was seen.
   std::optional<osprey::ops::AccuracyKind> kind() const { return kind_; }
+
+ protected:
+  void update_weighted(const Tensor& y_true, const Tensor& y_pred, const std::vector<double>& w) override;
 
  private:
   void resolve_kind(const Tensor& y_true, const Tensor& y_pred);
@@ -132,11 +128,10 @@ class MeanAbsoluteError : public Metric {
   explicit MeanAbsoluteError(std::string name = "mean_absolute_error") : Metric(std::move(name)) {}
   std::string class_name() const override { return "MeanAbsoluteError"; }
   void update_state(const Tensor& y_true, const Tensor& y_pred) override;
-  using Metric::update_state;
+  using Metric::update_state;  // update_state(y_true, y_pred, sample_weight)
+
  protected:
   void update_weighted(const Tensor& y_true, const Tensor& y_pred, const std::vector<double>& w) override;
-
- public:
 };
 class MeanSquaredError : public Metric {
  public:
@@ -144,11 +139,10 @@ class MeanSquaredError : public Metric {
   explicit MeanSquaredError(std::string name = "mean_squared_error") : Metric(std::move(name)) {}
   std::string class_name() const override { return "MeanSquaredError"; }
   void update_state(const Tensor& y_true, const Tensor& y_pred) override;
-  using Metric::update_state;
+  using Metric::update_state;  // update_state(y_true, y_pred, sample_weight)
+
  protected:
   void update_weighted(const Tensor& y_true, const Tensor& y_pred, const std::vector<double>& w) override;
-
- public:
 };
 
 /// sqrt(mean((y − p)²)) over every element seen (keras.metrics.RootMeanSquaredError).
@@ -157,12 +151,11 @@ class RootMeanSquaredError : public Metric {
   explicit RootMeanSquaredError(std::string name = "root_mean_squared_error") : Metric(std::move(name)) {}
   std::string class_name() const override { return "RootMeanSquaredError"; }
   void update_state(const Tensor& y_true, const Tensor& y_pred) override;
-  using Metric::update_state;
+  using Metric::update_state;  // update_state(y_true, y_pred, sample_weight)
+  double result() const override;
+
  protected:
   void update_weighted(const Tensor& y_true, const Tensor& y_pred, const std::vector<double>& w) override;
-
- public:
-  double result() const override;
 };
 
 /// Whether the true class is among the k highest predictions; one-hot labels (TopKCategoricalAccuracy) or
@@ -172,16 +165,15 @@ class TopKCategoricalAccuracy : public Metric {
   bool weighs_by_mask() const override { return true; }
   explicit TopKCategoricalAccuracy(int k = 5, std::string name = "top_k_categorical_accuracy", bool sparse = false);
   void update_state(const Tensor& y_true, const Tensor& y_pred) override;
-  using Metric::update_state;
- protected:
-  void update_weighted(const Tensor& y_true, const Tensor& y_pred, const std::vector<double>& w) override;
-
- public:
+  using Metric::update_state;  // update_state(y_true, y_pred, sample_weight)
   std::string class_name() const override {
     return sparse_ ? "SparseTopKCategoricalAccuracy" : "TopKCategoricalAccuracy";
   }
   std::string get_config() const override;
   int k() const { return k_; }
+
+ protected:
+  void update_weighted(const Tensor& y_true, const Tensor& y_pred, const std::vector<double>& w) override;
 
  private:
   std::vector<double> hits(const Tensor& y_true, const Tensor& y_pred) const;
@@ -199,23 +191,17 @@ class ConfusionMetric : public Metric {
  public:
   ConfusionMetric(std::string name, std::vector<double> thresholds);
   void update_state(const Tensor& y_true, const Tensor& y_pred) override;
-  using Metric::update_state;
- protected:
-  void update_weighted(const Tensor& y_true, const Tensor& y_pred, const std::vector<double>& w) override;
-
- public:
+  using Metric::update_state;  // update_state(y_true, y_pred, sample_weight)
   void reset_state() override;
 
  protected:
+  void update_weighted(const Tensor& y_true, const Tensor& y_pred, const std::vector<double>& w) override;
   /// Keras's top_k (only the k highest predictions of each row can be positive; the others are −1e10) and
   /// class_id (only that class of the last axis is counted); checked: k >= 1, class_id >= 0.
   void set_top_k_class_id(std::optional<int> top_k, std::optional<int64_t> class_id);
   std::vector<double> thresholds_, tp_, fp_, tn_, fn_;
   std::optional<int> top_k_;
   std::optional<int64_t> class_id_;
-
- private:
-  void count(const Tensor& y_true, const Tensor& y_pred, const std::vector<double>* w);
 };
 /// tp / (tp + fp) at `threshold` (0.5).
 class Precision : public ConfusionMetric {
@@ -266,14 +252,13 @@ class MeanMetricWrapper : public Metric {
   bool weighs_by_mask() const override { return true; }
   explicit MeanMetricWrapper(MetricFn fn, std::string name = "custom_metric");
   void update_state(const Tensor& y_true, const Tensor& y_pred) override;
-  using Metric::update_state;
- protected:
-  void update_weighted(const Tensor& y_true, const Tensor& y_pred, const std::vector<double>& w) override;
-
- public:
+  using Metric::update_state;  // update_state(y_true, y_pred, sample_weight)
   /// The function's registered name ("package>name"), as LossFunctionWrapper's.
   const std::string& registered_name() const { return registered_name_; }
   void set_registered_name(std::string n) { registered_name_ = std::move(n); }
+
+ protected:
+  void update_weighted(const Tensor& y_true, const Tensor& y_pred, const std::vector<double>& w) override;
 
  private:
   MetricFn fn_;
@@ -422,13 +407,15 @@ class RateAtRate : public ConfusionMetric {
 };
 class SensitivityAtSpecificity : public RateAtRate {
  public:
-  explicit SensitivityAtSpecificity(double specificity, int num_thresholds = 200, std::string name = "sensitivity_at_specificity",
+  explicit SensitivityAtSpecificity(double specificity, int num_thresholds = 200,
+                                    std::string name = "sensitivity_at_specificity",
                                     std::optional<int64_t> class_id = std::nullopt)
       : RateAtRate(Kind::sensitivity_at_specificity, specificity, num_thresholds, std::move(name), class_id) {}
 };
 class SpecificityAtSensitivity : public RateAtRate {
  public:
-  explicit SpecificityAtSensitivity(double sensitivity, int num_thresholds = 200, std::string name = "specificity_at_sensitivity",
+  explicit SpecificityAtSensitivity(double sensitivity, int num_thresholds = 200,
+                                    std::string name = "specificity_at_sensitivity",
                                     std::optional<int64_t> class_id = std::nullopt)
       : RateAtRate(Kind::specificity_at_sensitivity, sensitivity, num_thresholds, std::move(name), class_id) {}
 };
@@ -466,11 +453,7 @@ class FBetaScore : public VectorMetric {
   explicit FBetaScore(std::string average = "", double beta = 1.0, std::optional<double> threshold = std::nullopt,
                       std::string name = "fbeta_score");
   void update_state(const Tensor& y_true, const Tensor& y_pred) override;
-  using Metric::update_state;
- protected:
-  void update_weighted(const Tensor& y_true, const Tensor& y_pred, const std::vector<double>& w) override;
-
- public:
+  using Metric::update_state;  // update_state(y_true, y_pred, sample_weight)
   void reset_state() override;
   std::vector<double> result_values() const override;
   bool scalar_result() const override { return !average_.empty(); }
@@ -478,6 +461,7 @@ class FBetaScore : public VectorMetric {
   std::string get_config() const override;
 
  protected:
+  void update_weighted(const Tensor& y_true, const Tensor& y_pred, const std::vector<double>& w) override;
   std::string average_;
   double beta_;
   std::optional<double> threshold_;
@@ -501,16 +485,15 @@ class R2Score : public VectorMetric {
   explicit R2Score(std::string class_aggregation = "uniform_average", int num_regressors = 0,
                    std::string name = "r2_score");
   void update_state(const Tensor& y_true, const Tensor& y_pred) override;
-  using Metric::update_state;
- protected:
-  void update_weighted(const Tensor& y_true, const Tensor& y_pred, const std::vector<double>& w) override;
-
- public:
+  using Metric::update_state;  // update_state(y_true, y_pred, sample_weight)
   void reset_state() override;
   std::vector<double> result_values() const override;
   bool scalar_result() const override { return !aggregation_.empty(); }
   std::string class_name() const override { return "R2Score"; }
   std::string get_config() const override;
+
+ protected:
+  void update_weighted(const Tensor& y_true, const Tensor& y_pred, const std::vector<double>& w) override;
 
  private:
   std::string aggregation_;
@@ -532,11 +515,7 @@ class IoU : public Metric {
   };
   IoU(int64_t num_classes, Options o, std::string name = "io_u");
   void update_state(const Tensor& y_true, const Tensor& y_pred) override;
-  using Metric::update_state;
- protected:
-  void update_weighted(const Tensor& y_true, const Tensor& y_pred, const std::vector<double>& w) override;
-
- public:
+  using Metric::update_state;  // update_state(y_true, y_pred, sample_weight)
   void reset_state() override;
   double result() const override;
   std::string class_name() const override { return class_name_; }
@@ -545,6 +524,7 @@ class IoU : public Metric {
   const std::vector<double>& confusion_matrix() const { return cm_; }
 
  protected:
+  void update_weighted(const Tensor& y_true, const Tensor& y_pred, const std::vector<double>& w) override;
   /// BinaryIoU: predictions at or above `threshold` are class 1.
   void set_binary_threshold(double t) { binary_threshold_ = t; }
   /// IoU's config without the keys a subclass's Keras config does not have.

@@ -258,10 +258,7 @@ void ConfusionMetric::reset_state() {
   tn_.assign(thresholds_.size(), 0.0);
   fn_.assign(thresholds_.size(), 0.0);
 }
-void ConfusionMetric::update_state(const Tensor& y_true, const Tensor& y_pred) { count(y_true, y_pred, nullptr); }
-void ConfusionMetric::update_weighted(const Tensor& y_true, const Tensor& y_pred, const std::vector<double>& w) {
-  count(y_true, y_pred, &w);
-}
+void ConfusionMetric::update_state(const Tensor& y_true, const Tensor& y_pred) { update_weighted(y_true, y_pred, {}); }
 void ConfusionMetric::set_top_k_class_id(std::optional<int> top_k, std::optional<int64_t> class_id) {
   if (top_k && *top_k < 1) throw ValueError(fmt::format("{}: top_k must be at least 1, got {}", name(), *top_k));
   if (class_id && *class_id < 0) {
@@ -272,8 +269,8 @@ void ConfusionMetric::set_top_k_class_id(std::optional<int> top_k, std::optional
 }
 // Keras's update_confusion_matrix_variables: with top_k, only the k highest predictions of each row (along the
 // last axis; ties to the lower index, as top_k) keep their values, the others become −1e10; with class_id, only
-// that column of the last axis counts. Each value of a sample counts its weight (1 without weights).
-void ConfusionMetric::count(const Tensor& y_true, const Tensor& y_pred, const std::vector<double>* w) {
+// that column of the last axis counts. Each value of a sample counts its weight (no weights, `w` empty: 1).
+void ConfusionMetric::update_weighted(const Tensor& y_true, const Tensor& y_pred, const std::vector<double>& w) {
   auto p = host_values(y_pred), t = host_values(y_true);
   if (p.size() != t.size()) {
     throw ValueError(fmt::format("{}: y_true has {} values and y_pred {}", name(), t.size(), p.size()));
@@ -311,12 +308,13 @@ void ConfusionMetric::count(const Tensor& y_true, const Tensor& y_pred, const st
     p = std::move(pc);
     t = std::move(tc);
   }
-  const std::size_t per = w && !w->empty() ? p.size() / w->size() : 1;
+  const std::size_t per = w.empty() ? 1 : std::max<std::size_t>(p.size() / w.size(), 1);
   for (size_t k = 0; k < thresholds_.size(); ++k) {
     const float thr = static_cast<float>(thresholds_[k]);
     for (size_t i = 0; i < p.size(); ++i) {
       const bool positive = p[i] > thr, label = t[i] > 0.5f;  // labels are 0/1
-      (label ? (positive ? tp_ : fn_) : (positive ? fp_ : tn_))[k] += w ? (*w)[i / per] : 1.0;
+      const double weight = w.empty() ? 1.0 : w[std::min(i / per, w.size() - 1)];
+      (label ? (positive ? tp_ : fn_) : (positive ? fp_ : tn_))[k] += weight;
     }
   }
 }
@@ -423,23 +421,18 @@ std::string detail::config_with(const Metric& m, std::initializer_list<std::pair
 }
 std::string BinaryAccuracy::get_config() const { return detail::config_with(*this, {{"threshold", threshold_}}); }
 std::string TopKCategoricalAccuracy::get_config() const { return detail::config_with(*this, {{"k", k_}}); }
-// Keras writes the thresholds given (None when none was), top_k and class_id.
-static ser::json confusion_options(std::optional<double> threshold, std::optional<int> top_k,
-                                   std::optional<int64_t> class_id) {
-  return ser::json{{"thresholds", threshold ? ser::json(*threshold) : ser::json(nullptr)},
-                   {"top_k", top_k ? ser::json(*top_k) : ser::json(nullptr)},
-                   {"class_id", class_id ? ser::json(*class_id) : ser::json(nullptr)}};
+// Precision's and Recall's config: Keras writes the thresholds given (None when none was), top_k and class_id.
+template <typename T>
+static ser::json or_null(const std::optional<T>& v) {
+  return v ? ser::json(*v) : ser::json(nullptr);
 }
-std::string Precision::get_config() const {
-  const auto o = confusion_options(init_threshold_, top_k_, class_id_);
-  return detail::config_with(*this,
-                             {{"thresholds", o["thresholds"]}, {"top_k", o["top_k"]}, {"class_id", o["class_id"]}});
+static std::string rate_config(const Metric& m, std::optional<double> threshold, std::optional<int> top_k,
+                               std::optional<int64_t> class_id) {
+  return detail::config_with(
+      m, {{"thresholds", or_null(threshold)}, {"top_k", or_null(top_k)}, {"class_id", or_null(class_id)}});
 }
-std::string Recall::get_config() const {
-  const auto o = confusion_options(init_threshold_, top_k_, class_id_);
-  return detail::config_with(*this,
-                             {{"thresholds", o["thresholds"]}, {"top_k", o["top_k"]}, {"class_id", o["class_id"]}});
-}
+std::string Precision::get_config() const { return rate_config(*this, init_threshold_, top_k_, class_id_); }
+std::string Recall::get_config() const { return rate_config(*this, init_threshold_, top_k_, class_id_); }
 std::string AUC::get_config() const {
   return detail::config_with(*this, {{"num_thresholds", static_cast<int64_t>(thresholds_.size())},
                       {"curve", curve_ == Curve::PR ? "PR" : "ROC"},

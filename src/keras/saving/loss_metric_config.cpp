@@ -57,9 +57,7 @@ std::string optional_string(const json& c, const char* key) {
   return v.is_string() ? v.get<std::string>() : "";
 }
 std::optional<int64_t> optional_class(const json& c, const std::string& cls) {
-  const json v = c.value("ignore_class", json());
-  if (v.is_null()) return std::nullopt;
-  return integer(c, "ignore_class", -(int64_t{1} << 31), int64_t{1} << 31, cls + "'s");
+  return optional_int(c, "ignore_class", -(int64_t{1} << 31), int64_t{1} << 31, cls);
 }
 
 // The metrics of Keras's probabilistic, regression, hinge, correlation, confusion-count, F-score, R² and IoU
@@ -156,10 +154,13 @@ MetricRef metric_object(const json& m) {
   const std::string name = c.value("name", snake);
   if (auto more = more_metric_object(cls, c, name)) return MetricRef(more);
   const bool top_k_class_id = cls == "Precision" || cls == "Recall";  // Keras's other classes here have neither
-  for (const char* key : {"top_k", "class_id", "label_weights", "num_labels"}) {
-    if (top_k_class_id && std::string(key) != "label_weights" && std::string(key) != "num_labels") continue;
-    if (c.contains(key) && !c[key].is_null()) unsupported(cls + " option", key, "the defaults");
-  }
+  auto refuse = [&](std::initializer_list<const char*> keys) {
+    for (const char* key : keys) {
+      if (c.contains(key) && !c[key].is_null()) unsupported(cls + " option", key, "the defaults");
+    }
+  };
+  refuse({"label_weights", "num_labels"});
+  if (!top_k_class_id) refuse({"top_k", "class_id"});
   for (const char* key : {"multi_label", "from_logits"}) {
     if (value_or(c, key, false)) unsupported(cls + " option", key, "the defaults");
   }
@@ -173,8 +174,8 @@ MetricRef metric_object(const json& m) {
   }
   if (top_k_class_id) {
     const auto threshold = optional_threshold(c, "thresholds", cls);
-    const auto top_k = optional_int(c, "top_k", 1, int64_t{1} << 31, cls);
-    const std::optional<int> k = top_k ? std::optional<int>(static_cast<int>(*top_k)) : std::nullopt;
+    const auto top_k = optional_int(c, "top_k", 1, int64_t{1} << 30, cls);
+    const auto k = top_k ? std::optional<int>(static_cast<int>(*top_k)) : std::nullopt;
     const auto id = optional_int(c, "class_id", 0, int64_t{1} << 31, cls);
     if (cls == "Precision") return mt::Precision(threshold, name, k, id);
     return mt::Recall(threshold, name, k, id);

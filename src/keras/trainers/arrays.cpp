@@ -147,12 +147,13 @@ int resolve_batch_size(const std::optional<int>& b, const char* fn) {
   return v;
 }
 
-// The per-sample weights of fit: sample_weight times class_weight[label] (undefined when neither is given).
-Tensor sample_weights(int64_t n, const Tensor& y, const FitOptions& o, const char* fn) {
+// The per-sample weights of a batch: sample_weight times class_weight[label] (undefined when neither is given).
+Tensor sample_weights(int64_t n, const Tensor& y, const std::optional<Tensor>& sample_weight,
+                      const std::map<int, double>& class_weight, const char* fn) {
   std::vector<float> w(static_cast<size_t>(n), 1.0f);
   bool any = false;
-  if (o.sample_weight) {
-    const Tensor& sw = *o.sample_weight;
+  if (sample_weight) {
+    const Tensor& sw = *sample_weight;
     if (!sw.defined() || sw.num_elements() != n || (sw.shape().rank() == 2 && sw.shape()[1] != 1) || sw.shape().rank() > 2) {
       throw ValueError(fmt::format("{}: sample_weight must have shape ({},) or ({}, 1), got {}", fn, n, n,
                                    sw.defined() ? sw.shape().to_keras_string() : std::string("an undefined tensor")));
@@ -160,7 +161,7 @@ Tensor sample_weights(int64_t n, const Tensor& y, const FitOptions& o, const cha
     w = (sw.dtype() == DType::float32 ? sw : sw.cast(DType::float32)).to_vector<float>();
     any = true;
   }
-  if (!o.class_weight.empty()) {
+  if (!class_weight.empty()) {
     const auto labels = (y.dtype() == DType::float32 ? y : y.cast(DType::float32)).to_vector<float>();
     const int64_t d = n ? static_cast<int64_t>(labels.size()) / n : 1;
     for (int64_t i = 0; i < n; ++i) {
@@ -172,8 +173,8 @@ Tensor sample_weights(int64_t n, const Tensor& y, const FitOptions& o, const cha
           if (labels[i * d + j] > labels[i * d + cls]) cls = j;
         }
       }
-      auto it = o.class_weight.find(static_cast<int>(cls));
-      if (it != o.class_weight.end()) w[i] *= static_cast<float>(it->second);
+      auto it = class_weight.find(static_cast<int>(cls));
+      if (it != class_weight.end()) w[i] *= static_cast<float>(it->second);
     }
     any = true;
   }

@@ -333,15 +333,14 @@ bool PipelineSource::next_element(Batch& out) {
   auto [xs, ys] = data_of(model_, s_, arrays_of(*parts[0], fn_, "x"), targets_ ? &y : nullptr, fn_);
   Tensor w;
   if ((parts[2] && targets_) || (class_weight_ && !class_weight_->empty())) {
-    FitOptions o;
+    std::optional<Tensor> given;
     if (parts[2] && targets_) {
       if (!parts[2]->is_tensor()) {
         throw ValueError(fmt::format("{}: the dataset's sample_weight is {}; it must be one tensor", fn_, parts[2]->spec()));
       }
-      o.sample_weight = parts[2]->tensor();
+      given = parts[2]->tensor();
     }
-    if (class_weight_) o.class_weight = *class_weight_;
-    w = sample_weights(xs[0].shape()[0], ys[0], o);
+    w = sample_weights(xs[0].shape()[0], ys[0], given, class_weight_ ? *class_weight_ : std::map<int, double>{});
   }
   out = Batch{std::move(xs), std::move(ys), std::move(w), Tensor()};
   return true;

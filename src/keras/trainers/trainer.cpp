@@ -111,9 +111,8 @@ static Validation validation_of(Model& model, State& s, FitOptions& o) {
   else if (o.validation_data.given()) {
     val.arrays = data_of(model, s, o.validation_data.x, &o.validation_data.y, "fit (validation_data)");
     if (o.validation_data.sample_weight.defined()) {
-      FitOptions weights;
-      weights.sample_weight = o.validation_data.sample_weight;
-      val.w = sample_weights(val.arrays->first[0].shape()[0], val.arrays->second[0], weights, "fit (validation_data)");
+      val.w = sample_weights(val.arrays->first[0].shape()[0], val.arrays->second[0], o.validation_data.sample_weight,
+                             {}, "fit (validation_data)");
     }
   } else if (o.validation_data.sample_weight.defined()) {
     throw ValueError("fit: validation_data's sample_weight needs validation arrays (a Dataset gives its weights as "
@@ -295,7 +294,7 @@ FitHistory Model::fit(const Arrays& x_all, const Arrays& y_all, FitOptions o) {
   const int batch_size = resolve_batch_size(o.batch_size, "fit");
   check_fit_options(o);
   const int64_t n = xs[0].shape()[0];
-  Tensor w = sample_weights(n, ys[0], o);
+  Tensor w = sample_weights(n, ys[0], o.sample_weight, o.class_weight);
   Validation val = validation_of(*this, s, o);
   if (!val && o.validation_split > 0.0) {
     // The tail, before any shuffling (keras array_slicing.train_validation_split).
@@ -308,11 +307,7 @@ FitHistory Model::fit(const Arrays& x_all, const Arrays& y_all, FitOptions o) {
     }
     val.arrays = std::make_pair(rows_of(xs, split_at, n), rows_of(ys, split_at, n));
     // Keras splits sample_weight with x and y (class_weight applies to the training rows only).
-    if (o.sample_weight) {
-      FitOptions raw;
-      raw.sample_weight = o.sample_weight;
-      val.w = sample_weights(n, ys[0], raw).slice_rows(split_at, n);
-    }
+    if (o.sample_weight) val.w = sample_weights(n, ys[0], o.sample_weight).slice_rows(split_at, n);
     xs = rows_of(xs, 0, split_at);
     ys = rows_of(ys, 0, split_at);
     if (w.defined()) w = w.slice_rows(0, split_at);
@@ -404,12 +399,7 @@ std::map<std::string, double> Model::evaluate_dict(const Arrays& x, const Arrays
     c.set_model(this);
     c.set_params({prints_progress(s) ? o.verbose : 0, 1, steps});
   });
-  Tensor w;
-  if (o.sample_weight) {
-    FitOptions weights;
-    weights.sample_weight = o.sample_weight;
-    w = sample_weights(xs[0].shape()[0], ys[0], weights, "evaluate");
-  }
+  const Tensor w = sample_weights(xs[0].shape()[0], ys[0], o.sample_weight, {}, "evaluate");
   Logs logs;
   run_evaluation(*this, s, steps, array_batches(xs, ys, batch_size, w), cbs, logs);
   return {logs.begin(), logs.end()};
@@ -487,13 +477,9 @@ static std::vector<double> on_batch(State& s, Step step) {
   return batch_results(s, s.batch_logs);
 }
 
-// The *_on_batch calls' weights: sample_weight times class_weight[label] (undefined when neither is given).
-static Tensor batch_weights(const std::vector<Tensor>& xs, const std::vector<Tensor>& ys, Tensor sample_weight,
-                            std::map<int, double> class_weight, const char* fn) {
-  FitOptions o;
-  if (sample_weight.defined()) o.sample_weight = std::move(sample_weight);
-  o.class_weight = std::move(class_weight);
-  return sample_weights(xs[0].shape()[0], ys.at(0), o, fn);
+// The *_on_batch calls' sample_weight: undefined is none.
+static std::optional<Tensor> given(const Tensor& sample_weight) {
+  return sample_weight.defined() ? std::optional<Tensor>(sample_weight) : std::nullopt;
 }
 
 std::vector<double> Model::test_on_batch(Arrays x, Arrays y, Tensor sample_weight) {
@@ -501,7 +487,7 @@ std::vector<double> Model::test_on_batch(Arrays x, Arrays y, Tensor sample_weigh
   require_compiled(s, name(), "test_on_batch");
   auto [xs, ys] = data_of(*this, s, std::move(x), &y, "test_on_batch");
   s.reset_metrics();
-  Tensor w = batch_weights(xs, ys, std::move(sample_weight), {}, "test_on_batch");
+  Tensor w = sample_weights(xs[0].shape()[0], ys.at(0), given(sample_weight), {}, "test_on_batch");
   const StepData data(std::move(xs), std::move(ys), std::move(w));
   build_subclass(*this, s, data);
   return on_batch(s, [&](Logs& logs) { test_step(data, logs); });
@@ -522,7 +508,7 @@ std::vector<double> Model::train_on_batch(Arrays x, Arrays y, Tensor sample_weig
   auto [xs, ys] = data_of(*this, s, std::move(x), &y, "train_on_batch");
   s.reset_metrics();
   prepare_replicas(*this, s);
-  Tensor w = batch_weights(xs, ys, std::move(sample_weight), std::move(class_weight), "train_on_batch");
+  Tensor w = sample_weights(xs[0].shape()[0], ys.at(0), given(sample_weight), class_weight, "train_on_batch");
   Batch b{std::move(xs), std::move(ys), std::move(w), Tensor()};
   // A recorded step copies the batch to its device itself (one copy for x, y and the weights).
   if (s.device && !distributed(s) && !planned_takes(s, b)) {

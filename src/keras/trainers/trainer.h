@@ -2,6 +2,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <utility>
 #include <memory>
@@ -94,7 +95,8 @@ std::pair<std::vector<Tensor>, std::vector<Tensor>> data_of(Model& model, State&
 /// The batch size of fit/evaluate/predict (default 32; ValueError unless positive).
 int resolve_batch_size(const std::optional<int>& b, const char* fn);
 /// The per-sample weights of fit: sample_weight times class_weight[label] (undefined when neither is given).
-Tensor sample_weights(int64_t n, const Tensor& y, const FitOptions& o, const char* fn = "fit");
+Tensor sample_weights(int64_t n, const Tensor& y, const std::optional<Tensor>& sample_weight,
+                      const std::map<int, double>& class_weight = {}, const char* fn = "fit");
 /// Writes a batch's logs: the loss, the per-output losses of a multi-output model, the metrics; the previous
 /// batch's entries are overwritten in place unless a callback changed the keys.
 void set_logs(Logs& logs, const State& s);
