@@ -575,6 +575,20 @@ case("weighted_metrics", keras.Model(wa, wo, name="weighted_metrics"), wx, wy,
           weighted_metrics=["accuracy", M.AUC(num_thresholds=50, name="auc"),
                             M.PrecisionAtRecall(0.5, class_id=2, name="p_at_r_2")]))
 
+# AUC's options in a file: multi_label, the PR and PR-gain curves, a summation method, thresholds of one's own
+# (label_weights are left out: Keras 3.15 writes them as a tensor its own loader refuses).
+arng = np.random.default_rng(43)
+ax = arng.uniform(-1, 1, (N, 5)).astype("float32")
+ay = (arng.uniform(size=(N, 3)) < 0.5).astype("float32")
+aa = keras.Input((5,), name="x")
+ao = L.Dense(3, activation="sigmoid", name="labels")(L.Dense(6, activation="tanh", name="hidden")(aa))
+case("auc_options", keras.Model(aa, ao, name="auc_options"), ax, ay,
+     dict(optimizer=keras.optimizers.SGD(0.2), loss="binary_crossentropy",
+          metrics=[M.AUC(multi_label=True, num_labels=3, curve="PR", name="ml_pr_auc"),
+                   M.AUC(curve="PRGAIN", summation_method="majoring", num_thresholds=30, name="prgain_auc"),
+                   M.AUC(thresholds=[0.6, 0.2, 0.45], summation_method="minoring", name="own_thresholds")],
+          weighted_metrics=[M.AUC(multi_label=True, name="w_ml_auc")]))
+
 if ONLY:  # the other cases' entries as they were
     with open(os.path.join(HERE, "..", "data", "keras_files.json")) as f:
         cases = {**json.load(f), **{k: v for k, v in cases.items() if k in ONLY}}

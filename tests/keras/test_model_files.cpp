@@ -582,3 +582,10 @@ TEST(ModelFiles, RegularizersAndConstraintsComputeKerasNumbers) {
   expect_close(constraints::MinMaxNorm(0.5, 1.0, 0.8)(w), ref.at("min_max_norm"), 1e-6, "MinMaxNorm");
   EXPECT_THROW((void)regularizers::OrthogonalRegularizer(0.1, "diagonal"), ValueError);
 }
+
+TEST(ModelFiles, AUCWithMultiLabelCurvesSummationAndThresholdsOfItsOwn) {
+  SKIP_WITHOUT_HDF5();
+  // AUC(multi_label, num_labels, curve PR), AUC(PRGAIN, majoring), AUC(thresholds=[...], minoring) and a weighted
+  // multi-label AUC: loaded, evaluated, trained and written back with their options.
+  check_file("auc_options");
+}

@@ -38,22 +38,25 @@ void expect_near(double got, double want, const std::string& what) {
   EXPECT_NEAR(got, want, 2e-6 * std::max(1.0, std::abs(want))) << what;
 }
 
-}  // namespace
-
-TEST(WeightedMetrics, EveryMetricWeighsItsSamplesAsKeras) {
-  for (const auto& c : reference().at("metrics")) {
+// Every case of a reference file's "metrics": the metric from its Keras config, its options read back as Keras
+// wrote them, the batches (with or without weights) and the result, twice (a reset gives the same again).
+void check_metric_cases(const json& cases) {
+  for (const auto& c : cases) {
     const std::string name = c.at("name");
     SCOPED_TRACE(name);
     const auto metric = metric_of(c);
     ASSERT_TRUE(metric);
     EXPECT_EQ(metric->class_name(), c.at("class").get<std::string>());
-    const auto want_config = json::parse(metric->get_config());
-    for (const char* key : {"top_k", "class_id", "thresholds"}) {  // the options read back as Keras wrote them
+    const auto got_config = json::parse(metric->get_config());
+    for (const char* key : {"top_k", "class_id", "thresholds", "num_thresholds", "curve", "summation_method",
+                            "multi_label", "num_labels", "label_weights", "from_logits"}) {
       if (c.at("config").contains(key)) {
-        EXPECT_EQ(want_config.at(key), c.at("config").at(key)) << key;
+        EXPECT_EQ(got_config.at(key), c.at("config").at(key)) << key;
+      } else {
+        EXPECT_FALSE(got_config.contains(key)) << key;
       }
     }
-    for (int pass = 0; pass < 2; ++pass) {  // a reset gives the same again
+    for (int pass = 0; pass < 2; ++pass) {
       metric->reset_state();
       for (const auto& b : c.at("batches")) {
         const Tensor yt = c.at("sparse_labels").get<bool>() ? tensor_of(b[0], DType::int32) : tensor_of(b[0]);
@@ -67,6 +70,10 @@ TEST(WeightedMetrics, EveryMetricWeighsItsSamplesAsKeras) {
     }
   }
 }
+
+}  // namespace
+
+TEST(WeightedMetrics, EveryMetricWeighsItsSamplesAsKeras) { check_metric_cases(reference().at("metrics")); }
 
 TEST(WeightedMetrics, UnitWeightsAreTheUnweightedMetricAndZeroWeightsDropSamples) {
   const Tensor yt = Tensor::from_vector<float>({1, 0, 1, 1, 0, 0}, {6, 1});
@@ -237,5 +244,93 @@ TEST(WeightedMetrics, OnBatchCallsWeighAsFitAndEvaluate) {
     for (std::size_t i = 0; i < names.size(); ++i) EXPECT_NEAR(tb[i], ev.at(names[i]), 1e-6) << names[i];
     EXPECT_NE(tb[3], by_batch.test_on_batch(x, y)[3]) << "weighted_accuracy without weights is the plain accuracy";
     EXPECT_THROW(by_batch.train_on_batch(x, y, Tensor::ones(Shape({3}))), ValueError);
+  }
+}
+
+// ---- keras.metrics.AUC's options (tests/keras/keras_auc_reference.py regenerates tests/data/keras_auc.json) ----
+
+namespace {
+const json& auc_reference() {
+  static const json ref = osprey::testing::read_reference("keras_auc.json");
+  return ref;
+}
+}  // namespace
+
+TEST(AUCMetric, EveryCurveSummationThresholdsMultiLabelAndLabelWeightsAsKeras) {
+  check_metric_cases(auc_reference().at("metrics"));
+}
+
+TEST(AUCMetric, FitLogsAMultiLabelAUCAsKeras) {
+  const json& d = auc_reference().at("training");
+  Sequential m({layers::Input({6}), layers::Dense(3, "sigmoid")});
+  m.set_weights({tensor_of(d.at("kernel")), Tensor::zeros(Shape({3}))});
+  m.compile({.optimizer = optimizers::SGD({.learning_rate = 0.1}),
+             .loss = "binary_crossentropy",
+             .metrics = {M::AUC(M::AUCOptions{.name = "ml_auc", .multi_label = true}),
+                         M::AUC(M::AUCOptions{.num_thresholds = 40, .curve = M::AUCCurve::PR, .name = "pr_auc"})}});
+  const auto h = m.fit(tensor_of(d.at("x")), tensor_of(d.at("y")), {.epochs = 2, .batch_size = 8, .verbose = 0, .shuffle = false});
+  for (const auto& [k, v] : d.at("history").items()) {
+    ASSERT_TRUE(h.history.count(k)) << k;
+    for (std::size_t e = 0; e < 2; ++e) {
+      EXPECT_NEAR(h.history.at(k)[e], v[e].get<double>(), 2e-5) << k << " epoch " << e + 1;
+    }
+  }
+}
+
+TEST(AUCMetric, KerasTensorLabelWeightsLoadAndOptionsRoundTrip) {
+  // Keras writes label_weights as a serialized tensor (which its own from_config refuses); Osprey reads it and
+  // writes a plain list, which both read.
+  const json config = {{"name", "auc"}, {"dtype", "float32"}, {"num_thresholds", 5}, {"curve", "PRGAIN"},
+                       {"summation_method", "minoring"}, {"multi_label", true}, {"num_labels", 3},
+                       {"label_weights", {{"class_name", "__tensor__"}, {"config", {{"value", {1.0, 2.0, 0.5}}, {"dtype", "float32"}}}}},
+                       {"from_logits", false}, {"thresholds", {0.2, 0.5, 0.7}}};
+  const auto metric = metric_of({{"class", "AUC"}, {"config", config}});
+  const auto written = json::parse(metric->get_config());
+  EXPECT_EQ(written.at("label_weights"), json({1.0, 2.0, 0.5}));
+  for (const char* key : {"num_thresholds", "curve", "summation_method", "multi_label", "num_labels", "thresholds"}) {
+    EXPECT_EQ(written.at(key), config.at(key)) << key;
+  }
+  const auto again = metric_of({{"class", "AUC"}, {"config", written}});
+  EXPECT_EQ(json::parse(again->get_config()), written);
+  auto* auc = dynamic_cast<M::AUC*>(again.get());
+  ASSERT_TRUE(auc);
+  EXPECT_EQ(auc->thresholds().size(), 5u);
+  EXPECT_NEAR(auc->thresholds().front(), -1e-7, 1e-12);
+  EXPECT_NEAR(auc->thresholds().back(), 1 + 1e-7, 1e-12);
+}
+
+TEST(AUCMetric, BadOptionsAndShapesAreValueErrors) {
+  EXPECT_THROW(M::AUC(M::AUCOptions{.num_thresholds = 1}), ValueError);
+  EXPECT_THROW(M::AUC(M::AUCOptions{.num_labels = 3}), ValueError);  // num_labels without multi_label
+  EXPECT_THROW(M::AUC(M::AUCOptions{.thresholds = std::vector<double>{0.5, 1.5}}), ValueError);
+  EXPECT_THROW(M::AUC(M::AUCOptions{.label_weights = std::vector<double>{1.0, -1.0}}), ValueError);
+  EXPECT_THROW(M::AUC(M::AUCOptions{.multi_label = true, .num_labels = 2, .label_weights = std::vector<double>{1.0}}),
+               ValueError);
+  M::AUC multi(M::AUCOptions{.multi_label = true});
+  try {
+    multi.update_state(Tensor::zeros(Shape({2, 3, 2})), Tensor::zeros(Shape({2, 3, 2})));
+    ADD_FAILURE() << "multi_label takes rank 2 only";
+  } catch (const ValueError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("rank 2"));
+    EXPECT_THAT(e.what(), HasSubstr("(2, 3, 2)"));
+  }
+  multi.update_state(Tensor::zeros(Shape({2, 3})), Tensor::zeros(Shape({2, 3})));
+  try {
+    multi.update_state(Tensor::zeros(Shape({2, 4})), Tensor::zeros(Shape({2, 4})));
+    ADD_FAILURE() << "3 labels, then 4";
+  } catch (const ValueError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("3 labels"));
+  }
+  multi.reset_state();  // keeps its labels, as Keras's built variables
+  EXPECT_THROW(multi.update_state(Tensor::zeros(Shape({2, 4})), Tensor::zeros(Shape({2, 4}))), ValueError);
+  M::AUC weighted(M::AUCOptions{.label_weights = std::vector<double>{1.0, 2.0}});
+  EXPECT_THROW(weighted.update_state(Tensor::zeros(Shape({2, 3})), Tensor::zeros(Shape({2, 3}))), ValueError);
+  EXPECT_THROW(weighted.update_state(Tensor::zeros(Shape({2, 3})), Tensor::zeros(Shape({2, 2}))), ValueError);
+  // A config with an unknown curve names the ones there are.
+  try {
+    metric_of({{"class", "AUC"}, {"config", {{"name", "auc"}, {"curve", "LIFT"}}}});
+    ADD_FAILURE() << "curve LIFT";
+  } catch (const ValueError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("PRGAIN"));
   }
 }

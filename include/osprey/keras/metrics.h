@@ -229,18 +229,56 @@ class Recall : public ConfusionMetric {
  private:
   std::optional<double> init_threshold_;
 };
-/// Area under the ROC or precision-recall curve from confusion counts at num_thresholds thresholds
-/// (0 − 1e-7, i/(n−1), 1 + 1e-7), summed as Keras's "interpolation" method.
+/// AUC's curve: ROC (true-positive rate over false-positive rate), PR (precision over recall) or PRGAIN
+/// (precision gain over recall gain, Flach & Kull).
+enum class AUCCurve { ROC, PR, PRGAIN };
+/// How AUC sums the area between two thresholds: the trapezoid ("interpolation"; PR interpolates precision as
+/// Davis & Goadrich), the lower ("minoring") or the higher ("majoring") of the two heights.
+enum class AUCSummation { interpolation, minoring, majoring };
+/// keras.metrics.AUC's arguments.
+struct AUCOptions {
+  int num_thresholds = 200;
+  AUCCurve curve = AUCCurve::ROC;
+  AUCSummation summation_method = AUCSummation::interpolation;
+  std::string name = "auc";
+  /// Thresholds of one's own in [0, 1] (sorted; num_thresholds is then their count + 2); none: num_thresholds − 2
+  /// evenly spaced ones. Either way −1e-7 and 1 + 1e-7 are added at the ends.
+  std::optional<std::vector<double>> thresholds = std::nullopt;
+  /// Counts per label (y_pred of rank 2: one column a label); the result is the mean of the labels' AUCs (weighted
+  /// by label_weights). Without it every value counts in one curve (label_weights then weigh each column's values).
+  bool multi_label = false;
+  /// The labels' count under multi_label (else taken from the first batch); a ValueError without multi_label.
+  std::optional<int64_t> num_labels = std::nullopt;
+  /// One non-negative weight per label (y_pred's last axis).
+  std::optional<std::vector<double>> label_weights = std::nullopt;
+  /// y_pred holds logits (a sigmoid makes them probabilities).
+  bool from_logits = false;
+};
+/// keras.metrics.AUC: area under the ROC, PR or PR-gain curve from confusion counts at the thresholds. Evenly
+/// spaced thresholds (the default) count each value once in its bucket, as Keras's optimised update (predictions
+/// clipped to [0, 1]); thresholds of one's own compare every value with every threshold.
 class AUC : public ConfusionMetric {
  public:
-  enum class Curve { ROC, PR };
+  using Curve = AUCCurve;
+  using SummationMethod = AUCSummation;
   explicit AUC(int num_thresholds = 200, Curve curve = Curve::ROC, std::string name = "auc");
+  explicit AUC(AUCOptions options);
   double result() const override;
+  void reset_state() override;
   std::string class_name() const override { return "AUC"; }
   std::string get_config() const override;
+  /// Keras's AUC.thresholds: every threshold, with the two ends.
+  const std::vector<double>& thresholds() const { return thresholds_; }
+  const AUCOptions& options() const { return options_; }
+
+ protected:
+  void update_weighted(const Tensor& y_true, const Tensor& y_pred, const std::vector<double>& w) override;
 
  private:
-  Curve curve_;
+  double label_area(int64_t label) const;
+  AUCOptions options_;
+  bool evenly_ = true;   // thresholds evenly spaced: the bucket update
+  int64_t labels_ = 0;   // columns of the counts (multi_label: y_pred's labels, 0 until known; else 1)
 };
 
 /// A metric function: (y_true, y_pred) -> values whose mean over every sample seen is the metric.

@@ -337,39 +337,6 @@ Recall::Recall(std::optional<double> threshold, std::string name, std::optional<
 double Precision::result() const { return divide_no_nan(tp_[0], tp_[0] + fp_[0]); }
 double Recall::result() const { return divide_no_nan(tp_[0], tp_[0] + fn_[0]); }
 
-static std::vector<double> auc_thresholds(int n) {
-  detail::check_threshold_count(n, 2);
-  std::vector<double> t{0.0 - 1e-7};
-  for (int i = 1; i < n - 1; ++i) t.push_back(static_cast<double>(static_cast<float>(i) / static_cast<float>(n - 1)));
-  t.push_back(1.0 + 1e-7);
-  return t;
-}
-AUC::AUC(int num_thresholds, Curve curve, std::string name)
-    : ConfusionMetric(std::move(name), auc_thresholds(num_thresholds)), curve_(curve) {}
-double AUC::result() const {
-  const size_t n = thresholds_.size();
-  double sum = 0.0;
-  if (curve_ == Curve::ROC) {  // trapezoids over (fpr, tpr), thresholds ascending so fpr descending
-    for (size_t i = 0; i + 1 < n; ++i) {
-      const double tpr0 = divide_no_nan(tp_[i], tp_[i] + fn_[i]), tpr1 = divide_no_nan(tp_[i + 1], tp_[i + 1] + fn_[i + 1]);
-      const double fpr0 = divide_no_nan(fp_[i], fp_[i] + tn_[i]), fpr1 = divide_no_nan(fp_[i + 1], fp_[i + 1] + tn_[i + 1]);
-      sum += (fpr0 - fpr1) * (tpr0 + tpr1) / 2.0;
-    }
-    return sum;
-  }
-  // PR with Keras's interpolation (Davis & Goadrich): precision varies linearly with the positives between points.
-  for (size_t i = 0; i + 1 < n; ++i) {
-    const double dtp = tp_[i] - tp_[i + 1];
-    const double p0 = tp_[i] + fp_[i], p1 = tp_[i + 1] + fp_[i + 1];
-    const double dp = p0 - p1;
-    const double slope = divide_no_nan(dtp, std::max(dp, 0.0));
-    const double intercept = tp_[i + 1] - slope * p1;
-    const double ratio = p0 > 0 && p1 > 0 ? divide_no_nan(p0, std::max(p1, 0.0)) : 1.0;
-    sum += divide_no_nan(slope * (dtp + intercept * std::log(ratio)), std::max(tp_[i + 1] + fn_[i + 1], 0.0));
-  }
-  return sum;
-}
-
 std::shared_ptr<Metric> get(const std::string& n) {
   std::shared_ptr<Metric> m;
   if (n == "accuracy" || n == "acc") m = std::make_shared<AutoAccuracy>();
@@ -433,15 +400,6 @@ static std::string rate_config(const Metric& m, std::optional<double> threshold,
 }
 std::string Precision::get_config() const { return rate_config(*this, init_threshold_, top_k_, class_id_); }
 std::string Recall::get_config() const { return rate_config(*this, init_threshold_, top_k_, class_id_); }
-std::string AUC::get_config() const {
-  return detail::config_with(*this, {{"num_thresholds", static_cast<int64_t>(thresholds_.size())},
-                      {"curve", curve_ == Curve::PR ? "PR" : "ROC"},
-                      {"summation_method", "interpolation"},
-                      {"multi_label", false},
-                      {"num_labels", nullptr},
-                      {"label_weights", nullptr},
-                      {"from_logits", false}});
-}
 
 }  // namespace metrics
 }  // namespace osprey::keras

@@ -60,6 +60,46 @@ std::optional<int64_t> optional_class(const json& c, const std::string& cls) {
   return optional_int(c, "ignore_class", -(int64_t{1} << 31), int64_t{1} << 31, cls);
 }
 
+// A list of numbers (at most 2^20), as a JSON list or Keras's serialized tensor ({"class_name": "__tensor__",
+// "config": {"value": [...]}}: AUC's label_weights); nullopt for None.
+std::optional<std::vector<double>> optional_numbers(const json& c, const char* key, const std::string& cls) {
+  json v = c.value(key, json());
+  if (v.is_null()) return std::nullopt;
+  if (v.is_object() && v.value("class_name", "") == "__tensor__") v = v.value("config", json()).value("value", json());
+  if (!v.is_array() || v.size() > (std::size_t{1} << 20)) {
+    unsupported(cls + " " + key, v.dump().substr(0, 80), "a list of numbers");
+  }
+  std::vector<double> out;
+  for (const auto& x : v) {
+    if (!x.is_number()) unsupported(cls + " " + key, x.dump().substr(0, 80), "numbers");
+    out.push_back(x.get<double>());
+  }
+  return out;
+}
+// keras.metrics.AUC from its config (curve and summation_method spelled as Keras's from_str takes them).
+MetricRef auc_from(const json& c, const std::string& name) {
+  namespace mt = metrics;
+  const std::string curve = c.value("curve", "ROC"), sum = c.value("summation_method", "interpolation");
+  mt::AUCOptions o{.name = name};
+  if (curve == "ROC" || curve == "roc") o.curve = mt::AUCCurve::ROC;
+  else if (curve == "PR" || curve == "pr") o.curve = mt::AUCCurve::PR;
+  else if (curve == "PRGAIN" || curve == "prgain") o.curve = mt::AUCCurve::PRGAIN;
+  else unsupported("AUC curve", curve, "PR, ROC, PRGAIN");
+  if (sum == "interpolation" || sum == "Interpolation") o.summation_method = mt::AUCSummation::interpolation;
+  else if (sum == "minoring" || sum == "Minoring") o.summation_method = mt::AUCSummation::minoring;
+  else if (sum == "majoring" || sum == "Majoring") o.summation_method = mt::AUCSummation::majoring;
+  else unsupported("AUC summation_method", sum, "interpolation, majoring, minoring");
+  o.thresholds = optional_numbers(c, "thresholds", "AUC");
+  if (!o.thresholds && c.contains("num_thresholds")) {
+    o.num_thresholds = static_cast<int>(integer(c, "num_thresholds", 2, int64_t{1} << 20, "AUC's"));
+  }
+  o.multi_label = value_or(c, "multi_label", false);
+  o.num_labels = optional_int(c, "num_labels", 1, int64_t{1} << 20, "AUC");
+  o.label_weights = optional_numbers(c, "label_weights", "AUC");
+  o.from_logits = value_or(c, "from_logits", false);
+  return MetricRef(mt::AUC(std::move(o)));
+}
+
 // The metrics of Keras's probabilistic, regression, hinge, correlation, confusion-count, F-score, R² and IoU
 // families, with their options; nullptr for other classes.
 std::shared_ptr<metrics::Metric> more_metric_object(const std::string& cls, const json& c, const std::string& name) {
@@ -153,6 +193,7 @@ MetricRef metric_object(const json& m) {
   const std::string snake = detail::to_snake_case(cls);
   const std::string name = c.value("name", snake);
   if (auto more = more_metric_object(cls, c, name)) return MetricRef(more);
+  if (cls == "AUC") return auc_from(c, name);
   const bool top_k_class_id = cls == "Precision" || cls == "Recall";  // Keras's other classes here have neither
   auto refuse = [&](std::initializer_list<const char*> keys) {
     for (const char* key : keys) {
@@ -163,14 +204,6 @@ MetricRef metric_object(const json& m) {
   if (!top_k_class_id) refuse({"top_k", "class_id"});
   for (const char* key : {"multi_label", "from_logits"}) {
     if (value_or(c, key, false)) unsupported(cls + " option", key, "the defaults");
-  }
-  if (cls == "AUC") {
-    if (c.value("summation_method", "interpolation") != "interpolation") {
-      unsupported("AUC summation_method", c["summation_method"].dump(), "interpolation");
-    }
-    const std::string curve = c.value("curve", "ROC");
-    if (curve != "ROC" && curve != "PR") unsupported("AUC curve", curve, "ROC, PR");
-    return mt::AUC(value_or(c, "num_thresholds", 200), curve == "PR" ? mt::AUC::Curve::PR : mt::AUC::Curve::ROC, name);
   }
   if (top_k_class_id) {
     const auto threshold = optional_threshold(c, "thresholds", cls);
