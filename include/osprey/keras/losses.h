@@ -43,6 +43,9 @@ class Loss {
   virtual Tensor loss_mask(const Tensor& y_true, const Tensor& y_pred) const;
   /// Whether loss_mask() gives a mask (then a batch's loss is not the mean of its halves' losses).
   virtual bool masks_values() const { return false; }
+  /// Whether a sample's loss depends on the other samples of its batch (Circle's pairs): then a batch is never
+  /// computed in parts.
+  virtual bool mixes_samples() const { return false; }
 
  private:
   std::string name_;
@@ -284,11 +287,37 @@ class Dice : public Loss {
   std::vector<int> axis_;
 };
 
+/// Keras's Circle loss (Sun et al. 2020) for metric learning: y_true holds each sample's class id ((N,) or (N, 1),
+/// integers; floats are truncated), y_pred its embedding (N, D), meant to be L2-normalised. Every pair of the batch
+/// counts: with distance d = max(1 − a·b, 0), positives (same class, a sample not with itself unless
+/// remove_diagonal is false) weigh −gamma·max(margin + d, 0)·(margin − d), negatives
+/// gamma·max(1 + margin − d, 0)·(1 − margin − d); a sample's loss is softplus(logsumexp(positives) +
+/// logsumexp(negatives)). A sample whose loss is 0 (no positives, or an underflow) is masked out of the reductions,
+/// as Keras's mask on the values: sum_over_batch_size divides by the others' count.
+class Circle : public Loss {
+ public:
+  explicit Circle(double gamma = 80.0, double margin = 0.4, bool remove_diagonal = true, std::string name = "circle");
+  Tensor per_sample(const Tensor& y_true, const Tensor& y_pred) const override;
+  Tensor loss_mask(const Tensor& y_true, const Tensor& y_pred) const override;
+  bool masks_values() const override { return true; }
+  /// Pairs across the batch: a batch split in parts is not the mean of its parts' losses.
+  bool mixes_samples() const override { return true; }
+  std::string class_name() const override { return "Circle"; }
+  std::string get_config() const override;
+  double gamma() const { return gamma_; }
+  double margin() const { return margin_; }
+  bool remove_diagonal() const { return remove_diagonal_; }
+
+ private:
+  double gamma_, margin_;
+  bool remove_diagonal_;
+};
+
 /// A loss by Keras name: binary_crossentropy/bce, categorical_crossentropy, sparse_categorical_crossentropy,
 /// mean_squared_error/mse, mean_absolute_error/mae, mean_absolute_percentage_error/mape, huber, log_cosh, hinge,
 /// kl_divergence/kld, ctc, poisson, mean_squared_logarithmic_error/msle, cosine_similarity, squared_hinge,
 /// categorical_hinge, binary_focal_crossentropy, categorical_focal_crossentropy,
-/// categorical_generalized_cross_entropy, dice, tversky, or a class name. Throws ValueError otherwise.
+/// categorical_generalized_cross_entropy, dice, tversky, circle, or a class name. Throws ValueError otherwise.
 std::shared_ptr<Loss> get(const std::string& name);
 
 /// A loss function: (y_true, y_pred) -> the per-sample values (shape (N,), or (N, ...) averaged per sample).

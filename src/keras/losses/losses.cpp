@@ -279,6 +279,7 @@ std::shared_ptr<Loss> get(const std::string& n) {
   }
   if (n == "dice" || n == "Dice") return std::make_shared<Dice>();
   if (n == "tversky" || n == "Tversky") return std::make_shared<Tversky>();
+  if (n == "circle" || n == "Circle") return std::make_shared<Circle>();
   std::string registered;
   if (auto fn = saving::detail::find_function(n, &registered)) {  // saving::register_keras_serializable
     auto loss = std::make_shared<LossFunctionWrapper>(fn, registered.substr(registered.find('>') + 1));
@@ -291,7 +292,7 @@ std::shared_ptr<Loss> get(const std::string& n) {
                    "mean_absolute_percentage_error (mape), huber, log_cosh, hinge, kl_divergence (kld), ctc, poisson, "
                    "mean_squared_logarithmic_error (msle), cosine_similarity, squared_hinge, categorical_hinge, "
                    "binary_focal_crossentropy, categorical_focal_crossentropy, "
-                   "categorical_generalized_cross_entropy, dice, tversky.");
+                   "categorical_generalized_cross_entropy, dice, tversky, circle.");
 }
 
 CTC::CTC() : Loss("ctc") {}

@@ -1,6 +1,9 @@
 // Keras's other losses (keras/src/losses/losses.py): Poisson, mean squared logarithmic error, cosine similarity,
-// the squared and categorical hinges, the focal crossentropies, generalized crossentropy, Dice and Tversky. Each is
+// the squared and categorical hinges, the focal crossentropies, generalized crossentropy, Dice, Tversky and Circle. Each is
 // Keras's formula written with keras::ops, so it is differentiable and runs on every device.
+#include <cmath>
+#include <limits>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -279,6 +282,64 @@ Tensor Dice::per_sample(const Tensor& y_true, const Tensor& y_pred) const {
 std::string Dice::get_config() const {
   ser::json c = base_config(*this);
   c["axis"] = axis_json(axis_);
+  return ser::dumps(c);
+}
+
+}  // namespace osprey::keras::losses
+
+namespace osprey::keras::losses {
+
+// ---- Circle (keras.losses.circle) ----
+
+Circle::Circle(double gamma, double margin, bool remove_diagonal, std::string name)
+    : Loss(std::move(name)), gamma_(gamma), margin_(margin), remove_diagonal_(remove_diagonal) {
+  if (!std::isfinite(gamma) || !std::isfinite(margin)) {
+    throw ValueError(fmt::format("Circle: gamma and margin must be finite numbers. Received: gamma={}, margin={}",
+                                 gamma, margin));
+  }
+}
+
+Tensor Circle::per_sample(const Tensor& y_true, const Tensor& y_pred) const {
+  const Tensor p = float_predictions(y_pred);
+  const int64_t n = batch_of(p);
+  if (p.shape().rank() != 2) {
+    throw ValueError(fmt::format("Circle: y_pred must be embeddings of shape (batch, dim), got {}",
+                                 p.shape().to_string()));
+  }
+  if (y_true.num_elements() != n || y_true.shape().rank() > 2) {
+    throw ValueError(fmt::format("Circle: y_true must hold one class id per sample, shape ({},) or ({}, 1); got {} "
+                                 "for y_pred {}",
+                                 n, n, y_true.shape().to_string(), p.shape().to_string()));
+  }
+  // Keras casts the labels to int32 (floats truncate) and compares every pair.
+  const Tensor ids = kops::reshape(kops::cast(kops::cast(y_true, DType::int32), DType::float32), {n, 1});
+  Tensor positive = kops::equal(ids, kops::transpose(ids));
+  const Tensor negative = kops::logical_not(positive);
+  if (remove_diagonal_) positive = kops::logical_and(positive, kops::logical_not(kops::eye(n, n, 0, DType::bool_)));
+  const Tensor distance = kops::maximum(kops::subtract(1.0, kops::matmul(p, kops::transpose(p))), 0.0);
+  const DType d = distance.dtype();
+  const Tensor pos_weights =
+      kops::maximum(kops::multiply(kops::add(distance, margin_), kops::cast(positive, d)), 0.0);
+  const Tensor neg_weights =
+      kops::maximum(kops::multiply(kops::subtract(1.0 + margin_, distance), kops::cast(negative, d)), 0.0);
+  const Tensor pos_terms = kops::multiply(kops::multiply(pos_weights, -gamma_), kops::subtract(margin_, distance));
+  const Tensor neg_terms = kops::multiply(kops::multiply(neg_weights, gamma_), kops::subtract(1.0 - margin_, distance));
+  const double neg_inf = -std::numeric_limits<double>::infinity();
+  const Tensor p_loss = kops::logsumexp(kops::where(positive, pos_terms, neg_inf), 1);
+  const Tensor n_loss = kops::logsumexp(kops::where(negative, neg_terms, neg_inf), 1);
+  return per_sample_values(kops::softplus(kops::add(p_loss, n_loss)), n);
+}
+
+Tensor Circle::loss_mask(const Tensor& y_true, const Tensor& y_pred) const {
+  const Tensor v = per_sample(y_true, y_pred);  // Keras: set_keras_mask(loss, loss > 0)
+  return kops::reshape(kops::cast(kops::greater(v, 0.0), DType::float32), {v.shape()[0], 1});
+}
+
+std::string Circle::get_config() const {
+  ser::json c = base_config(*this);
+  c["gamma"] = gamma_;
+  c["margin"] = margin_;
+  c["remove_diagonal"] = remove_diagonal_;
   return ser::dumps(c);
 }
 

@@ -295,7 +295,10 @@ LossRef loss_from(const json& j) {
   if (cls == "CategoricalGeneralizedCrossEntropy") return losses::CategoricalGeneralizedCrossEntropy(value_or(c, "q", 0.5));
   if (cls == "Dice") return losses::Dice(overlap_axes(c, cls));
   if (cls == "Tversky") return losses::Tversky(value_or(c, "alpha", 0.5), value_or(c, "beta", 0.5), overlap_axes(c, cls));
-  if (cls == "Circle") unsupported("loss", cls, "the others of keras.losses");
+  if (cls == "Circle") {
+    return losses::Circle(value_or(c, "gamma", 80.0), value_or(c, "margin", 0.4), value_or(c, "remove_diagonal", true),
+                          c.value("name", std::string("circle")));
+  }
   return detail::to_snake_case(cls);  // the option-less losses by name (MeanSquaredError -> mean_squared_error)
 }
 

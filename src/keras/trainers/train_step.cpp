@@ -53,7 +53,10 @@ static int64_t split_rows(const Model& model, State& s, int64_t rows) {
     return 0;
   }
   // (A loss that masks its values, ignore_class, divides by the batch's unmasked count: not the halves' mean.)
-  if (s.losses[0]->reduction() != losses::Reduction::sum_over_batch_size || s.losses[0]->masks_values()) return 0;
+  if (s.losses[0]->reduction() != losses::Reduction::sum_over_batch_size || s.losses[0]->masks_values() ||
+      s.losses[0]->mixes_samples()) {
+    return 0;
+  }
   return model.count_params() <= kSplitMaxParams ? rows / 2 : 0;
 }
 
