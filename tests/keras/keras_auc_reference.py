@@ -1,7 +1,7 @@
 # Keras 3's AUC with every option: curves ROC/PR/PRGAIN, the three summation methods, thresholds of one's own
 # (evenly spaced or not), multi_label with num_labels and label_weights, label_weights over one curve, from_logits,
 # predictions outside [0, 1], predictions on the thresholds, soft labels, sample weights; and a fit whose logs hold
-# a multi-label AUC.
+# a multi-label AUC; and the other confusion metrics' reading of labels that are neither 0 nor 1.
 # Regenerates tests/data/keras_auc.json, read by tests/keras/test_weighted_metrics.cpp (the same "metrics" entries as
 # keras_weighted_metrics.json).
 # Run: python3 tests/keras/keras_auc_reference.py (pip tensorflow-cpu keras; Keras 3.15.1 / TF 2.21).
@@ -26,9 +26,9 @@ def add_metric(name, metric, batches):
     config = metric.get_config()
     if config.get("label_weights") is not None:  # a tensor in Keras's config
         config["label_weights"] = [float(v) for v in np.asarray(config["label_weights"])]
-    if "thresholds" in config:
+    if isinstance(config.get("thresholds"), (list, tuple)):
         config["thresholds"] = [float(v) for v in config["thresholds"]]
-    out["metrics"].append({"name": name, "class": "AUC", "config": config, "sparse_labels": False,
+    out["metrics"].append({"name": name, "class": metric.__class__.__name__, "config": config, "sparse_labels": False,
                            "batches": [[lst(yt), lst(yp), None if w is None else lst(w)] for yt, yp, w in batches],
                            "result": float(metric.result())})
 
@@ -84,6 +84,17 @@ seq_t = rng.integers(0, 2, (N, 3, 2)).astype("float32")
 seq_p = rng.uniform(0, 1, (N, 3, 2)).astype("float32")
 add_metric("rank_3", M.AUC(num_thresholds=21), halves(seq_t, seq_p, False))  # Keras cannot weight rank 3 here
 
+# The other confusion metrics read labels as Keras's cast(y_true, bool): any non-zero label is positive (their own
+# generator, so that the cases above keep their data).
+crng = np.random.default_rng(59)
+odd_t = crng.choice(np.array([0.0, 0.3, 1.0, -1.0], "float32"), (N, 1))
+odd_p = crng.uniform(0, 1, (N, 1)).astype("float32")
+for name, metric in [("precision_soft_labels", M.Precision()), ("recall_soft_labels", M.Recall(thresholds=0.4)),
+                     ("true_positives_soft_labels", M.TruePositives()),
+                     ("false_positives_soft_labels", M.FalsePositives()),
+                     ("sensitivity_at_specificity_soft_labels", M.SensitivityAtSpecificity(0.5))]:
+    add_metric(name, metric, halves(odd_t, odd_p))
+
 # ---- fit with a multi-label AUC in the logs ----
 n, d = 32, 6
 x = rng.normal(size=(n, d)).astype("float32")
@@ -100,4 +111,4 @@ out["training"] = {"x": lst(x), "y": lst(y), "kernel": lst(kernel),
 path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "keras_auc.json")
 with open(path, "w") as f:
     json.dump(out, f)
-print("wrote", path, len(out["metrics"]), "AUC cases")
+print("wrote", path, len(out["metrics"]), "metric cases")

@@ -312,7 +312,7 @@ void ConfusionMetric::update_weighted(const Tensor& y_true, const Tensor& y_pred
   for (size_t k = 0; k < thresholds_.size(); ++k) {
     const float thr = static_cast<float>(thresholds_[k]);
     for (size_t i = 0; i < p.size(); ++i) {
-      const bool positive = p[i] > thr, label = t[i] > 0.5f;  // labels are 0/1
+      const bool positive = p[i] > thr, label = t[i] != 0.0f;  // Keras: cast(y_true, bool)
       const double weight = w.empty() ? 1.0 : w[std::min(i / per, w.size() - 1)];
       (label ? (positive ? tp_ : fn_) : (positive ? fp_ : tn_))[k] += weight;
     }
