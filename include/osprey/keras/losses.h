@@ -41,6 +41,10 @@ class Loss {
   /// shape (N, elements per sample); undefined for losses that make none. The reductions weigh by it as Keras's
   /// apply_mask: sum_over_batch_size divides by the unmasked elements' count, mean_with_sample_weight by Σ w·mask.
   virtual Tensor loss_mask(const Tensor& y_true, const Tensor& y_pred) const;
+  /// The same, given `values` = per_sample(y_true, y_pred) where the caller has them (undefined otherwise): what
+  /// the reductions call, so that a loss whose mask comes from its own values (Circle's) computes them once. The
+  /// default is loss_mask(y_true, y_pred).
+  virtual Tensor loss_mask(const Tensor& y_true, const Tensor& y_pred, const Tensor& values) const;
   /// Whether loss_mask() gives a mask (then a batch's loss is not the mean of its halves' losses).
   virtual bool masks_values() const { return false; }
   /// Whether a sample's loss depends on the other samples of its batch (Circle's pairs): then a batch is never
@@ -298,7 +302,9 @@ class Circle : public Loss {
  public:
   explicit Circle(double gamma = 80.0, double margin = 0.4, bool remove_diagonal = true, std::string name = "circle");
   Tensor per_sample(const Tensor& y_true, const Tensor& y_pred) const override;
+  /// Keras's mask on the values: 1 where a sample's loss is above 0 ((N, 1) float32).
   Tensor loss_mask(const Tensor& y_true, const Tensor& y_pred) const override;
+  Tensor loss_mask(const Tensor& y_true, const Tensor& y_pred, const Tensor& values) const override;
   bool masks_values() const override { return true; }
   /// Pairs across the batch: a batch split in parts is not the mean of its parts' losses.
   bool mixes_samples() const override { return true; }

@@ -199,6 +199,10 @@ class ConfusionMetric : public Metric {
   /// Keras's top_k (only the k highest predictions of each row can be positive; the others are −1e10) and
   /// class_id (only that class of the last axis is counted); checked: k >= 1, class_id >= 0.
   void set_top_k_class_id(std::optional<int> top_k, std::optional<int64_t> class_id);
+  /// Keras's comparison update: at each threshold k, value i (prediction > threshold; a non-zero label is
+  /// positive) adds its weight (`weights` one per value; empty: 1) to the counts at [k·labels + i % labels].
+  void count_compared(const std::vector<float>& p, const std::vector<float>& t, const std::vector<double>& weights,
+                      std::size_t labels = 1);
   std::vector<double> thresholds_, tp_, fp_, tn_, fn_;
   std::optional<int> top_k_;
   std::optional<int64_t> class_id_;
@@ -269,7 +273,6 @@ class AUC : public ConfusionMetric {
   std::string get_config() const override;
   /// Keras's AUC.thresholds: every threshold, with the two ends.
   const std::vector<double>& thresholds() const { return thresholds_; }
-  const AUCOptions& options() const { return options_; }
 
  protected:
   void update_weighted(const Tensor& y_true, const Tensor& y_pred, const std::vector<double>& w) override;

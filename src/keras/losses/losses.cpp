@@ -60,10 +60,15 @@ Tensor Loss::batch_mean(const Tensor& y_true, const Tensor& y_pred) const {
 }
 
 Tensor Loss::loss_mask(const Tensor&, const Tensor&) const { return Tensor(); }
+Tensor Loss::loss_mask(const Tensor& y_true, const Tensor& y_pred, const Tensor&) const {
+  return loss_mask(y_true, y_pred);
+}
 
 Tensor Loss::operator()(const Tensor& y_true, const Tensor& y_pred) const {
-  if (const Tensor m = loss_mask(y_true, y_pred); m.defined()) {
-    return masked_reduce(reduction_, per_sample(y_true, y_pred), m, Tensor());
+  // A loss that masks its values computes them once here (Circle's mask comes from them).
+  const Tensor v = masks_values() ? per_sample(y_true, y_pred) : Tensor();
+  if (const Tensor m = loss_mask(y_true, y_pred, v); m.defined()) {
+    return masked_reduce(reduction_, v.defined() ? v : per_sample(y_true, y_pred), m, Tensor());
   }
   if (reduction_ == Reduction::sum_over_batch_size || reduction_ == Reduction::mean_with_sample_weight) {
     return batch_mean(y_true, y_pred);
@@ -73,7 +78,7 @@ Tensor Loss::operator()(const Tensor& y_true, const Tensor& y_pred) const {
 
 Tensor Loss::operator()(const Tensor& y_true, const Tensor& y_pred, const Tensor& w) const {
   const Tensor v = per_sample(y_true, y_pred);
-  if (const Tensor m = loss_mask(y_true, y_pred); m.defined()) return masked_reduce(reduction_, v, m, w);
+  if (const Tensor m = loss_mask(y_true, y_pred, v); m.defined()) return masked_reduce(reduction_, v, m, w);
   const Tensor wd = &w.device_ref() == &v.device_ref() ? w : w.to(v.device_ref());
   return reduce(reduction_, ops::mul(v, ops::reshape(wd, v.shape())), wd);
 }

@@ -1,6 +1,6 @@
 // Keras's other losses (keras/src/losses/losses.py): Poisson, mean squared logarithmic error, cosine similarity,
-// the squared and categorical hinges, the focal crossentropies, generalized crossentropy, Dice, Tversky and Circle. Each is
-// Keras's formula written with keras::ops, so it is differentiable and runs on every device.
+// the squared and categorical hinges, the focal crossentropies, generalized crossentropy, Dice, Tversky and Circle.
+// Each is Keras's formula written with keras::ops, so it is differentiable and runs on every device.
 #include <cmath>
 #include <limits>
 
@@ -285,10 +285,6 @@ std::string Dice::get_config() const {
   return ser::dumps(c);
 }
 
-}  // namespace osprey::keras::losses
-
-namespace osprey::keras::losses {
-
 // ---- Circle (keras.losses.circle) ----
 
 Circle::Circle(double gamma, double margin, bool remove_diagonal, std::string name)
@@ -331,8 +327,11 @@ Tensor Circle::per_sample(const Tensor& y_true, const Tensor& y_pred) const {
 }
 
 Tensor Circle::loss_mask(const Tensor& y_true, const Tensor& y_pred) const {
-  const Tensor v = per_sample(y_true, y_pred);  // Keras: set_keras_mask(loss, loss > 0)
-  return kops::reshape(kops::cast(kops::greater(v, 0.0), DType::float32), {v.shape()[0], 1});
+  return loss_mask(y_true, y_pred, Tensor());
+}
+Tensor Circle::loss_mask(const Tensor& y_true, const Tensor& y_pred, const Tensor& values) const {
+  const Tensor v = values.defined() ? values : per_sample(y_true, y_pred);
+  return kops::reshape(kops::cast(kops::greater(v, 0.0), DType::float32), {v.shape()[0], 1});  // Keras: loss > 0
 }
 
 std::string Circle::get_config() const {

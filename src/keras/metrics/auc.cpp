@@ -158,45 +158,33 @@ void AUC::update_weighted(const Tensor& y_true, const Tensor& y_pred, const std:
     for (auto& v : p) v = 1.0f / (1.0f + std::exp(-v));
   }
   const std::size_t L = static_cast<std::size_t>(labels_), T = thresholds_.size(), C = static_cast<std::size_t>(columns);
-  const std::size_t per = w.empty() ? 1 : std::max<std::size_t>(p.size() / w.size(), 1);
-  const bool label_weighted = options_.label_weights && !options_.multi_label;
-  auto weight = [&](std::size_t i) {
-    double v = w.empty() ? 1.0 : w[std::min(i / per, w.size() - 1)];
-    if (label_weighted) v *= (*options_.label_weights)[i % C];
-    return v;
-  };
-  auto label_of = [&](std::size_t i) { return L == 1 ? std::size_t{0} : i % L; };
-  if (evenly_) {
-    std::vector<double> tp_bucket(T * L, 0.0), fp_bucket(T * L, 0.0), total_true(L, 0.0), total_false(L, 0.0);
-    const float scale = static_cast<float>(T) - 1.0f;
-    for (std::size_t i = 0; i < p.size(); ++i) {
-      const double wt = weight(i);
-      const std::size_t l = label_of(i);
-      const bool positive = t[i] != 0.0f;
-      (positive ? total_true : total_false)[l] += wt;
-      if (std::isnan(p[i])) continue;  // in no bucket: negative at every threshold, as the comparisons
-      const float v = std::clamp(p[i], 0.0f, 1.0f);
-      const auto b = static_cast<std::size_t>(std::max(std::ceil(v * scale) - 1.0f, 0.0f));
-      (positive ? tp_bucket : fp_bucket)[b * L + l] += wt;
-    }
-    for (std::size_t l = 0; l < L; ++l) {
-      double tp = 0.0, fp = 0.0;
-      for (std::size_t k = T; k-- > 0;) {
-        tp += tp_bucket[k * L + l];
-        fp += fp_bucket[k * L + l];
-        tp_[k * L + l] += tp;
-        fp_[k * L + l] += fp;
-        fn_[k * L + l] += total_true[l] - tp;
-        tn_[k * L + l] += total_false[l] - fp;
-      }
-    }
-    return;
+  std::vector<double> weights = detail::per_value_weights(w, p.size());
+  if (options_.label_weights && !options_.multi_label) {  // each column's values weighted by its label's weight
+    if (weights.empty()) weights.assign(p.size(), 1.0);
+    for (std::size_t i = 0; i < p.size(); ++i) weights[i] *= (*options_.label_weights)[i % C];
   }
-  for (std::size_t k = 0; k < T; ++k) {
-    const float thr = static_cast<float>(thresholds_[k]);
-    for (std::size_t i = 0; i < p.size(); ++i) {
-      const bool positive = p[i] > thr, label = t[i] != 0.0f;
-      (label ? (positive ? tp_ : fn_) : (positive ? fp_ : tn_))[k * L + label_of(i)] += weight(i);
+  if (!evenly_) return count_compared(p, t, weights, L);
+  std::vector<double> tp_bucket(T * L, 0.0), fp_bucket(T * L, 0.0), total_true(L, 0.0), total_false(L, 0.0);
+  const float scale = static_cast<float>(T) - 1.0f;
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    const double wt = weights.empty() ? 1.0 : weights[i];
+    const std::size_t l = i % L;
+    const bool positive = t[i] != 0.0f;
+    (positive ? total_true : total_false)[l] += wt;
+    if (std::isnan(p[i])) continue;  // in no bucket: negative at every threshold, as the comparisons
+    const float v = std::clamp(p[i], 0.0f, 1.0f);
+    const auto b = static_cast<std::size_t>(std::max(std::ceil(v * scale) - 1.0f, 0.0f));
+    (positive ? tp_bucket : fp_bucket)[b * L + l] += wt;
+  }
+  for (std::size_t l = 0; l < L; ++l) {
+    double tp = 0.0, fp = 0.0;
+    for (std::size_t k = T; k-- > 0;) {
+      tp += tp_bucket[k * L + l];
+      fp += fp_bucket[k * L + l];
+      tp_[k * L + l] += tp;
+      fp_[k * L + l] += fp;
+      fn_[k * L + l] += total_true[l] - tp;
+      tn_[k * L + l] += total_false[l] - fp;
     }
   }
 }

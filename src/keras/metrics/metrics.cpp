@@ -40,6 +40,14 @@ void Metric::update_weighted(const Tensor&, const Tensor&, const std::vector<dou
                                name_, class_name().empty() ? std::string("a metric of one's own") : class_name()));
 }
 
+std::vector<double> detail::per_value_weights(const std::vector<double>& w, std::size_t values) {
+  if (w.empty()) return {};
+  const std::size_t per = std::max<std::size_t>(values / w.size(), 1);
+  std::vector<double> out(values);
+  for (std::size_t i = 0; i < values; ++i) out[i] = w[std::min(i / per, w.size() - 1)];
+  return out;
+}
+
 void Metric::accumulate_weighted(const std::vector<double>& per_sample, const std::vector<double>& w) {
   double total = 0.0, count = 0.0;
   for (std::size_t i = 0; i < w.size(); ++i) total += per_sample[i] * w[i], count += w[i];
@@ -308,13 +316,16 @@ void ConfusionMetric::update_weighted(const Tensor& y_true, const Tensor& y_pred
     p = std::move(pc);
     t = std::move(tc);
   }
-  const std::size_t per = w.empty() ? 1 : std::max<std::size_t>(p.size() / w.size(), 1);
-  for (size_t k = 0; k < thresholds_.size(); ++k) {
+  count_compared(p, t, detail::per_value_weights(w, p.size()));
+}
+void ConfusionMetric::count_compared(const std::vector<float>& p, const std::vector<float>& t,
+                                     const std::vector<double>& weights, std::size_t labels) {
+  for (std::size_t k = 0; k < thresholds_.size(); ++k) {
     const float thr = static_cast<float>(thresholds_[k]);
-    for (size_t i = 0; i < p.size(); ++i) {
+    for (std::size_t i = 0; i < p.size(); ++i) {
       const bool positive = p[i] > thr, label = t[i] != 0.0f;  // Keras: cast(y_true, bool)
-      const double weight = w.empty() ? 1.0 : w[std::min(i / per, w.size() - 1)];
-      (label ? (positive ? tp_ : fn_) : (positive ? fp_ : tn_))[k] += weight;
+      (label ? (positive ? tp_ : fn_) : (positive ? fp_ : tn_))[k * labels + i % labels] +=
+          weights.empty() ? 1.0 : weights[i];
     }
   }
 }

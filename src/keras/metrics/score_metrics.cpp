@@ -258,12 +258,12 @@ void IoU::update_weighted(const Tensor& y_true, const Tensor& y_pred, const std:
     throw ValueError(fmt::format("{}: y_true (shape {}) gives {} classes and y_pred (shape {}) {}", name(),
                                  y_true.shape().to_string(), t.size(), y_pred.shape().to_string(), p.size()));
   }
-  const std::size_t per = w.empty() ? 1 : std::max<std::size_t>(t.size() / w.size(), 1);
+  const auto weights = detail::per_value_weights(w, t.size());
   for (std::size_t i = 0; i < t.size(); ++i) {
     const bool in_bounds = t[i] >= 0 && t[i] < num_classes_ && p[i] >= 0 && p[i] < num_classes_;
     if (!in_bounds || (opt_.ignore_class && t[i] == *opt_.ignore_class)) continue;
     // Keras keeps integer counts: it casts the weights to int64 (fractions truncated).
-    const double weight = w.empty() ? 1.0 : std::trunc(w[std::min(i / per, w.size() - 1)]);
+    const double weight = weights.empty() ? 1.0 : std::trunc(weights[i]);
     cm_[static_cast<std::size_t>(t[i] * num_classes_ + p[i])] += weight;
   }
 }

@@ -217,7 +217,7 @@ Tensor masked_loss(const losses::Loss& loss, const Tensor& y, const Tensor& pred
   Tensor m = ops::reshape(mask.to(values.device_ref()), Shape({n * steps}));
   // The loss's own mask (ignore_class) and the output's, both (Keras: in_mask & out_mask).
   // (per_sample above took one label per row, so the loss's mask has one value per step.)
-  if (const Tensor own = loss.loss_mask(rows_y, rows_pred); own.defined()) {
+  if (const Tensor own = loss.loss_mask(rows_y, rows_pred, values); own.defined()) {
     m = ops::mul(m, ops::reshape(own, Shape({n * steps})));
   }
   Tensor weights = m;
