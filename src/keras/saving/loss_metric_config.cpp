@@ -249,6 +249,11 @@ json metric_json(const MetricRef& m, const std::string& where) {
 
 }  // namespace
 
+namespace {
+LossRef builtin_loss(const std::string& cls, const json& c);
+losses::Reduction reduction_of(const json& c);
+}  // namespace
+
 LossRef loss_from(const json& j) {
   if (j.is_string()) return j.get<std::string>();
   std::string registered;
@@ -269,8 +274,19 @@ LossRef loss_from(const json& j) {
     }
     return LossRef(loss);
   }
-  const std::string reduction = c.value("reduction", "sum_over_batch_size");
-  if (reduction != "sum_over_batch_size") unsupported("loss reduction in a saved model", reduction, "sum_over_batch_size");
+  const losses::Reduction reduction = reduction_of(c);
+  LossRef loss = builtin_loss(cls, c);
+  if (reduction == losses::Reduction::sum_over_batch_size) return loss;
+  // Not by name: a name would be saved again without its reduction.
+  std::shared_ptr<losses::Loss> object = loss.get();
+  object->set_reduction(reduction);
+  return LossRef(std::move(object));
+}
+
+namespace {
+
+// A Keras loss class's config as Osprey's loss (its reduction aside).
+LossRef builtin_loss(const std::string& cls, const json& c) {
   const losses::CrossentropyOptions ce{.label_smoothing = value_or(c, "label_smoothing", 0.0),
                                        .from_logits = value_or(c, "from_logits", false)};
   if (cls == "BinaryCrossentropy") return losses::BinaryCrossentropy(ce);
@@ -301,6 +317,20 @@ LossRef loss_from(const json& j) {
   }
   return detail::to_snake_case(cls);  // the option-less losses by name (MeanSquaredError -> mean_squared_error)
 }
+
+// A loss config's reduction as Keras's standardize_reduction reads it ("mean" is sum_over_batch_size, null "none").
+losses::Reduction reduction_of(const json& c) {
+  const json r = c.value("reduction", json("sum_over_batch_size"));
+  if (r.is_null()) return losses::Reduction::none;
+  const std::string name = r.is_string() ? r.get<std::string>() : r.dump();
+  if (name == "sum_over_batch_size" || name == "mean") return losses::Reduction::sum_over_batch_size;
+  if (name == "sum") return losses::Reduction::sum;
+  if (name == "mean_with_sample_weight") return losses::Reduction::mean_with_sample_weight;
+  if (name == "none") return losses::Reduction::none;
+  unsupported("loss reduction", name, "sum_over_batch_size, mean, sum, mean_with_sample_weight, none");
+}
+
+}  // namespace
 
 std::vector<MetricRef> metrics_from(const json& j) {
   std::vector<MetricRef> out;
