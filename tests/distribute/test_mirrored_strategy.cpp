@@ -221,6 +221,48 @@ TEST_P(ReplicasMatchOneDevice, SameWeightsLossAndMetricsAsSingleDevice) {
 
 INSTANTIATE_TEST_SUITE_P(TwoAndThree, ReplicasMatchOneDevice, ::testing::Values(2, 3));
 
+// Sample weights per step (N, T) of a sequence output: each replica weighs its rows' steps, and the step, the
+// loss and the weighted metrics are the single device's.
+TEST_F(MirroredStrategyTest, WeightsPerStepGiveTheSingleDevicesTraining) {
+  split_cpu(2);
+  random::set_seed(5);
+  Tensor x, y, w;
+  {
+    DeviceScope cpu("/CPU:0");
+    x = random::uniform({40, 5, 3}, -1, 1);
+    y = random::randint(0, 3, {40, 5}).cast(DType::float32);
+    w = random::uniform({40, 5}, 0, 2);
+  }
+  auto make = [] {
+    keras::Sequential m({layers::Input({5, 3}), layers::Dense(4, "tanh"), layers::Dense(3, "softmax")});
+    m.compile({.optimizer = keras::optimizers::SGD({.learning_rate = 0.2}),
+               .loss = "sparse_categorical_crossentropy",
+               .weighted_metrics = {"accuracy"}});
+    return m;
+  };
+  random::set_seed(9);
+  keras::Sequential single = make();
+  MirroredStrategy strategy;
+  random::set_seed(9);
+  keras::Sequential mirrored;
+  {
+    auto scope = strategy.scope();
+    mirrored = make();
+  }
+  const keras::FitOptions fo{.epochs = 2, .batch_size = 16, .verbose = 0, .shuffle = false, .sample_weight = w};
+  auto ha = single.fit(x, y, fo);
+  auto hb = mirrored.fit(x, y, fo);
+  for (const char* key : {"loss", "accuracy"}) {
+    for (std::size_t e = 0; e < 2; ++e) EXPECT_NEAR(ha.history[key][e], hb.history[key][e], 1e-5) << key << " " << e;
+  }
+  expect_close(weights(single), weights(mirrored), 2e-5);
+  const keras::EvaluateOptions eo{.batch_size = 7, .verbose = 0, .sample_weight = w};
+  auto ea = single.evaluate(x, y, eo);
+  auto eb = mirrored.evaluate(x, y, eo);
+  ASSERT_EQ(ea.size(), eb.size());
+  for (std::size_t i = 0; i < ea.size(); ++i) EXPECT_NEAR(ea[i], eb[i], 1e-5) << i;
+}
+
 TEST_F(MirroredStrategyTest, AReplicaWithAnEmptyShardContributesNothingAndNoNaN) {
   split_cpu(3);
   const Data d = make_data(4);

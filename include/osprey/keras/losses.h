@@ -28,7 +28,11 @@ class Loss {
   virtual Tensor batch_mean(const Tensor& y_true, const Tensor& y_pred) const;
   /// The reduced loss (a scalar unless the reduction is none).
   Tensor operator()(const Tensor& y_true, const Tensor& y_pred) const;
-  /// With one weight per sample: Σ(w·l) divided by the element count (not Σw) for sum_over_batch_size.
+  /// With one weight per sample: Σ(w·l) divided by the element count (not Σw) for sum_over_batch_size. Weights of
+  /// more than one value per sample, (N, d1, ..., dk) — a weight per step of a sequence, per pixel of an image —
+  /// weigh the values at those positions as Keras's (y_pred is (N, d1, ..., dk, ...) with at least one more axis,
+  /// the one the loss reduces; y_true starts with the same axes): Σ(w·l) over the positions divided by their count
+  /// (sum_over_batch_size) or by Σw (mean_with_sample_weight); reduction none gives the (N, d1, ..., dk) values.
   Tensor operator()(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight) const;
   Reduction reduction() const { return reduction_; }
   void set_reduction(Reduction r) { reduction_ = r; }

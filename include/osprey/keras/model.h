@@ -146,7 +146,9 @@ struct FitOptions {
   bool shuffle = true;
   int initial_epoch = 0;
   std::optional<int> steps_per_epoch{};
-  /// One weight per sample (shape (N,) or (N, 1)): the loss is Σ(w·loss_i) / n per batch (not / Σw).
+  /// One weight per sample (shape (N,) or (N, 1)): the loss is Σ(w·loss_i) / n per batch (not / Σw). Or, as Keras,
+  /// one per position of the outputs' values: (N, T) for outputs (N, T, ...) (a sequence's steps), (N, H, W) for
+  /// (N, H, W, ...) (an image's pixels); then Σ(w·loss) over the positions / their count.
   std::optional<Tensor> sample_weight{};
   /// Weight per class (integer label, the argmax of one-hot labels, or 0/1 for binary), multiplied into the
   /// sample weights. `metrics` are not weighted; `weighted_metrics` are (both as Keras).
@@ -160,8 +162,8 @@ struct EvaluateOptions {
   int verbose = 1;
   std::vector<CallbackRef> callbacks{};
   std::optional<int> steps{};  ///< with a Dataset: batches to evaluate (default: all of it)
-  /// One weight per sample ((N,) or (N, 1)) for the loss and weighted_metrics, as Keras's evaluate(sample_weight=)
-  /// (a Dataset gives them as its elements' third item).
+  /// One weight per sample ((N,) or (N, 1)), or per position as fit's, for the loss and weighted_metrics, as
+  /// Keras's evaluate(sample_weight=) (a Dataset gives them as its elements' third item).
   std::optional<Tensor> sample_weight{};
 };
 
@@ -272,7 +274,8 @@ class Model : public Layer {
   std::vector<Tensor> predict_all(const data::Dataset& dataset, PredictOptions options = {});
   /// One training step on one batch; returns [loss, per-output losses of a multi-output model, metrics] (metrics
   /// reset first, as Keras does). The *_on_batch calls take their arrays by value: they run every step.
-  /// `sample_weight` ((N,) or (N, 1)) and `class_weight` weigh the loss and weighted_metrics, as fit's.
+  /// `sample_weight` ((N,) or (N, 1), or per position as fit's) and `class_weight` weigh the loss and
+  /// weighted_metrics, as fit's.
   std::vector<double> train_on_batch(Arrays x, Arrays y, Tensor sample_weight = {},
                                      std::map<int, double> class_weight = {});
   /// One evaluation step on one batch, no update; returns the same list as train_on_batch (metrics reset first).

@@ -77,6 +77,16 @@ Tensor Loss::operator()(const Tensor& y_true, const Tensor& y_pred) const {
 }
 
 Tensor Loss::operator()(const Tensor& y_true, const Tensor& y_pred, const Tensor& w) const {
+  if (detail::weighs_positions(w)) {  // a weight per step or pixel: each position a row with its weight
+    if (mixes_samples()) {
+      throw ValueError(fmt::format("Loss '{}' compares the batch's samples with each other: it takes one weight per "
+                                   "sample ((N,) or (N, 1)), got sample_weight of shape {}",
+                                   name(), w.shape().to_string()));
+    }
+    const auto rows = detail::position_rows(y_true, y_pred, w, fmt::format("Loss '{}'", name()), 1);
+    const Tensor v = (*this)(rows.y_true, rows.y_pred, rows.weights);
+    return reduction_ == Reduction::none ? ops::reshape(v, rows.positions) : v;
+  }
   const Tensor v = per_sample(y_true, y_pred);
   if (const Tensor m = loss_mask(y_true, y_pred, v); m.defined()) return masked_reduce(reduction_, v, m, w);
   const Tensor wd = &w.device_ref() == &v.device_ref() ? w : w.to(v.device_ref());

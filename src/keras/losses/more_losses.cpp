@@ -41,6 +41,47 @@ Tensor as_float_like(const Tensor& y_true, const Tensor& y_pred) {
   return y_true.dtype() == d ? y_true : kops::cast(y_true, d);
 }
 
+// (N, ..., 1) of rank >= 3 as (N, ...): Keras squeezes a weight's trailing 1 against values one rank lower.
+static Shape positions_of(const Tensor& w) {
+  const auto d = w.shape().dims();
+  if (d.size() >= 3 && d.back() == 1) return Shape(std::vector<int64_t>(d.begin(), d.end() - 1));
+  return w.shape();
+}
+
+bool weighs_positions(const Tensor& w) {
+  if (!w.defined()) return false;
+  const Shape s = positions_of(w);
+  return s.rank() >= 3 || (s.rank() == 2 && s[1] != 1);
+}
+
+PositionRows position_rows(const Tensor& y_true, const Tensor& y_pred, const Tensor& w, const std::string& who,
+                           std::size_t more_axes) {
+  const Shape positions = positions_of(w);
+  const auto p = positions.dims();
+  auto starts_with_positions = [&](const Tensor& t, std::size_t more) {
+    const auto d = t.shape().dims();
+    return d.size() >= p.size() + more && std::equal(p.begin(), p.end(), d.begin());
+  };
+  if (!starts_with_positions(y_pred, more_axes) || !starts_with_positions(y_true, 0)) {
+    throw ValueError(fmt::format(
+        "{}: sample_weight of shape {} weighs each position {} of the values, so y_pred must have those axes first{} "
+        "and y_true those axes first; got y_true {} and y_pred {}. Give one weight per sample as (N,) or (N, 1), or "
+        "weights shaped like the predictions without their last axis.",
+        who, w.shape().to_string(), positions.to_string(),
+        more_axes ? " and at least one more (the axis the loss reduces)," : ",", y_true.shape().to_string(),
+        y_pred.shape().to_string()));
+  }
+  const int64_t rows = positions.num_elements();
+  auto as_rows = [&](const Tensor& t) {
+    const auto d = t.shape().dims();
+    std::vector<int64_t> shape{rows};
+    shape.insert(shape.end(), d.begin() + static_cast<std::ptrdiff_t>(p.size()), d.end());
+    return kops::reshape(t, shape);
+  };
+  const Tensor wf = w.dtype() == DType::float32 ? w : kops::cast(w, DType::float32);
+  return {as_rows(y_true), as_rows(y_pred), kops::reshape(wf, {rows}), positions};
+}
+
 Tensor per_sample_values(const Tensor& values, int64_t n) {
   Tensor v = values.dtype() == DType::float32 ? values : kops::cast(values, DType::float32);
   if (v.shape().rank() == 0) return kops::broadcast_to(v, {n});

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "keras/losses/loss_helpers.h"
 #include "keras/metrics/metric_helpers.h"
 #include "keras/saving/serialization.h"
 #include "osprey/errors.h"
@@ -20,12 +21,17 @@ namespace metrics {
 
 void Metric::update_state(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight) {
   if (!sample_weight.defined()) return update_state(y_true, y_pred);
+  if (losses::detail::weighs_positions(sample_weight)) {  // a weight per step or pixel: each position a sample
+    const auto rows = losses::detail::position_rows(y_true, y_pred, sample_weight, fmt::format("Metric '{}'", name_), 0);
+    return update_state(rows.y_true, rows.y_pred, rows.weights);
+  }
   const int64_t n = y_pred.shape().rank() ? y_pred.shape()[0] : 1;
   const auto& ws = sample_weight.shape();
   const bool per_sample = (ws.rank() == 1 && ws[0] == n) || (ws.rank() == 2 && ws[0] == n && ws[1] == 1);
   if (ws.rank() != 0 && !per_sample) {
     throw ValueError(fmt::format("Metric '{}': sample_weight must be a scalar or have shape ({},) or ({}, 1) (one "
-                                 "weight per sample of y_pred {}), got {}",
+                                 "weight per sample of y_pred {}) or y_pred's shape without its last axis (one per "
+                                 "position), got {}",
                                  name_, n, n, y_pred.shape().to_string(), ws.to_string()));
   }
   const auto v = detail::host_values(sample_weight);

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "keras/losses/loss_helpers.h"
 #include "keras/trainers/trainer.h"
 #include "osprey/errors.h"
 #include "osprey/ops.h"
@@ -147,15 +148,30 @@ int resolve_batch_size(const std::optional<int>& b, const char* fn) {
   return v;
 }
 
-// The per-sample weights of a batch: sample_weight times class_weight[label] (undefined when neither is given).
+// The sample weights of a batch: sample_weight times class_weight[label] (undefined when neither is given), one
+// per sample (N,), or sample_weight's own (N, d1, ..., dk) when it weighs positions (steps, pixels) as Keras's.
 Tensor sample_weights(int64_t n, const Tensor& y, const std::optional<Tensor>& sample_weight,
                       const std::map<int, double>& class_weight, const char* fn) {
   std::vector<float> w(static_cast<size_t>(n), 1.0f);
   bool any = false;
   if (sample_weight) {
     const Tensor& sw = *sample_weight;
+    if (sw.defined() && sw.shape().rank() >= 2 && sw.shape()[0] == n && losses::detail::weighs_positions(sw)) {
+      if (!class_weight.empty()) {
+        throw ValueError(fmt::format("{}: class_weight with a sample_weight of shape {} (more than one weight per "
+                                     "sample): Keras takes one or the other; multiply the class weights into "
+                                     "sample_weight",
+                                     fn, sw.shape().to_string()));
+      }
+      DeviceScope host("/CPU:0");
+      const Tensor f = sw.dtype() == DType::float32 ? sw : sw.cast(DType::float32);
+      return Tensor::from_vector(f.to_vector<float>(), sw.shape());
+    }
     if (!sw.defined() || sw.num_elements() != n || (sw.shape().rank() == 2 && sw.shape()[1] != 1) || sw.shape().rank() > 2) {
-      throw ValueError(fmt::format("{}: sample_weight must have shape ({},) or ({}, 1), got {}", fn, n, n,
+      throw ValueError(fmt::format("{}: sample_weight must have shape ({},) or ({}, 1) (one weight per sample), or "
+                                   "({}, ...) with more axes (one per position of the outputs' values, as a "
+                                   "sequence's steps), got {}",
+                                   fn, n, n, n,
                                    sw.defined() ? sw.shape().to_keras_string() : std::string("an undefined tensor")));
     }
     w = (sw.dtype() == DType::float32 ? sw : sw.cast(DType::float32)).to_vector<float>();

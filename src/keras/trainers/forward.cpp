@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "keras/losses/loss_helpers.h"
 #include "keras/trainers/trainer.h"
 #include "osprey/errors.h"
 #include "osprey/ops.h"
@@ -205,6 +206,19 @@ Tensor steps_as_rows(const Tensor& t, const Tensor& mask, const char* what, cons
   return ops::reshape(t, Shape(rows));
 }
 
+// Whether `w` holds a weight per step of the output's mask (batch, steps) (else one per sample); ValueError when it
+// weighs positions that are not the mask's steps.
+bool step_weights(const Tensor& w, const Tensor& mask, const std::string& output) {
+  if (!losses::detail::weighs_positions(w)) return false;
+  if (w.num_elements() != mask.num_elements() || w.shape()[0] != mask.shape()[0] || w.shape()[1] != mask.shape()[1]) {
+    throw ValueError(fmt::format("Output '{}' carries a mask of shape {} (batch, steps), but sample_weight has shape "
+                                 "{}: weights of more than one value per sample must have one per step, (batch, "
+                                 "steps)",
+                                 output, mask.shape().to_string(), w.shape().to_string()));
+  }
+  return true;
+}
+
 // Keras's loss of an output that carries a mask (losses.loss.apply_mask): each step's loss (a row of the loss's
 // per-sample values), weighted by the mask (and the sample's weight), summed; sum_over_batch_size divides by the
 // unmasked steps' count, mean_with_sample_weight by the weights' sum, sum not at all.
@@ -221,9 +235,11 @@ Tensor masked_loss(const losses::Loss& loss, const Tensor& y, const Tensor& pred
     m = ops::mul(m, ops::reshape(own, Shape({n * steps})));
   }
   Tensor weights = m;
-  if (w.defined()) {  // each sample's weight on all of its steps
+  if (w.defined()) {  // each sample's weight on all of its steps, or a weight per step
     const Tensor wd = &w.device_ref() == &values.device_ref() ? w : w.to(values.device_ref());
-    const Tensor per_step = ops::matmul(ops::reshape(wd, Shape({n, 1})), Tensor::ones(Shape({1, steps})));
+    const Tensor per_step = step_weights(wd, mask, output)
+                                ? wd
+                                : ops::matmul(ops::reshape(wd, Shape({n, 1})), Tensor::ones(Shape({1, steps})));
     weights = ops::mul(m, ops::reshape(per_step, Shape({n * steps})));
   }
   const Tensor weighted = ops::mul(values, weights);
@@ -259,9 +275,9 @@ std::pair<Tensor, Tensor> metric_inputs(const metrics::Metric& metric, const Ten
     const Tensor col = ops::gather_rows(ops::reshape(r, Shape({r.shape()[0], 1})), index.to(r.device_ref()));
     return ops::reshape(col, Shape({static_cast<int64_t>(rows.size())}));
   };
-  if (w && w->defined()) {  // each sample's weight on each of its unmasked steps
+  if (w && w->defined()) {  // each sample's weight on each of its unmasked steps, or each step's own
     const auto weights = (w->dtype() == DType::float32 ? *w : ops::cast(*w, DType::float32)).to_vector<float>();
-    const auto per = static_cast<std::size_t>(mask.shape()[1]);
+    const auto per = step_weights(*w, mask, metric.name()) ? 1 : static_cast<std::size_t>(mask.shape()[1]);
     std::vector<float> picked;
     for (int64_t r : rows) picked.push_back(weights.at(static_cast<std::size_t>(r) / per));
     *w = Tensor::from_vector(picked, Shape({static_cast<int64_t>(picked.size())}));

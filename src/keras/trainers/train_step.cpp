@@ -324,7 +324,9 @@ static bool plan_fits(const State::StepPlan& p, const Batch& b, int64_t batch) {
     }
     return true;
   };
-  return same(p.x_shapes, p.x_dtypes, b.x) && same(p.y_shapes, p.y_dtypes, b.y) && p.parts[0].w.defined() == b.w.defined();
+  const Tensor& w = p.parts[0].w;  // one weight per sample, or per position (the same positions every batch)
+  if (w.defined() != b.w.defined() || (w.defined() && w.shape().with_dim(0, b.w.shape()[0]) != b.w.shape())) return false;
+  return same(p.x_shapes, p.x_dtypes, b.x) && same(p.y_shapes, p.y_dtypes, b.y);
 }
 
 // The step as a replay of the launches recorded at its first run for this batch shape: the batch is copied into

@@ -1,0 +1,293 @@
+// Sample weights of more than one value per sample — a weight per step (N, T) or per pixel (N, H, W) — against
+// Keras 3.15 on TensorFlow (tests/keras/keras_position_weights_reference.py regenerates
+// tests/data/keras_position_weights.json): losses with each reduction and their gradients, metrics, and fit/evaluate
+// of a per-step classifier, a masked recurrent tagger and a per-pixel classifier.
+#include <gtest/gtest.h>
+#include <gmock/gmock.h>
+
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "keras/reference_json.h"
+#include "keras/saving/loss_metric_config.h"
+#include "osprey/autodiff.h"
+#include "osprey/data.h"
+#include "osprey/errors.h"
+#include "osprey/keras.h"
+#include "test_util.h"
+
+using namespace osprey;
+using namespace osprey::keras;
+using nlohmann::json;
+using osprey::testing::expect_close;
+using osprey::testing::tensor_of;
+using ::testing::HasSubstr;
+namespace L = osprey::keras::losses;
+namespace M = osprey::keras::metrics;
+
+namespace {
+
+const json& reference() {
+  static const json ref = osprey::testing::read_reference("keras_position_weights.json");
+  return ref;
+}
+
+const json& training_case(const std::string& name) {
+  for (const auto& c : reference().at("training")) {
+    if (c.at("name") == name) return c;
+  }
+  throw std::runtime_error("no training case " + name);
+}
+
+void expect_near(double got, double want, const std::string& what, double rel = 2e-6) {
+  EXPECT_NEAR(got, want, rel * std::max(1.0, std::abs(want))) << what;
+}
+
+void expect_logs(const std::map<std::string, double>& got, const json& want, const std::string& what) {
+  for (const auto& [key, value] : want.items()) {
+    ASSERT_TRUE(got.count(key)) << what << ": no " << key;
+    expect_near(got.at(key), value.get<double>(), what + " " + key, 2e-5);
+  }
+  EXPECT_EQ(got.size(), want.size()) << what;
+}
+
+void expect_history(const FitHistory& h, const json& c) {
+  for (const auto& [key, values] : c.at("history").items()) {
+    ASSERT_TRUE(h.history.count(key)) << key;
+    ASSERT_EQ(h.history.at(key).size(), values.size()) << key;
+    for (std::size_t e = 0; e < values.size(); ++e) {
+      expect_near(h.history.at(key)[e], values[e].get<double>(), "epoch " + std::to_string(e + 1) + " " + key, 5e-5);
+    }
+  }
+  EXPECT_EQ(h.history.size(), c.at("history").size());
+}
+
+void expect_weights(Model& m, const json& c) {
+  const auto w = m.get_weights();
+  ASSERT_EQ(w.size(), c.at("weights_after").size());
+  for (std::size_t i = 0; i < w.size(); ++i) expect_close(w[i], c.at("weights_after")[i], 2e-4, "weight " + std::to_string(i));
+}
+
+// The per-step classifier: Dense layers over each of 6 steps of 4 features, 3 classes.
+Sequential per_step_dense(bool eager) {
+  const json& d = training_case("per_step_dense").at("data");
+  Sequential m({layers::Input({6, 4}), layers::Dense(8, "tanh"), layers::Dense(3, "softmax")});
+  m.set_weights({tensor_of(d.at("kernels")[0]), Tensor::zeros(Shape({8})), tensor_of(d.at("kernels")[1]),
+                 Tensor::zeros(Shape({3}))});
+  m.compile({.optimizer = optimizers::SGD({.learning_rate = 0.2, .momentum = 0.5}),
+             .loss = "sparse_categorical_crossentropy",
+             .metrics = {"accuracy"},
+             .weighted_metrics = {"accuracy", M::SparseCategoricalCrossentropy(false, "wce")},
+             .run_eagerly = eager});
+  return m;
+}
+
+// Embedding(mask_zero) then SimpleRNN over padded token sequences, a softmax tag per step.
+Model masked_tagger(bool eager) {
+  const json& d = training_case("masked_rnn_tagger").at("data");
+  auto in = keras::Input({6}, {.dtype = DType::int32});
+  auto h = layers::Embedding(7, 3, {.mask_zero = true})(in);
+  h = layers::SimpleRNN(5, {}, {.return_sequences = true})(h);
+  Model m(in, layers::Dense(2, "softmax")(h));
+  const auto& k = d.at("kernels");
+  m.set_weights({tensor_of(k[0]), tensor_of(k[1]), tensor_of(k[2]), Tensor::zeros(Shape({5})), tensor_of(k[3]),
+                 Tensor::zeros(Shape({2}))});
+  m.compile({.optimizer = optimizers::SGD({.learning_rate = 0.5, .momentum = 0.5}),
+             .loss = "sparse_categorical_crossentropy",
+             .weighted_metrics = {"accuracy"},
+             .run_eagerly = eager});
+  return m;
+}
+
+// A 1x1 convolution's softmax per pixel of 4x4 images, the loss over Σ of the weights.
+Sequential per_pixel_conv(bool eager) {
+  const json& d = training_case("per_pixel_conv").at("data");
+  Sequential m({layers::Input({4, 4, 2}), layers::Conv2D(3, 1, {.activation = "softmax"})});
+  m.set_weights({tensor_of(d.at("kernels")[0]), Tensor::zeros(Shape({3}))});
+  L::CategoricalCrossentropy loss;
+  loss.set_reduction(L::Reduction::mean_with_sample_weight);
+  m.compile({.optimizer = optimizers::SGD({.learning_rate = 0.5}),
+             .loss = loss,
+             .weighted_metrics = {"categorical_accuracy"},
+             .run_eagerly = eager});
+  return m;
+}
+
+}  // namespace
+
+TEST(PositionWeights, LossesWeighEachStepOrPixelAsKeras) {
+  for (const auto& c : reference().at("losses")) {
+    const std::string name = c.at("name");
+    SCOPED_TRACE(name);
+    const LossRef ref = serialization::loss_from(json{{"class_name", c.at("class")}, {"config", c.at("config")}});
+    const L::Loss& loss = *ref.get();
+    EXPECT_EQ(json::parse(loss.get_config()).at("reduction"), c.at("config").at("reduction"));
+    const Tensor y = c.at("sparse_labels").get<bool>() ? tensor_of(c.at("y"), DType::int32) : tensor_of(c.at("y"));
+    Variable pred(tensor_of(c.at("y_pred")), "y_pred");
+    GradientTape tape;
+    const Tensor value = loss(y, pred.value(), tensor_of(c.at("sample_weight")));
+    const auto grads = tape.gradient(value, std::vector<Variable*>{&pred});
+    if (c.at("loss").is_array()) {
+      expect_close(value, c.at("loss"), 2e-5, "reduction none");
+    } else {
+      expect_near(value.item(), c.at("loss").get<double>(), "loss");
+    }
+    expect_close(grads[0], c.at("grad"), 2e-4, "gradient");
+  }
+}
+
+TEST(PositionWeights, MetricsWeighEachStepOrPixelAsKeras) {
+  for (const auto& c : reference().at("metrics")) {
+    const std::string name = c.at("name");
+    SCOPED_TRACE(name);
+    const auto metric =
+        serialization::metrics_from(json::array({{{"class_name", c.at("class")}, {"config", c.at("config")}}})).at(0).get();
+    for (int pass = 0; pass < 2; ++pass) {
+      metric->reset_state();
+      for (const auto& b : c.at("batches")) {
+        const bool sparse = c.at("sparse_labels").get<bool>();
+        const Tensor yt = sparse ? tensor_of(b[0], DType::int32) : tensor_of(b[0]);
+        const Tensor yp = name == "mean_iou_steps" ? tensor_of(b[1], DType::int32) : tensor_of(b[1]);
+        metric->update_state(yt, yp, tensor_of(b[2]));
+      }
+      expect_near(metric->result(), c.at("result").get<double>(), name);
+    }
+  }
+}
+
+TEST(PositionWeights, FitAndEvaluateWeighEachStepAsKeras) {
+  const json& c = training_case("per_step_dense");
+  const json& d = c.at("data");
+  const Tensor x = tensor_of(d.at("x")), y = tensor_of(d.at("y"), DType::int32), w = tensor_of(d.at("sample_weight"));
+  for (bool eager : {false, true}) {
+    SCOPED_TRACE(eager ? "run_eagerly" : "recorded steps");
+    auto m = per_step_dense(eager);
+    expect_history(m.fit(x, y, {.epochs = 3, .batch_size = 8, .verbose = 0, .shuffle = false, .sample_weight = w}), c);
+    expect_weights(m, c);
+    expect_logs(m.evaluate_dict(x, y, {.batch_size = 8, .verbose = 0, .sample_weight = w}), c.at("evaluate"), "evaluate");
+  }
+  // Batches of 32: a recorded step split in halves (each half's positions, the metrics over both).
+  const json& c32 = training_case("per_step_dense_batch_32");
+  const json& d32 = c32.at("data");
+  const Tensor x32 = tensor_of(d32.at("x")), y32 = tensor_of(d32.at("y"), DType::int32);
+  const Tensor w32 = tensor_of(d32.at("sample_weight"));
+  for (bool eager : {false, true}) {
+    SCOPED_TRACE(eager ? "batch 32, run_eagerly" : "batch 32, recorded steps");
+    auto m = per_step_dense(eager);
+    expect_history(m.fit(x32, y32, {.epochs = 3, .batch_size = 32, .verbose = 0, .shuffle = false, .sample_weight = w32}),
+                   c32);
+    expect_weights(m, c32);
+    expect_logs(m.evaluate_dict(x32, y32, {.batch_size = 32, .verbose = 0, .sample_weight = w32}), c32.at("evaluate"),
+                "evaluate");
+  }
+  // A Dataset's third item weighs the same way.
+  auto m = per_step_dense(false);
+  const auto ds = data::Dataset::from_tensor_slices({x, y, w}).batch(8);
+  expect_history(m.fit(ds, {.epochs = 3, .verbose = 0}), c);
+  expect_logs(m.evaluate_dict(ds, {.verbose = 0}), c.at("evaluate"), "evaluate(Dataset)");
+  // train_on_batch and test_on_batch take the same weights.
+  auto b = per_step_dense(false);
+  const auto first = b.test_on_batch(x.slice_rows(0, 8), y.slice_rows(0, 8), w.slice_rows(0, 8));
+  const auto trained = b.train_on_batch(x.slice_rows(0, 8), y.slice_rows(0, 8), w.slice_rows(0, 8));
+  expect_near(trained.at(0), first.at(0), "train_on_batch's loss is the batch's loss before the update");
+}
+
+TEST(PositionWeights, AMaskedOutputWeighsItsUnmaskedStepsByTheirWeights) {
+  const json& c = training_case("masked_rnn_tagger");
+  const json& d = c.at("data");
+  const Tensor x = tensor_of(d.at("x"), DType::int32), y = tensor_of(d.at("y"), DType::int32);
+  const Tensor w = tensor_of(d.at("sample_weight"));
+  for (bool eager : {false, true}) {
+    SCOPED_TRACE(eager ? "run_eagerly" : "recorded steps");
+    auto m = masked_tagger(eager);
+    expect_history(m.fit(x, y, {.epochs = 3, .batch_size = 8, .verbose = 0, .shuffle = false, .sample_weight = w}), c);
+    expect_weights(m, c);
+    expect_logs(m.evaluate_dict(x, y, {.batch_size = 8, .verbose = 0, .sample_weight = w}), c.at("evaluate"), "evaluate");
+  }
+}
+
+TEST(PositionWeights, APerPixelClassifierTrainsAsKeras) {
+  const json& c = training_case("per_pixel_conv");
+  const json& d = c.at("data");
+  const Tensor x = tensor_of(d.at("x")), y = tensor_of(d.at("y")), w = tensor_of(d.at("sample_weight"));
+  for (bool eager : {false, true}) {
+    SCOPED_TRACE(eager ? "run_eagerly" : "recorded steps");
+    auto m = per_pixel_conv(eager);
+    expect_history(m.fit(x, y, {.epochs = 3, .batch_size = 8, .verbose = 0, .shuffle = false, .sample_weight = w}), c);
+    expect_weights(m, c);
+    expect_logs(m.evaluate_dict(x, y, {.batch_size = 8, .verbose = 0, .sample_weight = w}), c.at("evaluate"), "evaluate");
+  }
+}
+
+TEST(PositionWeights, WeightsThatFitNoPositionsAreValueErrors) {
+  L::SparseCategoricalCrossentropy scce;
+  const Tensor y = Tensor::zeros(Shape({4, 5}), DType::int32), p = Tensor::full(Shape({4, 5, 3}), 1.0f / 3);
+  // More steps than the predictions have.
+  try {
+    scce(y, p, Tensor::ones(Shape({4, 6})));
+    ADD_FAILURE() << "no error";
+  } catch (const ValueError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("(4, 6)"));
+    EXPECT_THAT(e.what(), HasSubstr("(4, 5, 3)"));
+  }
+  // A loss reduces y_pred's last axis: weights of y_pred's own shape weigh nothing.
+  L::MeanSquaredError mse;
+  EXPECT_THROW(mse(Tensor::zeros(Shape({4, 5})), Tensor::zeros(Shape({4, 5})), Tensor::ones(Shape({4, 5}))), ValueError);
+  // A loss over the batch's pairs takes one weight per sample.
+  L::Circle circle;
+  EXPECT_THROW(circle(Tensor::zeros(Shape({4}), DType::int32), Tensor::ones(Shape({4, 2})), Tensor::ones(Shape({4, 2}))),
+               ValueError);
+  // A metric's weights must start y_pred's axes.
+  M::SparseCategoricalAccuracy acc;
+  EXPECT_THROW(acc.update_state(y, p, Tensor::ones(Shape({4, 3}))), ValueError);
+
+  // fit: class_weight with weights per step; a masked output's weights per position that are not its steps.
+  auto m = per_step_dense(false);
+  const json& d = training_case("per_step_dense").at("data");
+  const Tensor x = tensor_of(d.at("x")), ys = tensor_of(d.at("y"), DType::int32), w = tensor_of(d.at("sample_weight"));
+  try {
+    m.fit(x, ys, {.verbose = 0, .sample_weight = w, .class_weight = {{0, 2.0}}});
+    ADD_FAILURE() << "no error";
+  } catch (const ValueError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("class_weight"));
+  }
+  EXPECT_THROW(m.fit(x, ys, {.verbose = 0, .sample_weight = Tensor::ones(Shape({16, 7}))}), ValueError);
+  EXPECT_THROW(m.fit(x, ys, {.verbose = 0, .sample_weight = Tensor::ones(Shape({15, 6}))}), ValueError);
+  auto tagger = masked_tagger(false);
+  const json& t = training_case("masked_rnn_tagger").at("data");
+  try {
+    tagger.evaluate(tensor_of(t.at("x"), DType::int32), tensor_of(t.at("y"), DType::int32),
+                    {.verbose = 0, .sample_weight = Tensor::ones(Shape({16, 6, 2}))});
+    ADD_FAILURE() << "no error";
+  } catch (const ValueError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("(16, 6, 2)"));
+  }
+}
+
+TEST(PositionWeights, ALossReductionSurvivesAKerasFile) {
+  SKIP_WITHOUT_HDF5();
+  const json& c = training_case("per_pixel_conv");
+  const json& d = c.at("data");
+  const Tensor x = tensor_of(d.at("x")), y = tensor_of(d.at("y")), w = tensor_of(d.at("sample_weight"));
+  auto m = per_pixel_conv(false);
+  m.fit(x, y, {.epochs = 1, .batch_size = 8, .verbose = 0, .shuffle = false, .sample_weight = w});
+  const std::string path = osprey::testing::temp_path("position_weights", "per_pixel.keras");
+  m.save(path);
+  auto back = models::load_model(path);
+  const json cc = json::parse(back->to_json()).at("compile_config");
+  EXPECT_EQ(cc.at("loss").at("config").at("reduction"), "mean_with_sample_weight");
+  const EvaluateOptions eo{.batch_size = 8, .verbose = 0, .sample_weight = w};
+  EXPECT_EQ(back->evaluate_dict(x, y, eo), m.evaluate_dict(x, y, eo));
+  // A reduction of Keras's that does not exist is refused with the ones that do.
+  try {
+    serialization::loss_from(json{{"class_name", "MeanSquaredError"}, {"config", {{"reduction", "median"}}}});
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("median"));
+    EXPECT_THAT(e.what(), HasSubstr("mean_with_sample_weight"));
+  }
+  const LossRef summed = serialization::loss_from(json{{"class_name", "MeanSquaredError"}, {"config", {{"reduction", "sum"}}}});
+  EXPECT_EQ(summed.get()->reduction(), L::Reduction::sum);
+  EXPECT_EQ(serialization::loss_json(summed, "m").at("config").at("reduction"), "sum");
+}
