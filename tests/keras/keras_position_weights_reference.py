@@ -111,12 +111,19 @@ sw = rng.uniform(0.0, 2.0, (n, t)).astype("float32")
 sw[:, -1] = 0.0  # the last step never counts
 k1 = rng.normal(scale=0.5, size=(f, 8)).astype("float32")
 k2 = rng.normal(scale=0.5, size=(8, C)).astype("float32")
-m = keras.Sequential([keras.Input((t, f)), keras.layers.Dense(8, activation="tanh"),
-                      keras.layers.Dense(C, activation="softmax")])
-m.layers[0].set_weights([k1, np.zeros(8, "float32")])
-m.layers[1].set_weights([k2, np.zeros(C, "float32")])
-m.compile(optimizer=keras.optimizers.SGD(0.2, momentum=0.5), loss="sparse_categorical_crossentropy",
-          metrics=["accuracy"], weighted_metrics=["accuracy", M.SparseCategoricalCrossentropy(name="wce")])
+
+
+def per_step_dense():
+    m = keras.Sequential([keras.Input((t, f)), keras.layers.Dense(8, activation="tanh"),
+                          keras.layers.Dense(C, activation="softmax")])
+    m.layers[0].set_weights([k1, np.zeros(8, "float32")])
+    m.layers[1].set_weights([k2, np.zeros(C, "float32")])
+    m.compile(optimizer=keras.optimizers.SGD(0.2, momentum=0.5), loss="sparse_categorical_crossentropy",
+              metrics=["accuracy"], weighted_metrics=["accuracy", M.SparseCategoricalCrossentropy(name="wce")])
+    return m
+
+
+m = per_step_dense()
 record("per_step_dense", m, x, y, sw,
        {"x": lst(x), "y": lst(y), "sample_weight": lst(sw), "kernels": [lst(k1), lst(k2)]})
 
@@ -125,12 +132,7 @@ rng2 = np.random.default_rng(62)
 x32 = rng2.normal(size=(64, t, f)).astype("float32")
 y32 = rng2.integers(0, C, (64, t)).astype("int32")
 sw32 = rng2.uniform(0.0, 2.0, (64, t)).astype("float32")
-m = keras.Sequential([keras.Input((t, f)), keras.layers.Dense(8, activation="tanh"),
-                      keras.layers.Dense(C, activation="softmax")])
-m.layers[0].set_weights([k1, np.zeros(8, "float32")])
-m.layers[1].set_weights([k2, np.zeros(C, "float32")])
-m.compile(optimizer=keras.optimizers.SGD(0.2, momentum=0.5), loss="sparse_categorical_crossentropy",
-          metrics=["accuracy"], weighted_metrics=["accuracy", M.SparseCategoricalCrossentropy(name="wce")])
+m = per_step_dense()
 record("per_step_dense_batch_32", m, x32, y32, sw32,
        {"x": lst(x32), "y": lst(y32), "sample_weight": lst(sw32), "kernels": [lst(k1), lst(k2)]}, batch_size=32)
 

@@ -156,32 +156,36 @@ TEST(PositionWeights, MetricsWeighEachStepOrPixelAsKeras) {
   }
 }
 
+namespace {
+
+// The training case `name`: its model from make(run_eagerly), fitted eager and recorded on its data with its
+// weights, to Keras's history, weights and weighted evaluate.
+template <typename Make>
+void fit_as_keras(const std::string& name, Make make, DType x_dtype, DType y_dtype, int batch_size = 8) {
+  const json& c = training_case(name);
+  const json& d = c.at("data");
+  const Tensor x = tensor_of(d.at("x"), x_dtype), y = tensor_of(d.at("y"), y_dtype), w = tensor_of(d.at("sample_weight"));
+  for (bool eager : {false, true}) {
+    SCOPED_TRACE(name + (eager ? ", run_eagerly" : ", recorded steps"));
+    auto m = make(eager);
+    expect_history(
+        m.fit(x, y, {.epochs = 3, .batch_size = batch_size, .verbose = 0, .shuffle = false, .sample_weight = w}), c);
+    expect_weights(m, c);
+    expect_logs(m.evaluate_dict(x, y, {.batch_size = batch_size, .verbose = 0, .sample_weight = w}), c.at("evaluate"),
+                "evaluate");
+  }
+}
+
+}  // namespace
+
 TEST(PositionWeights, FitAndEvaluateWeighEachStepAsKeras) {
+  fit_as_keras("per_step_dense", per_step_dense, DType::float32, DType::int32);
+  // Batches of 32: a recorded step split in halves (each half's positions, the metrics over both).
+  fit_as_keras("per_step_dense_batch_32", per_step_dense, DType::float32, DType::int32, 32);
+  // A Dataset's third item weighs the same way.
   const json& c = training_case("per_step_dense");
   const json& d = c.at("data");
   const Tensor x = tensor_of(d.at("x")), y = tensor_of(d.at("y"), DType::int32), w = tensor_of(d.at("sample_weight"));
-  for (bool eager : {false, true}) {
-    SCOPED_TRACE(eager ? "run_eagerly" : "recorded steps");
-    auto m = per_step_dense(eager);
-    expect_history(m.fit(x, y, {.epochs = 3, .batch_size = 8, .verbose = 0, .shuffle = false, .sample_weight = w}), c);
-    expect_weights(m, c);
-    expect_logs(m.evaluate_dict(x, y, {.batch_size = 8, .verbose = 0, .sample_weight = w}), c.at("evaluate"), "evaluate");
-  }
-  // Batches of 32: a recorded step split in halves (each half's positions, the metrics over both).
-  const json& c32 = training_case("per_step_dense_batch_32");
-  const json& d32 = c32.at("data");
-  const Tensor x32 = tensor_of(d32.at("x")), y32 = tensor_of(d32.at("y"), DType::int32);
-  const Tensor w32 = tensor_of(d32.at("sample_weight"));
-  for (bool eager : {false, true}) {
-    SCOPED_TRACE(eager ? "batch 32, run_eagerly" : "batch 32, recorded steps");
-    auto m = per_step_dense(eager);
-    expect_history(m.fit(x32, y32, {.epochs = 3, .batch_size = 32, .verbose = 0, .shuffle = false, .sample_weight = w32}),
-                   c32);
-    expect_weights(m, c32);
-    expect_logs(m.evaluate_dict(x32, y32, {.batch_size = 32, .verbose = 0, .sample_weight = w32}), c32.at("evaluate"),
-                "evaluate");
-  }
-  // A Dataset's third item weighs the same way.
   auto m = per_step_dense(false);
   const auto ds = data::Dataset::from_tensor_slices({x, y, w}).batch(8);
   expect_history(m.fit(ds, {.epochs = 3, .verbose = 0}), c);
@@ -194,30 +198,11 @@ TEST(PositionWeights, FitAndEvaluateWeighEachStepAsKeras) {
 }
 
 TEST(PositionWeights, AMaskedOutputWeighsItsUnmaskedStepsByTheirWeights) {
-  const json& c = training_case("masked_rnn_tagger");
-  const json& d = c.at("data");
-  const Tensor x = tensor_of(d.at("x"), DType::int32), y = tensor_of(d.at("y"), DType::int32);
-  const Tensor w = tensor_of(d.at("sample_weight"));
-  for (bool eager : {false, true}) {
-    SCOPED_TRACE(eager ? "run_eagerly" : "recorded steps");
-    auto m = masked_tagger(eager);
-    expect_history(m.fit(x, y, {.epochs = 3, .batch_size = 8, .verbose = 0, .shuffle = false, .sample_weight = w}), c);
-    expect_weights(m, c);
-    expect_logs(m.evaluate_dict(x, y, {.batch_size = 8, .verbose = 0, .sample_weight = w}), c.at("evaluate"), "evaluate");
-  }
+  fit_as_keras("masked_rnn_tagger", masked_tagger, DType::int32, DType::int32);
 }
 
 TEST(PositionWeights, APerPixelClassifierTrainsAsKeras) {
-  const json& c = training_case("per_pixel_conv");
-  const json& d = c.at("data");
-  const Tensor x = tensor_of(d.at("x")), y = tensor_of(d.at("y")), w = tensor_of(d.at("sample_weight"));
-  for (bool eager : {false, true}) {
-    SCOPED_TRACE(eager ? "run_eagerly" : "recorded steps");
-    auto m = per_pixel_conv(eager);
-    expect_history(m.fit(x, y, {.epochs = 3, .batch_size = 8, .verbose = 0, .shuffle = false, .sample_weight = w}), c);
-    expect_weights(m, c);
-    expect_logs(m.evaluate_dict(x, y, {.batch_size = 8, .verbose = 0, .sample_weight = w}), c.at("evaluate"), "evaluate");
-  }
+  fit_as_keras("per_pixel_conv", per_pixel_conv, DType::float32, DType::float32);
 }
 
 TEST(PositionWeights, WeightsThatFitNoPositionsAreValueErrors) {
