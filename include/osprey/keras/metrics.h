@@ -24,9 +24,10 @@ class Metric {
   /// all), applied to every value of its sample as Keras's weighted metrics do (a mean metric: Σ w·value / Σ w;
   /// a count: each sample counts w). Weights of more than one value per sample, (N, d1, ..., dk) with y_pred
   /// (N, d1, ..., dk, ...) and y_true starting with the same axes, weigh each position (a sequence's step, an
-  /// image's pixel) as Keras's: each position a sample with its weight. Undefined weights: update_state(y_true, y_pred). Keras's built-in metrics
-  /// take weights; a metric of one's own takes them by overriding update_weighted() (else a ValueError). A
-  /// subclass that declares update_state(y_true, y_pred) adds `using Metric::update_state;` to keep this one.
+  /// image's pixel) as Keras's: each position a sample with its weight. Undefined weights: update_state(y_true,
+  /// y_pred). Keras's built-in metrics take weights; a metric of one's own takes them by overriding
+  /// update_weighted() (else a ValueError). A subclass that declares update_state(y_true, y_pred) adds
+  /// `using Metric::update_state;` to keep this one.
   void update_state(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight);
   virtual double result() const { return count_ > 0 ? total_ / count_ : 0.0; }
   virtual void reset_state() { total_ = count_ = 0.0; }
