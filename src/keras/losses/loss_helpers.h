@@ -22,15 +22,15 @@ Tensor per_sample_values(const Tensor& values, int64_t n);
 /// are one per sample; a trailing axis of 1 does not count ((N, T, 1) weighs the positions (N, T)).
 bool weighs_positions(const Tensor& w);
 /// Labels, predictions and weights per position: y_true and y_pred with the weights' positions (N, d1, ..., dk) as
-/// rows, (R, rest...) with R = N·d1⋯dk, and the weights as (R,), one per row. ValueError naming `who` and the
-/// shapes unless y_true and y_pred start with the positions' axes and y_pred has at least `more_axes` more (a
+/// rows, (R, rest...) with R = N·d1⋯dk, and the weights as (R,), one per row. ValueError naming the `kind`
+/// ("Loss", "Metric") and `name` and the shapes unless y_true and y_pred start with the positions' axes and y_pred has at least `more_axes` more (a
 /// loss's 1, the axis it reduces: Keras's loss values are y_pred's shape without its last axis; a metric's 0).
 struct PositionRows {
   Tensor y_true, y_pred, weights;
   Shape positions;
 };
-PositionRows position_rows(const Tensor& y_true, const Tensor& y_pred, const Tensor& w, const std::string& who,
-                           std::size_t more_axes);
+PositionRows position_rows(const Tensor& y_true, const Tensor& y_pred, const Tensor& w, const char* kind,
+                           const std::string& name, std::size_t more_axes);
 /// Hinge losses' labels: 0/1 labels become −1/1 (when every label is 0 or 1), others are kept.
 Tensor hinge_labels(const Tensor& y);
 

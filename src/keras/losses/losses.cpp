@@ -83,7 +83,7 @@ Tensor Loss::operator()(const Tensor& y_true, const Tensor& y_pred, const Tensor
                                    "sample ((N,) or (N, 1)), got sample_weight of shape {}",
                                    name(), w.shape().to_string()));
     }
-    const auto rows = detail::position_rows(y_true, y_pred, w, fmt::format("Loss '{}'", name()), 1);
+    const auto rows = detail::position_rows(y_true, y_pred, w, "Loss", name(), 1);
     const Tensor v = (*this)(rows.y_true, rows.y_pred, rows.weights);
     return reduction_ == Reduction::none ? ops::reshape(v, rows.positions) : v;
   }

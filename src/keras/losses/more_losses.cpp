@@ -54,8 +54,8 @@ bool weighs_positions(const Tensor& w) {
   return s.rank() >= 3 || (s.rank() == 2 && s[1] != 1);
 }
 
-PositionRows position_rows(const Tensor& y_true, const Tensor& y_pred, const Tensor& w, const std::string& who,
-                           std::size_t more_axes) {
+PositionRows position_rows(const Tensor& y_true, const Tensor& y_pred, const Tensor& w, const char* kind,
+                           const std::string& name, std::size_t more_axes) {
   const Shape positions = positions_of(w);
   const auto p = positions.dims();
   auto starts_with_positions = [&](const Tensor& t, std::size_t more) {
@@ -64,10 +64,10 @@ PositionRows position_rows(const Tensor& y_true, const Tensor& y_pred, const Ten
   };
   if (!starts_with_positions(y_pred, more_axes) || !starts_with_positions(y_true, 0)) {
     throw ValueError(fmt::format(
-        "{}: sample_weight of shape {} weighs each position {} of the values, so y_pred must have those axes first{} "
-        "and y_true those axes first; got y_true {} and y_pred {}. Give one weight per sample as (N,) or (N, 1), or "
-        "weights shaped like the predictions without their last axis.",
-        who, w.shape().to_string(), positions.to_string(),
+        "{} '{}': sample_weight of shape {} weighs each position {} of the values, so y_pred must have those axes "
+        "first{} and y_true those axes first; got y_true {} and y_pred {}. Give one weight per sample as (N,) or "
+        "(N, 1), or weights shaped like the predictions without their last axis.",
+        kind, name, w.shape().to_string(), positions.to_string(),
         more_axes ? " and at least one more (the axis the loss reduces)," : ",", y_true.shape().to_string(),
         y_pred.shape().to_string()));
   }

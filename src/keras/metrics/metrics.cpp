@@ -22,7 +22,7 @@ namespace metrics {
 void Metric::update_state(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight) {
   if (!sample_weight.defined()) return update_state(y_true, y_pred);
   if (losses::detail::weighs_positions(sample_weight)) {  // a weight per step or pixel: each position a sample
-    const auto rows = losses::detail::position_rows(y_true, y_pred, sample_weight, fmt::format("Metric '{}'", name_), 0);
+    const auto rows = losses::detail::position_rows(y_true, y_pred, sample_weight, "Metric", name_, 0);
     return update_state(rows.y_true, rows.y_pred, rows.weights);
   }
   const int64_t n = y_pred.shape().rank() ? y_pred.shape()[0] : 1;

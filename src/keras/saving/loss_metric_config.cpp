@@ -247,44 +247,6 @@ json metric_json(const MetricRef& m, const std::string& where) {
   return object("keras.metrics", cls, parse(metric.get_config(), "metric '" + metric.name() + "''s config"));
 }
 
-}  // namespace
-
-namespace {
-LossRef builtin_loss(const std::string& cls, const json& c);
-losses::Reduction reduction_of(const json& c);
-}  // namespace
-
-LossRef loss_from(const json& j) {
-  if (j.is_string()) return j.get<std::string>();
-  std::string registered;
-  if (auto fn = function_from(j, registered)) {
-    losses::LossFunctionWrapper w(fn, registered.substr(registered.find('>') + 1));
-    w.set_registered_name(registered);
-    return w;
-  }
-  const std::string cls = j.value("class_name", "");
-  const json& c = config_of(j, "the loss");
-  const json reg = j.value("registered_name", json());
-  if (reg.is_string() && reg.get<std::string>().find('>') != std::string::npos) {  // a class of the user's
-    auto loss = saving::detail::make_loss(reg.get<std::string>(), dumps(c));
-    if (!loss) {
-      throw ValueError(fmt::format("model_from_json: the loss class '{}' ('{}') is not registered; register it with "
-                                   "keras::saving::register_keras_serializable<YourLoss>(\"package\", \"name\")",
-                                   cls, reg.get<std::string>()));
-    }
-    return LossRef(loss);
-  }
-  const losses::Reduction reduction = reduction_of(c);
-  LossRef loss = builtin_loss(cls, c);
-  if (reduction == losses::Reduction::sum_over_batch_size) return loss;
-  // Not by name: a name would be saved again without its reduction.
-  std::shared_ptr<losses::Loss> object = loss.get();
-  object->set_reduction(reduction);
-  return LossRef(std::move(object));
-}
-
-namespace {
-
 // A Keras loss class's config as Osprey's loss (its reduction aside).
 LossRef builtin_loss(const std::string& cls, const json& c) {
   const losses::CrossentropyOptions ce{.label_smoothing = value_or(c, "label_smoothing", 0.0),
@@ -331,6 +293,35 @@ losses::Reduction reduction_of(const json& c) {
 }
 
 }  // namespace
+
+LossRef loss_from(const json& j) {
+  if (j.is_string()) return j.get<std::string>();
+  std::string registered;
+  if (auto fn = function_from(j, registered)) {
+    losses::LossFunctionWrapper w(fn, registered.substr(registered.find('>') + 1));
+    w.set_registered_name(registered);
+    return w;
+  }
+  const std::string cls = j.value("class_name", "");
+  const json& c = config_of(j, "the loss");
+  const json reg = j.value("registered_name", json());
+  if (reg.is_string() && reg.get<std::string>().find('>') != std::string::npos) {  // a class of the user's
+    auto loss = saving::detail::make_loss(reg.get<std::string>(), dumps(c));
+    if (!loss) {
+      throw ValueError(fmt::format("model_from_json: the loss class '{}' ('{}') is not registered; register it with "
+                                   "keras::saving::register_keras_serializable<YourLoss>(\"package\", \"name\")",
+                                   cls, reg.get<std::string>()));
+    }
+    return LossRef(loss);
+  }
+  const losses::Reduction reduction = reduction_of(c);
+  LossRef loss = builtin_loss(cls, c);
+  if (reduction == losses::Reduction::sum_over_batch_size) return loss;
+  // Not by name: a name would be saved again without its reduction.
+  std::shared_ptr<losses::Loss> object = loss.get();
+  object->set_reduction(reduction);
+  return LossRef(std::move(object));
+}
 
 std::vector<MetricRef> metrics_from(const json& j) {
   std::vector<MetricRef> out;

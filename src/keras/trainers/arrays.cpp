@@ -156,7 +156,7 @@ Tensor sample_weights(int64_t n, const Tensor& y, const std::optional<Tensor>& s
   bool any = false;
   if (sample_weight) {
     const Tensor& sw = *sample_weight;
-    if (sw.defined() && sw.shape().rank() >= 2 && sw.shape()[0] == n && losses::detail::weighs_positions(sw)) {
+    if (losses::detail::weighs_positions(sw) && sw.shape()[0] == n) {
       if (!class_weight.empty()) {
         throw ValueError(fmt::format("{}: class_weight with a sample_weight of shape {} (more than one weight per "
                                      "sample): Keras takes one or the other; multiply the class weights into "

@@ -54,7 +54,8 @@ Tensor batch_loss(State& s, const std::vector<Tensor>& y, const std::vector<Tens
                   const std::vector<Tensor>* masks = nullptr);
 /// What a metric sees of an output: (y, y_pred), or with the output's mask and a mean metric (Keras's
 /// MeanMetricWrapper family weights them by the mask) only the unmasked steps, each step a row.
-/// With `w` (one weight per sample), a picked step gets its sample's weight (`w` is replaced by the steps').
+/// With `w` (one weight per sample, or one per step (batch, steps)), a picked step gets its sample's weight or its
+/// own (`w` is replaced by the steps').
 std::pair<Tensor, Tensor> metric_inputs(const metrics::Metric& metric, const Tensor& y, const Tensor& y_pred,
                                         const Tensor& mask, Tensor* w = nullptr);
 /// Adds a batch to a compiled metric: a weighted one (compile's weighted_metrics) with the batch's sample weights
