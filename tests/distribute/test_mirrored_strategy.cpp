@@ -263,6 +263,58 @@ TEST_F(MirroredStrategyTest, WeightsPerStepGiveTheSingleDevicesTraining) {
   for (std::size_t i = 0; i < ea.size(); ++i) EXPECT_NEAR(ea[i], eb[i], 1e-5) << i;
 }
 
+// Weights per output of a two-output model (a weight per step for a tagger, one per sample for a pooled head):
+// each replica takes its rows of each output's weights.
+TEST_F(MirroredStrategyTest, WeightsPerOutputGiveTheSingleDevicesTraining) {
+  split_cpu(2);
+  random::set_seed(6);
+  Tensor x, tags, score, w_steps, w_samples;
+  {
+    DeviceScope cpu("/CPU:0");
+    x = random::uniform({40, 5, 3}, -1, 1);
+    tags = random::randint(0, 3, {40, 5}).cast(DType::float32);
+    score = random::uniform({40, 1}, -1, 1);
+    w_steps = random::uniform({40, 5}, 0, 2);
+    w_samples = random::uniform({40}, 0, 2);
+  }
+  auto make = [] {
+    auto in = keras::Input({5, 3}, {.name = "x"});
+    auto h = layers::Dense(4, "tanh", {.name = "h"})(in);
+    auto t = layers::Dense(3, "softmax", {.name = "tags"})(h);
+    auto s = layers::Dense(1, "", {.name = "score"})(layers::GlobalAveragePooling1D()(h));
+    keras::Model m(in, {t, s});
+    m.compile({.optimizer = keras::optimizers::SGD({.learning_rate = 0.2}),
+               .loss = {"sparse_categorical_crossentropy", "mse"},
+               .weighted_metrics = std::map<std::string, std::vector<keras::MetricRef>>{{"tags", {"accuracy"}},
+                                                                                        {"score", {"mae"}}}});
+    return m;
+  };
+  random::set_seed(9);
+  keras::Model single = make();
+  MirroredStrategy strategy;
+  random::set_seed(9);
+  std::optional<keras::Model> mirrored;
+  {
+    auto scope = strategy.scope();
+    mirrored.emplace(make());
+  }
+  const keras::Arrays y{tags, score}, w{w_steps, w_samples};
+  const keras::FitOptions fo{.epochs = 2, .batch_size = 16, .verbose = 0, .shuffle = false, .sample_weight = w};
+  auto ha = single.fit(x, y, fo);
+  auto hb = mirrored->fit(x, y, fo);
+  ASSERT_EQ(ha.history.size(), hb.history.size());
+  for (const auto& [key, values] : ha.history) {
+    for (std::size_t e = 0; e < 2; ++e) EXPECT_NEAR(values[e], hb.history[key][e], 1e-5) << key << " " << e;
+  }
+  const keras::EvaluateOptions eo{.batch_size = 7, .verbose = 0, .sample_weight = w};
+  auto ea = single.evaluate_dict(x, y, eo);
+  auto eb = mirrored->evaluate_dict(x, y, eo);
+  ASSERT_EQ(ea.size(), eb.size());
+  for (const auto& [key, value] : ea) EXPECT_NEAR(value, eb[key], 1e-5) << key;
+  // The weights count: the same data unweighted gives another loss.
+  EXPECT_GT(std::abs(single.evaluate_dict(x, y, {.batch_size = 7, .verbose = 0}).at("loss") - ea.at("loss")), 1e-4);
+}
+
 TEST_F(MirroredStrategyTest, AReplicaWithAnEmptyShardContributesNothingAndNoNaN) {
   split_cpu(3);
   const Data d = make_data(4);

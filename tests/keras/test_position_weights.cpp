@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "keras/fit_expect.h"
 #include "keras/reference_json.h"
 #include "keras/saving/loss_metric_config.h"
 #include "osprey/autodiff.h"
@@ -21,6 +22,9 @@ using namespace osprey;
 using namespace osprey::keras;
 using nlohmann::json;
 using osprey::testing::expect_close;
+using osprey::testing::expect_history;
+using osprey::testing::expect_logs;
+using osprey::testing::expect_weights;
 using osprey::testing::tensor_of;
 using ::testing::HasSubstr;
 namespace L = osprey::keras::losses;
@@ -38,35 +42,6 @@ const json& training_case(const std::string& name) {
     if (c.at("name") == name) return c;
   }
   throw std::runtime_error("no training case " + name);
-}
-
-void expect_near(double got, double want, const std::string& what, double rel = 2e-6) {
-  EXPECT_NEAR(got, want, rel * std::max(1.0, std::abs(want))) << what;
-}
-
-void expect_logs(const std::map<std::string, double>& got, const json& want, const std::string& what) {
-  for (const auto& [key, value] : want.items()) {
-    ASSERT_TRUE(got.count(key)) << what << ": no " << key;
-    expect_near(got.at(key), value.get<double>(), what + " " + key, 2e-5);
-  }
-  EXPECT_EQ(got.size(), want.size()) << what;
-}
-
-void expect_history(const FitHistory& h, const json& c) {
-  for (const auto& [key, values] : c.at("history").items()) {
-    ASSERT_TRUE(h.history.count(key)) << key;
-    ASSERT_EQ(h.history.at(key).size(), values.size()) << key;
-    for (std::size_t e = 0; e < values.size(); ++e) {
-      expect_near(h.history.at(key)[e], values[e].get<double>(), "epoch " + std::to_string(e + 1) + " " + key, 5e-5);
-    }
-  }
-  EXPECT_EQ(h.history.size(), c.at("history").size());
-}
-
-void expect_weights(Model& m, const json& c) {
-  const auto w = m.get_weights();
-  ASSERT_EQ(w.size(), c.at("weights_after").size());
-  for (std::size_t i = 0; i < w.size(); ++i) expect_close(w[i], c.at("weights_after")[i], 2e-4, "weight " + std::to_string(i));
 }
 
 // The per-step classifier: Dense layers over each of 6 steps of 4 features, 3 classes.
@@ -131,7 +106,7 @@ TEST(PositionWeights, LossesWeighEachStepOrPixelAsKeras) {
     if (c.at("loss").is_array()) {
       expect_close(value, c.at("loss"), 2e-5, "reduction none");
     } else {
-      expect_near(value.item(), c.at("loss").get<double>(), "loss");
+      osprey::testing::expect_near_rel(value.item(), c.at("loss").get<double>(), "loss", 2e-6);
     }
     expect_close(grads[0], c.at("grad"), 2e-4, "gradient");
   }
@@ -151,7 +126,7 @@ TEST(PositionWeights, MetricsWeighEachStepOrPixelAsKeras) {
         const Tensor yp = name == "mean_iou_steps" ? tensor_of(b[1], DType::int32) : tensor_of(b[1]);
         metric->update_state(yt, yp, tensor_of(b[2]));
       }
-      expect_near(metric->result(), c.at("result").get<double>(), name);
+      osprey::testing::expect_near_rel(metric->result(), c.at("result").get<double>(), name, 2e-6);
     }
   }
 }
@@ -170,7 +145,7 @@ void fit_as_keras(const std::string& name, Make make, DType x_dtype, DType y_dty
     auto m = make(eager);
     expect_history(
         m.fit(x, y, {.epochs = 3, .batch_size = batch_size, .verbose = 0, .shuffle = false, .sample_weight = w}), c);
-    expect_weights(m, c);
+    expect_weights(m, c.at("weights_after"));
     expect_logs(m.evaluate_dict(x, y, {.batch_size = batch_size, .verbose = 0, .sample_weight = w}), c.at("evaluate"),
                 "evaluate");
   }
@@ -194,7 +169,7 @@ TEST(PositionWeights, FitAndEvaluateWeighEachStepAsKeras) {
   auto b = per_step_dense(false);
   const auto first = b.test_on_batch(x.slice_rows(0, 8), y.slice_rows(0, 8), w.slice_rows(0, 8));
   const auto trained = b.train_on_batch(x.slice_rows(0, 8), y.slice_rows(0, 8), w.slice_rows(0, 8));
-  expect_near(trained.at(0), first.at(0), "train_on_batch's loss is the batch's loss before the update");
+  osprey::testing::expect_near_rel(trained.at(0), first.at(0), "train_on_batch's loss is the batch's loss before the update", 2e-6);
 }
 
 TEST(PositionWeights, AMaskedOutputWeighsItsUnmaskedStepsByTheirWeights) {

@@ -43,14 +43,14 @@ struct ValidationData {
   ValidationData() = default;
   ValidationData(Arrays x_val, Arrays y_val) : x(std::move(x_val)), y(std::move(y_val)) {}
   /// Keras's validation_data=(x_val, y_val, val_sample_weight): the validation loss and weighted_metrics weigh
-  /// each sample.
-  ValidationData(Arrays x_val, Arrays y_val, Tensor val_sample_weight)
+  /// each sample (one tensor, or one per output as fit's sample_weight).
+  ValidationData(Arrays x_val, Arrays y_val, Arrays val_sample_weight)
       : x(std::move(x_val)), y(std::move(y_val)), sample_weight(std::move(val_sample_weight)) {}
   template <typename X, typename Y>
   ValidationData(const std::pair<X, Y>& p) : x(p.first), y(p.second) {}
   ValidationData(const data::Dataset& d) : dataset(d) {}
   Arrays x, y;
-  Tensor sample_weight{};  ///< undefined: none
+  Arrays sample_weight{};  ///< empty: none
   std::optional<data::Dataset> dataset{};
   /// Whether validation data was given.
   bool given() const { return !x.tensors.empty() || dataset.has_value(); }
@@ -149,9 +149,13 @@ struct FitOptions {
   /// One weight per sample (shape (N,) or (N, 1)): the loss is Σ(w·loss_i) / n per batch (not / Σw). Or, as Keras,
   /// one per position of the outputs' values: (N, T) for outputs (N, T, ...) (a sequence's steps), (N, H, W) for
   /// (N, H, W, ...) (an image's pixels); then Σ(w·loss) over the positions / their count.
-  std::optional<Tensor> sample_weight{};
+  /// A multi-output model: one tensor of one weight per sample weighs every output; or one tensor per output, as
+  /// Keras's list or dict: `Arrays{w_a, w_b}` in the outputs' order, or a map by output name (an undefined tensor
+  /// leaves its output unweighted). Each output's loss, its logged `<name>_loss` and its weighted_metrics use its own.
+  std::optional<Arrays> sample_weight{};
   /// Weight per class (integer label, the argmax of one-hot labels, or 0/1 for binary), multiplied into the
-  /// sample weights. `metrics` are not weighted; `weighted_metrics` are (both as Keras).
+  /// sample weights; single-output models (Keras's ValueError otherwise). `metrics` are not weighted;
+  /// `weighted_metrics` are (both as Keras).
   std::map<int, double> class_weight{};
   /// With a Dataset as validation_data: batches of it per validation (default: all of it).
   std::optional<int> validation_steps{};
@@ -162,9 +166,9 @@ struct EvaluateOptions {
   int verbose = 1;
   std::vector<CallbackRef> callbacks{};
   std::optional<int> steps{};  ///< with a Dataset: batches to evaluate (default: all of it)
-  /// One weight per sample ((N,) or (N, 1)), or per position as fit's, for the loss and weighted_metrics, as
-  /// Keras's evaluate(sample_weight=) (a Dataset gives them as its elements' third item).
-  std::optional<Tensor> sample_weight{};
+  /// One weight per sample ((N,) or (N, 1)), or per position, or one per output, as fit's, for the loss and
+  /// weighted_metrics, as Keras's evaluate(sample_weight=) (a Dataset gives them as its elements' third item).
+  std::optional<Arrays> sample_weight{};
 };
 
 struct PredictOptions {
@@ -200,7 +204,12 @@ class StepData {
   StepData& operator=(const StepData&) = delete;
   const std::vector<Tensor>& x() const;
   const std::vector<Tensor>& y() const;
+  /// The batch's sample weights when one tensor weighs every output (undefined when none); a ValueError when they
+  /// were given per output (read sample_weights()).
   const Tensor& sample_weight() const;
+  /// The batch's sample weights as the engine holds them: none (empty), one tensor for every output, or one per
+  /// output in the outputs' order (an undefined one: that output is unweighted).
+  const std::vector<Tensor>& sample_weights() const;
   /// Rows in the batch.
   int64_t size() const;
   /// The engine's view (internal).
@@ -274,12 +283,12 @@ class Model : public Layer {
   std::vector<Tensor> predict_all(const data::Dataset& dataset, PredictOptions options = {});
   /// One training step on one batch; returns [loss, per-output losses of a multi-output model, metrics] (metrics
   /// reset first, as Keras does). The *_on_batch calls take their arrays by value: they run every step.
-  /// `sample_weight` ((N,) or (N, 1), or per position as fit's) and `class_weight` weigh the loss and
-  /// weighted_metrics, as fit's.
-  std::vector<double> train_on_batch(Arrays x, Arrays y, Tensor sample_weight = {},
+  /// `sample_weight` ((N,) or (N, 1), or per position, or one per output, as fit's) and `class_weight` weigh the
+  /// loss and weighted_metrics, as fit's.
+  std::vector<double> train_on_batch(Arrays x, Arrays y, Arrays sample_weight = {},
                                      std::map<int, double> class_weight = {});
   /// One evaluation step on one batch, no update; returns the same list as train_on_batch (metrics reset first).
-  std::vector<double> test_on_batch(Arrays x, Arrays y, Tensor sample_weight = {});
+  std::vector<double> test_on_batch(Arrays x, Arrays y, Arrays sample_weight = {});
   /// The outputs for one batch (inference behaviour), on the model's device (a single-output model).
   Tensor predict_on_batch(Arrays x);
   /// The model's weight penalties (regularizers), summed: what fit adds to the loss. A scalar 0 without any.

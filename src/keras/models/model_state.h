@@ -90,7 +90,8 @@ struct Model::State {
       int64_t begin = 0, end = 0;  // the batch rows of this part
       PartTensors x, y;  // read on the helper thread by a split step
       std::vector<Tensor> y_pred;
-      Tensor w, loss;
+      std::vector<Tensor> w;  // the sample weights as trainer::Weights holds them (none, one, one per output)
+      Tensor loss;
       std::vector<Tensor> output_losses;  // per output, when there are several
       std::vector<Tensor> grads;
       std::vector<Tensor> metric_counts;  // per metric: batch_count() of this part's rows, or undefined

@@ -1,5 +1,6 @@
 // Checks and arrangement of the arrays a model is given: one per input and output, in the model's order, with the
 // same number of rows and finite values; fit's sample weights.
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -148,55 +149,106 @@ int resolve_batch_size(const std::optional<int>& b, const char* fn) {
   return v;
 }
 
-// The sample weights of a batch: sample_weight times class_weight[label] (undefined when neither is given), one
-// per sample (N,), or sample_weight's own (N, d1, ..., dk) when it weighs positions (steps, pixels) as Keras's.
-Tensor sample_weights(int64_t n, const Tensor& y, const std::optional<Tensor>& sample_weight,
-                      const std::map<int, double>& class_weight, const char* fn) {
-  std::vector<float> w(static_cast<size_t>(n), 1.0f);
-  bool any = false;
-  if (sample_weight) {
-    const Tensor& sw = *sample_weight;
-    if (losses::detail::weighs_positions(sw) && sw.shape()[0] == n) {
-      if (!class_weight.empty()) {
-        throw ValueError(fmt::format("{}: class_weight with a sample_weight of shape {} (more than one weight per "
-                                     "sample): Keras takes one or the other; multiply the class weights into "
-                                     "sample_weight",
-                                     fn, sw.shape().to_string()));
+// One tensor of sample weights for n rows, as float32 on the host: one weight per sample ((n,) or (n, 1): (n,)), or
+// (n, d1, ..., dk) when it weighs positions (steps, pixels) as Keras's. `what` names it in errors.
+static Tensor weight_tensor(int64_t n, const Tensor& sw, const std::string& what, const char* fn) {
+  DeviceScope host("/CPU:0");
+  if (sw.defined() && losses::detail::weighs_positions(sw) && sw.shape()[0] == n) {
+    const Tensor f = sw.dtype() == DType::float32 ? sw : sw.cast(DType::float32);
+    return Tensor::from_vector(f.to_vector<float>(), sw.shape());
+  }
+  if (!sw.defined() || sw.num_elements() != n || (sw.shape().rank() == 2 && sw.shape()[1] != 1) || sw.shape().rank() > 2) {
+    throw ValueError(fmt::format("{}: {} must have shape ({},) or ({}, 1) (one weight per sample), or ({}, ...) with "
+                                 "more axes (one per position of the outputs' values, as a sequence's steps), got {}",
+                                 fn, what, n, n, n,
+                                 sw.defined() ? sw.shape().to_keras_string() : std::string("an undefined tensor")));
+  }
+  const Tensor f = sw.dtype() == DType::float32 ? sw : sw.cast(DType::float32);
+  return Tensor::from_vector(f.to_vector<float>(), Shape({n}));
+}
+
+// class_weight[label] per sample of y (an integer label, the argmax of one-hot labels, or 0/1 for binary), times w.
+static Tensor with_class_weights(int64_t n, const Tensor& y, Tensor w, const std::map<int, double>& class_weight) {
+  DeviceScope host("/CPU:0");
+  std::vector<float> v = w.defined() ? w.to_vector<float>() : std::vector<float>(static_cast<size_t>(n), 1.0f);
+  const auto labels = (y.dtype() == DType::float32 ? y : y.cast(DType::float32)).to_vector<float>();
+  const int64_t d = n ? static_cast<int64_t>(labels.size()) / n : 1;
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t cls = 0;
+    if (d == 1) {
+      cls = static_cast<int64_t>(std::lround(labels[i]));
+    } else {  // one-hot: the argmax
+      for (int64_t j = 1; j < d; ++j) {
+        if (labels[i * d + j] > labels[i * d + cls]) cls = j;
       }
-      DeviceScope host("/CPU:0");
-      const Tensor f = sw.dtype() == DType::float32 ? sw : sw.cast(DType::float32);
-      return Tensor::from_vector(f.to_vector<float>(), sw.shape());
     }
-    if (!sw.defined() || sw.num_elements() != n || (sw.shape().rank() == 2 && sw.shape()[1] != 1) || sw.shape().rank() > 2) {
-      throw ValueError(fmt::format("{}: sample_weight must have shape ({},) or ({}, 1) (one weight per sample), or "
-                                   "({}, ...) with more axes (one per position of the outputs' values, as a "
-                                   "sequence's steps), got {}",
-                                   fn, n, n, n,
-                                   sw.defined() ? sw.shape().to_keras_string() : std::string("an undefined tensor")));
+    auto it = class_weight.find(static_cast<int>(cls));
+    if (it != class_weight.end()) v[i] *= static_cast<float>(it->second);
+  }
+  return Tensor::from_vector(v, Shape({n}));
+}
+
+// The sample weights of n rows: sample_weight (one tensor for every output, or one per output, as Keras's
+// ArrayDataAdapter takes them) times class_weight[label] (a single output's).
+Weights sample_weights(Model& model, int64_t n, const std::vector<Tensor>& ys,
+                       const std::optional<Arrays>& sample_weight, const std::map<int, double>& class_weight,
+                       const char* fn) {
+  const std::size_t outputs = ys.size();
+  const bool given = sample_weight && !(sample_weight->tensors.size() == 1 && sample_weight->keys.empty() &&
+                                        !sample_weight->tensors[0].defined());
+  if (!class_weight.empty() && outputs > 1) {
+    throw ValueError(fmt::format("{}: `class_weight` is only supported for Models with a single output (model '{}' "
+                                 "has {}); give the class weights as sample_weight, one array per output",
+                                 fn, model.name(), outputs));
+  }
+  Weights w;
+  if (given && sample_weight->keys.empty() && sample_weight->tensors.size() == 1) {  // one for every output
+    const Tensor& sw = sample_weight->tensors[0];
+    w.push_back(weight_tensor(n, sw, "sample_weight", fn));
+    if (outputs > 1 && w[0].shape().rank() > 1) {
+      throw ValueError(fmt::format("{}: For a model with multiple outputs, when providing a single `sample_weight` "
+                                   "array, it should only have one scalar score per sample (i.e. shape `({},)`), "
+                                   "got {}. If you want to use non-scalar sample weights, pass a `sample_weight` "
+                                   "argument with one array per model output (model '{}' has {}).",
+                                   fn, n, sw.shape().to_keras_string(), model.name(), outputs));
     }
-    w = (sw.dtype() == DType::float32 ? sw : sw.cast(DType::float32)).to_vector<float>();
-    any = true;
+  } else if (given) {  // one per output: a list in the outputs' order, or a map by their names
+    const auto names = model.output_names();
+    const bool named = !sample_weight->keys.empty();
+    bool matches = named ? sample_weight->keys.size() == names.size() : sample_weight->tensors.size() == outputs;
+    w.assign(outputs, Tensor());
+    for (std::size_t k = 0; matches && named && k < sample_weight->keys.size(); ++k) {
+      auto it = std::find(names.begin(), names.end(), sample_weight->keys[k]);
+      if (it == names.end()) {
+        matches = false;
+      } else {
+        w[static_cast<std::size_t>(it - names.begin())] = sample_weight->tensors[k];
+      }
+    }
+    if (!named && matches) w = sample_weight->tensors;
+    if (!matches) {
+      throw ValueError(fmt::format(
+          "{}: You should provide one `sample_weight` array per output in `y`: model '{}' has the outputs [{}], but "
+          "sample_weight is {} {}",
+          fn, model.name(), fmt::join(names, ", "), named ? "a map of the keys" : "a list of",
+          named ? fmt::format("[{}]", fmt::join(sample_weight->keys, ", "))
+                : fmt::format("{} array(s)", sample_weight->tensors.size())));
+    }
+    for (std::size_t o = 0; o < outputs; ++o) {
+      if (w[o].defined()) w[o] = weight_tensor(n, w[o], fmt::format("sample_weight for output '{}'", names[o]), fn);
+    }
+    if (!weighted(w)) w.clear();
   }
   if (!class_weight.empty()) {
-    const auto labels = (y.dtype() == DType::float32 ? y : y.cast(DType::float32)).to_vector<float>();
-    const int64_t d = n ? static_cast<int64_t>(labels.size()) / n : 1;
-    for (int64_t i = 0; i < n; ++i) {
-      int64_t cls = 0;
-      if (d == 1) {
-        cls = static_cast<int64_t>(std::lround(labels[i]));
-      } else {  // one-hot: the argmax
-        for (int64_t j = 1; j < d; ++j) {
-          if (labels[i * d + j] > labels[i * d + cls]) cls = j;
-        }
-      }
-      auto it = class_weight.find(static_cast<int>(cls));
-      if (it != class_weight.end()) w[i] *= static_cast<float>(it->second);
+    if (!w.empty() && w[0].shape().rank() > 1) {
+      throw ValueError(fmt::format("{}: class_weight with a sample_weight of shape {} (more than one weight per "
+                                   "sample): Keras takes one or the other; multiply the class weights into "
+                                   "sample_weight",
+                                   fn, w[0].shape().to_string()));
     }
-    any = true;
+    w = {with_class_weights(n, ys.at(0), w.empty() ? Tensor() : w[0], class_weight)};
   }
-  if (!any) return Tensor();
-  DeviceScope host("/CPU:0");
-  return Tensor::from_vector(w, Shape({n}));
+  return w;
 }
 
 }  // namespace osprey::keras::trainer

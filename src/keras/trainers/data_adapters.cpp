@@ -30,12 +30,12 @@ static Tensor on_host(const Tensor& t) {
   return !t.defined() || &t.device_ref() == &host ? t : t.to(host);
 }
 
-ArraySource::ArraySource(const std::vector<Tensor>& x, const std::vector<Tensor>& y, const Tensor& w, int batch_size,
+ArraySource::ArraySource(const std::vector<Tensor>& x, const std::vector<Tensor>& y, const Weights& w, int batch_size,
                          bool shuffle, runtime::Device* device, bool rows_in_step)
     : batch_(batch_size), shuffle_(shuffle), device_(device), rows_in_step_(rows_in_step) {
   for (const auto& t : x) all_.x.push_back(on_host(t));
   for (const auto& t : y) all_.y.push_back(on_host(t));
-  all_.w = on_host(w);
+  for (const auto& t : w) all_.w.push_back(on_host(t));
   n_ = x[0].shape()[0];
 }
 
@@ -45,7 +45,7 @@ static Batch each(const Batch& b, F f) {
   Batch out;
   for (const auto& t : b.x) out.x.push_back(f(t));
   for (const auto& t : b.y) out.y.push_back(f(t));
-  if (b.w.defined()) out.w = f(b.w);
+  for (const auto& t : b.w) out.w.push_back(t.defined() ? f(t) : Tensor());
   return out;
 }
 
@@ -57,7 +57,8 @@ void ArraySource::begin_pass() {
   // that copy: the same rows in the same batches as a gather per batch, without a gather op per tensor per step.
   shuffled_ = Batch{};
   direct_ = order_.defined() && !device_ && rows_in_step_;
-  int64_t bytes = all_.w.defined() ? all_.w.nbytes() : 0;
+  int64_t bytes = 0;
+  for (const auto& t : all_.w) bytes += t.defined() ? t.nbytes() : 0;
   for (const auto& t : all_.x) bytes += t.nbytes();
   for (const auto& t : all_.y) bytes += t.nbytes();
   if (order_.defined() && !direct_ && bytes <= kShuffleCopyBytes) {
@@ -93,7 +94,7 @@ bool GeneratorSource::next(Batch& out) {
   auto batch = generator_();
   if (!batch) return false;
   auto [x, y] = data_of(model_, s_, std::move(batch->x), &batch->y, "fit (generator batch)");
-  out = Batch{std::move(x), std::move(y), Tensor(), Tensor()};
+  out = Batch{std::move(x), std::move(y), Weights{}, Tensor()};
   return true;
 }
 
@@ -122,7 +123,7 @@ void DatasetSource::begin_pass() {
 
 bool DatasetSource::next(Batch& out) {
   auto [x, y] = next_lists();
-  out = Batch{std::move(x), std::move(y), Tensor(), Tensor()};
+  out = Batch{std::move(x), std::move(y), Weights{}, Tensor()};
   return true;
 }
 
@@ -284,11 +285,12 @@ bool PipelineSource::next_pieces(Batch& out) {
     out = Batch{};
     for (std::size_t i = 0; i < pieces[0].x.size(); ++i) out.x.push_back(join([&](Batch& p) { return p.x[i]; }));
     for (std::size_t i = 0; i < pieces[0].y.size(); ++i) out.y.push_back(join([&](Batch& p) { return p.y[i]; }));
-    out.w = join([](Batch& p) { return p.w; });
+    for (std::size_t i = 0; i < pieces[0].w.size(); ++i) {
+      out.w.push_back(join([&](Batch& p) { return i < p.w.size() ? p.w[i] : Tensor(); }));
+    }
   }
   if (!pieces.empty() && !no_rows_) {
-    no_rows_ = Batch{rows_of(out.x, 0, 0), rows_of(out.y, 0, 0), out.w.defined() ? out.w.slice_rows(0, 0) : Tensor(),
-                     Tensor()};
+    no_rows_ = Batch{rows_of(out.x, 0, 0), rows_of(out.y, 0, 0), weight_rows(out.w, 0, 0), Tensor()};
   }
   const int64_t rows = offsets.back();
   const auto all = st.workers()->all_gather(std::vector<int64_t>{rows, no_rows_ ? 1 : 0});
@@ -331,16 +333,13 @@ bool PipelineSource::next_element(Batch& out) {
   }
   Arrays y = parts[1] && targets_ ? arrays_of(*parts[1], fn_, "y") : Arrays();
   auto [xs, ys] = data_of(model_, s_, arrays_of(*parts[0], fn_, "x"), targets_ ? &y : nullptr, fn_);
-  Tensor w;
+  Weights w;
   if ((parts[2] && targets_) || (class_weight_ && !class_weight_->empty())) {
-    std::optional<Tensor> given;
-    if (parts[2] && targets_) {
-      if (!parts[2]->is_tensor()) {
-        throw ValueError(fmt::format("{}: the dataset's sample_weight is {}; it must be one tensor", fn_, parts[2]->spec()));
-      }
-      given = parts[2]->tensor();
-    }
-    w = sample_weights(xs[0].shape()[0], ys[0], given, class_weight_ ? *class_weight_ : std::map<int, double>{});
+    // One tensor for every output, or a tuple (in the outputs' order) or map (by their names) of one per output.
+    std::optional<Arrays> given;
+    if (parts[2] && targets_) given = arrays_of(*parts[2], fn_, "sample_weight");
+    w = sample_weights(model_, xs[0].shape()[0], ys, given, class_weight_ ? *class_weight_ : std::map<int, double>{},
+                       fn_);
   }
   out = Batch{std::move(xs), std::move(ys), std::move(w), Tensor()};
   return true;

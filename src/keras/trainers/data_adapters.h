@@ -46,7 +46,7 @@ class ArraySource : public BatchSource {
  public:
   /// `rows_in_step`: the training step gathers a shuffled batch's rows itself (then a batch is the whole arrays and
   /// its row indices; else the rows are gathered here). A step that cannot gathers them with ops (train_step).
-  ArraySource(const std::vector<Tensor>& x, const std::vector<Tensor>& y, const Tensor& w, int batch_size,
+  ArraySource(const std::vector<Tensor>& x, const std::vector<Tensor>& y, const Weights& w, int batch_size,
               bool shuffle, runtime::Device* device, bool rows_in_step);
   int64_t batches_per_pass() const override { return (n_ + batch_ - 1) / batch_; }
   void begin_pass() override;

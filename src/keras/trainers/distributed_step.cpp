@@ -147,8 +147,8 @@ static std::pair<int64_t, int64_t> rows_for(const std::vector<int64_t>* local, i
   return replica_rows(batch, s.strategy->num_replicas_in_sync(), s.strategy->replica_offset() + r);
 }
 
-Tensor replica_weights(const State& s, const Batch& batch, int q) {
-  if (!batch.w.defined()) return Tensor();
+Weights replica_weights(const State& s, const Batch& batch, int q) {
+  if (!weighted(batch.w)) return {};
   const int off = s.strategy->replica_offset(), n = s.strategy->num_replicas();
   if (batch.local()) {
     if (q < off || q >= off + n) {
@@ -160,10 +160,10 @@ Tensor replica_weights(const State& s, const Batch& batch, int q) {
                                            s.strategy->num_workers(), q));
     }
     const auto [b, e] = rows_for(&batch.replica_offsets, batch.x[0].shape()[0], s, q - off);
-    return batch.w.slice_rows(b, e);
+    return weight_rows(batch.w, b, e);
   }
   const auto [b, e] = replica_rows(batch.x[0].shape()[0], s.strategy->num_replicas_in_sync(), q);
-  return batch.w.slice_rows(b, e);
+  return weight_rows(batch.w, b, e);
 }
 
 static std::vector<Tensor> shard(const std::vector<Tensor>& ts, int64_t b, int64_t e, runtime::Device& device) {
@@ -195,6 +195,10 @@ double distributed_train_step(Model& model, State& s, const Batch& batch_in) {
   if (!sharded) s.optimizer->sync_slots();  // whole-variable updates read every slice of their slots
   if (!scaled) s.optimizer->begin_step();  // once per step: the schedule's rate, per-step state
   const bool sum_reduction = s.losses[0] && s.losses[0]->reduction() == losses::Reduction::sum;
+  // A multi-output model logs each output's loss: the replicas' shares of it, added up as the total is.
+  const auto outputs = static_cast<std::size_t>(s.num_outputs());
+  const std::size_t logged = outputs > 1 ? outputs : 0;
+  std::vector<std::vector<double>> output_losses(static_cast<std::size_t>(n), std::vector<double>(logged, 0.0));
   st.run_replicas([&](int r) {
     const auto [b, e] = rows_for(local, batch, s, r);
     auto& device = *st.devices()[r];
@@ -207,10 +211,15 @@ double distributed_train_step(Model& model, State& s, const Batch& batch_in) {
       preds[r] = forward(model, s, xs[r], true, &logits);
       // The replica's share of the global batch's mean loss, plus 1/N of the penalties (so that the SUM of the
       // replicas' gradients is the single-device one).
-      const Tensor wr = batch_in.w.defined() ? batch_in.w.slice_rows(b, e).to(device) : Tensor();
+      const Weights wr = weight_rows(batch_in.w, b, e, &device);
       // A "sum" reduction adds up across replicas as it is; the means are weighted by the replica's share.
       const double share = sum_reduction ? 1.0 : static_cast<double>(e - b) / global;
-      Tensor loss = ops::mul(batch_loss(s, ys[r], preds[r], wr, &logits), Tensor::scalar(share));
+      std::vector<Tensor> per_output;
+      Tensor loss = ops::mul(batch_loss(s, ys[r], preds[r], wr, &logits, logged ? &per_output : nullptr),
+                             Tensor::scalar(share));
+      for (std::size_t o = 0; o < logged; ++o) {
+        if (per_output[o].defined()) output_losses[static_cast<std::size_t>(r)][o] = per_output[o].item() * share;
+      }
       if (has_penalties(s)) {
         loss = ops::add(loss, ops::mul(penalty_sum(s), Tensor::scalar(1.0 / in_sync)));
       }
@@ -250,25 +259,27 @@ double distributed_train_step(Model& model, State& s, const Batch& batch_in) {
   if (sharded) s.optimizer->defer_slot_sync(n);
   for (auto& l : s.layers) l->apply_constraints();
   double total = 0.0;
-  const bool weighted = std::any_of(s.metrics.begin(), s.metrics.end(), [](auto& m) { return m.weighted; });
+  s.output_loss_values.assign(logged, 0.0);
+  const bool any_weighted = std::any_of(s.metrics.begin(), s.metrics.end(), [](auto& m) { return m.weighted; });
   if (st.num_workers() == 1) {
     for (int r = 0; r < n; ++r) {
       total += losses[r];
+      for (std::size_t o = 0; o < logged; ++o) s.output_loss_values[o] += output_losses[static_cast<std::size_t>(r)][o];
       if (preds[r].empty()) continue;
-      const Tensor wr = weighted ? replica_weights(s, batch_in, off + r) : Tensor();
-      for (auto& m : s.metrics) update_metric(m, ys[r][m.output], preds[r][m.output], wr);
+      const Weights wr = any_weighted ? replica_weights(s, batch_in, off + r) : Weights{};
+      for (auto& m : s.metrics) update_metric(m, ys[r][m.output], preds[r][m.output], weight_of(wr, m.output));
     }
     return total;
   }
-  // Several workers: every replica's predictions and loss (and with worker-local batches, labels), in replica
-  // order, on every worker.
-  const auto outputs = static_cast<std::size_t>(s.num_outputs());
+  // Several workers: every replica's predictions and loss (a multi-output model's per-output losses after it, and
+  // with worker-local batches, labels), in replica order, on every worker.
   std::vector<std::vector<Tensor>> all(static_cast<std::size_t>(in_sync));
   for (int r = 0; r < n; ++r) {
     auto& mine = all[static_cast<std::size_t>(off + r)];
     if (preds[r].empty()) continue;
     mine = preds[r];
     mine.push_back(Tensor::scalar(losses[r], DType::float64));
+    for (double v : output_losses[static_cast<std::size_t>(r)]) mine.push_back(Tensor::scalar(v, DType::float64));
     if (local) mine.insert(mine.end(), ys[r].begin(), ys[r].end());
   }
   gather_from_workers(st, all);
@@ -276,18 +287,19 @@ double distributed_train_step(Model& model, State& s, const Batch& batch_in) {
     auto& p = all[static_cast<std::size_t>(q)];
     if (p.empty()) continue;
     total += p[outputs].item();
+    for (std::size_t o = 0; o < logged; ++o) s.output_loss_values[o] += p[outputs + 1 + o].item();
     const bool mine = q >= off && q < off + n;
     std::vector<Tensor> y;
     if (mine) {
       y = ys[q - off];
     } else if (local) {
-      y.assign(p.begin() + static_cast<std::ptrdiff_t>(outputs) + 1, p.end());
+      y.assign(p.begin() + static_cast<std::ptrdiff_t>(outputs + 1 + logged), p.end());
     } else {
       const auto [b, e] = replica_rows(batch, in_sync, q);
       y = shard(batch_in.y, b, e, host());
     }
-    const Tensor wq = weighted ? replica_weights(s, batch_in, q) : Tensor();
-    for (auto& m : s.metrics) update_metric(m, y[m.output], p[m.output], wq);
+    const Weights wq = any_weighted ? replica_weights(s, batch_in, q) : Weights{};
+    for (auto& m : s.metrics) update_metric(m, y[m.output], p[m.output], weight_of(wq, m.output));
   }
   return total;
 }

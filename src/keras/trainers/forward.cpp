@@ -300,7 +300,7 @@ void update_metric(const CompiledMetric& m, const Tensor& y, const Tensor& y_pre
 }
 
 // Keras divides a weighted loss by the element count, not by Σw.
-Tensor batch_loss(State& s, const std::vector<Tensor>& y, const std::vector<Tensor>& y_pred, const Tensor& w,
+Tensor batch_loss(State& s, const std::vector<Tensor>& y, const std::vector<Tensor>& y_pred, const Weights& weights,
                   const std::vector<Tensor>* logits, std::vector<Tensor>* per_output, const std::vector<Tensor>* masks) {
   Tensor total;
   if (per_output) per_output->resize(s.losses.size());
@@ -310,6 +310,7 @@ Tensor batch_loss(State& s, const std::vector<Tensor>& y, const std::vector<Tens
     const losses::Loss& loss = from_logits ? *s.logits_losses[o] : *s.losses[o];
     const Tensor& pred = from_logits ? (*logits)[o] : y_pred[o];
     // No copy when already there: a recorded plan reads the weights from its buffer.
+    const Tensor& w = weight_of(weights, o);
     Tensor value;
     if (masks && o < masks->size() && (*masks)[o].defined()) {
       value = masked_loss(loss, y[o], pred, (*masks)[o], w, s.graph ? s.graph->output_names[o] : loss.name());

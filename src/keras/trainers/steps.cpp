@@ -1,5 +1,7 @@
 // Keras's train_step / test_step / predict_step: what fit, evaluate and predict run for each batch, overridable
 // by a model subclass; compute_loss and compute_metrics for such overrides.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "keras/trainers/trainer.h"
@@ -11,7 +13,9 @@ namespace osprey::keras {
 using namespace trainer;
 
 StepData::StepData(std::vector<Tensor> x, std::vector<Tensor> y, Tensor sample_weight)
-    : owned_(std::make_unique<Batch>(Batch{std::move(x), std::move(y), std::move(sample_weight), Tensor()})) {
+    : owned_(std::make_unique<Batch>(Batch{std::move(x), std::move(y),
+                                           sample_weight.defined() ? Weights{std::move(sample_weight)} : Weights{},
+                                           Tensor()})) {
   batch_ = owned_.get();
 }
 StepData::StepData(const Batch& batch) : batch_(&batch) {}
@@ -24,14 +28,23 @@ const Batch& StepData::resolved() const {
     Batch b;
     for (const auto& t : batch_->x) b.x.push_back(ops::gather_rows(t, batch_->rows));
     for (const auto& t : batch_->y) b.y.push_back(ops::gather_rows(t, batch_->rows));
-    if (batch_->w.defined()) b.w = ops::gather_rows(batch_->w, batch_->rows);
+    for (const auto& t : batch_->w) b.w.push_back(t.defined() ? ops::gather_rows(t, batch_->rows) : Tensor());
     owned_ = std::make_unique<Batch>(std::move(b));
   }
   return *owned_;
 }
 const std::vector<Tensor>& StepData::x() const { return resolved().x; }
 const std::vector<Tensor>& StepData::y() const { return resolved().y; }
-const Tensor& StepData::sample_weight() const { return resolved().w; }
+const Tensor& StepData::sample_weight() const {
+  const auto& w = resolved().w;
+  if (w.size() > 1) {
+    throw ValueError(fmt::format("StepData::sample_weight(): this batch has sample weights per output ({} of them); "
+                                 "read them with sample_weights()",
+                                 w.size()));
+  }
+  return weight_of(w, 0);
+}
+const std::vector<Tensor>& StepData::sample_weights() const { return resolved().w; }
 int64_t StepData::size() const { return batch_->size(); }
 
 namespace trainer {
@@ -47,6 +60,28 @@ void set_logs(Logs& logs, const State& s) {
     if (logs.size() == 1 + per_output.size() + s.metrics.size()) return;
     logs.clear();
   }
+}
+
+const Tensor& weight_of(const Weights& w, std::size_t o) {
+  static const Tensor none;
+  return w.empty() ? none : w.size() == 1 ? w[0] : w[o];
+}
+
+bool weighted(const Weights& w) {
+  return std::any_of(w.begin(), w.end(), [](const Tensor& t) { return t.defined(); });
+}
+
+Weights weight_rows(const Weights& w, int64_t b, int64_t e, runtime::Device* device) {
+  Weights out;
+  out.reserve(w.size());
+  for (const auto& t : w) {
+    if (!t.defined()) {
+      out.emplace_back();
+    } else {
+      out.push_back(device ? t.slice_rows(b, e).to(*device) : t.slice_rows(b, e));
+    }
+  }
+  return out;
 }
 
 std::vector<Tensor> rows_of(const std::vector<Tensor>& ts, int64_t b, int64_t e) {
@@ -85,11 +120,13 @@ void Model::test_step(const StepData& data, Logs& logs) {
     const double penalty = has_penalties(s) ? penalty_sum(s).item() : 0.0;
     for (size_t r = 0; r < preds.size(); ++r) {
       if (preds[r].empty()) continue;
-      Tensor wr = replica_weights(s, b, static_cast<int>(r));
-      if (wr.defined()) wr = wr.to(preds[r][0].device_ref());
+      Weights wr = replica_weights(s, b, static_cast<int>(r));
+      for (auto& t : wr) {
+        if (t.defined()) t = t.to(preds[r][0].device_ref());
+      }
       const double loss = batch_loss(s, ys[r], preds[r], wr, &logits[r], &per_output).item();
       s.loss_means.add(loss + penalty, values_of(per_output, values), static_cast<double>(preds[r][0].shape()[0]));
-      for (auto& m : s.metrics) update_metric(m, ys[r][m.output], preds[r][m.output], wr);
+      for (auto& m : s.metrics) update_metric(m, ys[r][m.output], preds[r][m.output], weight_of(wr, m.output));
     }
   } else {
     std::vector<Tensor> logits, masks;
@@ -98,12 +135,14 @@ void Model::test_step(const StepData& data, Logs& logs) {
       if (auto* d = &y_pred[o].device_ref(); &y[o].device_ref() != d) y[o] = y[o].to(*d);
     }
     // Keras's evaluate weighs the loss (and weighted_metrics) by the batch's sample weights.
-    Tensor w = data.sample_weight();
-    if (w.defined() && &w.device_ref() != &y_pred[0].device_ref()) w = w.to(y_pred[0].device_ref());
+    Weights w = data.sample_weights();
+    for (auto& t : w) {
+      if (t.defined() && &t.device_ref() != &y_pred[0].device_ref()) t = t.to(y_pred[0].device_ref());
+    }
     const double penalty = has_penalties(s) ? penalty_sum(s).item() : 0.0;
     const double loss = batch_loss(s, y, y_pred, w, &logits, &per_output, &masks).item();
     s.loss_means.add(loss + penalty, values_of(per_output, values), static_cast<double>(data.size()));
-    for (auto& m : s.metrics) update_metric(m, y[m.output], y_pred[m.output], masks[m.output], w);
+    for (auto& m : s.metrics) update_metric(m, y[m.output], y_pred[m.output], masks[m.output], weight_of(w, m.output));
   }
   if (s.step_logs) set_logs(logs, s);
 }
@@ -135,13 +174,15 @@ Tensor Model::compute_loss(const StepData& data, const std::vector<Tensor>& y_pr
                                  "target(s)",
                                  name_, s.num_outputs(), y_pred.size(), data.y().size()));
   }
-  return with_penalties(s, batch_loss(s, data.y(), y_pred, data.sample_weight(), nullptr));
+  return with_penalties(s, batch_loss(s, data.y(), y_pred, data.sample_weights(), nullptr));
 }
 
 void Model::compute_metrics(const StepData& data, const std::vector<Tensor>& y_pred, const Tensor& loss, Logs& logs) {
   auto& s = state();
   s.loss_means.add(loss.item(), {}, static_cast<double>(data.size()));
-  for (auto& m : s.metrics) update_metric(m, data.y()[m.output], y_pred[m.output], data.sample_weight());
+  for (auto& m : s.metrics) {
+    update_metric(m, data.y()[m.output], y_pred[m.output], weight_of(data.sample_weights(), m.output));
+  }
   set_logs(logs, s);
 }
 

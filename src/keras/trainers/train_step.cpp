@@ -85,14 +85,14 @@ static void load_rows(Tensor& dst, const Tensor& src, const int64_t* order, int6
   }
 }
 
-// Calls f(buffer, source, i) for the part's input buffers and the batch's tensors, in the order x..., y..., w
+// Calls f(buffer, source, i) for the part's input buffers and the batch's tensors, in the order x..., y..., w...
 // (the layout of its device block), without building lists (this runs every step).
 template <typename F>
 static void each_input(Part& part, const Batch* b, F f) {
   std::size_t i = 0;
   for (std::size_t k = 0; k < part.x.size(); ++k, ++i) f(part.x[k], b ? &b->x[k] : nullptr, i);
   for (std::size_t k = 0; k < part.y.size(); ++k, ++i) f(part.y[k], b ? &b->y[k] : nullptr, i);
-  f(part.w, b ? &b->w : nullptr, i);
+  for (std::size_t k = 0; k < part.w.size(); ++k, ++i) f(part.w[k], b ? &b->w[k] : nullptr, i);
 }
 
 // Gives a part its own input buffers, shaped like its rows of the batch: on the host, one for each tensor; on a
@@ -127,7 +127,7 @@ bool planned_takes(const State& s, const Batch& b) {
   auto usable = [&](const Tensor& t) {
     return !t.defined() || t.device_ref().host_memory() || &t.device_ref() == s.device;
   };
-  if (!plannable(s) || !usable(b.w)) return false;
+  if (!plannable(s) || !std::all_of(b.w.begin(), b.w.end(), usable)) return false;
   return std::all_of(b.x.begin(), b.x.end(), usable) && std::all_of(b.y.begin(), b.y.end(), usable);
 }
 
@@ -173,7 +173,7 @@ static void part_pass(Model& model, State& s, Part& part, const std::vector<Vari
   part.metric_counts.clear();
   part.metric_samples.clear();
   for (auto& m : s.metrics) {
-    if (m.weighted && part.w.defined()) {  // weighted_metrics weigh the whole batch in finish_step
+    if (m.weighted && weight_of(part.w, m.output).defined()) {  // weighted in finish_step, over the whole batch
       part.metric_counts.emplace_back();
       part.metric_samples.push_back(0.0);
       continue;
@@ -231,16 +231,17 @@ static double finish_step(State& s, std::vector<Part>& parts, std::vector<Tensor
     for (std::size_t i = 0; i < s.metrics.size(); ++i) {
       const int o = s.metrics[i].output;
       if (parts[0].metric_counts[i].defined()) continue;
-      update_metric(s.metrics[i], parts[0].y[o], parts[0].y_pred[o], parts[0].masks[o], parts[0].w);
+      update_metric(s.metrics[i], parts[0].y[o], parts[0].y_pred[o], parts[0].masks[o], weight_of(parts[0].w, o));
     }
     return loss;
   }
   concat_rows(labels, parts[0].y[0], parts[1].y[0]);
   concat_rows(predictions, parts[0].y_pred[0], parts[1].y_pred[0]);
-  if (parts[0].w.defined()) concat_rows(weights, parts[0].w, parts[1].w);
+  const bool halves_weighted = weight_of(parts[0].w, 0).defined();
+  if (halves_weighted) concat_rows(weights, parts[0].w[0], parts[1].w[0]);
   for (std::size_t i = 0; i < s.metrics.size(); ++i) {
     if (!parts[0].metric_counts[i].defined()) {
-      update_metric(s.metrics[i], labels, predictions, parts[0].w.defined() ? weights : Tensor());
+      update_metric(s.metrics[i], labels, predictions, halves_weighted ? weights : Tensor());
     }
   }
   return loss;
@@ -279,7 +280,8 @@ static std::vector<Part> make_parts(const Batch& b, int64_t split) {
     p.y.clear();
     for (const auto& t : b.x) p.x.push_back(split ? rows_of(t, p) : t);
     for (const auto& t : b.y) p.y.push_back(split ? rows_of(t, p) : t);
-    p.w = split ? rows_of(b.w, p) : b.w;
+    p.w.clear();
+    for (const auto& t : b.w) p.w.push_back(split ? rows_of(t, p) : t);
   }
   return parts;
 }
@@ -302,7 +304,7 @@ static Batch on_device(const Batch& b, runtime::Device& device) {
   };
   for (auto& t : out.x) move(t);
   for (auto& t : out.y) move(t);
-  move(out.w);
+  for (auto& t : out.w) move(t);
   return out;
 }
 
@@ -310,7 +312,7 @@ static Batch gathered(const Batch& b) {
   Batch out;
   for (const auto& t : b.x) out.x.push_back(ops::gather_rows(t, b.rows));
   for (const auto& t : b.y) out.y.push_back(ops::gather_rows(t, b.rows));
-  if (b.w.defined()) out.w = ops::gather_rows(b.w, b.rows);
+  for (const auto& t : b.w) out.w.push_back(t.defined() ? ops::gather_rows(t, b.rows) : Tensor());
   return out;
 }
 
@@ -324,8 +326,15 @@ static bool plan_fits(const State::StepPlan& p, const Batch& b, int64_t batch) {
     }
     return true;
   };
-  const Tensor& w = p.parts[0].w;  // one weight per sample, or per position (the same positions every batch)
-  if (w.defined() != b.w.defined() || (w.defined() && w.shape().with_dim(0, b.w.shape()[0]) != b.w.shape())) return false;
+  // The weights: one per sample, or per position (the same positions every batch), for every output or each.
+  const auto& w = p.parts[0].w;
+  if (w.size() != b.w.size()) return false;
+  for (std::size_t k = 0; k < w.size(); ++k) {
+    if (w[k].defined() != b.w[k].defined() ||
+        (w[k].defined() && w[k].shape().with_dim(0, b.w[k].shape()[0]) != b.w[k].shape())) {
+      return false;
+    }
+  }
   return same(p.x_shapes, p.x_dtypes, b.x) && same(p.y_shapes, p.y_dtypes, b.y);
 }
 

@@ -47,12 +47,12 @@ static void run_evaluation(Model& model, State& s, int steps, const NextBatch& n
 
 // Batches of `batch_size` rows of x, y (and the sample weights w, when defined), in order.
 static NextBatch array_batches(const std::vector<Tensor>& x, const std::vector<Tensor>& y, int batch_size,
-                               const Tensor& w = Tensor()) {
+                               const Weights& w = {}) {
   return [&x, &y, w, batch_size, at = int64_t{0}](Batch& b) mutable {
     const int64_t n = x[0].shape()[0];
     if (at >= n) return false;
     const int64_t e = std::min<int64_t>(n, at + batch_size);
-    b = Batch{rows_of(x, at, e), rows_of(y, at, e), w.defined() ? w.slice_rows(at, e) : Tensor(), Tensor()};
+    b = Batch{rows_of(x, at, e), rows_of(y, at, e), weight_rows(w, at, e), Tensor()};
     at = e;
     return true;
   };
@@ -98,7 +98,7 @@ static void check_fit_options(const FitOptions& o) {
 // fit()'s validation data: arrays, or a dataset with validation_steps.
 struct Validation {
   std::optional<std::pair<std::vector<Tensor>, std::vector<Tensor>>> arrays;
-  Tensor w;  // the arrays' sample weights (undefined: none)
+  Weights w;  // the arrays' sample weights (empty: none)
   std::optional<data::Dataset> dataset;
   std::optional<int> steps;
   explicit operator bool() const { return arrays || dataset; }
@@ -110,11 +110,11 @@ static Validation validation_of(Model& model, State& s, FitOptions& o) {
   if (o.validation_data.dataset) val.dataset = o.validation_data.dataset;
   else if (o.validation_data.given()) {
     val.arrays = data_of(model, s, o.validation_data.x, &o.validation_data.y, "fit (validation_data)");
-    if (o.validation_data.sample_weight.defined()) {
-      val.w = sample_weights(val.arrays->first[0].shape()[0], val.arrays->second[0], o.validation_data.sample_weight,
+    if (!o.validation_data.sample_weight.tensors.empty()) {
+      val.w = sample_weights(model, val.arrays->first[0].shape()[0], val.arrays->second, o.validation_data.sample_weight,
                              {}, "fit (validation_data)");
     }
-  } else if (o.validation_data.sample_weight.defined()) {
+  } else if (!o.validation_data.sample_weight.tensors.empty()) {
     throw ValueError("fit: validation_data's sample_weight needs validation arrays (a Dataset gives its weights as "
                      "its elements' third item)");
   }
@@ -294,7 +294,7 @@ FitHistory Model::fit(const Arrays& x_all, const Arrays& y_all, FitOptions o) {
   const int batch_size = resolve_batch_size(o.batch_size, "fit");
   check_fit_options(o);
   const int64_t n = xs[0].shape()[0];
-  Tensor w = sample_weights(n, ys[0], o.sample_weight, o.class_weight);
+  Weights w = sample_weights(*this, n, ys, o.sample_weight, o.class_weight);
   Validation val = validation_of(*this, s, o);
   if (!val && o.validation_split > 0.0) {
     // The tail, before any shuffling (keras array_slicing.train_validation_split).
@@ -307,10 +307,10 @@ FitHistory Model::fit(const Arrays& x_all, const Arrays& y_all, FitOptions o) {
     }
     val.arrays = std::make_pair(rows_of(xs, split_at, n), rows_of(ys, split_at, n));
     // Keras splits sample_weight with x and y (class_weight applies to the training rows only).
-    if (o.sample_weight) val.w = sample_weights(n, ys[0], o.sample_weight).slice_rows(split_at, n);
+    if (o.sample_weight) val.w = weight_rows(sample_weights(*this, n, ys, o.sample_weight), split_at, n);
     xs = rows_of(xs, 0, split_at);
     ys = rows_of(ys, 0, split_at);
-    if (w.defined()) w = w.slice_rows(0, split_at);
+    w = weight_rows(w, 0, split_at);
   }
   prepare_replicas(*this, s);
   runtime::Device& host = runtime::DeviceManager::get().host_device();
@@ -399,7 +399,7 @@ std::map<std::string, double> Model::evaluate_dict(const Arrays& x, const Arrays
     c.set_model(this);
     c.set_params({prints_progress(s) ? o.verbose : 0, 1, steps});
   });
-  const Tensor w = sample_weights(xs[0].shape()[0], ys[0], o.sample_weight, {}, "evaluate");
+  const Weights w = sample_weights(*this, xs[0].shape()[0], ys, o.sample_weight, {}, "evaluate");
   Logs logs;
   run_evaluation(*this, s, steps, array_batches(xs, ys, batch_size, w), cbs, logs);
   return {logs.begin(), logs.end()};
@@ -477,18 +477,22 @@ static std::vector<double> on_batch(State& s, Step step) {
   return batch_results(s, s.batch_logs);
 }
 
-// The *_on_batch calls' sample_weight: undefined is none.
-static std::optional<Tensor> given(const Tensor& sample_weight) {
-  return sample_weight.defined() ? std::optional<Tensor>(sample_weight) : std::nullopt;
+// The *_on_batch calls' sample_weight: none when empty (or one undefined tensor).
+static std::optional<Arrays> given(Arrays&& sample_weight) {
+  if (sample_weight.tensors.empty() || (sample_weight.tensors.size() == 1 && !sample_weight.tensors[0].defined())) {
+    return std::nullopt;
+  }
+  return std::optional<Arrays>(std::move(sample_weight));
 }
 
-std::vector<double> Model::test_on_batch(Arrays x, Arrays y, Tensor sample_weight) {
+std::vector<double> Model::test_on_batch(Arrays x, Arrays y, Arrays sample_weight) {
   auto& s = state();
   require_compiled(s, name(), "test_on_batch");
   auto [xs, ys] = data_of(*this, s, std::move(x), &y, "test_on_batch");
   s.reset_metrics();
-  Tensor w = sample_weights(xs[0].shape()[0], ys.at(0), given(sample_weight), {}, "test_on_batch");
-  const StepData data(std::move(xs), std::move(ys), std::move(w));
+  Weights w = sample_weights(*this, xs[0].shape()[0], ys, given(std::move(sample_weight)), {}, "test_on_batch");
+  const Batch b{std::move(xs), std::move(ys), std::move(w), Tensor()};
+  const StepData data(b);
   build_subclass(*this, s, data);
   return on_batch(s, [&](Logs& logs) { test_step(data, logs); });
 }
@@ -502,13 +506,14 @@ Tensor Model::predict_on_batch(Arrays x) {
   return out[0];
 }
 
-std::vector<double> Model::train_on_batch(Arrays x, Arrays y, Tensor sample_weight, std::map<int, double> class_weight) {
+std::vector<double> Model::train_on_batch(Arrays x, Arrays y, Arrays sample_weight, std::map<int, double> class_weight) {
   auto& s = state();
   require_compiled(s, name(), "train_on_batch");
   auto [xs, ys] = data_of(*this, s, std::move(x), &y, "train_on_batch");
   s.reset_metrics();
   prepare_replicas(*this, s);
-  Tensor w = sample_weights(xs[0].shape()[0], ys.at(0), given(sample_weight), class_weight, "train_on_batch");
+  Weights w = sample_weights(*this, xs[0].shape()[0], ys, given(std::move(sample_weight)), class_weight,
+                            "train_on_batch");
   Batch b{std::move(xs), std::move(ys), std::move(w), Tensor()};
   // A recorded step copies the batch to its device itself (one copy for x, y and the weights).
   if (s.device && !distributed(s) && !planned_takes(s, b)) {
@@ -517,7 +522,9 @@ std::vector<double> Model::train_on_batch(Arrays x, Arrays y, Tensor sample_weig
         if (&t.device_ref() != s.device) t = t.to(*s.device);
       }
     }
-    if (b.w.defined() && &b.w.device_ref() != s.device) b.w = b.w.to(*s.device);
+    for (auto& t : b.w) {
+      if (t.defined() && &t.device_ref() != s.device) t = t.to(*s.device);
+    }
   }
   const StepData data(b);
   build_subclass(*this, s, data);

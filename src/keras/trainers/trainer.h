@@ -14,11 +14,22 @@ namespace osprey::keras::trainer {
 
 using State = Model::State;
 
+/// A batch's sample weights: none (empty), one tensor weighing every output, or one per output in the outputs'
+/// order (Keras's list or dict of them; an undefined one leaves its output unweighted).
+using Weights = std::vector<Tensor>;
+/// Output o's sample weights (undefined: none).
+const Tensor& weight_of(const Weights& w, std::size_t o);
+/// Whether any output is weighted.
+bool weighted(const Weights& w);
+/// Rows [b, e) of each weight tensor (undefined ones stay so); the same moved to `device` when given.
+Weights weight_rows(const Weights& w, int64_t b, int64_t e, runtime::Device* device = nullptr);
+
 /// One batch: x (one tensor per input), y (one per output) and w, or, when `rows` is defined, those rows of them
 /// (host tensors: fit's shuffled order, gathered by the step itself).
 struct Batch {
   std::vector<Tensor> x, y;
-  Tensor w, rows;
+  Weights w;
+  Tensor rows;
   /// Set when the batch holds this worker's rows only (a dataset with AutoShardPolicy::OFF under a
   /// MultiWorkerMirroredStrategy): local replica r takes rows [replica_offsets[r], replica_offsets[r + 1]), and the
   /// step's global batch has global_rows rows over every worker. Empty: the batch is the whole global batch.
@@ -49,7 +60,7 @@ std::vector<Tensor> forward(Model& model, State& s, const std::vector<Tensor>& x
 /// The compiled loss of a batch, Σ loss_weight·loss per output (with sample weights when given: Σ(w·loss_i) / n).
 /// `per_output`, when given, receives each output's unweighted loss (multi-output models log them). An output with
 /// a mask in `masks` has Keras's masked loss: its steps' losses weighted by the mask, over the unmasked steps.
-Tensor batch_loss(State& s, const std::vector<Tensor>& y, const std::vector<Tensor>& y_pred, const Tensor& w,
+Tensor batch_loss(State& s, const std::vector<Tensor>& y, const std::vector<Tensor>& y_pred, const Weights& w,
                   const std::vector<Tensor>* logits, std::vector<Tensor>* per_output = nullptr,
                   const std::vector<Tensor>* masks = nullptr);
 /// What a metric sees of an output: (y, y_pred), or with the output's mask and a mean metric (Keras's
@@ -77,9 +88,9 @@ double train_step(Model& model, State& s, const Batch& b);
 /// The forward pass of a global batch under a strategy: each replica runs its shard. The shards' labels and
 /// predictions (per output) in replica order; empty shards are left undefined.
 /// `local`: the local replicas' row offsets when x and y hold this worker's rows only (Batch::replica_offsets).
-/// The sample weights of replica q's rows of `batch` (undefined without weights); NotImplementedError for another
+/// The sample weights of replica q's rows of `batch` (empty without weights); NotImplementedError for another
 /// worker's replica of a worker-local batch (its weights are not here).
-Tensor replica_weights(const State& s, const Batch& batch, int q);
+Weights replica_weights(const State& s, const Batch& batch, int q);
 void distributed_forward(Model& model, State& s, const std::vector<Tensor>& x, const std::vector<Tensor>* y,
                          std::vector<std::vector<Tensor>>& ys, std::vector<std::vector<Tensor>>& preds,
                          std::vector<std::vector<Tensor>>* logits = nullptr,
@@ -95,9 +106,12 @@ std::pair<std::vector<Tensor>, std::vector<Tensor>> data_of(Model& model, State&
                                                             const char* fn);
 /// The batch size of fit/evaluate/predict (default 32; ValueError unless positive).
 int resolve_batch_size(const std::optional<int>& b, const char* fn);
-/// The per-sample weights of fit: sample_weight times class_weight[label] (undefined when neither is given).
-Tensor sample_weights(int64_t n, const Tensor& y, const std::optional<Tensor>& sample_weight,
-                      const std::map<int, double>& class_weight = {}, const char* fn = "fit");
+/// The sample weights of fit/evaluate's n rows, on the host: sample_weight times class_weight[label] (empty when
+/// neither is given). sample_weight: one tensor for every output (one weight per sample, or per position of a
+/// single output's values), or one per output (a list in the outputs' order or a map by their names), as Keras's;
+/// class_weight: single-output models only. ValueError naming the shapes otherwise.
+Weights sample_weights(Model& model, int64_t n, const std::vector<Tensor>& ys, const std::optional<Arrays>& sample_weight,
+                       const std::map<int, double>& class_weight = {}, const char* fn = "fit");
 /// Writes a batch's logs: the loss, the per-output losses of a multi-output model, the metrics; the previous
 /// batch's entries are overwritten in place unless a callback changed the keys.
 void set_logs(Logs& logs, const State& s);
