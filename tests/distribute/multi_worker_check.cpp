@@ -2,7 +2,8 @@
 // mpirun): one program that trains the same model on the same data alone, under MirroredStrategy on N logical CPUs,
 // or as one worker of an MPI launch, and writes what it got (weights, history, evaluate, predict) as doubles, so
 // that the script can compare the runs; and the failure cases (a worker that hangs, one that is killed).
-//   multi_worker_check train <logical CPUs> <none|mirrored|workers> <out> [dataset|off|off_end|off_ref|off_end_ref]
+//   multi_worker_check train <logical CPUs> <none|mirrored|workers> <out> [dataset|off|off_end|off_ref|off_end_ref|
+//                          off_w|off_w_ref]
 //                          (workers write <out> on the chief, <out>.rank<k> on the others; with a data mode the
 //                          batches come from a data::Dataset: see dataset_for)
 //   multi_worker_check off_checks <out>                                      (under mpirun -np 2)
@@ -40,21 +41,34 @@ void split_cpu(int n) {
 }
 
 struct Data {
-  Tensor x, y;
+  Tensor x, y, w;  // w: a weight per sample (the off_w modes)
 };
 Data make_data() {
   random::set_seed(7);
   DeviceScope cpu("/CPU:0");
-  return {random::uniform({300, 12}, -1, 1), random::randint(0, 3, {300}).cast(DType::float32)};
+  Data d;
+  d.x = random::uniform({300, 12}, -1, 1);
+  d.y = random::randint(0, 3, {300}).cast(DType::float32);
+  d.w = random::uniform({300}, 0, 2);
+  return d;
 }
 
-std::unique_ptr<keras::Sequential> make_model() {
+// With `weighted`, the sample weights' metric too (weighted_accuracy).
+std::unique_ptr<keras::Sequential> make_model(bool weighted = false) {
   random::set_seed(3);
   auto m = std::make_unique<keras::Sequential>(std::vector<keras::LayerRef>{
       layers::Input({12}), layers::Dense(16, "relu"), layers::Dense(3, "softmax")});
-  m->compile({.optimizer = "adam", .loss = "sparse_categorical_crossentropy", .metrics = {"accuracy"}});
+  keras::MetricSpec weighted_metrics;
+  if (weighted) weighted_metrics = {"accuracy"};
+  m->compile({.optimizer = "adam",
+              .loss = "sparse_categorical_crossentropy",
+              .metrics = {"accuracy"},
+              .weighted_metrics = weighted_metrics});
   return m;
 }
+
+// The data modes whose elements are (x, y, sample_weight).
+bool weighted_mode(const std::string& data) { return data.rfind("off_w", 0) == 0; }
 
 // Trains 3 epochs of 32-row batches (the last one short), shuffled, then evaluates and predicts. The batches come
 // from the arrays, or (`data`):
@@ -66,9 +80,26 @@ std::unique_ptr<keras::Sequential> make_model() {
 //   off_end      the same after filter() (cardinality unknown): an epoch runs until the copies end (19 steps, the
 //                last of 12 rows on each worker);
 //   off_ref, off_end_ref   what those are on one process: 16-row batches, each joined with itself, 10 or all 19
-//                of them (under MirroredStrategy on 2 logical CPUs each replica takes one copy of a piece).
+//                of them (under MirroredStrategy on 2 logical CPUs each replica takes one copy of a piece);
+//   off_w, off_w_ref       off and off_ref with a weight per sample, (x, y, sample_weight) elements: the loss and
+//                weighted_metrics of each worker's rows weighed by weights only that worker holds.
 // With a dataset, evaluate and predict also run on it.
 data::Dataset dataset_for(const Data& d, const std::string& data) {
+  if (weighted_mode(data)) {
+    auto shuffled = data::Dataset::from_tensor_slices(data::Element{d.x, d.y, d.w}).shuffle(300, 11);
+    data::Options off;
+    off.experimental_distribute.auto_shard_policy = data::AutoShardPolicy::OFF;
+    if (data == "off_w") return shuffled.batch(32).with_options(off);
+    if (data == "off_w_ref") {
+      return shuffled.batch(16)
+          .map([](const data::Element& e) {
+            auto twice = [&](int i) { return ops::concat({e[i].tensor(), e[i].tensor()}, 0); };
+            return data::Element{twice(0), twice(1), twice(2)};
+          })
+          .take(10);
+    }
+    throw ValueError("unknown data " + data);
+  }
   auto shuffled = data::Dataset::from_tensor_slices(data::Element{d.x, d.y}).shuffle(300, 11);
   if (data == "dataset") return shuffled.batch(32).map([](const data::Element& e) { return e; }, 2).prefetch(data::AUTOTUNE);
   data::Options off;
@@ -95,7 +126,8 @@ std::vector<double> train_and_report(keras::Sequential& m, int verbose, const st
   for (auto* v : m.variables()) {
     for (float f : v->component(0).to_vector<float>()) out.push_back(f);
   }
-  for (const auto& key : {"loss", "accuracy"}) {
+  for (const auto& key : {"loss", "accuracy", "weighted_accuracy"}) {
+    if (!h.history.count(key)) continue;
     for (double x : h.history.at(key)) out.push_back(x);
   }
   for (double x : m.evaluate(d.x, d.y, {.batch_size = 64, .verbose = 0})) out.push_back(x);
@@ -124,14 +156,14 @@ std::vector<double> read(const std::string& path) {
 int train(int cpus, const std::string& how, const std::string& out, const std::string& dataset) {
   split_cpu(cpus);
   if (how == "none") {
-    auto m = make_model();
+    auto m = make_model(weighted_mode(dataset));
     write(out, train_and_report(*m, 0, dataset));
     return 0;
   }
   if (how == "mirrored") {
     distribute::MirroredStrategy strategy;
     auto scope = strategy.scope();
-    auto m = make_model();
+    auto m = make_model(weighted_mode(dataset));
     write(out, train_and_report(*m, 0, dataset));
     return 0;
   }
@@ -139,7 +171,7 @@ int train(int cpus, const std::string& how, const std::string& out, const std::s
   std::unique_ptr<keras::Sequential> m;
   {
     auto scope = strategy.scope();
-    m = make_model();
+    m = make_model(weighted_mode(dataset));
   }
   std::cout << "worker " << strategy.worker_index() << " of " << strategy.num_workers() << ", "
             << strategy.num_replicas_in_sync() << " replicas in sync" << std::endl;

@@ -43,7 +43,9 @@ case "$case_" in
   shard_off)
     # AutoShardPolicy OFF: each worker trains on 16-row pieces of its own copy; one process on 2 logical CPUs
     # with each piece twice is the same computation, bit for bit (fit, evaluate and predict on the datasets).
-    for d in off off_end; do
+    # off_w: the same with a weight per sample (each worker's rows weighed by weights only it holds: the loss,
+    # weighted_metrics in training and evaluation).
+    for d in off off_end off_w; do
       "$check" train 2 mirrored "$dir/$case_.$d.ref" ${d}_ref || fail "MirroredStrategy on ${d}_ref"
       mpirun_ -np 2 "$check" train 1 workers "$dir/$case_.$d" $d || fail "mpirun -np 2 ($d)"
       "$check" compare "$dir/$case_.$d" "$dir/$case_.$d.rank1" 0 || fail "the two workers differ ($d)"

@@ -147,17 +147,37 @@ static std::pair<int64_t, int64_t> rows_for(const std::vector<int64_t>* local, i
   return replica_rows(batch, s.strategy->num_replicas_in_sync(), s.strategy->replica_offset() + r);
 }
 
+// A worker-local batch's weights travel with its replicas' labels: the defined tensors of `w`, appended to `out`.
+static void append_weights(std::vector<Tensor>& out, const Weights& w) {
+  for (const auto& t : w) {
+    if (t.defined()) out.push_back(t);
+  }
+}
+
+// Another worker's replica's weights from the tensors [at, end) it sent, in the structure of this worker's `like`
+// (every worker's copy of the dataset gives the same structure); ValueError when the counts say otherwise.
+static Weights weights_sent(std::vector<Tensor>::const_iterator at, std::vector<Tensor>::const_iterator end,
+                            const Weights& like, int q) {
+  Weights out;
+  for (const auto& t : like) out.push_back(t.defined() && at != end ? *at++ : Tensor());
+  if (at != end || out.size() != like.size() || (weighted(like) && !weighted(out))) {
+    throw ValueError(fmt::format("Replica {} of a worker-local batch (auto_shard_policy OFF) sent sample weights of "
+                                 "another structure than this worker's ({} tensor(s)): every worker's copy of the "
+                                 "dataset must give the same (x, y, sample_weight) elements",
+                                 q, like.size()));
+  }
+  return out;
+}
+
 Weights replica_weights(const State& s, const Batch& batch, int q) {
   if (!weighted(batch.w)) return {};
   const int off = s.strategy->replica_offset(), n = s.strategy->num_replicas();
   if (batch.local()) {
     if (q < off || q >= off + n) {
-      throw NotImplementedError(fmt::format("Sample weights with worker-local batches (auto_shard_policy OFF) under a "
-                                           "strategy of {} workers: replica {}'s weights are on another worker, and "
-                                           "the loss and weighted_metrics of evaluation (and weighted_metrics in "
-                                           "training) need them. Shard the dataset (AutoShardPolicy DATA) or drop "
-                                           "the weights there.",
-                                           s.strategy->num_workers(), q));
+      // (The steps take another worker's weights from what it sent: distributed_forward, distributed_train_step.)
+      throw InternalError(fmt::format("replica_weights: replica {}'s rows of a worker-local batch are on another of "
+                                      "the {} workers",
+                                      q, s.strategy->num_workers()));
     }
     const auto [b, e] = rows_for(&batch.replica_offsets, batch.x[0].shape()[0], s, q - off);
     return weight_rows(batch.w, b, e);
@@ -280,7 +300,14 @@ double distributed_train_step(Model& model, State& s, const Batch& batch_in) {
     mine = preds[r];
     mine.push_back(Tensor::scalar(losses[r], DType::float64));
     for (double v : output_losses[static_cast<std::size_t>(r)]) mine.push_back(Tensor::scalar(v, DType::float64));
-    if (local) mine.insert(mine.end(), ys[r].begin(), ys[r].end());
+    if (local) {
+      mine.insert(mine.end(), ys[r].begin(), ys[r].end());
+      // (weighted_metrics need every replica's weights; a worker-local batch's are only on its worker)
+      if (any_weighted) {
+        const auto [b, e] = rows_for(local, batch, s, r);
+        append_weights(mine, weight_rows(batch_in.w, b, e));
+      }
+    }
   }
   gather_from_workers(st, all);
   for (int q = 0; q < in_sync; ++q) {
@@ -290,15 +317,20 @@ double distributed_train_step(Model& model, State& s, const Batch& batch_in) {
     for (std::size_t o = 0; o < logged; ++o) s.output_loss_values[o] += p[outputs + 1 + o].item();
     const bool mine = q >= off && q < off + n;
     std::vector<Tensor> y;
+    Weights wq;
     if (mine) {
       y = ys[q - off];
+      if (any_weighted) wq = replica_weights(s, batch_in, q);
     } else if (local) {
-      y.assign(p.begin() + static_cast<std::ptrdiff_t>(outputs + 1 + logged), p.end());
+      const auto y_at = p.begin() + static_cast<std::ptrdiff_t>(outputs + 1 + logged);
+      const auto w_at = y_at + static_cast<std::ptrdiff_t>(outputs);
+      y.assign(y_at, w_at);
+      if (any_weighted) wq = weights_sent(w_at, p.end(), batch_in.w, q);
     } else {
       const auto [b, e] = replica_rows(batch, in_sync, q);
       y = shard(batch_in.y, b, e, host());
+      if (any_weighted) wq = replica_weights(s, batch_in, q);
     }
-    const Weights wq = any_weighted ? replica_weights(s, batch_in, q) : Weights{};
     for (auto& m : s.metrics) update_metric(m, y[m.output], p[m.output], weight_of(wq, m.output));
   }
   return total;
@@ -306,20 +338,30 @@ double distributed_train_step(Model& model, State& s, const Batch& batch_in) {
 
 void distributed_forward(Model& model, State& s, const std::vector<Tensor>& x, const std::vector<Tensor>* y,
                          std::vector<std::vector<Tensor>>& ys, std::vector<std::vector<Tensor>>& preds,
-                         std::vector<std::vector<Tensor>>* logits, const std::vector<int64_t>* local) {
+                         std::vector<std::vector<Tensor>>* logits, const std::vector<int64_t>* local,
+                         const Weights* w, std::vector<Weights>* ws) {
   auto& st = *s.strategy;
   const int n = st.num_replicas(), in_sync = st.num_replicas_in_sync(), off = st.replica_offset();
   const int64_t batch = x[0].shape()[0];
   ys.assign(in_sync, {});
   preds.assign(in_sync, {});
   if (logits) logits->assign(in_sync, {});
+  const bool weights = w && ws && weighted(*w);
+  if (ws) ws->assign(in_sync, {});
   st.run_replicas([&](int r) {
     const auto [b, e] = rows_for(local, batch, s, r);
     if (e == b) return;
     auto& device = *st.devices()[r];
     preds[off + r] = forward(model, s, shard(x, b, e, device), false, logits ? &(*logits)[off + r] : nullptr);
     if (y) ys[off + r] = shard(*y, b, e, device);
+    if (weights) (*ws)[off + r] = weight_rows(*w, b, e);
   });
+  if (weights && !local) {  // every worker holds the global batch: each replica's rows of its weights
+    for (int q = 0; q < in_sync; ++q) {
+      const auto [b, e] = replica_rows(batch, in_sync, q);
+      if (e > b) (*ws)[static_cast<std::size_t>(q)] = weight_rows(*w, b, e);
+    }
+  }
   if (st.num_workers() == 1) return;
   // Several workers: the other workers' predictions (and logits); their labels from the global batch, or with
   // worker-local batches gathered too.
@@ -335,6 +377,7 @@ void distributed_forward(Model& model, State& s, const std::vector<Tensor>& x, c
         p.insert(p.end(), l.begin(), l.end());
       }
       if (send_y) p.insert(p.end(), ys[static_cast<std::size_t>(off + r)].begin(), ys[static_cast<std::size_t>(off + r)].end());
+      if (send_y && weights) append_weights(p, (*ws)[static_cast<std::size_t>(off + r)]);
     }
   }
   gather_from_workers(st, preds);
@@ -343,7 +386,12 @@ void distributed_forward(Model& model, State& s, const std::vector<Tensor>& x, c
     if (p.empty()) continue;
     const auto at = [&](std::size_t k) { return p.begin() + static_cast<std::ptrdiff_t>(k); };
     const std::size_t y_at = logits ? 2 * outputs : outputs;
-    if (send_y) ys[static_cast<std::size_t>(q)].assign(at(y_at), p.end());
+    const bool theirs = q < off || q >= off + n;
+    if (send_y) {
+      const auto y_end = weights ? at(y_at + outputs) : p.end();
+      ys[static_cast<std::size_t>(q)].assign(at(y_at), y_end);
+      if (weights && theirs) (*ws)[static_cast<std::size_t>(q)] = weights_sent(y_end, p.end(), *w, q);
+    }
     if (logits) (*logits)[static_cast<std::size_t>(q)].assign(at(outputs), at(2 * outputs));
     p.resize(outputs);
     if (y && !local && (q < off || q >= off + n)) {

@@ -114,13 +114,15 @@ void Model::test_step(const StepData& data, Logs& logs) {
   std::vector<double> values;
   if (distributed(s)) {
     std::vector<std::vector<Tensor>> ys, preds, logits;
+    std::vector<Weights> ws;
     const auto& b = data.batch();
-    distributed_forward(*this, s, x, &y, ys, preds, &logits, b.local() ? &b.replica_offsets : nullptr);
+    distributed_forward(*this, s, x, &y, ys, preds, &logits, b.local() ? &b.replica_offsets : nullptr,
+                        &data.sample_weights(), &ws);
     // Keras's evaluate loss includes the penalties (activity penalties of this pass: after the forward pass).
     const double penalty = has_penalties(s) ? penalty_sum(s).item() : 0.0;
     for (size_t r = 0; r < preds.size(); ++r) {
       if (preds[r].empty()) continue;
-      Weights wr = replica_weights(s, b, static_cast<int>(r));
+      Weights& wr = ws[r];
       for (auto& t : wr) {
         if (t.defined()) t = t.to(preds[r][0].device_ref());
       }

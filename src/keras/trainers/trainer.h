@@ -88,13 +88,16 @@ double train_step(Model& model, State& s, const Batch& b);
 /// The forward pass of a global batch under a strategy: each replica runs its shard. The shards' labels and
 /// predictions (per output) in replica order; empty shards are left undefined.
 /// `local`: the local replicas' row offsets when x and y hold this worker's rows only (Batch::replica_offsets).
-/// The sample weights of replica q's rows of `batch` (empty without weights); NotImplementedError for another
-/// worker's replica of a worker-local batch (its weights are not here).
-Weights replica_weights(const State& s, const Batch& batch, int q);
+/// With `w` (the batch's sample weights) and `ws`, ws[q] receives replica q's weights (a worker-local batch's from
+/// the worker that holds them).
 void distributed_forward(Model& model, State& s, const std::vector<Tensor>& x, const std::vector<Tensor>* y,
                          std::vector<std::vector<Tensor>>& ys, std::vector<std::vector<Tensor>>& preds,
                          std::vector<std::vector<Tensor>>* logits = nullptr,
-                         const std::vector<int64_t>* local = nullptr);
+                         const std::vector<int64_t>* local = nullptr, const Weights* w = nullptr,
+                         std::vector<Weights>* ws = nullptr);
+/// The sample weights of replica q's rows of `batch` (empty without weights); NotImplementedError for another
+/// worker's replica of a worker-local batch (its weights are not here: distributed_forward gathers them).
+Weights replica_weights(const State& s, const Batch& batch, int q);
 /// Makes every variable of the model one component per replica (created in scope() they already are).
 void prepare_replicas(Model& model, State& s);
 /// A model's x or y in the order of its inputs (`inputs`) or outputs: a list of the right length (moved out of
