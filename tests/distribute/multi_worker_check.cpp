@@ -6,6 +6,8 @@
 //                          off_w|off_w_ref]
 //                          (workers write <out> on the chief, <out>.rank<k> on the others; with a data mode the
 //                          batches come from a data::Dataset: see dataset_for)
+//   multi_worker_check masked <logical CPUs> <none|mirrored|workers> <out>  (a tagger whose output carries
+//                          Embedding(mask_zero)'s mask, weights per step: weights, history, evaluate)
 //   multi_worker_check off_checks <out>                                      (under mpirun -np 2)
 //   multi_worker_check compare <a> <b> <tolerance>
 //   multi_worker_check backup <logical CPUs> <none|workers> <backup dir> <out> [kill at step]
@@ -373,6 +375,48 @@ int off_checks(const std::string& out) {
 
 }  // namespace
 
+// Padded token sequences of different lengths (the replicas' shards hold different numbers of real steps), a tag
+// and a weight per step; trained, then evaluated, by a tagger whose output carries Embedding(mask_zero)'s mask.
+int masked(int cpus, const std::string& how, const std::string& out) {
+  split_cpu(cpus);
+  std::unique_ptr<distribute::MirroredStrategy> mirrored;
+  std::unique_ptr<distribute::MultiWorkerMirroredStrategy> workers;
+  if (how == "mirrored") mirrored = std::make_unique<distribute::MirroredStrategy>();
+  if (how == "workers") workers = std::make_unique<distribute::MultiWorkerMirroredStrategy>();
+  std::optional<distribute::StrategyScope> scope;
+  if (mirrored) scope.emplace(mirrored->scope());
+  if (workers) scope.emplace(workers->scope());
+  random::set_seed(3);
+  auto in = keras::Input({8}, {.dtype = DType::int32});
+  auto hidden = layers::SimpleRNN(6, {}, {.return_sequences = true})(layers::Embedding(9, 4, {.mask_zero = true})(in));
+  keras::Model m(in, layers::Dense(3, "softmax")(hidden));
+  m.compile({.optimizer = "adam", .loss = "sparse_categorical_crossentropy", .weighted_metrics = {"accuracy"}});
+  scope.reset();
+  random::set_seed(13);
+  Tensor tokens, tags, w;
+  {
+    DeviceScope cpu("/CPU:0");
+    auto ids = random::randint(1, 9, {96, 8}).to_vector<int32_t>();
+    const auto lengths = random::randint(1, 9, {96}).to_vector<int32_t>();
+    for (int i = 0; i < 96; ++i) {
+      for (int t = lengths[static_cast<std::size_t>(i)]; t < 8; ++t) ids[static_cast<std::size_t>(i * 8 + t)] = 0;
+    }
+    tokens = Tensor::from_vector(ids, Shape({96, 8}));
+    tags = random::randint(0, 3, {96, 8}).cast(DType::float32);
+    w = random::uniform({96, 8}, 0, 2);
+  }
+  auto h = m.fit(tokens, tags, {.epochs = 2, .batch_size = 24, .verbose = 0, .shuffle = false, .sample_weight = w});
+  std::vector<double> v;
+  for (auto* var : m.variables()) {
+    for (float f : var->component(0).to_vector<float>()) v.push_back(f);
+  }
+  for (const auto& [key, values] : h.history) v.insert(v.end(), values.begin(), values.end());
+  for (double x : m.evaluate(tokens, tags, {.batch_size = 20, .verbose = 0, .sample_weight = w})) v.push_back(x);
+  const bool chief = !workers || workers->is_chief();
+  write(chief ? out : out + ".rank" + std::to_string(workers->worker_index()), v);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   try {
@@ -383,6 +427,7 @@ int main(int argc, char** argv) {
       return backup(std::atoi(argv[2]), argv[3], argv[4], argv[5], argc == 7 ? std::atoi(argv[6]) : -1);
     }
     if (mode == "off_checks" && argc == 3) return off_checks(argv[2]);
+    if (mode == "masked" && argc == 5) return masked(std::atoi(argv[2]), argv[3], argv[4]);
     if (mode == "compare" && argc == 5) return compare(argv[2], argv[3], std::atof(argv[4]));
     if (mode == "hang" || mode == "die") return misbehave(mode == "die");
     if (mode == "mismatch") {  // worker 1 builds a wider first layer

@@ -56,6 +56,16 @@ case "$case_" in
     [ "$(grep -c 'off checks passed' <<<"$out")" = 2 ] || fail "off_checks on both workers"
     "$check" compare "$dir/$case_.checks" "$dir/$case_.checks.rank1" 0 || fail "uneven copies: the workers differ"
     ;;
+  masked_output)
+    # A tagger whose output carries a mask: each replica's loss is its real steps' sum over the global batch's
+    # real steps (added up across workers first), so 2 workers = 1 process x 2 CPUs = one device.
+    "$check" masked 2 mirrored "$dir/$case_.mirrored2" || fail "MirroredStrategy on 2 logical CPUs"
+    "$check" masked 1 none "$dir/$case_.single" || fail "one device"
+    mpirun_ -np 2 "$check" masked 1 workers "$dir/$case_.workers" || fail "mpirun -np 2"
+    "$check" compare "$dir/$case_.workers" "$dir/$case_.workers.rank1" 0 || fail "the two workers differ"
+    "$check" compare "$dir/$case_.workers" "$dir/$case_.mirrored2" 1e-6 || fail "2 workers vs 1 process x 2 CPUs"
+    "$check" compare "$dir/$case_.workers" "$dir/$case_.single" 1e-5 || fail "2 workers vs one device"
+    ;;
   four_replicas)
     "$check" train 4 mirrored "$dir/$case_.mirrored4" || fail "MirroredStrategy on 4 logical CPUs"
     mpirun_ -np 2 "$check" train 2 workers "$dir/$case_.workers" || fail "mpirun -np 2 (2 CPUs each)"

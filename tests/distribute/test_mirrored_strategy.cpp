@@ -42,7 +42,7 @@ Data make_data(int64_t n) {
   return {random::uniform({n, 6}, -1, 1), random::randint(0, 3, {n}).cast(DType::float32)};
 }
 
-std::vector<std::vector<float>> weights(keras::Sequential& m, int component = 0) {
+std::vector<std::vector<float>> weights(keras::Model& m, int component = 0) {
   std::vector<std::vector<float>> out;
   for (auto* v : m.variables()) out.push_back(v->component(component).to_vector<float>());
   return out;
@@ -263,6 +263,51 @@ TEST_F(MirroredStrategyTest, WeightsPerStepGiveTheSingleDevicesTraining) {
   for (std::size_t i = 0; i < ea.size(); ++i) EXPECT_NEAR(ea[i], eb[i], 1e-5) << i;
 }
 
+// A tagger head ("tags", softmax per step) and a pooled regression head ("score") on `h`, compiled with SGD at
+// `learning_rate`, metrics and weighted_metrics on each.
+keras::Model tags_and_score(const keras::KerasTensor& in, const keras::KerasTensor& h, double learning_rate) {
+  auto t = layers::Dense(3, "softmax", {.name = "tags"})(h);
+  auto s = layers::Dense(1, "", {.name = "score"})(layers::GlobalAveragePooling1D()(h));
+  keras::Model m(in, {t, s});
+  m.compile({.optimizer = keras::optimizers::SGD({.learning_rate = learning_rate}),
+             .loss = {"sparse_categorical_crossentropy", "mse"},
+             .metrics = std::map<std::string, std::vector<keras::MetricRef>>{{"tags", {"accuracy"}}},
+             .weighted_metrics = std::map<std::string, std::vector<keras::MetricRef>>{{"tags", {"accuracy"}},
+                                                                                      {"score", {"mae"}}}});
+  return m;
+}
+
+// make()'s model on one device and its twin made in the scope of a MirroredStrategy, from the same seed.
+template <typename Make>
+std::pair<keras::Model, keras::Model> twins(Make make) {
+  random::set_seed(9);
+  keras::Model single = make();
+  MirroredStrategy strategy;
+  random::set_seed(9);
+  auto scope = strategy.scope();
+  return {std::move(single), make()};
+}
+
+// Two epochs of fit (batches of 16, in order) and an evaluate (batches of 7) of a model on one device and its
+// twin under a strategy, with sample weights `w` (none when empty): the same history, weights and results.
+static void expect_same_training(keras::Model& single, keras::Model& mirrored, const Tensor& x, const keras::Arrays& y,
+                          const keras::Arrays& w) {
+  const std::optional<keras::Arrays> weights_given = w.tensors.empty() ? std::nullopt : std::optional<keras::Arrays>(w);
+  const keras::FitOptions fo{.epochs = 2, .batch_size = 16, .verbose = 0, .shuffle = false, .sample_weight = weights_given};
+  auto ha = single.fit(x, y, fo);
+  auto hb = mirrored.fit(x, y, fo);
+  ASSERT_EQ(ha.history.size(), hb.history.size());
+  for (const auto& [key, values] : ha.history) {
+    for (std::size_t e = 0; e < 2; ++e) EXPECT_NEAR(values[e], hb.history[key][e], 1e-5) << key << " " << e;
+  }
+  expect_close(weights(single), weights(mirrored), 2e-5);
+  const keras::EvaluateOptions eo{.batch_size = 7, .verbose = 0, .sample_weight = weights_given};
+  auto ea = single.evaluate_dict(x, y, eo);
+  auto eb = mirrored.evaluate_dict(x, y, eo);
+  ASSERT_EQ(ea.size(), eb.size());
+  for (const auto& [key, value] : ea) EXPECT_NEAR(value, eb[key], 1e-5) << key;
+}
+
 // Weights per output of a two-output model (a weight per step for a tagger, one per sample for a pooled head):
 // each replica takes its rows of each output's weights.
 TEST_F(MirroredStrategyTest, WeightsPerOutputGiveTheSingleDevicesTraining) {
@@ -277,42 +322,49 @@ TEST_F(MirroredStrategyTest, WeightsPerOutputGiveTheSingleDevicesTraining) {
     w_steps = random::uniform({40, 5}, 0, 2);
     w_samples = random::uniform({40}, 0, 2);
   }
-  auto make = [] {
+  auto [single, mirrored] = twins([] {
     auto in = keras::Input({5, 3}, {.name = "x"});
-    auto h = layers::Dense(4, "tanh", {.name = "h"})(in);
-    auto t = layers::Dense(3, "softmax", {.name = "tags"})(h);
-    auto s = layers::Dense(1, "", {.name = "score"})(layers::GlobalAveragePooling1D()(h));
-    keras::Model m(in, {t, s});
-    m.compile({.optimizer = keras::optimizers::SGD({.learning_rate = 0.2}),
-               .loss = {"sparse_categorical_crossentropy", "mse"},
-               .weighted_metrics = std::map<std::string, std::vector<keras::MetricRef>>{{"tags", {"accuracy"}},
-                                                                                        {"score", {"mae"}}}});
-    return m;
-  };
-  random::set_seed(9);
-  keras::Model single = make();
-  MirroredStrategy strategy;
-  random::set_seed(9);
-  std::optional<keras::Model> mirrored;
-  {
-    auto scope = strategy.scope();
-    mirrored.emplace(make());
-  }
+    return tags_and_score(in, layers::Dense(4, "tanh", {.name = "h"})(in), 0.2);
+  });
   const keras::Arrays y{tags, score}, w{w_steps, w_samples};
-  const keras::FitOptions fo{.epochs = 2, .batch_size = 16, .verbose = 0, .shuffle = false, .sample_weight = w};
-  auto ha = single.fit(x, y, fo);
-  auto hb = mirrored->fit(x, y, fo);
-  ASSERT_EQ(ha.history.size(), hb.history.size());
-  for (const auto& [key, values] : ha.history) {
-    for (std::size_t e = 0; e < 2; ++e) EXPECT_NEAR(values[e], hb.history[key][e], 1e-5) << key << " " << e;
-  }
-  const keras::EvaluateOptions eo{.batch_size = 7, .verbose = 0, .sample_weight = w};
-  auto ea = single.evaluate_dict(x, y, eo);
-  auto eb = mirrored->evaluate_dict(x, y, eo);
-  ASSERT_EQ(ea.size(), eb.size());
-  for (const auto& [key, value] : ea) EXPECT_NEAR(value, eb[key], 1e-5) << key;
+  expect_same_training(single, mirrored, x, y, w);
   // The weights count: the same data unweighted gives another loss.
-  EXPECT_GT(std::abs(single.evaluate_dict(x, y, {.batch_size = 7, .verbose = 0}).at("loss") - ea.at("loss")), 1e-4);
+  const keras::EvaluateOptions eo{.batch_size = 7, .verbose = 0, .sample_weight = w};
+  EXPECT_GT(std::abs(single.evaluate_dict(x, y, {.batch_size = 7, .verbose = 0}).at("loss") -
+                     single.evaluate_dict(x, y, eo).at("loss")),
+            1e-4);
+}
+
+// A tagger whose output carries Embedding(mask_zero)'s mask (padded sequences of different lengths: the replicas'
+// shards hold different numbers of real steps) and a pooled head without one: each replica's masked loss is its
+// steps' sum over the global batch's unmasked steps, so training is the single device's; weights per output too.
+TEST_F(MirroredStrategyTest, AMaskedOutputGivesTheSingleDevicesTraining) {
+  split_cpu(2);
+  random::set_seed(8);
+  Tensor tokens, tags, score, w_steps, w_samples;
+  {
+    DeviceScope cpu("/CPU:0");
+    auto ids = random::randint(1, 7, {40, 6}).cast(DType::float32).to_vector<float>();
+    const auto lengths = random::randint(1, 7, {40}).to_vector<int32_t>();
+    for (int i = 0; i < 40; ++i) {
+      for (int t = lengths[static_cast<std::size_t>(i)]; t < 6; ++t) ids[static_cast<std::size_t>(i * 6 + t)] = 0.0f;
+    }
+    tokens = Tensor::from_vector(ids, Shape({40, 6})).cast(DType::int32);
+    tags = random::randint(0, 3, {40, 6}).cast(DType::float32);
+    score = random::uniform({40, 1}, -1, 1);
+    w_steps = random::uniform({40, 6}, 0, 2);
+    w_samples = random::uniform({40}, 0, 2);
+  }
+  auto [single, mirrored] = twins([] {
+    auto in = keras::Input({6}, {.name = "tokens", .dtype = DType::int32});
+    auto h = layers::Embedding(7, 4, {.mask_zero = true})(in);
+    return tags_and_score(in, layers::SimpleRNN(5, {}, {.return_sequences = true})(h), 0.3);
+  });
+  const keras::Arrays y{tags, score};
+  for (const keras::Arrays& w : {keras::Arrays{}, keras::Arrays{w_steps, w_samples}}) {
+    SCOPED_TRACE(w.tensors.empty() ? "unweighted" : "weights per output");
+    expect_same_training(single, mirrored, tokens, y, w);
+  }
 }
 
 TEST_F(MirroredStrategyTest, AReplicaWithAnEmptyShardContributesNothingAndNoNaN) {

@@ -4,6 +4,7 @@
 // workers, so that losses, metrics and predictions cover the whole global batch, in replica order, on every worker.
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -169,6 +170,19 @@ static Weights weights_sent(std::vector<Tensor>::const_iterator at, std::vector<
   return out;
 }
 
+// A masked model's replica sends one tensor per output: its mask as float32, or undefined where it has none.
+static void append_masks(std::vector<Tensor>& out, const std::vector<Tensor>& masks, std::size_t outputs) {
+  for (std::size_t o = 0; o < outputs; ++o) {
+    const Tensor m = o < masks.size() ? masks[o] : Tensor();
+    out.push_back(!m.defined() || m.dtype() == DType::float32 ? m : ops::cast(m, DType::float32));
+  }
+}
+
+// The masks another replica sent (append_masks), from `at`.
+static std::vector<Tensor> masks_sent(std::vector<Tensor>::const_iterator at, std::size_t outputs) {
+  return std::vector<Tensor>(at, at + static_cast<std::ptrdiff_t>(outputs));
+}
+
 Weights replica_weights(const State& s, const Batch& batch, int q) {
   if (!weighted(batch.w)) return {};
   const int off = s.strategy->replica_offset(), n = s.strategy->num_replicas();
@@ -190,6 +204,21 @@ static std::vector<Tensor> shard(const std::vector<Tensor>& ts, int64_t b, int64
   std::vector<Tensor> out;
   for (const auto& t : ts) out.push_back(t.slice_rows(b, e).to(device));
   return out;
+}
+
+// The divisors of a global batch's masked losses, per output: every replica's (0 for an empty shard, or an output
+// without a mask) added up across the replicas and workers. Every replica calls this (a collective).
+static std::vector<double> global_divisors(distribute::StrategyImpl& st, int r, const std::vector<LossPart>& parts,
+                                           std::size_t outputs) {
+  std::vector<float> mine(outputs, 0.0f);
+  for (std::size_t o = 0; o < parts.size() && o < outputs; ++o) {
+    if (parts[o].divisor.defined()) mine[o] = static_cast<float>(parts[o].divisor.item());
+  }
+  const Tensor total = st.merge(r, Tensor::from_vector(mine, Shape({static_cast<int64_t>(outputs)})),
+                                VariableAggregation::SUM);
+  Tensor h = total.to(host());
+  if (h.dtype() != DType::float64) h = h.cast(DType::float64);
+  return h.to_vector<double>();
 }
 
 // One training step under a strategy: each replica computes the loss of its shard scaled by the global batch
@@ -219,31 +248,50 @@ double distributed_train_step(Model& model, State& s, const Batch& batch_in) {
   const auto outputs = static_cast<std::size_t>(s.num_outputs());
   const std::size_t logged = outputs > 1 ? outputs : 0;
   std::vector<std::vector<double>> output_losses(static_cast<std::size_t>(n), std::vector<double>(logged, 0.0));
+  // A model whose outputs may carry masks (Embedding's mask_zero): each replica's masked losses are sums over the
+  // divisors of the whole global batch (its unmasked steps), which the replicas add up first (merge).
+  const bool masked = s.graph && s.graph->masked;
+  std::vector<std::vector<Tensor>> masks(static_cast<std::size_t>(n));
   st.run_replicas([&](int r) {
     const auto [b, e] = rows_for(local, batch, s, r);
     auto& device = *st.devices()[r];
     grads[r].resize(vars.size());
+    std::optional<GradientTape> tape;
+    std::vector<Tensor> logits;
+    std::vector<LossPart> parts;
+    Weights wr;
     if (e > b) {
       xs[r] = shard(batch_in.x, b, e, device);
       ys[r] = shard(batch_in.y, b, e, device);
-      GradientTape tape;
-      std::vector<Tensor> logits;
-      preds[r] = forward(model, s, xs[r], true, &logits);
+      tape.emplace();
+      preds[r] = forward(model, s, xs[r], true, &logits, masked ? &masks[static_cast<std::size_t>(r)] : nullptr);
+      wr = weight_rows(batch_in.w, b, e, &device);
+      if (masked) parts = loss_parts(s, ys[r], preds[r], wr, &logits, masks[static_cast<std::size_t>(r)]);
+    }
+    const std::vector<double> divisors = masked ? global_divisors(st, r, parts, outputs) : std::vector<double>{};
+    if (e > b) {
       // The replica's share of the global batch's mean loss, plus 1/N of the penalties (so that the SUM of the
       // replicas' gradients is the single-device one).
-      const Weights wr = weight_rows(batch_in.w, b, e, &device);
       // A "sum" reduction adds up across replicas as it is; the means are weighted by the replica's share.
-      const double share = sum_reduction ? 1.0 : static_cast<double>(e - b) / global;
+      const double rows_share = static_cast<double>(e - b) / global;
+      const double share = sum_reduction ? 1.0 : rows_share;
       std::vector<Tensor> per_output;
-      Tensor loss = ops::mul(batch_loss(s, ys[r], preds[r], wr, &logits, logged ? &per_output : nullptr),
-                             Tensor::scalar(share));
+      Tensor loss;
+      if (masked) {
+        loss = combine_parts(s, parts, divisors, rows_share, logged ? &per_output : nullptr);
+      } else {
+        loss = ops::mul(batch_loss(s, ys[r], preds[r], wr, &logits, logged ? &per_output : nullptr),
+                        Tensor::scalar(share));
+      }
       for (std::size_t o = 0; o < logged; ++o) {
-        if (per_output[o].defined()) output_losses[static_cast<std::size_t>(r)][o] = per_output[o].item() * share;
+        if (per_output[o].defined()) {
+          output_losses[static_cast<std::size_t>(r)][o] = per_output[o].item() * (masked ? 1.0 : share);
+        }
       }
       if (has_penalties(s)) {
         loss = ops::add(loss, ops::mul(penalty_sum(s), Tensor::scalar(1.0 / in_sync)));
       }
-      grads[r] = tape.gradient(s.optimizer->scale_loss(loss), vars);
+      grads[r] = tape->gradient(s.optimizer->scale_loss(loss), vars);
       losses[r] = loss.item();
     }
     for (size_t j = 0; j < vars.size(); ++j) {  // an empty shard (or an unused variable) contributes zeros
@@ -287,12 +335,16 @@ double distributed_train_step(Model& model, State& s, const Batch& batch_in) {
       for (std::size_t o = 0; o < logged; ++o) s.output_loss_values[o] += output_losses[static_cast<std::size_t>(r)][o];
       if (preds[r].empty()) continue;
       const Weights wr = any_weighted ? replica_weights(s, batch_in, off + r) : Weights{};
-      for (auto& m : s.metrics) update_metric(m, ys[r][m.output], preds[r][m.output], weight_of(wr, m.output));
+      const auto& mr = masks[static_cast<std::size_t>(r)];
+      for (auto& m : s.metrics) {
+        const auto o = static_cast<std::size_t>(m.output);
+        update_metric(m, ys[r][o], preds[r][o], o < mr.size() ? mr[o] : Tensor(), weight_of(wr, o));
+      }
     }
     return total;
   }
-  // Several workers: every replica's predictions and loss (a multi-output model's per-output losses after it, and
-  // with worker-local batches, labels), in replica order, on every worker.
+  // Several workers: every replica's predictions and loss (a multi-output model's per-output losses after it, a
+  // masked model's masks per output, and with worker-local batches, labels), in replica order, on every worker.
   std::vector<std::vector<Tensor>> all(static_cast<std::size_t>(in_sync));
   for (int r = 0; r < n; ++r) {
     auto& mine = all[static_cast<std::size_t>(off + r)];
@@ -300,6 +352,7 @@ double distributed_train_step(Model& model, State& s, const Batch& batch_in) {
     mine = preds[r];
     mine.push_back(Tensor::scalar(losses[r], DType::float64));
     for (double v : output_losses[static_cast<std::size_t>(r)]) mine.push_back(Tensor::scalar(v, DType::float64));
+    if (masked) append_masks(mine, masks[static_cast<std::size_t>(r)], outputs);
     if (local) {
       mine.insert(mine.end(), ys[r].begin(), ys[r].end());
       // (weighted_metrics need every replica's weights; a worker-local batch's are only on its worker)
@@ -316,13 +369,15 @@ double distributed_train_step(Model& model, State& s, const Batch& batch_in) {
     total += p[outputs].item();
     for (std::size_t o = 0; o < logged; ++o) s.output_loss_values[o] += p[outputs + 1 + o].item();
     const bool mine = q >= off && q < off + n;
+    const auto masks_at = p.begin() + static_cast<std::ptrdiff_t>(outputs + 1 + logged);
+    const std::vector<Tensor> mq = masked ? masks_sent(masks_at, outputs) : std::vector<Tensor>{};
     std::vector<Tensor> y;
     Weights wq;
     if (mine) {
       y = ys[q - off];
       if (any_weighted) wq = replica_weights(s, batch_in, q);
     } else if (local) {
-      const auto y_at = p.begin() + static_cast<std::ptrdiff_t>(outputs + 1 + logged);
+      const auto y_at = masks_at + static_cast<std::ptrdiff_t>(masked ? outputs : 0);
       const auto w_at = y_at + static_cast<std::ptrdiff_t>(outputs);
       y.assign(y_at, w_at);
       if (any_weighted) wq = weights_sent(w_at, p.end(), batch_in.w, q);
@@ -331,7 +386,10 @@ double distributed_train_step(Model& model, State& s, const Batch& batch_in) {
       y = shard(batch_in.y, b, e, host());
       if (any_weighted) wq = replica_weights(s, batch_in, q);
     }
-    for (auto& m : s.metrics) update_metric(m, y[m.output], p[m.output], weight_of(wq, m.output));
+    for (auto& m : s.metrics) {
+      const auto o = static_cast<std::size_t>(m.output);
+      update_metric(m, y[o], p[o], masked ? mq[o] : Tensor(), weight_of(wq, o));
+    }
   }
   return total;
 }
@@ -339,7 +397,7 @@ double distributed_train_step(Model& model, State& s, const Batch& batch_in) {
 void distributed_forward(Model& model, State& s, const std::vector<Tensor>& x, const std::vector<Tensor>* y,
                          std::vector<std::vector<Tensor>>& ys, std::vector<std::vector<Tensor>>& preds,
                          std::vector<std::vector<Tensor>>* logits, const std::vector<int64_t>* local,
-                         const Weights* w, std::vector<Weights>* ws) {
+                         const Weights* w, std::vector<Weights>* ws, std::vector<std::vector<Tensor>>* masks) {
   auto& st = *s.strategy;
   const int n = st.num_replicas(), in_sync = st.num_replicas_in_sync(), off = st.replica_offset();
   const int64_t batch = x[0].shape()[0];
@@ -348,11 +406,13 @@ void distributed_forward(Model& model, State& s, const std::vector<Tensor>& x, c
   if (logits) logits->assign(in_sync, {});
   const bool weights = w && ws && weighted(*w);
   if (ws) ws->assign(in_sync, {});
+  if (masks) masks->assign(in_sync, {});
   st.run_replicas([&](int r) {
     const auto [b, e] = rows_for(local, batch, s, r);
     if (e == b) return;
     auto& device = *st.devices()[r];
-    preds[off + r] = forward(model, s, shard(x, b, e, device), false, logits ? &(*logits)[off + r] : nullptr);
+    preds[off + r] = forward(model, s, shard(x, b, e, device), false, logits ? &(*logits)[off + r] : nullptr,
+                             masks ? &(*masks)[static_cast<std::size_t>(off + r)] : nullptr);
     if (y) ys[off + r] = shard(*y, b, e, device);
     if (weights) (*ws)[off + r] = weight_rows(*w, b, e);
   });
@@ -363,11 +423,11 @@ void distributed_forward(Model& model, State& s, const std::vector<Tensor>& x, c
     }
   }
   if (st.num_workers() == 1) return;
-  // Several workers: the other workers' predictions (and logits); their labels from the global batch, or with
+  // Several workers: the other workers' predictions (and logits, masks); their labels from the global batch, or with
   // worker-local batches gathered too.
   const auto outputs = static_cast<std::size_t>(s.num_outputs());
   const bool send_y = y && local;
-  if (logits || send_y) {
+  if (logits || masks || send_y) {
     for (int r = 0; r < n; ++r) {
       auto& p = preds[static_cast<std::size_t>(off + r)];
       if (p.empty()) continue;
@@ -376,6 +436,7 @@ void distributed_forward(Model& model, State& s, const std::vector<Tensor>& x, c
         l.resize(outputs);
         p.insert(p.end(), l.begin(), l.end());
       }
+      if (masks) append_masks(p, (*masks)[static_cast<std::size_t>(off + r)], outputs);
       if (send_y) p.insert(p.end(), ys[static_cast<std::size_t>(off + r)].begin(), ys[static_cast<std::size_t>(off + r)].end());
       if (send_y && weights) append_weights(p, (*ws)[static_cast<std::size_t>(off + r)]);
     }
@@ -385,8 +446,10 @@ void distributed_forward(Model& model, State& s, const std::vector<Tensor>& x, c
     auto& p = preds[static_cast<std::size_t>(q)];
     if (p.empty()) continue;
     const auto at = [&](std::size_t k) { return p.begin() + static_cast<std::ptrdiff_t>(k); };
-    const std::size_t y_at = logits ? 2 * outputs : outputs;
+    const std::size_t masks_at = logits ? 2 * outputs : outputs;
+    const std::size_t y_at = masks ? masks_at + outputs : masks_at;
     const bool theirs = q < off || q >= off + n;
+    if (masks && theirs) (*masks)[static_cast<std::size_t>(q)] = masks_sent(at(masks_at), outputs);
     if (send_y) {
       const auto y_end = weights ? at(y_at + outputs) : p.end();
       ys[static_cast<std::size_t>(q)].assign(at(y_at), y_end);

@@ -143,12 +143,9 @@ std::vector<Tensor> forward(Model& model, State& s, const std::vector<Tensor>& x
     if (any && !output_masks) {
       for (std::size_t o = 0; o < masks.size(); ++o) {
         if (!masks[o].defined()) continue;
-        throw ValueError(fmt::format("Model '{}': output '{}' carries a mask (made by Embedding(mask_zero=True) or "
-                                     "Masking and kept by the layers after it). Keras weights the loss by it per "
-                                     "time step, which Osprey does not implement under a distribution strategy yet; "
-                                     "train without the strategy, or consume the mask before the output "
-                                     "(GlobalAveragePooling1D).",
-                                     name_of(model), s.graph->output_names[o]));
+        // (Every training and evaluation pass takes the masks: the loss weighs each time step by its output's.)
+        throw InternalError(fmt::format("Model '{}': output '{}' carries a mask, but this pass has no place for it",
+                                        name_of(model), s.graph->output_names[o]));
       }
     }
   }
@@ -219,11 +216,14 @@ bool step_weights(const Tensor& w, const Tensor& mask, const std::string& output
   return true;
 }
 
-// Keras's loss of an output that carries a mask (losses.loss.apply_mask): each step's loss (a row of the loss's
-// per-sample values), weighted by the mask (and the sample's weight), summed; sum_over_batch_size divides by the
-// unmasked steps' count, mean_with_sample_weight by the weights' sum, sum not at all.
-Tensor masked_loss(const losses::Loss& loss, const Tensor& y, const Tensor& pred, const Tensor& mask_in,
-                   const Tensor& w, const std::string& output) {
+// An output's steps' losses weighted by its mask (and the loss's own mask) and the sample weights (`weighted`, one
+// per step, batch · steps), the mask (`m`) and the mask times the weights (`weights`).
+struct MaskedValues {
+  Tensor weighted, m, weights;
+};
+
+MaskedValues masked_values(const losses::Loss& loss, const Tensor& y, const Tensor& pred, const Tensor& mask_in,
+                           const Tensor& w, const std::string& output) {
   const Tensor mask = mask_in.dtype() == DType::float32 ? mask_in : ops::cast(mask_in, DType::float32);
   const int64_t n = mask.shape()[0], steps = mask.shape()[1];
   const Tensor rows_y = steps_as_rows(y, mask, "target", output), rows_pred = steps_as_rows(pred, mask, "prediction", output);
@@ -242,19 +242,32 @@ Tensor masked_loss(const losses::Loss& loss, const Tensor& y, const Tensor& pred
                                 : ops::matmul(ops::reshape(wd, Shape({n, 1})), Tensor::ones(Shape({1, steps})));
     weights = ops::mul(m, ops::reshape(per_step, Shape({n * steps})));
   }
-  const Tensor weighted = ops::mul(values, weights);
-  const Tensor tiny = Tensor::scalar(1e-30);  // divide_no_nan: nothing unmasked gives 0
+  return {ops::mul(values, weights), m, weights};
+}
+
+// What a masked loss's sum is divided by: the unmasked steps' count (sum_over_batch_size), the weights' sum
+// (mean_with_sample_weight); undefined for sum (and none).
+Tensor masked_divisor(const losses::Loss& loss, const MaskedValues& v) {
   switch (loss.reduction()) {
-    case losses::Reduction::sum:
-      return ops::reduce_sum(weighted);
     case losses::Reduction::sum_over_batch_size:
-      return ops::div(ops::reduce_sum(weighted), ops::maximum(ops::reduce_sum(m), tiny));
+      return ops::reduce_sum(v.m);
     case losses::Reduction::mean_with_sample_weight:
-      return ops::div(ops::reduce_sum(weighted), ops::maximum(ops::reduce_sum(weights), tiny));
-    case losses::Reduction::none:
-      return ops::reshape(weighted, Shape({n, steps}));
+      return ops::reduce_sum(v.weights);
+    default:
+      return Tensor();
   }
-  return weighted;
+}
+
+// Keras's loss of an output that carries a mask (losses.loss.apply_mask): each step's loss (a row of the loss's
+// per-sample values), weighted by the mask (and the sample's weight), summed; sum_over_batch_size divides by the
+// unmasked steps' count, mean_with_sample_weight by the weights' sum, sum not at all.
+Tensor masked_loss(const losses::Loss& loss, const Tensor& y, const Tensor& pred, const Tensor& mask, const Tensor& w,
+                   const std::string& output) {
+  const MaskedValues v = masked_values(loss, y, pred, mask, w, output);
+  if (loss.reduction() == losses::Reduction::none) return ops::reshape(v.weighted, Shape({mask.shape()[0], mask.shape()[1]}));
+  const Tensor sum = ops::reduce_sum(v.weighted), divisor = masked_divisor(loss, v);
+  const Tensor tiny = Tensor::scalar(1e-30);  // divide_no_nan: nothing unmasked gives 0
+  return divisor.defined() ? ops::div(sum, ops::maximum(divisor, tiny)) : sum;
 }
 
 }  // namespace
@@ -299,6 +312,16 @@ void update_metric(const CompiledMetric& m, const Tensor& y, const Tensor& y_pre
   update_metric(m, t, p, weights);
 }
 
+// Output o's compiled loss and the tensor it reads: with the TF logits shortcut, the Dense's logits and the loss
+// from logits, else its prediction.
+static std::pair<const losses::Loss*, const Tensor*> loss_of(const State& s, std::size_t o,
+                                                             const std::vector<Tensor>& y_pred,
+                                                             const std::vector<Tensor>* logits) {
+  const bool from_logits = logits && o < logits->size() && (*logits)[o].defined() && s.logits_losses[o];
+  if (from_logits) return {s.logits_losses[o].get(), &(*logits)[o]};
+  return {s.losses[o].get(), &y_pred[o]};
+}
+
 // Keras divides a weighted loss by the element count, not by Σw.
 Tensor batch_loss(State& s, const std::vector<Tensor>& y, const std::vector<Tensor>& y_pred, const Weights& weights,
                   const std::vector<Tensor>* logits, std::vector<Tensor>* per_output, const std::vector<Tensor>* masks) {
@@ -306,9 +329,9 @@ Tensor batch_loss(State& s, const std::vector<Tensor>& y, const std::vector<Tens
   if (per_output) per_output->resize(s.losses.size());
   for (std::size_t o = 0; o < s.losses.size(); ++o) {
     if (!s.losses[o]) continue;
-    const bool from_logits = logits && o < logits->size() && (*logits)[o].defined() && s.logits_losses[o];
-    const losses::Loss& loss = from_logits ? *s.logits_losses[o] : *s.losses[o];
-    const Tensor& pred = from_logits ? (*logits)[o] : y_pred[o];
+    const auto [loss_ptr, pred_ptr] = loss_of(s, o, y_pred, logits);
+    const losses::Loss& loss = *loss_ptr;
+    const Tensor& pred = *pred_ptr;
     // No copy when already there: a recorded plan reads the weights from its buffer.
     const Tensor& w = weight_of(weights, o);
     Tensor value;
@@ -316,6 +339,52 @@ Tensor batch_loss(State& s, const std::vector<Tensor>& y, const std::vector<Tens
       value = masked_loss(loss, y[o], pred, (*masks)[o], w, s.graph ? s.graph->output_names[o] : loss.name());
     } else {
       value = w.defined() ? loss(y[o], pred, w) : loss(y[o], pred);
+    }
+    if (per_output) (*per_output)[o] = value;
+    if (s.loss_weights[o] != 1.0) value = ops::mul(value, Tensor::scalar(s.loss_weights[o]));
+    total = total.defined() ? ops::add(total, value) : value;
+  }
+  return total;
+}
+
+std::vector<LossPart> loss_parts(State& s, const std::vector<Tensor>& y, const std::vector<Tensor>& y_pred,
+                                 const Weights& weights, const std::vector<Tensor>* logits,
+                                 const std::vector<Tensor>& masks) {
+  std::vector<LossPart> parts(s.losses.size());
+  for (std::size_t o = 0; o < s.losses.size(); ++o) {
+    if (!s.losses[o]) continue;
+    const auto [loss_ptr, pred_ptr] = loss_of(s, o, y_pred, logits);
+    const losses::Loss& loss = *loss_ptr;
+    const Tensor& pred = *pred_ptr;
+    const Tensor& w = weight_of(weights, o);
+    LossPart& part = parts[o];
+    part.sum_reduction = loss.reduction() == losses::Reduction::sum;
+    if (o < masks.size() && masks[o].defined()) {
+      const MaskedValues v = masked_values(loss, y[o], pred, masks[o], w, s.graph ? s.graph->output_names[o] : loss.name());
+      part.masked = true;
+      part.value = ops::reduce_sum(v.weighted);
+      part.divisor = masked_divisor(loss, v);
+    } else {
+      part.value = w.defined() ? loss(y[o], pred, w) : loss(y[o], pred);
+    }
+  }
+  return parts;
+}
+
+Tensor combine_parts(const State& s, const std::vector<LossPart>& parts, const std::vector<double>& divisors,
+                     double share, std::vector<Tensor>* per_output) {
+  Tensor total;
+  if (per_output) per_output->assign(parts.size(), Tensor());
+  for (std::size_t o = 0; o < parts.size(); ++o) {
+    const LossPart& p = parts[o];
+    if (!p.value.defined()) continue;
+    Tensor value;
+    if (!p.masked) {
+      value = p.sum_reduction || share == 1.0 ? p.value : ops::mul(p.value, Tensor::scalar(share));
+    } else if (p.divisor.defined()) {
+      value = ops::div(p.value, Tensor::scalar(std::max(divisors.at(o), 1e-30)));
+    } else {
+      value = p.value;
     }
     if (per_output) (*per_output)[o] = value;
     if (s.loss_weights[o] != 1.0) value = ops::mul(value, Tensor::scalar(s.loss_weights[o]));

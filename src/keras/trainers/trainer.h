@@ -63,6 +63,22 @@ std::vector<Tensor> forward(Model& model, State& s, const std::vector<Tensor>& x
 Tensor batch_loss(State& s, const std::vector<Tensor>& y, const std::vector<Tensor>& y_pred, const Weights& w,
                   const std::vector<Tensor>* logits, std::vector<Tensor>* per_output = nullptr,
                   const std::vector<Tensor>* masks = nullptr);
+/// An output's part of a batch's loss when replicas share the batch: for an output carrying a mask, the weighted
+/// sum of its steps' losses (`value`) and what the reduction divides it by (`divisor`: the unmasked steps, or the
+/// weights' sum; undefined for "sum"), so that a strategy divides every replica's sum by the divisors added up over
+/// the global batch (the single device's loss); for the other outputs the replica's loss itself.
+struct LossPart {
+  Tensor value, divisor;
+  bool masked = false, sum_reduction = false;
+};
+/// The parts of a batch's compiled loss, per output (`masks`: each output's mask, undefined where none).
+std::vector<LossPart> loss_parts(State& s, const std::vector<Tensor>& y, const std::vector<Tensor>& y_pred,
+                                 const Weights& w, const std::vector<Tensor>* logits, const std::vector<Tensor>& masks);
+/// Σ loss_weight · loss per output from the parts: a masked output's sum over `divisors[o]` (the global batch's),
+/// another output's loss times `share` (the replica's rows over the global batch's; not for a "sum" reduction).
+/// `per_output` receives each output's value before its loss weight.
+Tensor combine_parts(const State& s, const std::vector<LossPart>& parts, const std::vector<double>& divisors,
+                     double share, std::vector<Tensor>* per_output = nullptr);
 /// What a metric sees of an output: (y, y_pred), or with the output's mask and a mean metric (Keras's
 /// MeanMetricWrapper family weights them by the mask) only the unmasked steps, each step a row.
 /// With `w` (one weight per sample, or one per step (batch, steps)), a picked step gets its sample's weight or its
@@ -89,12 +105,12 @@ double train_step(Model& model, State& s, const Batch& b);
 /// predictions (per output) in replica order; empty shards are left undefined.
 /// `local`: the local replicas' row offsets when x and y hold this worker's rows only (Batch::replica_offsets).
 /// With `w` (the batch's sample weights) and `ws`, ws[q] receives replica q's weights (a worker-local batch's from
-/// the worker that holds them).
+/// the worker that holds them); with `masks`, masks[q] each output's mask of replica q (undefined where none).
 void distributed_forward(Model& model, State& s, const std::vector<Tensor>& x, const std::vector<Tensor>* y,
                          std::vector<std::vector<Tensor>>& ys, std::vector<std::vector<Tensor>>& preds,
                          std::vector<std::vector<Tensor>>* logits = nullptr,
                          const std::vector<int64_t>* local = nullptr, const Weights* w = nullptr,
-                         std::vector<Weights>* ws = nullptr);
+                         std::vector<Weights>* ws = nullptr, std::vector<std::vector<Tensor>>* masks = nullptr);
 /// The sample weights of replica q's rows of `batch` (empty without weights); NotImplementedError for another
 /// worker's replica of a worker-local batch (its weights are not here: distributed_forward gathers them).
 Weights replica_weights(const State& s, const Batch& batch, int q);
