@@ -225,3 +225,80 @@ TEST(PyDataset, BatchListsFeedAModelWithSeveralInputsAndOutputs) {
   } nothing;
   EXPECT_THROW(from_data.fit(nothing, {.verbose = 0}), NotImplementedError);
 }
+
+// Sample weights with the batches (Keras's (x, y, sample_weight) from __getitem__ or a generator), one per output
+// of a two-output model, and class_weight per batch: the same training as the same arrays with the same weights.
+TEST(PyDataset, WeightedBatchesTrainAsTheSameWeightedArrays) {
+  random::set_seed(41);
+  const Tensor x = random::uniform({30, 3}), ya = random::randint(0, 2, {30, 1}).cast(DType::float32);
+  const Tensor yb = random::uniform({30, 2}), wa = random::uniform({30}, 0, 2), wb = random::uniform({30}, 0, 2);
+  auto make = [] {
+    random::set_seed(42);
+    auto in = keras::Input({3}, {.name = "x"});
+    auto h = layers::Dense(4, "tanh")(in);
+    keras::Model m(in, {layers::Dense(1, "sigmoid", {.name = "a"})(h), layers::Dense(2, "", {.name = "b"})(h)});
+    m.compile({.optimizer = "sgd",
+               .loss = {"binary_crossentropy", "mse"},
+               .weighted_metrics = std::map<std::string, std::vector<keras::MetricRef>>{{"a", {"accuracy"}}}});
+    return m;
+  };
+  struct Weighted : keras::utils::PyDataset {
+    Tensor x, ya, yb, wa, wb;
+    int64_t num_batches() const override { return 3; }
+    keras::utils::PyDatasetBatch get_weighted_batch(int64_t i) override {
+      auto rows = [&](const Tensor& t) { return t.slice_rows(i * 10, (i + 1) * 10); };
+      return {{rows(x)}, {rows(ya), rows(yb)}, {rows(wa), rows(wb)}};
+    }
+  } data;
+  data.x = x, data.ya = ya, data.yb = yb, data.wa = wa, data.wb = wb;
+  const keras::Arrays y{ya, yb}, w{wa, wb};
+  auto arrays = make(), from_data = make(), from_gen = make();
+  auto h = arrays.fit(x, y, {.epochs = 2, .batch_size = 10, .verbose = 0, .shuffle = false, .sample_weight = w});
+  EXPECT_EQ(from_data.fit(data, {.epochs = 2, .verbose = 0, .shuffle = false}).history, h.history);
+  int calls = 0;
+  keras::Generator gen = [&]() -> std::optional<keras::GeneratorBatch> {
+    const int64_t b = (calls++ % 3) * 10;
+    return keras::GeneratorBatch{x.slice_rows(b, b + 10), keras::Arrays{ya.slice_rows(b, b + 10), yb.slice_rows(b, b + 10)},
+                                 std::map<std::string, Tensor>{{"a", wa.slice_rows(b, b + 10)}, {"b", wb.slice_rows(b, b + 10)}}};
+  };
+  EXPECT_EQ(from_gen.fit(gen, {.epochs = 2, .verbose = 0, .steps_per_epoch = 3}).history, h.history);
+  for (std::size_t i = 0; i < arrays.get_weights().size(); ++i) {
+    EXPECT_EQ(from_data.get_weights()[i].to_vector<float>(), arrays.get_weights()[i].to_vector<float>());
+    EXPECT_EQ(from_gen.get_weights()[i].to_vector<float>(), arrays.get_weights()[i].to_vector<float>());
+  }
+  // The weights count (unweighted arrays train otherwise); fit's own sample_weight is refused for such sources.
+  auto unweighted = make();
+  EXPECT_NE(unweighted.fit(x, y, {.epochs = 2, .batch_size = 10, .verbose = 0, .shuffle = false}).history, h.history);
+  try {
+    make().fit(data, {.verbose = 0, .sample_weight = w});
+    FAIL() << "no error";
+  } catch (const ValueError& e) {
+    EXPECT_THAT(std::string(e.what()), ::testing::HasSubstr("get_weighted_batch"));
+  }
+  EXPECT_THROW(make().fit(gen, {.verbose = 0, .steps_per_epoch = 3, .sample_weight = w}), ValueError);
+}
+
+TEST(PyDataset, ClassWeightWeighsEachBatchAsTheSameArrays) {
+  random::set_seed(43);
+  const Tensor x = random::uniform({40, 4}), y = random::randint(0, 2, {40, 1}).cast(DType::float32);
+  const std::map<int, double> cw{{0, 0.5}, {1, 3.0}};
+  random::set_seed(2);
+  Sequential a = model();
+  auto ha = a.fit(x, y, {.epochs = 2, .batch_size = 10, .verbose = 0, .shuffle = false, .class_weight = cw});
+  random::set_seed(2);
+  Sequential b = model();
+  Slices data(x, y);
+  auto hb = b.fit(data, {.epochs = 2, .verbose = 0, .shuffle = false, .class_weight = cw});
+  EXPECT_EQ(ha.history, hb.history);
+  random::set_seed(2);
+  Sequential c = model();
+  int calls = 0;
+  keras::Generator gen = [&]() -> std::optional<keras::GeneratorBatch> {
+    const int64_t s = (calls++ % 4) * 10;
+    return keras::GeneratorBatch{x.slice_rows(s, s + 10), y.slice_rows(s, s + 10)};
+  };
+  EXPECT_EQ(c.fit(gen, {.epochs = 2, .verbose = 0, .steps_per_epoch = 4, .class_weight = cw}).history, ha.history);
+  random::set_seed(2);
+  Sequential plain = model();
+  EXPECT_NE(plain.fit(data, {.epochs = 2, .verbose = 0, .shuffle = false}).history, ha.history);
+}

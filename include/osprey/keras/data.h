@@ -14,6 +14,14 @@
 
 namespace osprey::keras::utils {
 
+/// One batch of a PyDataset with its sample weights: Keras's (x, y, sample_weight) from __getitem__.
+struct PyDatasetBatch {
+  std::vector<Tensor> x, y;  ///< one tensor per input and per output, in the model's order
+  /// None (empty), one tensor for every output, or one per output in the outputs' order (an undefined one leaves its
+  /// output unweighted): as fit's sample_weight, with the batch's rows.
+  std::vector<Tensor> sample_weight{};
+};
+
 /// Keras's PyDataset in C++: subclass it, say how many batches an epoch has and how to make batch `index`
 /// (load files, decode, augment). fit() calls get_batch() in the order of the epoch (shuffled when
 /// FitOptions::shuffle). With workers > 1, that many threads prepare the next batches while the model trains
@@ -35,6 +43,9 @@ class PyDataset {
   /// The same for a model with several inputs or outputs: one tensor per input and per output, in the model's
   /// order. Override one of the two; the default gives get_batch()'s pair as lists of one.
   virtual std::pair<std::vector<Tensor>, std::vector<Tensor>> get_batch_lists(int64_t index);
+  /// The same with sample weights (Keras's __getitem__ returning (x, y, sample_weight)): override this one to weigh
+  /// the loss and weighted_metrics per batch. The default gives get_batch_lists() without weights.
+  virtual PyDatasetBatch get_weighted_batch(int64_t index);
   /// Called after every epoch (e.g. to reshuffle files).
   virtual void on_epoch_end() {}
 

@@ -56,9 +56,11 @@ struct ValidationData {
   bool given() const { return !x.tensors.empty() || dataset.has_value(); }
 };
 
-/// One batch from a generator: x and y as fit takes them.
+/// One batch from a generator: x and y as fit takes them, and optionally its sample weights (Keras's generator of
+/// (x, y, sample_weight) tuples): one tensor, or one per output, as fit's sample_weight.
 struct GeneratorBatch {
   Arrays x, y;
+  Arrays sample_weight{};  ///< empty: none
 };
 /// A C++ generator (keras fit's generator data adapter): called once per batch, returns the next batch, or
 /// std::nullopt when it has no more (fit then stops with Keras's "ran out of data" warning).
@@ -259,9 +261,12 @@ class Model : public Layer {
   void compile(CompileOptions options);
   /// Trains on (x, y): x is (N, features...) per input, y (N, ...) per output. Returns the History.
   FitHistory fit(const Arrays& x, const Arrays& y, FitOptions options = {});
-  /// Trains on the batches of a PyDataset (batch_size and validation_split do not apply: ValueError).
+  /// Trains on the batches of a PyDataset (batch_size and validation_split do not apply: ValueError). Sample
+  /// weights come with the batches (PyDataset::get_weighted_batch), not as FitOptions::sample_weight (ValueError);
+  /// class_weight applies to each batch.
   FitHistory fit(utils::PyDataset& dataset, FitOptions options = {});
-  /// Trains on a generator's batches: steps_per_epoch of them per epoch (required); batches of any size.
+  /// Trains on a generator's batches: steps_per_epoch of them per epoch (required); batches of any size, with
+  /// their sample weights (GeneratorBatch::sample_weight) and class_weight as a PyDataset's.
   FitHistory fit(Generator generator, FitOptions options);
   /// fit() on a data::Dataset of (x, y) or (x, y, sample_weight) batches, as Keras takes a tf.data.Dataset: each
   /// epoch one pass over it (a repeating one needs steps_per_epoch); batch_size, shuffle and validation_split do

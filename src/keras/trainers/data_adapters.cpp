@@ -11,14 +11,19 @@
 namespace osprey::keras::utils {
 
 std::pair<Tensor, Tensor> PyDataset::get_batch(int64_t index) {
-  throw NotImplementedError(fmt::format("PyDataset: override get_batch() (one input and output) or get_batch_lists() "
-                                        "(several) to give batch {}",
+  throw NotImplementedError(fmt::format("PyDataset: override get_batch() (one input and output), get_batch_lists() "
+                                        "(several) or get_weighted_batch() (with sample weights) to give batch {}",
                                         index));
 }
 
 std::pair<std::vector<Tensor>, std::vector<Tensor>> PyDataset::get_batch_lists(int64_t index) {
   auto [x, y] = get_batch(index);
   return {{std::move(x)}, {std::move(y)}};
+}
+
+PyDatasetBatch PyDataset::get_weighted_batch(int64_t index) {
+  auto [x, y] = get_batch_lists(index);
+  return {std::move(x), std::move(y), {}};
 }
 
 }  // namespace osprey::keras::utils
@@ -90,15 +95,28 @@ bool ArraySource::next(Batch& out) {
   return true;
 }
 
+// A batch's weights from what its source gave (a list or a name map; none when empty) and class_weight (may be
+// null).
+static Weights batch_weights(Model& model, const std::vector<Tensor>& ys, Arrays given,
+                             const std::map<int, double>* class_weight, const char* fn) {
+  if (given.tensors.empty() && (!class_weight || class_weight->empty())) return {};
+  std::optional<Arrays> sw;
+  if (!given.tensors.empty()) sw = std::move(given);
+  return sample_weights(model, ys.at(0).shape()[0], ys, sw, class_weight ? *class_weight : std::map<int, double>{}, fn);
+}
+
 bool GeneratorSource::next(Batch& out) {
   auto batch = generator_();
   if (!batch) return false;
   auto [x, y] = data_of(model_, s_, std::move(batch->x), &batch->y, "fit (generator batch)");
-  out = Batch{std::move(x), std::move(y), Weights{}, Tensor()};
+  Weights w = batch_weights(model_, y, std::move(batch->sample_weight), class_weight_, "fit (generator batch)");
+  out = Batch{std::move(x), std::move(y), std::move(w), Tensor()};
   return true;
 }
 
-DatasetSource::DatasetSource(utils::PyDataset& d, bool shuffle) : d_(d), shuffle_(shuffle) {
+DatasetSource::DatasetSource(utils::PyDataset& d, bool shuffle, Model& model,
+                             const std::map<int, double>* class_weight)
+    : d_(d), shuffle_(shuffle), model_(model), class_weight_(class_weight) {
   const auto& o = d.options();
   if (o.workers < 1) throw ValueError(fmt::format("PyDataset: workers must be >= 1, got {}", o.workers));
   if (o.max_queue_size < 1) {
@@ -122,8 +140,9 @@ void DatasetSource::begin_pass() {
 }
 
 bool DatasetSource::next(Batch& out) {
-  auto [x, y] = next_lists();
-  out = Batch{std::move(x), std::move(y), Weights{}, Tensor()};
+  auto b = next_lists();
+  Weights w = batch_weights(model_, b.y, Arrays(std::move(b.sample_weight)), class_weight_, "fit (PyDataset batch)");
+  out = Batch{std::move(b.x), std::move(b.y), std::move(w), Tensor()};
   return true;
 }
 
@@ -131,7 +150,7 @@ DatasetSource::Lists DatasetSource::next_lists() {
   if (workers_ <= 1) {
     if (next_ >= static_cast<int64_t>(order_.size())) throw InternalError("PyDataset pass exhausted");
     const int64_t k = next_++;
-    return checked(d_.get_batch_lists(order_[k]), order_[k]);
+    return checked(d_.get_weighted_batch(order_[k]), order_[k]);
   }
   std::unique_lock lock(mu_);
   if (next_ >= static_cast<int64_t>(order_.size())) throw InternalError("PyDataset pass exhausted");
@@ -152,9 +171,9 @@ DatasetSource::Lists DatasetSource::checked(Lists b, int64_t index) {
     for (const auto& t : ts) out.push_back(t.defined() ? t.shape().to_string() : "undefined");
     return fmt::format("[{}]", fmt::join(out, ", "));
   };
-  bool ok = !b.first.empty() && !b.second.empty();
+  bool ok = !b.x.empty() && !b.y.empty();
   int64_t rows = -1;
-  for (const auto* ts : {&b.first, &b.second}) {
+  for (const auto* ts : {&b.x, &b.y}) {
     for (const auto& t : *ts) {
       ok = ok && t.defined() && t.shape().rank() >= 1 && t.shape()[0] > 0 && (rows < 0 || t.shape()[0] == rows);
       if (ok) rows = t.shape()[0];
@@ -163,7 +182,7 @@ DatasetSource::Lists DatasetSource::checked(Lists b, int64_t index) {
   if (!ok) {
     throw ValueError(fmt::format("PyDataset::get_batch({}) must return inputs and targets with the same, non-zero "
                                  "number of rows; got {} and {}",
-                                 index, shapes(b.first), shapes(b.second)));
+                                 index, shapes(b.x), shapes(b.y)));
   }
   return b;
 }
@@ -183,7 +202,7 @@ void DatasetSource::start() {
         }
         Slot slot;
         try {
-          slot.batch = d_.get_batch_lists(order_[k]);
+          slot.batch = d_.get_weighted_batch(order_[k]);
         } catch (...) {
           slot.error = std::current_exception();
         }

@@ -71,8 +71,9 @@ class ArraySource : public BatchSource {
 /// A C++ generator's batches, as it gives them (fit's generator adapter).
 class GeneratorSource : public BatchSource {
  public:
-  explicit GeneratorSource(Model& model, Model::State& s, Generator generator)
-      : model_(model), s_(s), generator_(std::move(generator)) {}
+  /// `class_weight` (may be null) weighs each batch's samples by their labels.
+  GeneratorSource(Model& model, Model::State& s, Generator generator, const std::map<int, double>* class_weight)
+      : model_(model), s_(s), generator_(std::move(generator)), class_weight_(class_weight) {}
   int64_t batches_per_pass() const override { return INT64_MAX; }
   void begin_pass() override {}
   bool next(Batch& out) override;
@@ -81,13 +82,15 @@ class GeneratorSource : public BatchSource {
   Model& model_;
   Model::State& s_;
   Generator generator_;
+  const std::map<int, double>* class_weight_;
 };
 
 /// A PyDataset's batches in the pass's order; with workers > 1, worker threads prepare them ahead (at most
 /// max_queue_size), delivered in order; an exception in get_batch() reaches fit when its batch is due.
 class DatasetSource : public BatchSource {
  public:
-  DatasetSource(utils::PyDataset& d, bool shuffle);
+  /// `class_weight` (may be null) weighs each batch's samples by their labels.
+  DatasetSource(utils::PyDataset& d, bool shuffle, Model& model, const std::map<int, double>* class_weight);
   ~DatasetSource() override { stop(); }
   int64_t batches_per_pass() const override { return d_.num_batches(); }
   void begin_pass() override;
@@ -95,7 +98,7 @@ class DatasetSource : public BatchSource {
   void end_epoch() override { d_.on_epoch_end(); }
 
  private:
-  using Lists = std::pair<std::vector<Tensor>, std::vector<Tensor>>;
+  using Lists = utils::PyDatasetBatch;
   struct Slot {
     Lists batch;
     std::exception_ptr error;
@@ -107,6 +110,8 @@ class DatasetSource : public BatchSource {
 
   utils::PyDataset& d_;
   bool shuffle_;
+  Model& model_;
+  const std::map<int, double>* class_weight_;
   int workers_ = 1;
   int64_t window_ = 10;
   std::vector<int64_t> order_;

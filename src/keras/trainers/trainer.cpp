@@ -87,6 +87,17 @@ static void reject_array_options(const FitOptions& o, const char* what) {
   }
 }
 
+// A source that makes its batches gives their sample weights with them (Keras's ValueError for sample_weight=).
+static void reject_sample_weight(const FitOptions& o, const char* what) {
+  if (o.sample_weight) {
+    throw ValueError(fmt::format("fit: the `sample_weight` argument is not supported when the data is a {}: give "
+                                 "each batch's weights with it ({}), as Keras's (x, y, sample_weight) batches",
+                                 what,
+                                 std::string(what) == "PyDataset" ? "PyDataset::get_weighted_batch"
+                                                                  : "GeneratorBatch::sample_weight"));
+  }
+}
+
 static void check_fit_options(const FitOptions& o) {
   if (o.epochs < 0) throw ValueError(fmt::format("fit: epochs must be >= 0, got {}", o.epochs));
   if (o.verbose < 0 || o.verbose > 2) throw ValueError(fmt::format("fit: verbose must be 0, 1 or 2, got {}", o.verbose));
@@ -333,9 +344,10 @@ FitHistory Model::fit(Generator generator, FitOptions o) {
     throw ValueError("fit: batch_size and validation_split do not apply to a generator: it makes the batches; pass "
                      "validation_data instead");
   }
+  reject_sample_weight(o, "generator");
   Validation val = validation_of(*this, s, o);
   prepare_replicas(*this, s);
-  GeneratorSource source(*this, s, std::move(generator));
+  GeneratorSource source(*this, s, std::move(generator), &o.class_weight);
   return fit_loop(*this, s, source, o, val, 32);
 }
 
@@ -344,15 +356,16 @@ FitHistory Model::fit(utils::PyDataset& dataset, FitOptions o) {
   require_compiled(s, name(), "fit");
   check_fit_options(o);
   reject_array_options(o, "PyDataset");
+  reject_sample_weight(o, "PyDataset");
   if (dataset.num_batches() <= 0) {
     throw ValueError(fmt::format("fit: the PyDataset has {} batches; it needs at least one", dataset.num_batches()));
   }
   Validation val = validation_of(*this, s, o);
   if (s.sequential && !static_cast<Sequential&>(*this).built()) {  // build from the first batch
-    check_inputs(*this, s, dataset.get_batch_lists(0).first);
+    check_inputs(*this, s, dataset.get_weighted_batch(0).x);
   }
   prepare_replicas(*this, s);
-  DatasetSource source(dataset, o.shuffle);
+  DatasetSource source(dataset, o.shuffle, *this, &o.class_weight);
   return fit_loop(*this, s, source, o, val, 32);
 }
 

@@ -227,7 +227,7 @@ void Normalization::adapt(const Tensor& data) { adapt(std::vector<Tensor>{data})
 
 void Normalization::adapt(utils::PyDataset& dataset) {
   std::vector<Tensor> batches;
-  for (int64_t i = 0; i < dataset.num_batches(); ++i) batches.push_back(dataset.get_batch_lists(i).first.at(0));
+  for (int64_t i = 0; i < dataset.num_batches(); ++i) batches.push_back(dataset.get_weighted_batch(i).x.at(0));
   adapt(batches);
 }
 
