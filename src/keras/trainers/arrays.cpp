@@ -194,8 +194,10 @@ Weights sample_weights(Model& model, int64_t n, const std::vector<Tensor>& ys,
                        const std::optional<Arrays>& sample_weight, const std::map<int, double>& class_weight,
                        const char* fn) {
   const std::size_t outputs = ys.size();
-  const bool given = sample_weight && !(sample_weight->tensors.size() == 1 && sample_weight->keys.empty() &&
-                                        !sample_weight->tensors[0].defined());
+  // (Nothing, an empty list or one undefined tensor: no weights.)
+  const bool given = sample_weight && !sample_weight->tensors.empty() &&
+                     !(sample_weight->tensors.size() == 1 && sample_weight->keys.empty() &&
+                       !sample_weight->tensors[0].defined());
   if (!class_weight.empty() && outputs > 1) {
     throw ValueError(fmt::format("{}: `class_weight` is only supported for Models with a single output (model '{}' "
                                  "has {}); give the class weights as sample_weight, one array per output",

@@ -99,10 +99,8 @@ bool ArraySource::next(Batch& out) {
 // null).
 static Weights batch_weights(Model& model, const std::vector<Tensor>& ys, Arrays given,
                              const std::map<int, double>* class_weight, const char* fn) {
-  if (given.tensors.empty() && (!class_weight || class_weight->empty())) return {};
-  std::optional<Arrays> sw;
-  if (!given.tensors.empty()) sw = std::move(given);
-  return sample_weights(model, ys.at(0).shape()[0], ys, sw, class_weight ? *class_weight : std::map<int, double>{}, fn);
+  return sample_weights(model, ys.at(0).shape()[0], ys, std::move(given),
+                        class_weight ? *class_weight : std::map<int, double>{}, fn);
 }
 
 bool GeneratorSource::next(Batch& out) {

@@ -88,13 +88,11 @@ static void reject_array_options(const FitOptions& o, const char* what) {
 }
 
 // A source that makes its batches gives their sample weights with them (Keras's ValueError for sample_weight=).
-static void reject_sample_weight(const FitOptions& o, const char* what) {
+static void reject_sample_weight(const FitOptions& o, const char* what, const char* where) {
   if (o.sample_weight) {
     throw ValueError(fmt::format("fit: the `sample_weight` argument is not supported when the data is a {}: give "
                                  "each batch's weights with it ({}), as Keras's (x, y, sample_weight) batches",
-                                 what,
-                                 std::string(what) == "PyDataset" ? "PyDataset::get_weighted_batch"
-                                                                  : "GeneratorBatch::sample_weight"));
+                                 what, where));
   }
 }
 
@@ -121,10 +119,8 @@ static Validation validation_of(Model& model, State& s, FitOptions& o) {
   if (o.validation_data.dataset) val.dataset = o.validation_data.dataset;
   else if (o.validation_data.given()) {
     val.arrays = data_of(model, s, o.validation_data.x, &o.validation_data.y, "fit (validation_data)");
-    if (!o.validation_data.sample_weight.tensors.empty()) {
-      val.w = sample_weights(model, val.arrays->first[0].shape()[0], val.arrays->second, o.validation_data.sample_weight,
-                             {}, "fit (validation_data)");
-    }
+    val.w = sample_weights(model, val.arrays->first[0].shape()[0], val.arrays->second, o.validation_data.sample_weight,
+                           {}, "fit (validation_data)");
   } else if (!o.validation_data.sample_weight.tensors.empty()) {
     throw ValueError("fit: validation_data's sample_weight needs validation arrays (a Dataset gives its weights as "
                      "its elements' third item)");
@@ -344,7 +340,7 @@ FitHistory Model::fit(Generator generator, FitOptions o) {
     throw ValueError("fit: batch_size and validation_split do not apply to a generator: it makes the batches; pass "
                      "validation_data instead");
   }
-  reject_sample_weight(o, "generator");
+  reject_sample_weight(o, "generator", "GeneratorBatch::sample_weight");
   Validation val = validation_of(*this, s, o);
   prepare_replicas(*this, s);
   GeneratorSource source(*this, s, std::move(generator), &o.class_weight);
@@ -356,7 +352,7 @@ FitHistory Model::fit(utils::PyDataset& dataset, FitOptions o) {
   require_compiled(s, name(), "fit");
   check_fit_options(o);
   reject_array_options(o, "PyDataset");
-  reject_sample_weight(o, "PyDataset");
+  reject_sample_weight(o, "PyDataset", "PyDataset::get_weighted_batch");
   if (dataset.num_batches() <= 0) {
     throw ValueError(fmt::format("fit: the PyDataset has {} batches; it needs at least one", dataset.num_batches()));
   }
@@ -490,20 +486,12 @@ static std::vector<double> on_batch(State& s, Step step) {
   return batch_results(s, s.batch_logs);
 }
 
-// The *_on_batch calls' sample_weight: none when empty (or one undefined tensor).
-static std::optional<Arrays> given(Arrays&& sample_weight) {
-  if (sample_weight.tensors.empty() || (sample_weight.tensors.size() == 1 && !sample_weight.tensors[0].defined())) {
-    return std::nullopt;
-  }
-  return std::optional<Arrays>(std::move(sample_weight));
-}
-
 std::vector<double> Model::test_on_batch(Arrays x, Arrays y, Arrays sample_weight) {
   auto& s = state();
   require_compiled(s, name(), "test_on_batch");
   auto [xs, ys] = data_of(*this, s, std::move(x), &y, "test_on_batch");
   s.reset_metrics();
-  Weights w = sample_weights(*this, xs[0].shape()[0], ys, given(std::move(sample_weight)), {}, "test_on_batch");
+  Weights w = sample_weights(*this, xs[0].shape()[0], ys, std::move(sample_weight), {}, "test_on_batch");
   const Batch b{std::move(xs), std::move(ys), std::move(w), Tensor()};
   const StepData data(b);
   build_subclass(*this, s, data);
@@ -525,8 +513,7 @@ std::vector<double> Model::train_on_batch(Arrays x, Arrays y, Arrays sample_weig
   auto [xs, ys] = data_of(*this, s, std::move(x), &y, "train_on_batch");
   s.reset_metrics();
   prepare_replicas(*this, s);
-  Weights w = sample_weights(*this, xs[0].shape()[0], ys, given(std::move(sample_weight)), class_weight,
-                            "train_on_batch");
+  Weights w = sample_weights(*this, xs[0].shape()[0], ys, std::move(sample_weight), class_weight, "train_on_batch");
   Batch b{std::move(xs), std::move(ys), std::move(w), Tensor()};
   // A recorded step copies the batch to its device itself (one copy for x, y and the weights).
   if (s.device && !distributed(s) && !planned_takes(s, b)) {
