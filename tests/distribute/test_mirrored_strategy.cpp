@@ -367,6 +367,31 @@ TEST_F(MirroredStrategyTest, AMaskedOutputGivesTheSingleDevicesTraining) {
   }
 }
 
+// A "sum" reduction: each replica's sum is its share as it is, in training and in evaluation (the global batch's
+// sum, as on one device).
+TEST_F(MirroredStrategyTest, ASumReductionGivesTheSingleDevicesTrainingAndEvaluation) {
+  split_cpu(2);
+  random::set_seed(12);
+  Tensor x, tags, score;
+  {
+    DeviceScope cpu("/CPU:0");
+    x = random::uniform({40, 5, 3}, -1, 1);
+    tags = random::randint(0, 3, {40, 5}).cast(DType::float32);
+    score = random::uniform({40, 1}, -1, 1);
+  }
+  auto [single, mirrored] = twins([] {
+    auto in = keras::Input({5, 3}, {.name = "x"});
+    keras::Model m = tags_and_score(in, layers::Dense(4, "tanh", {.name = "h"})(in), 0.01);
+    keras::losses::SparseCategoricalCrossentropy sce;
+    sce.set_reduction(keras::losses::Reduction::sum);
+    keras::losses::MeanSquaredError mse;
+    mse.set_reduction(keras::losses::Reduction::sum);
+    m.compile({.optimizer = keras::optimizers::SGD({.learning_rate = 0.01}), .loss = {sce, mse}});
+    return m;
+  });
+  expect_same_training(single, mirrored, x, keras::Arrays{tags, score}, {});
+}
+
 TEST_F(MirroredStrategyTest, AReplicaWithAnEmptyShardContributesNothingAndNoNaN) {
   split_cpu(3);
   const Data d = make_data(4);

@@ -148,26 +148,18 @@ static std::pair<int64_t, int64_t> rows_for(const std::vector<int64_t>* local, i
   return replica_rows(batch, s.strategy->num_replicas_in_sync(), s.strategy->replica_offset() + r);
 }
 
-// A worker-local batch's weights travel with its replicas' labels: the defined tensors of `w`, appended to `out`.
-static void append_weights(std::vector<Tensor>& out, const Weights& w) {
-  for (const auto& t : w) {
-    if (t.defined()) out.push_back(t);
-  }
-}
-
-// Another worker's replica's weights from the tensors [at, end) it sent, in the structure of this worker's `like`
-// (every worker's copy of the dataset gives the same structure); ValueError when the counts say otherwise.
+// Another worker's replica's weights: the tensors [at, end) it sent after its labels (a worker-local batch's
+// weights travel with them), as many as this worker's `like` holds (every worker's copy of the dataset gives the
+// same structure); ValueError when the counts say otherwise.
 static Weights weights_sent(std::vector<Tensor>::const_iterator at, std::vector<Tensor>::const_iterator end,
                             const Weights& like, int q) {
-  Weights out;
-  for (const auto& t : like) out.push_back(t.defined() && at != end ? *at++ : Tensor());
-  if (at != end || out.size() != like.size() || (weighted(like) && !weighted(out))) {
-    throw ValueError(fmt::format("Replica {} of a worker-local batch (auto_shard_policy OFF) sent sample weights of "
-                                 "another structure than this worker's ({} tensor(s)): every worker's copy of the "
-                                 "dataset must give the same (x, y, sample_weight) elements",
-                                 q, like.size()));
+  if (end - at != static_cast<std::ptrdiff_t>(like.size())) {
+    throw ValueError(fmt::format("Replica {} of a worker-local batch (auto_shard_policy OFF) sent {} sample weight "
+                                 "tensor(s), this worker's batch has {}: every worker's copy of the dataset must give "
+                                 "the same (x, y, sample_weight) elements",
+                                 q, end - at, like.size()));
   }
-  return out;
+  return Weights(at, end);
 }
 
 // A masked model's replica sends one tensor per output: its mask as float32, or undefined where it has none.
@@ -183,22 +175,6 @@ static std::vector<Tensor> masks_sent(std::vector<Tensor>::const_iterator at, st
   return std::vector<Tensor>(at, at + static_cast<std::ptrdiff_t>(outputs));
 }
 
-Weights replica_weights(const State& s, const Batch& batch, int q) {
-  if (!weighted(batch.w)) return {};
-  const int off = s.strategy->replica_offset(), n = s.strategy->num_replicas();
-  if (batch.local()) {
-    if (q < off || q >= off + n) {
-      // (The steps take another worker's weights from what it sent: distributed_forward, distributed_train_step.)
-      throw InternalError(fmt::format("replica_weights: replica {}'s rows of a worker-local batch are on another of "
-                                      "the {} workers",
-                                      q, s.strategy->num_workers()));
-    }
-    const auto [b, e] = rows_for(&batch.replica_offsets, batch.x[0].shape()[0], s, q - off);
-    return weight_rows(batch.w, b, e);
-  }
-  const auto [b, e] = replica_rows(batch.x[0].shape()[0], s.strategy->num_replicas_in_sync(), q);
-  return weight_rows(batch.w, b, e);
-}
 
 static std::vector<Tensor> shard(const std::vector<Tensor>& ts, int64_t b, int64_t e, runtime::Device& device) {
   std::vector<Tensor> out;
@@ -243,7 +219,6 @@ double distributed_train_step(Model& model, State& s, const Batch& batch_in) {
   const bool sharded = !scaled && st.reduces_on_host() && s.optimizer->shardable() && st.num_workers() == 1;
   if (!sharded) s.optimizer->sync_slots();  // whole-variable updates read every slice of their slots
   if (!scaled) s.optimizer->begin_step();  // once per step: the schedule's rate, per-step state
-  const bool sum_reduction = s.losses[0] && s.losses[0]->reduction() == losses::Reduction::sum;
   // A multi-output model logs each output's loss: the replicas' shares of it, added up as the total is.
   const auto outputs = static_cast<std::size_t>(s.num_outputs());
   const std::size_t logged = outputs > 1 ? outputs : 0;
@@ -252,41 +227,32 @@ double distributed_train_step(Model& model, State& s, const Batch& batch_in) {
   // divisors of the whole global batch (its unmasked steps), which the replicas add up first (merge).
   const bool masked = s.graph && s.graph->masked;
   std::vector<std::vector<Tensor>> masks(static_cast<std::size_t>(n));
+  std::vector<Weights> weights(static_cast<std::size_t>(n));  // each local replica's rows of the batch's weights
   st.run_replicas([&](int r) {
     const auto [b, e] = rows_for(local, batch, s, r);
     auto& device = *st.devices()[r];
     grads[r].resize(vars.size());
+    const auto ri = static_cast<std::size_t>(r);
     std::optional<GradientTape> tape;
     std::vector<Tensor> logits;
     std::vector<LossPart> parts;
-    Weights wr;
     if (e > b) {
       xs[r] = shard(batch_in.x, b, e, device);
       ys[r] = shard(batch_in.y, b, e, device);
       tape.emplace();
-      preds[r] = forward(model, s, xs[r], true, &logits, masked ? &masks[static_cast<std::size_t>(r)] : nullptr);
-      wr = weight_rows(batch_in.w, b, e, &device);
-      if (masked) parts = loss_parts(s, ys[r], preds[r], wr, &logits, masks[static_cast<std::size_t>(r)]);
+      preds[r] = forward(model, s, xs[r], true, &logits, masked ? &masks[ri] : nullptr);
+      weights[ri] = weight_rows(batch_in.w, b, e, &device);
+      parts = loss_parts(s, ys[r], preds[r], weights[ri], &logits, masks[ri]);
     }
     const std::vector<double> divisors = masked ? global_divisors(st, r, parts, outputs) : std::vector<double>{};
     if (e > b) {
-      // The replica's share of the global batch's mean loss, plus 1/N of the penalties (so that the SUM of the
-      // replicas' gradients is the single-device one).
-      // A "sum" reduction adds up across replicas as it is; the means are weighted by the replica's share.
-      const double rows_share = static_cast<double>(e - b) / global;
-      const double share = sum_reduction ? 1.0 : rows_share;
+      // The replica's share of the global batch's loss, plus 1/N of the penalties (so that the SUM of the replicas'
+      // gradients is the single-device one): a mean loss times the replica's rows over the global batch's, a "sum"
+      // as it is, a masked output's sum over the global batch's divisor.
       std::vector<Tensor> per_output;
-      Tensor loss;
-      if (masked) {
-        loss = combine_parts(s, parts, divisors, rows_share, logged ? &per_output : nullptr);
-      } else {
-        loss = ops::mul(batch_loss(s, ys[r], preds[r], wr, &logits, logged ? &per_output : nullptr),
-                        Tensor::scalar(share));
-      }
+      Tensor loss = combine_parts(s, parts, divisors, static_cast<double>(e - b) / global, logged ? &per_output : nullptr);
       for (std::size_t o = 0; o < logged; ++o) {
-        if (per_output[o].defined()) {
-          output_losses[static_cast<std::size_t>(r)][o] = per_output[o].item() * (masked ? 1.0 : share);
-        }
+        if (per_output[o].defined()) output_losses[ri][o] = per_output[o].item();
       }
       if (has_penalties(s)) {
         loss = ops::add(loss, ops::mul(penalty_sum(s), Tensor::scalar(1.0 / in_sync)));
@@ -334,11 +300,10 @@ double distributed_train_step(Model& model, State& s, const Batch& batch_in) {
       total += losses[r];
       for (std::size_t o = 0; o < logged; ++o) s.output_loss_values[o] += output_losses[static_cast<std::size_t>(r)][o];
       if (preds[r].empty()) continue;
-      const Weights wr = any_weighted ? replica_weights(s, batch_in, off + r) : Weights{};
       const auto& mr = masks[static_cast<std::size_t>(r)];
       for (auto& m : s.metrics) {
         const auto o = static_cast<std::size_t>(m.output);
-        update_metric(m, ys[r][o], preds[r][o], o < mr.size() ? mr[o] : Tensor(), weight_of(wr, o));
+        update_metric(m, ys[r][o], preds[r][o], o < mr.size() ? mr[o] : Tensor(), weight_of(weights[r], o));
       }
     }
     return total;
@@ -356,10 +321,7 @@ double distributed_train_step(Model& model, State& s, const Batch& batch_in) {
     if (local) {
       mine.insert(mine.end(), ys[r].begin(), ys[r].end());
       // (weighted_metrics need every replica's weights; a worker-local batch's are only on its worker)
-      if (any_weighted) {
-        const auto [b, e] = rows_for(local, batch, s, r);
-        append_weights(mine, weight_rows(batch_in.w, b, e));
-      }
+      if (any_weighted) mine.insert(mine.end(), weights[r].begin(), weights[r].end());
     }
   }
   gather_from_workers(st, all);
@@ -375,7 +337,7 @@ double distributed_train_step(Model& model, State& s, const Batch& batch_in) {
     Weights wq;
     if (mine) {
       y = ys[q - off];
-      if (any_weighted) wq = replica_weights(s, batch_in, q);
+      wq = weights[static_cast<std::size_t>(q - off)];
     } else if (local) {
       const auto y_at = masks_at + static_cast<std::ptrdiff_t>(masked ? outputs : 0);
       const auto w_at = y_at + static_cast<std::ptrdiff_t>(outputs);
@@ -384,7 +346,7 @@ double distributed_train_step(Model& model, State& s, const Batch& batch_in) {
     } else {
       const auto [b, e] = replica_rows(batch, in_sync, q);
       y = shard(batch_in.y, b, e, host());
-      if (any_weighted) wq = replica_weights(s, batch_in, q);
+      wq = weight_rows(batch_in.w, b, e);
     }
     for (auto& m : s.metrics) {
       const auto o = static_cast<std::size_t>(m.output);
@@ -438,7 +400,10 @@ void distributed_forward(Model& model, State& s, const std::vector<Tensor>& x, c
       }
       if (masks) append_masks(p, (*masks)[static_cast<std::size_t>(off + r)], outputs);
       if (send_y) p.insert(p.end(), ys[static_cast<std::size_t>(off + r)].begin(), ys[static_cast<std::size_t>(off + r)].end());
-      if (send_y && weights) append_weights(p, (*ws)[static_cast<std::size_t>(off + r)]);
+      if (send_y && weights) {  // a worker-local batch's weights travel with its labels
+        const Weights& mine = (*ws)[static_cast<std::size_t>(off + r)];
+        p.insert(p.end(), mine.begin(), mine.end());
+      }
     }
   }
   gather_from_workers(st, preds);

@@ -258,18 +258,6 @@ Tensor masked_divisor(const losses::Loss& loss, const MaskedValues& v) {
   }
 }
 
-// Keras's loss of an output that carries a mask (losses.loss.apply_mask): each step's loss (a row of the loss's
-// per-sample values), weighted by the mask (and the sample's weight), summed; sum_over_batch_size divides by the
-// unmasked steps' count, mean_with_sample_weight by the weights' sum, sum not at all.
-Tensor masked_loss(const losses::Loss& loss, const Tensor& y, const Tensor& pred, const Tensor& mask, const Tensor& w,
-                   const std::string& output) {
-  const MaskedValues v = masked_values(loss, y, pred, mask, w, output);
-  if (loss.reduction() == losses::Reduction::none) return ops::reshape(v.weighted, Shape({mask.shape()[0], mask.shape()[1]}));
-  const Tensor sum = ops::reduce_sum(v.weighted), divisor = masked_divisor(loss, v);
-  const Tensor tiny = Tensor::scalar(1e-30);  // divide_no_nan: nothing unmasked gives 0
-  return divisor.defined() ? ops::div(sum, ops::maximum(divisor, tiny)) : sum;
-}
-
 }  // namespace
 
 std::pair<Tensor, Tensor> metric_inputs(const metrics::Metric& metric, const Tensor& y, const Tensor& y_pred,
@@ -312,37 +300,48 @@ void update_metric(const CompiledMetric& m, const Tensor& y, const Tensor& y_pre
   update_metric(m, t, p, weights);
 }
 
-// Output o's compiled loss and the tensor it reads: with the TF logits shortcut, the Dense's logits and the loss
-// from logits, else its prediction.
-static std::pair<const losses::Loss*, const Tensor*> loss_of(const State& s, std::size_t o,
-                                                             const std::vector<Tensor>& y_pred,
-                                                             const std::vector<Tensor>* logits) {
+// Output o's part of a batch's loss (LossPart): with the TF logits shortcut, the loss from logits of the Dense's
+// logits, else the compiled loss of its prediction; with the output's mask (undefined: none), Keras's masked loss
+// (losses.loss.apply_mask) as its weighted sum and divisor.
+static LossPart output_part(const State& s, std::size_t o, const Tensor& y, const std::vector<Tensor>& y_pred,
+                            const Tensor& w, const std::vector<Tensor>* logits, const Tensor& mask) {
   const bool from_logits = logits && o < logits->size() && (*logits)[o].defined() && s.logits_losses[o];
-  if (from_logits) return {s.logits_losses[o].get(), &(*logits)[o]};
-  return {s.losses[o].get(), &y_pred[o]};
+  const losses::Loss& loss = from_logits ? *s.logits_losses[o] : *s.losses[o];
+  const Tensor& pred = from_logits ? (*logits)[o] : y_pred[o];
+  LossPart part;
+  part.sum_reduction = loss.reduction() == losses::Reduction::sum;
+  if (mask.defined()) {
+    const MaskedValues v = masked_values(loss, y, pred, mask, w, s.graph ? s.graph->output_names[o] : loss.name());
+    part.masked = true;
+    part.value = ops::reduce_sum(v.weighted);
+    part.divisor = masked_divisor(loss, v);
+  } else {
+    // No copy when already there: a recorded plan reads the weights from its buffer.
+    part.value = w.defined() ? loss(y, pred, w) : loss(y, pred);
+  }
+  return part;
 }
 
-// Keras divides a weighted loss by the element count, not by Σw.
+// total += loss_weight[o] · value, and value (before its loss weight) into per_output[o].
+static void add_output(const State& s, std::size_t o, Tensor value, Tensor& total, std::vector<Tensor>* per_output) {
+  if (per_output) (*per_output)[o] = value;
+  if (s.loss_weights[o] != 1.0) value = ops::mul(value, Tensor::scalar(s.loss_weights[o]));
+  total = total.defined() ? ops::add(total, value) : value;
+}
+
+// Keras divides a weighted loss by the element count, not by Σw; a masked output's by its own unmasked steps.
 Tensor batch_loss(State& s, const std::vector<Tensor>& y, const std::vector<Tensor>& y_pred, const Weights& weights,
                   const std::vector<Tensor>* logits, std::vector<Tensor>* per_output, const std::vector<Tensor>* masks) {
   Tensor total;
-  if (per_output) per_output->resize(s.losses.size());
+  if (per_output) per_output->assign(s.losses.size(), Tensor());
   for (std::size_t o = 0; o < s.losses.size(); ++o) {
     if (!s.losses[o]) continue;
-    const auto [loss_ptr, pred_ptr] = loss_of(s, o, y_pred, logits);
-    const losses::Loss& loss = *loss_ptr;
-    const Tensor& pred = *pred_ptr;
-    // No copy when already there: a recorded plan reads the weights from its buffer.
-    const Tensor& w = weight_of(weights, o);
-    Tensor value;
-    if (masks && o < masks->size() && (*masks)[o].defined()) {
-      value = masked_loss(loss, y[o], pred, (*masks)[o], w, s.graph ? s.graph->output_names[o] : loss.name());
-    } else {
-      value = w.defined() ? loss(y[o], pred, w) : loss(y[o], pred);
+    const Tensor mask = masks && o < masks->size() ? (*masks)[o] : Tensor();
+    LossPart p = output_part(s, o, y[o], y_pred, weight_of(weights, o), logits, mask);
+    if (p.divisor.defined()) {  // divide_no_nan: nothing unmasked gives 0
+      p.value = ops::div(p.value, ops::maximum(p.divisor, Tensor::scalar(1e-30)));
     }
-    if (per_output) (*per_output)[o] = value;
-    if (s.loss_weights[o] != 1.0) value = ops::mul(value, Tensor::scalar(s.loss_weights[o]));
-    total = total.defined() ? ops::add(total, value) : value;
+    add_output(s, o, std::move(p.value), total, per_output);
   }
   return total;
 }
@@ -353,20 +352,7 @@ std::vector<LossPart> loss_parts(State& s, const std::vector<Tensor>& y, const s
   std::vector<LossPart> parts(s.losses.size());
   for (std::size_t o = 0; o < s.losses.size(); ++o) {
     if (!s.losses[o]) continue;
-    const auto [loss_ptr, pred_ptr] = loss_of(s, o, y_pred, logits);
-    const losses::Loss& loss = *loss_ptr;
-    const Tensor& pred = *pred_ptr;
-    const Tensor& w = weight_of(weights, o);
-    LossPart& part = parts[o];
-    part.sum_reduction = loss.reduction() == losses::Reduction::sum;
-    if (o < masks.size() && masks[o].defined()) {
-      const MaskedValues v = masked_values(loss, y[o], pred, masks[o], w, s.graph ? s.graph->output_names[o] : loss.name());
-      part.masked = true;
-      part.value = ops::reduce_sum(v.weighted);
-      part.divisor = masked_divisor(loss, v);
-    } else {
-      part.value = w.defined() ? loss(y[o], pred, w) : loss(y[o], pred);
-    }
+    parts[o] = output_part(s, o, y[o], y_pred, weight_of(weights, o), logits, o < masks.size() ? masks[o] : Tensor());
   }
   return parts;
 }
@@ -378,17 +364,13 @@ Tensor combine_parts(const State& s, const std::vector<LossPart>& parts, const s
   for (std::size_t o = 0; o < parts.size(); ++o) {
     const LossPart& p = parts[o];
     if (!p.value.defined()) continue;
-    Tensor value;
-    if (!p.masked) {
-      value = p.sum_reduction || share == 1.0 ? p.value : ops::mul(p.value, Tensor::scalar(share));
-    } else if (p.divisor.defined()) {
+    Tensor value = p.value;
+    if (p.divisor.defined()) {
       value = ops::div(p.value, Tensor::scalar(std::max(divisors.at(o), 1e-30)));
-    } else {
-      value = p.value;
+    } else if (!p.masked && !p.sum_reduction && share != 1.0) {
+      value = ops::mul(p.value, Tensor::scalar(share));
     }
-    if (per_output) (*per_output)[o] = value;
-    if (s.loss_weights[o] != 1.0) value = ops::mul(value, Tensor::scalar(s.loss_weights[o]));
-    total = total.defined() ? ops::add(total, value) : value;
+    add_output(s, o, value, total, per_output);
   }
   return total;
 }

@@ -122,6 +122,7 @@ void Model::test_step(const StepData& data, Logs& logs) {
                         &data.sample_weights(), &ws, masked ? &masks : nullptr);
     // Keras's evaluate loss includes the penalties (activity penalties of this pass: after the forward pass).
     const double penalty = has_penalties(s) ? penalty_sum(s).item() : 0.0;
+    // Every replica's part of the batch's loss; a masked output's divisor is the whole batch's.
     std::vector<std::vector<LossPart>> parts(preds.size());
     std::vector<double> divisors(static_cast<std::size_t>(s.num_outputs()), 0.0);
     double rows = 0.0;
@@ -131,31 +132,28 @@ void Model::test_step(const StepData& data, Logs& logs) {
       for (auto& t : wr) {
         if (t.defined()) t = t.to(preds[r][0].device_ref());
       }
+      const std::vector<Tensor> no_masks;
+      const auto& mr = masked ? masks[r] : no_masks;
       for (auto& m : s.metrics) {
         const auto o = static_cast<std::size_t>(m.output);
-        update_metric(m, ys[r][o], preds[r][o], masked ? masks[r][o] : Tensor(), weight_of(wr, o));
+        update_metric(m, ys[r][o], preds[r][o], o < mr.size() ? mr[o] : Tensor(), weight_of(wr, o));
       }
-      if (!masked) {
-        const double loss = batch_loss(s, ys[r], preds[r], wr, &logits[r], &per_output).item();
-        s.loss_means.add(loss + penalty, values_of(per_output, values), static_cast<double>(preds[r][0].shape()[0]));
-        continue;
-      }
-      parts[r] = loss_parts(s, ys[r], preds[r], wr, &logits[r], masks[r]);
+      parts[r] = loss_parts(s, ys[r], preds[r], wr, &logits[r], mr);
       for (std::size_t o = 0; o < parts[r].size(); ++o) {
         if (parts[r][o].divisor.defined()) divisors[o] += parts[r][o].divisor.item();
       }
       rows += static_cast<double>(preds[r][0].shape()[0]);
     }
-    if (masked && rows > 0) {  // the replicas' shares added up: one entry for the batch
+    if (rows > 0) {  // the replicas' shares added up: one entry for the batch
       double loss = 0.0;
-      std::vector<double> outputs(static_cast<std::size_t>(s.num_outputs()), 0.0);
+      values.assign(static_cast<std::size_t>(s.num_outputs()), 0.0);
       for (size_t r = 0; r < preds.size(); ++r) {
         if (preds[r].empty()) continue;
         loss += combine_parts(s, parts[r], divisors, static_cast<double>(preds[r][0].shape()[0]) / rows, &per_output)
                     .item();
-        for (std::size_t o = 0; o < outputs.size(); ++o) outputs[o] += per_output[o].defined() ? per_output[o].item() : 0.0;
+        for (std::size_t o = 0; o < values.size(); ++o) values[o] += per_output[o].defined() ? per_output[o].item() : 0.0;
       }
-      s.loss_means.add(loss + penalty, outputs, rows);
+      s.loss_means.add(loss + penalty, values, rows);
     }
   } else {
     std::vector<Tensor> logits, masks;

@@ -111,9 +111,6 @@ void distributed_forward(Model& model, State& s, const std::vector<Tensor>& x, c
                          std::vector<std::vector<Tensor>>* logits = nullptr,
                          const std::vector<int64_t>* local = nullptr, const Weights* w = nullptr,
                          std::vector<Weights>* ws = nullptr, std::vector<std::vector<Tensor>>* masks = nullptr);
-/// The sample weights of replica q's rows of `batch` (empty without weights); NotImplementedError for another
-/// worker's replica of a worker-local batch (its weights are not here: distributed_forward gathers them).
-Weights replica_weights(const State& s, const Batch& batch, int q);
 /// Makes every variable of the model one component per replica (created in scope() they already are).
 void prepare_replicas(Model& model, State& s);
 /// A model's x or y in the order of its inputs (`inputs`) or outputs: a list of the right length (moved out of
@@ -126,7 +123,7 @@ std::pair<std::vector<Tensor>, std::vector<Tensor>> data_of(Model& model, State&
 /// The batch size of fit/evaluate/predict (default 32; ValueError unless positive).
 int resolve_batch_size(const std::optional<int>& b, const char* fn);
 /// The sample weights of fit/evaluate's n rows, on the host: sample_weight times class_weight[label] (empty when
-/// neither is given). sample_weight: one tensor for every output (one weight per sample, or per position of a
+/// neither is given; an empty sample_weight, or one undefined tensor, is none). sample_weight: one tensor for every output (one weight per sample, or per position of a
 /// single output's values), or one per output (a list in the outputs' order or a map by their names), as Keras's;
 /// class_weight: single-output models only. ValueError naming the shapes otherwise.
 Weights sample_weights(Model& model, int64_t n, const std::vector<Tensor>& ys, const std::optional<Arrays>& sample_weight,
