@@ -19,8 +19,22 @@ namespace osprey::keras {
 
 class Model;
 
-/// The values a hook sees: metric name → value, iterated in sorted key order as Keras displays them.
-using Logs = std::map<std::string, double>;
+/// The values a hook sees: metric name → value, iterated in sorted key order as Keras displays them. A metric
+/// whose result is one value per class or threshold (F1Score/FBetaScore without an average, R2Score without an
+/// aggregation), which Keras logs as an array, is in `arrays` under its name instead ("f1_score",
+/// "val_f1_score"); a name is in one of the two maps, never both.
+class Logs : public std::map<std::string, double> {
+ public:
+  using std::map<std::string, double>::map;
+  std::map<std::string, std::vector<double>> arrays;
+  /// Empties both maps.
+  void clear() {
+    std::map<std::string, double>::clear();
+    arrays.clear();
+  }
+  /// Whether `key` is in either map.
+  bool has(const std::string& key) const { return count(key) > 0 || arrays.count(key) > 0; }
+};
 
 /// What fit() tells its callbacks (History.params in Keras).
 struct TrainingParams {
@@ -64,6 +78,8 @@ class History : public Callback {
   void on_epoch_end(int epoch, Logs& logs) override;
   /// Per-key lists of epoch values (keys sorted: "accuracy", "loss", "val_accuracy", "val_loss").
   std::map<std::string, std::vector<double>> history;
+  /// The same for the logs' arrays (Logs::arrays): per key, each epoch's values ("f1_score" → one per class).
+  std::map<std::string, std::vector<std::vector<double>>> arrays;
   /// The epoch indices recorded (0-based).
   std::vector<int> epoch;
 };
@@ -186,7 +202,8 @@ class LearningRateScheduler : public Callback {
 };
 
 /// keras.callbacks.CSVLogger: one row per epoch, "epoch" (0-based) then the sorted log keys (val_ keys added when
-/// absent, "NA" where a value is missing); values written as Python's repr of a float.
+/// absent, "NA" where a value is missing); values written as Python's repr of a float, an array of the logs
+/// (Logs::arrays) as Keras writes it: `"""[0.5, 0.25]"""` (its float32 values, quoted).
 class CSVLogger : public Callback {
  public:
   explicit CSVLogger(std::string filename, std::string separator = ",", bool append = false);

@@ -30,6 +30,11 @@ class Metric {
   /// `using Metric::update_state;` to keep this one.
   void update_state(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight);
   virtual double result() const { return count_ > 0 ? total_ / count_ : 0.0; }
+  /// Every value of Keras's result: {result()} for most metrics; one per class for F1Score/FBetaScore without an
+  /// average and R2Score without an aggregation (scalar_result() false: fit's logs hold them in Logs::arrays).
+  virtual std::vector<double> result_values() const { return {result()}; }
+  /// Whether Keras's result is one number (result()); false: an array (result_values()).
+  virtual bool scalar_result() const { return true; }
   virtual void reset_state() { total_ = count_ = 0.0; }
   /// A metric whose state is a count over samples (the accuracies) gives a batch's count as a 1-element tensor:
   /// a training step split in halves computes it inside each half, recorded with the step, and adds the halves'
@@ -479,13 +484,12 @@ class RecallAtPrecision : public RateAtRate {
 // ---- scores with one value per class (F-beta, R², IoU) ----
 
 /// A metric whose Keras result can be one value per class (F1Score without an average, R2Score without an
-/// aggregation): result_values() gives them; result() (what fit logs) needs a single value.
+/// aggregation): result_values() gives them (fit and evaluate log them in Logs::arrays); result() is the one value
+/// of an averaged or aggregated score (a ValueError otherwise).
 class VectorMetric : public Metric {
  public:
   using Metric::Metric;
-  virtual std::vector<double> result_values() const = 0;
-  /// Whether result() is one value (an average or aggregation was chosen).
-  virtual bool scalar_result() const { return true; }
+  std::vector<double> result_values() const override = 0;
   double result() const override;
 };
 

@@ -183,6 +183,8 @@ struct PredictOptions {
 /// What fit() returns: per-epoch values by key, the epochs run and the parameters.
 struct FitHistory {
   std::map<std::string, std::vector<double>> history;
+  /// Per epoch, the values of a metric with one value per class ("f1_score" → [epoch][class]; Logs::arrays).
+  std::map<std::string, std::vector<std::vector<double>>> arrays;
   std::vector<int> epoch;
   TrainingParams params;
   /// Per epoch: seconds spent waiting for batches (gathering, get_batch(), copies to the device) and seconds in
@@ -272,13 +274,14 @@ class Model : public Layer {
   /// epoch one pass over it (a repeating one needs steps_per_epoch); batch_size, shuffle and validation_split do
   /// not apply (the dataset batches and shuffles).
   FitHistory fit(const data::Dataset& dataset, FitOptions options = {});
-  /// [loss, metrics in compile order].
+  /// [loss, metrics in compile order]. A metric with one value per class (F1Score without an average) is a
+  /// ValueError here, before anything runs: evaluate_dict() holds its values.
   std::vector<double> evaluate(const Arrays& x, const Arrays& y, EvaluateOptions options = {});
-  /// The same as a dict with sorted keys (return_dict=True).
-  std::map<std::string, double> evaluate_dict(const Arrays& x, const Arrays& y, EvaluateOptions options = {});
+  /// The same as a dict with sorted keys (return_dict=True); a metric with one value per class in Logs::arrays.
+  Logs evaluate_dict(const Arrays& x, const Arrays& y, EvaluateOptions options = {});
   /// evaluate() on a Dataset of (x, y) or (x, y, sample_weight) batches.
   std::vector<double> evaluate(const data::Dataset& dataset, EvaluateOptions options = {});
-  std::map<std::string, double> evaluate_dict(const data::Dataset& dataset, EvaluateOptions options = {});
+  Logs evaluate_dict(const data::Dataset& dataset, EvaluateOptions options = {});
   /// Outputs for x, batch by batch, concatenated on CPU:0 (a single-output model; predict_all for several).
   Tensor predict(const Arrays& x, PredictOptions options = {});
   /// Every output for x, in outputs() order.
@@ -290,10 +293,16 @@ class Model : public Layer {
   /// reset first, as Keras does). The *_on_batch calls take their arrays by value: they run every step.
   /// `sample_weight` ((N,) or (N, 1), or per position, or one per output, as fit's) and `class_weight` weigh the
   /// loss and weighted_metrics, as fit's.
+  /// A metric with one value per class is a ValueError here, before the step: train_on_batch_dict() holds them.
   std::vector<double> train_on_batch(Arrays x, Arrays y, Arrays sample_weight = {},
                                      std::map<int, double> class_weight = {});
+  /// train_on_batch() giving the step's logs (Keras's return_dict=True): "loss", each output's loss, the metrics
+  /// (those with one value per class in Logs::arrays), or what an overriding train_step() logged.
+  Logs train_on_batch_dict(Arrays x, Arrays y, Arrays sample_weight = {}, std::map<int, double> class_weight = {});
   /// One evaluation step on one batch, no update; returns the same list as train_on_batch (metrics reset first).
   std::vector<double> test_on_batch(Arrays x, Arrays y, Arrays sample_weight = {});
+  /// test_on_batch() giving the step's logs (return_dict=True), as train_on_batch_dict().
+  Logs test_on_batch_dict(Arrays x, Arrays y, Arrays sample_weight = {});
   /// The outputs for one batch (inference behaviour), on the model's device (a single-output model).
   Tensor predict_on_batch(Arrays x);
   /// The model's weight penalties (regularizers), summed: what fit adds to the loss. A scalar 0 without any.

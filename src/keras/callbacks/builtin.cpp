@@ -1,4 +1,5 @@
 // Keras's built-in callbacks beyond History and the progress bar (spec/keras_api.md §6).
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -34,10 +35,30 @@ static bool minimize_for(const std::string& monitor, MonitorMode mode, const cha
                                who, monitor));
 }
 
+// Every key of the logs, sorted (both maps).
+static std::vector<std::string> log_keys(const Logs& logs) {
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : logs) keys.push_back(k);
+  for (const auto& [k, v] : logs.arrays) keys.push_back(k);
+  std::sort(keys.begin(), keys.end());
+  return keys;
+}
+
 static std::string available(const Logs& logs) {
   std::string out;
-  for (const auto& [k, v] : logs) out += (out.empty() ? "" : ",") + k;
+  for (const auto& k : log_keys(logs)) out += (out.empty() ? "" : ",") + k;
   return out;
+}
+
+// A monitored value is one number: a metric with one value per class cannot be compared (Keras fails on the array's
+// truth value).
+static void require_single_value(const Logs& logs, const std::string& monitor, const char* callback) {
+  auto it = logs.arrays.find(monitor);
+  if (it == logs.arrays.end()) return;
+  throw ValueError(fmt::format("{} monitors '{}', which has one value per class ({} values), not one number: monitor "
+                               "another value, or give the metric an average (F1Score/FBetaScore: average \"macro\", "
+                               "\"micro\" or \"weighted\"; R2Score: class_aggregation \"uniform_average\")",
+                               callback, monitor, it->second.size()));
 }
 
 // Python's repr of a float (shortest round trip), as Keras prints learning rates and CSV values.
@@ -47,6 +68,19 @@ static std::string py_repr(double v) {
   std::string s = fmt::format("{}", v);
   if (s.find_first_of(".en") == std::string::npos) s += ".0";
   return s;
+}
+
+// Keras's CSV cell for an array: '"[v, ...]"' with each value as NumPy prints a float32, quoted by the csv writer
+// (the quotes doubled).
+static std::string csv_array(const std::vector<double>& values) {
+  std::string s = "\"\"\"[";
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const auto f = static_cast<float>(values[i]);
+    std::string v = std::isnan(f) ? "nan" : std::isinf(f) ? (f > 0 ? "inf" : "-inf") : fmt::format("{}", f);
+    if (v.find_first_of(".ein") == std::string::npos) v += ".0";
+    s += (i ? ", " : "") + v;
+  }
+  return s + "]\"\"\"";
 }
 
 // ---- EarlyStopping ----
@@ -69,6 +103,7 @@ bool EarlyStopping::improved(double current, double reference) const {
 }
 
 void EarlyStopping::on_epoch_end(int epoch, Logs& logs) {
+  require_single_value(logs, o_.monitor, "EarlyStopping");
   auto it = logs.find(o_.monitor);
   if (it == logs.end() || epoch < o_.start_from_epoch) {
     if (it == logs.end()) {
@@ -124,6 +159,7 @@ void ReduceLROnPlateau::on_train_begin(Logs&) {
 void ReduceLROnPlateau::on_epoch_end(int epoch, Logs& logs) {
   auto& opt = *model()->optimizer();
   logs["learning_rate"] = static_cast<double>(opt.learning_rate());
+  require_single_value(logs, o_.monitor, "ReduceLROnPlateau");
   auto it = logs.find(o_.monitor);
   if (it == logs.end()) {
     log::warning(fmt::format("Learning rate reduction is conditioned on metric `{}` which is not available. Available "
@@ -197,7 +233,7 @@ void CSVLogger::on_epoch_end(int epoch, Logs& logs) {
   const bool write_header = keys_.empty();
   if (keys_.empty() || keys_.front() == "<appending>") {
     keys_.clear();
-    for (const auto& [k, v] : logs) keys_.push_back(k);
+    keys_ = log_keys(logs);
     const bool has_val = std::any_of(keys_.begin(), keys_.end(), [](auto& k) { return k.rfind("val_", 0) == 0; });
     if (!has_val) {
       const auto plain = keys_;
@@ -212,7 +248,11 @@ void CSVLogger::on_epoch_end(int epoch, Logs& logs) {
   *out_ << epoch;
   for (const auto& k : keys_) {
     auto it = logs.find(k);
-    *out_ << separator_ << (it == logs.end() ? std::string("NA") : py_repr(it->second));
+    auto array = logs.arrays.find(k);
+    *out_ << separator_
+          << (it != logs.end()              ? py_repr(it->second)
+              : array != logs.arrays.end() ? csv_array(array->second)
+                                           : std::string("NA"));
   }
   *out_ << "\n" << std::flush;
 }
@@ -282,6 +322,7 @@ void ModelCheckpoint::save(int epoch, const Logs& logs) {
     if (verbose > 0) std::cout << fmt::format("\nEpoch {}: finished saving model to {}\n", epoch + 1, path);
     return;
   }
+  require_single_value(logs, o_.monitor, "ModelCheckpoint");
   auto it = logs.find(o_.monitor);
   if (it == logs.end()) {
     log::warning(fmt::format("Can save best model only with {} available, skipping.", o_.monitor));

@@ -9,6 +9,7 @@ namespace osprey::keras {
 void History::on_epoch_end(int e, Logs& logs) {
   epoch.push_back(e);
   for (const auto& [k, v] : logs) history[k].push_back(v);
+  for (const auto& [k, v] : logs.arrays) arrays[k].push_back(v);
 }
 
 static double now_seconds() {
@@ -49,10 +50,17 @@ static int code_points(const std::string& s) {
   return n;
 }
 
-// The model's values sorted by key, then the keys callbacks add to the logs ("learning_rate"), as Keras shows them.
+// The model's values sorted by key, then the keys callbacks add to the logs ("learning_rate"), as Keras shows them;
+// an array (one value per class) shows its mean, as Keras's Progbar does.
 static std::vector<std::pair<std::string, double>> ordered(const Logs& values) {
+  std::map<std::string, double> all(values.begin(), values.end());
+  for (const auto& [k, v] : values.arrays) {
+    double sum = 0.0;
+    for (double x : v) sum += x;
+    all[k] = v.empty() ? std::nan("") : sum / static_cast<double>(v.size());
+  }
   std::vector<std::pair<std::string, double>> out, added;
-  for (const auto& [k, v] : values) (k == "learning_rate" ? added : out).emplace_back(k, v);
+  for (const auto& [k, v] : all) (k == "learning_rate" ? added : out).emplace_back(k, v);
   out.insert(out.end(), added.begin(), added.end());
   return out;
 }

@@ -22,9 +22,9 @@ double VectorMetric::result() const {
   const auto v = result_values();
   if (!scalar_result() || v.size() != 1) {
     throw ValueError(fmt::format("Metric '{}' ({}) gives one value per class ({} values): read them with "
-                                 "result_values(). fit() and evaluate() log single values: give it an average (F1Score/"
-                                 "FBetaScore: average \"micro\", \"macro\" or \"weighted\"; R2Score: class_aggregation "
-                                 "\"uniform_average\" or \"variance_weighted_average\").",
+                                 "result_values() (fit's logs hold them in Logs::arrays), or give it an average "
+                                 "(F1Score/FBetaScore: average \"micro\", \"macro\" or \"weighted\"; R2Score: "
+                                 "class_aggregation \"uniform_average\" or \"variance_weighted_average\") for one value.",
                                  name(), class_name(), v.size()));
   }
   return v[0];

@@ -410,17 +410,6 @@ void Model::compile(CompileOptions options) {
   };
   add_metrics(options.metrics, false);
   add_metrics(options.weighted_metrics, true);
-  for (const auto& m : metrics) {  // F1Score without an average: one value per class, which logs cannot hold
-    const auto* vector_metric = dynamic_cast<const metrics::VectorMetric*>(m.metric.get());
-    if (vector_metric && !vector_metric->scalar_result()) {
-      throw ValueError(fmt::format("compile(): metric '{}' ({}) gives one value per class, and fit()/evaluate() log "
-                                   "single values. Give it an average (F1Score/FBetaScore: average \"micro\", "
-                                   "\"macro\" or \"weighted\"; R2Score: class_aggregation \"uniform_average\" or "
-                                   "\"variance_weighted_average\"), or call its update_state()/result_values() "
-                                   "yourself.",
-                                   m.log_name, vector_metric->class_name()));
-    }
-  }
   // Keras's log names: a name met again gets "_1", "_2", ...; a weighted metric whose name is taken is
   // "weighted_<name>" (after the output's prefix) first.
   std::map<std::string, int> taken;

@@ -56,8 +56,17 @@ void set_logs(Logs& logs, const State& s) {
     for (std::size_t o = 0; o < per_output.size(); ++o) {
       logs[s.graph ? s.graph->output_names[o] + "_loss" : fmt::format("output_{}_loss", o)] = per_output[o];
     }
-    for (auto& m : s.metrics) logs[m.log_name] = m.metric->result();
-    if (logs.size() == 1 + per_output.size() + s.metrics.size()) return;
+    std::size_t scalars = 1 + per_output.size();
+    for (auto& m : s.metrics) {
+      if (m.metric->scalar_result()) {
+        logs[m.log_name] = m.metric->result();
+        ++scalars;
+      } else {  // one value per class: Keras logs an array
+        logs.arrays[m.log_name] = m.metric->result_values();
+      }
+    }
+    // Only these keys: a name left by another step (or in the other map) is dropped.
+    if (logs.size() == scalars && logs.arrays.size() == 1 + per_output.size() + s.metrics.size() - scalars) return;
     logs.clear();
   }
 }

@@ -271,6 +271,7 @@ static FitHistory fit_loop(Model& model, State& s, BatchSource& source, const Fi
       Logs val_logs;
       validate(model, s, val, val_batch_size, cbs, val_logs);
       for (const auto& [k, v] : val_logs) epoch_logs["val_" + k] = v;
+      for (const auto& [k, v] : val_logs.arrays) epoch_logs.arrays["val_" + k] = v;
     }
     // The next position: the next epoch's first step, in the same pass only where steps_per_epoch continues it.
     at.epoch = epoch + 1;
@@ -281,6 +282,7 @@ static FitHistory fit_loop(Model& model, State& s, BatchSource& source, const Fi
   Logs end_logs;
   cbs.each([&](Callback& c) { c.on_train_end(end_logs); });
   out.history = history->history;
+  out.arrays = history->arrays;
   out.epoch = history->epoch;
   out.params = params;
   return out;
@@ -393,7 +395,7 @@ FitHistory Model::fit(const data::Dataset& dataset, FitOptions o) {
   return fit_loop(*this, s, source, o, val, 32);
 }
 
-std::map<std::string, double> Model::evaluate_dict(const Arrays& x, const Arrays& y, EvaluateOptions o) {
+Logs Model::evaluate_dict(const Arrays& x, const Arrays& y, EvaluateOptions o) {
   auto& s = state();
   require_compiled(s, name(), "evaluate");
   Arrays y_copy = y;
@@ -411,10 +413,10 @@ std::map<std::string, double> Model::evaluate_dict(const Arrays& x, const Arrays
   const Weights w = sample_weights(*this, xs[0].shape()[0], ys, o.sample_weight, {}, "evaluate");
   Logs logs;
   run_evaluation(*this, s, steps, array_batches(xs, ys, batch_size, w), cbs, logs);
-  return {logs.begin(), logs.end()};
+  return logs;
 }
 
-std::map<std::string, double> Model::evaluate_dict(const data::Dataset& dataset, EvaluateOptions o) {
+Logs Model::evaluate_dict(const data::Dataset& dataset, EvaluateOptions o) {
   auto& s = state();
   require_compiled(s, name(), "evaluate");
   if (o.batch_size) {
@@ -439,10 +441,23 @@ std::map<std::string, double> Model::evaluate_dict(const data::Dataset& dataset,
   source.begin_pass();
   Logs logs;
   run_evaluation(*this, s, steps, [&](Batch& b) { return source.next(b); }, cbs, logs);
-  return {logs.begin(), logs.end()};
+  return logs;
+}
+
+// The list forms (evaluate(), *_on_batch) give one number per value: a metric with one value per class (Keras puts
+// its array in the list) is refused before anything runs.
+static void require_scalar_results(const State& s, const char* fn, const char* dict_form) {
+  for (const auto& m : s.metrics) {
+    if (m.metric->scalar_result()) continue;
+    throw ValueError(fmt::format("{}(): metric '{}' gives one value per class, which a list of one number per metric "
+                                 "cannot hold: call {}() (its Logs::arrays[\"{}\"] holds the values), or give the "
+                                 "metric an average",
+                                 fn, m.log_name, dict_form, m.log_name));
+  }
 }
 
 std::vector<double> Model::evaluate(const data::Dataset& dataset, EvaluateOptions o) {
+  require_scalar_results(state(), "evaluate", "evaluate_dict");
   auto logs = evaluate_dict(dataset, std::move(o));
   std::vector<double> out;
   for (const auto& name : metrics_names()) out.push_back(logs.at(name));
@@ -450,6 +465,7 @@ std::vector<double> Model::evaluate(const data::Dataset& dataset, EvaluateOption
 }
 
 std::vector<double> Model::evaluate(const Arrays& x, const Arrays& y, EvaluateOptions o) {
+  require_scalar_results(state(), "evaluate", "evaluate_dict");
   auto logs = evaluate_dict(x, y, std::move(o));
   std::vector<double> out;
   for (const auto& name : metrics_names()) out.push_back(logs.at(name));
@@ -471,9 +487,10 @@ static std::vector<double> batch_results(const State& s, const Logs& logs) {
   return out;
 }
 
-// A step for *_on_batch: no callbacks read its logs, so the default steps skip writing them.
+// A step for *_on_batch: no callbacks read its logs, so the default steps skip writing them (s.batch_logs keeps
+// what an overriding step wrote).
 template <typename Step>
-static std::vector<double> on_batch(State& s, Step step) {
+static void on_batch(State& s, Step step) {
   s.batch_logs.clear();
   s.step_logs = false;
   try {
@@ -483,19 +500,36 @@ static std::vector<double> on_batch(State& s, Step step) {
     throw;
   }
   s.step_logs = true;
-  return batch_results(s, s.batch_logs);
+}
+
+// Keras's return_dict=True: what an overriding step logged, or the default step's logs.
+static Logs batch_dict(const State& s) {
+  Logs logs = s.batch_logs;
+  if (logs.empty() && logs.arrays.empty()) set_logs(logs, s);
+  return logs;
+}
+
+static void run_test_on_batch(Model& model, Arrays x, Arrays y, Arrays sample_weight) {
+  auto& s = model.state();
+  require_compiled(s, model.name(), "test_on_batch");
+  auto [xs, ys] = data_of(model, s, std::move(x), &y, "test_on_batch");
+  s.reset_metrics();
+  Weights w = sample_weights(model, xs[0].shape()[0], ys, std::move(sample_weight), {}, "test_on_batch");
+  const Batch b{std::move(xs), std::move(ys), std::move(w), Tensor()};
+  const StepData data(b);
+  build_subclass(model, s, data);
+  on_batch(s, [&](Logs& logs) { model.test_step(data, logs); });
 }
 
 std::vector<double> Model::test_on_batch(Arrays x, Arrays y, Arrays sample_weight) {
-  auto& s = state();
-  require_compiled(s, name(), "test_on_batch");
-  auto [xs, ys] = data_of(*this, s, std::move(x), &y, "test_on_batch");
-  s.reset_metrics();
-  Weights w = sample_weights(*this, xs[0].shape()[0], ys, std::move(sample_weight), {}, "test_on_batch");
-  const Batch b{std::move(xs), std::move(ys), std::move(w), Tensor()};
-  const StepData data(b);
-  build_subclass(*this, s, data);
-  return on_batch(s, [&](Logs& logs) { test_step(data, logs); });
+  require_scalar_results(state(), "test_on_batch", "test_on_batch_dict");
+  run_test_on_batch(*this, std::move(x), std::move(y), std::move(sample_weight));
+  return batch_results(state(), state().batch_logs);
+}
+
+Logs Model::test_on_batch_dict(Arrays x, Arrays y, Arrays sample_weight) {
+  run_test_on_batch(*this, std::move(x), std::move(y), std::move(sample_weight));
+  return batch_dict(state());
 }
 
 Tensor Model::predict_on_batch(Arrays x) {
@@ -507,13 +541,14 @@ Tensor Model::predict_on_batch(Arrays x) {
   return out[0];
 }
 
-std::vector<double> Model::train_on_batch(Arrays x, Arrays y, Arrays sample_weight, std::map<int, double> class_weight) {
-  auto& s = state();
-  require_compiled(s, name(), "train_on_batch");
-  auto [xs, ys] = data_of(*this, s, std::move(x), &y, "train_on_batch");
+static void run_train_on_batch(Model& model, Arrays x, Arrays y, Arrays sample_weight,
+                               const std::map<int, double>& class_weight) {
+  auto& s = model.state();
+  require_compiled(s, model.name(), "train_on_batch");
+  auto [xs, ys] = data_of(model, s, std::move(x), &y, "train_on_batch");
   s.reset_metrics();
-  prepare_replicas(*this, s);
-  Weights w = sample_weights(*this, xs[0].shape()[0], ys, std::move(sample_weight), class_weight, "train_on_batch");
+  prepare_replicas(model, s);
+  Weights w = sample_weights(model, xs[0].shape()[0], ys, std::move(sample_weight), class_weight, "train_on_batch");
   Batch b{std::move(xs), std::move(ys), std::move(w), Tensor()};
   // A recorded step copies the batch to its device itself (one copy for x, y and the weights).
   if (s.device && !distributed(s) && !planned_takes(s, b)) {
@@ -527,8 +562,19 @@ std::vector<double> Model::train_on_batch(Arrays x, Arrays y, Arrays sample_weig
     }
   }
   const StepData data(b);
-  build_subclass(*this, s, data);
-  return on_batch(s, [&](Logs& logs) { train_step(data, logs); });
+  build_subclass(model, s, data);
+  on_batch(s, [&](Logs& logs) { model.train_step(data, logs); });
+}
+
+std::vector<double> Model::train_on_batch(Arrays x, Arrays y, Arrays sample_weight, std::map<int, double> class_weight) {
+  require_scalar_results(state(), "train_on_batch", "train_on_batch_dict");
+  run_train_on_batch(*this, std::move(x), std::move(y), std::move(sample_weight), class_weight);
+  return batch_results(state(), state().batch_logs);
+}
+
+Logs Model::train_on_batch_dict(Arrays x, Arrays y, Arrays sample_weight, std::map<int, double> class_weight) {
+  run_train_on_batch(*this, std::move(x), std::move(y), std::move(sample_weight), class_weight);
+  return batch_dict(state());
 }
 
 }  // namespace osprey::keras
