@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "osprey/keras/ops.h"
 #include "osprey/osprey.h"
 #include "runtime/device_manager.h"
 #include "support/test_gpu_platform.h"
@@ -300,12 +301,46 @@ static void expect_same_training(keras::Model& single, keras::Model& mirrored, c
   for (const auto& [key, values] : ha.history) {
     for (std::size_t e = 0; e < 2; ++e) EXPECT_NEAR(values[e], hb.history[key][e], 1e-5) << key << " " << e;
   }
+  ASSERT_EQ(ha.arrays.size(), hb.arrays.size());
+  for (const auto& [key, epochs] : ha.arrays) {
+    for (std::size_t e = 0; e < 2; ++e) {
+      ASSERT_EQ(epochs.at(e).size(), hb.arrays[key].at(e).size()) << key;
+      for (std::size_t i = 0; i < epochs[e].size(); ++i) EXPECT_NEAR(epochs[e][i], hb.arrays[key][e][i], 1e-5) << key;
+    }
+  }
   expect_close(weights(single), weights(mirrored), 2e-5);
   const keras::EvaluateOptions eo{.batch_size = 7, .verbose = 0, .sample_weight = weights_given};
   auto ea = single.evaluate_dict(x, y, eo);
   auto eb = mirrored.evaluate_dict(x, y, eo);
   ASSERT_EQ(ea.size(), eb.size());
   for (const auto& [key, value] : ea) EXPECT_NEAR(value, eb[key], 1e-5) << key;
+  ASSERT_EQ(ea.arrays.size(), eb.arrays.size());
+  for (const auto& [key, values] : ea.arrays) {
+    ASSERT_EQ(values.size(), eb.arrays[key].size()) << key;
+    for (std::size_t i = 0; i < values.size(); ++i) EXPECT_NEAR(values[i], eb.arrays[key][i], 1e-5) << key;
+  }
+}
+
+// Metrics with one value per class or threshold: the replicas' predictions update them as one device's.
+TEST_F(MirroredStrategyTest, PerClassMetricsGiveTheSingleDevicesArrays) {
+  split_cpu(2);
+  random::set_seed(4);
+  Tensor x, y;
+  {
+    DeviceScope cpu("/CPU:0");
+    x = random::normal({40, 5});
+    y = keras::ops::one_hot(random::randint(0, 3, {40}), 3);
+  }
+  auto [single, mirrored] = twins([] {
+    auto in = keras::Input({5}, {.name = "x"});
+    keras::Model m(in, layers::Dense(3, "softmax")(layers::Dense(6, "tanh")(in)));
+    m.compile({.optimizer = keras::optimizers::SGD({.learning_rate = 0.3}),
+               .loss = "categorical_crossentropy",
+               .metrics = {keras::metrics::F1Score(), keras::metrics::Precision(std::vector<double>{0.3, 0.6})}});
+    return m;
+  });
+  expect_same_training(single, mirrored, x, {y}, {});
+  EXPECT_EQ(single.evaluate_dict(x, {y}, {.verbose = 0}).arrays.size(), 2u);
 }
 
 // Weights per output of a two-output model (a weight per step for a tagger, one per sample for a pooled head):

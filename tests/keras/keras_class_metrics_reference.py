@@ -5,7 +5,9 @@
 # A single-output classifier (metrics and weighted_metrics, sample weights, validation data) and a two-output model
 # (per-output metrics: "<output>_f1_score"); the classifier is also saved compiled (tests/data/keras_class_metrics.keras)
 # so that loading it compiles its per-class metric and trains to the same numbers.
-# Regenerates tests/data/keras_class_metrics.json and .keras, read by tests/keras/test_class_metrics.cpp.
+# Precision, Recall and the confusion counts at a list of thresholds give one value per threshold (a list of one: one
+# value); that model is saved compiled too (tests/data/keras_threshold_metrics.keras).
+# Regenerates tests/data/keras_class_metrics.json and the two .keras files, read by tests/keras/test_class_metrics.cpp.
 # Run: python3 tests/keras/keras_class_metrics_reference.py (pip tensorflow-cpu keras; Keras 3.15.1 / TF 2.21).
 import json, os
 os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
@@ -91,6 +93,39 @@ out["cases"]["two_outputs"] = {
     "history": {k: [lst(v) for v in vs] for k, vs in h2.history.items()},
     "evaluate": pythonic(m2.evaluate(x, {"cls": y, "reg": score}, batch_size=6, verbose=0, return_dict=True)),
     "weights": [lst(v) for v in m2.get_weights()],
+}
+
+# Confusion metrics at a list of thresholds: one value per threshold (a list of one is one value).
+yb = (rng.uniform(size=(n, 1)) < 0.5).astype("float32")
+kb = rng.normal(scale=0.8, size=(6, 1)).astype("float32")
+out["data"]["y_binary"] = lst(yb)
+out["data"]["kernel_binary"] = lst(kb)
+
+
+def thresholded():
+    m = keras.Sequential([keras.Input((f,)), layers.Dense(6, activation="tanh", name="h"),
+                          layers.Dense(1, activation="sigmoid", name="b")])
+    m.get_layer("h").set_weights([kh, np.zeros(6, "float32")])
+    m.get_layer("b").set_weights([kb, np.zeros(1, "float32")])
+    m.compile(optimizer=keras.optimizers.SGD(0.3), loss="binary_crossentropy",
+              metrics=[M.Precision(thresholds=[0.3, 0.6]), M.Recall(thresholds=[0.2, 0.5, 0.8]),
+                       M.TruePositives(thresholds=[0.4, 0.7]), M.FalseNegatives(thresholds=[0.5]),
+                       M.TrueNegatives(thresholds=0.45), M.Precision(thresholds=[0.5], name="precision_one")])
+    return m
+
+
+m3 = thresholded()
+m3.save(os.path.join(data_dir, "keras_threshold_metrics.keras"))
+# Without validation_data: Keras 3.15.1's confusion counts at several thresholds return their variable itself as the
+# result, so the epoch's logs (and History) show whatever the validation pass left in it (train = val values);
+# Osprey logs each pass's own counts. The validation counts are checked through evaluate instead.
+h3 = m3.fit(x, yb, epochs=2, batch_size=8, shuffle=False, verbose=0)
+out["cases"]["thresholds"] = {
+    "history": {k: [lst(v) for v in vs] for k, vs in h3.history.items()},
+    "evaluate_val": pythonic(m3.evaluate(x[:10], yb[:10], verbose=0, return_dict=True)),
+    "evaluate": pythonic(m3.evaluate(x, yb, batch_size=8, verbose=0, return_dict=True)),
+    "configs": [mt.get_config() for mt in m3.metrics[1].metrics],
+    "weights": [lst(v) for v in m3.get_weights()],
 }
 
 with open(os.path.join(data_dir, "keras_class_metrics.json"), "w") as fh:

@@ -249,3 +249,59 @@ TEST(ClassMetrics, ListFormsAndMonitorsRefuseAnArrayBeforeRunning) {
   ASSERT_EQ(r.size(), 2u);
   EXPECT_TRUE(averaged.evaluate_dict({ref("x")}, {ref("y")}, {.verbose = 0}).arrays.empty());
 }
+
+namespace {
+
+Sequential thresholded() {
+  Sequential m({layers::Input({5}), layers::Dense(6, "tanh", {.name = "h"}), layers::Dense(1, "sigmoid", {.name = "b"})});
+  m.set_weights({tensor_of(ref_data().at("kernels")[0]), Tensor::zeros(Shape({6})),
+                 tensor_of(ref_data().at("kernel_binary")), Tensor::zeros(Shape({1}))});
+  m.compile({.optimizer = optimizers::SGD({.learning_rate = 0.3}),
+             .loss = "binary_crossentropy",
+             .metrics = {M::Precision(std::vector<double>{0.3, 0.6}), M::Recall(std::vector<double>{0.2, 0.5, 0.8}),
+                         M::TruePositives(std::vector<double>{0.4, 0.7}), M::FalseNegatives(std::vector<double>{0.5}),
+                         M::TrueNegatives(0.45), M::Precision(std::vector<double>{0.5}, "precision_one")}});
+  return m;
+}
+
+void fit_thresholded(Model& m) {
+  const Tensor x10 = ops::slice_axis(ref("x"), 0, 0, 10), y10 = ops::slice_axis(ref("y_binary"), 0, 0, 10);
+  const auto h = m.fit({ref("x")}, {ref("y_binary")}, {.epochs = 2, .batch_size = 8, .verbose = 0, .shuffle = false});
+  expect_history(h, ref_case("thresholds"));
+  expect_logs(m.evaluate_dict({x10}, {y10}, {.verbose = 0}), ref_case("thresholds").at("evaluate_val"), "validation");
+  expect_logs(m.evaluate_dict({ref("x")}, {ref("y_binary")}, {.batch_size = 8, .verbose = 0}),
+              ref_case("thresholds").at("evaluate"), "evaluate");
+  expect_weights(m, ref_case("thresholds").at("weights"));
+}
+
+}  // namespace
+
+TEST(ClassMetrics, ConfusionMetricsAtAListOfThresholdsGiveOneValueEach) {
+  auto m = thresholded();
+  fit_thresholded(m);
+  // Their configs are Keras's (a list stays a list, a number a number).
+  const auto& want = ref_case("thresholds").at("configs");
+  const std::vector<std::shared_ptr<M::Metric>> made = {
+      std::make_shared<M::Precision>(std::vector<double>{0.3, 0.6}),
+      std::make_shared<M::Recall>(std::vector<double>{0.2, 0.5, 0.8}),
+      std::make_shared<M::TruePositives>(std::vector<double>{0.4, 0.7}),
+      std::make_shared<M::FalseNegatives>(std::vector<double>{0.5}), std::make_shared<M::TrueNegatives>(0.45),
+      std::make_shared<M::Precision>(std::vector<double>{0.5}, "precision_one")};
+  for (std::size_t i = 0; i < made.size(); ++i) EXPECT_EQ(json::parse(made[i]->get_config()), want[i]) << i;
+  EXPECT_FALSE(made[0]->scalar_result());
+  EXPECT_TRUE(made[3]->scalar_result());  // a list of one is one value, as Keras's result()[0]
+  EXPECT_THROW((void)made[0]->result(), ValueError);
+  EXPECT_THROW(M::Precision(std::vector<double>{}), ValueError);
+  EXPECT_THROW(M::TruePositives(std::vector<double>{0.2, 1.5}), ValueError);
+}
+
+TEST(ClassMetrics, AKerasFileWithThresholdListsTrainsAsKerasAndSavesThemBack) {
+  SKIP_WITHOUT_HDF5();
+  auto m = models::load_model(osprey::testing::data_file("keras_threshold_metrics.keras"));
+  const std::string path = ::testing::TempDir() + "/osprey_threshold_metrics.keras";
+  m->save(path);  // compiled, unfitted: the saved file loads to the same training
+  fit_thresholded(*m);
+  auto again = models::load_model(path);
+  fit_thresholded(*again);
+  std::filesystem::remove(path);
+}

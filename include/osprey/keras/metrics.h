@@ -31,7 +31,8 @@ class Metric {
   void update_state(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight);
   virtual double result() const { return count_ > 0 ? total_ / count_ : 0.0; }
   /// Every value of Keras's result: {result()} for most metrics; one per class for F1Score/FBetaScore without an
-  /// average and R2Score without an aggregation (scalar_result() false: fit's logs hold them in Logs::arrays).
+  /// average and R2Score without an aggregation, one per threshold for Precision, Recall and the confusion counts
+  /// at a list of several thresholds (scalar_result() false: fit's logs hold them in Logs::arrays).
   virtual std::vector<double> result_values() const { return {result()}; }
   /// Whether Keras's result is one number (result()); false: an array (result_values()).
   virtual bool scalar_result() const { return true; }
@@ -211,9 +212,21 @@ class ConfusionMetric : public Metric {
   /// positive) adds its weight (`weights` one per value; empty: 1) to the counts at [k·labels + i % labels].
   void count_compared(const std::vector<float>& p, const std::vector<float>& t, const std::vector<double>& weights,
                       std::size_t labels = 1);
+  /// Keras's thresholds given as a list (`thresholds=[0.3, 0.5]`): checked (non-empty, each in [0, 1]) and kept
+  /// for get_config(); the metric then gives one value per threshold (one value for a list of one).
+  void set_threshold_list(std::vector<double> thresholds);
+  /// The config's "thresholds": the list, else `one` (none: null).
+  std::string thresholds_json(std::optional<double> one) const;
+  /// `values`' only value, or a ValueError naming the threshold count (result() of a metric with several).
+  double single(const std::vector<double>& values) const;
   std::vector<double> thresholds_, tp_, fp_, tn_, fn_;
+  std::vector<double> threshold_list_;
   std::optional<int> top_k_;
   std::optional<int64_t> class_id_;
+
+ public:
+  /// One value per threshold when a list of several was given (Logs::arrays in fit's logs).
+  bool scalar_result() const override { return threshold_list_.size() <= 1; }
 };
 /// tp / (tp + fp) at `threshold` (0.5).
 class Precision : public ConfusionMetric {
@@ -222,7 +235,11 @@ class Precision : public ConfusionMetric {
   /// k highest predictions of a row is positive).
   explicit Precision(std::optional<double> threshold = std::nullopt, std::string name = "precision",
                      std::optional<int> top_k = std::nullopt, std::optional<int64_t> class_id = std::nullopt);
+  /// Keras's Precision(thresholds=[...]): one precision per threshold (result_values(); fit logs an array).
+  explicit Precision(std::vector<double> thresholds, std::string name = "precision",
+                     std::optional<int> top_k = std::nullopt, std::optional<int64_t> class_id = std::nullopt);
   double result() const override;
+  std::vector<double> result_values() const override;
   std::string class_name() const override { return "Precision"; }
   std::string get_config() const override;
 
@@ -234,7 +251,11 @@ class Recall : public ConfusionMetric {
  public:
   explicit Recall(std::optional<double> threshold = std::nullopt, std::string name = "recall",
                   std::optional<int> top_k = std::nullopt, std::optional<int64_t> class_id = std::nullopt);
+  /// Keras's Recall(thresholds=[...]): one recall per threshold.
+  explicit Recall(std::vector<double> thresholds, std::string name = "recall",
+                  std::optional<int> top_k = std::nullopt, std::optional<int64_t> class_id = std::nullopt);
   double result() const override;
+  std::vector<double> result_values() const override;
   std::string class_name() const override { return "Recall"; }
   std::string get_config() const override;
 
@@ -403,13 +424,16 @@ class ConcordanceCorrelation : public KerasMeanMetric {
 
 // ---- confusion counts at thresholds ----
 
-/// One count of the confusion matrix at one threshold (Keras's default 0.5 when none is given): TruePositives,
-/// FalsePositives, TrueNegatives, FalseNegatives.
+/// One count of the confusion matrix at one threshold (Keras's default 0.5 when none is given), or one per
+/// threshold of a list: TruePositives, FalsePositives, TrueNegatives, FalseNegatives.
 class ConfusionCount : public ConfusionMetric {
  public:
   enum class Kind { true_positives, false_positives, true_negatives, false_negatives };
   ConfusionCount(Kind kind, std::optional<double> threshold, std::string name);
+  /// Keras's thresholds=[...]: one count per threshold.
+  ConfusionCount(Kind kind, std::vector<double> thresholds, std::string name);
   double result() const override;
+  std::vector<double> result_values() const override;
   std::string class_name() const override;
   std::string get_config() const override;
 
@@ -421,21 +445,29 @@ class TruePositives : public ConfusionCount {
  public:
   explicit TruePositives(std::optional<double> threshold = std::nullopt, std::string name = "true_positives")
       : ConfusionCount(Kind::true_positives, threshold, std::move(name)) {}
+  explicit TruePositives(std::vector<double> thresholds, std::string name = "true_positives")
+      : ConfusionCount(Kind::true_positives, std::move(thresholds), std::move(name)) {}
 };
 class FalsePositives : public ConfusionCount {
  public:
   explicit FalsePositives(std::optional<double> threshold = std::nullopt, std::string name = "false_positives")
       : ConfusionCount(Kind::false_positives, threshold, std::move(name)) {}
+  explicit FalsePositives(std::vector<double> thresholds, std::string name = "false_positives")
+      : ConfusionCount(Kind::false_positives, std::move(thresholds), std::move(name)) {}
 };
 class TrueNegatives : public ConfusionCount {
  public:
   explicit TrueNegatives(std::optional<double> threshold = std::nullopt, std::string name = "true_negatives")
       : ConfusionCount(Kind::true_negatives, threshold, std::move(name)) {}
+  explicit TrueNegatives(std::vector<double> thresholds, std::string name = "true_negatives")
+      : ConfusionCount(Kind::true_negatives, std::move(thresholds), std::move(name)) {}
 };
 class FalseNegatives : public ConfusionCount {
  public:
   explicit FalseNegatives(std::optional<double> threshold = std::nullopt, std::string name = "false_negatives")
       : ConfusionCount(Kind::false_negatives, threshold, std::move(name)) {}
+  explicit FalseNegatives(std::vector<double> thresholds, std::string name = "false_negatives")
+      : ConfusionCount(Kind::false_negatives, std::move(thresholds), std::move(name)) {}
 };
 
 /// The best of one rate while another stays at least `value`, over num_thresholds thresholds spread evenly on

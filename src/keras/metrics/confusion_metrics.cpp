@@ -20,15 +20,20 @@ ConfusionCount::ConfusionCount(Kind kind, std::optional<double> threshold, std::
     throw ValueError(fmt::format("Threshold values must be in [0, 1]. Received: {}", *threshold));
   }
 }
-double ConfusionCount::result() const {
-  switch (kind_) {
-    case Kind::true_positives: return tp_[0];
-    case Kind::false_positives: return fp_[0];
-    case Kind::true_negatives: return tn_[0];
-    case Kind::false_negatives: return fn_[0];
-  }
-  return 0.0;
+ConfusionCount::ConfusionCount(Kind kind, std::vector<double> thresholds, std::string name)
+    : ConfusionMetric(std::move(name), {0.5}), kind_(kind) {
+  set_threshold_list(std::move(thresholds));
 }
+std::vector<double> ConfusionCount::result_values() const {
+  switch (kind_) {
+    case Kind::true_positives: return tp_;
+    case Kind::false_positives: return fp_;
+    case Kind::true_negatives: return tn_;
+    case Kind::false_negatives: return fn_;
+  }
+  return {};
+}
+double ConfusionCount::result() const { return single(result_values()); }
 std::string ConfusionCount::class_name() const {
   switch (kind_) {
     case Kind::true_positives: return "TruePositives";
@@ -39,7 +44,7 @@ std::string ConfusionCount::class_name() const {
   return "";
 }
 std::string ConfusionCount::get_config() const {
-  return config_with(*this, {{"thresholds", threshold_ ? ser::json(*threshold_) : ser::json(nullptr)}});
+  return config_with(*this, {{"thresholds", ser::parse(thresholds_json(threshold_), "thresholds")}});
 }
 
 namespace {

@@ -273,6 +273,27 @@ void ConfusionMetric::reset_state() {
   fn_.assign(thresholds_.size(), 0.0);
 }
 void ConfusionMetric::update_state(const Tensor& y_true, const Tensor& y_pred) { update_weighted(y_true, y_pred, {}); }
+void ConfusionMetric::set_threshold_list(std::vector<double> thresholds) {
+  if (thresholds.empty()) throw ValueError(fmt::format("{}: `thresholds` is an empty list; give at least one", name()));
+  for (double t : thresholds) {
+    if (!(t >= 0.0 && t <= 1.0)) throw ValueError(fmt::format("Threshold values must be in [0, 1]. Received: {}", t));
+  }
+  thresholds_ = thresholds;
+  threshold_list_ = std::move(thresholds);
+  reset_state();
+}
+std::string ConfusionMetric::thresholds_json(std::optional<double> one) const {
+  if (!threshold_list_.empty()) return serialization::dumps(serialization::json(threshold_list_));
+  return one ? serialization::dumps(serialization::json(*one)) : "null";
+}
+double ConfusionMetric::single(const std::vector<double>& values) const {
+  if (values.size() != 1) {
+    throw ValueError(fmt::format("Metric '{}' gives one value per threshold ({} thresholds): read them with "
+                                 "result_values() (fit's logs hold them in Logs::arrays)",
+                                 name(), values.size()));
+  }
+  return values[0];
+}
 void ConfusionMetric::set_top_k_class_id(std::optional<int> top_k, std::optional<int64_t> class_id) {
   if (top_k && *top_k < 1) throw ValueError(fmt::format("{}: top_k must be at least 1, got {}", name(), *top_k));
   if (class_id && *class_id < 0) {
@@ -351,8 +372,30 @@ Recall::Recall(std::optional<double> threshold, std::string name, std::optional<
     : ConfusionMetric(std::move(name), {default_threshold(threshold, top_k)}), init_threshold_(threshold) {
   set_top_k_class_id(top_k, class_id);
 }
-double Precision::result() const { return divide_no_nan(tp_[0], tp_[0] + fp_[0]); }
-double Recall::result() const { return divide_no_nan(tp_[0], tp_[0] + fn_[0]); }
+Precision::Precision(std::vector<double> thresholds, std::string name, std::optional<int> top_k,
+                     std::optional<int64_t> class_id)
+    : ConfusionMetric(std::move(name), {0.5}) {
+  set_threshold_list(std::move(thresholds));
+  set_top_k_class_id(top_k, class_id);
+}
+Recall::Recall(std::vector<double> thresholds, std::string name, std::optional<int> top_k,
+               std::optional<int64_t> class_id)
+    : ConfusionMetric(std::move(name), {0.5}) {
+  set_threshold_list(std::move(thresholds));
+  set_top_k_class_id(top_k, class_id);
+}
+std::vector<double> Precision::result_values() const {
+  std::vector<double> out;
+  for (std::size_t k = 0; k < thresholds_.size(); ++k) out.push_back(divide_no_nan(tp_[k], tp_[k] + fp_[k]));
+  return out;
+}
+std::vector<double> Recall::result_values() const {
+  std::vector<double> out;
+  for (std::size_t k = 0; k < thresholds_.size(); ++k) out.push_back(divide_no_nan(tp_[k], tp_[k] + fn_[k]));
+  return out;
+}
+double Precision::result() const { return single(result_values()); }
+double Recall::result() const { return single(result_values()); }
 
 std::shared_ptr<Metric> get(const std::string& n) {
   std::shared_ptr<Metric> m;
@@ -410,13 +453,16 @@ template <typename T>
 static ser::json or_null(const std::optional<T>& v) {
   return v ? ser::json(*v) : ser::json(nullptr);
 }
-static std::string rate_config(const Metric& m, std::optional<double> threshold, std::optional<int> top_k,
+static std::string rate_config(const Metric& m, const std::string& thresholds, std::optional<int> top_k,
                                std::optional<int64_t> class_id) {
-  return detail::config_with(
-      m, {{"thresholds", or_null(threshold)}, {"top_k", or_null(top_k)}, {"class_id", or_null(class_id)}});
+  return detail::config_with(m, {{"thresholds", ser::parse(thresholds, "thresholds")},
+                                 {"top_k", or_null(top_k)},
+                                 {"class_id", or_null(class_id)}});
 }
-std::string Precision::get_config() const { return rate_config(*this, init_threshold_, top_k_, class_id_); }
-std::string Recall::get_config() const { return rate_config(*this, init_threshold_, top_k_, class_id_); }
+std::string Precision::get_config() const {
+  return rate_config(*this, thresholds_json(init_threshold_), top_k_, class_id_);
+}
+std::string Recall::get_config() const { return rate_config(*this, thresholds_json(init_threshold_), top_k_, class_id_); }
 
 }  // namespace metrics
 }  // namespace osprey::keras

@@ -37,14 +37,14 @@ std::vector<int> overlap_axes(const json& c, const std::string& cls) {
   return {v.begin(), v.end()};
 }
 
-// One threshold of a confusion metric's config: None, a number or a one-element list (a list of several would log
-// several values).
+// One threshold of a metric's config: None, a number or a one-element list (a confusion metric's list of several
+// is threshold_list's).
 std::optional<double> optional_threshold(const json& c, const char* key, const std::string& cls) {
   const json t = c.value(key, json());
   if (t.is_null()) return std::nullopt;
   if (t.is_number()) return t.get<double>();
   if (t.is_array() && t.size() == 1 && t[0].is_number()) return t[0].get<double>();
-  unsupported(cls + " " + key, t.dump().substr(0, 80), "one threshold (a list of several logs several values)");
+  unsupported(cls + " " + key, t.dump().substr(0, 80), "one threshold");
 }
 // An optional integer option (None: not given), within [lo, hi].
 std::optional<int64_t> optional_int(const json& c, const char* key, int64_t lo, int64_t hi, const std::string& cls) {
@@ -75,6 +75,18 @@ std::optional<std::vector<double>> optional_numbers(const json& c, const char* k
     out.push_back(x.get<double>());
   }
   return out;
+}
+// A confusion metric's thresholds given as a list (Keras's thresholds=[0.3, 0.5]: one value per threshold); none
+// when the config has a number or None.
+std::optional<std::vector<double>> threshold_list(const json& c, const std::string& cls) {
+  const json t = c.value("thresholds", json());
+  if (!t.is_array()) return std::nullopt;
+  return optional_numbers(c, "thresholds", cls);
+}
+template <typename Count>
+std::shared_ptr<metrics::Metric> confusion_count(const json& c, const std::string& cls, const std::string& name) {
+  if (auto list = threshold_list(c, cls)) return std::make_shared<Count>(*list, name);
+  return std::make_shared<Count>(optional_threshold(c, "thresholds", cls), name);
 }
 // keras.metrics.AUC from its config (curve and summation_method spelled as Keras's from_str takes them).
 MetricRef auc_from(const json& c, const std::string& name) {
@@ -121,10 +133,10 @@ std::shared_ptr<metrics::Metric> more_metric_object(const std::string& cls, cons
   } else if (cls == "CosineSimilarity") m = std::make_shared<mt::CosineSimilarity>(name, axis);
   else if (cls == "PearsonCorrelation") m = std::make_shared<mt::PearsonCorrelation>(name, axis);
   else if (cls == "ConcordanceCorrelation") m = std::make_shared<mt::ConcordanceCorrelation>(name, axis);
-  else if (cls == "TruePositives") m = std::make_shared<mt::TruePositives>(optional_threshold(c, "thresholds", cls), name);
-  else if (cls == "FalsePositives") m = std::make_shared<mt::FalsePositives>(optional_threshold(c, "thresholds", cls), name);
-  else if (cls == "TrueNegatives") m = std::make_shared<mt::TrueNegatives>(optional_threshold(c, "thresholds", cls), name);
-  else if (cls == "FalseNegatives") m = std::make_shared<mt::FalseNegatives>(optional_threshold(c, "thresholds", cls), name);
+  else if (cls == "TruePositives") m = confusion_count<mt::TruePositives>(c, cls, name);
+  else if (cls == "FalsePositives") m = confusion_count<mt::FalsePositives>(c, cls, name);
+  else if (cls == "TrueNegatives") m = confusion_count<mt::TrueNegatives>(c, cls, name);
+  else if (cls == "FalseNegatives") m = confusion_count<mt::FalseNegatives>(c, cls, name);
   else if (cls == "F1Score") m = std::make_shared<mt::F1Score>(optional_string(c, "average"), optional_threshold(c, "threshold", cls), name);
   else if (cls == "FBetaScore")
     m = std::make_shared<mt::FBetaScore>(optional_string(c, "average"), value_or(c, "beta", 1.0),
@@ -206,10 +218,14 @@ MetricRef metric_object(const json& m) {
     if (value_or(c, key, false)) unsupported(cls + " option", key, "the defaults");
   }
   if (top_k_class_id) {
-    const auto threshold = optional_threshold(c, "thresholds", cls);
     const auto top_k = optional_int(c, "top_k", 1, int64_t{1} << 30, cls);
     const auto k = top_k ? std::optional<int>(static_cast<int>(*top_k)) : std::nullopt;
     const auto id = optional_int(c, "class_id", 0, int64_t{1} << 31, cls);
+    if (auto list = threshold_list(c, cls)) {
+      if (cls == "Precision") return mt::Precision(*list, name, k, id);
+      return mt::Recall(*list, name, k, id);
+    }
+    const auto threshold = optional_threshold(c, "thresholds", cls);
     if (cls == "Precision") return mt::Precision(threshold, name, k, id);
     return mt::Recall(threshold, name, k, id);
   }
