@@ -42,6 +42,9 @@ def add_loss(name, loss, yt, yp, w=None):
     if w is not None:
         case["sample_weight"] = lst(w)
         case["weighted"] = float(loss(yt, yp, sample_weight=w))
+    # One scalar weight for every sample, per reduction (mean_with_sample_weight divides by the scalar itself).
+    case["scalar_weighted"] = {red: float(loss.__class__(**{**cfg, "reduction": red})(yt, yp, sample_weight=2.5))
+                               for red in ("sum_over_batch_size", "sum", "mean_with_sample_weight")}
     out["losses"].append(case)
 
 

@@ -181,6 +181,22 @@ TEST(KerasLosses, ValuesGradientsAndConfigsMatchKeras) {
       const double w = (*loss)(yt, yp.value(), tensor_of(c.at("sample_weight"))).item();
       EXPECT_NEAR(w, c.at("weighted").get<double>(), 2e-6 * std::max(1.0, std::abs(c.at("weighted").get<double>())));
     }
+    // One scalar weight for every sample (Keras's sample_weight=2.5), and as a one-element array, per reduction:
+    // for the losses with one Keras value per sample and the masked ones (README: the others' "sum" and
+    // "mean_with_sample_weight" differ).
+    const bool per_sample_values = c.at("per_sample").is_array() && (!c.at("per_sample")[0].is_array() || c.contains("sum"));
+    for (const auto& [key, reduction] : {std::pair{"sum_over_batch_size", L::Reduction::sum_over_batch_size},
+                                         std::pair{"sum", L::Reduction::sum},
+                                         std::pair{"mean_with_sample_weight", L::Reduction::mean_with_sample_weight}}) {
+      if (!per_sample_values && reduction != L::Reduction::sum_over_batch_size) continue;
+      SCOPED_TRACE(std::string("scalar weight, ") + key);
+      const double want = c.at("scalar_weighted").at(key).get<double>();
+      loss->set_reduction(reduction);
+      for (const Tensor& w : {Tensor::scalar(2.5f), Tensor::from_vector<float>({2.5f}, {1})}) {
+        EXPECT_NEAR((*loss)(yt, yp.value(), w).item(), want, 2e-6 * std::max(1.0, std::abs(want)));
+      }
+    }
+    loss->set_reduction(L::Reduction::sum_over_batch_size);
     // Keras's other reductions (the ignore_class cases record them), with and without one weight per sample.
     for (const auto& [key, reduction] : {std::pair{"sum_over_batch_size", L::Reduction::sum_over_batch_size},
                                          std::pair{"sum", L::Reduction::sum},

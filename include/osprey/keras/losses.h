@@ -33,6 +33,7 @@ class Loss {
   /// weigh the values at those positions as Keras's (y_pred is (N, d1, ..., dk, ...) with at least one more axis,
   /// the one the loss reduces; y_true starts with the same axes): Σ(w·l) over the positions divided by their count
   /// (sum_over_batch_size) or by Σw (mean_with_sample_weight); reduction none gives the (N, d1, ..., dk) values.
+  /// A scalar (or one-element) weight weighs every sample; mean_with_sample_weight then divides by it, as Keras.
   Tensor operator()(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight) const;
   Reduction reduction() const { return reduction_; }
   void set_reduction(Reduction r) { reduction_ = r; }

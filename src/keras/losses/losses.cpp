@@ -88,9 +88,13 @@ Tensor Loss::operator()(const Tensor& y_true, const Tensor& y_pred, const Tensor
     return reduction_ == Reduction::none ? ops::reshape(v, rows.positions) : v;
   }
   const Tensor v = per_sample(y_true, y_pred);
-  if (const Tensor m = loss_mask(y_true, y_pred, v); m.defined()) return masked_reduce(reduction_, v, m, w);
   const Tensor wd = &w.device_ref() == &v.device_ref() ? w : w.to(v.device_ref());
-  return reduce(reduction_, ops::mul(v, ops::reshape(wd, v.shape())), wd);
+  // One weight for all the samples (Keras's sample_weight=2.0, or a one-element array): each value times it;
+  // mean_with_sample_weight divides by Σ sample_weight, the weight itself (Keras's reduce_values), not N·w.
+  const bool one_for_all = w.num_elements() == 1 && w.shape().rank() <= 1;
+  const Tensor w_rows = one_for_all ? ops::broadcast_to(ops::reshape(wd, Shape({})), v.shape()) : wd;
+  if (const Tensor m = loss_mask(y_true, y_pred, v); m.defined()) return masked_reduce(reduction_, v, m, w_rows);
+  return reduce(reduction_, ops::mul(v, ops::reshape(w_rows, v.shape())), wd);
 }
 
 LossFunctionWrapper::LossFunctionWrapper(LossFn fn, std::string name) : Loss(std::move(name)), fn_(std::move(fn)) {
