@@ -413,6 +413,11 @@ cases = [
      [np.array([[3, 1, 3], [2, 1, 5], [0, 5, 3]], "int32"),
       np.array([[2, 1, 2, 0], [0, 3, 0, 1], [2, 1, 2, 0], [0, 1, 0, -1], [0, 3, 0, 1]], "int32"),
       np.array([2.5, np.nan, -1.0, 2.5, np.nan, 0.0], "float32")]),
+    # Integer matmul computes in float32 and casts back, as Keras's TensorFlow backend (16777217 + 1 gives
+    # 16777216); Osprey has no int8 dtype, for which Keras multiplies exactly into int32.
+    ("matmul_int32_in_float32", lambda a, b, v, m: [ops.matmul(a, b), ops.matmul(v, m)],
+     [np.array([[16777217, 1]], "int32"), np.array([[1], [1]], "int32"), np.array([1, 2, 3], "int32"),
+      np.arange(6, dtype="int32").reshape(3, 2)]),
 ]
 
 

@@ -75,6 +75,7 @@ const std::map<std::string, std::function<Ts(const Ts&)>>& cases() {
       {"einsum_outer_implicit", [](const Ts& i) { return Ts{ko::einsum("i,j", i)}; }},
       {"matmul_broadcast", [](const Ts& i) { return Ts{ko::matmul(i[0], i[1])}; }},
       {"matmul_vector", [](const Ts& i) { return Ts{ko::matmul(i[0], i[1])}; }},
+      {"matmul_int32_in_float32", [](const Ts& i) { return Ts{ko::matmul(i[0], i[1]), ko::matmul(i[2], i[3])}; }},
       {"stack_axis1", [](const Ts& i) { return Ts{ko::stack({i[0], i[1]}, 1)}; }},
       {"concatenate_last", [](const Ts& i) { return Ts{ko::concatenate({i[0], i[1]}, -1)}; }},
       {"split_sections", [](const Ts& i) { return ko::split(i[0], int64_t{3}, 1); }},
@@ -772,4 +773,13 @@ TEST(KerasOps, ClassifierEvaluationWithoutHandWrittenLoops) {
   const Tensor hit = ko::any(ko::equal(top2, ko::expand_dims(labels, -1)), -1);
   EXPECT_EQ(hit.to_vector<int32_t>(), (std::vector<int32_t>{1, 0, 1, 1}));
   EXPECT_EQ(ko::sum(ko::one_hot(labels, 3), 0).to_vector<float>(), (std::vector<float>{0, 2, 2}));
+}
+
+
+// Integers multiply in float32 and come back in their dtype, as Keras's TensorFlow backend: 16777217 + 1 is
+// 16777216 there and here (the case table compares within a relative tolerance; this exactly).
+TEST(KerasOps, IntegerMatmulComputesInFloat32AsKeras) {
+  const Tensor out = ko::matmul(Tensor::from_vector<int32_t>({16777217, 1}, {1, 2}), Tensor::from_vector<int32_t>({1, 1}, {2, 1}));
+  EXPECT_EQ(out.dtype(), DType::int32);
+  EXPECT_EQ(out.to_vector<int32_t>(), (std::vector<int32_t>{16777216}));
 }
