@@ -239,7 +239,7 @@ TEST(ClassMetrics, ListFormsAndMonitorsRefuseAnArrayBeforeRunning) {
             {.epochs = 1, .verbose = 0, .callbacks = {cb}, .validation_data = {{ref("x_val")}, {ref("y_val")}}});
       FAIL() << "a per-class metric was monitored";
     } catch (const ValueError& e) {
-      EXPECT_THAT(e.what(), HasSubstr("one value per class (3 values)"));
+      EXPECT_THAT(e.what(), HasSubstr("one value per class or threshold (3 values)"));
     }
   }
   // A metric with an average is one number: logged as before.

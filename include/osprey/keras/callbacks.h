@@ -21,8 +21,8 @@ class Model;
 
 /// The values a hook sees: metric name → value, iterated in sorted key order as Keras displays them. A metric
 /// whose result is one value per class or threshold (F1Score/FBetaScore without an average, R2Score without an
-/// aggregation), which Keras logs as an array, is in `arrays` under its name instead ("f1_score",
-/// "val_f1_score"); a name is in one of the two maps, never both.
+/// aggregation, Precision/Recall/the confusion counts at a list of thresholds), which Keras logs as an array, is
+/// in `arrays` under its name instead ("f1_score", "val_f1_score"); a name is in one of the two maps, never both.
 class Logs : public std::map<std::string, double> {
  public:
   using std::map<std::string, double>::map;

@@ -50,14 +50,15 @@ static std::string available(const Logs& logs) {
   return out;
 }
 
-// A monitored value is one number: a metric with one value per class cannot be compared (Keras fails on the array's
+// A monitored value is one number: a metric with one value per class or threshold cannot be compared (Keras fails on the array's
 // truth value).
 static void require_single_value(const Logs& logs, const std::string& monitor, const char* callback) {
   auto it = logs.arrays.find(monitor);
   if (it == logs.arrays.end()) return;
-  throw ValueError(fmt::format("{} monitors '{}', which has one value per class ({} values), not one number: monitor "
-                               "another value, or give the metric an average (F1Score/FBetaScore: average \"macro\", "
-                               "\"micro\" or \"weighted\"; R2Score: class_aggregation \"uniform_average\")",
+  throw ValueError(fmt::format("{} monitors '{}', which has one value per class or threshold ({} values), not one "
+                               "number: monitor another value, or give the metric an average (F1Score/FBetaScore: "
+                               "average \"macro\", \"micro\" or \"weighted\"; R2Score: class_aggregation "
+                               "\"uniform_average\") or one threshold",
                                callback, monitor, it->second.size()));
 }
 

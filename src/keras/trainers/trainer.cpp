@@ -444,14 +444,14 @@ Logs Model::evaluate_dict(const data::Dataset& dataset, EvaluateOptions o) {
   return logs;
 }
 
-// The list forms (evaluate(), *_on_batch) give one number per value: a metric with one value per class (Keras puts
-// its array in the list) is refused before anything runs.
+// The list forms (evaluate(), *_on_batch) give one number per value: a metric with one value per class or threshold
+// (Keras puts its array in the list) is refused before anything runs.
 static void require_scalar_results(const State& s, const char* fn, const char* dict_form) {
   for (const auto& m : s.metrics) {
     if (m.metric->scalar_result()) continue;
-    throw ValueError(fmt::format("{}(): metric '{}' gives one value per class, which a list of one number per metric "
-                                 "cannot hold: call {}() (its Logs::arrays[\"{}\"] holds the values), or give the "
-                                 "metric an average",
+    throw ValueError(fmt::format("{}(): metric '{}' gives one value per class or threshold, which a list of one "
+                                 "number per metric cannot hold: call {}() (its Logs::arrays[\"{}\"] holds the "
+                                 "values), or give the metric an average or one threshold",
                                  fn, m.log_name, dict_form, m.log_name));
   }
 }
