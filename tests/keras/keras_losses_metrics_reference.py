@@ -84,6 +84,10 @@ add_loss("generalized_ce", L.CategoricalGeneralizedCrossEntropy(), sp5, cat_p, w
 # (N, 1) labels: Keras 3.15 broadcasts their one-hot (N, 1, C) against every row, an (N, N) result; Osprey reads
 # them as (N,) as Keras documents (tests/keras/test_losses_metrics.cpp checks that), so the case gives (N,) labels.
 add_loss("generalized_ce_q", L.CategoricalGeneralizedCrossEntropy(q=0.8), sp5, cat_p)
+# A loss over the last axis of sequence predictions (N, T, d): Keras's values are (N, T), its "sum" counts each.
+seq_rng = np.random.default_rng(23)  # its own draws: the cases after these keep their inputs
+add_loss("mse_sequence", L.MeanSquaredError(), seq_rng.normal(size=(2, 3, 4)).astype("float32"),
+         seq_rng.normal(size=(2, 3, 4)).astype("float32"))
 # ignore_class (a segmentation map's void label): ignored labels give no loss and no gradient, and the mean is over
 # the others only; Keras's "sum" and "mean_with_sample_weight" reductions too (the mask weighs them as apply_mask).
 ign_rng = np.random.default_rng(17)  # its own draws: the cases after these keep their inputs

@@ -54,6 +54,7 @@ std::shared_ptr<L::Loss> make_loss(const std::string& cls, const json& c) {
   if (cls == "MeanSquaredLogarithmicError") return std::make_shared<L::MeanSquaredLogarithmicError>();
   if (cls == "CosineSimilarity") return std::make_shared<L::CosineSimilarity>(c.value("axis", -1));
   if (cls == "SquaredHinge") return std::make_shared<L::SquaredHinge>();
+  if (cls == "MeanSquaredError") return std::make_shared<L::MeanSquaredError>();
   if (cls == "CategoricalHinge") return std::make_shared<L::CategoricalHinge>();
   if (cls == "BinaryFocalCrossentropy") return std::make_shared<L::BinaryFocalCrossentropy>(focal);
   if (cls == "CategoricalFocalCrossentropy") return std::make_shared<L::CategoricalFocalCrossentropy>(focal);
@@ -181,14 +182,12 @@ TEST(KerasLosses, ValuesGradientsAndConfigsMatchKeras) {
       const double w = (*loss)(yt, yp.value(), tensor_of(c.at("sample_weight"))).item();
       EXPECT_NEAR(w, c.at("weighted").get<double>(), 2e-6 * std::max(1.0, std::abs(c.at("weighted").get<double>())));
     }
-    // One scalar weight for every sample (Keras's sample_weight=2.5), and as a one-element array, per reduction:
-    // for the losses with one Keras value per sample and the masked ones (README: the others' "sum" and
-    // "mean_with_sample_weight" differ).
-    const bool per_sample_values = c.at("per_sample").is_array() && (!c.at("per_sample")[0].is_array() || c.contains("sum"));
+    // One scalar weight for every sample (Keras's sample_weight=2.5), and as a one-element array, per reduction
+    // (Keras's "sum" and "mean_with_sample_weight" count every value of a loss that gives several per sample, or
+    // one for the batch).
     for (const auto& [key, reduction] : {std::pair{"sum_over_batch_size", L::Reduction::sum_over_batch_size},
                                          std::pair{"sum", L::Reduction::sum},
                                          std::pair{"mean_with_sample_weight", L::Reduction::mean_with_sample_weight}}) {
-      if (!per_sample_values && reduction != L::Reduction::sum_over_batch_size) continue;
       SCOPED_TRACE(std::string("scalar weight, ") + key);
       const double want = c.at("scalar_weighted").at(key).get<double>();
       loss->set_reduction(reduction);
@@ -196,6 +195,10 @@ TEST(KerasLosses, ValuesGradientsAndConfigsMatchKeras) {
         EXPECT_NEAR((*loss)(yt, yp.value(), w).item(), want, 2e-6 * std::max(1.0, std::abs(want)));
       }
     }
+    // Unweighted, "sum" is that sum over the weight (Keras: values · 2.5, summed).
+    loss->set_reduction(L::Reduction::sum);
+    const double sum = c.at("scalar_weighted").at("sum").get<double>() / 2.5;
+    EXPECT_NEAR((*loss)(yt, yp.value()).item(), sum, 2e-6 * std::max(1.0, std::abs(sum))) << "unweighted sum";
     loss->set_reduction(L::Reduction::sum_over_batch_size);
     // Keras's other reductions (the ignore_class cases record them), with and without one weight per sample.
     for (const auto& [key, reduction] : {std::pair{"sum_over_batch_size", L::Reduction::sum_over_batch_size},

@@ -50,6 +50,11 @@ class Loss {
   /// the reductions call, so that a loss whose mask comes from its own values (Circle's) computes them once. The
   /// default is loss_mask(y_true, y_pred).
   virtual Tensor loss_mask(const Tensor& y_true, const Tensor& y_pred, const Tensor& values) const;
+  /// How many values Keras's loss function gives each sample (per_sample() is their mean): 1 for (N, d)
+  /// predictions, each step's or pixel's for (N, d1, ..., dk, d) (a loss over the last axis), those left by a
+  /// CosineSimilarity/Dice/Tversky axis; 0 where Keras gives one value for the whole batch (Dice/Tversky with no
+  /// axis). The "sum" and "mean_with_sample_weight" reductions count every one of them, as Keras's.
+  virtual double keras_values_per_sample(const Tensor& y_true, const Tensor& y_pred) const;
   /// Whether loss_mask() gives a mask (then a batch's loss is not the mean of its halves' losses).
   virtual bool masks_values() const { return false; }
   /// Whether a sample's loss depends on the other samples of its batch (Circle's pairs): then a batch is never
@@ -180,6 +185,7 @@ class CTC : public Loss {
   CTC();
   Tensor per_sample(const Tensor& y_true, const Tensor& y_pred) const override;
   std::string class_name() const override { return "CTC"; }
+  double keras_values_per_sample(const Tensor& y_true, const Tensor& y_pred) const override;
 };
 
 /// mean(y_pred − y_true·log(y_pred + 1e-7)) over the last axis (keras.losses.Poisson).
@@ -203,6 +209,7 @@ class CosineSimilarity : public Loss {
   explicit CosineSimilarity(int axis = -1);
   Tensor per_sample(const Tensor& y_true, const Tensor& y_pred) const override;
   std::string class_name() const override { return "CosineSimilarity"; }
+  double keras_values_per_sample(const Tensor& y_true, const Tensor& y_pred) const override;
   std::string get_config() const override;
   int axis() const { return axis_; }
 
@@ -278,6 +285,7 @@ class Tversky : public Loss {
   explicit Tversky(double alpha = 0.5, double beta = 0.5, std::vector<int> axis = {});
   Tensor per_sample(const Tensor& y_true, const Tensor& y_pred) const override;
   std::string class_name() const override { return "Tversky"; }
+  double keras_values_per_sample(const Tensor& y_true, const Tensor& y_pred) const override;
   std::string get_config() const override;
 
  private:
@@ -290,6 +298,7 @@ class Dice : public Loss {
   explicit Dice(std::vector<int> axis = {});
   Tensor per_sample(const Tensor& y_true, const Tensor& y_pred) const override;
   std::string class_name() const override { return "Dice"; }
+  double keras_values_per_sample(const Tensor& y_true, const Tensor& y_pred) const override;
   std::string get_config() const override;
 
  private:
@@ -340,6 +349,9 @@ class LossFunctionWrapper : public Loss {
   explicit LossFunctionWrapper(LossFn fn, std::string name = "custom_loss");
   Tensor per_sample(const Tensor& y_true, const Tensor& y_pred) const override;
   std::string class_name() const override { return "LossFunctionWrapper"; }
+  /// The function's values per sample (it is called for them: only the "sum" and "mean_with_sample_weight"
+  /// reductions ask).
+  double keras_values_per_sample(const Tensor& y_true, const Tensor& y_pred) const override;
   /// The function's registered name ("package>name") when it came from saving::register_keras_serializable; a file
   /// then holds it by that name.
   const std::string& registered_name() const { return registered_name_; }

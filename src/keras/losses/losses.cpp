@@ -64,6 +64,20 @@ Tensor Loss::loss_mask(const Tensor& y_true, const Tensor& y_pred, const Tensor&
   return loss_mask(y_true, y_pred);
 }
 
+double Loss::keras_values_per_sample(const Tensor&, const Tensor& y_pred) const {
+  const Shape& s = y_pred.shape();
+  double n = 1.0;
+  for (int a = 1; a + 1 < s.rank(); ++a) n *= static_cast<double>(s[a]);
+  return n;
+}
+
+// `sum` (of per-sample means) as Keras's sum over all the loss's values: k values per sample (k 0: one value for
+// the batch, which every sample carries: their mean).
+static Tensor keras_count(const Tensor& sum, const Tensor& per_sample, double k) {
+  if (k == 0.0) return ops::div(sum, Tensor::scalar(static_cast<double>(std::max<int64_t>(per_sample.shape()[0], 1))));
+  return k == 1.0 ? sum : ops::mul(sum, Tensor::scalar(k));
+}
+
 Tensor Loss::operator()(const Tensor& y_true, const Tensor& y_pred) const {
   // A loss that masks its values computes them once here (Circle's mask comes from them).
   const Tensor v = masks_values() ? per_sample(y_true, y_pred) : Tensor();
@@ -73,7 +87,9 @@ Tensor Loss::operator()(const Tensor& y_true, const Tensor& y_pred) const {
   if (reduction_ == Reduction::sum_over_batch_size || reduction_ == Reduction::mean_with_sample_weight) {
     return batch_mean(y_true, y_pred);
   }
-  return reduce(reduction_, per_sample(y_true, y_pred), Tensor());
+  const Tensor values = per_sample(y_true, y_pred);
+  const Tensor r = reduce(reduction_, values, Tensor());
+  return reduction_ == Reduction::sum ? keras_count(r, values, keras_values_per_sample(y_true, y_pred)) : r;
 }
 
 Tensor Loss::operator()(const Tensor& y_true, const Tensor& y_pred, const Tensor& w) const {
@@ -94,11 +110,23 @@ Tensor Loss::operator()(const Tensor& y_true, const Tensor& y_pred, const Tensor
   const bool one_for_all = w.num_elements() == 1 && w.shape().rank() <= 1;
   const Tensor w_rows = one_for_all ? ops::broadcast_to(ops::reshape(wd, Shape({})), v.shape()) : wd;
   if (const Tensor m = loss_mask(y_true, y_pred, v); m.defined()) return masked_reduce(reduction_, v, m, w_rows);
-  return reduce(reduction_, ops::mul(v, ops::reshape(w_rows, v.shape())), wd);
+  const Tensor r = reduce(reduction_, ops::mul(v, ops::reshape(w_rows, v.shape())), wd);
+  if (reduction_ != Reduction::sum && reduction_ != Reduction::mean_with_sample_weight) return r;
+  // Keras reduces all the loss's values: k per sample (each weighted by its sample's weight), or one for the batch
+  // (k 0), which one weight scales and weights per sample spread over the samples (per-sample means then).
+  const double k = keras_values_per_sample(y_true, y_pred);
+  if (k == 0.0) return one_for_all ? ops::mul(ops::reduce_mean(v), ops::reshape(wd, Shape({}))) : r;
+  return k == 1.0 ? r : ops::mul(r, Tensor::scalar(k));
 }
 
 LossFunctionWrapper::LossFunctionWrapper(LossFn fn, std::string name) : Loss(std::move(name)), fn_(std::move(fn)) {
   if (!fn_) throw ValueError("LossFunctionWrapper: the loss function is empty");
+}
+
+double LossFunctionWrapper::keras_values_per_sample(const Tensor& y_true, const Tensor& y_pred) const {
+  const Tensor v = fn_(y_true, y_pred);
+  const int64_t n = y_pred.shape().rank() ? y_pred.shape()[0] : 1;
+  return v.defined() && n > 0 ? static_cast<double>(v.num_elements()) / static_cast<double>(n) : 1.0;
 }
 
 Tensor LossFunctionWrapper::per_sample(const Tensor& y_true, const Tensor& y_pred) const {
@@ -315,6 +343,8 @@ std::shared_ptr<Loss> get(const std::string& n) {
 }
 
 CTC::CTC() : Loss("ctc") {}
+double CTC::keras_values_per_sample(const Tensor&, const Tensor&) const { return 1.0; }  // one per sequence
+
 Tensor CTC::per_sample(const Tensor& t, const Tensor& p) const {
   if (t.shape().rank() != 2) {
     throw ValueError(fmt::format("Targets `y_true` are expected to be a tensor of shape `(batch_size, max_length)` in "

@@ -1,6 +1,7 @@
 // Keras's other losses (keras/src/losses/losses.py): Poisson, mean squared logarithmic error, cosine similarity,
 // the squared and categorical hinges, the focal crossentropies, generalized crossentropy, Dice, Tversky and Circle.
 // Each is Keras's formula written with keras::ops, so it is differentiable and runs on every device.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -154,6 +155,14 @@ Tensor CosineSimilarity::per_sample(const Tensor& y_true, const Tensor& y_pred) 
   const Tensor v = kops::negative(kops::sum(kops::multiply(kops::normalize(t, axis_), kops::normalize(p, axis_)), axis_));
   return per_sample_values(v, batch_of(y_pred));
 }
+double CosineSimilarity::keras_values_per_sample(const Tensor&, const Tensor& y_pred) const {
+  const Shape& s = y_pred.shape();
+  if (s.rank() < 2) return 1.0;
+  const int axis = axis_ < 0 ? axis_ + s.rank() : axis_;
+  double n = 1.0;
+  for (int a = 1; a < s.rank(); ++a) n *= a == axis ? 1.0 : static_cast<double>(s[a]);
+  return n;
+}
 std::string CosineSimilarity::get_config() const {
   ser::json c = base_config(*this);
   c["axis"] = axis_;
@@ -291,6 +300,17 @@ static Overlap overlap_inputs(const Tensor& y_true, const Tensor& y_pred, const 
   check_overlap_axes(axis, p, cls);
   return {as_float_like(y_true, p), p, axes_of(axis)};
 }
+// Dice's and Tversky's values per sample: the axes they do not reduce (none given: one value for the batch, 0).
+static double overlap_values_per_sample(const std::vector<int>& axis, const Tensor& y_pred) {
+  if (axis.empty()) return 0.0;
+  const Shape& s = y_pred.shape();
+  double n = 1.0;
+  for (int a = 1; a < s.rank(); ++a) {
+    const bool reduced = std::any_of(axis.begin(), axis.end(), [&](int x) { return (x < 0 ? x + s.rank() : x) == a; });
+    if (!reduced) n *= static_cast<double>(s[a]);
+  }
+  return n;
+}
 static ser::json axis_json(const std::vector<int>& axis) { return axis.empty() ? ser::json(nullptr) : ser::json(axis); }
 
 Tversky::Tversky(double alpha, double beta, std::vector<int> axis)
@@ -303,6 +323,9 @@ Tensor Tversky::per_sample(const Tensor& y_true, const Tensor& y_pred) const {
   const Tensor denominator =
       kops::add(kops::add(kops::add(intersection, kops::multiply(fp, alpha_)), kops::multiply(fn, beta_)), kEpsilon);
   return per_sample_values(kops::subtract(1.0, kops::divide(intersection, denominator)), batch_of(y_pred));
+}
+double Tversky::keras_values_per_sample(const Tensor&, const Tensor& y_pred) const {
+  return overlap_values_per_sample(axis_, y_pred);
 }
 std::string Tversky::get_config() const {
   ser::json c = base_config(*this);
@@ -319,6 +342,9 @@ Tensor Dice::per_sample(const Tensor& y_true, const Tensor& y_pred) const {
   const Tensor denominator = kops::add(kops::add(kops::sum(t, ax), kops::sum(p, ax)), kEpsilon);
   return per_sample_values(kops::subtract(1.0, kops::divide(kops::multiply(intersection, 2.0), denominator)),
                            batch_of(y_pred));
+}
+double Dice::keras_values_per_sample(const Tensor&, const Tensor& y_pred) const {
+  return overlap_values_per_sample(axis_, y_pred);
 }
 std::string Dice::get_config() const {
   ser::json c = base_config(*this);
