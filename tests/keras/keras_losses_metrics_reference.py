@@ -201,6 +201,18 @@ for s in strings:
     out["metric_strings"][s] = {"kind": kind, "result": lst(m.result())}
 out["metric_strings_batch"] = [lst(bin_t), lst(bin_p)]
 
+# fit with a "sum" loss over sequence outputs (N, T, d): each batch's loss sums all N·T of Keras's values.
+fit_rng = np.random.default_rng(31)
+fx = fit_rng.normal(size=(12, 3, 4)).astype("float32")
+fy = fit_rng.normal(size=(12, 3, 2)).astype("float32")
+fk = fit_rng.normal(scale=0.5, size=(4, 2)).astype("float32")
+seq_model = keras.Sequential([keras.Input((3, 4)), keras.layers.Dense(2)])
+seq_model.layers[0].set_weights([fk, np.zeros(2, "float32")])
+seq_model.compile(optimizer=keras.optimizers.SGD(0.01), loss=L.MeanSquaredError(reduction="sum"))
+fit_h = seq_model.fit(fx, fy, epochs=2, batch_size=5, shuffle=False, verbose=0)
+out["fit_sum_sequence"] = {"x": lst(fx), "y": lst(fy), "kernel": lst(fk), "loss": fit_h.history["loss"],
+                           "weights": [lst(v) for v in seq_model.get_weights()]}
+
 path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "keras_losses_metrics.json")
 with open(path, "w") as f:
     json.dump(out, f, indent=None, separators=(",", ":"))

@@ -425,3 +425,25 @@ TEST(KerasLossesAndMetrics, BadArgumentsRaiseTypedErrors) {
 }
 
 }  // namespace
+
+// fit with a "sum" loss over sequence outputs: each batch's loss is the sum of Keras's N·T values (a step's mean
+// over its features), so the history and the weights are Keras's (Keras 3.15.1's numbers in
+// keras_losses_metrics.json), eager and recorded.
+TEST(KerasLosses, ASumLossOverSequencesTrainsAsKeras) {
+  const auto& c = reference().at("fit_sum_sequence");
+  for (const bool eager : {true, false}) {
+    SCOPED_TRACE(eager ? "eager" : "recorded");
+    Sequential m({layers::Input({3, 4}), layers::Dense(2)});
+    m.set_weights({tensor_of(c.at("kernel")), Tensor::zeros(Shape({2}))});
+    L::MeanSquaredError mse;
+    mse.set_reduction(L::Reduction::sum);
+    m.compile({.optimizer = optimizers::SGD({.learning_rate = 0.01}), .loss = mse, .run_eagerly = eager});
+    const auto h = m.fit(tensor_of(c.at("x")), tensor_of(c.at("y")), {.epochs = 2, .batch_size = 5, .verbose = 0, .shuffle = false});
+    for (std::size_t e = 0; e < 2; ++e) {
+      const double want = c.at("loss")[e].get<double>();
+      EXPECT_NEAR(h.history.at("loss")[e], want, 2e-5 * std::abs(want)) << "epoch " << e + 1;
+    }
+    const auto w = m.get_weights();
+    for (std::size_t i = 0; i < w.size(); ++i) expect_close(w[i], c.at("weights")[i], 2e-5, "weight " + std::to_string(i));
+  }
+}
