@@ -32,8 +32,6 @@ class Logs : public std::map<std::string, double> {
     std::map<std::string, double>::clear();
     arrays.clear();
   }
-  /// Whether `key` is in either map.
-  bool has(const std::string& key) const { return count(key) > 0 || arrays.count(key) > 0; }
 };
 
 /// What fit() tells its callbacks (History.params in Keras).

@@ -215,12 +215,10 @@ class ConfusionMetric : public Metric {
   /// Keras's thresholds given as a list (`thresholds=[0.3, 0.5]`): checked (non-empty, each in [0, 1]) and kept
   /// for get_config(); the metric then gives one value per threshold (one value for a list of one).
   void set_threshold_list(std::vector<double> thresholds);
-  /// The config's "thresholds": the list, else `one` (none: null).
-  std::string thresholds_json(std::optional<double> one) const;
   /// `values`' only value, or a ValueError naming the threshold count (result() of a metric with several).
   double single(const std::vector<double>& values) const;
   std::vector<double> thresholds_, tp_, fp_, tn_, fn_;
-  std::vector<double> threshold_list_;
+  std::vector<double> threshold_list_;  ///< the thresholds given as a list (empty: one or none given)
   std::optional<int> top_k_;
   std::optional<int64_t> class_id_;
 

@@ -50,8 +50,8 @@ static std::string available(const Logs& logs) {
   return out;
 }
 
-// A monitored value is one number: a metric with one value per class or threshold cannot be compared (Keras fails on the array's
-// truth value).
+// A monitored value is one number: a metric with one value per class or threshold cannot be compared (Keras fails
+// on the array's truth value).
 static void require_single_value(const Logs& logs, const std::string& monitor, const char* callback) {
   auto it = logs.arrays.find(monitor);
   if (it == logs.arrays.end()) return;
@@ -62,8 +62,10 @@ static void require_single_value(const Logs& logs, const std::string& monitor, c
                                callback, monitor, it->second.size()));
 }
 
-// Python's repr of a float (shortest round trip), as Keras prints learning rates and CSV values.
-static std::string py_repr(double v) {
+// Python's repr of a float (shortest round trip), as Keras prints learning rates and CSV values; of a float32, as
+// NumPy prints one.
+template <typename F>
+static std::string py_repr(F v) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   std::string s = fmt::format("{}", v);
@@ -75,12 +77,7 @@ static std::string py_repr(double v) {
 // (the quotes doubled).
 static std::string csv_array(const std::vector<double>& values) {
   std::string s = "\"\"\"[";
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    const auto f = static_cast<float>(values[i]);
-    std::string v = std::isnan(f) ? "nan" : std::isinf(f) ? (f > 0 ? "inf" : "-inf") : fmt::format("{}", f);
-    if (v.find_first_of(".ein") == std::string::npos) v += ".0";
-    s += (i ? ", " : "") + v;
-  }
+  for (std::size_t i = 0; i < values.size(); ++i) s += (i ? ", " : "") + py_repr(static_cast<float>(values[i]));
   return s + "]\"\"\"";
 }
 

@@ -44,7 +44,7 @@ std::string ConfusionCount::class_name() const {
   return "";
 }
 std::string ConfusionCount::get_config() const {
-  return config_with(*this, {{"thresholds", ser::parse(thresholds_json(threshold_), "thresholds")}});
+  return config_with(*this, {{"thresholds", detail::thresholds_config(threshold_list_, threshold_)}});
 }
 
 namespace {

@@ -3,6 +3,7 @@
 
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,6 +17,8 @@ namespace osprey::keras::metrics::detail {
 std::vector<float> host_values(const Tensor& t);
 /// Keras's get_config(): the metric's name and dtype with `entries` added.
 std::string config_with(const Metric& m, std::initializer_list<std::pair<const char*, serialization::json>> entries);
+/// A confusion metric's config "thresholds": the list it was given, else the one threshold (none: null).
+serialization::json thresholds_config(const std::vector<double>& list, std::optional<double> one);
 inline double divide_no_nan(double a, double b) { return b == 0.0 ? 0.0 : a / b; }
 /// One weight per value from one per sample (`w`, as update_weighted() gets them): each of a sample's
 /// `values / w.size()` values (y_pred flattened, sample-major) carries its sample's weight; empty `w`: empty.

@@ -282,10 +282,6 @@ void ConfusionMetric::set_threshold_list(std::vector<double> thresholds) {
   threshold_list_ = std::move(thresholds);
   reset_state();
 }
-std::string ConfusionMetric::thresholds_json(std::optional<double> one) const {
-  if (!threshold_list_.empty()) return serialization::dumps(serialization::json(threshold_list_));
-  return one ? serialization::dumps(serialization::json(*one)) : "null";
-}
 double ConfusionMetric::single(const std::vector<double>& values) const {
   if (values.size() != 1) {
     throw ValueError(fmt::format("Metric '{}' gives one value per threshold ({} thresholds): read them with "
@@ -441,6 +437,10 @@ std::shared_ptr<Metric> get(const std::string& n) {
 namespace ser = serialization;
 
 std::string Metric::get_config() const { return ser::dumps(ser::json{{"name", name_}, {"dtype", "float32"}}); }
+serialization::json detail::thresholds_config(const std::vector<double>& list, std::optional<double> one) {
+  if (!list.empty()) return ser::json(list);
+  return one ? ser::json(*one) : ser::json(nullptr);
+}
 std::string detail::config_with(const Metric& m, std::initializer_list<std::pair<const char*, ser::json>> entries) {
   ser::json c = ser::parse(m.Metric::get_config(), "a metric config");
   for (const auto& [k, v] : entries) c[k] = v;
@@ -453,16 +453,16 @@ template <typename T>
 static ser::json or_null(const std::optional<T>& v) {
   return v ? ser::json(*v) : ser::json(nullptr);
 }
-static std::string rate_config(const Metric& m, const std::string& thresholds, std::optional<int> top_k,
-                               std::optional<int64_t> class_id) {
-  return detail::config_with(m, {{"thresholds", ser::parse(thresholds, "thresholds")},
+static std::string rate_config(const Metric& m, const std::vector<double>& list, std::optional<double> threshold,
+                               std::optional<int> top_k, std::optional<int64_t> class_id) {
+  return detail::config_with(m, {{"thresholds", detail::thresholds_config(list, threshold)},
                                  {"top_k", or_null(top_k)},
                                  {"class_id", or_null(class_id)}});
 }
 std::string Precision::get_config() const {
-  return rate_config(*this, thresholds_json(init_threshold_), top_k_, class_id_);
+  return rate_config(*this, threshold_list_, init_threshold_, top_k_, class_id_);
 }
-std::string Recall::get_config() const { return rate_config(*this, thresholds_json(init_threshold_), top_k_, class_id_); }
+std::string Recall::get_config() const { return rate_config(*this, threshold_list_, init_threshold_, top_k_, class_id_); }
 
 }  // namespace metrics
 }  // namespace osprey::keras

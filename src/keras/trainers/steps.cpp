@@ -56,17 +56,17 @@ void set_logs(Logs& logs, const State& s) {
     for (std::size_t o = 0; o < per_output.size(); ++o) {
       logs[s.graph ? s.graph->output_names[o] + "_loss" : fmt::format("output_{}_loss", o)] = per_output[o];
     }
-    std::size_t scalars = 1 + per_output.size();
+    std::size_t arrays = 0;
     for (auto& m : s.metrics) {
       if (m.metric->scalar_result()) {
         logs[m.log_name] = m.metric->result();
-        ++scalars;
-      } else {  // one value per class: Keras logs an array
+      } else {  // one value per class or threshold: Keras logs an array
         logs.arrays[m.log_name] = m.metric->result_values();
+        ++arrays;
       }
     }
     // Only these keys: a name left by another step (or in the other map) is dropped.
-    if (logs.size() == scalars && logs.arrays.size() == 1 + per_output.size() + s.metrics.size() - scalars) return;
+    if (logs.arrays.size() == arrays && logs.size() == 1 + per_output.size() + s.metrics.size() - arrays) return;
     logs.clear();
   }
 }
