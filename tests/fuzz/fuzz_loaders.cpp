@@ -191,8 +191,14 @@ int main(int argc, char** argv) {
       } else if (kind == "json") {
         (void)keras::models::model_from_json(data);
       } else if (kind == "img") {
-        (void)keras::utils::load_img(input, rng() % 3 == 0 ? "rgba" : rng() % 2 ? "rgb" : "grayscale",
-                                     std::pair<int64_t, int64_t>{8, 8});
+        const std::string mode = rng() % 3 == 0 ? "rgba" : rng() % 2 ? "rgb" : "grayscale";
+        if (rng() % 2) {  // Pillow's decoding (load_img) or TensorFlow's (the dataset's)
+          (void)keras::utils::load_img(input, mode, std::pair<int64_t, int64_t>{8, 8});
+        } else {
+          (void)keras::utils::image_dataset_from_directory(
+              argv[2], {.labels = "", .label_mode = "", .color_mode = mode, .image_size = {8, 8}, .shuffle = false,
+                        .verbose = false})->load_all();
+        }
       } else if (kind == "keras") {
         (void)keras::models::load_model(input);
       } else {

@@ -1,5 +1,6 @@
-// Decoding and encoding image files with Debian's libraries: libpng's simplified API and libjpeg-turbo's TurboJPEG
-// API (both report errors instead of exiting); BMP and GIF in image_bmp_gif.cpp. Untrusted files: the whole file is
+// Decoding and encoding image files with Debian's libraries: libjpeg-turbo's TurboJPEG API and libpng's simplified
+// API for writing (both report errors instead of exiting); reading PNG in image_png.cpp, BMP and GIF in
+// image_bmp_gif.cpp. Untrusted files: the whole file is
 // read with a size bound first, the header's dimensions are checked before any pixel buffer is allocated, and the
 // format comes from the magic bytes. Built without the libraries, every call is a clear error.
 #include <fmt/format.h>
@@ -69,33 +70,6 @@ std::string read_file(const std::string& path) {
 }
 
 #if OSPREY_WITH_IMAGE_CODECS
-
-// The PNG as RGBA (libpng replicates gray and gives alpha 255 where the file has none); TensorFlow's decode_png
-// conversions from there are from_rgba's.
-std::vector<unsigned char> decode_png(const std::string& path, const std::string& data, int64_t& w, int64_t& h) {
-  png_image image;
-  std::memset(&image, 0, sizeof image);
-  image.version = PNG_IMAGE_VERSION;
-  if (!png_image_begin_read_from_memory(&image, data.data(), data.size())) {
-    throw ValueError(fmt::format("load_img: {} is not a PNG image libpng can read: {}", path, image.message));
-  }
-  image.format = PNG_FORMAT_RGBA;
-  w = image.width;
-  h = image.height;
-  try {
-    check_dimensions(path, w, h, 4);
-  } catch (...) {
-    png_image_free(&image);
-    throw;
-  }
-  std::vector<unsigned char> rgba(PNG_IMAGE_SIZE(image));
-  if (!png_image_finish_read(&image, nullptr, rgba.data(), 0, nullptr)) {
-    const std::string why = image.message;
-    png_image_free(&image);
-    throw ValueError(fmt::format("load_img: {} does not decode as PNG: {}", path, why));
-  }
-  return rgba;
-}
 
 struct Tj {
   tjhandle h;
@@ -178,7 +152,8 @@ std::vector<unsigned char> from_rgba(std::vector<unsigned char> rgba, int channe
 
 namespace detail {
 
-std::vector<unsigned char> read_image(const std::string& path, int channels, Flavor flavor, int64_t& w, int64_t& h) {
+std::vector<unsigned char> read_image(const std::string& path, int channels, Flavor flavor, int64_t& w, int64_t& h,
+                                      std::vector<uint16_t>* gray16) {
   require_codecs("load_img");
   const std::string data = read_file(path);
   std::vector<unsigned char> rgba;
@@ -186,7 +161,9 @@ std::vector<unsigned char> read_image(const std::string& path, int channels, Fla
   const bool pil = flavor == Flavor::pil;
   const auto* b = reinterpret_cast<const unsigned char*>(data.data());
   if (data.size() >= 8 && std::memcmp(b, "\x89PNG\r\n\x1a\n", 8) == 0) {
-    rgba = decode_png(path, data, w, h);
+    if (!pil) return decode_png(path, data, channels, flavor, w, h, nullptr);
+    rgba = decode_png(path, data, channels, flavor, w, h, gray16);
+    if (rgba.empty()) return {};  // 16-bit gray values in gray16
   } else if (data.size() >= 3 && b[0] == 0xFF && b[1] == 0xD8 && b[2] == 0xFF) {
     // TensorFlow's JPEG gray is libjpeg's own luma, not a conversion from RGB: decoded straight to the mode.
     if (!pil) return decode_jpeg(path, data, channels, w, h, false);
@@ -218,7 +195,8 @@ Tensor load_img(const std::string& path, const std::string& color_mode,
                                  target_size->first, target_size->second));
   }
   int64_t w = 0, h = 0;
-  std::vector<unsigned char> pixels = detail::read_image(path, channels, detail::Flavor::pil, w, h);
+  std::vector<uint16_t> gray16;  // a 16-bit grayscale PNG in grayscale: Pillow's "I;16" values, not cut to 8 bits
+  std::vector<unsigned char> pixels = detail::read_image(path, channels, detail::Flavor::pil, w, h, &gray16);
   if (target_size && (target_size->first != h || target_size->second != w)) {  // as Keras: only a new size
     const auto [th, tw] = *target_size;
     std::array<float, 4> box{0.f, 0.f, static_cast<float>(w), static_cast<float>(h)};
@@ -228,11 +206,16 @@ Tensor load_img(const std::string& path, const std::string& color_mode,
       box = {static_cast<float>(left), static_cast<float>(top), static_cast<float>(left + crop_w),
              static_cast<float>(top + crop_h)};
     }
-    pixels = detail::pil_resize(pixels, w, h, channels, tw, th, filter, box);
+    if (gray16.empty()) {
+      pixels = detail::pil_resize(pixels, w, h, channels, tw, th, filter, box);
+    } else {
+      gray16 = detail::pil_resize(gray16, w, h, tw, th, filter, box);
+    }
     w = tw;
     h = th;
   }
-  std::vector<float> values(pixels.begin(), pixels.end());
+  std::vector<float> values = gray16.empty() ? std::vector<float>(pixels.begin(), pixels.end())
+                                             : std::vector<float>(gray16.begin(), gray16.end());
   DeviceScope cpu("/CPU:0");
   return Tensor::from_vector(values, Shape({h, w, channels}));
 }

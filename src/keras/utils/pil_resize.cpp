@@ -1,6 +1,7 @@
 // keras.utils.load_img's resizing, which is Pillow's Image.resize on 8-bit pixels: for the filters a two-pass
 // separable convolution (horizontal first unless the height shrinks much more, the intermediate rounded to 8 bits)
-// with coefficients in 22-bit fixed point; for nearest an affine scan whose source position is accumulated in
+// with coefficients in 22-bit fixed point (16-bit grayscale, Pillow's "I;16": double coefficients, each pass
+// rounded to 16 bits); for nearest an affine scan whose source position is accumulated in
 // double; RGBA resized premultiplied (Pillow's RGBa) unless nearest. The arithmetic follows Pillow's (Resample.c,
 // Geometry.c, Convert.c) step for step so that load_img(target_size=...) gives Keras's pixel values exactly.
 #include <fmt/format.h>
@@ -61,10 +62,12 @@ Filter filter_of(PilFilter filter) {
   throw InternalError("pil_resize: nearest has no filter");
 }
 
-// Per output position: the first input index, the number of taps, and `ksize` fixed-point weights.
+// Per output position: the first input index, the number of taps, and `ksize` weights, normalised (`kd`: the
+// 16-bit passes use them) and in fixed point (`k`: the 8-bit passes).
 struct Coefficients {
   int ksize = 0;
   std::vector<int> first, count;
+  std::vector<double> kd;
   std::vector<int32_t> k;
 };
 
@@ -77,6 +80,7 @@ Coefficients coefficients(int in_size, float in0, float in1, int out_size, const
   c.first.resize(static_cast<std::size_t>(out_size));
   c.count.resize(static_cast<std::size_t>(out_size));
   c.k.assign(static_cast<std::size_t>(out_size) * static_cast<std::size_t>(c.ksize), 0);
+  c.kd.assign(c.k.size(), 0.0);
   std::vector<double> w(static_cast<std::size_t>(c.ksize));
   const double ss = 1.0 / filterscale;
   for (int xx = 0; xx < out_size; ++xx) {
@@ -94,8 +98,9 @@ Coefficients coefficients(int in_size, float in0, float in1, int out_size, const
     for (int x = 0; x < xmax; ++x) {
       double v = w[static_cast<std::size_t>(x)];
       if (ww != 0.0) v /= ww;
-      c.k[static_cast<std::size_t>(xx) * static_cast<std::size_t>(c.ksize) + static_cast<std::size_t>(x)] =
-          static_cast<int32_t>(v < 0 ? -0.5 + v * (1 << kPrecisionBits) : 0.5 + v * (1 << kPrecisionBits));
+      const std::size_t at = static_cast<std::size_t>(xx) * static_cast<std::size_t>(c.ksize) + static_cast<std::size_t>(x);
+      c.kd[at] = v;
+      c.k[at] = static_cast<int32_t>(v < 0 ? -0.5 + v * (1 << kPrecisionBits) : 0.5 + v * (1 << kPrecisionBits));
     }
     c.first[static_cast<std::size_t>(xx)] = xmin;
     c.count[static_cast<std::size_t>(xx)] = std::max(xmax, 0);
@@ -110,23 +115,38 @@ unsigned char clip8(int32_t sum) {
 
 using Pixels = std::vector<unsigned char>;
 
+// An 8-bit tap sum: fixed point, rounded at half, clipped to 8 bits.
+unsigned char taps(const unsigned char* in, std::ptrdiff_t stride, const Coefficients& c, std::size_t o) {
+  const int32_t* k = c.k.data() + o * static_cast<std::size_t>(c.ksize);
+  int32_t sum = 1 << (kPrecisionBits - 1);
+  for (int t = 0; t < c.count[o]; ++t) sum += static_cast<int32_t>(in[t * stride]) * k[t];
+  return clip8(sum);
+}
+
+// A 16-bit tap sum: double, Pillow's ROUND_UP (half away from zero through a float 0.5) and CLIP16.
+uint16_t taps(const uint16_t* in, std::ptrdiff_t stride, const Coefficients& c, std::size_t o) {
+  const double* k = c.kd.data() + o * static_cast<std::size_t>(c.ksize);
+  double sum = 0.0;
+  for (int t = 0; t < c.count[o]; ++t) sum += static_cast<double>(in[t * stride]) * k[t];
+  const int v = static_cast<int>(sum >= 0.0 ? sum + 0.5F : sum - 0.5F);
+  return static_cast<uint16_t>(v <= 0 ? 0 : v < 65536 ? v : 65535);
+}
+
 // One pass along x (`horizontal`: out_rows rows of `w` pixels become out_cols pixels each) or along y (out_rows
-// rows of out_cols = `w` pixels from the input's rows), `channels` values a pixel, the sums rounded to 8 bits.
-Pixels pass(const Pixels& in, int64_t w, int channels, const Coefficients& c, bool horizontal, int64_t out_rows,
-            int64_t out_cols) {
-  Pixels out(static_cast<std::size_t>(out_rows * out_cols * channels));
+// rows of out_cols = `w` pixels from the input's rows), `channels` values a pixel, each sum rounded to the type.
+template <typename P>
+P pass(const P& in, int64_t w, int channels, const Coefficients& c, bool horizontal, int64_t out_rows,
+       int64_t out_cols) {
+  P out(static_cast<std::size_t>(out_rows * out_cols * channels));
+  const std::ptrdiff_t stride = horizontal ? channels : static_cast<std::ptrdiff_t>(w * channels);
   for (int64_t yy = 0; yy < out_rows; ++yy) {
     for (int64_t xx = 0; xx < out_cols; ++xx) {
       const std::size_t o = horizontal ? static_cast<std::size_t>(xx) : static_cast<std::size_t>(yy);
-      const int32_t* k = c.k.data() + o * static_cast<std::size_t>(c.ksize);
-      const int first = c.first[o], count = c.count[o];
+      const int first = c.first[o];
+      const int64_t sy = horizontal ? yy : first, sx = horizontal ? first : xx;
       for (int ch = 0; ch < channels; ++ch) {
-        int32_t sum = 1 << (kPrecisionBits - 1);
-        for (int t = 0; t < count; ++t) {
-          const int64_t sy = horizontal ? yy : first + t, sx = horizontal ? first + t : xx;
-          sum += static_cast<int32_t>(in[static_cast<std::size_t>((sy * w + sx) * channels + ch)]) * k[t];
-        }
-        out[static_cast<std::size_t>((yy * out_cols + xx) * channels + ch)] = clip8(sum);
+        out[static_cast<std::size_t>((yy * out_cols + xx) * channels + ch)] =
+            taps(in.data() + (sy * w + sx) * channels + ch, stride, c, o);
       }
     }
   }
@@ -135,21 +155,22 @@ Pixels pass(const Pixels& in, int64_t w, int channels, const Coefficients& c, bo
 
 // Each pass is skipped where Pillow skips it (same size, no box offset). Pillow's horizontal-first pass covers only
 // the rows the vertical one reads; every row here gives the same values.
-Pixels resample(const Pixels& in, int64_t w, int64_t h, int channels, int64_t out_w, int64_t out_h, PilFilter filter,
-                const std::array<float, 4>& box) {
+template <typename P>
+P resample(const P& in, int64_t w, int64_t h, int channels, int64_t out_w, int64_t out_h, PilFilter filter,
+           const std::array<float, 4>& box) {
   const Filter f = filter_of(filter);
   const bool need_horizontal = out_w != w || box[0] != 0.f || box[2] != static_cast<float>(out_w);
   const bool need_vertical = out_h != h || box[1] != 0.f || box[3] != static_cast<float>(out_h);
-  const auto horizontal = [&](const Pixels& p, int64_t rows) {
+  const auto horizontal = [&](const P& p, int64_t rows) {
     return pass(p, w, channels, coefficients(static_cast<int>(w), box[0], box[2], static_cast<int>(out_w), f), true,
                 rows, out_w);
   };
-  const auto vertical = [&](const Pixels& p, int64_t cols) {
+  const auto vertical = [&](const P& p, int64_t cols) {
     return pass(p, cols, channels, coefficients(static_cast<int>(h), box[1], box[3], static_cast<int>(out_h), f),
                 false, out_h, cols);
   };
   // Pillow 13 resizes vertically first when the height shrinks by more than twice what the width does (the
-  // intermediate image is rounded to 8 bits, so the order shows in the values).
+  // intermediate image is rounded, so the order shows in the values).
   if (out_h < h && (h - out_h) > 2 * (w - out_w)) {
     return need_horizontal ? horizontal(vertical(in, w), out_h) : vertical(in, w);
   }
@@ -157,22 +178,28 @@ Pixels resample(const Pixels& in, int64_t w, int64_t h, int channels, int64_t ou
   return need_vertical ? vertical(horizontal(in, h), out_w) : horizontal(in, h);
 }
 
-// Pillow's affine scan for NEAREST: the source position starts half a step in and is accumulated in double.
-Pixels nearest(const Pixels& in, int64_t w, int64_t h, int channels, int64_t out_w, int64_t out_h,
-               const std::array<float, 4>& box) {
+// Pillow's affine transform for NEAREST: 8-bit images through its scan (ImagingScaleAffine: the source position
+// starts half a step in and is accumulated in double), 16-bit ones through its generic transform (each position
+// computed as a * (i + 0.5) + offset). The last bits of the sums differ, and with them a pixel now and then.
+template <typename P>
+P nearest(const P& in, int64_t w, int64_t h, int channels, int64_t out_w, int64_t out_h,
+          const std::array<float, 4>& box) {
+  constexpr bool accumulated = sizeof(typename P::value_type) == 1;
   const double ax = static_cast<double>(box[2] - box[0]) / static_cast<double>(out_w);
   const double ay = static_cast<double>(box[3] - box[1]) / static_cast<double>(out_h);
   const auto coord = [](double v) { return v < 0.0 ? int64_t{-1} : static_cast<int64_t>(v); };
-  std::vector<int64_t> xs(static_cast<std::size_t>(out_w));
-  double xo = box[0] + ax * 0.5;
-  for (auto& x : xs) {
-    x = coord(xo);
-    xo += ax;
-  }
-  Pixels out(static_cast<std::size_t>(out_w * out_h * channels), 0);
-  double yo = box[1] + ay * 0.5;
-  for (int64_t y = 0; y < out_h; ++y, yo += ay) {
-    const int64_t sy = coord(yo);
+  const auto positions = [&](int64_t n, double a, double offset) {
+    std::vector<int64_t> at(static_cast<std::size_t>(n));
+    double o = offset + a * 0.5;
+    for (int64_t i = 0; i < n; ++i, o += a) {
+      at[static_cast<std::size_t>(i)] = coord(accumulated ? o : a * (static_cast<double>(i) + 0.5) + offset);
+    }
+    return at;
+  };
+  const std::vector<int64_t> xs = positions(out_w, ax, box[0]), ys = positions(out_h, ay, box[1]);
+  P out(static_cast<std::size_t>(out_w * out_h * channels), 0);
+  for (int64_t y = 0; y < out_h; ++y) {
+    const int64_t sy = ys[static_cast<std::size_t>(y)];
     if (sy < 0 || sy >= h) continue;  // filled with zeros, as Pillow's fill
     for (int64_t x = 0; x < out_w; ++x) {
       const int64_t sx = xs[static_cast<std::size_t>(x)];
@@ -221,6 +248,12 @@ std::vector<unsigned char> pil_resize(const std::vector<unsigned char>& pixels, 
     for (std::size_t c = 0; c < 3; ++c) out[i + c] = static_cast<unsigned char>(std::min(255u, 255u * out[i + c] / a));
   }
   return out;
+}
+
+std::vector<uint16_t> pil_resize(const std::vector<uint16_t>& pixels, int64_t w, int64_t h, int64_t out_w,
+                                 int64_t out_h, PilFilter filter, std::array<float, 4> box) {
+  if (filter == PilFilter::nearest) return nearest(pixels, w, h, 1, out_w, out_h, box);
+  return resample(pixels, w, h, 1, out_w, out_h, filter, box);
 }
 
 }  // namespace osprey::keras::utils::detail
