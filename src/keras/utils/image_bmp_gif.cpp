@@ -94,13 +94,55 @@ const char* gif_error(int code) {
   return s ? s : "unknown error";
 }
 
+// Pillow's first frame: the canvas is the logical screen (grown to hold the frame where it reaches past it), filled
+// with the transparent colour index where the frame has one, else index 0, under the frame's indices; colours from
+// the frame's colour table (or the global one), black for an index past its end; without a table, or with one that
+// is the gray ramp (Pillow's mode "L"), the index is the gray value. Alpha is 0 at the transparent index.
+std::vector<unsigned char> pil_first_frame(const std::string& path, const GifFileType& gif, const GifImageDesc& frame,
+                                           const std::vector<GifByteType>& indices, int transparent, int64_t& width,
+                                           int64_t& height) {
+  width = std::max<int64_t>(gif.SWidth, int64_t{frame.Left} + frame.Width);
+  height = std::max<int64_t>(gif.SHeight, int64_t{frame.Top} + frame.Height);
+  check_dimensions(path, width, height, 4);
+  const ColorMapObject* map = frame.ColorMap ? frame.ColorMap : gif.SColorMap;
+  std::vector<GifColorType> palette;
+  if (map) palette.assign(map->Colors, map->Colors + std::max(map->ColorCount, 0));
+  bool ramp = true;  // Pillow's _is_palette_needed, negated
+  for (std::size_t i = 0; i < palette.size() && ramp; ++i) {
+    ramp = palette[i].Red == i && palette[i].Green == i && palette[i].Blue == i;
+  }
+  const int fill = transparent >= 0 && transparent <= 255 ? transparent : 0;
+  std::vector<unsigned char> rgba(static_cast<std::size_t>(width * height * 4));
+  for (int64_t y = 0; y < height; ++y) {
+    for (int64_t x = 0; x < width; ++x) {
+      const int64_t fx = x - frame.Left, fy = y - frame.Top;
+      const int index = fx >= 0 && fy >= 0 && fx < frame.Width && fy < frame.Height
+                            ? indices[static_cast<std::size_t>(fy * frame.Width + fx)]
+                            : fill;
+      unsigned char* o = rgba.data() + 4 * (y * width + x);
+      if (ramp) {
+        o[0] = o[1] = o[2] = static_cast<unsigned char>(index);
+      } else if (index < static_cast<int>(palette.size())) {
+        o[0] = palette[static_cast<std::size_t>(index)].Red;
+        o[1] = palette[static_cast<std::size_t>(index)].Green;
+        o[2] = palette[static_cast<std::size_t>(index)].Blue;
+      } else {
+        o[0] = o[1] = o[2] = 0;
+      }
+      o[3] = index == transparent ? 0 : 255;
+    }
+  }
+  return rgba;
+}
+
 }  // namespace
 
 // TensorFlow's first frame: the canvas is as wide and tall as the largest frame; where the first frame does not
 // cover it, and at the first frame's transparent colour index, pixels are black (and alpha 0); a colour index
-// outside the colour table, or a frame without one, is an error.
+// outside the colour table, or a frame without one, is an error. Pillow's: pil_first_frame (no later frame read).
 std::vector<unsigned char> decode_gif(const std::string& path, const std::string& data, int64_t& width,
-                                      int64_t& height) {
+                                      int64_t& height, Flavor flavor) {
+  const bool pil = flavor == Flavor::pil;
   GifInput input{reinterpret_cast<const unsigned char*>(data.data()), data.size()};
   int error = D_GIF_SUCCEEDED;
   std::unique_ptr<GifFileType, GifCloser> gif(DGifOpen(&input, read_gif_bytes, &error));
@@ -146,8 +188,10 @@ std::vector<unsigned char> decode_gif(const std::string& path, const std::string
         first = d;
         check_dimensions(path, d.Width, d.Height, 4);
         const ColorMapObject* map = d.ColorMap ? d.ColorMap : gif->SColorMap;
-        if (!map) throw ValueError(fmt::format("load_img: {} is a GIF whose first frame has no colour table", path));
-        palette.assign(map->Colors, map->Colors + map->ColorCount);
+        if (!map && !pil) {
+          throw ValueError(fmt::format("load_img: {} is a GIF whose first frame has no colour table", path));
+        }
+        if (map) palette.assign(map->Colors, map->Colors + map->ColorCount);
         indices.resize(static_cast<std::size_t>(d.Width) * static_cast<std::size_t>(d.Height));
         const auto row = [&](int64_t y) {
           if (DGifGetLine(gif.get(), indices.data() + y * d.Width, d.Width) == GIF_ERROR) throw fail("frame 0");
@@ -160,6 +204,7 @@ std::vector<unsigned char> decode_gif(const std::string& path, const std::string
         } else {
           for (int64_t y = 0; y < d.Height; ++y) row(y);
         }
+        if (pil) return pil_first_frame(path, *gif, first, indices, transparent, width, height);
       } else {  // later frames: only their size counts; their data is skipped undecoded
         int code_size = 0;
         GifByteType* block = nullptr;
@@ -211,7 +256,7 @@ namespace {
 std::vector<unsigned char> decode_bmp(const std::string& path, const std::string&, int64_t&, int64_t&) {
   unavailable(path, "BMP");
 }
-std::vector<unsigned char> decode_gif(const std::string& path, const std::string&, int64_t&, int64_t&) {
+std::vector<unsigned char> decode_gif(const std::string& path, const std::string&, int64_t&, int64_t&, Flavor) {
   unavailable(path, "GIF");
 }
 

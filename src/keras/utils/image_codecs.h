@@ -11,21 +11,23 @@
 
 namespace osprey::keras::utils::detail {
 
+/// Whose pixel values a decode gives: TensorFlow's tf.io.decode_image (image_dataset_from_directory; JPEG with the
+/// fast integer DCT, gray by decode_png's weights, JPEG refused as rgba) or Pillow's (keras.utils.load_img; JPEG with
+/// the accurate DCT, gray by Pillow's "L" conversion, any file as rgba with alpha 255 where it has none).
+enum class Flavor { tensorflow, pil };
+
 /// ValueError naming `path` for an empty image or one of more than 2^28 decoded values.
 void check_dimensions(const std::string& path, int64_t width, int64_t height, int channels);
 
 /// A BMP file through stb_image (uncompressed 1/4/8-bit palettes, 16, 24 and 32 bits a pixel, bit fields), as RGBA.
 std::vector<unsigned char> decode_bmp(const std::string& path, const std::string& data, int64_t& width,
                                       int64_t& height);
-/// A GIF file's first frame through giflib, as TensorFlow's decode_gif (expand_animations=False) gives it, as RGBA
-/// (alpha 0 where TensorFlow gives black for a transparent or uncovered pixel).
+/// A GIF file's first frame through giflib, as RGBA. tensorflow: as decode_gif (expand_animations=False) gives it
+/// (alpha 0 where TensorFlow gives black for a transparent or uncovered pixel). pil: as Pillow opens it (the logical
+/// screen's size, uncovered pixels the transparent colour or colour 0, alpha 0 at the transparent index only).
 std::vector<unsigned char> decode_gif(const std::string& path, const std::string& data, int64_t& width,
-                                      int64_t& height);
+                                      int64_t& height, Flavor flavor);
 
-/// Whose pixel values a decode gives: TensorFlow's tf.io.decode_image (image_dataset_from_directory; JPEG with the
-/// fast integer DCT, gray by decode_png's weights, JPEG refused as rgba) or Pillow's (keras.utils.load_img; JPEG with
-/// the accurate DCT, gray by Pillow's "L" conversion, any file as rgba with alpha 255 where it has none).
-enum class Flavor { tensorflow, pil };
 
 /// A PNG file through libpng's low-level reader (image_png.cpp), without gamma correction (neither TensorFlow nor
 /// Pillow applies a gAMA, sRGB or iCCP chunk). tensorflow: decode_png's own libpng transforms for `channels` values a

@@ -171,7 +171,7 @@ std::vector<unsigned char> read_image(const std::string& path, int channels, Fla
   } else if (data.size() >= 2 && b[0] == 'B' && b[1] == 'M') {
     rgba = decode_bmp(path, data, w, h);
   } else if (data.size() >= 6 && (std::memcmp(b, "GIF87a", 6) == 0 || std::memcmp(b, "GIF89a", 6) == 0)) {
-    rgba = decode_gif(path, data, w, h);
+    rgba = decode_gif(path, data, w, h, flavor);
   } else {
     throw ValueError(fmt::format("load_img: {} is not a PNG, JPEG, BMP or GIF image (its first bytes say so; {} "
                                  "bytes)",
