@@ -161,8 +161,46 @@ KerasTensor Layer::call_symbolic_one(std::shared_ptr<Layer> self, const std::vec
   return outs[0];
 }
 
-std::vector<KerasTensor> Layer::call_symbolic(std::shared_ptr<Layer> self, const std::vector<KerasTensor>& inputs) {
+Shape Layer::build_with(const std::vector<Shape>& input_shapes, const CallArguments& arguments) {
+  if (!arguments.empty()) {
+    throw ValueError(fmt::format("Layer '{}' ({}) takes no keyword argument '{}'", name_, class_name(),
+                                 arguments.begin()->first));
+  }
+  return build(input_shapes);
+}
+
+Tensor Layer::call_with(const std::vector<Tensor>& inputs, bool training, const CallArguments& arguments) {
+  if (!arguments.empty()) {
+    throw ValueError(fmt::format("Layer '{}' ({}) takes no keyword argument '{}'", name_, class_name(),
+                                 arguments.begin()->first));
+  }
+  return call_all(inputs, training).at(0);
+}
+
+KerasTensor Layer::call_with(const KerasTensor& input, const CallArguments& arguments) & {
+  return call_with(std::vector<KerasTensor>{input}, arguments);
+}
+
+KerasTensor Layer::call_with(const std::vector<KerasTensor>& inputs, const CallArguments& arguments) & {
+  auto outs = call_symbolic(owner(false), inputs, arguments);
+  if (outs.size() != 1) {
+    throw ValueError(fmt::format("Layer '{}' ({}) has {} outputs here: call_with gives one", name_, class_name(),
+                                 outs.size()));
+  }
+  return outs[0];
+}
+
+std::vector<KerasTensor> Layer::call_symbolic(std::shared_ptr<Layer> self, const std::vector<KerasTensor>& inputs,
+                                              const CallArguments& given) {
   if (inputs.empty()) throw ValueError(fmt::format("Layer '{}' was called on an empty list of tensors", name_));
+  CallArguments arguments;  // the true ones: a call argument defaults to false, so a false one is the plain call
+  for (const auto& [key, value] : given) {
+    if (!self->takes_call_argument(key)) {
+      throw ValueError(fmt::format("Layer '{}' ({}) takes no keyword argument '{}' (given {})", name_, class_name(),
+                                   key, value));
+    }
+    if (value) arguments.emplace(key, true);
+  }
   std::vector<Shape> shapes;
   std::string shown;
   for (const auto& t : inputs) {
@@ -171,8 +209,10 @@ std::vector<KerasTensor> Layer::call_symbolic(std::shared_ptr<Layer> self, const
   }
   auto node = std::make_shared<Node>();
   try {
-    Shape first = self->build(shapes);  // builds once; a built layer checks the shapes against its weights
-    node->shapes = self->num_outputs() > 1 ? self->output_shapes() : std::vector<Shape>{std::move(first)};
+    // Builds once; a built layer checks the shapes against its weights.
+    Shape first = arguments.empty() ? self->build(shapes) : self->build_with(shapes, arguments);
+    node->shapes = self->num_outputs() > 1 && arguments.empty() ? self->output_shapes()
+                                                                 : std::vector<Shape>{std::move(first)};
     if (node->shapes.size() != static_cast<std::size_t>(self->num_outputs())) {
       throw ValueError(fmt::format("the layer declares {} outputs, but output_shapes() gives {} shapes (override "
                                    "output_shapes() with one shape per output)",
@@ -187,6 +227,7 @@ std::vector<KerasTensor> Layer::call_symbolic(std::shared_ptr<Layer> self, const
   const DType compute = self->dtype_policy().compute_dtype();
   node->layer = std::move(self);
   node->inputs = inputs;
+  node->arguments = arguments;
   node->dtype = is_half(compute) ? compute : DType::float32;
   node->name = node->layer->name();
   node->batch_size = inputs[0].node()->batch_size;
@@ -405,6 +446,11 @@ std::vector<Tensor> Graph::run(const std::vector<Tensor>& xs, bool training, con
     const Step& step = steps[i];
     const auto at = static_cast<std::size_t>(step.slot);
     Layer& layer = *step.node->layer;
+    if (!step.node->arguments.empty()) {  // a call with keyword arguments: its output has no mask
+      if (gather(step) && !layer.supports_masking()) warn_dropped_mask(layer);
+      values[at] = layer.call_with(args, training, step.node->arguments);
+      continue;
+    }
     if (step.node->shapes.size() > 1) {  // a node of several outputs: all of them at once
       const bool any_mask = gather(step);
       std::vector<Tensor> outs;

@@ -20,6 +20,7 @@ struct Node {
   DType dtype = DType::float32;
   std::string name;                 // the output's name: the Input's, or the layer's
   std::optional<int64_t> batch_size;
+  Layer::CallArguments arguments;   // the call's keyword arguments (Layer::call_with); empty for a plain call
   bool is_input() const { return inputs.empty(); }
 };
 

@@ -111,6 +111,7 @@ json functional_config(const Model& m) {
         for (const auto& t : n->inputs) list.push_back(tensor_ref(t, node_index));
         args.push_back(list);
       }
+      for (const auto& [key, value] : n->arguments) kwargs[key] = value;  // reverse=True
       inbound.push_back(json{{"args", args}, {"kwargs", kwargs}});
     }
     o["inbound_nodes"] = inbound;
@@ -232,11 +233,15 @@ std::shared_ptr<Layer> functional_from_config(const json& c) {
           masking_inputs.insert({history_of(args[0], "Masking").dump(), value.get<double>()});
         }
       }
-    } else if (cls == "Embedding" && cfg.is_object() && cfg.contains("mask_zero") && cfg["mask_zero"] == json(true) &&
-               nodes.is_array()) {
+    } else if ((cls == "Embedding" || cls == "ReversibleEmbedding") && cfg.is_object() && cfg.contains("mask_zero") &&
+               cfg["mask_zero"] == json(true) && nodes.is_array()) {
       for (const auto& n : nodes) {
         const json args = n.is_object() ? n.value("args", json()) : n;
-        if (args.is_array() && args.size() == 1) mask_zero_inputs.insert(history_of(args[0], "Embedding").dump());
+        const bool reverse = n.is_object() && n.contains("kwargs") && n["kwargs"].is_object() &&
+                             n["kwargs"].value("reverse", json(false)) == json(true);  // a projection: no mask
+        if (args.is_array() && args.size() == 1 && !reverse) {
+          mask_zero_inputs.insert(history_of(args[0], "Embedding").dump());
+        }
       }
     }
   }
@@ -323,7 +328,12 @@ std::shared_ptr<Layer> functional_from_config(const json& c) {
         const ser::LayerClass* cls = ser::find_layer_class(p.layer->class_name());
         const json* initial_state = nullptr;
         const json* keyword_tensor = nullptr;  // the last input, given by name (attention_mask=m)
+        Layer::CallArguments arguments;        // the node's own keyword arguments (reverse=True)
         for (const auto& [k, v] : kwargs.items()) {
+          if (v.is_boolean() && p.layer->takes_call_argument(k)) {
+            if (v.get<bool>()) arguments.emplace(k, true);
+            continue;
+          }
           if (cls && cls->read_call_argument && cls->read_call_argument(*p.layer, k, v)) {
             if (cls->last_input_keyword && cls->last_input_keyword(*p.layer) == k && ser::is_keras_tensor(v)) {
               keyword_tensor = &v;
@@ -368,8 +378,12 @@ std::shared_ptr<Layer> functional_from_config(const json& c) {
           if (t) inputs.push_back(*t);
         }
         if (!ready) break;
-        made[p.layer->name()].push_back(is_list || initial_state || keyword_tensor ? p.layer->call_all(inputs)
-                                                                                   : p.layer->call_all(inputs[0]));
+        if (!arguments.empty()) {
+          made[p.layer->name()].push_back({p.layer->call_with(inputs, arguments)});
+        } else {
+          made[p.layer->name()].push_back(is_list || initial_state || keyword_tensor ? p.layer->call_all(inputs)
+                                                                                     : p.layer->call_all(inputs[0]));
+        }
         p.nodes.pop_front();
         progress = true;
       }

@@ -136,13 +136,22 @@ void Model::summary(std::ostream& out) const {
   if (connected) header.push_back("Connected to");
   row(header, "┃");
   rule("┡", "━", "╇", "┩");
+  // A layer called several times shows its last call's output shape, as Keras's summary does (a
+  // ReversibleEmbedding's reverse call: the logits).
+  std::map<const Layer*, const Shape*> last_shape;
+  if (g) {
+    for (const auto& step : g->steps) {
+      if (!step.node->shapes.empty()) last_shape[step.node->layer.get()] = &step.node->shapes[0];
+    }
+  }
   const auto ls = layers();
   for (std::size_t i = 0; i < ls.size(); ++i) {
     const auto& l = ls[i];
     std::string shown = "?";
     if (l->built()) {
       std::vector<int64_t> dims{0};
-      for (auto d : l->output_shape().dims()) dims.push_back(d);
+      const auto it = last_shape.find(l.get());
+      for (auto d : (it != last_shape.end() ? *it->second : l->output_shape()).dims()) dims.push_back(d);
       shown = Shape(dims).to_keras_string();
     }
     const std::string params = l->built() ? with_commas(l->count_params()) : "0 (unbuilt)";

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <deque>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -104,6 +105,27 @@ class Layer : public std::enable_shared_from_this<Layer> {
   std::vector<KerasTensor> call_all(const KerasTensor& input) &&;
   std::vector<KerasTensor> call_all(const std::vector<KerasTensor>& inputs) &&;
 
+  // ---- Call arguments: Keras's keyword arguments that change what one call of a layer computes
+  // (ReversibleEmbedding's reverse=True). A functional model keeps them on the call's node, so one layer can be
+  // called both ways, and saves them in the node's "kwargs". ----
+  /// One call's boolean keyword arguments by name, each false by default (a false one is the plain call); empty
+  /// for the plain call.
+  using CallArguments = std::map<std::string, bool>;
+  /// Whether the layer takes keyword argument `name` in call_with() (none by default).
+  virtual bool takes_call_argument(const std::string& name) const {
+    (void)name;
+    return false;
+  }
+  /// The output shape of a call with `arguments` (building the layer on first use); build() without any.
+  virtual Shape build_with(const std::vector<Shape>& input_shapes, const CallArguments& arguments);
+  /// A call with `arguments` on a batch (building the layer on first use): call() without any; a layer that takes
+  /// call arguments overrides it.
+  virtual Tensor call_with(const std::vector<Tensor>& inputs, bool training, const CallArguments& arguments);
+  /// Symbolic call with keyword arguments: `emb.call_with(h, {{"reverse", true}})`; ValueError for an argument
+  /// the layer does not take.
+  KerasTensor call_with(const KerasTensor& input, const CallArguments& arguments) &;
+  KerasTensor call_with(const std::vector<KerasTensor>& inputs, const CallArguments& arguments) &;
+
   /// Eager call on a batch (builds the layer on first use).
   Tensor operator()(const Tensor& inputs, bool training = false);
   Tensor operator()(const std::vector<Tensor>& inputs, bool training = false);
@@ -198,7 +220,8 @@ class Layer : public std::enable_shared_from_this<Layer> {
   std::deque<Variable> weights_;  // deque: pointers stay valid as weights are added
 
  private:
-  std::vector<KerasTensor> call_symbolic(std::shared_ptr<Layer> self, const std::vector<KerasTensor>& inputs);
+  std::vector<KerasTensor> call_symbolic(std::shared_ptr<Layer> self, const std::vector<KerasTensor>& inputs,
+                                         const CallArguments& arguments = {});
   KerasTensor call_symbolic_one(std::shared_ptr<Layer> self, const std::vector<KerasTensor>& inputs);
   std::shared_ptr<Layer> owner(bool temporary);
 };
