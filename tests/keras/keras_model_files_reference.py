@@ -589,6 +589,27 @@ case("auc_options", keras.Model(aa, ao, name="auc_options"), ax, ay,
                    M.AUC(thresholds=[0.6, 0.2, 0.45], summation_method="minoring", name="own_thresholds")],
           weighted_metrics=[M.AUC(multi_label=True, name="w_ml_auc")]))
 
+# A small language model whose output layer is its input embedding (keras.layers.ReversibleEmbedding called on the
+# token ids and again with reverse=True on the hidden states): tied with a logit soft cap, and untied (its own
+# reverse_embeddings) with mask_zero feeding a GRU. SGD: the embedding's gather gradient is an IndexedSlices on
+# TensorFlow (see "hashing").
+vrng = np.random.default_rng(167)
+vids = vrng.integers(1, 12, (N, 6)).astype("int32")
+vnext = np.roll(vids, -1, axis=1)
+tokens = keras.Input((6,), dtype="int32", name="tokens")
+tied = L.ReversibleEmbedding(12, 6, logit_soft_cap=4.0, name="tied")
+vh = L.Dense(6, activation="tanh", name="mix")(tied(tokens))
+case("reversible_tied", keras.Model(tokens, tied(vh, reverse=True), name="reversible_tied"), vids, vnext,
+     dict(optimizer=keras.optimizers.SGD(0.5, momentum=0.9),
+          loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["sparse_categorical_accuracy"]))
+vpad = vids.copy()
+vpad[::3, 4:] = 0  # padding: masked for the GRU
+untied = L.ReversibleEmbedding(12, 5, tie_weights=False, mask_zero=True, name="untied")
+vh = L.GRU(5, return_sequences=True, name="gru")(untied(tokens))
+case("reversible_untied", keras.Model(tokens, untied(vh, reverse=True), name="reversible_untied"), vpad,
+     np.roll(vpad, -1, axis=1), dict(optimizer=keras.optimizers.SGD(0.5),
+                                     loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True)))
+
 if ONLY:  # the other cases' entries as they were
     with open(os.path.join(HERE, "..", "data", "keras_files.json")) as f:
         cases = {**json.load(f), **{k: v for k, v in cases.items() if k in ONLY}}

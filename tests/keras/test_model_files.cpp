@@ -589,3 +589,9 @@ TEST(ModelFiles, AUCWithMultiLabelCurvesSummationAndThresholdsOfItsOwn) {
   // multi-label AUC: loaded, evaluated, trained and written back with their options.
   check_file("auc_options");
 }
+
+TEST(ModelFiles, ReversibleEmbeddingsCalledForwardAndInReverse) {
+  SKIP_WITHOUT_HDF5();
+  check_file("reversible_tied");    // the embeddings' transpose as the output projection, a logit soft cap
+  check_file("reversible_untied");  // reverse_embeddings of its own; mask_zero's mask into a GRU, none after
+}

@@ -179,6 +179,7 @@ class Embedding : public Layer {
  public:
   Embedding(int64_t input_dim, int64_t output_dim, EmbeddingOptions options = {});
   OSPREY_KERAS_LAYER(Embedding)
+  const EmbeddingOptions& embedding_options() const { return options_; }
   bool recordable() const override { return true; }
   std::string class_name() const override { return "Embedding"; }
   bool supports_masking() const override { return true; }
@@ -194,10 +195,54 @@ class Embedding : public Layer {
   bool has_regularization() const override;
   void apply_constraints() override;
 
+ protected:
+  /// A subclass's: auto-named from `default_prefix` ("reversible_embedding").
+  Embedding(int64_t input_dim, int64_t output_dim, EmbeddingOptions options, const std::string& default_prefix);
+
  private:
   int64_t input_dim_, output_dim_;
   EmbeddingOptions options_;
   Variable* embeddings_ = nullptr;
+};
+
+/// keras.layers.ReversibleEmbedding's own arguments.
+struct ReversibleEmbeddingOptions {
+  /// The reverse projection by the embeddings' transpose (true), or by a trainable (output_dim, input_dim)
+  /// `reverse_embeddings` of its own, made with the embeddings' initializer (false).
+  bool tie_weights = true;
+  /// The dtype the reverse projection computes in ("float32" under a mixed policy, ...); empty: the compute dtype.
+  std::string reverse_dtype{};
+  /// tanh(logits / cap) * cap on the reverse call's logits.
+  std::optional<double> logit_soft_cap{};
+};
+
+/// An Embedding that also projects back to the vocabulary (keras.layers.ReversibleEmbedding), for language models
+/// whose output layer shares the input embeddings: called plainly it is an Embedding; called with reverse=true
+/// (`emb.reverse(h)`, or `call_with(h, {{"reverse", true}})`) it maps (batch, ..., output_dim) to logits
+/// (batch, ..., input_dim). One layer is called both ways in one model, as in Keras; the model's config keeps
+/// reverse=True on the second call.
+class ReversibleEmbedding : public Embedding {
+ public:
+  ReversibleEmbedding(int64_t input_dim, int64_t output_dim, ReversibleEmbeddingOptions reverse = {},
+                      EmbeddingOptions options = {});
+  OSPREY_KERAS_LAYER(ReversibleEmbedding)
+  std::string class_name() const override { return "ReversibleEmbedding"; }
+  std::string get_config() const override;
+  Shape build(const Shape& input_shape) override;
+  bool takes_call_argument(const std::string& name) const override { return name == "reverse"; }
+  Shape build_with(const std::vector<Shape>& input_shapes, const CallArguments& arguments) override;
+  Tensor call_with(const std::vector<Tensor>& inputs, bool training, const CallArguments& arguments) override;
+  using Layer::call_with;  // the symbolic calls
+  /// The reverse call: eager on a batch, or symbolic in a functional model.
+  Tensor reverse(const Tensor& hidden);
+  KerasTensor reverse(const KerasTensor& hidden) &;
+  /// The separate reverse projection (tie_weights false; nullptr otherwise, or before build).
+  Variable* reverse_embeddings() { return reverse_embeddings_; }
+  const ReversibleEmbeddingOptions& reverse_options() const { return reverse_; }
+
+ private:
+  ReversibleEmbeddingOptions reverse_;
+  Variable* reverse_embeddings_ = nullptr;
 };
 
 /// Masks every time step whose features all equal mask_value (keras.layers.Masking): those steps become zeros,

@@ -28,7 +28,11 @@ std::string position_of(int64_t i, std::span<const int64_t> dims) {
 }  // namespace
 
 Embedding::Embedding(int64_t input_dim, int64_t output_dim, EmbeddingOptions options)
-    : Layer(options.name, "embedding", options.dtype), input_dim_(input_dim), output_dim_(output_dim), options_(std::move(options)) {
+    : Embedding(input_dim, output_dim, std::move(options), "embedding") {}
+
+Embedding::Embedding(int64_t input_dim, int64_t output_dim, EmbeddingOptions options, const std::string& default_prefix)
+    : Layer(options.name, default_prefix, options.dtype), input_dim_(input_dim), output_dim_(output_dim),
+      options_(std::move(options)) {
   if (input_dim <= 0 || input_dim > kMaxRows) {
     throw ValueError(fmt::format("`input_dim` must be a positive integer (at most 2^31 in Osprey). Received: "
                                  "input_dim={}",
