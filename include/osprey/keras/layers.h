@@ -12,6 +12,7 @@
 #include "osprey/keras/layers/layer.h"
 #include "osprey/keras/layers/lookup.h"
 #include "osprey/keras/layers/merging.h"
+#include "osprey/keras/layers/mix.h"
 #include "osprey/keras/layers/normalization.h"
 #include "osprey/keras/layers/pooling.h"
 #include "osprey/keras/layers/preprocessing.h"
