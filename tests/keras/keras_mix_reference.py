@@ -1,6 +1,7 @@
-# Keras 3's MixUp and CutMix in a model (tests/keras/test_mix.cpp): a small CNN behind MixUp(alpha=0.3, seed=7) and
-# CutMix(factor=(0.2, 0.8)), saved compiled by Keras (tests/data/keras_mix.keras) with its
-# predictions (the layers are the identity in inference) and the two layers' configs (tests/data/keras_mix.json).
+# Keras 3's MixUp, CutMix and RandAugment in a model (tests/keras/test_mix.cpp): a small CNN behind MixUp(alpha=0.3,
+# seed=7), CutMix(factor=(0.2, 0.8)) and RandAugment(num_ops=3, factor=0.7, seed=5), saved compiled by Keras
+# (tests/data/keras_mix.keras) with its predictions (the layers are the identity in inference), the layers' configs
+# and RandAugment's eleven operations' configs (tests/data/keras_mix.json).
 # Their training draws are Keras's own (no library draws the same numbers), so no training numbers are recorded.
 # Run: python3 tests/keras/keras_mix_reference.py   (pip tensorflow-cpu keras)
 import json, os
@@ -16,13 +17,19 @@ x = rng.uniform(0, 255, (6, 8, 8, 3)).astype("float32")
 inp = keras.Input((8, 8, 3), name="image")
 h = L.MixUp(alpha=0.3, seed=7, name="mix_up")(inp)
 h = L.CutMix(factor=(0.2, 0.8), name="cut_mix")(h)
+h = L.RandAugment(num_ops=3, factor=0.7, seed=5, name="rand_augment")(h)
 h = L.Rescaling(1 / 255.0, name="scale")(h)
 h = L.GlobalAveragePooling2D(name="pool")(L.Conv2D(4, 3, activation="relu", name="conv")(h))
 model = keras.Model(inp, L.Dense(2, activation="softmax", name="out")(h), name="mixing")
 model.compile(optimizer="adam", loss="categorical_crossentropy")
 model.save(os.path.join(DATA, "keras_mix.keras"))
 ref = {"x": x.tolist(), "predict": model.predict(x, verbose=0).tolist(),
-       "configs": {name: model.get_layer(name).get_config() for name in ("mix_up", "cut_mix")},
+       "configs": {name: model.get_layer(name).get_config() for name in ("mix_up", "cut_mix", "rand_augment")},
+       # RandAugment's operations as Keras makes them (their configs), and another RandAugment's config.
+       "rand_augment_ops": {key: getattr(model.get_layer("rand_augment"), key).get_config()
+                            for key in L.RandAugment._AUGMENT_LAYERS},
+       "rand_augment_other": L.RandAugment(value_range=(0, 1), num_ops=1, factor=(0.1, 0.3),
+                                           interpolation="nearest").get_config(),
        "cut_mix_default": L.CutMix().get_config(), "cut_mix_single": L.CutMix(factor=0.4).get_config()}
 with open(os.path.join(DATA, "keras_mix.json"), "w") as f:
     json.dump(ref, f, separators=(",", ":"))

@@ -1,6 +1,7 @@
-// MixUp and CutMix (keras.layers): the identity in inference, the mixing a transformation describes in training, the
-// Beta(alpha, alpha) weights' mean and variance and CutMix's box area, both data formats, Keras's configs, and a model
-// Keras saved with both layers (tests/keras/keras_mix_reference.py) loading to Keras's predictions and training.
+// MixUp, CutMix and RandAugment (keras.layers): the identity in inference, the mixing a transformation describes in
+// training, the Beta(alpha, alpha) weights' mean and variance and CutMix's box area, both data formats, RandAugment's
+// uniform choice among operations made as Keras makes them, Keras's configs, and a model Keras saved with the three
+// layers (tests/keras/keras_mix_reference.py) loading to Keras's predictions and training.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -138,7 +139,33 @@ TEST(Mix, BadArgumentsAreValueErrors) {
   EXPECT_THROW((void)mix.transform_images(images(3, 2, 2, 1), {0.5f, 0.5f}), ValueError);  // a draw for 1 image
 }
 
-TEST(Mix, KerasModelWithMixUpAndCutMixLoadsPredictsAndTrains) {
+TEST(Mix, RandAugmentDrawsAmongKerassElevenOperationsInTraining) {
+  const int64_t n = 4, h = 6, w = 6, c = 3;
+  const Tensor x = images(n, h, w, c, 2.5f);  // values in [0, 250]
+  layers::RandAugment ra({.num_ops = 3, .factor = 0.7, .seed = 2});
+  EXPECT_EQ(ra(x, false).to_vector<float>(), x.to_vector<float>());  // inference: the identity
+  ASSERT_EQ(ra.sublayers().size(), 11u);
+  EXPECT_EQ(ra.sublayers()[0].first, "random_shear");
+  EXPECT_EQ(ra.sublayers()[10].first, "equalization");
+  // Uniform choices: each of the 11 about 1/11 of 11000 draws.
+  std::vector<int> counts(11, 0);
+  for (int i = 0; i < 11000 / 3 + 1; ++i) {
+    for (int k : ra.draw_operations()) ++counts.at(static_cast<std::size_t>(k));
+  }
+  for (int k = 0; k < 11; ++k) EXPECT_NEAR(counts[static_cast<std::size_t>(k)], 1000, 120) << "operation " << k;
+  // Training changes the batch and keeps it in value_range; channels_first gives the same shape back.
+  for (int trial = 0; trial < 5; ++trial) {
+    const auto y = ra(x, true).to_vector<float>();
+    ASSERT_EQ(y.size(), x.to_vector<float>().size());
+    for (float v : y) ASSERT_TRUE(v >= -1e-3f && v <= 255.001f) << v;
+  }
+  layers::RandAugment first({.data_format = "channels_first"});
+  EXPECT_EQ(first(ops::transpose(x, {0, 3, 1, 2}), true).shape(), Shape({n, c, h, w}));
+  EXPECT_THROW(layers::RandAugment({.factor = 1.5}), ValueError);
+  EXPECT_THROW(layers::RandAugment({.interpolation = "bicubic"}), ValueError);
+}
+
+TEST(Mix, KerasModelWithMixUpCutMixAndRandAugmentLoadsPredictsAndTrains) {
   SKIP_WITHOUT_HDF5();
   const json ref = osprey::testing::read_reference("keras_mix.json");
   auto model = models::load_model(std::string(OSPREY_TEST_DATA_DIR) + "/keras_mix.keras");
@@ -147,11 +174,23 @@ TEST(Mix, KerasModelWithMixUpAndCutMixLoadsPredictsAndTrains) {
   }
   const Tensor x = osprey::testing::tensor_of(ref.at("x"));
   osprey::testing::expect_close(model->predict(x), ref.at("predict"), 2e-5, "predict");
-  // The configs Keras writes for CutMix's default and single-number factors.
-  for (const char* key : {"cut_mix_default", "cut_mix_single"}) {
+  // The configs Keras writes for CutMix's default and single-number factors, and another RandAugment's.
+  for (const char* key : {"cut_mix_default", "cut_mix_single", "rand_augment_other"}) {
     const json& c = ref.at(key);
-    auto layer = serialization::layer_from_object(json{{"class_name", "CutMix"}, {"config", c}, {"module", "keras.layers"}});
+    const std::string cls = std::string(key) == "rand_augment_other" ? "RandAugment" : "CutMix";
+    auto layer = serialization::layer_from_object(json{{"class_name", cls}, {"config", c}, {"module", "keras.layers"}});
     EXPECT_EQ(json::parse(layer->get_config()), c) << key;
+  }
+  // RandAugment's operations are made as Keras makes them (their configs but names and seeds: Osprey's spatial
+  // layers take none).
+  auto ra = model->get_layer("rand_augment");
+  for (const auto& [key, op] : ra->sublayers()) {
+    json want = ref.at("rand_augment_ops").at(key), got = json::parse(op->get_config());
+    for (const char* drop : {"name", "seed"}) {
+      want.erase(drop);
+      got.erase(drop);
+    }
+    EXPECT_EQ(got, want) << key;
   }
   // Training draws the mixing: the model trains on (loss finite).
   std::vector<float> y(12, 0.f);

@@ -1,8 +1,13 @@
-// Keras 3's augmentations that mix the images of a batch: MixUp and CutMix (images only: their dict form with labels,
-// boxes and masks is a data-pipeline use that Osprey's layers do not take).
+// Keras 3's augmentations that mix the images of a batch, MixUp and CutMix, and RandAugment, which chains others
+// (images only: their dict form with labels, boxes and masks is a data-pipeline use that Osprey's layers do not
+// take).
 #pragma once
 
+#include <array>
+#include <memory>
+
 #include "osprey/keras/layers/color.h"
+#include "osprey/keras/layers/preprocessing.h"
 
 namespace osprey::keras::layers {
 
@@ -37,6 +42,45 @@ class CutMix : public FactorColorAugmentation {
   /// The permutation, then the boxes' x0, x1, y0 and y1 (in pixels): five numbers an image.
   std::vector<float> get_random_transformation(int64_t batch) override;
   Tensor transform_images(const Tensor& images, const std::vector<float>& transformation) const override;
+};
+
+struct RandAugmentOptions {
+  std::pair<double, double> value_range = {0.0, 255.0};
+  int num_ops = 2;                          ///< operations applied one after another to the batch
+  ImageFactor factor = 0.5;                 ///< the strength, in [0, 1]: one number f means (0, f)
+  std::string interpolation = "bilinear";   ///< of the shear, translation and rotation ("nearest" or "bilinear")
+  std::optional<int64_t> seed{};            ///< the choice of operations, and the color operations' draws
+  std::string data_format = "channels_last";
+  std::string name{};
+  std::string dtype{};
+};
+
+/// keras.layers.RandAugment: in training, num_ops operations drawn per batch (uniformly, with repeats) from Keras's
+/// eleven -- RandomShear, RandomTranslation, RandomRotation, RandomBrightness, RandomColorDegeneration,
+/// RandomContrast, RandomSharpness, RandomPosterization(max(1, int(8 · upper))), Solarization, AutoContrast and
+/// Equalization, each made with `factor`'s range as Keras makes them -- applied in turn; the identity in evaluate
+/// and predict. Each application draws its own parameters (Keras draws each operation's once per batch, so an
+/// operation drawn twice repeats them); the draws are Osprey's.
+class RandAugment : public Layer {
+ public:
+  explicit RandAugment(RandAugmentOptions options = {});
+  OSPREY_KERAS_LAYER(RandAugment)
+  std::string class_name() const override { return "RandAugment"; }
+  std::string get_config() const override;
+  Shape build(const Shape& input_shape) override;
+  Tensor call(const Tensor& inputs, bool training) override;
+  std::vector<std::pair<std::string, Layer*>> sublayers() override;
+  /// The operations' indices into sublayers() for one batch (num_ops uniform draws).
+  std::vector<int> draw_operations();
+  const RandAugmentOptions& options() const { return options_; }
+  std::pair<double, double> factor() const { return factor_; }
+
+ private:
+  void make_operations();
+  RandAugmentOptions options_;
+  std::pair<double, double> factor_;
+  std::optional<random::Philox> generator_;
+  std::vector<std::pair<std::string, std::shared_ptr<Layer>>> operations_;
 };
 
 }  // namespace osprey::keras::layers

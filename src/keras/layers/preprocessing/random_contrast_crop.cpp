@@ -153,6 +153,7 @@ using ser::json;
 
 std::string RandomContrast::get_config() const {
   json c = ser::base_config(*this);
+  c["data_format"] = "channels_last";  // as Keras 3.15 writes it
   c["factor"] = json::array({lower_, upper_});
   c["value_range"] = json::array({value_range_.first, value_range_.second});
   c["seed"] = nullptr;
