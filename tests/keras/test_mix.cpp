@@ -1,7 +1,8 @@
-// MixUp, CutMix and RandAugment (keras.layers): the identity in inference, the mixing a transformation describes in
-// training, the Beta(alpha, alpha) weights' mean and variance and CutMix's box area, both data formats, RandAugment's
-// uniform choice among operations made as Keras makes them, Keras's configs, and a model Keras saved with the three
-// layers (tests/keras/keras_mix_reference.py) loading to Keras's predictions and training.
+// MixUp, CutMix, RandAugment and AugMix (keras.layers): the identity in inference, the mixing a transformation
+// describes in training, the Beta(alpha, alpha) weights' mean and variance and CutMix's box area, both data formats,
+// RandAugment's uniform choice among operations made as Keras makes them, AugMix's Dirichlet chain weights, Keras's
+// configs, and a model Keras saved with the four layers (tests/keras/keras_mix_reference.py) loading to Keras's
+// predictions and training.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -165,7 +166,46 @@ TEST(Mix, RandAugmentDrawsAmongKerassElevenOperationsInTraining) {
   EXPECT_THROW(layers::RandAugment({.interpolation = "bicubic"}), ValueError);
 }
 
-TEST(Mix, KerasModelWithMixUpCutMixAndRandAugmentLoadsPredictsAndTrains) {
+TEST(Mix, AugMixMixesChainsOfOperationsWithTheImages) {
+  const int64_t n = 3, h = 6, w = 6, c = 3;
+  const Tensor x = images(n, h, w, c, 2.5f);
+  layers::AugMix aug({.num_chains = 4, .chain_depth = 2, .alpha = 0.7, .seed = 4});
+  EXPECT_EQ(aug(x, false).to_vector<float>(), x.to_vector<float>());  // inference: the identity
+  EXPECT_EQ(aug.sublayers().size(), 11u);
+  EXPECT_EQ(layers::AugMix({.all_ops = false}).sublayers().size(), 7u);
+  // The chain weights are Dirichlet(alpha): they sum to 1, each Beta(alpha, (k - 1) alpha) with mean 1/k; the
+  // original's weight is Beta(alpha, alpha) with mean 1/2; each chain has 0..chain_depth operations, "none" being
+  // one of 12 equal choices.
+  double first = 0, original = 0, operations = 0;
+  const int draws = 4000;
+  for (int i = 0; i < draws; ++i) {
+    const auto d = aug.draw();
+    ASSERT_EQ(d.chain_weights.size(), 4u);
+    double sum = 0;
+    for (double v : d.chain_weights) sum += v;
+    ASSERT_NEAR(sum, 1.0, 1e-9);
+    first += d.chain_weights[0];
+    original += d.original_weight;
+    for (const auto& chain : d.chains) {
+      ASSERT_LE(chain.size(), 2u);
+      for (int k : chain) ASSERT_TRUE(k >= 0 && k < 11);
+      operations += static_cast<double>(chain.size());
+    }
+  }
+  EXPECT_NEAR(first / draws, 0.25, 0.015);
+  EXPECT_NEAR(original / draws, 0.5, 0.02);
+  EXPECT_NEAR(operations / (draws * 4.0), 2.0 * 11.0 / 12.0, 0.05);
+  // Training keeps the batch in value_range (the clip), channels_first too.
+  for (int trial = 0; trial < 4; ++trial) {
+    for (float v : aug(x, true).to_vector<float>()) ASSERT_TRUE(v >= 0.f && v <= 255.f) << v;
+  }
+  layers::AugMix channels_first({.data_format = "channels_first"});
+  EXPECT_EQ(channels_first(ops::transpose(x, {0, 3, 1, 2}), true).shape(), Shape({n, c, h, w}));
+  EXPECT_THROW(layers::AugMix({.num_chains = 0}), ValueError);
+  EXPECT_THROW(layers::AugMix({.alpha = 0.0}), ValueError);
+}
+
+TEST(Mix, KerasModelWithMixingAndChainedAugmentationsLoadsPredictsAndTrains) {
   SKIP_WITHOUT_HDF5();
   const json ref = osprey::testing::read_reference("keras_mix.json");
   auto model = models::load_model(std::string(OSPREY_TEST_DATA_DIR) + "/keras_mix.keras");
@@ -175,22 +215,27 @@ TEST(Mix, KerasModelWithMixUpCutMixAndRandAugmentLoadsPredictsAndTrains) {
   const Tensor x = osprey::testing::tensor_of(ref.at("x"));
   osprey::testing::expect_close(model->predict(x), ref.at("predict"), 2e-5, "predict");
   // The configs Keras writes for CutMix's default and single-number factors, and another RandAugment's.
-  for (const char* key : {"cut_mix_default", "cut_mix_single", "rand_augment_other"}) {
+  for (const char* key : {"cut_mix_default", "cut_mix_single", "rand_augment_other", "aug_mix_default"}) {
     const json& c = ref.at(key);
-    const std::string cls = std::string(key) == "rand_augment_other" ? "RandAugment" : "CutMix";
+    const std::string k = key;
+    const std::string cls = k == "rand_augment_other" ? "RandAugment" : k == "aug_mix_default" ? "AugMix" : "CutMix";
     auto layer = serialization::layer_from_object(json{{"class_name", cls}, {"config", c}, {"module", "keras.layers"}});
     EXPECT_EQ(json::parse(layer->get_config()), c) << key;
   }
   // RandAugment's operations are made as Keras makes them (their configs but names and seeds: Osprey's spatial
   // layers take none).
-  auto ra = model->get_layer("rand_augment");
-  for (const auto& [key, op] : ra->sublayers()) {
-    json want = ref.at("rand_augment_ops").at(key), got = json::parse(op->get_config());
-    for (const char* drop : {"name", "seed"}) {
-      want.erase(drop);
-      got.erase(drop);
+  for (const std::string layer : {"rand_augment", "aug_mix"}) {
+    const json& ops = ref.at(layer + "_ops");
+    const auto subs = model->get_layer(layer)->sublayers();
+    EXPECT_EQ(subs.size(), ops.size()) << layer;
+    for (const auto& [key, op] : subs) {
+      json want = ops.at(key), got = json::parse(op->get_config());
+      for (const char* drop : {"name", "seed"}) {
+        want.erase(drop);
+        got.erase(drop);
+      }
+      EXPECT_EQ(got, want) << layer << " " << key;
     }
-    EXPECT_EQ(got, want) << key;
   }
   // Training draws the mixing: the model trains on (loss finite).
   std::vector<float> y(12, 0.f);

@@ -1,4 +1,4 @@
-// Keras 3's augmentations that mix the images of a batch, MixUp and CutMix, and RandAugment, which chains others
+// Keras 3's augmentations that mix the images of a batch, MixUp and CutMix, and RandAugment and AugMix, which chain others
 // (images only: their dict form with labels, boxes and masks is a data-pipeline use that Osprey's layers do not
 // take).
 #pragma once
@@ -78,6 +78,52 @@ class RandAugment : public Layer {
  private:
   void make_operations();
   RandAugmentOptions options_;
+  std::pair<double, double> factor_;
+  std::optional<random::Philox> generator_;
+  std::vector<std::pair<std::string, std::shared_ptr<Layer>>> operations_;
+};
+
+struct AugMixOptions {
+  std::pair<double, double> value_range = {0.0, 255.0};
+  int num_chains = 3;                      ///< chains of operations, mixed by Dirichlet(alpha) weights
+  int chain_depth = 3;                     ///< draws per chain, each an operation or none (so 0..chain_depth)
+  ImageFactor factor = 0.3;                ///< the operations' strength, in [0, 1]: one number f means (0, f)
+  double alpha = 1.0;                      ///< of the Dirichlet chain weights and the Beta weight of the original
+  bool all_ops = true;                     ///< false: without brightness, color degeneration, contrast, sharpness
+  std::string interpolation = "bilinear";
+  std::optional<int64_t> seed{};           ///< the layer's own draws, and the color operations'
+  std::string data_format = "channels_last";
+  std::string name{};
+  std::string dtype{};
+};
+
+/// keras.layers.AugMix: in training, num_chains chains of up to chain_depth operations (each draw one of Keras's
+/// eleven -- seven without all_ops -- or none), the chains' images summed with Dirichlet(alpha) weights, then
+/// m · images + (1 - m) · that with m drawn from Beta(alpha, alpha), clipped to value_range; one draw of every weight
+/// and operation per batch; the identity in evaluate and predict. Each operation draws its own parameters; the
+/// draws are Osprey's.
+class AugMix : public Layer {
+ public:
+  explicit AugMix(AugMixOptions options = {});
+  OSPREY_KERAS_LAYER(AugMix)
+  std::string class_name() const override { return "AugMix"; }
+  std::string get_config() const override;
+  Shape build(const Shape& input_shape) override;
+  Tensor call(const Tensor& inputs, bool training) override;
+  std::vector<std::pair<std::string, Layer*>> sublayers() override;
+  /// One batch's draws: the chains' weights (summing to 1), the original's weight m, and each chain's operations
+  /// (indices into sublayers()).
+  struct Draw {
+    std::vector<double> chain_weights;
+    double original_weight = 0.0;
+    std::vector<std::vector<int>> chains;
+  };
+  Draw draw();
+  const AugMixOptions& options() const { return options_; }
+  std::pair<double, double> factor() const { return factor_; }
+
+ private:
+  AugMixOptions options_;
   std::pair<double, double> factor_;
   std::optional<random::Philox> generator_;
   std::vector<std::pair<std::string, std::shared_ptr<Layer>>> operations_;

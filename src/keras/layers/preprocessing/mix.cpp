@@ -9,6 +9,7 @@
 
 #include "keras/layers/preprocessing/color_common.h"
 #include "keras/layers/preprocessing/crop.h"
+#include "keras/layers/preprocessing/mix_draws.h"
 #include "keras/saving/serialization.h"
 #include "osprey/errors.h"
 #include "osprey/keras/layers/mix.h"
@@ -17,41 +18,10 @@
 namespace osprey::keras::layers {
 
 namespace kops = osprey::keras::ops;
+using mix::beta_draw;
+using mix::permutation;
 
 namespace {
-
-// One Gamma(a, 1) draw from uniform draws in [0, 1).
-template <typename Uniform>
-double gamma_draw(double a, Uniform&& uniform) {
-  if (a < 1.0) return gamma_draw(a + 1.0, uniform) * std::pow(1.0 - uniform(), 1.0 / a);
-  const double d = a - 1.0 / 3.0, c = 1.0 / std::sqrt(9.0 * d);
-  for (;;) {
-    // A standard normal by Box-Muller (1 - u lies in (0, 1]).
-    const double z = std::sqrt(-2.0 * std::log(1.0 - uniform())) * std::cos(2.0 * std::numbers::pi * uniform());
-    const double v = std::pow(1.0 + c * z, 3);
-    if (v <= 0.0) continue;
-    const double u = 1.0 - uniform();
-    if (std::log(u) < 0.5 * z * z + d - d * v + d * std::log(v)) return d * v;
-  }
-}
-
-template <typename Uniform>
-double beta_draw(double a, Uniform&& uniform) {
-  const double x = gamma_draw(a, uniform), y = gamma_draw(a, uniform);
-  return x + y > 0.0 ? x / (x + y) : 0.5;
-}
-
-// A permutation of 0..n-1 (Fisher-Yates), as float indices.
-template <typename Uniform>
-std::vector<float> permutation(int64_t n, Uniform&& uniform) {
-  std::vector<float> p(static_cast<std::size_t>(n));
-  for (int64_t i = 0; i < n; ++i) p[static_cast<std::size_t>(i)] = static_cast<float>(i);
-  for (int64_t i = n - 1; i > 0; --i) {
-    const auto j = std::min<int64_t>(i, static_cast<int64_t>(uniform() * static_cast<double>(i + 1)));
-    std::swap(p[static_cast<std::size_t>(i)], p[static_cast<std::size_t>(j)]);
-  }
-  return p;
-}
 
 // The images of `x` (batch first) in the order of part `part` of the transformation.
 Tensor permuted(const Tensor& x, const std::vector<float>& t, std::size_t per_image, std::size_t part,

@@ -1,6 +1,7 @@
-// keras.layers.RandAugment: Keras 3.15's eleven operations made from one factor range, num_ops of them drawn per
-// batch and applied in turn in training (the identity in inference), computed channels_last. Config as Keras writes
-// it; the weights file keeps a group per operation, as Keras's does.
+// keras.layers.RandAugment and AugMix: Keras 3.15's eleven operations made from one factor range; RandAugment applies
+// num_ops of them drawn per batch in turn, AugMix mixes chains of them with the original (both in training only, the
+// identity in inference), computed channels_last. Configs as Keras writes them; the weights file keeps a group per
+// operation, as Keras's does.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -10,8 +11,12 @@
 #include "osprey/errors.h"
 #include "osprey/keras/layers/convolutional.h"
 #include "osprey/keras/layers/mix.h"
+#include "osprey/keras/ops.h"
+#include "keras/layers/preprocessing/mix_draws.h"
 
 namespace osprey::keras::layers {
+
+namespace kops = osprey::keras::ops;
 
 namespace {
 
@@ -21,6 +26,55 @@ std::pair<double, double> factor_of(const ImageFactor& f, const std::string& lay
   } catch (const ValueError& e) {
     throw ValueError(fmt::format("{}: {}", layer, e.what()));
   }
+}
+
+using Operations = std::vector<std::pair<std::string, std::shared_ptr<Layer>>>;
+
+// Keras's operations by attribute name, with their arguments: the factor pair for each, RandomPosterization's
+// max(1, int(8 · upper)) bits. They compute channels_last (the layers transpose channels_first batches around them).
+Operations keras_operations(const std::vector<std::string>& names, std::pair<double, double> factor,
+                            std::pair<double, double> value_range, const std::string& interpolation,
+                            std::optional<int64_t> seed) {
+  const FactorRange range(factor.first, factor.second);
+  const ImageFactor pair(factor.first, factor.second);
+  AugmentOptions spatial;
+  spatial.interpolation = interpolation;
+  ColorOptions color;
+  color.value_range = value_range;
+  color.seed = seed;
+  const auto posterize = std::max(1, static_cast<int>(8.0 * factor.second));
+  Operations ops;
+  for (const auto& name : names) {
+    std::shared_ptr<Layer> op;
+    if (name == "random_shear") op = std::make_shared<RandomShear>(range, range, spatial);
+    if (name == "random_translation") op = std::make_shared<RandomTranslation>(range, range, spatial);
+    if (name == "random_rotation") op = std::make_shared<RandomRotation>(range, spatial);
+    if (name == "random_brightness") op = std::make_shared<RandomBrightness>(factor, value_range);
+    if (name == "random_color_degeneration") op = std::make_shared<RandomColorDegeneration>(pair, color);
+    if (name == "random_contrast") op = std::make_shared<RandomContrast>(factor, value_range);
+    if (name == "random_sharpness") op = std::make_shared<RandomSharpness>(pair, color);
+    if (name == "random_posterization") {
+      op = std::make_shared<RandomPosterization>(ImageFactor(static_cast<double>(posterize)), color);
+    }
+    if (name == "solarization") op = std::make_shared<Solarization>(pair, pair, color);
+    if (name == "auto_contrast") op = std::make_shared<AutoContrast>(color);
+    if (name == "equalization") op = std::make_shared<Equalization>(color);
+    if (!op) throw InternalError("keras_operations: no operation " + name);
+    ops.emplace_back(name, std::move(op));
+  }
+  return ops;
+}
+
+void build_operations(Operations& ops, const Shape& input_shape, const std::string& data_format) {
+  const Shape last = data_format == "channels_first" ? Shape({input_shape[1], input_shape[2], input_shape[0]})
+                                                     : input_shape;
+  for (auto& [key, op] : ops) (void)op->build(last);
+}
+
+std::vector<std::pair<std::string, Layer*>> pointers(const Operations& ops) {
+  std::vector<std::pair<std::string, Layer*>> out;
+  for (const auto& [key, op] : ops) out.emplace_back(key, op.get());
+  return out;
 }
 
 }  // namespace
@@ -40,37 +94,16 @@ RandAugment::RandAugment(RandAugmentOptions options)
   make_operations();
 }
 
-// Keras's operations and their arguments: the factor pair for each, RandomPosterization's max(1, int(8 · upper))
-// bits. They compute channels_last (call() transposes channels_first batches around them).
 void RandAugment::make_operations() {
-  const FactorRange range(factor_.first, factor_.second);
-  AugmentOptions spatial;
-  spatial.interpolation = options_.interpolation;
-  ColorOptions color;
-  color.value_range = options_.value_range;
-  color.seed = options_.seed;
-  const auto posterize = std::max(1, static_cast<int>(8.0 * factor_.second));
-  operations_ = {
-      {"random_shear", std::make_shared<RandomShear>(range, range, spatial)},
-      {"random_translation", std::make_shared<RandomTranslation>(range, range, spatial)},
-      {"random_rotation", std::make_shared<RandomRotation>(range, spatial)},
-      {"random_brightness", std::make_shared<RandomBrightness>(factor_, options_.value_range)},
-      {"random_color_degeneration", std::make_shared<RandomColorDegeneration>(ImageFactor(factor_.first, factor_.second), color)},
-      {"random_contrast", std::make_shared<RandomContrast>(factor_, options_.value_range)},
-      {"random_sharpness", std::make_shared<RandomSharpness>(ImageFactor(factor_.first, factor_.second), color)},
-      {"random_posterization", std::make_shared<RandomPosterization>(ImageFactor(static_cast<double>(posterize)), color)},
-      {"solarization", std::make_shared<Solarization>(ImageFactor(factor_.first, factor_.second),
-                                                      ImageFactor(factor_.first, factor_.second), color)},
-      {"auto_contrast", std::make_shared<AutoContrast>(color)},
-      {"equalization", std::make_shared<Equalization>(color)},
-  };
+  operations_ = keras_operations({"random_shear", "random_translation", "random_rotation", "random_brightness",
+                                  "random_color_degeneration", "random_contrast", "random_sharpness",
+                                  "random_posterization", "solarization", "auto_contrast", "equalization"},
+                                 factor_, options_.value_range, options_.interpolation, options_.seed);
 }
 
 Shape RandAugment::build(const Shape& input_shape) {
   check_images(name_, input_shape);
-  const bool first = options_.data_format == "channels_first";
-  const Shape last = first ? Shape({input_shape[1], input_shape[2], input_shape[0]}) : input_shape;
-  for (auto& [key, op] : operations_) (void)op->build(last);
+  build_operations(operations_, input_shape, options_.data_format);
   return finish_build(input_shape);
 }
 
@@ -97,10 +130,84 @@ Tensor RandAugment::call(const Tensor& inputs, bool training) {
   return from_last(y, first);
 }
 
-std::vector<std::pair<std::string, Layer*>> RandAugment::sublayers() {
-  std::vector<std::pair<std::string, Layer*>> out;
-  for (auto& [key, op] : operations_) out.emplace_back(key, op.get());
-  return out;
+std::vector<std::pair<std::string, Layer*>> RandAugment::sublayers() { return pointers(operations_); }
+
+// ---- AugMix ----
+
+AugMix::AugMix(AugMixOptions options)
+    : Layer(options.name, "aug_mix", options.dtype), options_(std::move(options)),
+      factor_(factor_of(options_.factor, name_)) {
+  if (options_.num_chains < 1 || options_.num_chains > 64 || options_.chain_depth < 0 || options_.chain_depth > 64) {
+    throw ValueError(fmt::format("{}: `num_chains` must be between 1 and 64 and `chain_depth` between 0 and 64; "
+                                 "received {} and {}",
+                                 name_, options_.num_chains, options_.chain_depth));
+  }
+  if (!(options_.alpha > 0.0) || !std::isfinite(options_.alpha)) {
+    throw ValueError(fmt::format("{}: `alpha` must be a positive number; received {}", name_, options_.alpha));
+  }
+  if (options_.interpolation != "bilinear" && options_.interpolation != "nearest") {
+    throw ValueError(fmt::format("{}: `interpolation` must be \"bilinear\" or \"nearest\"; received \"{}\"", name_,
+                                 options_.interpolation));
+  }
+  detail::check_data_format(options_.data_format, name_);
+  if (options_.seed) generator_.emplace(static_cast<uint64_t>(*options_.seed), uint64_t{0x6175676d});
+  std::vector<std::string> names{"random_shear", "random_translation", "random_rotation", "random_posterization",
+                                 "solarization", "auto_contrast", "equalization"};
+  if (options_.all_ops) {
+    for (const char* more : {"random_brightness", "random_color_degeneration", "random_contrast", "random_sharpness"}) {
+      names.emplace_back(more);
+    }
+  }
+  operations_ = keras_operations(names, factor_, options_.value_range, options_.interpolation, options_.seed);
+}
+
+Shape AugMix::build(const Shape& input_shape) {
+  check_images(name_, input_shape);
+  build_operations(operations_, input_shape, options_.data_format);
+  return finish_build(input_shape);
+}
+
+std::vector<std::pair<std::string, Layer*>> AugMix::sublayers() { return pointers(operations_); }
+
+AugMix::Draw AugMix::draw() {
+  auto next = [this] { return static_cast<double>(generator_ ? generator_->next_float() : host_uniform(1)[0]); };
+  Draw d;
+  double total = 0.0;
+  for (int c = 0; c < options_.num_chains; ++c) {
+    d.chain_weights.push_back(mix::gamma_draw(options_.alpha, next));
+    total += d.chain_weights.back();
+  }
+  for (double& w : d.chain_weights) w = total > 0.0 ? w / total : 1.0 / options_.num_chains;
+  d.original_weight = mix::beta_draw(options_.alpha, next);
+  const int choices = static_cast<int>(operations_.size()) + 1;  // the operations, and none
+  for (int c = 0; c < options_.num_chains; ++c) {
+    std::vector<int> chain;
+    for (int k = 0; k < options_.chain_depth; ++k) {
+      const int pick = std::min(choices - 1, static_cast<int>(next() * choices));
+      if (pick < choices - 1) chain.push_back(pick);
+    }
+    d.chains.push_back(std::move(chain));
+  }
+  return d;
+}
+
+Tensor AugMix::call(const Tensor& inputs, bool training) {
+  check_batch(name_, inputs);
+  const Tensor x = as_float(inputs);
+  if (!training) return x;
+  const bool first = options_.data_format == "channels_first";
+  const Tensor images = to_last(x, first);
+  const Draw d = draw();
+  Tensor mixed;
+  for (std::size_t c = 0; c < d.chains.size(); ++c) {
+    Tensor y = images;
+    for (int k : d.chains[c]) y = (*operations_[static_cast<std::size_t>(k)].second)(y, true);
+    const Tensor weighted = kops::multiply(y, d.chain_weights[c]);
+    mixed = c == 0 ? weighted : kops::add(mixed, weighted);
+  }
+  const Tensor out = kops::add(kops::multiply(images, d.original_weight),
+                               kops::multiply(mixed, 1.0 - d.original_weight));
+  return from_last(kops::clip(out, options_.value_range.first, options_.value_range.second), first);
 }
 
 // ---- Keras config ----
@@ -119,27 +226,62 @@ std::string RandAugment::get_config() const {
   return ser::dumps(c);
 }
 
+namespace {
+
+// A factor as written: one number or a pair.
+ImageFactor image_factor(const json& f, const char* layer) {
+  if (f.is_number()) return f.get<double>();
+  const auto p = number_pair(f, "factor", layer);
+  return {p.first, p.second};
+}
+
+std::optional<int64_t> seed_of(const json& c, const char* layer) {
+  if (!c.contains("seed") || c["seed"].is_null()) return std::nullopt;
+  if (!c["seed"].is_number_integer()) throw ValueError(fmt::format("{}: `seed` must be an integer or null", layer));
+  return c["seed"].get<int64_t>();
+}
+
+}  // namespace
+
+std::string AugMix::get_config() const {
+  json c = ser::base_config(*this);
+  c["data_format"] = options_.data_format;
+  c["value_range"] = json::array({options_.value_range.first, options_.value_range.second});
+  c["num_chains"] = options_.num_chains;
+  c["chain_depth"] = options_.chain_depth;
+  c["factor"] = json::array({factor_.first, factor_.second});
+  c["alpha"] = options_.alpha;
+  c["all_ops"] = options_.all_ops;
+  c["interpolation"] = options_.interpolation;
+  c["seed"] = options_.seed ? json(*options_.seed) : json(nullptr);
+  return ser::dumps(c);
+}
+
 OSPREY_REGISTER_LAYERS(rand_augment) {
   ser::register_layer_class("RandAugment", {true, [](const json& c) -> std::shared_ptr<Layer> {
     RandAugmentOptions o;
     if (c.contains("value_range")) o.value_range = number_pair(c["value_range"], "value_range", "RandAugment");
     if (c.contains("num_ops")) o.num_ops = static_cast<int>(ser::integer(c, "num_ops", 0, 64, "RandAugment"));
-    if (c.contains("factor") && !c["factor"].is_null()) {
-      if (c["factor"].is_number()) {
-        o.factor = c["factor"].get<double>();
-      } else {
-        const auto p = number_pair(c["factor"], "factor", "RandAugment");
-        o.factor = ImageFactor(p.first, p.second);
-      }
-    }
+    if (c.contains("factor") && !c["factor"].is_null()) o.factor = image_factor(c["factor"], "RandAugment");
     o.interpolation = ser::value_or<std::string>(c, "interpolation", "bilinear");
-    if (c.contains("seed") && !c["seed"].is_null()) {
-      if (!c["seed"].is_number_integer()) throw ValueError("RandAugment: `seed` must be an integer or null");
-      o.seed = c["seed"].get<int64_t>();
-    }
+    o.seed = seed_of(c, "RandAugment");
     o.data_format = ser::value_or<std::string>(c, "data_format", "channels_last");
     o.name = ser::name_of(c);
     return std::make_shared<RandAugment>(std::move(o));
+  }});
+  ser::register_layer_class("AugMix", {true, [](const json& c) -> std::shared_ptr<Layer> {
+    AugMixOptions o;
+    if (c.contains("value_range")) o.value_range = number_pair(c["value_range"], "value_range", "AugMix");
+    if (c.contains("num_chains")) o.num_chains = static_cast<int>(ser::integer(c, "num_chains", 1, 64, "AugMix"));
+    if (c.contains("chain_depth")) o.chain_depth = static_cast<int>(ser::integer(c, "chain_depth", 0, 64, "AugMix"));
+    if (c.contains("factor") && !c["factor"].is_null()) o.factor = image_factor(c["factor"], "AugMix");
+    if (c.contains("alpha")) o.alpha = ser::number(c, "alpha", 1e-12, 1e12, "AugMix");
+    o.all_ops = ser::value_or(c, "all_ops", true);
+    o.interpolation = ser::value_or<std::string>(c, "interpolation", "bilinear");
+    o.seed = seed_of(c, "AugMix");
+    o.data_format = ser::value_or<std::string>(c, "data_format", "channels_last");
+    o.name = ser::name_of(c);
+    return std::make_shared<AugMix>(std::move(o));
   }});
 }
 
