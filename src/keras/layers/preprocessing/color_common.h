@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,5 +30,13 @@ Tensor column(const std::vector<float>& values, int64_t batch, std::size_t per_i
 /// Keras's _transform_value_range: (x - from.low) / (from width) · (to width) + to.low, in float32; x itself when
 /// the ranges are equal.
 Tensor rescale(const Tensor& x, std::pair<double, double> from, std::pair<double, double> to);
+
+/// A config's factor `key` as written (one number or a pair); `fallback` where the key is absent or null, else a
+/// ValueError naming `layer`.
+ImageFactor factor_of(const serialization::json& c, const char* key, const char* layer,
+                      std::optional<double> fallback = {});
+std::optional<ImageFactor> optional_factor(const serialization::json& c, const char* key, const char* layer);
+/// value_range, data_format, seed and name from a config, as the color layers take them.
+ColorOptions options_of(const serialization::json& c, const char* layer);
 
 }  // namespace osprey::keras::layers::color

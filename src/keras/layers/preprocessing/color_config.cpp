@@ -2,6 +2,7 @@
 // writes them).
 #include <fmt/format.h>
 
+#include "keras/layers/preprocessing/color_common.h"
 #include "keras/layers/preprocessing/crop.h"
 #include "keras/saving/serialization.h"
 #include "osprey/errors.h"
@@ -9,13 +10,12 @@
 
 namespace osprey::keras::layers {
 
-namespace {
-
 namespace ser = serialization;
 using ser::json;
 
-// A factor as written: one number or a pair.
-ImageFactor factor_of(const json& c, const char* key, const char* layer, std::optional<double> fallback = {}) {
+namespace color {
+
+ImageFactor factor_of(const json& c, const char* key, const char* layer, std::optional<double> fallback) {
   if (!c.contains(key) || c[key].is_null()) {
     if (fallback) return *fallback;
     throw ValueError(fmt::format("{}: the config has no `{}`", layer, key));
@@ -43,7 +43,11 @@ ColorOptions options_of(const json& c, const char* layer) {
   return o;
 }
 
-}  // namespace
+}  // namespace color
+
+using color::factor_of;
+using color::optional_factor;
+using color::options_of;
 
 OSPREY_REGISTER_LAYERS(color) {
   ser::register_layer_class("RandomGrayscale", {true, [](const json& c) -> std::shared_ptr<Layer> {

@@ -128,14 +128,7 @@ namespace {
 
 ColorOptions mix_options(const json& c, const char* layer) {
   ser::refuse_set(c, {"value_range"}, layer, "data_format, seed and the layer's factor");
-  ColorOptions o;
-  o.data_format = ser::value_or<std::string>(c, "data_format", "channels_last");
-  if (c.contains("seed") && !c["seed"].is_null()) {
-    if (!c["seed"].is_number_integer()) throw ValueError(fmt::format("{}: `seed` must be an integer or null", layer));
-    o.seed = c["seed"].get<int64_t>();
-  }
-  o.name = ser::name_of(c);
-  return o;
+  return color::options_of(c, layer);
 }
 
 }  // namespace
@@ -146,16 +139,7 @@ OSPREY_REGISTER_LAYERS(mix) {
     return std::make_shared<MixUp>(alpha, mix_options(c, "MixUp"));
   }});
   ser::register_layer_class("CutMix", {true, [](const json& c) -> std::shared_ptr<Layer> {
-    ImageFactor f = 1.0;
-    if (c.contains("factor") && !c["factor"].is_null()) {
-      if (c["factor"].is_number()) {
-        f = c["factor"].get<double>();
-      } else {
-        const auto p = number_pair(c["factor"], "factor", "CutMix");
-        f = ImageFactor(p.first, p.second);
-      }
-    }
-    return std::make_shared<CutMix>(f, mix_options(c, "CutMix"));
+    return std::make_shared<CutMix>(color::factor_of(c, "factor", "CutMix", 1.0), mix_options(c, "CutMix"));
   }});
 }
 

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "keras/layers/preprocessing/color_common.h"
 #include "keras/layers/preprocessing/crop.h"
 #include "keras/saving/serialization.h"
 #include "osprey/errors.h"
@@ -26,6 +27,14 @@ std::pair<double, double> factor_of(const ImageFactor& f, const std::string& lay
   } catch (const ValueError& e) {
     throw ValueError(fmt::format("{}: {}", layer, e.what()));
   }
+}
+
+void check_chain_arguments(const std::string& layer, const std::string& interpolation, const std::string& data_format) {
+  if (interpolation != "bilinear" && interpolation != "nearest") {
+    throw ValueError(fmt::format("{}: `interpolation` must be \"bilinear\" or \"nearest\"; received \"{}\"", layer,
+                                 interpolation));
+  }
+  detail::check_data_format(data_format, layer);
 }
 
 using Operations = std::vector<std::pair<std::string, std::shared_ptr<Layer>>>;
@@ -85,11 +94,7 @@ RandAugment::RandAugment(RandAugmentOptions options)
   if (options_.num_ops < 0 || options_.num_ops > 64) {
     throw ValueError(fmt::format("{}: `num_ops` must be between 0 and 64; received {}", name_, options_.num_ops));
   }
-  if (options_.interpolation != "bilinear" && options_.interpolation != "nearest") {
-    throw ValueError(fmt::format("{}: `interpolation` must be \"bilinear\" or \"nearest\"; received \"{}\"", name_,
-                                 options_.interpolation));
-  }
-  detail::check_data_format(options_.data_format, name_);
+  check_chain_arguments(name_, options_.interpolation, options_.data_format);
   if (options_.seed) generator_.emplace(static_cast<uint64_t>(*options_.seed), uint64_t{0x72616e64});
   make_operations();
 }
@@ -145,11 +150,7 @@ AugMix::AugMix(AugMixOptions options)
   if (!(options_.alpha > 0.0) || !std::isfinite(options_.alpha)) {
     throw ValueError(fmt::format("{}: `alpha` must be a positive number; received {}", name_, options_.alpha));
   }
-  if (options_.interpolation != "bilinear" && options_.interpolation != "nearest") {
-    throw ValueError(fmt::format("{}: `interpolation` must be \"bilinear\" or \"nearest\"; received \"{}\"", name_,
-                                 options_.interpolation));
-  }
-  detail::check_data_format(options_.data_format, name_);
+  check_chain_arguments(name_, options_.interpolation, options_.data_format);
   if (options_.seed) generator_.emplace(static_cast<uint64_t>(*options_.seed), uint64_t{0x6175676d});
   std::vector<std::string> names{"random_shear", "random_translation", "random_rotation", "random_posterization",
                                  "solarization", "auto_contrast", "equalization"};
@@ -226,23 +227,6 @@ std::string RandAugment::get_config() const {
   return ser::dumps(c);
 }
 
-namespace {
-
-// A factor as written: one number or a pair.
-ImageFactor image_factor(const json& f, const char* layer) {
-  if (f.is_number()) return f.get<double>();
-  const auto p = number_pair(f, "factor", layer);
-  return {p.first, p.second};
-}
-
-std::optional<int64_t> seed_of(const json& c, const char* layer) {
-  if (!c.contains("seed") || c["seed"].is_null()) return std::nullopt;
-  if (!c["seed"].is_number_integer()) throw ValueError(fmt::format("{}: `seed` must be an integer or null", layer));
-  return c["seed"].get<int64_t>();
-}
-
-}  // namespace
-
 std::string AugMix::get_config() const {
   json c = ser::base_config(*this);
   c["data_format"] = options_.data_format;
@@ -259,28 +243,28 @@ std::string AugMix::get_config() const {
 
 OSPREY_REGISTER_LAYERS(rand_augment) {
   ser::register_layer_class("RandAugment", {true, [](const json& c) -> std::shared_ptr<Layer> {
-    RandAugmentOptions o;
-    if (c.contains("value_range")) o.value_range = number_pair(c["value_range"], "value_range", "RandAugment");
+    const ColorOptions common = color::options_of(c, "RandAugment");
+    RandAugmentOptions o{.value_range = common.value_range,
+                         .factor = color::factor_of(c, "factor", "RandAugment", 0.5),
+                         .interpolation = ser::value_or<std::string>(c, "interpolation", "bilinear"),
+                         .seed = common.seed,
+                         .data_format = common.data_format,
+                         .name = common.name};
     if (c.contains("num_ops")) o.num_ops = static_cast<int>(ser::integer(c, "num_ops", 0, 64, "RandAugment"));
-    if (c.contains("factor") && !c["factor"].is_null()) o.factor = image_factor(c["factor"], "RandAugment");
-    o.interpolation = ser::value_or<std::string>(c, "interpolation", "bilinear");
-    o.seed = seed_of(c, "RandAugment");
-    o.data_format = ser::value_or<std::string>(c, "data_format", "channels_last");
-    o.name = ser::name_of(c);
     return std::make_shared<RandAugment>(std::move(o));
   }});
   ser::register_layer_class("AugMix", {true, [](const json& c) -> std::shared_ptr<Layer> {
-    AugMixOptions o;
-    if (c.contains("value_range")) o.value_range = number_pair(c["value_range"], "value_range", "AugMix");
+    const ColorOptions common = color::options_of(c, "AugMix");
+    AugMixOptions o{.value_range = common.value_range,
+                    .factor = color::factor_of(c, "factor", "AugMix", 0.3),
+                    .all_ops = ser::value_or(c, "all_ops", true),
+                    .interpolation = ser::value_or<std::string>(c, "interpolation", "bilinear"),
+                    .seed = common.seed,
+                    .data_format = common.data_format,
+                    .name = common.name};
     if (c.contains("num_chains")) o.num_chains = static_cast<int>(ser::integer(c, "num_chains", 1, 64, "AugMix"));
     if (c.contains("chain_depth")) o.chain_depth = static_cast<int>(ser::integer(c, "chain_depth", 0, 64, "AugMix"));
-    if (c.contains("factor") && !c["factor"].is_null()) o.factor = image_factor(c["factor"], "AugMix");
     if (c.contains("alpha")) o.alpha = ser::number(c, "alpha", 1e-12, 1e12, "AugMix");
-    o.all_ops = ser::value_or(c, "all_ops", true);
-    o.interpolation = ser::value_or<std::string>(c, "interpolation", "bilinear");
-    o.seed = seed_of(c, "AugMix");
-    o.data_format = ser::value_or<std::string>(c, "data_format", "channels_last");
-    o.name = ser::name_of(c);
     return std::make_shared<AugMix>(std::move(o));
   }});
 }
