@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -56,5 +57,45 @@ Tensor resize(const Tensor& images, std::pair<int64_t, int64_t> size, const Imag
 Tensor scale_and_translate(const Tensor& images, const std::vector<int64_t>& output_shape,
                            const std::vector<float>& scale, const std::vector<float>& translation,
                            const std::vector<int>& spatial_dims, const std::string& method, bool antialias = true);
+
+/// keras.ops.image.pad_images / crop_images: exactly two of each axis's three numbers given (top, bottom, target
+/// height; left, right, target width), the third inferred; zeros padded, or a window cut out. ValueError (Keras's
+/// texts) otherwise, and for a negative or inferred-negative number or a window past the image.
+struct PadImagesOptions {
+  std::optional<int64_t> top_padding{}, left_padding{}, bottom_padding{}, right_padding{};
+  std::optional<int64_t> target_height{}, target_width{};
+  std::string data_format = "channels_last";
+};
+Tensor pad_images(const Tensor& images, const PadImagesOptions& options);
+struct CropImagesOptions {
+  std::optional<int64_t> top_cropping{}, left_cropping{}, bottom_cropping{}, right_cropping{};
+  std::optional<int64_t> target_height{}, target_width{};
+  std::string data_format = "channels_last";
+};
+Tensor crop_images(const Tensor& images, const CropImagesOptions& options);
+/// keras.ops.image.extract_patches: `size` of 1 or 2 numbers for 2D patches of images (rank 3 or 4), 3 for 3D
+/// patches of volumes (rank 4 or 5); each patch's values flattened (window row-major, channels last) onto the
+/// channel axis, by Keras's convolution with an identity kernel. strides unset: the size. Differentiable.
+Tensor extract_patches(const Tensor& images, const std::vector<int64_t>& size, const std::vector<int64_t>& strides = {},
+                       const std::vector<int64_t>& dilation_rate = {1}, const std::string& padding = "valid",
+                       const std::string& data_format = "channels_last");
+/// keras.ops.image.sobel_edges: TensorFlow's Sobel filters per channel of a batch (rank 4) with reflected edges:
+/// (batch, height, width, channels, 2) holding the vertical and the horizontal gradient ((batch, channels, height,
+/// width, 2) with "channels_first"). Differentiable.
+Tensor sobel_edges(const Tensor& images, const std::string& data_format = "channels_last");
+/// keras.ops.image.ssim: the structural similarity of two images or batches (a value per image): a Gaussian window
+/// of filter_size and filter_sigma (valid convolution), the means, variances and covariance per channel, averaged
+/// over positions and channels; Keras's arithmetic. Differentiable in both images.
+Tensor ssim(const Tensor& image1, const Tensor& image2, double max_val = 1.0, int64_t filter_size = 11,
+            double filter_sigma = 1.5, double k1 = 0.01, double k2 = 0.03,
+            const std::string& data_format = "channels_last");
+/// keras.ops.image.map_coordinates: `inputs` sampled at `coordinates` (shape (inputs' rank, ...): the output's
+/// shape after the first axis), order 0 (the nearest index, halves to even) or 1 (linear), outside the array by
+/// fill_mode: "constant" (fill_value), "nearest", "wrap", "mirror" or "reflect", as Keras's TensorFlow backend
+/// computes them (its "reflect" mirrors negative indices about 0; its "mirror" maps an index equal to the size to
+/// itself, which TensorFlow's gather refuses: an InvalidArgumentError here too). Integer inputs are rounded back.
+/// Differentiable in float inputs and in the coordinates (through the linear weights).
+Tensor map_coordinates(const Tensor& inputs, const Tensor& coordinates, int order,
+                       const std::string& fill_mode = "constant", double fill_value = 0.0);
 
 }  // namespace osprey::keras::ops
