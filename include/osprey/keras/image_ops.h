@@ -98,4 +98,17 @@ Tensor ssim(const Tensor& image1, const Tensor& image2, double max_val = 1.0, in
 Tensor map_coordinates(const Tensor& inputs, const Tensor& coordinates, int order,
                        const std::string& fill_mode = "constant", double fill_value = 0.0);
 
+/// keras.ops.image.elastic_transform: each image displaced by alpha times a Gaussian-blurred (sigma; 6 · int(sigma)
+/// | 1 taps) field of normal noise times sigma, then sampled as map_coordinates samples ("bilinear": order 1,
+/// "nearest": order 0) with fill_mode ("reflect" by default). As Keras's TensorFlow backend, one noise field moves
+/// both axes alike. The noise is Osprey's draw (of `seed`'s own generator when given); the overload below takes it
+/// as a (batch, height, width) tensor of standard normal values. Differentiable in the images.
+Tensor elastic_transform(const Tensor& images, double alpha = 20.0, double sigma = 5.0,
+                         const std::string& interpolation = "bilinear", const std::string& fill_mode = "reflect",
+                         double fill_value = 0.0, std::optional<int64_t> seed = std::nullopt,
+                         const std::string& data_format = "channels_last");
+Tensor elastic_transform(const Tensor& images, const Tensor& noise, double alpha, double sigma,
+                         const std::string& interpolation = "bilinear", const std::string& fill_mode = "reflect",
+                         double fill_value = 0.0, const std::string& data_format = "channels_last");
+
 }  // namespace osprey::keras::ops

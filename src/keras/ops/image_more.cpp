@@ -15,6 +15,7 @@
 #include "osprey/device.h"
 #include "osprey/errors.h"
 #include "osprey/ops.h"
+#include "osprey/random.h"
 
 namespace osprey::keras::ops {
 
@@ -252,38 +253,19 @@ Tap fix_index(int64_t idx, int64_t size, const std::string& mode) {
 
 }  // namespace
 
-Tensor map_coordinates(const Tensor& inputs, const Tensor& coordinates, int order, const std::string& fill_mode,
-                       double fill_value) {
+namespace {
+
+// TensorFlow's map_coordinates arithmetic: `inputs` sampled at one coordinate tensor per axis (all of the output's
+// shape), each axis by its order (0: the index nearest, halves to even; 1: linear between floor and floor + 1),
+// the taps' products summed in itertools.product's order (the last axis fastest). The indices come from the
+// coordinates' values on the host (they carry no gradient); the linear weights are tensors of the coordinates, so
+// the result is differentiable in them.
+Tensor sample_at(const Tensor& inputs, const std::vector<Tensor>& along, const std::vector<int>& orders,
+                 const std::string& fill_mode, double fill_value) {
   const int rank = inputs.shape().rank();
-  if (coordinates.shape().rank() < 1 || coordinates.shape()[0] != rank) {
-    throw ValueError(fmt::format("map_coordinates: First dim of `coordinates` must be the same as the rank of "
-                                 "`inputs`. Received inputs with shape: {} and coordinate leading dim of {}",
-                                 inputs.shape().to_string(),
-                                 coordinates.shape().rank() < 1 ? int64_t{0} : coordinates.shape()[0]));
-  }
-  if (coordinates.shape().rank() < 2) {
-    throw ValueError(fmt::format("map_coordinates: Invalid coordinates rank: expected at least rank 2. Received input "
-                                 "with shape: {}",
-                                 coordinates.shape().to_string()));
-  }
-  if (fill_mode != "constant" && fill_mode != "nearest" && fill_mode != "wrap" && fill_mode != "mirror" &&
-      fill_mode != "reflect") {
-    throw ValueError(fmt::format("map_coordinates: Invalid value for argument `fill_mode`. Expected one of "
-                                 "{{'constant', 'nearest', 'wrap', 'mirror', 'reflect'}}. Received: fill_mode={}",
-                                 fill_mode));
-  }
-  if (order != 0 && order != 1) throw NotImplementedError("map_coordinates currently requires order<=1");
-  for (int d = 0; d < rank; ++d) {
-    if (inputs.shape()[d] < 1) throw ValueError("map_coordinates: `inputs` has an empty axis");
-  }
-  const Tensor coords = is_floating(coordinates.dtype()) ? coordinates : cast(coordinates, DType::float32);
-  const auto cd = coords.shape().dims();
-  const std::vector<int64_t> out_shape(cd.begin() + 1, cd.end());
-  int64_t n = 1;
-  for (int64_t v : out_shape) n *= v;
-  // The indices come from the coordinates' values on the host (they carry no gradient); the linear weights are
-  // tensors of the coordinates, so the result is differentiable in them.
-  const auto values = coords.to("CPU:0").cast(DType::float32).to_vector<float>();
+  const auto od = along[0].shape().dims();
+  const std::vector<int64_t> out_shape(od.begin(), od.end());
+  const int64_t n = along[0].num_elements();
   std::vector<int64_t> strides(static_cast<std::size_t>(rank), 1);
   for (int d = rank - 2; d >= 0; --d) {
     strides[static_cast<std::size_t>(d)] = strides[static_cast<std::size_t>(d) + 1] * inputs.shape()[d + 1];
@@ -295,10 +277,11 @@ Tensor map_coordinates(const Tensor& inputs, const Tensor& coordinates, int orde
   std::vector<std::vector<Node>> axes(static_cast<std::size_t>(rank));
   for (int d = 0; d < rank; ++d) {
     const int64_t size = inputs.shape()[d];
-    const float* c = values.data() + static_cast<std::size_t>(d) * static_cast<std::size_t>(n);
+    const int order = orders[static_cast<std::size_t>(d)];
+    const auto c = along[static_cast<std::size_t>(d)].to("CPU:0").cast(DType::float32).to_vector<float>();
     std::vector<int64_t> base(static_cast<std::size_t>(n));
     for (int64_t i = 0; i < n; ++i) {
-      const double v = c[i];
+      const double v = c[static_cast<std::size_t>(i)];
       if (!std::isfinite(v) || std::abs(v) > static_cast<double>(INT_MAX / 2)) {
         throw InvalidArgumentError(fmt::format("map_coordinates: coordinate {} along axis {} is not a finite number "
                                                "within the int32 range",
@@ -315,19 +298,16 @@ Tensor map_coordinates(const Tensor& inputs, const Tensor& coordinates, int orde
     if (order == 0) {
       axes[static_cast<std::size_t>(d)].push_back(node(0, Tensor()));
     } else {
-      std::vector<int64_t> start(cd.size(), 0), extent(cd.begin(), cd.end());
-      start[0] = d;
-      extent[0] = 1;
-      const Tensor along = reshape(slice(coords, start, extent), out_shape);
-      const Tensor upper = subtract(along, floor(along));
+      const Tensor& a = along[static_cast<std::size_t>(d)];
+      const Tensor upper = subtract(a, floor(a));
       axes[static_cast<std::size_t>(d)].push_back(node(0, subtract(1.0, upper)));
       axes[static_cast<std::size_t>(d)].push_back(node(1, upper));
     }
   }
-  const DType dt = coords.dtype();
+  const DType dt = along[0].dtype();
   const Tensor flat = reshape(inputs, {-1});
   Tensor result;
-  std::vector<std::size_t> pick(static_cast<std::size_t>(rank), 0);  // itertools.product's order: the last fastest
+  std::vector<std::size_t> pick(static_cast<std::size_t>(rank), 0);
   for (bool more = true; more;) {
     std::vector<int64_t> linear(static_cast<std::size_t>(n), 0);
     std::vector<float> valid(static_cast<std::size_t>(n), 1.0f);
@@ -363,6 +343,119 @@ Tensor map_coordinates(const Tensor& inputs, const Tensor& coordinates, int orde
   }
   if (!is_floating(inputs.dtype())) result = round(result);
   return cast(result, inputs.dtype());
+}
+
+void check_fill_mode(const std::string& fill_mode, const char* op) {
+  if (fill_mode != "constant" && fill_mode != "nearest" && fill_mode != "wrap" && fill_mode != "mirror" &&
+      fill_mode != "reflect") {
+    throw ValueError(fmt::format("{}: Invalid value for argument `fill_mode`. Expected one of {{'constant', "
+                                 "'nearest', 'wrap', 'mirror', 'reflect'}}. Received: fill_mode={}",
+                                 op, fill_mode));
+  }
+}
+
+}  // namespace
+
+Tensor map_coordinates(const Tensor& inputs, const Tensor& coordinates, int order, const std::string& fill_mode,
+                       double fill_value) {
+  const int rank = inputs.shape().rank();
+  if (coordinates.shape().rank() < 1 || coordinates.shape()[0] != rank) {
+    throw ValueError(fmt::format("map_coordinates: First dim of `coordinates` must be the same as the rank of "
+                                 "`inputs`. Received inputs with shape: {} and coordinate leading dim of {}",
+                                 inputs.shape().to_string(),
+                                 coordinates.shape().rank() < 1 ? int64_t{0} : coordinates.shape()[0]));
+  }
+  if (coordinates.shape().rank() < 2) {
+    throw ValueError(fmt::format("map_coordinates: Invalid coordinates rank: expected at least rank 2. Received input "
+                                 "with shape: {}",
+                                 coordinates.shape().to_string()));
+  }
+  check_fill_mode(fill_mode, "map_coordinates");
+  if (order != 0 && order != 1) throw NotImplementedError("map_coordinates currently requires order<=1");
+  for (int d = 0; d < rank; ++d) {
+    if (inputs.shape()[d] < 1) throw ValueError("map_coordinates: `inputs` has an empty axis");
+  }
+  const Tensor coords = is_floating(coordinates.dtype()) ? coordinates : cast(coordinates, DType::float32);
+  const auto cd = coords.shape().dims();
+  const std::vector<int64_t> out_shape(cd.begin() + 1, cd.end());
+  std::vector<Tensor> along;
+  for (int d = 0; d < rank; ++d) {
+    std::vector<int64_t> start(cd.size(), 0), extent(cd.begin(), cd.end());
+    start[0] = d;
+    extent[0] = 1;
+    along.push_back(reshape(slice(coords, start, extent), out_shape));
+  }
+  return sample_at(inputs, along, std::vector<int>(static_cast<std::size_t>(rank), order), fill_mode, fill_value);
+}
+
+Tensor elastic_transform(const Tensor& images, const Tensor& noise, double alpha, double sigma,
+                         const std::string& interpolation, const std::string& fill_mode, double fill_value,
+                         const std::string& data_format) {
+  const char* op = "elastic_transform";
+  check_format(data_format, op);
+  check_rank(images, 3, 4, "images", op);
+  check_fill_mode(fill_mode, op);
+  if (interpolation != "bilinear" && interpolation != "nearest") {
+    throw ValueError(fmt::format("{}: Invalid value for argument `interpolation`. Expected of one ('nearest', "
+                                 "'bilinear'). Received: interpolation={}",
+                                 op, interpolation));
+  }
+  const bool unbatched = images.shape().rank() == 3;
+  const bool first = data_format == "channels_first";
+  Tensor x = unbatched ? expand_dims(images, 0) : images;
+  if (!first) x = osprey::ops::transpose(x, {0, 3, 1, 2});  // (batch, channels, height, width)
+  const int64_t b = x.shape()[0], c = x.shape()[1], h = x.shape()[2], w = x.shape()[3];
+  if (noise.shape() != Shape({b, h, w})) {
+    throw ValueError(fmt::format("{}: the noise must be (batch, height, width) = ({}, {}, {}); got {}", op, b, h, w,
+                                 noise.shape().to_string()));
+  }
+  const DType dt = is_floating(images.dtype()) ? images.dtype() : DType::float32;
+  // Keras's TensorFlow backend: one noise field for both axes, times sigma, blurred by a Gaussian of
+  // 6 · int(sigma) | 1 taps, then alpha times it added to the pixel grid.
+  const int64_t taps = (6 * static_cast<int64_t>(static_cast<int32_t>(sigma))) | 1;
+  const Tensor scaled = multiply(cast(noise, dt), cast(Tensor::scalar(sigma), dt));
+  const Tensor d = squeeze(gaussian_blur(expand_dims(scaled, -1), {taps, taps}, {sigma, sigma}), -1);  // (b, h, w)
+  const Tensor shift = multiply(cast(Tensor::scalar(alpha), dt), d);
+  const Tensor cols = cast(reshape(arange(0.0, static_cast<double>(w)), {1, 1, w}), dt);
+  const Tensor rows = cast(reshape(arange(0.0, static_cast<double>(h)), {1, h, 1}), dt);
+  const Tensor y = add(rows, shift), xs = add(cols, shift);
+  // Every (image, channel) plane sampled at its image's coordinates: the planes as axis 0, taken exactly.
+  const auto per_channel = [&](const Tensor& t) {
+    return reshape(broadcast_to(expand_dims(t, 1), {b, c, h, w}), {b * c, h, w});
+  };
+  std::vector<float> plane(static_cast<std::size_t>(b * c * h * w));
+  for (std::size_t i = 0; i < plane.size(); ++i) plane[i] = static_cast<float>(i / static_cast<std::size_t>(h * w));
+  const int order = interpolation == "nearest" ? 0 : 1;
+  Tensor out = sample_at(reshape(x, {b * c, h, w}),
+                         {cast(Tensor::from_vector(plane, Shape({b * c, h, w})), dt), per_channel(y), per_channel(xs)},
+                         {0, order, order}, fill_mode, fill_value);
+  out = reshape(out, {b, c, h, w});
+  if (!first) out = osprey::ops::transpose(out, {0, 2, 3, 1});
+  return unbatched ? squeeze(out, 0) : out;
+}
+
+Tensor elastic_transform(const Tensor& images, double alpha, double sigma, const std::string& interpolation,
+                         const std::string& fill_mode, double fill_value, std::optional<int64_t> seed,
+                         const std::string& data_format) {
+  check_rank(images, 3, 4, "images", "elastic_transform");
+  check_format(data_format, "elastic_transform");
+  const bool unbatched = images.shape().rank() == 3;
+  const int64_t b = unbatched ? 1 : images.shape()[0];
+  const auto [ha, wa] = spatial_axes(images, data_format);
+  const Shape shape({b, images.shape()[ha], images.shape()[wa]});
+  Tensor noise;
+  if (seed) {  // Box-Muller normals from a generator of the seed
+    random::Philox gen(static_cast<uint64_t>(*seed), uint64_t{0x656c6173});
+    std::vector<float> v(static_cast<std::size_t>(shape.num_elements()));
+    for (float& z : v) {
+      const double u1 = 1.0 - gen.next_double(), u2 = gen.next_double();
+      z = static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * 3.14159265358979323846 * u2));
+    }
+    noise = Tensor::from_vector(v, shape);
+  } else {
+    noise = random::normal(shape);
+  }
+  return elastic_transform(images, noise, alpha, sigma, interpolation, fill_mode, fill_value, data_format);
 }
 
 }  // namespace osprey::keras::ops

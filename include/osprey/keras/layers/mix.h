@@ -1,4 +1,5 @@
-// Keras 3's augmentations that mix the images of a batch, MixUp and CutMix, and RandAugment and AugMix, which chain others
+// Keras 3's augmentations that mix the images of a batch, MixUp and CutMix, RandAugment and AugMix, which chain
+// others, and RandomElasticTransform
 // (images only: their dict form with labels, boxes and masks is a data-pipeline use that Osprey's layers do not
 // take).
 #pragma once
@@ -127,6 +128,52 @@ class AugMix : public Layer {
   std::pair<double, double> factor_;
   std::optional<random::Philox> generator_;
   std::vector<std::pair<std::string, std::shared_ptr<Layer>>> operations_;
+};
+
+struct ElasticOptions {
+  ImageFactor factor = 1.0;  ///< the probability range each image is transformed with: one number f means (0, f)
+  ImageFactor scale = 1.0;   ///< the distortion's range, in [0, 1]: one number f means (0, f)
+  std::string interpolation = "bilinear";  ///< or "nearest"
+  std::string fill_mode = "reflect";       ///< "constant", "nearest", "wrap", "mirror" or "reflect"
+  double fill_value = 0.0;
+  std::pair<double, double> value_range = {0.0, 255.0};
+  std::optional<int64_t> seed{};
+  std::string data_format = "channels_last";
+  std::string name{};
+  std::string dtype{};
+};
+
+/// keras.layers.RandomElasticTransform: in training, each image transformed when a uniform draw falls below a
+/// probability drawn per image from `factor`'s range, by keras::ops::elastic_transform with one distortion d drawn
+/// per batch from `scale`'s range (alpha = max(height, width) · 0.1 d, sigma = min(height, width) · 0.05 d) and one
+/// noise field; then the batch clipped to value_range (all of it, as Keras); the identity in evaluate and predict,
+/// and when either range's upper end is 0. The draws are Osprey's.
+class RandomElasticTransform : public Layer {
+ public:
+  explicit RandomElasticTransform(ElasticOptions options = {});
+  OSPREY_KERAS_LAYER(RandomElasticTransform)
+  std::string class_name() const override { return "RandomElasticTransform"; }
+  std::string get_config() const override;
+  Shape build(const Shape& input_shape) override;
+  Tensor call(const Tensor& inputs, bool training) override;
+  /// One batch's draws: which images change, the distortion, and the (batch, height, width) noise.
+  struct Draw {
+    std::vector<bool> apply;
+    double distortion = 0.0;
+    Tensor noise;
+  };
+  Draw draw(int64_t batch, int64_t height, int64_t width);
+  /// The images changed as a draw says (Keras's transform_images in training).
+  Tensor transform_images(const Tensor& images, const Draw& draw) const;
+  const ElasticOptions& options() const { return options_; }
+  std::pair<double, double> factor() const { return factor_; }
+  std::pair<double, double> scale() const { return scale_; }
+
+ private:
+  double uniform();
+  ElasticOptions options_;
+  std::pair<double, double> factor_, scale_;
+  std::optional<random::Philox> generator_;
 };
 
 }  // namespace osprey::keras::layers
