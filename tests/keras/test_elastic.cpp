@@ -50,6 +50,7 @@ TEST(Elastic, ElasticTransformAsKerasUnderTheSameNoise) {
   EXPECT_EQ(a.shape(), images.shape());
   EXPECT_EQ(a.to_vector<float>(), kops::elastic_transform(images, 6.0, 2.0, "bilinear", "reflect", 0.0, 5).to_vector<float>());
   EXPECT_THROW((void)kops::elastic_transform(images, 6.0, 2.0, "bicubic"), ValueError);
+  EXPECT_THROW((void)kops::elastic_transform(images, 6.0, -1.0), ValueError);
   EXPECT_THROW((void)kops::elastic_transform(images, tensor_of(f.at("noise")), 6.0, 2.0), ValueError);  // noise shape
 }
 

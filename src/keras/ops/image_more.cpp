@@ -400,6 +400,11 @@ Tensor elastic_transform(const Tensor& images, const Tensor& noise, double alpha
                                  "'bilinear'). Received: interpolation={}",
                                  op, interpolation));
   }
+  if (!(sigma >= 0.0 && sigma <= 1e6) || !std::isfinite(alpha)) {
+    throw ValueError(fmt::format("{}: sigma must be a number in [0, 1e6] and alpha finite; received sigma={}, "
+                                 "alpha={}",
+                                 op, sigma, alpha));
+  }
   const bool unbatched = images.shape().rank() == 3;
   const bool first = data_format == "channels_first";
   Tensor x = unbatched ? expand_dims(images, 0) : images;
