@@ -16,6 +16,27 @@
 
 namespace osprey::keras::ops::detail {
 
+/// ValueError (Keras's text) unless data_format is "channels_last" or "channels_first".
+inline void check_data_format(const std::string& data_format, const char* op) {
+  if (data_format != "channels_last" && data_format != "channels_first") {
+    throw ValueError(fmt::format("{}: The `data_format` argument must be one of {{\"channels_first\", "
+                                 "\"channels_last\"}}. Received: data_format={}",
+                                 op, data_format));
+  }
+}
+
+/// The channel axis of rank-3 or rank-4 images; ValueError (Keras's text) for other ranks or an unknown format.
+inline int channel_axis(const Tensor& images, const std::string& data_format, const char* op) {
+  const int rank = images.shape().rank();
+  if (rank != 3 && rank != 4) {
+    throw ValueError(fmt::format("{}: Invalid images rank: expected rank 3 (single image) or rank 4 (batch of "
+                                 "images). Received input with shape: images.shape={}",
+                                 op, images.shape().to_string()));
+  }
+  check_data_format(data_format, op);
+  return data_format == "channels_last" ? rank - 1 : rank - 3;
+}
+
 /// `axis` (negative: from the end) as an index in [0, rank); InvalidArgumentError naming `op` otherwise.
 inline int normalized(int axis, int rank, const char* op) {
   if (axis < -rank || axis >= rank) {

@@ -16,6 +16,8 @@
 #include "osprey/errors.h"
 #include "osprey/ops.h"
 #include "osprey/random.h"
+#include "keras/ops/common.h"
+#include "tensor/host_draws.h"
 
 namespace osprey::keras::ops {
 
@@ -26,14 +28,6 @@ void check_rank(const Tensor& x, int low, int high, const char* what, const char
   if (rank < low || rank > high) {
     throw ValueError(fmt::format("{}: Invalid {} rank: expected rank {} or {}. Received input with shape: {}", op,
                                  what, low, high, x.shape().to_string()));
-  }
-}
-
-void check_format(const std::string& data_format, const char* op) {
-  if (data_format != "channels_last" && data_format != "channels_first") {
-    throw ValueError(fmt::format("{}: The `data_format` argument must be one of {{\"channels_first\", "
-                                 "\"channels_last\"}}. Received: data_format={}",
-                                 op, data_format));
   }
 }
 
@@ -65,8 +59,7 @@ std::pair<int, int> spatial_axes(const Tensor& images, const std::string& data_f
 
 Tensor pad_images(const Tensor& images, const PadImagesOptions& o) {
   const char* op = "pad_images";
-  check_rank(images, 3, 4, "images", op);
-  check_format(o.data_format, op);
+  detail::channel_axis(images, o.data_format, op);
   auto top = o.top_padding, bottom = o.bottom_padding, height = o.target_height;
   auto left = o.left_padding, right = o.right_padding, width = o.target_width;
   two_of_three(top, bottom, height, "top_padding", "bottom_padding", "target_height", op);
@@ -89,8 +82,7 @@ Tensor pad_images(const Tensor& images, const PadImagesOptions& o) {
 
 Tensor crop_images(const Tensor& images, const CropImagesOptions& o) {
   const char* op = "crop_images";
-  check_rank(images, 3, 4, "images", op);
-  check_format(o.data_format, op);
+  detail::channel_axis(images, o.data_format, op);
   auto top = o.top_cropping, bottom = o.bottom_cropping, height = o.target_height;
   auto left = o.left_cropping, right = o.right_cropping, width = o.target_width;
   two_of_three(top, bottom, height, "top_cropping", "bottom_cropping", "target_height", op);
@@ -123,7 +115,7 @@ Tensor extract_patches(const Tensor& images, const std::vector<int64_t>& size, c
                        const std::vector<int64_t>& dilation_rate, const std::string& padding,
                        const std::string& data_format) {
   const char* op = "extract_patches";
-  check_format(data_format, op);
+  detail::check_data_format(data_format, op);
   if (size.empty() || size.size() > 3) {
     throw ValueError(fmt::format("{}: Invalid `size` argument. Expected an int or a tuple of length 2 (3 for 3D "
                                  "patches). Received: size of {} numbers",
@@ -156,7 +148,7 @@ Tensor extract_patches(const Tensor& images, const std::vector<int64_t>& size, c
 
 Tensor sobel_edges(const Tensor& images, const std::string& data_format) {
   const char* op = "sobel_edges";
-  check_format(data_format, op);
+  detail::check_data_format(data_format, op);
   check_rank(images, 4, 4, "images", op);
   const bool first = data_format == "channels_first";
   const Tensor x = first ? osprey::ops::transpose(images, {0, 2, 3, 1}) : images;
@@ -180,7 +172,7 @@ Tensor sobel_edges(const Tensor& images, const std::string& data_format) {
 Tensor ssim(const Tensor& image1, const Tensor& image2, double max_val, int64_t filter_size, double filter_sigma,
             double k1, double k2, const std::string& data_format) {
   const char* op = "ssim";
-  check_format(data_format, op);
+  detail::check_data_format(data_format, op);
   check_rank(image1, 3, 4, "image1", op);
   check_rank(image2, 3, 4, "image2", op);
   if (image1.shape() != image2.shape()) {
@@ -392,8 +384,7 @@ Tensor elastic_transform(const Tensor& images, const Tensor& noise, double alpha
                          const std::string& interpolation, const std::string& fill_mode, double fill_value,
                          const std::string& data_format) {
   const char* op = "elastic_transform";
-  check_format(data_format, op);
-  check_rank(images, 3, 4, "images", op);
+  detail::channel_axis(images, data_format, op);
   check_fill_mode(fill_mode, op);
   if (interpolation != "bilinear" && interpolation != "nearest") {
     throw ValueError(fmt::format("{}: Invalid value for argument `interpolation`. Expected of one ('nearest', "
@@ -442,8 +433,7 @@ Tensor elastic_transform(const Tensor& images, const Tensor& noise, double alpha
 Tensor elastic_transform(const Tensor& images, double alpha, double sigma, const std::string& interpolation,
                          const std::string& fill_mode, double fill_value, std::optional<int64_t> seed,
                          const std::string& data_format) {
-  check_rank(images, 3, 4, "images", "elastic_transform");
-  check_format(data_format, "elastic_transform");
+  detail::channel_axis(images, data_format, "elastic_transform");
   const bool unbatched = images.shape().rank() == 3;
   const int64_t b = unbatched ? 1 : images.shape()[0];
   const auto [ha, wa] = spatial_axes(images, data_format);
@@ -452,10 +442,7 @@ Tensor elastic_transform(const Tensor& images, double alpha, double sigma, const
   if (seed) {  // Box-Muller normals from a generator of the seed
     random::Philox gen(static_cast<uint64_t>(*seed), uint64_t{0x656c6173});
     std::vector<float> v(static_cast<std::size_t>(shape.num_elements()));
-    for (float& z : v) {
-      const double u1 = 1.0 - gen.next_double(), u2 = gen.next_double();
-      z = static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * 3.14159265358979323846 * u2));
-    }
+    for (float& z : v) z = static_cast<float>(random::host::normal_draw([&gen] { return gen.next_double(); }));
     noise = Tensor::from_vector(v, shape);
   } else {
     noise = random::normal(shape);

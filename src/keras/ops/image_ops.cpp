@@ -21,23 +21,9 @@
 
 namespace osprey::keras::ops {
 
-namespace {
+using detail::channel_axis;
 
-// The channel axis of rank-3 or rank-4 images; ValueError (Keras's text) for other ranks or an unknown format.
-int channel_axis(const Tensor& images, const std::string& data_format, const char* op) {
-  const int rank = images.shape().rank();
-  if (rank != 3 && rank != 4) {
-    throw ValueError(fmt::format("{}: Invalid images rank: expected rank 3 (single image) or rank 4 (batch of "
-                                 "images). Received input with shape: images.shape={}",
-                                 op, images.shape().to_string()));
-  }
-  if (data_format != "channels_last" && data_format != "channels_first") {
-    throw ValueError(fmt::format("{}: The `data_format` argument must be one of {{\"channels_first\", "
-                                 "\"channels_last\"}}. Received: data_format={}",
-                                 op, data_format));
-  }
-  return data_format == "channels_last" ? rank - 1 : rank - 3;
-}
+namespace {
 
 void check_float(const Tensor& images, const char* op) {
   if (!is_floating(images.dtype())) {

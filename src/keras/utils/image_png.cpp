@@ -71,7 +71,7 @@ struct Layout {
 // or, for `tf_channels` 0, Pillow's samples: low-bit gray scaled to 8 bits, a palette's colours (and tRNS alphas),
 // 16 bits cut to the high byte except a gray file without alpha (Pillow's "I;16"), tRNS otherwise left to the
 // caller (Pillow compares it with the pixels its own way).
-void set_transforms(png_structp png, png_infop info, Layout& l, int tf_channels) {
+void set_transforms(png_structp png, const Layout& l, int tf_channels) {
   const bool palette = l.color_type == PNG_COLOR_TYPE_PALETTE;
   const bool gray = (l.color_type & PNG_COLOR_MASK_COLOR) == 0;
   const bool alpha = (l.color_type & PNG_COLOR_MASK_ALPHA) != 0;
@@ -110,7 +110,6 @@ void set_transforms(png_structp png, png_infop info, Layout& l, int tf_channels)
   } else if (gray) {
     png_set_gray_to_rgb(png);
   }
-  (void)info;
 }
 
 bool read_header(PngReader& r, Layout& l, int tf_channels) {
@@ -122,7 +121,7 @@ bool read_header(PngReader& r, Layout& l, int tf_channels) {
   if (l.trns && png_get_tRNS(r.png, r.info, nullptr, nullptr, &trns_color) != 0 && trns_color) {
     l.trns_color = *trns_color;
   }
-  set_transforms(r.png, r.info, l, tf_channels);
+  set_transforms(r.png, l, tf_channels);
   png_set_interlace_handling(r.png);
   png_read_update_info(r.png, r.info);
   l.channels = png_get_channels(r.png, r.info);

@@ -13,6 +13,7 @@
 #include "osprey/keras/layers/convolutional.h"
 #include "osprey/keras/layers/mix.h"
 #include "osprey/keras/ops.h"
+#include "tensor/host_draws.h"
 
 namespace osprey::keras::layers {
 
@@ -63,10 +64,7 @@ RandomElasticTransform::Draw RandomElasticTransform::draw(int64_t batch, int64_t
   for (int64_t i = 0; i < batch; ++i) d.apply.push_back(uniform() < probability[static_cast<std::size_t>(i)]);
   d.distortion = static_cast<float>(scale_.first + (scale_.second - scale_.first) * uniform());
   std::vector<float> noise(static_cast<std::size_t>(batch * height * width));
-  for (float& z : noise) {  // Box-Muller
-    const double u1 = 1.0 - uniform(), u2 = uniform();
-    z = static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * 3.14159265358979323846 * u2));
-  }
+  for (float& z : noise) z = static_cast<float>(random::host::normal_draw([this] { return uniform(); }));
   d.noise = Tensor::from_vector(noise, Shape({batch, height, width}));
   return d;
 }

@@ -9,7 +9,7 @@
 
 #include "keras/layers/preprocessing/color_common.h"
 #include "keras/layers/preprocessing/crop.h"
-#include "keras/layers/preprocessing/mix_draws.h"
+#include "tensor/host_draws.h"
 #include "keras/saving/serialization.h"
 #include "osprey/errors.h"
 #include "osprey/keras/layers/mix.h"
@@ -18,8 +18,8 @@
 namespace osprey::keras::layers {
 
 namespace kops = osprey::keras::ops;
-using mix::beta_draw;
-using mix::permutation;
+using random::host::beta_draw;
+using random::host::permutation;
 
 namespace {
 

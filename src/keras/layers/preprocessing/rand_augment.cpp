@@ -13,7 +13,7 @@
 #include "osprey/keras/layers/convolutional.h"
 #include "osprey/keras/layers/mix.h"
 #include "osprey/keras/ops.h"
-#include "keras/layers/preprocessing/mix_draws.h"
+#include "tensor/host_draws.h"
 
 namespace osprey::keras::layers {
 
@@ -175,11 +175,11 @@ AugMix::Draw AugMix::draw() {
   Draw d;
   double total = 0.0;
   for (int c = 0; c < options_.num_chains; ++c) {
-    d.chain_weights.push_back(mix::gamma_draw(options_.alpha, next));
+    d.chain_weights.push_back(random::host::gamma_draw(options_.alpha, next));
     total += d.chain_weights.back();
   }
   for (double& w : d.chain_weights) w = total > 0.0 ? w / total : 1.0 / options_.num_chains;
-  d.original_weight = mix::beta_draw(options_.alpha, next);
+  d.original_weight = random::host::beta_draw(options_.alpha, next);
   const int choices = static_cast<int>(operations_.size()) + 1;  // the operations, and none
   for (int c = 0; c < options_.num_chains; ++c) {
     std::vector<int> chain;

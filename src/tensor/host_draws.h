@@ -1,5 +1,6 @@
-// Random draws the mixing augmentations share (MixUp, CutMix, AugMix): Gamma and Beta variates and permutations
-// from a source of uniform draws in [0, 1) (the layer's seeded generator or Osprey's global one).
+// Random variates on the host from a source of uniform draws in [0, 1) (a layer's seeded generator or Osprey's
+// global one): normals, Gamma and Beta variates, permutations. The mixing augmentations (MixUp, CutMix, AugMix) and
+// the elastic transform's noise use them.
 #pragma once
 
 #include <algorithm>
@@ -10,7 +11,14 @@
 #include <utility>
 #include <vector>
 
-namespace osprey::keras::layers::mix {
+namespace osprey::random::host {
+
+/// One standard normal draw by Box-Muller (1 - u lies in (0, 1]).
+template <typename Uniform>
+double normal_draw(Uniform&& uniform) {
+  const double u1 = 1.0 - uniform(), u2 = uniform();
+  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
+}
 
 /// One Gamma(a, 1) draw: Marsaglia and Tsang's method, with the U^(1/a) boost below 1.
 template <typename Uniform>
@@ -18,8 +26,7 @@ double gamma_draw(double a, Uniform&& uniform) {
   if (a < 1.0) return gamma_draw(a + 1.0, uniform) * std::pow(1.0 - uniform(), 1.0 / a);
   const double d = a - 1.0 / 3.0, c = 1.0 / std::sqrt(9.0 * d);
   for (;;) {
-    // A standard normal by Box-Muller (1 - u lies in (0, 1]).
-    const double z = std::sqrt(-2.0 * std::log(1.0 - uniform())) * std::cos(2.0 * std::numbers::pi * uniform());
+    const double z = normal_draw(uniform);
     const double v = std::pow(1.0 + c * z, 3);
     if (v <= 0.0) continue;
     const double u = 1.0 - uniform();
@@ -46,4 +53,4 @@ std::vector<float> permutation(int64_t n, Uniform&& uniform) {
   return p;
 }
 
-}  // namespace osprey::keras::layers::mix
+}  // namespace osprey::random::host
