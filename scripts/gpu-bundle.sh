@@ -5,8 +5,9 @@
 #
 #   scripts/gpu-bundle.sh            download the packages (needs Debian's registry), print the bundle's size
 #   scripts/gpu-bundle.sh unpack DIR unpack them into the prefix DIR (prints the CMake options to use it)
-#   scripts/gpu-bundle.sh check      prove it here: configure against the unpacked prefix with the system's /usr
-#                                    ignored by find_package, build, run the CPU tests (what CI runs)
+#   scripts/gpu-bundle.sh configure  prove it here: configure against the unpacked prefix with the system's /usr
+#                                    ignored by find_package, each dependency found there (what CI runs)
+#   scripts/gpu-bundle.sh check      configure as above, then build and run the CPU tests from the prefix
 #
 # HDF5 is left out: with its curl/ssl chain it would not fit the 64 MiB the device tool carries, and the GPU
 # checks do not need it; without it the HDF5 plug-in is not built and its tests skip (CI runs them).
@@ -46,7 +47,7 @@ case "${1:-download}" in
     prefix=$(cd "$prefix" && pwd)
     echo "-DCMAKE_PREFIX_PATH=$prefix/usr"
     ;;
-  check)
+  configure|check)
     [ -d "$bundle/debs" ] || "$0" download
     rm -rf "$bundle/prefix" build/prefix-check
     opts=$("$0" unpack "$bundle/prefix")
@@ -61,8 +62,9 @@ case "${1:-download}" in
         *) echo "gpu-bundle: $dep was found outside the prefix: $dir" >&2; exit 1 ;;
       esac
     done
+    [ "$1" = configure ] && exit 0
     cmake --build build/prefix-check
     ctest --test-dir build/prefix-check -j "$(nproc)" --output-on-failure
     ;;
-  *) echo "usage: scripts/gpu-bundle.sh [download | unpack DIR | check]" >&2; exit 2 ;;
+  *) echo "usage: scripts/gpu-bundle.sh [download | unpack DIR | configure | check]" >&2; exit 2 ;;
 esac

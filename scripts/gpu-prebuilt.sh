@@ -8,7 +8,12 @@
 #   scripts/gpu-prebuilt.sh unpack             there: the build back at the same absolute path (the test lists and
 #                                              RUNPATHs name it), the libraries into /tmp/osprey-libs; prints the
 #                                              build directory
+#   scripts/gpu-prebuilt.sh dry-run RESULTS    here (CI): what the GPU machine runs, without a GPU: build/release
+#                                              set aside, the packed build unpacked in its place, gpu-check.sh's
+#                                              prebuilt path on it; build/release is put back however it ends
 #
+# pack fails when the packed build and the working tree that travels with it (tracked files, shared/ beside the
+# checkout) exceed what one device call carries (64 MiB): the lent GPU must not be the first to find that out.
 # Then on the device: run(command="OSPREY_GPU_PREBUILT=1 scripts/gpu-check.sh $OUT", carry=[".gpu-prebuilt"]).
 # The libraries go last on LD_LIBRARY_PATH, so that the machine's own copies (and its Python's) win where it has
 # them and ours only fill the gaps. The MPI plug-in's libraries are not carried (no mpirun there either).
@@ -16,6 +21,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=.gpu-prebuilt
 libdir=/tmp/osprey-libs
+limit_mib=64  # what the device tool carries in one call: the working tree, shared/ and the carried paths
 
 case "${1:-}" in
   pack)
@@ -25,7 +31,9 @@ case "${1:-}" in
     abs=$(cd "$build" && pwd)
     (cd "$build" && find . -path '*/CMakeFiles' -prune -o -path './tests/fuzz-*' -prune -o -name '*.o' -prune \
         -o -path './generated' -prune -o -path './Testing' -prune -o \( -type f -o -type l \) -print |
-       sed 's|^\./||' >"$OLDPWD/$out/files.txt")
+       sed 's|^\./||' >"$OLDPWD/$out/files.txt"
+     # The export files `cmake --install` copies (the install.* tests install the build tree).
+     find CMakeFiles/Export -type f >>"$OLDPWD/$out/files.txt" 2>/dev/null || true)
     tar -C "$build" -cJf "$out/build.tar.xz" -T "$out/files.txt"
     echo "$abs" >"$out/build_dir.txt"
     # The shared libraries the library, its plug-ins and the test programs need, less glibc and the compiler's.
@@ -38,6 +46,14 @@ case "${1:-}" in
     rm -rf "$out/libs"
     du -sh "$out"/*.tar.xz
     echo "gpu-prebuilt: $(wc -l <"$out/files.txt") build files from $abs, $(wc -l <"$out/libs.txt") libraries"
+    packed=$(du -cb "$out"/* | tail -1 | cut -f1)
+    tree=$(git ls-files -z | xargs -0 stat -c %s 2>/dev/null | awk '{s += $1} END {print s + 0}')
+    [ -d ../shared ] && tree=$((tree + $(du -sb ../shared | cut -f1)))
+    echo "gpu-prebuilt: $((packed / 1048576)) MiB packed + $((tree / 1048576)) MiB of working tree (limit $limit_mib MiB)"
+    if ((packed + tree > limit_mib * 1048576)); then
+      echo "gpu-prebuilt: too large for one device call" >&2
+      exit 1
+    fi
     ;;
   unpack)
     [ -f "$out/build.tar.xz" ] || { echo "gpu-prebuilt: no $out/build.tar.xz (run 'pack' here and carry $out)" >&2; exit 1; }
@@ -55,5 +71,15 @@ case "${1:-}" in
     tar -C "$libdir" -xJf "$out/libs.tar.xz"
     echo "$abs"
     ;;
-  *) echo "usage: scripts/gpu-prebuilt.sh pack [BUILD_DIR] | unpack" >&2; exit 2 ;;
+  dry-run)
+    results=${2:?usage: scripts/gpu-prebuilt.sh dry-run RESULTS_DIR}
+    [ -f "$out/build_dir.txt" ] || { echo "gpu-prebuilt: nothing packed (run 'pack' first)" >&2; exit 1; }
+    abs=$(cat "$out/build_dir.txt")
+    held=$abs.held
+    [ -e "$held" ] && { echo "gpu-prebuilt: $held exists (an earlier dry run's build set aside?)" >&2; exit 1; }
+    mv "$abs" "$held"
+    trap 'rm -rf "$abs"; mv "$held" "$abs"' EXIT
+    OSPREY_GPU_PREBUILT=1 scripts/gpu-check.sh "$results"
+    ;;
+  *) echo "usage: scripts/gpu-prebuilt.sh pack [BUILD_DIR] | unpack | dry-run RESULTS_DIR" >&2; exit 2 ;;
 esac
