@@ -199,8 +199,10 @@ class Dataset {
   /// Every num_shards-th element from `index` on (tf.data's shard).
   Dataset shard(int64_t num_shards, int64_t index) const;
   /// The first complete pass is kept, in memory (no filename) or in a file, and later passes read it instead of
-  /// running the pipeline above. A pass that stops early keeps nothing. A file is written whole or not at all
-  /// (a temporary file renamed at the end); an existing cache file is read, checked, before any pipeline runs.
+  /// running the pipeline above. A pass that stops early keeps nothing. A file cache streams (tf.data's: for data
+  /// larger than memory): each element is appended to a temporary file as it passes, the file is named only when
+  /// the pass completes, and later passes read it one element at a time; an existing cache file is checked whole
+  /// (its structure and sizes) before its first pass.
   Dataset cache(const std::string& filename = "") const;
   /// Elements made ahead of need on a background thread, at most buffer_size (AUTOTUNE: 2) waiting.
   Dataset prefetch(int64_t buffer_size = AUTOTUNE) const;

@@ -1,4 +1,4 @@
-// write_file_atomically (atomic_file.h).
+// write_file_atomically and AtomicFileWriter (atomic_file.h).
 #include "core/atomic_file.h"
 
 #include <fcntl.h>
@@ -28,20 +28,6 @@ std::atomic<unsigned> g_counter{0};
   if (err == EACCES || err == EPERM || err == EROFS) throw PermissionDeniedError(msg);
   throw InternalError(msg);
 }
-
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 void write_all(int fd, std::string_view data, const std::string& what, const std::string& at) {
   while (!data.empty()) {
@@ -76,39 +62,66 @@ void remove_stale(const fs::path& dir, const std::string& name) {
 
 }  // namespace
 
-void write_file_atomically(const std::string& path, std::string_view data, const std::string& what) {
+AtomicFileWriter::AtomicFileWriter(const std::string& path, std::string what) : path_(path), what_(std::move(what)) {
   const fs::path target(path);
   fs::path dir = target.parent_path();
   if (dir.empty()) dir = ".";
   const std::string name = target.filename().string();
-  if (name.empty()) throw ValueError(fmt::format("{}: '{}' names a directory, not a file", what, path));
+  if (name.empty()) throw ValueError(fmt::format("{}: '{}' names a directory, not a file", what_, path));
   remove_stale(dir, name);
-  const std::string temp =
-      (dir / fmt::format(".{}.osprey-{}-{}", name, static_cast<long>(::getpid()), g_counter.fetch_add(1))).string();
+  dir_ = dir.string();
+  temp_ = (dir / fmt::format(".{}.osprey-{}-{}", name, static_cast<long>(::getpid()), g_counter.fetch_add(1))).string();
 
   // An unnamed file first: a kill before it is linked leaves nothing.
-  int raw = ::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
-  const bool unnamed = raw >= 0;
-  if (!unnamed) {
-    if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) fail(what, "creating a file in", dir.string(), errno);
-    raw = ::open(temp.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
-    if (raw < 0) fail(what, "creating", temp, errno);
+  fd_ = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0644);
+  unnamed_ = fd_ >= 0;
+  if (!unnamed_) {
+    if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) fail(what_, "creating a file in", dir.string(), errno);
+    fd_ = ::open(temp_.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0644);
+    if (fd_ < 0) fail(what_, "creating", temp_, errno);
   }
-  Fd fd(raw);
-  try {
-    write_all(fd.get(), data, what, unnamed ? dir.string() : temp);
-    if (unnamed) {
-      const std::string proc = fmt::format("/proc/self/fd/{}", fd.get());
-      if (::linkat(AT_FDCWD, proc.c_str(), AT_FDCWD, temp.c_str(), AT_SYMLINK_FOLLOW) != 0) {
-        fail(what, "naming", temp, errno);
-      }
-    }
-    if (::rename(temp.c_str(), path.c_str()) != 0) fail(what, "renaming to", path, errno);
-  } catch (...) {
+}
+
+AtomicFileWriter::~AtomicFileWriter() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!committed_ && (!unnamed_ || linked_)) {
     std::error_code ec;
-    fs::remove(temp, ec);
-    throw;
+    fs::remove(temp_, ec);
   }
+}
+
+void AtomicFileWriter::write(std::string_view data) {
+  write_all(fd_, data, what_, unnamed_ ? dir_ : temp_);
+}
+
+void AtomicFileWriter::write_at(uint64_t offset, std::string_view data) {
+  while (!data.empty()) {
+    const ssize_t n = ::pwrite(fd_, data.data(), data.size(), static_cast<off_t>(offset));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail(what_, "writing", unnamed_ ? dir_ : temp_, errno);
+    }
+    data.remove_prefix(static_cast<std::size_t>(n));
+    offset += static_cast<uint64_t>(n);
+  }
+}
+
+void AtomicFileWriter::commit() {
+  if (unnamed_) {
+    const std::string proc = fmt::format("/proc/self/fd/{}", fd_);
+    if (::linkat(AT_FDCWD, proc.c_str(), AT_FDCWD, temp_.c_str(), AT_SYMLINK_FOLLOW) != 0) {
+      fail(what_, "naming", temp_, errno);
+    }
+    linked_ = true;
+  }
+  if (::rename(temp_.c_str(), path_.c_str()) != 0) fail(what_, "renaming to", path_, errno);
+  committed_ = true;
+}
+
+void write_file_atomically(const std::string& path, std::string_view data, const std::string& what) {
+  AtomicFileWriter file(path, what);
+  file.write(data);
+  file.commit();
 }
 
 }  // namespace osprey::core

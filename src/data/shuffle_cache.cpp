@@ -6,7 +6,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <mutex>
 
 #include <fmt/format.h>
@@ -114,23 +113,40 @@ void write_element(std::string& out, const Element& e) {
   }
 }
 
+// Reads a cache file as a stream, one element at a time: every count and size is checked against the bytes left
+// in the file before anything is allocated. check_all() walks the whole file without reading the tensors' bytes.
 class CacheReader {
  public:
-  CacheReader(std::string bytes, std::string path) : s_(std::move(bytes)), path_(std::move(path)) {}
-
-  std::vector<Element> read_all() {
-    if (s_.size() < kMagicLen + 12 || s_.compare(0, kMagicLen, kMagic, kMagicLen) != 0) {
+  explicit CacheReader(std::string path) : path_(std::move(path)) {
+    std::error_code ec;
+    size_ = std::filesystem::file_size(path_, ec);
+    in_.open(path_, std::ios::binary);
+    if (ec || !in_) throw PermissionDeniedError(fmt::format("cache: cannot read '{}'", path_));
+    char magic[kMagicLen];
+    if (size_ < kMagicLen + 12 || (read(magic, kMagicLen), std::memcmp(magic, kMagic, kMagicLen) != 0)) {
       throw bad("it does not start with Osprey's cache header (not a cache file, or from another version)");
     }
-    at_ = kMagicLen;
-    const auto count = get<uint64_t>();
+    count_ = get<uint64_t>();
     // Every element takes at least 2 bytes: a count larger than the file allows is damage, not an allocation.
-    if (count > (s_.size() - at_) / 2) throw bad(fmt::format("it claims {} elements in {} bytes", count, s_.size()));
-    std::vector<Element> out;
-    out.reserve(static_cast<std::size_t>(count));
-    for (uint64_t i = 0; i < count; ++i) out.push_back(element(0));
-    if (s_.size() - at_ != 4 || s_.compare(at_, 4, "END!") != 0) throw bad("it does not end where its count says");
-    return out;
+    if (count_ > (size_ - at_) / 2) throw bad(fmt::format("it claims {} elements in {} bytes", count_, size_));
+  }
+
+  /// The next element; none after the last, once the end marker is where the count says.
+  std::optional<Element> next() {
+    if (read_ == count_) {
+      check_end();
+      return std::nullopt;
+    }
+    ++read_;
+    return element(0, true);
+  }
+
+  void check_all() {
+    while (read_ < count_) {
+      ++read_;
+      element(0, false);
+    }
+    check_end();
   }
 
  private:
@@ -140,17 +156,36 @@ class CacheReader {
                                   path_, why, at_));
   }
   void need(uint64_t n) const {
-    if (n > s_.size() - at_) throw bad(fmt::format("it is truncated ({} bytes needed, {} left)", n, s_.size() - at_));
+    if (n > size_ - at_) throw bad(fmt::format("it is truncated ({} bytes needed, {} left)", n, size_ - at_));
+  }
+  void read(void* dst, uint64_t n) {
+    need(n);
+    in_.read(static_cast<char*>(dst), static_cast<std::streamsize>(n));
+    if (static_cast<uint64_t>(in_.gcount()) != n) throw bad("it changed while being read");
+    at_ += n;
+  }
+  void skip(uint64_t n) {
+    need(n);
+    in_.seekg(static_cast<std::streamoff>(n), std::ios::cur);
+    if (!in_) throw bad("it changed while being read");
+    at_ += n;
   }
   template <typename T>
   T get() {
-    need(sizeof(T));
     T v;
-    std::memcpy(&v, s_.data() + at_, sizeof(T));
-    at_ += sizeof(T);
+    read(&v, sizeof(T));
     return v;
   }
-  Element element(int depth) {
+  void check_end() {
+    if (ended_) return;
+    char end[4];
+    if (size_ - at_ != 4 || (read(end, 4), std::memcmp(end, "END!", 4) != 0)) {
+      throw bad("it does not end where its count says");
+    }
+    ended_ = true;
+  }
+  // The element at the read position; with !keep its tensors are skipped (empty tensors in their place).
+  Element element(int depth, bool keep) {
     if (depth > kMaxDepth) throw bad(fmt::format("elements nest deeper than {} levels", kMaxDepth));
     const auto tag = get<uint8_t>();
     if (tag == 0) {
@@ -163,60 +198,70 @@ class CacheReader {
       for (int i = 0; i < rank; ++i) {
         const auto d = get<int64_t>();
         if (d < 0) throw bad(fmt::format("a negative dimension {}", d));
-        if (d > 0 && bytes > (s_.size() - at_) / static_cast<uint64_t>(d)) {
-          throw bad("a tensor larger than the file");
-        }
+        if (d > 0 && bytes > (size_ - at_) / static_cast<uint64_t>(d)) throw bad("a tensor larger than the file");
         bytes *= static_cast<uint64_t>(d);
         dims.push_back(d);
       }
       need(bytes);
+      if (!keep) {
+        skip(bytes);
+        return Element(Tensor());
+      }
       Tensor t = Tensor::empty(Shape(dims), static_cast<DType>(dt), &host());
-      if (bytes) std::memcpy(t.raw_data(), s_.data() + at_, bytes);
-      at_ += bytes;
+      if (bytes) read(t.raw_data(), bytes);
       return Element(std::move(t));
     }
     if (tag != 1 && tag != 2) throw bad(fmt::format("unknown element tag {}", tag));
     const auto count = get<uint32_t>();
-    if (count > s_.size() - at_) throw bad(fmt::format("a structure of {} items in {} bytes", count, s_.size() - at_));
+    if (count > size_ - at_) throw bad(fmt::format("a structure of {} items in {} bytes", count, size_ - at_));
     std::vector<Element> items;
     std::map<std::string, Element> named;
     for (uint32_t i = 0; i < count; ++i) {
       if (tag == 2) {
         const auto len = get<uint32_t>();
         need(len);
-        std::string key = s_.substr(at_, len);
-        at_ += len;
-        Element item = element(depth + 1);
+        std::string key(len, '\0');
+        read(key.data(), len);
+        Element item = element(depth + 1, keep);
         if (!named.emplace(key, std::move(item)).second) throw bad(fmt::format("key '{}' appears twice", key));
       } else {
-        items.push_back(element(depth + 1));
+        items.push_back(element(depth + 1, keep));
       }
     }
     return tag == 2 ? Element::named(std::move(named)) : Element::tuple(std::move(items));
   }
 
-  std::string s_, path_;
-  std::size_t at_ = 0;
+  std::string path_;
+  std::ifstream in_;
+  uint64_t size_ = 0, at_ = 0, count_ = 0, read_ = 0;
+  bool ended_ = false;
 };
 
+constexpr char kPartialPassWarning[] =
+    "The calling iterator did not fully read the dataset being cached. In order to avoid unexpected truncation of the "
+    "dataset, the partially cached contents of the dataset will be discarded.";
+
+// A memory cache keeps its first complete pass as elements; a file cache streams every pass to or from its file
+// and keeps nothing in memory (tf.data's file cache: a dataset larger than memory is what it is for).
 class CacheNode : public Node {
  public:
   CacheNode(std::shared_ptr<const Node> input, std::string filename)
       : input_(std::move(input)), filename_(std::move(filename)) {}
 
   std::unique_ptr<IteratorImpl> iterate() const override {
+    return filename_.empty() ? iterate_memory() : iterate_file();
+  }
+
+  int64_t cardinality() const override { return input_->cardinality(); }
+  std::string name() const override { return filename_.empty() ? "CacheDataset(memory)" : "CacheDataset(file)"; }
+  const Node* input() const override { return input_.get(); }
+
+ private:
+  std::unique_ptr<IteratorImpl> iterate_memory() const {
     std::shared_ptr<const std::vector<Element>> cached;
     {
       std::lock_guard lk(mu_);
       cached = cached_;
-    }
-    if (!cached && !filename_.empty() && std::filesystem::exists(filename_)) {
-      std::ifstream in(filename_, std::ios::binary);
-      if (!in) throw PermissionDeniedError(fmt::format("cache: cannot read '{}'", filename_));
-      std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      cached = std::make_shared<const std::vector<Element>>(CacheReader(std::move(bytes), filename_).read_all());
-      std::lock_guard lk(mu_);
-      cached_ = cached;
     }
     if (cached) {
       struct Replay : IteratorImpl {
@@ -238,11 +283,7 @@ class CacheNode : public Node {
       bool done = false;
       Fill(const CacheNode& n, std::unique_ptr<IteratorImpl> i) : node(n), in(std::move(i)) {}
       ~Fill() override {
-        if (!done && !seen.empty()) {
-          log::warning("The calling iterator did not fully read the dataset being cached. In order to avoid "
-                       "unexpected truncation of the dataset, the partially cached contents of the dataset will be "
-                       "discarded.");
-        }
+        if (!done && !seen.empty()) log::warning(kPartialPassWarning);
       }
       std::optional<Element> next() override {
         if (done) return std::nullopt;
@@ -252,34 +293,77 @@ class CacheNode : public Node {
           return e;
         }
         done = true;
-        node.commit(std::move(seen));
+        std::lock_guard lk(node.mu_);
+        if (!node.cached_) node.cached_ = std::make_shared<const std::vector<Element>>(std::move(seen));
         return std::nullopt;
       }
     };
     return std::make_unique<Fill>(*this, input_->iterate());
   }
 
-  void commit(std::vector<Element> all) const {
-    if (!filename_.empty()) {
-      std::string out(kMagic, kMagicLen);
-      put<uint64_t>(out, all.size());
-      for (const auto& e : all) write_element(out, e);
-      out += "END!";
-      core::write_file_atomically(filename_, out, "cache");
+  std::unique_ptr<IteratorImpl> iterate_file() const {
+    if (std::filesystem::exists(filename_)) {
+      // An existing file (another pipeline's, another process's) is checked whole before its first pass.
+      if (!checked_.load()) {
+        CacheReader(filename_).check_all();
+        checked_ = true;
+      }
+      struct Stream : IteratorImpl {
+        CacheReader reader;
+        explicit Stream(const std::string& path) : reader(path) {}
+        std::optional<Element> next() override { return reader.next(); }
+      };
+      return std::make_unique<Stream>(filename_);
     }
-    std::lock_guard lk(mu_);
-    if (!cached_) cached_ = std::make_shared<const std::vector<Element>>(std::move(all));
+    // The first pass: each element appended to a temporary file as it passes, the file named at the end of the
+    // pass (its count written then); a pass that stops early or fails leaves no file.
+    struct Fill : IteratorImpl {
+      const CacheNode& node;
+      std::unique_ptr<IteratorImpl> in;
+      core::AtomicFileWriter file;
+      std::string pending;
+      uint64_t count = 0;
+      bool done = false;
+      Fill(const CacheNode& n, std::unique_ptr<IteratorImpl> i)
+          : node(n), in(std::move(i)), file(n.filename_, "cache"), pending(kMagic, kMagicLen) {
+        put<uint64_t>(pending, 0);
+      }
+      ~Fill() override {
+        if (!done && count > 0) log::warning(kPartialPassWarning);
+      }
+      std::optional<Element> next() override {
+        if (done) return std::nullopt;
+        auto e = in->next();
+        if (e) {
+          write_element(pending, *e);
+          ++count;
+          if (pending.size() >= kFlushBytes) {
+            file.write(pending);
+            pending.clear();
+          }
+          return e;
+        }
+        pending += "END!";
+        file.write(pending);
+        std::string n;
+        put<uint64_t>(n, count);
+        file.write_at(kMagicLen, n);
+        file.commit();
+        done = true;
+        node.checked_ = true;
+        return std::nullopt;
+      }
+    };
+    return std::make_unique<Fill>(*this, input_->iterate());
   }
 
-  int64_t cardinality() const override { return input_->cardinality(); }
-  std::string name() const override { return filename_.empty() ? "CacheDataset(memory)" : "CacheDataset(file)"; }
-  const Node* input() const override { return input_.get(); }
+  static constexpr std::size_t kFlushBytes = std::size_t{1} << 20;
 
- private:
   std::shared_ptr<const Node> input_;
   std::string filename_;
   mutable std::mutex mu_;
-  mutable std::shared_ptr<const std::vector<Element>> cached_;
+  mutable std::shared_ptr<const std::vector<Element>> cached_;  // the memory cache's pass
+  mutable std::atomic<bool> checked_{false};                    // the file cache's file checked (or written) here
 };
 
 }  // namespace
