@@ -142,10 +142,12 @@ Report run() {
   // The CPU side: how many threads the CPU kernels use, and what limits them.
   const int usable = runtime::allowed_cpus();
   const int machine = static_cast<int>(std::thread::hardware_concurrency());
+  const auto from_env = runtime::intra_op_threads_from_environment();
   add({"CPU threads", CheckState::note,
-       fmt::format("{} intra-op thread(s); this process may run on {} of the machine's {} CPUs{}",
-                   dm.threads_for_intra_op(), usable, machine,
-                   usable < machine ? " (an affinity mask: taskset, or a container's cpuset)" : ""),
+       fmt::format("{} intra-op thread(s){}; this process may run on {} of the machine's {} CPUs{}",
+                   dm.threads_for_intra_op(),
+                   dm.intra_op_threads() == 0 && from_env ? fmt::format(" (from {})", from_env->first) : "", usable,
+                   machine, usable < machine ? " (an affinity mask: taskset, or a container's cpuset)" : ""),
        ""});
   // 4. The GPUs found, and those ignored.
   for (const auto& msg : dm.ignored_gpus()) add({"Ignored GPU", CheckState::note, msg, ""});

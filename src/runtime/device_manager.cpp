@@ -4,6 +4,8 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -348,7 +350,32 @@ int allowed_cpus() {
   return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 }
 
-int DeviceManager::threads_for_intra_op() const { return intra_op_threads_ > 0 ? intra_op_threads_ : allowed_cpus(); }
+std::optional<std::pair<std::string, int>> intra_op_threads_from_environment() {
+  // TensorFlow's own variable, then OpenMP's (its first level, "4,2" -> 4): what users set to keep several
+  // processes on one machine from each taking every core. A value that is not a positive integer is ignored, as
+  // TensorFlow does, with a warning (once per variable) saying so.
+  for (const char* name : {"TF_NUM_INTRAOP_THREADS", "OMP_NUM_THREADS"}) {
+    const auto value = env::get(name);
+    if (!value) continue;
+    const std::string first = value->substr(0, value->find(','));
+    char* end = nullptr;
+    const long n = std::strtol(first.c_str(), &end, 10);
+    if (!first.empty() && end && *end == '\0' && n > 0 && n <= 4096) return std::pair{std::string(name), int(n)};
+    static std::set<std::string> warned;
+    static std::mutex warned_mu;
+    std::lock_guard lock(warned_mu);
+    if (warned.insert(name).second) {
+      log::warning(fmt::format("{}={} is not a positive thread count; it is ignored", name, *value));
+    }
+  }
+  return std::nullopt;
+}
+
+int DeviceManager::threads_for_intra_op() const {
+  if (intra_op_threads_ > 0) return intra_op_threads_;
+  if (const auto from_env = intra_op_threads_from_environment()) return from_env->second;
+  return allowed_cpus();
+}
 
 const std::vector<Device*>& DeviceManager::devices() {
   ensure_initialized();

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "osprey/device.h"
@@ -59,6 +60,9 @@ struct PluginStatus {
 /// How many CPUs this thread may run on (its affinity mask: a container's cpuset or `taskset` can leave fewer than
 /// the machine has); the machine's count when the mask cannot be read.
 int allowed_cpus();
+/// The intra-op thread count the environment asks for, and the variable that asked: TF_NUM_INTRAOP_THREADS, else
+/// OMP_NUM_THREADS (its first level); nothing when neither holds a positive integer.
+std::optional<std::pair<std::string, int>> intra_op_threads_from_environment();
 
 class DeviceManager {
  public:
@@ -82,8 +86,9 @@ class DeviceManager {
   void set_logical_configuration(int physical_index, const std::vector<LogicalDeviceConfiguration>& configs);
   /// The configured intra-op thread count (0: the system's choice, threads_for_intra_op()).
   int intra_op_threads() const { return intra_op_threads_; }
-  /// The intra-op threads in use: the configured count, else one per CPU this process may run on (its affinity
-  /// mask, as TensorFlow's default: a container or `taskset` limited to fewer CPUs than the machine has).
+  /// The intra-op threads in use: the configured count, else the environment's (TF_NUM_INTRAOP_THREADS or
+  /// OMP_NUM_THREADS), else one per CPU this process may run on (its affinity mask, as TensorFlow's default: a
+  /// container or `taskset` limited to fewer CPUs than the machine has).
   int threads_for_intra_op() const;
   void set_intra_op_threads(int n);
   int inter_op_threads() const { return inter_op_threads_; }
