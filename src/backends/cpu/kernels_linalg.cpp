@@ -15,7 +15,7 @@ namespace osprey::cpu {
 
 namespace {
 
-namespace core = osprey::linalg_core;
+namespace linalg = osprey::linalg_core;
 using ops::KernelContext;
 using runtime::DeviceType;
 
@@ -46,7 +46,7 @@ void lu_factor_kernel(const KernelContext& ctx) {
   float* sign_out = ctx.outputs[2].data<float>();
   per_matrix(at.batch, n * n * n, [&](int64_t b) {
     std::vector<double> m(a + b * n * n, a + (b + 1) * n * n);
-    sign_out[b] = static_cast<float>(core::lu_in_place(m.data(), perm_out + b * n, n));
+    sign_out[b] = static_cast<float>(linalg::lu_in_place(m.data(), perm_out + b * n, n));
     std::copy(m.begin(), m.end(), lu_out + b * n * n);
   });
 }
@@ -59,7 +59,7 @@ void cholesky_kernel(const KernelContext& ctx) {
   float* out = ctx.outputs[0].data<float>();
   per_matrix(at.batch, n * n * n / 3 + 1, [&](int64_t b) {
     std::vector<double> l(static_cast<std::size_t>(n * n));
-    core::cholesky(a + b * n * n, l.data(), n);
+    linalg::cholesky(a + b * n * n, l.data(), n);
     std::copy(l.begin(), l.end(), out + b * n * n);
   });
 }
@@ -76,8 +76,8 @@ void triangular_solve_kernel(const KernelContext& ctx) {
   per_matrix(at.batch, n * n * std::max<int64_t>(k, 1), [&](int64_t b) {
     std::vector<double> x(static_cast<std::size_t>(n));
     for (int64_t c = 0; c < k; ++c) {
-      core::triangular_solve(a + b * n * n, n, rhs + b * n * k + c, k, perm ? perm + b * n : nullptr, at.lower,
-                             at.adjoint, at.unit_diagonal, x.data());
+      linalg::triangular_solve(a + b * n * n, n, rhs + b * n * k + c, k, perm ? perm + b * n : nullptr, at.lower,
+                               at.adjoint, at.unit_diagonal, x.data());
       for (int64_t i = 0; i < n; ++i) out[(b * n + i) * k + c] = static_cast<float>(x[static_cast<std::size_t>(i)]);
     }
   });
@@ -96,7 +96,7 @@ void self_adjoint_eig_kernel(const KernelContext& ctx) {
     for (int64_t i = 0; i < n; ++i) {  // the lower triangle, mirrored
       for (int64_t j = 0; j <= i; ++j) s[static_cast<std::size_t>(i * n + j)] = s[static_cast<std::size_t>(j * n + i)] = x[i * n + j];
     }
-    core::symmetric_eig(s.data(), n, w.data(), v.data());
+    linalg::symmetric_eig(s.data(), n, w.data(), v.data());
     std::copy(w.begin(), w.end(), w_out + b * n);
     std::copy(v.begin(), v.end(), v_out + b * n * n);
   });
@@ -118,12 +118,12 @@ void svd_kernel(const KernelContext& ctx) {
     const int64_t rows = tall ? m : n, cols = p, big_cols = tall ? uc : vc;
     std::vector<double> w(static_cast<std::size_t>(rows * cols)), s(static_cast<std::size_t>(cols)),
         big(static_cast<std::size_t>(rows * big_cols)), small(static_cast<std::size_t>(cols * cols)),
-        scratch(static_cast<std::size_t>(core::svd_scratch(rows, cols)));
+        scratch(static_cast<std::size_t>(linalg::svd_scratch(rows, cols)));
     const float* x = a + b * m * n;
     for (int64_t i = 0; i < m; ++i) {
       for (int64_t j = 0; j < n; ++j) w[static_cast<std::size_t>(tall ? i * n + j : j * m + i)] = x[i * n + j];
     }
-    core::svd_tall(w.data(), rows, cols, big_cols, s.data(), big.data(), small.data(), scratch.data());
+    linalg::svd_tall(w.data(), rows, cols, big_cols, s.data(), big.data(), small.data(), scratch.data());
     std::copy(s.begin(), s.end(), s_out + b * p);
     const std::vector<double>& uu = tall ? big : small;
     const std::vector<double>& vv = tall ? small : big;
@@ -142,7 +142,7 @@ void qr_kernel(const KernelContext& ctx) {
   per_matrix(at.batch, 2 * m * m * n, [&](int64_t b) {
     std::vector<double> w(a + b * m * n, a + (b + 1) * m * n), q(static_cast<std::size_t>(m * qc)),
         r(static_cast<std::size_t>(qc * n)), scratch(static_cast<std::size_t>(m * m + m));
-    core::householder_qr(w.data(), m, n, qc, q.data(), r.data(), scratch.data());
+    linalg::householder_qr(w.data(), m, n, qc, q.data(), r.data(), scratch.data());
     std::copy(q.begin(), q.end(), q_out + b * m * qc);
     std::copy(r.begin(), r.end(), r_out + b * qc * n);
   });

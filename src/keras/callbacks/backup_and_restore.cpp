@@ -29,7 +29,6 @@
 namespace osprey::keras {
 
 namespace fs = std::filesystem;
-using json = nlohmann::json;
 
 namespace {
 
@@ -129,9 +128,9 @@ void BackupAndRestore::on_train_begin(Logs&) {
   const fs::path meta_path = fs::path(dir_) / kMetadata;
   std::error_code ec;
   if (!fs::exists(meta_path, ec)) return;  // nothing to resume: a fresh run
-  json meta;
+  nlohmann::json meta;
   try {
-    meta = json::parse(read_file(meta_path), nullptr, true, false);
+    meta = nlohmann::json::parse(read_file(meta_path), nullptr, true, false);
     const std::string file = meta.at("checkpoint").get<std::string>();
     if (file.find('/') != std::string::npos || !file.starts_with("backup-")) {
       throw ValueError(fmt::format("the checkpoint it names, '{}', is not a backup file of this folder", file));
@@ -168,7 +167,7 @@ void BackupAndRestore::on_train_begin(Logs&) {
       }
     }
     if (r.at != image.size()) r.corrupt(fmt::format("{} bytes left over", image.size() - r.at));
-    const json& pos = meta.at("osprey_position");
+    const nlohmann::json& pos = meta.at("osprey_position");
     double scale = 1.0;
     int64_t counter = 0;
     if (pos.contains("loss_scale")) {
@@ -198,7 +197,7 @@ void BackupAndRestore::on_train_begin(Logs&) {
     p.stream = pos.at("stream").get<uint64_t>();
     if (p.epoch < 0 || p.step < 0 || p.pass_used < 0) throw ValueError("a negative epoch, batch or pass position");
     m.state().resume_from = p;
-  } catch (const json::exception& e) {
+  } catch (const nlohmann::json::exception& e) {
     throw ValueError(fmt::format("BackupAndRestore: '{}' is not a valid training metadata file ({}); delete the backup "
                                  "folder to start afresh",
                                  meta_path.string(), e.what()));
@@ -239,7 +238,7 @@ void BackupAndRestore::save() {
   core::write_file_atomically((fs::path(dir_) / file).string(), image, "BackupAndRestore");
   auto p = m.state().fit_position;
   std::tie(p.seed, p.stream) = random::global_state();
-  json meta = {{"epoch", p.epoch},
+  nlohmann::json meta = {{"epoch", p.epoch},
                      {"batch", p.step},
                      {"checkpoint", file},
                      {"generation", generation_},

@@ -66,13 +66,13 @@ Tensor Layer::autocast_input(const Tensor& x) const {
   if (!x.defined() || !is_floating(x.dtype())) return x;
   const DType c = compute_dtype();
   if (x.dtype() == c || !(is_half(c) || is_half(x.dtype()))) return x;  // float32 policies leave float64 alone
-  return ops::cast(x, c);
+  return osprey::ops::cast(x, c);
 }
 
 Tensor Layer::autocast_variable(const Variable& v) const {
   const Tensor& value = v.value();
   const DType c = compute_dtype();
-  return is_half(c) && is_floating(value.dtype()) && value.dtype() != c ? ops::cast(value, c) : value;
+  return is_half(c) && is_floating(value.dtype()) && value.dtype() != c ? osprey::ops::cast(value, c) : value;
 }
 
 Variable& Layer::add_weight(const std::string& name, const Tensor& initial_value, bool trainable) {

@@ -48,13 +48,13 @@ class TrailingAxes {
   }
   /// (rows, inner): x's other axes flattened into the rows, the axes into each row.
   Tensor rows(const Tensor& x) const {
-    const Tensor moved = identity_ ? x : ops::transpose(x, perm_);
-    return ops::reshape(moved, Shape({shape_.num_elements() / std::max<int64_t>(inner_, 1), inner_}));
+    const Tensor moved = identity_ ? x : osprey::ops::transpose(x, perm_);
+    return osprey::ops::reshape(moved, Shape({shape_.num_elements() / std::max<int64_t>(inner_, 1), inner_}));
   }
   /// rows()'s inverse.
   Tensor back(const Tensor& rows) const {
-    const Tensor moved = ops::reshape(rows, Shape(moved_));
-    return identity_ ? moved : ops::transpose(moved, inverse_);
+    const Tensor moved = osprey::ops::reshape(rows, Shape(moved_));
+    return identity_ ? moved : osprey::ops::transpose(moved, inverse_);
   }
 
  private:

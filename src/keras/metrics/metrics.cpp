@@ -80,15 +80,15 @@ void Metric::accumulate_weighted(const Tensor& values, const std::vector<double>
 
 // One accuracy per sample, on the host: the fraction of its values (binary) or tokens (categorical, sparse) right,
 // what Keras's accuracy functions give before its Mean reduces them per sample.
-static std::vector<double> accuracy_per_sample(const Tensor& y_true, const Tensor& y_pred, ops::AccuracyKind kind,
+static std::vector<double> accuracy_per_sample(const Tensor& y_true, const Tensor& y_pred, osprey::ops::AccuracyKind kind,
                                                double threshold, const std::string& name) {
   const auto& ps = y_pred.shape();
   const int64_t n = ps.rank() ? ps[0] : 1;
   const auto p = detail::host_values(y_pred), t = detail::host_values(y_true);
   std::vector<double> out(static_cast<std::size_t>(n), 0.0);
-  const int64_t v = kind == ops::AccuracyKind::binary || ps.rank() == 0 ? 1 : ps[-1];
+  const int64_t v = kind == osprey::ops::AccuracyKind::binary || ps.rank() == 0 ? 1 : ps[-1];
   const int64_t rows = v ? static_cast<int64_t>(p.size()) / v : 0;
-  const int64_t want = kind == ops::AccuracyKind::sparse_categorical ? rows : static_cast<int64_t>(p.size());
+  const int64_t want = kind == osprey::ops::AccuracyKind::sparse_categorical ? rows : static_cast<int64_t>(p.size());
   if (static_cast<int64_t>(t.size()) != want || n == 0 || rows % n != 0) {
     throw InvalidArgumentError(fmt::format("{}: y_true of shape {} does not match y_pred of shape {}", name,
                                            y_true.shape().to_string(), ps.to_string()));
@@ -97,9 +97,9 @@ static std::vector<double> accuracy_per_sample(const Tensor& y_true, const Tenso
   auto argmax = [v](const float* row) { return std::max_element(row, row + v) - row; };
   for (int64_t r = 0; r < rows; ++r) {
     bool right = false;
-    if (kind == ops::AccuracyKind::binary) {
+    if (kind == osprey::ops::AccuracyKind::binary) {
       right = (p[r] > static_cast<float>(threshold) ? 1.0f : 0.0f) == t[r];
-    } else if (kind == ops::AccuracyKind::sparse_categorical) {
+    } else if (kind == osprey::ops::AccuracyKind::sparse_categorical) {
       right = static_cast<float>(argmax(&p[r * v])) == t[r];
     } else {
       right = argmax(&p[r * v]) == argmax(&t[r * v]);
@@ -112,16 +112,16 @@ static std::vector<double> accuracy_per_sample(const Tensor& y_true, const Tenso
 
 // (Sparse) categorical accuracy of token-level predictions (N, T..., V): counted per token, in units of samples
 // (a sample's count is the fraction of its tokens right), so that the metric is the tokens' mean, as Keras's.
-static Tensor count_per_token(const Tensor& y_true, const Tensor& y_pred, ops::AccuracyKind kind, double threshold) {
+static Tensor count_per_token(const Tensor& y_true, const Tensor& y_pred, osprey::ops::AccuracyKind kind, double threshold) {
   const auto& ps = y_pred.shape();
-  if (kind == ops::AccuracyKind::binary || ps.rank() < 3) return ops::accuracy_count(y_true, y_pred, kind, threshold);
+  if (kind == osprey::ops::AccuracyKind::binary || ps.rank() < 3) return osprey::ops::accuracy_count(y_true, y_pred, kind, threshold);
   const int64_t v = ps[-1], tokens = y_pred.num_elements() / std::max<int64_t>(v, 1);
-  const Tensor p = ops::reshape(y_pred, Shape({tokens, v}));
-  const Tensor t = kind == ops::AccuracyKind::sparse_categorical && y_true.num_elements() == tokens
-                       ? ops::reshape(y_true, Shape({tokens}))
-                       : (y_true.num_elements() == tokens * v ? ops::reshape(y_true, Shape({tokens, v})) : y_true);
+  const Tensor p = osprey::ops::reshape(y_pred, Shape({tokens, v}));
+  const Tensor t = kind == osprey::ops::AccuracyKind::sparse_categorical && y_true.num_elements() == tokens
+                       ? osprey::ops::reshape(y_true, Shape({tokens}))
+                       : (y_true.num_elements() == tokens * v ? osprey::ops::reshape(y_true, Shape({tokens, v})) : y_true);
   const double per_sample = static_cast<double>(tokens) / static_cast<double>(std::max<int64_t>(ps[0], 1));
-  return ops::div(ops::accuracy_count(t, p, kind, threshold), Tensor::scalar(per_sample));
+  return osprey::ops::div(osprey::ops::accuracy_count(t, p, kind, threshold), Tensor::scalar(per_sample));
 }
 
 void CountedAccuracy::update_state(const Tensor& y_true, const Tensor& y_pred) {
@@ -152,20 +152,20 @@ void AutoAccuracy::resolve_kind(const Tensor& y_true, const Tensor& y_pred) {
     const auto& ps = y_pred.shape();
     const int64_t last = ps.rank() ? ps[-1] : 1;
     if (last == 1) {
-      kind_ = ops::AccuracyKind::binary;
+      kind_ = osprey::ops::AccuracyKind::binary;
     } else if (ts.rank() < ps.rank() || (ts.rank() && ts[-1] == 1 && last > 1)) {
-      kind_ = ops::AccuracyKind::sparse_categorical;
+      kind_ = osprey::ops::AccuracyKind::sparse_categorical;
     } else {
-      kind_ = ops::AccuracyKind::categorical;
+      kind_ = osprey::ops::AccuracyKind::categorical;
     }
   }
 }
 
 void MeanAbsoluteError::update_state(const Tensor& y_true, const Tensor& y_pred) {
-  accumulate(ops::reduce_sum(ops::mean_absolute_error(y_true, y_pred)).item(), static_cast<double>(y_pred.shape()[0]));
+  accumulate(osprey::ops::reduce_sum(osprey::ops::mean_absolute_error(y_true, y_pred)).item(), static_cast<double>(y_pred.shape()[0]));
 }
 void MeanAbsoluteError::update_weighted(const Tensor& y_true, const Tensor& y_pred, const std::vector<double>& w) {
-  accumulate_weighted(ops::mean_absolute_error(y_true, y_pred), w);
+  accumulate_weighted(osprey::ops::mean_absolute_error(y_true, y_pred), w);
 }
 
 MeanMetricWrapper::MeanMetricWrapper(MetricFn fn, std::string name) : Metric(std::move(name)), fn_(std::move(fn)) {
@@ -175,8 +175,8 @@ MeanMetricWrapper::MeanMetricWrapper(MetricFn fn, std::string name) : Metric(std
 void MeanMetricWrapper::update_state(const Tensor& y_true, const Tensor& y_pred) {
   Tensor v = fn_(y_true, y_pred);
   if (!v.defined()) throw ValueError(fmt::format("Metric '{}' returned an undefined tensor", name()));
-  if (v.dtype() != DType::float32) v = ops::cast(v, DType::float32);
-  accumulate(ops::reduce_sum(v).item(), static_cast<double>(v.num_elements()));
+  if (v.dtype() != DType::float32) v = osprey::ops::cast(v, DType::float32);
+  accumulate(osprey::ops::reduce_sum(v).item(), static_cast<double>(v.num_elements()));
 }
 void MeanMetricWrapper::update_weighted(const Tensor& y_true, const Tensor& y_pred, const std::vector<double>& w) {
   const Tensor v = fn_(y_true, y_pred);
@@ -185,10 +185,10 @@ void MeanMetricWrapper::update_weighted(const Tensor& y_true, const Tensor& y_pr
 }
 
 void MeanSquaredError::update_state(const Tensor& y_true, const Tensor& y_pred) {
-  accumulate(ops::reduce_sum(ops::mean_squared_error(y_true, y_pred)).item(), static_cast<double>(y_pred.shape()[0]));
+  accumulate(osprey::ops::reduce_sum(osprey::ops::mean_squared_error(y_true, y_pred)).item(), static_cast<double>(y_pred.shape()[0]));
 }
 void MeanSquaredError::update_weighted(const Tensor& y_true, const Tensor& y_pred, const std::vector<double>& w) {
-  accumulate_weighted(ops::mean_squared_error(y_true, y_pred), w);
+  accumulate_weighted(osprey::ops::mean_squared_error(y_true, y_pred), w);
 }
 
 using detail::divide_no_nan;
@@ -206,17 +206,17 @@ void detail::check_threshold_count(int n, int least) {
 }
 
 std::vector<float> detail::host_values(const Tensor& t) {
-  return (t.dtype() == DType::float32 ? t : ops::cast(t, DType::float32)).to_vector<float>();
+  return (t.dtype() == DType::float32 ? t : osprey::ops::cast(t, DType::float32)).to_vector<float>();
 }
 
 void RootMeanSquaredError::update_state(const Tensor& y_true, const Tensor& y_pred) {
-  const Tensor yt = y_true.dtype() == DType::float32 ? y_true : ops::cast(y_true, DType::float32);
-  const Tensor e = ops::sub(y_pred, yt.reshape(y_pred.shape()));
-  accumulate(ops::reduce_sum(ops::square(e)).item(), static_cast<double>(y_pred.num_elements()));
+  const Tensor yt = y_true.dtype() == DType::float32 ? y_true : osprey::ops::cast(y_true, DType::float32);
+  const Tensor e = osprey::ops::sub(y_pred, yt.reshape(y_pred.shape()));
+  accumulate(osprey::ops::reduce_sum(osprey::ops::square(e)).item(), static_cast<double>(y_pred.num_elements()));
 }
 void RootMeanSquaredError::update_weighted(const Tensor& y_true, const Tensor& y_pred, const std::vector<double>& w) {
-  const Tensor yt = y_true.dtype() == DType::float32 ? y_true : ops::cast(y_true, DType::float32);
-  accumulate_weighted(ops::square(ops::sub(y_pred, yt.reshape(y_pred.shape()))), w);
+  const Tensor yt = y_true.dtype() == DType::float32 ? y_true : osprey::ops::cast(y_true, DType::float32);
+  accumulate_weighted(osprey::ops::square(osprey::ops::sub(y_pred, yt.reshape(y_pred.shape()))), w);
 }
 double RootMeanSquaredError::result() const { return std::sqrt(Metric::result()); }
 

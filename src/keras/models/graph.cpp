@@ -420,7 +420,7 @@ std::vector<Tensor> Graph::run(const std::vector<Tensor>& xs, bool training, con
     // Keras converts each input to its Input's dtype: ids given as floats reach an int64 Input as int64.
     const DType want = steps[i].node->dtype;
     const bool to_ids = (want == DType::int32 || want == DType::int64) && xs[i].defined() && xs[i].dtype() != want;
-    values[static_cast<std::size_t>(steps[i].slot)] = to_ids ? ops::cast(xs[i], want) : xs[i];
+    values[static_cast<std::size_t>(steps[i].slot)] = to_ids ? osprey::ops::cast(xs[i], want) : xs[i];
   }
   std::vector<int> shortcut_at(values.size(), -1);  // the output index whose Dense gives its logits
   if (shortcut && logits) {
@@ -472,9 +472,9 @@ std::vector<Tensor> Graph::run(const std::vector<Tensor>& xs, bool training, con
     if (shortcut_at[at] >= 0 && values[step.parents[0]].shape().rank() == 2) {
       auto& dense = static_cast<layers::Dense&>(layer);
       Tensor& z = (*logits)[shortcut_at[at]];
-      z = ops::dense(layer.autocast_input(values[step.parents[0]]), layer.autocast_variable(*dense.kernel()),
-                     dense.bias() ? layer.autocast_variable(*dense.bias()) : Tensor(), ops::Activation::linear);
-      values[at] = ops::activation(z, dense.activation());
+      z = osprey::ops::dense(layer.autocast_input(values[step.parents[0]]), layer.autocast_variable(*dense.kernel()),
+                     dense.bias() ? layer.autocast_variable(*dense.bias()) : Tensor(), osprey::ops::Activation::linear);
+      values[at] = osprey::ops::activation(z, dense.activation());
       if (masked) masks[at] = masks[step.parents[0]];  // Dense keeps its input's mask
       continue;
     }

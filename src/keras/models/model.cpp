@@ -288,17 +288,17 @@ std::vector<std::string> Model::metrics_names() const {
 // (TensorFlow-backend Keras's shortcut), else nullptr.
 static std::shared_ptr<losses::Loss> logits_form(const Layer* output_layer, const std::shared_ptr<losses::Loss>& loss) {
   auto* dense = dynamic_cast<const layers::Dense*>(output_layer);
-  const auto act = dense ? dense->activation() : ops::Activation::linear;
+  const auto act = dense ? dense->activation() : osprey::ops::Activation::linear;
   std::shared_ptr<losses::Loss> out;
   if (auto* bce = dynamic_cast<losses::BinaryCrossentropy*>(loss.get());
-      bce && act == ops::Activation::sigmoid && !bce->options().from_logits) {
+      bce && act == osprey::ops::Activation::sigmoid && !bce->options().from_logits) {
     out = std::make_shared<losses::BinaryCrossentropy>(losses::CrossentropyOptions{bce->options().label_smoothing, true});
   } else if (auto* cce = dynamic_cast<losses::CategoricalCrossentropy*>(loss.get());
-             cce && act == ops::Activation::softmax && !cce->options().from_logits) {
+             cce && act == osprey::ops::Activation::softmax && !cce->options().from_logits) {
     out = std::make_shared<losses::CategoricalCrossentropy>(
         losses::CrossentropyOptions{cce->options().label_smoothing, true});
   } else if (auto* scce = dynamic_cast<losses::SparseCategoricalCrossentropy*>(loss.get());
-             scce && act == ops::Activation::softmax && !scce->options().from_logits &&
+             scce && act == osprey::ops::Activation::softmax && !scce->options().from_logits &&
              !scce->options().ignore_class) {  // ignore_class's where(valid, y_pred, 0) drops TF's logits: clipped
     out = std::make_shared<losses::SparseCategoricalCrossentropy>(losses::SparseCategoricalCrossentropy::Options{true});
   }

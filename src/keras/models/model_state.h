@@ -97,7 +97,7 @@ struct Model::State {
       std::vector<Tensor> metric_counts;  // per metric: batch_count() of this part's rows, or undefined
       std::vector<double> metric_samples;  // per metric: the samples it counted (an output's unmasked steps)
       std::vector<Tensor> masks;           // per output: its mask (undefined where none)
-      ops::StepRecording recording;
+      osprey::ops::StepRecording recording;
       // On a device without host memory (a GPU), x, y and w are views of one device block, `inputs`, refilled
       // every step by one copy of `staging`, a host block of the same layout into which the rows are loaded
       // (staged holds its views in the order x..., y..., w).

@@ -63,7 +63,7 @@ Tensor Optimizer::scale_tensor(runtime::Device& device, DType dtype) {
 
 Tensor Optimizer::scale_loss(const Tensor& loss) {
   if (!loss_scale_) return loss;
-  return ops::mul(loss, scale_tensor(loss.device_ref(), loss.dtype()));
+  return osprey::ops::mul(loss, scale_tensor(loss.device_ref(), loss.dtype()));
 }
 
 bool Optimizer::unscale_gradients(const std::vector<Tensor>& scaled, std::vector<Tensor>& out) {
@@ -75,15 +75,15 @@ bool Optimizer::unscale_gradients(const std::vector<Tensor>& scaled, std::vector
   Tensor flag;
   for (const auto& g : scaled) {
     if (!g.defined()) continue;
-    Tensor s = ops::reduce_sum(ops::mul(g, Tensor::scalar(0.0, g.dtype()).to(g.device_ref())));
+    Tensor s = osprey::ops::reduce_sum(osprey::ops::mul(g, Tensor::scalar(0.0, g.dtype()).to(g.device_ref())));
     if (flag.defined() && &flag.device_ref() != &s.device_ref()) s = s.to(flag.device_ref());
-    flag = flag.defined() ? ops::add(flag, s) : s;
+    flag = flag.defined() ? osprey::ops::add(flag, s) : s;
   }
   const bool finite = !flag.defined() || flag.item() == 0.0;
   out.assign(scaled.size(), Tensor());
   if (!finite) return false;
   for (std::size_t i = 0; i < scaled.size(); ++i) {
-    if (scaled[i].defined()) out[i] = ops::div(scaled[i], scale_tensor(scaled[i].device_ref(), scaled[i].dtype()));
+    if (scaled[i].defined()) out[i] = osprey::ops::div(scaled[i], scale_tensor(scaled[i].device_ref(), scaled[i].dtype()));
   }
   return true;
 }

@@ -53,7 +53,7 @@ void Optimizer::begin_step() {
 
 void Optimizer::write_into(Tensor& dst, const Tensor& src) {
   Tensor s = src.to(dst.device_ref());
-  if (s.dtype() != dst.dtype()) s = ops::cast(s, dst.dtype());
+  if (s.dtype() != dst.dtype()) s = osprey::ops::cast(s, dst.dtype());
   auto& d = dst.device_ref();
   if (d.host_memory()) {
     std::memcpy(dst.raw_data(), s.raw_data(), static_cast<std::size_t>(dst.nbytes()));
@@ -100,7 +100,7 @@ void Optimizer::apply_replica_gradients(const std::vector<Tensor>& gradients, co
   update_all(gradients, variables);
 }
 
-static double l2_norm(const Tensor& g) { return std::sqrt(ops::reduce_sum(ops::square(g)).item()); }
+static double l2_norm(const Tensor& g) { return std::sqrt(osprey::ops::reduce_sum(osprey::ops::square(g)).item()); }
 
 void Optimizer::apply_gradients(const std::vector<Tensor>& gradients, const std::vector<Variable*>& variables) {
   if (gradients.size() != variables.size()) {
@@ -182,22 +182,22 @@ void Optimizer::update_all(const std::vector<Tensor>& gradients, const std::vect
     for (auto& g : grads) {
       if (!g.defined()) continue;
       const double n = l2_norm(g);
-      if (n > *base_.clipnorm) g = ops::mul(g, Tensor::scalar(*base_.clipnorm / n));
+      if (n > *base_.clipnorm) g = osprey::ops::mul(g, Tensor::scalar(*base_.clipnorm / n));
     }
   } else if (base_.clipvalue) {
     const Tensor lo = Tensor::scalar(-*base_.clipvalue), hi = Tensor::scalar(*base_.clipvalue);
     for (auto& g : grads) {
-      if (g.defined()) g = ops::minimum(ops::maximum(g, lo), hi);
+      if (g.defined()) g = osprey::ops::minimum(osprey::ops::maximum(g, lo), hi);
     }
   } else if (base_.global_clipnorm) {
     double sq = 0;
     for (auto& g : grads) {
-      if (g.defined()) sq += ops::reduce_sum(ops::square(g)).item();
+      if (g.defined()) sq += osprey::ops::reduce_sum(osprey::ops::square(g)).item();
     }
     const double norm = std::sqrt(sq);
     if (norm > *base_.global_clipnorm) {
       for (auto& g : grads) {
-        if (g.defined()) g = ops::mul(g, Tensor::scalar(*base_.global_clipnorm / norm));
+        if (g.defined()) g = osprey::ops::mul(g, Tensor::scalar(*base_.global_clipnorm / norm));
       }
     }
   }
@@ -206,7 +206,7 @@ void Optimizer::update_all(const std::vector<Tensor>& gradients, const std::vect
     for (std::size_t i = 0; i < variables.size(); ++i) {
       if (!grads[i].defined()) continue;
       Tensor& v = variables[i]->value();
-      write_into(v, ops::mul(v, factor));
+      write_into(v, osprey::ops::mul(v, factor));
     }
   }
   if (update_fused(grads, variables, nullptr)) return;
@@ -294,7 +294,7 @@ void SGD::build(const std::vector<Variable*>& vars) {
 std::vector<Variable*> SGD::slot_variables(std::size_t i) { return {momentums_.empty() ? nullptr : &momentums_[i]}; }
 
 void SGD::update_tensors(const Tensor& g, Tensor& var, const std::vector<Tensor*>& slots) {
-  ops::apply_sgd(var, g, slots[0], learning_rate_, opt_.momentum, opt_.nesterov);
+  osprey::ops::apply_sgd(var, g, slots[0], learning_rate_, opt_.momentum, opt_.nesterov);
 }
 
 Adam::Adam(AdamOptions o) : Optimizer("adam", o.learning_rate, o.base), opt_(o) {}
@@ -320,10 +320,10 @@ void Adagrad::build(const std::vector<Variable*>& vars) {
 std::vector<Variable*> Adagrad::slot_variables(std::size_t i) { return {&accumulators_[i]}; }
 void Adagrad::update_tensors(const Tensor& g, Tensor& var, const std::vector<Tensor*>& slots) {
   Tensor& acc = *slots[0];
-  write_into(acc, ops::add(acc, ops::square(g)));
-  const Tensor step = ops::div(ops::mul(g, Tensor::scalar(learning_rate_)),
-                               ops::sqrt(ops::add(acc, Tensor::scalar(opt_.epsilon))));
-  write_into(var, ops::sub(var, step));
+  write_into(acc, osprey::ops::add(acc, osprey::ops::square(g)));
+  const Tensor step = osprey::ops::div(osprey::ops::mul(g, Tensor::scalar(learning_rate_)),
+                               osprey::ops::sqrt(osprey::ops::add(acc, Tensor::scalar(opt_.epsilon))));
+  write_into(var, osprey::ops::sub(var, step));
 }
 
 Adamax::Adamax(AdamaxOptions o) : Optimizer("adamax", o.learning_rate, o.base), opt_(o) {}
@@ -340,10 +340,10 @@ void Adamax::update_tensors(const Tensor& g, Tensor& var, const std::vector<Tens
   Tensor& u = *slots[1];
   const float t = static_cast<float>(iterations_ + 1);
   const float b1p = std::pow(static_cast<float>(opt_.beta_1), t);
-  write_into(m, ops::add(m, ops::mul(ops::sub(g, m), Tensor::scalar(1.0 - opt_.beta_1))));
-  write_into(u, ops::maximum(ops::mul(u, Tensor::scalar(opt_.beta_2)), ops::abs(g)));
-  const Tensor denom = ops::mul(ops::add(u, Tensor::scalar(opt_.epsilon)), Tensor::scalar(1.0 - b1p));
-  write_into(var, ops::sub(var, ops::div(ops::mul(m, Tensor::scalar(learning_rate_)), denom)));
+  write_into(m, osprey::ops::add(m, osprey::ops::mul(osprey::ops::sub(g, m), Tensor::scalar(1.0 - opt_.beta_1))));
+  write_into(u, osprey::ops::maximum(osprey::ops::mul(u, Tensor::scalar(opt_.beta_2)), osprey::ops::abs(g)));
+  const Tensor denom = osprey::ops::mul(osprey::ops::add(u, Tensor::scalar(opt_.epsilon)), Tensor::scalar(1.0 - b1p));
+  write_into(var, osprey::ops::sub(var, osprey::ops::div(osprey::ops::mul(m, Tensor::scalar(learning_rate_)), denom)));
 }
 
 Nadam::Nadam(NadamOptions o) : Optimizer("nadam", o.learning_rate, o.base), opt_(o) {}
@@ -367,14 +367,14 @@ void Nadam::update_tensors(const Tensor& g, Tensor& var, const std::vector<Tenso
   const double u_t1 = b1 * (1.0 - 0.5 * std::pow(0.96, t + 1.0));
   const double u_product_t1 = u_product_ * u_t1;
   const double b2p = std::pow(b2, t);
-  write_into(m, ops::add(m, ops::mul(ops::sub(g, m), Tensor::scalar(1.0 - b1))));
-  write_into(v, ops::add(v, ops::mul(ops::sub(ops::square(g), v), Tensor::scalar(1.0 - b2))));
-  const Tensor m_hat = ops::add(ops::mul(m, Tensor::scalar(u_t1 / (1.0 - u_product_t1))),
-                                ops::mul(g, Tensor::scalar((1.0 - u_t) / (1.0 - u_product_))));
-  const Tensor v_hat = ops::div(v, Tensor::scalar(1.0 - b2p));
-  const Tensor step = ops::div(ops::mul(m_hat, Tensor::scalar(learning_rate_)),
-                               ops::add(ops::sqrt(v_hat), Tensor::scalar(opt_.epsilon)));
-  write_into(var, ops::sub(var, step));
+  write_into(m, osprey::ops::add(m, osprey::ops::mul(osprey::ops::sub(g, m), Tensor::scalar(1.0 - b1))));
+  write_into(v, osprey::ops::add(v, osprey::ops::mul(osprey::ops::sub(osprey::ops::square(g), v), Tensor::scalar(1.0 - b2))));
+  const Tensor m_hat = osprey::ops::add(osprey::ops::mul(m, Tensor::scalar(u_t1 / (1.0 - u_product_t1))),
+                                osprey::ops::mul(g, Tensor::scalar((1.0 - u_t) / (1.0 - u_product_))));
+  const Tensor v_hat = osprey::ops::div(v, Tensor::scalar(1.0 - b2p));
+  const Tensor step = osprey::ops::div(osprey::ops::mul(m_hat, Tensor::scalar(learning_rate_)),
+                               osprey::ops::add(osprey::ops::sqrt(v_hat), Tensor::scalar(opt_.epsilon)));
+  write_into(var, osprey::ops::sub(var, step));
 }
 
 void Adam::build(const std::vector<Variable*>& vars) {
@@ -401,7 +401,7 @@ float Adam::alpha() const {
 }
 
 void Adam::update_tensors(const Tensor& g, Tensor& var, const std::vector<Tensor*>& slots) {
-  ops::apply_adam(var, *slots[0], *slots[1], g, slots[2], alpha(), opt_.beta_1, opt_.beta_2, opt_.epsilon);
+  osprey::ops::apply_adam(var, *slots[0], *slots[1], g, slots[2], alpha(), opt_.beta_1, opt_.beta_2, opt_.epsilon);
 }
 
 // The whole model's variables in one kernel (the seed model's six variables were six launches, each with its
@@ -416,7 +416,7 @@ bool Adam::update_fused(const std::vector<Tensor>& grads, const std::vector<Vari
   struct Cached {
     const Adam* owner = nullptr;
     std::vector<const void*> key;
-    ops::AdamManyLaunch launch;
+    osprey::ops::AdamManyLaunch launch;
   };
   thread_local Cached cached;
   thread_local std::vector<const void*> key;
@@ -432,7 +432,7 @@ bool Adam::update_fused(const std::vector<Tensor>& grads, const std::vector<Vari
     cached.launch.run(alpha(), opt_.beta_1, opt_.beta_2, opt_.epsilon);
     return true;
   }
-  thread_local std::vector<ops::AdamUpdate> updates;
+  thread_local std::vector<osprey::ops::AdamUpdate> updates;
   updates.clear();
   for (std::size_t i = 0; i < vars.size(); ++i) {
     const Tensor& other = second_half ? (*second_half)[i] : grads[i];
@@ -451,7 +451,7 @@ bool Adam::update_fused(const std::vector<Tensor>& grads, const std::vector<Vari
     done = true;
   } else {
     cached = Cached{};
-    done = ops::apply_adam_many(updates, alpha(), opt_.beta_1, opt_.beta_2, opt_.epsilon);
+    done = osprey::ops::apply_adam_many(updates, alpha(), opt_.beta_1, opt_.beta_2, opt_.epsilon);
   }
   updates.clear();
   return done;
@@ -479,7 +479,7 @@ std::vector<Variable*> RMSprop::slot_variables(std::size_t i) {
 }
 
 void RMSprop::update_tensors(const Tensor& g, Tensor& var, const std::vector<Tensor*>& slots) {
-  ops::apply_rmsprop(var, *slots[0], g, slots[1], slots[2], learning_rate_, opt_.rho, opt_.momentum, opt_.epsilon);
+  osprey::ops::apply_rmsprop(var, *slots[0], g, slots[1], slots[2], learning_rate_, opt_.rho, opt_.momentum, opt_.epsilon);
 }
 
 std::shared_ptr<Optimizer> get(const std::string& name) {

@@ -38,7 +38,7 @@ void check_finite(const Tensor& t, const char* arg, std::size_t i, bool several,
     // tensors are cheaper copied). Σ x·0 is 0 exactly when no x is inf or NaN; only then is the tensor read, for
     // the message.
     const Tensor zero = Tensor::scalar(0.0, t.dtype()).to(t.device_ref());
-    if (ops::reduce_sum(ops::mul(t, zero)).item() == 0.0) return;
+    if (osprey::ops::reduce_sum(osprey::ops::mul(t, zero)).item() == 0.0) return;
   }
   std::vector<float> copy;
   const float* v = nullptr;

@@ -67,7 +67,7 @@ void ArraySource::begin_pass() {
   for (const auto& t : all_.x) bytes += t.nbytes();
   for (const auto& t : all_.y) bytes += t.nbytes();
   if (order_.defined() && !direct_ && bytes <= kShuffleCopyBytes) {
-    shuffled_ = each(all_, [&](const Tensor& t) { return ops::gather_rows(t, order_); });
+    shuffled_ = each(all_, [&](const Tensor& t) { return osprey::ops::gather_rows(t, order_); });
   }
 }
 
@@ -87,7 +87,7 @@ bool ArraySource::next(Batch& out) {
     out = each(shuffled_, [&](const Tensor& t) { return t.slice_rows(b, e); });
   } else if (order_.defined()) {
     Tensor idx = order_.slice_rows(b, e);
-    out = each(all_, [&](const Tensor& t) { return ops::gather_rows(t, idx); });
+    out = each(all_, [&](const Tensor& t) { return osprey::ops::gather_rows(t, idx); });
   } else {
     out = each(all_, [&](const Tensor& t) { return t.slice_rows(b, e); });
   }
@@ -297,7 +297,7 @@ bool PipelineSource::next_pieces(Batch& out) {
     auto join = [&](auto get) {
       std::vector<Tensor> parts;
       for (auto& p : pieces) parts.push_back(get(p));
-      return parts[0].defined() ? ops::concat(parts, 0) : Tensor();
+      return parts[0].defined() ? osprey::ops::concat(parts, 0) : Tensor();
     };
     out = Batch{};
     for (std::size_t i = 0; i < pieces[0].x.size(); ++i) out.x.push_back(join([&](Batch& p) { return p.x[i]; }));

@@ -166,7 +166,7 @@ static Weights weights_sent(std::vector<Tensor>::const_iterator at, std::vector<
 static void append_masks(std::vector<Tensor>& out, const std::vector<Tensor>& masks, std::size_t outputs) {
   for (std::size_t o = 0; o < outputs; ++o) {
     const Tensor m = o < masks.size() ? masks[o] : Tensor();
-    out.push_back(!m.defined() || m.dtype() == DType::float32 ? m : ops::cast(m, DType::float32));
+    out.push_back(!m.defined() || m.dtype() == DType::float32 ? m : osprey::ops::cast(m, DType::float32));
   }
 }
 
@@ -255,7 +255,7 @@ double distributed_train_step(Model& model, State& s, const Batch& batch_in) {
         if (per_output[o].defined()) output_losses[ri][o] = per_output[o].item();
       }
       if (has_penalties(s)) {
-        loss = ops::add(loss, ops::mul(penalty_sum(s), Tensor::scalar(1.0 / in_sync)));
+        loss = osprey::ops::add(loss, osprey::ops::mul(penalty_sum(s), Tensor::scalar(1.0 / in_sync)));
       }
       grads[r] = tape->gradient(s.optimizer->scale_loss(loss), vars);
       losses[r] = loss.item();

@@ -90,7 +90,7 @@ struct ForwardPass {
 // Half-precision outputs as float32 (see forward()).
 static void to_float32(std::vector<Tensor>& ts) {
   for (auto& t : ts) {
-    if (t.defined() && is_half(t.dtype())) t = ops::cast(t, DType::float32);
+    if (t.defined() && is_half(t.dtype())) t = osprey::ops::cast(t, DType::float32);
   }
 }
 
@@ -178,12 +178,12 @@ bool has_penalties(State& s) {
 Tensor penalty_sum(State& s) {
   Tensor total;
   for (auto& l : s.layers) {
-    for (auto& p : l->regularization_losses()) total = total.defined() ? ops::add(total, p) : p;
+    for (auto& p : l->regularization_losses()) total = total.defined() ? osprey::ops::add(total, p) : p;
   }
   return total.defined() ? total : Tensor::scalar(0.0);
 }
 
-Tensor with_penalties(State& s, const Tensor& loss) { return has_penalties(s) ? ops::add(loss, penalty_sum(s)) : loss; }
+Tensor with_penalties(State& s, const Tensor& loss) { return has_penalties(s) ? osprey::ops::add(loss, penalty_sum(s)) : loss; }
 
 namespace {
 
@@ -200,7 +200,7 @@ Tensor steps_as_rows(const Tensor& t, const Tensor& mask, const char* what, cons
   }
   std::vector<int64_t> rows{n * steps};
   rows.insert(rows.end(), d.begin() + 2, d.end());
-  return ops::reshape(t, Shape(rows));
+  return osprey::ops::reshape(t, Shape(rows));
 }
 
 // Whether `w` holds a weight per step of the output's mask (batch, steps) (else one per sample); ValueError when it
@@ -224,25 +224,25 @@ struct MaskedValues {
 
 MaskedValues masked_values(const losses::Loss& loss, const Tensor& y, const Tensor& pred, const Tensor& mask_in,
                            const Tensor& w, const std::string& output) {
-  const Tensor mask = mask_in.dtype() == DType::float32 ? mask_in : ops::cast(mask_in, DType::float32);
+  const Tensor mask = mask_in.dtype() == DType::float32 ? mask_in : osprey::ops::cast(mask_in, DType::float32);
   const int64_t n = mask.shape()[0], steps = mask.shape()[1];
   const Tensor rows_y = steps_as_rows(y, mask, "target", output), rows_pred = steps_as_rows(pred, mask, "prediction", output);
   const Tensor values = loss.per_sample(rows_y, rows_pred);
-  Tensor m = ops::reshape(mask.to(values.device_ref()), Shape({n * steps}));
+  Tensor m = osprey::ops::reshape(mask.to(values.device_ref()), Shape({n * steps}));
   // The loss's own mask (ignore_class) and the output's, both (Keras: in_mask & out_mask).
   // (per_sample above took one label per row, so the loss's mask has one value per step.)
   if (const Tensor own = loss.loss_mask(rows_y, rows_pred, values); own.defined()) {
-    m = ops::mul(m, ops::reshape(own, Shape({n * steps})));
+    m = osprey::ops::mul(m, osprey::ops::reshape(own, Shape({n * steps})));
   }
   Tensor weights = m;
   if (w.defined()) {  // each sample's weight on all of its steps, or a weight per step
     const Tensor wd = &w.device_ref() == &values.device_ref() ? w : w.to(values.device_ref());
     const Tensor per_step = step_weights(wd, mask, output)
                                 ? wd
-                                : ops::matmul(ops::reshape(wd, Shape({n, 1})), Tensor::ones(Shape({1, steps})));
-    weights = ops::mul(m, ops::reshape(per_step, Shape({n * steps})));
+                                : osprey::ops::matmul(osprey::ops::reshape(wd, Shape({n, 1})), Tensor::ones(Shape({1, steps})));
+    weights = osprey::ops::mul(m, osprey::ops::reshape(per_step, Shape({n * steps})));
   }
-  return {ops::mul(values, weights), m, weights};
+  return {osprey::ops::mul(values, weights), m, weights};
 }
 
 // What a masked loss's sum is divided by: the unmasked steps' count (sum_over_batch_size), the weights' sum
@@ -250,9 +250,9 @@ MaskedValues masked_values(const losses::Loss& loss, const Tensor& y, const Tens
 Tensor masked_divisor(const losses::Loss& loss, const MaskedValues& v) {
   switch (loss.reduction()) {
     case losses::Reduction::sum_over_batch_size:
-      return ops::reduce_sum(v.m);
+      return osprey::ops::reduce_sum(v.m);
     case losses::Reduction::mean_with_sample_weight:
-      return ops::reduce_sum(v.weights);
+      return osprey::ops::reduce_sum(v.weights);
     default:
       return Tensor();
   }
@@ -263,7 +263,7 @@ Tensor masked_divisor(const losses::Loss& loss, const MaskedValues& v) {
 std::pair<Tensor, Tensor> metric_inputs(const metrics::Metric& metric, const Tensor& y, const Tensor& y_pred,
                                         const Tensor& mask, Tensor* w) {
   if (!mask.defined() || !metric.weighs_by_mask()) return {y, y_pred};
-  const auto keep = (mask.dtype() == DType::float32 ? mask : ops::cast(mask, DType::float32)).to_vector<float>();
+  const auto keep = (mask.dtype() == DType::float32 ? mask : osprey::ops::cast(mask, DType::float32)).to_vector<float>();
   std::vector<int64_t> rows;
   for (std::size_t i = 0; i < keep.size(); ++i) {
     if (keep[i] != 0.0f) rows.push_back(static_cast<int64_t>(i));
@@ -272,12 +272,12 @@ std::pair<Tensor, Tensor> metric_inputs(const metrics::Metric& metric, const Ten
   const Tensor t = steps_as_rows(y, mask, "target", metric.name());
   const Tensor index = Tensor::from_vector(rows, Shape({static_cast<int64_t>(rows.size())})).to(p.device_ref());
   auto pick = [&](const Tensor& r) {  // gather_rows takes rows of rank >= 2: a rank-1 target as a column
-    if (r.shape().rank() >= 2) return ops::gather_rows(r, index.to(r.device_ref()));
-    const Tensor col = ops::gather_rows(ops::reshape(r, Shape({r.shape()[0], 1})), index.to(r.device_ref()));
-    return ops::reshape(col, Shape({static_cast<int64_t>(rows.size())}));
+    if (r.shape().rank() >= 2) return osprey::ops::gather_rows(r, index.to(r.device_ref()));
+    const Tensor col = osprey::ops::gather_rows(osprey::ops::reshape(r, Shape({r.shape()[0], 1})), index.to(r.device_ref()));
+    return osprey::ops::reshape(col, Shape({static_cast<int64_t>(rows.size())}));
   };
   if (w && w->defined()) {  // each sample's weight on each of its unmasked steps, or each step's own
-    const auto weights = (w->dtype() == DType::float32 ? *w : ops::cast(*w, DType::float32)).to_vector<float>();
+    const auto weights = (w->dtype() == DType::float32 ? *w : osprey::ops::cast(*w, DType::float32)).to_vector<float>();
     const auto per = step_weights(*w, mask, metric.name()) ? 1 : static_cast<std::size_t>(mask.shape()[1]);
     std::vector<float> picked;
     for (int64_t r : rows) picked.push_back(weights.at(static_cast<std::size_t>(r) / per));
@@ -313,7 +313,7 @@ static LossPart output_part(const State& s, std::size_t o, const Tensor& y, cons
   if (mask.defined()) {
     const MaskedValues v = masked_values(loss, y, pred, mask, w, s.graph ? s.graph->output_names[o] : loss.name());
     part.masked = true;
-    part.value = ops::reduce_sum(v.weighted);
+    part.value = osprey::ops::reduce_sum(v.weighted);
     part.divisor = masked_divisor(loss, v);
   } else {
     // No copy when already there: a recorded plan reads the weights from its buffer.
@@ -325,8 +325,8 @@ static LossPart output_part(const State& s, std::size_t o, const Tensor& y, cons
 // total += loss_weight[o] · value, and value (before its loss weight) into per_output[o].
 static void add_output(const State& s, std::size_t o, Tensor value, Tensor& total, std::vector<Tensor>* per_output) {
   if (per_output) (*per_output)[o] = value;
-  if (s.loss_weights[o] != 1.0) value = ops::mul(value, Tensor::scalar(s.loss_weights[o]));
-  total = total.defined() ? ops::add(total, value) : value;
+  if (s.loss_weights[o] != 1.0) value = osprey::ops::mul(value, Tensor::scalar(s.loss_weights[o]));
+  total = total.defined() ? osprey::ops::add(total, value) : value;
 }
 
 // Keras divides a weighted loss by the element count, not by Σw; a masked output's by its own unmasked steps.
@@ -339,7 +339,7 @@ Tensor batch_loss(State& s, const std::vector<Tensor>& y, const std::vector<Tens
     const Tensor mask = masks && o < masks->size() ? (*masks)[o] : Tensor();
     LossPart p = output_part(s, o, y[o], y_pred, weight_of(weights, o), logits, mask);
     if (p.divisor.defined()) {  // divide_no_nan: nothing unmasked gives 0
-      p.value = ops::div(p.value, ops::maximum(p.divisor, Tensor::scalar(1e-30)));
+      p.value = osprey::ops::div(p.value, osprey::ops::maximum(p.divisor, Tensor::scalar(1e-30)));
     }
     add_output(s, o, std::move(p.value), total, per_output);
   }
@@ -366,9 +366,9 @@ Tensor combine_parts(const State& s, const std::vector<LossPart>& parts, const s
     if (!p.value.defined()) continue;
     Tensor value = p.value;
     if (p.divisor.defined()) {
-      value = ops::div(p.value, Tensor::scalar(std::max(divisors.at(o), 1e-30)));
+      value = osprey::ops::div(p.value, Tensor::scalar(std::max(divisors.at(o), 1e-30)));
     } else if (!p.masked && !p.sum_reduction && share != 1.0) {
-      value = ops::mul(p.value, Tensor::scalar(share));
+      value = osprey::ops::mul(p.value, Tensor::scalar(share));
     }
     add_output(s, o, value, total, per_output);
   }

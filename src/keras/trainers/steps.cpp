@@ -26,9 +26,9 @@ const Batch& StepData::resolved() const {
   if (!batch_->rows.defined()) return *batch_;
   if (!owned_) {
     Batch b;
-    for (const auto& t : batch_->x) b.x.push_back(ops::gather_rows(t, batch_->rows));
-    for (const auto& t : batch_->y) b.y.push_back(ops::gather_rows(t, batch_->rows));
-    for (const auto& t : batch_->w) b.w.push_back(t.defined() ? ops::gather_rows(t, batch_->rows) : Tensor());
+    for (const auto& t : batch_->x) b.x.push_back(osprey::ops::gather_rows(t, batch_->rows));
+    for (const auto& t : batch_->y) b.y.push_back(osprey::ops::gather_rows(t, batch_->rows));
+    for (const auto& t : batch_->w) b.w.push_back(t.defined() ? osprey::ops::gather_rows(t, batch_->rows) : Tensor());
     owned_ = std::make_unique<Batch>(std::move(b));
   }
   return *owned_;
@@ -197,7 +197,7 @@ std::vector<Tensor> Model::predict_step(const StepData& data) {
     for (const auto& p : parts) {
       if (!p.empty()) shards.push_back(p[o].to(host));
     }
-    out.push_back(shards.size() == 1 ? shards[0] : ops::concat(shards, 0));
+    out.push_back(shards.size() == 1 ? shards[0] : osprey::ops::concat(shards, 0));
   }
   return out;
 }

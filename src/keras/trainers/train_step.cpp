@@ -310,9 +310,9 @@ static Batch on_device(const Batch& b, runtime::Device& device) {
 
 static Batch gathered(const Batch& b) {
   Batch out;
-  for (const auto& t : b.x) out.x.push_back(ops::gather_rows(t, b.rows));
-  for (const auto& t : b.y) out.y.push_back(ops::gather_rows(t, b.rows));
-  for (const auto& t : b.w) out.w.push_back(t.defined() ? ops::gather_rows(t, b.rows) : Tensor());
+  for (const auto& t : b.x) out.x.push_back(osprey::ops::gather_rows(t, b.rows));
+  for (const auto& t : b.y) out.y.push_back(osprey::ops::gather_rows(t, b.rows));
+  for (const auto& t : b.w) out.w.push_back(t.defined() ? osprey::ops::gather_rows(t, b.rows) : Tensor());
   return out;
 }
 
@@ -389,7 +389,7 @@ static double planned_train_step(Model& model, State& s, const Batch& b) {
     const uint64_t copies_inside = tensor_copies_on_this_thread();
     try {
       for (auto& part : p->parts) {
-        ops::RecordingScope record(part.recording);
+        osprey::ops::RecordingScope record(part.recording);
         part_pass(model, s, part, vars);
       }
     } catch (const Error&) {

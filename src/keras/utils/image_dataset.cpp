@@ -105,7 +105,7 @@ void check_options(const ImageDatasetOptions& o) {
                                  o.image_size.first, o.image_size.second));
   }
   try {
-    (void)ops::resize_method(o.interpolation);  // tf.image.resize's eight methods, as Keras accepts here
+    (void)osprey::ops::resize_method(o.interpolation);  // tf.image.resize's eight methods, as Keras accepts here
   } catch (const ValueError&) {
     throw ValueError(fmt::format("Argument `interpolation` should be one of ('bilinear', 'nearest', 'bicubic', "
                                  "'area', 'lanczos3', 'lanczos5', 'gaussian', 'mitchellcubic'). Received: "
@@ -268,7 +268,7 @@ std::pair<Tensor, Tensor> ImageDataset::rows(int64_t begin, int64_t end) {
                                             detail::Flavor::tensorflow, iw, ih);
     Tensor batch = Tensor::from_vector(std::vector<float>(decoded.begin(), decoded.end()), Shape({1, ih, iw, c}));
     if (options_.crop_to_aspect_ratio) batch = layers::crop_to_aspect(batch, h, w);
-    const Tensor resized = ops::resize(batch, h, w, ops::resize_method(options_.interpolation));
+    const Tensor resized = osprey::ops::resize(batch, h, w, osprey::ops::resize_method(options_.interpolation));
     const auto v = resized.to_vector<float>();
     pixels.insert(pixels.end(), v.begin(), v.end());
   }

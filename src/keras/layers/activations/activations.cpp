@@ -18,7 +18,7 @@ static Tensor scalar(double v) { return Tensor::scalar(v); }
 Activation::Activation(const std::string& activation, std::string name)
     : Layer(name, "activation"), name_of_activation_(ActivationFn::get(activation).name) {
   try {
-    (void)ops::activation_from_name(name_of_activation_);
+    (void)osprey::ops::activation_from_name(name_of_activation_);
     kernel_activation_ = true;
   } catch (const ValueError&) {
     kernel_activation_ = false;
@@ -43,9 +43,9 @@ Shape LeakyReLU::build(const Shape& input_shape) {
 }
 Tensor LeakyReLU::call(const Tensor& x, bool) {
   // max(x, slope·x) for slopes up to 1; the general form otherwise: x·[x ≥ 0] + slope·x·[x < 0].
-  if (slope_ <= 1.0) return ops::maximum(x, ops::mul(x, scalar(slope_)));
-  const Tensor pos = ops::greater_equal(x, scalar(0.0));
-  return ops::add(ops::mul(x, pos), ops::mul(ops::mul(x, scalar(slope_)), ops::sub(scalar(1.0), pos)));
+  if (slope_ <= 1.0) return osprey::ops::maximum(x, osprey::ops::mul(x, scalar(slope_)));
+  const Tensor pos = osprey::ops::greater_equal(x, scalar(0.0));
+  return osprey::ops::add(osprey::ops::mul(x, pos), osprey::ops::mul(osprey::ops::mul(x, scalar(slope_)), osprey::ops::sub(scalar(1.0), pos)));
 }
 
 
@@ -68,24 +68,24 @@ ReLU::ReLU(ReLUOptions options) : Layer(options.name, "re_lu", options.dtype), o
 
 // Keras's activations.relu with its options, in its order: the part below the threshold, x above it, the clip.
 Tensor ReLU::call(const Tensor& x, bool) {
-  if (!o_.max_value && o_.negative_slope == 0.0 && o_.threshold == 0.0) return ops::relu(x);
+  if (!o_.max_value && o_.negative_slope == 0.0 && o_.threshold == 0.0) return osprey::ops::relu(x);
   Tensor negative_part;
-  if (o_.negative_slope != 0.0) negative_part = ops::relu(ops::sub(scalar(o_.threshold), x));
+  if (o_.negative_slope != 0.0) negative_part = osprey::ops::relu(osprey::ops::sub(scalar(o_.threshold), x));
   Tensor y = o_.threshold != 0.0
-                 ? ops::mul(x, ops::sub(scalar(1.0), ops::greater_equal(scalar(o_.threshold), x)))  // x > threshold
-                 : ops::relu(x);
-  if (o_.max_value) y = ops::minimum(ops::maximum(y, scalar(0.0)), scalar(*o_.max_value));
-  if (negative_part.defined()) y = ops::sub(y, ops::mul(negative_part, scalar(o_.negative_slope)));
+                 ? osprey::ops::mul(x, osprey::ops::sub(scalar(1.0), osprey::ops::greater_equal(scalar(o_.threshold), x)))  // x > threshold
+                 : osprey::ops::relu(x);
+  if (o_.max_value) y = osprey::ops::minimum(osprey::ops::maximum(y, scalar(0.0)), scalar(*o_.max_value));
+  if (negative_part.defined()) y = osprey::ops::sub(y, osprey::ops::mul(negative_part, scalar(o_.negative_slope)));
   return y;
 }
 
 ELU::ELU(double alpha, std::string name) : Layer(name, "elu"), alpha_(alpha) {}
 
 Tensor ELU::call(const Tensor& x, bool) {
-  if (alpha_ == 1.0) return ops::activation(x, ops::Activation::elu);
+  if (alpha_ == 1.0) return osprey::ops::activation(x, osprey::ops::Activation::elu);
   // x > 0: x; else alpha·(exp(x) − 1), as relu(x) + alpha·(exp(min(x, 0)) − 1).
-  const Tensor negative = ops::sub(ops::exp(ops::minimum(x, scalar(0.0))), scalar(1.0));
-  return ops::add(ops::relu(x), ops::mul(negative, scalar(alpha_)));
+  const Tensor negative = osprey::ops::sub(osprey::ops::exp(osprey::ops::minimum(x, scalar(0.0))), scalar(1.0));
+  return osprey::ops::add(osprey::ops::relu(x), osprey::ops::mul(negative, scalar(alpha_)));
 }
 
 Softmax::Softmax(int axis, std::string name) : Softmax(std::vector<int>{axis}, std::move(name)) {}
@@ -115,19 +115,19 @@ Tensor Softmax::call_masked(const Tensor& inputs, bool training, const Tensor& m
                                  "inputs.shape={}, mask.shape={}",
                                  name_, is.to_string(), ms.to_string()));
   }
-  const Tensor m = ops::reshape(mask.dtype() == DType::float32 ? mask : ops::cast(mask, DType::float32), Shape(dims));
+  const Tensor m = osprey::ops::reshape(mask.dtype() == DType::float32 ? mask : osprey::ops::cast(mask, DType::float32), Shape(dims));
   const auto axes = detail::feature_axes(name_, "Softmax", axes_, is.rank());
-  if (axes == std::vector<int>{is.rank() - 1}) return ops::masked_softmax(inputs, m);
+  if (axes == std::vector<int>{is.rank() - 1}) return osprey::ops::masked_softmax(inputs, m);
   const detail::TrailingAxes t(is, axes);
-  return t.back(ops::masked_softmax(t.rows(inputs), t.rows(ops::broadcast_to(m, is))));
+  return t.back(osprey::ops::masked_softmax(t.rows(inputs), t.rows(osprey::ops::broadcast_to(m, is))));
 }
 
 Tensor Softmax::call(const Tensor& x, bool) {
   const auto& s = x.shape();
   const auto axes = detail::feature_axes(name_, "Softmax", axes_, s.rank());
-  if (axes == std::vector<int>{s.rank() - 1} && s.rank() == 2) return ops::softmax(x);
+  if (axes == std::vector<int>{s.rank() - 1} && s.rank() == 2) return osprey::ops::softmax(x);
   const detail::TrailingAxes t(s, axes);
-  return t.back(ops::softmax(t.rows(x)));
+  return t.back(osprey::ops::softmax(t.rows(x)));
 }
 
 PReLU::PReLU(initializers::Initializer alpha_initializer, std::string name)
@@ -149,10 +149,10 @@ Shape PReLU::build(const Shape& input_shape) {
 // relu(x) − alpha·relu(−x), alpha per element of a sample (rows of the flattened batch).
 Tensor PReLU::call(const Tensor& x, bool) {
   const int64_t n = x.shape()[0], per_sample = x.num_elements() / std::max<int64_t>(n, 1);
-  const Tensor flat = ops::reshape(x, Shape({n, per_sample}));
-  const Tensor alpha = ops::reshape(alpha_->value(), Shape({per_sample}));
-  const Tensor y = ops::sub(ops::relu(flat), ops::mul(ops::relu(ops::neg(flat)), alpha));
-  return ops::reshape(y, x.shape());
+  const Tensor flat = osprey::ops::reshape(x, Shape({n, per_sample}));
+  const Tensor alpha = osprey::ops::reshape(alpha_->value(), Shape({per_sample}));
+  const Tensor y = osprey::ops::sub(osprey::ops::relu(flat), osprey::ops::mul(osprey::ops::relu(osprey::ops::neg(flat)), alpha));
+  return osprey::ops::reshape(y, x.shape());
 }
 
 // ---- Keras configs (layer.get_config()) and from_config ----

@@ -11,7 +11,7 @@
 namespace osprey::keras::layers::detail {
 
 /// A mask as float32 1/0 (Embedding's masks already are).
-inline Tensor as_float(const Tensor& m) { return m.dtype() == DType::float32 ? m : ops::cast(m, DType::float32); }
+inline Tensor as_float(const Tensor& m) { return m.dtype() == DType::float32 ? m : osprey::ops::cast(m, DType::float32); }
 
 /// A (B, T, S) mask built on the host: 1 where keep(t, s) (a causal band, a sliding window).
 template <typename Keep>

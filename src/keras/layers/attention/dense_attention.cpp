@@ -75,22 +75,22 @@ Shape Attention::build(const std::vector<Shape>& shapes) {
 Tensor Attention::scores(const Tensor& q, const Tensor& k) const {
   const int64_t B = q.shape()[0], Tq = q.shape()[1], Tv = k.shape()[1], d = q.shape()[2];
   if (!additive_ && o_.score_mode == "dot") {
-    Tensor s = ops::matmul(q, k, false, true);
-    return scale_ ? ops::mul(s, scale_->value()) : s;
+    Tensor s = osprey::ops::matmul(q, k, false, true);
+    return scale_ ? osprey::ops::mul(s, scale_->value()) : s;
   }
   // q + k over (B, Tq, Tv, d): each spread by a product with ones.
-  const Tensor q_rep = ops::matmul(Tensor::ones({B * Tq, Tv, 1}), ops::reshape(q, Shape({B * Tq, 1, d})));
-  const Tensor k_rep = ops::matmul(Tensor::ones({B, Tq, 1}), ops::reshape(k, Shape({B, 1, Tv * d})));
-  const Tensor sum = ops::add(ops::reshape(q_rep, Shape({B * Tq * Tv, d})), ops::reshape(k_rep, Shape({B * Tq * Tv, d})));
+  const Tensor q_rep = osprey::ops::matmul(Tensor::ones({B * Tq, Tv, 1}), osprey::ops::reshape(q, Shape({B * Tq, 1, d})));
+  const Tensor k_rep = osprey::ops::matmul(Tensor::ones({B, Tq, 1}), osprey::ops::reshape(k, Shape({B, 1, Tv * d})));
+  const Tensor sum = osprey::ops::add(osprey::ops::reshape(q_rep, Shape({B * Tq * Tv, d})), osprey::ops::reshape(k_rep, Shape({B * Tq * Tv, d})));
   Tensor t;
   if (additive_) {
-    t = ops::tanh(sum);
-    if (scale_) t = ops::mul(t, scale_->value());  // a row over the features
+    t = osprey::ops::tanh(sum);
+    if (scale_) t = osprey::ops::mul(t, scale_->value());  // a row over the features
   } else {
-    t = ops::tanh(scale_ ? ops::mul(sum, scale_->value()) : sum);
+    t = osprey::ops::tanh(scale_ ? osprey::ops::mul(sum, scale_->value()) : sum);
   }
-  Tensor s = ops::reshape(ops::reduce_sum(t, 1), Shape({B, Tq, Tv}));
-  return concat_weight_ ? ops::mul(s, concat_weight_->value()) : s;
+  Tensor s = osprey::ops::reshape(osprey::ops::reduce_sum(t, 1), Shape({B, Tq, Tv}));
+  return concat_weight_ ? osprey::ops::mul(s, concat_weight_->value()) : s;
 }
 
 std::pair<Tensor, Tensor> Attention::attend(const Tensor& query, const Tensor& value, const Tensor& key_in,
@@ -121,18 +121,18 @@ std::pair<Tensor, Tensor> Attention::attend(const Tensor& query, const Tensor& v
   // Keras: where(mask, s, s - 1e9), written as s + (mask - 1)·1e9 (the same floats).
   Tensor keep;
   if (value_mask.defined()) {
-    keep = ops::matmul(Tensor::ones({B, Tq, 1}), ops::reshape(detail::as_float(value_mask), Shape({B, 1, Tv})));
+    keep = osprey::ops::matmul(Tensor::ones({B, Tq, 1}), osprey::ops::reshape(detail::as_float(value_mask), Shape({B, 1, Tv})));
   }
   if (o_.use_causal_mask) {
     const Tensor causal = detail::band(B, Tq, Tv, [](int64_t t, int64_t v) { return v <= t; });
-    keep = keep.defined() ? ops::mul(keep, causal) : causal;
+    keep = keep.defined() ? osprey::ops::mul(keep, causal) : causal;
   }
-  if (keep.defined()) s = ops::add(s, ops::mul(ops::sub(keep, Tensor::scalar(1.0)), Tensor::scalar(1e9)));
-  const Tensor weights = ops::masked_softmax(s, Tensor());
+  if (keep.defined()) s = osprey::ops::add(s, osprey::ops::mul(osprey::ops::sub(keep, Tensor::scalar(1.0)), Tensor::scalar(1e9)));
+  const Tensor weights = osprey::ops::masked_softmax(s, Tensor());
   const Tensor used = dropout_ && training ? dropout_->call(weights, true) : weights;
-  Tensor out = ops::matmul(used, value);  // (B, Tq, dim)
+  Tensor out = osprey::ops::matmul(used, value);  // (B, Tq, dim)
   if (query_mask.defined()) {  // masked queries output zeros
-    out = ops::mul(out, ops::matmul(ops::reshape(detail::as_float(query_mask), Shape({B, Tq, 1})),
+    out = osprey::ops::mul(out, osprey::ops::matmul(osprey::ops::reshape(detail::as_float(query_mask), Shape({B, Tq, 1})),
                                     Tensor::ones({B, 1, value.shape()[2]})));
   }
   return {out, return_attention_scores ? weights : Tensor()};

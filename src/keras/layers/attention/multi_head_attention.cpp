@@ -250,9 +250,9 @@ Tensor MultiHeadAttention::attention_mask(const Tensor& query, const Tensor& val
   const Tensor ones_s = c.query_mask.defined() ? Tensor::ones({B, 1, S}) : Tensor();
   using detail::as_float;
   // An outer product against ones spreads a (B, T) or (B, S) mask over (B, T, S).
-  if (c.query_mask.defined()) parts.push_back(ops::matmul(ops::reshape(as_float(c.query_mask), Shape({B, T, 1})), ones_s));
+  if (c.query_mask.defined()) parts.push_back(osprey::ops::matmul(osprey::ops::reshape(as_float(c.query_mask), Shape({B, T, 1})), ones_s));
   for (const Tensor* m : {&c.value_mask, &c.key_mask}) {
-    if (m->defined()) parts.push_back(ops::matmul(ones_t, ops::reshape(as_float(*m), Shape({B, 1, S}))));
+    if (m->defined()) parts.push_back(osprey::ops::matmul(ones_t, osprey::ops::reshape(as_float(*m), Shape({B, 1, S}))));
   }
   if (o_.sliding_window) {
     const int64_t w = *o_.sliding_window;
@@ -269,14 +269,14 @@ Tensor MultiHeadAttention::attention_mask(const Tensor& query, const Tensor& val
     }
     Tensor m = as_float(c.attention_mask);
     if (ms.rank() == 2 || ms[0] != B) {  // the same mask for every sample
-      m = ops::reshape(ops::matmul(Tensor::ones({B, 1}), ops::reshape(m, Shape({1, T * S}))), Shape({B, T, S}));
+      m = osprey::ops::reshape(osprey::ops::matmul(Tensor::ones({B, 1}), osprey::ops::reshape(m, Shape({1, T * S}))), Shape({B, T, S}));
     }
     parts.push_back(m);
   }
   if (parts.empty()) return Tensor();
   Tensor mask = parts[0];
-  for (std::size_t i = 1; i < parts.size(); ++i) mask = ops::mul(mask, parts[i]);
-  return ops::reshape(mask, Shape({B, 1, T, S}));
+  for (std::size_t i = 1; i < parts.size(); ++i) mask = osprey::ops::mul(mask, parts[i]);
+  return osprey::ops::reshape(mask, Shape({B, 1, T, S}));
 }
 
 std::pair<Tensor, Tensor> MultiHeadAttention::attend(const Tensor& query, const Tensor& value, const Tensor& key_in,
@@ -332,7 +332,7 @@ std::pair<Tensor, Tensor> MultiHeadAttention::attend_axes(const Tensor& query, c
   };
   const int64_t T = steps_of(query), S = steps_of(value);
   auto flat = [&](const Tensor& x) {
-    return ops::reshape(ops::transpose(x, perm), Shape({B * n_other, steps_of(x), x.shape()[r - 1]}));
+    return osprey::ops::reshape(osprey::ops::transpose(x, perm), Shape({B * n_other, steps_of(x), x.shape()[r - 1]}));
   };
   AttentionCall flat_call;
   if (c.attention_mask.defined()) {
@@ -349,8 +349,8 @@ std::pair<Tensor, Tensor> MultiHeadAttention::attend_axes(const Tensor& query, c
                                    "that or 1; leading ones may be left out)",
                                    name_, c.attention_mask.shape().to_string(), fmt::join(full, ", ")));
     }
-    const Tensor m = ops::broadcast_to(ops::reshape(detail::as_float(c.attention_mask), Shape(expanded)), Shape(full));
-    flat_call.attention_mask = ops::reshape(m, Shape({B * n_other, T, S}));
+    const Tensor m = osprey::ops::broadcast_to(osprey::ops::reshape(detail::as_float(c.attention_mask), Shape(expanded)), Shape(full));
+    flat_call.attention_mask = osprey::ops::reshape(m, Shape({B * n_other, T, S}));
   }
   const Tensor qf = flat(query), vf = flat(value);
   const Tensor mask = attention_mask(qf, vf, flat_call);  // with the sliding window
@@ -364,11 +364,11 @@ std::pair<Tensor, Tensor> MultiHeadAttention::attend_axes(const Tensor& query, c
   std::vector<int> back(dims.size());
   for (std::size_t i = 0; i + 1 < perm.size(); ++i) back[perm[i]] = static_cast<int>(i);
   for (std::size_t i = 0; i < out_rank; ++i) back[perm.size() - 1 + i] = static_cast<int>(perm.size() - 1 + i);
-  out = ops::transpose(ops::reshape(out, Shape(dims)), back);
+  out = osprey::ops::transpose(osprey::ops::reshape(out, Shape(dims)), back);
   if (probs.defined()) {
     std::vector<int64_t> sdims{B};
     sdims.insert(sdims.end(), scores_shape_.dims().begin(), scores_shape_.dims().end());
-    probs = ops::reshape(probs, Shape(sdims));
+    probs = osprey::ops::reshape(probs, Shape(sdims));
   }
   return {out, probs};
 }
@@ -385,29 +385,29 @@ std::pair<Tensor, Tensor> MultiHeadAttention::attend_steps(const Tensor& query, 
   // between them, as in Keras: each is called as a layer (Layer::operator() casts its input).
   auto project = [&](Layer& layer, const Tensor& x) { return layer(x, training); };
   Tensor q = project(*query_, query);
-  if (!dot_product) q = ops::mul(q, Tensor::scalar(scale, q.dtype()));  // the Softmax path scales the query first
+  if (!dot_product) q = osprey::ops::mul(q, Tensor::scalar(scale, q.dtype()));  // the Softmax path scales the query first
   auto heads_first = [&](const Tensor& x, int64_t steps, int64_t dim) {  // (B, steps, H, dim) -> (B·H, steps, dim)
-    return ops::reshape(ops::transpose(x, {0, 2, 1, 3}), Shape({B * H, steps, dim}));
+    return osprey::ops::reshape(osprey::ops::transpose(x, {0, 2, 1, 3}), Shape({B * H, steps, dim}));
   };
   // Keys and values of kv_heads_ heads (GroupedQueryAttention), each repeated for its group of query heads (Keras's
   // ops.repeat on the heads' axis) by a product with ones.
   auto per_query_head = [&](const Tensor& x, int64_t steps, int64_t dim) {  // (B, steps, G, dim) -> (B·H, steps, dim)
-    const Tensor g = ops::reshape(ops::transpose(x, {0, 2, 1, 3}), Shape({B * kv_heads_, 1, steps * dim}));
-    if (kv_heads_ == H) return ops::reshape(g, Shape({B * H, steps, dim}));
-    return ops::reshape(ops::matmul(Tensor::ones({B * kv_heads_, H / kv_heads_, 1}, g.dtype()), g), Shape({B * H, steps, dim}));
+    const Tensor g = osprey::ops::reshape(osprey::ops::transpose(x, {0, 2, 1, 3}), Shape({B * kv_heads_, 1, steps * dim}));
+    if (kv_heads_ == H) return osprey::ops::reshape(g, Shape({B * H, steps, dim}));
+    return osprey::ops::reshape(osprey::ops::matmul(Tensor::ones({B * kv_heads_, H / kv_heads_, 1}, g.dtype()), g), Shape({B * H, steps, dim}));
   };
   const Tensor qh = heads_first(q, T, key_dim_);
   const Tensor kh = per_query_head(project(*key_, key), S, key_dim_);
   const Tensor vh = per_query_head(project(*value_, value), S, value_dim_);
-  Tensor logits = ops::reshape(ops::matmul(qh, kh, false, true), Shape({B, H, T, S}));
-  if (dot_product) logits = ops::mul(logits, Tensor::scalar(scale, logits.dtype()));
-  Tensor probs = ops::masked_softmax(logits, mask,
-                                     dot_product ? ops::MaskedSoftmaxOptions{causal, -0.7f * 3.38953e38f, false}
-                                                 : ops::MaskedSoftmaxOptions{causal, -1e9f, true});
+  Tensor logits = osprey::ops::reshape(osprey::ops::matmul(qh, kh, false, true), Shape({B, H, T, S}));
+  if (dot_product) logits = osprey::ops::mul(logits, Tensor::scalar(scale, logits.dtype()));
+  Tensor probs = osprey::ops::masked_softmax(logits, mask,
+                                     dot_product ? osprey::ops::MaskedSoftmaxOptions{causal, -0.7f * 3.38953e38f, false}
+                                                 : osprey::ops::MaskedSoftmaxOptions{causal, -1e9f, true});
   const Tensor used = o_.dropout > 0.0 ? dropout_->call(probs, training) : probs;
-  Tensor out = ops::matmul(ops::reshape(used, Shape({B * H, T, S})), vh);  // (B·H, T, value_dim)
-  out = ops::transpose(ops::reshape(out, Shape({B, H, T, value_dim_})), {0, 2, 1, 3});
-  if (gate_) out = ops::mul(out, project(*gate_, query));
+  Tensor out = osprey::ops::matmul(osprey::ops::reshape(used, Shape({B * H, T, S})), vh);  // (B·H, T, value_dim)
+  out = osprey::ops::transpose(osprey::ops::reshape(out, Shape({B, H, T, value_dim_})), {0, 2, 1, 3});
+  if (gate_) out = osprey::ops::mul(out, project(*gate_, query));
   return {project(*output_, out), return_scores ? probs : Tensor()};
 }
 

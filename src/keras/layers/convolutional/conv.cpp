@@ -1,5 +1,5 @@
 // keras.layers.Conv1D/2D/3D, DepthwiseConv1D/2D and SeparableConv1D/2D (Keras's BaseConv, BaseDepthwiseConv and
-// BaseSeparableConv) on ops::conv: arguments checked as Keras checks them, TensorFlow's padding, channels_first
+// BaseSeparableConv) on osprey::ops::conv: arguments checked as Keras checks them, TensorFlow's padding, channels_first
 // through transposes.
 #include <fmt/format.h>
 
@@ -220,8 +220,8 @@ Shape BaseConv::build(const Shape& input_shape) {
   return finish_build(out);
 }
 
-ops::ConvParams BaseConv::params_for(const Shape& x) const {
-  ops::ConvParams p;
+osprey::ops::ConvParams BaseConv::params_for(const Shape& x) const {
+  osprey::ops::ConvParams p;
   for (int i = 0; i < rank_; ++i) {
     const auto [before, after] = detail::axis_padding(options_.padding, x[i + 1], kernel_size_[i], strides_[i],
                                                       dilation_[i]);
@@ -240,8 +240,8 @@ Tensor BaseConv::call(const Tensor& inputs, bool) {
     const auto d = inputs.shape().dims();
     build(Shape(std::vector<int64_t>(d.begin() + (d.empty() ? 0 : 1), d.end())));
   }
-  const Tensor x = first ? ops::transpose(inputs, detail::to_channels_last(rank_)) : inputs;
-  ops::ConvParams p = params_for(x.shape());
+  const Tensor x = first ? osprey::ops::transpose(inputs, detail::to_channels_last(rank_)) : inputs;
+  osprey::ops::ConvParams p = params_for(x.shape());
   // Under a mixed policy the variables are read in the compute dtype (bfloat16 convolutions run natively on the
   // CPU through oneDNN; others compute in float32 copies).
   const Tensor bias = bias_ ? autocast_variable(*bias_) : Tensor();
@@ -249,27 +249,27 @@ Tensor BaseConv::call(const Tensor& inputs, bool) {
   // The activation inside the (last) convolution when the op can take it (relu on oneDNN's post-op: one pass over
   // the output fewer each way), else after it.
   const ActivationFn act = ActivationFn::get(activation_name_);
-  const bool fuse = !act.composite && ops::fusable_after_op(act.kernel);
-  ops::ConvParams last = p;
+  const bool fuse = !act.composite && osprey::ops::fusable_after_op(act.kernel);
+  osprey::ops::ConvParams last = p;
   if (fuse) last.activation = act.kernel;
   Tensor y;
   if (kind_ == Kind::standard) {
-    y = ops::conv(x, kernel, bias, last);
+    y = osprey::ops::conv(x, kernel, bias, last);
   } else {
     // (window..., C, multiplier) is the grouped kernel (window..., 1, C·multiplier) with one group per channel.
     const Shape& ks = kernel_->shape();
-    const Tensor dk = ops::reshape(kernel, ks.with_dim(ks.rank() - 2, 1).with_dim(ks.rank() - 1, ks[-2] * ks[-1]));
+    const Tensor dk = osprey::ops::reshape(kernel, ks.with_dim(ks.rank() - 2, 1).with_dim(ks.rank() - 1, ks[-2] * ks[-1]));
     p.groups = last.groups = ks[-2];
     if (kind_ == Kind::depthwise) {
-      y = ops::conv(x, dk, bias, last);
+      y = osprey::ops::conv(x, dk, bias, last);
     } else {
       const std::vector<int64_t> ones(static_cast<std::size_t>(rank_), 1), zeros(static_cast<std::size_t>(rank_), 0);
-      y = ops::conv(ops::conv(x, dk, Tensor(), p), autocast_variable(*pointwise_), bias,
+      y = osprey::ops::conv(osprey::ops::conv(x, dk, Tensor(), p), autocast_variable(*pointwise_), bias,
                     {ones, ones, zeros, zeros, 1, last.activation});
     }
   }
   if (!fuse) y = act(y);
-  return first ? ops::transpose(y, detail::to_channels_first(rank_)) : y;
+  return first ? osprey::ops::transpose(y, detail::to_channels_first(rank_)) : y;
 }
 
 #define OSPREY_CONV_RULES                                                                \

@@ -1,4 +1,4 @@
-// keras.layers.Conv1DTranspose/2D/3D (Keras's BaseConvTranspose) on ops::conv_backprop_input: the output extents
+// keras.layers.Conv1DTranspose/2D/3D (Keras's BaseConvTranspose) on osprey::ops::conv_backprop_input: the output extents
 // by Keras's deconv_output_length, the padding TensorFlow's conv_transpose derives from them.
 #include <fmt/format.h>
 
@@ -89,13 +89,13 @@ Tensor BaseConvTranspose::call(const Tensor& inputs, bool) {
   const bool first = options_.data_format == "channels_first";
   const auto d = inputs.shape().dims();
   if (!built_ || inputs.shape().rank() != rank_ + 2) build(Shape(std::vector<int64_t>(d.begin() + (d.empty() ? 0 : 1), d.end())));
-  const Tensor x = first ? ops::transpose(inputs, detail::to_channels_last(rank_)) : inputs;
+  const Tensor x = first ? osprey::ops::transpose(inputs, detail::to_channels_last(rank_)) : inputs;
   std::vector<int64_t> in;
   for (int i = 0; i < rank_; ++i) in.push_back(x.shape()[i + 1]);
   const std::vector<int64_t> out = output_extents(in);
   // The forward convolution this layer transposes: from the output extents back to the input's, with
   // TensorFlow's padding of those extents.
-  ops::ConvParams p;
+  osprey::ops::ConvParams p;
   for (int i = 0; i < rank_; ++i) {
     const auto [before, after] = detail::axis_padding(options_.padding, out[i], kernel_size_[i], strides_[i], dilation_[i]);
     p.strides.push_back(strides_[i]);
@@ -103,10 +103,10 @@ Tensor BaseConvTranspose::call(const Tensor& inputs, bool) {
     p.pad_before.push_back(before);
     p.pad_after.push_back(after);
   }
-  Tensor y = ops::conv_backprop_input(x, kernel_->value(), out, p);
-  if (bias_) y = ops::add(y, bias_->value());
+  Tensor y = osprey::ops::conv_backprop_input(x, kernel_->value(), out, p);
+  if (bias_) y = osprey::ops::add(y, bias_->value());
   y = ActivationFn::get(activation_name_)(y);
-  return first ? ops::transpose(y, detail::to_channels_first(rank_)) : y;
+  return first ? osprey::ops::transpose(y, detail::to_channels_first(rank_)) : y;
 }
 
 #define OSPREY_TRANSPOSE_RULES                                             \

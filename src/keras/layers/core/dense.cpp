@@ -7,6 +7,7 @@
 #include "keras/initializers/initializers.h"
 #include "keras/layers/weight_rules.h"
 #include "osprey/errors.h"
+#include "osprey/keras/layers/convolutional.h"  // detail::with_batch
 #include "osprey/keras/layers/core.h"
 #include "keras/saving/serialization.h"
 #include "osprey/ops.h"
@@ -39,13 +40,6 @@ Dense::Dense(int units, const std::string& activation, DenseOptions options)
   }
 }
 
-// "(None, 4, 6)": a per-sample shape with Keras's batch dimension.
-static std::string with_batch(const Shape& sample) {
-  std::vector<int64_t> dims{0};
-  for (auto d : sample.dims()) dims.push_back(d);
-  return Shape(dims).to_keras_string();
-}
-
 // Dense applies to the last axis of inputs of any rank >= 2 (batch included), as in Keras.
 Shape Dense::build(const Shape& input_shape) {
   if (input_shape.rank() < 1) {
@@ -58,7 +52,7 @@ Shape Dense::build(const Shape& input_shape) {
     if (kernel_->shape()[0] != in) {
       throw ValueError(fmt::format("Input 0 of layer \"{}\" is incompatible with the layer: expected axis -1 of input "
                                    "shape to have value {}, but received input with shape {}",
-                                   name_, kernel_->shape()[0], with_batch(input_shape)));
+                                   name_, kernel_->shape()[0], detail::with_batch(input_shape)));
     }
     return input_shape.with_dim(input_shape.rank() - 1, units_);
   }
@@ -69,7 +63,7 @@ Shape Dense::build(const Shape& input_shape) {
 
 Tensor Dense::call(const Tensor& ids_or_values, bool) {
   // Integer or boolean inputs (a lookup's counts) promote to the compute dtype, as Keras's matmul promotes them.
-  const Tensor inputs = is_floating(ids_or_values.dtype()) ? ids_or_values : ops::cast(ids_or_values, compute_dtype());
+  const Tensor inputs = is_floating(ids_or_values.dtype()) ? ids_or_values : osprey::ops::cast(ids_or_values, compute_dtype());
   const auto& s = inputs.shape();
   if (!built_) {
     const auto dims = s.dims();
@@ -80,10 +74,10 @@ Tensor Dense::call(const Tensor& ids_or_values, bool) {
                                            kernel_->shape()[0], s.to_string()));
   }
   // Rank > 2: the leading axes are rows of one product (a view), and the result takes their shape back.
-  const Tensor x = s.rank() == 2 ? inputs : ops::reshape(inputs, Shape({s.num_elements() / s[-1], s[-1]}));
-  Tensor y = ops::dense(x, autocast_variable(*kernel_), bias_ ? autocast_variable(*bias_) : Tensor(), activation_);
+  const Tensor x = s.rank() == 2 ? inputs : osprey::ops::reshape(inputs, Shape({s.num_elements() / s[-1], s[-1]}));
+  Tensor y = osprey::ops::dense(x, autocast_variable(*kernel_), bias_ ? autocast_variable(*bias_) : Tensor(), activation_);
   if (composite_) y = ActivationFn::get(activation_name_)(y);
-  return s.rank() == 2 ? y : ops::reshape(y, s.with_dim(s.rank() - 1, units_));
+  return s.rank() == 2 ? y : osprey::ops::reshape(y, s.with_dim(s.rank() - 1, units_));
 }
 
 #define OSPREY_DENSE_RULES                                                 \

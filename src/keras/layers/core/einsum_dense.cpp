@@ -137,7 +137,7 @@ Shape EinsumDense::build(const Shape& input_shape) {
   }
   contracted_ = contracted;
   new_ = added;
-  kernel_ = &add_weight("kernel", ops::reshape(initialize(options_.kernel_initializer, {contracted, added}),
+  kernel_ = &add_weight("kernel", osprey::ops::reshape(initialize(options_.kernel_initializer, {contracted, added}),
                                                Shape(kernel_shape)));
   if (!bias_shape.empty()) {
     bias_size_ = product(bias_shape, 0, bias_shape.size());
@@ -159,22 +159,22 @@ Tensor EinsumDense::call(const Tensor& inputs, bool) {
                                            name_, equation_, kernel_->shape().to_string(), s.to_string()));
   }
   const int64_t rows = s.num_elements() / contracted_;
-  const Tensor x = ops::reshape(inputs, Shape({rows, contracted_}));
+  const Tensor x = osprey::ops::reshape(inputs, Shape({rows, contracted_}));
   // Under a mixed policy the product runs in the compute dtype (Keras's autocast of the variables).
-  const Tensor w = ops::reshape(autocast_variable(*kernel_), Shape({contracted_, new_}));
+  const Tensor w = osprey::ops::reshape(autocast_variable(*kernel_), Shape({contracted_, new_}));
   const Tensor bias = bias_ ? autocast_variable(*bias_) : Tensor();
   const bool fused_bias = bias_ && bias_size_ == new_;
-  Tensor y = ops::dense(x, w, fused_bias ? ops::reshape(bias, Shape({new_})) : Tensor(),
-                        bias_ && !fused_bias ? ops::Activation::linear : activation_);
+  Tensor y = osprey::ops::dense(x, w, fused_bias ? osprey::ops::reshape(bias, Shape({new_})) : Tensor(),
+                        bias_ && !fused_bias ? osprey::ops::Activation::linear : activation_);
   std::vector<int64_t> out{s[0]};
   for (auto d : output_shape_.dims()) out.push_back(d);
   if (bias_ && !fused_bias) {  // a bias over fewer trailing elements than the new ones, or over kept ones too
     const int64_t total = y.num_elements();
-    y = ops::add(ops::reshape(y, Shape({total / bias_size_, bias_size_})), ops::reshape(bias, Shape({bias_size_})));
-    y = ops::activation(ops::reshape(y, Shape({rows, new_})), activation_);
+    y = osprey::ops::add(osprey::ops::reshape(y, Shape({total / bias_size_, bias_size_})), osprey::ops::reshape(bias, Shape({bias_size_})));
+    y = osprey::ops::activation(osprey::ops::reshape(y, Shape({rows, new_})), activation_);
   }
   if (composite_) y = ActivationFn::get(activation_name_)(y);
-  return ops::reshape(y, Shape(out));
+  return osprey::ops::reshape(y, Shape(out));
 }
 
 #define OSPREY_EINSUM_RULES                                                \

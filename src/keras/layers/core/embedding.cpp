@@ -1,4 +1,4 @@
-// keras.layers.Embedding and Masking (the two layers that make masks). Embedding: a gather of the table's rows (ops::gather_rows, whose gradient is ops::scatter_add_rows),
+// keras.layers.Embedding and Masking (the two layers that make masks). Embedding: a gather of the table's rows (osprey::ops::gather_rows, whose gradient is osprey::ops::scatter_add_rows),
 // with the id check's error given the layer's name and the id's position in the input.
 #include <fmt/format.h>
 
@@ -49,8 +49,8 @@ Embedding::Embedding(int64_t input_dim, int64_t output_dim, EmbeddingOptions opt
 // kept ones are those >= 1.
 Tensor Embedding::compute_mask(const Tensor& inputs, const Tensor&) {
   if (!options_.mask_zero) return Tensor();
-  const Tensor ids = inputs.dtype() == DType::float32 ? inputs : ops::cast(inputs, DType::float32);
-  return ops::greater_equal(ids, Tensor::scalar(1.0));
+  const Tensor ids = inputs.dtype() == DType::float32 ? inputs : osprey::ops::cast(inputs, DType::float32);
+  return osprey::ops::greater_equal(ids, Tensor::scalar(1.0));
 }
 
 Masking::Masking(double mask_value, std::string name) : Layer(name, "masking"), mask_value_(mask_value) {}
@@ -64,22 +64,22 @@ Shape Masking::build(const Shape& input_shape) {
 
 // 1 where any feature differs from mask_value, over the last axis: (x >= v)·(-x >= -v) is 1 exactly where x == v.
 Tensor Masking::compute_mask(const Tensor& inputs, const Tensor&) {
-  const Tensor x = inputs.dtype() == DType::float32 ? inputs : ops::cast(inputs, DType::float32);
+  const Tensor x = inputs.dtype() == DType::float32 ? inputs : osprey::ops::cast(inputs, DType::float32);
   const int64_t f = x.shape()[-1], rows = x.num_elements() / std::max<int64_t>(f, 1);
-  const Tensor equal = ops::mul(ops::greater_equal(x, Tensor::scalar(mask_value_)),
-                                ops::greater_equal(ops::neg(x), Tensor::scalar(-mask_value_)));
-  const Tensor differ = ops::neg(ops::sub(equal, Tensor::scalar(1.0)));
-  const Tensor any = ops::greater_equal(ops::reduce_sum(ops::reshape(differ, Shape({rows, f})), 1), Tensor::scalar(0.5));
+  const Tensor equal = osprey::ops::mul(osprey::ops::greater_equal(x, Tensor::scalar(mask_value_)),
+                                osprey::ops::greater_equal(osprey::ops::neg(x), Tensor::scalar(-mask_value_)));
+  const Tensor differ = osprey::ops::neg(osprey::ops::sub(equal, Tensor::scalar(1.0)));
+  const Tensor any = osprey::ops::greater_equal(osprey::ops::reduce_sum(osprey::ops::reshape(differ, Shape({rows, f})), 1), Tensor::scalar(0.5));
   const auto d = x.shape().dims();
-  return ops::reshape(any, Shape(std::vector<int64_t>(d.begin(), d.end() - 1)));
+  return osprey::ops::reshape(any, Shape(std::vector<int64_t>(d.begin(), d.end() - 1)));
 }
 
 Tensor Masking::call(const Tensor& inputs, bool) {
-  const Tensor x = inputs.dtype() == DType::float32 ? inputs : ops::cast(inputs, DType::float32);
+  const Tensor x = inputs.dtype() == DType::float32 ? inputs : osprey::ops::cast(inputs, DType::float32);
   const int64_t f = x.shape()[-1], rows = x.num_elements() / std::max<int64_t>(f, 1);
-  const Tensor mask = ops::reshape(compute_mask(x, Tensor()), Shape({rows}));
-  const Tensor by_feature = ops::transpose(ops::reshape(x, Shape({rows, f})), {1, 0});  // (f, rows)
-  return ops::reshape(ops::transpose(ops::mul(by_feature, mask), {1, 0}), x.shape());
+  const Tensor mask = osprey::ops::reshape(compute_mask(x, Tensor()), Shape({rows}));
+  const Tensor by_feature = osprey::ops::transpose(osprey::ops::reshape(x, Shape({rows, f})), {1, 0});  // (f, rows)
+  return osprey::ops::reshape(osprey::ops::transpose(osprey::ops::mul(by_feature, mask), {1, 0}), x.shape());
 }
 
 Shape Embedding::build(const Shape& input_shape) {
@@ -102,11 +102,11 @@ Tensor Embedding::call(const Tensor& inputs, bool) {
     throw InvalidArgumentError(fmt::format("Embedding '{}': token ids must be int32, int64 or float32; got float64",
                                            name_));
   }
-  const Tensor ids = ops::reshape(inputs.dtype() == DType::int64 ? inputs : ops::cast(inputs, DType::int64),
+  const Tensor ids = osprey::ops::reshape(inputs.dtype() == DType::int64 ? inputs : osprey::ops::cast(inputs, DType::int64),
                                   Shape({inputs.num_elements()}));
   Tensor rows;
   try {
-    rows = ops::gather_rows(embeddings_->value(), ids);
+    rows = osprey::ops::gather_rows(embeddings_->value(), ids);
   } catch (const InvalidArgumentError&) {  // say which id, where, in which layer (the kernel checked them)
     const auto v = ids.to_vector<int64_t>();
     for (std::size_t i = 0; i < v.size(); ++i) {
@@ -122,7 +122,7 @@ Tensor Embedding::call(const Tensor& inputs, bool) {
   }
   std::vector<int64_t> out(d.begin(), d.end());
   out.push_back(output_dim_);
-  return ops::reshape(rows, Shape(out));
+  return osprey::ops::reshape(rows, Shape(out));
 }
 
 #define OSPREY_EMBEDDING_RULES {{embeddings_, options_.embeddings_regularizer, options_.embeddings_constraint}}

@@ -78,20 +78,20 @@ Tensor ReversibleEmbedding::call_with(const std::vector<Tensor>& inputs, bool tr
   Tensor kernel = autocast_variable(reverse_.tie_weights ? *embeddings() : *reverse_embeddings_);
   if (!reverse_.reverse_dtype.empty()) {
     const DType dt = reverse_dtype_of(reverse_.reverse_dtype, name_);
-    if (x.dtype() != dt) x = ops::cast(x, dt);
-    if (kernel.dtype() != dt) kernel = ops::cast(kernel, dt);
+    if (x.dtype() != dt) x = osprey::ops::cast(x, dt);
+    if (kernel.dtype() != dt) kernel = osprey::ops::cast(kernel, dt);
   }
   const int64_t rows = x.num_elements() / output_dim();
   // (rows, output_dim) x (output_dim, input_dim): the embeddings (input_dim, output_dim) transposed, or the reverse
   // matrix as it is.
-  Tensor logits = ops::matmul(ops::reshape(x, Shape({rows, output_dim()})), kernel, false, reverse_.tie_weights);
+  Tensor logits = osprey::ops::matmul(osprey::ops::reshape(x, Shape({rows, output_dim()})), kernel, false, reverse_.tie_weights);
   if (reverse_.logit_soft_cap) {
-    const Tensor cap = ops::cast(Tensor::scalar(*reverse_.logit_soft_cap), logits.dtype());
-    logits = ops::mul(ops::tanh(ops::div(logits, cap)), cap);
+    const Tensor cap = osprey::ops::cast(Tensor::scalar(*reverse_.logit_soft_cap), logits.dtype());
+    logits = osprey::ops::mul(osprey::ops::tanh(osprey::ops::div(logits, cap)), cap);
   }
   std::vector<int64_t> out(d.begin(), d.end());
   out.back() = input_dim();
-  return ops::reshape(logits, Shape(out));
+  return osprey::ops::reshape(logits, Shape(out));
 }
 
 Tensor ReversibleEmbedding::reverse(const Tensor& hidden) { return call_with({hidden}, false, {{"reverse", true}}); }

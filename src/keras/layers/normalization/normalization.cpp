@@ -69,42 +69,42 @@ Tensor BatchNormalization::call(const Tensor& inputs, bool training) { return no
 Tensor BatchNormalization::normalize(const Tensor& inputs, bool training, const Tensor& mask) {
   const int64_t d = inputs.shape()[-1];
   const int64_t rows = d ? inputs.num_elements() / d : 0;
-  const Tensor x = inputs.shape().rank() == 2 ? inputs : ops::reshape(inputs, Shape({rows, d}));
+  const Tensor x = inputs.shape().rank() == 2 ? inputs : osprey::ops::reshape(inputs, Shape({rows, d}));
   Tensor y;
   if (training && trainable) {  // a frozen BatchNormalization runs in inference mode, as in Keras
     Tensor mean, centered, var;
     if (!mask.defined()) {
-      mean = ops::reduce_mean(x, 0);
-      centered = ops::sub(x, mean);
-      var = ops::reduce_mean(ops::square(centered), 0);
+      mean = osprey::ops::reduce_mean(x, 0);
+      centered = osprey::ops::sub(x, mean);
+      var = osprey::ops::reduce_mean(osprey::ops::square(centered), 0);
     } else {
-      const Tensor flat = ops::reshape(mask, Shape({rows, 1}));
-      const Tensor kept = flat.dtype() == DType::bool_ ? flat : ops::compare(flat, scalar(0.0).cast(flat.dtype()),
-                                                                            ops::CompareKind::not_equal);
+      const Tensor flat = osprey::ops::reshape(mask, Shape({rows, 1}));
+      const Tensor kept = flat.dtype() == DType::bool_ ? flat : osprey::ops::compare(flat, scalar(0.0).cast(flat.dtype()),
+                                                                            osprey::ops::CompareKind::not_equal);
       const Tensor zero = scalar(0.0).cast(x.dtype());
-      const Tensor count = ops::add(ops::reduce_sum(kept.cast(x.dtype())), scalar(1e-7).cast(x.dtype()));
-      mean = ops::div(ops::reduce_sum(ops::where(kept, x, zero), 0), count);
-      centered = ops::sub(x, mean);
-      var = ops::div(ops::reduce_sum(ops::square(ops::where(kept, centered, zero)), 0), count);
+      const Tensor count = osprey::ops::add(osprey::ops::reduce_sum(kept.cast(x.dtype())), scalar(1e-7).cast(x.dtype()));
+      mean = osprey::ops::div(osprey::ops::reduce_sum(osprey::ops::where(kept, x, zero), 0), count);
+      centered = osprey::ops::sub(x, mean);
+      var = osprey::ops::div(osprey::ops::reduce_sum(osprey::ops::square(osprey::ops::where(kept, centered, zero)), 0), count);
     }
-    y = ops::mul(centered, ops::div(scalar(1.0), ops::sqrt(ops::add(var, scalar(o_.epsilon)))));
+    y = osprey::ops::mul(centered, osprey::ops::div(scalar(1.0), osprey::ops::sqrt(osprey::ops::add(var, scalar(o_.epsilon)))));
     const Tensor m = scalar(o_.momentum), one_minus = scalar(1.0 - o_.momentum);
-    const Tensor new_mean = ops::add(ops::mul(moving_mean_->value(), m), ops::mul(mean, one_minus));
-    const Tensor new_var = ops::add(ops::mul(moving_variance_->value(), m), ops::mul(var, one_minus));
+    const Tensor new_mean = osprey::ops::add(osprey::ops::mul(moving_mean_->value(), m), osprey::ops::mul(mean, one_minus));
+    const Tensor new_var = osprey::ops::add(osprey::ops::mul(moving_variance_->value(), m), osprey::ops::mul(var, one_minus));
     if (moving_mean_->num_components() == 1) {  // in place, by a kernel: a recorded step repeats the update
-      ops::assign(moving_mean_->value(), new_mean);
-      ops::assign(moving_variance_->value(), new_var);
+      osprey::ops::assign(moving_mean_->value(), new_mean);
+      osprey::ops::assign(moving_variance_->value(), new_var);
     } else {  // one component per replica (a strategy): the variable's own replica rules
       moving_mean_->assign(new_mean);
       moving_variance_->assign(new_var);
     }
   } else {
-    const Tensor inv = ops::div(scalar(1.0), ops::sqrt(ops::add(moving_variance_->value(), scalar(o_.epsilon))));
-    y = ops::mul(ops::sub(x, moving_mean_->value()), inv);
+    const Tensor inv = osprey::ops::div(scalar(1.0), osprey::ops::sqrt(osprey::ops::add(moving_variance_->value(), scalar(o_.epsilon))));
+    y = osprey::ops::mul(osprey::ops::sub(x, moving_mean_->value()), inv);
   }
-  if (gamma_) y = ops::mul(y, gamma_->value());
-  if (beta_) y = ops::add(y, beta_->value());
-  return inputs.shape().rank() == 2 ? y : ops::reshape(y, inputs.shape());
+  if (gamma_) y = osprey::ops::mul(y, gamma_->value());
+  if (beta_) y = osprey::ops::add(y, beta_->value());
+  return inputs.shape().rank() == 2 ? y : osprey::ops::reshape(y, inputs.shape());
 }
 
 // ---- LayerNormalization ----
@@ -127,21 +127,21 @@ Shape LayerNormalization::build(const Shape& input_shape) {
 Tensor LayerNormalization::call(const Tensor& inputs, bool) {
   const int64_t d = inputs.shape()[-1];
   const int64_t rows = d ? inputs.num_elements() / d : 0;
-  const Tensor x = inputs.shape().rank() == 2 ? inputs : ops::reshape(inputs, Shape({rows, d}));
-  const Tensor y = ops::layer_norm(x, gamma_ ? gamma_->value() : Tensor(), beta_ ? beta_->value() : Tensor(), o_.epsilon);
-  return inputs.shape().rank() == 2 ? y : ops::reshape(y, inputs.shape());
+  const Tensor x = inputs.shape().rank() == 2 ? inputs : osprey::ops::reshape(inputs, Shape({rows, d}));
+  const Tensor y = osprey::ops::layer_norm(x, gamma_ ? gamma_->value() : Tensor(), beta_ ? beta_->value() : Tensor(), o_.epsilon);
+  return inputs.shape().rank() == 2 ? y : osprey::ops::reshape(y, inputs.shape());
 }
 
 // ---- UnitNormalization, GroupNormalization, RMSNormalization ----
 
 // (rows, d) ⊙ v[row] for v of shape (rows,): v broadcast along each row (a one-deep product, exact).
 static Tensor times_rows(const Tensor& x2d, const Tensor& v) {
-  const Tensor column = ops::reshape(v, Shape({x2d.shape()[0], 1}));
-  return ops::mul(x2d, ops::matmul(column, Tensor::ones({1, x2d.shape()[1]})));
+  const Tensor column = osprey::ops::reshape(v, Shape({x2d.shape()[0], 1}));
+  return osprey::ops::mul(x2d, osprey::ops::matmul(column, Tensor::ones({1, x2d.shape()[1]})));
 }
 // x as (rows, last axis).
 static Tensor rows_of_last_axis(const Tensor& x) {
-  return ops::reshape(x, Shape({x.num_elements() / std::max<int64_t>(x.shape()[-1], 1), x.shape()[-1]}));
+  return osprey::ops::reshape(x, Shape({x.num_elements() / std::max<int64_t>(x.shape()[-1], 1), x.shape()[-1]}));
 }
 
 UnitNormalization::UnitNormalization(int axis, std::string name)
@@ -159,7 +159,7 @@ UnitNormalization::UnitNormalization(std::vector<int> axes, std::string name)
 Tensor UnitNormalization::call(const Tensor& x, bool) {
   const detail::TrailingAxes t(x.shape(), detail::feature_axes(name_, "UnitNormalization", axes_, x.shape().rank()));
   const Tensor rows = t.rows(x);
-  const Tensor inv = ops::minimum(ops::div(scalar(1.0), ops::sqrt(ops::reduce_sum(ops::square(rows), 1))), scalar(1e12));
+  const Tensor inv = osprey::ops::minimum(osprey::ops::div(scalar(1.0), osprey::ops::sqrt(osprey::ops::reduce_sum(osprey::ops::square(rows), 1))), scalar(1e12));
   return t.back(times_rows(rows, inv));
 }
 
@@ -190,19 +190,19 @@ Tensor GroupNormalization::call(const Tensor& x, bool) {
   const int64_t n = s[0], c = s[-1], g = o_.groups, per = c / g;
   const int64_t spatial = x.num_elements() / std::max<int64_t>(n * c, 1);
   // (n, spatial, g, per) → (n, g, spatial, per) → rows of one group each.
-  Tensor grouped = ops::reshape(x, Shape({n, spatial, g, per}));
-  if (spatial > 1) grouped = ops::transpose(grouped, {0, 2, 1, 3});
-  const Tensor rows = ops::reshape(grouped, Shape({n * g, spatial * per}));
-  const Tensor mean = ops::reduce_mean(rows, 1);
-  const Tensor centered = ops::sub(rows, times_rows(Tensor::ones(rows.shape()), mean));
-  const Tensor var = ops::reduce_mean(ops::square(centered), 1);
-  Tensor y = times_rows(centered, ops::div(scalar(1.0), ops::sqrt(ops::add(var, scalar(o_.epsilon)))));
-  y = ops::reshape(y, Shape({n, g, spatial, per}));
-  if (spatial > 1) y = ops::transpose(y, {0, 2, 1, 3});
-  y = ops::reshape(y, Shape({n * spatial, c}));
-  if (gamma_) y = ops::mul(y, gamma_->value());
-  if (beta_) y = ops::add(y, beta_->value());
-  return ops::reshape(y, s);
+  Tensor grouped = osprey::ops::reshape(x, Shape({n, spatial, g, per}));
+  if (spatial > 1) grouped = osprey::ops::transpose(grouped, {0, 2, 1, 3});
+  const Tensor rows = osprey::ops::reshape(grouped, Shape({n * g, spatial * per}));
+  const Tensor mean = osprey::ops::reduce_mean(rows, 1);
+  const Tensor centered = osprey::ops::sub(rows, times_rows(Tensor::ones(rows.shape()), mean));
+  const Tensor var = osprey::ops::reduce_mean(osprey::ops::square(centered), 1);
+  Tensor y = times_rows(centered, osprey::ops::div(scalar(1.0), osprey::ops::sqrt(osprey::ops::add(var, scalar(o_.epsilon)))));
+  y = osprey::ops::reshape(y, Shape({n, g, spatial, per}));
+  if (spatial > 1) y = osprey::ops::transpose(y, {0, 2, 1, 3});
+  y = osprey::ops::reshape(y, Shape({n * spatial, c}));
+  if (gamma_) y = osprey::ops::mul(y, gamma_->value());
+  if (beta_) y = osprey::ops::add(y, beta_->value());
+  return osprey::ops::reshape(y, s);
 }
 
 RMSNormalization::RMSNormalization(double epsilon, std::string name)
@@ -221,8 +221,8 @@ Shape RMSNormalization::build(const Shape& input_shape) {
 
 Tensor RMSNormalization::call(const Tensor& x, bool) {
   const Tensor rows = rows_of_last_axis(x);
-  const Tensor inv = ops::div(scalar(1.0), ops::sqrt(ops::add(ops::reduce_mean(ops::square(rows), 1), scalar(epsilon_))));
-  return ops::reshape(ops::mul(times_rows(rows, inv), scale_->value()), x.shape());
+  const Tensor inv = osprey::ops::div(scalar(1.0), osprey::ops::sqrt(osprey::ops::add(osprey::ops::reduce_mean(osprey::ops::square(rows), 1), scalar(epsilon_))));
+  return osprey::ops::reshape(osprey::ops::mul(times_rows(rows, inv), scale_->value()), x.shape());
 }
 
 // ---- Keras configs (layer.get_config()) and from_config ----

@@ -1,6 +1,6 @@
 // keras.layers.RandomRotation, RandomTranslation, RandomZoom and RandomFlip: per-sample transforms built as
 // Keras 3 builds them (its _compute_affine_matrix, _get_translation_matrix, _get_zoom_matrix, in float32), applied
-// by ops::affine_transform; the identity outside training.
+// by osprey::ops::affine_transform; the identity outside training.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -45,11 +45,11 @@ const char* prefix_of(RandomAffine::Kind k) {
   return "random_affine";
 }
 
-ops::FillMode fill_mode_of(const std::string& m, const std::string& layer) {
-  if (m == "reflect") return ops::FillMode::reflect;
-  if (m == "wrap") return ops::FillMode::wrap;
-  if (m == "constant") return ops::FillMode::constant;
-  if (m == "nearest") return ops::FillMode::nearest;
+osprey::ops::FillMode fill_mode_of(const std::string& m, const std::string& layer) {
+  if (m == "reflect") return osprey::ops::FillMode::reflect;
+  if (m == "wrap") return osprey::ops::FillMode::wrap;
+  if (m == "constant") return osprey::ops::FillMode::constant;
+  if (m == "nearest") return osprey::ops::FillMode::nearest;
   throw ValueError(fmt::format("{}: unknown `fill_mode` {}. Expected one of ('reflect', 'wrap', 'constant', "
                                "'nearest')",
                                layer, m));
@@ -127,7 +127,7 @@ Tensor RandomAffine::call(const Tensor& inputs, bool training) {
   if (d.size() != 4) build(Shape(std::vector<int64_t>(d.begin() + (d.empty() ? 0 : 1), d.end())));
   if (!training) return inputs;
   const bool first = options_.data_format == "channels_first";
-  const Tensor x = first ? ops::transpose(inputs, {0, 2, 3, 1}) : inputs;
+  const Tensor x = first ? osprey::ops::transpose(inputs, {0, 2, 3, 1}) : inputs;
   const int64_t n = x.shape()[0];
   const float h = static_cast<float>(x.shape()[1]), w = static_cast<float>(x.shape()[2]);
   std::vector<float> t(static_cast<std::size_t>(n * 8), 0.f);
@@ -207,11 +207,11 @@ Tensor RandomAffine::call(const Tensor& inputs, bool training) {
     }
   }
   const Tensor transforms = Tensor::from_vector(t, Shape({n, 8}));
-  const Tensor y = ops::affine_transform(
+  const Tensor y = osprey::ops::affine_transform(
       x.dtype() == DType::float32 ? x : x.cast(DType::float32), transforms,
-      options_.interpolation == "nearest" ? ops::ResizeMethod::nearest : ops::ResizeMethod::bilinear,
+      options_.interpolation == "nearest" ? osprey::ops::ResizeMethod::nearest : osprey::ops::ResizeMethod::bilinear,
       fill_mode_of(options_.fill_mode, class_name()), options_.fill_value);
-  return first ? ops::transpose(y, {0, 3, 1, 2}) : y;
+  return first ? osprey::ops::transpose(y, {0, 3, 1, 2}) : y;
 }
 
 // ---- Keras configs ----

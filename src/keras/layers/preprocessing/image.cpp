@@ -37,7 +37,7 @@ Tensor crop_to_aspect(const Tensor& x, int64_t height, int64_t width) {
   const int64_t cw = std::min(w, static_cast<int64_t>(static_cast<double>(h * width) / static_cast<double>(height)));
   const int64_t top = static_cast<int64_t>(static_cast<double>(h - ch) / 2);
   const int64_t left = static_cast<int64_t>(static_cast<double>(w - cw) / 2);
-  return ops::slice_axis(ops::slice_axis(x, 1, top, std::max<int64_t>(ch, 1)), 2, left, std::max<int64_t>(cw, 1));
+  return osprey::ops::slice_axis(osprey::ops::slice_axis(x, 1, top, std::max<int64_t>(ch, 1)), 2, left, std::max<int64_t>(cw, 1));
 }
 
 void check_images(const std::string& layer, const Shape& input_shape) {
@@ -90,7 +90,7 @@ osprey::ops::ResizeMethod keras_resize_method(const std::string& name, const cha
                                  "'nearest', 'lanczos3', 'lanczos5', 'bicubic', 'area'). Received: interpolation={}",
                                  where, name));
   }
-  return ops::resize_method(name);
+  return osprey::ops::resize_method(name);
 }
 
 // Keras's pad_to_aspect_ratio: fill_value rows (or columns) added evenly above and below (left and right) so that
@@ -104,11 +104,11 @@ Tensor pad_to_aspect(const Tensor& x, int64_t height, int64_t width, double fill
   Tensor y = x;
   if (top > 0) {
     const Tensor band = Tensor::full(Shape({n, top, w, c}), fill_value);
-    y = ops::concat({band, y, band}, 1);
+    y = osprey::ops::concat({band, y, band}, 1);
   }
   if (left > 0) {
     const Tensor band = Tensor::full(Shape({n, y.shape()[1], left, c}), fill_value);
-    y = ops::concat({band, y, band}, 2);
+    y = osprey::ops::concat({band, y, band}, 2);
   }
   return y;
 }
@@ -125,8 +125,8 @@ Rescaling::Rescaling(double scale, double offset, std::string name)
     : Layer(name, "rescaling"), scale_(scale), offset_(offset) {}
 
 Tensor Rescaling::call(const Tensor& x, bool) {
-  const Tensor scaled = ops::mul(x.dtype() == DType::float32 ? x : x.cast(DType::float32), Tensor::scalar(scale_));
-  return offset_ == 0.0 ? scaled : ops::add(scaled, Tensor::scalar(offset_));
+  const Tensor scaled = osprey::ops::mul(x.dtype() == DType::float32 ? x : x.cast(DType::float32), Tensor::scalar(scale_));
+  return offset_ == 0.0 ? scaled : osprey::ops::add(scaled, Tensor::scalar(offset_));
 }
 
 Resizing::Resizing(int64_t height, int64_t width, ResizingOptions options)
@@ -174,10 +174,10 @@ Tensor CenterCrop::call(const Tensor& inputs, bool) {
   const Tensor x = to_last(inputs.dtype() == DType::float32 ? inputs : inputs.cast(DType::float32), first);
   const int64_t h = x.shape()[1], w = x.shape()[2];
   if (h >= height_ && w >= width_) {
-    return from_last(ops::slice_axis(ops::slice_axis(x, 1, (h - height_) / 2, height_), 2, (w - width_) / 2, width_),
+    return from_last(osprey::ops::slice_axis(osprey::ops::slice_axis(x, 1, (h - height_) / 2, height_), 2, (w - width_) / 2, width_),
                      first);
   }
-  return from_last(ops::resize(crop_to_aspect(x, height_, width_), height_, width_, ops::ResizeMethod::bilinear), first);
+  return from_last(osprey::ops::resize(crop_to_aspect(x, height_, width_), height_, width_, osprey::ops::ResizeMethod::bilinear), first);
 }
 
 // ---- Keras configs ----

@@ -15,7 +15,7 @@ namespace osprey::keras::layers {
 
 namespace kops = osprey::keras::ops;
 namespace ser = serialization;
-using nlohmann::json;
+using json = ser::json;
 
 // The largest fft_length taken (a config from a file included): the mel filter bank is (fft_length / 2 + 1) ×
 // num_mel_bins.

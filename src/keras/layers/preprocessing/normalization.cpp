@@ -203,8 +203,8 @@ Tensor Normalization::call(const Tensor& inputs, bool) {
   }
   const Tensor x = inputs.dtype() == DType::float32 ? inputs : inputs.cast(DType::float32);
   const int64_t k = Shape(kept_).num_elements();
-  const Tensor m = ops::reshape(mean(), Shape({k}));
-  const Tensor s = ops::maximum(ops::sqrt(ops::reshape(variance(), Shape({k}))), Tensor::scalar(kEpsilon));
+  const Tensor m = osprey::ops::reshape(mean(), Shape({k}));
+  const Tensor s = osprey::ops::maximum(osprey::ops::sqrt(osprey::ops::reshape(variance(), Shape({k}))), Tensor::scalar(kEpsilon));
   // The kept axes last, in order (no copy when they already are).
   std::vector<int> perm;
   for (int a = 0; a < ndim_; ++a) {
@@ -213,14 +213,14 @@ Tensor Normalization::call(const Tensor& inputs, bool) {
   perm.insert(perm.end(), keep_.begin(), keep_.end());
   bool identity = true;
   for (int a = 0; a < ndim_; ++a) identity = identity && perm[static_cast<std::size_t>(a)] == a;
-  const Tensor moved = identity ? x : ops::transpose(x, perm);
-  const Tensor rows = ops::reshape(moved, Shape({moved.num_elements() / std::max<int64_t>(k, 1), k}));
-  const Tensor y = o_.invert ? ops::add(ops::mul(rows, s), m) : ops::div(ops::sub(rows, m), s);
-  const Tensor back = ops::reshape(y, moved.shape());
+  const Tensor moved = identity ? x : osprey::ops::transpose(x, perm);
+  const Tensor rows = osprey::ops::reshape(moved, Shape({moved.num_elements() / std::max<int64_t>(k, 1), k}));
+  const Tensor y = o_.invert ? osprey::ops::add(osprey::ops::mul(rows, s), m) : osprey::ops::div(osprey::ops::sub(rows, m), s);
+  const Tensor back = osprey::ops::reshape(y, moved.shape());
   if (identity) return back;
   std::vector<int> inverse(static_cast<std::size_t>(ndim_));
   for (int a = 0; a < ndim_; ++a) inverse[static_cast<std::size_t>(perm[static_cast<std::size_t>(a)])] = a;
-  return ops::transpose(back, inverse);
+  return osprey::ops::transpose(back, inverse);
 }
 
 void Normalization::adapt(const Tensor& data) { adapt(std::vector<Tensor>{data}); }

@@ -60,11 +60,11 @@ Tensor RandomContrast::call(const Tensor& inputs, bool training) {
   std::vector<float> f(static_cast<std::size_t>(n * c));
   const auto lo = static_cast<float>(1.0 - lower_), hi = static_cast<float>(1.0 + upper_);
   for (int64_t i = 0; i < n * c; ++i) f[static_cast<std::size_t>(i)] = lo + (hi - lo) * u[static_cast<std::size_t>(i / c)];
-  const Tensor rows = ops::reshape(ops::transpose(ops::reshape(x, Shape({n, h * w, c})), {1, 0, 2}), Shape({h * w, n * c}));
-  const Tensor mean = ops::reduce_mean(rows, 0);
-  Tensor y = ops::add(ops::mul(ops::sub(rows, mean), Tensor::from_vector(f, Shape({n * c}))), mean);
-  y = ops::minimum(ops::maximum(y, Tensor::scalar(value_range_.first)), Tensor::scalar(value_range_.second));
-  return ops::reshape(ops::transpose(ops::reshape(y, Shape({h * w, n, c})), {1, 0, 2}), Shape({n, h, w, c}));
+  const Tensor rows = osprey::ops::reshape(osprey::ops::transpose(osprey::ops::reshape(x, Shape({n, h * w, c})), {1, 0, 2}), Shape({h * w, n * c}));
+  const Tensor mean = osprey::ops::reduce_mean(rows, 0);
+  Tensor y = osprey::ops::add(osprey::ops::mul(osprey::ops::sub(rows, mean), Tensor::from_vector(f, Shape({n * c}))), mean);
+  y = osprey::ops::minimum(osprey::ops::maximum(y, Tensor::scalar(value_range_.first)), Tensor::scalar(value_range_.second));
+  return osprey::ops::reshape(osprey::ops::transpose(osprey::ops::reshape(y, Shape({h * w, n, c})), {1, 0, 2}), Shape({n, h, w, c}));
 }
 
 // ---- RandomBrightness ----
@@ -109,8 +109,8 @@ Tensor RandomBrightness::call(const Tensor& inputs, bool training) {
     const auto k = static_cast<std::size_t>(i);
     delta[k] = static_cast<float>((lower_ + (upper_ - lower_) * u[k]) * span);
   }
-  const Tensor y = ops::add(x, Tensor::from_vector(delta, Shape({n, 1, 1, 1})));
-  return ops::minimum(ops::maximum(y, Tensor::scalar(value_range_.first)), Tensor::scalar(value_range_.second));
+  const Tensor y = osprey::ops::add(x, Tensor::from_vector(delta, Shape({n, 1, 1, 1})));
+  return osprey::ops::minimum(osprey::ops::maximum(y, Tensor::scalar(value_range_.first)), Tensor::scalar(value_range_.second));
 }
 
 // ---- RandomCrop ----
@@ -139,10 +139,10 @@ Tensor RandomCrop::call(const Tensor& inputs, bool training) {
     const auto u = host_uniform(2);  // Keras: int(uniform(0, h - height + 1)), one window for the batch
     const auto top = std::min(h - height_, static_cast<int64_t>(u[0] * static_cast<float>(h - height_ + 1)));
     const auto left = std::min(w - width_, static_cast<int64_t>(u[1] * static_cast<float>(w - width_ + 1)));
-    return from_last(ops::slice_axis(ops::slice_axis(x, 1, top, height_), 2, left, width_), first);
+    return from_last(osprey::ops::slice_axis(osprey::ops::slice_axis(x, 1, top, height_), 2, left, width_), first);
   }
   Tensor y = crop_to_aspect(x, height_, width_);
-  if (y.shape()[1] != height_ || y.shape()[2] != width_) y = ops::resize(y, height_, width_, ops::ResizeMethod::bilinear);
+  if (y.shape()[1] != height_ || y.shape()[2] != width_) y = osprey::ops::resize(y, height_, width_, osprey::ops::ResizeMethod::bilinear);
   return from_last(y, first);
 }
 

@@ -18,11 +18,11 @@ namespace osprey::keras::layers {
 
 namespace kops = osprey::keras::ops;
 namespace ser = serialization;
-using nlohmann::json;
+using json = ser::json;
 
 namespace {
 
-constexpr double kEpsilon = 1e-7;  // keras.backend.epsilon()
+constexpr double kBackendEpsilon = 1e-7;  // keras.backend.epsilon()
 
 bool one_of(const std::string& v, std::initializer_list<const char*> options) {
   for (const char* o : options) {
@@ -173,8 +173,8 @@ Tensor STFTSpectrogram::call(const Tensor& inputs, bool) {
       const Tensor inner = kops::slice(power, {0, 0, 1}, {power.shape()[0], power.shape()[1], bins - 2});
       y = kops::add(power, kops::pad(inner, {{0, 0}, {0, 0}, {1, 1}}));
     } else {
-      y = kops::sqrt(kops::maximum(power, kEpsilon));
-      if (o_.mode == "log") y = kops::log(kops::maximum(y, kEpsilon));
+      y = kops::sqrt(kops::maximum(power, kBackendEpsilon));
+      if (o_.mode == "log") y = kops::log(kops::maximum(y, kBackendEpsilon));
     }
   }
   // (batch · channels, frames, values) laid out as Keras's _adjust_shapes.

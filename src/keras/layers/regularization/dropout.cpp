@@ -31,8 +31,8 @@ Tensor Dropout::call(const Tensor& x, bool training) {
   if (!training || rate_ == 0.0) return x;
   // keep = uniform >= rate (probability 1 − rate), a constant for the tape; kept values scaled by 1/(1 − rate).
   Tensor keep = keep_mask(x.shape(), x.device_ref());
-  if (keep.dtype() != x.dtype()) keep = ops::cast(keep, x.dtype());  // a half-precision input (mixed policy)
-  return ops::mul(ops::mul(x, keep), Tensor::scalar(1.0 / (1.0 - rate_), x.dtype()));
+  if (keep.dtype() != x.dtype()) keep = osprey::ops::cast(keep, x.dtype());  // a half-precision input (mixed policy)
+  return osprey::ops::mul(osprey::ops::mul(x, keep), Tensor::scalar(1.0 / (1.0 - rate_), x.dtype()));
 }
 
 // The uniforms come from this layer's generator on the device (a new stream of the global seed).
@@ -44,7 +44,7 @@ Tensor Dropout::keep_mask(const Shape& shape, runtime::Device& device) {
     if (!s.defined()) s = random::new_state(&device);
     state = s;
   }
-  return ops::greater_equal(random::uniform_from_state(shape, state), scalar(rate_));
+  return osprey::ops::greater_equal(random::uniform_from_state(shape, state), scalar(rate_));
 }
 
 
@@ -56,11 +56,11 @@ ActivityRegularization::ActivityRegularization(double l1, double l2, std::string
 // Keras 3 adds the activity penalty of each call divided by the batch size.
 Tensor ActivityRegularization::call(const Tensor& x, bool) {
   Tensor penalty = Regularizer{l1_, l2_}(x);
-  penalty = ops::div(penalty, scalar(static_cast<double>(std::max<int64_t>(x.shape()[0], 1))));
+  penalty = osprey::ops::div(penalty, scalar(static_cast<double>(std::max<int64_t>(x.shape()[0], 1))));
   std::lock_guard lock(collected_->mu);
   auto& [pass, losses] = collected_->by_replica[std::max(current_replica_id(), 0)];
-  if (pass != detail::forward_pass()) {  // a new forward pass: the previous one's penalties are done with
-    pass = detail::forward_pass();
+  if (pass != keras::detail::forward_pass()) {  // a new forward pass: the previous one's penalties are done with
+    pass = keras::detail::forward_pass();
     losses.clear();
   }
   losses.push_back(penalty);
@@ -79,7 +79,7 @@ GaussianNoise::GaussianNoise(double stddev, std::string name) : Layer(name, "gau
 
 Tensor GaussianNoise::call(const Tensor& x, bool training) {
   if (!training || stddev_ == 0.0) return x;
-  return ops::add(x, random::normal(x.shape(), 0.0, stddev_));
+  return osprey::ops::add(x, random::normal(x.shape(), 0.0, stddev_));
 }
 
 static void check_rate(const char* layer, double rate) {
@@ -97,7 +97,7 @@ GaussianDropout::GaussianDropout(double rate, std::string name) : Layer(name, "g
 Tensor GaussianDropout::call(const Tensor& x, bool training) {
   if (!training || rate_ == 0.0) return x;
   const double stddev = std::sqrt(rate_ / (1.0 - rate_));
-  return ops::mul(x, random::normal(x.shape(), 1.0, stddev));
+  return osprey::ops::mul(x, random::normal(x.shape(), 1.0, stddev));
 }
 
 AlphaDropout::AlphaDropout(double rate, std::string name) : Layer(name, "alpha_dropout"), rate_(rate) {
@@ -111,9 +111,9 @@ Tensor AlphaDropout::call(const Tensor& x, bool training) {
   constexpr double kAlphaP = -kAlpha * kScale;
   const double a = std::pow((1.0 - rate_) * (1.0 + rate_ * kAlphaP * kAlphaP), -0.5);
   const double b = -a * kAlphaP * rate_;
-  const Tensor kept = ops::greater_equal(random::uniform(x.shape()), scalar(rate_));
-  const Tensor dropped_value = ops::mul(ops::sub(scalar(1.0), kept), scalar(kAlphaP));
-  return ops::add(ops::mul(ops::add(ops::mul(x, kept), dropped_value), scalar(a)), scalar(b));
+  const Tensor kept = osprey::ops::greater_equal(random::uniform(x.shape()), scalar(rate_));
+  const Tensor dropped_value = osprey::ops::mul(osprey::ops::sub(scalar(1.0), kept), scalar(kAlphaP));
+  return osprey::ops::add(osprey::ops::mul(osprey::ops::add(osprey::ops::mul(x, kept), dropped_value), scalar(a)), scalar(b));
 }
 
 // ---- Keras configs (layer.get_config()) and from_config ----

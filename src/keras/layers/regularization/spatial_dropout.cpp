@@ -35,12 +35,12 @@ Tensor SpatialDropout::call(const Tensor& x, bool training) {
   perm.push_back(first ? 1 : rank_ + 1);
   std::vector<int> inverse(perm.size());
   for (std::size_t i = 0; i < perm.size(); ++i) inverse[static_cast<std::size_t>(perm[i])] = static_cast<int>(i);
-  const Tensor moved = ops::transpose(x, perm);
+  const Tensor moved = osprey::ops::transpose(x, perm);
   const int64_t nc = x.shape()[0] * x.shape()[first ? 1 : rank_ + 1];
   const int64_t positions = nc ? x.num_elements() / nc : 0;
-  const Tensor keep = ops::mul(keep_mask(Shape({nc}), x.device_ref()), Tensor::scalar(1.0 / (1.0 - rate())));
-  const Tensor kept = ops::mul(ops::reshape(moved, Shape({positions, nc})), keep);
-  return ops::transpose(ops::reshape(kept, moved.shape()), inverse);
+  const Tensor keep = osprey::ops::mul(keep_mask(Shape({nc}), x.device_ref()), Tensor::scalar(1.0 / (1.0 - rate())));
+  const Tensor kept = osprey::ops::mul(osprey::ops::reshape(moved, Shape({positions, nc})), keep);
+  return osprey::ops::transpose(osprey::ops::reshape(kept, moved.shape()), inverse);
 }
 
 namespace ser = serialization;

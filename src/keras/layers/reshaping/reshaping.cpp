@@ -17,7 +17,7 @@ Shape Flatten::build(const Shape& input_shape) {
 }
 Tensor Flatten::call(const Tensor& x, bool) {
   const int64_t n = x.shape()[0];
-  return ops::reshape(x, Shape({n, n ? x.num_elements() / n : output_shape_[0]}));
+  return osprey::ops::reshape(x, Shape({n, n ? x.num_elements() / n : output_shape_[0]}));
 }
 
 Reshape::Reshape(std::vector<int64_t> target_shape, std::string name)
@@ -58,7 +58,7 @@ Shape Reshape::build(const Shape& input_shape) {
 Tensor Reshape::call(const Tensor& x, bool) {
   std::vector<int64_t> dims{x.shape()[0]};
   for (int64_t d : output_shape_.dims()) dims.push_back(d);
-  return ops::reshape(x, Shape(dims));
+  return osprey::ops::reshape(x, Shape(dims));
 }
 
 
@@ -76,8 +76,8 @@ Shape RepeatVector::build(const Shape& input_shape) {
 }
 
 Tensor RepeatVector::call(const Tensor& x, bool) {
-  const Tensor one = ops::reshape(x, Shape({x.shape()[0], 1, x.shape()[1]}));
-  return n_ == 1 ? one : ops::concat(std::vector<Tensor>(static_cast<std::size_t>(n_), one), 1);
+  const Tensor one = osprey::ops::reshape(x, Shape({x.shape()[0], 1, x.shape()[1]}));
+  return n_ == 1 ? one : osprey::ops::concat(std::vector<Tensor>(static_cast<std::size_t>(n_), one), 1);
 }
 
 Permute::Permute(std::vector<int> dims, std::string name) : Layer(name, "permute"), dims_(std::move(dims)) {
@@ -106,7 +106,7 @@ Shape Permute::build(const Shape& input_shape) {
 Tensor Permute::call(const Tensor& x, bool) {
   std::vector<int> perm{0};
   perm.insert(perm.end(), dims_.begin(), dims_.end());
-  return ops::transpose(x, perm);
+  return osprey::ops::transpose(x, perm);
 }
 
 // ---- Keras configs (layer.get_config()) and from_config ----

@@ -93,14 +93,14 @@ Tensor SpatialPadding::call(const Tensor& inputs, bool) {
     const int ax = sample_axis(i, data_format_) + 1;
     const auto [b, a] = amounts_[static_cast<std::size_t>(i)];
     if (kind_ == Kind::cropping) {
-      y = ops::slice_axis(y, ax, b, y.shape()[ax] - b - a);
+      y = osprey::ops::slice_axis(y, ax, b, y.shape()[ax] - b - a);
       continue;
     }
     std::vector<Tensor> parts;
     if (b) parts.push_back(Tensor::zeros(y.shape().with_dim(ax, b), y.dtype()));
     parts.push_back(y);
     if (a) parts.push_back(Tensor::zeros(y.shape().with_dim(ax, a), y.dtype()));
-    if (parts.size() > 1) y = ops::concat(parts, ax);
+    if (parts.size() > 1) y = osprey::ops::concat(parts, ax);
   }
   return y;
 }
@@ -147,10 +147,10 @@ Tensor UpSampling::call(const Tensor& inputs, bool) {
     std::vector<int64_t> d(y.shape().dims().begin(), y.shape().dims().end());
     std::vector<int64_t> with_unit(d);
     with_unit.insert(with_unit.begin() + ax + 1, 1);
-    const Tensor unit = ops::reshape(y, Shape(with_unit));
-    const Tensor copies = ops::concat(std::vector<Tensor>(static_cast<std::size_t>(n), unit), ax + 1);
+    const Tensor unit = osprey::ops::reshape(y, Shape(with_unit));
+    const Tensor copies = osprey::ops::concat(std::vector<Tensor>(static_cast<std::size_t>(n), unit), ax + 1);
     d[static_cast<std::size_t>(ax)] *= n;
-    y = ops::reshape(copies, Shape(d));
+    y = osprey::ops::reshape(copies, Shape(d));
   }
   return y;
 }

@@ -33,9 +33,9 @@ std::shared_ptr<RNN> copy_of(const RNN& layer, const std::string& name, std::opt
 // x (batch, steps, features) with its steps in reverse order (ops.flip(x, axis=1)).
 Tensor flip_steps(const Tensor& x) {
   const int64_t t = x.shape()[1];
-  auto steps = ops::split(x, 1, std::vector<int64_t>(static_cast<std::size_t>(t), 1));
+  auto steps = osprey::ops::split(x, 1, std::vector<int64_t>(static_cast<std::size_t>(t), 1));
   std::reverse(steps.begin(), steps.end());
-  return ops::concat(steps, 1);
+  return osprey::ops::concat(steps, 1);
 }
 
 }  // namespace
@@ -132,13 +132,13 @@ std::vector<Tensor> Bidirectional::run(const std::vector<Tensor>& inputs, bool t
   if (forward_->rnn_options().return_sequences) y_rev = flip_steps(y_rev);
   std::vector<Tensor> out;
   if (merge_mode_ == "concat") {
-    out.push_back(ops::concat({y[0], y_rev}, -1));
+    out.push_back(osprey::ops::concat({y[0], y_rev}, -1));
   } else if (merge_mode_ == "sum") {
-    out.push_back(ops::add(y[0], y_rev));
+    out.push_back(osprey::ops::add(y[0], y_rev));
   } else if (merge_mode_ == "mul") {
-    out.push_back(ops::mul(y[0], y_rev));
+    out.push_back(osprey::ops::mul(y[0], y_rev));
   } else if (merge_mode_ == "ave") {
-    out.push_back(ops::div(ops::add(y[0], y_rev), Tensor::scalar(2.0)));
+    out.push_back(osprey::ops::div(osprey::ops::add(y[0], y_rev), Tensor::scalar(2.0)));
   } else {
     out = {y[0], y_rev};
   }

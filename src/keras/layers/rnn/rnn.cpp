@@ -37,10 +37,10 @@ int gates(RNNCell::Kind k) { return k == RNNCell::Kind::lstm ? 4 : k == RNNCell:
 
 // The gate blocks of (batch, n · units) as n tensors (one split: one gradient for all of them).
 std::vector<Tensor> gate_blocks(const Tensor& z, int n, int64_t units) {
-  return ops::split(z, 1, std::vector<int64_t>(static_cast<std::size_t>(n), units));
+  return osprey::ops::split(z, 1, std::vector<int64_t>(static_cast<std::size_t>(n), units));
 }
 // 1 - x.
-Tensor one_minus(const Tensor& x) { return ops::neg(ops::sub(x, Tensor::scalar(1.0))); }
+Tensor one_minus(const Tensor& x) { return osprey::ops::neg(osprey::ops::sub(x, Tensor::scalar(1.0))); }
 
 }  // namespace
 
@@ -119,7 +119,7 @@ Shape RNNCell::build(const Shape& input_shape) {
   if (o_.use_bias) {
     Tensor b;
     if (kind_ == Kind::lstm && o_.unit_forget_bias) {  // Keras: [init(units), ones(units), init(2 units)]
-      b = ops::concat({initialize(o_.bias_initializer, {units_}), Tensor::ones(Shape({units_})),
+      b = osprey::ops::concat({initialize(o_.bias_initializer, {units_}), Tensor::ones(Shape({units_})),
                        initialize(o_.bias_initializer, {2 * units_})},
                       0);
     } else if (kind_ == Kind::gru && o_.reset_after) {  // an input and a recurrent bias
@@ -136,10 +136,10 @@ Tensor RNNCell::project(const Tensor& x) const {
   Tensor b;
   if (bias_) {
     b = kind_ == Kind::gru && o_.reset_after
-            ? ops::reshape(ops::slice_axis(bias_->value(), 0, 0, 1), Shape({gates(kind_) * units_}))
+            ? osprey::ops::reshape(osprey::ops::slice_axis(bias_->value(), 0, 0, 1), Shape({gates(kind_) * units_}))
             : bias_->value();
   }
-  return ops::dense(x, kernel_->value(), b, ops::Activation::linear);
+  return osprey::ops::dense(x, kernel_->value(), b, osprey::ops::Activation::linear);
 }
 
 Tensor RNNCell::project(const std::vector<Tensor>& xs) const {
@@ -149,31 +149,31 @@ Tensor RNNCell::project(const std::vector<Tensor>& xs) const {
   std::vector<Tensor> b;
   if (bias_) {
     const Tensor input_bias = kind_ == Kind::gru && o_.reset_after
-                                  ? ops::reshape(ops::slice_axis(bias_->value(), 0, 0, 1), Shape({n * units_}))
+                                  ? osprey::ops::reshape(osprey::ops::slice_axis(bias_->value(), 0, 0, 1), Shape({n * units_}))
                                   : bias_->value();
-    b = ops::split(input_bias, 0, std::vector<int64_t>(static_cast<std::size_t>(n), units_));
+    b = osprey::ops::split(input_bias, 0, std::vector<int64_t>(static_cast<std::size_t>(n), units_));
   }
   std::vector<Tensor> parts;
   for (int g = 0; g < n; ++g) {
-    parts.push_back(ops::dense(xs[static_cast<std::size_t>(g)], k[static_cast<std::size_t>(g)],
-                               bias_ ? b[static_cast<std::size_t>(g)] : Tensor(), ops::Activation::linear));
+    parts.push_back(osprey::ops::dense(xs[static_cast<std::size_t>(g)], k[static_cast<std::size_t>(g)],
+                               bias_ ? b[static_cast<std::size_t>(g)] : Tensor(), osprey::ops::Activation::linear));
   }
-  return ops::concat(parts, 1);
+  return osprey::ops::concat(parts, 1);
 }
 
 namespace {
 // h · w for the gate blocks of w from `first` on, h under each gate's recurrent dropout mask (Keras's
 // implementation 1), or one product without masks.
 Tensor recurrent_product(const Tensor& h, const Tensor& w, const std::vector<Tensor>& masks, int first, int64_t u) {
-  if (masks.empty()) return ops::matmul(h, w);
-  if (masks.size() == 1) return ops::matmul(ops::mul(h, masks[0]), w);
+  if (masks.empty()) return osprey::ops::matmul(h, w);
+  if (masks.size() == 1) return osprey::ops::matmul(osprey::ops::mul(h, masks[0]), w);
   const int n = static_cast<int>(w.shape()[1] / u);
   const auto blocks = gate_blocks(w, n, u);
   std::vector<Tensor> parts;
   for (int g = 0; g < n; ++g) {
-    parts.push_back(ops::matmul(ops::mul(h, masks[static_cast<std::size_t>(first + g)]), blocks[static_cast<std::size_t>(g)]));
+    parts.push_back(osprey::ops::matmul(osprey::ops::mul(h, masks[static_cast<std::size_t>(first + g)]), blocks[static_cast<std::size_t>(g)]));
   }
-  return n == 1 ? parts[0] : ops::concat(parts, 1);
+  return n == 1 ? parts[0] : osprey::ops::concat(parts, 1);
 }
 }  // namespace
 
@@ -186,14 +186,14 @@ bool RNNCell::runs_as_sequence(const Tensor& x, const std::vector<Tensor>& state
   if (!(simple || gated) || (training && recurrent_dropout_)) return false;
   const Tensor in[] = {x, states[0], kernel_->value(), recurrent_->value(), bias_ ? bias_->value() : Tensor(),
                        states.size() > 1 ? states[1] : Tensor()};
-  ops::SequenceCell cell = ops::SequenceCell::lstm;
-  if (kind_ == Kind::gru) cell = o_.reset_after ? ops::SequenceCell::gru : ops::SequenceCell::gru_reset_before;
+  osprey::ops::SequenceCell cell = osprey::ops::SequenceCell::lstm;
+  if (kind_ == Kind::gru) cell = o_.reset_after ? osprey::ops::SequenceCell::gru : osprey::ops::SequenceCell::gru_reset_before;
   if (kind_ == Kind::simple) {
-    cell = o_.activation == "tanh"   ? ops::SequenceCell::simple_tanh
-           : o_.activation == "relu" ? ops::SequenceCell::simple_relu
-                                     : ops::SequenceCell::simple_sigmoid;
+    cell = o_.activation == "tanh"   ? osprey::ops::SequenceCell::simple_tanh
+           : o_.activation == "relu" ? osprey::ops::SequenceCell::simple_relu
+                                     : osprey::ops::SequenceCell::simple_sigmoid;
   }
-  return ops::rnn_sequence_runs_here(in, cell);
+  return osprey::ops::rnn_sequence_runs_here(in, cell);
 }
 
 std::vector<Tensor> RNNCell::run_sequence(const Tensor& x, const std::vector<Tensor>& states,
@@ -201,21 +201,21 @@ std::vector<Tensor> RNNCell::run_sequence(const Tensor& x, const std::vector<Ten
   const int64_t u = units_;
   switch (kind_) {
     case Kind::simple:
-      return ops::simple_rnn_sequence(x, states[0], kernel_->value(), recurrent_->value(),
+      return osprey::ops::simple_rnn_sequence(x, states[0], kernel_->value(), recurrent_->value(),
                                       bias_ ? bias_->value() : Tensor::zeros(Shape({u})),
-                                      ops::activation_from_name(o_.activation));
+                                      osprey::ops::activation_from_name(o_.activation));
     case Kind::gru:
       if (!o_.reset_after) {
-        return ops::gru_sequence(x, states[0], kernel_->value(), recurrent_->value(),
+        return osprey::ops::gru_sequence(x, states[0], kernel_->value(), recurrent_->value(),
                                  bias_ ? bias_->value() : Tensor::zeros(Shape({3 * u})), false);
       }
-      return ops::gru_sequence(x, states[0], kernel_->value(), recurrent_->value(),
+      return osprey::ops::gru_sequence(x, states[0], kernel_->value(), recurrent_->value(),
                                bias_ ? bias_->value() : Tensor::zeros(Shape({2, 3 * u})));
     case Kind::lstm:
       break;
   }
   const Tensor bias = bias_ ? bias_->value() : Tensor::zeros(Shape({4 * u}));
-  if (!padded.defined()) return ops::lstm_sequence(x, states[0], states[1], kernel_->value(), recurrent_->value(), bias);
+  if (!padded.defined()) return osprey::ops::lstm_sequence(x, states[0], states[1], kernel_->value(), recurrent_->value(), bias);
   // The padding as one more input feature whose kernel row adds -kHold to the input gate's and +kHold to the forget
   // gate's pre-activations: at padded steps σ gives exactly 0 and 1 in float32, c = 1·c + 0·g stays (and so do its
   // gradients: σ' is 0 there); at the others the row adds 0.
@@ -224,9 +224,9 @@ std::vector<Tensor> RNNCell::run_sequence(const Tensor& x, const std::vector<Ten
   for (int64_t j = 0; j < u; ++j) row[static_cast<std::size_t>(j)] = -kHold, row[static_cast<std::size_t>(u + j)] = kHold;
   Tensor hold = Tensor::from_vector(row, Shape({1, 4 * u}));
   if (&hold.device_ref() != &x.device_ref()) hold = hold.to(x.device_ref());
-  return ops::lstm_sequence(ops::concat({x, padded.dtype() == x.dtype() ? padded : ops::cast(padded, x.dtype())}, 2),
+  return osprey::ops::lstm_sequence(osprey::ops::concat({x, padded.dtype() == x.dtype() ? padded : osprey::ops::cast(padded, x.dtype())}, 2),
                             states[0], states[1],
-                            ops::concat({kernel_->value(), hold}, 0), recurrent_->value(), bias);
+                            osprey::ops::concat({kernel_->value(), hold}, 0), recurrent_->value(), bias);
 }
 
 std::vector<Tensor> RNNCell::step(const Tensor& xp, const std::vector<Tensor>& states,
@@ -236,42 +236,42 @@ std::vector<Tensor> RNNCell::step(const Tensor& xp, const std::vector<Tensor>& s
   const int64_t u = units_;
   switch (kind_) {
     case Kind::simple:
-      return {act(ops::add(xp, recurrent_product(h, recurrent_->value(), rm, 0, u)))};
+      return {act(osprey::ops::add(xp, recurrent_product(h, recurrent_->value(), rm, 0, u)))};
     case Kind::lstm: {
-      const Tensor gates_in = ops::add(xp, recurrent_product(h, recurrent_->value(), rm, 0, u));
+      const Tensor gates_in = osprey::ops::add(xp, recurrent_product(h, recurrent_->value(), rm, 0, u));
       // Keras's default activations: the gates as one op each way.
-      if (o_.activation == "tanh" && o_.recurrent_activation == "sigmoid") return ops::lstm_cell(gates_in, states[1]);
+      if (o_.activation == "tanh" && o_.recurrent_activation == "sigmoid") return osprey::ops::lstm_cell(gates_in, states[1]);
       const auto z = gate_blocks(gates_in, 4, u);
       const Tensor i = rec(z[0]), f = rec(z[1]);
-      const Tensor c = ops::add(ops::mul(f, states[1]), ops::mul(i, act(z[2])));
+      const Tensor c = osprey::ops::add(osprey::ops::mul(f, states[1]), osprey::ops::mul(i, act(z[2])));
       const Tensor o = rec(z[3]);
-      return {ops::mul(o, act(c)), c};
+      return {osprey::ops::mul(o, act(c)), c};
     }
     case Kind::gru: {
       const Tensor& w = recurrent_->value();
       Tensor rz;
       if (o_.reset_after) {
         rz = recurrent_product(h, w, rm, 0, u);
-        if (bias_) rz = ops::add(rz, ops::reshape(ops::slice_axis(bias_->value(), 0, 1, 1), Shape({3 * u})));
+        if (bias_) rz = osprey::ops::add(rz, osprey::ops::reshape(osprey::ops::slice_axis(bias_->value(), 0, 1, 1), Shape({3 * u})));
         // Keras's default activations: the gates as one op each way.
-        if (o_.activation == "tanh" && o_.recurrent_activation == "sigmoid") return {ops::gru_cell(xp, rz, h)};
+        if (o_.activation == "tanh" && o_.recurrent_activation == "sigmoid") return {osprey::ops::gru_cell(xp, rz, h)};
       }
       const auto x3 = gate_blocks(xp, 3, u);
       Tensor z, r, hh;
       if (o_.reset_after) {
         const auto r3 = gate_blocks(rz, 3, u);
-        z = rec(ops::add(x3[0], r3[0]));
-        r = rec(ops::add(x3[1], r3[1]));
-        hh = act(ops::add(x3[2], ops::mul(r, r3[2])));
+        z = rec(osprey::ops::add(x3[0], r3[0]));
+        r = rec(osprey::ops::add(x3[1], r3[1]));
+        hh = act(osprey::ops::add(x3[2], osprey::ops::mul(r, r3[2])));
       } else {
-        const auto w2 = ops::split(w, 1, {2 * u, u});
+        const auto w2 = osprey::ops::split(w, 1, {2 * u, u});
         const auto r2 = gate_blocks(recurrent_product(h, w2[0], rm, 0, u), 2, u);
-        z = rec(ops::add(x3[0], r2[0]));
-        r = rec(ops::add(x3[1], r2[1]));
-        const Tensor h_h = rm.empty() ? h : ops::mul(h, rm[2]);
-        hh = act(ops::add(x3[2], ops::matmul(ops::mul(r, h_h), w2[1])));
+        z = rec(osprey::ops::add(x3[0], r2[0]));
+        r = rec(osprey::ops::add(x3[1], r2[1]));
+        const Tensor h_h = rm.empty() ? h : osprey::ops::mul(h, rm[2]);
+        hh = act(osprey::ops::add(x3[2], osprey::ops::matmul(osprey::ops::mul(r, h_h), w2[1])));
       }
-      return {ops::add(ops::mul(z, h), ops::mul(one_minus(z), hh))};
+      return {osprey::ops::add(osprey::ops::mul(z, h), osprey::ops::mul(one_minus(z), hh))};
     }
   }
   return {};
@@ -438,8 +438,8 @@ std::vector<Tensor> RNN::run(const Tensor& inputs, bool training, const Tensor& 
   if (n > 0 && r_.use_cudnn != false) {
     const bool bf16 = dtype_policy().compute_dtype() == DType::bfloat16;
     std::vector<Tensor> seq_states = states;
-    if (bf16) seq_states[0] = ops::cast(states[0], DType::bfloat16);
-    const Tensor seq_x = bf16 ? ops::cast(inputs, DType::bfloat16) : x;
+    if (bf16) seq_states[0] = osprey::ops::cast(states[0], DType::bfloat16);
+    const Tensor seq_x = bf16 ? osprey::ops::cast(inputs, DType::bfloat16) : x;
     if (auto fused = run_as_sequence(seq_x, training, mask, seq_states, states_used || r_.stateful); !fused.empty()) {
       if (r_.stateful) {
         states_.clear();
@@ -448,7 +448,7 @@ std::vector<Tensor> RNN::run(const Tensor& inputs, bool training, const Tensor& 
         }
       }
       for (auto& t : fused) {
-        if (bf16 && t.defined() && t.dtype() != DType::bfloat16) t = ops::cast(t, DType::bfloat16);
+        if (bf16 && t.defined() && t.dtype() != DType::bfloat16) t = osprey::ops::cast(t, DType::bfloat16);
       }
       return fused;
     }
@@ -467,22 +467,22 @@ std::vector<Tensor> RNN::run(const Tensor& inputs, bool training, const Tensor& 
   Tensor xp;
   if (auto in_masks = training ? cell_->input_dropout_masks(n, f) : std::vector<Tensor>{}; !in_masks.empty()) {
     // Each (batch, features) mask over every step: time-major rows of batch · features times a row vector.
-    const Tensor xt = ops::reshape(ops::transpose(x, {1, 0, 2}), Shape({t, n * f}));
+    const Tensor xt = osprey::ops::reshape(osprey::ops::transpose(x, {1, 0, 2}), Shape({t, n * f}));
     std::vector<Tensor> per_gate;
     for (const auto& m : in_masks) {
-      const Tensor masked = ops::reshape(ops::mul(xt, ops::reshape(m, Shape({n * f}))), Shape({t, n, f}));
-      per_gate.push_back(ops::reshape(ops::transpose(masked, {1, 0, 2}), Shape({n * t, f})));
+      const Tensor masked = osprey::ops::reshape(osprey::ops::mul(xt, osprey::ops::reshape(m, Shape({n * f}))), Shape({t, n, f}));
+      per_gate.push_back(osprey::ops::reshape(osprey::ops::transpose(masked, {1, 0, 2}), Shape({n * t, f})));
     }
     xp = cell_->project(per_gate);
   } else {
-    xp = cell_->project(ops::reshape(x, Shape({n * t, f})));  // every step's inputs at once
+    xp = cell_->project(osprey::ops::reshape(x, Shape({n * t, f})));  // every step's inputs at once
   }
   const int64_t g = xp.shape()[1];
   // Each step's block, time-major so that a step's rows are contiguous: one split, one gradient.
-  const auto steps = ops::split(ops::transpose(ops::reshape(xp, Shape({n, t, g})), {1, 0, 2}), 0,
+  const auto steps = osprey::ops::split(osprey::ops::transpose(osprey::ops::reshape(xp, Shape({n, t, g})), {1, 0, 2}), 0,
                                 std::vector<int64_t>(static_cast<std::size_t>(t), 1));
   const Tensor m = mask.defined() ? (mask.dtype() == DType::float32 ? mask : mask.cast(DType::float32)) : Tensor();
-  const auto mask_steps = m.defined() ? ops::split(m, 1, std::vector<int64_t>(static_cast<std::size_t>(t), 1))
+  const auto mask_steps = m.defined() ? osprey::ops::split(m, 1, std::vector<int64_t>(static_cast<std::size_t>(t), 1))
                                       : std::vector<Tensor>{};
   const int out_at = cell_->output_index();
   Tensor output = Tensor::zeros(Shape({n, u}));
@@ -490,38 +490,38 @@ std::vector<Tensor> RNN::run(const Tensor& inputs, bool training, const Tensor& 
   if (r_.return_sequences) outputs.reserve(static_cast<std::size_t>(t));
   for (int64_t k = 0; k < t; ++k) {
     const int64_t s = r_.go_backwards ? t - 1 - k : k;
-    auto next = cell_->step(ops::reshape(steps[static_cast<std::size_t>(s)], Shape({n, g})), states, rec_masks);
+    auto next = cell_->step(osprey::ops::reshape(steps[static_cast<std::size_t>(s)], Shape({n, g})), states, rec_masks);
     Tensor out = next[static_cast<std::size_t>(out_at)];
     if (m.defined()) {  // masked rows keep their states and repeat the last output (or output zeros)
       std::map<int64_t, std::pair<Tensor, Tensor>> keep_of;  // width -> (n, width) of 1 and 0, and 1 - that
       auto keep = [&](int64_t width) -> const std::pair<Tensor, Tensor>& {
         auto it = keep_of.find(width);
         if (it == keep_of.end()) {
-          const Tensor k = ops::matmul(mask_steps[static_cast<std::size_t>(s)], Tensor::ones(Shape({1, width})));
+          const Tensor k = osprey::ops::matmul(mask_steps[static_cast<std::size_t>(s)], Tensor::ones(Shape({1, width})));
           it = keep_of.emplace(width, std::make_pair(k, one_minus(k))).first;
         }
         return it->second;
       };
       for (std::size_t i = 0; i < states.size(); ++i) {
         const auto& [k, drop] = keep(sizes[i]);
-        next[i] = ops::add(ops::mul(next[i], k), ops::mul(states[i], drop));
+        next[i] = osprey::ops::add(osprey::ops::mul(next[i], k), osprey::ops::mul(states[i], drop));
       }
       const auto& [k, drop] = keep(u);
-      out = r_.zero_output_for_mask ? ops::mul(out, k) : ops::add(ops::mul(out, k), ops::mul(output, drop));
+      out = r_.zero_output_for_mask ? osprey::ops::mul(out, k) : osprey::ops::add(osprey::ops::mul(out, k), osprey::ops::mul(output, drop));
     }
     states = std::move(next);
     output = out;
-    if (r_.return_sequences) outputs.push_back(ops::reshape(out, Shape({n, 1, u})));
+    if (r_.return_sequences) outputs.push_back(osprey::ops::reshape(out, Shape({n, 1, u})));
   }
   if (r_.stateful) states_ = states;
-  std::vector<Tensor> result{r_.return_sequences ? ops::concat(outputs, 1) : output};
+  std::vector<Tensor> result{r_.return_sequences ? osprey::ops::concat(outputs, 1) : output};
   result.insert(result.end(), states.begin(), states.end());
   // Under a mixed policy the outputs and states are in the compute dtype, as Keras's and the sequence op's are: the
   // steps ran in float32 and are rounded once here (they were float32 before: use_cudnn=false, or on a GPU the
   // cells cuDNN refuses, gave another dtype than the same layer on the sequence op).
   if (const DType cd = dtype_policy().compute_dtype(); cd == DType::bfloat16 || cd == DType::float16) {
     for (auto& r : result) {
-      if (r.defined() && r.dtype() != cd) r = ops::cast(r, cd);
+      if (r.defined() && r.dtype() != cd) r = osprey::ops::cast(r, cd);
     }
   }
   return result;

@@ -63,7 +63,7 @@ Tensor gather_steps(const Tensor& x, const std::vector<int64_t>& index, int64_t 
   std::vector<int64_t> rows(index.size());
   for (std::size_t i = 0; i < index.size(); ++i) rows[i] = static_cast<int64_t>(i) / count * width + index[i];
   const Tensor at = where_is(Tensor::from_vector(rows, Shape({static_cast<int64_t>(rows.size())})), x);
-  return ops::reshape(ops::gather_rows(ops::reshape(x, Shape({n * width, c})), at), Shape({n, count, c}));
+  return osprey::ops::reshape(osprey::ops::gather_rows(osprey::ops::reshape(x, Shape({n * width, c})), at), Shape({n, count, c}));
 }
 
 }  // namespace
@@ -86,8 +86,8 @@ std::vector<Tensor> RNN::run_as_sequence(const Tensor& x, bool training, const T
   Tensor seq = x;
   if (auto in_masks = training ? cell_->input_dropout_masks(n, f) : std::vector<Tensor>{}; !in_masks.empty()) {
     // One (batch, features) mask over every step (no recurrent dropout here: one mask, not one per gate).
-    const Tensor keep = ops::reshape(in_masks[0], Shape({n, 1, f}));
-    seq = ops::mul(seq, keep.dtype() == seq.dtype() ? keep : ops::cast(keep, seq.dtype()));
+    const Tensor keep = osprey::ops::reshape(in_masks[0], Shape({n, 1, f}));
+    seq = osprey::ops::mul(seq, keep.dtype() == seq.dtype() ? keep : osprey::ops::cast(keep, seq.dtype()));
   }
   if (r_.go_backwards || std::any_of(first.begin(), first.end(), [](int64_t s) { return s > 0; })) {
     // Each row's run first, in Keras's order: forwards from its first step, backwards from its last one down.
@@ -117,7 +117,7 @@ std::vector<Tensor> RNN::run_as_sequence(const Tensor& x, bool training, const T
     return out;
   }
   // Outputs in Keras's order as gathers from [zeros, y'] per row: index 0 the zeros, 1 + k the op's output k.
-  const Tensor with_zeros = ops::concat({Tensor::zeros(Shape({n, 1, u}), y.dtype()), y}, 1);
+  const Tensor with_zeros = osprey::ops::concat({Tensor::zeros(Shape({n, 1, u}), y.dtype()), y}, 1);
   auto source = [&](int64_t b, int64_t p) -> int64_t {
     const int64_t len = lengths[static_cast<std::size_t>(b)], f0 = first[static_cast<std::size_t>(b)];
     const int64_t s = r_.go_backwards ? t - f0 - len : f0;  // where the run starts among Keras's (reversed) steps
@@ -131,10 +131,10 @@ std::vector<Tensor> RNN::run_as_sequence(const Tensor& x, bool training, const T
     for (int64_t p = 0; p < count; ++p) index[static_cast<std::size_t>(b * count + p)] = source(b, r_.return_sequences ? p : t - 1);
   }
   const Tensor o = gather_steps(with_zeros, index, count);
-  out[0] = r_.return_sequences ? o : ops::reshape(o, Shape({n, u}));
+  out[0] = r_.return_sequences ? o : osprey::ops::reshape(o, Shape({n, u}));
   // The last h: y'[L - 1], the initial h for L = 0.
-  const Tensor with_h0 = ops::concat({ops::reshape(states[0], Shape({n, 1, u})), y}, 1);
-  out.push_back(ops::reshape(gather_steps(with_h0, lengths, 1), Shape({n, u})));
+  const Tensor with_h0 = osprey::ops::concat({osprey::ops::reshape(states[0], Shape({n, 1, u})), y}, 1);
+  out.push_back(osprey::ops::reshape(gather_steps(with_h0, lengths, 1), Shape({n, u})));
   // An LSTM's carry: held through the padded steps when the states are used, else left out.
   if (states.size() > 1) out.push_back(held.defined() ? ran[2] : Tensor());
   return out;

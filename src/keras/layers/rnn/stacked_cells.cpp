@@ -103,7 +103,7 @@ std::vector<Tensor> StackedRNNCells::step(const Tensor& projected, const std::ve
     if (k > 0) {
       const std::vector<Tensor> input = take(c.dropout_mask_count(false));
       std::vector<Tensor> per_gate;
-      for (const auto& m : input) per_gate.push_back(ops::mul(below, m));
+      for (const auto& m : input) per_gate.push_back(osprey::ops::mul(below, m));
       in = per_gate.empty() ? c.project(below) : c.project(per_gate);
     }
     auto next = c.step(in, mine, recurrent);

@@ -56,28 +56,28 @@ Tensor TimeDistributed::call(const Tensor& inputs, bool training) {
     std::vector<int64_t> out{batch, T};
     const auto yd = y.shape().dims();
     out.insert(out.end(), yd.begin() + 1, yd.end());
-    return ops::reshape(y, Shape(out));
+    return osprey::ops::reshape(y, Shape(out));
   };
-  if (!(training && layer_->mixes_samples())) return with_steps(layer_->call(ops::reshape(inputs, Shape(flat)), training), B);
+  if (!(training && layer_->mixes_samples())) return with_steps(layer_->call(osprey::ops::reshape(inputs, Shape(flat)), training), B);
   // Step by step (each step's batch apart), the outputs put back in (batch, steps, ...) order.
   std::vector<int64_t> step_major{T, B};
   step_major.insert(step_major.end(), d.begin() + 2, d.end());
   std::vector<int> perm{1, 0};
   for (int i = 2; i < s.rank(); ++i) perm.push_back(i);
-  const Tensor by_step = ops::transpose(inputs, perm);  // (T, B, ...)
+  const Tensor by_step = osprey::ops::transpose(inputs, perm);  // (T, B, ...)
   std::vector<Tensor> outs;
   for (int64_t t = 0; t < T; ++t) {
     std::vector<int64_t> one(d.begin() + 2, d.end());
     one.insert(one.begin(), B);
-    const Tensor y = layer_->call(ops::reshape(ops::slice_axis(by_step, 0, t, 1), Shape(one)), training);
+    const Tensor y = layer_->call(osprey::ops::reshape(osprey::ops::slice_axis(by_step, 0, t, 1), Shape(one)), training);
     std::vector<int64_t> with_one{1};
     for (auto x : y.shape().dims()) with_one.push_back(x);
-    outs.push_back(ops::reshape(y, Shape(with_one)));
+    outs.push_back(osprey::ops::reshape(y, Shape(with_one)));
   }
-  const Tensor stacked = ops::concat(outs, 0);  // (T, B, ...)
+  const Tensor stacked = osprey::ops::concat(outs, 0);  // (T, B, ...)
   std::vector<int> back{1, 0};
   for (int i = 2; i < stacked.shape().rank(); ++i) back.push_back(i);
-  return ops::transpose(stacked, back);
+  return osprey::ops::transpose(stacked, back);
 }
 
 void TimeDistributed::append_trainable_variables(std::vector<Variable*>& out) {
