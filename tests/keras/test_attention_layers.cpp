@@ -25,7 +25,7 @@ using ::testing::HasSubstr;
 
 namespace {
 
-const json& reference() {
+const json& attention_layers_reference() {
   static const json ref = osprey::testing::read_reference("keras_attention.json");
   return ref;
 }
@@ -50,7 +50,7 @@ layers::MultiHeadAttentionOptions options_of(const json& c) {
 // sum(output * w) for query, value, key and every weight.
 void expect_attention_as_keras(const std::string& name) {
   SCOPED_TRACE(name);
-  const json& ref = reference().at(name);
+  const json& ref = attention_layers_reference().at(name);
   const json& cfg = ref.at("config");
   const bool grouped = cfg.contains("num_key_value_heads");
   layers::MultiHeadAttention built_mha = grouped ? layers::MultiHeadAttention(1, 1)
@@ -112,7 +112,7 @@ TEST(AttentionLayers, MultiHeadAttentionOverOtherAxesMatchesKeras) {
     expect_attention_as_keras(name);
   }
   // The config keeps the axes as Keras normalises them.
-  const json& ref = reference().at("axes_rank5_unordered");
+  const json& ref = attention_layers_reference().at("axes_rank5_unordered");
   auto options = options_of(ref.at("config"));
   options.attention_axes = {-2, 1};  // the script's; Keras's file has them normalised
   layers::MultiHeadAttention mha(3, 2, options);
@@ -191,7 +191,7 @@ TEST(AttentionLayers, AnAttentionMaskInputOfAFunctionalModel) {
 TEST(AttentionLayers, AttentionAndAdditiveAttentionMatchKeras) {
   for (const char* name : {"attention_dot", "attention_scaled_causal", "attention_concat", "additive"}) {
     SCOPED_TRACE(name);
-    const json& ref = reference().at(name);
+    const json& ref = attention_layers_reference().at(name);
     const json& cfg = ref.at("config");
     std::shared_ptr<layers::Attention> layer;
     if (std::string(name) == "additive") {
@@ -239,7 +239,7 @@ TEST(AttentionLayers, AttentionAndAdditiveAttentionMatchKeras) {
 }
 
 TEST(AttentionLayers, EinsumDenseMatchesKeras) {
-  const json& ref = reference().at("einsum_dense");
+  const json& ref = attention_layers_reference().at("einsum_dense");
   layers::EinsumDense ed("abc,cde->abde", {0, 3, 2}, {.activation = "tanh", .bias_axes = "e"});
   Variable x(tensor_of(ref.at("x")), "x");
   ed(x.value());
@@ -264,7 +264,7 @@ TEST(AttentionLayers, EinsumDenseMatchesKeras) {
 }
 
 TEST(AttentionLayers, SoftmaxLayerLeavesMaskedPositionsOutAsKeras) {
-  const json& ref = reference().at("softmax_mask");
+  const json& ref = attention_layers_reference().at("softmax_mask");
   layers::Softmax softmax;
   expect_close(softmax.call_masked(tensor_of(ref.at("x")), false, tensor_of(ref.at("mask"))), ref.at("y"), 2e-6,
                "masked softmax");
@@ -273,7 +273,7 @@ TEST(AttentionLayers, SoftmaxLayerLeavesMaskedPositionsOutAsKeras) {
 }
 
 TEST(AttentionLayers, AMaskedSelfAttentionClassifierTrainsAsKeras) {
-  const json& ref = reference().at("classifier");
+  const json& ref = attention_layers_reference().at("classifier");
   const Tensor x = ops::cast(tensor_of(ref.at("x")), DType::int32), y = tensor_of(ref.at("y"));
   auto tokens = keras::Input({6}, {.name = "tokens", .dtype = DType::int32});
   auto e = layers::Embedding(12, 8, {.mask_zero = true, .name = "embed"})(tokens);
@@ -347,7 +347,7 @@ TEST(AttentionLayers, AttentionScoresAreASecondOutputInAModel) {
 }
 
 TEST(AttentionLayers, ConcatenateMergesMasksAsKeras) {
-  const json& ref = reference().at("concat_masks");
+  const json& ref = attention_layers_reference().at("concat_masks");
   auto tok = keras::Input({6}, {.dtype = DType::int32});
   auto e1 = layers::Embedding(12, 4, {.mask_zero = true})(tok);
   auto e2 = layers::Embedding(12, 4)(tok);

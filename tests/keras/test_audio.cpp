@@ -23,7 +23,7 @@ namespace kops = osprey::keras::ops;
 
 namespace {
 
-const json& reference() {
+const json& audio_reference() {
   static const json ref = osprey::testing::read_reference("keras_audio.json");
   return ref;
 }
@@ -72,7 +72,7 @@ layers::STFTSpectrogramOptions stft_options(const json& kw) {
 }  // namespace
 
 TEST(AudioOps, StftMatchesKerasWithItsGradient) {
-  const json& ref = reference().at("stft");
+  const json& ref = audio_reference().at("stft");
   const Tensor x = tensor_of(ref.at("x"));
   for (const json& c : ref.at("cases")) {
     const std::string what = "stft " + c.at("window").dump().substr(0, 12) + " " + std::to_string(c.at("fft_length").get<int>());
@@ -95,7 +95,7 @@ TEST(AudioOps, StftMatchesKerasWithItsGradient) {
 }
 
 TEST(AudioOps, IstftInvertsAndOverlapAddsAsKeras) {
-  const json& ref = reference().at("stft");
+  const json& ref = audio_reference().at("stft");
   for (const json& c : ref.at("cases")) {
     const std::string what = "istft " + c.at("window").dump().substr(0, 12) + " " + std::to_string(c.at("fft_length").get<int>());
     const int64_t len = c.at("sequence_length"), stride = c.at("sequence_stride"), fft = c.at("fft_length");
@@ -134,7 +134,7 @@ TEST(AudioOps, StftRejectsBadArguments) {
 }
 
 TEST(AudioLayers, STFTSpectrogramMatchesKerasInEveryMode) {
-  for (const json& c : reference().at("stft_spectrogram")) {
+  for (const json& c : audio_reference().at("stft_spectrogram")) {
     const std::string what = c.at("kwargs").dump();
     layers::STFTSpectrogram layer(stft_options(c.at("kwargs")));
     const Tensor x = tensor_of(c.at("x"));
@@ -168,7 +168,7 @@ TEST(AudioLayers, STFTSpectrogramMatchesKerasInEveryMode) {
     }
     expect_config(layer, c.at("config"), "STFTSpectrogram");
   }
-  const json& rejects = reference().at("stft_spectrogram_rejects");
+  const json& rejects = audio_reference().at("stft_spectrogram_rejects");
   for (const auto& [k, v] : rejects.items()) EXPECT_TRUE(v.get<bool>()) << k;
   EXPECT_THROW(layers::STFTSpectrogram({.frame_length = 8, .frame_step = 9}), ValueError);
   EXPECT_THROW(layers::STFTSpectrogram({.frame_length = 16, .fft_length = 8}), ValueError);
@@ -183,7 +183,7 @@ TEST(AudioLayers, STFTSpectrogramMatchesKerasInEveryMode) {
 }
 
 TEST(AudioLayers, MelSpectrogramMatchesKeras) {
-  const json& ref = reference().at("mel_spectrogram");
+  const json& ref = audio_reference().at("mel_spectrogram");
   const Tensor x = tensor_of(ref.at("x"));
   for (const json& c : ref.at("cases")) {
     const json& kw = c.at("kwargs");
@@ -222,7 +222,7 @@ TEST(AudioLayers, MelSpectrogramMatchesKeras) {
     expect_close(one, c.at("single"), 1e-4, what + " one signal");
     expect_config(layer, config, "MelSpectrogram");
   }
-  EXPECT_TRUE(reference().at("mel_rejects").at("fft_shorter_than_sequence").get<bool>());
+  EXPECT_TRUE(audio_reference().at("mel_rejects").at("fft_shorter_than_sequence").get<bool>());
   EXPECT_THROW(layers::MelSpectrogram({.fft_length = 64, .sequence_length = 100}), ValueError);
   EXPECT_THROW(layers::MelSpectrogram({.window = "blackman"}), ValueError);
   layers::MelSpectrogram mel({.fft_length = 256, .sequence_stride = 64});

@@ -24,7 +24,7 @@ using nlohmann::json;
 
 namespace {
 
-const json& ref() {
+const json& categorical_layers_ref() {
   static const json j = osprey::testing::read_reference("keras_categorical.json");
   return j;
 }
@@ -69,7 +69,7 @@ bool merges_the_batch(const json& x, const std::string& mode) {
 
 TEST(CategoricalLayers, CategoryEncodingMatchesKeras) {
   int checked = 0;
-  for (const auto& c : ref().at("category_encoding")) {
+  for (const auto& c : categorical_layers_ref().at("category_encoding")) {
     const std::string mode = c.at("output_mode");
     const std::string what = fmt::format("CategoryEncoding({}, {}) on {}", c.at("num_tokens").dump(), mode,
                                          c.at("x").is_null() ? "nothing" : c.at("x").at("shape").dump());
@@ -106,7 +106,7 @@ TEST(CategoricalLayers, CategoryEncodingMatchesKeras) {
 
 TEST(CategoricalLayers, DiscretizationMatchesKeras) {
   int checked = 0;
-  for (const auto& c : ref().at("discretization")) {
+  for (const auto& c : categorical_layers_ref().at("discretization")) {
     const json& a = c.at("args");
     layers::DiscretizationOptions o;
     if (a.contains("bin_boundaries")) o.bin_boundaries = a.at("bin_boundaries").get<std::vector<double>>();
@@ -135,7 +135,7 @@ TEST(CategoricalLayers, DiscretizationMatchesKeras) {
 // adapt() reproduces Keras's quantile summaries: the same boundaries (float32 values), batches merged as Keras
 // merges them, fewer values than bins (the summary itself), ties; the adapted layer's config loads back.
 TEST(CategoricalLayers, DiscretizationAdaptFindsKerasBoundaries) {
-  for (const auto& c : ref().at("adapt")) {
+  for (const auto& c : categorical_layers_ref().at("adapt")) {
     const std::string what = fmt::format("num_bins {}, epsilon {}, {} batches", c.at("num_bins").get<int>(),
                                          c.at("epsilon").get<double>(), c.at("batches").size());
     SCOPED_TRACE(what);

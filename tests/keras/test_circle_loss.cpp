@@ -25,7 +25,7 @@ namespace L = osprey::keras::losses;
 
 namespace {
 
-const json& reference() {
+const json& circle_loss_reference() {
   static const json ref = osprey::testing::read_reference("keras_circle.json");
   return ref;
 }
@@ -40,7 +40,7 @@ L::Reduction reduction_of(const std::string& r) {
 }  // namespace
 
 TEST(CircleLoss, ValuesMaskGradientsAndReductionsAsKeras) {
-  for (const auto& c : reference().at("cases")) {
+  for (const auto& c : circle_loss_reference().at("cases")) {
     const std::string name = c.at("name");
     SCOPED_TRACE(name);
     const json& config = c.at("config");
@@ -67,7 +67,7 @@ TEST(CircleLoss, ValuesMaskGradientsAndReductionsAsKeras) {
 }
 
 TEST(CircleLoss, FloatLabelsTruncateAsKerasCast) {
-  const json& c = reference().at("cases").at(3);  // labels (N, 1) as floats
+  const json& c = circle_loss_reference().at("cases").at(3);  // labels (N, 1) as floats
   ASSERT_EQ(c.at("name"), "labels_n_by_1_float");
   L::Circle loss(3.0);
   const Tensor emb = tensor_of(c.at("y_pred"));
@@ -79,7 +79,7 @@ TEST(CircleLoss, FloatLabelsTruncateAsKerasCast) {
 }
 
 TEST(CircleLoss, AModelTrainsWithItAsKeras) {
-  const json& d = reference().at("training");
+  const json& d = circle_loss_reference().at("training");
   for (bool eager : {false, true}) {
     SCOPED_TRACE(eager ? "run_eagerly" : "recorded steps");
     Sequential m({layers::Input({6}), layers::Dense(4), layers::UnitNormalization()});

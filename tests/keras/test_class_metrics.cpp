@@ -33,12 +33,12 @@ namespace M = osprey::keras::metrics;
 
 namespace {
 
-const json& reference() {
+const json& class_metrics_reference() {
   static const json ref = osprey::testing::read_reference("keras_class_metrics.json");
   return ref;
 }
-const json& ref_data() { return reference().at("data"); }
-const json& ref_case(const char* name) { return reference().at("cases").at(name); }
+const json& ref_data() { return class_metrics_reference().at("data"); }
+const json& ref_case(const char* name) { return class_metrics_reference().at("cases").at(name); }
 Tensor ref(const char* key) { return tensor_of(ref_data().at(key)); }
 
 void set_classifier_weights(Model& m) {

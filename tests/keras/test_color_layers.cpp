@@ -30,13 +30,13 @@ namespace kops = osprey::keras::ops;
 
 namespace {
 
-const json& reference() {
+const json& color_layers_reference() {
   static const json ref = osprey::testing::read_reference("keras_color.json");
   return ref;
 }
 
 const Tensor& img() {
-  static const Tensor t = tensor_of(reference().at("img"));
+  static const Tensor t = tensor_of(color_layers_reference().at("img"));
   return t;
 }
 
@@ -63,7 +63,7 @@ std::pair<double, double> as_pair(const json& j) { return {j[0].get<double>(), j
 }  // namespace
 
 TEST(ColorOps, GrayscaleAndHsvMatchKerasWithGradients) {
-  const json& ref = reference().at("ops");
+  const json& ref = color_layers_reference().at("ops");
   const Tensor x = img();
   const Tensor gray = kops::rgb_to_grayscale(x);
   EXPECT_EQ(gray.shape(), Shape({4, 5, 6, 1}));
@@ -100,13 +100,13 @@ TEST(ColorOps, RefuseWhatKerasRefuses) {
 }
 
 TEST(ColorLayers, RandomGrayscaleAndInvertMatchKerasUnderGivenDraws) {
-  const json& g = reference().at("grayscale");
+  const json& g = color_layers_reference().at("grayscale");
   const auto apply = floats(g.at("apply"));
   expect_close(layers::RandomGrayscale(0.5).transform_images(img(), apply), g.at("y"), 1e-6, "gray");
   expect_close(layers::RandomGrayscale(0.5, {.data_format = "channels_first"}).transform_images(channels_first(img()), apply),
                g.at("y_first"), 1e-6, "gray first");
   expect_config(layers::RandomGrayscale(0.3, {.name = "gray"}), g.at("config"), "RandomGrayscale");
-  const json& v = reference().at("invert");
+  const json& v = color_layers_reference().at("invert");
   const auto inv = floats(v.at("apply"));
   expect_close(layers::RandomInvert().transform_images(img(), inv), v.at("y"), 1e-6, "invert");
   expect_close(layers::RandomInvert(1.0, {.value_range = {-1, 1}}).transform_images(unit(), inv), v.at("y_unit"), 1e-6,
@@ -119,7 +119,7 @@ TEST(ColorLayers, RandomGrayscaleAndInvertMatchKerasUnderGivenDraws) {
 }
 
 TEST(ColorLayers, AutoContrastAndSolarizationMatchKeras) {
-  const json& a = reference().at("autocontrast");
+  const json& a = color_layers_reference().at("autocontrast");
   const Tensor flat = tensor_of(a.at("flat"));
   expect_close(layers::AutoContrast()(flat, true), a.at("y"), 2e-5, "autocontrast");
   expect_close(layers::AutoContrast()(flat, false), a.at("y_inference"), 2e-5, "in inference too");
@@ -127,7 +127,7 @@ TEST(ColorLayers, AutoContrastAndSolarizationMatchKeras) {
   expect_close(layers::AutoContrast({.value_range = {1, 0}})(u), a.at("y_unit"), 1e-6, "value_range (1, 0) sorted");
   expect_config(layers::AutoContrast({.value_range = {1, 0}, .name = "ac"}), a.at("config"), "AutoContrast");
 
-  const json& s = reference().at("solarization");
+  const json& s = color_layers_reference().at("solarization");
   std::vector<float> t = floats(s.at("additions"));
   for (float f : floats(s.at("thresholds"))) t.push_back(f);
   expect_close(layers::Solarization().transform_images(img(), t), s.at("y"), 2e-5, "solarization");
@@ -142,7 +142,7 @@ TEST(ColorLayers, AutoContrastAndSolarizationMatchKeras) {
 }
 
 TEST(ColorLayers, PosterizationDegenerationSaturationHueAndSharpnessMatchKerasUnderGivenDraws) {
-  const json& p = reference().at("posterization");
+  const json& p = color_layers_reference().at("posterization");
   const auto shifts = floats(p.at("shifts"));
   expect_close(layers::RandomPosterization(4).transform_images(img(), shifts), p.at("y"), 1e-6, "posterization");
   expect_close(layers::RandomPosterization(4, {.value_range = {0, 1}}).transform_images(unit(), shifts), p.at("y_unit"),
@@ -153,7 +153,7 @@ TEST(ColorLayers, PosterizationDegenerationSaturationHueAndSharpnessMatchKerasUn
   expect_config(layers::RandomPosterization({2, 6}, {.value_range = {0, 1}, .name = "post"}), p.at("config"),
                 "RandomPosterization");
 
-  const json& d = reference().at("degeneration");
+  const json& d = color_layers_reference().at("degeneration");
   const auto df = floats(d.at("factors"));
   expect_close(layers::RandomColorDegeneration(0.5).transform_images(img(), df), d.at("y"), 2e-5, "degeneration");
   expect_close(layers::RandomColorDegeneration(0.5, {.data_format = "channels_first"})
@@ -163,7 +163,7 @@ TEST(ColorLayers, PosterizationDegenerationSaturationHueAndSharpnessMatchKerasUn
   expect_config(layers::RandomColorDegeneration({0.1, 0.4}, {.value_range = {0, 1}, .name = "degen"}), d.at("config"),
                 "RandomColorDegeneration");
 
-  const json& s = reference().at("saturation");
+  const json& s = color_layers_reference().at("saturation");
   const auto sf = floats(s.at("factors"));
   expect_close(layers::RandomSaturation(0.5).transform_images(img(), sf), s.at("y"), 2e-5, "saturation");
   expect_close(layers::RandomSaturation(0.5, {.value_range = {0, 1}}).transform_images(unit(), sf), s.at("y_unit"), 2e-5,
@@ -173,7 +173,7 @@ TEST(ColorLayers, PosterizationDegenerationSaturationHueAndSharpnessMatchKerasUn
   EXPECT_EQ(layers::RandomSaturation(0.4).factor(), as_pair(s.at("factor_single")));
   expect_config(layers::RandomSaturation({0.2, 0.7}, {.name = "sat"}), s.at("config"), "RandomSaturation");
 
-  const json& h = reference().at("hue");
+  const json& h = color_layers_reference().at("hue");
   const auto hf = floats(h.at("factors"));
   expect_close(layers::RandomHue(0.5).transform_images(img(), hf), h.at("y"), 2e-5, "hue");
   expect_close(layers::RandomHue(0.5, {.value_range = {0, 1}}).transform_images(unit(), hf), h.at("y_unit"), 2e-6, "unit");
@@ -182,7 +182,7 @@ TEST(ColorLayers, PosterizationDegenerationSaturationHueAndSharpnessMatchKerasUn
   EXPECT_EQ(layers::RandomHue(0.3).factor(), as_pair(h.at("factor_single")));
   expect_config(layers::RandomHue({0.1, 0.3}, {.value_range = {0, 1}, .name = "hue"}), h.at("config"), "RandomHue");
 
-  const json& sh = reference().at("sharpness");
+  const json& sh = color_layers_reference().at("sharpness");
   const auto shf = floats(sh.at("factors"));
   expect_close(layers::RandomSharpness(0.5).transform_images(img(), shf), sh.at("y"), 2e-5, "sharpness");
   expect_close(layers::RandomSharpness(0.5, {.data_format = "channels_first"}).transform_images(channels_first(img()), shf),
@@ -194,7 +194,7 @@ TEST(ColorLayers, PosterizationDegenerationSaturationHueAndSharpnessMatchKerasUn
 }
 
 TEST(ColorLayers, EqualizationAndColorJitterMatchKeras) {
-  const json& e = reference().at("equalization");
+  const json& e = color_layers_reference().at("equalization");
   const Tensor x = tensor_of(e.at("x"));
   expect_close(layers::Equalization()(x, true), e.at("y"), 1e-6, "equalization");
   expect_close(layers::Equalization()(x, false), e.at("y_inference"), 0, "identity in inference");
@@ -205,7 +205,7 @@ TEST(ColorLayers, EqualizationAndColorJitterMatchKeras) {
                "first");
   expect_config(layers::Equalization({.value_range = {0, 1}, .name = "eq"}, 64), e.at("config"), "Equalization");
 
-  const json& j = reference().at("jitter");
+  const json& j = color_layers_reference().at("jitter");
   layers::RandomColorJitter jitter({.brightness = layers::ImageFactor(0.1, 0.1),
                                     .contrast = layers::ImageFactor(-0.3, 0.3),
                                     .saturation = layers::ImageFactor(0.6, 0.6)});
@@ -218,7 +218,7 @@ TEST(ColorLayers, EqualizationAndColorJitterMatchKeras) {
 }
 
 TEST(ColorLayers, RejectWhatKerasRejects) {
-  const json& r = reference().at("rejected");
+  const json& r = color_layers_reference().at("rejected");
   for (const auto& [key, value] : r.items()) EXPECT_TRUE(value.get<bool>()) << key;
   EXPECT_THROW(layers::RandomGrayscale(1.5), ValueError);
   EXPECT_THROW(layers::RandomInvert(1.5), ValueError);
@@ -319,7 +319,7 @@ TEST(ColorLayers, TrainInAModelAndRoundTripThroughItsConfig) {
 }
 
 TEST(ColorLayers, GaussianBlurMatchesKerasUnderGivenDraws) {
-  const json& b = reference().at("blur");
+  const json& b = color_layers_reference().at("blur");
   expect_close(kops::gaussian_blur(img(), {3, 3}, {0.8, 1.3}), b.at("op"), 2e-5, "op");
   expect_close(kops::gaussian_blur(img(), {3, 5}, {0.5, 2.0}), b.at("op_wide"), 2e-5, "op (3, 5)");
   expect_close(kops::gaussian_blur(channels_first(img()), {5, 5}, {1.0, 1.0}, "channels_first"), b.at("op_first"), 2e-5,
@@ -353,7 +353,7 @@ TEST(ColorLayers, GaussianBlurMatchesKerasUnderGivenDraws) {
 }
 
 TEST(ColorLayers, RandomErasingMatchesKerasUnderGivenDraws) {
-  const json& e = reference().at("erasing");
+  const json& e = color_layers_reference().at("erasing");
   std::vector<float> t = floats(e.at("apply"));
   for (int k = 0; k < 2; ++k) {
     for (const auto& row : e.at("mix")) t.push_back(row[k].get<float>());

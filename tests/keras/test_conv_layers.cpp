@@ -24,7 +24,7 @@ using osprey::testing::tensor_of;
 
 namespace {
 
-const json& reference(const std::string& model) {
+const json& conv_layers_reference(const std::string& model) {
   static const json ref = [] {
     std::ifstream in(std::string(OSPREY_TEST_DATA_DIR) + "/keras_conv.json");
     return json::parse(in).at("reference");
@@ -111,7 +111,7 @@ std::string short_path(const std::string& path) {
 
 void check_against_keras(const std::string& which, const Shape& sample, Branches (*make)(const KerasTensor&)) {
   SCOPED_TRACE(which);
-  const json& ref = reference(which);
+  const json& ref = conv_layers_reference(which);
   auto x_in = keras::Input(sample, {.name = "x"});
   const Branches branches = make(x_in);
   std::vector<KerasTensor> flat;

@@ -26,7 +26,7 @@ using osprey::testing::expect_close;
 
 namespace {
 
-const json& ref() {
+const json& conv_lstm_ref() {
   static const json j = osprey::testing::read_reference("keras_conv_lstm.json");
   return j;
 }
@@ -59,7 +59,7 @@ Tensor tensor(const json& v) { return nested(v, shape_of(v)); }
 }  // namespace
 
 TEST(ConvLSTM, EveryCaseMatchesKerasWithGradients) {
-  for (const auto& c : ref().at("cases")) {
+  for (const auto& c : conv_lstm_ref().at("cases")) {
     const std::string what = c.at("class").get<std::string>() + " " + c.at("kwargs").dump();
     SCOPED_TRACE(what);
     auto layer = std::dynamic_pointer_cast<layers::ConvLSTM>(

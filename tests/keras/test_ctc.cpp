@@ -27,7 +27,7 @@ using ::testing::HasSubstr;
 
 namespace {
 
-const json& reference() {
+const json& ctc_reference() {
   static const json ref = osprey::testing::read_reference("keras_ctc.json");
   return ref;
 }
@@ -36,7 +36,7 @@ Tensor ints(const json& j) { return tensor_of(j, DType::int32); }
 DType dtype_of(const json& c) { return c.at("dtype") == "float64" ? DType::float64 : DType::float32; }
 
 TEST(Ctc, LossAndGradientMatchKeras) {
-  for (const auto& [name, c] : reference().at("loss").items()) {
+  for (const auto& [name, c] : ctc_reference().at("loss").items()) {
     const DType dt = dtype_of(c);
     Variable logits(tensor_of(c.at("logits"), dt), "logits");
     GradientTape tape;
@@ -54,12 +54,12 @@ TEST(Ctc, LossAndGradientMatchKeras) {
 }
 
 TEST(Ctc, WithoutATapeOnlyTheLossIsComputed) {
-  const json& c = reference().at("loss").at("short_frames_and_empty_labels");
+  const json& c = ctc_reference().at("loss").at("short_frames_and_empty_labels");
   const Tensor loss = osprey::ops::ctc_loss(ints(c.at("labels")), tensor_of(c.at("logits")), ints(c.at("label_length")),
                                             ints(c.at("logit_length")));
   expect_close(loss, c.at("loss"), 2e-5, "loss");
   // int64 labels and lengths, and a blank given from the end, are the same op.
-  const json& m = reference().at("loss").at("blank_last");
+  const json& m = ctc_reference().at("loss").at("blank_last");
   const Tensor again = osprey::ops::ctc_loss(tensor_of(m.at("labels"), DType::int64), tensor_of(m.at("logits")),
                                              tensor_of(m.at("label_length"), DType::int64),
                                              tensor_of(m.at("logit_length"), DType::int64), -1);
@@ -67,7 +67,7 @@ TEST(Ctc, WithoutATapeOnlyTheLossIsComputed) {
 }
 
 TEST(Ctc, TheKerasLossObjectMatchesKeras) {
-  const json& c = reference().at("ctc_loss_object");
+  const json& c = ctc_reference().at("ctc_loss_object");
   losses::CTC loss;
   EXPECT_EQ(json::parse(loss.get_config()), c.at("config"));
   EXPECT_EQ(losses::get("ctc")->class_name(), "CTC");
@@ -84,7 +84,7 @@ TEST(Ctc, TheKerasLossObjectMatchesKeras) {
 }
 
 TEST(Ctc, DecodersMatchKeras) {
-  for (const auto& [name, c] : reference().at("decode").items()) {
+  for (const auto& [name, c] : ctc_reference().at("decode").items()) {
     std::optional<int64_t> mask;
     if (!c.at("mask_index").is_null()) mask = c.at("mask_index").get<int64_t>();
     auto [decoded, scores] = keras::ops::ctc_decode(tensor_of(c.at("logits"), dtype_of(c)), ints(c.at("lengths")),
@@ -100,7 +100,7 @@ TEST(Ctc, DecodersMatchKeras) {
 }
 
 TEST(Ctc, BadInputRaisesTypedErrorsWithTheValues) {
-  const json& c = reference().at("loss").at("full_lengths");
+  const json& c = ctc_reference().at("loss").at("full_lengths");
   const Tensor labels = ints(c.at("labels")), logits = tensor_of(c.at("logits"));
   const Tensor ll = ints(c.at("label_length")), xl = ints(c.at("logit_length"));
   auto loss_error = [&](const Tensor& lab, const Tensor& lab_len, const Tensor& x_len, int64_t blank = 0) {
@@ -195,7 +195,7 @@ TEST(Ctc, AModelLearnsToTranscribeUnalignedSequences) {
 }
 
 TEST(Ctc, AModelTrainsWithTheCtcLossAsKeras) {
-  const json& ref = reference().at("train");
+  const json& ref = ctc_reference().at("train");
   auto frames = Input({8, 5}, {.name = "frames"});
   auto h = layers::Dense(16, "tanh", {.name = "hidden"})(frames);
   Model model(frames, layers::Dense(5, "linear", {.name = "logits"})(h));

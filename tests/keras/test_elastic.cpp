@@ -23,7 +23,7 @@ using osprey::testing::tensor_of;
 
 namespace {
 
-const json& ref() {
+const json& elastic_ref() {
   static const json r = osprey::testing::read_reference("keras_elastic.json");
   return r;
 }
@@ -31,8 +31,8 @@ const json& ref() {
 }  // namespace
 
 TEST(Elastic, ElasticTransformAsKerasUnderTheSameNoise) {
-  const Tensor images = tensor_of(ref().at("images"));
-  for (const auto& c : ref().at("ops")) {
+  const Tensor images = tensor_of(elastic_ref().at("images"));
+  for (const auto& c : elastic_ref().at("ops")) {
     const std::string what = fmt::format("alpha {} sigma {} {} {}", c.at("alpha").get<double>(),
                                          c.at("sigma").get<double>(), c.at("interpolation").get<std::string>(),
                                          c.at("fill_mode").get<std::string>());
@@ -40,7 +40,7 @@ TEST(Elastic, ElasticTransformAsKerasUnderTheSameNoise) {
                                               c.at("interpolation"), c.at("fill_mode"), c.at("fill_value"));
     expect_close(out, c.at("out"), 2e-3, what);  // pixel values up to 255
   }
-  const json& f = ref().at("first");
+  const json& f = elastic_ref().at("first");
   const Tensor one = osprey::ops::transpose(kops::squeeze(kops::slice(images, {0, 0, 0, 0}, {1, 12, 10, 2}), 0), {2, 0, 1});
   expect_close(kops::elastic_transform(one, tensor_of(f.at("noise")), 10.0, 3.0, "bilinear", "reflect", 0.0,
                                       "channels_first"),
@@ -55,8 +55,8 @@ TEST(Elastic, ElasticTransformAsKerasUnderTheSameNoise) {
 }
 
 TEST(Elastic, RandomElasticTransformAsKerasUnderAGivenDraw) {
-  const Tensor images = tensor_of(ref().at("images"));
-  const json& l = ref().at("layer");
+  const Tensor images = tensor_of(elastic_ref().at("images"));
+  const json& l = elastic_ref().at("layer");
   auto layer = serialization::layer_from_object(
       json{{"class_name", "RandomElasticTransform"}, {"config", l.at("config")}, {"module", "keras.layers"}});
   EXPECT_EQ(json::parse(layer->get_config()), l.at("config"));
@@ -83,7 +83,7 @@ TEST(Elastic, RandomElasticTransformAsKerasUnderAGivenDraw) {
     for (bool a : draw.apply) applied += a;
   }
   EXPECT_NEAR(applied / 2000.0, 0.5, 0.04);
-  EXPECT_EQ(json::parse(layers::RandomElasticTransform().get_config())["factor"], ref().at("default_config")["factor"]);
+  EXPECT_EQ(json::parse(layers::RandomElasticTransform().get_config())["factor"], elastic_ref().at("default_config")["factor"]);
   EXPECT_THROW(layers::RandomElasticTransform({.interpolation = "bicubic"}), NotImplementedError);
   EXPECT_THROW(layers::RandomElasticTransform({.fill_mode = "edge"}), NotImplementedError);
   EXPECT_THROW(layers::RandomElasticTransform({.scale = 1.5}), ValueError);
@@ -92,6 +92,6 @@ TEST(Elastic, RandomElasticTransformAsKerasUnderAGivenDraw) {
 TEST(Elastic, KerasModelWithRandomElasticTransformLoadsAndPredicts) {
   SKIP_WITHOUT_HDF5();
   auto model = models::load_model(std::string(OSPREY_TEST_DATA_DIR) + "/keras_elastic.keras");
-  EXPECT_EQ(json::parse(model->get_layer("elastic")->get_config()), ref().at("model").at("config"));
-  expect_close(model->predict(tensor_of(ref().at("images"))), ref().at("model").at("predict"), 2e-5, "predict");
+  EXPECT_EQ(json::parse(model->get_layer("elastic")->get_config()), elastic_ref().at("model").at("config"));
+  expect_close(model->predict(tensor_of(elastic_ref().at("images"))), elastic_ref().at("model").at("predict"), 2e-5, "predict");
 }

@@ -24,7 +24,7 @@ namespace kops = osprey::keras::ops;
 
 namespace {
 
-const json& reference() {
+const json& fft_reference() {
   static const json ref = osprey::testing::read_reference("keras_fft.json");
   return ref;
 }
@@ -61,7 +61,7 @@ Tensor weighted_sum(const Tensor& y, const json& w, const std::string& dtype) {
 }
 
 void check_complex_cases(const char* key, const std::function<kops::ComplexParts(const kops::ComplexParts&)>& op) {
-  for (const json& c : reference().at(key)) {
+  for (const json& c : fft_reference().at(key)) {
     const std::string dt = c.at("dtype");
     const Tensor re = tensor_as(c.at("real"), dt), im = tensor_as(c.at("imag"), dt);
     const std::string what = std::string(key) + " " + re.shape().to_string() + " " + dt;
@@ -109,7 +109,7 @@ TEST(KerasFft, Fft2AndIfft2MatchKerasWithGradients) {
 }
 
 TEST(KerasFft, RfftMatchesKerasCroppingAndPadding) {
-  for (const json& c : reference().at("rfft")) {
+  for (const json& c : fft_reference().at("rfft")) {
     const std::string dt = c.at("dtype");
     const Tensor x = tensor_as(c.at("x"), dt);
     const std::optional<int64_t> len = c.at("fft_length").is_null() ? std::nullopt
@@ -147,7 +147,7 @@ TEST(KerasFft, RfftMatchesKerasCroppingAndPadding) {
 }
 
 TEST(KerasFft, IrfftMatchesKerasCroppingAndPadding) {
-  for (const json& c : reference().at("irfft")) {
+  for (const json& c : fft_reference().at("irfft")) {
     const std::string dt = c.at("dtype");
     const Tensor re = tensor_as(c.at("real"), dt), im = tensor_as(c.at("imag"), dt);
     const std::optional<int64_t> len = c.at("fft_length").is_null() ? std::nullopt
@@ -190,7 +190,7 @@ TEST(KerasFft, IrfftMatchesKerasCroppingAndPadding) {
 
 TEST(KerasFft, KerasDocstringExample) {
   const auto [re, im] = kops::rfft(Tensor::from_vector<float>({0, 1, 2, 3, 4}, Shape({5})));
-  const json& doc = reference().at("doc_rfft");
+  const json& doc = fft_reference().at("doc_rfft");
   expect_close(re, doc[0], "float32", "rfft(0..4) real");
   expect_close(im, doc[1], "float32", "rfft(0..4) imag");
   // Integer signals compute in float32, as Keras converts them.

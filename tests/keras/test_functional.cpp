@@ -25,7 +25,7 @@ using ::testing::HasSubstr;
 
 namespace {
 
-const json& reference(const std::string& name) {
+const json& functional_reference(const std::string& name) {
   static const json all = [] {
     std::ifstream in(std::string(OSPREY_TEST_DATA_DIR) + "/keras_functional.json");
     return json::parse(in);
@@ -60,7 +60,7 @@ void expect_weights(Model& model, const json& weights, double tol) {
 // checks the history, the weights, predict and evaluate afterwards.
 void check_case(Model& model, const std::string& name, CompileOptions compile, bool several_x, bool several_y,
                 double tol = 2e-5) {
-  const json& ref = reference(name);
+  const json& ref = functional_reference(name);
   set_weights_by_layer(model, ref.at("initial_weights"));
   const auto x = tensors_of(ref.at("x"), several_x);
   const auto y = tensors_of(ref.at("y"), several_y);
@@ -152,7 +152,7 @@ TEST(Functional, ANestedModelMatchesKeras) {
   EXPECT_EQ(model.get_layer("inner").get(), inner.get());
   EXPECT_EQ(model.count_params(), 4 * 6 + 6 + 6 * 3 + 3 + 3 * 2 + 2);
   // The nested model's own layers are reached through it (get_layer by name finds the reference's weights there).
-  const json& ref = reference("nested_model");
+  const json& ref = functional_reference("nested_model");
   for (const auto& [name, values] : ref.at("initial_weights").items()) {
     Layer& layer = name.starts_with("inner") ? *inner->get_layer(name) : *model.get_layer(name);
     auto vars = layer.variables();

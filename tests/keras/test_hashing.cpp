@@ -19,7 +19,7 @@ using osprey::testing::tensor_of;
 
 namespace {
 
-const json& reference() {
+const json& hashing_reference() {
   static const json ref = osprey::testing::read_reference("keras_hashing.json");
   return ref;
 }
@@ -67,7 +67,7 @@ layers::HashingOptions options_of(const json& kw) {
 }  // namespace
 
 TEST(Hashing, BinsMatchTensorFlowsForEveryInputAndMode) {
-  for (const json& c : reference().at("cases")) {
+  for (const json& c : hashing_reference().at("cases")) {
     const std::string what = c.at("name");
     layers::Hashing layer(c.at("kwargs").at("num_bins").get<int64_t>(), options_of(c.at("kwargs")));
     const Tensor x = exact_tensor(c.at("x"), c.at("x_dtype"));
@@ -96,7 +96,7 @@ TEST(Hashing, BinsMatchTensorFlowsForEveryInputAndMode) {
 }
 
 TEST(HashedCrossing, CrossesMatchTensorFlowsCrossHashed) {
-  for (const json& c : reference().at("crossing")) {
+  for (const json& c : hashing_reference().at("crossing")) {
     const std::string what = c.at("name");
     const json& kw = c.at("kwargs");
     layers::HashedCrossing layer(kw.at("num_bins").get<int64_t>(), kw.value("output_mode", "int"), "",
@@ -127,7 +127,7 @@ TEST(HashedCrossing, CrossesMatchTensorFlowsCrossHashed) {
 }
 
 TEST(Hashing, RejectsWhatKerasRejects) {
-  for (const auto& [k, v] : reference().at("rejects").items()) EXPECT_TRUE(v.get<bool>()) << k;
+  for (const auto& [k, v] : hashing_reference().at("rejects").items()) EXPECT_TRUE(v.get<bool>()) << k;
   EXPECT_THROW(layers::Hashing(0), ValueError);
   EXPECT_THROW(layers::Hashing(3, {.output_mode = "tf_idf"}), ValueError);
   EXPECT_THROW(layers::Hashing(3, {.sparse = true}), ValueError);

@@ -33,7 +33,7 @@ namespace {
 
 const std::string kImages = std::string(OSPREY_TEST_DATA_DIR) + "/images";
 
-const json& reference(const std::string& name) {
+const json& image_dataset_reference(const std::string& name) {
   static const json all = [] {
     std::ifstream in(std::string(OSPREY_TEST_DATA_DIR) + "/keras_images.json");
     return json::parse(in);
@@ -70,7 +70,7 @@ TEST(ImageDataset, MatchesKerasFilesLabelsAndPixels) {
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
-    const json& ref = reference(c.name);
+    const json& ref = image_dataset_reference(c.name);
     auto ds = utils::image_dataset_from_directory(kImages, c.options);
     EXPECT_EQ(ds->class_names(), ref.at("class_names").get<std::vector<std::string>>());
     std::vector<std::string> files;
@@ -217,7 +217,7 @@ std::vector<float> flat(const json& nested) { return osprey::testing::tensor_of(
 // Pillow's (test_gif_frames.cpp) and reaches TensorFlow's values through the dataset (BmpAndGifFoldersMatchKeras).
 TEST(ImageDataset, BmpAndGifDecodeAsTensorFlow) {
   SKIP_WITHOUT_BMP_GIF();
-  const json& all = reference("bmp_gif_decoded");
+  const json& all = image_dataset_reference("bmp_gif_decoded");
   ASSERT_EQ(all.size(), 11u);
   for (const auto& [name, entry] : all.items()) {
     SCOPED_TRACE(name);
@@ -260,7 +260,7 @@ TEST(ImageDataset, BmpAndGifFoldersMatchKeras) {
   SKIP_WITHOUT_BMP_GIF();
   for (const std::string interpolation : {"bilinear", "nearest"}) {
     SCOPED_TRACE(interpolation);
-    const json& ref = reference(interpolation == "nearest" ? "bmp_gif_nearest" : "bmp_gif_rgb");
+    const json& ref = image_dataset_reference(interpolation == "nearest" ? "bmp_gif_nearest" : "bmp_gif_rgb");
     auto ds = utils::image_dataset_from_directory(
         kBmpGif, {.batch_size = 3, .image_size = {6, 4}, .shuffle = false, .interpolation = interpolation,
                   .verbose = false});
@@ -284,7 +284,7 @@ TEST(ImageDataset, BmpAndGifFoldersMatchKeras) {
 // The same seed gives Keras's training and validation files: NumPy's RandomState shuffle of Keras's listing.
 TEST(ImageDataset, SeededSplitsAreKerasSplits) {
   SKIP_WITHOUT_CODECS();
-  const json& ref = reference("splits");
+  const json& ref = image_dataset_reference("splits");
   const fs::path dir = scratch("splits");
   for (const auto& rel : ref.at("files")) {
     const fs::path p = dir / rel.get<std::string>();
@@ -359,7 +359,7 @@ TEST(ImageDataset, HostileBmpAndGifFilesAreValueErrors) {
 // and Image.resize for each filter, up and down, with and without keep_aspect_ratio (RGBA premultiplied).
 TEST(ImageDataset, LoadImgMatchesKerasPillowValues) {
   SKIP_WITHOUT_BMP_GIF();
-  const json& cases = reference("load_img");
+  const json& cases = image_dataset_reference("load_img");
   ASSERT_GT(cases.size(), 300u);
   std::size_t resized = 0;
   for (const auto& c : cases) {

@@ -22,12 +22,12 @@ namespace kops = osprey::keras::ops;
 
 namespace {
 
-const json& ref() {
+const json& image_ops_more_ref() {
   static const json r = osprey::testing::read_reference("keras_image_ops.json");
   return r;
 }
 
-Tensor img() { return tensor_of(ref().at("img")); }
+Tensor img() { return tensor_of(image_ops_more_ref().at("img")); }
 Tensor first(const Tensor& x) { return ops::transpose(x, {0, 3, 1, 2}); }
 
 // The gradients of sum(f(xs) * w) with respect to each x, w from the reference.
@@ -43,7 +43,7 @@ std::vector<Tensor> gradients(const std::function<Tensor(const std::vector<Tenso
 }  // namespace
 
 TEST(ImageOpsMore, PadAndCropImagesAsKeras) {
-  const json& p = ref().at("pad");
+  const json& p = image_ops_more_ref().at("pad");
   expect_close(kops::pad_images(img(), {.top_padding = 1, .left_padding = 2, .bottom_padding = 0, .right_padding = 3}),
                p.at("a"), 0, "pad a");
   expect_close(kops::pad_images(img(), {.top_padding = 2, .right_padding = 1, .target_height = 12, .target_width = 11}),
@@ -52,7 +52,7 @@ TEST(ImageOpsMore, PadAndCropImagesAsKeras) {
                                 {.left_padding = 0, .bottom_padding = 2, .target_height = 10, .target_width = 9,
                                  .data_format = "channels_first"}),
                p.at("unbatched_first"), 0, "pad unbatched first");
-  const json& c = ref().at("crop");
+  const json& c = image_ops_more_ref().at("crop");
   expect_close(kops::crop_images(img(), {.top_cropping = 1, .left_cropping = 2, .bottom_cropping = 2, .right_cropping = 3}),
                c.at("a"), 0, "crop a");
   expect_close(kops::crop_images(img(), {.top_cropping = 2, .right_cropping = 1, .target_height = 3, .target_width = 5}),
@@ -78,8 +78,8 @@ TEST(ImageOpsMore, PadAndCropImagesAsKeras) {
 }
 
 TEST(ImageOpsMore, ExtractPatchesAsKeras) {
-  const json& p = ref().at("patches");
-  const Tensor vol = tensor_of(ref().at("vol"));
+  const json& p = image_ops_more_ref().at("patches");
+  const Tensor vol = tensor_of(image_ops_more_ref().at("vol"));
   expect_close(kops::extract_patches(img(), {3}), p.at("size3"), 0, "size 3");
   expect_close(kops::extract_patches(img(), {2, 3}, {1, 2}), p.at("size_2_3_strides_1_2"), 0, "2x3 strides 1,2");
   expect_close(kops::extract_patches(img(), {3, 4}, {2, 2}, {1}, "same"), p.at("same"), 0, "same");
@@ -90,7 +90,7 @@ TEST(ImageOpsMore, ExtractPatchesAsKeras) {
                p.at("unbatched"), 0, "unbatched");
   expect_close(kops::extract_patches(vol, {2, 3, 2}), p.at("3d"), 0, "3d");
   expect_close(kops::extract_patches(vol, {2, 2, 3}, {1, 2, 2}, {1}, "same"), p.at("3d_strides"), 0, "3d same");
-  const json& g = ref().at("patches_grad");
+  const json& g = image_ops_more_ref().at("patches_grad");
   const auto grads = gradients([](const std::vector<Tensor>& x) { return kops::extract_patches(x[0], {3}, {2}); },
                                {img()}, g[1]);
   expect_close(grads[0], g[0][0], 1e-6, "patches gradient");
@@ -99,16 +99,16 @@ TEST(ImageOpsMore, ExtractPatchesAsKeras) {
 }
 
 TEST(ImageOpsMore, SobelEdgesAndSsimAsKeras) {
-  const json& s = ref().at("sobel");
+  const json& s = image_ops_more_ref().at("sobel");
   expect_close(kops::sobel_edges(img()), s.at("last"), 1e-6, "sobel");
   expect_close(kops::sobel_edges(first(img()), "channels_first"), s.at("first"), 1e-6, "sobel channels_first");
-  const json& sg = ref().at("sobel_grad");
+  const json& sg = image_ops_more_ref().at("sobel_grad");
   expect_close(gradients([](const std::vector<Tensor>& x) { return kops::sobel_edges(x[0]); }, {img()}, sg[1])[0],
                sg[0][0], 1e-5, "sobel gradient");
   EXPECT_THROW((void)kops::sobel_edges(Tensor::zeros({4, 5, 3})), ValueError);  // a batch only, as TensorFlow
 
-  const Tensor a = tensor_of(ref().at("ssim_images")[0]), b = tensor_of(ref().at("ssim_images")[1]);
-  const json& m = ref().at("ssim");
+  const Tensor a = tensor_of(image_ops_more_ref().at("ssim_images")[0]), b = tensor_of(image_ops_more_ref().at("ssim_images")[1]);
+  const json& m = image_ops_more_ref().at("ssim");
   expect_close(kops::ssim(a, b), m.at("default"), 1e-6, "ssim");
   expect_close(kops::ssim(kops::multiply(a, 255.0), kops::multiply(b, 255.0), 255.0, 5, 1.0, 0.02, 0.05),
                m.at("options"), 1e-6, "ssim options");
@@ -117,7 +117,7 @@ TEST(ImageOpsMore, SobelEdgesAndSsimAsKeras) {
                           "channels_first"),
                m.at("unbatched_first"), 1e-6, "ssim unbatched first");
   expect_close(kops::ssim(a, a), m.at("same"), 1e-6, "ssim of an image with itself");
-  const json& g = ref().at("ssim_grad");
+  const json& g = image_ops_more_ref().at("ssim_grad");
   const auto grads = gradients([](const std::vector<Tensor>& x) { return kops::ssim(x[0], x[1], 1.0, 5); }, {a, b}, g[1]);
   expect_close(grads[0], g[0][0], 1e-4, "ssim gradient 1");
   expect_close(grads[1], g[0][1], 1e-4, "ssim gradient 2");
@@ -125,11 +125,11 @@ TEST(ImageOpsMore, SobelEdgesAndSsimAsKeras) {
 }
 
 TEST(ImageOpsMore, MapCoordinatesAsKerasTensorFlowBackend) {
-  const json& in = ref().at("map_inputs");
+  const json& in = image_ops_more_ref().at("map_inputs");
   const Tensor arr2 = tensor_of(in.at("arr2")), coords2 = tensor_of(in.at("coords2"));
   const Tensor arr3 = tensor_of(in.at("arr3")), coords3 = tensor_of(in.at("coords3"));
   const Tensor iarr = tensor_of(in.at("iarr"), DType::int32), inside = tensor_of(in.at("inside"));
-  const json& m = ref().at("map");
+  const json& m = image_ops_more_ref().at("map");
   for (const int order : {0, 1}) {
     for (const std::string mode : {"constant", "nearest", "wrap", "reflect"}) {
       const std::string key = std::to_string(order) + "/" + mode;
@@ -142,14 +142,14 @@ TEST(ImageOpsMore, MapCoordinatesAsKerasTensorFlowBackend) {
     expect_close(ints.cast(DType::float32), m.at(key + "/int"), 0, key + "/int");
     expect_close(kops::map_coordinates(arr2, inside, order, "mirror"), m.at(key + "/mirror"), 1e-6, key + "/mirror");
   }
-  const json& g = ref().at("map_grad");
+  const json& g = image_ops_more_ref().at("map_grad");
   const auto grads = gradients(
       [](const std::vector<Tensor>& x) { return kops::map_coordinates(x[0], x[1], 1, "constant", 0.5); },
       {arr2, coords2}, g[1]);
   expect_close(grads[0], g[0][0], 1e-5, "map gradient in the input");
   expect_close(grads[1], g[0][1], 1e-5, "map gradient in the coordinates");
   // Keras's TensorFlow backend: "mirror" at the far edge (index == size) is refused by the gather.
-  ASSERT_EQ(ref().at("mirror_edge_error"), "InvalidArgumentError");
+  ASSERT_EQ(image_ops_more_ref().at("mirror_edge_error"), "InvalidArgumentError");
   EXPECT_THROW((void)kops::map_coordinates(arr2, kops::full({2, 1, 1}, 4.5), 1, "mirror"), InvalidArgumentError);
   EXPECT_THROW((void)kops::map_coordinates(arr2, coords3, 1), ValueError);           // 3 coordinates for rank 2
   EXPECT_THROW((void)kops::map_coordinates(arr2, kops::zeros({2}), 1), ValueError);  // coordinates of rank 1

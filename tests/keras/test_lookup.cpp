@@ -23,7 +23,7 @@ using osprey::testing::tensor_of;
 
 namespace {
 
-const json& reference() {
+const json& lookup_reference() {
   static const json ref = osprey::testing::read_reference("keras_lookup.json");
   return ref;
 }
@@ -78,7 +78,7 @@ json without_name(json c) {
 }  // namespace
 
 TEST(IntegerLookup, LookupsEncodingsAndVocabulariesMatchKeras) {
-  for (const json& c : reference().at("cases")) {
+  for (const json& c : lookup_reference().at("cases")) {
     const std::string what = c.at("name");
     const auto layer = layer_of(c);
     expect_output((*layer)(tensor_of(c.at("x"), dtype_of(c.at("x_dtype")))), c, what);
@@ -96,7 +96,7 @@ TEST(IntegerLookup, LookupsEncodingsAndVocabulariesMatchKeras) {
 }
 
 TEST(IntegerLookup, KerasConfigsMakeTheSameLayer) {
-  for (const json& c : reference().at("cases")) {
+  for (const json& c : lookup_reference().at("cases")) {
     if (c.contains("adapt") || c.contains("batches")) continue;  // their vocabulary is an asset, not config
     const std::string what = c.at("name");
     const auto layer = serialization::layer_from_object(
@@ -133,12 +133,12 @@ TEST(IntegerLookup, WhatKerasRejectsIsATypedError) {
        }},
       {"idf_length", [&] { make({.vocabulary = vocab, .idf_weights = std::vector<double>{1.0}, .output_mode = "tf_idf"}); }},
   };
-  for (const auto& [name, rejected_by_keras] : reference().at("rejects").items()) {
+  for (const auto& [name, rejected_by_keras] : lookup_reference().at("rejects").items()) {
     ASSERT_TRUE(rejected_by_keras.get<bool>()) << name;
     ASSERT_TRUE(cases.count(name)) << name;
     EXPECT_THROW(cases.at(name)(), Error) << name;
   }
-  EXPECT_EQ(cases.size(), reference().at("rejects").size());
+  EXPECT_EQ(cases.size(), lookup_reference().at("rejects").size());
 }
 
 TEST(IntegerLookup, BadInputsAreTypedErrorsNamingTheValues) {

@@ -30,7 +30,7 @@ using osprey::testing::tensor_of;
 
 namespace {
 
-const json& ref() {
+const json& loss_scale_ref() {
   static const json j = osprey::testing::read_reference("keras_loss_scale.json");
   return j;
 }
@@ -42,13 +42,13 @@ std::shared_ptr<keras::Sequential> make_regressor() {
                                    keras::layers::Dense(3, "", {.name = "out"})},
       "regressor");
   std::vector<Tensor> w;
-  for (const auto& v : ref()["weights"]) w.push_back(tensor_of(v));
+  for (const auto& v : loss_scale_ref()["weights"]) w.push_back(tensor_of(v));
   m->set_weights(w);
   return m;
 }
 
-Tensor x_ref() { return tensor_of(ref()["x"]); }
-Tensor y_ref() { return tensor_of(ref()["y"]); }
+Tensor x_ref() { return tensor_of(loss_scale_ref()["x"]); }
+Tensor y_ref() { return tensor_of(loss_scale_ref()["y"]); }
 
 // The optimizer's loss-scale state after each step equals Keras's exactly (scale, counter, iterations), the losses
 // and the final weights within float16's precision.
@@ -91,7 +91,7 @@ keras::OptimizerRef overflow_optimizer() {
 }  // namespace
 
 TEST(LossScale, CompileWrapsTheOptimizerUnderMixedFloat16AsKeras) {
-  const auto& rec = ref()["auto"];
+  const auto& rec = loss_scale_ref()["auto"];
   PolicyScope scope("mixed_float16");
   auto model = make_regressor();
   model->compile({.optimizer = opt::Adam({.learning_rate = 0.01}), .loss = "mse"});
@@ -115,7 +115,7 @@ TEST(LossScale, CompileWrapsTheOptimizerUnderMixedFloat16AsKeras) {
 // Overflowing float16 gradients skip the step (iterations and weights unchanged) and halve the scale; finite steps
 // double it every 2 steps — the same sequence as Keras, through recorded steps, eager steps and fit.
 TEST(LossScale, OverflowSkipsStepsAndTheScaleFollowsKeras) {
-  const auto& rec = ref()["overflow"];
+  const auto& rec = loss_scale_ref()["overflow"];
   PolicyScope scope("mixed_float16");
   for (const bool eager : {false, true}) {
     const std::string what = eager ? "run_eagerly" : "recorded";
@@ -137,7 +137,7 @@ TEST(LossScale, OverflowSkipsStepsAndTheScaleFollowsKeras) {
 }
 
 TEST(LossScale, ExplicitLossScaleOptimizerInFloat32MatchesKeras) {
-  const auto& rec = ref()["float32"];
+  const auto& rec = loss_scale_ref()["float32"];
   auto model = make_regressor();
   model->compile({.optimizer = opt::LossScaleOptimizer(opt::Adam({.learning_rate = 0.01}),
                                                       {.initial_scale = 4.0, .dynamic_growth_steps = 3}),
@@ -148,7 +148,7 @@ TEST(LossScale, ExplicitLossScaleOptimizerInFloat32MatchesKeras) {
 
 // A custom loop as with Keras: scale_loss() before the gradients, apply_gradients() unscales or skips.
 TEST(LossScale, CustomTrainingLoopScalesAndUnscales) {
-  const auto& rec = ref()["float32"];
+  const auto& rec = loss_scale_ref()["float32"];
   auto model = make_regressor();
   mp::LossScaleOptimizer lso(opt::Adam({.learning_rate = 0.01}), {.initial_scale = 4.0, .dynamic_growth_steps = 3});
   auto& o = *lso.optimizer();
@@ -234,7 +234,7 @@ TEST(LossScale, CompileConfigsRoundTripAndBadOnesAreValueErrors) {
 // as Keras does; Osprey's file of it loads back in Osprey (and in Keras: keras_load_osprey_mixed.py).
 TEST(LossScale, KerasSavedLossScaleModelResumesAsKeras) {
   SKIP_WITHOUT_HDF5();
-  const auto& f = ref()["from_file"];
+  const auto& f = loss_scale_ref()["from_file"];
   auto model = keras::models::load_model(osprey::testing::data_file("keras_files/loss_scale.keras"));
   const auto* ls = model->optimizer()->loss_scale();
   ASSERT_NE(ls, nullptr);

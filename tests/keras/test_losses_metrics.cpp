@@ -28,7 +28,7 @@ namespace M = osprey::keras::metrics;
 
 namespace {
 
-const json& reference() {
+const json& losses_metrics_reference() {
   static const json ref = osprey::testing::read_reference("keras_losses_metrics.json");
   return ref;
 }
@@ -152,7 +152,7 @@ Tensor labels_for(const std::string& cls, const json& j) {
 }
 
 TEST(KerasLosses, ValuesGradientsAndConfigsMatchKeras) {
-  for (const auto& c : reference().at("losses")) {
+  for (const auto& c : losses_metrics_reference().at("losses")) {
     const std::string name = c.at("name"), cls = c.at("class");
     SCOPED_TRACE(name);
     const auto loss = make_loss(cls, c.at("config"));
@@ -229,7 +229,7 @@ TEST(KerasLosses, GeneralizedCrossEntropyTakesColumnLabelsAsKerasDocuments) {
 }
 
 TEST(KerasMetrics, ResultsAndConfigsMatchKeras) {
-  for (const auto& c : reference().at("metrics")) {
+  for (const auto& c : losses_metrics_reference().at("metrics")) {
     const std::string name = c.at("name"), cls = c.at("class");
     SCOPED_TRACE(name);
     const auto metric = make_metric(cls, c.at("config"));
@@ -263,7 +263,7 @@ TEST(KerasMetrics, ResultsAndConfigsMatchKeras) {
 }
 
 TEST(KerasMetrics, StringsNameWhatKerasNames) {
-  const json& ref = reference();
+  const json& ref = losses_metrics_reference();
   const Tensor yt = tensor_of(ref.at("metric_strings_batch")[0]), yp = tensor_of(ref.at("metric_strings_batch")[1]);
   for (const auto& [s, c] : ref.at("metric_strings").items()) {
     SCOPED_TRACE(s);
@@ -430,7 +430,7 @@ TEST(KerasLossesAndMetrics, BadArgumentsRaiseTypedErrors) {
 // over its features), so the history and the weights are Keras's (Keras 3.15.1's numbers in
 // keras_losses_metrics.json), eager and recorded.
 TEST(KerasLosses, ASumLossOverSequencesTrainsAsKeras) {
-  const auto& c = reference().at("fit_sum_sequence");
+  const auto& c = losses_metrics_reference().at("fit_sum_sequence");
   for (const bool eager : {true, false}) {
     SCOPED_TRACE(eager ? "eager" : "recorded");
     Sequential m({layers::Input({3, 4}), layers::Dense(2)});

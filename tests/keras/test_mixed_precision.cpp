@@ -27,7 +27,7 @@ using json = nlohmann::json;
 
 namespace {
 
-const json& ref() {
+const json& mixed_precision_ref() {
   static const json j = [] {
     std::ifstream in(osprey::testing::data_file("keras_mixed_precision.json"));
     return json::parse(in);
@@ -87,7 +87,7 @@ std::shared_ptr<keras::Sequential> make_mlp() {
 
 std::vector<Tensor> reference_weights() {
   std::vector<Tensor> w;
-  for (const auto& v : ref()["weights"]) w.push_back(tensor_of(v));
+  for (const auto& v : mixed_precision_ref()["weights"]) w.push_back(tensor_of(v));
   return w;
 }
 
@@ -95,7 +95,7 @@ std::vector<Tensor> reference_weights() {
 }  // namespace
 
 TEST(MixedPrecision, HalfRoundingMatchesTensorFlow) {
-  const auto& c = ref()["casts"];
+  const auto& c = mixed_precision_ref()["casts"];
   const Tensor x = tensor_of(c["x"]);
   for (const auto& [name, dtype] : {std::pair{"bfloat16", DType::bfloat16}, {"float16", DType::float16}}) {
     const Tensor h = ops::cast(x, dtype);
@@ -366,7 +366,7 @@ TEST(MixedPrecision, OpsWithoutHalfKernelsComputeInFloat32AndRound) {
 }
 
 TEST(MixedPrecision, MixedBfloat16MlpMatchesKeras) {
-  const auto& r = ref()["mixed_bfloat16"];
+  const auto& r = mixed_precision_ref()["mixed_bfloat16"];
   PolicyScope scope("mixed_bfloat16");
   auto model = make_mlp();
   model->set_weights(reference_weights());
@@ -379,8 +379,8 @@ TEST(MixedPrecision, MixedBfloat16MlpMatchesKeras) {
     EXPECT_EQ(dtype_name(layer->compute_dtype()), want["compute_dtype"].get<std::string>());
     EXPECT_EQ(dtype_name(layer->variable_dtype()), want["variable_dtype"].get<std::string>());
   }
-  const Tensor x = tensor_of(ref()["x"]);
-  const Tensor y = Tensor::from_vector(ref()["y"].get<std::vector<int32_t>>(), {6});
+  const Tensor x = tensor_of(mixed_precision_ref()["x"]);
+  const Tensor y = Tensor::from_vector(mixed_precision_ref()["y"].get<std::vector<int32_t>>(), {6});
   // The layers' output is bfloat16; predict() gives it as float32 (as Keras's losses see it).
   EXPECT_EQ((*model)(x).dtype(), DType::bfloat16);
   expect_close("predict", flat_of(r["predict"]), model->predict(x, {.verbose = 0}).to_vector<double>(), 4e-3, 1e-2);
@@ -408,19 +408,19 @@ TEST(MixedPrecision, MixedBfloat16MlpMatchesKeras) {
 }
 
 TEST(MixedPrecision, MixedFloat16OutputsMatchKeras) {
-  const auto& r = ref()["mixed_float16"];
+  const auto& r = mixed_precision_ref()["mixed_float16"];
   PolicyScope scope("mixed_float16");
   auto model = make_mlp();
   model->set_weights(reference_weights());
   EXPECT_EQ(model->layers()[0]->compute_dtype(), DType::float16);
-  const Tensor x = tensor_of(ref()["x"]);
+  const Tensor x = tensor_of(mixed_precision_ref()["x"]);
   EXPECT_EQ((*model)(x).dtype(), DType::float16);
   expect_close("predict", flat_of(r["predict"]), model->predict(x, {.verbose = 0}).to_vector<double>(), 1e-3, 2e-3);
   // compile() turns dynamic loss scaling on, and the model trains (test_loss_scale.cpp follows Keras's steps).
   model->compile({.optimizer = "sgd", .loss = "sparse_categorical_crossentropy"});
   ASSERT_NE(model->optimizer()->loss_scale(), nullptr);
   const auto before = model->get_weights();
-  const Tensor y = Tensor::from_vector(ref()["y"].get<std::vector<int32_t>>(), {6});
+  const Tensor y = Tensor::from_vector(mixed_precision_ref()["y"].get<std::vector<int32_t>>(), {6});
   model->train_on_batch(x, y);
   EXPECT_NE(model->get_weights()[0].to_vector<float>(), before[0].to_vector<float>());
   EXPECT_EQ(model->evaluate(x, y, {.verbose = 0}).size(), 1u);
@@ -431,8 +431,8 @@ TEST(MixedPrecision, KerasSavedMixedBfloat16ModelLoadsWithItsPolicy) {
   auto model = keras::models::load_model(osprey::testing::data_file("keras_files/mixed_bf16.keras"));
   EXPECT_EQ(mp::global_policy().name(), "float32");  // loading leaves the global policy alone
   for (const auto& layer : model->layers()) EXPECT_EQ(layer->dtype_policy().name(), "mixed_bfloat16") << layer->name();
-  const Tensor x = tensor_of(ref()["x"]);
-  expect_close("loaded predict", flat_of(ref()["mixed_bfloat16"]["predict"]), model->predict(x, {.verbose = 0}).to_vector<double>(),
+  const Tensor x = tensor_of(mixed_precision_ref()["x"]);
+  expect_close("loaded predict", flat_of(mixed_precision_ref()["mixed_bfloat16"]["predict"]), model->predict(x, {.verbose = 0}).to_vector<double>(),
                4e-3, 1e-2);
   EXPECT_THAT(model->to_json(), ::testing::HasSubstr("\"mixed_bfloat16\""));
   // For tests/keras/keras_load_osprey_mixed.py: Osprey's file of it, and Osprey's predictions, for Keras to load.

@@ -103,7 +103,7 @@ const bool registered = [] {
   return true;
 }();
 
-const json& reference(const std::string& name) {
+const json& model_files_reference(const std::string& name) {
   static const json all = [] {
     std::ifstream in(std::string(OSPREY_TEST_DATA_DIR) + "/keras_files.json");
     return json::parse(in);
@@ -165,7 +165,7 @@ void expect_evaluate(Model& m, const json& ref, const Arrays& x, const Arrays& y
 // Loads Keras's file, checks predict / evaluate / one more epoch / the weights after it against Keras, then saves it
 // and checks that Osprey's own file loads back to the same model.
 void check_file(const std::string& name) {
-  const json& ref = reference(name);
+  const json& ref = model_files_reference(name);
   auto model = models::load_model(file_of(name), {.tf_logits_shortcut = true});  // written by TF-backend Keras
   const Arrays x = arrays_of(ref.at("x"), {}, model->inputs().size());
   const Arrays y = arrays_of(ref.at("y"), model->output_names(), model->outputs().size());
@@ -232,7 +232,7 @@ TEST(ModelFiles, ACustomLayerRegisteredByName) {
 TEST(ModelFiles, ASaturatedSigmoidFromTensorFlowKerasNeedsItsLogitsShortcut) {
   SKIP_WITHOUT_HDF5();
   check_file("saturated");  // with tf_logits_shortcut: TF-backend Keras's numbers
-  const json& ref = reference("saturated");
+  const json& ref = model_files_reference("saturated");
   auto clipped = models::load_model(file_of("saturated"));  // the default: JAX/torch backends' clipped formula
   const double loss = clipped->evaluate_dict(arrays_of(ref.at("x"), {}), arrays_of(ref.at("y"), {}),
                                              {.batch_size = 8, .verbose = 0})
@@ -571,7 +571,7 @@ TEST(ModelFiles, OrthogonalInitializerRegularizerAndNormConstraints) {
 }
 
 TEST(ModelFiles, RegularizersAndConstraintsComputeKerasNumbers) {
-  const json& ref = reference("penalties");
+  const json& ref = model_files_reference("penalties");
   const Tensor w = tensor_of(ref.at("w"));
   EXPECT_NEAR(regularizers::OrthogonalRegularizer(0.1, "rows")(w).to_vector<float>()[0], ref.at("orthogonal_rows").get<double>(),
               1e-6);

@@ -31,15 +31,15 @@ namespace M = osprey::keras::metrics;
 
 namespace {
 
-const json& reference() {
+const json& output_weights_reference() {
   static const json ref = osprey::testing::read_reference("keras_output_weights.json");
   return ref;
 }
 
-const json& ref_data() { return reference().at("data"); }
+const json& ref_data() { return output_weights_reference().at("data"); }
 
 const json& weight_case(const std::string& name) {
-  for (const auto& c : reference().at("cases")) {
+  for (const auto& c : output_weights_reference().at("cases")) {
     if (c.at("name") == name) return c;
   }
   throw std::runtime_error("no case " + name);
@@ -203,7 +203,7 @@ TEST(OutputWeights, WhatKerasRefusesIsAValueError) {
     ADD_FAILURE() << "no error";
     return "";
   };
-  const auto& errors = reference().at("errors");
+  const auto& errors = output_weights_reference().at("errors");
   // One array of more than one weight per sample for two outputs.
   EXPECT_THAT(message({.verbose = 0, .sample_weight = d.w_steps}),
               HasSubstr(errors[0].at("message").get<std::string>().substr(0, 60)));

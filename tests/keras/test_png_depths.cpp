@@ -28,7 +28,7 @@ namespace {
 
 const std::string kRoot = std::string(OSPREY_TEST_DATA_DIR) + "/png_depths";
 
-const json& reference(const std::string& name) {
+const json& png_depths_reference(const std::string& name) {
   static const json all = [] {
     std::ifstream in(std::string(OSPREY_TEST_DATA_DIR) + "/keras_png.json");
     return json::parse(in);
@@ -52,7 +52,7 @@ std::string differences(const std::vector<float>& got, const std::vector<int64_t
 
 TEST(PngDepths, LoadImgGivesPillowsValuesForEveryDepthAndColourType) {
   if (!utils::image_codecs_available()) GTEST_SKIP() << "built without libpng / libjpeg-turbo";
-  const json& cases = reference("load_img");
+  const json& cases = png_depths_reference("load_img");
   ASSERT_EQ(cases.size(), 57u);
   for (const auto& [key, c] : cases.items()) {
     SCOPED_TRACE(key);
@@ -70,7 +70,7 @@ TEST(PngDepths, LoadImgGivesPillowsValuesForEveryDepthAndColourType) {
 
 TEST(PngDepths, LoadImgResizesSixteenBitGrayAsPillow) {
   if (!utils::image_codecs_available()) GTEST_SKIP() << "built without libpng / libjpeg-turbo";
-  const json& cases = reference("load_img_resized");
+  const json& cases = png_depths_reference("load_img_resized");
   ASSERT_EQ(cases.size(), 36u);
   for (const auto& c : cases) {
     const auto size = c.at("target_size").get<std::pair<int64_t, int64_t>>();
@@ -87,7 +87,7 @@ TEST(PngDepths, ImageDatasetGivesTensorFlowsDecodedValues) {
   if (!utils::image_codecs_available()) GTEST_SKIP() << "built without libpng / libjpeg-turbo";
   for (const std::string mode : {"grayscale", "rgb", "rgba"}) {
     SCOPED_TRACE(mode);
-    const json& ref = reference("dataset").at(mode);
+    const json& ref = png_depths_reference("dataset").at(mode);
     auto ds = utils::image_dataset_from_directory(
         kRoot, {.color_mode = mode, .batch_size = 4, .image_size = {5, 7}, .shuffle = false, .verbose = false});
     std::vector<std::string> files;

@@ -32,13 +32,13 @@ namespace M = osprey::keras::metrics;
 
 namespace {
 
-const json& reference() {
+const json& position_weights_reference() {
   static const json ref = osprey::testing::read_reference("keras_position_weights.json");
   return ref;
 }
 
 const json& training_case(const std::string& name) {
-  for (const auto& c : reference().at("training")) {
+  for (const auto& c : position_weights_reference().at("training")) {
     if (c.at("name") == name) return c;
   }
   throw std::runtime_error("no training case " + name);
@@ -92,7 +92,7 @@ Sequential per_pixel_conv(bool eager) {
 }  // namespace
 
 TEST(PositionWeights, LossesWeighEachStepOrPixelAsKeras) {
-  for (const auto& c : reference().at("losses")) {
+  for (const auto& c : position_weights_reference().at("losses")) {
     const std::string name = c.at("name");
     SCOPED_TRACE(name);
     const LossRef ref = serialization::loss_from(json{{"class_name", c.at("class")}, {"config", c.at("config")}});
@@ -113,7 +113,7 @@ TEST(PositionWeights, LossesWeighEachStepOrPixelAsKeras) {
 }
 
 TEST(PositionWeights, MetricsWeighEachStepOrPixelAsKeras) {
-  for (const auto& c : reference().at("metrics")) {
+  for (const auto& c : position_weights_reference().at("metrics")) {
     const std::string name = c.at("name");
     SCOPED_TRACE(name);
     const auto metric =

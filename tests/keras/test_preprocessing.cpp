@@ -28,7 +28,7 @@ using ::testing::HasSubstr;
 
 namespace {
 
-const json& reference() {
+const json& preprocessing_reference() {
   static const json ref = osprey::testing::read_reference("keras_preprocess.json");
   return ref;
 }
@@ -55,7 +55,7 @@ class Batches : public utils::PyDataset {
 }  // namespace
 
 TEST(Preprocessing, NormalizationAdaptsAndNormalisesAsKerasForEveryAxisForm) {
-  const json& ref = reference().at("normalization");
+  const json& ref = preprocessing_reference().at("normalization");
   const Tensor x = tensor_of(ref.at("x")), probe = tensor_of(ref.at("probe"));
   for (const auto& c : ref.at("cases")) {
     const auto axis = c.at("axis").get<std::vector<int>>();
@@ -97,7 +97,7 @@ TEST(Preprocessing, NormalizationAdaptsAndNormalisesAsKerasForEveryAxisForm) {
 
 TEST(Preprocessing, NormalizationInAModelSavesItsStatistics) {
   SKIP_WITHOUT_HDF5();
-  const Tensor x = tensor_of(reference().at("normalization").at("x"));
+  const Tensor x = tensor_of(preprocessing_reference().at("normalization").at("x"));
   auto norm = std::make_shared<layers::Normalization>();
   norm->adapt(x);
   Sequential m({layers::Input({4, 3}), norm, layers::Flatten(), layers::Dense(1)});
@@ -109,7 +109,7 @@ TEST(Preprocessing, NormalizationInAModelSavesItsStatistics) {
 }
 
 TEST(Preprocessing, NormalizationIsNotTrainedAndRefusesBadInput) {
-  const json& ref = reference().at("normalization");
+  const json& ref = preprocessing_reference().at("normalization");
   const Tensor x = tensor_of(ref.at("x"));
   auto norm = std::make_shared<layers::Normalization>();
   norm->adapt(x);
@@ -136,7 +136,7 @@ TEST(Preprocessing, NormalizationIsNotTrainedAndRefusesBadInput) {
 }
 
 TEST(Preprocessing, RandomBrightnessMatchesKerasWithAFixedFactorAndParsesAsKeras) {
-  const json& ref = reference().at("brightness");
+  const json& ref = preprocessing_reference().at("brightness");
   const Tensor x = tensor_of(ref.at("x"));
   expect_close(layers::RandomBrightness({0.2, 0.2})(x, true), ref.at("y_up"), 1e-5, "delta +51");
   expect_close(layers::RandomBrightness({-0.5, -0.5}, {20.0, 200.0})(x, true), ref.at("y_down_range"), 1e-5, "clipped");
@@ -172,7 +172,7 @@ TEST(Preprocessing, RandomBrightnessMatchesKerasWithAFixedFactorAndParsesAsKeras
 }
 
 TEST(Preprocessing, RandomContrastMatchesKerasWithAFixedFactorAndParsesFactorsAsKeras) {
-  const json& ref = reference().at("contrast");
+  const json& ref = preprocessing_reference().at("contrast");
   const Tensor x = tensor_of(ref.at("x"));
   expect_close(layers::RandomContrast({-0.3, 0.3})(x, true), ref.at("y"), 2e-5, "contrast 1.3");
   expect_close(layers::RandomContrast({-0.3, 0.3}, {20.0, 200.0})(x, true), ref.at("y_range"), 2e-5, "clipped");
@@ -203,7 +203,7 @@ TEST(Preprocessing, RandomContrastMatchesKerasWithAFixedFactorAndParsesFactorsAs
 }
 
 TEST(Preprocessing, RandomCropDrawsOneWindowPerBatchAndCropsToTheAspectRatioOtherwise) {
-  const json& ref = reference().at("crop");
+  const json& ref = preprocessing_reference().at("crop");
   const Tensor x = tensor_of(ref.at("x")), small = tensor_of(ref.at("small"));
   expect_close(layers::RandomCrop(4, 4)(x, false), ref.at("y_4x4"), 2e-5, "inference 4x4");
   expect_close(layers::RandomCrop(5, 3)(x, false), ref.at("y_5x3"), 2e-5, "inference 5x3");
@@ -243,7 +243,7 @@ TEST(Preprocessing, RandomCropDrawsOneWindowPerBatchAndCropsToTheAspectRatioOthe
 }
 
 TEST(Preprocessing, UpSampling2DBilinearMatchesKerasForwardAndGradient) {
-  const json& ref = reference().at("upsampling");
+  const json& ref = preprocessing_reference().at("upsampling");
   const Tensor x = tensor_of(ref.at("x")), w = tensor_of(ref.at("w"));
   layers::UpSampling2D up({2, 3}, "channels_last", "bilinear");
   const auto [y, g] = forward_and_grad(up, x, w);
@@ -257,7 +257,7 @@ TEST(Preprocessing, UpSampling2DBilinearMatchesKerasForwardAndGradient) {
 }
 
 TEST(Preprocessing, ResizingPadsToTheAspectRatioAsKeras) {
-  const json& ref = reference().at("pad");
+  const json& ref = preprocessing_reference().at("pad");
   const Tensor wide = tensor_of(ref.at("wide")), tall = tensor_of(ref.at("tall"));
   expect_close(layers::Resizing(6, 6, {.pad_to_aspect_ratio = true, .fill_value = 3.0})(wide), ref.at("wide_6x6"),
                2e-5, "wide");
@@ -294,7 +294,7 @@ bool same_image(const std::vector<float>& y, int64_t i, const std::vector<float>
 }  // namespace
 
 TEST(Preprocessing, RandomShearShearsEachImageOneWayOrTheOtherAsKeras) {
-  const json& ref = reference().at("shear");
+  const json& ref = preprocessing_reference().at("shear");
   const Tensor x = tensor_of(ref.at("x"));
   const int64_t size = x.num_elements() / 2;
   const Tensor batch = ops::concat(std::vector<Tensor>(32, x), 0);  // 64 images: the two, 32 times
@@ -336,7 +336,7 @@ TEST(Preprocessing, RandomShearShearsEachImageOneWayOrTheOtherAsKeras) {
 }
 
 TEST(Preprocessing, RandomPerspectiveWarpsWithinItsRangeAndParsesAsKeras) {
-  const json& ref = reference().at("perspective");
+  const json& ref = preprocessing_reference().at("perspective");
   const Tensor x = tensor_of(ref.at("x"));
   // The layer: factor 0 or scale 0 leave the images as they are; with both set, images warp and the top-left
   // pixel (a corner that never moves) keeps its value; in inference the identity.

@@ -23,7 +23,7 @@ using ::testing::HasSubstr;
 
 namespace {
 
-const json& reference() {
+const json& recurrent_states_reference() {
   static const json ref = osprey::testing::read_reference("keras_recurrent.json");
   return ref;
 }
@@ -50,7 +50,7 @@ std::vector<Tensor> tensors_of(const json& list) {
 }  // namespace
 
 TEST(RecurrentStates, ReturnStateAndInitialStateMatchKerasWithGradients) {
-  const json& ref = reference().at("states");
+  const json& ref = recurrent_states_reference().at("states");
   const Tensor x = tensor_of(ref.at("x")), mask = tensor_of(ref.at("mask"));
   for (const auto& c : ref.at("cases")) {
     const std::string cls = c.at("class");
@@ -108,9 +108,9 @@ TEST(RecurrentStates, ReturnStateAndInitialStateMatchKerasWithGradients) {
 }
 
 TEST(RecurrentStates, BidirectionalStatesAndSeparateOutputsMatchKeras) {
-  const Tensor x = tensor_of(reference().at("states").at("x"));
-  const Tensor mask = tensor_of(reference().at("states").at("mask"));
-  for (const auto& c : reference().at("bidirectional")) {
+  const Tensor x = tensor_of(recurrent_states_reference().at("states").at("x"));
+  const Tensor mask = tensor_of(recurrent_states_reference().at("states").at("mask"));
+  for (const auto& c : recurrent_states_reference().at("bidirectional")) {
     const std::string cls = c.at("class");
     const std::string mode = c.at("merge_mode").is_null() ? "" : c.at("merge_mode").get<std::string>();
     SCOPED_TRACE(cls + " merge_mode=" + (mode.empty() ? "None" : mode));
@@ -153,7 +153,7 @@ TEST(RecurrentStates, BidirectionalStatesAndSeparateOutputsMatchKeras) {
 }
 
 TEST(RecurrentStates, StatefulLayersCarryStatesAcrossBatchesAsKeras) {
-  const json& ref = reference().at("stateful");
+  const json& ref = recurrent_states_reference().at("stateful");
   auto lstm = std::make_shared<layers::LSTM>(5, layers::RecurrentOptions{.name = "lstm"},
                                              layers::RNNOptions{.stateful = true});
   auto in = keras::Input({4, 3}, {.batch_size = 2});
@@ -185,7 +185,7 @@ TEST(RecurrentStates, StatefulLayersCarryStatesAcrossBatchesAsKeras) {
 }
 
 TEST(RecurrentStates, AnEncoderDecoderTrainsAsKerasAndKeepsItsConfig) {
-  const json& ref = reference().at("seq2seq");
+  const json& ref = recurrent_states_reference().at("seq2seq");
   auto enc_in = keras::Input({6, 3}, {.name = "encoder_inputs"});
   auto dec_in = keras::Input({5, 2}, {.name = "decoder_inputs"});
   auto enc = layers::LSTM(6, {}, {.return_state = true, .name = "encoder"}).call_all(enc_in);
@@ -218,8 +218,8 @@ TEST(RecurrentStates, AnEncoderDecoderTrainsAsKerasAndKeepsItsConfig) {
 TEST(RecurrentStates, DropoutInsideCellsIsTrainingOnlyAndOneMaskPerSequence) {
   // Seeded: the masks are small (a few units), and two unseeded draws were the same in about 1 run of 300.
   random::set_seed(21);
-  const Tensor x = tensor_of(reference().at("states").at("x"));
-  for (const auto& c : reference().at("dropout")) {
+  const Tensor x = tensor_of(recurrent_states_reference().at("states").at("x"));
+  for (const auto& c : recurrent_states_reference().at("dropout")) {
     const std::string cls = c.at("class");
     const json& kw = c.at("kwargs");
     SCOPED_TRACE(cls + " " + kw.dump());
@@ -291,7 +291,7 @@ void expect_masked_training_as_keras(Model& model, const json& ref, const Tensor
 
 TEST(RecurrentStates, MaskedOutputsWeightTheLossAndMetricsPerStepAsKeras) {
   {  // a tagger: a softmax per token of padded ids; loss and accuracy over the unmasked tokens
-    const json& ref = reference().at("masked_tagger");
+    const json& ref = recurrent_states_reference().at("masked_tagger");
     auto in = keras::Input({7}, {.name = "tokens", .dtype = DType::int32});
     auto h = layers::Embedding(12, 5, {.mask_zero = true, .name = "embed"})(in);
     h = layers::LSTM(6, {}, {.return_sequences = true, .name = "lstm"})(h);
@@ -301,7 +301,7 @@ TEST(RecurrentStates, MaskedOutputsWeightTheLossAndMetricsPerStepAsKeras) {
     expect_masked_training_as_keras(model, ref, ops::cast(tensor_of(ref.at("x")), DType::int32), "accuracy");
   }
   {  // a regression per step of float sequences whose padding Masking marks
-    const json& ref = reference().at("masked_regression");
+    const json& ref = recurrent_states_reference().at("masked_regression");
     auto in = keras::Input({7, 2}, {.name = "series"});
     auto h = layers::Masking(0.0, "mask")(in);
     h = layers::GRU(4, {}, {.return_sequences = true, .name = "gru"})(h);
@@ -312,8 +312,8 @@ TEST(RecurrentStates, MaskedOutputsWeightTheLossAndMetricsPerStepAsKeras) {
 }
 
 TEST(RecurrentStates, StackedCellsMatchKerasWithStatesAndGradients) {
-  const json& ref = reference().at("stacked");
-  const Tensor x = tensor_of(reference().at("states").at("x")), mask = tensor_of(reference().at("states").at("mask"));
+  const json& ref = recurrent_states_reference().at("stacked");
+  const Tensor x = tensor_of(recurrent_states_reference().at("states").at("x")), mask = tensor_of(recurrent_states_reference().at("states").at("mask"));
   layers::RNN rnn(std::vector<std::shared_ptr<layers::RNNCell>>{std::make_shared<layers::LSTMCell>(4),
                                                                 std::make_shared<layers::GRUCell>(2),
                                                                 std::make_shared<layers::LSTMCell>(3)},

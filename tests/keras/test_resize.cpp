@@ -32,7 +32,7 @@ namespace kops = osprey::keras::ops;
 
 namespace {
 
-const json& reference() {
+const json& resize_reference() {
   static const json ref = osprey::testing::read_reference("keras_resize.json");
   return ref;
 }
@@ -60,9 +60,9 @@ std::string what(const json& c) {
 }  // namespace
 
 TEST(Resize, EveryMethodMatchesTensorFlowWithGradients) {
-  const Tensor x = tensor_of(reference().at("img"));
+  const Tensor x = tensor_of(resize_reference().at("img"));
   int with_grads = 0;
-  for (const json& c : reference().at("resize")) {
+  for (const json& c : resize_reference().at("resize")) {
     const auto method = osprey::ops::resize_method(c.at("method").get<std::string>());
     const bool aa = c.at("antialias").get<bool>();
     const int64_t h = c.at("size")[0].get<int64_t>(), w = c.at("size")[1].get<int64_t>();
@@ -84,13 +84,13 @@ TEST(Resize, EveryMethodMatchesTensorFlowWithGradients) {
 }
 
 TEST(Resize, ScaleAndTranslateMatchesTheRawOp) {
-  const Tensor x = tensor_of(reference().at("img"));
+  const Tensor x = tensor_of(resize_reference().at("img"));
   const std::map<std::string, osprey::ops::SamplingKernel> kernels = {
       {"lanczos1", osprey::ops::SamplingKernel::lanczos1}, {"lanczos3", osprey::ops::SamplingKernel::lanczos3},
       {"box", osprey::ops::SamplingKernel::box},           {"keyscubic", osprey::ops::SamplingKernel::keyscubic},
       {"gaussian", osprey::ops::SamplingKernel::gaussian}, {"mitchellcubic", osprey::ops::SamplingKernel::mitchellcubic},
       {"triangle", osprey::ops::SamplingKernel::triangle}};
-  for (const json& c : reference().at("raw_scale_and_translate")) {
+  for (const json& c : resize_reference().at("raw_scale_and_translate")) {
     const auto kernel = kernels.at(c.at("kernel").get<std::string>());
     const Tensor y = osprey::ops::scale_and_translate(x, 5, 11, {0.8f, 1.3f}, {0.4f, -0.7f}, kernel,
                                                       c.at("antialias").get<bool>());
@@ -99,7 +99,7 @@ TEST(Resize, ScaleAndTranslateMatchesTheRawOp) {
 }
 
 TEST(Resize, KerasOpsResizeOptionsAndDtypes) {
-  const json& ref = reference();
+  const json& ref = resize_reference();
   const Tensor wide = tensor_of(ref.at("wide"));
   for (const json& c : ref.at("ops_resize")) {
     const json& kw = c.at("kwargs");
@@ -145,8 +145,8 @@ TEST(Resize, KerasOpsResizeOptionsAndDtypes) {
 }
 
 TEST(Resize, KerasScaleAndTranslateWithGradients) {
-  const Tensor vol = tensor_of(reference().at("vol"));
-  for (const json& c : reference().at("scale_and_translate")) {
+  const Tensor vol = tensor_of(resize_reference().at("vol"));
+  for (const json& c : resize_reference().at("scale_and_translate")) {
     const auto shape = c.at("shape").get<std::vector<int64_t>>();
     const auto scale = c.at("scale").get<std::vector<float>>(), trans = c.at("translation").get<std::vector<float>>();
     const auto dims = c.at("dims").get<std::vector<int>>();
@@ -176,7 +176,7 @@ TEST(Resize, KerasScaleAndTranslateWithGradients) {
 }
 
 TEST(Resize, ResizingAndUpSamplingLayersWithTheNewInterpolations) {
-  const json& ref = reference();
+  const json& ref = resize_reference();
   const Tensor wide = tensor_of(ref.at("wide")), img = tensor_of(ref.at("img"));
   for (const json& c : ref.at("resizing")) {
     const auto layer = serialization::layer_from_object(json{{"class_name", "Resizing"}, {"config", c.at("config")}});

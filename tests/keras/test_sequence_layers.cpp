@@ -22,14 +22,14 @@ using osprey::testing::tensor_of;
 using ::testing::HasSubstr;
 
 namespace {
-const json& reference() {
+const json& sequence_layers_reference() {
   static const json ref = osprey::testing::read_reference("keras_sequence.json");
   return ref;
 }
 }  // namespace
 
 TEST(SequenceLayers, EmbeddingRowsAndGradientMatchKeras) {
-  const json& ref = reference().at("embedding");
+  const json& ref = sequence_layers_reference().at("embedding");
   const Tensor ids = ops::cast(tensor_of(ref.at("ids")), DType::int32);
   layers::Embedding emb(11, 4);
   emb.build(Shape({2, 5}));
@@ -53,7 +53,7 @@ TEST(SequenceLayers, EmbeddingRowsAndGradientMatchKeras) {
 }
 
 TEST(SequenceLayers, ABagOfEmbeddingsClassifierTrainsAsKeras) {
-  const json& ref = reference().at("bag");
+  const json& ref = sequence_layers_reference().at("bag");
   const Tensor x = ops::cast(tensor_of(ref.at("x")), DType::int32), y = tensor_of(ref.at("y"));
   auto in = keras::Input({6}, {.name = "tokens", .dtype = DType::int32});
   auto h = layers::Embedding(20, 8, {.name = "embed"})(in);
@@ -110,7 +110,7 @@ void expect_trains_as_keras(Model& model, const json& ref, const Tensor& x, Opti
 }  // namespace
 
 TEST(SequenceLayers, MaskZeroPaddingIsLeftOutOfTheAverageAsInKeras) {
-  const json& ref = reference().at("mask_zero");
+  const json& ref = sequence_layers_reference().at("mask_zero");
   const Tensor x = ops::cast(tensor_of(ref.at("x")), DType::int32);
   auto in = keras::Input({6}, {.name = "tokens", .dtype = DType::int32});
   auto h = layers::Embedding(20, 5, {.mask_zero = true, .name = "embed"})(in);
@@ -145,7 +145,7 @@ TEST(SequenceLayers, MaskZeroPaddingIsLeftOutOfTheAverageAsInKeras) {
 }
 
 TEST(SequenceLayers, MaskingLayerMasksPaddedStepsAsInKeras) {
-  const json& ref = reference().at("masking");
+  const json& ref = sequence_layers_reference().at("masking");
   const Tensor x = tensor_of(ref.at("x"));
   expect_close(layers::Masking(-1.0)(x), ref.at("masked_output"), 0, "Masking's output");
   auto in = keras::Input({6, 3}, {.name = "series"});
@@ -172,7 +172,7 @@ TEST(SequenceLayers, MaskingLayerMasksPaddedStepsAsInKeras) {
 // BatchNormalization's batch statistics over the kept steps only (its moving statistics after training are among
 // the weights compared), the padded steps normalized with them.
 TEST(SequenceLayers, BatchNormalizationOfMaskedStepsTrainsAsInKeras) {
-  const json& ref = reference().at("masked_batchnorm");
+  const json& ref = sequence_layers_reference().at("masked_batchnorm");
   const Tensor x = tensor_of(ref.at("x"));
   auto in = keras::Input({6, 3}, {.name = "series"});
   auto h = layers::Dense(4, "relu", {.name = "per_step"})(layers::Masking(-1.0, "mask")(in));
@@ -188,7 +188,7 @@ TEST(SequenceLayers, BatchNormalizationOfMaskedStepsTrainsAsInKeras) {
 }
 
 TEST(SequenceLayers, RecurrentLayersMatchKerasForwardAndGradients) {
-  const json& ref = reference().at("rnn");
+  const json& ref = sequence_layers_reference().at("rnn");
   const Tensor x = tensor_of(ref.at("x"));
   for (const auto& c : ref.at("cases")) {
     const std::string cls = c.at("class");
@@ -225,7 +225,7 @@ TEST(SequenceLayers, RecurrentLayersMatchKerasForwardAndGradients) {
 TEST(SequenceLayers, MaskedRecurrentLayersTrainAsKeras) {
   for (const char* name : {"lstm_masked", "gru_backwards_masked"}) {
     SCOPED_TRACE(name);
-    const json& ref = reference().at(name);
+    const json& ref = sequence_layers_reference().at(name);
     const Tensor x = ops::cast(tensor_of(ref.at("x")), DType::int32);
     auto in = keras::Input({6}, {.name = "tokens", .dtype = DType::int32});
     auto h = layers::Embedding(20, 5, {.mask_zero = true, .name = "embed"})(in);
@@ -264,7 +264,7 @@ TEST(SequenceLayers, MaskedRecurrentLayersTrainAsKeras) {
 // tokens): left-padded masks, which the recurrent layers run as their sequence ops (the GRU's use_cudnn=true
 // refuses other paths), trained to Keras's numbers.
 TEST(SequenceLayers, PadSequencesPrePaddedTokensTrainAsKeras) {
-  const json& ref = reference().at("pre_padded");
+  const json& ref = sequence_layers_reference().at("pre_padded");
   const Tensor x = utils::pad_sequences(ref.at("lists").get<std::vector<std::vector<int64_t>>>(), {.maxlen = 6});
   ASSERT_EQ(x.dtype(), DType::int32);
   expect_close(x, ref.at("x"), 0, "pad_sequences");
@@ -282,7 +282,7 @@ TEST(SequenceLayers, PadSequencesPrePaddedTokensTrainAsKeras) {
 // both masks weigh the loss (padding and unlabelled tokens give no loss and no gradient, the mean is over the
 // rest).
 TEST(SequenceLayers, TaggerWithIgnoreClassTrainsAsKeras) {
-  const json& ref = reference().at("tagger_ignore_class");
+  const json& ref = sequence_layers_reference().at("tagger_ignore_class");
   const Tensor x = ops::cast(tensor_of(ref.at("x")), DType::int32);
   auto build = [] {
     auto in = keras::Input({6}, {.name = "tokens", .dtype = DType::int32});
@@ -305,7 +305,7 @@ TEST(SequenceLayers, TaggerWithIgnoreClassTrainsAsKeras) {
 // The same tagger saved by Keras loads with its ignore_class loss, and Osprey's own file keeps it.
 TEST(SequenceLayers, TaggerWithIgnoreClassFilesKeepTheLoss) {
   SKIP_WITHOUT_HDF5();
-  const json& ref = reference().at("tagger_ignore_class");
+  const json& ref = sequence_layers_reference().at("tagger_ignore_class");
   const Tensor x = ops::cast(tensor_of(ref.at("x")), DType::int32), y = tensor_of(ref.at("y"));
   auto keras_file = models::load_model(osprey::testing::data_file("keras_tagger_ignore_class.keras"));
   EXPECT_EQ(json::parse(keras_file->to_json()).at("compile_config").at("loss").at("config"),
@@ -321,7 +321,7 @@ TEST(SequenceLayers, TaggerWithIgnoreClassFilesKeepTheLoss) {
 }
 
 TEST(SequenceLayers, BidirectionalOverMaskedSequencesTrainsAsKeras) {
-  const json& ref = reference().at("bidirectional");
+  const json& ref = sequence_layers_reference().at("bidirectional");
   const Tensor x = ops::cast(tensor_of(ref.at("x")), DType::int32);
   auto in = keras::Input({6}, {.name = "tokens", .dtype = DType::int32});
   auto h = layers::Embedding(20, 5, {.mask_zero = true, .name = "embed"})(in);

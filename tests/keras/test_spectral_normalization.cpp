@@ -23,7 +23,7 @@ using osprey::testing::tensor_of;
 
 namespace {
 
-const json& reference() {
+const json& spectral_normalization_reference() {
   static const json ref = osprey::testing::read_reference("keras_spectral.json");
   return ref;
 }
@@ -32,7 +32,7 @@ Tensor ids_of(const json& j) { return tensor_of(j).cast(DType::int32); }
 
 void check_case(const std::string& name, std::shared_ptr<Layer> inner, int64_t iterations, bool floating) {
   SCOPED_TRACE(name);
-  const json& r = reference().at(name);
+  const json& r = spectral_normalization_reference().at(name);
   layers::SpectralNormalization sn(std::move(inner), iterations, r.at("config").at("name").get<std::string>());
   const Tensor x = floating ? tensor_of(r.at("x")) : ids_of(r.at("x"));
   sn(x, false);  // builds
@@ -90,7 +90,7 @@ TEST(SpectralNormalization, AroundDenseConvAndEmbeddingMatchesKeras) {
 }
 
 TEST(SpectralNormalization, RefusesWhatKerasRefusesAndLeavesAZeroKernel) {
-  for (const auto& [key, value] : reference().at("rejected").items()) EXPECT_TRUE(value.get<bool>()) << key;
+  for (const auto& [key, value] : spectral_normalization_reference().at("rejected").items()) EXPECT_TRUE(value.get<bool>()) << key;
   EXPECT_THROW(layers::SpectralNormalization(std::make_shared<layers::Dense>(2), 0), ValueError);
   EXPECT_THROW(layers::SpectralNormalization(nullptr), ValueError);
   layers::SpectralNormalization flat(std::make_shared<layers::Flatten>());

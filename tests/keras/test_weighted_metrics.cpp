@@ -23,7 +23,7 @@ namespace M = osprey::keras::metrics;
 
 namespace {
 
-const json& reference() {
+const json& weighted_metrics_reference() {
   static const json ref = osprey::testing::read_reference("keras_weighted_metrics.json");
   return ref;
 }
@@ -73,7 +73,7 @@ void check_metric_cases(const json& cases) {
 
 }  // namespace
 
-TEST(WeightedMetrics, EveryMetricWeighsItsSamplesAsKeras) { check_metric_cases(reference().at("metrics")); }
+TEST(WeightedMetrics, EveryMetricWeighsItsSamplesAsKeras) { check_metric_cases(weighted_metrics_reference().at("metrics")); }
 
 TEST(WeightedMetrics, UnitWeightsAreTheUnweightedMetricAndZeroWeightsDropSamples) {
   const Tensor yt = Tensor::from_vector<float>({1, 0, 1, 1, 0, 0}, {6, 1});
@@ -126,7 +126,7 @@ TEST(WeightedMetrics, BadWeightsAndOptionsAreValueErrors) {
 
 namespace {
 
-const json& reference_data() { return reference().at("data"); }
+const json& reference_data() { return weighted_metrics_reference().at("data"); }
 
 Sequential classifier(bool run_eagerly = false) {
   const json& d = reference_data();
@@ -157,7 +157,7 @@ TEST(WeightedMetrics, FitAndEvaluateLogWeightedMetricsAsKeras) {
   const Tensor x = tensor_of(d.at("x")), y = tensor_of(d.at("y"), DType::int32), sw = tensor_of(d.at("sample_weight"));
   const Tensor x_val = tensor_of(d.at("x_val")), y_val = tensor_of(d.at("y_val"), DType::int32);
   const Tensor w_val = tensor_of(d.at("w_val"));
-  for (const auto& c : reference().at("training")) {
+  for (const auto& c : weighted_metrics_reference().at("training")) {
     const std::string name = c.at("name");
     SCOPED_TRACE(name);
     for (bool eager : {false, true}) {
@@ -195,7 +195,7 @@ TEST(WeightedMetrics, EvaluateOnADatasetWeighsItsThirdItem) {
   const Tensor x_val = tensor_of(d.at("x_val")), y_val = tensor_of(d.at("y_val"), DType::int32);
   const Tensor w_val = tensor_of(d.at("w_val"));
   const json* weighted = nullptr;
-  for (const auto& c : reference().at("training")) {
+  for (const auto& c : weighted_metrics_reference().at("training")) {
     if (c.at("name") == "sample_weight") weighted = &c;
   }
   ASSERT_TRUE(weighted);

@@ -20,7 +20,7 @@ namespace keras_cases = osprey::testing::keras_cases;
 
 namespace {
 
-const nlohmann::json& ref() { return keras_cases::reference("keras_linalg.json"); }
+const nlohmann::json& keras_linalg_ref() { return keras_cases::reference("keras_linalg.json"); }
 
 // The C++ spelling of each reference case (same names as keras_linalg_reference.py).
 const keras_cases::Cases& cases() {
@@ -109,7 +109,7 @@ Tensor leading(const Tensor& x, int64_t p, bool rows) {
 
 // Float32 decompositions against TensorFlow's (Eigen's float32 kernels, where Osprey's compute in double and round
 // once): gradients through inverses and eigenvector gaps amplify the last bits, hence 1e-4.
-TEST(KerasLinalg, EveryCaseMatchesKeras) { keras_cases::check_every_case(ref(), cases(), 1e-4, "keras_linalg.json"); }
+TEST(KerasLinalg, EveryCaseMatchesKeras) { keras_cases::check_every_case(keras_linalg_ref(), cases(), 1e-4, "keras_linalg.json"); }
 
 TEST(KerasLinalg, DecompositionsPutBackTogether) {
   // Batched LU (TensorFlow's Keras backend refuses a batch): x[i] = (L·U)[pivots[i]].

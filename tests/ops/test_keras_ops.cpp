@@ -28,7 +28,7 @@ using keras_cases::tensor_of;
 
 namespace {
 
-const nlohmann::json& ref() { return keras_cases::reference("keras_ops.json"); }
+const nlohmann::json& keras_ops_ref() { return keras_cases::reference("keras_ops.json"); }
 
 // The C++ spelling of each reference case (same names as keras_ops_reference.py).
 const std::map<std::string, std::function<Ts(const Ts&)>>& cases() {
@@ -465,7 +465,7 @@ const std::map<std::string, std::function<Ts(const Ts&)>>& cases() {
 
 }  // namespace
 
-TEST(KerasOps, EveryCaseMatchesKeras) { keras_cases::check_every_case(ref(), cases(), 2e-5, "keras_ops.json"); }
+TEST(KerasOps, EveryCaseMatchesKeras) { keras_cases::check_every_case(keras_ops_ref(), cases(), 2e-5, "keras_ops.json"); }
 
 TEST(KerasOps, MathFunctionsTakeFloatsOutsideTheirDomainNaNAndCoreOpsRefuseIntegers) {
   const Tensor x = Tensor::from_vector<float>({2.f, -1.f, 1.f}, {3});

@@ -18,7 +18,7 @@ namespace keras_cases = osprey::testing::keras_cases;
 
 namespace {
 
-const nlohmann::json& ref() { return keras_cases::reference("keras_pad.json"); }
+const nlohmann::json& keras_pad_ref() { return keras_cases::reference("keras_pad.json"); }
 
 using Widths = std::vector<std::pair<int64_t, int64_t>>;
 
@@ -68,7 +68,7 @@ std::string error_of(const std::function<void()>& f) {
 
 }  // namespace
 
-TEST(KerasPad, EveryModeMatchesKerasOnJax) { keras_cases::check_every_case(ref(), cases(), 2e-5, "keras_pad.json"); }
+TEST(KerasPad, EveryModeMatchesKerasOnJax) { keras_cases::check_every_case(keras_pad_ref(), cases(), 2e-5, "keras_pad.json"); }
 
 TEST(KerasPad, RefusesBadArguments) {
   const Tensor x = Tensor::ones({3, 2});
