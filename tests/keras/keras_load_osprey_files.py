@@ -2,7 +2,8 @@
 # ModelFiles.* tests of the given keras_tests binary, which load Keras's reference files, save them again with
 # Osprey and record Osprey's evaluate(); then loads each of Osprey's files with keras.models.load_model and checks
 # that Keras evaluates it to Osprey's numbers with the same compile settings (losses, metrics with their options,
-# loss_weights, optimizer) as Keras's own file. Exits 77 (skipped) when Keras is not installed.
+# loss_weights, optimizer) as Keras's own file. Exits 77 (skipped) when Keras (or SciPy, which its STFTSpectrogram
+# needs) is not installed.
 #   python3 tests/keras/keras_load_osprey_files.py build/release/tests/keras_tests
 import json, os, subprocess, sys, tempfile
 
@@ -10,8 +11,9 @@ try:
     os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
     import numpy as np
     import keras
+    import scipy  # noqa: F401 -- Keras's STFTSpectrogram (in the audio model's file) needs it
 except Exception as e:  # noqa: BLE001 -- any import failure means: no Keras here
-    print(f"SKIPPED: Keras is not installed ({type(e).__name__}: {e}); pip install tensorflow-cpu keras")
+    print(f"SKIPPED: Keras is not installed ({type(e).__name__}: {e}); pip install tensorflow-cpu keras scipy")
     sys.exit(77)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
