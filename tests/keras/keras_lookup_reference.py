@@ -4,9 +4,10 @@
 # and on batches (counts, ties, max_tokens, the mask and OOV tokens left out), configs, and Keras's rejections.
 # tests/keras/test_lookup.cpp checks Osprey's layer against it.
 # Run: python3 tests/keras/keras_lookup_reference.py   (pip tensorflow-cpu keras)
-import json, os
+import json, os, tempfile
 os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
 import numpy as np, keras
+import tensorflow as tf
 from keras import layers as L
 
 rng = np.random.default_rng(91)
@@ -83,6 +84,33 @@ case("adapt_tf_idf_padded", dict(output_mode="tf_idf", max_tokens=20, pad_to_max
      data[:6], adapt=data)
 case("adapt_batches", dict(output_mode="tf_idf"), data[:6], batches=[data[:7], data[7:20, 0], data[20:]])
 case("adapt_multi_hot", dict(output_mode="multi_hot", num_oov_indices=2), data[:6], adapt=data)
+
+
+def write_vocabulary(text):
+    f = tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False)
+    f.write(text)
+    f.close()
+    return f.name
+
+
+def file_case(name, text, kw, inputs):
+    """The vocabulary as a file's path: the case keeps the file's text; its kwargs leave the path out."""
+    path = write_vocabulary(text)
+    case(name, dict(kw, vocabulary=path), inputs)
+    cases[-1]["kwargs"] = kw
+    cases[-1]["vocabulary_file_text"] = text
+    os.unlink(path)
+
+
+file_case("file", "12\n36\n1138\n42\n7\n", dict(), x)
+file_case("file_no_final_newline", "12\n36\n1138\n42\n7", dict(), x)
+file_case("file_crlf", "12\r\n36\r\n1138\r\n", dict(), x)
+file_case("file_mask", "12\n36\n1138\n42\n7\n", dict(mask_token=0), x)
+file_case("file_specials_are_terms", "-1\n12\n36\n", dict(), x)
+file_case("file_two_oov", "12\n36\n1138\n", dict(num_oov_indices=2), x)
+file_case("file_invert", "12\n36\n1138\n42\n7\n", dict(invert=True), inv_in)
+file_case("file_multi_hot", "12\n36\n1138\n42\n7\n", dict(output_mode="multi_hot"), x)
+file_case("file_over_max_tokens", "12\n36\n1138\n42\n7\n", dict(max_tokens=3), x)
 ref = {"cases": cases}
 
 
@@ -90,7 +118,7 @@ def rejected(make):
     try:
         make()
         return False
-    except (ValueError, TypeError, RuntimeError):
+    except (ValueError, TypeError, RuntimeError, tf.errors.OpError):  # OpError: TensorFlow's text-file table
         return True
 
 
@@ -104,6 +132,25 @@ def resize_after_call():
     layer.set_vocabulary(vocab + [99])
 
 
+def from_file(text, **kw):
+    path = write_vocabulary(text)
+    try:
+        layer = L.IntegerLookup(vocabulary=path, **kw)
+        layer(x)  # a table from a file may fail only when first used
+    finally:
+        os.unlink(path)
+
+
+# Vocabulary files Keras (TensorFlow's text-file table) takes or refuses: name -> refused.
+ref["vocabulary_files"] = {
+    "missing": rejected(lambda: L.IntegerLookup(vocabulary="/nonexistent/vocabulary.txt")),
+    "tf_idf": rejected(lambda: from_file("12\n36\n", output_mode="tf_idf", idf_weights=[1.0, 2.0])),
+    "not_int": rejected(lambda: from_file("12\nseven\n")),
+    "repeated": rejected(lambda: from_file("12\n36\n12\n")),
+    "inner_empty_line": rejected(lambda: from_file("12\n\n36\n")),
+    "final_empty_line": rejected(lambda: from_file("12\n36\n\n")),
+    "empty": rejected(lambda: from_file("")),
+}
 ref["rejects"] = {
     "max_tokens_1": rejected(lambda: L.IntegerLookup(max_tokens=1)),
     "negative_oov": rejected(lambda: L.IntegerLookup(num_oov_indices=-1)),

@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 
 #include <nlohmann/json.hpp>
 
@@ -48,9 +49,26 @@ DType dtype_of(const std::string& name) {
   return name == "int32" ? DType::int32 : name == "float32" ? DType::float32 : DType::int64;
 }
 
-// The layer made and adapted as the case says.
+// A vocabulary file holding `text` (removed with the object).
+struct VocabularyFile {
+  explicit VocabularyFile(const std::string& text) {
+    static int n = 0;
+    path = (std::filesystem::temp_directory_path() / ("osprey_vocabulary_" + std::to_string(++n) + ".txt")).string();
+    std::ofstream(path, std::ios::binary) << text;
+  }
+  ~VocabularyFile() { std::filesystem::remove(path); }
+  std::string path;
+};
+
+// The layer made and adapted as the case says (a case with a file's text reads it from a file).
 std::shared_ptr<layers::IntegerLookup> layer_of(const json& c) {
-  auto layer = std::make_shared<layers::IntegerLookup>(options_of(c.at("kwargs")));
+  layers::IntegerLookupOptions o = options_of(c.at("kwargs"));
+  if (c.contains("vocabulary_file_text")) {
+    const VocabularyFile file(c["vocabulary_file_text"].get<std::string>());
+    o.vocabulary_file = file.path;
+    return std::make_shared<layers::IntegerLookup>(std::move(o));
+  }
+  auto layer = std::make_shared<layers::IntegerLookup>(std::move(o));
   if (c.contains("adapt")) layer->adapt(tensor_of(c["adapt"], DType::int64));
   if (c.contains("batches")) {
     std::vector<Tensor> batches;
@@ -97,7 +115,8 @@ TEST(IntegerLookup, LookupsEncodingsAndVocabulariesMatchKeras) {
 
 TEST(IntegerLookup, KerasConfigsMakeTheSameLayer) {
   for (const json& c : lookup_reference().at("cases")) {
-    if (c.contains("adapt") || c.contains("batches")) continue;  // their vocabulary is an asset, not config
+    // Their vocabulary is an asset, not config.
+    if (c.contains("adapt") || c.contains("batches") || c.contains("vocabulary_file_text")) continue;
     const std::string what = c.at("name");
     const auto layer = serialization::layer_from_object(
         {{"module", "keras.layers"}, {"class_name", "IntegerLookup"}, {"config", c.at("config")}, {"registered_name", nullptr}});
@@ -139,6 +158,73 @@ TEST(IntegerLookup, WhatKerasRejectsIsATypedError) {
     EXPECT_THROW(cases.at(name)(), Error) << name;
   }
   EXPECT_EQ(cases.size(), lookup_reference().at("rejects").size());
+}
+
+// What Keras (TensorFlow's text-file table) does with each vocabulary file, Osprey does: takes it or refuses it
+// with a ValueError.
+TEST(IntegerLookup, VocabularyFilesAreTakenOrRefusedAsKeras) {
+  const Tensor x = Tensor::from_vector(std::vector<int64_t>{12, 36, 5}, {1, 3});
+  auto from_file = [&](const std::string& text, layers::IntegerLookupOptions o = {}) {
+    const VocabularyFile file(text);
+    o.vocabulary_file = file.path;
+    (void)layers::IntegerLookup(std::move(o))(x);
+  };
+  const std::map<std::string, std::function<void()>> cases{
+      {"missing", [&] { layers::IntegerLookup({.vocabulary_file = "/nonexistent/vocabulary.txt"}); }},
+      {"tf_idf", [&] { from_file("12\n36\n", {.idf_weights = std::vector<double>{1.0, 2.0}, .output_mode = "tf_idf"}); }},
+      {"not_int", [&] { from_file("12\nseven\n"); }},
+      {"repeated", [&] { from_file("12\n36\n12\n"); }},
+      {"inner_empty_line", [&] { from_file("12\n\n36\n"); }},
+      {"final_empty_line", [&] { from_file("12\n36\n\n"); }},
+      {"empty", [&] { from_file(""); }},
+  };
+  for (const auto& [name, refused] : lookup_reference().at("vocabulary_files").items()) {
+    ASSERT_TRUE(cases.count(name)) << name;
+    if (refused.get<bool>()) {
+      EXPECT_THROW(cases.at(name)(), ValueError) << name;
+    } else {
+      EXPECT_NO_THROW(cases.at(name)()) << name;
+    }
+  }
+  EXPECT_EQ(cases.size(), lookup_reference().at("vocabulary_files").size());
+  // Osprey's own refusals: a list and a file together; a line longer than any int64's text (read a line at a
+  // time into a bounded buffer, however long the line), with the line's number.
+  const VocabularyFile file("12\n");
+  EXPECT_THROW(layers::IntegerLookup({.vocabulary = std::vector<int64_t>{1}, .vocabulary_file = file.path}), ValueError);
+  try {
+    from_file("12\n" + std::string(1 << 20, '7') + "\n");
+    ADD_FAILURE() << "a 1 MiB line was taken";
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("line 2"), std::string::npos) << e.what();
+  }
+  layers::IntegerLookup given({.vocabulary = std::vector<int64_t>{1, 2}});
+  const VocabularyFile three("4\n5\n6\n");
+  given.set_vocabulary_file(three.path);
+  EXPECT_EQ(given.get_vocabulary(), (std::vector<int64_t>{-1, 4, 5, 6}));
+}
+
+// A vocabulary read from a file travels in a .keras file as Keras writes it: in the assets, the config's
+// vocabulary null (the path is not kept).
+TEST(IntegerLookup, AFileVocabularyTravelsInTheKerasFilesAssets) {
+  SKIP_WITHOUT_HDF5();
+  const VocabularyFile file("12\n36\n1138\n");
+  auto ids = std::make_shared<layers::IntegerLookup>(
+      layers::IntegerLookupOptions{.mask_token = 0, .vocabulary_file = file.path, .name = "ids"});
+  EXPECT_TRUE(json::parse(ids->get_config()).at("vocabulary").is_null());
+  auto x = Input({3}, {.name = "x", .dtype = DType::int64});
+  auto model = std::make_shared<Model>(x, layers::Dense(1)(layers::Flatten()(layers::Embedding(6, 2)((*ids)(x)))));
+  const std::string path = (std::filesystem::temp_directory_path() / "osprey_lookup_file.keras").string();
+  model->save(path);
+  const auto entries = keras::detail::read_zip(path);
+  ASSERT_TRUE(entries.count("assets/layers/integer_lookup/vocabulary.txt"));
+  EXPECT_EQ(entries.at("assets/layers/integer_lookup/vocabulary.txt"), "0\n-1\n12\n36\n1138");
+  const auto loaded = models::load_model(path);
+  const Tensor probe = Tensor::from_vector(std::vector<int64_t>{1138, 0, 77, 12, 36, 36}, {2, 3});
+  EXPECT_EQ(loaded->predict(probe, {.verbose = 0}).to_vector<float>(), model->predict(probe, {.verbose = 0}).to_vector<float>());
+  auto* back = dynamic_cast<layers::IntegerLookup*>(loaded->get_layer("ids").get());
+  ASSERT_NE(back, nullptr);
+  EXPECT_EQ(back->get_vocabulary(), ids->get_vocabulary());
+  std::filesystem::remove(path);
 }
 
 TEST(IntegerLookup, BadInputsAreTypedErrorsNamingTheValues) {

@@ -26,6 +26,10 @@ struct IntegerLookupOptions {
   int64_t oov_token = -1;
   /// The vocabulary, instead of adapt() (it may start with the mask and OOV tokens, in that order).
   std::optional<std::vector<int64_t>> vocabulary{};
+  /// Or the vocabulary as a text file's path (Keras's `vocabulary` given as a string): one term per line, the
+  /// lines' terms from index token_start() on as TensorFlow's TextFileInitializer gives them (no special tokens
+  /// looked for). Read here; a saved layer carries it in the .keras file's assets, as Keras does, not the path.
+  std::optional<std::string> vocabulary_file{};
   /// tf_idf's weights, one per vocabulary term (with the vocabulary; required with it for "tf_idf").
   std::optional<std::vector<double>> idf_weights{};
   /// Indices back to tokens ("int" output only).
@@ -68,6 +72,10 @@ class IntegerLookup : public Layer {
   /// Replaces the vocabulary (and tf_idf's weights, required then and refused otherwise).
   void set_vocabulary(const std::vector<int64_t>& vocabulary,
                       const std::optional<std::vector<double>>& idf_weights = std::nullopt);
+  /// Replaces the vocabulary with a text file's terms (Keras's set_vocabulary with a path; see
+  /// IntegerLookupOptions::vocabulary_file). ValueError for a missing file, a line that is not an int64 value, a
+  /// repeated term, or the "tf_idf" mode (which Keras does not load from files).
+  void set_vocabulary_file(const std::string& path);
   /// The terms by index (index i is what call() gives for the i-th); without the mask and OOV tokens when
   /// `include_special_tokens` is false.
   std::vector<int64_t> get_vocabulary(bool include_special_tokens = true) const;

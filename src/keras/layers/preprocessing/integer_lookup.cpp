@@ -9,9 +9,12 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <numeric>
 #include <set>
+#include <sstream>
 #include <string_view>
 
 #include "keras/layers/preprocessing/categorical_common.h"
@@ -42,6 +45,57 @@ std::string canonical_mode(std::string mode) {
 
 std::string list_text(const std::vector<int64_t>& v) {
   return fmt::format("[{}]", fmt::join(v, ", "));
+}
+
+void check_unique(const std::vector<int64_t>& tokens) {
+  std::set<int64_t> seen;
+  std::vector<int64_t> repeated;
+  for (int64_t t : tokens) {
+    if (!seen.insert(t).second && std::find(repeated.begin(), repeated.end(), t) == repeated.end()) repeated.push_back(t);
+  }
+  if (!repeated.empty()) {
+    throw ValueError(fmt::format("The passed vocabulary has at least one repeated term. Please uniquify your dataset. "
+                                 "The repeated terms are: {}",
+                                 list_text(repeated)));
+  }
+}
+
+/// A vocabulary's text, one int64 term per line (a vocabulary.txt asset or a vocabulary file), read a line at a
+/// time into a bounded buffer (however long a hostile file's lines, no more than an int64's text is held), at most
+/// kMaxVocabulary terms. An empty line is an error, as in TensorFlow's text-file table (a last newline is not);
+/// ValueError naming the line.
+std::vector<int64_t> read_terms(std::istream& in, const std::string& layer, const std::string& source) {
+  std::vector<int64_t> values;
+  char buffer[64];
+  for (int64_t line = 1;; ++line) {
+    in.getline(buffer, sizeof buffer);
+    if (in.bad()) throw ValueError(fmt::format("IntegerLookup '{}': reading {} failed", layer, source));
+    const bool at_end = in.eof();
+    if (in.fail() && !at_end) {  // the buffer filled before the line ended
+      throw ValueError(fmt::format("IntegerLookup '{}': line {} of {} starts '{}', longer than any int64 value",
+                                   layer, line, source, std::string(buffer, 40)));
+    }
+    // gcount counts the newline too when one ended the line.
+    std::string_view s(buffer, static_cast<std::size_t>(in.gcount()) - (at_end ? 0 : 1));
+    if (!s.empty() && s.back() == '\r') s.remove_suffix(1);
+    if (s.empty()) {
+      if (at_end) break;  // nothing after the last newline
+      throw ValueError(fmt::format("IntegerLookup '{}': line {} of {} is empty, not an int64 value", layer, line,
+                                   source));
+    }
+    int64_t v = 0;
+    const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc() || p != s.data() + s.size()) {
+      throw ValueError(fmt::format("IntegerLookup '{}': line {} of {} is '{}', not an int64 value", layer, line,
+                                   source, std::string(s)));
+    }
+    if (static_cast<int64_t>(values.size()) >= kMaxVocabulary) {
+      throw ValueError(fmt::format("IntegerLookup '{}': {} holds more than Osprey's 2^31 terms", layer, source));
+    }
+    values.push_back(v);
+    if (at_end) break;
+  }
+  return values;
 }
 
 /// The values of an integer (or float: truncated toward zero, as tf.cast to int64) tensor as int64 on the host.
@@ -110,12 +164,17 @@ IntegerLookup::IntegerLookup(IntegerLookupOptions options)
                                  "output_mode={}",
                                  o_.output_mode));
   }
-  if (o_.output_mode == "tf_idf" && o_.vocabulary && !o_.idf_weights) {
+  if (o_.vocabulary && o_.vocabulary_file) {
+    throw ValueError(fmt::format("IntegerLookup: give the vocabulary as a list or as a file ('{}'), not both",
+                                 *o_.vocabulary_file));
+  }
+  has_input_vocabulary_ = o_.vocabulary || o_.vocabulary_file;
+  if (o_.output_mode == "tf_idf" && has_input_vocabulary_ && !o_.idf_weights) {
     throw ValueError("When specifying the `vocabulary` argument, in TF-IDF output mode, the `idf_weights` argument "
                      "must also be provided.");
   }
-  has_input_vocabulary_ = o_.vocabulary.has_value();
   if (o_.vocabulary) set_vocabulary(*o_.vocabulary, o_.idf_weights);
+  if (o_.vocabulary_file) set_vocabulary_file(*o_.vocabulary_file);
 }
 
 // ---- the vocabulary ----
@@ -192,16 +251,8 @@ void IntegerLookup::set_vocabulary(const std::vector<int64_t>& vocabulary,
   const bool found_special = vocabulary.size() >= start && std::equal(special.begin(), special.end(), vocabulary.begin());
   const std::vector<int64_t> tokens(vocabulary.begin() + (found_special ? static_cast<std::ptrdiff_t>(start) : 0),
                                     vocabulary.end());
-  std::set<int64_t> seen;
-  std::vector<int64_t> repeated;
-  for (int64_t t : tokens) {
-    if (!seen.insert(t).second && std::find(repeated.begin(), repeated.end(), t) == repeated.end()) repeated.push_back(t);
-  }
-  if (!repeated.empty()) {
-    throw ValueError(fmt::format("The passed vocabulary has at least one repeated term. Please uniquify your dataset. "
-                                 "The repeated terms are: {}",
-                                 list_text(repeated)));
-  }
+  check_unique(tokens);
+  const std::set<int64_t> seen(tokens.begin(), tokens.end());
   auto misplaced = [&](const char* what, int64_t token) {
     const auto at = std::find(vocabulary.rbegin(), vocabulary.rend(), token);
     throw ValueError(fmt::format("Found reserved {} token at unexpected location in `vocabulary`. Note that passed "
@@ -240,6 +291,27 @@ void IntegerLookup::set_vocabulary(const std::vector<int64_t>& vocabulary,
   }
   set_terms(tokens);
   if (idf_weights) set_idf(std::move(weights));
+}
+
+// Keras reads a path's lines into its table as they are (index_lookup.py's _lookup_table_from_file): no special
+// tokens looked for, no max_tokens check.
+void IntegerLookup::set_vocabulary_file(const std::string& path) {
+  if (o_.output_mode == "tf_idf") {
+    throw ValueError("output_mode `'tf_idf'` does not support loading a vocabulary from file.");
+  }
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    throw ValueError(fmt::format("Vocabulary file {} does not exist.", path));
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ValueError(fmt::format("IntegerLookup '{}': the vocabulary file {} cannot be read", name_, path));
+  std::vector<int64_t> terms = read_terms(in, name_, path);
+  if (terms.empty()) throw ValueError(fmt::format("Cannot set an empty vocabulary. Received: vocabulary={}", path));
+  check_unique(terms);
+  if (token_start() + static_cast<int64_t>(terms.size()) > kMaxVocabulary) {
+    throw ValueError(fmt::format("IntegerLookup: a vocabulary of {} terms is over Osprey's 2^31", terms.size()));
+  }
+  set_terms(std::move(terms));
 }
 
 // ---- adapt ----
@@ -430,25 +502,8 @@ void IntegerLookup::load_assets(const std::vector<std::pair<std::string, std::st
                                  "and its config gives none",
                                  name_));
   }
-  std::vector<int64_t> values;
-  const std::string& text = it->second;
-  std::size_t line = 0;
-  for (std::size_t at = 0; at < text.size();) {
-    std::size_t end = text.find('\n', at);
-    if (end == std::string::npos) end = text.size();
-    std::string_view s(text.data() + at, end - at);
-    if (!s.empty() && s.back() == '\r') s.remove_suffix(1);
-    ++line;
-    at = end + 1;
-    if (s.empty() && at >= text.size()) break;  // trailing empty lines
-    int64_t v = 0;
-    const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (ec != std::errc() || p != s.data() + s.size()) {
-      throw ValueError(fmt::format("IntegerLookup '{}': line {} of its vocabulary.txt is '{}', not an int64 value",
-                                   name_, line, std::string(s.substr(0, 40))));
-    }
-    values.push_back(v);
-  }
+  std::istringstream text(it->second);
+  const std::vector<int64_t> values = read_terms(text, name_, "its vocabulary.txt");
   if (o_.output_mode == "tf_idf") {
     const std::vector<float> w = idf_weights();
     set_vocabulary(values, std::vector<double>(w.begin(), w.end()));
