@@ -47,7 +47,8 @@ std::string list_text(const std::vector<int64_t>& v) {
   return fmt::format("[{}]", fmt::join(v, ", "));
 }
 
-void check_unique(const std::vector<int64_t>& tokens) {
+/// The terms as a set; ValueError naming those that repeat.
+std::set<int64_t> unique_terms(const std::vector<int64_t>& tokens) {
   std::set<int64_t> seen;
   std::vector<int64_t> repeated;
   for (int64_t t : tokens) {
@@ -58,6 +59,7 @@ void check_unique(const std::vector<int64_t>& tokens) {
                                  "The repeated terms are: {}",
                                  list_text(repeated)));
   }
+  return seen;
 }
 
 /// A vocabulary's text, one int64 term per line (a vocabulary.txt asset or a vocabulary file), read a line at a
@@ -251,8 +253,7 @@ void IntegerLookup::set_vocabulary(const std::vector<int64_t>& vocabulary,
   const bool found_special = vocabulary.size() >= start && std::equal(special.begin(), special.end(), vocabulary.begin());
   const std::vector<int64_t> tokens(vocabulary.begin() + (found_special ? static_cast<std::ptrdiff_t>(start) : 0),
                                     vocabulary.end());
-  check_unique(tokens);
-  const std::set<int64_t> seen(tokens.begin(), tokens.end());
+  const std::set<int64_t> seen = unique_terms(tokens);
   auto misplaced = [&](const char* what, int64_t token) {
     const auto at = std::find(vocabulary.rbegin(), vocabulary.rend(), token);
     throw ValueError(fmt::format("Found reserved {} token at unexpected location in `vocabulary`. Note that passed "
@@ -307,7 +308,7 @@ void IntegerLookup::set_vocabulary_file(const std::string& path) {
   if (!in) throw ValueError(fmt::format("IntegerLookup '{}': the vocabulary file {} cannot be read", name_, path));
   std::vector<int64_t> terms = read_terms(in, name_, path);
   if (terms.empty()) throw ValueError(fmt::format("Cannot set an empty vocabulary. Received: vocabulary={}", path));
-  check_unique(terms);
+  (void)unique_terms(terms);
   if (token_start() + static_cast<int64_t>(terms.size()) > kMaxVocabulary) {
     throw ValueError(fmt::format("IntegerLookup: a vocabulary of {} terms is over Osprey's 2^31", terms.size()));
   }
