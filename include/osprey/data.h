@@ -167,10 +167,12 @@ class Dataset {
   /// per core) are read in turn, block_length consecutive elements from each, and one that ends leaves its place to
   /// the next input element's dataset when the turn comes back to it (e.g. reading several files at once). With
   /// num_parallel_calls (n > 0 or AUTOTUNE) each open dataset makes its elements ahead on a background thread; the
-  /// order stays the same (tf.data's deterministic=True). An exception in `fn` or in an opened dataset reaches the
-  /// iterating side with the input element's index.
+  /// order stays the same unless deterministic=false (or, unset, the pipeline's Options::deterministic false): then
+  /// a dataset with no element ready passes the turn to the next one that has one, so a slow file holds up only its
+  /// own elements (tf.data's deterministic argument; without num_parallel_calls it changes nothing). An exception
+  /// in `fn` or in an opened dataset reaches the iterating side with the input element's index.
   Dataset interleave(InterleaveFn fn, int64_t cycle_length = AUTOTUNE, int64_t block_length = 1,
-                     int64_t num_parallel_calls = 0) const;
+                     int64_t num_parallel_calls = 0, std::optional<bool> deterministic = std::nullopt) const;
   /// The elements for which `predicate` is true.
   Dataset filter(Predicate predicate) const;
   /// tf.data's shuffle: a buffer of `buffer_size` elements, each output drawn from it at random and replaced by

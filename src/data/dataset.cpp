@@ -314,8 +314,8 @@ Dataset Dataset::rebatch(std::vector<int64_t> batch_sizes, bool drop_remainder) 
   return Dataset(make_rebatch(node_, [batch_sizes](int64_t) { return batch_sizes; }, drop_remainder));
 }
 
-Dataset Dataset::interleave(InterleaveFn fn, int64_t cycle_length, int64_t block_length,
-                            int64_t num_parallel_calls) const {
+Dataset Dataset::interleave(InterleaveFn fn, int64_t cycle_length, int64_t block_length, int64_t num_parallel_calls,
+                            std::optional<bool> deterministic) const {
   if (!fn) throw ValueError("interleave: the function is empty");
   if (cycle_length <= 0 && cycle_length != AUTOTUNE) {
     throw ValueError(fmt::format("interleave: cycle_length must be positive or AUTOTUNE (-1), got {}", cycle_length));
@@ -326,7 +326,7 @@ Dataset Dataset::interleave(InterleaveFn fn, int64_t cycle_length, int64_t block
                                  num_parallel_calls));
   }
   return Dataset(make_interleave(node_, std::move(fn), cycle_length == AUTOTUNE ? autotuned_threads() : cycle_length,
-                                 block_length, num_parallel_calls != 0));
+                                 block_length, num_parallel_calls != 0, deterministic));
 }
 
 Dataset Dataset::unbatch() const { return Dataset(make_unbatch(node_)); }

@@ -1,6 +1,7 @@
-// The transformations with background threads: map(num_parallel_calls) and prefetch(). Each pass starts its
-// threads and its destructor stops and joins them; an element's failure is kept in its place in the order and
-// thrown when the consumer reaches it, and no element after it is asked of the input.
+// The transformations with background threads: map(num_parallel_calls) and prefetch() (whose iterator also polls,
+// for interleave's unordered order). Each pass starts its threads and its destructor stops and joins them; an
+// element's failure is kept in its place in the order and thrown when the consumer reaches it, and no element
+// after it is asked of the input.
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -150,9 +151,10 @@ class PrefetchNode : public Node {
   int64_t buffer_;
 };
 
-class PrefetchIterator : public IteratorImpl {
+class PrefetchIterator : public PollingIterator {
  public:
-  PrefetchIterator(std::unique_ptr<IteratorImpl> in, int64_t buffer) : in_(std::move(in)), buffer_(buffer) {
+  PrefetchIterator(std::unique_ptr<IteratorImpl> in, int64_t buffer, std::shared_ptr<ReadySignal> signal = nullptr)
+      : in_(std::move(in)), buffer_(buffer), signal_(std::move(signal)) {
     thread_ = std::thread([this] { work(); });
   }
   ~PrefetchIterator() override {
@@ -176,6 +178,19 @@ class PrefetchIterator : public IteratorImpl {
     space_cv_.notify_one();
     return e;
   }
+  Poll poll(std::optional<Element>& out) override {
+    std::unique_lock lk(mu_);
+    if (queue_.empty()) {
+      if (!finished_) return Poll::pending;
+      if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+      return Poll::ended;
+    }
+    out = std::move(queue_.front());
+    queue_.pop_front();
+    lk.unlock();
+    space_cv_.notify_one();
+    return Poll::ready;
+  }
 
  private:
   void work() {
@@ -193,15 +208,21 @@ class PrefetchIterator : public IteratorImpl {
       } catch (...) {
         error = std::current_exception();
       }
-      std::lock_guard lk(mu_);
-      if (!e) {
-        finished_ = true;
-        error_ = error;
-        ready_cv_.notify_all();
-        return;
+      const bool ended = !e;
+      {
+        std::lock_guard lk(mu_);
+        if (ended) {
+          finished_ = true;
+          error_ = error;
+          ready_cv_.notify_all();
+        } else {
+          queue_.push_back(std::move(*e));
+          ready_cv_.notify_one();
+        }
       }
-      queue_.push_back(std::move(*e));
-      ready_cv_.notify_one();
+      // After mu_ is released: the consumer takes the signal's lock and then polls, never both at once.
+      if (signal_) signal_->notify();
+      if (ended) return;
     }
   }
 
@@ -212,6 +233,7 @@ class PrefetchIterator : public IteratorImpl {
   std::deque<Element> queue_;
   bool finished_ = false, stopping_ = false;
   std::exception_ptr error_;
+  std::shared_ptr<ReadySignal> signal_;
   std::thread thread_;
 };
 
@@ -228,6 +250,19 @@ std::shared_ptr<const Node> make_parallel_map(std::shared_ptr<const Node> input,
 
 std::shared_ptr<const Node> make_prefetch(std::shared_ptr<const Node> input, int64_t buffer) {
   return std::make_shared<PrefetchNode>(std::move(input), buffer);
+}
+
+void ReadySignal::notify() {
+  {
+    std::lock_guard lk(mu);
+    ++events;
+  }
+  cv.notify_all();
+}
+
+std::unique_ptr<PollingIterator> make_polling_prefetch(std::unique_ptr<IteratorImpl> in, int64_t buffer,
+                                                       std::shared_ptr<ReadySignal> signal) {
+  return std::make_unique<PrefetchIterator>(std::move(in), buffer, std::move(signal));
 }
 
 }  // namespace osprey::data::detail

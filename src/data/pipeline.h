@@ -2,9 +2,12 @@
 // IteratorImpl per pass. Private.
 #pragma once
 
+#include <condition_variable>
+#include <cstdint>
 #include <exception>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -85,8 +88,11 @@ std::shared_ptr<const Node> make_shard(std::shared_ptr<const Node> input, int64_
 /// rebatch()'s sizes, given the rows of the first element (called once per pass).
 using RebatchSizes = std::function<std::vector<int64_t>(int64_t first_rows)>;
 std::shared_ptr<const Node> make_rebatch(std::shared_ptr<const Node> input, RebatchSizes sizes, bool drop_remainder);
+/// parallel: each open dataset prefetched on its own thread; deterministic (unset: the pipeline's
+/// Options::deterministic, else true) applies with it.
 std::shared_ptr<const Node> make_interleave(std::shared_ptr<const Node> input, Dataset::InterleaveFn fn,
-                                            int64_t cycle_length, int64_t block_length, bool parallel);
+                                            int64_t cycle_length, int64_t block_length, bool parallel,
+                                            std::optional<bool> deterministic);
 std::shared_ptr<const Node> make_options(std::shared_ptr<const Node> input, Options options);
 std::shared_ptr<const Node> make_concatenate(std::shared_ptr<const Node> input, std::shared_ptr<const Node> other);
 std::shared_ptr<const Node> make_parallel_map(std::shared_ptr<const Node> input, Dataset::MapFn fn, int64_t threads,
@@ -108,6 +114,24 @@ class PipelineScope {
   const Options* previous_;
 };
 std::shared_ptr<const Node> make_prefetch(std::shared_ptr<const Node> input, int64_t buffer);
+/// A prefetching iterator that also answers without waiting: interleave's unordered order (deterministic=false)
+/// reads whichever of its open datasets has an element ready.
+class PollingIterator : public IteratorImpl {
+ public:
+  enum class Poll { ready, pending, ended };
+  /// ready: `out` holds the next element; pending: none yet; ended: no more (the input's failure is thrown here).
+  virtual Poll poll(std::optional<Element>& out) = 0;
+};
+/// Wakes a consumer polling several PollingIterators: each element they queue and each end adds to `events`.
+struct ReadySignal {
+  std::mutex mu;
+  std::condition_variable cv;
+  uint64_t events = 0;
+  void notify();
+};
+/// prefetch()'s iterator over `in` (`buffer` elements ahead on its own thread), notifying `signal`.
+std::unique_ptr<PollingIterator> make_polling_prefetch(std::unique_ptr<IteratorImpl> in, int64_t buffer,
+                                                       std::shared_ptr<ReadySignal> signal);
 std::shared_ptr<const Node> make_shuffle(std::shared_ptr<const Node> input, int64_t buffer,
                                          std::optional<uint64_t> seed, bool reshuffle);
 std::shared_ptr<const Node> make_cache(std::shared_ptr<const Node> input, const std::string& filename);

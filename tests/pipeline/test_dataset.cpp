@@ -429,13 +429,79 @@ TEST(Dataset, InterleaveReadsCycleLengthDatasetsInBlocksAsTfData) {
   EXPECT_EQ(scalars(Dataset::range(4).interleave(open, 1)), (std::vector<double>{10, 11, 12, 20, 30, 31, 40}));
 }
 
+// deterministic=false with num_parallel_calls: input element 0's dataset makes its first element only after the
+// other two made one each (or `patience` passed: the ordered orders open them only after it), so an unordered
+// interleave hands one of theirs out first where the ordered one waits for element 0; every element comes once
+// either way, and each dataset's own elements keep their order. The pipeline's Options::deterministic decides when
+// the argument is unset; without num_parallel_calls the order is tf.data's.
+TEST(Dataset, AnUnorderedInterleavePassesOverADatasetWithNothingReady) {
+  using std::chrono::milliseconds;
+  auto make = [](int64_t parallel, std::optional<bool> deterministic, milliseconds patience = milliseconds(300)) {
+    auto made = std::make_shared<std::atomic<int>>(0);
+    return Dataset::range(3).interleave(
+        [made, patience](const Element& e) {
+          const int first = static_cast<int>(e.tensor().item()) * 10;
+          return Dataset::from_generator([made, first, patience] {
+            auto at = std::make_shared<int>(0);
+            return data::Dataset::GeneratorFn([made, first, at, patience]() -> std::optional<Element> {
+              if (*at == 4) return std::nullopt;
+              if (first == 0 && *at == 0) {
+                const auto until = std::chrono::steady_clock::now() + patience;
+                while (made->load() < 2 && std::chrono::steady_clock::now() < until) {
+                  std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                }
+                std::this_thread::sleep_for(std::chrono::milliseconds(50));  // theirs reach their queues first
+              } else if (first != 0) {
+                ++*made;
+              }
+              return Element(Tensor::scalar(static_cast<float>(first + (*at)++)));
+            });
+          });
+        },
+        3, 1, parallel, deterministic);
+  };
+  const std::vector<double> in_turn = {0, 10, 20, 1, 11, 21, 2, 12, 22, 3, 13, 23};
+  const milliseconds long_enough(20000);
+  const std::vector<double> unordered = scalars(make(3, false, long_enough));
+  ASSERT_EQ(unordered.size(), 12u);
+  EXPECT_NE(unordered.front(), 0.0) << "deterministic=false waited for the slow dataset";
+  for (double first : {0.0, 10.0, 20.0}) {  // each dataset's elements in their order
+    std::vector<double> own;
+    for (double v : unordered) {
+      if (v >= first && v < first + 10) own.push_back(v);
+    }
+    EXPECT_EQ(own, (std::vector<double>{first, first + 1, first + 2, first + 3}));
+  }
+  EXPECT_EQ(scalars(make(3, true)), in_turn);
+  EXPECT_EQ(scalars(make(3, std::nullopt)), in_turn);  // tf.data's default: in order
+  EXPECT_EQ(scalars(make(0, false)), in_turn);         // no threads: nothing to pass over
+  data::Options any_order;
+  any_order.deterministic = false;
+  EXPECT_NE(scalars(make(3, std::nullopt, long_enough).with_options(any_order)).front(), 0.0);
+  EXPECT_EQ(scalars(make(3, true).with_options(any_order)), in_turn);  // the argument wins
+  // Datasets of different lengths and an empty one still give every element once, and a pass can stop early.
+  const std::vector<std::vector<float>> lists = {{10, 11, 12}, {}, {30, 31}, {40}};
+  const auto open = [&lists](const Element& e) {
+    const auto& l = lists[static_cast<std::size_t>(e.tensor().item())];
+    return Dataset::from_tensor_slices(Element(Tensor::from_vector(l, {static_cast<int64_t>(l.size())})));
+  };
+  std::vector<double> all = scalars(Dataset::range(4).interleave(open, 2, 2, 2, false));
+  std::sort(all.begin(), all.end());
+  EXPECT_EQ(all, (std::vector<double>{10, 11, 12, 30, 31, 40}));
+  auto it = Dataset::range(4).interleave(open, 2, 1, 2, false).make_iterator();
+  EXPECT_TRUE(it.next().has_value());
+}
+
 TEST(Dataset, InterleaveErrorsNameTheInputElement) {
   const auto failing = [](const Element& e) -> Dataset {
     if (e.tensor().item() == 2) throw ValueError("no file for 2");
     return Dataset::from_tensors(e);
   };
-  for (int64_t parallel : {0, 2}) {
-    EXPECT_THAT(osprey::testing::error_of<ValueError>([&] { Dataset::range(4).interleave(failing, 2, 1, parallel).collect(); }),
+  for (const auto& mode : std::vector<std::pair<int64_t, bool>>{{0, true}, {2, true}, {2, false}}) {
+    const int64_t parallel = mode.first;
+    const bool deterministic = mode.second;
+    EXPECT_THAT(osprey::testing::error_of<ValueError>(
+                    [&] { Dataset::range(4).interleave(failing, 2, 1, parallel, deterministic).collect(); }),
                 HasSubstr("interleave: the function failed on element 2: no file for 2"));
     const auto bad_inner = [](const Element& e) {
       return Dataset::from_tensors(e).map([](const Element& x) -> Element {
@@ -444,7 +510,7 @@ TEST(Dataset, InterleaveErrorsNameTheInputElement) {
       });
     };
     EXPECT_THAT(osprey::testing::error_of<InvalidArgumentError>(
-                    [&] { Dataset::range(3).interleave(bad_inner, 2, 1, parallel).collect(); }),
+                    [&] { Dataset::range(3).interleave(bad_inner, 2, 1, parallel, deterministic).collect(); }),
                 HasSubstr("interleave: the dataset of element 1 failed: "));
   }
   const auto same = [](const Element& e) { return Dataset::from_tensors(e); };
