@@ -233,7 +233,8 @@ class Dataset {
 };
 
 /// make_csv_dataset's arguments (tf.data.experimental.make_csv_dataset). Columns are numeric: int64 where every
-/// value of the column is an integer, else float32 (column_defaults fill empty fields; none: empty is an error).
+/// value of the column in the first num_rows_for_inference rows is an integer, else float32 (column_defaults fill
+/// empty fields; none: empty is an error; a default that is not an integer makes its column float32).
 struct CsvOptions {
   int64_t batch_size = 32;
   std::vector<std::string> column_names{};  ///< default: the header line's
@@ -247,9 +248,16 @@ struct CsvOptions {
   int64_t shuffle_buffer_size = 10000;
   std::optional<uint64_t> shuffle_seed{};
   bool drop_remainder = false;
+  /// The rows (of the files in turn) the column types come from; std::nullopt: every row. A later row with a
+  /// fraction in an int64 column is a ValueError when the pass reaches it.
+  std::optional<int64_t> num_rows_for_inference = 100;
 };
 /// Batches of (features by column name, label), or the feature map alone without a label_name, read from the
-/// CSV files (paths or glob patterns).
+/// CSV files (paths or glob patterns). Making the dataset reads every file's header and the rows the types come
+/// from; each pass reads the files a line at a time (files larger than memory stream through; a pipeline that
+/// fits in memory keeps its rows with .cache(), as with tf.data). Malformed rows (ragged, empty without defaults,
+/// text) are ValueErrors naming the file, line and column: when the dataset is made for the rows read then, else
+/// when the pass reaches them.
 Dataset make_csv_dataset(const std::vector<std::string>& file_patterns, CsvOptions options = {});
 
 /// A NumPy .npy file (np.save): float32, float64, int32 and int64 as they are; bool and the smaller integer

@@ -163,8 +163,8 @@ data::AutoShardPolicy shard_policy(const data::Dataset& dataset, const char* fn)
     std::string source = dataset.describe();
     source = source.substr(0, source.find(' '));
     throw NotFoundError(fmt::format("{}: the dataset's auto_shard_policy is FILE, but it has no source that reads "
-                                    "files: Found an unshardable source dataset: {} (Osprey's sources, "
-                                    "make_csv_dataset's included, hold their data in memory). Set "
+                                    "files: Found an unshardable source dataset: {} (Osprey shards no source by "
+                                    "file yet, make_csv_dataset's CsvDataset included). Set "
                                     "data::Options().experimental_distribute.auto_shard_policy to DATA or OFF.",
                                     fn, source));
   }

@@ -1,5 +1,5 @@
 // A mutation fuzzer for Osprey's loaders of untrusted files (issue 16): .weights.h5, .keras, .weights.osp and JSON
-// configs, images, and the input pipeline's files ("data": NumPy .npy/.npz and data::Dataset cache files). It mutates the seed files (bit flips, special bytes, overwritten integers, truncation, repeated chunks)
+// configs, images, and the input pipeline's files ("data": NumPy .npy/.npz, data::Dataset cache files and CSV). It mutates the seed files (bit flips, special bytes, overwritten integers, truncation, repeated chunks)
 // and loads each result; a loader must answer with an Osprey error or succeed -- any other exception, a crash or a
 // sanitizer report is a finding. ctest runs each kind for OSPREY_FUZZ_SECONDS (default 5; CI's sanitizer run: 60)
 // under ASan+UBSan there.
@@ -166,6 +166,9 @@ int main(int argc, char** argv) {
       (void)data::Dataset::from_tensor_slices(data::Element{data::Element::named({{"a", a}}), b}).cache(cache).collect();
       corpus.push_back(read(cache));
       corpus_ext.push_back(".cache");
+      // and a CSV file (make_csv_dataset: quoted fields, an empty one, a fraction, a label).
+      corpus.push_back("age,\"fare, in $\",survived\n22,7.25,0\n38,,1\r\n\"26\",8.05,1\n35,53.1,1\n");
+      corpus_ext.push_back(".csv");
     } else {
       if (kind == "keras") model.save(seed);
       else model.save_weights(seed);
@@ -185,6 +188,12 @@ int main(int argc, char** argv) {
       if (kind == "data") {
         if (corpus_ext[pick] == ".npz") (void)data::load_npz(path);
         else if (corpus_ext[pick] == ".cache") (void)data::Dataset::range(1).cache(path).collect();
+        else if (corpus_ext[pick] == ".csv") {
+          (void)data::make_csv_dataset({path}, {.batch_size = 2, .label_name = rng() % 2 ? "survived" : "",
+                                                .column_defaults = {0, -1, 0}, .num_epochs = 1,
+                                                .shuffle = rng() % 2 == 0, .num_rows_for_inference = 2})
+              .collect();
+        }
         else (void)data::load_npy(path);
       } else if (kind == "events") {
         (void)summary::read_events(path, {}, rng() % 2 == 0);

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "osprey/data.h"
@@ -165,4 +166,81 @@ TEST(Csv, MakeCsvDatasetGivesBatchesOfFeaturesByNameAndTheLabel) {
               HasSubstr("label_name 'nope'"));
   // The default repeats for ever, as tf.data's num_epochs=None.
   EXPECT_EQ(data::make_csv_dataset({(dir.path / "b.csv").string()}).cardinality(), data::INFINITE_CARDINALITY);
+}
+
+// Each pass reads the files a line at a time: 10,000 rows (more than one chunk) come back in order in batches that
+// cross the chunks, every pass; the types come from the first num_rows_for_inference rows, and what lies past them
+// is checked when the pass reaches it.
+TEST(Csv, MakeCsvDatasetStreamsTheRowsAndInfersTypesFromTheFirstRows) {
+  TempDir dir;
+  std::string text = "x,y\n";
+  for (int i = 0; i < 10000; ++i) text += fmt::format("{},{}\n", i, i % 7);
+  const auto big = dir.file("big.csv", text);
+  data::CsvOptions o;
+  o.batch_size = 1000;
+  o.label_name = "y";
+  o.shuffle = false;
+  o.num_epochs = 2;
+  const data::Dataset d = data::make_csv_dataset({big}, o);
+  const auto batches = d.collect();
+  ASSERT_EQ(batches.size(), 20u);
+  for (std::size_t b = 0; b < batches.size(); ++b) {
+    const auto x = batches[b][0]["x"].tensor().to_vector<int64_t>();
+    ASSERT_EQ(x.size(), 1000u);
+    EXPECT_EQ(x.front(), static_cast<int64_t>(b % 10) * 1000);
+    EXPECT_EQ(x.back(), static_cast<int64_t>(b % 10) * 1000 + 999);
+    EXPECT_EQ(batches[b][1].tensor().to_vector<int64_t>()[3], (x[3]) % 7);
+  }
+  EXPECT_EQ(d.describe().substr(0, 10), "CsvDataset");
+  // Shuffled: every row once per pass.
+  o.shuffle = true;
+  o.shuffle_seed = 3;
+  o.num_epochs = 1;
+  int64_t sum = 0, rows = 0;
+  for (const auto& b : data::make_csv_dataset({big}, o).collect()) {
+    for (int64_t v : b[0]["x"].tensor().to_vector<int64_t>()) sum += v, ++rows;
+  }
+  EXPECT_EQ(rows, 10000);
+  EXPECT_EQ(sum, 9999LL * 10000 / 2);
+
+  // Inference: a fraction on line 4 after two integer rows.
+  const auto late = dir.file("late.csv", "a,b\n1,1\n2,2\n2.5,3\n");
+  data::CsvOptions two;
+  two.shuffle = false;
+  two.num_epochs = 1;
+  two.num_rows_for_inference = 2;
+  const data::Dataset short_inference = data::make_csv_dataset({late}, two);  // made: the two rows are integers
+  EXPECT_THAT(osprey::testing::error_of<ValueError>([&] { short_inference.collect(); }),
+              HasSubstr("'" + late + "' line 4 column 'a' is 2.5, not an integer: the first 2 rows made the column int64"));
+  two.num_rows_for_inference = std::nullopt;  // every row
+  EXPECT_EQ(data::make_csv_dataset({late}, two).collect()[0].spec(), "{a: float32[3], b: int64[3]}");
+  two.num_rows_for_inference = 100;
+  EXPECT_EQ(data::make_csv_dataset({late}, two).collect()[0].spec(), "{a: float32[3], b: int64[3]}");
+  // A default that is not an integer makes its column float32 though no field is empty.
+  two.column_defaults = {0, 0.5};
+  EXPECT_EQ(data::make_csv_dataset({late}, two).collect()[0].spec(), "{a: float32[3], b: float32[3]}");
+  two.column_defaults = {};
+  two.num_rows_for_inference = 0;
+  EXPECT_THAT(osprey::testing::error_of<ValueError>([&] { data::make_csv_dataset({late}, two); }),
+              HasSubstr("num_rows_for_inference must be positive"));
+
+  // Bad rows past the inferred ones: an error of the pass, naming the file and line.
+  std::string later = "x,y\n";
+  for (int i = 0; i < 150; ++i) later += "1,2\n";
+  later += "bob,2\n";
+  const auto bad = dir.file("bad.csv", later);
+  data::CsvOptions defaults;
+  defaults.num_epochs = 1;
+  const data::Dataset lazy = data::make_csv_dataset({bad}, defaults);
+  EXPECT_THAT(osprey::testing::error_of<ValueError>([&] { lazy.collect(); }),
+              HasSubstr("'" + bad + "' line 152 column 'x' is 'bob', not a number"));
+  // A line of 17 MiB (no newline in a hostile file) is refused, not read into memory whole.
+  const auto hostile = dir.file("hostile.csv", "x\n" + std::string(std::size_t{17} << 20, '7'));
+  EXPECT_THAT(osprey::testing::error_of<ValueError>([&] { data::make_csv_dataset({hostile}, defaults); }),
+              HasSubstr("line 2 is longer than 16777216 bytes"));
+  // Another file's header is checked when the dataset is made, though its rows are not needed for the types.
+  dir.file("z1.csv", "x,y\n1,2\n");
+  dir.file("z2.csv", "x,z\n1,2\n");
+  EXPECT_THAT(osprey::testing::error_of<ValueError>([&] { data::make_csv_dataset({(dir.path / "z*.csv").string()}, defaults); }),
+              HasSubstr("z2.csv' has other columns than the first file"));
 }
