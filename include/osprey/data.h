@@ -244,13 +244,16 @@ struct CsvOptions {
   char field_delim = ',';
   bool header = true;
   int64_t num_epochs = -1;  ///< -1: repeat for ever, as tf.data
-  bool shuffle = true;
+  bool shuffle = true;  ///< the files' order each pass, then the rows through the buffer
   int64_t shuffle_buffer_size = 10000;
   std::optional<uint64_t> shuffle_seed{};
   bool drop_remainder = false;
   /// The rows (of the files in turn) the column types come from; std::nullopt: every row. A later row with a
   /// fraction in an int64 column is a ValueError when the pass reaches it.
   std::optional<int64_t> num_rows_for_inference = 100;
+  /// Files read at once, each parsed on its own thread, their rows taken in turn (tf.data's order with
+  /// sloppy=False; AUTOTUNE: one per core); 1: a file after the other.
+  int64_t num_parallel_reads = 1;
 };
 /// Batches of (features by column name, label), or the feature map alone without a label_name, read from the
 /// CSV files (paths or glob patterns). Making the dataset reads every file's header and the rows the types come

@@ -5,8 +5,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -164,6 +166,53 @@ TEST(Csv, MakeCsvDatasetGivesBatchesOfFeaturesByNameAndTheLabel) {
   o.label_name = "nope";
   EXPECT_THAT(osprey::testing::error_of<ValueError>([&] { data::make_csv_dataset({(dir.path / "b.csv").string()}, o); }),
               HasSubstr("label_name 'nope'"));
+  // num_parallel_reads: files read at once, their rows in turn. TensorFlow 2.21 printed [[22, 35], [38, 26], [1, 2]]
+  // for make_csv_dataset("*.csv", 2, label_name="survived", num_epochs=1, shuffle=False,
+  // column_defaults=[0, -1.0, 0], num_parallel_reads=2) over these three files (1 gives the files one after another).
+  std::filesystem::create_directories(dir.path / "par");
+  dir.file("par/a.csv", "age,fare,survived\n22,7.25,0\n38,71.2833,1\n26,,1\n");
+  dir.file("par/b.csv", "age,fare,survived\n35,53.1,1\n");
+  dir.file("par/c.csv", "age,fare,survived\n1,1,1\n2,2,2\n");
+  data::CsvOptions parallel;
+  parallel.batch_size = 2;
+  parallel.label_name = "survived";
+  parallel.num_epochs = 1;
+  parallel.shuffle = false;
+  parallel.column_defaults = {0, -1, 0};
+  parallel.num_parallel_reads = 2;
+  const auto ages = [&](const data::CsvOptions& options) {
+    std::vector<std::vector<int64_t>> out;
+    for (const auto& b : data::make_csv_dataset({(dir.path / "par" / "*.csv").string()}, options).collect()) {
+      out.push_back(b[0]["age"].tensor().to_vector<int64_t>());
+    }
+    return out;
+  };
+  EXPECT_EQ(ages(parallel), (std::vector<std::vector<int64_t>>{{22, 35}, {38, 26}, {1, 2}}));
+  parallel.num_parallel_reads = 1;
+  EXPECT_EQ(ages(parallel), (std::vector<std::vector<int64_t>>{{22, 38}, {26, 35}, {1, 2}}));
+  parallel.num_parallel_reads = 3;  // TensorFlow: [[22, 35], [1, 38], [2, 26]]
+  EXPECT_EQ(ages(parallel), (std::vector<std::vector<int64_t>>{{22, 35}, {1, 38}, {2, 26}}));
+  parallel.num_parallel_reads = 0;
+  EXPECT_THAT(osprey::testing::error_of<ValueError>([&] { ages(parallel); }),
+              HasSubstr("num_parallel_reads must be positive or AUTOTUNE (-1), got 0"));
+  // shuffle: the files' order changes from pass to pass (a buffer of 1 keeps each file's rows in order).
+  data::CsvOptions files_shuffled = parallel;
+  files_shuffled.num_parallel_reads = 1;
+  files_shuffled.shuffle = true;
+  files_shuffled.shuffle_buffer_size = 1;
+  files_shuffled.shuffle_seed = 7;
+  files_shuffled.num_epochs = 12;
+  files_shuffled.batch_size = 6;  // one pass a batch
+  std::set<std::vector<int64_t>> orders;
+  for (const auto& pass : ages(files_shuffled)) {
+    std::vector<int64_t> sorted_pass = pass;
+    std::sort(sorted_pass.begin(), sorted_pass.end());
+    ASSERT_EQ(sorted_pass, (std::vector<int64_t>{1, 2, 22, 26, 35, 38}));
+    orders.insert(pass);
+    const auto at = [&](int64_t v) { return std::find(pass.begin(), pass.end(), v) - pass.begin(); };
+    EXPECT_EQ(at(38), at(22) + 1) << "a file's rows stay together and in order";
+  }
+  EXPECT_GT(orders.size(), 1u);
   // The default repeats for ever, as tf.data's num_epochs=None.
   EXPECT_EQ(data::make_csv_dataset({(dir.path / "b.csv").string()}).cardinality(), data::INFINITE_CARDINALITY);
 }
