@@ -3,6 +3,7 @@
 
 #include "keras/activations/activations.h"
 #include "keras/layers/trailing_axes.h"
+#include "keras/layers/config_with.h"
 #include "keras/saving/serialization.h"
 #include "osprey/keras/layers/layer.h"
 #include "osprey/errors.h"
@@ -160,7 +161,7 @@ Tensor PReLU::call(const Tensor& x, bool) {
 namespace ser = serialization;
 using ser::json;
 
-static constexpr auto with = ser::config_text;
+
 
 std::string Activation::get_config() const { return with(*this, {{"activation", name_of_activation_}}); }
 std::string LeakyReLU::get_config() const { return with(*this, {{"negative_slope", slope_}}); }

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "keras/layers/trailing_axes.h"
+#include "keras/layers/config_with.h"
 #include "keras/saving/serialization.h"
 #include "osprey/errors.h"
 #include "osprey/keras/layers/normalization.h"
@@ -230,7 +231,7 @@ Tensor RMSNormalization::call(const Tensor& x, bool) {
 namespace ser = serialization;
 using ser::json;
 
-static constexpr auto with = ser::config_text;
+
 
 std::string BatchNormalization::get_config() const {
   return with(*this, {{"axis", -1},

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "osprey/distribute.h"
+#include "keras/layers/config_with.h"
 #include "keras/saving/serialization.h"
 #include "osprey/errors.h"
 #include "osprey/keras/layers/regularization.h"
@@ -121,7 +122,7 @@ Tensor AlphaDropout::call(const Tensor& x, bool training) {
 namespace ser = serialization;
 using ser::json;
 
-static constexpr auto with = ser::config_text;
+
 
 std::string Dropout::get_config() const { return with(*this, {{"rate", rate_}, {"seed", nullptr}, {"noise_shape", nullptr}}); }
 std::string ActivityRegularization::get_config() const { return with(*this, {{"l1", l1_}, {"l2", l2_}}); }

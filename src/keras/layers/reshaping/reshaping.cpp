@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include "keras/layers/config_with.h"
 #include "keras/saving/serialization.h"
 #include "osprey/errors.h"
 #include "osprey/keras/layers/reshaping.h"
@@ -114,7 +115,7 @@ Tensor Permute::call(const Tensor& x, bool) {
 namespace ser = serialization;
 using ser::json;
 
-static constexpr auto with = ser::config_text;
+
 
 std::string Flatten::get_config() const { return with(*this, {{"data_format", "channels_last"}}); }
 std::string Reshape::get_config() const { return with(*this, {{"target_shape", target_}}); }
