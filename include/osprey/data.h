@@ -37,7 +37,7 @@ class Element {
   const Element& operator[](const std::string& key) const;
   const std::vector<Element>& items() const { return items_; }
   /// A map's keys, sorted.
-  const std::vector<std::string>& keys() const { return keys_; }
+  const std::vector<std::string>& keys() const;
   /// Every tensor, depth first (a map's in key order): tf.nest.flatten.
   std::vector<Tensor> flatten() const;
   /// The same structure with these tensors in flatten()'s order: tf.nest.pack_sequence_as.
@@ -46,12 +46,14 @@ class Element {
   std::string spec() const;
   /// The structure alone, e.g. "(tensor, {age: tensor})".
   std::string structure() const;
+  /// Whether `other` has this structure (structure() == other.structure(), without building the strings).
+  bool same_structure(const Element& other) const;
 
  private:
   Kind kind_;
   Tensor tensor_;
   std::vector<Element> items_;
-  std::vector<std::string> keys_;
+  std::shared_ptr<const std::vector<std::string>> keys_;  // a map's; shared by the elements made from it
   void flatten_into(std::vector<Tensor>& out) const;
   Element with_tensors_from(const std::vector<Tensor>& flat, std::size_t& at) const;
 };

@@ -20,11 +20,27 @@ Element Element::tuple(std::vector<Element> items) {
 Element Element::named(std::map<std::string, Element> items) {
   Element e;
   e.kind_ = Kind::map;
+  auto keys = std::make_shared<std::vector<std::string>>();
   for (auto& [k, v] : items) {
-    e.keys_.push_back(k);
+    keys->push_back(k);
     e.items_.push_back(std::move(v));
   }
+  e.keys_ = std::move(keys);
   return e;
+}
+
+const std::vector<std::string>& Element::keys() const {
+  static const std::vector<std::string> none;
+  return keys_ ? *keys_ : none;
+}
+
+bool Element::same_structure(const Element& other) const {
+  if (kind_ != other.kind_ || items_.size() != other.items_.size()) return false;
+  if (kind_ == Kind::map && keys_ != other.keys_ && *keys_ != *other.keys_) return false;
+  for (std::size_t i = 0; i < items_.size(); ++i) {
+    if (!items_[i].same_structure(other.items_[i])) return false;
+  }
+  return true;
 }
 
 const Tensor& Element::tensor() const {
@@ -43,8 +59,9 @@ const Element& Element::operator[](int64_t i) const {
 
 const Element& Element::operator[](const std::string& key) const {
   if (kind_ == Kind::map) {
-    auto it = std::lower_bound(keys_.begin(), keys_.end(), key);
-    if (it != keys_.end() && *it == key) return items_[static_cast<std::size_t>(it - keys_.begin())];
+    const auto& keys = *keys_;
+    auto it = std::lower_bound(keys.begin(), keys.end(), key);
+    if (it != keys.end() && *it == key) return items_[static_cast<std::size_t>(it - keys.begin())];
   }
   throw ValueError(fmt::format("Element[\"{}\"]: no such key in an element of structure {}", key, structure()));
 }
@@ -68,8 +85,11 @@ Element Element::with_tensors_from(const std::vector<Tensor>& flat, std::size_t&
     if (at >= flat.size()) throw InternalError("Element::with_tensors: too few tensors");
     return Element(flat[at++]);
   }
-  Element e = *this;
-  for (auto& item : e.items_) item = item.with_tensors_from(flat, at);
+  Element e;
+  e.kind_ = kind_;
+  e.keys_ = keys_;
+  e.items_.reserve(items_.size());
+  for (const auto& item : items_) e.items_.push_back(item.with_tensors_from(flat, at));
   return e;
 }
 
@@ -137,7 +157,7 @@ Tensor row_of(const Tensor& t, int64_t i) {
 }
 
 void check_same_structure(const Element& first, const Element& e, int64_t index, const char* what) {
-  if (first.structure() != e.structure()) {
+  if (!first.same_structure(e)) {
     throw InvalidArgumentError(fmt::format("{}: element {} has the structure {}, but the first element has {}", what,
                                            index, e.structure(), first.structure()));
   }
@@ -145,11 +165,10 @@ void check_same_structure(const Element& first, const Element& e, int64_t index,
 
 Element stack(const std::vector<Element>& rows, int64_t first_index) {
   const auto& first = rows.front();
-  std::vector<std::vector<Tensor>> flat;
-  flat.reserve(rows.size());
+  std::vector<std::vector<Tensor>> flat(rows.size());
   for (std::size_t r = 0; r < rows.size(); ++r) {
     check_same_structure(first, rows[r], first_index + static_cast<int64_t>(r), "batch");
-    flat.push_back(rows[r].flatten());
+    flat[r] = rows[r].flatten();
   }
   std::vector<Tensor> out;
   for (std::size_t c = 0; c < flat[0].size(); ++c) {

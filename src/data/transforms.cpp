@@ -373,7 +373,7 @@ class RebatchNode : public UnaryNode {
                                                      index, e->spec()));
             }
           }
-          if (current && (f.size() != flat.size() || e->structure() != current->structure())) {
+          if (current && (f.size() != flat.size() || !e->same_structure(*current))) {
             throw InvalidArgumentError(fmt::format("rebatch: element {} ({}) has another structure than element 0 "
                                                    "({})",
                                                    index, e->spec(), current->spec()));
