@@ -234,35 +234,78 @@ class Dataset {
   std::shared_ptr<const detail::Node> node_;
 };
 
-/// make_csv_dataset's arguments (tf.data.experimental.make_csv_dataset). Columns are numeric: int64 where every
-/// value of the column in the first num_rows_for_inference rows is an integer, else float32 (column_defaults fill
-/// empty fields; none: empty is an error; a default that is not an integer makes its column float32).
+/// One of make_csv_dataset's column_defaults, as tf.data's: a value whose C++ type gives the column's dtype as the
+/// Python value's does (an int: int32, int64_t: int64, a floating value: float32 — write 0.0, not 0, for a float
+/// column), of(float64, v) for any dtype, or a dtype alone (required(int64)): the column is required, an empty or
+/// na_value field there is an error.
+struct CsvDefault {
+  DType dtype = float32;
+  std::optional<double> value{};  ///< std::nullopt: required
+  CsvDefault(int v) : dtype(int32), value(v) {}
+  CsvDefault(int64_t v) : dtype(int64), value(static_cast<double>(v)) {}
+  CsvDefault(float v) : dtype(float32), value(v) {}
+  CsvDefault(double v) : dtype(float32), value(v) {}
+  static CsvDefault of(DType dtype, double v) { return CsvDefault(dtype, v); }
+  static CsvDefault required(DType dtype) { return CsvDefault(dtype, std::nullopt); }
+
+ private:
+  CsvDefault(DType d, std::optional<double> v) : dtype(d), value(v) {}
+};
+
+/// A column of make_csv_dataset's select_columns: its name or its index (as tf.data, which takes either).
+struct CsvColumn {
+  std::string name{};
+  int64_t index = -1;  ///< used when name is empty
+  CsvColumn(const char* n) : name(n) {}
+  CsvColumn(std::string n) : name(std::move(n)) {}
+  CsvColumn(int i) : index(i) {}
+  CsvColumn(int64_t i) : index(i) {}
+};
+
+/// make_csv_dataset's arguments (tf.data.experimental.make_csv_dataset), with its defaults. Columns are numeric
+/// (Osprey's tensors hold no text: a text field is an error). Without column_defaults each column's dtype comes
+/// from its values in the first num_rows_for_inference rows, as tf.data infers it: int32, else int64, else float32,
+/// else float64 (a value beyond float32's range), each the narrowest that holds every value; missing fields (empty,
+/// or na_value) are 0 then. With column_defaults (one per column, or per selected column with select_columns) the
+/// defaults give the dtypes and the rows are not read ahead.
 struct CsvOptions {
   int64_t batch_size = 32;
   std::vector<std::string> column_names{};  ///< default: the header line's
   std::string label_name{};                 ///< this column becomes the label; empty: elements are features only
-  std::vector<std::string> select_columns{};
-  std::vector<double> column_defaults{};
+  /// The columns in the elements (names or indices; the label among them); empty: every column.
+  std::vector<CsvColumn> select_columns{};
+  std::vector<CsvDefault> column_defaults{};
   char field_delim = ',';
+  /// true: RFC 4180 quoting ("a ""b""", fields spanning lines); false: '"' is an ordinary character.
+  bool use_quote_delim = true;
+  std::string na_value{};  ///< a field that is missing, as an empty one is
   bool header = true;
   int64_t num_epochs = -1;  ///< -1: repeat for ever, as tf.data
   bool shuffle = true;  ///< the files' order each pass, then the rows through the buffer
   int64_t shuffle_buffer_size = 10000;
   std::optional<uint64_t> shuffle_seed{};
   bool drop_remainder = false;
-  /// The rows (of the files in turn) the column types come from; std::nullopt: every row. A later row with a
-  /// fraction in an int64 column is a ValueError when the pass reaches it.
+  /// The rows (of the files in turn) the column types come from without column_defaults; std::nullopt: every row.
+  /// A later value the type does not hold (a fraction in an int32 column) is a ValueError when the pass reaches it.
   std::optional<int64_t> num_rows_for_inference = 100;
   /// Files read at once, each parsed on its own thread, their rows taken in turn (tf.data's order with
   /// sloppy=False; AUTOTUNE: one per core); 1: a file after the other.
   int64_t num_parallel_reads = 1;
+  /// With num_parallel_reads > 1: rows come from whichever file has them parsed first (tf.data's sloppy; the
+  /// order then varies from run to run).
+  bool sloppy = false;
+  /// "" (plain files), "GZIP" or "ZLIB": the files are inflated as they are read.
+  std::string compression_type{};
+  /// true: a malformed row (ragged, text, a value its column's type does not hold, a required field missing) is
+  /// skipped, as tf.data's ignore_errors; a damaged compressed stream or an unreadable file still raises.
+  bool ignore_errors = false;
 };
 /// Batches of (features by column name, label), or the feature map alone without a label_name, read from the
 /// CSV files (paths or glob patterns). Making the dataset reads every file's header and the rows the types come
 /// from; each pass reads the files a line at a time (files larger than memory stream through; a pipeline that
-/// fits in memory keeps its rows with .cache(), as with tf.data). Malformed rows (ragged, empty without defaults,
-/// text) are ValueErrors naming the file, line and column: when the dataset is made for the rows read then, else
-/// when the pass reaches them.
+/// fits in memory keeps its rows with .cache(), as with tf.data). Malformed rows are ValueErrors naming the file,
+/// line and column (or skipped, with ignore_errors): when the dataset is made for the rows read then, else when
+/// the pass reaches them. Blank lines are skipped.
 Dataset make_csv_dataset(const std::vector<std::string>& file_patterns, CsvOptions options = {});
 
 /// A NumPy .npy file (np.save): float32, float64, int32 and int64 as they are; bool and the smaller integer

@@ -1,20 +1,19 @@
-// make_csv_dataset (tf.data.experimental.make_csv_dataset): the column types come from the first
-// num_rows_for_inference rows when the dataset is made (every file's header is checked then too); each pass then
-// reads the files a line at a time into chunks of rows (CsvDataset), so a file larger than memory streams through,
-// num_parallel_reads files at once through interleave.
-// Untrusted input: a line is read into a bounded buffer (kMaxLine), never whole into memory first.
+// make_csv_dataset (tf.data.experimental.make_csv_dataset): without column_defaults the column types come from
+// the first num_rows_for_inference rows when the dataset is made, as tf.data infers them (every file's header is
+// checked then too); each pass then reads the files a record at a time into chunks of rows (CsvDataset), so a
+// file larger than memory streams through, num_parallel_reads files at once through interleave. Records and
+// values parse as in data/csv_parse.h; compressed files inflate as they are read (data/line_reader.h).
+// Untrusted input: a line or record is read into a bounded buffer (kMaxLine), never whole into memory first.
 #include <glob.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstdio>
-#include <cstring>
-#include <fstream>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 
+#include "data/csv_parse.h"
 #include "data/pipeline.h"
 #include "osprey/errors.h"
 
@@ -24,29 +23,7 @@ namespace {
 
 constexpr std::size_t kMaxLine = std::size_t{16} << 20;
 constexpr int64_t kChunkRows = 4096;
-
-std::vector<std::string> split_csv_line(const std::string& line, char delim) {
-  std::vector<std::string> out;
-  std::string field;
-  bool quoted = false;
-  for (std::size_t i = 0; i < line.size(); ++i) {
-    const char c = line[i];
-    if (quoted) {
-      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') field += '"', ++i;
-      else if (c == '"') quoted = false;
-      else field += c;
-    } else if (c == '"') {
-      quoted = true;
-    } else if (c == delim) {
-      out.push_back(std::move(field));
-      field.clear();
-    } else if (c != '\r') {
-      field += c;
-    }
-  }
-  out.push_back(std::move(field));
-  return out;
-}
+constexpr const char* kWho = "make_csv_dataset";
 
 std::vector<std::string> expand(const std::vector<std::string>& patterns) {
   std::vector<std::string> files;
@@ -67,113 +44,130 @@ std::vector<std::string> expand(const std::vector<std::string>& patterns) {
   return files;
 }
 
-bool integral_value(double v) { return v == std::floor(v) && std::abs(v) <= 9.0e15; }
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
 
-// What making the dataset settles: the files, the columns, which become elements and each one's type.
+// What making the dataset settles: the files, the columns, which become elements, their types and defaults.
 struct Layout {
   CsvOptions o;
-  std::vector<std::string> files, names;
-  std::vector<std::size_t> keep;  // the columns in the elements
-  std::vector<bool> integral;     // per column: int64, else float32
+  detail::Compression compression = detail::Compression::none;
+  detail::CsvDialect dialect;
+  std::vector<std::string> files, names;  // every column's name
+  std::vector<std::size_t> keep;          // the columns in the elements, in file order
+  std::vector<DType> dtypes;              // per kept column
+  std::vector<std::optional<double>> defaults;  // per kept column; std::nullopt: required
+  bool inferred = false;                  // the types came from the first rows (else from column_defaults)
 };
 
-// One file being read: its lines, counted from 1.
+// One kept column's values of a chunk of rows.
+struct Column {
+  std::vector<int64_t> ints;
+  std::vector<double> reals;
+};
+
+// One file being read, a record at a time.
 class CsvFile {
  public:
-  CsvFile(const std::string& path, const Layout& layout) : path_(path), layout_(layout), in_(path, std::ios::binary) {
-    if (!in_) throw NotFoundError(fmt::format("make_csv_dataset: cannot open '{}': {}", path, std::strerror(errno)));
-  }
+  CsvFile(const std::string& path, const Layout& layout)
+      : layout_(layout), in_(path, layout.compression, kWho, kMaxLine) {}
   // The header's names (header files only).
   std::vector<std::string> header() {
-    std::string line;
-    if (!read_line(line)) throw ValueError(fmt::format("make_csv_dataset: '{}' is empty; it has no header line", path_));
-    return split_csv_line(line, layout_.o.field_delim);
+    std::vector<std::string> fields;
+    std::size_t n = 0;
+    int64_t line = 0;
+    std::string error;
+    if (!detail::read_record(in_, layout_.dialect, fields, n, line, error)) {
+      throw ValueError(fmt::format("make_csv_dataset: '{}' is empty; it has no header line", in_.path()));
+    }
+    if (!error.empty()) throw ValueError(fmt::format("make_csv_dataset: '{}' header line: {}", in_.path(), error));
+    fields.resize(n);
+    return fields;
   }
-  // The next data row's values, one per column (column_defaults fill empty fields); false at the end.
-  bool row(std::vector<double>& values) {
-    std::string line;
-    do {
-      if (!read_line(line)) return false;
-    } while (line.empty() || line == "\r");
-    const auto fields = split_csv_line(line, layout_.o.field_delim);
-    const auto& names = layout_.names;
-    if (fields.size() != names.size()) {
-      throw ValueError(fmt::format("make_csv_dataset: '{}' line {} has {} fields, the header {} columns", path_,
-                                   line_no_, fields.size(), names.size()));
+  // The next record's fields, checked against the columns; false at the end. A malformed record leaves `error`
+  // saying why (with the file and line).
+  bool record(std::string& error) {
+    if (!detail::read_record(in_, layout_.dialect, fields_, n_, line_, error)) return false;
+    if (error.empty() && n_ != layout_.names.size()) {
+      error = fmt::format("has {} fields, the header {} columns", n_, layout_.names.size());
     }
-    values.resize(fields.size());
-    for (std::size_t c = 0; c < fields.size(); ++c) {
-      const std::string& f = fields[c];
-      if (f.empty()) {
-        if (layout_.o.column_defaults.empty()) {
-          throw ValueError(fmt::format("make_csv_dataset: '{}' line {} column '{}' is empty and no column_defaults "
-                                       "were given",
-                                       path_, line_no_, names[c]));
-        }
-        values[c] = layout_.o.column_defaults[c];
-        continue;
-      }
-      char* end = nullptr;
-      values[c] = std::strtod(f.c_str(), &end);
-      if (end == f.c_str() || *end != '\0') {
-        throw ValueError(fmt::format("make_csv_dataset: '{}' line {} column '{}' is '{}', not a number (Osprey's "
-                                     "tensors are numeric: encode text columns before reading them)",
-                                     path_, line_no_, names[c], f));
-      }
-    }
+    if (!error.empty()) error = fmt::format("make_csv_dataset: '{}' line {} {}", in_.path(), line_, error);
     return true;
   }
-  int64_t line_no() const { return line_no_; }
-  const std::string& path() const { return path_; }
+  // The record's field of column c.
+  const std::string& field(std::size_t c) const { return fields_[c]; }
+  bool missing(std::size_t c) const { return fields_[c].empty() || fields_[c] == layout_.o.na_value; }
+  int64_t line() const { return line_; }
+  const std::string& path() const { return in_.path(); }
 
  private:
-  // One line without its '\n'; false at the end of the file. A line longer than kMaxLine is a ValueError.
-  bool read_line(std::string& line) {
-    line.clear();
-    std::streambuf* buf = in_.rdbuf();
-    bool any = false;
-    for (;;) {
-      const int c = buf->sbumpc();
-      if (c == std::char_traits<char>::eof()) {
-        if (any) ++line_no_;
-        return any;
-      }
-      any = true;
-      if (c == '\n') break;
-      if (line.size() == kMaxLine) {
-        throw ValueError(fmt::format("make_csv_dataset: '{}' line {} is longer than {} bytes; is it a CSV file?",
-                                     path_, line_no_ + 1, kMaxLine));
-      }
-      line.push_back(static_cast<char>(c));
-    }
-    ++line_no_;
-    return true;
-  }
-
-  std::string path_;
   const Layout& layout_;
-  std::ifstream in_;
-  int64_t line_no_ = 0;
+  detail::LineReader in_;
+  std::vector<std::string> fields_;
+  std::size_t n_ = 0;
+  int64_t line_ = 0;
 };
 
+// The record's kept columns appended to `columns`; false (nothing appended, `error` saying why) when a field is
+// missing without a default or its column's type does not hold it.
+bool take_row(const Layout& l, const CsvFile& f, std::vector<Column>& columns, std::string& error) {
+  thread_local std::vector<int64_t> ints;
+  thread_local std::vector<double> reals;
+  ints.resize(l.keep.size());
+  reals.resize(l.keep.size());
+  for (std::size_t k = 0; k < l.keep.size(); ++k) {
+    const std::size_t c = l.keep[k];
+    const DType t = l.dtypes[k];
+    if (f.missing(c)) {
+      if (!l.defaults[k]) {
+        error = fmt::format("make_csv_dataset: '{}' line {} column '{}' is required (column_defaults) but missing",
+                            f.path(), f.line(), l.names[c]);
+        return false;
+      }
+      ints[k] = static_cast<int64_t>(*l.defaults[k]);
+      reals[k] = *l.defaults[k];
+      continue;
+    }
+    if (!detail::parse_csv_value(f.field(c), t, ints[k], reals[k])) {
+      const std::string why =
+          l.inferred ? fmt::format("the first {} rows made the column {} (set num_rows_for_inference to std::nullopt "
+                                   "to take the types from every row, or give column_defaults)",
+                                   l.o.num_rows_for_inference.value_or(0), dtype_name(t))
+                     : fmt::format("its column_defaults value makes the column {}", dtype_name(t));
+      error = fmt::format("make_csv_dataset: '{}' line {} column '{}' is '{}', not a valid {}: {}", f.path(), f.line(),
+                          l.names[c], f.field(c), dtype_name(t), why);
+      return false;
+    }
+  }
+  for (std::size_t k = 0; k < l.keep.size(); ++k) {
+    if (is_floating(l.dtypes[k])) columns[k].reals.push_back(reals[k]);
+    else columns[k].ints.push_back(ints[k]);
+  }
+  return true;
+}
+
 // The rows' kept columns as the element make_csv_dataset gives: ({name: column}, label) or the map alone.
-Element to_element(const Layout& l, const std::vector<std::vector<double>>& columns) {
+Element to_element(const Layout& l, const std::vector<Column>& columns) {
   std::map<std::string, Element> features;
   Tensor label;
   for (std::size_t k = 0; k < l.keep.size(); ++k) {
-    const std::size_t c = l.keep[k];
-    const auto& v = columns[k];
-    const Shape shape{static_cast<int64_t>(v.size())};
-    Tensor t;
-    if (l.integral[c]) {
-      t = Tensor::empty(shape, int64, &detail::host());
-      std::transform(v.begin(), v.end(), t.data<int64_t>(), [](double x) { return static_cast<int64_t>(x); });
-    } else {
-      t = Tensor::empty(shape, float32, &detail::host());
-      std::transform(v.begin(), v.end(), t.data<float>(), [](double x) { return static_cast<float>(x); });
+    const DType t = l.dtypes[k];
+    const auto& col = columns[k];
+    const Shape shape{static_cast<int64_t>(is_floating(t) ? col.reals.size() : col.ints.size())};
+    Tensor out = Tensor::empty(shape, t, &detail::host());
+    switch (t) {
+      case DType::int32: std::copy(col.ints.begin(), col.ints.end(), out.data<int32_t>()); break;
+      case DType::int64: std::copy(col.ints.begin(), col.ints.end(), out.data<int64_t>()); break;
+      case DType::float64: std::copy(col.reals.begin(), col.reals.end(), out.data<double>()); break;
+      default:
+        std::transform(col.reals.begin(), col.reals.end(), out.data<float>(), [](double x) { return static_cast<float>(x); });
+        break;
     }
-    if (l.names[c] == l.o.label_name) label = t;
-    else features.emplace(l.names[c], Element(t));
+    const std::string& name = l.names[l.keep[k]];
+    if (!l.o.label_name.empty() && name == l.o.label_name) label = out;
+    else features.emplace(name, Element(out));
   }
   Element e = Element::named(std::move(features));
   if (label.defined()) e = Element{e, Element(label)};
@@ -189,9 +183,9 @@ class CsvNode : public detail::Node {
       std::shared_ptr<const Layout> l;
       std::size_t next_file = 0;
       std::unique_ptr<CsvFile> file;
-      std::vector<double> values;
+      std::string error;
       std::optional<Element> next() override {
-        std::vector<std::vector<double>> columns(l->keep.size());
+        std::vector<Column> columns(l->keep.size());
         int64_t rows = 0;
         while (rows < kChunkRows) {
           if (!file) {
@@ -199,23 +193,15 @@ class CsvNode : public detail::Node {
             file = std::make_unique<CsvFile>(l->files[next_file++], *l);
             if (l->o.header) file->header();  // checked when the dataset was made
           }
-          if (!file->row(values)) {
+          if (!file->record(error)) {
             file.reset();
             continue;
           }
-          for (std::size_t k = 0; k < l->keep.size(); ++k) {
-            const std::size_t c = l->keep[k];
-            if (l->integral[c] && !integral_value(values[c])) {
-              throw ValueError(fmt::format(
-                  "make_csv_dataset: '{}' line {} column '{}' is {}, not an integer: the first {} rows made the "
-                  "column int64 (set num_rows_for_inference to std::nullopt to take the types from every row, or "
-                  "give the column a non-integer column_defaults value)",
-                  file->path(), file->line_no(), l->names[c], values[c],
-                  l->o.num_rows_for_inference.value_or(0)));
-            }
-            columns[k].push_back(values[c]);
+          if (error.empty() && take_row(*l, *file, columns, error)) {
+            ++rows;
+          } else if (!l->o.ignore_errors) {
+            throw ValueError(error);
           }
-          ++rows;
         }
         if (rows == 0) return std::nullopt;
         return to_element(*l, columns);
@@ -232,9 +218,7 @@ class CsvNode : public detail::Node {
   std::shared_ptr<const Layout> layout_;
 };
 
-}  // namespace
-
-Dataset make_csv_dataset(const std::vector<std::string>& file_patterns, CsvOptions o) {
+void check_options(const CsvOptions& o) {
   if (o.batch_size <= 0) throw ValueError(fmt::format("make_csv_dataset: batch_size must be positive, got {}", o.batch_size));
   if (o.num_epochs < -1 || o.num_epochs == 0) {
     throw ValueError(fmt::format("make_csv_dataset: num_epochs must be positive or -1 (for ever), got {}", o.num_epochs));
@@ -248,57 +232,139 @@ Dataset make_csv_dataset(const std::vector<std::string>& file_patterns, CsvOptio
                                  "every row; got {}",
                                  *o.num_rows_for_inference));
   }
+  if (o.field_delim == '\n' || o.field_delim == '\r' || (o.use_quote_delim && o.field_delim == '"')) {
+    throw ValueError("make_csv_dataset: field_delim cannot be a line break, nor '\"' with use_quote_delim");
+  }
+  for (std::size_t k = 0; k < o.column_defaults.size(); ++k) {
+    const auto& d = o.column_defaults[k];
+    if (d.dtype != int32 && d.dtype != int64 && d.dtype != float32 && d.dtype != float64) {
+      throw ValueError(fmt::format("make_csv_dataset: column_defaults[{}]'s dtype must be int32, int64, float32 or "
+                                   "float64, got {}",
+                                   k, dtype_name(d.dtype)));
+    }
+    const double lo = d.dtype == int32 ? -2147483648.0 : -9223372036854775808.0;
+    if (!is_floating(d.dtype) && d.value && (*d.value != std::floor(*d.value) || *d.value < lo || *d.value >= -lo)) {
+      throw ValueError(fmt::format("make_csv_dataset: column_defaults[{}] is {}, which {} does not hold", k, *d.value,
+                                   dtype_name(d.dtype)));
+    }
+  }
+}
+
+// The columns select_columns names (names or indices), sorted; every column without it.
+std::vector<std::size_t> selected(const CsvOptions& o, const std::vector<std::string>& names) {
+  std::vector<std::size_t> keep;
+  for (const auto& s : o.select_columns) {
+    if (s.name.empty()) {
+      if (s.index < 0 || s.index >= static_cast<int64_t>(names.size())) {
+        throw ValueError(fmt::format("make_csv_dataset: select_columns index {} is not a column: the files have {} "
+                                     "columns ({})",
+                                     s.index, names.size(), joined(names)));
+      }
+      keep.push_back(static_cast<std::size_t>(s.index));
+    } else {
+      const auto at = std::find(names.begin(), names.end(), s.name);
+      if (at == names.end()) {
+        throw ValueError(fmt::format("make_csv_dataset: select_columns names '{}', which is not a column ({})", s.name,
+                                     joined(names)));
+      }
+      keep.push_back(static_cast<std::size_t>(at - names.begin()));
+    }
+  }
+  std::sort(keep.begin(), keep.end());
+  const auto dup = std::adjacent_find(keep.begin(), keep.end());
+  if (dup != keep.end()) {
+    throw ValueError(fmt::format("make_csv_dataset: select_columns names column '{}' twice", names[*dup]));
+  }
+  if (o.select_columns.empty()) {
+    for (std::size_t c = 0; c < names.size(); ++c) keep.push_back(c);
+  }
+  return keep;
+}
+
+// The kept columns' types from the first num_rows_for_inference rows of the files in turn (tf.data's
+// _infer_column_defaults); missing fields default to 0.
+void infer_types(Layout& l) {
+  const CsvOptions& o = l.o;
+  std::vector<detail::CsvType> types(l.keep.size(), detail::CsvType::none);
+  int64_t rows = 0;
+  std::string error;
+  for (const auto& path : l.files) {
+    if (o.num_rows_for_inference && rows == *o.num_rows_for_inference) break;
+    CsvFile file(path, l);
+    if (o.header) file.header();
+    while ((!o.num_rows_for_inference || rows < *o.num_rows_for_inference) && file.record(error)) {
+      std::vector<detail::CsvType> row = types;
+      for (std::size_t k = 0; k < l.keep.size() && error.empty(); ++k) {
+        const std::size_t c = l.keep[k];
+        if (file.missing(c)) continue;
+        row[k] = detail::infer_csv_type(file.field(c), types[k]);
+        if (row[k] == detail::CsvType::text) {
+          error = fmt::format("make_csv_dataset: '{}' line {} column '{}' is '{}', not a number (Osprey's tensors are "
+                              "numeric: encode text columns before reading them, or leave them out with "
+                              "select_columns)",
+                              path, file.line(), l.names[c], file.field(c));
+        }
+      }
+      if (!error.empty()) {
+        if (!o.ignore_errors) throw ValueError(error);
+        continue;  // ignore_errors: the row is not read, nor taken into the types
+      }
+      types = std::move(row);
+      ++rows;
+    }
+  }
+  if (rows == 0) throw ValueError("make_csv_dataset: the files have no data rows");
+  for (const auto t : types) l.dtypes.push_back(detail::csv_dtype(t));
+  l.defaults.assign(l.keep.size(), 0.0);
+  l.inferred = true;
+}
+
+}  // namespace
+
+Dataset make_csv_dataset(const std::vector<std::string>& file_patterns, CsvOptions o) {
+  check_options(o);
   auto l = std::make_shared<Layout>();
   l->o = o;
+  l->compression = detail::compression_from(o.compression_type, kWho);
+  l->dialect = {o.field_delim, o.use_quote_delim, kMaxLine};
   l->files = expand(file_patterns);
   l->names = o.column_names;
-  // Every file's header; the types from the first num_rows_for_inference rows of the files in turn.
-  int64_t inferred = 0;
-  std::vector<double> values;
-  for (const auto& path : l->files) {
-    CsvFile file(path, *l);
-    if (o.header) {
-      auto header = file.header();
+  if (o.header) {  // every file's header
+    for (const auto& path : l->files) {
+      auto header = CsvFile(path, *l).header();
       if (l->names.empty()) l->names = header;
       else if (o.column_names.empty() && header != l->names) {
-        throw ValueError(fmt::format("make_csv_dataset: '{}' has other columns than the first file", path));
-      }
-    }
-    if (l->names.empty()) throw ValueError("make_csv_dataset: column_names are needed when header is false");
-    if (l->integral.empty()) {
-      if (!o.column_defaults.empty() && o.column_defaults.size() != l->names.size()) {
-        throw ValueError(fmt::format("make_csv_dataset: column_defaults has {} values for {} columns",
-                                     o.column_defaults.size(), l->names.size()));
-      }
-      l->integral.assign(l->names.size(), true);
-      // A default that is not an integer makes its column float32 (tf.data: the defaults' dtypes).
-      for (std::size_t c = 0; c < o.column_defaults.size(); ++c) {
-        if (!integral_value(o.column_defaults[c])) l->integral[c] = false;
-      }
-    }
-    while ((!o.num_rows_for_inference || inferred < *o.num_rows_for_inference) && file.row(values)) {
-      ++inferred;
-      for (std::size_t c = 0; c < values.size(); ++c) {
-        if (!integral_value(values[c])) l->integral[c] = false;
+        throw ValueError(fmt::format("make_csv_dataset: '{}' has other columns than the first file ({} against {})",
+                                     path, joined(header), joined(l->names)));
       }
     }
   }
-  for (std::size_t c = 0; c < l->names.size(); ++c) {
-    const auto& name = l->names[c];
-    if (o.select_columns.empty() || std::find(o.select_columns.begin(), o.select_columns.end(), name) != o.select_columns.end() ||
-        name == o.label_name) {
-      l->keep.push_back(c);
+  if (l->names.empty()) throw ValueError("make_csv_dataset: column_names are needed when header is false");
+  const std::set<std::string> unique(l->names.begin(), l->names.end());
+  if (unique.size() != l->names.size()) {
+    throw ValueError(fmt::format("make_csv_dataset: the column names repeat a name ({}); each column needs its own",
+                                 joined(l->names)));
+  }
+  l->keep = selected(o, l->names);
+  std::vector<std::string> kept;
+  for (const auto c : l->keep) kept.push_back(l->names[c]);
+  if (!o.label_name.empty() && std::find(kept.begin(), kept.end(), o.label_name) == kept.end()) {
+    throw ValueError(fmt::format("make_csv_dataset: label_name '{}' is not among the columns read ({}){}", o.label_name,
+                                 joined(kept), o.select_columns.empty() ? "" : "; add it to select_columns"));
+  }
+  if (o.column_defaults.empty()) {
+    infer_types(*l);
+  } else {
+    if (o.column_defaults.size() != l->keep.size()) {
+      throw ValueError(fmt::format("make_csv_dataset: column_defaults has {} values for {} {}columns ({})",
+                                   o.column_defaults.size(), l->keep.size(),
+                                   o.select_columns.empty() ? "" : "selected ", joined(kept)));
+    }
+    for (const auto& d : o.column_defaults) {
+      l->dtypes.push_back(d.dtype);
+      l->defaults.push_back(d.value);
     }
   }
-  for (const auto& s : o.select_columns) {
-    if (std::find(l->names.begin(), l->names.end(), s) == l->names.end()) {
-      throw ValueError(fmt::format("make_csv_dataset: select_columns names '{}', which is not a column", s));
-    }
-  }
-  if (!o.label_name.empty() && std::find(l->names.begin(), l->names.end(), o.label_name) == l->names.end()) {
-    throw ValueError(fmt::format("make_csv_dataset: label_name '{}' is not a column", o.label_name));
-  }
-  if (inferred == 0) throw ValueError("make_csv_dataset: the files have no data rows");
   // tf.data's pipeline: the files (shuffled each pass when shuffling), read num_parallel_reads at a time and
   // interleaved a row at a time, the rows shuffled, repeated and batched. One file at a time in order needs no
   // rows apart: the chunks of every file are cut into batches (no row copies).
@@ -317,14 +383,18 @@ Dataset make_csv_dataset(const std::vector<std::string>& file_patterns, CsvOptio
   const auto n = static_cast<int64_t>(one_file.size());
   Dataset files = Dataset::range(n);
   if (o.shuffle) files = files.shuffle(n, o.shuffle_seed);
-  // Several files: each parses its chunks ahead on its own thread (prefetch), and the rows are taken in turn on the
-  // iterating thread (a thread's hand-over a row, interleave's num_parallel_calls, measured 10x slower).
-  auto open = [one_file, reads](const Element& e) {
-    Dataset chunks(std::make_shared<CsvNode>(one_file[static_cast<std::size_t>(e.tensor().item())]));
-    return reads == 1 ? chunks : chunks.prefetch(2).unbatch();  // one file at a time: unbatched after
+  auto chunks_of = [one_file](const Element& e) {
+    return Dataset(std::make_shared<CsvNode>(one_file[static_cast<std::size_t>(e.tensor().item())]));
   };
-  Dataset d = files.interleave(open, reads, 1);
-  if (reads == 1) d = d.unbatch();
+  Dataset d = [&] {
+    if (reads == 1) return files.interleave(chunks_of, 1, 1).unbatch();
+    // sloppy: each file parses on its own thread and its chunks come as they are ready (a slow file holds up only
+    // its own rows).
+    if (o.sloppy) return files.interleave(chunks_of, reads, 1, reads, /*deterministic=*/false).unbatch();
+    // Else each file parses its chunks ahead on its own thread (prefetch), and the rows are taken in turn on the
+    // iterating thread (a thread's hand-over a row, interleave's num_parallel_calls, measured 10x slower).
+    return files.interleave([chunks_of](const Element& e) { return chunks_of(e).prefetch(2).unbatch(); }, reads, 1);
+  }();
   if (o.shuffle) d = d.shuffle(o.shuffle_buffer_size, o.shuffle_seed);
   if (o.num_epochs != 1) d = d.repeat(o.num_epochs);
   d = d.batch(o.batch_size, o.drop_remainder);

@@ -188,11 +188,14 @@ int main(int argc, char** argv) {
       if (kind == "data") {
         if (corpus_ext[pick] == ".npz") (void)data::load_npz(path);
         else if (corpus_ext[pick] == ".cache") (void)data::Dataset::range(1).cache(path).collect();
-        else if (corpus_ext[pick] == ".csv") {
-          (void)data::make_csv_dataset({path}, {.batch_size = 2, .label_name = rng() % 2 ? "survived" : "",
-                                                .column_defaults = {0, -1, 0}, .num_epochs = 1,
-                                                .shuffle = rng() % 2 == 0, .num_rows_for_inference = 2})
-              .collect();
+        else if (corpus_ext[pick] == ".csv" || corpus_ext[pick] == ".gz") {
+          // Inferred types or column_defaults; with or without ignore_errors; a gzip seed inflated as it is read.
+          data::CsvOptions o{.batch_size = 2, .num_epochs = 1, .shuffle = rng() % 2 == 0, .num_rows_for_inference = 2,
+                             .ignore_errors = rng() % 2 == 0};
+          if (corpus_ext[pick] == ".gz") o.compression_type = "GZIP";
+          else if (rng() % 2) o.label_name = "survived";
+          if (rng() % 2) o.column_defaults = {0, -1.0, 0};
+          (void)data::make_csv_dataset({path}, o).collect();
         }
         else (void)data::load_npy(path);
       } else if (kind == "events") {
