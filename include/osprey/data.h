@@ -308,6 +308,26 @@ struct CsvOptions {
 /// the pass reaches them. Blank lines are skipped.
 Dataset make_csv_dataset(const std::vector<std::string>& file_patterns, CsvOptions options = {});
 
+/// tf.data.experimental.CsvDataset's arguments, with its defaults (header false here).
+struct CsvDatasetOptions {
+  std::string compression_type{};  ///< "", "GZIP" or "ZLIB"
+  int64_t buffer_size = -1;        ///< tf.data's read buffer; accepted (positive, or -1), Osprey's is fixed
+  bool header = false;             ///< skip each file's first line
+  char field_delim = ',';
+  bool use_quote_delim = true;
+  std::string na_value{};
+  /// The fields read, strictly increasing (record_defaults: one per selected field; later fields are ignored).
+  std::vector<int64_t> select_cols{};
+  /// Or the fields left out, strictly increasing (each record has record_defaults' count of fields more).
+  std::vector<int64_t> exclude_cols{};
+};
+/// tf.data.experimental.CsvDataset: one element per record of the files (paths, in order), a tuple of scalars,
+/// one per record_defaults entry, whose dtypes and defaults it gives (CsvDefault::required: the field must be
+/// there). Records parse as make_csv_dataset's; a record with another count of fields is a ValueError naming the
+/// file and line.
+Dataset CsvDataset(const std::vector<std::string>& filenames, std::vector<CsvDefault> record_defaults,
+                   CsvDatasetOptions options = {});
+
 /// A NumPy .npy file (np.save): float32, float64, int32 and int64 as they are; bool and the smaller integer
 /// types widened to int32, uint32 to int64, float16 to float32; both byte orders, C or Fortran order. Object
 /// arrays (pickles) are refused.

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <set>
 
@@ -52,6 +53,7 @@ std::string joined(const std::vector<std::string>& names) {
 
 // What making the dataset settles: the files, the columns, which become elements, their types and defaults.
 struct Layout {
+  std::string who = kWho;  // the start of every error: make_csv_dataset or CsvDataset
   CsvOptions o;
   detail::Compression compression = detail::Compression::none;
   detail::CsvDialect dialect;
@@ -60,7 +62,14 @@ struct Layout {
   std::vector<DType> dtypes;              // per kept column
   std::vector<std::optional<double>> defaults;  // per kept column; std::nullopt: required
   bool inferred = false;                  // the types came from the first rows (else from column_defaults)
+  bool tuples = false;                    // CsvDataset's elements: a tuple of the kept columns, unnamed
+  std::size_t min_fields = 0;             // CsvDataset's select_cols: at least this many fields; 0: names.size()
 };
+
+// A column as the errors name it: make_csv_dataset's by name, CsvDataset's by index.
+std::string column_text(const Layout& l, std::size_t c) {
+  return l.tuples ? fmt::format("field {}", c) : fmt::format("column '{}'", l.names[c]);
+}
 
 // One kept column's values of a chunk of rows.
 struct Column {
@@ -72,7 +81,7 @@ struct Column {
 class CsvFile {
  public:
   CsvFile(const std::string& path, const Layout& layout)
-      : layout_(layout), in_(path, layout.compression, kWho, kMaxLine) {}
+      : layout_(layout), in_(path, layout.compression, layout.who, kMaxLine) {}
   // The header's names (header files only).
   std::vector<std::string> header() {
     std::vector<std::string> fields;
@@ -80,9 +89,9 @@ class CsvFile {
     int64_t line = 0;
     std::string error;
     if (!detail::read_record(in_, layout_.dialect, fields, n, line, error)) {
-      throw ValueError(fmt::format("make_csv_dataset: '{}' is empty; it has no header line", in_.path()));
+      throw ValueError(fmt::format("{}: '{}' is empty; it has no header line", layout_.who, in_.path()));
     }
-    if (!error.empty()) throw ValueError(fmt::format("make_csv_dataset: '{}' header line: {}", in_.path(), error));
+    if (!error.empty()) throw ValueError(fmt::format("{}: '{}' header line: {}", layout_.who, in_.path(), error));
     fields.resize(n);
     return fields;
   }
@@ -90,10 +99,17 @@ class CsvFile {
   // saying why (with the file and line).
   bool record(std::string& error) {
     if (!detail::read_record(in_, layout_.dialect, fields_, n_, line_, error)) return false;
-    if (error.empty() && n_ != layout_.names.size()) {
-      error = fmt::format("has {} fields, the header {} columns", n_, layout_.names.size());
+    const std::size_t want = layout_.names.size();
+    if (error.empty() && layout_.min_fields && n_ < layout_.min_fields) {
+      error = fmt::format("has {} fields; select_cols reads field {}", n_, layout_.min_fields - 1);
+    } else if (error.empty() && !layout_.min_fields && n_ != want) {
+      error = layout_.tuples ? fmt::format("has {} fields for the {} of record_defaults{}", n_, want,
+                                           layout_.o.select_columns.empty() && want != layout_.keep.size()
+                                               ? " and exclude_cols"
+                                               : "")
+                             : fmt::format("has {} fields, the header {} columns", n_, want);
     }
-    if (!error.empty()) error = fmt::format("make_csv_dataset: '{}' line {} {}", in_.path(), line_, error);
+    if (!error.empty()) error = fmt::format("{}: '{}' line {} {}", layout_.who, in_.path(), line_, error);
     return true;
   }
   // The record's field of column c.
@@ -122,8 +138,8 @@ bool take_row(const Layout& l, const CsvFile& f, std::vector<Column>& columns, s
     const DType t = l.dtypes[k];
     if (f.missing(c)) {
       if (!l.defaults[k]) {
-        error = fmt::format("make_csv_dataset: '{}' line {} column '{}' is required (column_defaults) but missing",
-                            f.path(), f.line(), l.names[c]);
+        error = fmt::format("{}: '{}' line {} {} is required ({}) but missing", l.who, f.path(), f.line(),
+                            column_text(l, c), l.tuples ? "record_defaults" : "column_defaults");
         return false;
       }
       ints[k] = static_cast<int64_t>(*l.defaults[k]);
@@ -135,9 +151,10 @@ bool take_row(const Layout& l, const CsvFile& f, std::vector<Column>& columns, s
           l.inferred ? fmt::format("the first {} rows made the column {} (set num_rows_for_inference to std::nullopt "
                                    "to take the types from every row, or give column_defaults)",
                                    l.o.num_rows_for_inference.value_or(0), dtype_name(t))
-                     : fmt::format("its column_defaults value makes the column {}", dtype_name(t));
-      error = fmt::format("make_csv_dataset: '{}' line {} column '{}' is '{}', not a valid {}: {}", f.path(), f.line(),
-                          l.names[c], f.field(c), dtype_name(t), why);
+                     : fmt::format("its {} value makes the column {}",
+                                   l.tuples ? "record_defaults" : "column_defaults", dtype_name(t));
+      error = fmt::format("{}: '{}' line {} {} is '{}', not a valid {}: {}", l.who, f.path(), f.line(),
+                          column_text(l, c), f.field(c), dtype_name(t), why);
       return false;
     }
   }
@@ -148,9 +165,11 @@ bool take_row(const Layout& l, const CsvFile& f, std::vector<Column>& columns, s
   return true;
 }
 
-// The rows' kept columns as the element make_csv_dataset gives: ({name: column}, label) or the map alone.
+// The rows' kept columns as the element make_csv_dataset gives: ({name: column}, label) or the map alone;
+// CsvDataset's: the columns' tuple.
 Element to_element(const Layout& l, const std::vector<Column>& columns) {
   std::map<std::string, Element> features;
+  std::vector<Element> items;
   Tensor label;
   for (std::size_t k = 0; k < l.keep.size(); ++k) {
     const DType t = l.dtypes[k];
@@ -166,9 +185,11 @@ Element to_element(const Layout& l, const std::vector<Column>& columns) {
         break;
     }
     const std::string& name = l.names[l.keep[k]];
-    if (!l.o.label_name.empty() && name == l.o.label_name) label = out;
+    if (l.tuples) items.emplace_back(out);
+    else if (!l.o.label_name.empty() && name == l.o.label_name) label = out;
     else features.emplace(name, Element(out));
   }
+  if (l.tuples) return Element::tuple(std::move(items));
   Element e = Element::named(std::move(features));
   if (label.defined()) e = Element{e, Element(label)};
   return e;
@@ -218,6 +239,21 @@ class CsvNode : public detail::Node {
   std::shared_ptr<const Layout> layout_;
 };
 
+void check_defaults(const std::vector<CsvDefault>& defaults, const char* who, const char* what) {
+  for (std::size_t k = 0; k < defaults.size(); ++k) {
+    const auto& d = defaults[k];
+    if (d.dtype != int32 && d.dtype != int64 && d.dtype != float32 && d.dtype != float64) {
+      throw ValueError(fmt::format("{}: {}[{}]'s dtype must be int32, int64, float32 or float64, got {}", who, what, k,
+                                   dtype_name(d.dtype)));
+    }
+    const double lo = d.dtype == int32 ? -2147483648.0 : -9223372036854775808.0;
+    if (!is_floating(d.dtype) && d.value && (*d.value != std::floor(*d.value) || *d.value < lo || *d.value >= -lo)) {
+      throw ValueError(fmt::format("{}: {}[{}] is {}, which {} does not hold", who, what, k, *d.value,
+                                   dtype_name(d.dtype)));
+    }
+  }
+}
+
 void check_options(const CsvOptions& o) {
   if (o.batch_size <= 0) throw ValueError(fmt::format("make_csv_dataset: batch_size must be positive, got {}", o.batch_size));
   if (o.num_epochs < -1 || o.num_epochs == 0) {
@@ -235,19 +271,7 @@ void check_options(const CsvOptions& o) {
   if (o.field_delim == '\n' || o.field_delim == '\r' || (o.use_quote_delim && o.field_delim == '"')) {
     throw ValueError("make_csv_dataset: field_delim cannot be a line break, nor '\"' with use_quote_delim");
   }
-  for (std::size_t k = 0; k < o.column_defaults.size(); ++k) {
-    const auto& d = o.column_defaults[k];
-    if (d.dtype != int32 && d.dtype != int64 && d.dtype != float32 && d.dtype != float64) {
-      throw ValueError(fmt::format("make_csv_dataset: column_defaults[{}]'s dtype must be int32, int64, float32 or "
-                                   "float64, got {}",
-                                   k, dtype_name(d.dtype)));
-    }
-    const double lo = d.dtype == int32 ? -2147483648.0 : -9223372036854775808.0;
-    if (!is_floating(d.dtype) && d.value && (*d.value != std::floor(*d.value) || *d.value < lo || *d.value >= -lo)) {
-      throw ValueError(fmt::format("make_csv_dataset: column_defaults[{}] is {}, which {} does not hold", k, *d.value,
-                                   dtype_name(d.dtype)));
-    }
-  }
+  check_defaults(o.column_defaults, kWho, "column_defaults");
 }
 
 // The columns select_columns names (names or indices), sorted; every column without it.
@@ -399,6 +423,73 @@ Dataset make_csv_dataset(const std::vector<std::string>& file_patterns, CsvOptio
   if (o.num_epochs != 1) d = d.repeat(o.num_epochs);
   d = d.batch(o.batch_size, o.drop_remainder);
   return d.prefetch(AUTOTUNE);
+}
+
+Dataset CsvDataset(const std::vector<std::string>& filenames, std::vector<CsvDefault> record_defaults,
+                   CsvDatasetOptions options) {
+  constexpr const char* who = "CsvDataset";
+  if (filenames.empty()) throw ValueError("CsvDataset: no filenames given");
+  if (record_defaults.empty()) throw ValueError("CsvDataset: record_defaults is empty; give one per field read");
+  check_defaults(record_defaults, who, "record_defaults");
+  if (options.buffer_size <= 0 && options.buffer_size != -1) {
+    throw ValueError(fmt::format("CsvDataset: buffer_size must be positive (or -1), got {}", options.buffer_size));
+  }
+  if (!options.select_cols.empty() && !options.exclude_cols.empty()) {
+    throw ValueError("CsvDataset: give select_cols or exclude_cols, not both");
+  }
+  for (const auto* cols : {&options.select_cols, &options.exclude_cols}) {
+    const char* what = cols == &options.select_cols ? "select_cols" : "exclude_cols";
+    for (std::size_t i = 0; i < cols->size(); ++i) {
+      if ((*cols)[i] < 0 || (i > 0 && (*cols)[i] <= (*cols)[i - 1])) {
+        throw ValueError(fmt::format("CsvDataset: {} must be strictly increasing field indices from 0, got {} at "
+                                     "position {}",
+                                     what, (*cols)[i], i));
+      }
+    }
+  }
+  if (!options.select_cols.empty() && options.select_cols.size() != record_defaults.size()) {
+    throw ValueError(fmt::format("CsvDataset: {} select_cols for {} record_defaults; give one default per selected field",
+                                 options.select_cols.size(), record_defaults.size()));
+  }
+  auto l = std::make_shared<Layout>();
+  l->who = who;
+  l->tuples = true;
+  l->o.header = options.header;
+  l->o.na_value = options.na_value;
+  l->compression = detail::compression_from(options.compression_type, who);
+  if (options.field_delim == '\n' || options.field_delim == '\r' || (options.use_quote_delim && options.field_delim == '"')) {
+    throw ValueError("CsvDataset: field_delim cannot be a line break, nor '\"' with use_quote_delim");
+  }
+  l->dialect = {options.field_delim, options.use_quote_delim, kMaxLine};
+  l->files = filenames;
+  const std::size_t total = options.select_cols.empty()
+                                ? record_defaults.size() + options.exclude_cols.size()
+                                : static_cast<std::size_t>(options.select_cols.back()) + 1;
+  for (std::size_t c = 0; c < total; ++c) l->names.push_back(std::to_string(c));
+  if (!options.select_cols.empty()) {
+    l->min_fields = total;
+    for (const auto c : options.select_cols) l->keep.push_back(static_cast<std::size_t>(c));
+    for (const auto c : options.select_cols) l->o.select_columns.emplace_back(c);
+  } else {
+    if (!options.exclude_cols.empty() && options.exclude_cols.back() >= static_cast<int64_t>(total)) {
+      throw ValueError(fmt::format("CsvDataset: exclude_cols leaves out field {}, but the records have {} fields "
+                                   "(record_defaults and exclude_cols together)",
+                                   options.exclude_cols.back(), total));
+    }
+    for (std::size_t c = 0; c < total; ++c) {
+      if (!std::binary_search(options.exclude_cols.begin(), options.exclude_cols.end(), static_cast<int64_t>(c))) {
+        l->keep.push_back(c);
+      }
+    }
+  }
+  for (const auto& d : record_defaults) {
+    l->dtypes.push_back(d.dtype);
+    l->defaults.push_back(d.value);
+  }
+  for (const auto& path : filenames) {  // a missing file is an error now, as tf.data's when it is iterated
+    if (!std::filesystem::exists(path)) throw NotFoundError(fmt::format("CsvDataset: no file '{}'", path));
+  }
+  return Dataset(std::make_shared<CsvNode>(std::move(l))).unbatch();
 }
 
 }  // namespace osprey::data

@@ -74,9 +74,9 @@ bool read_record(LineReader& in, const CsvDialect& dialect, std::vector<std::str
           }
           record_bytes += more.size() + 1;
           if (record_bytes > dialect.max_record) {
-            throw ValueError(fmt::format("make_csv_dataset: '{}' has a record from line {} longer than {} bytes (a "
-                                         "quoted field that is never closed?)",
-                                         in.path(), first_line, dialect.max_record));
+            throw ValueError(fmt::format("{}: '{}' has a record from line {} longer than {} bytes (a quoted field "
+                                         "that is never closed?)",
+                                         in.who(), in.path(), first_line, dialect.max_record));
           }
           field += '\n';
           line = std::move(more);

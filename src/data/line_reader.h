@@ -30,6 +30,8 @@ class LineReader {
   /// The lines read so far (the last one's number, counted from 1).
   int64_t line_no() const { return line_no_; }
   const std::string& path() const { return path_; }
+  /// What reads the file (the start of its errors).
+  const std::string& who() const { return who_; }
 
  private:
   struct Inflater;

@@ -1,4 +1,4 @@
-"""What tf.data.experimental.make_csv_dataset gives for small CSV files, for tests/pipeline/test_csv.cpp:
+"""What tf.data.experimental.make_csv_dataset and CsvDataset give for small CSV files, for tests/pipeline/test_csv.cpp:
 `python3 tests/pipeline/make_csv_reference.py` (pip tensorflow-cpu) writes the files under tests/data/csv/ and
 tests/data/csv_reference.json, each case's options and TensorFlow's batches (dtypes and values) or its error.
 Every case reads its files in order (num_epochs=1, shuffle=False)."""
@@ -120,7 +120,40 @@ case("unknown_compression", [write("plain.csv", "a\n1\n")], compression_type="BZ
 case("blank_line", [write("blank.csv", "a,b\n1,2\n\n3,4\n")])
 case("ragged_row_while_inferring", [write("ragged.csv", "a,b\n1,2\n3\n4,5\n")], ignore_errors=True)
 
+# tf.data.experimental.CsvDataset: one tuple of scalars per record.
+dataset_cases = []
+
+
+def dataset_case(name, files, record_defaults, **options):
+    out = {"name": name, "files": files, "record_defaults": record_defaults, "options": options}
+    try:
+        d = tf.data.experimental.CsvDataset([os.path.join(root, f) for f in files], tf_defaults(record_defaults),
+                                            **options)
+        out["records"] = [[{"dtype": v.dtype.name, "value": value(v.numpy().item())} for v in r] for r in d]
+    except Exception as e:
+        out["error"] = type(e).__name__ + ": " + str(e).splitlines()[0][:200]
+    dataset_cases.append(out)
+
+
+i32 = {"dtype": "int32", "value": 0}
+dataset_case("all_fields", [write("plain3.csv", "1,2,3\n4,5,6\n")], [i32, {"dtype": "float32", "value": 0.0}, i32])
+dataset_case("header_and_na", [write("na3.csv", "x,y\n1,NA\n,2\n")], [{"dtype": "int64", "value": -1}, i32],
+             header=True, na_value="NA")
+dataset_case("select_cols_ignores_later_fields", [write("ragged3.csv", "a,b,c\n1,2,3\n4,5,6,7\n8,9\n")], [i32, i32],
+             header=True, select_cols=[0, 1])
+dataset_case("select_cols_needs_its_fields", [write("ragged3.csv", "a,b,c\n1,2,3\n4,5,6,7\n8,9\n")], [i32, i32],
+             header=True, select_cols=[0, 2])
+dataset_case("select_cols_types", [write("plain3.csv", "1,2,3\n4,5,6\n")], [i32, {"dtype": "float64", "value": 0.0}],
+             select_cols=[0, 2])
+dataset_case("exclude_cols", [write("plain3.csv", "1,2,3\n4,5,6\n")], [i32, i32], exclude_cols=[1])
+dataset_case("too_many_fields", [write("ragged3.csv", "a,b,c\n1,2,3\n4,5,6,7\n8,9\n")], [i32, i32, i32],
+             header=True)
+dataset_case("select_and_exclude", [write("plain3.csv", "1,2,3\n4,5,6\n")], [i32], select_cols=[0], exclude_cols=[1])
+dataset_case("select_unsorted", [write("plain3.csv", "1,2,3\n4,5,6\n")], [i32, i32], select_cols=[2, 0])
+dataset_case("required_missing", [write("gap3.csv", "1,,3\n")], [i32, {"dtype": "int32"}, i32])
+dataset_case("gzip", [write("plain3.csv.gz", "1,2,3\n4,5,6\n", "GZIP")], [i32, i32, i32], compression_type="GZIP")
+
 with open(os.path.join(here, "..", "data", "csv_reference.json"), "w") as f:
-    json.dump({"tensorflow": tf.__version__, "cases": cases}, f, indent=1)
+    json.dump({"tensorflow": tf.__version__, "cases": cases, "dataset_cases": dataset_cases}, f, indent=1)
     f.write("\n")
-print(f"{len(cases)} cases, TensorFlow {tf.__version__}")
+print(f"{len(cases)} make_csv_dataset cases, {len(dataset_cases)} CsvDataset cases, TensorFlow {tf.__version__}")

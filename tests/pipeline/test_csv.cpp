@@ -138,6 +138,66 @@ TEST(Csv, MakeCsvDatasetMatchesTensorFlowCaseByCase) {
   EXPECT_GE(checked, 38);
 }
 
+// tf.data.experimental.CsvDataset's cases: a tuple of scalars per record, or (where TensorFlow raised) a ValueError.
+TEST(Csv, CsvDatasetMatchesTensorFlowCaseByCase) {
+  std::ifstream in(osprey::testing::data_file("csv_reference.json"));
+  const json ref = json::parse(in);
+  int checked = 0;
+  for (const auto& c : ref["dataset_cases"]) {
+    SCOPED_TRACE(c["name"].get<std::string>());
+    std::vector<std::string> files;
+    for (const auto& f : c["files"]) files.push_back(osprey::testing::data_file("csv/" + f.get<std::string>()));
+    std::vector<data::CsvDefault> defaults;
+    for (const auto& d : c["record_defaults"]) {
+      const DType t = dtype_from_name(d["dtype"].get<std::string>());
+      defaults.push_back(d.contains("value") ? data::CsvDefault::of(t, d["value"].get<double>()) : data::CsvDefault::required(t));
+    }
+    const json& o = c["options"];
+    data::CsvDatasetOptions options{.compression_type = o.value("compression_type", ""), .header = o.value("header", false),
+                                    .na_value = o.value("na_value", ""),
+                                    .select_cols = o.value("select_cols", std::vector<int64_t>{}),
+                                    .exclude_cols = o.value("exclude_cols", std::vector<int64_t>{})};
+    const auto run = [&] {
+      json records = json::array();
+      for (const auto& e : data::CsvDataset(files, defaults, options).collect()) {
+        json r = json::array();
+        for (const auto& item : e.items()) {
+          const json col = column_json(item.tensor().reshape(Shape({1})));
+          r.push_back({{"dtype", col["dtype"]}, {"value", col["values"][0]}});
+        }
+        records.push_back(r);
+      }
+      return records;
+    };
+    if (c.contains("error")) EXPECT_NE(osprey::testing::error_of<ValueError>(run), "<no exception>") << c["error"];
+    else EXPECT_EQ(run(), c["records"]);
+    ++checked;
+  }
+  EXPECT_GE(checked, 11);
+  // Osprey's messages.
+  const auto error = [](const std::string& file, std::vector<data::CsvDefault> d, data::CsvDatasetOptions o) {
+    return osprey::testing::error_of<Error>(
+        [&] { data::CsvDataset({osprey::testing::data_file("csv/" + file)}, d, o).collect(); });
+  };
+  EXPECT_THAT(error("ragged3.csv", {0, 0}, {.header = true, .select_cols = {0, 2}}),
+              HasSubstr("CsvDataset: '" + osprey::testing::data_file("csv/ragged3.csv") +
+                        "' line 4 has 2 fields; select_cols reads field 2"));
+  EXPECT_THAT(error("ragged3.csv", {0, 0, 0}, {.header = true}), HasSubstr("line 3 has 4 fields for the 3 of record_defaults"));
+  EXPECT_THAT(error("plain3.csv", {0}, {.exclude_cols = {1}}), HasSubstr("line 1 has 3 fields for the 2 of record_defaults and exclude_cols"));
+  EXPECT_THAT(error("gap3.csv", {0, data::CsvDefault::required(int32), 0}, {}),
+              HasSubstr("line 1 field 1 is required (record_defaults) but missing"));
+  EXPECT_THAT(error("plain3.csv", {0, 0}, {.select_cols = {2, 0}}),
+              HasSubstr("select_cols must be strictly increasing field indices from 0, got 0 at position 1"));
+  EXPECT_THAT(error("plain3.csv", {0}, {.select_cols = {0}, .exclude_cols = {1}}), HasSubstr("give select_cols or exclude_cols, not both"));
+  EXPECT_THAT(error("plain3.csv", {0}, {.select_cols = {0, 1}}), HasSubstr("2 select_cols for 1 record_defaults"));
+  EXPECT_THAT(error("plain3.csv", {0}, {.exclude_cols = {5}}), HasSubstr("exclude_cols leaves out field 5, but the records have 2 fields"));
+  EXPECT_THAT(error("nope.csv", {0}, {}), HasSubstr("CsvDataset: no file '"));
+  EXPECT_THAT(error("plain3.csv", {}, {}), HasSubstr("record_defaults is empty"));
+  EXPECT_THAT(error("plain3.csv", {0, 0, 0}, {.buffer_size = 0}), HasSubstr("buffer_size must be positive (or -1), got 0"));
+  EXPECT_EQ(data::CsvDataset({osprey::testing::data_file("csv/plain3.csv")}, {0, 0.0, int64_t{0}}).collect()[0].spec(),
+            "(int32[], float32[], int64[])");
+}
+
 // Osprey's messages for the malformed cases: the file, the line, the column and what to do.
 TEST(Csv, MalformedRowsAreValueErrorsNamingFileLineAndColumn) {
   const auto error = [](const std::string& file, data::CsvOptions o) {
