@@ -127,6 +127,10 @@ echo "## data::Dataset pipeline with a 2 ms map per batch (issue 20), against tf
 "$build/bench/dataset_pipeline" 200 2
 if ((have_tf)); then python3 bench/tf_dataset.py 200 2 2>/dev/null | grep '^{'
 else skip tf.data "tensorflow is not installed (pip install tensorflow-cpu)"; fi
+echo "## make_csv_dataset: one pass over 1M rows x 5 columns, plain and gzip, in order and shuffled, against tf.data"
+"$build/bench/csv_read" 1000000 /tmp/osprey_csv_bench
+if ((have_tf)); then python3 bench/tf_csv.py /tmp/osprey_csv_bench 2>/dev/null | grep '^{'
+else skip tf.data "tensorflow is not installed (pip install tensorflow-cpu)"; fi
 echo "## the TensorBoard callback on the seed model (issue 20: update_freq=\"batch\" adds <= 3 % to the epoch)"
 "$build/bench/tensorboard_overhead" 20 10
 if ((have_tf)); then python3 bench/keras_tensorboard.py 5 6 2>/dev/null | grep '^{'
