@@ -18,6 +18,9 @@
 
 #include "osprey/data.h"
 #include "osprey/errors.h"
+#include "osprey/keras.h"
+#include "osprey/keras/ops.h"
+#include "osprey/random.h"
 #include "test_util.h"
 
 using namespace osprey;
@@ -434,4 +437,34 @@ TEST(Csv, MakeCsvDatasetStreamsTheRowsAndInfersTypesFromTheFirstRows) {
   dir.file("z2.csv", "x,z\n1,2\n");
   EXPECT_THAT(osprey::testing::error_of<ValueError>([&] { data::make_csv_dataset({(dir.path / "z*.csv").string()}, defaults); }),
               HasSubstr("z2.csv' has other columns than the first file"));
+}
+
+// What a tf.data user writes: make_csv_dataset, map() packing the feature columns into one tensor, fit and
+// evaluate on the dataset; the int32 labels tf.data's inference gives train a binary classifier.
+TEST(Csv, TrainsAModelFromACsvFile) {
+  CsvTempDir dir;
+  std::string text = "x1,x2,label\n";
+  uint32_t s = 7;
+  const auto uniform = [&] { return ((s = s * 1103515245u + 12345u) >> 8) % 20001 / 10000.0 - 1.0; };
+  for (int i = 0; i < 600; ++i) {
+    const double a = uniform(), b = uniform();
+    text += fmt::format("{:.4f},{:.4f},{}\n", a, b, a + b > 0 ? 1 : 0);
+  }
+  const auto path = dir.file("points.csv", text);
+  const auto pack = [](const data::Element& e) {
+    return data::Element{keras::ops::stack({e[0]["x1"].tensor(), e[0]["x2"].tensor()}, 1), e[1]};
+  };
+  data::CsvOptions o{.batch_size = 32, .label_name = "label", .num_epochs = 1, .shuffle_seed = 3};
+  const data::Dataset train = data::make_csv_dataset({path}, o).map(pack);
+  EXPECT_EQ(train.collect()[0].spec(), "(float32[32, 2], int32[32])");
+  osprey::random::set_seed(1);
+  keras::Sequential model({keras::layers::Input({2}), keras::layers::Dense(8, "relu"), keras::layers::Dense(1, "sigmoid")});
+  model.compile({.optimizer = "adam", .loss = "binary_crossentropy", .metrics = {"accuracy"}});
+  model.fit(train, {.epochs = 100, .verbose = 0});
+  const auto result = model.evaluate(data::make_csv_dataset({path}, {.batch_size = 100, .label_name = "label",
+                                                                     .num_epochs = 1, .shuffle = false})
+                                         .map(pack),
+                                     {.verbose = 0});
+  ASSERT_EQ(result.size(), 2u);
+  EXPECT_GT(result[1], 0.95) << "loss " << result[0];
 }
