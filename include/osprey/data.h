@@ -241,15 +241,17 @@ class Dataset {
 struct CsvDefault {
   DType dtype = float32;
   std::optional<double> value{};  ///< std::nullopt: required
-  CsvDefault(int v) : dtype(int32), value(v) {}
-  CsvDefault(int64_t v) : dtype(int64), value(static_cast<double>(v)) {}
+  int64_t int_value = 0;          ///< an integer column's default, exactly
+  CsvDefault(int v) : dtype(int32), value(v), int_value(v) {}
+  CsvDefault(int64_t v) : dtype(int64), value(static_cast<double>(v)), int_value(v) {}
   CsvDefault(float v) : dtype(float32), value(v) {}
   CsvDefault(double v) : dtype(float32), value(v) {}
   static CsvDefault of(DType dtype, double v) { return CsvDefault(dtype, v); }
   static CsvDefault required(DType dtype) { return CsvDefault(dtype, std::nullopt); }
 
  private:
-  CsvDefault(DType d, std::optional<double> v) : dtype(d), value(v) {}
+  CsvDefault(DType d, std::optional<double> v)
+      : dtype(d), value(v), int_value(v && !is_floating(d) && *v > -9.2e18 && *v < 9.2e18 ? static_cast<int64_t>(*v) : 0) {}
 };
 
 /// A column of make_csv_dataset's select_columns: its name or its index (as tf.data, which takes either).

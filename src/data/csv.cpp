@@ -61,6 +61,7 @@ struct Layout {
   std::vector<std::size_t> keep;          // the columns in the elements, in file order
   std::vector<DType> dtypes;              // per kept column
   std::vector<std::optional<double>> defaults;  // per kept column; std::nullopt: required
+  std::vector<int64_t> int_defaults;            // per kept column: an integer column's default, exactly
   bool inferred = false;                  // the types came from the first rows (else from column_defaults)
   bool tuples = false;                    // CsvDataset's elements: a tuple of the kept columns, unnamed
   std::size_t min_fields = 0;             // CsvDataset's select_cols: at least this many fields; 0: names.size()
@@ -142,7 +143,7 @@ bool take_row(const Layout& l, const CsvFile& f, std::vector<Column>& columns, s
                             column_text(l, c), l.tuples ? "record_defaults" : "column_defaults");
         return false;
       }
-      ints[k] = static_cast<int64_t>(*l.defaults[k]);
+      ints[k] = l.int_defaults[k];
       reals[k] = *l.defaults[k];
       continue;
     }
@@ -340,6 +341,7 @@ void infer_types(Layout& l) {
   if (rows == 0) throw ValueError("make_csv_dataset: the files have no data rows");
   for (const auto t : types) l.dtypes.push_back(detail::csv_dtype(t));
   l.defaults.assign(l.keep.size(), 0.0);
+  l.int_defaults.assign(l.keep.size(), 0);
   l.inferred = true;
 }
 
@@ -387,6 +389,7 @@ Dataset make_csv_dataset(const std::vector<std::string>& file_patterns, CsvOptio
     for (const auto& d : o.column_defaults) {
       l->dtypes.push_back(d.dtype);
       l->defaults.push_back(d.value);
+      l->int_defaults.push_back(d.int_value);
     }
   }
   // tf.data's pipeline: the files (shuffled each pass when shuffling), read num_parallel_reads at a time and
@@ -485,6 +488,7 @@ Dataset CsvDataset(const std::vector<std::string>& filenames, std::vector<CsvDef
   for (const auto& d : record_defaults) {
     l->dtypes.push_back(d.dtype);
     l->defaults.push_back(d.value);
+    l->int_defaults.push_back(d.int_value);
   }
   for (const auto& path : filenames) {  // a missing file is an error now, as tf.data's when it is iterated
     if (!std::filesystem::exists(path)) throw NotFoundError(fmt::format("CsvDataset: no file '{}'", path));

@@ -199,6 +199,9 @@ TEST(Csv, CsvDatasetMatchesTensorFlowCaseByCase) {
   EXPECT_THAT(error("plain3.csv", {0, 0, 0}, {.buffer_size = 0}), HasSubstr("buffer_size must be positive (or -1), got 0"));
   EXPECT_EQ(data::CsvDataset({osprey::testing::data_file("csv/plain3.csv")}, {0, 0.0, int64_t{0}}).collect()[0].spec(),
             "(int32[], float32[], int64[])");
+  // An int64 default is exact past 2^53.
+  const auto gap = data::CsvDataset({osprey::testing::data_file("csv/gap3.csv")}, {0, int64_t{9007199254740993}, 0}).collect();
+  EXPECT_EQ(gap[0][1].tensor().reshape(Shape({1})).to_vector<int64_t>()[0], int64_t{9007199254740993});
 }
 
 // Osprey's messages for the malformed cases: the file, the line, the column and what to do.
