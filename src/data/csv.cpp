@@ -13,6 +13,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "data/csv_parse.h"
 #include "data/pipeline.h"
@@ -43,12 +44,6 @@ std::vector<std::string> expand(const std::vector<std::string>& patterns) {
   }
   std::sort(files.begin(), files.end());
   return files;
-}
-
-std::string joined(const std::vector<std::string>& names) {
-  std::string out;
-  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
-  return out;
 }
 
 // What making the dataset settles: the files, the columns, which become elements, their types and defaults.
@@ -283,14 +278,14 @@ std::vector<std::size_t> selected(const CsvOptions& o, const std::vector<std::st
       if (s.index < 0 || s.index >= static_cast<int64_t>(names.size())) {
         throw ValueError(fmt::format("make_csv_dataset: select_columns index {} is not a column: the files have {} "
                                      "columns ({})",
-                                     s.index, names.size(), joined(names)));
+                                     s.index, names.size(), fmt::join(names, ", ")));
       }
       keep.push_back(static_cast<std::size_t>(s.index));
     } else {
       const auto at = std::find(names.begin(), names.end(), s.name);
       if (at == names.end()) {
         throw ValueError(fmt::format("make_csv_dataset: select_columns names '{}', which is not a column ({})", s.name,
-                                     joined(names)));
+                                     fmt::join(names, ", ")));
       }
       keep.push_back(static_cast<std::size_t>(at - names.begin()));
     }
@@ -361,7 +356,7 @@ Dataset make_csv_dataset(const std::vector<std::string>& file_patterns, CsvOptio
       if (l->names.empty()) l->names = header;
       else if (o.column_names.empty() && header != l->names) {
         throw ValueError(fmt::format("make_csv_dataset: '{}' has other columns than the first file ({} against {})",
-                                     path, joined(header), joined(l->names)));
+                                     path, fmt::join(header, ", "), fmt::join(l->names, ", ")));
       }
     }
   }
@@ -369,14 +364,14 @@ Dataset make_csv_dataset(const std::vector<std::string>& file_patterns, CsvOptio
   const std::set<std::string> unique(l->names.begin(), l->names.end());
   if (unique.size() != l->names.size()) {
     throw ValueError(fmt::format("make_csv_dataset: the column names repeat a name ({}); each column needs its own",
-                                 joined(l->names)));
+                                 fmt::join(l->names, ", ")));
   }
   l->keep = selected(o, l->names);
   std::vector<std::string> kept;
   for (const auto c : l->keep) kept.push_back(l->names[c]);
   if (!o.label_name.empty() && std::find(kept.begin(), kept.end(), o.label_name) == kept.end()) {
     throw ValueError(fmt::format("make_csv_dataset: label_name '{}' is not among the columns read ({}){}", o.label_name,
-                                 joined(kept), o.select_columns.empty() ? "" : "; add it to select_columns"));
+                                 fmt::join(kept, ", "), o.select_columns.empty() ? "" : "; add it to select_columns"));
   }
   if (o.column_defaults.empty()) {
     infer_types(*l);
@@ -384,7 +379,7 @@ Dataset make_csv_dataset(const std::vector<std::string>& file_patterns, CsvOptio
     if (o.column_defaults.size() != l->keep.size()) {
       throw ValueError(fmt::format("make_csv_dataset: column_defaults has {} values for {} {}columns ({})",
                                    o.column_defaults.size(), l->keep.size(),
-                                   o.select_columns.empty() ? "" : "selected ", joined(kept)));
+                                   o.select_columns.empty() ? "" : "selected ", fmt::join(kept, ", ")));
     }
     for (const auto& d : o.column_defaults) {
       l->dtypes.push_back(d.dtype);
